@@ -1,0 +1,17 @@
+import { defineBuildConfig } from 'unbuild'
+
+export default defineBuildConfig({
+  entries: [
+    { input: 'src/index', name: 'index' },
+    { input: 'src/node', name: 'node' },
+    { input: 'src/manifest', name: 'manifest' },
+    { input: 'src/cli/main', name: 'cli' },
+  ],
+  declaration: 'node16',
+  clean: true,
+  rollup: {
+    emitCJS: false,
+    inlineDependencies: false,
+  },
+  externals: [/^node:/],
+})

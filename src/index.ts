@@ -1,0 +1,16 @@
+/**
+ * `svc`: the edge-safe runtime API. Nothing reachable from here imports a
+ * `node:` builtin; a test bundles this entry for workerd to keep it so.
+ */
+export type * from './types.ts'
+export { HTTP_METHODS, FUNCTION_MEMORY } from './types.ts'
+export {
+  SvcError,
+  ValidationError,
+  TaskNotFoundError,
+  DuplicateStepKeyError,
+  HttpError,
+} from './runtime/errors.ts'
+export { defineSchema } from './runtime/schema.ts'
+export * from './runtime/tasks/index.ts'
+export * from './runtime/app/index.ts'

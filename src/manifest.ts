@@ -1,0 +1,2 @@
+/** `svc/manifest`: build-time scanning, static-literal parsing and normalization. Never imports app code. */
+export {}

@@ -1,0 +1,2 @@
+/** `svc/node`: the Node-only half (server, loaders). */
+export {}

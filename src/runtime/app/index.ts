@@ -1,0 +1,2 @@
+// Public exports of the HTTP application.
+export {}

@@ -1,0 +1,88 @@
+import type { ValidationIssue } from '../types.ts'
+
+/**
+ * Base class of the errors svc raises on purpose. `code` is the stable,
+ * machine-readable name that HTTP bodies carry next to `error`; `status` is
+ * the HTTP status an error maps to.
+ */
+export class SvcError extends Error {
+  readonly code: string
+  readonly status: number
+  constructor(message: string, code: string, status = 500) {
+    super(message)
+    this.name = new.target.name
+    this.code = code
+    this.status = status
+  }
+
+  /** The JSON body of an HTTP error response. */
+  toJSON(): Record<string, unknown> {
+    return { error: this.message, code: this.code }
+  }
+}
+
+/** A payload failed its schema. HTTP 400 `VALIDATION_FAILED`. */
+export class ValidationError extends SvcError {
+  readonly details: ValidationIssue[]
+  constructor(details: ValidationIssue[], message = summarize(details)) {
+    super(message, 'VALIDATION_FAILED', 400)
+    this.details = details
+  }
+
+  override toJSON(): Record<string, unknown> {
+    return { error: this.message, code: this.code, details: this.details }
+  }
+}
+
+function summarize(details: ValidationIssue[]): string {
+  const first = details[0]
+  if (!first) return 'Validation failed'
+  const where = first.path.length ? `${first.target}.${first.path.join('.')}` : first.target
+  const more = details.length > 1 ? ` (and ${details.length - 1} more)` : ''
+  return `Validation failed: ${where}: ${first.message}${more}`
+}
+
+/** No task is registered under the name. HTTP 404 `TASK_NOT_FOUND`. */
+export class TaskNotFoundError extends SvcError {
+  readonly taskName: string
+  readonly available: string[]
+  constructor(taskName: string, available: string[] = []) {
+    const list = available.length ? ` Available tasks: ${available.join(', ')}.` : ' No tasks are registered.'
+    super(`Unknown task "${taskName}".${list}`, 'TASK_NOT_FOUND', 404)
+    this.taskName = taskName
+    this.available = available
+  }
+}
+
+/** A step key was used twice within one run (spec: step rule 1). */
+export class DuplicateStepKeyError extends SvcError {
+  readonly stepKey: string
+  constructor(stepKey: string) {
+    super(
+      `Step key "${stepKey}" is used more than once in this run. Every ctx.step call needs a key that is unique within the run.`,
+      'DUPLICATE_STEP_KEY',
+      500,
+    )
+    this.stepKey = stepKey
+  }
+}
+
+/** A non-2xx answer or a network failure from the task endpoint (`enqueue`). */
+export class HttpError extends SvcError {
+  constructor(status: number, message: string, code = 'HTTP_ERROR') {
+    super(message, code, status)
+  }
+}
+
+/** The message of anything thrown, without a stack trace. */
+export function errorMessage(error: unknown): string {
+  if (error instanceof Error) return error.message || error.name
+  if (typeof error === 'string') return error
+  try {
+    const json = JSON.stringify(error)
+    if (json !== undefined) return json
+  } catch {
+    // fall through: not serializable
+  }
+  return String(error)
+}
