@@ -1,0 +1,49 @@
+import type { RouteKind, RuntimeApiRoute } from '../types.ts'
+
+/** Spec "Limits": task retries default 0, per-attempt timeout default 30000 ms. */
+export const DEFAULT_RETRIES = 0
+export const DEFAULT_TIMEOUT_MS = 30_000
+
+/**
+ * Dot-form task name of a route path: `/api/report` gives `report`,
+ * `/api/jobs/notify` gives `jobs.notify` (spec "What the service does", item 6).
+ */
+export function taskNameFromPath(path: string): string {
+  const rest = path.replace(/^\/api(?=\/|$)/, '').replace(/^\/+|\/+$/g, '')
+  return rest.split('/').filter(Boolean).join('.')
+}
+
+/** The route config that the runtime acts on, with every default applied. */
+export interface ResolvedRoute {
+  path: string
+  kind: RouteKind
+  /** Dot-form name; set for tasks. */
+  name: string | null
+  retries: number
+  timeout: number
+  schedule: string | null
+  timezone: string | null
+  origins: string[] | null
+}
+
+/**
+ * Applies defaults to a runtime route. Fields the manifest already resolved
+ * win; otherwise they are read from the module's `route` and `kind` exports
+ * (`route.kind` wins over the `kind` shorthand), so hand-written
+ * `{ path, module }` routes work too.
+ */
+export function resolveRoute(route: RuntimeApiRoute): ResolvedRoute {
+  const mod = route.module ?? {}
+  const config = mod.route ?? {}
+  const kind: RouteKind = route.kind ?? config.kind ?? mod.kind ?? (mod.websocket ? 'hot' : 'serverless')
+  return {
+    path: route.path,
+    kind,
+    name: kind === 'task' ? (route.name ?? taskNameFromPath(route.path)) : null,
+    retries: route.retries ?? config.retries ?? DEFAULT_RETRIES,
+    timeout: route.timeout ?? config.timeout ?? DEFAULT_TIMEOUT_MS,
+    schedule: route.schedule ?? config.schedule ?? mod.schedule ?? null,
+    timezone: route.timezone ?? config.timezone ?? null,
+    origins: route.origins !== undefined ? route.origins : (config.origins ?? null),
+  }
+}
