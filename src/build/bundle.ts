@@ -1,0 +1,88 @@
+import { builtinModules } from 'node:module'
+import { build, type Plugin } from 'rolldown'
+
+/** Where a bundle runs; decides resolve conditions and whether Node builtins are allowed. */
+export type BundlePlatform = 'node' | 'worker'
+
+export interface BundleOptions {
+  /** Entry file (absolute), or a virtual entry's source with `entrySource`. */
+  input: string
+  /** Source of a virtual entry module; `input` is then its (absolute) name. */
+  entrySource?: string
+  platform: BundlePlatform
+  /** Output file; nothing is written when unset. */
+  outFile?: string
+  /** @default true */
+  minify?: boolean
+  /** Module ids left out of the bundle (Node builds keep dependencies external). */
+  external?: (string | RegExp)[]
+  /** Directory to resolve bare imports from. @default dirname(input) */
+  cwd?: string
+}
+
+export interface BundleResult {
+  code: string
+  /** Every `node:` builtin the bundle imports (always empty for workers: they fail instead). */
+  nodeImports: string[]
+}
+
+const BUILTINS = new Set(builtinModules)
+
+/** An import of a Node builtin, with or without the `node:` prefix. */
+export function isNodeBuiltin(id: string): boolean {
+  return id.startsWith('node:') || BUILTINS.has(id) || BUILTINS.has(id.split('/')[0])
+}
+
+/**
+ * Bundles one entry into a single ES module. Worker bundles resolve the
+ * `workerd`/`worker`/`browser` export conditions and fail on any Node builtin,
+ * naming the module that imported it, so no Node-only code path reaches an
+ * edge target unnoticed.
+ */
+export async function bundle(options: BundleOptions): Promise<BundleResult> {
+  const nodeImports = new Set<string>()
+  const offenders: string[] = []
+  const guard: Plugin = {
+    name: 'svc:node-builtins',
+    resolveId(id, importer) {
+      if (!isNodeBuiltin(id)) return null
+      nodeImports.add(id)
+      if (options.platform === 'worker') offenders.push(`${id} (imported by ${importer ?? 'the entry'})`)
+      return { id, external: true }
+    },
+  }
+  const plugins: Plugin[] = [guard]
+  if (options.entrySource !== undefined) {
+    const source = options.entrySource
+    plugins.push({
+      name: 'svc:virtual-entry',
+      resolveId: (id) => (id === options.input ? id : null),
+      load: (id) => (id === options.input ? source : null),
+    })
+  }
+  const worker = options.platform === 'worker'
+  const output = await build({
+    input: options.input,
+    cwd: options.cwd,
+    platform: worker ? 'browser' : 'node',
+    external: options.external,
+    plugins,
+    resolve: worker ? { conditionNames: ['workerd', 'worker', 'browser', 'import', 'default'] } : undefined,
+    logLevel: 'silent',
+    write: Boolean(options.outFile),
+    output: {
+      file: options.outFile,
+      format: 'esm',
+      codeSplitting: false,
+      minify: options.minify ?? true,
+    },
+  })
+  if (offenders.length) {
+    throw new Error(
+      `Node builtins cannot be bundled for an edge worker:\n  ${[...new Set(offenders)].join('\n  ')}\n` +
+        'Move Node-only code out of the routes built for this target.',
+    )
+  }
+  const chunk = output.output.find((item) => item.type === 'chunk')
+  return { code: chunk && 'code' in chunk ? chunk.code : '', nodeImports: [...nodeImports] }
+}
