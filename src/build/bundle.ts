@@ -18,6 +18,8 @@ export interface BundleOptions {
   external?: (string | RegExp)[]
   /** Directory to resolve bare imports from. @default dirname(input) */
   cwd?: string
+  /** Exact module specifiers mapped to files, such as svc's own entry points. */
+  alias?: Record<string, string>
 }
 
 export interface BundleResult {
@@ -52,6 +54,11 @@ export async function bundle(options: BundleOptions): Promise<BundleResult> {
     },
   }
   const plugins: Plugin[] = [guard]
+  if (options.alias) {
+    // Exact specifiers only: `svc` must not swallow `svc/node`.
+    const alias = options.alias
+    plugins.push({ name: 'svc:alias', resolveId: (id) => (Object.hasOwn(alias, id) ? alias[id] : null) })
+  }
   if (options.entrySource !== undefined) {
     const source = options.entrySource
     plugins.push({
@@ -67,7 +74,9 @@ export async function bundle(options: BundleOptions): Promise<BundleResult> {
     platform: worker ? 'browser' : 'node',
     external: options.external,
     plugins,
-    resolve: worker ? { conditionNames: ['workerd', 'worker', 'browser', 'import', 'default'] } : undefined,
+    resolve: {
+      conditionNames: worker ? ['workerd', 'worker', 'browser', 'import', 'default'] : ['node', 'import', 'default'],
+    },
     logLevel: 'silent',
     write: Boolean(options.outFile),
     output: {

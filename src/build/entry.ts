@@ -1,0 +1,30 @@
+import { join } from 'node:path'
+import type { ManifestPage, ManifestRoute } from '../types.ts'
+
+/**
+ * The source of a generated entry's first half: one static import per route
+ * and page module, and `const app = { routes, pages, cache }` pairing each
+ * manifest entry with its module. Static imports let the bundler see (and
+ * tree-shake) the whole app; the target appends the line that serves `app`.
+ */
+export function appSource(root: string, routes: ManifestRoute[], pages: ManifestPage[]): string {
+  const lines: string[] = []
+  const routeItems = routes.map((route, i) => {
+    lines.push(`import * as route${i} from ${JSON.stringify(join(root, route.file))}`)
+    return `  { ...${JSON.stringify(route)}, module: route${i} },`
+  })
+  const pageItems = pages.map((page, i) => {
+    lines.push(`import * as page${i} from ${JSON.stringify(join(root, page.file))}`)
+    return `  { ...${JSON.stringify(page)}, module: page${i} },`
+  })
+  const cache = pages.some((page) => page.mode === 'hybrid') ? `{ store: 'memory' }` : 'undefined'
+  return [
+    ...lines,
+    `const app = {`,
+    `  routes: [\n${routeItems.join('\n')}\n  ],`,
+    `  pages: [\n${pageItems.join('\n')}\n  ],`,
+    `  cache: ${cache},`,
+    `}`,
+    '',
+  ].join('\n')
+}

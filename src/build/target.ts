@@ -1,0 +1,42 @@
+import type { ManifestPage, ManifestRoute } from '../types.ts'
+import type { BundlePlatform } from './bundle.ts'
+
+export type TargetName = 'node' | 'cloudflare' | 'lambda' | 'vercel'
+
+/** A file the build wrote, for the size report. */
+export interface BuiltFile {
+  /** Relative to the app root. */
+  path: string
+  bytes: number
+  /** Gzipped size, for bundles. */
+  gzipBytes?: number
+}
+
+/** What a target's `write` step gets. */
+export interface TargetContext {
+  root: string
+  routes: ManifestRoute[]
+  pages: ManifestPage[]
+  /** Generated entry source minus the target's own tail (imports and the `app` object). */
+  appSource: string
+  /** Bundles `source` (an entry module) for this target into `outFile`. */
+  bundle(source: string, outFile: string): Promise<BuiltFile>
+  /** Writes a text file (JSON, Dockerfile, …) and reports it. */
+  writeFile(file: string, contents: string): Promise<BuiltFile>
+  /** Copies `<root>/public` into `dir`, when it exists. */
+  copyPublic(dir: string): Promise<void>
+}
+
+/**
+ * A deployment target: a build-time descriptor plus a runtime entry
+ * (`svc/<name>`) that turns the platform's events into requests and cron calls.
+ */
+export interface TargetDescriptor {
+  name: TargetName
+  /** Whether hot routes (WebSockets, process-local state) can run there. */
+  hot: boolean
+  platform: BundlePlatform
+  /** Output directory, relative to the app root. */
+  outDir: string
+  write(ctx: TargetContext): Promise<BuiltFile[]>
+}

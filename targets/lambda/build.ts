@@ -1,0 +1,22 @@
+import { join } from 'node:path'
+import type { TargetDescriptor } from '../../src/build/target.ts'
+import { lambdaSchedules } from './schedules.ts'
+
+/** `.output/lambda/index.mjs` exporting `handler`, and `schedules.json` listing every schedule. */
+export const lambdaTarget: TargetDescriptor = {
+  name: 'lambda',
+  hot: false,
+  platform: 'node',
+  outDir: '.output/lambda',
+  async write(ctx) {
+    const out = join(ctx.root, this.outDir)
+    const entry = `${ctx.appSource}
+import { createLambdaHandler } from 'svc/lambda'
+export const handler = createLambdaHandler(app)
+`
+    return [
+      await ctx.bundle(entry, join(out, 'index.mjs')),
+      await ctx.writeFile(join(out, 'schedules.json'), JSON.stringify({ schedules: lambdaSchedules(ctx.routes) }, null, 2) + '\n'),
+    ]
+  },
+}

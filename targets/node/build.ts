@@ -1,0 +1,47 @@
+import { join } from 'node:path'
+import type { TargetDescriptor } from '../../src/build/target.ts'
+import { appDependencies, readAppPackage } from '../../src/build/app-package.ts'
+
+/** `.output/node/server.mjs`: the whole app on one Node server, plus a package.json and a Dockerfile. */
+export const nodeTarget: TargetDescriptor = {
+  name: 'node',
+  hot: true,
+  platform: 'node',
+  outDir: '.output/node',
+  async write(ctx) {
+    const out = join(ctx.root, this.outDir)
+    const entry = `${ctx.appSource}
+import { serveApp } from 'svc/node-target'
+await serveApp({ ...app, staticDirs: [new URL('./public', import.meta.url).pathname] })
+`
+    const files = [await ctx.bundle(entry, join(out, 'server.mjs'))]
+    await ctx.copyPublic(join(out, 'public'))
+    const dependencies = await appDependencies(ctx.root)
+    const appPkg = await readAppPackage(ctx.root)
+    files.push(
+      await ctx.writeFile(
+        join(out, 'package.json'),
+        JSON.stringify(
+          { name: appPkg.name ?? 'svc-app', private: true, type: 'module', main: 'server.mjs', scripts: { start: 'node server.mjs' }, dependencies },
+          null,
+          2,
+        ) + '\n',
+      ),
+      await ctx.writeFile(
+        join(out, 'Dockerfile'),
+        [
+          'FROM node:24-slim',
+          'WORKDIR /app',
+          'ENV NODE_ENV=production PORT=3000',
+          'COPY package.json ./',
+          Object.keys(dependencies).length ? 'RUN npm install --omit=dev --no-audit --no-fund' : '# No runtime dependencies to install: server.mjs bundles the app.',
+          'COPY . .',
+          'EXPOSE 3000',
+          'CMD ["node", "server.mjs"]',
+          '',
+        ].join('\n'),
+      ),
+    )
+    return files
+  },
+}

@@ -1,0 +1,46 @@
+import { join } from 'node:path'
+import type { TargetDescriptor } from '../../src/build/target.ts'
+
+/** Node.js version of the generated function. */
+export const VERCEL_NODE_RUNTIME = 'nodejs22.x'
+
+/**
+ * `.vercel/output/` in the Build Output API v3 layout: one Node.js function
+ * (`functions/__svc.func`) that every path routes to after static files, and
+ * `crons` in `config.json` that call `/__svc/cron?cron=<expression>`.
+ */
+export const vercelTarget: TargetDescriptor = {
+  name: 'vercel',
+  hot: false,
+  platform: 'node',
+  outDir: '.vercel/output',
+  async write(ctx) {
+    const out = join(ctx.root, this.outDir)
+    const fn = join(out, 'functions', '__svc.func')
+    const entry = `${ctx.appSource}
+import { createVercelHandler } from 'svc/vercel'
+export default createVercelHandler(app)
+`
+    const crons = [...new Set(ctx.routes.map((route) => route.schedule).filter((cron): cron is string => !!cron))].map(
+      (schedule) => ({ path: `/__svc/cron?cron=${encodeURIComponent(schedule)}`, schedule }),
+    )
+    const config = {
+      version: 3,
+      routes: [{ handle: 'filesystem' }, { src: '/(.*)', dest: '/__svc' }],
+      crons,
+    }
+    const vcConfig = {
+      runtime: VERCEL_NODE_RUNTIME,
+      handler: 'index.mjs',
+      launcherType: 'Nodejs',
+      shouldAddHelpers: false,
+      supportsResponseStreaming: true,
+    }
+    await ctx.copyPublic(join(out, 'static'))
+    return [
+      await ctx.bundle(entry, join(fn, 'index.mjs')),
+      await ctx.writeFile(join(fn, '.vc-config.json'), JSON.stringify(vcConfig, null, 2) + '\n'),
+      await ctx.writeFile(join(out, 'config.json'), JSON.stringify(config, null, 2) + '\n'),
+    ]
+  },
+}
