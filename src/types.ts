@@ -339,6 +339,13 @@ export interface TaskRuntime {
   stopScheduler(): void
   /** Waits for in-flight attempts, at most `timeoutMs`. */
   drain(timeoutMs?: number): Promise<void>
+  /**
+   * Stops the scheduler and clears pending in-process timers (delays,
+   * backoff, sleeps, token timeouts) so nothing keeps the process alive;
+   * call after `drain()` on shutdown. Optional so test doubles need not
+   * implement it; `createTaskRuntime()` always does.
+   */
+  close?(): Promise<void>
 }
 
 // ---------------------------------------------------------------------------

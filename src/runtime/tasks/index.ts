@@ -1,2 +1,14 @@
 // Public exports of the task runtime.
-export {}
+export { createTaskRuntime } from './runtime.ts'
+export type { TaskRuntimeInstance, TaskRuntimeOptions } from './runtime.ts'
+export type { TaskDefinition } from './definitions.ts'
+export type { ScheduledJob } from './scheduler.ts'
+export { MemoryRunStore, DEFAULT_MAX_RUNS } from './memory-store.ts'
+export type { MemoryRunStoreOptions } from './memory-store.ts'
+export type { RunStore, RunPatch, RunQuery, TimerRecord, TimerKind, TokenRecord, TokenStatus } from './store.ts'
+export { enqueue, completeToken, runScheduledTasks } from './enqueue.ts'
+export { setActiveTaskRuntime, getActiveTaskRuntime } from './active.ts'
+export { ENQUEUE_HEADERS, enqueueOptionsFromHeaders, taskServerUrl } from './client.ts'
+export { isSuspension } from './suspend.ts'
+export { tokenIdFor } from './ids.ts'
+export { backoffDelay } from './backoff.ts'

@@ -1,0 +1,149 @@
+/**
+ * The HTTP side of `enqueue()` and `completeToken()`, used when no task
+ * runtime is active in this process: they call the task admin surface of the
+ * server that runs the tasks (spec "Task admin surface", "`enqueue`").
+ */
+import type { CompleteTokenResult, EnqueueOptions, EnqueueResult } from '../../types.ts'
+import { HttpError, errorMessage } from '../errors.ts'
+import { processEnv, type EnvLike } from './env.ts'
+import { checkTriggerOptions, describe } from './options.ts'
+
+/**
+ * Request headers that carry `EnqueueOptions` on `POST /__tasks/<name>`; the
+ * body stays the payload alone. `Idempotency-Key` is the IETF HTTPAPI
+ * draft's header name.
+ */
+export const ENQUEUE_HEADERS = {
+  idempotencyKey: 'idempotency-key',
+  delaySeconds: 'svc-delay-seconds',
+} as const
+
+/** Reads `EnqueueOptions` from request headers; a bad value is a `TypeError` naming the header. */
+export function enqueueOptionsFromHeaders(headers: Headers): EnqueueOptions {
+  const opts: EnqueueOptions = {}
+  const key = headers.get(ENQUEUE_HEADERS.idempotencyKey)
+  if (key !== null) opts.idempotencyKey = key
+  const delay = headers.get(ENQUEUE_HEADERS.delaySeconds)
+  if (delay !== null) {
+    const seconds = delay.trim() === '' ? Number.NaN : Number(delay)
+    if (!Number.isFinite(seconds) || seconds < 0) {
+      throw new TypeError(`Header ${ENQUEUE_HEADERS.delaySeconds} must be a number of seconds, 0 or more (got ${describe(delay)})`)
+    }
+    opts.delaySeconds = seconds
+  }
+  return opts
+}
+
+/** Base URL of the task server: `SVC_TASK_URL`, else `http://127.0.0.1:${PORT ?? 3000}`. */
+export function taskServerUrl(env: EnvLike = processEnv()): string {
+  const base = env.SVC_TASK_URL || `http://127.0.0.1:${env.PORT || 3000}`
+  return base.replace(/\/+$/, '')
+}
+
+function authHeaders(env: EnvLike): Record<string, string> {
+  // Spec "Authentication": the secret is THEN_TASK_SECRET; SVC_TASK_SECRET is accepted too.
+  const secret = env.THEN_TASK_SECRET || env.SVC_TASK_SECRET
+  return secret ? { authorization: `Bearer ${secret}` } : {}
+}
+
+/** `POST /__tasks/<name>`; maps the 202 `{ id, status }` body to `{ runId, status, ...rest }`. */
+export async function enqueueOverHttp(
+  taskName: string,
+  payload: unknown,
+  opts: EnqueueOptions | undefined,
+  env: EnvLike = processEnv(),
+): Promise<EnqueueResult> {
+  const { delaySeconds, idempotencyKey } = checkTriggerOptions(opts, `enqueue("${taskName}")`)
+  const headers: Record<string, string> = { ...authHeaders(env) }
+  if (payload !== undefined) headers['content-type'] = 'application/json'
+  if (idempotencyKey !== undefined) headers[ENQUEUE_HEADERS.idempotencyKey] = idempotencyKey
+  if (delaySeconds > 0) headers[ENQUEUE_HEADERS.delaySeconds] = String(delaySeconds)
+  const url = `${taskServerUrl(env)}/__tasks/${encodeURIComponent(taskName)}`
+  const where = `enqueue("${taskName}")`
+  const { response, body } = await send(where, url, {
+    method: 'POST',
+    headers,
+    // An empty body means `ctx.input` is undefined (the admin surface's rule).
+    body: payload === undefined ? undefined : JSON.stringify(payload),
+  })
+  if (!response.ok) throw httpError(response, body)
+  if (!isObject(body) || typeof body.id !== 'string' || typeof body.status !== 'string') {
+    throw new HttpError(
+      response.status,
+      `${where}: ${url} answered ${response.status} without a { id, status } JSON body`,
+      'BAD_RESPONSE',
+    )
+  }
+  const { id, status, ...rest } = body
+  return { ...rest, runId: id, status } as EnqueueResult
+}
+
+/** `POST /__tasks/tokens/<id>`: 200 completed, 404 not found, 409 already completed or timed out. */
+export async function completeTokenOverHttp(
+  tokenId: string,
+  payload: unknown,
+  env: EnvLike = processEnv(),
+): Promise<CompleteTokenResult> {
+  const where = `completeToken("${tokenId}")`
+  const url = `${taskServerUrl(env)}/__tasks/tokens/${encodeURIComponent(tokenId)}`
+  const headers: Record<string, string> = { ...authHeaders(env) }
+  if (payload !== undefined) headers['content-type'] = 'application/json'
+  const { response, body } = await send(where, url, {
+    method: 'POST',
+    headers,
+    body: payload === undefined ? undefined : JSON.stringify(payload),
+  })
+  if (response.ok) return 'completed'
+  const code = isObject(body) ? body.code : undefined
+  const status = isObject(body) ? body.status : undefined
+  // A generic NOT_FOUND means the route itself is missing (wrong server), not the token.
+  if (response.status === 404 && code !== 'NOT_FOUND') return 'not_found'
+  if (response.status === 409) {
+    return status === 'timed_out' || code === 'TOKEN_TIMED_OUT' ? 'timed_out' : 'already_completed'
+  }
+  throw httpError(response, body)
+}
+
+async function send(where: string, url: string, init: RequestInit): Promise<{ response: Response; body: unknown }> {
+  let response: Response
+  try {
+    response = await fetch(url, init)
+  } catch (cause) {
+    // Status 0 means "no HTTP answer at all", as in the Fetch standard's network error.
+    const error = new HttpError(
+      0,
+      `${where}: could not reach ${url}: ${errorMessage(cause)}. Is the task server running? Set SVC_TASK_URL to its address`,
+      'NETWORK_ERROR',
+    )
+    error.cause = cause
+    throw error
+  }
+  const text = await response.text()
+  let body: unknown = text
+  if (text) {
+    try {
+      body = JSON.parse(text)
+    } catch {
+      // Not JSON: keep the text for the error message.
+    }
+  }
+  return { response, body }
+}
+
+/** The answer's error text (`error`, else `message`, else the raw text) and code. */
+function httpError(response: Response, body: unknown): HttpError {
+  const text =
+    isObject(body) && typeof body.error === 'string'
+      ? body.error
+      : isObject(body) && typeof body.message === 'string'
+        ? body.message
+        : typeof body === 'string' && body
+          ? body.slice(0, 500)
+          : `HTTP ${response.status} ${response.statusText}`.trim()
+  const code = isObject(body) && typeof body.code === 'string' ? body.code : 'HTTP_ERROR'
+  return new HttpError(response.status, text, code)
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}

@@ -1,0 +1,66 @@
+/**
+ * The module-level task functions exported from `svc` (spec "`enqueue`").
+ * Inside a process whose server set an active task runtime they act
+ * in-process; elsewhere `enqueue` and `completeToken` call the task server
+ * over HTTP. They never swallow an error.
+ */
+import type { CompleteTokenResult, EnqueueOptions, EnqueueResult, RunRecord } from '../../types.ts'
+import { getActiveTaskRuntime } from './active.ts'
+import { completeTokenOverHttp, enqueueOverHttp } from './client.ts'
+
+/**
+ * Starts a run of `taskName` and resolves to `{ runId, status }` without
+ * waiting for it to finish. `status` is `running`, or `scheduled` with
+ * `delaySeconds`. An `idempotencyKey` already seen resolves to the existing
+ * run instead of starting another.
+ *
+ * In-process when a task runtime is active in this process; otherwise it
+ * POSTs to `${SVC_TASK_URL ?? 'http://127.0.0.1:' + (PORT ?? 3000)}/__tasks/<name>`
+ * with `Authorization: Bearer <THEN_TASK_SECRET or SVC_TASK_SECRET>` when a
+ * secret is set.
+ *
+ * Rejects with `ValidationError` or `TaskNotFoundError` in-process, and with
+ * `HttpError` over HTTP: the answer's status and error text for a non-2xx
+ * answer, status 0 (code `NETWORK_ERROR`, the failure in `cause`) when the
+ * server cannot be reached.
+ */
+export async function enqueue(taskName: string, payload?: unknown, opts?: EnqueueOptions): Promise<EnqueueResult> {
+  if (typeof taskName !== 'string' || taskName === '') {
+    throw new TypeError(`enqueue(taskName): taskName must be a non-empty dot-form task name (got ${typeof taskName})`)
+  }
+  const runtime = getActiveTaskRuntime()
+  if (!runtime) return enqueueOverHttp(taskName, payload, opts)
+  const run = await runtime.trigger(taskName, payload, { ...opts, trigger: 'enqueue' })
+  return { runId: run.id, status: run.status }
+}
+
+/**
+ * Completes the token a `ctx.step.waitForToken` waits for, with `payload`,
+ * and resumes the run. Resolves to `'completed'`, `'not_found'`,
+ * `'already_completed'` or `'timed_out'`. In-process when a task runtime is
+ * active, otherwise `POST /__tasks/tokens/<tokenId>` on the task server.
+ */
+export async function completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult> {
+  const runtime = getActiveTaskRuntime()
+  if (!runtime) return completeTokenOverHttp(tokenId, payload)
+  return runtime.completeToken(tokenId, payload)
+}
+
+/**
+ * Fires every task whose `schedule` is `cron`, for platforms that deliver
+ * the cron event themselves (edge scheduled events, function platforms).
+ * Scheduled runs skip validation and get `{ _cron: true }`. Resolves to the
+ * started runs; with `{ wait: true }`, to their final records once they end,
+ * which is what a platform's `waitUntil` should hold on to.
+ * Needs an active task runtime (`setActiveTaskRuntime`).
+ */
+export async function runScheduledTasks(cron: string, opts: { wait?: boolean } = {}): Promise<RunRecord[]> {
+  const runtime = getActiveTaskRuntime()
+  if (!runtime) {
+    throw new Error(
+      `runScheduledTasks("${cron}"): no task runtime is active in this process; call setActiveTaskRuntime(createTaskRuntime({ routes })) first`,
+    )
+  }
+  const runs = await runtime.runScheduled(cron)
+  return opts.wait ? Promise.all(runs.map((run) => runtime.waitForRun(run.id))) : runs
+}

@@ -1,0 +1,18 @@
+/**
+ * Environment access that works where `process` does not exist (edge
+ * workers without Node compatibility): read through `globalThis`, guarded.
+ */
+
+export type EnvLike = Record<string, string | undefined>
+
+export function processEnv(): EnvLike {
+  const env = (globalThis as { process?: { env?: EnvLike } }).process?.env
+  return env ?? {}
+}
+
+/** `1` or `true` (any case) turn a flag on. */
+export function isEnabled(value: string | undefined): boolean {
+  if (value === undefined) return false
+  const v = value.trim().toLowerCase()
+  return v === '1' || v === 'true'
+}

@@ -1,0 +1,204 @@
+/**
+ * The in-memory run store used by standalone runs (spec "States and
+ * transitions": standalone runs use in-process state and do not survive a
+ * restart). It is bounded so a long-lived server does not grow forever.
+ */
+import type { Attempt, RunRecord, RunStatus, StepRecord } from '../../types.ts'
+import type { RunPatch, RunQuery, RunStore, TimerRecord, TokenRecord } from './store.ts'
+import { isFinished } from './store.ts'
+
+export interface MemoryRunStoreOptions {
+  /**
+   * How many runs to retain. Past it, the runs that finished (completed or
+   * failed) longest ago are evicted first, with their tokens and
+   * idempotency keys. Scheduled, running and suspended runs are never
+   * evicted, so the store may exceed the bound while more than `maxRuns` of
+   * them are live.
+   * @default 10000
+   */
+  maxRuns?: number
+}
+
+/** Default bound of the memory store. */
+export const DEFAULT_MAX_RUNS = 10_000
+
+export class MemoryRunStore implements RunStore {
+  readonly maxRuns: number
+  // Map iteration follows insertion order: `runs` is creation order and
+  // `finished` is the order in which runs finished, oldest first.
+  #runs = new Map<string, RunRecord>()
+  #finished = new Set<string>()
+  #idempotency = new Map<string, string>()
+  #timers = new Map<string, TimerRecord>()
+  #tokens = new Map<string, TokenRecord>()
+  #tokensByRun = new Map<string, string[]>()
+
+  constructor(options: MemoryRunStoreOptions = {}) {
+    const maxRuns = options.maxRuns ?? DEFAULT_MAX_RUNS
+    if (!Number.isInteger(maxRuns) || maxRuns < 1) {
+      throw new TypeError(`MemoryRunStore: maxRuns must be a positive integer (got ${String(maxRuns)})`)
+    }
+    this.maxRuns = maxRuns
+  }
+
+  /** Number of runs retained. */
+  get size(): number {
+    return this.#runs.size
+  }
+
+  async createRun(run: RunRecord): Promise<RunRecord> {
+    if (this.#runs.has(run.id)) throw new Error(`MemoryRunStore: run "${run.id}" already exists`)
+    if (run.idempotencyKey !== undefined) {
+      const scoped = idempotencyScope(run.taskName, run.idempotencyKey)
+      const holder = this.#idempotency.get(scoped)
+      const existing = holder === undefined ? undefined : this.#runs.get(holder)
+      if (existing) return copyRun(existing)
+      this.#idempotency.set(scoped, run.id)
+    }
+    const stored: RunRecord = { ...run, attempts: run.attempts.map(copyAttempt), steps: { ...run.steps } }
+    this.#runs.set(run.id, stored)
+    if (isFinished(stored.status)) this.#finished.add(run.id)
+    this.#evict()
+    return copyRun(stored)
+  }
+
+  async getRun(id: string): Promise<RunRecord | undefined> {
+    const run = this.#runs.get(id)
+    return run && copyRun(run)
+  }
+
+  async updateRun(
+    id: string,
+    patch: RunPatch,
+    expect?: { status: RunStatus | readonly RunStatus[] },
+  ): Promise<RunRecord | undefined> {
+    const run = this.#runs.get(id)
+    if (!run) return undefined
+    if (expect && !matches(run.status, expect.status)) return undefined
+    const target = run as unknown as Record<string, unknown>
+    for (const key in patch) {
+      const value = (patch as Record<string, unknown>)[key]
+      if (value === undefined) delete target[key]
+      else target[key] = value
+    }
+    if (isFinished(run.status)) {
+      if (!this.#finished.has(id)) {
+        this.#finished.add(id)
+        this.#evict()
+      }
+    } else {
+      this.#finished.delete(id)
+    }
+    return copyRun(run)
+  }
+
+  async appendAttempt(runId: string, attempt: Attempt): Promise<void> {
+    this.#require(runId).attempts.push(copyAttempt(attempt))
+  }
+
+  async saveStep(runId: string, key: string, step: StepRecord): Promise<void> {
+    this.#require(runId).steps[key] = { ...step }
+  }
+
+  async listRuns(query: RunQuery = {}): Promise<RunRecord[]> {
+    const limit = query.limit ?? Infinity
+    const statuses = query.status
+    const out: RunRecord[] = []
+    const all = [...this.#runs.values()]
+    for (let i = all.length - 1; i >= 0 && out.length < limit; i--) {
+      const run = all[i]
+      if (query.taskName !== undefined && run.taskName !== query.taskName) continue
+      if (statuses !== undefined && !matches(run.status, statuses)) continue
+      out.push(copyRun(run))
+    }
+    return out
+  }
+
+  async saveTimer(timer: TimerRecord): Promise<void> {
+    this.#timers.set(timer.id, { ...timer })
+  }
+
+  async takeTimer(id: string): Promise<TimerRecord | undefined> {
+    const timer = this.#timers.get(id)
+    if (timer) this.#timers.delete(id)
+    return timer
+  }
+
+  async listTimers(): Promise<TimerRecord[]> {
+    return [...this.#timers.values()].map((timer) => ({ ...timer }))
+  }
+
+  async putToken(token: TokenRecord): Promise<TokenRecord> {
+    const existing = this.#tokens.get(token.id)
+    if (existing) return { ...existing }
+    this.#tokens.set(token.id, { ...token })
+    const ids = this.#tokensByRun.get(token.runId)
+    if (ids) ids.push(token.id)
+    else this.#tokensByRun.set(token.runId, [token.id])
+    return { ...token }
+  }
+
+  async getToken(id: string): Promise<TokenRecord | undefined> {
+    const token = this.#tokens.get(id)
+    return token && { ...token }
+  }
+
+  async settleToken(
+    id: string,
+    status: 'completed' | 'timed_out',
+    payload?: unknown,
+  ): Promise<{ settled: boolean; token: TokenRecord } | undefined> {
+    const token = this.#tokens.get(id)
+    if (!token) return undefined
+    if (token.status !== 'waiting') return { settled: false, token: { ...token } }
+    token.status = status
+    token.settledAt = new Date().toISOString()
+    if (status === 'completed' && payload !== undefined) token.payload = payload
+    return { settled: true, token: { ...token } }
+  }
+
+  #require(runId: string): RunRecord {
+    const run = this.#runs.get(runId)
+    if (!run) throw new Error(`MemoryRunStore: unknown run "${runId}"`)
+    return run
+  }
+
+  /** Drops the runs that finished longest ago until the bound holds again. */
+  #evict(): void {
+    if (this.#runs.size <= this.maxRuns) return
+    for (const id of this.#finished) {
+      if (this.#runs.size <= this.maxRuns) break
+      this.#finished.delete(id)
+      const run = this.#runs.get(id)
+      this.#runs.delete(id)
+      if (run?.idempotencyKey !== undefined) {
+        const scoped = idempotencyScope(run.taskName, run.idempotencyKey)
+        if (this.#idempotency.get(scoped) === id) this.#idempotency.delete(scoped)
+      }
+      const tokens = this.#tokensByRun.get(id)
+      if (tokens) {
+        for (const tokenId of tokens) this.#tokens.delete(tokenId)
+        this.#tokensByRun.delete(id)
+      }
+    }
+  }
+}
+
+// Idempotency keys are scoped to their task: two tasks may use the same key.
+function idempotencyScope(taskName: string, key: string): string {
+  return `${taskName}\u0000${key}`
+}
+
+function matches(status: RunStatus, expected: RunStatus | readonly RunStatus[]): boolean {
+  return typeof expected === 'string' ? status === expected : expected.includes(status)
+}
+
+function copyAttempt(attempt: Attempt): Attempt {
+  return { ...attempt }
+}
+
+// Attempts and step records are never changed in place once stored, so a
+// copy of the containers is enough to keep callers from changing the store.
+function copyRun(run: RunRecord): RunRecord {
+  return { ...run, attempts: run.attempts.slice(), steps: { ...run.steps } }
+}

@@ -1,0 +1,155 @@
+/**
+ * `createTaskRuntime()`: registers the task routes of an app and runs them.
+ * Edge-safe: the Node server, the edge and function targets and the CLI all
+ * drive this same implementation.
+ */
+import type { Logger, RunRecord, RuntimeApiRoute, TaskRuntime, TaskSummary } from '../../types.ts'
+import { getActiveTaskRuntime, setActiveTaskRuntime } from './active.ts'
+import { defineTasks, type TaskDefinition } from './definitions.ts'
+import { TaskEngine } from './engine.ts'
+import { processEnv } from './env.ts'
+import { MemoryRunStore } from './memory-store.ts'
+import { describe } from './options.ts'
+import { TaskScheduler, type ScheduledJob } from './scheduler.ts'
+import type { RunQuery, RunStore } from './store.ts'
+
+export interface TaskRuntimeOptions {
+  /**
+   * The app's API routes, each a manifest entry (or just `{ path, module }`)
+   * plus its loaded module. Routes whose kind resolves to `task` are
+   * registered; the others are ignored. A task's handler is its `POST(ctx)`
+   * export and its schema its `input` export.
+   */
+  routes: readonly RuntimeApiRoute[]
+  /**
+   * Where runs, steps, timers and tokens are kept.
+   * @default new MemoryRunStore({ maxRuns })
+   */
+  store?: RunStore
+  /**
+   * Receives the one-time note about in-process waits, retry warnings,
+   * skipped cron ticks and every failure, always with the task name.
+   * @default console
+   */
+  logger?: Logger
+  /**
+   * Bound of the default memory store. Ignored when `store` is given.
+   * @default 10000
+   */
+  maxRuns?: number
+  /**
+   * Environment variables, read for `SVC_DISABLE_IN_PROCESS_CRON`. Edge
+   * targets pass their bindings here.
+   * @default globalThis.process?.env, or {} where there is no `process`
+   */
+  env?: Record<string, string | undefined>
+  /**
+   * Unreference in-process timers (delays, backoff, sleeps, token timeouts,
+   * cron ticks) where the platform supports it, so they never keep a Node
+   * process alive. Leave it off for a CLI that must wait for a sleeping run.
+   * Note: `close()` clears every timer either way.
+   * @default false
+   */
+  unrefTimers?: boolean
+}
+
+/** What `createTaskRuntime()` returns: the shared `TaskRuntime` contract, plus runtime-specific members. */
+export interface TaskRuntimeInstance extends TaskRuntime {
+  /** Registered tasks by dot-form name. */
+  readonly tasks: ReadonlyMap<string, TaskDefinition>
+  readonly store: RunStore
+  /** Runs, newest first. */
+  listRuns(query?: RunQuery): Promise<RunRecord[]>
+  /** Scheduled tasks and, while the scheduler runs, their next tick. */
+  scheduledJobs(): ScheduledJob[]
+  /**
+   * Re-arms what a durable store holds after a restart: pending timers,
+   * running runs (re-dispatched) and the waitpoints of suspended runs.
+   * Nothing to do with the memory store, which starts empty.
+   */
+  recover(): Promise<void>
+  /**
+   * Stops the scheduler, clears every pending timer, aborts the signal of
+   * in-flight attempts and rejects pending `waitForRun` calls. Call `drain()`
+   * first for a graceful shutdown. If this runtime is the active one, it is
+   * no longer. Idempotent.
+   */
+  close(): Promise<void>
+}
+
+export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntimeInstance {
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError(`createTaskRuntime(options): options must be an object with routes (got ${describe(options)})`)
+  }
+  const logger = options.logger ?? console
+  const env = options.env ?? processEnv()
+  const unref = options.unrefTimers ?? false
+  if (typeof unref !== 'boolean') {
+    throw new TypeError(`createTaskRuntime(): unrefTimers must be a boolean (got ${describe(unref)})`)
+  }
+  const store = options.store ?? new MemoryRunStore({ maxRuns: options.maxRuns })
+  const tasks = defineTasks(options.routes)
+  const engine = new TaskEngine({ store, tasks, logger, unrefTimers: unref })
+  const scheduler = new TaskScheduler(engine, { unref })
+
+  const runtime: TaskRuntimeInstance = {
+    tasks,
+    store,
+    trigger: (name, payload, opts) => engine.trigger(name, payload, opts),
+    getRun: (id) => store.getRun(id),
+    waitForRun: (id) => engine.waitForRun(id),
+    completeToken: (tokenId, payload) => engine.completeToken(tokenId, payload),
+    listRuns: (query) => store.listRuns(query),
+
+    async listTasks(): Promise<TaskSummary[]> {
+      return Promise.all(
+        [...tasks.values()].map(async (def) => {
+          const [last] = await store.listRuns({ taskName: def.name, limit: 1 })
+          return {
+            name: def.name,
+            path: def.path,
+            schedule: def.schedule,
+            retries: def.retries,
+            timeout: def.timeout,
+            lastRun: last ? { id: last.id, status: last.status, finishedAt: last.finishedAt ?? null } : null,
+          }
+        }),
+      )
+    },
+
+    runScheduled: (cron) => scheduler.runScheduled(cron),
+    startScheduler: () => scheduler.start(env),
+    stopScheduler: () => scheduler.stop(),
+    scheduledJobs: () => scheduler.list(),
+    recover: () => engine.recover(),
+
+    async drain(timeoutMs = 30_000): Promise<void> {
+      if (typeof timeoutMs !== 'number' || Number.isNaN(timeoutMs) || timeoutMs < 0) {
+        throw new TypeError(`drain(timeoutMs): timeoutMs must be a number of milliseconds, 0 or more (got ${describe(timeoutMs)})`)
+      }
+      const deadline = Date.now() + timeoutMs
+      // Attempts may start more work (a retry, a resumed parent) while we
+      // wait, so look again until nothing is in flight or time is up.
+      while (engine.active.size > 0) {
+        const left = deadline - Date.now()
+        if (left <= 0) {
+          logger.warn(`[svc] task runtime: ${engine.active.size} attempt(s) still in flight after ${timeoutMs} ms of draining`)
+          return
+        }
+        let timer: ReturnType<typeof setTimeout> | undefined
+        const expired = new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, left)
+        })
+        await Promise.race([Promise.allSettled([...engine.active.values()].map((entry) => entry.done)), expired])
+        clearTimeout(timer)
+      }
+    },
+
+    async close(): Promise<void> {
+      scheduler.stop()
+      engine.close()
+      if (getActiveTaskRuntime() === runtime) setActiveTaskRuntime(null)
+    },
+  }
+  return runtime
+}

@@ -1,0 +1,225 @@
+/**
+ * `ctx.step`: durable steps (spec "Step API").
+ *
+ * Every call is keyed. A key with a recorded result returns it without
+ * running anything (replay); otherwise the step runs, or, for waits, the run
+ * suspends with a waitpoint and the runtime re-dispatches it once the
+ * waitpoint is met, after recording the step. Keys are unique per
+ * invocation (rule 1) and line recorded outputs up with calls (rule 2).
+ */
+import type { ChildRunResult, EnqueueOptions, RunRecord, StepApi, StepRecord, TriggerOptions, Waitpoint } from '../../types.ts'
+import { DuplicateStepKeyError } from '../errors.ts'
+import { childIdempotencyKey, tokenIdFor } from './ids.ts'
+import { describe } from './options.ts'
+import type { RunStore } from './store.ts'
+import { SuspendSignal } from './suspend.ts'
+
+/** One execution of a handler: an attempt, or the replay of one after a resume. */
+export interface Invocation {
+  runId: string
+  taskName: string
+  attempt: number
+  /** Recorded steps; the invocation adds the ones it completes. */
+  steps: Record<string, StepRecord>
+  /** Keys used by this invocation (rule 1). */
+  seen: Set<string>
+  /** The first suspension raised, kept even if the handler swallows it. */
+  suspension: SuspendSignal | undefined
+  /** Set once the attempt is over (returned, failed or timed out). */
+  closed: string | undefined
+}
+
+/** What steps need from the runtime. */
+export interface StepHost {
+  store: RunStore
+  /** Starts a child run (validation applies, as for any payload-bearing path). */
+  trigger(name: string, payload: unknown, opts: TriggerOptions): Promise<RunRecord>
+  /** Called before every in-process durable wait; logs the one-time note. */
+  noteLocalWait(): void
+}
+
+export function createInvocation(run: RunRecord): Invocation {
+  return {
+    runId: run.id,
+    taskName: run.taskName,
+    // Suspensions append no attempt, so every recorded attempt of a running
+    // run is a failed one: the next is their count plus one.
+    attempt: run.attempts.length + 1,
+    steps: { ...run.steps },
+    seen: new Set(),
+    suspension: undefined,
+    closed: undefined,
+  }
+}
+
+/** The result a parent sees for a finished child (spec "ChildRunResult"). */
+export function childRunResult(child: RunRecord): ChildRunResult {
+  if (child.status === 'completed') return child.result === undefined ? { ok: true } : { ok: true, result: child.result }
+  const last = child.attempts[child.attempts.length - 1]
+  return { ok: false, error: last?.error ?? `Run ${child.id} of task "${child.taskName}" failed` }
+}
+
+export function createStepApi(inv: Invocation, host: StepHost): StepApi {
+  return {
+    async run<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
+      const recorded = begin(inv, key, 'run')
+      if (recorded) return recorded.output as T
+      if (typeof fn !== 'function') {
+        throw new TypeError(`ctx.step.run("${key}", fn): fn must be a function (got ${describe(fn)})`)
+      }
+      const output = await fn()
+      await record(inv, host, key, output === undefined ? { status: 'completed' } : { status: 'completed', output })
+      return output
+    },
+
+    async enqueue(key, task, payload, opts) {
+      const recorded = begin(inv, key, 'enqueue')
+      if (recorded) return recorded.output as { runId: string }
+      const child = await host.trigger(task, payload, childOptions(inv, key, opts, 'enqueue'))
+      const output = { runId: child.id }
+      await record(inv, host, key, { status: 'completed', output })
+      return output
+    },
+
+    async waitForTask(key, task, payload, opts) {
+      const recorded = begin(inv, key, 'waitForTask')
+      if (recorded) return recorded.output as ChildRunResult
+      // The child keeps its idempotency key across replays, so a replay finds
+      // the child it started instead of starting another.
+      const child = await host.trigger(task, payload, childOptions(inv, key, opts, 'child'))
+      if (child.status === 'completed' || child.status === 'failed') {
+        const output = childRunResult(child)
+        await record(inv, host, key, { status: 'completed', output })
+        return output
+      }
+      suspend(inv, host, key, { type: 'task', task, runId: child.id })
+    },
+
+    async sleep(key, seconds) {
+      const recorded = begin(inv, key, 'sleep')
+      if (recorded) return
+      if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0) {
+        throw new TypeError(`ctx.step.sleep("${key}", seconds): seconds must be a finite number, 0 or more (got ${describe(seconds)})`)
+      }
+      await sleepTo(inv, host, key, Date.now() + seconds * 1000)
+    },
+
+    async sleepUntil(key, date) {
+      const recorded = begin(inv, key, 'sleepUntil')
+      if (recorded) return
+      await sleepTo(inv, host, key, parseInstant(key, date))
+    },
+
+    async waitForToken<T = unknown>(key: string, opts?: { timeoutSeconds?: number }) {
+      const recorded = begin(inv, key, 'waitForToken')
+      if (recorded) return tokenResult<T>(recorded)
+      const timeoutSeconds = opts?.timeoutSeconds
+      if (
+        timeoutSeconds !== undefined &&
+        (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
+      ) {
+        throw new TypeError(
+          `ctx.step.waitForToken("${key}"): timeoutSeconds must be a positive finite number (got ${describe(timeoutSeconds)})`,
+        )
+      }
+      const tokenId = tokenIdFor(inv.runId, key)
+      const timeoutAt =
+        timeoutSeconds === undefined ? undefined : new Date(Date.now() + timeoutSeconds * 1000).toISOString()
+      const token = await host.store.putToken({
+        id: tokenId,
+        runId: inv.runId,
+        stepKey: key,
+        status: 'waiting',
+        createdAt: new Date().toISOString(),
+        ...(timeoutAt === undefined ? {} : { timeoutAt }),
+      })
+      // A token settled earlier (parallel waits, or a replay) needs no wait.
+      if (token.status !== 'waiting') {
+        const step: StepRecord =
+          token.status === 'timed_out'
+            ? { status: 'timed_out' }
+            : token.payload === undefined
+              ? { status: 'completed' }
+              : { status: 'completed', output: token.payload }
+        await record(inv, host, key, step)
+        return tokenResult<T>(step)
+      }
+      suspend(inv, host, key, timeoutAt === undefined ? { type: 'token', tokenId } : { type: 'token', tokenId, timeoutAt })
+    },
+  }
+}
+
+/**
+ * Common prologue of every step: checks the key, stops a handler that
+ * carries on after a suspension or after its attempt ended, enforces rule 1,
+ * and returns the recorded result, if any.
+ */
+function begin(inv: Invocation, key: string, call: string): StepRecord | undefined {
+  if (typeof key !== 'string' || key === '') {
+    throw new TypeError(`ctx.step.${call}(key, …): key must be a non-empty string (got ${describe(key)})`)
+  }
+  if (inv.closed !== undefined) {
+    throw new Error(
+      `ctx.step.${call}("${key}") was called after attempt ${inv.attempt} of task "${inv.taskName}" ${inv.closed}; the step did not run`,
+    )
+  }
+  if (inv.seen.has(key)) throw new DuplicateStepKeyError(key)
+  inv.seen.add(key)
+  // A handler that caught the signal and went on must not make progress
+  // while the run is suspended: every later step unwinds it again.
+  if (inv.suspension) throw inv.suspension
+  return Object.hasOwn(inv.steps, key) ? inv.steps[key] : undefined
+}
+
+async function record(inv: Invocation, host: StepHost, key: string, step: StepRecord): Promise<void> {
+  if (inv.closed !== undefined) {
+    // The attempt ended (timed out, typically) while the step ran: its output
+    // is dropped and the step runs again on the next attempt (rule 4).
+    throw new Error(
+      `Step "${key}" finished after attempt ${inv.attempt} of task "${inv.taskName}" ${inv.closed}; its output was not recorded`,
+    )
+  }
+  inv.steps[key] = step
+  await host.store.saveStep(inv.runId, key, step)
+}
+
+async function sleepTo(inv: Invocation, host: StepHost, key: string, until: number): Promise<void> {
+  // A wait that is already met does not suspend (spec: only an unmet wait does).
+  if (until <= Date.now()) return record(inv, host, key, { status: 'completed' })
+  suspend(inv, host, key, { type: 'sleep', until: new Date(until).toISOString() })
+}
+
+function suspend(inv: Invocation, host: StepHost, key: string, waitpoint: Waitpoint): never {
+  host.noteLocalWait()
+  inv.suspension ??= new SuspendSignal(key, waitpoint)
+  throw inv.suspension
+}
+
+function childOptions(
+  inv: Invocation,
+  key: string,
+  opts: EnqueueOptions | undefined,
+  trigger: 'enqueue' | 'child',
+): TriggerOptions {
+  return {
+    ...opts,
+    idempotencyKey: opts?.idempotencyKey ?? childIdempotencyKey(inv.runId, key),
+    trigger,
+    parentRunId: inv.runId,
+  }
+}
+
+function tokenResult<T>(step: StepRecord): { payload?: T } | { timedOut: true } {
+  if (step.status === 'timed_out') return { timedOut: true }
+  return step.output === undefined ? {} : { payload: step.output as T }
+}
+
+function parseInstant(key: string, date: Date | string): number {
+  const ms = date instanceof Date ? date.getTime() : typeof date === 'string' ? Date.parse(date) : Number.NaN
+  if (Number.isNaN(ms)) {
+    throw new TypeError(
+      `ctx.step.sleepUntil("${key}", date): date must be a valid Date or an ISO 8601 string (got ${describe(date)})`,
+    )
+  }
+  return ms
+}
