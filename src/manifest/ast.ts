@@ -1,0 +1,108 @@
+/**
+ * The small slice of ESTree the scanner reads, and helpers over it. Nodes
+ * come from oxc (through `rolldown/parseAst`) as plain objects with `start`
+ * and `end` UTF-16 offsets.
+ */
+
+/** An ESTree node. Only `type`, `start` and `end` are certain; the rest depends on `type`. */
+export interface Node {
+  type: string
+  start: number
+  end: number
+  [key: string]: any
+}
+
+export function isNode(value: unknown): value is Node {
+  return typeof value === 'object' && value !== null && typeof (value as Node).type === 'string'
+}
+
+const FUNCTION_TYPES = new Set(['FunctionDeclaration', 'FunctionExpression', 'ArrowFunctionExpression'])
+
+export function isFunction(node: Node): boolean {
+  return FUNCTION_TYPES.has(node.type)
+}
+
+/** The name of an identifier or string-literal key (`GET`, `'GET'`), else undefined. */
+export function nameOf(node: Node | null | undefined): string | undefined {
+  if (!node) return undefined
+  if (node.type === 'Identifier') return node.name
+  if (node.type === 'Literal' && typeof node.value === 'string') return node.value
+  return undefined
+}
+
+/** Drops TypeScript wrappers and parentheses that do not change a value (`x as const`, `x satisfies T`, `x!`). */
+export function unwrap(node: Node): Node {
+  let current = node
+  while (
+    current.type === 'TSAsExpression' ||
+    current.type === 'TSSatisfiesExpression' ||
+    current.type === 'TSNonNullExpression' ||
+    current.type === 'TSTypeAssertion' ||
+    current.type === 'ParenthesizedExpression'
+  ) {
+    current = current.expression
+  }
+  return current
+}
+
+/** Names bound by a declaration pattern (`a`, `{ a, b: c }`, `[a, ...rest]`, `a = 1`). */
+export function patternNames(pattern: Node | null | undefined, out: string[] = []): string[] {
+  if (!pattern) return out
+  switch (pattern.type) {
+    case 'Identifier':
+      out.push(pattern.name)
+      break
+    case 'ObjectPattern':
+      for (const property of pattern.properties) {
+        patternNames(property.type === 'RestElement' ? property.argument : property.value, out)
+      }
+      break
+    case 'ArrayPattern':
+      for (const element of pattern.elements) patternNames(element, out)
+      break
+    case 'AssignmentPattern':
+      patternNames(pattern.left, out)
+      break
+    case 'RestElement':
+      patternNames(pattern.argument, out)
+      break
+    case 'TSParameterProperty':
+      patternNames(pattern.parameter, out)
+      break
+  }
+  return out
+}
+
+/**
+ * Calls `visit` for every child node of `node`, in source order. Keys that
+ * never hold expressions or statements are skipped; type annotations are
+ * dropped by the parser's JS AST shape already.
+ */
+export function forEachChild(node: Node, visit: (child: Node, key: string) => void): void {
+  for (const key in node) {
+    if (key === 'type' || key === 'start' || key === 'end' || key === 'regex' || key === 'value' || key === 'raw') continue
+    const value = node[key]
+    if (value === null || typeof value !== 'object') continue
+    if (Array.isArray(value)) {
+      for (const item of value) if (item !== null && typeof item === 'object' && typeof item.type === 'string') visit(item, key)
+    } else if (typeof value.type === 'string') {
+      visit(value, key)
+    }
+  }
+}
+
+/*
+ * The JS-shaped tree leaves out TypeScript's `importKind`/`exportKind`, so
+ * type-only imports and exports are told apart by their keyword, read from
+ * the source at the node's own offset (never by searching the text).
+ */
+
+/** `import type { A } from 'x'`, `export type { A }`, `export type * from 'x'`. */
+export function isTypeOnlyDeclaration(node: Node, source: string): boolean {
+  return /^(?:import|export)\s+type\b(?!\s*(?:from\b|,|=))/.test(source.slice(node.start, node.start + 40))
+}
+
+/** `{ type A }` inside an import or export list. */
+export function isTypeOnlySpecifier(specifier: Node, source: string): boolean {
+  return /^type\s/.test(source.slice(specifier.start, specifier.end)) && nameOf(specifier.imported ?? specifier.local) !== 'type'
+}

@@ -1,0 +1,95 @@
+/**
+ * The compute contract (spec "Compute contract"): `function` (the default
+ * for serverless routes and tasks) with one of the selectable memory sizes,
+ * or `dedicated`, a machine profile whose memory and CPU requests are kept
+ * as declared. Dedicated manifests also carry the legacy
+ * `machine: { memoryMb, cpus }` shape for platforms that still size from it.
+ */
+import { FUNCTION_MEMORY, type ComputeClass, type ResolvedCompute, type RouteKind } from '../types.ts'
+import { DEFAULT_FUNCTION_MEMORY, parseMemorySize } from '../runtime/route-config.ts'
+import type { StaticValue } from './literal.ts'
+import type { Reporter } from './reporter.ts'
+
+const COMPUTE_FIELDS = new Set(['class', 'memory', 'cpu'])
+
+/** The default contract of a kind: hot routes are dedicated, everything else a 1gb function. */
+export function defaultCompute(kind: RouteKind): ResolvedCompute {
+  return kind === 'hot' ? dedicatedCompute(null, null) : functionCompute(DEFAULT_FUNCTION_MEMORY)
+}
+
+export function functionCompute(memory: string): ResolvedCompute {
+  return { class: 'function', memory, cpu: null }
+}
+
+export function dedicatedCompute(memory: string | null, cpu: number | null): ResolvedCompute {
+  return { class: 'dedicated', memory, cpu, machine: { memoryMb: memory === null ? null : parseMemorySize(memory), cpus: cpu } }
+}
+
+/**
+ * Normalizes a route's `compute` literal. Invalid fields are reported and
+ * fall back to the kind's default, so one mistake gives one error.
+ */
+export function normalizeCompute(kind: RouteKind, compute: StaticValue | undefined, report: Reporter): ResolvedCompute {
+  if (compute === undefined) return defaultCompute(kind)
+  if (!compute.properties) {
+    if (compute.ok) report.error(compute.node, `route.compute must be an object such as { class: 'function', memory: '1gb' }`)
+    return defaultCompute(kind)
+  }
+  const fields = compute.properties
+  for (const name of fields.keys()) {
+    if (!COMPUTE_FIELDS.has(name)) report.warn(`route.compute.${name} is not a compute field and is ignored; fields are class, memory and cpu`)
+  }
+
+  let computeClass: ComputeClass = kind === 'hot' ? 'dedicated' : 'function'
+  const declaredClass = fields.get('class')?.value
+  if (declaredClass?.ok) {
+    if (declaredClass.value === 'function' || declaredClass.value === 'dedicated') {
+      if (kind === 'hot' && declaredClass.value === 'function') {
+        report.error(
+          declaredClass.node,
+          `hot routes need compute class 'dedicated': a function cannot hold WebSockets or process state between requests; remove class or set class: 'dedicated'`,
+        )
+      } else {
+        computeClass = declaredClass.value
+      }
+    } else {
+      report.error(declaredClass.node, `route.compute.class must be 'function' or 'dedicated' (got ${JSON.stringify(declaredClass.value)})`)
+    }
+  }
+
+  const memory = fields.get('memory')?.value
+  const cpu = fields.get('cpu')?.value
+
+  if (computeClass === 'function') {
+    let size: string = DEFAULT_FUNCTION_MEMORY
+    if (memory?.ok) {
+      if (typeof memory.value === 'string' && (FUNCTION_MEMORY as readonly string[]).includes(memory.value)) {
+        size = memory.value
+      } else {
+        report.error(memory.node, `route.compute.memory for class 'function' must be one of ${FUNCTION_MEMORY.map((m) => `'${m}'`).join(', ')} (got ${JSON.stringify(memory.value)})`)
+      }
+    }
+    if (cpu?.ok) {
+      report.error(cpu.node, `route.compute.cpu applies to class 'dedicated' only; function CPU follows its memory size`)
+    }
+    return functionCompute(size)
+  }
+
+  let size: string | null = null
+  if (memory?.ok) {
+    if (typeof memory.value === 'string' && parseMemorySize(memory.value) !== null) {
+      size = memory.value
+    } else {
+      report.error(memory.node, `route.compute.memory must be a size such as '512mb' or '2gb' (got ${JSON.stringify(memory.value)})`)
+    }
+  }
+  let cpus: number | null = null
+  if (cpu?.ok) {
+    if (typeof cpu.value === 'number' && Number.isInteger(cpu.value) && cpu.value > 0) {
+      cpus = cpu.value
+    } else {
+      report.error(cpu.node, `route.compute.cpu must be a positive whole number of CPUs (got ${JSON.stringify(cpu.value)})`)
+    }
+  }
+  return dedicatedCompute(size, cpus)
+}

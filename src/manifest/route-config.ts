@@ -1,0 +1,237 @@
+/**
+ * Reads a route file's deployment config from its exports: `route`, the
+ * `kind` shorthand and `schedule`, all static literals (spec "Route
+ * configuration"). Defaults are applied here; the result is what the
+ * manifest reports.
+ */
+import type { ResolvedCompute, RouteKind } from '../types.ts'
+import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_MS, ROUTE_KINDS } from '../runtime/route-config.ts'
+import { normalizeOrigin } from '../runtime/origins.ts'
+import type { Node } from './ast.ts'
+import { normalizeCompute } from './compute.ts'
+import { checkCronExpression } from './cron.ts'
+import { type StaticValue, readStaticLiteral, snippet } from './literal.ts'
+import type { ExportEntry, ModuleExports } from './module-exports.ts'
+import type { Reporter } from './reporter.ts'
+
+const ROUTE_FIELDS = ['kind', 'retries', 'timeout', 'compute', 'origins', 'schedule', 'timezone']
+
+export interface RouteConfigResult {
+  kind: RouteKind
+  /** How the kind was decided, for the manifest's `reasons`. */
+  kindReason: string
+  /** Whether `route.kind` explicitly says `serverless`. */
+  explicitServerless: boolean
+  retries: number | null
+  timeout: number | null
+  schedule: string | null
+  timezone: string | null
+  origins: string[] | null
+  compute: ResolvedCompute
+  /** Whether the file declared `route.compute` at all. */
+  computeDeclared: boolean
+}
+
+export function readRouteConfig(exports: ModuleExports, source: string, report: Reporter): RouteConfigResult {
+  const route = readExportLiteral(exports.names.get('route'), 'route', source, report)
+  if (route && route.ok && !route.properties) {
+    report.error(route.node, `route must be an object literal such as { kind: 'task' } (got ${snippet(source, route.node)})`)
+  }
+  const fields = route?.properties ?? new Map()
+  for (const name of fields.keys()) {
+    if (!ROUTE_FIELDS.includes(name)) report.warn(`route.${name} is not a route field and is ignored; fields are ${ROUTE_FIELDS.join(', ')}`)
+  }
+
+  // Kind: route.kind wins over the `kind` shorthand; a websocket export alone makes a hot route.
+  const declaredKind = readKind(fields.get('kind')?.value, 'route.kind', report)
+  const shorthand = readKind(readExportLiteral(exports.names.get('kind'), 'kind', source, report), 'kind', report)
+  let kind: RouteKind
+  let kindReason: string
+  if (declaredKind) {
+    kind = declaredKind
+    kindReason = `route.kind is '${kind}'`
+    if (shorthand && shorthand !== declaredKind) {
+      report.warn(`the kind export ('${shorthand}') conflicts with route.kind ('${declaredKind}'); route.kind wins, remove one of them`)
+    }
+  } else if (shorthand) {
+    kind = shorthand
+    kindReason = `the kind export is '${kind}'`
+  } else if (exports.names.has('websocket')) {
+    kind = 'hot'
+    kindReason = 'exports websocket and declares no kind, so the route is hot'
+  } else {
+    kind = 'serverless'
+    kindReason = 'declares no kind, so the route is serverless (the default)'
+  }
+
+  const isTask = kind === 'task'
+  const retries = readTaskNumber(fields.get('retries')?.value, 'retries', isTask, report, (n) =>
+    Number.isInteger(n) && n >= 0 ? null : `route.retries must be a whole number of extra attempts, 0 or more (got ${n})`,
+  )
+  const timeout = readTaskNumber(fields.get('timeout')?.value, 'timeout', isTask, report, (n) =>
+    n > 0 ? null : `route.timeout must be a positive number of milliseconds (got ${n})`,
+  )
+
+  const schedule = readSchedule(fields.get('schedule')?.value, exports.names.get('schedule'), isTask, source, report)
+  const timezone = readTimezone(fields.get('timezone')?.value, isTask, report)
+  const origins = readOrigins(fields.get('origins')?.value, kind, report)
+  const compute = normalizeCompute(kind, fields.get('compute')?.value, report)
+
+  return {
+    kind,
+    kindReason,
+    explicitServerless: declaredKind === 'serverless',
+    retries: isTask ? (retries ?? DEFAULT_RETRIES) : null,
+    timeout: isTask ? (timeout ?? DEFAULT_TIMEOUT_MS) : null,
+    schedule,
+    timezone,
+    origins,
+    compute,
+    computeDeclared: fields.has('compute'),
+  }
+}
+
+/**
+ * Reads an exported binding as a static literal. The value must be written
+ * in this file: the scanner never follows imports, so a re-exported config
+ * cannot be checked.
+ */
+export function readExportLiteral(entry: ExportEntry | undefined, label: string, source: string, report: Reporter): StaticValue | undefined {
+  if (!entry) return undefined
+  if (entry.init) {
+    const problems: { node: Node; message: string }[] = []
+    const value = readStaticLiteral(entry.init, label, source, problems)
+    for (const problem of problems) report.error(problem.node, problem.message)
+    return value
+  }
+  const where =
+    entry.binding === 'import' || entry.binding === 're-export'
+      ? 'is imported from another module; declare it in this file, the scanner does not follow imports'
+      : entry.binding === 'function' || entry.binding === 'class'
+        ? `is a ${entry.binding}; export a literal instead`
+        : 'has no value the scanner can read; write export const ' + label + ' = <literal>'
+  report.error(entry.node, `${label} ${where}`)
+  return undefined
+}
+
+function readKind(value: StaticValue | undefined, label: string, report: Reporter): RouteKind | undefined {
+  if (!value?.ok) return undefined
+  if (typeof value.value === 'string' && (ROUTE_KINDS as readonly string[]).includes(value.value)) return value.value as RouteKind
+  report.error(value.node, `${label} must be one of ${ROUTE_KINDS.map((k) => `'${k}'`).join(', ')} (got ${JSON.stringify(value.value)})`)
+  return undefined
+}
+
+function readTaskNumber(
+  value: StaticValue | undefined,
+  name: 'retries' | 'timeout',
+  isTask: boolean,
+  report: Reporter,
+  check: (n: number) => string | null,
+): number | undefined {
+  if (!value?.ok) return undefined
+  if (typeof value.value !== 'number') {
+    report.error(value.node, `route.${name} must be a number (got ${JSON.stringify(value.value)})`)
+    return undefined
+  }
+  const problem = check(value.value)
+  if (problem) {
+    report.error(value.node, problem)
+    return undefined
+  }
+  if (!isTask) {
+    report.warn(`route.${name} applies to task routes only and is ignored; add kind: 'task' if this route is a task`)
+    return undefined
+  }
+  return value.value
+}
+
+function readSchedule(
+  inRoute: StaticValue | undefined,
+  entry: ExportEntry | undefined,
+  isTask: boolean,
+  source: string,
+  report: Reporter,
+): string | null {
+  const exported = readExportLiteral(entry, 'schedule', source, report)
+  let schedule: string | null = null
+  for (const [value, label] of [
+    [exported, 'schedule'],
+    [inRoute, 'route.schedule'],
+  ] as const) {
+    if (!value?.ok) continue
+    if (typeof value.value !== 'string') {
+      report.error(value.node, `${label} must be a cron expression string such as '0 * * * *' (got ${JSON.stringify(value.value)})`)
+      continue
+    }
+    const problem = checkCronExpression(value.value)
+    if (problem) {
+      report.error(value.node, problem)
+      continue
+    }
+    // route.schedule is read second and wins, as it does at runtime.
+    if (schedule !== null && schedule !== value.value) {
+      report.warn(`route.schedule ('${value.value}') and the schedule export ('${schedule}') differ; route.schedule wins, remove one of them`)
+    }
+    schedule = value.value
+  }
+  if (schedule !== null && !isTask) {
+    report.warn(`schedule applies to task routes only and is ignored; add kind: 'task' to run this route on a schedule`)
+    return null
+  }
+  return schedule
+}
+
+function readTimezone(value: StaticValue | undefined, isTask: boolean, report: Reporter): string | null {
+  if (!value?.ok) return null
+  if (typeof value.value !== 'string' || !isTimeZone(value.value)) {
+    report.error(value.node, `route.timezone must be an IANA time zone such as 'Europe/Berlin' or 'UTC' (got ${JSON.stringify(value.value)})`)
+    return null
+  }
+  if (!isTask) {
+    report.warn(`route.timezone applies to scheduled task routes only and is ignored`)
+    return null
+  }
+  return value.value
+}
+
+function isTimeZone(zone: string): boolean {
+  if (zone.trim() === '') return false
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone })
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Origins must be inline string literals that parse as URLs; they are
+ * normalized to bare origins (spec "Hot-route WebSocket handshake"). A
+ * computed entry could open the handshake to any site, so it fails the build.
+ */
+function readOrigins(value: StaticValue | undefined, kind: RouteKind, report: Reporter): string[] | null {
+  if (value === undefined) return null
+  if (!value.items) {
+    if (value.ok) report.error(value.node, `route.origins must be an array of origin strings such as ['https://example.com']`)
+    return null
+  }
+  const origins: string[] = []
+  for (const item of value.items) {
+    if (!item.ok) continue
+    if (typeof item.value !== 'string') {
+      report.error(item.node, `route.origins entries must be quoted URL strings such as 'https://example.com' (got ${JSON.stringify(item.value)})`)
+      continue
+    }
+    const origin = normalizeOrigin(item.value)
+    if (origin === null) {
+      report.error(item.node, `route.origins entry ${JSON.stringify(item.value)} is not an http(s) or ws(s) URL; write the full origin, such as 'https://example.com'`)
+      continue
+    }
+    if (!origins.includes(origin)) origins.push(origin)
+  }
+  if (kind !== 'hot') {
+    report.warn(`route.origins applies to hot routes only (the WebSocket handshake) and is ignored`)
+    return null
+  }
+  return origins
+}

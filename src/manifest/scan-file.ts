@@ -1,0 +1,152 @@
+/**
+ * Scans one route or page file: parse, read the static config, normalize it,
+ * detect signals and advise. Pure over (path, text): the dev server re-runs it
+ * on each change, and `scanApp` runs it for every file.
+ */
+import { HTTP_METHODS, type HttpMethod, type ManifestPage } from '../types.ts'
+import { taskNameFromPath } from '../runtime/route-config.ts'
+import { adviseRoute } from './advisor.ts'
+import type { Node } from './ast.ts'
+import { ConfigError } from './errors.ts'
+import { createLocator } from './location.ts'
+import { readExports } from './module-exports.ts'
+import { readPageConfig } from './page.ts'
+import { SOURCE_LANG, parseSource } from './parse.ts'
+import { sourceExtension, urlFromFile } from './paths.ts'
+import type { Reporter } from './reporter.ts'
+import { readRouteConfig } from './route-config.ts'
+import { detectSignals } from './signals.ts'
+import type { ScannedRoute } from './types.ts'
+
+/** Where API routes live, relative to the app root. */
+export const API_DIR = 'src/api'
+/** Where pages live, relative to the app root. */
+export const PAGES_DIR = 'src/pages'
+
+export interface FileScan<T> {
+  value: T | null
+  errors: ConfigError[]
+}
+
+interface Context {
+  file: string
+  source: string
+  errors: ConfigError[]
+  warnings: string[]
+  report: Reporter
+  at: (offset: number, message: string) => void
+}
+
+function createContext(file: string, source: string): Context {
+  const locate = createLocator(source)
+  const errors: ConfigError[] = []
+  const warnings: string[] = []
+  const at = (offset: number, message: string) => {
+    const { line, column } = locate(offset)
+    errors.push(new ConfigError(file, line, column, message))
+  }
+  return { file, source, errors, warnings, at, report: { error: (node: Node, message) => at(node.start, message), warn: (message) => warnings.push(message) } }
+}
+
+/**
+ * Scans an API route. `file` is relative to the app root with `/`
+ * separators and lies under `src/api/`.
+ */
+export function scanRouteSource(file: string, source: string): FileScan<ScannedRoute> {
+  const ctx = createContext(file, source)
+  const mapping = urlFromFile(file.slice(API_DIR.length + 1), '/api')
+  if (!mapping.ok) {
+    ctx.at(0, mapping.message)
+    return { value: null, errors: ctx.errors }
+  }
+  const parsed = parseSource(source, file, SOURCE_LANG[sourceExtension(file) ?? '.ts'])
+  if (!parsed.ok) {
+    ctx.at(parsed.offset, parsed.message)
+    return { value: null, errors: ctx.errors }
+  }
+
+  const exports = readExports(parsed.program, source)
+  const config = readRouteConfig(exports, source, ctx.report)
+  const path = mapping.path
+  const methods = HTTP_METHODS.filter((method) => exports.names.has(method))
+  const websocket = exports.names.has('websocket')
+
+  let name: string | null = null
+  if (config.kind === 'task') {
+    name = taskNameFromPath(path)
+    if (path.includes(':')) {
+      ctx.at(0, `task routes cannot have path parameters (${path}): a task is called by name, not by URL; rename the file without [brackets]`)
+    } else if (name === '') {
+      ctx.at(0, `a task needs a name, and ${file} maps to /api itself; move it to a file such as ${API_DIR}/report.ts`)
+    }
+    if (!methods.includes('POST')) ctx.warnings.push('task routes run their POST export, and this file has none')
+    const served = methods.filter((m) => m !== 'POST')
+    if (served.length > 0) ctx.warnings.push(`tasks are not HTTP endpoints, so ${served.join(', ')} ${served.length === 1 ? 'is' : 'are'} never served`)
+    if (websocket) ctx.warnings.push('tasks are not HTTP endpoints, so the websocket export is never served; move it to a hot route')
+  } else if (config.kind === 'serverless') {
+    if (websocket && config.explicitServerless) {
+      ctx.warnings.push(`route.kind 'serverless' turns off the websocket export; remove it so the route is hot`)
+    } else if (methods.length === 0) {
+      ctx.warnings.push(`exports no HTTP method handler (${HTTP_METHODS.join(', ')}), so no request reaches it`)
+    }
+  }
+  for (const star of exports.starExports) {
+    ctx.warnings.push(`export * from '${star.source.value}' is not followed: handlers or config it provides are not in the manifest`)
+  }
+
+  const { signals, imports } = detectSignals(parsed.program, source, exports, createLocator(source))
+  const compute = config.compute
+  const route: ScannedRoute = {
+    path,
+    file,
+    kind: config.kind,
+    name,
+    methods: methods as HttpMethod[],
+    websocket,
+    schedule: config.kind === 'task' ? config.schedule : null,
+    timezone: config.timezone,
+    retries: config.retries,
+    timeout: config.timeout,
+    origins: config.origins,
+    hasInput: exports.names.has('input'),
+    hasSchema: exports.names.has('schema'),
+    compute,
+    provider: 'function-platform',
+    confidence: 'high',
+    reasons: [],
+    warnings: ctx.warnings,
+    signals,
+    imports,
+  }
+  const advice = adviseRoute(route)
+  route.provider = advice.provider
+  route.confidence = advice.confidence
+  route.reasons = [
+    config.kindReason,
+    config.computeDeclared
+      ? `declares compute class ${compute.class}${compute.memory ? ` with ${compute.memory}` : ''}${compute.cpu ? ` and ${compute.cpu} CPU` : ''}`
+      : config.kind === 'hot'
+        ? 'hot routes default to compute class dedicated'
+        : 'compute defaults to class function with 1gb',
+    ...advice.reasons,
+  ]
+  if (advice.severity === 'warn' && advice.recommendation) route.warnings.push(`advisor: ${advice.recommendation}`)
+  return { value: route, errors: ctx.errors }
+}
+
+/** Scans a page. `file` is relative to the app root and lies under `src/pages/`. */
+export function scanPageSource(file: string, source: string): FileScan<ManifestPage> {
+  const ctx = createContext(file, source)
+  const mapping = urlFromFile(file.slice(PAGES_DIR.length + 1), '')
+  if (!mapping.ok) {
+    ctx.at(0, mapping.message)
+    return { value: null, errors: ctx.errors }
+  }
+  const parsed = parseSource(source, file, SOURCE_LANG[sourceExtension(file) ?? '.ts'])
+  if (!parsed.ok) {
+    ctx.at(parsed.offset, parsed.message)
+    return { value: null, errors: ctx.errors }
+  }
+  const config = readPageConfig(readExports(parsed.program, source), source, ctx.report)
+  return { value: { path: mapping.path || '/', file, ...config }, errors: ctx.errors }
+}

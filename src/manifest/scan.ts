@@ -1,0 +1,94 @@
+/**
+ * Scans an app: every route under `src/api/` and page under `src/pages/`,
+ * read without importing or evaluating any of it. Every error in every file
+ * is collected; nothing stops at the first.
+ */
+import { readFile } from 'node:fs/promises'
+import { isAbsolute, relative, resolve, sep } from 'node:path'
+import type { ManifestPage } from '../types.ts'
+import { ConfigError, compareConfigErrors } from './errors.ts'
+import { compareUrlPaths, isSourceFile } from './paths.ts'
+import { API_DIR, PAGES_DIR, type FileScan, scanPageSource, scanRouteSource } from './scan-file.ts'
+import type { ScanFileOptions, ScanFileResult, ScanOptions, ScanResult, ScannedRoute } from './types.ts'
+import { listSourceFiles } from './walk.ts'
+
+/**
+ * Scans the app at `root`. Routes come back sorted by path, with
+ * `file` relative to `root` (`src/api/users/[id].ts`), ready to import.
+ */
+export async function scanApp(options: ScanOptions): Promise<ScanResult> {
+  const root = resolve(options.root)
+  const [apiFiles, pageFiles] = await Promise.all([listSourceFiles(`${root}/${API_DIR}`), listSourceFiles(`${root}/${PAGES_DIR}`)])
+
+  // Reads run concurrently and each file is scanned as soon as its text arrives.
+  const scanAll = <T>(dir: string, files: string[], scan: (file: string, source: string) => FileScan<T>) =>
+    Promise.all(files.map(async (name) => {
+      const file = `${dir}/${name}`
+      return scan(file, await readFile(`${root}/${file}`, 'utf8'))
+    }))
+  const [routeScans, pageScans] = await Promise.all([scanAll(API_DIR, apiFiles, scanRouteSource), scanAll(PAGES_DIR, pageFiles, scanPageSource)])
+
+  const errors: ConfigError[] = []
+  const routes: ScannedRoute[] = []
+  const pages: ManifestPage[] = []
+  for (const scan of routeScans) {
+    errors.push(...scan.errors)
+    if (scan.value) routes.push(scan.value)
+  }
+  for (const scan of pageScans) {
+    errors.push(...scan.errors)
+    if (scan.value) pages.push(scan.value)
+  }
+
+  const byPath = (a: { path: string; file: string }, b: { path: string; file: string }) =>
+    compareUrlPaths(a.path, b.path) || (a.file < b.file ? -1 : a.file > b.file ? 1 : 0)
+  routes.sort(byPath)
+  pages.sort(byPath)
+  errors.push(...findDuplicates(routes, (r) => r.path, 'URL'), ...findDuplicates(pages, (p) => p.path, 'URL'))
+  errors.push(...findDuplicates(routes.filter((r) => r.name !== null), (r) => r.name!, 'task name'))
+  errors.sort(compareConfigErrors)
+  return { root, routes, pages, errors }
+}
+
+/**
+ * Two files with one URL (`users.ts` and `users/index.ts`), or two tasks with
+ * one name (`jobs/notify.ts` and `jobs.notify.ts`): an error on the second
+ * file that names both.
+ */
+function findDuplicates<T extends { file: string }>(items: T[], key: (item: T) => string, what: string): ConfigError[] {
+  const first = new Map<string, T>()
+  const errors: ConfigError[] = []
+  for (const item of items) {
+    const k = key(item)
+    const earlier = first.get(k)
+    if (!earlier) {
+      first.set(k, item)
+      continue
+    }
+    const [a, b] = earlier.file < item.file ? [earlier, item] : [item, earlier]
+    errors.push(new ConfigError(b.file, 1, 1, `${what} ${k} is declared by both ${a.file} and ${b.file}; rename or remove one of them`))
+  }
+  return errors
+}
+
+/**
+ * Re-checks one file, as a dev server does on each change. Rules that span
+ * files (duplicate URLs and task names) need a full `scanApp`.
+ */
+export async function scanFile(options: ScanFileOptions): Promise<ScanFileResult> {
+  const root = resolve(options.root)
+  const absolute = isAbsolute(options.file) ? options.file : resolve(root, options.file)
+  const file = relative(root, absolute).split(sep).join('/')
+  const name = file.slice(file.lastIndexOf('/') + 1)
+  const area = file.startsWith(`${API_DIR}/`) ? API_DIR : file.startsWith(`${PAGES_DIR}/`) ? PAGES_DIR : null
+  const inPrivateFolder = file.split('/').slice(0, -1).some((part) => part.startsWith('_') || part.startsWith('.'))
+  if (area === null || inPrivateFolder || !isSourceFile(name)) return { route: null, page: null, errors: [] }
+
+  const source = options.source ?? (await readFile(absolute, 'utf8'))
+  if (area === API_DIR) {
+    const scan = scanRouteSource(file, source)
+    return { route: scan.value, page: null, errors: scan.errors }
+  }
+  const scan = scanPageSource(file, source)
+  return { route: null, page: scan.value, errors: scan.errors }
+}

@@ -1,0 +1,431 @@
+/**
+ * Static signals for the advisor, read from a route's syntax tree; the code
+ * is never run. Each signal names its line, so a reason can be checked.
+ *
+ * - a `websocket` export;
+ * - listening sockets: `net`/`http`/`https`/`http2`/`tls` servers, `dgram`
+ *   sockets and `ws` servers, through default, namespace or named imports
+ *   and `require()`;
+ * - code that runs at module load and keeps going: `setInterval`, endless
+ *   `while (true)`/`for (;;)` loops, including inside IIFEs and top-level
+ *   functions called at load;
+ * - module-scope mutable state (`let`/`var`, or a Map, Set, array or object
+ *   held in a `const`) changed inside a function: state that outlives a
+ *   request only in a persistent process;
+ * - imports (static, dynamic, `require`) of Node built-ins, native add-ons
+ *   and heavy packages.
+ */
+import { type Node, forEachChild, isFunction, isTypeOnlyDeclaration, isTypeOnlySpecifier, nameOf, patternNames } from './ast.ts'
+import type { Locator } from './location.ts'
+import { builtinName, isNodeBuiltin, moduleProfile } from './modules.ts'
+import type { ModuleExports } from './module-exports.ts'
+import type { RouteSignal } from './types.ts'
+
+/** Socket factories per built-in module (without `node:`). */
+const SERVER_FACTORIES: Record<string, readonly string[]> = {
+  net: ['createServer'],
+  http: ['createServer'],
+  https: ['createServer'],
+  http2: ['createServer', 'createSecureServer'],
+  tls: ['createServer'],
+  dgram: ['createSocket'],
+}
+const WS_SERVER_CLASSES = new Set(['WebSocketServer', 'Server'])
+const MUTATING_METHODS = new Set(['set', 'add', 'delete', 'clear', 'push', 'pop', 'shift', 'unshift', 'splice', 'sort', 'reverse', 'fill', 'copyWithin'])
+const CONTAINER_CLASSES = new Set(['Map', 'Set', 'WeakMap', 'WeakSet', 'Array'])
+const GLOBAL_OBJECTS = new Set(['globalThis', 'global', 'window', 'self'])
+
+interface ImportBinding {
+  source: string
+  /** `default`, `*` or the imported name. */
+  imported: string
+}
+
+interface StateBinding {
+  name: string
+  describe: string
+  node: Node
+  /** `let`/`var` bindings change by reassignment too; `const` containers only through their contents. */
+  reassignable: boolean
+}
+
+export interface SourceSignals {
+  signals: RouteSignal[]
+  /** Every module the file loads at runtime, in source order. */
+  imports: string[]
+}
+
+export function detectSignals(program: Node, source: string, exports: ModuleExports, locate: Locator): SourceSignals {
+  const signals: RouteSignal[] = []
+  const add = (kind: RouteSignal['kind'], node: Node, message: (line: number) => string, extra?: Partial<RouteSignal>) => {
+    const { line, column } = locate(node.start)
+    signals.push({ kind, message: message(line), line, column, ...extra })
+  }
+
+  const websocket = exports.names.get('websocket')
+  if (websocket) {
+    add('websocket', websocket.node, (line) => `exports websocket (line ${line}): it holds a WebSocket open per connection, which needs a persistent process`)
+  }
+
+  // Top-level bindings: imports, functions, and state candidates.
+  const imports = new Map<string, ImportBinding>()
+  const functions = new Map<string, Node>()
+  const state = new Map<string, StateBinding>()
+  const importedModules: { specifier: string; node: Node }[] = []
+  for (const statement of program.body as Node[]) {
+    if (statement.type === 'ImportDeclaration') {
+      if (isTypeOnlyDeclaration(statement, source)) continue
+      const specifiers = (statement.specifiers as Node[]).filter((s) => !isTypeOnlySpecifier(s, source))
+      if (statement.specifiers.length > 0 && specifiers.length === 0) continue
+      importedModules.push({ specifier: statement.source.value, node: statement })
+      for (const s of specifiers) {
+        const imported = s.type === 'ImportDefaultSpecifier' ? 'default' : s.type === 'ImportNamespaceSpecifier' ? '*' : (nameOf(s.imported) ?? '')
+        imports.set(s.local.name, { source: statement.source.value, imported })
+      }
+      continue
+    }
+    if ((statement.type === 'ExportNamedDeclaration' || statement.type === 'ExportAllDeclaration') && statement.source) {
+      if (!isTypeOnlyDeclaration(statement, source)) importedModules.push({ specifier: statement.source.value, node: statement })
+      continue
+    }
+    const declaration = statement.type === 'ExportNamedDeclaration' || statement.type === 'ExportDefaultDeclaration' ? statement.declaration : statement
+    if (!declaration) continue
+    if (declaration.type === 'FunctionDeclaration' && declaration.id) functions.set(declaration.id.name, declaration)
+    if (declaration.type !== 'VariableDeclaration') continue
+    for (const declarator of declaration.declarations as Node[]) {
+      if (declarator.id.type !== 'Identifier') continue
+      const name = declarator.id.name
+      const init = declarator.init
+      if (init && isFunction(init)) {
+        functions.set(name, init)
+        if (declaration.kind === 'const') continue
+      }
+      if (declaration.kind !== 'const') {
+        state.set(name, { name, describe: `let binding`, node: declarator, reassignable: true })
+      } else if (init) {
+        const container = containerOf(init)
+        if (container) state.set(name, { name, describe: container, node: declarator, reassignable: false })
+      }
+    }
+  }
+
+  const atLoad = functionsRunAtLoad(program, functions)
+
+  // The main walk.
+  const scopes: Set<string>[] = []
+  // Identifiers tested by enclosing conditions in the current function.
+  let guards: Set<string>[] = []
+  const mutated = new Map<string, { node: Node; where: string | null }>()
+  let loadCode = true
+  let functionName: string | null = null
+
+  const shadowed = (name: string) => scopes.some((scope) => scope.has(name))
+  const moduleImport = (node: Node): ImportBinding | undefined => {
+    if (node.type === 'Identifier' && !shadowed(node.name)) return imports.get(node.name)
+    const required = requiredModule(node)
+    return required ? { source: required, imported: '*' } : undefined
+  }
+  const recordMutation = (name: string | undefined, node: Node, reassignment: boolean) => {
+    if (loadCode || name === undefined || mutated.has(name) || shadowed(name)) return
+    const binding = state.get(name)
+    if (!binding || (reassignment && !binding.reassignable)) return
+    // `if (!client) client = connect()` and `client ??= connect()` initialize lazily; that is not state.
+    if (reassignment && guards.some((guard) => guard.has(name))) return
+    mutated.set(name, { node, where: functionName })
+  }
+
+  const visitFunction = (node: Node, runsAtLoad: boolean, name: string | null) => {
+    const saved = { loadCode, functionName }
+    loadCode = runsAtLoad
+    functionName ??= name
+    const params = new Set<string>()
+    if (node.type === 'FunctionExpression' && node.id) params.add(node.id.name)
+    for (const param of node.params as Node[]) for (const n of patternNames(param)) params.add(n)
+    scopes.push(params)
+    const savedGuards = guards
+    guards = []
+    for (const param of node.params as Node[]) visit(param)
+    if (node.body) visit(node.body)
+    guards = savedGuards
+    scopes.pop()
+    loadCode = saved.loadCode
+    functionName = saved.functionName
+  }
+
+  const visit = (node: Node): void => {
+    switch (node.type) {
+      case 'FunctionDeclaration':
+      case 'FunctionExpression':
+      case 'ArrowFunctionExpression':
+        visitFunction(node, atLoad.has(node), node.id?.name ?? null)
+        return
+      case 'VariableDeclarator':
+        if (node.init && isFunction(node.init)) {
+          visit(node.id)
+          visitFunction(node.init, atLoad.has(node.init), node.id.type === 'Identifier' ? node.id.name : null)
+          return
+        }
+        break
+      case 'Property':
+      case 'MethodDefinition':
+        if (isFunction(node.value)) {
+          visitFunction(node.value, false, nameOf(node.key) ?? null)
+          return
+        }
+        break
+      case 'BlockStatement':
+      case 'StaticBlock':
+        scopes.push(blockNames(node.body))
+        forEachChild(node, visit)
+        scopes.pop()
+        return
+      case 'SwitchStatement':
+        scopes.push(blockNames((node.cases as Node[]).flatMap((c) => c.consequent)))
+        forEachChild(node, visit)
+        scopes.pop()
+        return
+      case 'ForStatement':
+      case 'ForInStatement':
+      case 'ForOfStatement': {
+        const head = node.type === 'ForStatement' ? node.init : node.left
+        scopes.push(new Set(head?.type === 'VariableDeclaration' ? blockNames([head]) : []))
+        if (loadCode && node.type === 'ForStatement' && node.test === null) {
+          add('background-loop', node, (line) => `runs an endless for (;;) loop at module load (line ${line}): background work needs an always-on process`)
+        }
+        forEachChild(node, visit)
+        scopes.pop()
+        return
+      }
+      case 'CatchClause':
+        scopes.push(new Set(patternNames(node.param)))
+        forEachChild(node, visit)
+        scopes.pop()
+        return
+      case 'WhileStatement':
+      case 'DoWhileStatement':
+        if (loadCode && isAlwaysTrue(node.test)) {
+          add('background-loop', node, (line) => `runs an endless while loop at module load (line ${line}): background work needs an always-on process`)
+        }
+        break
+      case 'IfStatement':
+      case 'ConditionalExpression': {
+        visit(node.test)
+        guards.push(new Set(identifiersIn(node.test)))
+        visit(node.consequent)
+        if (node.alternate) visit(node.alternate)
+        guards.pop()
+        return
+      }
+      case 'LogicalExpression': {
+        visit(node.left)
+        guards.push(new Set(identifiersIn(node.left)))
+        visit(node.right)
+        guards.pop()
+        return
+      }
+      case 'CallExpression': {
+        checkCall(node)
+        // An IIFE at load runs at load.
+        const callee = node.callee
+        if (isFunction(callee)) {
+          visitFunction(callee, loadCode, null)
+          for (const argument of node.arguments as Node[]) visit(argument)
+          return
+        }
+        break
+      }
+      case 'NewExpression':
+        checkWebSocketServer(node)
+        break
+      case 'ImportExpression':
+        if (node.source.type === 'Literal' && typeof node.source.value === 'string') {
+          importedModules.push({ specifier: node.source.value, node })
+        }
+        break
+      case 'AssignmentExpression':
+        if (node.left.type === 'Identifier') {
+          const lazy = node.operator === '??=' || node.operator === '||='
+          if (!lazy) recordMutation(node.left.name, node, true)
+        } else {
+          recordMutation(rootName(node.left), node, false)
+        }
+        break
+      case 'UpdateExpression':
+        if (node.argument.type === 'Identifier') recordMutation(node.argument.name, node, true)
+        else recordMutation(rootName(node.argument), node, false)
+        break
+      case 'UnaryExpression':
+        if (node.operator === 'delete') recordMutation(rootName(node.argument), node, false)
+        break
+    }
+    forEachChild(node, visit)
+  }
+
+  const checkCall = (node: Node) => {
+    const callee = node.callee
+    const required = requiredModule(node)
+    if (required && !shadowed('require')) importedModules.push({ specifier: required, node })
+
+    // Servers: createServer(), http.createServer(), require('net').createServer().
+    let factory: { module: string; name: string } | undefined
+    if (callee.type === 'Identifier') {
+      const binding = moduleImport(callee)
+      if (binding) factory = { module: binding.source, name: binding.imported }
+    } else if (callee.type === 'MemberExpression') {
+      const binding = moduleImport(callee.object)
+      const property = memberName(callee)
+      if (binding && property && (binding.imported === 'default' || binding.imported === '*')) factory = { module: binding.source, name: property }
+    }
+    if (factory && SERVER_FACTORIES[builtinName(factory.module)]?.includes(factory.name)) {
+      const label = `${builtinName(factory.module)}.${factory.name}`
+      add('listening-socket', node, (line) => `creates a listening socket with ${label}() (line ${line}): a server must stay up between requests, which needs a persistent process`, { module: factory.module })
+    }
+
+    // Timers started at load keep running after a request ends.
+    if (loadCode && isGlobalCall(callee, 'setInterval', imports, shadowed)) {
+      add('module-timer', node, (line) => `starts setInterval at module scope (line ${line}): the timer runs between requests, which a function freezes or discards`)
+    }
+
+    // Mutating calls on module state: rooms.set(), queue.push(), rooms.get(id).add().
+    if (callee.type === 'MemberExpression') {
+      const method = memberName(callee)
+      if (method && MUTATING_METHODS.has(method)) recordMutation(rootName(callee.object), node, false)
+    }
+  }
+
+  const checkWebSocketServer = (node: Node) => {
+    const callee = node.callee
+    let isServer = false
+    if (callee.type === 'Identifier') {
+      const binding = moduleImport(callee)
+      isServer = binding?.source === 'ws' && binding.imported === 'WebSocketServer'
+    } else if (callee.type === 'MemberExpression') {
+      const binding = moduleImport(callee.object)
+      isServer = binding?.source === 'ws' && WS_SERVER_CLASSES.has(memberName(callee) ?? '')
+    }
+    if (isServer) {
+      add('listening-socket', node, (line) => `creates a ws WebSocket server (line ${line}): open connections need a persistent process`, { module: 'ws' })
+    }
+  }
+
+  for (const statement of program.body as Node[]) visit(statement)
+
+  for (const [name, { node, where }] of mutated) {
+    const binding = state.get(name)!
+    const declared = locate(binding.node.start).line
+    const inside = where ? `inside ${where}` : 'inside a function'
+    add('mutable-state', node, (line) => `module-scope ${name} (${binding.describe}, line ${declared}) is changed ${inside} (line ${line}): that state lives only as long as one process`)
+  }
+
+  const seen = new Set<string>()
+  for (const { specifier, node } of importedModules) {
+    if (seen.has(specifier)) continue
+    seen.add(specifier)
+    const profile = moduleProfile(specifier)
+    if (profile?.memory) {
+      add('heavy-module', node, (line) => `imports ${specifier} (line ${line}), ${profile.label} that needs at least ${profile.memory} of function memory`, { module: specifier, memory: profile.memory })
+    } else if (profile?.native) {
+      add('native-module', node, (line) => `imports ${specifier} (line ${line}), ${profile.label} that only Node can load`, { module: specifier })
+    } else if (isNodeBuiltin(specifier)) {
+      add('node-builtin', node, (line) => `imports the Node built-in ${specifier} (line ${line})`, { module: specifier })
+    }
+  }
+
+  signals.sort((a, b) => a.line - b.line || a.column - b.column)
+  return { signals, imports: [...seen] }
+}
+
+/** Top-level functions that run when the module loads: called from load code, transitively. */
+function functionsRunAtLoad(program: Node, functions: Map<string, Node>): Set<Node> {
+  const running = new Set<Node>()
+  const queue: Node[] = []
+  const scan = (node: Node) => {
+    if (isFunction(node)) return
+    if (node.type === 'CallExpression') {
+      if (node.callee.type === 'Identifier') {
+        const fn = functions.get(node.callee.name)
+        if (fn && !running.has(fn)) {
+          running.add(fn)
+          queue.push(fn)
+        }
+      } else if (isFunction(node.callee) && node.callee.body) {
+        scan(node.callee.body)
+      }
+    }
+    forEachChild(node, scan)
+  }
+  for (const statement of program.body as Node[]) {
+    const declaration = statement.type === 'ExportNamedDeclaration' ? statement.declaration : statement
+    if (declaration && !isFunction(declaration)) scan(declaration)
+  }
+  while (queue.length > 0) {
+    const fn = queue.pop()!
+    if (fn.body) scan(fn.body)
+  }
+  return running
+}
+
+function containerOf(init: Node): string | undefined {
+  if (init.type === 'ArrayExpression') return 'an array'
+  if (init.type === 'ObjectExpression') return 'an object'
+  if (init.type === 'NewExpression' && init.callee.type === 'Identifier' && CONTAINER_CLASSES.has(init.callee.name)) {
+    return `a ${init.callee.name}`
+  }
+  return undefined
+}
+
+function blockNames(statements: Node[]): Set<string> {
+  const names = new Set<string>()
+  for (const statement of statements) {
+    if (statement.type === 'VariableDeclaration') {
+      for (const declarator of statement.declarations) for (const name of patternNames(declarator.id)) names.add(name)
+    } else if ((statement.type === 'FunctionDeclaration' || statement.type === 'ClassDeclaration') && statement.id) {
+      names.add(statement.id.name)
+    }
+  }
+  return names
+}
+
+/** `require('x')` with a literal specifier: the module name, else undefined. */
+function requiredModule(node: Node): string | undefined {
+  if (node.type !== 'CallExpression' || node.callee.type !== 'Identifier' || node.callee.name !== 'require') return undefined
+  const [first] = node.arguments
+  return first?.type === 'Literal' && typeof first.value === 'string' ? first.value : undefined
+}
+
+function memberName(node: Node): string | undefined {
+  return node.computed ? (node.property.type === 'Literal' && typeof node.property.value === 'string' ? node.property.value : undefined) : node.property.name
+}
+
+/** The identifier at the base of `a.b[c].d()` or `a.get(x).add()`. */
+function rootName(node: Node): string | undefined {
+  let current = node
+  for (;;) {
+    if (current.type === 'Identifier') return current.name
+    if (current.type === 'MemberExpression') current = current.object
+    else if (current.type === 'CallExpression') current = current.callee
+    else if (current.type === 'ChainExpression' || current.type === 'TSNonNullExpression' || current.type === 'ParenthesizedExpression') current = current.expression
+    else return undefined
+  }
+}
+
+function isGlobalCall(callee: Node, name: string, imports: Map<string, ImportBinding>, shadowed: (name: string) => boolean): boolean {
+  if (callee.type === 'Identifier') {
+    if (callee.name === name && !shadowed(name) && !imports.has(name)) return true
+    const binding = imports.get(callee.name)
+    return !!binding && !shadowed(callee.name) && /^(node:)?timers$/.test(binding.source) && binding.imported === name
+  }
+  return callee.type === 'MemberExpression' && callee.object.type === 'Identifier' && GLOBAL_OBJECTS.has(callee.object.name) && memberName(callee) === name
+}
+
+function isAlwaysTrue(test: Node): boolean {
+  if (test.type === 'Literal') return Boolean(test.value)
+  if (test.type === 'UnaryExpression' && test.operator === '!' && test.argument.type === 'Literal') return !test.argument.value
+  return false
+}
+
+function identifiersIn(node: Node, out: string[] = []): string[] {
+  if (node.type === 'Identifier') out.push(node.name)
+  else if (!isFunction(node)) forEachChild(node, (child) => identifiersIn(child, out))
+  return out
+}
