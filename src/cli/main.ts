@@ -1,2 +1,73 @@
 #!/usr/bin/env node
-console.log('svc')
+/**
+ * The `svc` command line. Subcommands load lazily, one file each under
+ * `commands/`, so `svc routes inspect` never loads what `svc dev` needs.
+ * Commands throw; only this file prints errors and sets the exit code.
+ */
+import { type CommandDef, defineCommand, renderUsage, runCommand, showUsage } from 'citty'
+import { isUsageError } from './_errors.ts'
+import { ManifestError } from '../manifest/errors.ts'
+import pkg from '../../package.json' with { type: 'json' }
+
+const VERSION = pkg.version
+
+const svc = defineCommand({
+  meta: {
+    name: 'svc',
+    version: VERSION,
+    description: 'File-based API routes, background tasks and compute classes',
+  },
+  subCommands: {
+    routes: () => import('./commands/routes.ts').then((m) => m.default),
+    runtime: () => import('./commands/runtime.ts').then((m) => m.default),
+  },
+})
+
+/** Runs the CLI and resolves with the exit code. */
+async function main(rawArgs: string[]): Promise<number> {
+  try {
+    if (rawArgs.some((arg) => arg === '--help' || arg === '-h')) {
+      const [cmd, parent] = await resolveCommand(svc, rawArgs)
+      await showUsage(cmd, parent)
+      return 0
+    }
+    if (rawArgs.length === 1 && (rawArgs[0] === '--version' || rawArgs[0] === '-v')) {
+      process.stdout.write(`${VERSION}\n`)
+      return 0
+    }
+    await runCommand(svc, { rawArgs })
+    return 0
+  } catch (error) {
+    if (error instanceof ManifestError) {
+      const lines = error.errors.map(String)
+      lines.push(`${error.errors.length} config error${error.errors.length === 1 ? '' : 's'}`)
+      process.stderr.write(`${lines.join('\n')}\n`)
+    } else if (isUsageError(error)) {
+      // Usage goes to stderr with the error, so stdout stays clean for pipes.
+      const [cmd, parent] = await resolveCommand(svc, rawArgs)
+      process.stderr.write(`${await renderUsage(cmd, parent)}\n\nerror: ${stripAnsi(error.message)}\n`)
+    } else {
+      const message = error instanceof Error ? error.message : String(error)
+      process.stderr.write(`error: ${message}\n`)
+      if (process.env.SVC_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`)
+    }
+    return 1
+  }
+}
+
+/** The deepest subcommand named in `rawArgs`, and its parent, for usage output. */
+async function resolveCommand(cmd: CommandDef<any>, rawArgs: string[], parent?: CommandDef<any>): Promise<[CommandDef<any>, CommandDef<any> | undefined]> {
+  const subCommands = typeof cmd.subCommands === 'function' ? await cmd.subCommands() : await cmd.subCommands
+  const name = rawArgs.find((arg) => !arg.startsWith('-'))
+  if (!subCommands || !name || !(name in subCommands)) return [cmd, parent]
+  const entry = subCommands[name]
+  const sub = (await (typeof entry === 'function' ? entry() : entry)) as CommandDef<any>
+  return resolveCommand(sub, rawArgs.slice(rawArgs.indexOf(name) + 1), cmd)
+}
+
+function stripAnsi(text: string): string {
+  return text.replace(/\u001B\[[0-9;]*m/g, '')
+}
+
+// Exit through exitCode rather than process.exit(), so piped output is never cut short.
+process.exitCode = await main(process.argv.slice(2))

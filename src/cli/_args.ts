@@ -1,0 +1,82 @@
+/**
+ * Arguments every command shares, and the strictness citty leaves out:
+ * citty accepts unknown flags silently, so a typo such as `--jsn` would run
+ * the command with defaults. `checkArgs` turns that into a usage error.
+ */
+import { statSync } from 'node:fs'
+import { resolve } from 'node:path'
+import type { ArgsDef } from 'citty'
+import { UsageError } from './_errors.ts'
+
+export const rootArg = {
+  root: {
+    type: 'string',
+    description: 'The app directory (holds src/api and src/pages)',
+    valueHint: 'dir',
+  },
+} as const satisfies ArgsDef
+
+export const jsonArg = {
+  json: {
+    type: 'boolean',
+    description: 'Print JSON on stdout',
+    default: false,
+  },
+} as const satisfies ArgsDef
+
+/** Rejects flags and positionals the command does not define. */
+export function checkArgs(rawArgs: readonly string[], defs: ArgsDef): void {
+  const known = new Map<string, string>()
+  let positionals = 0
+  for (const [name, def] of Object.entries(defs)) {
+    if (def.type === 'positional') {
+      positionals++
+      continue
+    }
+    known.set(name, def.type ?? 'string')
+    known.set(kebab(name), def.type ?? 'string')
+    const aliases = 'alias' in def ? def.alias : undefined
+    for (const alias of typeof aliases === 'string' ? [aliases] : (aliases ?? [])) known.set(alias, def.type ?? 'string')
+  }
+  let seenPositionals = 0
+  for (let i = 0; i < rawArgs.length; i++) {
+    const arg = rawArgs[i]
+    if (arg === '--') break
+    if (!arg.startsWith('-') || arg === '-') {
+      if (++seenPositionals > positionals) throw new UsageError(`Unexpected argument: ${arg}`)
+      continue
+    }
+    const [flag, inlineValue] = arg.replace(/^--?/, '').split(/=(.*)/s, 2)
+    const name = flag.startsWith('no-') && known.get(flag.slice(3)) === 'boolean' ? flag.slice(3) : flag
+    const type = known.get(name)
+    if (type === undefined) throw new UsageError(`Unknown option: ${arg.split('=')[0]}`)
+    if (type === 'boolean') {
+      if (inlineValue !== undefined && inlineValue !== 'true' && inlineValue !== 'false') {
+        throw new UsageError(`--${name} takes no value (got ${inlineValue})`)
+      }
+      continue
+    }
+    if (inlineValue !== undefined) {
+      if (inlineValue === '') throw new UsageError(`--${name} needs a value`)
+      continue
+    }
+    const next = rawArgs[i + 1]
+    if (next === undefined || next.startsWith('-')) throw new UsageError(`--${name} needs a value`)
+    i++
+  }
+}
+
+/** The absolute app directory of `--root`, defaulting to the current directory. */
+export function resolveRoot(root: string | undefined): string {
+  const dir = resolve(root ?? process.cwd())
+  let isDirectory = false
+  try {
+    isDirectory = statSync(dir).isDirectory()
+  } catch {}
+  if (!isDirectory) throw new UsageError(`--root ${root ?? dir}: no such directory`)
+  return dir
+}
+
+function kebab(name: string): string {
+  return name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)
+}

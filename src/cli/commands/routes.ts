@@ -1,0 +1,62 @@
+/** `svc routes inspect [--json]`: the manifest of an app's routes, read without running them. */
+import { defineCommand } from 'citty'
+import { checkArgs, jsonArg, resolveRoot, rootArg } from '../_args.ts'
+import { formatTable, printJson, printLines } from '../_output.ts'
+
+const inspectArgs = { ...rootArg, ...jsonArg }
+
+const inspect = defineCommand({
+  meta: { name: 'inspect', description: 'List every route with its kind, compute, provider and reasons' },
+  args: inspectArgs,
+  async run({ args, rawArgs }) {
+    checkArgs(rawArgs, inspectArgs)
+    const root = resolveRoot(args.root)
+    // Loaded here so that other commands never pay for the parser.
+    const { scanApp, assertNoConfigErrors } = await import('../../manifest.ts')
+    const result = await scanApp({ root })
+    assertNoConfigErrors(result)
+
+    if (args.json) {
+      printJson({ routes: result.routes, pages: result.pages })
+      return
+    }
+    if (result.routes.length === 0 && result.pages.length === 0) {
+      printLines('stdout', [`No routes found under ${root}/src/api or pages under ${root}/src/pages.`])
+      return
+    }
+    const lines: string[] = []
+    if (result.routes.length > 0) {
+      lines.push(
+        formatTable(
+          ['path', 'kind', 'name', 'methods', 'schedule', 'compute', 'provider', 'confidence'],
+          result.routes.map((r) => [
+            r.path,
+            r.kind,
+            r.name ?? '-',
+            [...r.methods, ...(r.websocket ? ['WS'] : [])].join(',') || '-',
+            r.schedule ?? '-',
+            [r.compute.class, r.compute.memory, r.compute.cpu ? `${r.compute.cpu}cpu` : null].filter(Boolean).join(' '),
+            r.provider,
+            r.confidence,
+          ]),
+        ),
+      )
+    }
+    if (result.pages.length > 0) {
+      if (lines.length > 0) lines.push('')
+      lines.push(
+        formatTable(
+          ['page', 'mode', 'revalidate', 'tags'],
+          result.pages.map((p) => [p.path, p.mode, p.revalidate === null ? '-' : `${p.revalidate}s`, p.tags.join(',') || '-']),
+        ),
+      )
+    }
+    printLines('stdout', lines)
+    printLines('stderr', result.routes.flatMap((r) => r.warnings.map((w) => `${r.file}: warning: ${w}`)))
+  },
+})
+
+export default defineCommand({
+  meta: { name: 'routes', description: 'Inspect the routes of an app' },
+  subCommands: { inspect },
+})
