@@ -1,7 +1,7 @@
 import { cp, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { dirname, join, relative, resolve } from 'node:path'
 import { gzipSync } from 'node:zlib'
-import { scanApp } from '../manifest.ts'
+import { assertNoConfigErrors, scanApp } from '../manifest.ts'
 import { appDependencies } from './app-package.ts'
 import { bundle } from './bundle.ts'
 import { appSource } from './entry.ts'
@@ -24,16 +24,6 @@ export interface BuildResult {
   warnings: string[]
 }
 
-/** The build failed on the app's config; every error is listed. */
-export class BuildError extends Error {
-  readonly errors: string[]
-  constructor(errors: string[]) {
-    super(`Build failed with ${errors.length} error(s):\n${errors.join('\n')}`)
-    this.name = 'BuildError'
-    this.errors = errors
-  }
-}
-
 /**
  * Scans the app, fails on config errors, leaves out hot routes the target
  * cannot host (with the spec's warning), then bundles the app behind the
@@ -47,7 +37,8 @@ export async function buildApp(options: BuildOptions = {}): Promise<BuildResult>
     throw new TypeError(`Unknown target "${targetName}"; use one of ${Object.keys(TARGETS).join(', ')}`)
   }
   const scan = await scanApp({ root })
-  if (scan.errors.length) throw new BuildError(scan.errors.map(String))
+  // Throws a ManifestError carrying every config error, not only the first.
+  assertNoConfigErrors(scan)
 
   const warnings: string[] = []
   const excluded = target.hot ? [] : scan.routes.filter((route) => route.kind === 'hot')

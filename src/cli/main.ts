@@ -20,6 +20,7 @@ const svc = defineCommand({
   subCommands: {
     routes: () => import('./commands/routes.ts').then((m) => m.default),
     runtime: () => import('./commands/runtime.ts').then((m) => m.default),
+    build: () => import('./commands/build.ts').then((m) => m.default),
   },
 })
 

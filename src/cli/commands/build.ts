@@ -1,0 +1,42 @@
+/** `svc build [--target node|cloudflare|lambda|vercel]`: bundle the app for a deployment target. */
+import { defineCommand } from 'citty'
+import { checkArgs, resolveRoot, rootArg } from '../_args.ts'
+import { UsageError } from '../_errors.ts'
+import { formatTable, printLines } from '../_output.ts'
+
+const TARGET_NAMES = ['node', 'cloudflare', 'lambda', 'vercel'] as const
+
+const buildArgs = {
+  ...rootArg,
+  target: {
+    type: 'string',
+    description: `Deployment target: ${TARGET_NAMES.join(', ')}`,
+    valueHint: 'name',
+    default: 'node',
+  },
+} as const
+
+export default defineCommand({
+  meta: { name: 'build', description: 'Bundle the app for a deployment target' },
+  args: buildArgs,
+  async run({ args, rawArgs }) {
+    checkArgs(rawArgs, buildArgs)
+    const root = resolveRoot(args.root)
+    const target = args.target as (typeof TARGET_NAMES)[number]
+    if (!TARGET_NAMES.includes(target)) {
+      throw new UsageError(`--target must be one of ${TARGET_NAMES.join(', ')} (got "${args.target}")`)
+    }
+    const { buildApp } = await import('../../build/build.ts')
+    const started = performance.now()
+    const result = await buildApp({ root, target })
+    printLines('stderr', result.warnings)
+    const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} kB`
+    printLines('stdout', [
+      `Built ${target} in ${Math.round(performance.now() - started)} ms → ${result.outDir}`,
+      formatTable(
+        ['file', 'size', 'gzip'],
+        result.files.map((file) => [file.path, kb(file.bytes), file.gzipBytes === undefined ? '-' : kb(file.gzipBytes)]),
+      ),
+    ])
+  },
+})
