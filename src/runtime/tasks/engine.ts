@@ -26,6 +26,14 @@ import { createTimerSet, type TimerSet } from './timers.ts'
 export const LOCAL_WAIT_NOTE =
   '[svc] ctx.step waits run in-process here: sleeps, child-task waits and tokens are kept in memory and timers, and do not survive a restart. Durable waits need the managed platform broker.'
 
+interface ActiveEntry {
+  handle?: InvocationHandle
+  /** The whole dispatch: invocation, transition and any re-dispatch. */
+  done: Promise<void>
+  /** Dispatch again once this invocation ends. */
+  again: boolean
+}
+
 interface Waiter {
   resolve(run: RunRecord): void
   reject(error: Error): void
@@ -37,7 +45,7 @@ export class TaskEngine {
   readonly logger: Logger
   readonly timers: TimerSet
   /** Runs with an invocation in flight, and the promise of its whole dispatch. */
-  readonly active = new Map<string, { handle?: InvocationHandle; done: Promise<void> }>()
+  readonly active = new Map<string, ActiveEntry>()
   readonly stepHost: StepHost
   closed = false
   #waiters = new Map<string, Waiter[]>()
@@ -93,17 +101,31 @@ export class TaskEngine {
     return run
   }
 
-  /** Starts an invocation of a running run, unless one is in flight already. */
+  /**
+   * Starts an invocation of a running run. If one is in flight already (a
+   * waitpoint met while the run was still suspending, say), the run is
+   * dispatched again as soon as that one ends.
+   */
   dispatch(run: RunRecord): void {
-    if (this.closed || this.active.has(run.id)) return
-    const entry: { handle?: InvocationHandle; done: Promise<void> } = { done: undefined! }
+    if (this.closed) return
+    const current = this.active.get(run.id)
+    if (current) {
+      current.again = true
+      return
+    }
+    const entry: ActiveEntry = { done: undefined!, again: false }
     this.active.set(run.id, entry)
     entry.done = this.#execute(run, entry)
       .catch((error) => this.logger.error(`[svc] task "${run.taskName}": run ${run.id} could not be processed: ${errorMessage(error)}`))
-      .finally(() => this.active.delete(run.id))
+      .then(async () => {
+        this.active.delete(run.id)
+        if (!entry.again) return
+        const latest = await this.store.getRun(run.id)
+        if (latest?.status === 'running') this.dispatch(latest)
+      })
   }
 
-  async #execute(run: RunRecord, entry: { handle?: InvocationHandle }): Promise<void> {
+  async #execute(run: RunRecord, entry: ActiveEntry): Promise<void> {
     const def = this.tasks.get(run.taskName)
     if (!def) {
       await this.#finish(run.id, { status: 'failed', ok: false }, `Task "${run.taskName}" is not registered in this runtime`)
@@ -112,6 +134,10 @@ export class TaskEngine {
     entry.handle = invoke(def, run, this.stepHost)
     const outcome = await entry.handle.outcome
     if (outcome.kind === 'suspended') return this.#suspend(run, outcome)
+    // An attempt cut short by close() is not the task's failure: record
+    // nothing, so the run stays `running` and a durable store's recover()
+    // runs it again.
+    if (outcome.kind === 'failed' && this.closed) return
     await this.store.appendAttempt(run.id, outcome.attempt)
     if (outcome.kind === 'completed') {
       await this.#finish(run.id, { status: 'completed', ok: true, result: outcome.result })

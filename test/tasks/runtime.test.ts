@@ -1,0 +1,124 @@
+import { describe, expect, it } from 'vitest'
+import { MemoryRunStore, createTaskRuntime } from '../../src/runtime/tasks/index.ts'
+import { captureLogger, runtime, sleep, task, until } from './_helpers.ts'
+
+describe('delayed runs (EnqueueOptions.delaySeconds)', () => {
+  it('a delayed run is scheduled first, then runs when due', async () => {
+    const ran: number[] = []
+    const rt = runtime([task('later', () => ran.push(Date.now()))])
+    const t0 = Date.now()
+    const run = await rt.trigger('later', undefined, { delaySeconds: 0.04 })
+    expect(run.status).toBe('scheduled')
+    expect(run.startedAt).toBeUndefined()
+    expect(Date.parse(run.runAt!) - t0).toBeGreaterThanOrEqual(39)
+    await sleep(10)
+    expect((await rt.getRun(run.id))?.status).toBe('scheduled')
+    expect(ran).toEqual([])
+    const done = await rt.waitForRun(run.id)
+    expect(done.status).toBe('completed')
+    expect(ran[0] - t0).toBeGreaterThanOrEqual(39)
+    expect(done.startedAt).toBeTypeOf('string')
+  })
+
+  it.each([[-1], [Number.NaN], [Infinity], ['5']])('delaySeconds %s is a TypeError naming the option', async (bad) => {
+    const rt = runtime([task('later', () => 1)])
+    await expect(rt.trigger('later', undefined, { delaySeconds: bad as number })).rejects.toThrow(
+      /delaySeconds must be a finite number of seconds, 0 or more \(got /,
+    )
+    expect(await rt.listRuns()).toEqual([])
+  })
+})
+
+describe('idempotency keys', () => {
+  it('a key already seen returns the existing run instead of starting another', async () => {
+    let calls = 0
+    const rt = runtime([task('once', () => ++calls), task('other', () => 0)])
+    const first = await rt.trigger('once', { a: 1 }, { idempotencyKey: 'order-7' })
+    const second = await rt.trigger('once', { a: 2 }, { idempotencyKey: 'order-7' })
+    expect(second.id).toBe(first.id)
+    await rt.waitForRun(first.id)
+    const third = await rt.trigger('once', undefined, { idempotencyKey: 'order-7' })
+    expect(third).toMatchObject({ id: first.id, status: 'completed' })
+    // Keys are per task.
+    const elsewhere = await rt.trigger('other', undefined, { idempotencyKey: 'order-7' })
+    expect(elsewhere.id).not.toBe(first.id)
+    expect(calls).toBe(1)
+  })
+
+  it('an empty key is a TypeError', async () => {
+    const rt = runtime([task('once', () => 1)])
+    await expect(rt.trigger('once', undefined, { idempotencyKey: '' })).rejects.toThrow(/idempotencyKey must be a non-empty string \(got ""\)/)
+  })
+})
+
+describe('waitForRun, drain and close', () => {
+  it('waitForRun rejects for an unknown run id', async () => {
+    const rt = runtime([task('a', () => 1)])
+    await expect(rt.waitForRun('nope')).rejects.toThrow(/Unknown run "nope"/)
+  })
+
+  it('drain waits for in-flight attempts, and gives up after its timeout', async () => {
+    const rt = runtime([task('slow', () => sleep(40).then(() => 'done')), task('stuck', () => sleep(300))])
+    const run = await rt.trigger('slow')
+    await rt.drain(1000)
+    expect((await rt.getRun(run.id))?.status).toBe('completed')
+    await rt.trigger('stuck')
+    const t0 = Date.now()
+    await rt.drain(30)
+    expect(Date.now() - t0).toBeLessThan(200)
+    expect(rt.logger.text('warn')).toContain('1 attempt(s) still in flight after 30 ms')
+  })
+
+  it('close clears pending timers, aborts in-flight attempts and rejects waiters', async () => {
+    let signal: AbortSignal | undefined
+    const rt = runtime([
+      task('sleeper', async (ctx) => ctx.step.sleep('nap', 0.05)),
+      task('busy', (ctx) => {
+        signal = ctx.signal
+        return sleep(100)
+      }),
+    ])
+    const sleeper = await rt.trigger('sleeper')
+    await until(async () => (await rt.getRun(sleeper.id))?.status === 'suspended')
+    const delayed = await rt.trigger('sleeper', undefined, { delaySeconds: 0.05 })
+    const busy = await rt.trigger('busy')
+    const waiting = rt.waitForRun(sleeper.id)
+    await rt.close()
+    await expect(waiting).rejects.toThrow(/closed/)
+    expect(signal?.aborted).toBe(true)
+    await sleep(80)
+    // The attempt cut short by close() is not charged to the task.
+    expect(await rt.getRun(busy.id)).toMatchObject({ status: 'running', attempts: [] })
+    expect((await rt.getRun(sleeper.id))?.status).toBe('suspended')
+    expect((await rt.getRun(delayed.id))?.status).toBe('scheduled')
+    await expect(rt.trigger('sleeper')).rejects.toThrow(/closed/)
+  })
+
+  it('a second runtime on the same store recovers timers, running runs and waits', async () => {
+    const store = new MemoryRunStore()
+    const logger = captureLogger()
+    const routes = [
+      task('nap', async (ctx) => {
+        await ctx.step.sleep('z', 0.04)
+        return 'rested'
+      }),
+      task('later', () => 'late'),
+    ]
+    const first = createTaskRuntime({ routes, store, logger, env: {} })
+    const napping = await first.trigger('nap')
+    await until(async () => (await store.getRun(napping.id))?.status === 'suspended')
+    const later = await first.trigger('later', undefined, { delaySeconds: 0.04 })
+    await first.close()
+    const second = createTaskRuntime({ routes, store, logger, env: {} })
+    await second.recover()
+    expect((await second.waitForRun(napping.id)).result).toBe('rested')
+    expect((await second.waitForRun(later.id)).result).toBe('late')
+    await second.close()
+  })
+
+  it('unrefTimers must be a boolean', () => {
+    expect(() => createTaskRuntime({ routes: [], unrefTimers: 'yes' as unknown as boolean })).toThrow(
+      /unrefTimers must be a boolean \(got "yes"\)/,
+    )
+  })
+})

@@ -1,0 +1,137 @@
+import { Cron } from 'croner'
+import { describe, expect, it } from 'vitest'
+import { cronOptions } from '../../src/runtime/tasks/definitions.ts'
+import { TaskEngine } from '../../src/runtime/tasks/engine.ts'
+import { MemoryRunStore, createTaskRuntime } from '../../src/runtime/tasks/index.ts'
+import { TaskScheduler } from '../../src/runtime/tasks/scheduler.ts'
+import { captureLogger, runtime, sleep, task } from './_helpers.ts'
+
+describe('in-process scheduler (spec "Task schedule")', () => {
+  it('starts one job per scheduled task only when asked, and stops them', () => {
+    const rt = runtime([
+      task('nightly', () => 1, { schedule: '0 3 * * *' }),
+      task('hourly', () => 1, { route: { schedule: '0 * * * *' } }),
+      task('manual', () => 1),
+    ])
+    expect(rt.scheduledJobs().map((j) => [j.task, j.nextRun])).toEqual([
+      ['nightly', null],
+      ['hourly', null],
+    ])
+    rt.startScheduler()
+    const jobs = rt.scheduledJobs()
+    expect(jobs.map((j) => j.task)).toEqual(['nightly', 'hourly'])
+    for (const job of jobs) expect(Date.parse(job.nextRun!)).toBeGreaterThan(Date.now())
+    rt.stopScheduler()
+    expect(rt.scheduledJobs().every((j) => j.nextRun === null)).toBe(true)
+  })
+
+  it.each(['1', 'true', 'TRUE'])('SVC_DISABLE_IN_PROCESS_CRON=%s turns it off', (value) => {
+    const rt = runtime([task('nightly', () => 1, { schedule: '0 3 * * *' })], {
+      env: { SVC_DISABLE_IN_PROCESS_CRON: value },
+    })
+    rt.startScheduler()
+    expect(rt.scheduledJobs()[0].nextRun).toBeNull()
+    expect(rt.logger.text('info')).toContain('in-process cron is off (SVC_DISABLE_IN_PROCESS_CRON)')
+  })
+
+  it('SVC_DISABLE_IN_PROCESS_CRON=0 leaves it on', () => {
+    const rt = runtime([task('nightly', () => 1, { schedule: '0 3 * * *' })], { env: { SVC_DISABLE_IN_PROCESS_CRON: '0' } })
+    rt.startScheduler()
+    expect(rt.scheduledJobs()[0].nextRun).not.toBeNull()
+  })
+
+  it('reads the schedule in the route timezone, UTC by default', () => {
+    const rt = runtime([
+      task('utc', () => 1, { schedule: '0 9 * * *' }),
+      task('ny', () => 1, { schedule: '0 9 * * *', route: { timezone: 'America/New_York' } }),
+    ])
+    rt.startScheduler()
+    const [utc, ny] = rt.scheduledJobs()
+    expect(utc.timezone).toBe('UTC')
+    expect(new Date(utc.nextRun!).getUTCHours()).toBe(9)
+    expect(ny.timezone).toBe('America/New_York')
+    const nyHour = new Date(ny.nextRun!).getUTCHours()
+    expect([13, 14]).toContain(nyHour) // 09:00 EDT or EST
+  })
+
+  it('uses Vixie-cron day-of-month OR day-of-week semantics', () => {
+    const job = new Cron('0 0 13 * 5', cronOptions(null))
+    const days = job.nextRuns(6, new Date('2026-02-01T00:00:00Z')).map((d) => d.toISOString().slice(0, 10))
+    // Every Friday (the 13th of February 2026 is one).
+    expect(days).toEqual(['2026-02-06', '2026-02-13', '2026-02-20', '2026-02-27', '2026-03-06', '2026-03-13'])
+    // The 13th of May 2026 is a Wednesday: it fires on the day-of-month alone.
+    const may = new Cron('0 0 13 * 5', cronOptions(null)).nextRuns(3, new Date('2026-04-30T12:00:00Z'))
+    expect(may.map((d) => d.toISOString().slice(0, 10))).toEqual(['2026-05-01', '2026-05-08', '2026-05-13'])
+  })
+
+  it('a croner tick fires the task with { _cron: true }', async () => {
+    const inputs: unknown[] = []
+    const store = new MemoryRunStore()
+    const logger = captureLogger()
+    const rt = createTaskRuntime({ routes: [task('tick', (ctx) => inputs.push(ctx.input), { schedule: '*/5 * * * *' })], store, logger, env: {} })
+    const engine = new TaskEngine({ store, tasks: rt.tasks, logger, unrefTimers: false })
+    const scheduler = new TaskScheduler(engine, { unref: false })
+    scheduler.start({})
+    await scheduler.jobs.get('tick')!.trigger()
+    scheduler.stop()
+    const [run] = await store.listRuns({ taskName: 'tick' })
+    await engine.waitForRun(run.id)
+    expect(run.trigger).toBe('cron')
+    expect(inputs).toEqual([{ _cron: true }])
+    engine.close()
+    await rt.close()
+  })
+})
+
+describe('runScheduled and the overlap guard', () => {
+  it('fires every task whose schedule is exactly the cron, whitespace aside', async () => {
+    const rt = runtime([
+      task('a', () => 'a', { schedule: '*/15 * * * *' }),
+      task('b', () => 'b', { schedule: '*/15  *  * * *' }),
+      task('c', () => 'c', { schedule: '0 0 * * *' }),
+    ])
+    const runs = await rt.runScheduled(' */15 * * * * ')
+    expect(runs.map((r) => r.taskName).sort()).toEqual(['a', 'b'])
+    expect(runs.every((r) => r.trigger === 'cron')).toBe(true)
+    expect(await rt.runScheduled('1 1 1 1 1')).toEqual([])
+    expect(rt.logger.text('warn')).toContain('no task has this schedule')
+  })
+
+  it('skips a tick with a warning while the previous scheduled run still runs; manual triggers bypass it', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((r) => (release = r))
+    const rt = runtime([task('report', () => gate, { schedule: '0 * * * *' })])
+    const [first] = await rt.runScheduled('0 * * * *')
+    expect(await rt.runScheduled('0 * * * *')).toEqual([])
+    expect(rt.logger.text('warn')).toContain(`scheduled task "report": skipped a tick; the previous scheduled run ${first.id} is still running`)
+    const manual = await rt.trigger('report')
+    expect(manual.status).toBe('running')
+    release()
+    await rt.waitForRun(first.id)
+    const [next] = await rt.runScheduled('0 * * * *')
+    expect(next.id).not.toBe(first.id)
+  })
+
+  it('two ticks at once start one run', async () => {
+    const rt = runtime([task('report', () => sleep(20), { schedule: '0 * * * *' })])
+    const [a, b] = await Promise.all([rt.runScheduled('0 * * * *'), rt.runScheduled('0 * * * *')])
+    expect(a.length + b.length).toBe(1)
+  })
+
+  it('a failing scheduled run is logged with the task name and recorded', async () => {
+    const rt = runtime([
+      task(
+        'cleanup',
+        () => {
+          throw new Error('disk full')
+        },
+        { schedule: '0 4 * * *' },
+      ),
+    ])
+    const [run] = await rt.runScheduled('0 4 * * *')
+    const done = await rt.waitForRun(run.id)
+    expect(done).toMatchObject({ status: 'failed', ok: false, trigger: 'cron' })
+    expect(rt.logger.text('error')).toContain('scheduled task "cleanup" failed after 1 attempt')
+    expect(rt.logger.text('error')).toContain('disk full')
+  })
+})

@@ -1,0 +1,367 @@
+import { describe, expect, it } from 'vitest'
+import { DuplicateStepKeyError } from '../../src/runtime/errors.ts'
+import { isSuspension, tokenIdFor } from '../../src/runtime/tasks/index.ts'
+import { LOCAL_WAIT_NOTE } from '../../src/runtime/tasks/engine.ts'
+import { runtime, sleep, task, until } from './_helpers.ts'
+
+describe('step.run and replay (spec "Step API")', () => {
+  it('on replay the body re-runs from the first line but completed step functions do not', async () => {
+    const body: number[] = []
+    const fns: string[] = []
+    const rt = runtime([
+      task('pipeline', async (ctx) => {
+        body.push(ctx.attempt)
+        const a = await ctx.step.run('a', () => (fns.push('a'), 1))
+        await ctx.step.sleep('pause', 0.03)
+        const b = await ctx.step.run('b', () => (fns.push('b'), a + 1))
+        return { a, b }
+      }),
+    ])
+    const done = await rt.waitForRun((await rt.trigger('pipeline')).id)
+    expect(done.result).toEqual({ a: 1, b: 2 })
+    expect(body).toEqual([1, 1]) // two invocations, both attempt 1
+    expect(fns).toEqual(['a', 'b'])
+    expect(done.steps).toEqual({ a: { status: 'completed', output: 1 }, pause: { status: 'completed' }, b: { status: 'completed', output: 2 } })
+  })
+
+  it('completed steps are kept across retries: a later failure does not redo them', async () => {
+    let charges = 0
+    const rt = runtime([
+      task(
+        'charge',
+        async (ctx) => {
+          const receipt = await ctx.step.run('charge', () => `r${++charges}`)
+          if (ctx.attempt < 3) throw new Error('mail server down')
+          return receipt
+        },
+        { route: { retries: 2 } },
+      ),
+    ])
+    const done = await rt.waitForRun((await rt.trigger('charge')).id)
+    expect(done.status).toBe('completed')
+    expect(done.result).toBe('r1')
+    expect(charges).toBe(1)
+  })
+
+  it('a step whose function throws records nothing and fails the attempt', async () => {
+    let tries = 0
+    const rt = runtime([
+      task(
+        'flaky-step',
+        async (ctx) =>
+          ctx.step.run('call', () => {
+            if (++tries === 1) throw new Error('503')
+            return 'ok'
+          }),
+        { route: { retries: 1 } },
+      ),
+    ])
+    const done = await rt.waitForRun((await rt.trigger('flaky-step')).id)
+    expect(done.attempts.map((a) => a.error)).toEqual(['503', undefined])
+    expect(done.steps.call).toEqual({ status: 'completed', output: 'ok' })
+  })
+
+  it('reusing a key in one run throws DuplicateStepKeyError naming the key', async () => {
+    const rt = runtime([
+      task('dupe', async (ctx) => {
+        await ctx.step.run('same', () => 1)
+        await ctx.step.run('same', () => 2)
+      }),
+    ])
+    let caught: unknown
+    const rt2 = runtime([
+      task('dupe2', async (ctx) => {
+        await ctx.step.run('k', () => 1)
+        try {
+          await ctx.step.sleep('k', 1)
+        } catch (error) {
+          caught = error
+          throw error
+        }
+      }),
+    ])
+    const done = await rt.waitForRun((await rt.trigger('dupe')).id)
+    expect(done.status).toBe('failed')
+    expect(done.attempts[0].error).toContain('"same"')
+    await rt2.waitForRun((await rt2.trigger('dupe2')).id)
+    expect(caught).toBeInstanceOf(DuplicateStepKeyError)
+    expect((caught as DuplicateStepKeyError).stepKey).toBe('k')
+  })
+
+  it('the same key is fine again on replay (once per invocation)', async () => {
+    const rt = runtime([
+      task('replay-ok', async (ctx) => {
+        const x = await ctx.step.run('x', () => 'value')
+        await ctx.step.sleep('nap', 0.02)
+        return x
+      }),
+    ])
+    const done = await rt.waitForRun((await rt.trigger('replay-ok')).id)
+    expect(done.status).toBe('completed')
+    expect(done.result).toBe('value')
+  })
+
+  it('an empty or non-string key is a TypeError', async () => {
+    const rt = runtime([task('nokey', async (ctx) => ctx.step.run('' as string, () => 1))])
+    const done = await rt.waitForRun((await rt.trigger('nokey')).id)
+    expect(done.attempts[0].error).toMatch(/key must be a non-empty string \(got ""\)/)
+  })
+})
+
+describe('suspension', () => {
+  it('a suspended run consumes no attempt and reports ok true, suspended and the completed steps', async () => {
+    const rt = runtime([
+      task('waiter', async (ctx) => {
+        await ctx.step.run('first', () => 'one')
+        await ctx.step.sleep('long', 3600)
+        return 'never'
+      }),
+    ])
+    const run = await rt.trigger('waiter')
+    const suspended = await until(async () => {
+      const r = await rt.getRun(run.id)
+      return r?.status === 'suspended' ? r : undefined
+    })
+    expect(suspended.ok).toBe(true)
+    expect(suspended.attempts).toEqual([])
+    expect(suspended.steps).toEqual({ first: { status: 'completed', output: 'one' } })
+    expect(suspended.suspended?.stepKey).toBe('long')
+    expect(suspended.suspended?.waitpoint.type).toBe('sleep')
+    const until1 = Date.parse((suspended.suspended!.waitpoint as { until: string }).until)
+    expect(until1 - Date.now()).toBeGreaterThan(3500_000)
+  })
+
+  it('ctx.attempt after a resume counts only failed attempts plus one', async () => {
+    const attempts: number[] = []
+    const rt = runtime([
+      task(
+        'counted',
+        async (ctx) => {
+          attempts.push(ctx.attempt)
+          await ctx.step.sleep('s1', 0.01)
+          if (ctx.attempt === 1) throw new Error('first attempt fails after the sleep')
+          await ctx.step.sleep('s2', 0.01)
+          return ctx.attempt
+        },
+        { route: { retries: 1 } },
+      ),
+    ])
+    const done = await rt.waitForRun((await rt.trigger('counted')).id)
+    // attempt 1: suspend at s1; replay: fail; attempt 2: suspend at s2; replay: done
+    expect(attempts).toEqual([1, 1, 2, 2])
+    expect(done.result).toBe(2)
+    expect(done.attempts.map((a) => a.index)).toEqual([1, 2])
+  })
+
+  it('a handler that swallows the suspension is still suspended, and later steps do not run', async () => {
+    let after = 0
+    const rt = runtime([
+      task('swallow', async (ctx) => {
+        try {
+          await ctx.step.sleep('nap', 0.03)
+        } catch (error) {
+          expect(isSuspension(error)).toBe(true)
+          expect(error).not.toBeInstanceOf(Error)
+        }
+        if (ctx.step) {
+          await ctx.step.run('side-effect', () => after++).catch(() => undefined)
+        }
+        return 'returned'
+      }),
+    ])
+    const run = await rt.trigger('swallow')
+    await until(async () => (await rt.getRun(run.id))?.status === 'suspended')
+    expect(after).toBe(0)
+    expect(rt.logger.text('warn')).toContain('caught the suspension of step "nap"')
+    const done = await rt.waitForRun(run.id)
+    expect(done.result).toBe('returned')
+    expect(after).toBe(1)
+  })
+
+  it('the one-time note about in-process waits is logged once, on the first durable wait', async () => {
+    const rt = runtime([
+      task('no-wait', async (ctx) => ctx.step.run('x', () => 1)),
+      task('naps', async (ctx) => {
+        await ctx.step.sleep('a', 0.01)
+        await ctx.step.sleep('b', 0.01)
+      }),
+    ])
+    await rt.waitForRun((await rt.trigger('no-wait')).id)
+    expect(rt.logger.text()).not.toContain('in-process')
+    await rt.waitForRun((await rt.trigger('naps')).id)
+    await rt.waitForRun((await rt.trigger('naps')).id)
+    expect(rt.logger.lines.filter((l) => l.text === LOCAL_WAIT_NOTE)).toHaveLength(1)
+    expect(LOCAL_WAIT_NOTE).toContain('do not survive a restart')
+  })
+})
+
+describe('sleep and sleepUntil', () => {
+  it('sleepUntil accepts a Date and an ISO string and resumes after the instant', async () => {
+    const started = Date.now()
+    const rt = runtime([
+      task('until', async (ctx) => {
+        await ctx.step.sleepUntil('d', new Date(started + 30))
+        await ctx.step.sleepUntil('s', new Date(started + 60).toISOString())
+        return Date.now() - started
+      }),
+    ])
+    const done = await rt.waitForRun((await rt.trigger('until')).id)
+    expect(done.result).toBeGreaterThanOrEqual(58)
+  })
+
+  it('sleepUntil with a past instant completes without suspending', async () => {
+    const rt = runtime([task('past', async (ctx) => ctx.step.sleepUntil('p', '2000-01-01T00:00:00Z'))])
+    const done = await rt.waitForRun((await rt.trigger('past')).id)
+    expect(done.steps.p).toEqual({ status: 'completed' })
+    expect(rt.logger.text()).not.toContain('in-process')
+  })
+
+  it('sleepUntil with an invalid date is a clear error', async () => {
+    const rt = runtime([task('bad-date', async (ctx) => ctx.step.sleepUntil('when', 'next tuesday-ish'))])
+    const done = await rt.waitForRun((await rt.trigger('bad-date')).id)
+    expect(done.attempts[0].error).toBe(
+      'ctx.step.sleepUntil("when", date): date must be a valid Date or an ISO 8601 string (got "next tuesday-ish")',
+    )
+  })
+
+  it('sleep with a negative duration is a TypeError naming the argument', async () => {
+    const rt = runtime([task('neg', async (ctx) => ctx.step.sleep('n', -1))])
+    const done = await rt.waitForRun((await rt.trigger('neg')).id)
+    expect(done.attempts[0].error).toContain('seconds must be a finite number, 0 or more (got -1)')
+  })
+})
+
+describe('waitForTask and enqueue steps', () => {
+  it('waitForTask suspends on the child and returns its result', async () => {
+    const rt = runtime([
+      task('child', async (ctx) => {
+        await sleep(20)
+        return ctx.input.n * 2
+      }),
+      task('parent', async (ctx) => ctx.step.waitForTask('double', 'child', { n: 21 })),
+    ])
+    const run = await rt.trigger('parent')
+    const suspended = await until(async () => {
+      const r = await rt.getRun(run.id)
+      return r?.status === 'suspended' ? r : undefined
+    })
+    expect(suspended.suspended?.waitpoint).toMatchObject({ type: 'task', task: 'child' })
+    const childId = (suspended.suspended!.waitpoint as { runId: string }).runId
+    expect((await rt.getRun(childId))?.parentRunId).toBe(run.id)
+    const done = await rt.waitForRun(run.id)
+    expect(done.result).toEqual({ ok: true, result: 42 })
+    expect(done.steps.double).toEqual({ status: 'completed', output: { ok: true, result: 42 } })
+  })
+
+  it('a failed child is returned to the parent, never thrown', async () => {
+    const rt = runtime([
+      task('bad-child', () => {
+        throw new Error('child broke')
+      }),
+      task('parent', async (ctx) => {
+        const r = await ctx.step.waitForTask('c', 'bad-child')
+        return r
+      }),
+    ])
+    const done = await rt.waitForRun((await rt.trigger('parent')).id)
+    expect(done.status).toBe('completed')
+    expect(done.result).toEqual({ ok: false, error: 'child broke' })
+  })
+
+  it('a replay after a retry does not start a second child', async () => {
+    let children = 0
+    const rt = runtime([
+      task('kid', () => ++children),
+      task(
+        'parent',
+        async (ctx) => {
+          const r = await ctx.step.waitForTask('kid', 'kid')
+          if (ctx.attempt === 1) throw new Error('after the child')
+          return r
+        },
+        { route: { retries: 1 } },
+      ),
+    ])
+    const done = await rt.waitForRun((await rt.trigger('parent')).id)
+    expect(done.result).toEqual({ ok: true, result: 1 })
+    expect(children).toBe(1)
+  })
+
+  it('step.enqueue starts a child once and returns its runId without waiting', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((r) => (release = r))
+    const rt = runtime([
+      task('bg', () => gate),
+      task(
+        'fire',
+        async (ctx) => {
+          const { runId } = await ctx.step.enqueue('bg', 'bg')
+          if (ctx.attempt === 1) throw new Error('retry me')
+          return runId
+        },
+        { route: { retries: 1 } },
+      ),
+    ])
+    const done = await rt.waitForRun((await rt.trigger('fire')).id)
+    const child = await rt.getRun(done.result as string)
+    expect(child?.status).toBe('running')
+    expect((await rt.listRuns({ taskName: 'bg' })).length).toBe(1)
+    release()
+  })
+})
+
+describe('waitForToken', () => {
+  it('completeToken resumes the run with the payload and reports completed', async () => {
+    const rt = runtime([
+      task('approve', async (ctx) => {
+        const r = await ctx.step.waitForToken<{ approved: boolean }>('approval', { timeoutSeconds: 60 })
+        return r
+      }),
+    ])
+    const run = await rt.trigger('approve')
+    const suspended = await until(async () => {
+      const r = await rt.getRun(run.id)
+      return r?.status === 'suspended' ? r : undefined
+    })
+    const waitpoint = suspended.suspended!.waitpoint as { type: string; tokenId: string; timeoutAt: string }
+    expect(waitpoint.type).toBe('token')
+    expect(waitpoint.tokenId).toBe(tokenIdFor(run.id, 'approval'))
+    expect(Date.parse(waitpoint.timeoutAt)).toBeGreaterThan(Date.now() + 50_000)
+    expect(await rt.completeToken(waitpoint.tokenId, { approved: true })).toBe('completed')
+    const done = await rt.waitForRun(run.id)
+    expect(done.result).toEqual({ payload: { approved: true } })
+    expect(done.steps.approval).toEqual({ status: 'completed', output: { approved: true } })
+    expect(await rt.completeToken(waitpoint.tokenId, { approved: false })).toBe('already_completed')
+    expect(await rt.completeToken('no-such-token')).toBe('not_found')
+  })
+
+  it('a token that times out resumes the run with { timedOut: true } and records timed_out', async () => {
+    const rt = runtime([task('expire', async (ctx) => ctx.step.waitForToken('t', { timeoutSeconds: 0.03 }))])
+    const run = await rt.trigger('expire')
+    const done = await rt.waitForRun(run.id)
+    expect(done.result).toEqual({ timedOut: true })
+    expect(done.steps.t).toEqual({ status: 'timed_out' })
+    expect(await rt.completeToken(tokenIdFor(run.id, 't'), 1)).toBe('timed_out')
+  })
+
+  it('a handler can hand out its token id before waiting', async () => {
+    const sent: string[] = []
+    const rt = runtime([
+      task('link', async (ctx) => {
+        await ctx.step.run('email', () => sent.push(tokenIdFor(ctx.runId, 'click')))
+        return ctx.step.waitForToken('click')
+      }),
+    ])
+    const run = await rt.trigger('link')
+    await until(async () => (await rt.getRun(run.id))?.status === 'suspended')
+    expect(sent).toEqual([tokenIdFor(run.id, 'click')])
+    expect(await rt.completeToken(sent[0])).toBe('completed')
+    expect((await rt.waitForRun(run.id)).result).toEqual({})
+  })
+
+  it('a non-positive timeoutSeconds is a TypeError naming the option', async () => {
+    const rt = runtime([task('badtimeout', async (ctx) => ctx.step.waitForToken('t', { timeoutSeconds: 0 }))])
+    const done = await rt.waitForRun((await rt.trigger('badtimeout')).id)
+    expect(done.attempts[0].error).toContain('timeoutSeconds must be a positive finite number (got 0)')
+  })
+})

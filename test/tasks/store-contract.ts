@@ -1,0 +1,133 @@
+/**
+ * The RunStore contract. Every implementation runs this suite:
+ * `runStoreContract('name', () => new SomeStore())`.
+ */
+import { describe, expect, it } from 'vitest'
+import type { RunStore } from '../../src/runtime/tasks/index.ts'
+import type { RunRecord } from '../../src/types.ts'
+
+let seq = 0
+export function makeRun(overrides: Partial<RunRecord> = {}): RunRecord {
+  seq++
+  return {
+    id: `run-${seq}-${crypto.randomUUID()}`,
+    taskName: 'report',
+    status: 'running',
+    trigger: 'manual',
+    input: { n: seq },
+    ok: true,
+    attempts: [],
+    steps: {},
+    createdAt: new Date(Date.UTC(2025, 0, 1, 0, 0, seq)).toISOString(),
+    ...overrides,
+  }
+}
+
+export function runStoreContract(name: string, createStore: () => RunStore | Promise<RunStore>): void {
+  describe(`RunStore contract: ${name}`, () => {
+    it('creates a run and reads back an equal, JSON-serializable copy', async () => {
+      const store = await createStore()
+      const run = makeRun()
+      const created = await store.createRun(run)
+      expect(created).toEqual(run)
+      const read = await store.getRun(run.id)
+      expect(read).toEqual(run)
+      expect(JSON.parse(JSON.stringify(read))).toEqual(run)
+      expect(await store.getRun('missing')).toBeUndefined()
+    })
+
+    it('changing a returned record does not change the store', async () => {
+      const store = await createStore()
+      const run = makeRun()
+      await store.createRun(run)
+      const read = (await store.getRun(run.id))!
+      read.status = 'failed'
+      read.attempts.push({ index: 9, startedAt: run.createdAt, durationMs: 1 })
+      read.steps.x = { status: 'completed' }
+      run.status = 'completed'
+      expect(await store.getRun(run.id)).toMatchObject({ status: 'running', attempts: [], steps: {} })
+    })
+
+    it('rejects a second run with the same id', async () => {
+      const store = await createStore()
+      const run = makeRun()
+      await store.createRun(run)
+      await expect(store.createRun({ ...run })).rejects.toThrow()
+    })
+
+    it('an idempotency key already held resolves to the existing run of that task', async () => {
+      const store = await createStore()
+      const first = makeRun({ idempotencyKey: 'k1' })
+      await store.createRun(first)
+      const again = await store.createRun(makeRun({ idempotencyKey: 'k1' }))
+      expect(again.id).toBe(first.id)
+      const otherTask = await store.createRun(makeRun({ idempotencyKey: 'k1', taskName: 'other' }))
+      expect(otherTask.id).not.toBe(first.id)
+      expect(await store.listRuns({ taskName: 'report' })).toHaveLength(1)
+    })
+
+    it('updateRun applies a patch, removes fields set to undefined and honours expect', async () => {
+      const store = await createStore()
+      const run = makeRun({ status: 'suspended', suspended: { stepKey: 's', waitpoint: { type: 'sleep', until: '2030-01-01T00:00:00.000Z' } } })
+      await store.createRun(run)
+      expect(await store.updateRun(run.id, { status: 'completed' }, { status: 'running' })).toBeUndefined()
+      const resumed = await store.updateRun(run.id, { status: 'running', suspended: undefined }, { status: ['suspended'] })
+      expect(resumed?.status).toBe('running')
+      expect(resumed && 'suspended' in resumed).toBe(false)
+      expect((await store.getRun(run.id))?.suspended).toBeUndefined()
+      expect(await store.updateRun('missing', { status: 'failed' })).toBeUndefined()
+    })
+
+    it('appends attempts in order and records steps by key', async () => {
+      const store = await createStore()
+      const run = makeRun()
+      await store.createRun(run)
+      await store.appendAttempt(run.id, { index: 1, startedAt: run.createdAt, durationMs: 3, error: 'boom' })
+      await store.appendAttempt(run.id, { index: 2, startedAt: run.createdAt, durationMs: 4 })
+      await store.saveStep(run.id, 'a', { status: 'completed', output: { x: 1 } })
+      await store.saveStep(run.id, 'b', { status: 'timed_out' })
+      const read = (await store.getRun(run.id))!
+      expect(read.attempts.map((a) => a.index)).toEqual([1, 2])
+      expect(read.attempts[0].error).toBe('boom')
+      expect(read.steps).toEqual({ a: { status: 'completed', output: { x: 1 } }, b: { status: 'timed_out' } })
+    })
+
+    it('lists runs newest first, filtered by task and status, with a limit', async () => {
+      const store = await createStore()
+      const a = makeRun({ taskName: 'a' })
+      const b = makeRun({ taskName: 'b', status: 'completed' })
+      const c = makeRun({ taskName: 'a', status: 'completed' })
+      for (const run of [a, b, c]) await store.createRun(run)
+      expect((await store.listRuns()).map((r) => r.id)).toEqual([c.id, b.id, a.id])
+      expect((await store.listRuns({ taskName: 'a' })).map((r) => r.id)).toEqual([c.id, a.id])
+      expect((await store.listRuns({ status: 'completed', limit: 1 })).map((r) => r.id)).toEqual([c.id])
+      expect((await store.listRuns({ status: ['running', 'suspended'] })).map((r) => r.id)).toEqual([a.id])
+    })
+
+    it('a timer is taken exactly once', async () => {
+      const store = await createStore()
+      const timer = { id: 't1', runId: 'r1', kind: 'sleep' as const, dueAt: '2030-01-01T00:00:00.000Z', stepKey: 's' }
+      await store.saveTimer(timer)
+      expect(await store.listTimers()).toEqual([timer])
+      expect(await store.takeTimer('t1')).toEqual(timer)
+      expect(await store.takeTimer('t1')).toBeUndefined()
+      expect(await store.listTimers()).toEqual([])
+    })
+
+    it('putToken keeps an existing token and settleToken settles it once', async () => {
+      const store = await createStore()
+      const run = makeRun()
+      await store.createRun(run)
+      const token = { id: 'tok', runId: run.id, stepKey: 'w', status: 'waiting' as const, createdAt: run.createdAt }
+      expect(await store.putToken(token)).toEqual(token)
+      const first = await store.settleToken('tok', 'completed', { ok: 1 })
+      expect(first?.settled).toBe(true)
+      expect(first?.token).toMatchObject({ status: 'completed', payload: { ok: 1 } })
+      expect((await store.putToken(token)).status).toBe('completed')
+      const second = await store.settleToken('tok', 'timed_out')
+      expect(second).toMatchObject({ settled: false, token: { status: 'completed' } })
+      expect(await store.settleToken('nope', 'completed')).toBeUndefined()
+      expect((await store.getToken('tok'))?.payload).toEqual({ ok: 1 })
+    })
+  })
+}
