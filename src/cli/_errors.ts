@@ -9,3 +9,13 @@ export class UsageError extends Error {
 export function isUsageError(error: unknown): error is Error {
   return error instanceof UsageError || (error instanceof Error && error.name === 'CLIError')
 }
+
+/** Ends the command with an exit code after it has printed its own output. */
+export class ExitCode extends Error {
+  override name = 'ExitCode'
+  readonly code: number
+  constructor(code: number) {
+    super(`exit code ${code}`)
+    this.code = code
+  }
+}

@@ -5,7 +5,7 @@
  * Commands throw; only this file prints errors and sets the exit code.
  */
 import { type CommandDef, defineCommand, renderUsage, runCommand, showUsage } from 'citty'
-import { isUsageError } from './_errors.ts'
+import { ExitCode, isUsageError } from './_errors.ts'
 import { ManifestError } from '../manifest/errors.ts'
 import pkg from '../../package.json' with { type: 'json' }
 
@@ -21,6 +21,7 @@ const svc = defineCommand({
     routes: () => import('./commands/routes.ts').then((m) => m.default),
     runtime: () => import('./commands/runtime.ts').then((m) => m.default),
     build: () => import('./commands/build.ts').then((m) => m.default),
+    tasks: () => import('./commands/tasks.ts').then((m) => m.default),
   },
 })
 
@@ -39,6 +40,7 @@ async function main(rawArgs: string[]): Promise<number> {
     await runCommand(svc, { rawArgs })
     return 0
   } catch (error) {
+    if (error instanceof ExitCode) return error.code
     if (error instanceof ManifestError) {
       const lines = error.errors.map(String)
       lines.push(`${error.errors.length} config error${error.errors.length === 1 ? '' : 's'}`)
