@@ -1,0 +1,25 @@
+import { cp, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const fixture = fileURLToPath(new URL('../fixtures/targets-app', import.meta.url))
+
+/** A fresh copy of the targets fixture app in a temp dir, so builds never write into the repository. */
+export async function copyFixtureApp(): Promise<{ root: string; cleanup: () => Promise<void> }> {
+  const root = await mkdtemp(join(tmpdir(), 'svc-targets-'))
+  await cp(fixture, root, { recursive: true })
+  return { root, cleanup: () => rm(root, { recursive: true, force: true }) }
+}
+
+/** Polls a run until it leaves `running`/`scheduled`. */
+export async function pollRun(get: (id: string) => Promise<Response>, id: string, timeoutMs = 5000): Promise<any> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const res = await get(id)
+    const run = (await res.json()) as { status: string }
+    if (run.status !== 'running' && run.status !== 'scheduled') return run
+    if (Date.now() > deadline) throw new Error(`run ${id} still ${run.status} after ${timeoutMs} ms`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}

@@ -1,0 +1,95 @@
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { Miniflare } from 'miniflare'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildApp, type BuildResult } from '../../src/build/build.ts'
+import { copyFixtureApp, pollRun } from './_app.ts'
+
+const SECRET = 'worker-secret'
+
+describe('svc build --target cloudflare, run in miniflare', () => {
+  let app: Awaited<ReturnType<typeof copyFixtureApp>>
+  let build: BuildResult
+  let mf: Miniflare
+
+  beforeAll(async () => {
+    app = await copyFixtureApp()
+    build = await buildApp({ root: app.root, target: 'cloudflare' })
+    mf = new Miniflare({
+      scriptPath: join(app.root, '.output/cloudflare/index.mjs'),
+      modules: true,
+      compatibilityDate: JSON.parse(await readFile(join(app.root, '.output/cloudflare/wrangler.json'), 'utf8')).compatibility_date,
+      bindings: { THEN_TASK_SECRET: SECRET },
+    })
+  })
+  afterAll(async () => {
+    await mf?.dispose()
+    await app?.cleanup()
+  })
+
+  const auth = { authorization: `Bearer ${SECRET}` }
+
+  it('leaves hot routes out with the exact warning', () => {
+    expect(build.warnings).toEqual([
+      '[svc] 1 hot route(s) cannot run on cloudflare and were not bundled: /api/live — deploy them to a persistent host',
+    ])
+  })
+
+  it('writes wrangler.json with main, compatibility date and every schedule as a cron trigger', async () => {
+    const wrangler = JSON.parse(await readFile(join(app.root, '.output/cloudflare/wrangler.json'), 'utf8'))
+    expect(wrangler.main).toBe('index.mjs')
+    expect(wrangler.compatibility_date).toMatch(/^\d{4}-\d{2}-\d{2}$/)
+    expect(wrangler.triggers).toEqual({ crons: ['*/10 * * * *'] })
+  })
+
+  it('serves serverless routes with params', async () => {
+    const hello = await mf.dispatchFetch('http://localhost/api/hello?name=edge')
+    expect(await hello.json()).toEqual({ hello: 'edge' })
+    const user = await mf.dispatchFetch('http://localhost/api/users/42')
+    expect(await user.json()).toEqual({ id: '42' })
+  })
+
+  it('does not serve the left-out hot route', async () => {
+    const res = await mf.dispatchFetch('http://localhost/api/live')
+    expect(res.status).toBe(404)
+  })
+
+  it('runs a task triggered over POST /__tasks/<name> and reports it on GET /__tasks/<id>', async () => {
+    const res = await mf.dispatchFetch('http://localhost/__tasks/jobs.double', {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ n: 21 }),
+    })
+    expect(res.status).toBe(202)
+    const { id, status } = (await res.json()) as { id: string; status: string }
+    expect(status).toBe('running')
+    const run = await pollRun((runId) => mf.dispatchFetch(`http://localhost/__tasks/${runId}`, { headers: auth }), id)
+    expect(run).toMatchObject({ status: 'completed', ok: true, result: { doubled: 42 }, steps: { double: { status: 'completed', output: 42 } } })
+  })
+
+  it('rejects an invalid payload with 400 and a request without the secret with 401', async () => {
+    const invalid = await mf.dispatchFetch('http://localhost/__tasks/jobs.double', {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ n: 'x' }),
+    })
+    expect(invalid.status).toBe(400)
+    expect(await invalid.json()).toMatchObject({ code: 'VALIDATION_FAILED' })
+    const anonymous = await mf.dispatchFetch('http://localhost/__tasks')
+    expect(anonymous.status).toBe(401)
+  })
+
+  it('fires the cron task on a scheduled event', async () => {
+    const worker = await mf.getWorker()
+    await worker.scheduled({ cron: '*/10 * * * *' })
+    const res = await mf.dispatchFetch('http://localhost/api/ticks')
+    expect(await res.json()).toEqual({ ticks: [{ _cron: true }] })
+  })
+
+  it('fires nothing for a cron no task uses', async () => {
+    const worker = await mf.getWorker()
+    await worker.scheduled({ cron: '0 0 1 1 *' })
+    const res = await mf.dispatchFetch('http://localhost/api/ticks')
+    expect(((await res.json()) as { ticks: unknown[] }).ticks).toHaveLength(1)
+  })
+})

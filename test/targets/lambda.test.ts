@@ -1,0 +1,112 @@
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildApp, type BuildResult } from '../../src/build/build.ts'
+import { toEventBridge } from '../../targets/lambda/schedules.ts'
+import { copyFixtureApp } from './_app.ts'
+
+function httpEvent(method: string, path: string, init: { query?: string; body?: string; base64?: boolean; headers?: Record<string, string>; cookies?: string[] } = {}) {
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath: path,
+    rawQueryString: init.query ?? '',
+    headers: { host: 'abc.lambda-url.eu-west-1.on.aws', ...init.headers },
+    cookies: init.cookies,
+    body: init.body,
+    isBase64Encoded: init.base64 ?? false,
+    requestContext: { domainName: 'abc.lambda-url.eu-west-1.on.aws', http: { method, path, sourceIp: '203.0.113.9' } },
+  }
+}
+
+describe('svc build --target lambda', () => {
+  let app: Awaited<ReturnType<typeof copyFixtureApp>>
+  let build: BuildResult
+  let handler: (event: unknown) => Promise<any>
+
+  beforeAll(async () => {
+    app = await copyFixtureApp()
+    build = await buildApp({ root: app.root, target: 'lambda' })
+    process.env.THEN_TASK_SECRET = 'lambda-secret'
+    ;({ handler } = await import(pathToFileURL(join(app.root, '.output/lambda/index.mjs')).href))
+  })
+  afterAll(async () => {
+    delete process.env.THEN_TASK_SECRET
+    await app?.cleanup()
+  })
+
+  it('leaves hot routes out with the exact warning', () => {
+    expect(build.warnings).toEqual([
+      '[svc] 1 hot route(s) cannot run on lambda and were not bundled: /api/live — deploy them to a persistent host',
+    ])
+  })
+
+  it('serves an HTTP API v2 GET event', async () => {
+    const result = await handler(httpEvent('GET', '/api/hello', { query: 'name=lambda' }))
+    expect(result.statusCode).toBe(200)
+    expect(result.isBase64Encoded).toBe(false)
+    expect(result.headers['content-type']).toMatch(/application\/json/)
+    expect(JSON.parse(result.body)).toEqual({ hello: 'lambda' })
+  })
+
+  it('decodes a base64 body from a function URL event', async () => {
+    const body = Buffer.from(JSON.stringify({ a: 1 })).toString('base64')
+    const result = await handler(httpEvent('POST', '/api/hello', { body, base64: true, headers: { 'content-type': 'application/json' } }))
+    expect(result.statusCode).toBe(201)
+    expect(JSON.parse(result.body)).toEqual({ echo: { a: 1 } })
+  })
+
+  it('runs a task to its end before returning the 202 answer', async () => {
+    const result = await handler(
+      httpEvent('POST', '/__tasks/jobs.double', {
+        body: JSON.stringify({ n: 5 }),
+        headers: { 'content-type': 'application/json', authorization: 'Bearer lambda-secret' },
+      }),
+    )
+    expect(result.statusCode).toBe(202)
+    const { id } = JSON.parse(result.body)
+    const run = await handler(httpEvent('GET', `/__tasks/${id}`, { headers: { authorization: 'Bearer lambda-secret' } }))
+    expect(JSON.parse(run.body)).toMatchObject({ status: 'completed', result: { doubled: 10 } })
+  })
+
+  it('fires cron tasks for a schedule event', async () => {
+    const result = await handler({ svcCron: '*/10 * * * *' })
+    expect(result).toMatchObject({ ok: true, runs: [{ taskName: 'jobs.tick', status: 'completed' }] })
+    const ticks = await handler(httpEvent('GET', '/api/ticks'))
+    expect(JSON.parse(ticks.body)).toEqual({ ticks: [{ _cron: true }] })
+  })
+
+  it('rejects an event it does not know, saying which ones it takes', async () => {
+    await expect(handler({ Records: [] })).rejects.toThrow(/HTTP API \(payload 2\.0\).*svcCron/)
+  })
+
+  it('writes schedules.json with the EventBridge form of each schedule', async () => {
+    const file = JSON.parse(await readFile(join(app.root, '.output/lambda/schedules.json'), 'utf8'))
+    expect(file.schedules).toEqual([
+      {
+        task: 'jobs.tick',
+        cron: '*/10 * * * *',
+        timezone: 'UTC',
+        input: { svcCron: '*/10 * * * *' },
+        scheduleExpression: 'cron(*/10 * * * ? *)',
+      },
+    ])
+  })
+})
+
+describe('EventBridge cron conversion', () => {
+  it('puts ? in day-of-week when it is unrestricted', () => {
+    expect(toEventBridge('0 5 1 * *').expression).toBe('cron(0 5 1 * ? *)')
+  })
+  it('puts ? in day-of-month and names weekdays when day-of-week is set', () => {
+    expect(toEventBridge('30 9 * * 1-5').expression).toBe('cron(30 9 ? * MON-FRI *)')
+    expect(toEventBridge('0 0 * * 0,7').expression).toBe('cron(0 0 ? * SUN,SUN *)')
+  })
+  it('gives no expression, with a note, when both day fields are restricted', () => {
+    expect(toEventBridge('0 0 1 * 1')).toEqual({ expression: null, note: 'EventBridge cannot restrict both day-of-month and day-of-week' })
+  })
+  it('gives no expression for a weekday range that wraps past Saturday', () => {
+    expect(toEventBridge('0 0 * * 5-7').expression).toBeNull()
+  })
+})
