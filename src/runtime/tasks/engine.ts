@@ -10,7 +10,7 @@
  *   running ──throws/times out, none remain──▶ failed
  *   running ──unmet wait──▶ suspended ──waitpoint met──▶ running (replay)
  */
-import type { CompleteTokenResult, Logger, RunRecord, StepRecord, TriggerOptions } from '../../types.ts'
+import type { CompleteTokenResult, Logger, RunRecord, TriggerOptions } from '../../types.ts'
 import { TaskNotFoundError, errorMessage } from '../errors.ts'
 import { validateTaskInput } from '../schema.ts'
 import { backoffDelay } from './backoff.ts'
@@ -18,9 +18,11 @@ import type { TaskDefinition } from './definitions.ts'
 import { newRunId, timerId } from './ids.ts'
 import { checkTriggerOptions } from './options.ts'
 import { invoke, type InvocationHandle, type InvocationOutcome } from './runner.ts'
-import { childRunResult, type StepHost } from './steps.ts'
-import { isFinished, type RunStore, type TimerRecord } from './store.ts'
+import type { StepHost } from './steps.ts'
+import type { RunStore } from './store.ts'
 import { createTimerSet, type TimerSet } from './timers.ts'
+import { RunWaiters } from './waiters.ts'
+import { armTimer, armWaitpoint, completeToken, recoverRuns, resumeParent, type WaitHost } from './waits.ts'
 
 /** Logged once per runtime, the first time a durable wait runs in-process (spec "States and transitions"). */
 export const LOCAL_WAIT_NOTE =
@@ -34,12 +36,7 @@ interface ActiveEntry {
   again: boolean
 }
 
-interface Waiter {
-  resolve(run: RunRecord): void
-  reject(error: Error): void
-}
-
-export class TaskEngine {
+export class TaskEngine implements WaitHost {
   readonly store: RunStore
   readonly tasks: ReadonlyMap<string, TaskDefinition>
   readonly logger: Logger
@@ -48,7 +45,7 @@ export class TaskEngine {
   readonly active = new Map<string, ActiveEntry>()
   readonly stepHost: StepHost
   closed = false
-  #waiters = new Map<string, Waiter[]>()
+  #waiters = new RunWaiters()
   #noted = false
 
   constructor(options: { store: RunStore; tasks: ReadonlyMap<string, TaskDefinition>; logger: Logger; unrefTimers: boolean }) {
@@ -74,7 +71,12 @@ export class TaskEngine {
     if (!def) throw new TaskNotFoundError(String(name), [...this.tasks.keys()])
     const { delaySeconds, idempotencyKey, trigger, parentRunId } = checkTriggerOptions(opts, `trigger("${name}")`)
     // Spec "Task schedule": scheduled runs skip validation and get { _cron: true }.
-    const input = trigger === 'cron' ? { _cron: true } : await validateTaskInput(def.input, payload)
+    const input =
+      trigger === 'cron'
+        ? { _cron: true }
+        : def.input === undefined || def.input === null
+          ? payload
+          : await validateTaskInput(def.input, payload)
     const now = new Date()
     const iso = now.toISOString()
     const delayed = delaySeconds > 0
@@ -96,7 +98,7 @@ export class TaskEngine {
     const stored = await this.store.createRun(run)
     // Another run holds the idempotency key: that run is the answer.
     if (stored.id !== run.id) return stored
-    if (delayed) await this.armTimer({ id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt! })
+    if (delayed) await armTimer(this, { id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt! })
     else this.dispatch(stored)
     return run
   }
@@ -115,14 +117,19 @@ export class TaskEngine {
     }
     const entry: ActiveEntry = { done: undefined!, again: false }
     this.active.set(run.id, entry)
-    entry.done = this.#execute(run, entry)
-      .catch((error) => this.logger.error(`[svc] task "${run.taskName}": run ${run.id} could not be processed: ${errorMessage(error)}`))
-      .then(async () => {
-        this.active.delete(run.id)
-        if (!entry.again) return
-        const latest = await this.store.getRun(run.id)
-        if (latest?.status === 'running') this.dispatch(latest)
-      })
+    entry.done = this.#dispatch(run, entry)
+  }
+
+  async #dispatch(run: RunRecord, entry: ActiveEntry): Promise<void> {
+    try {
+      await this.#execute(run, entry)
+    } catch (error) {
+      this.logger.error(`[svc] task "${run.taskName}": run ${run.id} could not be processed: ${errorMessage(error)}`)
+    }
+    this.active.delete(run.id)
+    if (!entry.again) return
+    const latest = await this.store.getRun(run.id)
+    if (latest?.status === 'running') this.dispatch(latest)
   }
 
   async #execute(run: RunRecord, entry: ActiveEntry): Promise<void> {
@@ -152,7 +159,7 @@ export class TaskEngine {
         `[svc] task "${def.name}": attempt ${index} of ${def.retries + 1} failed (run ${run.id}): ${outcome.error}; retrying in ${delay} ms`,
       )
       const dueAt = new Date(Date.now() + delay).toISOString()
-      await this.armTimer({ id: timerId(run.id, 'retry'), runId: run.id, kind: 'retry', dueAt })
+      await armTimer(this, { id: timerId(run.id, 'retry'), runId: run.id, kind: 'retry', dueAt })
       return
     }
     await this.#finish(run.id, { status: 'failed', ok: false }, outcome.error, index)
@@ -188,151 +195,21 @@ export class TaskEngine {
       )
     }
     const saved = await this.store.updateRun(run.id, { status: 'suspended', suspended: { stepKey, waitpoint } }, { status: 'running' })
-    if (saved) await this.armWaitpoint(saved)
-  }
-
-  /**
-   * Arranges for a suspended run's waitpoint to resume it, and resumes it at
-   * once if the waitpoint was met while the run was suspending.
-   */
-  async armWaitpoint(run: RunRecord): Promise<void> {
-    if (run.status !== 'suspended' || !run.suspended) return
-    const { stepKey, waitpoint } = run.suspended
-    if (waitpoint.type === 'sleep') {
-      await this.armTimer({ id: timerId(run.id, 'sleep', stepKey), runId: run.id, kind: 'sleep', stepKey, dueAt: waitpoint.until })
-    } else if (waitpoint.type === 'token') {
-      if (waitpoint.timeoutAt !== undefined) {
-        await this.armTimer({
-          id: timerId(run.id, 'token-timeout', stepKey),
-          runId: run.id,
-          kind: 'token-timeout',
-          stepKey,
-          tokenId: waitpoint.tokenId,
-          dueAt: waitpoint.timeoutAt,
-        })
-      }
-      const token = await this.store.getToken(waitpoint.tokenId)
-      if (token && token.status !== 'waiting') await this.resume(run.id, stepKey, tokenStep(token.status, token.payload))
-    } else {
-      const child = await this.store.getRun(waitpoint.runId)
-      if (child && isFinished(child.status)) {
-        await this.resume(run.id, stepKey, { status: 'completed', output: childRunResult(child) })
-      }
-    }
-  }
-
-  /**
-   * Records the step a waitpoint was waiting on and re-dispatches the run,
-   * which replays its handler from the first line. A no-op when the run is
-   * no longer suspended at that step.
-   */
-  async resume(runId: string, stepKey: string, step: StepRecord): Promise<boolean> {
-    const run = await this.store.getRun(runId)
-    if (!run || run.status !== 'suspended' || run.suspended?.stepKey !== stepKey) return false
-    await this.store.saveStep(runId, stepKey, step)
-    const resumed = await this.store.updateRun(runId, { status: 'running', suspended: undefined }, { status: 'suspended' })
-    if (!resumed) return false
-    this.dispatch(resumed)
-    return true
-  }
-
-  async armTimer(timer: TimerRecord): Promise<void> {
-    await this.store.saveTimer(timer)
-    this.#schedule(timer)
-  }
-
-  #schedule(timer: TimerRecord): void {
-    if (this.closed) return
-    this.timers.set(timer.id, Date.parse(timer.dueAt), () => {
-      this.#fire(timer.id).catch((error) =>
-        this.logger.error(`[svc] task runtime: timer ${timer.id} failed: ${errorMessage(error)}`),
-      )
-    })
-  }
-
-  async #fire(id: string): Promise<void> {
-    if (this.closed) return
-    // Taking the timer is the claim: whoever removes it acts on it.
-    const timer = await this.store.takeTimer(id)
-    if (!timer) return
-    switch (timer.kind) {
-      case 'delay': {
-        const now = new Date().toISOString()
-        const run = await this.store.updateRun(timer.runId, { status: 'running', startedAt: now }, { status: 'scheduled' })
-        if (run) this.dispatch(run)
-        return
-      }
-      case 'retry': {
-        const run = await this.store.getRun(timer.runId)
-        if (run?.status === 'running') this.dispatch(run)
-        return
-      }
-      case 'sleep':
-        await this.resume(timer.runId, timer.stepKey!, { status: 'completed' })
-        return
-      case 'token-timeout': {
-        const settled = await this.store.settleToken(timer.tokenId!, 'timed_out')
-        if (settled?.settled) await this.resume(timer.runId, timer.stepKey!, { status: 'timed_out' })
-      }
-    }
-  }
-
-  async completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult> {
-    if (typeof tokenId !== 'string' || tokenId === '') {
-      throw new TypeError(`completeToken(tokenId): tokenId must be a non-empty string (got ${typeof tokenId})`)
-    }
-    const result = await this.store.settleToken(tokenId, 'completed', payload)
-    if (!result) return 'not_found'
-    const { settled, token } = result
-    if (!settled) return token.status === 'timed_out' ? 'timed_out' : 'already_completed'
-    const timeout = timerId(token.runId, 'token-timeout', token.stepKey)
-    this.timers.clear(timeout)
-    await this.store.takeTimer(timeout)
-    await this.resume(token.runId, token.stepKey, tokenStep('completed', payload))
-    return 'completed'
+    if (saved) await armWaitpoint(this, saved)
   }
 
   /** Resolves once the run is completed or failed. */
   waitForRun(id: string): Promise<RunRecord> {
-    return new Promise((resolve, reject) => {
-      // Register first, then look: a run that finishes in between is caught
-      // by one of the two.
-      const waiter: Waiter = { resolve, reject }
-      const list = this.#waiters.get(id)
-      if (list) list.push(waiter)
-      else this.#waiters.set(id, [waiter])
-      this.store.getRun(id).then((run) => {
-        if (!run) {
-          this.#dropWaiter(id, waiter)
-          reject(new Error(`Unknown run "${id}"; it never existed or was evicted from the run store`))
-        } else if (isFinished(run.status)) {
-          this.#dropWaiter(id, waiter)
-          resolve(run)
-        } else if (this.closed) {
-          this.#dropWaiter(id, waiter)
-          reject(new Error(`Run ${id} cannot finish: the task runtime is closed`))
-        }
-      }, reject)
-    })
+    return this.#waiters.wait(this.store, id)
   }
 
-  /**
-   * Picks up what the store holds after a restart (durable stores): re-arms
-   * pending timers, re-dispatches running runs that have no retry pending
-   * (at-least-once: an attempt that was in flight runs again), and re-arms
-   * the waitpoints of suspended runs, resuming those already met.
-   */
-  async recover(): Promise<void> {
-    const timers = await this.store.listTimers()
-    const retrying = new Set<string>()
-    for (const timer of timers) {
-      if (timer.kind === 'retry') retrying.add(timer.runId)
-      this.#schedule(timer)
-    }
-    for (const run of await this.store.listRuns({ status: 'running' })) {
-      if (!retrying.has(run.id)) this.dispatch(run)
-    }
-    for (const run of await this.store.listRuns({ status: 'suspended' })) await this.armWaitpoint(run)
+  /** Continues what the store holds after a restart; see `recoverRuns`. */
+  recover(): Promise<void> {
+    return recoverRuns(this)
+  }
+
+  completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult> {
+    return completeToken(this, tokenId, payload)
   }
 
   /** Stops timers and in-flight attempts, and rejects pending `waitForRun` calls. */
@@ -341,42 +218,15 @@ export class TaskEngine {
     this.closed = true
     this.timers.clearAll()
     for (const entry of this.active.values()) entry.handle?.abort('The task runtime closed during this attempt')
-    const error = new Error('The task runtime closed before the run finished')
-    for (const list of this.#waiters.values()) for (const waiter of list) waiter.reject(error)
-    this.#waiters.clear()
+    this.#waiters.rejectAll(new Error('The task runtime closed before the run finished'))
   }
 
   /** A run reached `completed` or `failed`: wake its waiters and a suspended parent. */
   #settled(run: RunRecord): void {
-    const list = this.#waiters.get(run.id)
-    if (list) {
-      this.#waiters.delete(run.id)
-      for (const waiter of list) waiter.resolve(run)
-    }
-    if (run.parentRunId !== undefined) {
-      this.#resumeParent(run).catch((error) =>
-        this.logger.error(`[svc] task "${run.taskName}": could not resume parent run ${run.parentRunId}: ${errorMessage(error)}`),
-      )
-    }
+    this.#waiters.settle(run)
+    if (run.parentRunId === undefined) return
+    resumeParent(this, run).catch((error) =>
+      this.logger.error(`[svc] task "${run.taskName}": could not resume parent run ${run.parentRunId}: ${errorMessage(error)}`),
+    )
   }
-
-  async #resumeParent(child: RunRecord): Promise<void> {
-    const parent = await this.store.getRun(child.parentRunId!)
-    const wait = parent?.suspended
-    if (!parent || !wait || wait.waitpoint.type !== 'task' || wait.waitpoint.runId !== child.id) return
-    await this.resume(parent.id, wait.stepKey, { status: 'completed', output: childRunResult(child) })
-  }
-
-  #dropWaiter(id: string, waiter: Waiter): void {
-    const list = this.#waiters.get(id)
-    if (!list) return
-    const i = list.indexOf(waiter)
-    if (i >= 0) list.splice(i, 1)
-    if (list.length === 0) this.#waiters.delete(id)
-  }
-}
-
-function tokenStep(status: 'completed' | 'timed_out', payload: unknown): StepRecord {
-  if (status === 'timed_out') return { status: 'timed_out' }
-  return payload === undefined ? { status: 'completed' } : { status: 'completed', output: payload }
 }

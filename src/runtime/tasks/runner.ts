@@ -3,7 +3,7 @@
  * per-attempt timeout, and classifies how the invocation ended. It does not
  * touch run state; the runtime turns the outcome into a transition.
  */
-import type { Attempt, RunRecord, TaskContext } from '../../types.ts'
+import type { Attempt, RunRecord, StepApi, TaskContext } from '../../types.ts'
 import { errorMessage } from '../errors.ts'
 import type { TaskDefinition } from './definitions.ts'
 import { createInvocation, createStepApi, type StepHost } from './steps.ts'
@@ -31,49 +31,66 @@ export function timeoutMessage(attempt: number, timeoutMs: number): string {
 
 export function invoke(def: TaskDefinition, run: RunRecord, host: StepHost): InvocationHandle {
   const inv = createInvocation(run)
-  const controller = new AbortController()
+  // The step API and the AbortController are built on first use: most
+  // invocations of a small task touch neither, and dispatch throughput is
+  // dominated by allocation.
+  let controller: AbortController | undefined
+  let step: StepApi | undefined
   const ctx: TaskContext = {
     attempt: inv.attempt,
     input: run.input,
-    step: createStepApi(inv, host),
-    signal: controller.signal,
+    get step() {
+      return (step ??= createStepApi(inv, host))
+    },
+    get signal() {
+      return (controller ??= new AbortController()).signal
+    },
     runId: run.id,
     taskName: run.taskName,
   }
   const startedAt = Date.now()
-  let stop!: (error: Error) => void
-  const stopped = new Promise<never>((_, reject) => {
-    stop = reject
-  })
+  let done = false
   let closedBy = 'ended'
+  let resolve!: (outcome: InvocationOutcome) => void
+  const outcome = new Promise<InvocationOutcome>((r) => {
+    resolve = r
+  })
+
+  const end = (returned: boolean, value: unknown) => {
+    if (done) return
+    done = true
+    clearTimeout(timer)
+    resolve(settle(returned, value))
+  }
   const abort = (message: string, name: string, why: string) => {
-    if (controller.signal.aborted) return
+    if (done) return
     closedBy = why
     const error = new Error(message)
     error.name = name
     // Abort first so the handler sees `ctx.signal.aborted` by the time the
     // attempt is recorded as failed.
-    controller.abort(error)
-    stop(error)
+    ;(controller ??= new AbortController()).abort(error)
+    end(false, error)
   }
   const timer = setTimeout(
     () => abort(timeoutMessage(inv.attempt, def.timeout), 'TimeoutError', 'timed out'),
     def.timeout,
   )
-
-  const outcome = Promise.race([callHandler(def, ctx), stopped]).then(
-    (result) => settle(true, result),
-    (error: unknown) => settle(false, error),
+  callHandler(def, ctx).then(
+    (result) => end(true, result),
+    (error: unknown) => end(false, error),
   )
 
   function settle(returned: boolean, value: unknown): InvocationOutcome {
-    clearTimeout(timer)
-    const durationMs = Date.now() - startedAt
     inv.closed = closedBy
     if (inv.suspension) {
       return { kind: 'suspended', signal: inv.suspension, swallowed: returned || value !== inv.suspension }
     }
-    const attempt: Attempt = { index: inv.attempt, startedAt: new Date(startedAt).toISOString(), durationMs }
+    const attempt: Attempt = {
+      index: inv.attempt,
+      startedAt: new Date(startedAt).toISOString(),
+      durationMs: Date.now() - startedAt,
+    }
     if (returned) return { kind: 'completed', result: value, attempt }
     // Spec "Errors": attempts record a message string only, never a stack.
     const error = errorMessage(value)
