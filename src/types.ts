@@ -212,7 +212,15 @@ export interface StepRecord {
   output?: unknown
 }
 
-/** What a suspended run waits for. */
+/**
+ * What a suspended run waits for (`RunEnvelope.suspended.waitpoint`):
+ * - `sleep`: `step.sleep`/`step.sleepUntil`; resumes at `until`.
+ * - `task`: `step.waitForTask`; resumes when child run `runId` of `task`
+ *   completes or fails.
+ * - `token`: `step.waitForToken`; resumes when token `tokenId` is completed
+ *   (`completeToken`, `POST /__tasks/tokens/<tokenId>`) or at `timeoutAt`.
+ *   Token ids are `<runId>:<stepKey>` (see `tokenIdFor`).
+ */
 export type Waitpoint =
   | { type: 'sleep'; /** ISO timestamp */ until: string }
   | { type: 'task'; task: string; runId: string }
@@ -267,7 +275,14 @@ export interface ChildRunResult {
   error?: string
 }
 
-/** `ctx.step`: durable steps whose outputs are recorded and replayed. */
+/**
+ * `ctx.step`: durable steps whose outputs are recorded and replayed.
+ * An unmet wait (`waitForTask`, `sleep`, `sleepUntil`, `waitForToken`)
+ * unwinds the handler with an internal suspend signal that is not an
+ * `Error`. A `try/catch` around a step call should rethrow it:
+ * `if (isSuspension(error)) throw error`. (A swallowed signal still
+ * suspends the run, with a warning.)
+ */
 export interface StepApi {
   run<T>(key: string, fn: () => T | Promise<T>): Promise<T>
   enqueue(key: string, task: string, payload?: unknown, opts?: EnqueueOptions): Promise<{ runId: string }>

@@ -6,6 +6,7 @@ import {
   completeToken,
   enqueue,
   enqueueOptionsFromHeaders,
+  taskServerUrl,
   getActiveTaskRuntime,
   runScheduledTasks,
   setActiveTaskRuntime,
@@ -168,6 +169,19 @@ describe('enqueue over HTTP (no active runtime)', () => {
     expect(error.code).toBe('NETWORK_ERROR')
     expect(error.message).toContain(`could not reach ${url}/__tasks/report`)
     expect(error.cause).toBeDefined()
+  })
+
+  it('targets http://127.0.0.1:3000 when neither SVC_TASK_URL nor PORT is set', () => {
+    expect(taskServerUrl({})).toBe('http://127.0.0.1:3000')
+    expect(taskServerUrl({ PORT: '8080' })).toBe('http://127.0.0.1:8080')
+    expect(taskServerUrl({ SVC_TASK_URL: 'https://tasks.example.com/', PORT: '8080' })).toBe('https://tasks.example.com')
+  })
+
+  it('a bad delay header is a TypeError naming the header', () => {
+    expect(() => enqueueOptionsFromHeaders(new Headers({ 'svc-delay-seconds': 'soon' }))).toThrow(
+      /svc-delay-seconds must be a number of seconds, 0 or more \(got "soon"\)/,
+    )
+    expect(enqueueOptionsFromHeaders(new Headers())).toEqual({})
   })
 
   it('bad options are rejected before any request', async () => {

@@ -178,6 +178,25 @@ describe('suspension', () => {
     expect(after).toBe(1)
   })
 
+  it('a handler that turns the suspension into another error is still suspended, not failed', async () => {
+    const rt = runtime([
+      task('wrapper', async (ctx) => {
+        try {
+          await ctx.step.sleep('nap', 0.02)
+        } catch (error) {
+          throw new Error(`wrapped: ${String(error)}`)
+        }
+        return 'woke'
+      }),
+    ])
+    const run = await rt.trigger('wrapper')
+    const done = await rt.waitForRun(run.id)
+    expect(done.status).toBe('completed')
+    expect(done.attempts).toHaveLength(1)
+    expect(done.result).toBe('woke')
+    expect(rt.logger.text('warn')).toContain('caught the suspension of step "nap"')
+  })
+
   it('the one-time note about in-process waits is logged once, on the first durable wait', async () => {
     const rt = runtime([
       task('no-wait', async (ctx) => ctx.step.run('x', () => 1)),
