@@ -19,3 +19,5 @@ export type {
   Severity,
   SignalKind,
 } from './manifest/types.ts'
+/** Scan one file's text without touching the file system (editors, tests). */
+export { scanPageSource, scanRouteSource } from './manifest/scan-file.ts'

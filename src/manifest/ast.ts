@@ -73,18 +73,32 @@ export function patternNames(pattern: Node | null | undefined, out: string[] = [
   return out
 }
 
+const SKIPPED_KEYS = new Set(['type', 'start', 'end', 'regex', 'value', 'raw', 'bigint', 'name', 'operator', 'kind', 'computed', 'shorthand', 'method', 'async', 'generator', 'expression', 'prefix', 'optional', 'directive', 'phase', 'delegate', 'static', 'await', 'sourceType', 'hashbang', 'declare'])
+/** Child keys by node type, learned from the first node of each type; oxc emits every key of a type, null or not. */
+const CHILD_KEYS = new Map<string, string[]>()
+
 /**
  * Calls `visit` for every child node of `node`, in source order. Keys that
- * never hold expressions or statements are skipped; type annotations are
- * dropped by the parser's JS AST shape already.
+ * never hold nodes are skipped, and the key list of each node type is
+ * computed once: walking is a large share of scan time.
  */
 export function forEachChild(node: Node, visit: (child: Node, key: string) => void): void {
-  for (const key in node) {
-    if (key === 'type' || key === 'start' || key === 'end' || key === 'regex' || key === 'value' || key === 'raw') continue
+  // Literals are the one type whose keys vary (regex, bigint), and they have no children.
+  if (node.type === 'Literal') return
+  let keys = CHILD_KEYS.get(node.type)
+  if (keys === undefined) {
+    keys = Object.keys(node).filter((key) => !SKIPPED_KEYS.has(key))
+    CHILD_KEYS.set(node.type, keys)
+  }
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]
     const value = node[key]
     if (value === null || typeof value !== 'object') continue
     if (Array.isArray(value)) {
-      for (const item of value) if (item !== null && typeof item === 'object' && typeof item.type === 'string') visit(item, key)
+      for (let j = 0; j < value.length; j++) {
+        const item = value[j]
+        if (item !== null && typeof item === 'object' && typeof item.type === 'string') visit(item, key)
+      }
     } else if (typeof value.type === 'string') {
       visit(value, key)
     }

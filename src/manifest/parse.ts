@@ -2,7 +2,7 @@
  * Parses one source file with oxc, through `rolldown/parseAst`. Nothing is
  * imported or evaluated: the scanner reads the returned syntax tree only.
  */
-import { parseAst } from 'rolldown/parseAst'
+import { parseAstAsync } from 'rolldown/parseAst'
 import type { Node } from './ast.ts'
 
 export type ParseOutcome =
@@ -12,11 +12,16 @@ export type ParseOutcome =
 /** Extensions the scanner reads, and the parser dialect for each. */
 export const SOURCE_LANG: Record<string, 'ts' | 'js'> = { '.ts': 'ts', '.mts': 'ts', '.js': 'js', '.mjs': 'js' }
 
-export function parseSource(source: string, file: string, lang: 'ts' | 'js'): ParseOutcome {
+/**
+ * Parses off the main thread: oxc parses on a native worker thread while
+ * this thread deserializes and analyzes the trees that are already done,
+ * which matters when a scan parses a thousand files.
+ */
+export async function parseSource(source: string, file: string, lang: 'ts' | 'js'): Promise<ParseOutcome> {
   try {
     // astType 'js' leaves type annotations out of the tree: the scanner never
     // reads them, and the smaller tree is markedly quicker to deserialize.
-    const program = parseAst(source, { lang, sourceType: 'module', astType: 'js' }, file) as unknown as Node
+    const program = (await parseAstAsync(source, { lang, sourceType: 'module', astType: 'js' }, file)) as unknown as Node
     return { ok: true, program }
   } catch (error) {
     const err = error as { pos?: number; message?: string }

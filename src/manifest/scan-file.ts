@@ -52,14 +52,14 @@ function createContext(file: string, source: string): Context {
  * Scans an API route. `file` is relative to the app root with `/`
  * separators and lies under `src/api/`.
  */
-export function scanRouteSource(file: string, source: string): FileScan<ScannedRoute> {
+export async function scanRouteSource(file: string, source: string): Promise<FileScan<ScannedRoute>> {
   const ctx = createContext(file, source)
   const mapping = urlFromFile(file.slice(API_DIR.length + 1), '/api')
   if (!mapping.ok) {
     ctx.at(0, mapping.message)
     return { value: null, errors: ctx.errors }
   }
-  const parsed = parseSource(source, file, SOURCE_LANG[sourceExtension(file) ?? '.ts'])
+  const parsed = await parseSource(source, file, SOURCE_LANG[sourceExtension(file) ?? '.ts'])
   if (!parsed.ok) {
     ctx.at(parsed.offset, parsed.message)
     return { value: null, errors: ctx.errors }
@@ -135,14 +135,14 @@ export function scanRouteSource(file: string, source: string): FileScan<ScannedR
 }
 
 /** Scans a page. `file` is relative to the app root and lies under `src/pages/`. */
-export function scanPageSource(file: string, source: string): FileScan<ManifestPage> {
+export async function scanPageSource(file: string, source: string): Promise<FileScan<ManifestPage>> {
   const ctx = createContext(file, source)
   const mapping = urlFromFile(file.slice(PAGES_DIR.length + 1), '')
   if (!mapping.ok) {
     ctx.at(0, mapping.message)
     return { value: null, errors: ctx.errors }
   }
-  const parsed = parseSource(source, file, SOURCE_LANG[sourceExtension(file) ?? '.ts'])
+  const parsed = await parseSource(source, file, SOURCE_LANG[sourceExtension(file) ?? '.ts'])
   if (!parsed.ok) {
     ctx.at(parsed.offset, parsed.message)
     return { value: null, errors: ctx.errors }

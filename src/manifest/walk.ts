@@ -2,36 +2,36 @@
  * Lists the source files of a routes folder. Files and folders whose name
  * starts with `_` are private helpers and are not descended into.
  */
-import { readdir } from 'node:fs/promises'
+import { type Dirent, readdirSync } from 'node:fs'
 import { isSourceFile } from './paths.ts'
 
 /**
  * Paths relative to `dir`, with `/` separators. A missing folder gives an
  * empty list: an app may have API routes and no pages, or the reverse.
  */
-export async function listSourceFiles(dir: string): Promise<string[]> {
+export function listSourceFiles(dir: string): string[] {
   const out: string[] = []
-  await walk(dir, '', out)
+  walk(dir, '', out)
   return out.sort()
 }
 
-async function walk(dir: string, prefix: string, out: string[]): Promise<void> {
-  let entries
+// Synchronous: a thousand-file tree lists in a few milliseconds this way,
+// several times faster than with fs.promises.
+function walk(dir: string, prefix: string, out: string[]): void {
+  let entries: Dirent[]
   try {
-    entries = await readdir(dir, { withFileTypes: true })
+    entries = readdirSync(dir, { withFileTypes: true })
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT' && prefix === '') return
     throw error
   }
-  const nested: Promise<void>[] = []
   for (const entry of entries) {
     if (entry.name.startsWith('_') || entry.name.startsWith('.')) continue
     if (entry.isDirectory()) {
       if (entry.name === 'node_modules') continue
-      nested.push(walk(`${dir}/${entry.name}`, `${prefix}${entry.name}/`, out))
+      walk(`${dir}/${entry.name}`, `${prefix}${entry.name}/`, out)
     } else if (entry.isFile() && isSourceFile(entry.name)) {
       out.push(prefix + entry.name)
     }
   }
-  await Promise.all(nested)
 }
