@@ -53,7 +53,7 @@ export async function enqueueOverHttp(
   opts: EnqueueOptions | undefined,
   env: EnvLike = processEnv(),
 ): Promise<EnqueueResult> {
-  const { delaySeconds, idempotencyKey } = checkTriggerOptions(opts, `enqueue("${taskName}")`)
+  const { delaySeconds, idempotencyKey } = checkTriggerOptions(opts, 'enqueue', taskName)
   const headers: Record<string, string> = { ...authHeaders(env) }
   if (payload !== undefined) headers['content-type'] = 'application/json'
   if (idempotencyKey !== undefined) headers[ENQUEUE_HEADERS.idempotencyKey] = idempotencyKey

@@ -69,7 +69,7 @@ export class TaskEngine implements WaitHost {
     if (this.closed) throw new Error(`Cannot start task "${name}": the task runtime is closed`)
     const def = this.tasks.get(name)
     if (!def) throw new TaskNotFoundError(String(name), [...this.tasks.keys()])
-    const { delaySeconds, idempotencyKey, trigger, parentRunId } = checkTriggerOptions(opts, `trigger("${name}")`)
+    const { delaySeconds, idempotencyKey, trigger, parentRunId } = checkTriggerOptions(opts, 'trigger', name)
     // Spec "Task schedule": scheduled runs skip validation and get { _cron: true }.
     const input =
       trigger === 'cron'

@@ -13,24 +13,34 @@ export interface CheckedTriggerOptions {
   parentRunId: string | undefined
 }
 
-/** Validates `EnqueueOptions`/`TriggerOptions`; `where` prefixes the message (`enqueue()`). */
-export function checkTriggerOptions(opts: TriggerOptions | undefined, where: string): CheckedTriggerOptions {
-  if (opts === undefined || opts === null) {
-    return { delaySeconds: 0, idempotencyKey: undefined, trigger: 'manual', parentRunId: undefined }
-  }
-  if (typeof opts !== 'object') throw new TypeError(`${where}: options must be an object (got ${describe(opts)})`)
+const DEFAULTS: CheckedTriggerOptions = Object.freeze({
+  delaySeconds: 0,
+  idempotencyKey: undefined,
+  trigger: 'manual',
+  parentRunId: undefined,
+})
+
+/**
+ * Validates `EnqueueOptions`/`TriggerOptions`. Messages start with
+ * `<call>("<taskName>")`, such as `enqueue("report")`.
+ */
+export function checkTriggerOptions(opts: TriggerOptions | undefined, call: string, taskName: string): CheckedTriggerOptions {
+  if (opts === undefined || opts === null) return DEFAULTS
+  // Built only when needed: this runs on every dispatch.
+  const where = () => `${call}("${taskName}")`
+  if (typeof opts !== 'object') throw new TypeError(`${where()}: options must be an object (got ${describe(opts)})`)
   const { delaySeconds = 0, idempotencyKey, trigger = 'manual', parentRunId } = opts
   if (typeof delaySeconds !== 'number' || !Number.isFinite(delaySeconds) || delaySeconds < 0) {
-    throw new TypeError(`${where}: delaySeconds must be a finite number of seconds, 0 or more (got ${describe(delaySeconds)})`)
+    throw new TypeError(`${where()}: delaySeconds must be a finite number of seconds, 0 or more (got ${describe(delaySeconds)})`)
   }
   if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || idempotencyKey === '')) {
-    throw new TypeError(`${where}: idempotencyKey must be a non-empty string (got ${describe(idempotencyKey)})`)
+    throw new TypeError(`${where()}: idempotencyKey must be a non-empty string (got ${describe(idempotencyKey)})`)
   }
   if (!TRIGGERS.includes(trigger)) {
-    throw new TypeError(`${where}: trigger must be one of ${TRIGGERS.join(', ')} (got ${describe(trigger)})`)
+    throw new TypeError(`${where()}: trigger must be one of ${TRIGGERS.join(', ')} (got ${describe(trigger)})`)
   }
   if (parentRunId !== undefined && typeof parentRunId !== 'string') {
-    throw new TypeError(`${where}: parentRunId must be a run id string (got ${describe(parentRunId)})`)
+    throw new TypeError(`${where()}: parentRunId must be a run id string (got ${describe(parentRunId)})`)
   }
   return { delaySeconds, idempotencyKey, trigger, parentRunId }
 }

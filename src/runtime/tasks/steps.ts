@@ -21,8 +21,8 @@ export interface Invocation {
   attempt: number
   /** Recorded steps; the invocation adds the ones it completes. */
   steps: Record<string, StepRecord>
-  /** Keys used by this invocation (rule 1). */
-  seen: Set<string>
+  /** Keys used by this invocation (rule 1); created by the first step. */
+  seen: Set<string> | undefined
   /** The first suspension raised, kept even if the handler swallows it. */
   suspension: SuspendSignal | undefined
   /** Set once the attempt is over (returned, failed or timed out). */
@@ -46,7 +46,7 @@ export function createInvocation(run: RunRecord): Invocation {
     // run is a failed one: the next is their count plus one.
     attempt: run.attempts.length + 1,
     steps: { ...run.steps },
-    seen: new Set(),
+    seen: undefined,
     suspension: undefined,
     closed: undefined,
   }
@@ -163,8 +163,9 @@ function begin(inv: Invocation, key: string, call: string): StepRecord | undefin
       `ctx.step.${call}("${key}") was called after attempt ${inv.attempt} of task "${inv.taskName}" ${inv.closed}; the step did not run`,
     )
   }
-  if (inv.seen.has(key)) throw new DuplicateStepKeyError(key)
-  inv.seen.add(key)
+  const seen = (inv.seen ??= new Set())
+  if (seen.has(key)) throw new DuplicateStepKeyError(key)
+  seen.add(key)
   // A handler that caught the signal and went on must not make progress
   // while the run is suspended: every later step unwinds it again.
   if (inv.suspension) throw inv.suspension
