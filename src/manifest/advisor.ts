@@ -94,6 +94,8 @@ export function adviseRoute(route: AdvisableRoute): RouteAdvice {
     }
   } else if (nodeOnly.length > 0) {
     reasons.push('needs Node, so a function platform rather than an edge worker')
+  } else {
+    reasons.push(`runs with ${memory}, more memory than edge workers offer, so a function platform`)
   }
 
   if (current.class === 'dedicated') {

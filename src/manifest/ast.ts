@@ -73,7 +73,10 @@ export function patternNames(pattern: Node | null | undefined, out: string[] = [
   return out
 }
 
-const SKIPPED_KEYS = new Set(['type', 'start', 'end', 'regex', 'value', 'raw', 'bigint', 'name', 'operator', 'kind', 'computed', 'shorthand', 'method', 'async', 'generator', 'expression', 'prefix', 'optional', 'directive', 'phase', 'delegate', 'static', 'await', 'sourceType', 'hashbang', 'declare'])
+// Keys that only ever hold primitives. Only an optimization: the walker
+// checks each value anyway, so a missing entry costs time, a wrong one misses
+// nodes (ExpressionStatement.expression and Property.value are nodes).
+const SKIPPED_KEYS = new Set(['type', 'start', 'end', 'raw', 'regex', 'bigint', 'operator', 'computed', 'shorthand', 'method', 'async', 'generator', 'prefix', 'optional', 'delegate', 'static', 'declare', 'sourceType'])
 /** Child keys by node type, learned from the first node of each type; oxc emits every key of a type, null or not. */
 const CHILD_KEYS = new Map<string, string[]>()
 

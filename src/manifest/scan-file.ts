@@ -7,7 +7,7 @@ import { HTTP_METHODS, type HttpMethod, type ManifestPage } from '../types.ts'
 import { taskNameFromPath } from '../runtime/route-config.ts'
 import { adviseRoute } from './advisor.ts'
 import type { Node } from './ast.ts'
-import { ConfigError } from './errors.ts'
+import { ConfigError, compareConfigErrors } from './errors.ts'
 import { createLocator } from './location.ts'
 import { readExports } from './module-exports.ts'
 import { readPageConfig } from './page.ts'
@@ -131,7 +131,7 @@ export async function scanRouteSource(file: string, source: string): Promise<Fil
     ...advice.reasons,
   ]
   if (advice.severity === 'warn' && advice.recommendation) route.warnings.push(`advisor: ${advice.recommendation}`)
-  return { value: route, errors: ctx.errors }
+  return { value: route, errors: ctx.errors.sort(compareConfigErrors) }
 }
 
 /** Scans a page. `file` is relative to the app root and lies under `src/pages/`. */
@@ -148,5 +148,5 @@ export async function scanPageSource(file: string, source: string): Promise<File
     return { value: null, errors: ctx.errors }
   }
   const config = readPageConfig(readExports(parsed.program, source), source, ctx.report)
-  return { value: { path: mapping.path || '/', file, ...config }, errors: ctx.errors }
+  return { value: { path: mapping.path || '/', file, ...config }, errors: ctx.errors.sort(compareConfigErrors) }
 }

@@ -1,0 +1,227 @@
+import { describe, expect, test } from 'vitest'
+import { at, scanRoute } from './_helpers.ts'
+
+describe('kind', () => {
+  test('a file that declares nothing is a serverless route', async () => {
+    const { route } = await scanRoute(`export function GET() {}\n`)
+    expect(route.kind).toBe('serverless')
+    expect(route.reasons[0]).toContain('serverless (the default)')
+  })
+
+  test('the kind export is shorthand for the kind', async () => {
+    const { route, errors } = await scanRoute(`export const kind = 'task'\nexport async function POST() {}\n`, 'src/api/jobs/notify.ts')
+    expect(errors).toEqual([])
+    expect(route.kind).toBe('task')
+    expect(route.name).toBe('jobs.notify')
+  })
+
+  test('route.kind wins over the kind export, with a warning about the conflict', async () => {
+    const { route, errors } = await scanRoute(`export const kind = 'hot'\nexport const route = { kind: 'task' }\nexport async function POST() {}\n`)
+    expect(errors).toEqual([])
+    expect(route.kind).toBe('task')
+    expect(route.warnings).toContain(`the kind export ('hot') conflicts with route.kind ('task'); route.kind wins, remove one of them`)
+  })
+
+  test('the kind export counts when route has no kind', async () => {
+    const { route } = await scanRoute(`export const kind = 'task'\nexport const route = { retries: 1 }\nexport async function POST() {}\n`)
+    expect(route.kind).toBe('task')
+    expect(route.retries).toBe(1)
+    expect(route.warnings).toEqual([])
+  })
+
+  test('a websocket export with no kind makes a hot route, and says so', async () => {
+    const { route } = await scanRoute(`export function websocket(peer) {}\n`)
+    expect(route.kind).toBe('hot')
+    expect(route.websocket).toBe(true)
+    expect(route.reasons).toContain('exports websocket and declares no kind, so the route is hot')
+  })
+
+  test('an unknown kind names the allowed ones', async () => {
+    const source = `export const route = { kind: 'cron' }\n`
+    const { errors } = await scanRoute(source)
+    expect(errors).toEqual([`src/api/route.ts:${at(source, `'cron'`)}: route.kind must be one of 'serverless', 'hot', 'task' (got "cron")`])
+  })
+
+  test('route must be an object literal', async () => {
+    const source = `export const route = 'task'\n`
+    const { errors } = await scanRoute(source)
+    expect(errors).toEqual([`src/api/route.ts:1:22: route must be an object literal such as { kind: 'task' } (got 'task')`])
+  })
+
+  test('unknown route fields are warnings, not errors', async () => {
+    const { route, errors } = await scanRoute(`export const route = { kind: 'task', retry: 2 }\nexport async function POST() {}\n`)
+    expect(errors).toEqual([])
+    expect(route.warnings[0]).toMatch(/^route\.retry is not a route field/)
+  })
+})
+
+describe('methods and exports', () => {
+  test('method exports are found in every form', async () => {
+    const source = [
+      'export function GET() {}',
+      'export const POST = async () => {}',
+      'export async function PUT() {}',
+      'function remove() {}',
+      'const patch = () => {}',
+      `export { remove as DELETE, patch as 'PATCH' }`,
+      `export { handler as OPTIONS } from './_shared.ts'`,
+      'export const input = {}',
+      'export const schema = {}',
+      '',
+    ].join('\n')
+    const { route } = await scanRoute(source)
+    expect(route.methods).toEqual(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'])
+    expect(route.hasInput).toBe(true)
+    expect(route.hasSchema).toBe(true)
+    expect(route.websocket).toBe(false)
+  })
+
+  test('type-only exports are not handlers', async () => {
+    const { route } = await scanRoute(`type GET = () => void\nexport type { GET }\nexport interface POST {}\nexport function HEAD() {}\n`)
+    expect(route.methods).toEqual(['HEAD'])
+  })
+
+  test('export * is reported as a warning, since its names are unknown', async () => {
+    const { route } = await scanRoute(`export * from './_handlers.ts'\n`)
+    expect(route.warnings).toContain(`export * from './_handlers.ts' is not followed: handlers or config it provides are not in the manifest`)
+  })
+})
+
+describe('task retries and timeout', () => {
+  test('tasks default to 0 retries and a 30000 ms timeout', async () => {
+    const { route } = await scanRoute(`export const route = { kind: 'task' }\nexport async function POST() {}\n`)
+    expect(route.retries).toBe(0)
+    expect(route.timeout).toBe(30000)
+  })
+
+  test('retries and timeout are null for routes that are not tasks', async () => {
+    const { route } = await scanRoute(`export function GET() {}\n`)
+    expect(route.retries).toBeNull()
+    expect(route.timeout).toBeNull()
+    expect(route.name).toBeNull()
+  })
+
+  test('declared retries and timeout are kept', async () => {
+    const { route } = await scanRoute(`export const route = { kind: 'task', retries: 5, timeout: 1_500 }\nexport async function POST() {}\n`)
+    expect(route.retries).toBe(5)
+    expect(route.timeout).toBe(1500)
+  })
+
+  test.each([
+    ['retries: -1', 'route.retries must be a whole number of extra attempts, 0 or more (got -1)', '-1'],
+    ['retries: 1.5', 'route.retries must be a whole number of extra attempts, 0 or more (got 1.5)', '1.5'],
+    [`retries: '2'`, 'route.retries must be a number (got "2")', `'2'`],
+    ['timeout: 0', 'route.timeout must be a positive number of milliseconds (got 0)', '0 }'],
+    ['timeout: -5', 'route.timeout must be a positive number of milliseconds (got -5)', '-5'],
+    ['timeout: true', 'route.timeout must be a number (got true)', 'true'],
+  ])('%s is rejected', async (field, message, needle) => {
+    const source = `export const route = { kind: 'task', ${field} }\nexport async function POST() {}\n`
+    const { errors } = await scanRoute(source)
+    expect(errors).toEqual([`src/api/route.ts:${at(source, needle, field)}: ${message}`])
+  })
+
+  test('retries on a route that is not a task is a warning and is ignored', async () => {
+    const { route, errors } = await scanRoute(`export const route = { retries: 3 }\nexport function GET() {}\n`)
+    expect(errors).toEqual([])
+    expect(route.retries).toBeNull()
+    expect(route.warnings[0]).toMatch(/^route\.retries applies to task routes only/)
+  })
+})
+
+describe('schedule', () => {
+  test('a top-level schedule export is read', async () => {
+    const { route, errors } = await scanRoute(`export const kind = 'task'\nexport const schedule = '*/5 * * * *'\nexport async function POST() {}\n`)
+    expect(errors).toEqual([])
+    expect(route.schedule).toBe('*/5 * * * *')
+  })
+
+  test('schedule may also sit inside route', async () => {
+    const { route } = await scanRoute(`export const route = { kind: 'task', schedule: '0 9 * * MON-FRI' }\nexport async function POST() {}\n`)
+    expect(route.schedule).toBe('0 9 * * MON-FRI')
+  })
+
+  test.each([
+    ['0 0 * * * *', 'must be a five-field cron expression (minute hour day-of-month month day-of-week), got 6 fields'],
+    ['* * * *', 'got 4 fields'],
+    ['@daily', 'got 1 field'],
+    ['61 * * * *', 'is not a valid cron expression: Invalid value for minute: 61'],
+    ['* * * * funday', 'is not a valid cron expression'],
+    ['0 0 31 2 *', 'never fires'],
+  ])('%s is rejected at its position', async (expression, message) => {
+    const source = `export const kind = 'task'\n\nexport const schedule = '${expression}'\nexport async function POST() {}\n`
+    const { errors } = await scanRoute(source)
+    expect(errors).toHaveLength(1)
+    expect(errors[0]).toMatch(new RegExp(`^src/api/route\\.ts:3:25: schedule "${expression.replace(/[*]/g, '\\*')}" `))
+    expect(errors[0]).toContain(message)
+  })
+
+  test('a schedule that is not a string is rejected', async () => {
+    const { errors } = await scanRoute(`export const kind = 'task'\nexport const schedule = 5\n`)
+    expect(errors).toEqual([`src/api/route.ts:2:25: schedule must be a cron expression string such as '0 * * * *' (got 5)`])
+  })
+
+  test('a schedule on a route that is not a task is a warning and is dropped', async () => {
+    const { route, errors } = await scanRoute(`export const schedule = '0 * * * *'\nexport function GET() {}\n`)
+    expect(errors).toEqual([])
+    expect(route.schedule).toBeNull()
+    expect(route.warnings[0]).toMatch(/^schedule applies to task routes only/)
+  })
+})
+
+describe('timezone', () => {
+  test('an IANA zone is kept for tasks', async () => {
+    const { route } = await scanRoute(`export const route = { kind: 'task', timezone: 'America/New_York' }\nexport const schedule = '0 8 * * *'\nexport async function POST() {}\n`)
+    expect(route.timezone).toBe('America/New_York')
+  })
+
+  test('an unknown zone is an error at its position', async () => {
+    const source = `export const route = { kind: 'task', timezone: 'Mars/Olympus' }\n`
+    const { errors } = await scanRoute(source)
+    expect(errors).toEqual([`src/api/route.ts:${at(source, `'Mars`)}: route.timezone must be an IANA time zone such as 'Europe/Berlin' or 'UTC' (got "Mars/Olympus")`])
+  })
+})
+
+describe('origins', () => {
+  test('entries are normalized to bare origins, duplicates dropped', async () => {
+    const { route, errors } = await scanRoute(
+      `export const route = { kind: 'hot', origins: ['https://Example.com/', 'https://example.com:443/app', 'http://localhost:3000/x', 'wss://live.example.com:8443'] }\nexport function websocket() {}\n`,
+    )
+    expect(errors).toEqual([])
+    expect(route.origins).toEqual(['https://example.com', 'http://localhost:3000', 'wss://live.example.com:8443'])
+  })
+
+  test('an empty list is preserved: it denies every browser origin', async () => {
+    const { route } = await scanRoute(`export const route = { kind: 'hot', origins: [] }\nexport function websocket() {}\n`)
+    expect(route.origins).toEqual([])
+  })
+
+  test('unset origins stay null', async () => {
+    const { route } = await scanRoute(`export function websocket() {}\n`)
+    expect(route.origins).toBeNull()
+  })
+
+  test.each([
+    ['an identifier', `const SITE = 'https://a.example'\nexport const route = { kind: 'hot', origins: [SITE] }\n`, 'SITE]', 'not a reference to SITE'],
+    ['a call', `export const route = { kind: 'hot', origins: [process.env.ORIGIN.trim()] }\n`, 'process', 'not a call'],
+    ['a template literal', 'export const route = { kind: \'hot\', origins: [`https://${host}`] }\n', '`https', 'not a template literal'],
+    ['a string that is not a URL', `export const route = { kind: 'hot', origins: ['example.com'] }\n`, `'example.com'`, 'route.origins entry "example.com" is not an http(s) or ws(s) URL'],
+    ['a non-web URL', `export const route = { kind: 'hot', origins: ['ftp://example.com'] }\n`, `'ftp:`, 'is not an http(s) or ws(s) URL'],
+    ['a number', `export const route = { kind: 'hot', origins: [443] }\n`, '443', 'route.origins entries must be quoted URL strings'],
+    ['a non-array', `export const route = { kind: 'hot', origins: 'https://a.example' }\n`, `'https`, 'route.origins must be an array'],
+  ])('%s is rejected at its position', async (_, source, needle, message) => {
+    const { errors } = await scanRoute(`${source}export function websocket() {}\n`)
+    expect(errors).toHaveLength(1)
+    expect(errors[0]).toMatch(new RegExp(`^src/api/route\\.ts:${at(source, needle, 'origins')}: `))
+    expect(errors[0]).toContain(message)
+  })
+
+  test('every bad entry is reported', async () => {
+    const source = `export const route = {\n  kind: 'hot',\n  origins: ['nope', 'https://ok.example', ORIGIN, 'also nope'],\n}\n`
+    const { errors } = await scanRoute(source)
+    expect(errors.map((e) => e.split(': ')[0])).toEqual([
+      `src/api/route.ts:3:13`,
+      `src/api/route.ts:3:43`,
+      `src/api/route.ts:3:51`,
+    ])
+  })
+})
