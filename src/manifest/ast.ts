@@ -123,3 +123,46 @@ export function isTypeOnlyDeclaration(node: Node, source: string): boolean {
 export function isTypeOnlySpecifier(specifier: Node, source: string): boolean {
   return /^type\s/.test(source.slice(specifier.start, specifier.end)) && nameOf(specifier.imported ?? specifier.local) !== 'type'
 }
+
+/** Names a block declares directly (`let`, `const`, `var`, functions, classes). */
+export function blockNames(statements: Node[]): Set<string> {
+  const names = new Set<string>()
+  for (const statement of statements) {
+    if (statement.type === 'VariableDeclaration') {
+      for (const declarator of statement.declarations) for (const name of patternNames(declarator.id)) names.add(name)
+    } else if ((statement.type === 'FunctionDeclaration' || statement.type === 'ClassDeclaration') && statement.id) {
+      names.add(statement.id.name)
+    }
+  }
+  return names
+}
+
+/** `require('x')` with a literal specifier: the module name, else undefined. */
+export function requiredModule(node: Node): string | undefined {
+  if (node.type !== 'CallExpression' || node.callee.type !== 'Identifier' || node.callee.name !== 'require') return undefined
+  const [first] = node.arguments
+  return first?.type === 'Literal' && typeof first.value === 'string' ? first.value : undefined
+}
+
+export function memberName(node: Node): string | undefined {
+  return node.computed ? (node.property.type === 'Literal' && typeof node.property.value === 'string' ? node.property.value : undefined) : node.property.name
+}
+
+/** The identifier at the base of `a.b[c].d()` or `a.get(x).add()`. */
+export function rootName(node: Node): string | undefined {
+  let current = node
+  for (;;) {
+    if (current.type === 'Identifier') return current.name
+    if (current.type === 'MemberExpression') current = current.object
+    else if (current.type === 'CallExpression') current = current.callee
+    else if (current.type === 'ChainExpression' || current.type === 'TSNonNullExpression' || current.type === 'ParenthesizedExpression') current = current.expression
+    else return undefined
+  }
+}
+
+/** Identifiers referenced in an expression, not descending into functions. */
+export function identifiersIn(node: Node, out: string[] = []): string[] {
+  if (node.type === 'Identifier') out.push(node.name)
+  else if (!isFunction(node)) forEachChild(node, (child) => identifiersIn(child, out))
+  return out
+}

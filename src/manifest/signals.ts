@@ -15,7 +15,20 @@
  * - imports (static, dynamic, `require`) of Node built-ins, native add-ons
  *   and heavy packages.
  */
-import { type Node, forEachChild, isFunction, isTypeOnlyDeclaration, isTypeOnlySpecifier, nameOf, patternNames } from './ast.ts'
+import {
+  type Node,
+  blockNames,
+  forEachChild,
+  identifiersIn,
+  isFunction,
+  memberName,
+  nameOf,
+  patternNames,
+  requiredModule,
+  rootName,
+} from './ast.ts'
+import { functionsRunAtLoad, isAlwaysTrue } from './load-code.ts'
+import { type ImportBinding, readTopLevel } from './top-level.ts'
 import type { Locator } from './location.ts'
 import { builtinName, isNodeBuiltin, moduleProfile } from './modules.ts'
 import type { ModuleExports } from './module-exports.ts'
@@ -32,22 +45,7 @@ const SERVER_FACTORIES: Record<string, readonly string[]> = {
 }
 const WS_SERVER_CLASSES = new Set(['WebSocketServer', 'Server'])
 const MUTATING_METHODS = new Set(['set', 'add', 'delete', 'clear', 'push', 'pop', 'shift', 'unshift', 'splice', 'sort', 'reverse', 'fill', 'copyWithin'])
-const CONTAINER_CLASSES = new Set(['Map', 'Set', 'WeakMap', 'WeakSet', 'Array'])
 const GLOBAL_OBJECTS = new Set(['globalThis', 'global', 'window', 'self'])
-
-interface ImportBinding {
-  source: string
-  /** `default`, `*` or the imported name. */
-  imported: string
-}
-
-interface StateBinding {
-  name: string
-  describe: string
-  node: Node
-  /** `let`/`var` bindings change by reassignment too; `const` containers only through their contents. */
-  reassignable: boolean
-}
 
 export interface SourceSignals {
   signals: RouteSignal[]
@@ -67,48 +65,7 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
     add('websocket', websocket.node, (line) => `exports websocket (line ${line}): it holds a WebSocket open per connection, which needs a persistent process`)
   }
 
-  // Top-level bindings: imports, functions, and state candidates.
-  const imports = new Map<string, ImportBinding>()
-  const functions = new Map<string, Node>()
-  const state = new Map<string, StateBinding>()
-  const importedModules: { specifier: string; node: Node }[] = []
-  for (const statement of program.body as Node[]) {
-    if (statement.type === 'ImportDeclaration') {
-      if (isTypeOnlyDeclaration(statement, source)) continue
-      const specifiers = (statement.specifiers as Node[]).filter((s) => !isTypeOnlySpecifier(s, source))
-      if (statement.specifiers.length > 0 && specifiers.length === 0) continue
-      importedModules.push({ specifier: statement.source.value, node: statement })
-      for (const s of specifiers) {
-        const imported = s.type === 'ImportDefaultSpecifier' ? 'default' : s.type === 'ImportNamespaceSpecifier' ? '*' : (nameOf(s.imported) ?? '')
-        imports.set(s.local.name, { source: statement.source.value, imported })
-      }
-      continue
-    }
-    if ((statement.type === 'ExportNamedDeclaration' || statement.type === 'ExportAllDeclaration') && statement.source) {
-      if (!isTypeOnlyDeclaration(statement, source)) importedModules.push({ specifier: statement.source.value, node: statement })
-      continue
-    }
-    const declaration = statement.type === 'ExportNamedDeclaration' || statement.type === 'ExportDefaultDeclaration' ? statement.declaration : statement
-    if (!declaration) continue
-    if (declaration.type === 'FunctionDeclaration' && declaration.id) functions.set(declaration.id.name, declaration)
-    if (declaration.type !== 'VariableDeclaration') continue
-    for (const declarator of declaration.declarations as Node[]) {
-      if (declarator.id.type !== 'Identifier') continue
-      const name = declarator.id.name
-      const init = declarator.init
-      if (init && isFunction(init)) {
-        functions.set(name, init)
-        if (declaration.kind === 'const') continue
-      }
-      if (declaration.kind !== 'const') {
-        state.set(name, { name, describe: `let binding`, node: declarator, reassignable: true })
-      } else if (init) {
-        const container = containerOf(init)
-        if (container) state.set(name, { name, describe: container, node: declarator, reassignable: false })
-      }
-    }
-  }
-
+  const { imports, functions, state, importedModules } = readTopLevel(program, source)
   const atLoad = functionsRunAtLoad(program, functions)
 
   // The main walk.
@@ -335,80 +292,6 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
   return { signals, imports: [...seen] }
 }
 
-/** Top-level functions that run when the module loads: called from load code, transitively. */
-function functionsRunAtLoad(program: Node, functions: Map<string, Node>): Set<Node> {
-  const running = new Set<Node>()
-  const queue: Node[] = []
-  const scan = (node: Node) => {
-    if (isFunction(node)) return
-    if (node.type === 'CallExpression') {
-      if (node.callee.type === 'Identifier') {
-        const fn = functions.get(node.callee.name)
-        if (fn && !running.has(fn)) {
-          running.add(fn)
-          queue.push(fn)
-        }
-      } else if (isFunction(node.callee) && node.callee.body) {
-        scan(node.callee.body)
-      }
-    }
-    forEachChild(node, scan)
-  }
-  for (const statement of program.body as Node[]) {
-    const declaration = statement.type === 'ExportNamedDeclaration' ? statement.declaration : statement
-    if (declaration && !isFunction(declaration)) scan(declaration)
-  }
-  while (queue.length > 0) {
-    const fn = queue.pop()!
-    if (fn.body) scan(fn.body)
-  }
-  return running
-}
-
-function containerOf(init: Node): string | undefined {
-  if (init.type === 'ArrayExpression') return 'an array'
-  if (init.type === 'ObjectExpression') return 'an object'
-  if (init.type === 'NewExpression' && init.callee.type === 'Identifier' && CONTAINER_CLASSES.has(init.callee.name)) {
-    return `a ${init.callee.name}`
-  }
-  return undefined
-}
-
-function blockNames(statements: Node[]): Set<string> {
-  const names = new Set<string>()
-  for (const statement of statements) {
-    if (statement.type === 'VariableDeclaration') {
-      for (const declarator of statement.declarations) for (const name of patternNames(declarator.id)) names.add(name)
-    } else if ((statement.type === 'FunctionDeclaration' || statement.type === 'ClassDeclaration') && statement.id) {
-      names.add(statement.id.name)
-    }
-  }
-  return names
-}
-
-/** `require('x')` with a literal specifier: the module name, else undefined. */
-function requiredModule(node: Node): string | undefined {
-  if (node.type !== 'CallExpression' || node.callee.type !== 'Identifier' || node.callee.name !== 'require') return undefined
-  const [first] = node.arguments
-  return first?.type === 'Literal' && typeof first.value === 'string' ? first.value : undefined
-}
-
-function memberName(node: Node): string | undefined {
-  return node.computed ? (node.property.type === 'Literal' && typeof node.property.value === 'string' ? node.property.value : undefined) : node.property.name
-}
-
-/** The identifier at the base of `a.b[c].d()` or `a.get(x).add()`. */
-function rootName(node: Node): string | undefined {
-  let current = node
-  for (;;) {
-    if (current.type === 'Identifier') return current.name
-    if (current.type === 'MemberExpression') current = current.object
-    else if (current.type === 'CallExpression') current = current.callee
-    else if (current.type === 'ChainExpression' || current.type === 'TSNonNullExpression' || current.type === 'ParenthesizedExpression') current = current.expression
-    else return undefined
-  }
-}
-
 function isGlobalCall(callee: Node, name: string, imports: Map<string, ImportBinding>, shadowed: (name: string) => boolean): boolean {
   if (callee.type === 'Identifier') {
     if (callee.name === name && !shadowed(name) && !imports.has(name)) return true
@@ -416,16 +299,4 @@ function isGlobalCall(callee: Node, name: string, imports: Map<string, ImportBin
     return !!binding && !shadowed(callee.name) && /^(node:)?timers$/.test(binding.source) && binding.imported === name
   }
   return callee.type === 'MemberExpression' && callee.object.type === 'Identifier' && GLOBAL_OBJECTS.has(callee.object.name) && memberName(callee) === name
-}
-
-function isAlwaysTrue(test: Node): boolean {
-  if (test.type === 'Literal') return Boolean(test.value)
-  if (test.type === 'UnaryExpression' && test.operator === '!' && test.argument.type === 'Literal') return !test.argument.value
-  return false
-}
-
-function identifiersIn(node: Node, out: string[] = []): string[] {
-  if (node.type === 'Identifier') out.push(node.name)
-  else if (!isFunction(node)) forEachChild(node, (child) => identifiersIn(child, out))
-  return out
 }
