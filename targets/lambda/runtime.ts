@@ -3,7 +3,7 @@
  * (v2) and function URL events and fires cron tasks for schedule events.
  */
 import { fireCron, summarizeRuns } from '../../src/runtime/cron.ts'
-import { hostEnv } from '../../src/runtime/env.ts'
+import { processEnv } from '../../src/runtime/env.ts'
 import { createSvcHandler, type SvcHandlerOptions } from '../../src/runtime/handler.ts'
 import { isHttpEventV2, isScheduleEvent, toRequest, toResult, type HttpResultV2 } from './events.ts'
 
@@ -20,7 +20,7 @@ export type LambdaHandler = (event: unknown, context?: unknown) => Promise<HttpR
  * settled, within the function's own timeout.
  */
 export function createLambdaHandler(app: LambdaApp): LambdaHandler {
-  const core = createSvcHandler({ ...app, env: hostEnv() })
+  const core = createSvcHandler({ ...app, env: processEnv() })
   return async (event) => {
     if (isScheduleEvent(event)) return summarizeRuns(await fireCron(core.runtime, event.svcCron))
     if (isHttpEventV2(event)) {

@@ -4,7 +4,7 @@
  * `crons` send to `/__svc/cron`.
  */
 import { fireCron, summarizeRuns } from '../../src/runtime/cron.ts'
-import { hostEnv } from '../../src/runtime/env.ts'
+import { processEnv } from '../../src/runtime/env.ts'
 import { createSvcHandler, type SvcHandlerOptions } from '../../src/runtime/handler.ts'
 import { timingSafeEqual } from '../../src/runtime/admin/auth.ts'
 
@@ -44,7 +44,7 @@ function platformWaitUntil(): ((promise: Promise<unknown>) => void) | undefined 
 }
 
 export function createVercelHandler(app: VercelApp): (req: NodeRequestLike, res: NodeResponseLike) => Promise<void> {
-  const env = hostEnv()
+  const env = processEnv()
   const core = createSvcHandler({ ...app, env })
   return async (req, res) => {
     const request = await toWebRequest(req)

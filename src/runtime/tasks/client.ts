@@ -5,7 +5,7 @@
  */
 import type { CompleteTokenResult, EnqueueOptions, EnqueueResult } from '../../types.ts'
 import { HttpError, errorMessage } from '../errors.ts'
-import { processEnv, type EnvLike } from './env.ts'
+import { processEnv, type EnvLike } from '../env.ts'
 import { checkTriggerOptions, describe } from './options.ts'
 
 /**

@@ -7,7 +7,7 @@ import type { Logger, RunRecord, RuntimeApiRoute, TaskRuntime, TaskSummary } fro
 import { getActiveTaskRuntime, setActiveTaskRuntime } from './active.ts'
 import { defineTasks, type TaskDefinition } from './definitions.ts'
 import { TaskEngine } from './engine.ts'
-import { processEnv } from './env.ts'
+import { processEnv } from '../env.ts'
 import { MemoryRunStore } from './memory-store.ts'
 import { describe } from './options.ts'
 import { TaskScheduler, type ScheduledJob } from './scheduler.ts'

@@ -10,7 +10,7 @@ import type { Logger, RunRecord } from '../../types.ts'
 import { errorMessage } from '../errors.ts'
 import { cronOptions, normalizeCron, type TaskDefinition } from './definitions.ts'
 import type { TaskEngine } from './engine.ts'
-import { isEnabled, type EnvLike } from './env.ts'
+import { isEnabled, type EnvLike } from '../env.ts'
 import { isFinished } from './store.ts'
 
 /** Turns the in-process scheduler off, for external schedulers (spec "Task schedule"). */
