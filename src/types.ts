@@ -371,6 +371,11 @@ export interface TaskRuntime {
 export interface RequestInfo {
   /** Peer address from the socket; absent on edge and function platforms. */
   remoteAddress?: string
+  /**
+   * Keeps work started by a request (a background ISR render) alive after
+   * the response is sent; edge targets pass their `ctx.waitUntil`.
+   */
+  waitUntil?: (promise: Promise<unknown>) => void
 }
 
 /**

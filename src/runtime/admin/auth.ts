@@ -1,0 +1,78 @@
+/**
+ * Auth of the task admin surface and the revalidate endpoint (spec
+ * "Authentication"):
+ * - with a secret (`THEN_TASK_SECRET`, or `SVC_TASK_SECRET`), every request
+ *   needs `Authorization: Bearer <secret>` (RFC 6750 §2.1), compared in
+ *   constant time;
+ * - without one, only loopback peers pass, judged by the socket address the
+ *   host reports (never by `X-Forwarded-For`, which any client can send),
+ *   and only when `NODE_ENV` is `development` or `test`;
+ * - anything else gets 401 with `WWW-Authenticate: Bearer` (RFC 6750 §3).
+ * Edge and function targets report no socket address, so they always need
+ * the secret.
+ */
+import type { RequestInfo } from '../../types.ts'
+import { jsonError } from '../app/errors.ts'
+import type { ResponseClass } from '../app/types.ts'
+
+export type Env = Record<string, string | undefined>
+
+/** The configured secret; an empty string counts as unset, since it would accept `Bearer `. */
+export function taskSecret(env: Env): string | undefined {
+  const secret = env.THEN_TASK_SECRET || env.SVC_TASK_SECRET
+  return secret ? secret : undefined
+}
+
+/** 127.0.0.0/8, ::1 and their IPv4-mapped IPv6 forms. */
+export function isLoopback(address: string | undefined): boolean {
+  if (!address) return false
+  const a = address.toLowerCase()
+  if (a === '::1' || a === '0:0:0:0:0:0:0:1') return true
+  const v4 = a.startsWith('::ffff:') ? a.slice(7) : a
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4)
+}
+
+const encoder = new TextEncoder()
+
+/**
+ * Compares `given` with `expected` in time that depends only on the length of
+ * `expected`, never on where the two differ or on the length of `given`: no
+ * early exit, and the loop always walks `expected`. Pure JavaScript, so it
+ * runs on every target (no `node:crypto`).
+ */
+export function timingSafeEqual(given: string, expected: string): boolean {
+  const x = encoder.encode(given)
+  const y = encoder.encode(expected)
+  let diff = x.length ^ y.length
+  const n = x.length
+  for (let i = 0; i < y.length; i++) diff |= (n === 0 ? 0 : x[i % n]) ^ y[i]
+  return diff === 0
+}
+
+const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
+
+/** `undefined` when the request may proceed, else the 401 to send. */
+export function authorize(request: Request, info: RequestInfo | undefined, env: Env, R: ResponseClass): Response | undefined {
+  const secret = taskSecret(env)
+  if (secret !== undefined) {
+    const match = BEARER.exec(request.headers.get('authorization') ?? '')
+    if (match && timingSafeEqual(match[1], secret)) return undefined
+    return unauthorized(
+      R,
+      match
+        ? 'The bearer token does not match THEN_TASK_SECRET'
+        : 'Send Authorization: Bearer <token> with the value of THEN_TASK_SECRET',
+    )
+  }
+  const nodeEnv = env.NODE_ENV
+  if ((nodeEnv === 'development' || nodeEnv === 'test') && isLoopback(info?.remoteAddress)) return undefined
+  return unauthorized(
+    R,
+    'No task secret is configured: set THEN_TASK_SECRET on the server and send Authorization: Bearer <secret> ' +
+      '(without a secret, only loopback requests are allowed, and only when NODE_ENV is development or test)',
+  )
+}
+
+function unauthorized(R: ResponseClass, message: string): Response {
+  return jsonError(R, 401, 'UNAUTHORIZED', message, { 'www-authenticate': 'Bearer realm="svc"' })
+}

@@ -1,0 +1,114 @@
+/**
+ * The task admin surface (spec "Task admin surface"):
+ *
+ * | Method | Path                      | Answer |
+ * |--------|---------------------------|--------|
+ * | GET    | `/__tasks`                | 200 `{ tasks: TaskSummary[] }` |
+ * | POST   | `/__tasks/<name>`         | 202 `{ id, status }`, before the handler finishes |
+ * | GET    | `/__tasks/<id>`           | 200 the run record; 404 `RUN_NOT_FOUND` |
+ * | POST   | `/__tasks/tokens/<token>` | 200 `{ ok, status: 'completed' }`; 404 `TOKEN_NOT_FOUND`; 409 `TOKEN_ALREADY_COMPLETED` / `TOKEN_TIMED_OUT` |
+ *
+ * Every request is authorized first (see `auth.ts`). POST bodies are JSON,
+ * at most `bodyLimit` bytes; the optional `Idempotency-Key` and
+ * `Svc-Delay-Seconds` headers carry `EnqueueOptions`.
+ */
+import type { Logger, RequestInfo, TaskRuntime } from '../../types.ts'
+import { internalError, jsonError, knownErrorResponse, methodNotAllowed } from '../app/errors.ts'
+import type { ResponseClass } from '../app/types.ts'
+import { enqueueOptionsFromHeaders } from '../tasks/client.ts'
+import { authorize, type Env } from './auth.ts'
+import { readJsonBody } from './body.ts'
+
+export const TASKS_PREFIX = '/__tasks'
+
+export interface AdminOptions {
+  runtime: TaskRuntime
+  env: Env
+  bodyLimit: number
+  R: ResponseClass
+  logger: Logger
+  dev: boolean
+}
+
+export type AdminHandler = (request: Request, pathname: string, info?: RequestInfo) => Promise<Response>
+
+const JSON_HEADERS = { 'content-type': 'application/json' }
+
+export function createAdminHandler(options: AdminOptions): AdminHandler {
+  const { runtime, env, bodyLimit, R, logger, dev } = options
+  const json = (status: number, body: unknown) => new R(JSON.stringify(body), { status, headers: JSON_HEADERS })
+
+  async function route(request: Request, pathname: string): Promise<Response> {
+    const method = request.method
+    const rest = pathname.slice(TASKS_PREFIX.length).replace(/\/+$/, '')
+    const segments = rest === '' ? [] : rest.slice(1).split('/').map(decodeSegment)
+
+    if (segments.length === 0) {
+      if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed(R, method, pathname, 'GET, HEAD')
+      return json(200, { tasks: await runtime.listTasks() })
+    }
+
+    if (segments.length === 2 && segments[0] === 'tokens') {
+      if (method !== 'POST') return methodNotAllowed(R, method, pathname, 'POST')
+      const { value } = await readJsonBody(request, bodyLimit)
+      const tokenId = segments[1]
+      const result = await runtime.completeToken(tokenId, value)
+      switch (result) {
+        case 'completed':
+          return json(200, { ok: true, status: 'completed' })
+        case 'not_found':
+          return jsonError(R, 404, 'TOKEN_NOT_FOUND', `No waitForToken is waiting on token "${tokenId}"`)
+        case 'timed_out':
+          return jsonError(R, 409, 'TOKEN_TIMED_OUT', `Token "${tokenId}" already timed out`, undefined, { status: 'timed_out' })
+        default:
+          return jsonError(R, 409, 'TOKEN_ALREADY_COMPLETED', `Token "${tokenId}" was already completed`, undefined, {
+            status: 'already_completed',
+          })
+      }
+    }
+
+    if (segments.length !== 1) return jsonError(R, 404, 'NOT_FOUND', `No admin endpoint matches ${method} ${pathname}`)
+
+    // `<name>` on POST, `<id>` on GET (spec: the same path position serves both).
+    const target = segments[0]
+    if (method === 'POST') {
+      let opts
+      try {
+        opts = enqueueOptionsFromHeaders(request.headers)
+      } catch (error) {
+        return jsonError(R, 400, 'INVALID_OPTIONS', (error as Error).message)
+      }
+      const { value } = await readJsonBody(request, bodyLimit)
+      const run = await runtime.trigger(target, value, opts)
+      return json(202, { id: run.id, status: run.status })
+    }
+    if (method === 'GET' || method === 'HEAD') {
+      const run = await runtime.getRun(target)
+      if (!run) return jsonError(R, 404, 'RUN_NOT_FOUND', `No run has id "${target}"`)
+      return json(200, run)
+    }
+    return methodNotAllowed(R, method, pathname, 'GET, HEAD, POST')
+  }
+
+  return async (request, pathname, info) => {
+    try {
+      const denied = authorize(request, info, env, R)
+      if (denied) return denied
+      return await route(request, pathname)
+    } catch (error) {
+      // ValidationError (400), TaskNotFoundError (404), body errors (400/413/415) carry their status.
+      const known = knownErrorResponse(R, error)
+      if (known) return known
+      logger.error(`[svc] ${request.method} ${pathname} failed:`, error)
+      return internalError(R, error, dev)
+    }
+  }
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * `createApiApp()` and the app builder `createSvcHandler()` shares with it.
+ *
+ * Order of matching, first wins:
+ * 1. built-ins: `GET /__health`, `POST /__svc/revalidate` (when mounted);
+ * 2. global hooks, around everything below;
+ * 3. API routes, then server and hybrid pages;
+ * 4. the fallback (static files on Node), then 404 `NOT_FOUND`.
+ */
+import { Hono, type Context } from 'hono'
+import type { GlobalHooks, Logger, RequestInfo, RuntimeApiRoute, RuntimePage } from '../../types.ts'
+import { DEFAULT_BODY_LIMIT } from '../admin/body.ts'
+import type { Env } from '../admin/auth.ts'
+import { processEnv, stringBindings } from '../env.ts'
+import type { IsrCache } from '../pages/isr.ts'
+import { mountPages } from '../pages/render.ts'
+import { REVALIDATE_PATH, revalidateHandler } from '../pages/revalidate.ts'
+import { describe } from '../tasks/options.ts'
+import { methodNotAllowed, notFound } from './errors.ts'
+import { HEALTH_PATH, healthResponse } from './health.ts'
+import { createErrorResponder, hasHooks, hooksMiddleware, normalizeHooks } from './hooks.ts'
+import { mountRoutes } from './routes.ts'
+import type { ApiAppOptions, ResponseClass, RevalidateWebhook } from './types.ts'
+
+/** The app `createApiApp` returns: a Hono app, with the standard `fetch(request, env?, ctx?)`. */
+export type ApiApp = Hono<any>
+
+export interface BuildAppOptions {
+  where: string
+  routes: readonly RuntimeApiRoute[]
+  pages?: readonly RuntimePage[]
+  globalHooks?: GlobalHooks
+  R: ResponseClass
+  dev: boolean
+  logger: Logger
+  bodyLimit: number
+  cache?: IsrCache
+  webhook?: RevalidateWebhook
+  /** Secret and NODE_ENV for the revalidate endpoint, per request. */
+  env: (c: Context) => Env
+  info: (c: Context) => RequestInfo | undefined
+  fallback?: (request: Request) => Promise<Response | undefined>
+}
+
+export function buildApp(o: BuildAppOptions): ApiApp {
+  const app = new Hono<any>()
+  const hooks = normalizeHooks(o.globalHooks, o.where)
+  const fail = createErrorResponder(hooks, o.R, o.dev, o.logger)
+  const R = o.R
+
+  app.all(HEALTH_PATH, (c) => {
+    const method = c.req.raw.method
+    return method === 'GET' || method === 'HEAD' ? healthResponse(R) : methodNotAllowed(R, method, HEALTH_PATH, 'GET, HEAD')
+  })
+  if (o.cache || o.webhook) {
+    const revalidate = revalidateHandler({
+      R,
+      bodyLimit: o.bodyLimit,
+      logger: o.logger,
+      dev: o.dev,
+      env: o.env,
+      info: o.info,
+      cache: o.cache,
+      webhook: o.webhook,
+    })
+    app.all(REVALIDATE_PATH, revalidate)
+  }
+  // Without hooks, no middleware is registered: a route is then the only
+  // handler its path matches, which keeps Hono on its single-handler path.
+  if (hasHooks(hooks)) app.use('*', hooksMiddleware(hooks, fail, o.logger))
+  mountRoutes(app, o.routes, { R, fail, bodyLimit: o.bodyLimit }, o.where)
+  if (o.pages) mountPages(app, o.pages, { R, fail, cache: o.cache, logger: o.logger }, o.where)
+
+  const fallback = o.fallback
+  app.notFound(async (c) => {
+    if (fallback) {
+      try {
+        const res = await fallback(c.req.raw)
+        if (res) return res
+      } catch (error) {
+        return fail(error, c)
+      }
+    }
+    return notFound(R, c.req.raw.method, c.req.path)
+  })
+  // Routes catch their own errors; this covers anything thrown elsewhere.
+  app.onError((error, c) => fail(error, c))
+  return app
+}
+
+/** Checks the options both `createApiApp` and `createSvcHandler` take. */
+export function checkCommonOptions(options: unknown, where: string): void {
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError(`${where}: options must be an object with routes (got ${describe(options)})`)
+  }
+  const o = options as Record<string, unknown>
+  if (!Array.isArray(o.routes)) throw new TypeError(`${where}: routes must be an array of API routes (got ${describe(o.routes)})`)
+  if (o.bodyLimit !== undefined && !(Number.isInteger(o.bodyLimit) && (o.bodyLimit as number) > 0)) {
+    throw new RangeError(`${where}: bodyLimit must be a positive whole number of bytes (got ${describe(o.bodyLimit)})`)
+  }
+  if (o.dev !== undefined && typeof o.dev !== 'boolean') throw new TypeError(`${where}: dev must be a boolean (got ${describe(o.dev)})`)
+  if (o.responseClass !== undefined && typeof o.responseClass !== 'function') {
+    throw new TypeError(`${where}: responseClass must be a Response constructor (got ${describe(o.responseClass)})`)
+  }
+  if (o.env !== undefined && (o.env === null || typeof o.env !== 'object')) {
+    throw new TypeError(`${where}: env must be an object of environment variables (got ${describe(o.env)})`)
+  }
+}
+
+/**
+ * Builds the API application: routes, global hooks, `/__health` and, with
+ * `revalidateWebhook`, `POST /__svc/revalidate`. No pages, static files or
+ * WebSockets (hot routes answer 426 here; `startSvcServer` completes
+ * upgrades). Edge-safe. Task routes are skipped.
+ */
+export function createApiApp(options: ApiAppOptions): ApiApp {
+  const where = 'createApiApp()'
+  checkCommonOptions(options, where)
+  const webhook = options.revalidateWebhook
+  if (webhook !== undefined && typeof webhook !== 'function') {
+    throw new TypeError(`${where}: revalidateWebhook must be a function (got ${describe(webhook)})`)
+  }
+  const baseEnv = options.env ?? processEnv()
+  return buildApp({
+    where,
+    routes: options.routes,
+    globalHooks: options.globalHooks,
+    R: options.responseClass ?? Response,
+    dev: options.dev ?? baseEnv.NODE_ENV === 'development',
+    logger: options.logger ?? console,
+    bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    webhook,
+    // Edge bindings arrive as fetch's `env` argument; they win over the base env.
+    env: (c) => {
+      const bindings = stringBindings(c.env)
+      return Object.keys(bindings).length > 0 ? { ...baseEnv, ...bindings } : baseEnv
+    },
+    info: (c) => ({ remoteAddress: remoteAddressOf(c) }),
+  })
+}
+
+/**
+ * The socket address, where the host exposes one: `RequestInfo` passed as
+ * fetch's `env` argument, else srvx's `request.ip` (from the socket unless
+ * srvx is told to trust proxies). Never `X-Forwarded-For`.
+ */
+function remoteAddressOf(c: Context): string | undefined {
+  const fromInfo = (c.env as RequestInfo | undefined)?.remoteAddress
+  if (typeof fromInfo === 'string') return fromInfo
+  const ip = (c.req.raw as { ip?: unknown }).ip
+  return typeof ip === 'string' ? ip : undefined
+}

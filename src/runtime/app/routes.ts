@@ -1,0 +1,171 @@
+/**
+ * Mounts API routes on a Hono app: one `all` route per file, whose handler
+ * picks the method export, so a method the file does not export gets 405
+ * with `Allow` (RFC 9110 §15.5.6) rather than a 404. Task routes are skipped
+ * (spec "User routes"): they are not HTTP endpoints.
+ */
+import type { Context, Hono } from 'hono'
+import { HTTP_METHODS, type HttpMethod, type RuntimeApiRoute, type SchemaDefinition } from '../../types.ts'
+import { isOriginAllowed } from '../origins.ts'
+import { resolveRoute } from '../route-config.ts'
+import { isSchemaDefinition, isStandardSchema } from '../schema.ts'
+import { describe } from '../tasks/options.ts'
+import { jsonError, methodNotAllowed } from './errors.ts'
+import type { ErrorResponder } from './hooks.ts'
+import { ReplyImpl } from './reply.ts'
+import type { ResponseClass, RouteHandler, WebSocketHandler } from './types.ts'
+import { acceptUpgrade, canUpgrade, isWebSocketUpgrade } from './upgrade.ts'
+import { validateRequest } from './validation.ts'
+
+export interface MountContext {
+  R: ResponseClass
+  fail: ErrorResponder
+  bodyLimit: number
+}
+
+/**
+ * A manifest URL pattern as a Hono path: the scanner writes a catch-all
+ * `[...rest]` as `:rest*`, which is `:rest{.+}` to Hono (one segment or more).
+ */
+export function toHonoPath(path: string): string {
+  return path.replace(/:([A-Za-z_$][\w$]*)\*(?=\/|$)/g, ':$1{.+}')
+}
+
+/** Checks a route entry; bad ones fail at startup with the route named. */
+export function checkRoute(route: RuntimeApiRoute, index: number, where: string): void {
+  if (route === null || typeof route !== 'object') {
+    throw new TypeError(`${where}: routes[${index}] must be an object with path and module (got ${describe(route)})`)
+  }
+  if (typeof route.path !== 'string' || !route.path.startsWith('/')) {
+    throw new TypeError(`${where}: routes[${index}].path must be a URL path starting with "/" (got ${describe(route.path)})`)
+  }
+  if (route.module === null || typeof route.module !== 'object') {
+    throw new TypeError(`${where}: route ${route.path}: module must be the loaded module exports (got ${describe(route.module)})`)
+  }
+}
+
+export function mountRoutes(app: Hono<any>, routes: readonly RuntimeApiRoute[], ctx: MountContext, where: string): void {
+  routes.forEach((route, index) => {
+    checkRoute(route, index, where)
+    const resolved = resolveRoute(route)
+    if (resolved.kind === 'task') return
+    const mod = route.module
+    const handlers: Partial<Record<HttpMethod, RouteHandler>> = {}
+    for (const method of HTTP_METHODS) {
+      const fn = mod[method]
+      if (fn === undefined) continue
+      if (typeof fn !== 'function') {
+        throw new TypeError(`${where}: route ${route.path}: the ${method} export must be a function (got ${describe(fn)})`)
+      }
+      handlers[method] = fn as RouteHandler
+    }
+    const websocket = mod.websocket
+    if (websocket !== undefined && typeof websocket !== 'function') {
+      throw new TypeError(`${where}: route ${route.path}: the websocket export must be a function (got ${describe(websocket)})`)
+    }
+    const schema = readSchema(route, where)
+    app.all(
+      toHonoPath(route.path),
+      routeHandler(route.path, handlers, websocket as WebSocketHandler | undefined, resolved.origins, schema, ctx),
+    )
+  })
+}
+
+function readSchema(route: RuntimeApiRoute, where: string): SchemaDefinition | undefined {
+  const schema = route.module.schema
+  if (schema === undefined) return undefined
+  if (isSchemaDefinition(schema)) return schema
+  const hint = isStandardSchema(schema) ? '; wrap it: defineSchema({ body: schema })' : ''
+  throw new TypeError(`${where}: route ${route.path}: the schema export must be a defineSchema() object${hint}`)
+}
+
+/** `Allow` lists HEAD wherever GET is served (RFC 9110 §9.3.2). */
+function allowHeader(handlers: Partial<Record<HttpMethod, RouteHandler>>, websocket: boolean): string {
+  const methods = HTTP_METHODS.filter((m) => handlers[m] !== undefined)
+  if ((handlers.GET || websocket) && !methods.includes('GET')) methods.unshift('GET')
+  if (methods.includes('GET') && !methods.includes('HEAD')) methods.splice(methods.indexOf('GET') + 1, 0, 'HEAD')
+  return methods.join(', ')
+}
+
+function routeHandler(
+  path: string,
+  handlers: Partial<Record<HttpMethod, RouteHandler>>,
+  websocket: WebSocketHandler | undefined,
+  origins: string[] | null,
+  schema: SchemaDefinition | undefined,
+  ctx: MountContext,
+) {
+  const { R, fail, bodyLimit } = ctx
+  const allow = allowHeader(handlers, websocket !== undefined)
+
+  const invoke = (fn: RouteHandler, c: Context): Response | Promise<Response> => {
+    const reply = new ReplyImpl(R)
+    let out: unknown
+    try {
+      out = fn(c.req, reply)
+    } catch (error) {
+      return fail(error, c)
+    }
+    if (out instanceof Promise) {
+      return out.then(
+        (value) => toResponse(value, reply),
+        (error) => fail(error, c),
+      )
+    }
+    return toResponse(out, reply)
+  }
+
+  const validated = (fn: RouteHandler, c: Context): Promise<Response> =>
+    validateRequest(c.req, schema!, bodyLimit).then(
+      () => invoke(fn, c),
+      (error) => fail(error, c),
+    )
+
+  return (c: Context): Response | Promise<Response> => {
+    const request = c.req.raw
+    const method = request.method as HttpMethod
+    if (websocket !== undefined && method === 'GET' && isWebSocketUpgrade(request)) {
+      return handshake(c, request, path, websocket, origins, R)
+    }
+    // Hono routes HEAD as GET and drops the body; an explicit HEAD export wins.
+    const fn = handlers[method] ?? (method === 'HEAD' ? handlers.GET : undefined)
+    if (fn === undefined) {
+      if (websocket !== undefined && (method === 'GET' || method === 'HEAD')) {
+        // RFC 9110 §15.5.22: the resource exists but only speaks WebSocket.
+        return jsonError(R, 426, 'UPGRADE_REQUIRED', `${path} only accepts WebSocket connections`, {
+          upgrade: 'websocket',
+          connection: 'Upgrade',
+        })
+      }
+      return methodNotAllowed(R, method, c.req.path, allow)
+    }
+    return schema ? validated(fn, c) : invoke(fn, c)
+  }
+}
+
+function toResponse(value: unknown, reply: ReplyImpl): Response {
+  if (value instanceof Response) return value
+  if (value === undefined) return reply.empty()
+  return reply.value(value)
+}
+
+/** Spec "Hot-route WebSocket handshake": an Origin off the list is refused with 403 before the handshake. */
+function handshake(
+  c: Context,
+  request: Request,
+  path: string,
+  websocket: WebSocketHandler,
+  origins: string[] | null,
+  R: ResponseClass,
+): Response {
+  const origin = request.headers.get('origin')
+  if (!isOriginAllowed(origin, origins)) {
+    return jsonError(R, 403, 'ORIGIN_NOT_ALLOWED', `Origin ${origin} may not open a WebSocket on ${path}; add it to route.origins`)
+  }
+  if (!canUpgrade(request)) {
+    return jsonError(R, 426, 'UPGRADE_REQUIRED', `${path} is a hot route; WebSockets need a persistent host such as startSvcServer`)
+  }
+  acceptUpgrade(request, { websocket, req: c.req, route: path })
+  // The host completes the handshake; this response is never sent.
+  return new R(null, { status: 204 })
+}

@@ -1,0 +1,114 @@
+/**
+ * Public types of the HTTP surface: handlers, the `reply` helper, hot-route
+ * peers and the options of `createApiApp`.
+ */
+import type { HonoRequest } from 'hono'
+import type { GlobalHooks, Logger, RuntimeApiRoute } from '../../types.ts'
+
+/**
+ * The request object route handlers, page renderers and `websocket()` get:
+ * Hono's request. `param()`, `query()`, `header()`, `json()`, `text()`,
+ * `raw` (the Web `Request`) and `valid(target)` for the values a route's
+ * `schema` validated (`'json'`, `'query'`, `'param'`, `'header'`).
+ */
+export type SvcRequest = HonoRequest<any, any>
+
+/**
+ * The second argument of a route handler. Builds the response; `status()`
+ * and `header()` also apply when the handler returns a plain value.
+ */
+export interface Reply {
+  /** Sets the status of the response this reply builds. Chainable. */
+  status(code: number): Reply
+  /** Sets a response header (`set-cookie` is appended, others replaced). Chainable. */
+  header(name: string, value: string): Reply
+  /** `application/json` response. */
+  json(data: unknown, status?: number): Response
+  /** `text/plain; charset=utf-8` response. */
+  text(body: string, status?: number): Response
+  /** `text/html; charset=utf-8` response. */
+  html(body: string, status?: number): Response
+  /** Redirect with a `Location` header. `status` defaults to 302. */
+  redirect(url: string, status?: number): Response
+}
+
+/**
+ * A route's method export. It may return a `Response`, a value built with
+ * `reply`, or any other value, which is sent as JSON. Returning nothing sends
+ * what `reply` last built, else `204 No Content`.
+ */
+export type RouteHandler = (req: SvcRequest, reply: Reply) => unknown
+
+/**
+ * What a hot route's `websocket(peer, req)` receives as `peer`: one open
+ * connection (spec "Hot-route WebSocket handler").
+ */
+export interface HotPeer {
+  /** Unique id of the connection. */
+  readonly id: string
+  /** Peer address from the socket. */
+  readonly remoteAddress: string | undefined
+  /**
+   * Sends a frame: strings as text, `ArrayBuffer`/typed arrays as binary,
+   * plain objects as JSON text. Fire-and-forget, with no cap on buffered
+   * data (spec "Limits"); callers implement their own flow control.
+   */
+  send(data: unknown): void
+  /** Text frames arrive as a string, binary frames as a `Uint8Array`. */
+  on(event: 'message', listener: (data: string | Uint8Array) => void): HotPeer
+  /** Fires once when the connection is gone, with the close code and reason. */
+  on(event: 'close', listener: (code: number, reason: string) => void): HotPeer
+  off(event: 'message' | 'close', listener: (...args: any[]) => void): HotPeer
+  /** Starts the closing handshake (RFC 6455 §7.1.2). */
+  close(code?: number, reason?: string): void
+}
+
+/** A hot route's `websocket` export. Called once per connection, on open. */
+export type WebSocketHandler = (peer: HotPeer, req: SvcRequest) => unknown
+
+/**
+ * The `createApiApp` revalidation webhook. It gets the request (after the
+ * task-secret check) and answers with a status and an optional JSON body.
+ */
+export type RevalidateWebhook = (req: SvcRequest) => Promise<{ status: number; body?: unknown }>
+
+/** A `Response` constructor; `startSvcServer` passes srvx's `FastResponse`. */
+export type ResponseClass = new (body?: BodyInit | null, init?: ResponseInit) => Response
+
+export interface ApiAppOptions {
+  /** API routes with loaded module exports. Task-kind routes are skipped. */
+  routes: readonly RuntimeApiRoute[]
+  /** `{ onRequest?, onError?, onResponse? }`, each an array of hooks run in order. */
+  globalHooks?: GlobalHooks
+  /** When given, mounts `POST /__svc/revalidate`, gated like the task admin surface. */
+  revalidateWebhook?: RevalidateWebhook
+  /**
+   * Environment read for `THEN_TASK_SECRET`/`SVC_TASK_SECRET` and `NODE_ENV`.
+   * The `env` argument of `fetch` (edge bindings) is read too and wins.
+   * @default globalThis.process?.env, or {} where there is no `process`
+   */
+  env?: Record<string, string | undefined>
+  /**
+   * Adds the error message and stack to 500 bodies.
+   * @default env.NODE_ENV === 'development'
+   */
+  dev?: boolean
+  /**
+   * Largest JSON body, in bytes, read for `schema.body` validation and the
+   * revalidate endpoint; larger ones get 413 `PAYLOAD_TOO_LARGE`.
+   * @default 1048576 (1 MiB)
+   */
+  bodyLimit?: number
+  /**
+   * Receives unhandled errors, with the method and path they came from.
+   * @default console
+   */
+  logger?: Logger
+  /**
+   * The constructor responses are built with. Note: on Node, srvx's
+   * `FastResponse` is written to the socket without building a full Web
+   * `Response`, which roughly doubles throughput.
+   * @default globalThis.Response
+   */
+  responseClass?: ResponseClass
+}

@@ -1,0 +1,149 @@
+/**
+ * `createSvcHandler()`: the whole HTTP surface as one fetch function, which
+ * `startSvcServer` and every target mount. Targets only turn their
+ * platform's events into `Request`s, so all HTTP behaviour lives here and is
+ * proven once. Edge-safe.
+ */
+import type { GlobalHooks, Logger, RequestInfo, RuntimeApiRoute, RuntimePage, TaskRuntime } from '../types.ts'
+import { DEFAULT_BODY_LIMIT } from './admin/body.ts'
+import { createAdminHandler, TASKS_PREFIX } from './admin/tasks.ts'
+import { buildApp, checkCommonOptions, type ApiApp } from './app/create.ts'
+import type { ResponseClass } from './app/types.ts'
+import { processEnv } from './env.ts'
+import { createIsrCache, type IsrCache, type SvcCacheConfig } from './pages/isr.ts'
+import { createTaskRuntime } from './tasks/index.ts'
+import { describe } from './tasks/options.ts'
+
+export interface SvcHandlerOptions {
+  /** API routes with loaded modules; task routes feed the task runtime. */
+  routes: readonly RuntimeApiRoute[]
+  /**
+   * Pages with loaded modules. Server and hybrid pages render here; static
+   * and client pages are left to the host's static files.
+   * @default []
+   */
+  pages?: readonly RuntimePage[]
+  /**
+   * ISR cache for hybrid pages; `false` turns it off. While a cache is on,
+   * `POST /__svc/revalidate` is mounted.
+   * @default { store: 'memory' }
+   */
+  cache?: SvcCacheConfig | false
+  /** `{ onRequest?, onError?, onResponse? }` around routes, pages and the fallback. */
+  globalHooks?: GlobalHooks
+  /**
+   * The task runtime behind `/__tasks`. Pass one to share it (with a
+   * durable store, say); the handler never starts or stops its scheduler.
+   * @default createTaskRuntime({ routes, env, logger })
+   */
+  runtime?: TaskRuntime
+  /**
+   * Environment: `THEN_TASK_SECRET`/`SVC_TASK_SECRET`, `NODE_ENV`. Edge
+   * targets pass their bindings; the Node server passes `process.env`.
+   * @default globalThis.process?.env, or {} where there is no `process`
+   */
+  env?: Record<string, string | undefined>
+  /**
+   * Largest JSON body read by the admin surface, the revalidate endpoint and
+   * `schema.body` validation; larger bodies get 413 `PAYLOAD_TOO_LARGE`.
+   * @default 1048576 (1 MiB)
+   */
+  bodyLimit?: number
+  /**
+   * Adds the error message and stack to 500 bodies.
+   * @default env.NODE_ENV === 'development'
+   */
+  dev?: boolean
+  /** @default console */
+  logger?: Logger
+  /**
+   * Answers requests no route or page matched, before the 404; resolve to
+   * `undefined` to pass. `startSvcServer` serves `staticDirs` here.
+   */
+  fallback?: (request: Request) => Promise<Response | undefined>
+  /**
+   * The constructor responses are built with. Note: the Node server passes
+   * srvx's `FastResponse`, which it writes without a full Web `Response`.
+   * @default globalThis.Response
+   */
+  responseClass?: ResponseClass
+}
+
+export interface SvcHandler {
+  /**
+   * Answers one request. `info` carries what only the host knows: the
+   * socket's peer address (for the loopback rule of the admin auth) and
+   * `waitUntil` (for background ISR renders on edge platforms).
+   */
+  fetch(request: Request, info?: RequestInfo): Promise<Response>
+  /** The task runtime `/__tasks` drives. */
+  readonly runtime: TaskRuntime
+  /** The ISR cache, when one is configured. */
+  readonly cache: IsrCache | undefined
+  /** The Hono app behind everything but `/__tasks`. */
+  readonly app: ApiApp
+}
+
+/**
+ * Serves, in order: `/__tasks*` (auth-gated task admin surface),
+ * `/__health`, `/__svc/revalidate` (when a cache is on), then global hooks
+ * around API routes, server/hybrid pages and the fallback, then 404.
+ */
+export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
+  const where = 'createSvcHandler()'
+  checkCommonOptions(options, where)
+  const env = options.env ?? processEnv()
+  const logger = options.logger ?? console
+  const R = options.responseClass ?? Response
+  const dev = options.dev ?? env.NODE_ENV === 'development'
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
+  const pages = options.pages ?? []
+  if (!Array.isArray(pages)) throw new TypeError(`${where}: pages must be an array of pages (got ${describe(pages)})`)
+  if (options.fallback !== undefined && typeof options.fallback !== 'function') {
+    throw new TypeError(`${where}: fallback must be a function (got ${describe(options.fallback)})`)
+  }
+  const runtime = options.runtime ?? createTaskRuntime({ routes: options.routes, env, logger })
+  if (typeof runtime?.trigger !== 'function' || typeof runtime.getRun !== 'function') {
+    throw new TypeError(`${where}: runtime must be a TaskRuntime, such as createTaskRuntime() returns (got ${describe(runtime)})`)
+  }
+  const cache = createIsrCache(options.cache, where, logger)
+
+  const app = buildApp({
+    where,
+    routes: options.routes,
+    pages,
+    globalHooks: options.globalHooks,
+    R,
+    dev,
+    logger,
+    bodyLimit,
+    cache,
+    env: () => env,
+    info: (c) => c.env as RequestInfo | undefined,
+    fallback: options.fallback,
+  })
+  const admin = createAdminHandler({ runtime, env, bodyLimit, R, logger, dev })
+
+  return {
+    runtime,
+    cache,
+    app,
+    fetch(request, info) {
+      const url = request.url
+      const start = url.indexOf('/', url.indexOf('//') + 2)
+      if (start !== -1 && url.startsWith(TASKS_PREFIX, start)) {
+        const end = start + TASKS_PREFIX.length
+        const next = url.charCodeAt(end)
+        // `/__tasks`, `/__tasks/…`, `/__tasks?…`, but not `/__tasksets`.
+        if (Number.isNaN(next) || next === 47 /* / */ || next === 63 /* ? */ || next === 35 /* # */) {
+          const query = url.indexOf('?', start)
+          const pathname = query === -1 ? url.slice(start) : url.slice(start, query)
+          return admin(request, pathname, info)
+        }
+      }
+      // Hono's `env` argument carries the request info to the built-ins.
+      const res = app.fetch(request, info)
+      return res instanceof Promise ? res : Promise.resolve(res)
+    },
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * Server and hybrid pages (spec "Programmatic server": only these render at
+ * request time; static and client pages are files in `staticDirs`). A page
+ * module's default export renders: `(req) => string | Response`.
+ */
+import type { Context, Hono } from 'hono'
+import type { PageMode, RuntimePage } from '../../types.ts'
+import { methodNotAllowed } from '../app/errors.ts'
+import type { ErrorResponder } from '../app/hooks.ts'
+import { toHonoPath } from '../app/routes.ts'
+import type { ResponseClass } from '../app/types.ts'
+import type { RequestInfo } from '../../types.ts'
+import { describe } from '../tasks/options.ts'
+import type { IsrCache, PageCacheInfo, Rendered } from './isr.ts'
+
+const MODES: readonly PageMode[] = ['static', 'client', 'server', 'hybrid']
+const HTML_HEADERS = { 'content-type': 'text/html; charset=utf-8' }
+
+export interface PageMountContext {
+  R: ResponseClass
+  fail: ErrorResponder
+  cache: IsrCache | undefined
+  logger: { warn(...args: unknown[]): void }
+}
+
+/** A page's effective settings: manifest fields win over the module's `page` export. */
+export function resolvePage(page: RuntimePage): { mode: PageMode; revalidate: number | null; tags: string[] } {
+  const config = page.module.page ?? {}
+  return {
+    mode: page.mode ?? config.mode ?? 'server',
+    revalidate: page.revalidate ?? config.revalidate ?? null,
+    tags: page.tags ?? config.tags ?? [],
+  }
+}
+
+export function mountPages(app: Hono<any>, pages: readonly RuntimePage[], ctx: PageMountContext, where: string): void {
+  let warned = false
+  pages.forEach((page, index) => {
+    if (page === null || typeof page !== 'object' || typeof page.path !== 'string' || !page.path.startsWith('/')) {
+      throw new TypeError(`${where}: pages[${index}] must be an object with a path starting with "/" and a module (got ${describe(page)})`)
+    }
+    const settings = resolvePage(page)
+    if (!MODES.includes(settings.mode)) {
+      throw new TypeError(`${where}: page ${page.path}: mode must be one of ${MODES.join(', ')} (got ${describe(settings.mode)})`)
+    }
+    if (settings.mode === 'static' || settings.mode === 'client') return
+    const render = page.module?.default
+    if (typeof render !== 'function') {
+      throw new TypeError(`${where}: page ${page.path}: the default export must be a render function (got ${describe(render)})`)
+    }
+    if (settings.revalidate !== null && (typeof settings.revalidate !== 'number' || !(settings.revalidate >= 0))) {
+      throw new TypeError(`${where}: page ${page.path}: revalidate must be a number of seconds (got ${describe(settings.revalidate)})`)
+    }
+    const cached = settings.mode === 'hybrid' && ctx.cache !== undefined
+    if (settings.mode === 'hybrid' && !ctx.cache && !warned) {
+      warned = true
+      ctx.logger.warn(`[svc] hybrid pages render on every request: no ISR cache is configured (set cache: { store: 'memory' })`)
+    }
+    const info: PageCacheInfo = { path: page.path, revalidate: settings.revalidate, tags: settings.tags }
+    app.all(toHonoPath(page.path), pageHandler(page.path, render, cached ? ctx.cache : undefined, info, ctx))
+  })
+}
+
+function pageHandler(
+  path: string,
+  render: (req: any) => Rendered | Promise<Rendered>,
+  cache: IsrCache | undefined,
+  info: PageCacheInfo,
+  ctx: PageMountContext,
+) {
+  const { R, fail } = ctx
+  const renderIn = async (c: Context): Promise<Rendered> => {
+    const out = await render(c.req)
+    if (typeof out === 'string' || out instanceof Response) return out
+    throw new TypeError(`page ${path}: the default export must return a string or a Response (got ${describe(out)})`)
+  }
+  return async (c: Context): Promise<Response> => {
+    const method = c.req.raw.method
+    if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed(R, method, c.req.path, 'GET, HEAD')
+    try {
+      if (cache) {
+        const url = c.req.url
+        const start = url.indexOf('/', url.indexOf('//') + 2)
+        const key = start === -1 ? '/' : url.slice(start).split('#', 1)[0]
+        const waitUntil = (c.env as RequestInfo | undefined)?.waitUntil
+        return await cache.serve(key, info, () => renderIn(c), R, waitUntil)
+      }
+      const out = await renderIn(c)
+      return typeof out === 'string' ? new R(out, { headers: HTML_HEADERS }) : out
+    } catch (error) {
+      return fail(error, c)
+    }
+  }
+}
