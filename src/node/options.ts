@@ -1,0 +1,134 @@
+/** Options and result of `startSvcServer()` (spec "Programmatic server"). */
+import type { Server as HttpServer } from 'node:http'
+import type { SvcHandler } from '../runtime/handler.ts'
+import type { SvcCacheConfig } from '../runtime/pages/isr.ts'
+import type { RunStore } from '../runtime/tasks/index.ts'
+import { describe } from '../runtime/tasks/options.ts'
+import type { GlobalHooks, Logger, RuntimeApiRoute, RuntimePage, TaskRuntime } from '../types.ts'
+
+export const DEFAULT_PORT = 3000
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000
+
+export interface SvcServerOptions {
+  /** API routes, each a manifest entry plus its loaded module exports (`loadApiRoutes`). */
+  apiRoutes: RuntimeApiRoute[]
+  /**
+   * Page routes (`loadPages`). Server and hybrid pages render at request
+   * time; static and client pages are served from `staticDirs`.
+   */
+  pages: RuntimePage[]
+  /**
+   * Port to listen on; `0` picks an ephemeral port (read it from `port`).
+   * @default 3000
+   */
+  port?: number
+  /**
+   * Interface to bind.
+   * @default the HOST environment variable, else '0.0.0.0' when NODE_ENV is production, else '127.0.0.1'
+   */
+  host?: string
+  /**
+   * ISR cache of hybrid pages; `false` turns it off (and unmounts
+   * `POST /__svc/revalidate`).
+   * @default {} (the memory store)
+   */
+  cache?: SvcCacheConfig | false
+  /** `{ onRequest?, onError?, onResponse? }`, each an array of hooks run in order. */
+  globalHooks?: GlobalHooks
+  /** Directories of static assets, tried in order after routes and pages. */
+  staticDirs?: string[]
+  /**
+   * How long `close()` (and SIGTERM/SIGINT) waits for in-flight requests,
+   * WebSocket closing handshakes and task attempts before forcing.
+   * @default 30000
+   */
+  shutdownTimeoutMs?: number
+  /**
+   * Installs SIGTERM/SIGINT handlers that drain and then end the process
+   * with the signal.
+   * @default true, except when NODE_ENV is test
+   */
+  installSignalHandlers?: boolean
+  /**
+   * The task runtime to serve and schedule. The server starts and stops its
+   * scheduler and drains it on close, but only closes a runtime it created.
+   * @default createTaskRuntime({ routes: apiRoutes, store, env, logger })
+   */
+  runtime?: TaskRuntime
+  /**
+   * Run store for the runtime the server creates. Ignored with `runtime`.
+   * @default a MemoryRunStore
+   */
+  store?: RunStore
+  /**
+   * Largest request body, in bytes; larger ones get 413 `PAYLOAD_TOO_LARGE`.
+   * @default 1048576 (1 MiB)
+   */
+  bodyLimit?: number
+  /**
+   * Environment: THEN_TASK_SECRET/SVC_TASK_SECRET, NODE_ENV, HOST,
+   * SVC_DISABLE_IN_PROCESS_CRON.
+   * @default process.env
+   */
+  env?: Record<string, string | undefined>
+  /**
+   * Adds the error message and stack to 500 bodies.
+   * @default env.NODE_ENV === 'development'
+   */
+  dev?: boolean
+  /** @default console */
+  logger?: Logger
+}
+
+export interface SvcServer {
+  /** The underlying Node `http.Server`. */
+  readonly server: HttpServer
+  /** The port actually bound. */
+  readonly port: number
+  /** `http://<host>:<port>`. */
+  readonly url: string
+  /** The task runtime behind `/__tasks` and the scheduler. */
+  readonly runtime: TaskRuntime
+  /** The core fetch handler the server mounts. */
+  readonly handler: SvcHandler
+  /**
+   * Stops accepting connections; answers requests that arrive on open
+   * keep-alive connections with 503 `Connection: close`; closes WebSockets
+   * with 1001; stops the scheduler; waits for in-flight requests and task
+   * attempts up to `shutdownTimeoutMs`, then forces. Idempotent.
+   */
+  close(): Promise<void>
+  /**
+   * Starts the closing handshake on every open WebSocket; the server keeps
+   * running.
+   * @param code @default 1001
+   */
+  closeWebSockets(code?: number, reason?: string): void
+}
+
+export function checkServerOptions(options: SvcServerOptions, where: string): void {
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError(`${where}: options must be an object with apiRoutes and pages (got ${describe(options)})`)
+  }
+  const o = options as unknown as Record<string, unknown>
+  if (!Array.isArray(o.apiRoutes)) throw new TypeError(`${where}: apiRoutes must be an array of API routes (got ${describe(o.apiRoutes)})`)
+  if (!Array.isArray(o.pages)) throw new TypeError(`${where}: pages must be an array of pages; pass [] for none (got ${describe(o.pages)})`)
+  if (o.port !== undefined && !(Number.isInteger(o.port) && (o.port as number) >= 0 && (o.port as number) <= 65535)) {
+    throw new RangeError(`${where}: port must be a whole number from 0 to 65535 (got ${describe(o.port)})`)
+  }
+  if (o.host !== undefined && (typeof o.host !== 'string' || o.host === '')) {
+    throw new TypeError(`${where}: host must be a non-empty string (got ${describe(o.host)})`)
+  }
+  if (o.shutdownTimeoutMs !== undefined && !(typeof o.shutdownTimeoutMs === 'number' && (o.shutdownTimeoutMs as number) >= 0 && Number.isFinite(o.shutdownTimeoutMs))) {
+    throw new RangeError(`${where}: shutdownTimeoutMs must be a number of milliseconds, 0 or more (got ${describe(o.shutdownTimeoutMs)})`)
+  }
+  if (o.installSignalHandlers !== undefined && typeof o.installSignalHandlers !== 'boolean') {
+    throw new TypeError(`${where}: installSignalHandlers must be a boolean (got ${describe(o.installSignalHandlers)})`)
+  }
+  if (o.staticDirs !== undefined && (!Array.isArray(o.staticDirs) || o.staticDirs.some((d) => typeof d !== 'string' || d === ''))) {
+    throw new TypeError(`${where}: staticDirs must be an array of directory paths (got ${describe(o.staticDirs)})`)
+  }
+  if (o.runtime !== undefined && (o.runtime === null || typeof (o.runtime as TaskRuntime).trigger !== 'function')) {
+    throw new TypeError(`${where}: runtime must be a TaskRuntime, such as createTaskRuntime() returns (got ${describe(o.runtime)})`)
+  }
+}

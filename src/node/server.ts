@@ -1,0 +1,200 @@
+/**
+ * `startSvcServer()` (spec "Programmatic server"): API routes, server and
+ * hybrid pages with the ISR cache, the task admin surface and scheduler,
+ * WebSocket hot routes, static files and graceful shutdown on one port.
+ * Node-only: srvx's Node adapter serves the core handler, crossws upgrades.
+ */
+import type { Server as HttpServer } from 'node:http'
+import { Server as NetServer } from 'node:net'
+import type { ServerRequest } from 'srvx'
+import { FastResponse, serve } from 'srvx/node'
+import { DEFAULT_BODY_LIMIT } from '../runtime/admin/body.ts'
+import type { ResponseClass } from '../runtime/app/types.ts'
+import { isEnabled } from '../runtime/env.ts'
+import { createSvcHandler } from '../runtime/handler.ts'
+import { createTaskRuntime, getActiveTaskRuntime, setActiveTaskRuntime, type TaskRuntimeInstance } from '../runtime/tasks/index.ts'
+import { describe } from '../runtime/tasks/options.ts'
+import { DISABLE_CRON_ENV } from '../runtime/tasks/scheduler.ts'
+import type { RequestInfo } from '../types.ts'
+import { resolveHost } from './host.ts'
+import { checkServerOptions, DEFAULT_PORT, DEFAULT_SHUTDOWN_TIMEOUT_MS, type SvcServer, type SvcServerOptions } from './options.ts'
+import { createStaticHandler } from './static.ts'
+import { createWebSocketLayer, DEFAULT_CLOSE_CODE } from './websocket.ts'
+
+const SIGNALS = ['SIGTERM', 'SIGINT'] as const
+
+const DRAINING_BODY = JSON.stringify({ error: 'The server is shutting down; retry on another connection', code: 'SHUTTING_DOWN' })
+const DRAINING_INIT: ResponseInit = Object.freeze({
+  status: 503,
+  // RFC 9112 §9.6: "close" makes the client open a new connection, which reaches a live instance.
+  headers: Object.freeze({ 'content-type': 'application/json', connection: 'close' }),
+}) as ResponseInit
+
+/** What only the host knows about a request, read lazily: the peer address costs a syscall. */
+class NodeRequestInfo implements RequestInfo {
+  readonly #request: ServerRequest
+  readonly waitUntil: RequestInfo['waitUntil']
+  constructor(request: ServerRequest) {
+    this.#request = request
+    this.waitUntil = request.waitUntil as RequestInfo['waitUntil']
+  }
+  get remoteAddress(): string | undefined {
+    return this.#request.runtime?.node?.req.socket?.remoteAddress
+  }
+}
+
+export async function startSvcServer(options: SvcServerOptions): Promise<SvcServer> {
+  const where = 'startSvcServer()'
+  checkServerOptions(options, where)
+  const env = options.env ?? process.env
+  const logger = options.logger ?? console
+  const port = options.port ?? DEFAULT_PORT
+  const host = resolveHost(options.host, env)
+  const shutdownTimeoutMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
+  const installSignalHandlers = options.installSignalHandlers ?? env.NODE_ENV !== 'test'
+
+  const ownRuntime = options.runtime === undefined
+  const runtime =
+    options.runtime ?? createTaskRuntime({ routes: options.apiRoutes, store: options.store, env, logger })
+  const staticFiles = options.staticDirs ? createStaticHandler(options.staticDirs, logger) : undefined
+  const handler = createSvcHandler({
+    routes: options.apiRoutes,
+    pages: options.pages,
+    cache: options.cache ?? {},
+    globalHooks: options.globalHooks,
+    runtime,
+    env,
+    bodyLimit,
+    dev: options.dev,
+    logger,
+    fallback: staticFiles,
+    // FastResponse is written by srvx without building a Web Response first.
+    responseClass: FastResponse as unknown as ResponseClass,
+  })
+
+  let draining = false
+  let inflight = 0
+  let onIdle: (() => void) | undefined
+  const done = () => {
+    if (--inflight === 0 && onIdle) onIdle()
+  }
+
+  const srvx = serve({
+    port,
+    hostname: host,
+    manual: true,
+    silent: true,
+    // Shutdown is ours (below): srvx would install its own signal handlers.
+    gracefulShutdown: false,
+    // Every body read, not only the ones svc parses, stops at the limit (413).
+    maxRequestBodySize: bodyLimit,
+    fetch(request) {
+      if (draining) return new FastResponse(DRAINING_BODY, DRAINING_INIT)
+      const res = request.runtime?.node?.res
+      if (res) {
+        inflight++
+        // 'close' fires once the response is fully written or the client is gone.
+        res.once('close', done)
+      }
+      return handler.fetch(request, new NodeRequestInfo(request))
+    },
+  })
+  const httpServer = srvx.node!.server as HttpServer
+
+  const websockets = createWebSocketLayer({ handler, logger, draining: () => draining })
+  httpServer.on('upgrade', (req, socket, head) => {
+    websockets.handleUpgrade(req, socket, head).catch((error) => {
+      logger.error(`[svc] upgrade of ${req.url} failed:`, error)
+      socket.destroy()
+    })
+  })
+
+  await srvx.serve()
+  const address = httpServer.address()
+  const boundPort = typeof address === 'object' && address ? address.port : port
+
+  if (ownRuntime || getActiveTaskRuntime() === undefined) setActiveTaskRuntime(runtime)
+  await (runtime as Partial<TaskRuntimeInstance>).recover?.()
+  if (isEnabled(env[DISABLE_CRON_ENV])) {
+    logger.info(`[svc] in-process cron is off (${DISABLE_CRON_ENV}); an external scheduler must fire scheduled tasks`)
+  } else {
+    runtime.startScheduler()
+  }
+
+  const closeWebSockets = (code: number = DEFAULT_CLOSE_CODE, reason?: string) => {
+    checkCloseCode(code, reason)
+    websockets.closeAll(code, reason)
+  }
+
+  const waitInflight = (deadline: number): Promise<boolean> => {
+    if (inflight === 0) return Promise.resolve(true)
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(inflight === 0), Math.max(0, deadline - Date.now()))
+      onIdle = () => {
+        clearTimeout(timer)
+        resolve(true)
+      }
+    })
+  }
+
+  let closing: Promise<void> | undefined
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      draining = true
+      const deadline = Date.now() + shutdownTimeoutMs
+      for (const signal of SIGNALS) process.off(signal, onSignal)
+      runtime.stopScheduler()
+      // Stop listening but keep idle keep-alive connections: a request already
+      // on its way over one gets a 503 it can retry (issue §3) instead of a reset.
+      // http.Server#close would also drop them (closeIdleConnections).
+      const listenerClosed = new Promise<void>((resolve) => NetServer.prototype.close.call(httpServer, () => resolve()))
+      websockets.closeAll(DEFAULT_CLOSE_CODE, 'Server shutting down')
+      const [httpDone, wsDone] = await Promise.all([
+        waitInflight(deadline),
+        websockets.waitClosed(deadline),
+        runtime.drain(Math.max(0, deadline - Date.now())).catch((error) => logger.error('[svc] task drain failed:', error)),
+      ])
+      if (!httpDone) logger.warn(`[svc] shutdown: ${inflight} request(s) still in flight after ${shutdownTimeoutMs} ms; closing their connections`)
+      if (!wsDone) websockets.terminateAll()
+      await websockets.dispose()
+      // Runs http.Server's own pre-close steps (idle sweep timer), then drops what is left.
+      httpServer.close()
+      httpServer.closeAllConnections()
+      await listenerClosed
+      if (getActiveTaskRuntime() === runtime) setActiveTaskRuntime(null)
+      if (ownRuntime) await (runtime as TaskRuntimeInstance).close()
+    })()
+    return closing
+  }
+
+  // Re-raising the signal once drained ends the process with the status a
+  // signal gives (128 + n), without process.exit in library code.
+  function onSignal(signal: NodeJS.Signals): void {
+    logger.info(`[svc] ${signal}: draining (up to ${shutdownTimeoutMs} ms)`)
+    close()
+      .catch((error) => logger.error('[svc] shutdown failed:', error))
+      .finally(() => process.kill(process.pid, signal))
+  }
+  if (installSignalHandlers) for (const signal of SIGNALS) process.once(signal, onSignal)
+
+  return {
+    server: httpServer,
+    port: boundPort,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${boundPort}`,
+    runtime,
+    handler,
+    close,
+    closeWebSockets,
+  }
+}
+
+/** RFC 6455 §7.4: 1000, 1001-1003, 1007-1014 are sendable; 3000-4999 are for libraries and apps. */
+function checkCloseCode(code: number, reason: string | undefined): void {
+  const ok = Number.isInteger(code) && (code === 1000 || (code >= 1001 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999))
+  if (!ok) throw new RangeError(`closeWebSockets(code): code must be 1000-1003, 1007-1014 or 3000-4999 (got ${describe(code)})`)
+  if (reason !== undefined && (typeof reason !== 'string' || new TextEncoder().encode(reason).length > 123)) {
+    // A close frame's payload is at most 125 bytes: 2 for the code, 123 for the reason (RFC 6455 §5.5).
+    throw new RangeError(`closeWebSockets(code, reason): reason must be a string of at most 123 bytes (got ${describe(reason)})`)
+  }
+}

@@ -1,0 +1,263 @@
+/**
+ * WebSocket upgrades for hot routes, on crossws's Node adapter (spec
+ * "Hot-route WebSocket handler", "Hot-route WebSocket handshake").
+ *
+ * Each upgrade request goes through the core handler first, like any
+ * request: `onRequest` hooks, routing, route params and the origin check all
+ * apply, and whatever the handler answers (403, 404, 401…) is written back
+ * on the socket before any handshake. Only when a hot route accepts does
+ * crossws complete the handshake; `websocket(peer, req)` then runs on open.
+ */
+import { STATUS_CODES, type IncomingMessage } from 'node:http'
+import type { Duplex } from 'node:stream'
+import type { Message, Peer } from 'crossws'
+import nodeAdapter from 'crossws/adapters/node'
+import { NodeRequest } from 'srvx/node'
+import { acceptedUpgrade, expectUpgrade, type AcceptedUpgrade } from '../runtime/app/upgrade.ts'
+import type { HotPeer } from '../runtime/app/types.ts'
+import type { SvcHandler } from '../runtime/handler.ts'
+import type { Logger, RequestInfo } from '../types.ts'
+
+/** Spec "Limits": the default close code of `closeWebSockets` is 1001 (going away, RFC 6455 §7.4.1). */
+export const DEFAULT_CLOSE_CODE = 1001
+
+type Listener = (...args: any[]) => unknown
+
+/** The `peer` a hot route's `websocket()` gets: a thin layer over the crossws peer. */
+class NodeHotPeer implements HotPeer {
+  readonly #peer: Peer
+  readonly #route: string
+  readonly #logger: Logger
+  #message: Listener[] = []
+  #close: Listener[] = []
+  /** Frames that arrive while an async `websocket()` has not returned yet. */
+  #queue: (string | Uint8Array)[] | undefined
+  #closed = false
+
+  constructor(peer: Peer, route: string, logger: Logger) {
+    this.#peer = peer
+    this.#route = route
+    this.#logger = logger
+  }
+
+  get id(): string {
+    return this.#peer.id
+  }
+
+  get remoteAddress(): string | undefined {
+    return this.#peer.remoteAddress
+  }
+
+  send(data: unknown): void {
+    this.#peer.send(data)
+  }
+
+  on(event: 'message' | 'close', listener: Listener): this {
+    if (typeof listener !== 'function') {
+      throw new TypeError(`peer.on("${event}", listener): listener must be a function (got ${typeof listener})`)
+    }
+    if (event === 'message') this.#message.push(listener)
+    else if (event === 'close') this.#close.push(listener)
+    else throw new TypeError(`peer.on(event): event must be "message" or "close" (got ${JSON.stringify(event)})`)
+    return this
+  }
+
+  off(event: 'message' | 'close', listener: Listener): this {
+    const list = event === 'message' ? this.#message : this.#close
+    const i = list.indexOf(listener)
+    if (i !== -1) list.splice(i, 1)
+    return this
+  }
+
+  close(code?: number, reason?: string): void {
+    this.#peer.close(code, reason)
+  }
+
+  /** Holds frames until `release()`, for handlers that register listeners after an `await`. */
+  hold(): void {
+    this.#queue = []
+  }
+
+  release(): void {
+    const queue = this.#queue
+    this.#queue = undefined
+    if (queue) for (const data of queue) this.deliver(data)
+  }
+
+  deliver(data: string | Uint8Array): void {
+    if (this.#queue) {
+      this.#queue.push(data)
+      return
+    }
+    const list = this.#message
+    for (let i = 0; i < list.length; i++) this.#call(list[i], 'message', data)
+  }
+
+  closed(code: number, reason: string): void {
+    if (this.#closed) return
+    this.#closed = true
+    this.#queue = undefined
+    for (const listener of this.#close) this.#call(listener, 'close', code, reason)
+  }
+
+  #call(listener: Listener, event: string, ...args: unknown[]): void {
+    try {
+      const out = listener(...args)
+      if (out instanceof Promise) out.catch((error) => this.#fail(event, error))
+    } catch (error) {
+      this.#fail(event, error)
+    }
+  }
+
+  #fail(event: string, error: unknown): void {
+    this.#logger.error(`[svc] hot route ${this.#route}: a "${event}" listener failed:`, error)
+  }
+}
+
+interface Connection {
+  accepted: AcceptedUpgrade
+  peer?: NodeHotPeer
+}
+
+export interface WebSocketLayer {
+  /** The `upgrade` listener of the HTTP server. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void>
+  /** Starts the closing handshake on every open socket. */
+  closeAll(code: number, reason?: string): void
+  /** Drops every socket at once (shutdown deadline passed). */
+  terminateAll(): void
+  /** Open sockets. */
+  readonly size: number
+  /** Resolves `true` once no socket is open, or `false` at `deadline` (epoch ms). */
+  waitClosed(deadline: number): Promise<boolean>
+  /** Stops the liveness sweep. */
+  dispose(): Promise<void>
+}
+
+export interface WebSocketLayerOptions {
+  handler: SvcHandler
+  logger: Logger
+  /** True while the server drains: upgrades then get 503. */
+  draining: () => boolean
+}
+
+export function createWebSocketLayer(options: WebSocketLayerOptions): WebSocketLayer {
+  const { handler, logger } = options
+  const open = new Set<NodeHotPeer>()
+  let onEmpty: (() => void)[] = []
+  const pending = new WeakMap<Request, AcceptedUpgrade>()
+
+  const ws = nodeAdapter({
+    hooks: {
+      upgrade(request) {
+        const accepted = pending.get(request)
+        // Only requests the app accepted reach crossws; anything else is a bug, not a client error.
+        if (!accepted) return new Response('Upgrade not accepted', { status: 500 })
+        return { context: { svc: { accepted } satisfies Connection } }
+      },
+      open(peer) {
+        const conn = peer.context.svc as Connection
+        const hot = new NodeHotPeer(peer, conn.accepted.route, logger)
+        conn.peer = hot
+        open.add(hot)
+        let out: unknown
+        try {
+          out = conn.accepted.websocket(hot, conn.accepted.req)
+        } catch (error) {
+          return failOpen(peer, conn, error)
+        }
+        if (out instanceof Promise) {
+          hot.hold()
+          out.then(
+            () => hot.release(),
+            (error) => failOpen(peer, conn, error),
+          )
+        }
+      },
+      message(peer, message: Message) {
+        // Text frames arrive as a string, binary ones as a Buffer (a Uint8Array).
+        ;(peer.context.svc as Connection).peer?.deliver(message.rawData as string | Uint8Array)
+      },
+      close(peer, details) {
+        const hot = (peer.context.svc as Connection | undefined)?.peer
+        if (!hot) return
+        open.delete(hot)
+        hot.closed(details.code ?? 1005, details.reason ?? '')
+        if (open.size === 0 && onEmpty.length > 0) {
+          const waiting = onEmpty
+          onEmpty = []
+          for (const resolve of waiting) resolve()
+        }
+      },
+      error(peer, error) {
+        const conn = peer.context.svc as Connection | undefined
+        logger.error(`[svc] hot route ${conn?.accepted.route ?? new URL(peer.request.url).pathname}: WebSocket error:`, error)
+      },
+    },
+  })
+
+  function failOpen(peer: Peer, conn: Connection, error: unknown): void {
+    logger.error(`[svc] hot route ${conn.accepted.route}: websocket() failed:`, error)
+    // 1011: the server hit a condition that prevented it from fulfilling the request (RFC 6455 §7.4.1).
+    peer.close(1011, 'Internal error')
+  }
+
+  return {
+    async handleUpgrade(req, socket, head) {
+      socket.on('error', (error) => logger.warn(`[svc] upgrade socket error on ${req.url}:`, error))
+      if (options.draining()) {
+        return writeResponse(socket, jsonResponse(503, 'SHUTTING_DOWN', 'The server is shutting down'))
+      }
+      const request = new NodeRequest({ req }) as unknown as Request
+      expectUpgrade(request)
+      const info: RequestInfo = { remoteAddress: req.socket.remoteAddress }
+      let res: Response
+      try {
+        res = await handler.fetch(request, info)
+      } catch (error) {
+        logger.error(`[svc] upgrade of ${req.url} failed:`, error)
+        res = jsonResponse(500, 'INTERNAL_ERROR', 'Internal Server Error')
+      }
+      const accepted = acceptedUpgrade(request)
+      if (!accepted) return writeResponse(socket, res)
+      pending.set(request, accepted)
+      await ws.handleUpgrade(req, socket, head, request)
+    },
+    closeAll(code, reason) {
+      for (const peer of open) peer.close(code, reason)
+    },
+    terminateAll() {
+      ws.closeAll(undefined, undefined, true)
+    },
+    get size() {
+      return open.size
+    },
+    waitClosed(deadline) {
+      if (open.size === 0) return Promise.resolve(true)
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => resolve(open.size === 0), Math.max(0, deadline - Date.now()))
+        onEmpty.push(() => {
+          clearTimeout(timer)
+          resolve(true)
+        })
+      })
+    },
+    dispose: () => ws.close(),
+  }
+}
+
+function jsonResponse(status: number, code: string, error: string): Response {
+  return new Response(JSON.stringify({ error, code }), { status, headers: { 'content-type': 'application/json' } })
+}
+
+/** Answers an upgrade request over the raw socket, then closes it (no handshake happened). */
+async function writeResponse(socket: Duplex, res: Response): Promise<void> {
+  const body = res.body ? Buffer.from(await res.arrayBuffer()) : Buffer.alloc(0)
+  if (socket.destroyed) return
+  let head = `HTTP/1.1 ${res.status} ${STATUS_CODES[res.status] ?? ''}\r\n`
+  res.headers.forEach((value, name) => {
+    if (name !== 'content-length' && name !== 'connection' && name !== 'transfer-encoding') head += `${name}: ${value}\r\n`
+  })
+  head += `content-length: ${body.length}\r\nconnection: close\r\n\r\n`
+  socket.end(Buffer.concat([Buffer.from(head, 'latin1'), body]))
+}
