@@ -4,10 +4,10 @@
  * WebSocket hot routes, static files and graceful shutdown on one port.
  * Node-only: srvx's Node adapter serves the core handler, crossws upgrades.
  */
-import type { Server as HttpServer } from 'node:http'
+import { createServer, type ServerResponse } from 'node:http'
 import { Server as NetServer } from 'node:net'
 import type { ServerRequest } from 'srvx'
-import { FastResponse, serve } from 'srvx/node'
+import { FastResponse, NodeRequest } from 'srvx/node'
 import { DEFAULT_BODY_LIMIT } from '../runtime/admin/body.ts'
 import type { ResponseClass } from '../runtime/app/types.ts'
 import { isEnabled } from '../runtime/env.ts'
@@ -19,16 +19,14 @@ import type { RequestInfo } from '../types.ts'
 import { resolveHost } from './host.ts'
 import { checkServerOptions, DEFAULT_PORT, DEFAULT_SHUTDOWN_TIMEOUT_MS, type SvcServer, type SvcServerOptions } from './options.ts'
 import { createStaticHandler } from './static.ts'
+import { sendResponse } from './send.ts'
 import { createWebSocketLayer, DEFAULT_CLOSE_CODE } from './websocket.ts'
 
 const SIGNALS = ['SIGTERM', 'SIGINT'] as const
 
 const DRAINING_BODY = JSON.stringify({ error: 'The server is shutting down; retry on another connection', code: 'SHUTTING_DOWN' })
-const DRAINING_INIT: ResponseInit = Object.freeze({
-  status: 503,
-  // RFC 9112 §9.6: "close" makes the client open a new connection, which reaches a live instance.
-  headers: Object.freeze({ 'content-type': 'application/json', connection: 'close' }),
-}) as ResponseInit
+// RFC 9112 §9.6: "close" makes the client open a new connection, which reaches a live instance.
+const DRAINING_HEADERS = { 'content-type': 'application/json', connection: 'close' }
 
 /** What only the host knows about a request, read lazily: the peer address costs a syscall. */
 class NodeRequestInfo implements RequestInfo {
@@ -80,27 +78,57 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
     if (--inflight === 0 && onIdle) onIdle()
   }
 
-  const srvx = serve({
-    port,
-    hostname: host,
-    manual: true,
-    silent: true,
-    // Shutdown is ours (below): srvx would install its own signal handlers.
-    gracefulShutdown: false,
-    // Every body read, not only the ones svc parses, stops at the limit (413).
-    maxRequestBodySize: bodyLimit,
-    fetch(request) {
-      if (draining) return new FastResponse(DRAINING_BODY, DRAINING_INIT)
-      const res = request.runtime?.node?.res
-      if (res) {
-        inflight++
-        // 'close' fires once the response is fully written or the client is gone.
-        res.once('close', done)
-      }
-      return handler.fetch(request, new NodeRequestInfo(request))
-    },
+  // Work a request keeps alive past its response (background ISR renders).
+  const background = new Set<Promise<unknown>>()
+  const waitUntil = (promise: Promise<unknown>) => {
+    const tracked = Promise.resolve(promise)
+      .catch((error) => logger.error('[svc] background work failed:', error))
+      .finally(() => background.delete(tracked))
+    background.add(tracked)
+  }
+
+  // srvx's NodeRequest and FastResponse carry every request; the listener is
+  // ours so in-flight requests can be counted and answered 503 while draining.
+  const httpServer = createServer((req, res) => {
+    if (draining) {
+      res.writeHead(503, DRAINING_HEADERS)
+      res.end(DRAINING_BODY)
+      return
+    }
+    const target = req.url
+    // RFC 9112 §3.2: origin-form or absolute-form; anything else is a bad request.
+    if (!target || (target.charCodeAt(0) !== 47 && target !== '*' && !URL.canParse(target))) {
+      res.writeHead(400)
+      res.end()
+      return
+    }
+    inflight++
+    // 'close' fires once, when the response is fully written or the client is gone.
+    res.on('close', done)
+    const request = new NodeRequest({ req, res, maxRequestBodySize: bodyLimit }) as ServerRequest
+    request.waitUntil = waitUntil
+    const answer = handler.handle(request, new NodeRequestInfo(request))
+    if (answer instanceof Promise) answer.then((response) => send(res, response), (error) => failResponse(res, error))
+    else send(res, answer)
   })
-  const httpServer = srvx.node!.server as HttpServer
+
+  function send(res: ServerResponse, response: Response): void {
+    try {
+      const sent = sendResponse(res, response)
+      if (sent) sent.catch((error) => failResponse(res, error))
+    } catch (error) {
+      failResponse(res, error)
+    }
+  }
+
+  function failResponse(res: ServerResponse, error: unknown): void {
+    logger.error('[svc] could not send a response:', error)
+    if (res.headersSent) res.destroy()
+    else {
+      res.writeHead(500, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ error: 'Internal Server Error', code: 'INTERNAL_ERROR' }))
+    }
+  }
 
   const websockets = createWebSocketLayer({ handler, logger, draining: () => draining })
   httpServer.on('upgrade', (req, socket, head) => {
@@ -110,7 +138,13 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
     })
   })
 
-  await srvx.serve()
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once('error', reject)
+    httpServer.listen(port, host, () => {
+      httpServer.off('error', reject)
+      resolve()
+    })
+  })
   const address = httpServer.address()
   const boundPort = typeof address === 'object' && address ? address.port : port
 
@@ -158,6 +192,7 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
       if (!httpDone) logger.warn(`[svc] shutdown: ${inflight} request(s) still in flight after ${shutdownTimeoutMs} ms; closing their connections`)
       if (!wsDone) websockets.terminateAll()
       await websockets.dispose()
+      await settle([...background], deadline)
       // Runs http.Server's own pre-close steps (idle sweep timer), then drops what is left.
       httpServer.close()
       httpServer.closeAllConnections()
@@ -187,6 +222,17 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
     close,
     closeWebSockets,
   }
+}
+
+/** Waits for `promises` until `deadline` (epoch ms). */
+async function settle(promises: Promise<unknown>[], deadline: number): Promise<void> {
+  if (promises.length === 0) return
+  let timer: ReturnType<typeof setTimeout> | undefined
+  await Promise.race([
+    Promise.allSettled(promises),
+    new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now())))),
+  ])
+  clearTimeout(timer)
 }
 
 /** RFC 6455 §7.4: 1000, 1001-1003, 1007-1014 are sendable; 3000-4999 are for libraries and apps. */

@@ -8,6 +8,7 @@ import type { GlobalHooks, Logger, RequestInfo, RuntimeApiRoute, RuntimePage, Ta
 import { DEFAULT_BODY_LIMIT } from './admin/body.ts'
 import { createAdminHandler, TASKS_PREFIX } from './admin/tasks.ts'
 import { buildApp, checkCommonOptions, type ApiApp } from './app/create.ts'
+import { requestPath } from './app/path.ts'
 import type { ResponseClass } from './app/types.ts'
 import { processEnv } from './env.ts'
 import { createIsrCache, type IsrCache, type SvcCacheConfig } from './pages/isr.ts'
@@ -76,6 +77,11 @@ export interface SvcHandler {
    * `waitUntil` (for background ISR renders on edge platforms).
    */
   fetch(request: Request, info?: RequestInfo): Promise<Response>
+  /**
+   * `fetch` without wrapping a synchronous answer in a promise, for hosts
+   * that accept either (the Node server).
+   */
+  handle(request: Request, info?: RequestInfo): Response | Promise<Response>
   /** The task runtime `/__tasks` drives. */
   readonly runtime: TaskRuntime
   /** The ISR cache, when one is configured. */
@@ -124,25 +130,22 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
   })
   const admin = createAdminHandler({ runtime, env, bodyLimit, R, logger, dev })
 
+  const handle = (request: Request, info?: RequestInfo): Response | Promise<Response> => {
+    const pathname = requestPath(request)
+    if (pathname.startsWith(TASKS_PREFIX) && (pathname.length === TASKS_PREFIX.length || pathname.charCodeAt(TASKS_PREFIX.length) === 47)) {
+      return admin(request, pathname, info)
+    }
+    // Hono's `env` argument carries the request info to the built-ins.
+    return app.fetch(request, info)
+  }
+
   return {
     runtime,
     cache,
     app,
+    handle,
     fetch(request, info) {
-      const url = request.url
-      const start = url.indexOf('/', url.indexOf('//') + 2)
-      if (start !== -1 && url.startsWith(TASKS_PREFIX, start)) {
-        const end = start + TASKS_PREFIX.length
-        const next = url.charCodeAt(end)
-        // `/__tasks`, `/__tasks/…`, `/__tasks?…`, but not `/__tasksets`.
-        if (Number.isNaN(next) || next === 47 /* / */ || next === 63 /* ? */ || next === 35 /* # */) {
-          const query = url.indexOf('?', start)
-          const pathname = query === -1 ? url.slice(start) : url.slice(start, query)
-          return admin(request, pathname, info)
-        }
-      }
-      // Hono's `env` argument carries the request info to the built-ins.
-      const res = app.fetch(request, info)
+      const res = handle(request, info)
       return res instanceof Promise ? res : Promise.resolve(res)
     },
   }
