@@ -24,13 +24,6 @@ export class InvalidJsonError extends SvcError {
   }
 }
 
-/** HTTP 415 `UNSUPPORTED_MEDIA_TYPE` (RFC 9110 §15.5.16). */
-export class UnsupportedMediaTypeError extends SvcError {
-  constructor(type: string) {
-    super(`Expected Content-Type: application/json (got ${JSON.stringify(type)})`, 'UNSUPPORTED_MEDIA_TYPE', 415)
-  }
-}
-
 /** The body as text, rejecting with `PayloadTooLargeError` past `limit` bytes. */
 export async function readBodyText(request: Request, limit: number): Promise<string> {
   // A declared length over the limit is refused before reading a byte.
@@ -56,17 +49,11 @@ export async function readBodyText(request: Request, limit: number): Promise<str
 }
 
 /**
- * The JSON body, or `undefined` for an empty one. Bodies declared as
- * something other than JSON are refused: the admin surface is JSON only.
+ * The JSON body, or `undefined` for an empty one. The body is parsed as JSON
+ * whatever its declared type (clients such as `fetch` and `curl -d` send
+ * `text/plain` or form types by default); anything else is `INVALID_JSON`.
  */
 export async function readJsonBody(request: Request, limit: number): Promise<{ text: string; value: unknown }> {
-  const type = request.headers.get('content-type')
-  if (type !== null && type !== '' && !isJsonType(type)) {
-    // An empty body with a stray type is still an empty body.
-    const text = await readBodyText(request, limit)
-    if (text.trim() === '') return { text, value: undefined }
-    throw new UnsupportedMediaTypeError(type)
-  }
   const text = await readBodyText(request, limit)
   return { text, value: parseJson(text) }
 }
@@ -78,9 +65,4 @@ export function parseJson(text: string): unknown {
   } catch (error) {
     throw new InvalidJsonError(error instanceof Error ? error.message : String(error))
   }
-}
-
-function isJsonType(type: string): boolean {
-  const essence = type.split(';', 1)[0].trim().toLowerCase()
-  return essence === 'application/json' || essence.endsWith('+json')
 }

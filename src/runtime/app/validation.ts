@@ -10,17 +10,8 @@ import { ValidationError } from '../errors.ts'
 import { validate } from '../schema.ts'
 import type { SvcRequest } from './types.ts'
 
-/**
- * The body is validated for POST, PUT and PATCH, and for DELETE only when the
- * request carries one (RFC 9110 §9.3.5 gives a DELETE body no meaning).
- */
-function bodyExpected(request: Request): boolean {
-  const method = request.method
-  if (method === 'POST' || method === 'PUT' || method === 'PATCH') return true
-  if (method !== 'DELETE') return false
-  const length = request.headers.get('content-length')
-  return (length !== null && length !== '0') || request.headers.has('transfer-encoding')
-}
+/** POST, PUT and PATCH always have their body validated; DELETE only when it carries one (RFC 9110 §9.3.5). */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
 /** Validates `req` against `schema`; rejects with `ValidationError` (400) listing every issue. */
 export async function validateRequest(req: SvcRequest, schema: SchemaDefinition, bodyLimit: number): Promise<void> {
@@ -42,12 +33,14 @@ export async function validateRequest(req: SvcRequest, schema: SchemaDefinition,
   if (schema.headers) {
     await check(async () => req.addValidatedData('header', (await validate(schema.headers!, req.header(), 'headers')) as {}))
   }
-  if (schema.body && bodyExpected(req.raw)) {
+  if (schema.body && BODY_METHODS.has(req.raw.method)) {
     // A malformed or oversized body is its own error (400 INVALID_JSON, 413), not a validation issue.
     const { text, value } = await readJsonBody(req.raw, bodyLimit)
     // The stream is consumed: keep the text so `req.json()`/`req.text()` still work in the handler.
     ;(req.bodyCache as Record<string, unknown>).text = Promise.resolve(text)
-    await check(async () => req.addValidatedData('json', (await validate(schema.body!, value, 'body')) as {}))
+    if (req.raw.method !== 'DELETE' || text !== '') {
+      await check(async () => req.addValidatedData('json', (await validate(schema.body!, value, 'body')) as {}))
+    }
   }
   if (details.length > 0) throw new ValidationError(details)
 }

@@ -1,0 +1,151 @@
+/** Shared helpers of the HTTP suites: real servers on port 0, a recording logger, raw sockets. */
+import { connect, type Socket } from 'node:net'
+import { afterEach } from 'vitest'
+import { startSvcServer, type SvcServer, type SvcServerOptions } from '../../src/node.ts'
+import type { Logger } from '../../src/types.ts'
+
+export interface RecordingLogger extends Logger {
+  lines: { level: 'info' | 'warn' | 'error'; text: string }[]
+  text(): string
+}
+
+/** A logger that keeps what it is told, so tests can assert on it and the output stays quiet. */
+export function recordingLogger(): RecordingLogger {
+  const lines: RecordingLogger['lines'] = []
+  const push = (level: 'info' | 'warn' | 'error') => (...args: unknown[]) =>
+    lines.push({ level, text: args.map((a) => (a instanceof Error ? `${a.name}: ${a.message}` : String(a))).join(' ') })
+  return { lines, info: push('info'), warn: push('warn'), error: push('error'), text: () => lines.map((l) => l.text).join('\n') }
+}
+
+const open = new Set<SvcServer>()
+
+afterEach(async () => {
+  await Promise.all([...open].map((server) => server.close()))
+  open.clear()
+})
+
+export type TestServerOptions = Partial<SvcServerOptions>
+
+/** startSvcServer on an ephemeral port, closed after each test. */
+export async function serve(options: TestServerOptions = {}): Promise<SvcServer & { logger: RecordingLogger }> {
+  const logger = (options.logger as RecordingLogger | undefined) ?? recordingLogger()
+  const server = await startSvcServer({
+    apiRoutes: [],
+    pages: [],
+    port: 0,
+    installSignalHandlers: false,
+    ...options,
+    logger,
+  })
+  open.add(server)
+  return Object.assign(server, { logger })
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+/** A promise with its resolver outside, to hold a handler until the test lets it go. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void
+  const promise = new Promise<T>((r) => (resolve = r))
+  return { promise, resolve }
+}
+
+/** Polls `check` until it returns something other than undefined/false. */
+export async function until<T>(check: () => T | Promise<T>, timeoutMs = 5000): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await check()
+    if (value !== undefined && value !== null && value !== false) return value as NonNullable<T>
+    if (Date.now() > deadline) throw new Error('Timed out waiting for a condition')
+    await sleep(20)
+  }
+}
+
+export interface RawResponse {
+  status: number
+  headers: Record<string, string>
+  body: string
+}
+
+/**
+ * A raw keep-alive HTTP/1.1 connection: requests are written as typed and
+ * responses parsed as they come, so tests control exactly which request
+ * travels on which connection.
+ */
+export class RawConnection {
+  readonly socket: Socket
+  #buffer = ''
+  #waiters: (() => void)[] = []
+  closed = false
+
+  constructor(port: number) {
+    this.socket = connect(port, '127.0.0.1')
+    this.socket.setEncoding('latin1')
+    this.socket.on('data', (chunk: string) => {
+      this.#buffer += chunk
+      this.#wake()
+    })
+    this.socket.on('close', () => {
+      this.closed = true
+      this.#wake()
+    })
+    this.socket.on('error', () => {})
+  }
+
+  ready(): Promise<void> {
+    return new Promise((resolve) => this.socket.once('connect', () => resolve()))
+  }
+
+  send(method: string, path: string, headers: Record<string, string> = {}, body = ''): void {
+    let head = `${method} ${path} HTTP/1.1\r\nhost: localhost\r\n`
+    for (const [k, v] of Object.entries(headers)) head += `${k}: ${v}\r\n`
+    if (body) head += `content-length: ${Buffer.byteLength(body)}\r\n`
+    this.socket.write(`${head}\r\n${body}`)
+  }
+
+  /** The next complete response (content-length framed), or null if the connection closed first. */
+  async next(timeoutMs = 5000): Promise<RawResponse | null> {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const parsed = this.#parse()
+      if (parsed) return parsed
+      if (this.closed) return null
+      if (Date.now() > deadline) throw new Error(`No response within ${timeoutMs} ms; buffered: ${JSON.stringify(this.#buffer)}`)
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 50)
+        this.#waiters.push(() => {
+          clearTimeout(timer)
+          resolve()
+        })
+      })
+    }
+  }
+
+  #wake(): void {
+    const waiters = this.#waiters
+    this.#waiters = []
+    for (const wake of waiters) wake()
+  }
+
+  #parse(): RawResponse | null {
+    const end = this.#buffer.indexOf('\r\n\r\n')
+    if (end === -1) return null
+    const [statusLine, ...lines] = this.#buffer.slice(0, end).split('\r\n')
+    const headers: Record<string, string> = {}
+    for (const line of lines) {
+      const i = line.indexOf(':')
+      headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim()
+    }
+    const length = Number(headers['content-length'] ?? 0)
+    if (this.#buffer.length < end + 4 + length) return null
+    const body = this.#buffer.slice(end + 4, end + 4 + length)
+    this.#buffer = this.#buffer.slice(end + 4 + length)
+    return { status: Number(statusLine.split(' ')[1]), headers, body }
+  }
+
+  close(): void {
+    this.socket.destroy()
+  }
+}
