@@ -1,0 +1,286 @@
+import * as v from 'valibot'
+import { describe, expect, it } from 'vitest'
+import { createSvcHandler, createTaskRuntime, tokenIdFor, type RunRecord, type RuntimeApiRoute } from '../../src/index.ts'
+import { isLoopback, timingSafeEqual } from '../../src/runtime/admin/auth.ts'
+import { deferred, recordingLogger, serve, until } from './_helpers.ts'
+
+function appRoutes(gate = deferred()) {
+  const seen: unknown[] = []
+  const routes: RuntimeApiRoute[] = [
+    {
+      path: '/api/report',
+      module: {
+        route: { kind: 'task', retries: 1 },
+        schedule: '0 3 * * *',
+        input: v.optional(v.object({ month: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(12)) })),
+        POST: async (ctx: { input: unknown }) => {
+          seen.push(ctx.input)
+          await gate.promise
+          return { done: ctx.input ?? 'no input' }
+        },
+      },
+    },
+    {
+      path: '/api/approvals/wait',
+      module: {
+        kind: 'task',
+        POST: async (ctx: { step: { waitForToken(key: string, o?: object): Promise<unknown> } }) => ctx.step.waitForToken('ok'),
+      },
+    },
+    {
+      path: '/api/approvals/quick',
+      module: {
+        kind: 'task',
+        POST: async (ctx: { step: { waitForToken(key: string, o?: object): Promise<unknown> } }) =>
+          ctx.step.waitForToken('ok', { timeoutSeconds: 0.05 }),
+      },
+    },
+    { path: '/api/hello', module: { GET: () => 'hi' } },
+  ]
+  return { routes, seen, gate }
+}
+
+const json = { 'content-type': 'application/json' }
+
+async function getRun(url: string, id: string): Promise<RunRecord> {
+  return (await (await fetch(`${url}/__tasks/${encodeURIComponent(id)}`)).json()) as RunRecord
+}
+
+describe('task admin surface', () => {
+  it('lists registered tasks with name, path, schedule, retries, timeout and lastRun', async () => {
+    const { routes, gate } = appRoutes()
+    gate.resolve()
+    const server = await serve({ apiRoutes: routes })
+    const res = await fetch(`${server.url}/__tasks`)
+    expect(res.status).toBe(200)
+    const { tasks } = await res.json()
+    expect(tasks).toContainEqual({ name: 'report', path: '/api/report', schedule: '0 3 * * *', retries: 1, timeout: 30000, lastRun: null })
+    expect(tasks.map((t: { name: string }) => t.name).sort()).toEqual(['approvals.quick', 'approvals.wait', 'report'])
+
+    const started = await (await fetch(`${server.url}/__tasks/report`, { method: 'POST' })).json()
+    await server.runtime.waitForRun(started.id)
+    const after = (await (await fetch(`${server.url}/__tasks`)).json()).tasks.find((t: { name: string }) => t.name === 'report')
+    expect(after.lastRun).toEqual({ id: started.id, status: 'completed', finishedAt: expect.any(String) })
+  })
+
+  it('answers POST /__tasks/<name> with 202 { id, status: "running" } before the handler finishes', async () => {
+    const { routes, gate, seen } = appRoutes()
+    const server = await serve({ apiRoutes: routes })
+    const res = await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: json, body: '{"month":4}' })
+    expect(res.status).toBe(202)
+    const body = await res.json()
+    expect(body).toEqual({ id: expect.any(String), status: 'running' })
+    await until(() => seen.length === 1)
+    const running = await getRun(server.url, body.id)
+    expect(running.status).toBe('running')
+    gate.resolve()
+    await server.runtime.waitForRun(body.id)
+    const run = await getRun(server.url, body.id)
+    expect(run).toMatchObject({ id: body.id, taskName: 'report', status: 'completed', ok: true, result: { done: { month: 4 } } })
+    expect(run.attempts).toHaveLength(1)
+    expect(run.createdAt).toEqual(expect.any(String))
+  })
+
+  it('takes an empty body as input undefined', async () => {
+    const { routes, gate, seen } = appRoutes()
+    gate.resolve()
+    const server = await serve({ apiRoutes: routes })
+    const { id } = await (await fetch(`${server.url}/__tasks/report`, { method: 'POST' })).json()
+    await server.runtime.waitForRun(id)
+    expect(seen).toEqual([undefined])
+  })
+
+  it('answers malformed JSON with 400 INVALID_JSON and starts no run', async () => {
+    const { routes, seen } = appRoutes()
+    const server = await serve({ apiRoutes: routes })
+    const res = await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: json, body: '{"month":' })
+    expect(res.status).toBe(400)
+    expect((await res.json()).code).toBe('INVALID_JSON')
+    expect(seen).toEqual([])
+  })
+
+  it('answers a body over the limit with 413 PAYLOAD_TOO_LARGE', async () => {
+    const { routes, seen } = appRoutes()
+    const server = await serve({ apiRoutes: routes, bodyLimit: 100 })
+    const res = await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: json, body: JSON.stringify({ pad: 'x'.repeat(500) }) })
+    expect(res.status).toBe(413)
+    expect((await res.json()).code).toBe('PAYLOAD_TOO_LARGE')
+    expect(seen).toEqual([])
+  })
+
+  it('answers a payload that fails the input schema with 400 VALIDATION_FAILED and never calls the handler', async () => {
+    const { routes, seen } = appRoutes()
+    const server = await serve({ apiRoutes: routes })
+    const res = await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: json, body: '{"month":13}' })
+    expect(res.status).toBe(400)
+    const body = await res.json()
+    expect(body).toMatchObject({ code: 'VALIDATION_FAILED', error: expect.any(String) })
+    expect(body.details).toEqual([expect.objectContaining({ target: 'input', path: ['month'] })])
+    expect(seen).toEqual([])
+  })
+
+  it('answers an unknown task with 404 TASK_NOT_FOUND naming the available ones', async () => {
+    const server = await serve({ apiRoutes: appRoutes().routes })
+    const res = await fetch(`${server.url}/__tasks/nope`, { method: 'POST' })
+    expect(res.status).toBe(404)
+    const body = await res.json()
+    expect(body.code).toBe('TASK_NOT_FOUND')
+    expect(body.error).toContain('report')
+  })
+
+  it('answers an unknown run id with 404 RUN_NOT_FOUND', async () => {
+    const server = await serve({ apiRoutes: appRoutes().routes })
+    const res = await fetch(`${server.url}/__tasks/does-not-exist`)
+    expect(res.status).toBe(404)
+    expect((await res.json()).code).toBe('RUN_NOT_FOUND')
+  })
+
+  it('answers other methods with 405 and an Allow header', async () => {
+    const server = await serve({ apiRoutes: appRoutes().routes })
+    const list = await fetch(`${server.url}/__tasks`, { method: 'DELETE' })
+    expect(list.status).toBe(405)
+    expect(list.headers.get('allow')).toBe('GET, HEAD')
+    const one = await fetch(`${server.url}/__tasks/report`, { method: 'PUT' })
+    expect(one.status).toBe(405)
+    expect(one.headers.get('allow')).toBe('GET, HEAD, POST')
+    const token = await fetch(`${server.url}/__tasks/tokens/x`, { method: 'GET' })
+    expect(token.status).toBe(405)
+    expect(token.headers.get('allow')).toBe('POST')
+  })
+
+  it('reads enqueue options from the Idempotency-Key header and rejects a bad delay header with 400', async () => {
+    const { routes, gate } = appRoutes()
+    gate.resolve()
+    const server = await serve({ apiRoutes: routes })
+    const first = await (await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: { 'idempotency-key': 'k1' } })).json()
+    const second = await (await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: { 'idempotency-key': 'k1' } })).json()
+    expect(second.id).toBe(first.id)
+    const bad = await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: { 'svc-delay-seconds': 'soon' } })
+    expect(bad.status).toBe(400)
+    expect((await bad.json()).code).toBe('INVALID_OPTIONS')
+  })
+})
+
+describe('completing tokens over POST /__tasks/tokens/<id>', () => {
+  it('completes a waiting token with the body as payload (200), then 409 for a second completion', async () => {
+    const server = await serve({ apiRoutes: appRoutes().routes })
+    const { id } = await (await fetch(`${server.url}/__tasks/approvals.wait`, { method: 'POST' })).json()
+    const suspended = await until(async () => {
+      const run = await getRun(server.url, id)
+      return run.status === 'suspended' ? run : undefined
+    })
+    const tokenId = tokenIdFor(id, 'ok')
+    expect(suspended.suspended?.waitpoint).toMatchObject({ type: 'token', tokenId })
+    const url = `${server.url}/__tasks/tokens/${encodeURIComponent(tokenId)}`
+    const res = await fetch(url, { method: 'POST', headers: json, body: '{"approved":true}' })
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ ok: true, status: 'completed' })
+    const done = await server.runtime.waitForRun(id)
+    expect(done.result).toEqual({ payload: { approved: true } })
+    const again = await fetch(url, { method: 'POST', body: '{}' })
+    expect(again.status).toBe(409)
+    expect((await again.json()).code).toBe('TOKEN_ALREADY_COMPLETED')
+  })
+
+  it('answers 404 TOKEN_NOT_FOUND for an unknown token and 409 TOKEN_TIMED_OUT for one that timed out', async () => {
+    const server = await serve({ apiRoutes: appRoutes().routes })
+    const unknown = await fetch(`${server.url}/__tasks/tokens/nobody`, { method: 'POST' })
+    expect(unknown.status).toBe(404)
+    expect((await unknown.json()).code).toBe('TOKEN_NOT_FOUND')
+
+    const { id } = await (await fetch(`${server.url}/__tasks/approvals.quick`, { method: 'POST' })).json()
+    const finished = await server.runtime.waitForRun(id)
+    expect(finished.result).toEqual({ timedOut: true })
+    const late = await fetch(`${server.url}/__tasks/tokens/${encodeURIComponent(tokenIdFor(id, 'ok'))}`, { method: 'POST' })
+    expect(late.status).toBe(409)
+    expect(await late.json()).toMatchObject({ code: 'TOKEN_TIMED_OUT', status: 'timed_out' })
+  })
+})
+
+describe('admin auth', () => {
+  const routes = appRoutes().routes
+
+  it('with THEN_TASK_SECRET set, answers a missing token with 401 and WWW-Authenticate: Bearer, saying what to send', async () => {
+    const server = await serve({ apiRoutes: routes, env: { NODE_ENV: 'test', THEN_TASK_SECRET: 'tok' } })
+    const res = await fetch(`${server.url}/__tasks`)
+    expect(res.status).toBe(401)
+    expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/)
+    const body = await res.json()
+    expect(body.code).toBe('UNAUTHORIZED')
+    expect(body.error).toContain('THEN_TASK_SECRET')
+  })
+
+  it('rejects a wrong token and accepts the right one, even from loopback', async () => {
+    const server = await serve({ apiRoutes: routes, env: { NODE_ENV: 'test', THEN_TASK_SECRET: 'tok' } })
+    expect((await fetch(`${server.url}/__tasks`, { headers: { authorization: 'Bearer nope' } })).status).toBe(401)
+    expect((await fetch(`${server.url}/__tasks`, { headers: { authorization: 'Basic tok' } })).status).toBe(401)
+    expect((await fetch(`${server.url}/__tasks`, { headers: { authorization: 'Bearer tok' } })).status).toBe(200)
+    expect((await fetch(`${server.url}/__tasks`, { headers: { authorization: 'bearer tok' } })).status).toBe(200)
+  })
+
+  it('accepts SVC_TASK_SECRET as the secret too', async () => {
+    const server = await serve({ apiRoutes: routes, env: { NODE_ENV: 'production', SVC_TASK_SECRET: 'alt' } })
+    expect((await fetch(`${server.url}/__tasks`, { headers: { authorization: 'Bearer alt' } })).status).toBe(200)
+  })
+
+  it('without a secret, allows loopback peers only in development and test', async () => {
+    for (const NODE_ENV of ['development', 'test']) {
+      const server = await serve({ apiRoutes: routes, env: { NODE_ENV } })
+      expect((await fetch(`${server.url}/__tasks`)).status).toBe(200)
+      await server.close()
+    }
+    for (const NODE_ENV of ['production', undefined]) {
+      const server = await serve({ apiRoutes: routes, env: { NODE_ENV } })
+      const res = await fetch(`${server.url}/__tasks`)
+      expect(res.status).toBe(401)
+      expect((await res.json()).error).toMatch(/set THEN_TASK_SECRET/)
+      await server.close()
+    }
+  })
+
+  it('judges loopback by the socket address, never by X-Forwarded-For', async () => {
+    const handler = createSvcHandler({ routes, env: { NODE_ENV: 'development' }, logger: recordingLogger() })
+    const spoofed = new Request('http://svc/__tasks', { headers: { 'x-forwarded-for': '127.0.0.1' } })
+    expect((await handler.fetch(spoofed, { remoteAddress: '203.0.113.9' })).status).toBe(401)
+    expect((await handler.fetch(new Request('http://svc/__tasks'))).status).toBe(401)
+    expect((await handler.fetch(new Request('http://svc/__tasks'), { remoteAddress: '::ffff:127.0.0.1' })).status).toBe(200)
+  })
+
+  it('gates /__svc/revalidate like the admin surface, but not /__health', async () => {
+    const server = await serve({ apiRoutes: routes, env: { NODE_ENV: 'production', THEN_TASK_SECRET: 'tok' } })
+    expect((await fetch(`${server.url}/__health`)).status).toBe(200)
+    const denied = await fetch(`${server.url}/__svc/revalidate`, { method: 'POST', body: '{"paths":["/"]}' })
+    expect(denied.status).toBe(401)
+    expect(denied.headers.get('www-authenticate')).toMatch(/^Bearer/)
+    const ok = await fetch(`${server.url}/__svc/revalidate`, { method: 'POST', body: '{"paths":["/"]}', headers: { authorization: 'Bearer tok' } })
+    expect(ok.status).toBe(200)
+  })
+
+  it('recognizes loopback addresses and nothing else', () => {
+    for (const a of ['127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1', '0:0:0:0:0:0:0:1']) expect(isLoopback(a)).toBe(true)
+    for (const a of ['10.0.0.1', '::ffff:10.0.0.1', '128.0.0.1', 'localhost', '', undefined]) expect(isLoopback(a)).toBe(false)
+  })
+
+  it('compares secrets exactly', () => {
+    expect(timingSafeEqual('secret', 'secret')).toBe(true)
+    expect(timingSafeEqual('secreT', 'secret')).toBe(false)
+    expect(timingSafeEqual('secret-longer', 'secret')).toBe(false)
+    expect(timingSafeEqual('', 'secret')).toBe(false)
+    expect(timingSafeEqual('sec', 'secret')).toBe(false)
+    expect(timingSafeEqual('ключ', 'ключ')).toBe(true)
+  })
+})
+
+describe('createSvcHandler with a shared runtime', () => {
+  it('drives the runtime it is given', async () => {
+    const { routes, gate } = appRoutes()
+    gate.resolve()
+    const runtime = createTaskRuntime({ routes, logger: recordingLogger() })
+    const handler = createSvcHandler({ routes, runtime, env: { THEN_TASK_SECRET: 's' }, logger: recordingLogger() })
+    expect(handler.runtime).toBe(runtime)
+    const res = await handler.fetch(new Request('http://svc/__tasks/report', { method: 'POST', headers: { authorization: 'Bearer s' } }))
+    const { id } = await res.json()
+    expect((await runtime.waitForRun(id)).status).toBe('completed')
+    await runtime.close()
+  })
+})
