@@ -65,6 +65,7 @@ export async function until<T>(check: () => T | Promise<T>, timeoutMs = 5000): P
 
 export interface RawResponse {
   status: number
+  reason: string
   headers: Record<string, string>
   body: string
 }
@@ -77,6 +78,8 @@ export interface RawResponse {
 export class RawConnection {
   readonly socket: Socket
   #buffer = ''
+  /** Methods of the requests sent, in order: a HEAD answer has no body whatever its Content-Length. */
+  #methods: string[] = []
   #waiters: (() => void)[] = []
   closed = false
 
@@ -99,6 +102,7 @@ export class RawConnection {
   }
 
   send(method: string, path: string, headers: Record<string, string> = {}, body = ''): void {
+    this.#methods.push(method)
     let head = `${method} ${path} HTTP/1.1\r\nhost: localhost\r\n`
     for (const [k, v] of Object.entries(headers)) head += `${k}: ${v}\r\n`
     if (body) head += `content-length: ${Buffer.byteLength(body)}\r\n`
@@ -138,11 +142,15 @@ export class RawConnection {
       const i = line.indexOf(':')
       headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim()
     }
-    const length = Number(headers['content-length'] ?? 0)
+    const status = Number(statusLine.split(' ')[1])
+    const method = this.#methods[0]
+    const bodyless = method === 'HEAD' || status === 204 || status === 304
+    const length = bodyless ? 0 : Number(headers['content-length'] ?? 0)
     if (this.#buffer.length < end + 4 + length) return null
     const body = this.#buffer.slice(end + 4, end + 4 + length)
     this.#buffer = this.#buffer.slice(end + 4 + length)
-    return { status: Number(statusLine.split(' ')[1]), headers, body }
+    this.#methods.shift()
+    return { status, headers, body, reason: statusLine.split(' ').slice(2).join(' ') }
   }
 
   close(): void {
