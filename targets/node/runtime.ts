@@ -2,7 +2,8 @@
  * The runtime entry of `svc build --target node`: serves a built app with
  * `startSvcServer` on `PORT` (default 3000) and `HOST`.
  */
-import { startSvcServer, type SvcServer, type SvcServerOptions } from '../../src/node.ts'
+import type { SvcServer, SvcServerOptions } from '../../src/node/options.ts'
+import { startSvcServer } from '../../src/node/server.ts'
 import type { RuntimeApiRoute, RuntimePage } from '../../src/types.ts'
 
 export interface NodeApp {

@@ -17,6 +17,7 @@ describe('svc build --target cloudflare, run in miniflare', () => {
     build = await buildApp({ root: app.root, target: 'cloudflare' })
     mf = new Miniflare({
       scriptPath: join(app.root, '.output/cloudflare/index.mjs'),
+      modulesRoot: join(app.root, '.output/cloudflare'),
       modules: true,
       compatibilityDate: JSON.parse(await readFile(join(app.root, '.output/cloudflare/wrangler.json'), 'utf8')).compatibility_date,
       bindings: { THEN_TASK_SECRET: SECRET },
@@ -63,7 +64,7 @@ describe('svc build --target cloudflare, run in miniflare', () => {
     expect(res.status).toBe(202)
     const { id, status } = (await res.json()) as { id: string; status: string }
     expect(status).toBe('running')
-    const run = await pollRun((runId) => mf.dispatchFetch(`http://localhost/__tasks/${runId}`, { headers: auth }), id)
+    const run = await pollRun((runId) => mf.dispatchFetch(`http://localhost/__tasks/${runId}`, { headers: auth }) as unknown as Promise<Response>, id)
     expect(run).toMatchObject({ status: 'completed', ok: true, result: { doubled: 42 }, steps: { double: { status: 'completed', output: 42 } } })
   })
 
@@ -80,14 +81,14 @@ describe('svc build --target cloudflare, run in miniflare', () => {
   })
 
   it('fires the cron task on a scheduled event', async () => {
-    const worker = await mf.getWorker()
+    const worker = (await mf.getWorker()) as unknown as { scheduled(options: { cron: string }): Promise<unknown> }
     await worker.scheduled({ cron: '*/10 * * * *' })
     const res = await mf.dispatchFetch('http://localhost/api/ticks')
     expect(await res.json()).toEqual({ ticks: [{ _cron: true }] })
   })
 
   it('fires nothing for a cron no task uses', async () => {
-    const worker = await mf.getWorker()
+    const worker = (await mf.getWorker()) as unknown as { scheduled(options: { cron: string }): Promise<unknown> }
     await worker.scheduled({ cron: '0 0 1 1 *' })
     const res = await mf.dispatchFetch('http://localhost/api/ticks')
     expect(((await res.json()) as { ticks: unknown[] }).ticks).toHaveLength(1)

@@ -6,14 +6,14 @@ import { buildApp } from '../../src/build/build.ts'
 import { copyFixtureApp, pollRun } from './_app.ts'
 
 /** Starts the built server on an ephemeral port and resolves with its base URL. */
-function startBuilt(file: string, env: Record<string, string>): Promise<{ child: ChildProcess; base: string }> {
+function startBuilt(file: string, env: Record<string, string>): Promise<{ child: ChildProcess; base: string; output: () => string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [file], { env: { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
     let output = ''
     const onData = (chunk: Buffer) => {
       output += chunk
       const match = output.match(/listening on (http:\/\/\S+)/)
-      if (match) resolve({ child, base: match[1].replace('localhost', '127.0.0.1') })
+      if (match) resolve({ child, base: match[1].replace('localhost', '127.0.0.1'), output: () => output })
     }
     child.stdout!.on('data', onData)
     child.stderr!.on('data', (chunk) => (output += chunk))
@@ -23,7 +23,7 @@ function startBuilt(file: string, env: Record<string, string>): Promise<{ child:
 
 describe('svc build --target node', () => {
   let app: Awaited<ReturnType<typeof copyFixtureApp>>
-  let server: { child: ChildProcess; base: string }
+  let server: Awaited<ReturnType<typeof startBuilt>>
 
   beforeAll(async () => {
     app = await copyFixtureApp()
@@ -67,9 +67,10 @@ describe('svc build --target node', () => {
     expect(await pollRun((runId) => fetch(`${server.base}/__tasks/${runId}`, { headers: auth }), id)).toMatchObject({ result: { doubled: 2 } })
   })
 
-  it('drains and exits 0 on SIGTERM', async () => {
-    const exited = new Promise<number | null>((resolve) => server.child.once('exit', resolve))
+  it('drains on SIGTERM, then ends with that signal', async () => {
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => server.child.once('exit', (_code, signal) => resolve(signal)))
     server.child.kill('SIGTERM')
-    expect(await exited).toBe(0)
+    expect(await exited).toBe('SIGTERM')
+    expect(server.output()).toMatch(/SIGTERM: draining/)
   })
 })
