@@ -26,7 +26,11 @@ const SIGNALS = ['SIGTERM', 'SIGINT'] as const
 
 const DRAINING_BODY = JSON.stringify({ error: 'The server is shutting down; retry on another connection', code: 'SHUTTING_DOWN' })
 // RFC 9112 §9.6: "close" makes the client open a new connection, which reaches a live instance.
-const DRAINING_HEADERS = { 'content-type': 'application/json', connection: 'close' }
+const DRAINING_HEADERS = {
+  'content-type': 'application/json',
+  'content-length': String(Buffer.byteLength(DRAINING_BODY)),
+  connection: 'close',
+}
 
 /** What only the host knows about a request, read lazily: the peer address costs a syscall. */
 class NodeRequestInfo implements RequestInfo {
@@ -90,6 +94,9 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
   // srvx's NodeRequest and FastResponse carry every request; the listener is
   // ours so in-flight requests can be counted and answered 503 while draining.
   const httpServer = createServer((req, res) => {
+    inflight++
+    // 'close' fires once, when the response is fully written or the client is gone.
+    res.on('close', done)
     if (draining) {
       res.writeHead(503, DRAINING_HEADERS)
       res.end(DRAINING_BODY)
@@ -102,9 +109,6 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
       res.end()
       return
     }
-    inflight++
-    // 'close' fires once, when the response is fully written or the client is gone.
-    res.on('close', done)
     const request = new NodeRequest({ req, res, maxRequestBodySize: bodyLimit }) as ServerRequest
     request.waitUntil = waitUntil
     const answer = handler.handle(request, new NodeRequestInfo(request))
@@ -193,9 +197,10 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
       if (!wsDone) websockets.terminateAll()
       await websockets.dispose()
       await settle([...background], deadline)
-      // Runs http.Server's own pre-close steps (idle sweep timer), then drops what is left.
+      // Closes the idle keep-alive connections (and http.Server's sweep timer);
+      // connections still writing a response end on their own.
       httpServer.close()
-      httpServer.closeAllConnections()
+      if (!(await within(listenerClosed, deadline))) httpServer.closeAllConnections()
       await listenerClosed
       if (getActiveTaskRuntime() === runtime) setActiveTaskRuntime(null)
       if (ownRuntime) await (runtime as TaskRuntimeInstance).close()
@@ -222,6 +227,17 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
     close,
     closeWebSockets,
   }
+}
+
+/** Whether `promise` settles before `deadline` (epoch ms). */
+async function within(promise: Promise<unknown>, deadline: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const settled = await Promise.race([
+    promise.then(() => true),
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now())))),
+  ])
+  clearTimeout(timer)
+  return settled
 }
 
 /** Waits for `promises` until `deadline` (epoch ms). */

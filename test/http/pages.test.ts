@@ -1,0 +1,238 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { createSvcHandler, type RuntimePage, type SvcRequest } from '../../src/index.ts'
+import { deferred, recordingLogger, serve, sleep, until } from './_helpers.ts'
+
+const auth = { authorization: 'Bearer t' }
+const env = { NODE_ENV: 'production', THEN_TASK_SECRET: 't' }
+
+/** A page whose renders are counted and numbered, so a test can tell a cached body from a fresh one. */
+function counted(page: Omit<RuntimePage, 'module'>, render?: (req: SvcRequest, n: number) => string | Response | Promise<string | Response>) {
+  const state = { renders: 0 }
+  const module = {
+    default: async (req: SvcRequest) => {
+      const n = ++state.renders
+      return render ? render(req, n) : `<p>${req.path} render ${n}${req.query('page') ? ` page ${req.query('page')}` : ''}</p>`
+    },
+  }
+  return { page: { ...page, module } as RuntimePage, state }
+}
+
+async function get(url: string): Promise<{ status: number; body: string; cache: string | null; type: string | null }> {
+  const res = await fetch(url)
+  return { status: res.status, body: await res.text(), cache: res.headers.get('x-svc-cache'), type: res.headers.get('content-type') }
+}
+
+async function revalidate(url: string, body: unknown) {
+  const res = await fetch(`${url}/__svc/revalidate`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  return { status: res.status, body: await res.json() }
+}
+
+describe('server pages', () => {
+  it('render on every request, with route params, as HTML', async () => {
+    const { page, state } = counted({ path: '/blog/:slug', mode: 'server' }, (req, n) => `<h1>${req.param('slug')} ${n}</h1>`)
+    const server = await serve({ pages: [page] })
+    expect(await get(`${server.url}/blog/hello`)).toMatchObject({ status: 200, body: '<h1>hello 1</h1>', type: 'text/html; charset=utf-8', cache: null })
+    expect((await get(`${server.url}/blog/hello`)).body).toBe('<h1>hello 2</h1>')
+    expect(state.renders).toBe(2)
+  })
+
+  it('send a returned Response as is', async () => {
+    const { page } = counted({ path: '/feed', mode: 'server' }, () => new Response('<rss/>', { headers: { 'content-type': 'application/rss+xml' } }))
+    const server = await serve({ pages: [page] })
+    expect(await get(`${server.url}/feed`)).toMatchObject({ body: '<rss/>', type: 'application/rss+xml' })
+  })
+
+  it('default to server mode when nothing says otherwise, and read mode from the module’s page export', async () => {
+    const plain = counted({ path: '/plain' })
+    const fromModule: RuntimePage = { path: '/mod', module: { page: { mode: 'hybrid', revalidate: 60 }, default: () => 'cached' } }
+    const server = await serve({ pages: [plain.page, fromModule] })
+    await get(`${server.url}/plain`)
+    await get(`${server.url}/plain`)
+    expect(plain.state.renders).toBe(2)
+    expect((await get(`${server.url}/mod`)).cache).toBe('MISS')
+    expect((await get(`${server.url}/mod`)).cache).toBe('HIT')
+  })
+
+  it('answer methods other than GET and HEAD with 405', async () => {
+    const { page } = counted({ path: '/about', mode: 'server' })
+    const server = await serve({ pages: [page] })
+    const res = await fetch(`${server.url}/about`, { method: 'POST' })
+    expect(res.status).toBe(405)
+    expect(res.headers.get('allow')).toBe('GET, HEAD')
+  })
+
+  it('answer a render error with 500 INTERNAL_ERROR', async () => {
+    const logger = recordingLogger()
+    const { page } = counted({ path: '/broken', mode: 'server' }, () => {
+      throw new Error('template missing')
+    })
+    const server = await serve({ pages: [page], logger })
+    const res = await fetch(`${server.url}/broken`)
+    expect(res.status).toBe(500)
+    expect(await res.json()).toEqual({ error: 'Internal Server Error', code: 'INTERNAL_ERROR' })
+    expect(logger.text()).toContain('template missing')
+  })
+
+  it('leave static and client pages to the static directories', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-pages-'))
+    try {
+      writeFileSync(join(dir, 'landing.html'), '<h1>built at build time</h1>')
+      const landing: RuntimePage = { path: '/landing', mode: 'static', module: { default: () => 'never rendered' } }
+      const app: RuntimePage = { path: '/app', mode: 'client', module: { default: () => 'never rendered' } }
+      const server = await serve({ pages: [landing, app], staticDirs: [dir] })
+      expect((await get(`${server.url}/landing`)).body).toBe('<h1>built at build time</h1>')
+      expect((await get(`${server.url}/app`)).status).toBe(404)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('hybrid pages and the ISR cache', () => {
+  it('render once, then serve the cached entry while it is fresh (one entry per path plus query)', async () => {
+    const { page, state } = counted({ path: '/posts', mode: 'hybrid', revalidate: 60 })
+    const server = await serve({ pages: [page] })
+    expect(await get(`${server.url}/posts`)).toMatchObject({ body: '<p>/posts render 1</p>', cache: 'MISS' })
+    expect(await get(`${server.url}/posts`)).toMatchObject({ body: '<p>/posts render 1</p>', cache: 'HIT' })
+    expect(await get(`${server.url}/posts?page=2`)).toMatchObject({ body: '<p>/posts render 2 page 2</p>', cache: 'MISS' })
+    expect(await get(`${server.url}/posts?page=2`)).toMatchObject({ cache: 'HIT' })
+    expect(state.renders).toBe(2)
+  })
+
+  it('serve a stale entry at once and re-render it in the background only once', async () => {
+    const gate = deferred()
+    const { page, state } = counted({ path: '/news', mode: 'hybrid', revalidate: 0.2 }, async (_req, n) => {
+      if (n === 2) await gate.promise
+      return `news ${n}`
+    })
+    const server = await serve({ pages: [page] })
+    expect((await get(`${server.url}/news`)).body).toBe('news 1')
+    await sleep(250)
+    // Stale: served immediately even though the background render is held.
+    const stale = await Promise.all([get(`${server.url}/news`), get(`${server.url}/news`), get(`${server.url}/news`)])
+    expect(stale.map((r) => [r.body, r.cache])).toEqual([
+      ['news 1', 'STALE'],
+      ['news 1', 'STALE'],
+      ['news 1', 'STALE'],
+    ])
+    expect(state.renders).toBe(2)
+    gate.resolve()
+    await until(async () => (await get(`${server.url}/news`)).body === 'news 2')
+    expect(state.renders).toBe(2)
+  })
+
+  it('keep the stale entry when the background render fails, and log it', async () => {
+    const logger = recordingLogger()
+    const { page } = counted({ path: '/flaky', mode: 'hybrid', revalidate: 0.1 }, (_req, n) => {
+      if (n === 2) throw new Error('upstream down')
+      return `flaky ${n}`
+    })
+    const server = await serve({ pages: [page], logger })
+    await get(`${server.url}/flaky`)
+    await sleep(150)
+    expect((await get(`${server.url}/flaky`)).body).toBe('flaky 1')
+    await until(() => logger.text().includes('upstream down'))
+    expect((await get(`${server.url}/flaky`)).body).toBe('flaky 1')
+  })
+
+  it('do not cache answers meant for one client or that failed', async () => {
+    let status = 500
+    const personal = counted({ path: '/me', mode: 'hybrid', revalidate: 60 }, () => new Response('hi', { headers: { 'set-cookie': 'sid=1' } }))
+    const failing = counted({ path: '/down', mode: 'hybrid', revalidate: 60 }, () => new Response('oops', { status }))
+    const server = await serve({ pages: [personal.page, failing.page] })
+    await get(`${server.url}/me`)
+    expect((await get(`${server.url}/me`)).cache).toBeNull()
+    expect(personal.state.renders).toBe(2)
+    expect((await get(`${server.url}/down`)).status).toBe(500)
+    status = 200
+    expect(await get(`${server.url}/down`)).toMatchObject({ status: 200, cache: 'MISS' })
+    expect(failing.state.renders).toBe(2)
+  })
+
+  it('cache a returned Response with its headers', async () => {
+    const { page } = counted({ path: '/data', mode: 'hybrid', revalidate: 60 }, (_r, n) => Response.json({ n }, { headers: { 'x-kind': 'data' } }))
+    const server = await serve({ pages: [page] })
+    await get(`${server.url}/data`)
+    const res = await fetch(`${server.url}/data`)
+    expect(res.headers.get('x-svc-cache')).toBe('HIT')
+    expect(res.headers.get('x-kind')).toBe('data')
+    expect(res.headers.get('content-type')).toBe('application/json')
+    expect(await res.json()).toEqual({ n: 1 })
+  })
+
+  it('render on every request when the cache is off', async () => {
+    const { page, state } = counted({ path: '/live', mode: 'hybrid', revalidate: 60 })
+    const logger = recordingLogger()
+    const server = await serve({ pages: [page], cache: false, logger })
+    await get(`${server.url}/live`)
+    await get(`${server.url}/live`)
+    expect(state.renders).toBe(2)
+    expect(logger.text()).toContain('no ISR cache is configured')
+    expect((await fetch(`${server.url}/__svc/revalidate`, { method: 'POST' })).status).toBe(404)
+  })
+})
+
+describe('POST /__svc/revalidate', () => {
+  it('purges by path, every query variant included, and answers with what it removed', async () => {
+    const a = counted({ path: '/blog/:slug', mode: 'hybrid', revalidate: 600 })
+    const server = await serve({ pages: [a.page], env })
+    await get(`${server.url}/blog/one`)
+    await get(`${server.url}/blog/one?page=2`)
+    await get(`${server.url}/blog/two`)
+    const res = await revalidate(server.url, { paths: ['/blog/one/'] })
+    expect(res.status).toBe(200)
+    expect(res.body).toEqual({ ok: true, purged: expect.arrayContaining(['/blog/one', '/blog/one?page=2']), paths: ['/blog/one/'], tags: [] })
+    expect(res.body.purged).toHaveLength(2)
+    expect((await get(`${server.url}/blog/one`)).cache).toBe('MISS')
+    expect((await get(`${server.url}/blog/two`)).cache).toBe('HIT')
+  })
+
+  it('purges by tag', async () => {
+    const posts = counted({ path: '/posts', mode: 'hybrid', revalidate: 600, tags: ['posts'] })
+    const about = counted({ path: '/about', mode: 'hybrid', revalidate: 600, tags: ['static'] })
+    const server = await serve({ pages: [posts.page, about.page], env })
+    await get(`${server.url}/posts`)
+    await get(`${server.url}/about`)
+    const res = await revalidate(server.url, { tags: ['posts', 'unknown'] })
+    expect(res.body.purged).toEqual(['/posts'])
+    expect((await get(`${server.url}/posts`)).body).toBe('<p>/posts render 2</p>')
+    expect((await get(`${server.url}/about`)).cache).toBe('HIT')
+  })
+
+  it('answers a request without paths or tags with 400 VALIDATION_FAILED', async () => {
+    const server = await serve({ pages: [], env })
+    for (const body of [{}, { paths: 'x' }, { paths: ['no-slash'] }, { tags: [1] }, []]) {
+      const res = await revalidate(server.url, body)
+      expect(res.status, JSON.stringify(body)).toBe(400)
+      expect(res.body.code).toBe('VALIDATION_FAILED')
+    }
+  })
+
+  it('answers other methods with 405', async () => {
+    const server = await serve({ pages: [], env })
+    const res = await fetch(`${server.url}/__svc/revalidate`, { headers: auth })
+    expect(res.status).toBe(405)
+    expect(res.headers.get('allow')).toBe('POST')
+  })
+
+  it('does not let a render that began before a purge store its result', async () => {
+    const gate = deferred()
+    const { page } = counted({ path: '/slow', mode: 'hybrid', revalidate: 600 }, async (_r, n) => {
+      if (n === 1) await gate.promise
+      return `slow ${n}`
+    })
+    const handler = createSvcHandler({ routes: [], pages: [page], env, logger: recordingLogger() })
+    const first = handler.fetch(new Request('http://svc/slow'))
+    await sleep(20)
+    const purge = await handler.fetch(new Request('http://svc/__svc/revalidate', { method: 'POST', headers: auth, body: '{"paths":["/slow"]}' }))
+    expect(purge.status).toBe(200)
+    gate.resolve()
+    expect(await (await first).text()).toBe('slow 1')
+    const next = await handler.fetch(new Request('http://svc/slow'))
+    expect(next.headers.get('x-svc-cache')).toBe('MISS')
+    expect(await next.text()).toBe('slow 2')
+  })
+})
