@@ -33,19 +33,21 @@ async function scan(root: string) {
   return result
 }
 
-function loader(root: string): Jiti {
-  // One instance per load: a fresh module cache, so a reload sees edits.
-  return createJiti(pathToFileURL(`${root}/`).href, { moduleCache: false })
-}
-
-async function importFile<T>(jiti: Jiti, root: string, file: string): Promise<T> {
-  const abs = resolve(root, file)
-  try {
-    return await jiti.import<T>(abs)
-  } catch (error) {
-    const wrapped = new Error(`Could not load ${file}: ${error instanceof Error ? error.message : String(error)}`)
-    wrapped.cause = error
-    throw wrapped
+/**
+ * Imports app files (paths relative to `root`) through one jiti instance
+ * with a fresh module cache, so a new importer sees edited files. A failed
+ * import names the file.
+ */
+export function createAppImporter(root: string): <T>(file: string) => Promise<T> {
+  const jiti: Jiti = createJiti(pathToFileURL(`${root}/`).href, { moduleCache: false })
+  return async <T>(file: string): Promise<T> => {
+    try {
+      return await jiti.import<T>(resolve(root, file))
+    } catch (error) {
+      const wrapped = new Error(`Could not load ${file}: ${error instanceof Error ? error.message : String(error)}`)
+      wrapped.cause = error
+      throw wrapped
+    }
   }
 }
 
@@ -53,14 +55,14 @@ async function importFile<T>(jiti: Jiti, root: string, file: string): Promise<T>
 export async function loadApiRoutes(options: LoadOptions): Promise<RuntimeApiRoute[]> {
   const root = checkRoot(options, 'loadApiRoutes()')
   const { routes } = await scan(root)
-  const jiti = loader(root)
-  return Promise.all(routes.map(async (route) => ({ ...route, module: await importFile<RouteModule>(jiti, root, route.file) })))
+  const load = createAppImporter(root)
+  return Promise.all(routes.map(async (route) => ({ ...route, module: await load<RouteModule>(route.file) })))
 }
 
 /** The app's pages: each manifest entry plus its loaded module (the default export renders). */
 export async function loadPages(options: LoadOptions): Promise<RuntimePage[]> {
   const root = checkRoot(options, 'loadPages()')
   const { pages } = await scan(root)
-  const jiti = loader(root)
-  return Promise.all(pages.map(async (page) => ({ ...page, module: await importFile<PageModule>(jiti, root, page.file) })))
+  const load = createAppImporter(root)
+  return Promise.all(pages.map(async (page) => ({ ...page, module: await load<PageModule>(page.file) })))
 }

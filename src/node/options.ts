@@ -87,9 +87,9 @@ export interface SvcServer {
   readonly port: number
   /** `http://<host>:<port>`. */
   readonly url: string
-  /** The task runtime behind `/__tasks` and the scheduler. */
+  /** The task runtime behind `/__tasks` and the scheduler (replaced by `reload` when the server created it). */
   readonly runtime: TaskRuntime
-  /** The core fetch handler the server mounts. */
+  /** The core fetch handler the server mounts (replaced by `reload`). */
   readonly handler: SvcHandler
   /**
    * Stops accepting connections; answers requests that arrive on open
@@ -99,11 +99,19 @@ export interface SvcServer {
    */
   close(): Promise<void>
   /**
-   * Starts the closing handshake on every open WebSocket; the server keeps
-   * running.
+   * Starts the closing handshake on every open WebSocket, or only on those
+   * whose route path `filter` accepts; the server keeps running.
    * @param code @default 1001
    */
-  closeWebSockets(code?: number, reason?: string): void
+  closeWebSockets(code?: number, reason?: string, filter?: (route: string) => boolean): void
+  /**
+   * Swaps in new routes and pages without dropping a connection (the dev
+   * server calls it on file changes). Requests already running finish on
+   * the old code; open WebSockets stay on the module they opened with. A
+   * runtime the server created is replaced by one built from the new task
+   * routes over the same run store; in-flight attempts finish on the old one.
+   */
+  reload(app: { apiRoutes: RuntimeApiRoute[]; pages: RuntimePage[] }): Promise<void>
 }
 
 export function checkServerOptions(options: SvcServerOptions, where: string): void {

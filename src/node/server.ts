@@ -15,7 +15,7 @@ import { createSvcHandler } from '../runtime/handler.ts'
 import { createTaskRuntime, getActiveTaskRuntime, setActiveTaskRuntime, type TaskRuntimeInstance } from '../runtime/tasks/index.ts'
 import { describe } from '../runtime/tasks/options.ts'
 import { DISABLE_CRON_ENV } from '../runtime/tasks/scheduler.ts'
-import type { RequestInfo } from '../types.ts'
+import type { RequestInfo, RuntimeApiRoute, RuntimePage, TaskRuntime } from '../types.ts'
 import { resolveHost } from './host.ts'
 import { checkServerOptions, DEFAULT_PORT, DEFAULT_SHUTDOWN_TIMEOUT_MS, type SvcServer, type SvcServerOptions } from './options.ts'
 import { createStaticHandler } from './static.ts'
@@ -57,23 +57,26 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
   const installSignalHandlers = options.installSignalHandlers ?? env.NODE_ENV !== 'test'
 
   const ownRuntime = options.runtime === undefined
-  const runtime =
+  let runtime: TaskRuntime =
     options.runtime ?? createTaskRuntime({ routes: options.apiRoutes, store: options.store, env, logger })
   const staticFiles = options.staticDirs ? createStaticHandler(options.staticDirs, logger) : undefined
-  const handler = createSvcHandler({
-    routes: options.apiRoutes,
-    pages: options.pages,
-    cache: options.cache ?? {},
-    globalHooks: options.globalHooks,
-    runtime,
-    env,
-    bodyLimit,
-    dev: options.dev,
-    logger,
-    fallback: staticFiles,
-    // FastResponse is written by srvx without building a Web Response first.
-    responseClass: FastResponse as unknown as ResponseClass,
-  })
+  const build = (apiRoutes: RuntimeApiRoute[], pages: RuntimePage[], taskRuntime: TaskRuntime) =>
+    createSvcHandler({
+      routes: apiRoutes,
+      pages,
+      cache: options.cache ?? {},
+      globalHooks: options.globalHooks,
+      runtime: taskRuntime,
+      env,
+      bodyLimit,
+      dev: options.dev,
+      logger,
+      fallback: staticFiles,
+      // FastResponse is written by srvx without building a Web Response first.
+      responseClass: FastResponse as unknown as ResponseClass,
+    })
+  let handler = build(options.apiRoutes, options.pages, runtime)
+  const cronDisabled = isEnabled(env[DISABLE_CRON_ENV])
 
   let draining = false
   let inflight = 0
@@ -134,7 +137,7 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
     }
   }
 
-  const websockets = createWebSocketLayer({ handler, logger, draining: () => draining })
+  const websockets = createWebSocketLayer({ handler: () => handler, logger, draining: () => draining })
   httpServer.on('upgrade', (req, socket, head) => {
     websockets.handleUpgrade(req, socket, head).catch((error) => {
       logger.error(`[svc] upgrade of ${req.url} failed:`, error)
@@ -154,15 +157,44 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
 
   if (ownRuntime || getActiveTaskRuntime() === undefined) setActiveTaskRuntime(runtime)
   await (runtime as Partial<TaskRuntimeInstance>).recover?.()
-  if (isEnabled(env[DISABLE_CRON_ENV])) {
+  if (cronDisabled) {
     logger.info(`[svc] in-process cron is off (${DISABLE_CRON_ENV}); an external scheduler must fire scheduled tasks`)
   } else {
     runtime.startScheduler()
   }
 
-  const closeWebSockets = (code: number = DEFAULT_CLOSE_CODE, reason?: string) => {
+  const closeWebSockets = (code: number = DEFAULT_CLOSE_CODE, reason?: string, filter?: (route: string) => boolean) => {
     checkCloseCode(code, reason)
-    websockets.closeAll(code, reason)
+    if (filter !== undefined && typeof filter !== 'function') {
+      throw new TypeError(`closeWebSockets(code, reason, filter): filter must be a function of the route path (got ${describe(filter)})`)
+    }
+    websockets.closeAll(code, reason, filter)
+  }
+
+  const reload = async (app: { apiRoutes: RuntimeApiRoute[]; pages: RuntimePage[] }): Promise<void> => {
+    if (closing) throw new Error('reload(): the server is closing')
+    checkServerOptions({ apiRoutes: app?.apiRoutes, pages: app?.pages } as SvcServerOptions, 'reload()')
+    if (!ownRuntime) {
+      // A runtime passed in is the caller's: its tasks are theirs to change.
+      handler = build(app.apiRoutes, app.pages, runtime)
+      return
+    }
+    const old = runtime as TaskRuntimeInstance
+    const next = createTaskRuntime({ routes: app.apiRoutes, store: old.store, env, logger })
+    // Built before anything is swapped: a bad route leaves the old app serving.
+    handler = build(app.apiRoutes, app.pages, next)
+    runtime = next
+    old.stopScheduler()
+    if (getActiveTaskRuntime() === old) setActiveTaskRuntime(next)
+    if (!cronDisabled) next.startScheduler()
+    // Attempts in flight finish on the old runtime; both share the store, so
+    // the new one then re-arms the waits the old one held.
+    waitUntil(
+      old
+        .drain(shutdownTimeoutMs)
+        .then(() => old.close())
+        .then(() => next.recover()),
+    )
   }
 
   const waitInflight = (deadline: number): Promise<boolean> => {
@@ -222,10 +254,15 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
     server: httpServer,
     port: boundPort,
     url: `http://${host.includes(':') ? `[${host}]` : host}:${boundPort}`,
-    runtime,
-    handler,
+    get runtime() {
+      return runtime
+    },
+    get handler() {
+      return handler
+    },
     close,
     closeWebSockets,
+    reload,
   }
 }
 

@@ -26,7 +26,8 @@ type Listener = (...args: any[]) => unknown
 /** The `peer` a hot route's `websocket()` gets: a thin layer over the crossws peer. */
 class NodeHotPeer implements HotPeer {
   readonly #peer: Peer
-  readonly #route: string
+  /** The route's URL pattern. */
+  readonly route: string
   readonly #logger: Logger
   #message: Listener[] = []
   #close: Listener[] = []
@@ -36,7 +37,7 @@ class NodeHotPeer implements HotPeer {
 
   constructor(peer: Peer, route: string, logger: Logger) {
     this.#peer = peer
-    this.#route = route
+    this.route = route
     this.#logger = logger
   }
 
@@ -110,7 +111,7 @@ class NodeHotPeer implements HotPeer {
   }
 
   #fail(event: string, error: unknown): void {
-    this.#logger.error(`[svc] hot route ${this.#route}: a "${event}" listener failed:`, error)
+    this.#logger.error(`[svc] hot route ${this.route}: a "${event}" listener failed:`, error)
   }
 }
 
@@ -122,8 +123,8 @@ interface Connection {
 export interface WebSocketLayer {
   /** The `upgrade` listener of the HTTP server. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void>
-  /** Starts the closing handshake on every open socket. */
-  closeAll(code: number, reason?: string): void
+  /** Starts the closing handshake on every open socket, or on those of the routes `filter` accepts. */
+  closeAll(code: number, reason?: string, filter?: (route: string) => boolean): void
   /** Drops every socket at once (shutdown deadline passed). */
   terminateAll(): void
   /** Open sockets. */
@@ -135,7 +136,8 @@ export interface WebSocketLayer {
 }
 
 export interface WebSocketLayerOptions {
-  handler: SvcHandler
+  /** The current core handler (the server may swap it on reload). */
+  handler: () => SvcHandler
   logger: Logger
   /** True while the server drains: upgrades then get 503. */
   draining: () => boolean
@@ -213,7 +215,7 @@ export function createWebSocketLayer(options: WebSocketLayerOptions): WebSocketL
       const info: RequestInfo = { remoteAddress: req.socket.remoteAddress }
       let res: Response
       try {
-        res = await handler.fetch(request, info)
+        res = await handler().fetch(request, info)
       } catch (error) {
         logger.error(`[svc] upgrade of ${req.url} failed:`, error)
         res = jsonResponse(500, 'INTERNAL_ERROR', 'Internal Server Error')
@@ -223,8 +225,8 @@ export function createWebSocketLayer(options: WebSocketLayerOptions): WebSocketL
       pending.set(request, accepted)
       await ws.handleUpgrade(req, socket, head, request)
     },
-    closeAll(code, reason) {
-      for (const peer of open) peer.close(code, reason)
+    closeAll(code, reason, filter) {
+      for (const peer of open) if (filter === undefined || filter(peer.route)) peer.close(code, reason)
     },
     terminateAll() {
       ws.closeAll(undefined, undefined, true)

@@ -145,10 +145,32 @@ export class RawConnection {
     const status = Number(statusLine.split(' ')[1])
     const method = this.#methods[0]
     const bodyless = method === 'HEAD' || status === 204 || status === 304
-    const length = bodyless ? 0 : Number(headers['content-length'] ?? 0)
-    if (this.#buffer.length < end + 4 + length) return null
-    const body = this.#buffer.slice(end + 4, end + 4 + length)
-    this.#buffer = this.#buffer.slice(end + 4 + length)
+    let body: string
+    let consumed: number
+    if (!bodyless && headers['transfer-encoding'] === 'chunked') {
+      // RFC 9112 §7.1: size line, data, CRLF, until a zero-size chunk.
+      body = ''
+      let at = end + 4
+      for (;;) {
+        const lineEnd = this.#buffer.indexOf('\r\n', at)
+        if (lineEnd === -1) return null
+        const size = Number.parseInt(this.#buffer.slice(at, lineEnd), 16)
+        if (size === 0) {
+          if (this.#buffer.length < lineEnd + 4) return null
+          consumed = lineEnd + 4
+          break
+        }
+        if (this.#buffer.length < lineEnd + 2 + size + 2) return null
+        body += this.#buffer.slice(lineEnd + 2, lineEnd + 2 + size)
+        at = lineEnd + 2 + size + 2
+      }
+    } else {
+      const length = bodyless ? 0 : Number(headers['content-length'] ?? 0)
+      if (this.#buffer.length < end + 4 + length) return null
+      body = this.#buffer.slice(end + 4, end + 4 + length)
+      consumed = end + 4 + length
+    }
+    this.#buffer = this.#buffer.slice(consumed)
     this.#methods.shift()
     return { status, headers, body, reason: statusLine.split(' ').slice(2).join(' ') }
   }

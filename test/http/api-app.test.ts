@@ -218,7 +218,7 @@ describe('createApiApp options', () => {
     expect(() => createApiApp({ routes: [], globalHooks: { onRequest: 'x' } as never })).toThrow(/globalHooks.onRequest must be an array of functions/)
     expect(() => createApiApp({ routes: [], globalHooks: { before: [] } as never })).toThrow(/unknown hook "before"/)
     expect(() => createApiApp({ routes: [{ path: 'api', module: {} }] })).toThrow(/routes\[0\]\.path must be a URL path/)
-    expect(() => createApiApp({ routes: [{ path: '/api/x', module: { GET: 'nope' } }] })).toThrow(/the GET export must be a function \(got "nope"\)/)
+    expect(() => createApiApp({ routes: [{ path: '/api/x', module: { GET: 'nope' as never } }] })).toThrow(/the GET export must be a function \(got "nope"\)/)
   })
 
   it('refuses a bare schema export and says how to wrap it', () => {

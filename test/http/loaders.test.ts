@@ -1,0 +1,69 @@
+import WebSocket from 'ws'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+import { loadApiRoutes, loadPages } from '../../src/node.ts'
+import { serve } from './_helpers.ts'
+
+const root = fileURLToPath(new URL('../fixtures/http-app', import.meta.url))
+const bad = fileURLToPath(new URL('../fixtures/http-bad-config', import.meta.url))
+
+describe('loadApiRoutes and loadPages', () => {
+  it('scan the app and import every TypeScript file with its manifest entry', async () => {
+    const routes = await loadApiRoutes({ root })
+    const byPath = Object.fromEntries(routes.map((r) => [r.path, r]))
+    expect(Object.keys(byPath).sort()).toEqual(['/api/chat', '/api/files/:path*', '/api/hello', '/api/report', '/api/users/:id'])
+    expect(byPath['/api/report']).toMatchObject({ kind: 'task', name: 'report', retries: 2, file: 'src/api/report.ts' })
+    expect(byPath['/api/chat']).toMatchObject({ kind: 'hot', origins: ['https://chat.example'] })
+    expect(typeof byPath['/api/hello'].module.GET).toBe('function')
+
+    const pages = await loadPages({ root })
+    expect(pages.map((p) => [p.path, p.mode])).toEqual([
+      ['/', 'server'],
+      ['/blog/:slug', 'hybrid'],
+    ])
+    expect(typeof pages[0].module.default).toBe('function')
+  })
+
+  it('feed startSvcServer directly', async () => {
+    const server = await serve({ apiRoutes: await loadApiRoutes({ root }), pages: await loadPages({ root }) })
+    expect(await (await fetch(`${server.url}/api/hello`)).json()).toEqual({ hello: 'world' })
+    expect(await (await fetch(`${server.url}/api/users/12`)).json()).toEqual({ id: 12 })
+    expect((await fetch(`${server.url}/api/users/abc`)).status).toBe(400)
+    expect(await (await fetch(`${server.url}/api/files/a/b.txt`)).json()).toEqual({ path: 'a/b.txt' })
+    expect(await (await fetch(`${server.url}/`)).text()).toBe('<h1>home</h1>')
+    const blog = await fetch(`${server.url}/blog/first`)
+    expect(await blog.text()).toBe('<article>first</article>')
+    expect(blog.headers.get('x-svc-cache')).toBe('MISS')
+    expect((await fetch(`${server.url}/api/report`, { method: 'POST' })).status).toBe(404)
+    const run = await (await fetch(`${server.url}/__tasks/report`, { method: 'POST', body: '{"m":1}' })).json()
+    expect((await server.runtime.waitForRun(run.id)).result).toEqual({ report: { m: 1 } })
+
+    const ws = new WebSocket(`${server.url.replace('http', 'ws')}/api/chat`, { headers: { origin: 'https://chat.example' } })
+    const reply = new Promise<string>((resolve) => ws.once('message', (d) => resolve(d.toString())))
+    await new Promise((resolve) => ws.once('open', resolve))
+    ws.send('hi')
+    expect(await reply).toMatch(/^\d+:hi$/)
+    ws.close()
+    const refused = new WebSocket(`${server.url.replace('http', 'ws')}/api/chat`, { headers: { origin: 'https://evil.example' } })
+    const status = await new Promise((resolve) => refused.once('unexpected-response', (_q, res) => resolve(res.statusCode)))
+    refused.on('error', () => {})
+    expect(status).toBe(403)
+  })
+
+  it('refuse to load an app with config errors, listing every one as file:line:col', async () => {
+    const error = await loadApiRoutes({ root: bad }).then(
+      () => undefined,
+      (e: Error) => e,
+    )
+    expect(error?.name).toBe('ManifestError')
+    const lines = error!.message.split('\n')
+    expect(lines.length).toBeGreaterThanOrEqual(2)
+    expect(lines.some((l) => /^src\/api\/one\.ts:2:\d+: /.test(l))).toBe(true)
+    expect(lines.some((l) => /^src\/api\/two\.ts:1:\d+: /.test(l))).toBe(true)
+  })
+
+  it('reject a missing root with a TypeError naming the option', async () => {
+    await expect(loadApiRoutes({} as never)).rejects.toThrow(new TypeError('loadApiRoutes(): root must be the app directory (got undefined)'))
+    await expect(loadPages(undefined as never)).rejects.toThrow(/loadPages\(\): root must be the app directory/)
+  })
+})
