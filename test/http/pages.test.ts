@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { createSvcHandler, type RuntimePage, type SvcRequest } from '../../src/index.ts'
+import { createSvcHandler, type CacheEntry, type CacheStore, type RuntimePage, type SvcRequest } from '../../src/index.ts'
 import { deferred, recordingLogger, serve, sleep, until } from './_helpers.ts'
 
 const auth = { authorization: 'Bearer t' }
@@ -172,6 +172,26 @@ describe('hybrid pages and the ISR cache', () => {
     expect(state.renders).toBe(2)
     expect(logger.text()).toContain('no ISR cache is configured')
     expect((await fetch(`${server.url}/__svc/revalidate`, { method: 'POST' })).status).toBe(404)
+  })
+})
+
+describe('a custom cache store', () => {
+  it('is used instead of the memory one when it implements get, set, delete and keys', async () => {
+    const entries = new Map<string, CacheEntry>()
+    const calls: string[] = []
+    const store: CacheStore = {
+      get: async (key) => (calls.push(`get ${key}`), entries.get(key)),
+      set: async (key, entry) => void (calls.push(`set ${key}`), entries.set(key, entry)),
+      delete: async (key) => entries.delete(key),
+      keys: async () => entries.keys(),
+    }
+    const { page } = counted({ path: '/shared', mode: 'hybrid', revalidate: 60 })
+    const server = await serve({ pages: [page], cache: { store }, env })
+    await get(`${server.url}/shared`)
+    expect((await get(`${server.url}/shared`)).cache).toBe('HIT')
+    expect(calls).toEqual(['get /shared', 'set /shared', 'get /shared'])
+    expect((await revalidate(server.url, { paths: ['/shared'] })).body.purged).toEqual(['/shared'])
+    expect(entries.size).toBe(0)
   })
 })
 

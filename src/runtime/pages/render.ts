@@ -4,12 +4,11 @@
  * module's default export renders: `(req) => string | Response`.
  */
 import type { Context, Hono } from 'hono'
-import type { PageMode, RuntimePage } from '../../types.ts'
+import type { PageMode, RequestInfo, RuntimePage } from '../../types.ts'
 import { methodNotAllowed } from '../app/errors.ts'
 import type { ErrorResponder } from '../app/hooks.ts'
 import { toHonoPath } from '../app/routes.ts'
 import type { ResponseClass } from '../app/types.ts'
-import type { RequestInfo } from '../../types.ts'
 import { describe } from '../tasks/options.ts'
 import type { IsrCache, PageCacheInfo, Rendered } from './isr.ts'
 
