@@ -33,9 +33,16 @@ export interface SvcServerOptions {
    * @default {} (the memory store)
    */
   cache?: SvcCacheConfig | false
-  /** `{ onRequest?, onError?, onResponse? }`, each an array of hooks run in order. */
+  /**
+   * `{ onRequest?, onError?, onResponse? }`, each an array of hooks run in order.
+   * @default no hooks
+   */
   globalHooks?: GlobalHooks
-  /** Directories of static assets, tried in order after routes and pages. */
+  /**
+   * Directories of static assets, tried in order after routes and pages;
+   * relative paths resolve against the working directory.
+   * @default none
+   */
   staticDirs?: string[]
   /**
    * How long `close()` (and SIGTERM/SIGINT) waits for in-flight requests,

@@ -30,7 +30,10 @@ export interface SvcHandlerOptions {
    * @default { store: 'memory' }
    */
   cache?: SvcCacheConfig | false
-  /** `{ onRequest?, onError?, onResponse? }` around routes, pages and the fallback. */
+  /**
+   * `{ onRequest?, onError?, onResponse? }` around routes, pages and the fallback.
+   * @default no hooks
+   */
   globalHooks?: GlobalHooks
   /**
    * The task runtime behind `/__tasks`. Pass one to share it (with a
@@ -60,6 +63,7 @@ export interface SvcHandlerOptions {
   /**
    * Answers requests no route or page matched, before the 404; resolve to
    * `undefined` to pass. `startSvcServer` serves `staticDirs` here.
+   * @default none (404)
    */
   fallback?: (request: Request) => Promise<Response | undefined>
   /**

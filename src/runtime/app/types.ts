@@ -78,9 +78,15 @@ export type ResponseClass = new (body?: BodyInit | null, init?: ResponseInit) =>
 export interface ApiAppOptions {
   /** API routes with loaded module exports. Task-kind routes are skipped. */
   routes: readonly RuntimeApiRoute[]
-  /** `{ onRequest?, onError?, onResponse? }`, each an array of hooks run in order. */
+  /**
+   * `{ onRequest?, onError?, onResponse? }`, each an array of hooks run in order.
+   * @default no hooks
+   */
   globalHooks?: GlobalHooks
-  /** When given, mounts `POST /__svc/revalidate`, gated like the task admin surface. */
+  /**
+   * When given, mounts `POST /__svc/revalidate`, gated like the task admin surface.
+   * @default unset (no revalidate endpoint)
+   */
   revalidateWebhook?: RevalidateWebhook
   /**
    * Environment read for `THEN_TASK_SECRET`/`SVC_TASK_SECRET` and `NODE_ENV`.
