@@ -57,7 +57,16 @@ describe('svc build --target lambda', () => {
     expect(JSON.parse(result.body)).toEqual({ echo: { a: 1 } })
   })
 
-  it('runs a task to its end before returning the 202 answer', async () => {
+  it('runs a task to its end before returning the 202 answer, since Lambda freezes after it', async () => {
+    const auth = { authorization: 'Bearer lambda-secret' }
+    const result = await handler(httpEvent('POST', '/__tasks/jobs.slow', { headers: auth }))
+    expect(result.statusCode).toBe(202)
+    const { id } = JSON.parse(result.body)
+    const run = await handler(httpEvent('GET', `/__tasks/${id}`, { headers: auth }))
+    expect(JSON.parse(run.body)).toMatchObject({ status: 'completed', result: { slept: 100 } })
+  })
+
+  it('validates and runs a task payload', async () => {
     const result = await handler(
       httpEvent('POST', '/__tasks/jobs.double', {
         body: JSON.stringify({ n: 5 }),

@@ -38,7 +38,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
   const { runtime, env, bodyLimit, R, logger, dev } = options
   const json = (status: number, body: unknown) => new R(JSON.stringify(body), { status, headers: JSON_HEADERS })
 
-  async function route(request: Request, pathname: string): Promise<Response> {
+  async function route(request: Request, pathname: string, info: RequestInfo | undefined): Promise<Response> {
     const method = request.method
     const rest = pathname.slice(TASKS_PREFIX.length).replace(/\/+$/, '')
     const segments = rest === '' ? [] : rest.slice(1).split('/').map(decodeSegment)
@@ -80,6 +80,9 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
       }
       const { value } = await readJsonBody(request, bodyLimit)
       const run = await runtime.trigger(target, value, opts)
+      // Platforms that freeze or recycle after the response (workers, function
+      // platforms) keep the run alive through waitUntil until it settles.
+      if (run.status === 'running') info?.waitUntil?.(runtime.waitForRun(run.id).catch(() => undefined))
       return json(202, { id: run.id, status: run.status })
     }
     if (method === 'GET' || method === 'HEAD') {
@@ -94,7 +97,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
     try {
       const denied = authorize(request, info, env, R)
       if (denied) return denied
-      return await route(request, pathname)
+      return await route(request, pathname, info)
     } catch (error) {
       // ValidationError (400), TaskNotFoundError (404), body errors (400/413/415) carry their status.
       const known = knownErrorResponse(R, error)
