@@ -30,6 +30,7 @@ const svc = defineCommand({
     runtime: () => import('./commands/runtime.ts').then((m) => m.default),
     build: () => import('./commands/build.ts').then((m) => m.default),
     tasks: () => import('./commands/tasks.ts').then((m) => m.default),
+    dev: () => import('./commands/dev.ts').then((m) => m.default),
   },
 })
 

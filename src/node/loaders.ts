@@ -10,6 +10,7 @@
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { createJiti, type Jiti } from 'jiti'
+import { selfAliases } from '../build/self.ts'
 import { ManifestError, scanApp } from '../manifest.ts'
 import type { PageModule, RouteModule, RuntimeApiRoute, RuntimePage } from '../types.ts'
 
@@ -39,7 +40,9 @@ async function scan(root: string) {
  * import names the file.
  */
 export function createAppImporter(root: string): <T>(file: string) => Promise<T> {
-  const jiti: Jiti = createJiti(pathToFileURL(`${root}/`).href, { moduleCache: false })
+  // `svc` imports in app code resolve to this copy of svc, so the app and the
+  // server share one runtime (one active task runtime, one set of error classes).
+  const jiti: Jiti = createJiti(pathToFileURL(`${root}/`).href, { moduleCache: false, alias: selfAliases() })
   return async <T>(file: string): Promise<T> => {
     try {
       return await jiti.import<T>(resolve(root, file))

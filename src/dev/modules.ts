@@ -1,0 +1,87 @@
+import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { ManifestPage, ManifestRoute, PageModule, RouteModule, RuntimeApiRoute, RuntimePage } from '../types.ts'
+import { createAppImporter } from '../node/loaders.ts'
+
+interface Loaded {
+  hash: string
+  module: RouteModule | PageModule
+}
+
+export interface LoadResult {
+  routes: RuntimeApiRoute[]
+  pages: RuntimePage[]
+  /** Files whose module was (re)imported by this load. */
+  reloaded: string[]
+  /** Files that failed to import; their previous version, if any, stays. */
+  failed: Array<{ file: string; message: string }>
+}
+
+/**
+ * The app's modules as the dev server last loaded them. A reload imports
+ * only the files whose content changed, so unchanged routes keep their
+ * module (and its module-scope state, and the WebSockets attached to it).
+ * When a file that is not a route or page changes (a shared helper), every
+ * module is imported again, since any of them may use it.
+ */
+export class AppModules {
+  readonly root: string
+  #loaded = new Map<string, Loaded>()
+
+  constructor(root: string) {
+    this.root = root
+  }
+
+  async load(
+    scanned: { routes: ManifestRoute[]; pages: ManifestPage[] },
+    options: { broken?: Set<string>; reimportAll?: boolean } = {},
+  ): Promise<LoadResult> {
+    // A fresh importer per load: its module cache is empty, so edits are seen.
+    const importer = createAppImporter(this.root)
+    const reloaded: string[] = []
+    const failed: LoadResult['failed'] = []
+    const seen = new Set<string>()
+
+    const resolveModule = async <M>(file: string): Promise<M | undefined> => {
+      seen.add(file)
+      const previous = this.#loaded.get(file)
+      // A file with config errors keeps serving its last good version, if it had one.
+      if (options.broken?.has(file)) return previous?.module as M | undefined
+      let hash: string
+      try {
+        hash = createHash('sha1').update(readFileSync(join(this.root, file))).digest('hex')
+      } catch {
+        return undefined // deleted between the scan and now
+      }
+      if (previous && previous.hash === hash && !options.reimportAll) return previous.module as M
+      try {
+        const module = await importer<M & (RouteModule | PageModule)>(file)
+        this.#loaded.set(file, { hash, module })
+        reloaded.push(file)
+        return module
+      } catch (error) {
+        failed.push({ file, message: error instanceof Error ? error.message : String(error) })
+        return previous?.module as M | undefined
+      }
+    }
+
+    const routes: RuntimeApiRoute[] = []
+    for (const route of scanned.routes) {
+      const module = await resolveModule<RouteModule>(route.file)
+      if (module) routes.push({ ...route, module })
+    }
+    const pages: RuntimePage[] = []
+    for (const page of scanned.pages) {
+      const module = await resolveModule<PageModule>(page.file)
+      if (module) pages.push({ ...page, module })
+    }
+    for (const file of this.#loaded.keys()) if (!seen.has(file)) this.#loaded.delete(file)
+    return { routes, pages, reloaded, failed }
+  }
+
+  /** Whether `file` (relative to the root) is a route or page this set has loaded. */
+  has(file: string): boolean {
+    return this.#loaded.has(file)
+  }
+}

@@ -1,0 +1,115 @@
+import { join, resolve } from 'node:path'
+import { scanApp } from '../manifest.ts'
+import type { ConfigError } from '../manifest.ts'
+import { startSvcServer } from '../node/server.ts'
+import type { SvcServer } from '../node/options.ts'
+import type { Logger, RuntimeApiRoute, RuntimePage } from '../types.ts'
+import { AppModules } from './modules.ts'
+import { watchTree, type Watcher } from './watch.ts'
+
+/** WebSocket close code for sockets of a reloaded hot route (RFC 6455 registry: 1012 Service Restart). */
+export const RELOAD_CLOSE_CODE = 1012
+
+export interface DevServerOptions {
+  /** The app directory. */
+  root: string
+  /** @default 3000 */
+  port?: number
+  /** @default 'localhost' */
+  host?: string
+  /** @default console */
+  logger?: Logger
+  /**
+   * Watch `src/` and reload on change.
+   * @default true
+   */
+  watch?: boolean
+}
+
+export interface DevServer {
+  readonly server: SvcServer
+  readonly url: string
+  /** Config errors of the last scan (empty when the app is clean). */
+  readonly errors: ConfigError[]
+  /** What the server serves now. */
+  readonly app: { routes: RuntimeApiRoute[]; pages: RuntimePage[] }
+  /** Re-scans and reloads what changed; what the watcher calls. Resolves when the new code serves. */
+  reload(changedFiles?: string[]): Promise<void>
+  close(): Promise<void>
+}
+
+/**
+ * The development server: `startSvcServer` in development mode (the task
+ * admin surface is open to localhost without a secret), with `src/` watched.
+ * On every change the static config is checked again; errors are printed as
+ * `file:line:col: message` and the last good version keeps serving. Only
+ * changed modules are imported again, so unchanged routes keep their state
+ * and their open WebSockets.
+ */
+export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
+  const root = resolve(options.root)
+  const logger = options.logger ?? console
+  const env = { ...process.env, NODE_ENV: process.env.NODE_ENV || 'development' }
+  const modules = new AppModules(root)
+  let errors: ConfigError[] = []
+
+  const scanAndLoad = async (changedFiles: string[] | undefined) => {
+    const scan = await scanApp({ root })
+    errors = scan.errors
+    for (const error of scan.errors) logger.error(String(error))
+    const appFiles = new Set([...scan.routes, ...scan.pages].map((entry) => entry.file))
+    // A change to anything that is not a route or page (a shared helper) may affect any module.
+    const reimportAll = changedFiles?.some((file) => !appFiles.has(`src/${file}`)) ?? false
+    const result = await modules.load(scan, { broken: new Set(scan.errors.map((error) => error.file)), reimportAll })
+    for (const failure of result.failed) logger.error(`${failure.file}: ${failure.message}`)
+    return result
+  }
+
+  const first = await scanAndLoad(undefined)
+  let app = { routes: first.routes, pages: first.pages }
+  const server = await startSvcServer({
+    apiRoutes: first.routes,
+    pages: first.pages,
+    port: options.port ?? 3000,
+    host: options.host ?? 'localhost',
+    env,
+    dev: true,
+    logger,
+    staticDirs: [join(root, 'public')],
+  })
+
+  let queue: Promise<void> = Promise.resolve()
+  const reload = (changedFiles?: string[]): Promise<void> => {
+    queue = queue.then(async () => {
+      const result = await scanAndLoad(changedFiles)
+      const reloadedHot = new Set(result.routes.filter((route) => route.kind === 'hot' && result.reloaded.includes(route.file!)).map((route) => route.path))
+      await server.reload({ apiRoutes: result.routes, pages: result.pages })
+      app = { routes: result.routes, pages: result.pages }
+      // Their sockets still run the old code: close them so clients reconnect to the new one.
+      if (reloadedHot.size) server.closeWebSockets(RELOAD_CLOSE_CODE, 'Route reloaded', (path) => reloadedHot.has(path))
+      if (result.reloaded.length) logger.info(`[svc] reloaded ${result.reloaded.join(', ')}`)
+    })
+    // A failed reload is reported and the queue goes on with the next change.
+    queue = queue.catch((error) => logger.error('[svc] reload failed:', error))
+    return queue
+  }
+
+  const watcher: Watcher | undefined = options.watch === false ? undefined : watchTree(join(root, 'src'), (files) => void reload(files))
+
+  return {
+    server,
+    url: server.url,
+    get errors() {
+      return errors
+    },
+    get app() {
+      return app
+    },
+    reload,
+    async close() {
+      watcher?.close()
+      await queue
+      await server.close()
+    },
+  }
+}

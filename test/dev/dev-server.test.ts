@@ -1,0 +1,179 @@
+import { spawn } from 'node:child_process'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import WebSocket from 'ws'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { startDevServer, type DevServer } from '../../src/dev/server.ts'
+
+const cli = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url))
+
+async function write(root: string, file: string, contents: string): Promise<void> {
+  await mkdir(dirname(join(root, file)), { recursive: true })
+  await writeFile(join(root, file), contents)
+}
+
+/** Retries `check` until it stops throwing (file events and reloads are asynchronous). */
+async function eventually<T>(check: () => Promise<T>, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    try {
+      return await check()
+    } catch (error) {
+      if (Date.now() > deadline) throw error
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+  }
+}
+
+function logs() {
+  const lines: string[] = []
+  const push = (...args: unknown[]) => void lines.push(args.map(String).join(' '))
+  return { lines, logger: { info: push, warn: push, error: push } }
+}
+
+describe('svc dev', () => {
+  let root: string
+  let dev: DevServer | undefined
+
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'svc-dev-'))
+    await write(root, 'src/api/hello.ts', `export function GET() { return { version: 1 } }\n`)
+    await write(
+      root,
+      'src/api/counter.ts',
+      `let count = 0\nexport function GET() { count++; return { count } }\n`,
+    )
+    await write(
+      root,
+      'src/api/echo.ts',
+      `export const route = { kind: 'hot' } as const\nexport function websocket(peer: any) { peer.on('message', (m: unknown) => peer.send('v1:' + m)) }\n`,
+    )
+  })
+  afterEach(async () => {
+    await dev?.close()
+    dev = undefined
+    await rm(root, { recursive: true, force: true })
+  })
+
+  const get = async (path: string) => {
+    const res = await fetch(`${dev!.url}${path}`)
+    return { status: res.status, body: (await res.json()) as any }
+  }
+
+  it('serves new code for a changed route without restarting the server', async () => {
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: logs().logger })
+    const { port } = dev.server
+    expect((await get('/api/hello')).body).toEqual({ version: 1 })
+    await write(root, 'src/api/hello.ts', `export function GET() { return { version: 2 } }\n`)
+    await eventually(async () => expect((await get('/api/hello')).body).toEqual({ version: 2 }))
+    expect(dev.server.port).toBe(port)
+  })
+
+  it('keeps the module state of routes that did not change', async () => {
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: logs().logger, watch: false })
+    await get('/api/counter')
+    await get('/api/counter')
+    await write(root, 'src/api/hello.ts', `export function GET() { return { version: 3 } }\n`)
+    await dev.reload(['api/hello.ts'])
+    expect((await get('/api/hello')).body).toEqual({ version: 3 })
+    expect((await get('/api/counter')).body).toEqual({ count: 3 })
+  })
+
+  it('prints config errors as file:line:col, keeps serving the last good version, and recovers', async () => {
+    const { lines, logger } = logs()
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger, watch: false })
+    await write(root, 'src/api/hello.ts', `export const route = { retries: Math.max(1, 2) }\nexport function GET() { return { version: 4 } }\n`)
+    await dev.reload(['api/hello.ts'])
+    expect(lines.some((line) => /^src\/api\/hello\.ts:1:33: route\.retries must be a static literal/.test(line))).toBe(true)
+    expect(dev.errors).toHaveLength(1)
+    expect((await get('/api/hello')).body).toEqual({ version: 1 })
+    await write(root, 'src/api/hello.ts', `export function GET() { return { version: 5 } }\n`)
+    await dev.reload(['api/hello.ts'])
+    expect(dev.errors).toEqual([])
+    expect((await get('/api/hello')).body).toEqual({ version: 5 })
+  })
+
+  it('reports a module that fails to load and keeps its previous version', async () => {
+    const { lines, logger } = logs()
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger, watch: false })
+    await write(root, 'src/api/hello.ts', `throw new Error('boom at load')\nexport function GET() { return {} }\n`)
+    await dev.reload(['api/hello.ts'])
+    expect(lines.some((line) => line.includes('src/api/hello.ts') && line.includes('boom at load'))).toBe(true)
+    expect((await get('/api/hello')).body).toEqual({ version: 1 })
+  })
+
+  it('serves added routes and drops deleted ones', async () => {
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: logs().logger, watch: false })
+    await write(root, 'src/api/added.ts', `export function GET() { return { added: true } }\n`)
+    await rm(join(root, 'src/api/counter.ts'))
+    await dev.reload(['api/added.ts', 'api/counter.ts'])
+    expect((await get('/api/added')).body).toEqual({ added: true })
+    expect((await get('/api/counter')).status).toBe(404)
+  })
+
+  it('keeps open WebSockets of unchanged routes and closes those of a reloaded hot route with 1012', async () => {
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: logs().logger, watch: false })
+    const ws = new WebSocket(`${dev.url.replace('http', 'ws')}/api/echo`)
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject))
+    const echo = (text: string) =>
+      new Promise<string>((resolve) => {
+        ws.once('message', (data) => resolve(String(data)))
+        ws.send(text)
+      })
+
+    await write(root, 'src/api/hello.ts', `export function GET() { return { version: 6 } }\n`)
+    await dev.reload(['api/hello.ts'])
+    expect(await echo('still here')).toBe('v1:still here')
+
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)))
+    await write(
+      root,
+      'src/api/echo.ts',
+      `export const route = { kind: 'hot' } as const\nexport function websocket(peer: any) { peer.on('message', (m: unknown) => peer.send('v2:' + m)) }\n`,
+    )
+    await dev.reload(['api/echo.ts'])
+    expect(await closed).toBe(1012)
+
+    const again = new WebSocket(`${dev.url.replace('http', 'ws')}/api/echo`)
+    await new Promise((resolve, reject) => again.once('open', resolve).once('error', reject))
+    const reply = await new Promise<string>((resolve) => {
+      again.once('message', (data) => resolve(String(data)))
+      again.send('new')
+    })
+    again.close()
+    expect(reply).toBe('v2:new')
+  })
+
+  it('opens the task admin surface to localhost without a secret', async () => {
+    await write(root, 'src/api/job.ts', `export const kind = 'task'\nexport async function POST() { return 'done' }\n`)
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: logs().logger, watch: false })
+    const res = await fetch(`${dev.url}/__tasks/job`, { method: 'POST' })
+    expect(res.status).toBe(202)
+  })
+
+  it('prints the URL and the route table from the CLI, and rejects a bad --port', async () => {
+    const child = spawn(process.execPath, [cli, 'dev', '--root', root, '--port', '0', '--host', '127.0.0.1'], {
+      env: { ...process.env, NODE_ENV: 'development' },
+    })
+    let out = ''
+    child.stdout.on('data', (chunk) => (out += chunk))
+    await eventually(async () => expect(out).toMatch(/Task admin/), 10_000)
+    expect(out).toMatch(/svc dev: http:\/\/127\.0\.0\.1:\d+/)
+    expect(out).toMatch(/\/api\/echo\s+hot\s+WS/)
+    expect(out).toMatch(/\/api\/hello\s+serverless\s+GET/)
+    const url = out.match(/svc dev: (\S+)/)![1]
+    expect(await (await fetch(`${url}/api/hello`)).json()).toEqual({ version: 1 })
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    child.kill('SIGINT')
+    await exited
+
+    const bad = spawn(process.execPath, [cli, 'dev', '--root', root, '--port', 'abc'])
+    let err = ''
+    bad.stderr.on('data', (chunk) => (err += chunk))
+    const code = await new Promise((resolve) => bad.once('exit', resolve))
+    expect(code).toBe(1)
+    expect(err).toContain('--port must be a whole number from 0 to 65535 (got "abc")')
+  })
+})
