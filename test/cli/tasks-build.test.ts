@@ -1,0 +1,126 @@
+import { spawn } from 'node:child_process'
+import { readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { copyFixtureApp } from '../targets/_app.ts'
+
+const cli = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url))
+
+function svc(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, NO_COLOR: '1' } })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk) => (stdout += chunk))
+    child.stderr.on('data', (chunk) => (stderr += chunk))
+    child.on('exit', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+describe('svc tasks and svc build', () => {
+  let app: Awaited<ReturnType<typeof copyFixtureApp>>
+  beforeAll(async () => {
+    app = await copyFixtureApp()
+  })
+  afterAll(() => app?.cleanup())
+
+  it('tasks list --json gives name, path, schedule, retries and timeout', async () => {
+    const { code, stdout } = await svc(['tasks', 'list', '--json', '--root', app.root])
+    expect(code).toBe(0)
+    const { tasks } = JSON.parse(stdout)
+    expect(tasks.find((t: { name: string }) => t.name === 'jobs.tick')).toEqual({
+      name: 'jobs.tick',
+      path: '/api/jobs/tick',
+      schedule: '*/10 * * * *',
+      retries: 0,
+      timeout: 30000,
+    })
+  })
+
+  it('tasks run --json prints the exact envelope and exits 0', async () => {
+    const { code, stdout } = await svc(['tasks', 'run', 'jobs.double', '--input', '{"n":2}', '--json', '--root', app.root])
+    expect(code).toBe(0)
+    const envelope = JSON.parse(stdout)
+    expect(Object.keys(envelope).sort()).toEqual(['attempts', 'ok', 'result', 'steps', 'taskName'])
+    expect(envelope).toMatchObject({ ok: true, taskName: 'jobs.double', result: { doubled: 4 }, steps: { double: { status: 'completed', output: 4 } } })
+    expect(envelope.attempts).toHaveLength(1)
+    expect(envelope.attempts[0]).toMatchObject({ index: 1 })
+    expect(new Date(envelope.attempts[0].startedAt).toISOString()).toBe(envelope.attempts[0].startedAt)
+  })
+
+  it('tasks run resolves sleeps and child tasks in-process', async () => {
+    const { code, stdout, stderr } = await svc(['tasks', 'run', 'jobs.nap', '--json', '--root', app.root])
+    expect(code).toBe(0)
+    const envelope = JSON.parse(stdout)
+    expect(envelope.result).toEqual({ before: 'ran', child: { ok: true, result: { doubled: 6 } } })
+    expect(Object.keys(envelope.steps)).toEqual(['before', 'nap', 'child'])
+    expect(stderr).toMatch(/in-process/)
+  })
+
+  it('tasks run exits 1 with every attempt recorded when the run fails', async () => {
+    const { code, stdout } = await svc(['tasks', 'run', 'jobs.fail', '--json', '--root', app.root])
+    expect(code).toBe(1)
+    const envelope = JSON.parse(stdout)
+    expect(envelope.ok).toBe(false)
+    expect(envelope.attempts.map((a: { error: string }) => a.error)).toEqual(['attempt 1 failed', 'attempt 2 failed'])
+    expect('result' in envelope).toBe(false)
+  })
+
+  it('tasks run prints the readable form by default', async () => {
+    const { code, stdout } = await svc(['tasks', 'run', 'jobs.double', '--input', '{"n":1}', '--root', app.root])
+    expect(code).toBe(0)
+    expect(stdout).toMatch(/^jobs\.double: completed after 1 attempt\(s\)/)
+    expect(stdout).toMatch(/"doubled": 2/)
+  })
+
+  it('tasks run prints VALIDATION_FAILED details on stderr and exits 1 for a bad payload', async () => {
+    const { code, stdout, stderr } = await svc(['tasks', 'run', 'jobs.double', '--input', '{"n":"x"}', '--root', app.root])
+    expect(code).toBe(1)
+    expect(stdout).toBe('')
+    expect(stderr).toMatch(/VALIDATION_FAILED/)
+    expect(stderr).toMatch(/body\.n: n must be a number/)
+  })
+
+  it('tasks run names the available tasks for an unknown one', async () => {
+    const { code, stderr } = await svc(['tasks', 'run', 'jobs.nope', '--root', app.root])
+    expect(code).toBe(1)
+    expect(stderr).toMatch(/Unknown task "jobs\.nope"\. Available tasks: .*jobs\.double/)
+  })
+
+  it('tasks run rejects malformed JSON and a missing --input value', async () => {
+    const bad = await svc(['tasks', 'run', 'jobs.double', '--input', '{n:', '--root', app.root])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toMatch(/--input is not valid JSON/)
+    const missing = await svc(['tasks', 'run', 'jobs.double', '--root', app.root, '--input'])
+    expect(missing.code).toBe(1)
+    expect(missing.stderr).toMatch(/--input needs a value/)
+  })
+
+  it('build prints bundle sizes, warns about hot routes and exits 0', async () => {
+    const { code, stdout, stderr } = await svc(['build', '--target', 'cloudflare', '--root', app.root])
+    expect(code).toBe(0)
+    expect(stdout).toMatch(/\.output\/cloudflare\/index\.mjs\s+[\d.]+ kB\s+[\d.]+ kB/)
+    expect(stderr).toContain('[svc] 1 hot route(s) cannot run on cloudflare and were not bundled: /api/live — deploy them to a persistent host')
+  })
+
+  it('build fails with every config error and exits 1', async () => {
+    const file = join(app.root, 'src/api/hello.ts')
+    const original = await readFile(file, 'utf8')
+    await writeFile(file, `export const route = { retries: -1, timeout: \`5\` }\n${original}`)
+    try {
+      const { code, stderr } = await svc(['build', '--root', app.root])
+      expect(code).toBe(1)
+      expect(stderr).toMatch(/src\/api\/hello\.ts:1:\d+: .*retries/)
+      expect(stderr).toMatch(/src\/api\/hello\.ts:1:\d+: .*template literal/)
+    } finally {
+      await writeFile(file, original)
+    }
+  })
+
+  it('build rejects an unknown target', async () => {
+    const { code, stderr } = await svc(['build', '--target', 'mars', '--root', app.root])
+    expect(code).toBe(1)
+    expect(stderr).toContain('--target must be one of node, cloudflare, lambda, vercel (got "mars")')
+  })
+})
