@@ -64,6 +64,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<BuildResult>
     root,
     routes,
     pages,
+    crons: [...new Set(routes.flatMap((route) => (route.kind === 'task' && route.schedule ? [route.schedule] : [])))],
     appSource: appSource(root, routes, pages),
     async bundle(source, outFile) {
       await mkdir(dirname(outFile), { recursive: true })

@@ -17,6 +17,8 @@ export interface TargetContext {
   root: string
   routes: ManifestRoute[]
   pages: ManifestPage[]
+  /** Every distinct cron expression of the scheduled tasks, in route order. */
+  crons: string[]
   /** Generated entry source minus the target's own tail (imports and the `app` object). */
   appSource: string
   /** Bundles `source` (an entry module) for this target into `outFile`. */

@@ -19,14 +19,13 @@ export const cloudflareTarget: TargetDescriptor = {
 import { createWorker } from 'svc/cloudflare'
 export default createWorker(app)
 `
-    const crons = [...new Set(ctx.routes.map((route) => route.schedule).filter((cron): cron is string => !!cron))]
     const wrangler = {
       name: workerName(ctx.root),
       main: 'index.mjs',
       compatibility_date: COMPATIBILITY_DATE,
       // The bundle holds no Node-only code paths, so no nodejs_compat flag is needed.
       compatibility_flags: [] as string[],
-      triggers: { crons },
+      triggers: { crons: ctx.crons },
     }
     return [
       await ctx.bundle(entry, join(out, 'index.mjs')),

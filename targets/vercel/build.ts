@@ -21,9 +21,7 @@ export const vercelTarget: TargetDescriptor = {
 import { createVercelHandler } from 'svc/vercel'
 export default createVercelHandler(app)
 `
-    const crons = [...new Set(ctx.routes.map((route) => route.schedule).filter((cron): cron is string => !!cron))].map(
-      (schedule) => ({ path: `/__svc/cron?cron=${encodeURIComponent(schedule)}`, schedule }),
-    )
+    const crons = ctx.crons.map((schedule) => ({ path: `/__svc/cron?cron=${encodeURIComponent(schedule)}`, schedule }))
     const config = {
       version: 3,
       routes: [{ handle: 'filesystem' }, { src: '/(.*)', dest: '/__svc' }],
