@@ -1,6 +1,6 @@
 /**
  * The small slice of ESTree the scanner reads, and helpers over it. Nodes
- * come from oxc (through `rolldown/parseAst`) as plain objects with `start`
+ * come from oxc-parser as plain objects with `start`
  * and `end` UTF-16 offsets.
  */
 
