@@ -1,0 +1,74 @@
+import { fileURLToPath } from 'node:url'
+import WebSocket from 'ws'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { scanApp } from '../src/manifest.ts'
+import { loadApiRoutes, loadPages, startSvcServer, type SvcServer } from '../src/node.ts'
+
+const root = fileURLToPath(new URL('../playground', import.meta.url))
+
+describe('the playground app', () => {
+  let server: SvcServer
+  let base: string
+
+  beforeAll(async () => {
+    server = await startSvcServer({
+      apiRoutes: await loadApiRoutes({ root }),
+      pages: await loadPages({ root }),
+      port: 0,
+      host: '127.0.0.1',
+      staticDirs: [`${root}/public`],
+      logger: { info() {}, warn() {}, error: console.error },
+    })
+    base = `http://127.0.0.1:${server.port}`
+  })
+  afterAll(() => server?.close())
+
+  it('scans clean and uses every kind', async () => {
+    const scan = await scanApp({ root })
+    expect(scan.errors).toEqual([])
+    expect(new Set(scan.routes.map((route) => route.kind))).toEqual(new Set(['serverless', 'hot', 'task']))
+    expect(scan.routes.some((route) => route.schedule)).toBe(true)
+    expect(scan.pages.map((page) => page.mode)).toContain('hybrid')
+  })
+
+  it('validates the greet query', async () => {
+    expect(await (await fetch(`${base}/api/greet?name=Ada&excited=yes`)).json()).toEqual({ message: 'Hello, Ada!' })
+    const bad = await fetch(`${base}/api/greet`)
+    expect(bad.status).toBe(400)
+    expect(await bad.json()).toMatchObject({ code: 'VALIDATION_FAILED' })
+  })
+
+  it('runs the chat room for allowed origins and refuses others', async () => {
+    const url = `${base.replace('http', 'ws')}/api/chat?name=ada`
+    const ws = new WebSocket(url, { origin: `http://localhost:3000` })
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject))
+    const line = new Promise<string>((resolve) => ws.once('message', (data) => resolve(String(data))))
+    ws.send('hi')
+    expect(await line).toBe('ada: hi')
+    ws.close()
+    const refused = new WebSocket(url, { origin: 'https://evil.example' })
+    const status = await new Promise<number>((resolve) => refused.once('unexpected-response', (_req, res) => resolve(res.statusCode!)))
+    expect(status).toBe(403)
+  })
+
+  it('runs the onboarding task through its steps and child task', async () => {
+    const res = await fetch(`${base}/__tasks/jobs.onboard`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'ada@example.com' }),
+    })
+    expect(res.status).toBe(202)
+    const { id } = (await res.json()) as { id: string }
+    const run = await server.runtime.waitForRun(id)
+    expect(run).toMatchObject({ status: 'completed', result: { emailed: true, account: { email: 'ada@example.com' } } })
+    expect(Object.keys(run.steps)).toEqual(['create-account', 'settle', 'welcome-email'])
+  })
+
+  it('caches the hybrid home page', async () => {
+    const first = await fetch(`${base}/`)
+    const html = await first.text()
+    const second = await fetch(`${base}/`)
+    expect(second.headers.get('x-svc-cache')).toBe('HIT')
+    expect(await second.text()).toBe(html)
+  })
+})
