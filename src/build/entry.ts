@@ -11,11 +11,12 @@ export function appSource(root: string, routes: ManifestRoute[], pages: Manifest
   const lines: string[] = []
   const routeItems = routes.map((route, i) => {
     lines.push(`import * as route${i} from ${JSON.stringify(join(root, route.file))}`)
-    return `  { ...${JSON.stringify(route)}, module: route${i} },`
+    return `  { ...${JSON.stringify(runtimeFields(route))}, module: route${i} },`
   })
   const pageItems = pages.map((page, i) => {
     lines.push(`import * as page${i} from ${JSON.stringify(join(root, page.file))}`)
-    return `  { ...${JSON.stringify(page)}, module: page${i} },`
+    const { path, file, mode, revalidate, tags } = page
+    return `  { ...${JSON.stringify({ path, file, mode, revalidate, tags })}, module: page${i} },`
   })
   const cache = pages.some((page) => page.mode === 'hybrid') ? `{ store: 'memory' }` : 'undefined'
   return [
@@ -27,4 +28,13 @@ export function appSource(root: string, routes: ManifestRoute[], pages: Manifest
     `}`,
     '',
   ].join('\n')
+}
+
+/**
+ * The manifest fields the runtime acts on. The advisor's findings (reasons,
+ * signals, provider) stay out of deployed bundles.
+ */
+function runtimeFields(route: ManifestRoute): Partial<ManifestRoute> {
+  const { path, file, kind, name, methods, websocket, schedule, timezone, retries, timeout, origins } = route
+  return { path, file, kind, name, methods, websocket, schedule, timezone, retries, timeout, origins }
 }
