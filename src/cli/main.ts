@@ -60,7 +60,9 @@ async function main(rawArgs: string[]): Promise<number> {
       process.stderr.write(`${await renderUsage(cmd, parent)}\n\nerror: ${stripAnsi(error.message)}\n`)
     } else {
       const message = error instanceof Error ? error.message : String(error)
-      process.stderr.write(`error: ${message}\n`)
+      // The message only: a stack trace is noise for a user's mistake; SVC_DEBUG=1 shows it.
+      const { consola } = await import('consola')
+      consola.error(message)
       if (process.env.SVC_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`)
     }
     return 1

@@ -18,8 +18,8 @@ export default defineCommand({
     const root = resolveRoot(args.root)
     const port = Number(args.port)
     if (!/^\d+$/.test(args.port) || port > 65535) throw new UsageError(`--port must be a whole number from 0 to 65535 (got "${args.port}")`)
-    const { startDevServer } = await import('../../dev/server.ts')
-    const dev = await startDevServer({ root, port, host: args.host })
+    const [{ startDevServer }, { consola }] = await Promise.all([import('../../dev/server.ts'), import('consola')])
+    const dev = await startDevServer({ root, port, host: args.host, logger: consola })
     const { routes, pages } = dev.app
     printLines('stdout', [
       `svc dev: ${dev.url}`,
