@@ -1,0 +1,78 @@
+/**
+ * Opening a `SqliteRunStore` database: connection pragmas and the schema,
+ * versioned with `PRAGMA user_version` so a later release can migrate a file
+ * an earlier one wrote.
+ *
+ * Records are kept whole as JSON text; the columns beside them are the ones
+ * the store filters, orders or compares on.
+ */
+import type { DatabaseSync } from 'node:sqlite'
+
+/** The schema this release writes. Bump it, and add a step to `MIGRATIONS`, when the schema changes. */
+export const SCHEMA_VERSION = 1
+
+// Each entry moves a database from version `index` to `index + 1`.
+const MIGRATIONS: readonly string[] = [
+  `
+  -- seq is the rowid: creation order, which listRuns walks newest first.
+  -- finished_seq orders runs by when they finished (eviction order) and is
+  -- NULL while a run is live, so live runs are never evicted.
+  CREATE TABLE IF NOT EXISTS runs (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    task_name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    idempotency_key TEXT,
+    finished_seq INTEGER,
+    record TEXT NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS runs_by_task ON runs (task_name, seq);
+  CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, seq);
+  CREATE INDEX IF NOT EXISTS runs_by_finish ON runs (finished_seq) WHERE finished_seq IS NOT NULL;
+  -- Keys are scoped to their task and held as long as their run is retained.
+  CREATE UNIQUE INDEX IF NOT EXISTS runs_by_key ON runs (task_name, idempotency_key) WHERE idempotency_key IS NOT NULL;
+
+  CREATE TABLE IF NOT EXISTS timers (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    run_id TEXT NOT NULL,
+    record TEXT NOT NULL
+  );
+
+  CREATE TABLE IF NOT EXISTS tokens (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    record TEXT NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS tokens_by_run ON tokens (run_id);
+  `,
+]
+
+/**
+ * Prepares a freshly opened connection: waits up to `busyTimeoutMs` for
+ * another connection's write lock instead of failing at once, switches a
+ * file to write-ahead logging (readers never block the writer), and creates
+ * or migrates the schema.
+ */
+export function prepareDatabase(db: DatabaseSync, where: string, file: string, busyTimeoutMs: number): void {
+  // busy_timeout first: the next pragmas may already need a lock another process holds.
+  db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`)
+  // An in-memory database answers 'memory'; WAL only applies to files.
+  if (file !== ':memory:') db.exec('PRAGMA journal_mode = WAL')
+  db.exec('BEGIN IMMEDIATE')
+  try {
+    const version = Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version)
+    if (version > SCHEMA_VERSION) {
+      throw new Error(
+        `${where}: ${file} holds schema version ${version}, newer than the ${SCHEMA_VERSION} this version of svc reads; upgrade svc or use another file`,
+      )
+    }
+    for (let v = version; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v])
+    if (version !== SCHEMA_VERSION) db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`)
+    db.exec('COMMIT')
+  } catch (error) {
+    db.exec('ROLLBACK')
+    throw error
+  }
+}

@@ -1,0 +1,336 @@
+/**
+ * `SqliteRunStore`: a durable `RunStore` on Node's built-in `node:sqlite`.
+ * With it a single Node process keeps runs, steps, timers, tokens and
+ * waitpoints across a restart, and `runtime.recover()` (called by
+ * `startSvcServer`) carries on from where the last process stopped.
+ *
+ * Every compare-and-set point of the `RunStore` contract (`createRun` with
+ * an idempotency key, `updateRun` with `expect`, `takeTimer`, `putToken`,
+ * `settleToken`) is one SQL statement or one `BEGIN IMMEDIATE` transaction.
+ * `DatabaseSync` is synchronous, so no other call on the same connection can
+ * run in the middle of one, and the write lock that `BEGIN IMMEDIATE` takes
+ * keeps other processes on the same file out until it commits.
+ */
+import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite'
+import { DEFAULT_MAX_RUNS } from '../runtime/tasks/memory-store.ts'
+import { describe } from '../runtime/tasks/options.ts'
+import { isFinished, type RunPatch, type RunQuery, type RunStore, type TimerRecord, type TokenRecord } from '../runtime/tasks/store.ts'
+import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
+import { prepareDatabase } from './sqlite-schema.ts'
+
+export interface SqliteRunStoreOptions {
+  /**
+   * The database file, created if missing (its directory must exist);
+   * relative paths resolve against the working directory. `':memory:'`
+   * keeps everything in memory, which survives nothing but is handy in
+   * tests. Several processes may open the same file.
+   */
+  path: string
+  /**
+   * How many runs to retain. Past it, the runs that finished (completed or
+   * failed) longest ago are evicted first, with their tokens and
+   * idempotency keys. Scheduled, running and suspended runs are never
+   * evicted, so the store may exceed the bound while more than `maxRuns` of
+   * them are live. The same rule as `MemoryRunStore`.
+   * @default 10000
+   */
+  maxRuns?: number
+  /**
+   * How long a write waits for another connection's lock (another process
+   * on the same file) before it fails with "database is locked".
+   * Note: `node:sqlite` is synchronous, so the wait blocks this process's
+   * event loop; keep it short.
+   * @default 5000
+   */
+  busyTimeoutMs?: number
+}
+
+/** Default of `busyTimeoutMs`. */
+export const DEFAULT_BUSY_TIMEOUT_MS = 5000
+
+const WHERE = 'SqliteRunStore'
+
+interface RunRow {
+  record: string
+  finished_seq: number | null
+}
+
+export class SqliteRunStore implements RunStore {
+  readonly path: string
+  readonly maxRuns: number
+  #db: DatabaseSync | undefined
+  #statements = new Map<string, StatementSync>()
+
+  constructor(options: SqliteRunStoreOptions) {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError(`${WHERE}: options must be an object with a path (got ${describe(options)})`)
+    }
+    const { path, maxRuns = DEFAULT_MAX_RUNS, busyTimeoutMs = DEFAULT_BUSY_TIMEOUT_MS } = options
+    if (typeof path !== 'string' || path === '') {
+      throw new TypeError(`${WHERE}: path must be a database file path or ':memory:' (got ${describe(path)})`)
+    }
+    checkWholeNumber('maxRuns', maxRuns, 1)
+    checkWholeNumber('busyTimeoutMs', busyTimeoutMs, 0)
+    this.path = path
+    this.maxRuns = maxRuns
+    // Loaded here rather than imported at the top, so importing `svc/node`
+    // never loads `node:sqlite` (and never prints its ExperimentalWarning)
+    // unless a store is actually created.
+    const { DatabaseSync } = process.getBuiltinModule('node:sqlite')
+    let db: DatabaseSync
+    try {
+      db = new DatabaseSync(path)
+    } catch (error) {
+      throw new Error(`${WHERE}: cannot open ${path}: ${(error as Error).message}`, { cause: error })
+    }
+    try {
+      prepareDatabase(db, WHERE, path, busyTimeoutMs)
+    } catch (error) {
+      db.close()
+      throw error
+    }
+    this.#db = db
+  }
+
+  /** Number of runs retained. */
+  get size(): number {
+    return Number((this.#sql('SELECT count(*) AS n FROM runs').get() as { n: number }).n)
+  }
+
+  /** Closes the database. Later calls on the store throw. Idempotent. */
+  close(): void {
+    const db = this.#db
+    if (!db) return
+    this.#db = undefined
+    this.#statements.clear()
+    db.close()
+  }
+
+  async createRun(run: RunRecord): Promise<RunRecord> {
+    const record = JSON.stringify(run)
+    return this.#write(() => {
+      if (this.#sql('SELECT 1 FROM runs WHERE id = ?').get(run.id)) {
+        throw new Error(`${WHERE}: run "${run.id}" already exists`)
+      }
+      if (run.idempotencyKey !== undefined) {
+        const holder = this.#sql('SELECT record FROM runs WHERE task_name = ? AND idempotency_key = ?').get(
+          run.taskName,
+          run.idempotencyKey,
+        ) as RunRow | undefined
+        if (holder) return JSON.parse(holder.record) as RunRecord
+      }
+      this.#sql(
+        'INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record) VALUES (?, ?, ?, ?, ?, ?)',
+      ).run(run.id, run.taskName, run.status, run.idempotencyKey ?? null, this.#finishSeq(run.status, null), record)
+      this.#evict()
+      return JSON.parse(record) as RunRecord
+    })
+  }
+
+  async getRun(id: string): Promise<RunRecord | undefined> {
+    const row = this.#sql('SELECT record FROM runs WHERE id = ?').get(id) as RunRow | undefined
+    return row && (JSON.parse(row.record) as RunRecord)
+  }
+
+  async updateRun(
+    id: string,
+    patch: RunPatch,
+    expect?: { status: RunStatus | readonly RunStatus[] },
+  ): Promise<RunRecord | undefined> {
+    return this.#write(() => {
+      const row = this.#row(id)
+      if (!row) return undefined
+      const run = JSON.parse(row.record) as RunRecord
+      // The check and the write share one transaction: the compare-and-set.
+      if (expect && !matches(run.status, expect.status)) return undefined
+      const target = run as unknown as Record<string, unknown>
+      for (const key in patch) {
+        const value = (patch as Record<string, unknown>)[key]
+        if (value === undefined) delete target[key]
+        else target[key] = value
+      }
+      const record = JSON.stringify(run)
+      const finishSeq = this.#finishSeq(run.status, row.finished_seq)
+      this.#sql('UPDATE runs SET status = ?, finished_seq = ?, record = ? WHERE id = ?').run(run.status, finishSeq, record, id)
+      if (finishSeq !== null && row.finished_seq === null) this.#evict()
+      return JSON.parse(record) as RunRecord
+    })
+  }
+
+  async appendAttempt(runId: string, attempt: Attempt): Promise<void> {
+    this.#change(runId, (run) => run.attempts.push(attempt))
+  }
+
+  async saveStep(runId: string, key: string, step: StepRecord): Promise<void> {
+    this.#change(runId, (run) => {
+      run.steps[key] = step
+    })
+  }
+
+  async listRuns(query: RunQuery = {}): Promise<RunRecord[]> {
+    const where: string[] = []
+    const params: SQLInputValue[] = []
+    if (query.taskName !== undefined) {
+      where.push('task_name = ?')
+      params.push(query.taskName)
+    }
+    if (query.status !== undefined) {
+      const statuses: readonly RunStatus[] = typeof query.status === 'string' ? [query.status] : query.status
+      if (statuses.length === 0) return []
+      where.push(`status IN (${statuses.map(() => '?').join(', ')})`)
+      params.push(...statuses)
+    }
+    // The memory store stops once it holds `limit` runs, so a fractional
+    // limit rounds up and 0 or less returns none; -1 is SQLite's "no limit".
+    const limit = query.limit ?? Infinity
+    if (!(limit > 0)) return []
+    params.push(limit === Infinity ? -1 : Math.ceil(limit))
+    const filter = where.length === 0 ? '' : `WHERE ${where.join(' AND ')} `
+    // seq is the insertion order, as the memory store's Map: newest first, no ties.
+    const rows = this.#sql(`SELECT record FROM runs ${filter}ORDER BY seq DESC LIMIT ?`).all(...params) as unknown as RunRow[]
+    return rows.map((row) => JSON.parse(row.record) as RunRecord)
+  }
+
+  async saveTimer(timer: TimerRecord): Promise<void> {
+    // An upsert keeps the timer's place in listTimers, as Map#set does.
+    this.#sql(
+      'INSERT INTO timers (id, run_id, record) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, record = excluded.record',
+    ).run(timer.id, timer.runId, JSON.stringify(timer))
+  }
+
+  async takeTimer(id: string): Promise<TimerRecord | undefined> {
+    // One DELETE … RETURNING is the claim: of two callers, only the one
+    // whose statement deleted the row gets it back. `all()` runs the
+    // statement to completion.
+    const [row] = this.#sql('DELETE FROM timers WHERE id = ? RETURNING record').all(id) as unknown as { record: string }[]
+    return row && (JSON.parse(row.record) as TimerRecord)
+  }
+
+  async listTimers(): Promise<TimerRecord[]> {
+    const rows = this.#sql('SELECT record FROM timers ORDER BY seq').all() as unknown as { record: string }[]
+    return rows.map((row) => JSON.parse(row.record) as TimerRecord)
+  }
+
+  async putToken(token: TokenRecord): Promise<TokenRecord> {
+    const record = JSON.stringify(token)
+    return this.#write(() => {
+      // DO NOTHING: a replay must not reset a token that was settled meanwhile.
+      this.#sql('INSERT INTO tokens (id, run_id, status, record) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING').run(
+        token.id,
+        token.runId,
+        token.status,
+        record,
+      )
+      return this.#token(token.id)!
+    })
+  }
+
+  async getToken(id: string): Promise<TokenRecord | undefined> {
+    return this.#token(id)
+  }
+
+  async settleToken(
+    id: string,
+    status: 'completed' | 'timed_out',
+    payload?: unknown,
+  ): Promise<{ settled: boolean; token: TokenRecord } | undefined> {
+    return this.#write(() => {
+      const token = this.#token(id)
+      if (!token) return undefined
+      if (token.status !== 'waiting') return { settled: false, token }
+      token.status = status
+      token.settledAt = new Date().toISOString()
+      if (status === 'completed' && payload !== undefined) token.payload = payload
+      const record = JSON.stringify(token)
+      this.#sql('UPDATE tokens SET status = ?, record = ? WHERE id = ?').run(status, record, id)
+      return { settled: true, token: JSON.parse(record) as TokenRecord }
+    })
+  }
+
+  #sql(text: string): StatementSync {
+    const db = this.#db
+    if (!db) throw new Error(`${WHERE}: the store for ${this.path} is closed`)
+    let statement = this.#statements.get(text)
+    if (!statement) {
+      statement = db.prepare(text)
+      this.#statements.set(text, statement)
+    }
+    return statement
+  }
+
+  /**
+   * Runs `fn` in a `BEGIN IMMEDIATE` transaction: the write lock is taken
+   * up front, so a read inside `fn` cannot be overtaken by another process's
+   * write before `fn` writes back.
+   */
+  #write<T>(fn: () => T): T {
+    this.#sql('BEGIN IMMEDIATE').run()
+    try {
+      const result = fn()
+      this.#sql('COMMIT').run()
+      return result
+    } catch (error) {
+      try {
+        this.#sql('ROLLBACK').run()
+      } catch {
+        // SQLite already rolled back on its own (a full disk, say); the
+        // error worth reporting is the one rethrown below.
+      }
+      throw error
+    }
+  }
+
+  #row(id: string): RunRow | undefined {
+    return this.#sql('SELECT record, finished_seq FROM runs WHERE id = ?').get(id) as RunRow | undefined
+  }
+
+  #token(id: string): TokenRecord | undefined {
+    const row = this.#sql('SELECT record FROM tokens WHERE id = ?').get(id) as { record: string } | undefined
+    return row && (JSON.parse(row.record) as TokenRecord)
+  }
+
+  /** Read-modify-write of one run's record (attempts, steps). */
+  #change(runId: string, edit: (run: RunRecord) => void): void {
+    this.#write(() => {
+      const row = this.#row(runId)
+      if (!row) throw new Error(`${WHERE}: unknown run "${runId}"`)
+      const run = JSON.parse(row.record) as RunRecord
+      edit(run)
+      this.#sql('UPDATE runs SET record = ? WHERE id = ?').run(JSON.stringify(run), runId)
+    })
+  }
+
+  /**
+   * The eviction position of a run in `status`: kept while it stays
+   * finished, the next one when it has just finished, none while it is live.
+   */
+  #finishSeq(status: RunStatus, current: number | null): number | null {
+    if (!isFinished(status)) return null
+    if (current !== null) return current
+    const row = this.#sql('SELECT max(finished_seq) AS n FROM runs WHERE finished_seq IS NOT NULL').get() as { n: number | null }
+    return (row.n ?? 0) + 1
+  }
+
+  /** Drops the runs that finished longest ago, and their tokens, until the bound holds again. */
+  #evict(): void {
+    const excess = this.size - this.maxRuns
+    if (excess <= 0) return
+    const oldest = 'SELECT id FROM runs WHERE finished_seq IS NOT NULL ORDER BY finished_seq LIMIT ?'
+    this.#sql(`DELETE FROM tokens WHERE run_id IN (${oldest})`).run(excess)
+    // Idempotency keys live on the run's row, so they go with it.
+    this.#sql(`DELETE FROM runs WHERE id IN (${oldest})`).run(excess)
+  }
+}
+
+function checkWholeNumber(name: string, value: unknown, min: number): asserts value is number {
+  if (typeof value !== 'number') {
+    throw new TypeError(`${WHERE}: ${name} must be a whole number, ${min} or more (got ${describe(value)})`)
+  }
+  if (!Number.isInteger(value) || value < min) {
+    throw new RangeError(`${WHERE}: ${name} must be a whole number, ${min} or more (got ${describe(value)})`)
+  }
+}
+
+function matches(status: RunStatus, expected: RunStatus | readonly RunStatus[]): boolean {
+  return typeof expected === 'string' ? status === expected : expected.includes(status)
+}

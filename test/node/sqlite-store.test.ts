@@ -1,0 +1,185 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { SqliteRunStore } from '../../src/node.ts'
+import { SCHEMA_VERSION } from '../../src/node/sqlite-schema.ts'
+import { makeRun, runStoreContract } from '../tasks/store-contract.ts'
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-sqlite-'))
+let files = 0
+const dbFile = () => join(dir, `runs-${++files}.db`)
+
+const open: SqliteRunStore[] = []
+function store(options: ConstructorParameters<typeof SqliteRunStore>[0]): SqliteRunStore {
+  const s = new SqliteRunStore(options)
+  open.push(s)
+  return s
+}
+afterEach(() => {
+  for (const s of open.splice(0)) s.close()
+})
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+runStoreContract('SqliteRunStore (:memory:)', () => store({ path: ':memory:' }))
+runStoreContract('SqliteRunStore (file)', () => store({ path: dbFile() }))
+
+describe('SqliteRunStore durability', () => {
+  it('keeps runs, steps, attempts, timers and tokens after closing and reopening the file', async () => {
+    const path = dbFile()
+    const first = store({ path })
+    const run = makeRun({ status: 'suspended', idempotencyKey: 'once' })
+    await first.createRun(run)
+    await first.appendAttempt(run.id, { index: 1, startedAt: run.createdAt, durationMs: 2, error: 'boom' })
+    await first.saveStep(run.id, 'a', { status: 'completed', output: { n: 1 } })
+    await first.updateRun(run.id, { suspended: { stepKey: 'w', waitpoint: { type: 'token', tokenId: `${run.id}:w` } } })
+    const timer = { id: 't', runId: run.id, kind: 'sleep' as const, stepKey: 's', dueAt: '2030-01-01T00:00:00.000Z' }
+    await first.saveTimer(timer)
+    await first.putToken({ id: `${run.id}:w`, runId: run.id, stepKey: 'w', status: 'waiting', createdAt: run.createdAt })
+    first.close()
+
+    const second = store({ path })
+    const read = await second.getRun(run.id)
+    expect(read).toMatchObject({
+      status: 'suspended',
+      attempts: [{ index: 1, error: 'boom' }],
+      steps: { a: { status: 'completed', output: { n: 1 } } },
+      suspended: { stepKey: 'w' },
+    })
+    expect(await second.listTimers()).toEqual([timer])
+    expect((await second.getToken(`${run.id}:w`))?.status).toBe('waiting')
+    // The idempotency key is still held by the run.
+    expect((await second.createRun(makeRun({ idempotencyKey: 'once' }))).id).toBe(run.id)
+  })
+
+  it('records the schema version and refuses a file written by a newer one', async () => {
+    const path = dbFile()
+    store({ path }).close()
+    const { DatabaseSync } = process.getBuiltinModule('node:sqlite')
+    const db = new DatabaseSync(path)
+    expect(db.prepare('PRAGMA user_version').get()).toEqual({ user_version: SCHEMA_VERSION })
+    expect(db.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' })
+    db.exec(`PRAGMA user_version = ${SCHEMA_VERSION + 1}`)
+    db.close()
+    expect(() => new SqliteRunStore({ path })).toThrow(/newer than the 1 this version of svc reads/)
+  })
+
+  it('a closed store says so', async () => {
+    const s = new SqliteRunStore({ path: ':memory:' })
+    s.close()
+    s.close()
+    await expect(s.getRun('x')).rejects.toThrow(/store for :memory: is closed/)
+  })
+})
+
+describe('SqliteRunStore bound', () => {
+  it('retains 10,000 runs by default', () => {
+    expect(store({ path: ':memory:' }).maxRuns).toBe(10_000)
+  })
+
+  it('evicts the runs that finished longest ago first, never live ones', async () => {
+    const s = store({ path: dbFile(), maxRuns: 3 })
+    const [a, b, c] = [makeRun(), makeRun(), makeRun()]
+    for (const run of [a, b, c]) await s.createRun(run)
+    await s.updateRun(b.id, { status: 'completed' })
+    await s.updateRun(a.id, { status: 'failed' })
+    // Staying finished keeps b's place at the head of the eviction order.
+    await s.updateRun(b.id, { ok: true })
+    await s.createRun(makeRun())
+    expect(await s.getRun(b.id)).toBeUndefined()
+    expect(await s.getRun(a.id)).toBeDefined()
+    await s.createRun(makeRun())
+    expect(await s.getRun(a.id)).toBeUndefined()
+    expect(await s.getRun(c.id)).toBeDefined()
+    expect(s.size).toBe(3)
+  })
+
+  it('grows past the bound while runs are scheduled, running or suspended', async () => {
+    const s = store({ path: ':memory:', maxRuns: 2 })
+    const live = [makeRun({ status: 'scheduled' }), makeRun({ status: 'running' }), makeRun({ status: 'suspended' })]
+    for (const run of live) await s.createRun(run)
+    expect(s.size).toBe(3)
+    await s.updateRun(live[1].id, { status: 'completed' })
+    expect(await s.getRun(live[1].id)).toBeUndefined()
+    expect(s.size).toBe(2)
+  })
+
+  it('a run that leaves a finished state is live again and is not evicted', async () => {
+    const s = store({ path: ':memory:', maxRuns: 1 })
+    const run = makeRun({ status: 'completed' })
+    await s.createRun(run)
+    await s.updateRun(run.id, { status: 'running' })
+    await s.createRun(makeRun({ status: 'completed' }))
+    expect(await s.getRun(run.id)).toBeDefined()
+  })
+
+  it('drops the idempotency key and tokens of an evicted run', async () => {
+    const s = store({ path: ':memory:', maxRuns: 1 })
+    const first = makeRun({ status: 'completed', idempotencyKey: 'once' })
+    await s.createRun(first)
+    await s.putToken({ id: 'tok', runId: first.id, stepKey: 's', status: 'completed', createdAt: first.createdAt })
+    await s.createRun(makeRun({ status: 'completed' }))
+    expect(await s.getRun(first.id)).toBeUndefined()
+    expect(await s.getToken('tok')).toBeUndefined()
+    const again = await s.createRun(makeRun({ idempotencyKey: 'once' }))
+    expect(again.id).not.toBe(first.id)
+  })
+})
+
+describe('SqliteRunStore options', () => {
+  it('rejects a missing or empty path with a TypeError naming it', () => {
+    expect(() => new SqliteRunStore({} as never)).toThrow(/path must be a database file path or ':memory:' \(got undefined\)/)
+    expect(() => new SqliteRunStore({ path: '' })).toThrow(TypeError)
+    expect(() => new SqliteRunStore(undefined as never)).toThrow(/options must be an object with a path \(got undefined\)/)
+  })
+
+  it('rejects a bound that is not a positive whole number', () => {
+    expect(() => new SqliteRunStore({ path: ':memory:', maxRuns: 0 })).toThrow(/maxRuns must be a whole number, 1 or more \(got 0\)/)
+    expect(() => new SqliteRunStore({ path: ':memory:', maxRuns: 1.5 })).toThrow(RangeError)
+    expect(() => new SqliteRunStore({ path: ':memory:', maxRuns: '5' as never })).toThrow(TypeError)
+    expect(() => new SqliteRunStore({ path: ':memory:', busyTimeoutMs: -1 })).toThrow(/busyTimeoutMs must be a whole number, 0 or more \(got -1\)/)
+  })
+
+  it('names the file it cannot open', () => {
+    expect(() => new SqliteRunStore({ path: join(dir, 'missing-dir', 'x.db') })).toThrow(/cannot open .*missing-dir/)
+  })
+})
+
+describe('SqliteRunStore: two stores on one file', () => {
+  it('only one of them takes a timer', async () => {
+    const path = dbFile()
+    const [a, b] = [store({ path }), store({ path })]
+    for (let i = 0; i < 20; i++) {
+      await a.saveTimer({ id: `t${i}`, runId: 'r', kind: 'retry', dueAt: '2030-01-01T00:00:00.000Z' })
+      const taken = await Promise.all([a.takeTimer(`t${i}`), b.takeTimer(`t${i}`)])
+      expect(taken.filter(Boolean)).toHaveLength(1)
+    }
+    expect(await b.listTimers()).toEqual([])
+  })
+
+  it('only one of them wins an updateRun that expects the same status', async () => {
+    const path = dbFile()
+    const [a, b] = [store({ path }), store({ path })]
+    for (let i = 0; i < 20; i++) {
+      const run = makeRun({ status: 'suspended' })
+      await a.createRun(run)
+      const won = await Promise.all([
+        a.updateRun(run.id, { status: 'running', suspended: undefined }, { status: 'suspended' }),
+        b.updateRun(run.id, { status: 'running', suspended: undefined }, { status: 'suspended' }),
+      ])
+      expect(won.filter(Boolean)).toHaveLength(1)
+    }
+  })
+
+  it('sees the other one\'s writes, and one idempotency key yields one run', async () => {
+    const path = dbFile()
+    const [a, b] = [store({ path }), store({ path })]
+    const first = await a.createRun(makeRun({ idempotencyKey: 'k' }))
+    const second = await b.createRun(makeRun({ idempotencyKey: 'k' }))
+    expect(second.id).toBe(first.id)
+    const token = { id: 'tok', runId: first.id, stepKey: 'w', status: 'waiting' as const, createdAt: first.createdAt }
+    await a.putToken(token)
+    const settled = await Promise.all([b.settleToken('tok', 'completed', 1), a.settleToken('tok', 'timed_out')])
+    expect(settled.filter((s) => s?.settled)).toHaveLength(1)
+  })
+})
