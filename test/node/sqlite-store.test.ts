@@ -1,9 +1,12 @@
+import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
 import { SCHEMA_VERSION } from '../../src/node/sqlite-schema.ts'
+import { until } from '../tasks/_helpers.ts'
 import { makeRun, runStoreContract } from '../tasks/store-contract.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-sqlite-'))
@@ -145,33 +148,45 @@ describe('SqliteRunStore options', () => {
   })
 })
 
-describe('SqliteRunStore: two stores on one file', () => {
-  it('only one of them takes a timer', async () => {
+describe('SqliteRunStore: several stores on one file', () => {
+  it('processes racing for the same timers and runs never both win one', async () => {
     const path = dbFile()
-    const [a, b] = [store({ path }), store({ path })]
-    for (let i = 0; i < 20; i++) {
-      await a.saveTimer({ id: `t${i}`, runId: 'r', kind: 'retry', dueAt: '2030-01-01T00:00:00.000Z' })
-      const taken = await Promise.all([a.takeTimer(`t${i}`), b.takeTimer(`t${i}`)])
-      expect(taken.filter(Boolean)).toHaveLength(1)
+    const seed = store({ path })
+    const count = 300
+    for (let i = 0; i < count; i++) {
+      await seed.saveTimer({ id: `t${i}`, runId: `r${i}`, kind: 'retry', dueAt: '2030-01-01T00:00:00.000Z' })
+      await seed.createRun(makeRun({ id: `r${i}`, status: 'suspended' }))
     }
-    expect(await b.listTimers()).toEqual([])
+    const script = fileURLToPath(new URL('../fixtures/sqlite-race/contend.ts', import.meta.url))
+    const children = [0, 1, 2].map(() => {
+      const child = spawn(process.execPath, [script, path, String(count)], { stdio: ['pipe', 'pipe', 'pipe'] })
+      const out = { text: '', err: '' }
+      child.stdout.on('data', (c) => (out.text += c))
+      child.stderr.on('data', (c) => (out.err += c))
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve))
+      return { child, out, exited }
+    })
+    try {
+      for (const { out } of children) await until(() => out.text.includes('ready'), 15_000)
+      for (const { child } of children) child.stdin.write(`go ${Date.now() + 100}\n`)
+      const codes = await Promise.all(children.map((c) => c.exited))
+      expect(codes, children.map((c) => c.out.err).join('\n')).toEqual([0, 0, 0])
+    } finally {
+      for (const { child } of children) child.kill('SIGKILL')
+    }
+    const results = children.map(({ out }) => JSON.parse(out.text.split('\n')[1]) as { timers: string[]; runs: string[] })
+    const timers = results.flatMap((r) => r.timers)
+    const runs = results.flatMap((r) => r.runs)
+    // Every item was won exactly once, whichever process won it.
+    expect(timers).toHaveLength(count)
+    expect(new Set(timers).size).toBe(count)
+    expect(runs).toHaveLength(count)
+    expect(new Set(runs).size).toBe(count)
+    expect(await seed.listTimers()).toEqual([])
+    expect(await seed.listRuns({ status: 'suspended' })).toEqual([])
   })
 
-  it('only one of them wins an updateRun that expects the same status', async () => {
-    const path = dbFile()
-    const [a, b] = [store({ path }), store({ path })]
-    for (let i = 0; i < 20; i++) {
-      const run = makeRun({ status: 'suspended' })
-      await a.createRun(run)
-      const won = await Promise.all([
-        a.updateRun(run.id, { status: 'running', suspended: undefined }, { status: 'suspended' }),
-        b.updateRun(run.id, { status: 'running', suspended: undefined }, { status: 'suspended' }),
-      ])
-      expect(won.filter(Boolean)).toHaveLength(1)
-    }
-  })
-
-  it('sees the other one\'s writes, and one idempotency key yields one run', async () => {
+  it("sees the other one's writes: one idempotency key yields one run, one token settles once", async () => {
     const path = dbFile()
     const [a, b] = [store({ path }), store({ path })]
     const first = await a.createRun(makeRun({ idempotencyKey: 'k' }))
@@ -179,7 +194,8 @@ describe('SqliteRunStore: two stores on one file', () => {
     expect(second.id).toBe(first.id)
     const token = { id: 'tok', runId: first.id, stepKey: 'w', status: 'waiting' as const, createdAt: first.createdAt }
     await a.putToken(token)
-    const settled = await Promise.all([b.settleToken('tok', 'completed', 1), a.settleToken('tok', 'timed_out')])
-    expect(settled.filter((s) => s?.settled)).toHaveLength(1)
+    expect((await b.settleToken('tok', 'completed', 1))?.settled).toBe(true)
+    expect(await a.settleToken('tok', 'timed_out')).toMatchObject({ settled: false, token: { status: 'completed', payload: 1 } })
+    expect(await a.takeTimer('none')).toBeUndefined()
   })
 })
