@@ -75,6 +75,28 @@ describe('SqliteRunStore durability', () => {
   })
 })
 
+describe('SqliteRunStore loading', () => {
+  it('importing svc/node does not load node:sqlite; creating a store does', async () => {
+    // On Node versions that print an ExperimentalWarning for node:sqlite, this
+    // keeps the warning away from apps that never create a SqliteRunStore.
+    const entry = new URL('../../src/node.ts', import.meta.url).href
+    const script = [
+      `const loaded = () => process.moduleLoadList.some((m) => /\\bsqlite\\b/.test(m))`,
+      `const node = await import(${JSON.stringify(entry)})`,
+      `console.log(loaded())`,
+      `new node.SqliteRunStore({ path: ':memory:' }).close()`,
+      `console.log(loaded())`,
+    ].join('\n')
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    child.stdout.on('data', (c) => (out += c))
+    child.stderr.on('data', (c) => (out += c))
+    const exitCode = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+    expect(exitCode, out).toBe(0)
+    expect(out.trim().split('\n')).toEqual(['false', 'true'])
+  })
+})
+
 describe('SqliteRunStore bound', () => {
   it('retains 10,000 runs by default', () => {
     expect(store({ path: ':memory:' }).maxRuns).toBe(10_000)
