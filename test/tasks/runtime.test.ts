@@ -116,6 +116,26 @@ describe('waitForRun, drain and close', () => {
     await second.close()
   })
 
+  it('recover starts a delayed run whose delay timer was claimed by a process that then died', async () => {
+    const store = new MemoryRunStore()
+    const logger = captureLogger()
+    const routes = [task('later', () => 'late')]
+    const first = createTaskRuntime({ routes, store, logger, env: {} })
+    const later = await first.trigger('later', undefined, { delaySeconds: 0.02 })
+    await first.close()
+    // What a crash between takeTimer and the scheduled → running update leaves:
+    // a scheduled run and no timer.
+    expect(await store.takeTimer(`${later.id}:delay`)).toBeDefined()
+    const second = createTaskRuntime({ routes, store, logger, env: {} })
+    await second.recover()
+    const done = await until(async () => {
+      const run = await store.getRun(later.id)
+      return run?.status === 'completed' ? run : undefined
+    })
+    expect(done.result).toBe('late')
+    await second.close()
+  })
+
   it('unrefTimers must be a boolean', () => {
     expect(() => createTaskRuntime({ routes: [], unrefTimers: 'yes' as unknown as boolean })).toThrow(
       /unrefTimers must be a boolean \(got "yes"\)/,

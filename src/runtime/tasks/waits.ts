@@ -140,15 +140,24 @@ export async function completeToken(host: WaitHost, tokenId: string, payload?: u
 
 /**
  * Picks up what the store holds after a restart (durable stores): re-arms
- * pending timers, re-dispatches running runs that have no retry pending
- * (at-least-once: an attempt that was in flight runs again), and re-arms
- * the waitpoints of suspended runs, resuming those already met.
+ * pending timers, re-arms the delay of scheduled runs that lost theirs,
+ * re-dispatches running runs that have no retry pending (at-least-once: an
+ * attempt that was in flight runs again), and re-arms the waitpoints of
+ * suspended runs, resuming those already met.
  */
 export async function recoverRuns(host: WaitHost): Promise<void> {
   const retrying = new Set<string>()
+  const delayed = new Set<string>()
   for (const timer of await host.store.listTimers()) {
     if (timer.kind === 'retry') retrying.add(timer.runId)
+    if (timer.kind === 'delay') delayed.add(timer.runId)
     scheduleTimer(host, timer)
+  }
+  // A process that took a delay timer and died before the run went
+  // `running` leaves a scheduled run with no timer; nothing else starts it.
+  for (const run of await host.store.listRuns({ status: 'scheduled' })) {
+    if (delayed.has(run.id)) continue
+    await armTimer(host, { id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt ?? run.createdAt })
   }
   for (const run of await host.store.listRuns({ status: 'running' })) {
     if (!retrying.has(run.id)) host.dispatch(run)
