@@ -12,41 +12,12 @@
  * keeps other processes on the same file out until it commits.
  */
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite'
-import { DEFAULT_MAX_RUNS } from '../runtime/tasks/memory-store.ts'
-import { describe } from '../runtime/tasks/options.ts'
 import { isFinished, type RunPatch, type RunQuery, type RunStore, type TimerRecord, type TokenRecord } from '../runtime/tasks/store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
-import { prepareDatabase } from './sqlite-schema.ts'
+import { openDatabase } from './sqlite-database.ts'
+import { resolveSqliteOptions, type SqliteRunStoreOptions } from './sqlite-options.ts'
 
-export interface SqliteRunStoreOptions {
-  /**
-   * The database file, created if missing (its directory must exist);
-   * relative paths resolve against the working directory. `':memory:'`
-   * keeps everything in memory, which survives nothing but is handy in
-   * tests. Several processes may open the same file.
-   */
-  path: string
-  /**
-   * How many runs to retain. Past it, the runs that finished (completed or
-   * failed) longest ago are evicted first, with their tokens and
-   * idempotency keys. Scheduled, running and suspended runs are never
-   * evicted, so the store may exceed the bound while more than `maxRuns` of
-   * them are live. The same rule as `MemoryRunStore`.
-   * @default 10000
-   */
-  maxRuns?: number
-  /**
-   * How long a write waits for another connection's lock (another process
-   * on the same file) before it fails with "database is locked".
-   * Note: `node:sqlite` is synchronous, so the wait blocks this process's
-   * event loop; keep it short.
-   * @default 5000
-   */
-  busyTimeoutMs?: number
-}
-
-/** Default of `busyTimeoutMs`. */
-export const DEFAULT_BUSY_TIMEOUT_MS = 5000
+export type { SqliteRunStoreOptions } from './sqlite-options.ts'
 
 const WHERE = 'SqliteRunStore'
 
@@ -55,6 +26,23 @@ interface RunRow {
   finished_seq: number | null
 }
 
+/**
+ * A durable run store in one SQLite file, for `startSvcServer({ store })` or
+ * `createTaskRuntime({ store })`:
+ *
+ * ```ts
+ * const store = new SqliteRunStore({ path: './data/runs.db' })
+ * const server = await startSvcServer({ apiRoutes, pages, store })
+ * // on shutdown, after the server: await server.close(); store.close()
+ * ```
+ *
+ * Run inputs, results and step outputs are stored as JSON, so they come
+ * back as JSON would (a `Date` as its ISO string).
+ *
+ * Note: Node 22 and some Node 24 releases print "ExperimentalWarning: SQLite
+ * is an experimental feature" the first time a store is created. The store
+ * leaves the process's warning handling alone.
+ */
 export class SqliteRunStore implements RunStore {
   readonly path: string
   readonly maxRuns: number
@@ -62,34 +50,10 @@ export class SqliteRunStore implements RunStore {
   #statements = new Map<string, StatementSync>()
 
   constructor(options: SqliteRunStoreOptions) {
-    if (options === null || typeof options !== 'object') {
-      throw new TypeError(`${WHERE}: options must be an object with a path (got ${describe(options)})`)
-    }
-    const { path, maxRuns = DEFAULT_MAX_RUNS, busyTimeoutMs = DEFAULT_BUSY_TIMEOUT_MS } = options
-    if (typeof path !== 'string' || path === '') {
-      throw new TypeError(`${WHERE}: path must be a database file path or ':memory:' (got ${describe(path)})`)
-    }
-    checkWholeNumber('maxRuns', maxRuns, 1)
-    checkWholeNumber('busyTimeoutMs', busyTimeoutMs, 0)
+    const { path, maxRuns, busyTimeoutMs } = resolveSqliteOptions(options, WHERE)
     this.path = path
     this.maxRuns = maxRuns
-    // Loaded here rather than imported at the top, so importing `svc/node`
-    // never loads `node:sqlite` (and never prints its ExperimentalWarning)
-    // unless a store is actually created.
-    const { DatabaseSync } = process.getBuiltinModule('node:sqlite')
-    let db: DatabaseSync
-    try {
-      db = new DatabaseSync(path)
-    } catch (error) {
-      throw new Error(`${WHERE}: cannot open ${path}: ${(error as Error).message}`, { cause: error })
-    }
-    try {
-      prepareDatabase(db, WHERE, path, busyTimeoutMs)
-    } catch (error) {
-      db.close()
-      throw error
-    }
-    this.#db = db
+    this.#db = openDatabase(path, busyTimeoutMs, WHERE)
   }
 
   /** Number of runs retained. */
@@ -319,15 +283,6 @@ export class SqliteRunStore implements RunStore {
     this.#sql(`DELETE FROM tokens WHERE run_id IN (${oldest})`).run(excess)
     // Idempotency keys live on the run's row, so they go with it.
     this.#sql(`DELETE FROM runs WHERE id IN (${oldest})`).run(excess)
-  }
-}
-
-function checkWholeNumber(name: string, value: unknown, min: number): asserts value is number {
-  if (typeof value !== 'number') {
-    throw new TypeError(`${WHERE}: ${name} must be a whole number, ${min} or more (got ${describe(value)})`)
-  }
-  if (!Number.isInteger(value) || value < min) {
-    throw new RangeError(`${WHERE}: ${name} must be a whole number, ${min} or more (got ${describe(value)})`)
   }
 }
 

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
-import { SCHEMA_VERSION } from '../../src/node/sqlite-schema.ts'
+import { SCHEMA_VERSION } from '../../src/node/sqlite-database.ts'
 import { until } from '../tasks/_helpers.ts'
 import { makeRun, runStoreContract } from '../tasks/store-contract.ts'
 

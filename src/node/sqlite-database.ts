@@ -1,7 +1,7 @@
 /**
- * Opening a `SqliteRunStore` database: connection pragmas and the schema,
- * versioned with `PRAGMA user_version` so a later release can migrate a file
- * an earlier one wrote.
+ * Opening a `SqliteRunStore` database: the connection, its pragmas and the
+ * schema, versioned with `PRAGMA user_version` so a later release can
+ * migrate a file an earlier one wrote.
  *
  * Records are kept whole as JSON text; the columns beside them are the ones
  * the store filters, orders or compares on.
@@ -50,22 +50,42 @@ const MIGRATIONS: readonly string[] = [
 ]
 
 /**
- * Prepares a freshly opened connection: waits up to `busyTimeoutMs` for
+ * Opens `path` and prepares the connection: waits up to `busyTimeoutMs` for
  * another connection's write lock instead of failing at once, switches a
  * file to write-ahead logging (readers never block the writer), and creates
  * or migrates the schema.
  */
-export function prepareDatabase(db: DatabaseSync, where: string, file: string, busyTimeoutMs: number): void {
+export function openDatabase(path: string, busyTimeoutMs: number, where: string): DatabaseSync {
+  // Loaded here rather than imported at the top, so importing `svc/node`
+  // never loads `node:sqlite` (nor prints its ExperimentalWarning, on the
+  // Node versions that do) unless a store is actually created.
+  const { DatabaseSync } = process.getBuiltinModule('node:sqlite')
+  let db: DatabaseSync
+  try {
+    db = new DatabaseSync(path)
+  } catch (error) {
+    throw new Error(`${where}: cannot open ${path}: ${(error as Error).message}`, { cause: error })
+  }
+  try {
+    prepare(db, path, busyTimeoutMs, where)
+    return db
+  } catch (error) {
+    db.close()
+    throw error
+  }
+}
+
+function prepare(db: DatabaseSync, path: string, busyTimeoutMs: number, where: string): void {
   // busy_timeout first: the next pragmas may already need a lock another process holds.
   db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`)
   // An in-memory database answers 'memory'; WAL only applies to files.
-  if (file !== ':memory:') db.exec('PRAGMA journal_mode = WAL')
+  if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL')
   db.exec('BEGIN IMMEDIATE')
   try {
     const version = Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version)
     if (version > SCHEMA_VERSION) {
       throw new Error(
-        `${where}: ${file} holds schema version ${version}, newer than the ${SCHEMA_VERSION} this version of svc reads; upgrade svc or use another file`,
+        `${where}: ${path} holds schema version ${version}, newer than the ${SCHEMA_VERSION} this version of svc reads; upgrade svc or use another file`,
       )
     }
     for (let v = version; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v])
