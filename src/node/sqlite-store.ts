@@ -39,9 +39,14 @@ interface RunRow {
  * Run inputs, results and step outputs are stored as JSON, so they come
  * back as JSON would (a `Date` as its ISO string).
  *
- * Note: Node 22 and some Node 24 releases print "ExperimentalWarning: SQLite
- * is an experimental feature" the first time a store is created. The store
- * leaves the process's warning handling alone.
+ * Several processes may share one file. Each transition still happens
+ * once, but a process only fires the timers it armed or found when it
+ * started (`recover()`), and one that starts runs again the attempts the
+ * others have in flight (at-least-once, spec "Step API" rule 4).
+ *
+ * Note: Node 22, 23 and earlier 24.x releases print "ExperimentalWarning:
+ * SQLite is an experimental feature" the first time a store is created. The
+ * store leaves the process's warning handling alone.
  */
 export class SqliteRunStore implements RunStore {
   readonly path: string
@@ -80,7 +85,7 @@ export class SqliteRunStore implements RunStore {
         const holder = this.#sql('SELECT record FROM runs WHERE task_name = ? AND idempotency_key = ?').get(
           run.taskName,
           run.idempotencyKey,
-        ) as RunRow | undefined
+        ) as { record: string } | undefined
         if (holder) return JSON.parse(holder.record) as RunRecord
       }
       this.#sql(
