@@ -72,6 +72,8 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
       dev: options.dev,
       logger,
       fallback: staticFiles,
+      // The process outlives each response; close() drains task attempts itself.
+      holdRuns: false,
       // FastResponse is written by srvx without building a Web Response first.
       responseClass: FastResponse as unknown as ResponseClass,
     })

@@ -49,6 +49,8 @@ interface RunRow {
  * store leaves the process's warning handling alone.
  */
 export class SqliteRunStore implements RunStore {
+  /** Records live in a file and survive a restart (`recover()` re-arms waits). */
+  readonly durable = true
   readonly path: string
   readonly maxRuns: number
   #db: DatabaseSync | undefined

@@ -67,6 +67,15 @@ export interface SvcHandlerOptions {
    */
   fallback?: (request: Request) => Promise<Response | undefined>
   /**
+   * Hands every run started over `POST /__tasks/<name>` to `info.waitUntil`
+   * until it completes or fails, for hosts that freeze or recycle after the
+   * response (edge workers, function platforms). A long-lived server sets it
+   * to false: its process outlives the response, and shutdown drains task
+   * attempts itself instead of waiting for suspended runs to finish.
+   * @default true
+   */
+  holdRuns?: boolean
+  /**
    * The constructor responses are built with. Note: the Node server passes
    * srvx's `FastResponse`, which it writes without a full Web `Response`.
    * @default globalThis.Response
@@ -109,6 +118,9 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
   const pages = options.pages ?? []
   if (!Array.isArray(pages)) throw new TypeError(`${where}: pages must be an array of pages (got ${describe(pages)})`)
+  if (options.holdRuns !== undefined && typeof options.holdRuns !== 'boolean') {
+    throw new TypeError(`${where}: holdRuns must be a boolean (got ${describe(options.holdRuns)})`)
+  }
   if (options.fallback !== undefined && typeof options.fallback !== 'function') {
     throw new TypeError(`${where}: fallback must be a function (got ${describe(options.fallback)})`)
   }
@@ -132,7 +144,7 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
     info: (c) => c.env as RequestInfo | undefined,
     fallback: options.fallback,
   })
-  const admin = createAdminHandler({ runtime, env, bodyLimit, R, logger, dev })
+  const admin = createAdminHandler({ runtime, env, bodyLimit, R, logger, dev, holdRuns: options.holdRuns ?? true })
 
   const handle = (request: Request, info?: RequestInfo): Response | Promise<Response> => {
     const pathname = requestPath(request)

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { DuplicateStepKeyError } from '../../src/runtime/errors.ts'
 import { isSuspension, tokenIdFor } from '../../src/runtime/tasks/index.ts'
 import { LOCAL_WAIT_NOTE } from '../../src/runtime/tasks/engine.ts'
+import { MemoryRunStore } from '../../src/runtime/tasks/memory-store.ts'
 import { runtime, sleep, task, until } from './_helpers.ts'
 
 describe('step.run and replay (spec "Step API")', () => {
@@ -211,6 +212,15 @@ describe('suspension', () => {
     await rt.waitForRun((await rt.trigger('naps')).id)
     expect(rt.logger.lines.filter((l) => l.text === LOCAL_WAIT_NOTE)).toHaveLength(1)
     expect(LOCAL_WAIT_NOTE).toContain('do not survive a restart')
+  })
+
+  it('a durable store logs no note about in-process waits', async () => {
+    class DurableStore extends MemoryRunStore {
+      readonly durable = true
+    }
+    const rt = runtime([task('naps', async (ctx) => ctx.step.sleep('a', 0.01))], { store: new DurableStore() })
+    await rt.waitForRun((await rt.trigger('naps')).id)
+    expect(rt.logger.text()).not.toContain('in-process')
   })
 })
 

@@ -28,6 +28,8 @@ export interface AdminOptions {
   R: ResponseClass
   logger: Logger
   dev: boolean
+  /** Hand each started run to `info.waitUntil` until it completes or fails. */
+  holdRuns: boolean
 }
 
 export type AdminHandler = (request: Request, pathname: string, info?: RequestInfo) => Promise<Response>
@@ -35,7 +37,7 @@ export type AdminHandler = (request: Request, pathname: string, info?: RequestIn
 const JSON_HEADERS = { 'content-type': 'application/json' }
 
 export function createAdminHandler(options: AdminOptions): AdminHandler {
-  const { runtime, env, bodyLimit, R, logger, dev } = options
+  const { runtime, env, bodyLimit, R, logger, dev, holdRuns } = options
   const json = (status: number, body: unknown) => new R(JSON.stringify(body), { status, headers: JSON_HEADERS })
 
   async function route(request: Request, pathname: string, info: RequestInfo | undefined): Promise<Response> {
@@ -82,7 +84,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
       const run = await runtime.trigger(target, value, opts)
       // Platforms that freeze or recycle after the response (workers, function
       // platforms) keep the run alive through waitUntil until it settles.
-      if (run.status === 'running') info?.waitUntil?.(runtime.waitForRun(run.id).catch(() => undefined))
+      if (holdRuns && run.status === 'running') info?.waitUntil?.(runtime.waitForRun(run.id).catch(() => undefined))
       return json(202, { id: run.id, status: run.status })
     }
     if (method === 'GET' || method === 'HEAD') {

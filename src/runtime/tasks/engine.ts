@@ -57,7 +57,7 @@ export class TaskEngine implements WaitHost {
       store: this.store,
       trigger: (name, payload, opts) => this.trigger(name, payload, opts),
       noteLocalWait: () => {
-        if (this.#noted) return
+        if (this.#noted || this.store.durable) return
         this.#noted = true
         this.logger.info(LOCAL_WAIT_NOTE)
       },

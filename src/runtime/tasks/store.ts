@@ -76,6 +76,14 @@ export interface TokenRecord {
 
 export interface RunStore {
   /**
+   * Whether records survive a restart of the process. With a durable store,
+   * waits are still timed in-process, but `recover()` re-arms them after a
+   * restart, so the note about in-process waits is not logged.
+   * @default false
+   */
+  readonly durable?: boolean
+
+  /**
    * Inserts a new run and resolves to a copy of it. When the run carries an
    * `idempotencyKey` that a retained run of the same task already holds,
    * nothing is inserted and it resolves to that run instead (compare the
