@@ -54,16 +54,9 @@ function createContext(file: string, source: string): Context {
  */
 export async function scanRouteSource(file: string, source: string): Promise<FileScan<ScannedRoute>> {
   const ctx = createContext(file, source)
-  const mapping = urlFromFile(file.slice(API_DIR.length + 1), '/api')
-  if (!mapping.ok) {
-    ctx.at(0, mapping.message)
-    return { value: null, errors: ctx.errors }
-  }
-  const parsed = await parseSource(source, file, SOURCE_LANG[sourceExtension(file) ?? '.ts'])
-  if (!parsed.ok) {
-    ctx.at(parsed.offset, parsed.message)
-    return { value: null, errors: ctx.errors }
-  }
+  const parsed = await mapAndParse(ctx, file, source, API_DIR, '/api')
+  if (!parsed) return { value: null, errors: ctx.errors }
+  const mapping = parsed.mapping
 
   const exports = readExports(parsed.program, source)
   const config = readRouteConfig(exports, source, ctx.report)
@@ -137,16 +130,23 @@ export async function scanRouteSource(file: string, source: string): Promise<Fil
 /** Scans a page. `file` is relative to the app root and lies under `src/pages/`. */
 export async function scanPageSource(file: string, source: string): Promise<FileScan<ManifestPage>> {
   const ctx = createContext(file, source)
-  const mapping = urlFromFile(file.slice(PAGES_DIR.length + 1), '')
+  const parsed = await mapAndParse(ctx, file, source, PAGES_DIR, '')
+  if (!parsed) return { value: null, errors: ctx.errors }
+  const config = readPageConfig(readExports(parsed.program, source), source, ctx.report)
+  return { value: { path: parsed.mapping.path || '/', file, ...config }, errors: ctx.errors.sort(compareConfigErrors) }
+}
+
+/** The file's URL and syntax tree, or null after reporting why there are none. */
+async function mapAndParse(ctx: ReturnType<typeof createContext>, file: string, source: string, dir: string, prefix: string) {
+  const mapping = urlFromFile(file.slice(dir.length + 1), prefix)
   if (!mapping.ok) {
     ctx.at(0, mapping.message)
-    return { value: null, errors: ctx.errors }
+    return null
   }
   const parsed = await parseSource(source, file, SOURCE_LANG[sourceExtension(file) ?? '.ts'])
   if (!parsed.ok) {
     ctx.at(parsed.offset, parsed.message)
-    return { value: null, errors: ctx.errors }
+    return null
   }
-  const config = readPageConfig(readExports(parsed.program, source), source, ctx.report)
-  return { value: { path: mapping.path || '/', file, ...config }, errors: ctx.errors.sort(compareConfigErrors) }
+  return { mapping, program: parsed.program }
 }

@@ -12,7 +12,7 @@
  * keeps other processes on the same file out until it commits.
  */
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite'
-import { isFinished, type RunPatch, type RunQuery, type RunStore, type TimerRecord, type TokenRecord } from '../runtime/tasks/store.ts'
+import { applyRunPatch, isFinished, statusMatches, type RunPatch, type RunQuery, type RunStore, type TimerRecord, type TokenRecord } from '../runtime/tasks/store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { openDatabase } from './sqlite-database.ts'
 import { resolveSqliteOptions, type SqliteRunStoreOptions } from './sqlite-options.ts'
@@ -113,13 +113,8 @@ export class SqliteRunStore implements RunStore {
       if (!row) return undefined
       const run = JSON.parse(row.record) as RunRecord
       // The check and the write share one transaction: the compare-and-set.
-      if (expect && !matches(run.status, expect.status)) return undefined
-      const target = run as unknown as Record<string, unknown>
-      for (const key in patch) {
-        const value = (patch as Record<string, unknown>)[key]
-        if (value === undefined) delete target[key]
-        else target[key] = value
-      }
+      if (expect && !statusMatches(run.status, expect.status)) return undefined
+      applyRunPatch(run, patch)
       const record = JSON.stringify(run)
       const finishSeq = this.#finishSeq(run.status, row.finished_seq)
       this.#sql('UPDATE runs SET status = ?, finished_seq = ?, record = ? WHERE id = ?').run(run.status, finishSeq, record, id)
@@ -293,6 +288,3 @@ export class SqliteRunStore implements RunStore {
   }
 }
 
-function matches(status: RunStatus, expected: RunStatus | readonly RunStatus[]): boolean {
-  return typeof expected === 'string' ? status === expected : expected.includes(status)
-}

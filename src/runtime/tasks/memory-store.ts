@@ -5,7 +5,7 @@
  */
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../../types.ts'
 import type { RunPatch, RunQuery, RunStore, TimerRecord, TokenRecord } from './store.ts'
-import { isFinished } from './store.ts'
+import { applyRunPatch, isFinished, statusMatches } from './store.ts'
 
 export interface MemoryRunStoreOptions {
   /**
@@ -74,13 +74,8 @@ export class MemoryRunStore implements RunStore {
   ): Promise<RunRecord | undefined> {
     const run = this.#runs.get(id)
     if (!run) return undefined
-    if (expect && !matches(run.status, expect.status)) return undefined
-    const target = run as unknown as Record<string, unknown>
-    for (const key in patch) {
-      const value = (patch as Record<string, unknown>)[key]
-      if (value === undefined) delete target[key]
-      else target[key] = value
-    }
+    if (expect && !statusMatches(run.status, expect.status)) return undefined
+    applyRunPatch(run, patch)
     if (isFinished(run.status)) {
       if (!this.#finished.has(id)) {
         this.#finished.add(id)
@@ -108,7 +103,7 @@ export class MemoryRunStore implements RunStore {
     for (let i = all.length - 1; i >= 0 && out.length < limit; i--) {
       const run = all[i]
       if (query.taskName !== undefined && run.taskName !== query.taskName) continue
-      if (statuses !== undefined && !matches(run.status, statuses)) continue
+      if (statuses !== undefined && !statusMatches(run.status, statuses)) continue
       out.push(copyRun(run))
     }
     return out
@@ -189,9 +184,6 @@ function idempotencyScope(taskName: string, key: string): string {
   return `${taskName}\u0000${key}`
 }
 
-function matches(status: RunStatus, expected: RunStatus | readonly RunStatus[]): boolean {
-  return typeof expected === 'string' ? status === expected : expected.includes(status)
-}
 
 function copyAttempt(attempt: Attempt): Attempt {
   return { ...attempt }

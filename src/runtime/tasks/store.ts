@@ -153,3 +153,18 @@ export interface RunStore {
 export function isFinished(status: RunStatus): boolean {
   return status === 'completed' || status === 'failed'
 }
+
+/** Whether `status` is the expected status, or one of them (the `expect` of `updateRun`). */
+export function statusMatches(status: RunStatus, expected: RunStatus | readonly RunStatus[]): boolean {
+  return typeof expected === 'string' ? status === expected : expected.includes(status)
+}
+
+/** Applies a `RunPatch` in place: a key present with `undefined` removes the field. */
+export function applyRunPatch(run: RunRecord, patch: RunPatch): void {
+  const target = run as unknown as Record<string, unknown>
+  for (const key in patch) {
+    const value = (patch as Record<string, unknown>)[key]
+    if (value === undefined) delete target[key]
+    else target[key] = value
+  }
+}
