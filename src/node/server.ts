@@ -4,7 +4,7 @@
  * WebSocket hot routes, static files and graceful shutdown on one port.
  * Node-only: srvx's Node adapter serves the core handler, crossws upgrades.
  */
-import { createServer, type ServerResponse } from 'node:http'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { Server as NetServer } from 'node:net'
 import type { ServerRequest } from 'srvx'
 import { FastResponse, NodeRequest } from 'srvx/node'
@@ -117,23 +117,36 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
     const request = new NodeRequest({ req, res, maxRequestBodySize: bodyLimit }) as ServerRequest
     request.waitUntil = waitUntil
     const answer = handler.handle(request, new NodeRequestInfo(request))
-    if (answer instanceof Promise) answer.then((response) => send(res, response), (error) => failResponse(res, error))
-    else send(res, answer)
+    if (answer instanceof Promise) answer.then((response) => send(req, res, response), (error) => failResponse(req, res, error))
+    else send(req, res, answer)
   })
 
-  function send(res: ServerResponse, response: Response): void {
+  /**
+   * Node discards a request body nobody touched, but not one a reader began
+   * and left (a handler that answered early, or the body limit, which pauses
+   * the stream): those bytes stay in the connection and the next request on
+   * it would wait behind them forever. End the connection after the answer
+   * instead (RFC 9112 §9.6).
+   */
+  function closeIfBodyUnread(req: IncomingMessage, res: ServerResponse): void {
+    if (!req.complete && (req.readableFlowing !== null || req.readableDidRead) && !res.headersSent) res.setHeader('connection', 'close')
+  }
+
+  function send(req: IncomingMessage, res: ServerResponse, response: Response): void {
+    closeIfBodyUnread(req, res)
     try {
       const sent = sendResponse(res, response)
-      if (sent) sent.catch((error) => failResponse(res, error))
+      if (sent) sent.catch((error) => failResponse(req, res, error))
     } catch (error) {
-      failResponse(res, error)
+      failResponse(req, res, error)
     }
   }
 
-  function failResponse(res: ServerResponse, error: unknown): void {
+  function failResponse(req: IncomingMessage, res: ServerResponse, error: unknown): void {
     logger.error('[svc] could not send a response:', error)
     if (res.headersSent) res.destroy()
     else {
+      closeIfBodyUnread(req, res)
       res.writeHead(500, { 'content-type': 'application/json' })
       res.end(JSON.stringify({ error: 'Internal Server Error', code: 'INTERNAL_ERROR' }))
     }
