@@ -10,9 +10,12 @@ export const nodeTarget: TargetDescriptor = {
   outDir: '.output/node',
   async write(ctx) {
     const out = join(ctx.root, this.outDir)
+    // fileURLToPath, not URL#pathname: the pathname keeps spaces and non-ASCII
+    // letters percent-encoded, which names a directory that does not exist.
     const entry = `${ctx.appSource}
+import { fileURLToPath } from 'node:url'
 import { serveApp } from 'svc/node-target'
-await serveApp({ ...app, staticDirs: [new URL('./public', import.meta.url).pathname] })
+await serveApp({ ...app, staticDirs: [fileURLToPath(new URL('./public', import.meta.url))] })
 `
     const files = [await ctx.bundle(entry, join(out, 'server.mjs'))]
     await ctx.copyPublic(join(out, 'public'))
