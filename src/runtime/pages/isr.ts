@@ -131,11 +131,11 @@ export class IsrCache {
    */
   async purge(paths: readonly string[], tags: readonly string[]): Promise<string[]> {
     this.#epoch++
-    const wantedPaths = new Set(paths.map(normalizePath))
+    const wantedPaths = new Set(paths.map(canonicalKey))
     const wantedTags = new Set(tags)
     const purged: string[] = []
     for (const key of [...(await this.store.keys())]) {
-      let hit = wantedPaths.has(key) || wantedPaths.has(normalizePath(key.split('?', 1)[0]))
+      let hit = wantedPaths.size > 0 && (wantedPaths.has(canonicalKey(key)) || wantedPaths.has(canonicalKey(key.split('?', 1)[0])))
       if (!hit && wantedTags.size > 0) {
         const entry = await this.store.get(key)
         hit = entry !== undefined && entry.tags.some((tag) => wantedTags.has(tag))
@@ -146,8 +146,32 @@ export class IsrCache {
   }
 }
 
-function normalizePath(path: string): string {
-  return path.length > 1 && path.endsWith('/') && !path.includes('?') ? path.replace(/\/+$/, '') : path
+/**
+ * One spelling per URL, so a purge finds a key however either side escapes
+ * it: keys come from request URLs (`/blog/caf%C3%A9`), purges as written
+ * (`/blog/café`), and `%61` and `a` name the same segment (RFC 3986 §6.2.2).
+ * Each path segment is decoded and encoded again, which keeps an escaped
+ * slash inside its segment; a trailing slash is dropped; the query is
+ * escaped the way the URL parser escapes it in request URLs.
+ */
+function canonicalKey(key: string): string {
+  let url: URL
+  try {
+    // Concatenated, not resolved against a base: `//x` stays a path, never a host.
+    url = new URL(`http://svc${key.startsWith('/') ? '' : '/'}${key}`)
+  } catch {
+    return key
+  }
+  let path = url.pathname
+  if (path.length > 1) path = path.replace(/\/+$/, '') || '/'
+  const segments = path.split('/').map((segment) => {
+    try {
+      return encodeURIComponent(decodeURIComponent(segment))
+    } catch {
+      return segment
+    }
+  })
+  return segments.join('/') + url.search
 }
 
 /**
