@@ -58,8 +58,10 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     errors = scan.errors
     for (const error of scan.errors) logger.error(String(error))
     const appFiles = new Set([...scan.routes, ...scan.pages].map((entry) => entry.file))
-    // A change to anything that is not a route or page (a shared helper) may affect any module.
-    const reimportAll = changedFiles?.some((file) => !appFiles.has(`src/${file}`)) ?? false
+    // A change to anything that is not a route or page (a shared helper) may
+    // affect any module. A route or page loaded before and gone now (deleted,
+    // or the old name of a rename) is no such helper: nothing imports it.
+    const reimportAll = changedFiles?.some((file) => !appFiles.has(`src/${file}`) && !modules.has(`src/${file}`)) ?? false
     const result = await modules.load(scan, { broken: new Set(scan.errors.map((error) => error.file)), reimportAll })
     for (const failure of result.failed) logger.error(`${failure.file}: ${failure.message}`)
     return result
@@ -82,11 +84,18 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const reload = (changedFiles?: string[]): Promise<void> => {
     queue = queue.then(async () => {
       const result = await scanAndLoad(changedFiles)
-      const reloadedHot = new Set(result.routes.filter((route) => route.kind === 'hot' && result.reloaded.includes(route.file!)).map((route) => route.path))
+      // Sockets of a hot route whose module was imported again, or that is no
+      // longer there (deleted, or no longer hot), still run the old code:
+      // close them so clients reconnect to what the path serves now.
+      const current = new Map(result.routes.map((route) => [route.path, route]))
+      const stale = new Set(
+        app.routes
+          .filter((route) => route.module.websocket !== undefined && current.get(route.path)?.module !== route.module)
+          .map((route) => route.path),
+      )
       await server.reload({ apiRoutes: result.routes, pages: result.pages })
       app = { routes: result.routes, pages: result.pages }
-      // Their sockets still run the old code: close them so clients reconnect to the new one.
-      if (reloadedHot.size) server.closeWebSockets(RELOAD_CLOSE_CODE, 'Route reloaded', (path) => reloadedHot.has(path))
+      if (stale.size) server.closeWebSockets(RELOAD_CLOSE_CODE, 'Route reloaded', (path) => stale.has(path))
       if (result.reloaded.length) logger.info(`[svc] reloaded ${result.reloaded.join(', ')}`)
     })
     // A failed reload is reported and the queue goes on with the next change.
