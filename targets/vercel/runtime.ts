@@ -25,6 +25,11 @@ export interface NodeResponseLike {
   setHeader(name: string, value: string | string[]): unknown
   write(chunk: Uint8Array): unknown
   end(chunk?: Uint8Array | string): unknown
+  /** Cuts the connection: how a body that fails midway is reported once the headers are out. */
+  destroy?(): unknown
+  /** `'close'` tells the shim the client went away, so a streamed body stops. */
+  once?(event: 'close', listener: () => void): unknown
+  off?(event: 'close', listener: () => void): unknown
 }
 
 export type VercelApp = Omit<SvcHandlerOptions, 'env'>
@@ -102,9 +107,28 @@ async function send(res: NodeResponseLike, response: Response): Promise<void> {
     if (name !== 'set-cookie') res.setHeader(name, value)
   })
   if (cookies.length) res.setHeader('set-cookie', cookies)
-  if (response.body) {
-    const reader = response.body.getReader()
+  if (!response.body) {
+    res.end()
+    return
+  }
+  const reader = response.body.getReader()
+  let finished = false
+  // A client that left stops the stream; an endless body (server-sent
+  // events) would otherwise be read until the function's timeout.
+  const onClose = () => {
+    if (!finished) reader.cancel().catch(() => {})
+  }
+  res.once?.('close', onClose)
+  try {
     for (let next = await reader.read(); !next.done; next = await reader.read()) res.write(next.value)
+  } catch (error) {
+    // The status line is out, so an error status is no longer possible: cut
+    // the connection, so the client sees a truncated body instead of waiting.
+    res.destroy?.()
+    throw error
+  } finally {
+    finished = true
+    res.off?.('close', onClose)
   }
   res.end()
 }
