@@ -61,7 +61,12 @@ export function toRequest(event: HttpEventV2): Request {
 
 const TEXT_TYPE = /^(text\/|application\/(json|javascript|xml|x-www-form-urlencoded)|[^;]*\+(json|xml))/i
 
-/** The v2 result for a Web `Response`: text bodies as-is, anything else base64. */
+/**
+ * The v2 result for a Web `Response`: text bodies as-is, anything else
+ * base64. API Gateway and function URLs read a text body as UTF-8, so a body
+ * travels as text only when its type is textual, it is not content-encoded
+ * (gzip bytes under `application/json`) and its bytes are valid UTF-8.
+ */
 export async function toResult(response: Response): Promise<HttpResultV2> {
   const headers: Record<string, string> = {}
   response.headers.forEach((value, name) => {
@@ -70,13 +75,24 @@ export async function toResult(response: Response): Promise<HttpResultV2> {
   const cookies = response.headers.getSetCookie()
   const type = response.headers.get('content-type') ?? ''
   const bytes = new Uint8Array(await response.arrayBuffer())
-  const text = bytes.length === 0 || TEXT_TYPE.test(type)
+  const text = bytes.length === 0 ? '' : TEXT_TYPE.test(type) && !response.headers.has('content-encoding') ? utf8(bytes) : undefined
   return {
     statusCode: response.status,
     headers,
     ...(cookies.length ? { cookies } : {}),
-    body: text ? new TextDecoder().decode(bytes) : bytesToBase64(bytes),
-    isBase64Encoded: !text,
+    body: text ?? bytesToBase64(bytes),
+    isBase64Encoded: text === undefined,
+  }
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
+/** The bytes as a string, or `undefined` when they are not valid UTF-8 (a latin1 `text/plain`, say). */
+function utf8(bytes: Uint8Array): string | undefined {
+  try {
+    return strictUtf8.decode(bytes)
+  } catch {
+    return undefined
   }
 }
 
