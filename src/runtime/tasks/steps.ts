@@ -144,7 +144,14 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
         await record(inv, host, key, step)
         return tokenResult<T>(step)
       }
-      suspend(inv, host, key, timeoutAt === undefined ? { type: 'token', tokenId } : { type: 'token', tokenId, timeoutAt })
+      // The deadline is the one the token was created with: a replay that
+      // reaches this wait again must not push it back.
+      suspend(
+        inv,
+        host,
+        key,
+        token.timeoutAt === undefined ? { type: 'token', tokenId } : { type: 'token', tokenId, timeoutAt: token.timeoutAt },
+      )
     },
   }
 }
