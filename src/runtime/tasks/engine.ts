@@ -47,6 +47,8 @@ export class TaskEngine implements WaitHost {
   closed = false
   #waiters = new RunWaiters()
   #noted = false
+  /** Runs waiting for a child they did not start, by child id (`watchChild`). */
+  #watchers = new Map<string, Set<string>>()
 
   constructor(options: { store: RunStore; tasks: ReadonlyMap<string, TaskDefinition>; logger: Logger; unrefTimers: boolean }) {
     this.store = options.store
@@ -221,12 +223,22 @@ export class TaskEngine implements WaitHost {
     this.#waiters.rejectAll(new Error('The task runtime closed before the run finished'))
   }
 
-  /** A run reached `completed` or `failed`: wake its waiters and a suspended parent. */
+  watchChild(childId: string, parentId: string): void {
+    const parents = this.#watchers.get(childId)
+    if (parents) parents.add(parentId)
+    else this.#watchers.set(childId, new Set([parentId]))
+  }
+
+  /** A run reached `completed` or `failed`: wake its waiters and every suspended run that waits for it. */
   #settled(run: RunRecord): void {
     this.#waiters.settle(run)
-    if (run.parentRunId === undefined) return
-    resumeParent(this, run).catch((error) =>
-      this.logger.error(`[svc] task "${run.taskName}": could not resume parent run ${run.parentRunId}: ${errorMessage(error)}`),
-    )
+    const parents = new Set(this.#watchers.get(run.id))
+    this.#watchers.delete(run.id)
+    if (run.parentRunId !== undefined) parents.add(run.parentRunId)
+    for (const parentId of parents) {
+      resumeParent(this, run, parentId).catch((error) =>
+        this.logger.error(`[svc] task "${run.taskName}": could not resume parent run ${parentId}: ${errorMessage(error)}`),
+      )
+    }
   }
 }

@@ -22,6 +22,11 @@ export interface WaitHost {
   readonly closed: boolean
   /** Starts an invocation of a running run. */
   dispatch(run: RunRecord): void
+  /**
+   * Resumes `parentId` too when `childId` finishes. For children that were
+   * not started by the run that waits for them (see `armWaitpoint`).
+   */
+  watchChild(childId: string, parentId: string): void
 }
 
 /**
@@ -64,17 +69,28 @@ export async function armWaitpoint(host: WaitHost, run: RunRecord): Promise<void
     const token = await host.store.getToken(waitpoint.tokenId)
     if (token && token.status !== 'waiting') await resume(host, run.id, stepKey, tokenStep(token.status, token.payload))
   } else {
-    const child = await host.store.getRun(waitpoint.runId)
+    let child = await host.store.getRun(waitpoint.runId)
+    if (child && !isFinished(child.status) && child.parentRunId !== run.id) {
+      // The caller's idempotency key led to a run that another run (or a
+      // plain enqueue) started: when it finishes it resumes its own parent
+      // only, so this run asks to be told too, then looks again in case it
+      // finished in between.
+      host.watchChild(child.id, run.id)
+      child = await host.store.getRun(waitpoint.runId)
+    }
     if (child && isFinished(child.status)) {
       await resume(host, run.id, stepKey, { status: 'completed', output: childRunResult(child) })
     }
   }
 }
 
-/** A child reached `completed` or `failed`: resume the parent if it waits for this child. */
-export async function resumeParent(host: WaitHost, child: RunRecord): Promise<void> {
-  if (child.parentRunId === undefined) return
-  const parent = await host.store.getRun(child.parentRunId)
+/**
+ * A child reached `completed` or `failed`: resume the parent if it waits for
+ * this child. `parentId` defaults to the run that started the child.
+ */
+export async function resumeParent(host: WaitHost, child: RunRecord, parentId = child.parentRunId): Promise<void> {
+  if (parentId === undefined) return
+  const parent = await host.store.getRun(parentId)
   const wait = parent?.suspended
   if (!parent || !wait || wait.waitpoint.type !== 'task' || wait.waitpoint.runId !== child.id) return
   await resume(host, parent.id, wait.stepKey, { status: 'completed', output: childRunResult(child) })
