@@ -98,7 +98,10 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
 
   // srvx's NodeRequest and FastResponse carry every request; the listener is
   // ours so in-flight requests can be counted and answered 503 while draining.
-  const httpServer = createServer((req, res) => {
+  // Only WebSocket upgrades are taken as upgrades: any other `Upgrade` offer
+  // (`h2c` from `curl --http2`) is ignored, as RFC 9110 §7.8 allows, so its
+  // request and body reach the routes. Node before 24.9 ignores the option.
+  const httpServer = createServer({ shouldUpgradeCallback: (req) => req.headers.upgrade?.toLowerCase() === 'websocket' }, (req, res) => {
     inflight++
     // 'close' fires once, when the response is fully written or the client is gone.
     res.on('close', done)
