@@ -6,6 +6,7 @@
 import type { Attempt, RunRecord, StepApi, TaskContext } from '../../types.ts'
 import { errorMessage } from '../errors.ts'
 import type { TaskDefinition } from './definitions.ts'
+import { jsonProblem } from './json.ts'
 import { createInvocation, createStepApi, type StepHost } from './steps.ts'
 import type { SuspendSignal } from './suspend.ts'
 
@@ -91,7 +92,11 @@ export function invoke(def: TaskDefinition, run: RunRecord, host: StepHost): Inv
       startedAt: new Date(startedAt).toISOString(),
       durationMs: Date.now() - startedAt,
     }
-    if (returned) return { kind: 'completed', result: value, attempt }
+    if (returned) {
+      const problem = jsonProblem(value)
+      if (problem === undefined) return { kind: 'completed', result: value, attempt }
+      value = new TypeError(`Task "${def.name}" returned a value that cannot be stored as JSON: ${problem}`)
+    }
     // Spec "Errors": attempts record a message string only, never a stack.
     const error = errorMessage(value)
     attempt.error = error

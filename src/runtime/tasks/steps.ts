@@ -10,6 +10,7 @@
 import type { ChildRunResult, EnqueueOptions, RunRecord, StepApi, StepRecord, TriggerOptions, Waitpoint } from '../../types.ts'
 import { DuplicateStepKeyError } from '../errors.ts'
 import { childIdempotencyKey, tokenIdFor } from './ids.ts'
+import { jsonProblem } from './json.ts'
 import { describe } from './options.ts'
 import type { RunStore } from './store.ts'
 import { SuspendSignal } from './suspend.ts'
@@ -68,6 +69,10 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
         throw new TypeError(`ctx.step.run("${key}", fn): fn must be a function (got ${describe(fn)})`)
       }
       const output = await fn()
+      const problem = jsonProblem(output)
+      if (problem !== undefined) {
+        throw new TypeError(`ctx.step.run("${key}") returned a value that cannot be stored as JSON: ${problem}`)
+      }
       await record(inv, host, key, output === undefined ? { status: 'completed' } : { status: 'completed', output })
       return output
     },
