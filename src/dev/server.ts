@@ -1,5 +1,5 @@
 import { join, resolve } from 'node:path'
-import { scanApp } from '../manifest.ts'
+import { compareUrlPaths, scanApp } from '../manifest.ts'
 import type { ConfigError } from '../manifest.ts'
 import { startSvcServer } from '../node/server.ts'
 import type { SvcServer } from '../node/options.ts'
@@ -9,6 +9,25 @@ import { watchTree, type Watcher } from './watch.ts'
 
 /** WebSocket close code for sockets of a reloaded hot route (RFC 6455 registry: 1012 Service Restart). */
 export const RELOAD_CLOSE_CODE = 1012
+
+/** Files a module may import: scripts, TypeScript and JSON. */
+const IMPORTABLE = /\.(?:[cm]?[jt]sx?|json)$/
+
+/**
+ * The scanned entries, plus the last good entry of every file the scanner
+ * dropped for an error (a syntax error mid-edit removes a file from the
+ * scan), so that version keeps serving until the file is fixed.
+ */
+function withLastGood<T extends { path: string; file: string }>(scanned: T[], previous: ReadonlyArray<Partial<T> & { path: string; module?: unknown }>, broken: Set<string>): T[] {
+  const present = new Set(scanned.map((entry) => entry.file))
+  const kept: T[] = []
+  for (const { module: _module, ...entry } of previous) {
+    if (entry.file !== undefined && broken.has(entry.file) && !present.has(entry.file)) kept.push(entry as unknown as T)
+  }
+  if (kept.length === 0) return scanned
+  // The scanner's order, which decides which of two overlapping paths matches first.
+  return [...scanned, ...kept].sort((a, b) => compareUrlPaths(a.path, b.path) || (a.file < b.file ? -1 : a.file > b.file ? 1 : 0))
+}
 
 export interface DevServerOptions {
   /** The app directory. */
@@ -53,22 +72,30 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const modules = new AppModules(root)
   let errors: ConfigError[] = []
 
+  // What the server serves now.
+  let app: { routes: RuntimeApiRoute[]; pages: RuntimePage[] } = { routes: [], pages: [] }
+
   const scanAndLoad = async (changedFiles: string[] | undefined) => {
     const scan = await scanApp({ root })
     errors = scan.errors
     for (const error of scan.errors) logger.error(String(error))
-    const appFiles = new Set([...scan.routes, ...scan.pages].map((entry) => entry.file))
+    const broken = new Set(scan.errors.map((error) => error.file))
+    const routes = withLastGood(scan.routes, app.routes, broken)
+    const pages = withLastGood(scan.pages, app.pages, broken)
+    const appFiles = new Set([...routes, ...pages].map((entry) => entry.file))
     // A change to anything that is not a route or page (a shared helper) may
     // affect any module. A route or page loaded before and gone now (deleted,
-    // or the old name of a rename) is no such helper: nothing imports it.
-    const reimportAll = changedFiles?.some((file) => !appFiles.has(`src/${file}`) && !modules.has(`src/${file}`)) ?? false
-    const result = await modules.load(scan, { broken: new Set(scan.errors.map((error) => error.file)), reimportAll })
+    // or the old name of a rename) is no such helper: nothing imports it; nor
+    // is a folder, or a file no module can import (an editor's backup or swap file).
+    const reimportAll =
+      changedFiles?.some((file) => IMPORTABLE.test(file) && !appFiles.has(`src/${file}`) && !modules.has(`src/${file}`)) ?? false
+    const result = await modules.load({ routes, pages }, { broken, reimportAll })
     for (const failure of result.failed) logger.error(`${failure.file}: ${failure.message}`)
     return result
   }
 
   const first = await scanAndLoad(undefined)
-  let app = { routes: first.routes, pages: first.pages }
+  app = { routes: first.routes, pages: first.pages }
   const server = await startSvcServer({
     apiRoutes: first.routes,
     pages: first.pages,
