@@ -44,10 +44,17 @@ export function isNodeBuiltin(id: string): boolean {
 export async function bundle(options: BundleOptions): Promise<BundleResult> {
   const nodeImports = new Set<string>()
   const offenders: string[] = []
+  const worker = options.platform === 'worker'
   const guard: Plugin = {
     name: 'svc:node-builtins',
-    resolveId(id, importer) {
+    async resolveId(id, importer) {
       if (!isNodeBuiltin(id)) return null
+      if (worker && !id.startsWith('node:')) {
+        // `events`, `buffer`, `util`… are also npm packages written for
+        // browsers: an installed one is what a bare import means in a worker.
+        const installed = await this.resolve(id, importer, { skipSelf: true })
+        if (installed && !installed.external) return installed
+      }
       nodeImports.add(id)
       if (options.platform === 'worker') offenders.push(`${id} (imported by ${importer ?? 'the entry'})`)
       return { id, external: true }
@@ -67,7 +74,6 @@ export async function bundle(options: BundleOptions): Promise<BundleResult> {
       load: (id) => (id === options.input ? source : null),
     })
   }
-  const worker = options.platform === 'worker'
   const output = await build({
     input: options.input,
     cwd: options.cwd,
