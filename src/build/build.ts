@@ -50,6 +50,14 @@ export async function buildApp(options: BuildOptions = {}): Promise<BuildResult>
     )
   }
   const routes = scan.routes.filter((route) => !excluded.includes(route))
+  const zoned = target.cronTimezones ? [] : routes.filter((route) => route.kind === 'task' && route.schedule && !isUtc(route.timezone))
+  if (zoned.length) {
+    // The platform's trigger fires at the expression's UTC time, whatever the task's zone.
+    warnings.push(
+      `[svc] ${target.name} fires cron schedules in UTC; the time zone of ${zoned.length} scheduled task(s) is not applied: ` +
+        `${zoned.map((route) => `${route.name} ('${route.schedule}', ${route.timezone})`).join(', ')} — write the schedule in UTC or deploy to a host that applies time zones`,
+    )
+  }
   const pages = scan.pages.filter((page) => page.mode === 'server' || page.mode === 'hybrid')
   const outDir = join(root, target.outDir)
   await rm(outDir, { recursive: true, force: true })
@@ -91,6 +99,10 @@ export async function buildApp(options: BuildOptions = {}): Promise<BuildResult>
     },
   })
   return { target: target.name, outDir, files, warnings }
+}
+
+function isUtc(timezone: string | null | undefined): boolean {
+  return timezone === null || timezone === undefined || /^(?:Etc\/)?(?:UTC|UCT|GMT|Zulu|Universal)$/i.test(timezone)
 }
 
 function escapeRegExp(value: string): string {

@@ -37,6 +37,8 @@ export interface TargetDescriptor {
   name: TargetName
   /** Whether hot routes (WebSockets, process-local state) can run there. */
   hot: boolean
+  /** Whether a task's `route.timezone` applies to its schedule there; some platforms fire cron in UTC only. */
+  cronTimezones: boolean
   platform: BundlePlatform
   /** Output directory, relative to the app root. */
   outDir: string

@@ -11,6 +11,8 @@ export const COMPATIBILITY_DATE = '2025-09-01'
 export const cloudflareTarget: TargetDescriptor = {
   name: 'cloudflare',
   hot: false,
+  // Cron Triggers fire in UTC.
+  cronTimezones: false,
   platform: 'worker',
   outDir: '.output/cloudflare',
   async write(ctx) {

@@ -6,6 +6,8 @@ import { lambdaSchedules } from './schedules.ts'
 export const lambdaTarget: TargetDescriptor = {
   name: 'lambda',
   hot: false,
+  // EventBridge Scheduler takes the time zone from schedules.json.
+  cronTimezones: true,
   platform: 'node',
   outDir: '.output/lambda',
   async write(ctx) {

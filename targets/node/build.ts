@@ -6,6 +6,8 @@ import { appDependencies, readAppPackage } from '../../src/build/app-package.ts'
 export const nodeTarget: TargetDescriptor = {
   name: 'node',
   hot: true,
+  // The in-process scheduler applies time zones.
+  cronTimezones: true,
   platform: 'node',
   outDir: '.output/node',
   async write(ctx) {

@@ -12,6 +12,8 @@ export const VERCEL_NODE_RUNTIME = 'nodejs22.x'
 export const vercelTarget: TargetDescriptor = {
   name: 'vercel',
   hot: false,
+  // Vercel cron jobs fire in UTC.
+  cronTimezones: false,
   platform: 'node',
   outDir: '.vercel/output',
   async write(ctx) {
