@@ -24,6 +24,8 @@ export const jsonArg = {
   },
 } as const satisfies ArgsDef
 
+const NEGATIVE_NUMBER = /^-\.?\d/
+
 /** Rejects flags and positionals the command does not define. */
 export function checkArgs(rawArgs: readonly string[], defs: ArgsDef): void {
   const known = new Map<string, string>()
@@ -61,7 +63,8 @@ export function checkArgs(rawArgs: readonly string[], defs: ArgsDef): void {
       continue
     }
     const next = rawArgs[i + 1]
-    if (next === undefined || next.startsWith('-')) throw new UsageError(`--${name} needs a value`)
+    // A negative number is a value, not a flag (`--input -1` is JSON), and citty reads it as one.
+    if (next === undefined || (next.startsWith('-') && !NEGATIVE_NUMBER.test(next))) throw new UsageError(`--${name} needs a value`)
     i++
   }
 }

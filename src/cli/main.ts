@@ -83,5 +83,20 @@ function stripAnsi(text: string): string {
   return text.replace(/\u001B\[[0-9;]*m/g, '')
 }
 
-// Exit through exitCode rather than process.exit(), so piped output is never cut short.
-process.exitCode = await main(process.argv.slice(2))
+const rawArgs = process.argv.slice(2)
+const code = await main(rawArgs)
+process.exitCode = code
+// `svc dev` serves until it is stopped. Every other command is done here,
+// but `svc tasks run` has imported the app's routes, and a module-scope timer
+// (a hot route's setInterval) or a handler that ignored its abort signal
+// would keep the process up forever: end it, once stdout and stderr have
+// flushed so that piped output is never cut short.
+if (rawArgs.find((arg) => !arg.startsWith('-')) !== 'dev') {
+  await Promise.all([flushed(process.stdout), flushed(process.stderr)])
+  process.exit(code)
+}
+
+function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  // A write's callback runs once it and every earlier write are handed to the OS.
+  return new Promise((resolve) => stream.write('', () => resolve()))
+}

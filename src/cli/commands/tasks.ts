@@ -1,4 +1,5 @@
 /** `svc tasks list` and `svc tasks run <name>`: the app's tasks, from the command line. */
+import { Console } from 'node:console'
 import { defineCommand } from 'citty'
 import type { ManifestRoute, RunRecord } from '../../types.ts'
 import { checkArgs, jsonArg, resolveRoot, rootArg } from '../_args.ts'
@@ -46,6 +47,9 @@ const run = defineCommand({
     checkArgs(rawArgs, runArgs)
     const root = resolveRoot(args.root)
     const payload = parseInput(args.input)
+    // With --json, stdout carries the envelope and nothing else: what the
+    // app's modules and handlers log through console goes to stderr.
+    if (args.json) globalThis.console = new Console({ stdout: process.stderr, stderr: process.stderr })
     const tasks = await scanTasks(root)
     if (!tasks.some((task) => task.name === args.name)) {
       const names = tasks.map((task) => task.name).join(', ')

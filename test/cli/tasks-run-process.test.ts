@@ -1,0 +1,81 @@
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+
+const cli = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url))
+const root = fileURLToPath(new URL('../fixtures/audit2-lingering', import.meta.url))
+
+interface Outcome {
+  code: number | null
+  stdout: string
+  stderr: string
+  /** True when the process had to be killed because it did not end on its own. */
+  killed: boolean
+}
+
+/** Runs the CLI; kills it after a generous bound so a process that never ends fails the test instead of hanging it. */
+function svc(args: string[], boundMs = 15_000): Promise<Outcome> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, NO_COLOR: '1' } })
+    let stdout = ''
+    let stderr = ''
+    let killed = false
+    const timer = setTimeout(() => {
+      killed = true
+      child.kill('SIGKILL')
+    }, boundMs)
+    child.stdout.on('data', (chunk) => (stdout += chunk))
+    child.stderr.on('data', (chunk) => (stderr += chunk))
+    child.on('exit', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr, killed })
+    })
+  })
+}
+
+// `svc tasks run` imports every route of the app, so any module-scope timer
+// (a hot route's setInterval) or a handler that ignored its abort signal
+// would keep the process up after the run has ended and been printed.
+describe('svc tasks run ends when the run ends', () => {
+  it('exits 0 after printing even though a route module keeps a timer', async () => {
+    const result = await svc(['tasks', 'run', 'jobs.quick', '--input', '{"n":1}', '--json', '--root', root])
+    expect(result.killed).toBe(false)
+    expect(result.code).toBe(0)
+    expect(JSON.parse(result.stdout)).toMatchObject({ ok: true, result: { input: { n: 1 } } })
+  })
+
+  it('exits 1 after a timed-out attempt whose handler never returns', async () => {
+    const result = await svc(['tasks', 'run', 'jobs.stuck', '--json', '--root', root])
+    expect(result.killed).toBe(false)
+    expect(result.code).toBe(1)
+    const envelope = JSON.parse(result.stdout)
+    expect(envelope.ok).toBe(false)
+    expect(envelope.attempts[0].error).toBe('Attempt 1 timed out after 300 ms')
+  })
+})
+
+describe('svc tasks run --json keeps stdout to the envelope', () => {
+  it("the app's console output goes to stderr", async () => {
+    const result = await svc(['tasks', 'run', 'jobs.noisy', '--json', '--root', root])
+    expect(result.code).toBe(0)
+    expect(JSON.parse(result.stdout)).toMatchObject({ ok: true, result: 'done' })
+    expect(result.stderr).toContain('noisy: module loaded')
+    expect(result.stderr).toContain('noisy: running')
+  })
+
+  it('without --json the console output stays on stdout with the readable envelope', async () => {
+    const result = await svc(['tasks', 'run', 'jobs.noisy', '--root', root])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain('noisy: running')
+    expect(result.stdout).toContain('jobs.noisy: completed after 1 attempt(s)')
+  })
+})
+
+describe('svc tasks run --input', () => {
+  it('takes a negative number as the JSON payload', async () => {
+    const result = await svc(['tasks', 'run', 'jobs.quick', '--input', '-1', '--json', '--root', root])
+    expect(result.stderr).not.toContain('needs a value')
+    expect(result.code).toBe(0)
+    expect(JSON.parse(result.stdout).result).toEqual({ input: -1 })
+  })
+})
