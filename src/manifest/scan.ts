@@ -48,7 +48,7 @@ export async function scanApp(options: ScanOptions): Promise<ScanResult> {
     compareUrlPaths(a.path, b.path) || (a.file < b.file ? -1 : a.file > b.file ? 1 : 0)
   routes.sort(byPath)
   pages.sort(byPath)
-  errors.push(...findDuplicates(routes, (r) => r.path, 'URL'), ...findDuplicates(pages, (p) => p.path, 'URL'))
+  errors.push(...findDuplicates(routes, (r) => r.path, 'URL', urlShape), ...findDuplicates(pages, (p) => p.path, 'URL', urlShape))
   errors.push(...findDuplicates(routes.filter((r) => r.name !== null), (r) => r.name!, 'task name'))
   errors.sort(compareConfigErrors)
   return { root, routes, pages, errors }
@@ -57,22 +57,38 @@ export async function scanApp(options: ScanOptions): Promise<ScanResult> {
 /**
  * Two files with one URL (`users.ts` and `users/index.ts`), or two tasks with
  * one name (`jobs/notify.ts` and `jobs.notify.ts`): an error on the second
- * file that names both.
+ * file that names both. `same` maps a label to what makes two of them the
+ * same (by default the label itself).
  */
-function findDuplicates<T extends { file: string }>(items: T[], key: (item: T) => string, what: string): ConfigError[] {
+function findDuplicates<T extends { file: string }>(
+  items: T[],
+  label: (item: T) => string,
+  what: string,
+  same: (label: string) => string = (l) => l,
+): ConfigError[] {
   const first = new Map<string, T>()
   const errors: ConfigError[] = []
   for (const item of items) {
-    const k = key(item)
+    const k = same(label(item))
     const earlier = first.get(k)
     if (!earlier) {
       first.set(k, item)
       continue
     }
     const [a, b] = earlier.file < item.file ? [earlier, item] : [item, earlier]
-    errors.push(new ConfigError(b.file, 1, 1, `${what} ${k} is declared by both ${a.file} and ${b.file}; rename or remove one of them`))
+    const shown = label(a) === label(b) ? label(b) : `${label(b)} (as ${label(a)})`
+    errors.push(new ConfigError(b.file, 1, 1, `${what} ${shown} is declared by both ${a.file} and ${b.file}; rename or remove one of them`))
   }
   return errors
+}
+
+/**
+ * A URL pattern without its parameter names: `/users/:id` and `/users/:slug`
+ * match the same requests, so they are one URL (a catch-all stays distinct
+ * from a single parameter).
+ */
+function urlShape(path: string): string {
+  return path.replace(/\/:[^/]*?(\*?)(?=\/|$)/g, '/:$1')
 }
 
 /**
