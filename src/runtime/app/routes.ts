@@ -125,7 +125,15 @@ function routeHandler(
     const request = c.req.raw
     const method = request.method as HttpMethod
     if (websocket !== undefined && method === 'GET' && isWebSocketUpgrade(request)) {
-      return handshake(c, request, path, websocket, origins, R)
+      const refused = refuseOrigin(request, path, origins, R)
+      if (refused) return refused
+      // The handshake is websocket()'s request: its params, query and headers
+      // are validated like any handler's, before the upgrade (no body on GET).
+      if (!schema) return handshake(c, request, path, websocket, R)
+      return validateRequest(c.req, schema, bodyLimit).then(
+        () => handshake(c, request, path, websocket, R),
+        (error) => fail(error, c),
+      )
     }
     // Hono routes HEAD as GET and drops the body; an explicit HEAD export wins.
     const fn = handlers[method] ?? (method === 'HEAD' ? handlers.GET : undefined)
@@ -150,18 +158,13 @@ function toResponse(value: unknown, reply: ReplyImpl): Response {
 }
 
 /** Spec "Hot-route WebSocket handshake": an Origin off the list is refused with 403 before the handshake. */
-function handshake(
-  c: Context,
-  request: Request,
-  path: string,
-  websocket: WebSocketHandler,
-  origins: string[] | null,
-  R: ResponseClass,
-): Response {
+function refuseOrigin(request: Request, path: string, origins: string[] | null, R: ResponseClass): Response | undefined {
   const origin = request.headers.get('origin')
-  if (!isOriginAllowed(origin, origins)) {
-    return jsonError(R, 403, 'ORIGIN_NOT_ALLOWED', `Origin ${origin} may not open a WebSocket on ${path}; add it to route.origins`)
-  }
+  if (isOriginAllowed(origin, origins)) return undefined
+  return jsonError(R, 403, 'ORIGIN_NOT_ALLOWED', `Origin ${origin} may not open a WebSocket on ${path}; add it to route.origins`)
+}
+
+function handshake(c: Context, request: Request, path: string, websocket: WebSocketHandler, R: ResponseClass): Response {
   if (!canUpgrade(request)) {
     return jsonError(R, 426, 'UPGRADE_REQUIRED', `${path} is a hot route; WebSockets need a persistent host such as startSvcServer`)
   }
