@@ -52,7 +52,8 @@ function createContext(file: string, source: string): Context {
  * Scans an API route. `file` is relative to the app root with `/`
  * separators and lies under `src/api/`.
  */
-export async function scanRouteSource(file: string, source: string): Promise<FileScan<ScannedRoute>> {
+export async function scanRouteSource(file: string, text: string): Promise<FileScan<ScannedRoute>> {
+  const source = withoutBom(text)
   const ctx = createContext(file, source)
   const parsed = await mapAndParse(ctx, file, source, API_DIR, '/api')
   if (!parsed) return { value: null, errors: ctx.errors }
@@ -128,12 +129,22 @@ export async function scanRouteSource(file: string, source: string): Promise<Fil
 }
 
 /** Scans a page. `file` is relative to the app root and lies under `src/pages/`. */
-export async function scanPageSource(file: string, source: string): Promise<FileScan<ManifestPage>> {
+export async function scanPageSource(file: string, text: string): Promise<FileScan<ManifestPage>> {
+  const source = withoutBom(text)
   const ctx = createContext(file, source)
   const parsed = await mapAndParse(ctx, file, source, PAGES_DIR, '')
   if (!parsed) return { value: null, errors: ctx.errors }
   const config = readPageConfig(readExports(parsed.program, source), source, ctx.report)
   return { value: { path: parsed.mapping.path || '/', file, ...config }, errors: ctx.errors.sort(compareConfigErrors) }
+}
+
+/**
+ * The text without a leading byte order mark. `readFile(…, 'utf8')` keeps it
+ * as U+FEFF, but editors and tsc do not count it as a column, so positions
+ * are computed from the text after it.
+ */
+function withoutBom(text: string): string {
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
 }
 
 /** The file's URL and syntax tree, or null after reporting why there are none. */
