@@ -49,7 +49,9 @@ export function timingSafeEqual(given: string, expected: string): boolean {
   return diff === 0
 }
 
-const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
+// The whole rest of the header is the token: RFC 6750 tokens have no spaces,
+// but an operator's secret may, and enqueue() sends it verbatim.
+const BEARER = /^Bearer[ \t]+(.+?)[ \t]*$/i
 
 /** `undefined` when the request may proceed, else the 401 to send. */
 export function authorize(request: Request, info: RequestInfo | undefined, env: Env, R: ResponseClass): Response | undefined {
