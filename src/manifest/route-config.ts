@@ -5,7 +5,7 @@
  * manifest reports.
  */
 import type { ResolvedCompute, RouteKind } from '../types.ts'
-import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_MS, ROUTE_KINDS } from '../runtime/route-config.ts'
+import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ROUTE_KINDS } from '../runtime/route-config.ts'
 import { normalizeOrigin } from '../runtime/origins.ts'
 import type { Node } from './ast.ts'
 import { normalizeCompute } from './compute.ts'
@@ -69,7 +69,11 @@ export function readRouteConfig(exports: ModuleExports, source: string, report: 
     Number.isInteger(n) && n >= 0 ? null : `route.retries must be a whole number of extra attempts, 0 or more (got ${n})`,
   )
   const timeout = readTaskNumber(fields.get('timeout')?.value, 'timeout', isTask, report, (n) =>
-    n > 0 ? null : `route.timeout must be a positive number of milliseconds (got ${n})`,
+    n <= 0
+      ? `route.timeout must be a positive number of milliseconds (got ${n})`
+      : n > MAX_TIMEOUT_MS
+        ? `route.timeout must be at most ${MAX_TIMEOUT_MS} ms (about 24.8 days), the longest timer the runtime can set (got ${n})`
+        : null,
   )
 
   const schedule = readSchedule(fields.get('schedule')?.value, exports.names.get('schedule'), isTask, source, report)

@@ -5,6 +5,12 @@ export const DEFAULT_RETRIES = 0
 export const DEFAULT_TIMEOUT_MS = 30_000
 
 /**
+ * The longest task timeout: setTimeout cannot wait longer than 2^31 − 1 ms
+ * (about 24.8 days). The scanner and the runtime both hold config to it.
+ */
+export const MAX_TIMEOUT_MS = 2 ** 31 - 1
+
+/**
  * Dot-form task name of a route path: `/api/report` gives `report`,
  * `/api/jobs/notify` gives `jobs.notify` (spec "What the service does", item 6).
  */

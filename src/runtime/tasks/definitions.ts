@@ -7,7 +7,7 @@
  */
 import { Cron } from 'croner'
 import type { RuntimeApiRoute, TaskContext } from '../../types.ts'
-import { resolveRoute } from '../route-config.ts'
+import { MAX_TIMEOUT_MS, resolveRoute } from '../route-config.ts'
 import { isSchemaDefinition, isStandardSchema } from '../schema.ts'
 import { describe } from './options.ts'
 
@@ -28,9 +28,6 @@ export interface TaskDefinition {
   /** IANA time zone of the schedule; `null` means UTC. */
   timezone: string | null
 }
-
-// setTimeout cannot wait longer than 2^31 − 1 ms (about 24.8 days).
-const MAX_TIMEOUT_MS = 2 ** 31 - 1
 
 /** Options every in-process cron job uses, so validation and scheduling agree. */
 export function cronOptions(timezone: string | null) {
