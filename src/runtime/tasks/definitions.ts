@@ -108,6 +108,10 @@ function checkSchedule(where: string, schedule: unknown, timezone: string | null
   }
   const normalized = normalizeCron(schedule)
   try {
+    // croner's 5-part mode still reads nicknames such as @daily; the spec
+    // (and the scanner) allow the five standard fields only.
+    const fields = normalized.split(' ').length
+    if (fields !== 5) throw new Error(`it has ${fields} field${fields === 1 ? '' : 's'}`)
     // Without a callback croner only parses; nothing is scheduled.
     new Cron(normalized, cronOptions(timezone))
   } catch (error) {
