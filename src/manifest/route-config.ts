@@ -7,6 +7,7 @@
 import type { ResolvedCompute, RouteKind } from '../types.ts'
 import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ROUTE_KINDS } from '../runtime/route-config.ts'
 import { normalizeOrigin } from '../runtime/origins.ts'
+import { normalizeCron } from '../runtime/tasks/definitions.ts'
 import type { Node } from './ast.ts'
 import { normalizeCompute } from './compute.ts'
 import { checkCronExpression } from './cron.ts'
@@ -172,11 +173,14 @@ function readSchedule(
       report.error(value.node, problem)
       continue
     }
+    // Single-spaced, as the runtime compares them: targets turn this into
+    // platform cron triggers, and two spellings would fire a task twice.
+    const normalized = normalizeCron(value.value)
     // route.schedule is read second and wins, as it does at runtime.
-    if (schedule !== null && schedule !== value.value) {
+    if (schedule !== null && schedule !== normalized) {
       report.warn(`route.schedule ('${value.value}') and the schedule export ('${schedule}') differ; route.schedule wins, remove one of them`)
     }
-    schedule = value.value
+    schedule = normalized
   }
   if (schedule !== null && !isTask) {
     report.warn(`schedule applies to task routes only and is ignored; add kind: 'task' to run this route on a schedule`)
