@@ -6,9 +6,10 @@
  * - listening sockets: `net`/`http`/`https`/`http2`/`tls` servers, `dgram`
  *   sockets and `ws` servers, through default, namespace or named imports
  *   and `require()`;
- * - code that runs at module load and keeps going: `setInterval`, endless
- *   `while (true)`/`for (;;)` loops, including inside IIFEs and top-level
- *   functions called at load;
+ * - code that runs at module load and keeps going: `setInterval` (also as
+ *   `for await` over `timers/promises`), a `setTimeout` that re-arms the
+ *   function it is in, endless `while (true)`/`for (;;)` loops, including
+ *   inside IIFEs and top-level functions called at load;
  * - module-scope mutable state (`let`/`var`, or a Map, Set, array or object
  *   held in a `const`) changed inside a function: state that outlives a
  *   request only in a persistent process;
@@ -75,6 +76,8 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
   const mutated = new Map<string, { node: Node; where: string | null }>()
   let loadCode = true
   let functionName: string | null = null
+  // The innermost named function, for a setTimeout that re-arms it.
+  let innerName: string | null = null
 
   const shadowed = (name: string) => scopes.some((scope) => scope.has(name))
   const moduleImport = (node: Node): ImportBinding | undefined => {
@@ -92,9 +95,10 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
   }
 
   const visitFunction = (node: Node, runsAtLoad: boolean, name: string | null) => {
-    const saved = { loadCode, functionName }
+    const saved = { loadCode, functionName, innerName }
     loadCode = runsAtLoad
     functionName ??= name
+    innerName = name
     const params = new Set<string>()
     if (node.type === 'FunctionExpression' && node.id) params.add(node.id.name)
     for (const param of node.params as Node[]) for (const n of patternNames(param)) params.add(n)
@@ -107,6 +111,7 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
     scopes.pop()
     loadCode = saved.loadCode
     functionName = saved.functionName
+    innerName = saved.innerName
   }
 
   const visit = (node: Node): void => {
@@ -148,6 +153,10 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
         scopes.push(new Set(head?.type === 'VariableDeclaration' ? blockNames([head]) : []))
         if (loadCode && node.type === 'ForStatement' && node.test === null) {
           add('background-loop', node, (line) => `runs an endless for (;;) loop at module load (line ${line}): background work needs an always-on process`)
+        }
+        // `for await (const _ of setInterval(ms))` from timers/promises is setInterval as a loop.
+        if (loadCode && node.type === 'ForOfStatement' && node.await && isPromisesInterval(node.right)) {
+          add('module-timer', node, (line) => `iterates setInterval from timers/promises at module scope (line ${line}): the timer runs between requests, which a function freezes or discards`)
         }
         forEachChild(node, visit)
         scopes.pop()
@@ -242,12 +251,30 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
     if (loadCode && isGlobalCall(callee, 'setInterval', imports, shadowed)) {
       add('module-timer', node, (line) => `starts setInterval at module scope (line ${line}): the timer runs between requests, which a function freezes or discards`)
     }
+    // A function run at load that hands itself to setTimeout again is setInterval by another name.
+    const self = innerName
+    if (loadCode && self !== null && isGlobalCall(callee, 'setTimeout', imports, shadowed) && rearms(node.arguments[0], self)) {
+      add('module-timer', node, (line) => `re-arms setTimeout with ${self}() from module load (line ${line}): the timer runs between requests, which a function freezes or discards`)
+    }
 
     // Mutating calls on module state: rooms.set(), queue.push(), rooms.get(id).add().
     if (callee.type === 'MemberExpression') {
       const method = memberName(callee)
       if (method && MUTATING_METHODS.has(method)) recordMutation(rootName(callee.object), node, false)
     }
+  }
+
+  const isPromisesInterval = (node: Node): boolean => {
+    if (node.type !== 'CallExpression') return false
+    const callee = node.callee
+    const fromPromises = (binding: ImportBinding | undefined) => !!binding && /^(node:)?timers\/promises$/.test(binding.source)
+    if (callee.type === 'Identifier') {
+      const binding = moduleImport(callee)
+      return fromPromises(binding) && binding!.imported === 'setInterval'
+    }
+    if (callee.type !== 'MemberExpression' || memberName(callee) !== 'setInterval') return false
+    const binding = moduleImport(callee.object)
+    return fromPromises(binding) && (binding!.imported === 'default' || binding!.imported === '*')
   }
 
   const checkWebSocketServer = (node: Node) => {
@@ -290,6 +317,21 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
 
   signals.sort((a, b) => a.line - b.line || a.column - b.column)
   return { signals, imports: [...seen] }
+}
+
+/** Whether a timer callback calls `name` again: `setTimeout(tick)`, `setTimeout(() => tick())`. */
+function rearms(callback: Node | undefined, name: string): boolean {
+  if (!callback) return false
+  if (callback.type === 'Identifier') return callback.name === name
+  if (!isFunction(callback)) return false
+  let found = false
+  const search = (node: Node) => {
+    if (found || isFunction(node)) return
+    if (node.type === 'CallExpression' && node.callee.type === 'Identifier' && node.callee.name === name) found = true
+    else forEachChild(node, search)
+  }
+  search(callback.body)
+  return found
 }
 
 function isGlobalCall(callee: Node, name: string, imports: Map<string, ImportBinding>, shadowed: (name: string) => boolean): boolean {
