@@ -232,13 +232,16 @@ export class TaskEngine implements WaitHost {
   /** A run reached `completed` or `failed`: wake its waiters and every suspended run that waits for it. */
   #settled(run: RunRecord): void {
     this.#waiters.settle(run)
-    const parents = new Set(this.#watchers.get(run.id))
+    if (run.parentRunId !== undefined) this.#resumeParent(run, run.parentRunId)
+    const watchers = this.#watchers.get(run.id)
+    if (watchers === undefined) return
     this.#watchers.delete(run.id)
-    if (run.parentRunId !== undefined) parents.add(run.parentRunId)
-    for (const parentId of parents) {
-      resumeParent(this, run, parentId).catch((error) =>
-        this.logger.error(`[svc] task "${run.taskName}": could not resume parent run ${parentId}: ${errorMessage(error)}`),
-      )
-    }
+    for (const parentId of watchers) if (parentId !== run.parentRunId) this.#resumeParent(run, parentId)
+  }
+
+  #resumeParent(child: RunRecord, parentId: string): void {
+    resumeParent(this, child, parentId).catch((error) =>
+      this.logger.error(`[svc] task "${child.taskName}": could not resume parent run ${parentId}: ${errorMessage(error)}`),
+    )
   }
 }
