@@ -4,8 +4,9 @@ import { fileURLToPath } from 'node:url'
 
 /**
  * svc's own public entry points, as app code and generated entries import them.
- * Builds and the dev loader alias these to this copy of svc, so an app and the
- * server that runs it share one runtime (one active task runtime, one registry).
+ * Builds alias these to this copy of svc, so an app and the server that runs it
+ * share one runtime (one active task runtime, one registry). The app loader
+ * hands app code the modules this process already loaded for the main ones.
  */
 const ENTRIES = {
   svc: ['src/index.ts', 'dist/index.mjs'],

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { ManifestPage, ManifestRoute, PageModule, RouteModule, RuntimeApiRoute, RuntimePage } from '../types.ts'
-import { createAppImporter } from '../node/loaders.ts'
+import { createAppImporter, forgetAppModules } from '../node/loaders.ts'
 
 interface Loaded {
   hash: string
@@ -37,8 +37,12 @@ export class AppModules {
     scanned: { routes: ManifestRoute[]; pages: ManifestPage[] },
     options: { broken?: Set<string>; reimportAll?: boolean } = {},
   ): Promise<LoadResult> {
-    // A fresh importer per load: its module cache is empty, so edits are seen.
     const importer = createAppImporter(this.root)
+    // Modules stay cached between loads, so an unchanged helper remains the
+    // one instance every route holds. A changed helper may affect any module,
+    // so then the whole app is evaluated again; so it is on the first load,
+    // since the process may have imported this app before.
+    if (options.reimportAll || this.#loaded.size === 0) forgetAppModules(this.root)
     const reloaded: string[] = []
     const failed: LoadResult['failed'] = []
     const seen = new Set<string>()
@@ -55,6 +59,8 @@ export class AppModules {
         return undefined // deleted between the scan and now
       }
       if (previous && previous.hash === hash && !options.reimportAll) return previous.module as M
+      // Only this file is evaluated again; the helpers it imports are the cached ones.
+      forgetAppModules(this.root, [file])
       try {
         const module = await importer<M & (RouteModule | PageModule)>(file)
         this.#loaded.set(file, { hash, module })
@@ -76,7 +82,9 @@ export class AppModules {
       const module = await resolveModule<PageModule>(page.file)
       if (module) pages.push({ ...page, module })
     }
-    for (const file of this.#loaded.keys()) if (!seen.has(file)) this.#loaded.delete(file)
+    const gone = [...this.#loaded.keys()].filter((file) => !seen.has(file))
+    for (const file of gone) this.#loaded.delete(file)
+    forgetAppModules(this.root, gone)
     return { routes, pages, reloaded, failed }
   }
 

@@ -7,7 +7,9 @@
  *   const root = process.cwd()
  *   const server = await startSvcServer({ apiRoutes: await loadApiRoutes({ root }), pages: await loadPages({ root }) })
  */
-import { resolve } from 'node:path'
+import { realpathSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { resolve, sep } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { createJiti, type Jiti } from 'jiti'
 import { selfAliases } from '../build/self.ts'
@@ -35,15 +37,46 @@ async function scan(root: string) {
 }
 
 /**
- * Imports app files (paths relative to `root`) through one jiti instance
- * with a fresh module cache, so a new importer sees edited files. A failed
- * import names the file.
+ * The modules of svc that app code imports, as this process loaded them. App
+ * files get these very objects for `svc`, `svc/node` and `svc/manifest`, so
+ * the app and the server share one runtime: one set of error classes (a
+ * thrown `SvcError` keeps its status), one active task runtime. Resolving
+ * those specifiers to svc's files instead would evaluate a second copy.
+ */
+let selfModules: Promise<Record<string, unknown>> | undefined
+function loadSelfModules(): Promise<Record<string, unknown>> {
+  selfModules ??= Promise.all([import('../index.ts'), import('../node.ts'), import('../manifest.ts')]).then(([index, node, manifest]) => ({
+    svc: index,
+    'svc/node': node,
+    'svc/manifest': manifest,
+  }))
+  return selfModules
+}
+
+// jiti keeps the modules it evaluates in Node's CommonJS cache (`moduleCache`).
+const moduleCache = createRequire(import.meta.url).cache
+
+// One import at a time: two evaluations of one helper that overlap (two
+// routes importing it at once) would each enter the cache as its own instance.
+let importQueue: Promise<unknown> = Promise.resolve()
+
+/**
+ * Imports app files (paths relative to `root`) through jiti. Modules are
+ * cached for the whole process, as Node caches imports: a helper that several
+ * routes and pages import is one instance, and its state is shared, as in a
+ * built bundle. `forgetAppModules` drops files from the cache so the next
+ * import evaluates them again (the dev server does on edits). A failed import
+ * names the file.
  */
 export function createAppImporter(root: string): <T>(file: string) => Promise<T> {
-  // `svc` imports in app code resolve to this copy of svc, so the app and the
-  // server share one runtime (one active task runtime, one set of error classes).
-  const jiti: Jiti = createJiti(pathToFileURL(`${root}/`).href, { moduleCache: false, alias: selfAliases() })
-  return async <T>(file: string): Promise<T> => {
+  let jiti: Jiti | undefined
+  const load = async <T>(file: string): Promise<T> => {
+    jiti ??= createJiti(pathToFileURL(`${root}/`).href, {
+      moduleCache: true,
+      virtualModules: await loadSelfModules(),
+      // svc's other entry points (the target shims), should app code import one.
+      alias: selfAliases(),
+    })
     try {
       return await jiti.import<T>(resolve(root, file))
     } catch (error) {
@@ -51,6 +84,36 @@ export function createAppImporter(root: string): <T>(file: string) => Promise<T>
       wrapped.cause = error
       throw wrapped
     }
+  }
+  return <T>(file: string): Promise<T> => {
+    const next = importQueue.then(() => load<T>(file))
+    importQueue = next.catch(() => {})
+    return next
+  }
+}
+
+/**
+ * Drops app modules from the module cache, so the next import evaluates them
+ * again: the given files (relative to `root`), or, without a list, every file
+ * of the app outside `node_modules`.
+ */
+export function forgetAppModules(root: string, files?: readonly string[]): void {
+  const keys = (path: string) => {
+    const out = [path]
+    try {
+      const real = realpathSync(path)
+      if (real !== path) out.push(real)
+    } catch {
+      // Deleted: only its old path can be in the cache.
+    }
+    return out
+  }
+  const wanted = files && new Set(files.flatMap((file) => keys(resolve(root, file))))
+  const prefixes = keys(resolve(root)).map((dir) => dir + sep)
+  const dependencies = `${sep}node_modules${sep}`
+  for (const key of Object.keys(moduleCache)) {
+    const hit = wanted ? wanted.has(key) : prefixes.some((prefix) => key.startsWith(prefix)) && !key.includes(dependencies)
+    if (hit) delete moduleCache[key]
   }
 }
 
