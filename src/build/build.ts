@@ -95,7 +95,9 @@ export async function buildApp(options: BuildOptions = {}): Promise<BuildResult>
     },
     async copyPublic(dir) {
       const from = join(root, 'public')
-      if (await stat(from).catch(() => null)) await cp(from, dir, { recursive: true })
+      if (!(await stat(from).catch(() => null))?.isDirectory()) return false
+      await cp(from, dir, { recursive: true })
+      return true
     },
   })
   return { target: target.name, outDir, files, warnings }

@@ -25,8 +25,8 @@ export interface TargetContext {
   bundle(source: string, outFile: string): Promise<BuiltFile>
   /** Writes a text file (JSON, Dockerfile, …) and reports it. */
   writeFile(file: string, contents: string): Promise<BuiltFile>
-  /** Copies `<root>/public` into `dir`, when it exists. */
-  copyPublic(dir: string): Promise<void>
+  /** Copies `<root>/public` into `dir`, when it exists; resolves to whether it did. */
+  copyPublic(dir: string): Promise<boolean>
 }
 
 /**

@@ -12,15 +12,22 @@ export const nodeTarget: TargetDescriptor = {
   outDir: '.output/node',
   async write(ctx) {
     const out = join(ctx.root, this.outDir)
+    // Without a public/ folder there is nothing to serve, and naming one
+    // would only make every start warn that it does not exist.
+    const hasPublic = await ctx.copyPublic(join(out, 'public'))
     // fileURLToPath, not URL#pathname: the pathname keeps spaces and non-ASCII
     // letters percent-encoded, which names a directory that does not exist.
-    const entry = `${ctx.appSource}
+    const entry = hasPublic
+      ? `${ctx.appSource}
 import { fileURLToPath } from 'node:url'
 import { serveApp } from 'svc/node-target'
 await serveApp({ ...app, staticDirs: [fileURLToPath(new URL('./public', import.meta.url))] })
 `
+      : `${ctx.appSource}
+import { serveApp } from 'svc/node-target'
+await serveApp(app)
+`
     const files = [await ctx.bundle(entry, join(out, 'server.mjs'))]
-    await ctx.copyPublic(join(out, 'public'))
     const dependencies = await appDependencies(ctx.root)
     const appPkg = await readAppPackage(ctx.root)
     files.push(
