@@ -96,10 +96,12 @@ export async function completeTokenOverHttp(
   if (response.ok) return 'completed'
   const code = isObject(body) ? body.code : undefined
   const status = isObject(body) ? body.status : undefined
-  // A generic NOT_FOUND means the route itself is missing (wrong server), not the token.
-  if (response.status === 404 && code !== 'NOT_FOUND') return 'not_found'
+  // Only the task server's answers about the token are results. Any other
+  // 404 or 409 (a wrong SVC_TASK_URL, a proxy) is an error, never swallowed.
+  if (response.status === 404 && code === 'TOKEN_NOT_FOUND') return 'not_found'
   if (response.status === 409) {
-    return status === 'timed_out' || code === 'TOKEN_TIMED_OUT' ? 'timed_out' : 'already_completed'
+    if (code === 'TOKEN_TIMED_OUT' || status === 'timed_out') return 'timed_out'
+    if (code === 'TOKEN_ALREADY_COMPLETED' || status === 'already_completed') return 'already_completed'
   }
   throw httpError(response, body)
 }
