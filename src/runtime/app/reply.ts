@@ -76,6 +76,12 @@ export class ReplyImpl implements Reply {
 
   #send(body: string | null, type: string | undefined, status: number | undefined): Response {
     const code = status ?? this.#status
+    // A body with 204, 205 or 304 makes the Response constructor throw (Fetch
+    // standard, "null body status"); Node's server would only drop it.
+    if (code === 204 || code === 205 || code === 304) {
+      body = null
+      type = undefined
+    }
     let init: ResponseInit
     if (code === undefined && this.#headers === undefined && type === JSON_TYPE) {
       init = JSON_INIT
