@@ -37,7 +37,7 @@ function svc(args: string[], boundMs = 15_000): Promise<Outcome> {
 // (a hot route's setInterval) or a handler that ignored its abort signal
 // would keep the process up after the run has ended and been printed.
 describe('svc tasks run ends when the run ends', () => {
-  it('exits 0 after printing even though a route module keeps a timer', async () => {
+  it('exits 0 after printing even though a module the task imports keeps a timer', async () => {
     const result = await svc(['tasks', 'run', 'jobs.quick', '--input', '{"n":1}', '--json', '--root', root])
     expect(result.killed).toBe(false)
     expect(result.code).toBe(0)
@@ -68,6 +68,23 @@ describe('svc tasks run --json keeps stdout to the envelope', () => {
     expect(result.code).toBe(0)
     expect(result.stdout).toContain('noisy: running')
     expect(result.stdout).toContain('jobs.noisy: completed after 1 attempt(s)')
+  })
+})
+
+// createTaskRuntime registers task routes only; importing the app's HTTP and
+// hot routes as well runs their module code (timers, sockets, connections)
+// for nothing, and one that fails to load would stop every task from running.
+describe('svc tasks run loads the task routes only', () => {
+  it('a serverless route that throws at load does not stop a task', async () => {
+    const result = await svc(['tasks', 'run', 'jobs.quick', '--json', '--root', root])
+    expect(result.stderr).not.toContain('orders database is unreachable')
+    expect(result.code).toBe(0)
+  })
+
+  it('tasks can still enqueue and wait for each other', async () => {
+    const result = await svc(['tasks', 'run', 'jobs.parent', '--json', '--root', root])
+    expect(result.code).toBe(0)
+    expect(JSON.parse(result.stdout).result).toEqual({ ok: true, result: { input: { from: 'parent' } } })
   })
 })
 

@@ -1,7 +1,7 @@
 /** `svc tasks list` and `svc tasks run <name>`: the app's tasks, from the command line. */
 import { Console } from 'node:console'
 import { defineCommand } from 'citty'
-import type { ManifestRoute, RunRecord } from '../../types.ts'
+import type { ManifestRoute, RouteModule, RunRecord } from '../../types.ts'
 import { checkArgs, jsonArg, resolveRoot, rootArg } from '../_args.ts'
 import { ExitCode, UsageError } from '../_errors.ts'
 import { formatTable, printJson, printLines } from '../_output.ts'
@@ -55,15 +55,20 @@ const run = defineCommand({
       const names = tasks.map((task) => task.name).join(', ')
       throw new Error(`Unknown task "${args.name}". ${names ? `Available tasks: ${names}.` : 'The app has no tasks.'}`)
     }
-    const [{ loadApiRoutes }, { createTaskRuntime, setActiveTaskRuntime }, { ValidationError }, { toEnvelope }] = await Promise.all([
-      import('../../node.ts'),
+    const [{ createAppImporter }, { createTaskRuntime, setActiveTaskRuntime }, { ValidationError }, { toEnvelope }] = await Promise.all([
+      import('../../node/loaders.ts'),
       import('../../runtime/tasks/index.ts'),
       import('../../runtime/errors.ts'),
       import('../../runtime/envelope.ts'),
     ])
     // Logs go to stderr so that `--json` output on stdout stays parseable.
     const logger = { info: console.error, warn: console.error, error: console.error }
-    const runtime = createTaskRuntime({ routes: await loadApiRoutes({ root }), logger })
+    // Only task routes are imported: the runtime registers nothing else, and
+    // HTTP and hot route modules would run their load-time code (timers,
+    // sockets, connections) for nothing, or fail and stop every task.
+    const load = createAppImporter(root)
+    const routes = await Promise.all(tasks.map(async (task) => ({ ...task, module: await load<RouteModule>(task.file) })))
+    const runtime = createTaskRuntime({ routes, logger })
     // Tasks that enqueue others (or wait for them) dispatch in this process.
     setActiveTaskRuntime(runtime)
     let finished: RunRecord
