@@ -18,6 +18,10 @@ export const ENQUEUE_HEADERS = {
   delaySeconds: 'svc-delay-seconds',
 } as const
 
+// A header value holds bytes (Fetch standard): characters up to U+00FF, and
+// no NUL, CR or LF.
+const HEADER_TEXT = /^[^\0\r\n\u0100-\uffff]*$/
+
 /** Reads `EnqueueOptions` from request headers; a bad value is a `TypeError` naming the header. */
 export function enqueueOptionsFromHeaders(headers: Headers): EnqueueOptions {
   const opts: EnqueueOptions = {}
@@ -54,12 +58,17 @@ export async function enqueueOverHttp(
   env: EnvLike = processEnv(),
 ): Promise<EnqueueResult> {
   const { delaySeconds, idempotencyKey } = checkTriggerOptions(opts, 'enqueue', taskName)
+  const where = `enqueue("${taskName}")`
+  if (idempotencyKey !== undefined && !HEADER_TEXT.test(idempotencyKey)) {
+    throw new TypeError(
+      `${where}: idempotencyKey must be text an HTTP header can carry (Latin-1, no line breaks) to be sent to the task server (got ${describe(idempotencyKey)})`,
+    )
+  }
   const headers: Record<string, string> = { ...authHeaders(env) }
   if (payload !== undefined) headers['content-type'] = 'application/json'
   if (idempotencyKey !== undefined) headers[ENQUEUE_HEADERS.idempotencyKey] = idempotencyKey
   if (delaySeconds > 0) headers[ENQUEUE_HEADERS.delaySeconds] = String(delaySeconds)
   const url = `${taskServerUrl(env)}/__tasks/${encodeURIComponent(taskName)}`
-  const where = `enqueue("${taskName}")`
   const { response, body } = await send(where, url, {
     method: 'POST',
     headers,
@@ -107,9 +116,21 @@ export async function completeTokenOverHttp(
 }
 
 async function send(where: string, url: string, init: RequestInit): Promise<{ response: Response; body: unknown }> {
+  // Built outside the try: a request that cannot be built (a bad URL or
+  // header) is a configuration error, not a failure to reach the server.
+  let request: Request
+  try {
+    request = new Request(url, init)
+  } catch (cause) {
+    throw new TypeError(`${where}: cannot build a request to ${url}: ${errorMessage(cause)}`, { cause })
+  }
+  // `host:port` without a scheme parses as a URL whose scheme is the host.
+  if (!/^https?:$/.test(new URL(request.url).protocol)) {
+    throw new TypeError(`${where}: cannot build a request to ${url}: the task server URL (SVC_TASK_URL) must start with http:// or https://`)
+  }
   let response: Response
   try {
-    response = await fetch(url, init)
+    response = await fetch(request)
   } catch (cause) {
     // Status 0 means "no HTTP answer at all", as in the Fetch standard's network error.
     const error = new HttpError(
