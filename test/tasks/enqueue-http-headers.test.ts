@@ -50,7 +50,8 @@ describe('enqueue over HTTP: an idempotency key a header cannot carry', () => {
       runId: 'run-1',
       status: 'running',
     })
-    expect(Buffer.from(seen[0]['idempotency-key']!, 'latin1').toString('latin1')).toBe('order-42-München')
+    // Node reads header bytes as Latin-1, so the key arrives unchanged.
+    expect(seen[0]['idempotency-key']).toBe('order-42-München')
   })
 
   it('a server that is down is still a network error', async () => {
