@@ -46,4 +46,26 @@ describe('waitForToken timeouts across replays', () => {
       { stepKey: 'receipt', waitpoint: { type: 'token', tokenId: tokenIdFor(run.id, 'receipt'), timeoutAt: receipt!.timeoutAt } },
     ])
   })
+
+  it('a token completed after its deadline is timed out, even when no timer has fired for it', async () => {
+    const rt = runtime([
+      task('both', async (ctx) => {
+        const [approval, receipt] = await Promise.all([
+          ctx.step.waitForToken('approval'),
+          ctx.step.waitForToken('receipt', { timeoutSeconds: 0.1 }),
+        ])
+        return { approval, receipt }
+      }),
+    ])
+    const run = await rt.trigger('both')
+    await until(async () => (await rt.getRun(run.id))?.suspended?.stepKey === 'approval')
+    // The run waits on the approval, so no timer runs for the receipt's deadline.
+    await sleep(250)
+    expect(await rt.completeToken(tokenIdFor(run.id, 'receipt'), 'late receipt')).toBe('timed_out')
+    expect((await rt.store.getToken(tokenIdFor(run.id, 'receipt')))?.status).toBe('timed_out')
+    expect(await rt.completeToken(tokenIdFor(run.id, 'approval'), 'yes')).toBe('completed')
+    const done = await rt.waitForRun(run.id)
+    expect(done.result).toEqual({ approval: { payload: 'yes' }, receipt: { timedOut: true } })
+    expect(done.steps.receipt).toEqual({ status: 'timed_out' })
+  })
 })

@@ -11,7 +11,7 @@ import type { CompleteTokenResult, Logger, RunRecord, StepRecord } from '../../t
 import { errorMessage } from '../errors.ts'
 import { timerId } from './ids.ts'
 import { childRunResult } from './steps.ts'
-import { isFinished, type RunStore, type TimerRecord, type TokenStatus } from './store.ts'
+import { isFinished, type RunStore, type TimerRecord, type TokenRecord, type TokenStatus } from './store.ts'
 import type { TimerSet } from './timers.ts'
 
 /** What waits need from the engine. */
@@ -143,15 +143,32 @@ export async function completeToken(host: WaitHost, tokenId: string, payload?: u
   if (typeof tokenId !== 'string' || tokenId === '') {
     throw new TypeError(`completeToken(tokenId): tokenId must be a non-empty string (got ${typeof tokenId})`)
   }
+  // A deadline is armed as a timer only while the run is suspended on that
+  // token; one that passed while the run waited elsewhere (parallel waits)
+  // still wins over a late completion.
+  const waiting = await host.store.getToken(tokenId)
+  if (waiting?.status === 'waiting' && waiting.timeoutAt !== undefined && Date.parse(waiting.timeoutAt) <= Date.now()) {
+    const expired = await host.store.settleToken(tokenId, 'timed_out')
+    if (expired?.settled) {
+      await dropTokenTimer(host, expired.token)
+      await resume(host, expired.token.runId, expired.token.stepKey, { status: 'timed_out' })
+      return 'timed_out'
+    }
+  }
   const result = await host.store.settleToken(tokenId, 'completed', payload)
   if (!result) return 'not_found'
   const { settled, token } = result
   if (!settled) return token.status === 'timed_out' ? 'timed_out' : 'already_completed'
+  await dropTokenTimer(host, token)
+  await resume(host, token.runId, token.stepKey, tokenStep('completed', payload))
+  return 'completed'
+}
+
+/** Clears the timeout timer of a token that has just been settled. */
+async function dropTokenTimer(host: WaitHost, token: TokenRecord): Promise<void> {
   const timeout = timerId(token.runId, 'token-timeout', token.stepKey)
   host.timers.clear(timeout)
   await host.store.takeTimer(timeout)
-  await resume(host, token.runId, token.stepKey, tokenStep('completed', payload))
-  return 'completed'
 }
 
 /**
