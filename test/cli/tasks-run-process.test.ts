@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 
 const cli = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url))
-const root = fileURLToPath(new URL('../fixtures/audit2-lingering', import.meta.url))
+const root = fileURLToPath(new URL('../fixtures/lingering-app', import.meta.url))
 
 interface Outcome {
   code: number | null

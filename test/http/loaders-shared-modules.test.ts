@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadApiRoutes, loadPages } from '../../src/node.ts'
 import { serve } from './_helpers.ts'
 
-const fixture = fileURLToPath(new URL('../fixtures/audit-shared-app', import.meta.url))
+const fixture = fileURLToPath(new URL('../fixtures/shared-helpers-app', import.meta.url))
 
 describe('an app loaded with loadApiRoutes and loadPages', () => {
   let root: string

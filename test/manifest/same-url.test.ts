@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { scanApp } from '../../src/manifest.ts'
 
-const root = fileURLToPath(new URL('../fixtures/audit2-same-url', import.meta.url))
+const root = fileURLToPath(new URL('../fixtures/same-url-app', import.meta.url))
 
 // Issue "Route scanning": two files that map to the same URL are an error
 // naming both. Parameter names do not change which requests a pattern

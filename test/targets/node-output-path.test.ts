@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/build/build.ts'
 
-const fixture = fileURLToPath(new URL('../fixtures/audit-static-app', import.meta.url))
+const fixture = fileURLToPath(new URL('../fixtures/static-files-app', import.meta.url))
 
 describe('svc build --target node, in a directory whose path is not plain ASCII', () => {
   let root: string
