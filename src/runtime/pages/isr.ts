@@ -66,6 +66,8 @@ export class IsrCache {
   #logger: Logger
   #now: () => number
   #refreshing = new Map<string, Promise<void>>()
+  /** Renders of keys with no entry yet, shared by concurrent misses. */
+  #misses = new Map<string, Promise<CacheEntry | undefined>>()
   /** Bumped by every purge: a render that began before one must not store its result. */
   #epoch = 0
 
@@ -89,11 +91,38 @@ export class IsrCache {
       if (!fresh) this.#refresh(key, page, render, waitUntil)
       return fromEntry(entry, fresh ? 'HIT' : 'STALE', age, R)
     }
+    // Concurrent misses on one key share the first one's render; if that
+    // render fails or is not cacheable, each request renders for itself.
+    const pending = this.#misses.get(key)
+    if (pending) {
+      const shared = await pending
+      if (shared !== undefined) return fromEntry(shared, 'MISS', this.#now() - shared.createdAt, R)
+      return this.#renderMiss(key, page, render, R)
+    }
+    let share!: (entry: CacheEntry | undefined) => void
+    this.#misses.set(key, new Promise((resolve) => (share = resolve)))
+    let made: CacheEntry | undefined
+    try {
+      return await this.#renderMiss(key, page, render, R, (entry) => (made = entry))
+    } finally {
+      this.#misses.delete(key)
+      share(made)
+    }
+  }
+
+  async #renderMiss(
+    key: string,
+    page: PageCacheInfo,
+    render: () => Promise<Rendered>,
+    R: ResponseClass,
+    onEntry?: (entry: CacheEntry) => void,
+  ): Promise<Response> {
     const epoch = this.#epoch
     const rendered = await render()
     const made = await toEntry(rendered, page, this.#now())
     if (made === undefined) return typeof rendered === 'string' ? new R(rendered, { headers: { 'content-type': HTML_TYPE } }) : rendered
     if (epoch === this.#epoch) await this.store.set(key, made)
+    onEntry?.(made)
     return fromEntry(made, 'MISS', 0, R)
   }
 
