@@ -44,6 +44,20 @@ export function taskServerUrl(env: EnvLike = processEnv()): string {
   return base.replace(/\/+$/, '')
 }
 
+/** How long `enqueue`/`completeToken` wait for the task server's answer. */
+export const DEFAULT_TASK_REQUEST_TIMEOUT_MS = 30_000
+
+/** `SVC_TASK_TIMEOUT_MS` when it is a positive number, else the default. */
+export function taskRequestTimeout(env: EnvLike = processEnv()): number {
+  const raw = env.SVC_TASK_TIMEOUT_MS
+  if (raw === undefined || raw === '') return DEFAULT_TASK_REQUEST_TIMEOUT_MS
+  const ms = Number(raw)
+  if (!Number.isFinite(ms) || ms <= 0) {
+    throw new TypeError(`SVC_TASK_TIMEOUT_MS must be a positive number of milliseconds (got ${JSON.stringify(raw)})`)
+  }
+  return ms
+}
+
 function authHeaders(env: EnvLike): Record<string, string> {
   // Spec "Authentication": the secret is THEN_TASK_SECRET; SVC_TASK_SECRET is accepted too.
   const secret = env.THEN_TASK_SECRET || env.SVC_TASK_SECRET
@@ -69,7 +83,7 @@ export async function enqueueOverHttp(
   if (idempotencyKey !== undefined) headers[ENQUEUE_HEADERS.idempotencyKey] = idempotencyKey
   if (delaySeconds > 0) headers[ENQUEUE_HEADERS.delaySeconds] = String(delaySeconds)
   const url = `${taskServerUrl(env)}/__tasks/${encodeURIComponent(taskName)}`
-  const { response, body } = await send(where, url, {
+  const { response, body } = await send(where, url, taskRequestTimeout(env), {
     method: 'POST',
     headers,
     // An empty body means `ctx.input` is undefined (the admin surface's rule).
@@ -97,7 +111,7 @@ export async function completeTokenOverHttp(
   const url = `${taskServerUrl(env)}/__tasks/tokens/${encodeURIComponent(tokenId)}`
   const headers: Record<string, string> = { ...authHeaders(env) }
   if (payload !== undefined) headers['content-type'] = 'application/json'
-  const { response, body } = await send(where, url, {
+  const { response, body } = await send(where, url, taskRequestTimeout(env), {
     method: 'POST',
     headers,
     body: payload === undefined ? undefined : JSON.stringify(payload),
@@ -115,12 +129,13 @@ export async function completeTokenOverHttp(
   throw httpError(response, body)
 }
 
-async function send(where: string, url: string, init: RequestInit): Promise<{ response: Response; body: unknown }> {
+async function send(where: string, url: string, timeoutMs: number, init: RequestInit): Promise<{ response: Response; body: unknown }> {
   // Built outside the try: a request that cannot be built (a bad URL or
   // header) is a configuration error, not a failure to reach the server.
+  // Redirects are not followed: 301-303 would turn the POST into a GET.
   let request: Request
   try {
-    request = new Request(url, init)
+    request = new Request(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) })
   } catch (cause) {
     throw new TypeError(`${where}: cannot build a request to ${url}: ${errorMessage(cause)}`, { cause })
   }
@@ -129,9 +144,20 @@ async function send(where: string, url: string, init: RequestInit): Promise<{ re
     throw new TypeError(`${where}: cannot build a request to ${url}: the task server URL (SVC_TASK_URL) must start with http:// or https://`)
   }
   let response: Response
+  let text: string
   try {
     response = await fetch(request)
+    text = await response.text()
   } catch (cause) {
+    if ((cause as Error)?.name === 'TimeoutError') {
+      const error = new HttpError(
+        0,
+        `${where}: ${url} did not answer within ${timeoutMs} ms (SVC_TASK_TIMEOUT_MS); the run may or may not have started, so retry with an idempotencyKey`,
+        'TIMEOUT',
+      )
+      error.cause = cause
+      throw error
+    }
     // Status 0 means "no HTTP answer at all", as in the Fetch standard's network error.
     const error = new HttpError(
       0,
@@ -141,7 +167,6 @@ async function send(where: string, url: string, init: RequestInit): Promise<{ re
     error.cause = cause
     throw error
   }
-  const text = await response.text()
   let body: unknown = text
   if (text) {
     try {
