@@ -348,7 +348,7 @@ export interface TaskRuntime {
   completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult>
   listTasks(): Promise<TaskSummary[]>
   /** Fires every task whose schedule is exactly `cron` (edge scheduled events). */
-  runScheduled(cron: string): Promise<RunRecord[]>
+  runScheduled(cron: string, timezone?: string): Promise<RunRecord[]>
   /** Starts one cron job per scheduled task. Never called at import. */
   startScheduler(): void
   stopScheduler(): void

@@ -6,8 +6,8 @@ import type { RunRecord, TaskRuntime } from '../types.ts'
  * function platform's cron request or event) ends up here, so cron behaves the
  * same wherever the app runs.
  */
-export async function fireCron(runtime: TaskRuntime, cron: string): Promise<RunRecord[]> {
-  const started = await runtime.runScheduled(cron)
+export async function fireCron(runtime: TaskRuntime, cron: string, timezone?: string): Promise<RunRecord[]> {
+  const started = await runtime.runScheduled(cron, timezone)
   return Promise.all(started.map((run) => runtime.waitForRun(run.id)))
 }
 

@@ -25,6 +25,8 @@ export interface HttpEventV2 {
  */
 export interface ScheduleEvent {
   svcCron: string
+  /** The zone the schedule is read in; tasks sharing `svcCron` in other zones do not fire. */
+  svcTimezone?: string
 }
 
 export interface HttpResultV2 {

@@ -22,7 +22,7 @@ export type LambdaHandler = (event: unknown, context?: unknown) => Promise<HttpR
 export function createLambdaHandler(app: LambdaApp): LambdaHandler {
   const core = createSvcHandler({ ...app, env: processEnv() })
   return async (event) => {
-    if (isScheduleEvent(event)) return summarizeRuns(await fireCron(core.runtime, event.svcCron))
+    if (isScheduleEvent(event)) return summarizeRuns(await fireCron(core.runtime, event.svcCron, event.svcTimezone))
     if (isHttpEventV2(event)) {
       const pending: Promise<unknown>[] = []
       const response = await core.fetch(toRequest(event), { waitUntil: (promise) => void pending.push(promise) })

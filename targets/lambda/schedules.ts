@@ -6,7 +6,7 @@ export interface LambdaSchedule {
   cron: string
   timezone: string
   /** The invocation input the handler recognizes. */
-  input: { svcCron: string }
+  input: { svcCron: string; svcTimezone: string }
   /** EventBridge `cron(...)` form, or null when the expression has no equivalent there. */
   scheduleExpression: string | null
   note?: string
@@ -56,7 +56,7 @@ export function lambdaSchedules(routes: ManifestRoute[]): LambdaSchedule[] {
         task: route.name!,
         cron,
         timezone: route.timezone ?? 'UTC',
-        input: { svcCron: cron },
+        input: { svcCron: cron, svcTimezone: route.timezone ?? 'UTC' },
         scheduleExpression: expression,
         ...(note ? { note } : {}),
       }

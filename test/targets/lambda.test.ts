@@ -86,6 +86,11 @@ describe('svc build --target lambda', () => {
     expect(JSON.parse(ticks.body)).toEqual({ ticks: [{ _cron: true }] })
   })
 
+  it('fires only the tasks of the schedule event\'s time zone', async () => {
+    const result = await handler({ svcCron: '*/10 * * * *', svcTimezone: 'Europe/Paris' })
+    expect(result).toEqual({ ok: true, runs: [] })
+  })
+
   it('rejects an event it does not know, saying which ones it takes', async () => {
     await expect(handler({ Records: [] })).rejects.toThrow(/HTTP API \(payload 2\.0\).*svcCron/)
   })
@@ -97,7 +102,7 @@ describe('svc build --target lambda', () => {
         task: 'jobs.tick',
         cron: '*/10 * * * *',
         timezone: 'UTC',
-        input: { svcCron: '*/10 * * * *' },
+        input: { svcCron: '*/10 * * * *', svcTimezone: 'UTC' },
         scheduleExpression: 'cron(*/10 * * * ? *)',
       },
     ])

@@ -97,6 +97,16 @@ describe('runScheduled and the overlap guard', () => {
     expect(rt.logger.text('warn')).toContain('no task has this schedule')
   })
 
+  it('with a time zone, fires only the tasks whose schedule is read in that zone', async () => {
+    const rt = runtime([
+      task('utc', () => 'utc', { schedule: '0 9 * * *' }),
+      task('paris', () => 'paris', { schedule: '0 9 * * *', route: { timezone: 'Europe/Paris' } }),
+    ])
+    expect((await rt.runScheduled('0 9 * * *', 'Europe/Paris')).map((r) => r.taskName)).toEqual(['paris'])
+    expect((await rt.runScheduled('0 9 * * *', 'UTC')).map((r) => r.taskName)).toEqual(['utc'])
+    await expect(rt.runScheduled('0 9 * * *', 7 as never)).rejects.toThrow('timezone must be a string (got number)')
+  })
+
   it('skips a tick with a warning while the previous scheduled run still runs; manual triggers bypass it', async () => {
     let release!: () => void
     const gate = new Promise<void>((r) => (release = r))

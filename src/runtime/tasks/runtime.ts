@@ -117,7 +117,7 @@ export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntimeInsta
       )
     },
 
-    runScheduled: (cron) => scheduler.runScheduled(cron),
+    runScheduled: (cron, timezone) => scheduler.runScheduled(cron, timezone),
     startScheduler: () => scheduler.start(env),
     stopScheduler: () => scheduler.stop(),
     scheduledJobs: () => scheduler.list(),

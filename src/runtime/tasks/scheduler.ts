@@ -97,11 +97,20 @@ export class TaskScheduler {
   }
 
   /** Fires every task whose schedule is `cron` (compared with whitespace normalized). */
-  async runScheduled(cron: string): Promise<RunRecord[]> {
+  /**
+   * Fires the tasks scheduled on `cron`. With `timezone`, only those whose
+   * schedule is read in that zone (default UTC), so two tasks that share an
+   * expression in different zones are told apart by platforms that fire each
+   * schedule with its own zone (EventBridge Scheduler).
+   */
+  async runScheduled(cron: string, timezone?: string): Promise<RunRecord[]> {
     if (typeof cron !== 'string') throw new TypeError(`runScheduled(cron): cron must be a string (got ${typeof cron})`)
+    if (timezone !== undefined && typeof timezone !== 'string') {
+      throw new TypeError(`runScheduled(cron, timezone): timezone must be a string (got ${typeof timezone})`)
+    }
     const wanted = normalizeCron(cron)
     const scheduled = this.#scheduled()
-    const due = scheduled.filter((def) => def.schedule === wanted)
+    const due = scheduled.filter((def) => def.schedule === wanted && (timezone === undefined || (def.timezone ?? 'UTC') === timezone))
     if (due.length === 0) {
       const known = scheduled.map((def) => `${def.name} ("${def.schedule}")`).join(', ') || 'none'
       this.#logger.warn(`[svc] runScheduled("${cron}"): no task has this schedule. Scheduled tasks: ${known}`)
