@@ -1,19 +1,9 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { startDevServer, type DevServer } from '../../src/dev/server.ts'
-
-async function write(root: string, file: string, contents: string): Promise<void> {
-  await mkdir(dirname(join(root, file)), { recursive: true })
-  await writeFile(join(root, file), contents)
-}
-
-function logs() {
-  const lines: string[] = []
-  const push = (...args: unknown[]) => void lines.push(args.map(String).join(' '))
-  return { lines, logger: { info: push, warn: push, error: push } }
-}
+import { logs, write } from './_helpers.ts'
 
 describe('svc dev while a file is being edited', () => {
   let root: string

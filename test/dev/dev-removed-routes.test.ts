@@ -1,14 +1,10 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import WebSocket from 'ws'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { startDevServer, type DevServer } from '../../src/dev/server.ts'
-
-async function write(root: string, file: string, contents: string): Promise<void> {
-  await mkdir(dirname(join(root, file)), { recursive: true })
-  await writeFile(join(root, file), contents)
-}
+import { write } from './_helpers.ts'
 
 const quiet = { info() {}, warn() {}, error() {} }
 

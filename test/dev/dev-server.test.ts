@@ -1,37 +1,14 @@
 import { spawn } from 'node:child_process'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import WebSocket from 'ws'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { startDevServer, type DevServer } from '../../src/dev/server.ts'
+import { eventually, logs, write } from './_helpers.ts'
 
 const cli = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url))
-
-async function write(root: string, file: string, contents: string): Promise<void> {
-  await mkdir(dirname(join(root, file)), { recursive: true })
-  await writeFile(join(root, file), contents)
-}
-
-/** Retries `check` until it stops throwing (file events and reloads are asynchronous). */
-async function eventually<T>(check: () => Promise<T>, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    try {
-      return await check()
-    } catch (error) {
-      if (Date.now() > deadline) throw error
-      await new Promise((resolve) => setTimeout(resolve, 25))
-    }
-  }
-}
-
-function logs() {
-  const lines: string[] = []
-  const push = (...args: unknown[]) => void lines.push(args.map(String).join(' '))
-  return { lines, logger: { info: push, warn: push, error: push } }
-}
 
 describe('svc dev', () => {
   let root: string
