@@ -1,5 +1,6 @@
 /** Shared helpers of the HTTP suites: real servers on port 0, a recording logger, raw sockets. */
 import { connect, type Socket } from 'node:net'
+import WebSocket from 'ws'
 import { afterEach } from 'vitest'
 import { startSvcServer, type SvcServer, type SvcServerOptions } from '../../src/node.ts'
 import type { Logger } from '../../src/types.ts'
@@ -178,4 +179,18 @@ export class RawConnection {
   close(): void {
     this.socket.destroy()
   }
+}
+
+/** The HTTP status and body a refused WebSocket handshake got; rejects if the handshake is accepted. */
+export function refusal(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { headers })
+    ws.once('open', () => reject(new Error('the handshake was accepted')))
+    ws.once('unexpected-response', (_req, res) => {
+      let body = ''
+      res.on('data', (chunk) => (body += chunk))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
+    })
+    ws.once('error', () => {})
+  })
 }

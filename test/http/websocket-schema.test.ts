@@ -2,7 +2,7 @@ import * as v from 'valibot'
 import WebSocket from 'ws'
 import { describe, expect, it } from 'vitest'
 import { defineSchema, type HotPeer, type RuntimeApiRoute, type SvcRequest } from '../../src/index.ts'
-import { serve } from './_helpers.ts'
+import { refusal, serve } from './_helpers.ts'
 
 let opened = 0
 
@@ -22,18 +22,6 @@ const room: RuntimeApiRoute = {
   },
 }
 
-function refusal(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { headers })
-    ws.once('open', () => reject(new Error('the handshake was accepted')))
-    ws.once('unexpected-response', (_req, res) => {
-      let body = ''
-      res.on('data', (chunk) => (body += chunk))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
-    })
-    ws.once('error', () => {})
-  })
-}
 
 describe('a hot route’s schema on the WebSocket handshake', () => {
   // Spec "Route configuration": a route's schema is applied to its handler;

@@ -1,7 +1,7 @@
 import WebSocket from 'ws'
 import { describe, expect, it } from 'vitest'
 import type { HotPeer, RuntimeApiRoute, SvcRequest } from '../../src/index.ts'
-import { recordingLogger, serve, sleep, until } from './_helpers.ts'
+import { recordingLogger, refusal, serve, sleep, until } from './_helpers.ts'
 
 type Frame = { data: string | Buffer; isBinary: boolean }
 const inboxes = new WeakMap<WebSocket, { frames: Frame[]; waiters: ((f: Frame) => void)[] }>()
@@ -23,19 +23,6 @@ function open(url: string, headers: Record<string, string> = {}): Promise<WebSoc
   })
 }
 
-/** The HTTP status a refused handshake got. */
-function refusal(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { headers })
-    ws.once('open', () => reject(new Error('the handshake was accepted')))
-    ws.once('unexpected-response', (_req, res) => {
-      let body = ''
-      res.on('data', (c) => (body += c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
-    })
-    ws.once('error', () => {})
-  })
-}
 
 function nextMessage(ws: WebSocket): Promise<Frame> {
   const inbox = inboxes.get(ws)!
