@@ -100,7 +100,7 @@ describe('svc tasks and svc build', () => {
   it('build prints bundle sizes, warns about hot routes and exits 0', async () => {
     const { code, stdout, stderr } = await svc(['build', '--target', 'cloudflare', '--root', app.root])
     expect(code).toBe(0)
-    expect(stdout).toMatch(/\.output\/cloudflare\/index\.mjs\s+[\d.]+ kB\s+[\d.]+ kB/)
+    expect(stdout).toMatch(/\.output\/cloudflare\/index\.mjs\s+[\d.]+ KiB\s+[\d.]+ KiB/)
     expect(stderr).toContain('[svc] 1 hot route(s) cannot run on cloudflare and were not bundled: /api/live — deploy them to a persistent host')
   })
 

@@ -30,12 +30,13 @@ export default defineCommand({
     const started = performance.now()
     const result = await buildApp({ root, target })
     printLines('stderr', result.warnings)
-    const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} kB`
+    // Sizes are counted in units of 1024 bytes, which IEC 80000-13 names KiB.
+    const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`
     printLines('stdout', [
       `Built ${target} in ${Math.round(performance.now() - started)} ms → ${result.outDir}`,
       formatTable(
         ['file', 'size', 'gzip'],
-        result.files.map((file) => [file.path, kb(file.bytes), file.gzipBytes === undefined ? '-' : kb(file.gzipBytes)]),
+        result.files.map((file) => [file.path, kib(file.bytes), file.gzipBytes === undefined ? '-' : kib(file.gzipBytes)]),
       ),
     ])
   },
