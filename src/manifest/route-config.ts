@@ -5,12 +5,19 @@
  * manifest reports.
  */
 import type { ResolvedCompute, RouteKind } from '../types.ts'
-import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ROUTE_KINDS } from '../runtime/route-config.ts'
+import { ROUTE_KINDS } from '../runtime/route-config.ts'
 import { normalizeOrigin } from '../runtime/origins.ts'
-import { normalizeCron } from '../runtime/tasks/definitions.ts'
+import {
+  DEFAULT_RETRIES,
+  DEFAULT_TIMEOUT_MS,
+  normalizeCron,
+  retriesProblem,
+  scheduleProblem,
+  timeoutProblem,
+  timezoneProblem,
+} from '../runtime/rules.ts'
 import type { Node } from './ast.ts'
 import { normalizeCompute } from './compute.ts'
-import { checkCronExpression } from './cron.ts'
 import { type StaticValue, readStaticLiteral, snippet } from './literal.ts'
 import type { ExportEntry, ModuleExports } from './module-exports.ts'
 import type { Reporter } from './reporter.ts'
@@ -66,16 +73,8 @@ export function readRouteConfig(exports: ModuleExports, source: string, report: 
   }
 
   const isTask = kind === 'task'
-  const retries = readTaskNumber(fields.get('retries')?.value, 'retries', isTask, report, (n) =>
-    Number.isInteger(n) && n >= 0 ? null : `route.retries must be a whole number of extra attempts, 0 or more (got ${n})`,
-  )
-  const timeout = readTaskNumber(fields.get('timeout')?.value, 'timeout', isTask, report, (n) =>
-    n <= 0
-      ? `route.timeout must be a positive number of milliseconds (got ${n})`
-      : n > MAX_TIMEOUT_MS
-        ? `route.timeout must be at most ${MAX_TIMEOUT_MS} ms (about 24.8 days), the longest timer the runtime can set (got ${n})`
-        : null,
-  )
+  const retries = readTaskNumber(fields.get('retries')?.value, 'retries', isTask, report, retriesProblem)
+  const timeout = readTaskNumber(fields.get('timeout')?.value, 'timeout', isTask, report, timeoutProblem)
 
   const schedule = readSchedule(fields.get('schedule')?.value, exports.names.get('schedule'), isTask, source, report)
   const timezone = readTimezone(fields.get('timezone')?.value, isTask, report)
@@ -168,7 +167,7 @@ function readSchedule(
       report.error(value.node, `${label} must be a cron expression string such as '0 * * * *' (got ${JSON.stringify(value.value)})`)
       continue
     }
-    const problem = checkCronExpression(value.value)
+    const problem = scheduleProblem(value.value)
     if (problem) {
       report.error(value.node, problem)
       continue
@@ -191,25 +190,16 @@ function readSchedule(
 
 function readTimezone(value: StaticValue | undefined, isTask: boolean, report: Reporter): string | null {
   if (!value?.ok) return null
-  if (typeof value.value !== 'string' || !isTimeZone(value.value)) {
-    report.error(value.node, `route.timezone must be an IANA time zone such as 'Europe/Berlin' or 'UTC' (got ${JSON.stringify(value.value)})`)
+  const problem = timezoneProblem(value.value)
+  if (problem) {
+    report.error(value.node, problem)
     return null
   }
   if (!isTask) {
     report.warn(`route.timezone applies to scheduled task routes only and is ignored`)
     return null
   }
-  return value.value
-}
-
-function isTimeZone(zone: string): boolean {
-  if (zone.trim() === '') return false
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone })
-    return true
-  } catch {
-    return false
-  }
+  return value.value as string
 }
 
 /**

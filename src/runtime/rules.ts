@@ -1,0 +1,108 @@
+/**
+ * The rules of task route config and of the task secret, written once.
+ * Each check is pure and returns the problem as a message, or `null` when
+ * the value is fine: the scanner reports it at `file:line:col`, the runtime
+ * throws it naming the task. Edge-safe.
+ */
+import { Cron } from 'croner'
+import { describe } from './describe.ts'
+
+/** Task retries default to 0 extra attempts, and each attempt to 30 s (README "Route config"). */
+export const DEFAULT_RETRIES = 0
+export const DEFAULT_TIMEOUT_MS = 30_000
+
+/**
+ * The longest task timeout: setTimeout cannot wait longer than 2^31 − 1 ms
+ * (about 24.8 days).
+ */
+export const MAX_TIMEOUT_MS = 2 ** 31 - 1
+
+export function retriesProblem(value: unknown): string | null {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0
+    ? null
+    : `route.retries must be a whole number of extra attempts, 0 or more (got ${describe(value)})`
+}
+
+export function timeoutProblem(value: unknown): string | null {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    return `route.timeout must be a positive number of milliseconds (got ${describe(value)})`
+  }
+  if (value > MAX_TIMEOUT_MS) {
+    return `route.timeout must be at most ${MAX_TIMEOUT_MS} ms (about 24.8 days), the longest timer the runtime can set (got ${describe(value)})`
+  }
+  return null
+}
+
+export function timezoneProblem(value: unknown): string | null {
+  return typeof value === 'string' && isTimeZone(value)
+    ? null
+    : `route.timezone must be an IANA time zone such as 'Europe/Berlin' or 'UTC' (got ${describe(value)})`
+}
+
+function isTimeZone(zone: string): boolean {
+  if (zone.trim() === '') return false
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone })
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** The croner options of every schedule, so checking and firing agree. */
+export function cronOptions(timezone: string | null) {
+  return {
+    timezone: timezone ?? 'UTC',
+    // Exactly the five standard fields.
+    mode: '5-part' as const,
+    // Vixie cron: when both day-of-month and day-of-week are restricted, a
+    // day matching either one fires.
+    domAndDow: false,
+    // Vixie cron's rule for which jobs run once across DST changes.
+    fixedTimeRule: 'no-wildcard' as const,
+  }
+}
+
+/** Collapses runs of whitespace, so two spellings of one expression compare equal. */
+export function normalizeCron(expression: string): string {
+  return expression.trim().split(/\s+/).join(' ')
+}
+
+/**
+ * A schedule is the standard five cron fields (minute, hour, day of month,
+ * month, day of week) and must fire at least once. croner alone would also
+ * take seconds, years and nicknames such as `@daily`; schedules must run the
+ * same on every target's scheduler, so only the five-field form passes.
+ */
+export function scheduleProblem(expression: unknown, timezone: string | null = null): string | null {
+  if (typeof expression !== 'string') {
+    return `schedule must be a cron expression string such as '0 * * * *' (got ${describe(expression)})`
+  }
+  const normalized = normalizeCron(expression)
+  const fields = normalized === '' ? 0 : normalized.split(' ').length
+  if (fields !== 5) {
+    return `schedule "${expression}" must be a five-field cron expression (minute hour day-of-month month day-of-week), got ${fields} field${fields === 1 ? '' : 's'}`
+  }
+  let job: Cron
+  try {
+    // Without a callback croner only parses; nothing is scheduled.
+    job = new Cron(normalized, cronOptions(timezone))
+  } catch (error) {
+    const reason = error instanceof Error ? error.message.replace(/^CronPattern:\s*/, '') : String(error)
+    return `schedule "${expression}" is not a valid cron expression: ${reason}`
+  }
+  // A pattern such as `0 0 31 2 *` parses but never fires.
+  return job.nextRun() === null ? `schedule "${expression}" never fires: no date matches it` : null
+}
+
+export type EnvLike = Record<string, string | undefined>
+
+/**
+ * The secret of the task admin surface, which `enqueue()` and
+ * `completeToken()` send too: `THEN_TASK_SECRET`, else `SVC_TASK_SECRET`.
+ * An empty variable counts as unset, since it would accept
+ * `Authorization: Bearer ` with nothing after it.
+ */
+export function taskSecret(env: EnvLike): string | undefined {
+  return env.THEN_TASK_SECRET || env.SVC_TASK_SECRET || undefined
+}
