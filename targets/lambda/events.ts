@@ -14,6 +14,8 @@ export interface HttpEventV2 {
   isBase64Encoded?: boolean
   requestContext: {
     domainName?: string
+    /** The API Gateway stage; function URL events have none. */
+    stage?: string
     http: { method: string; path?: string; sourceIp?: string }
   }
 }
@@ -58,7 +60,22 @@ export function toRequest(event: HttpEventV2): Request {
   const method = event.requestContext.http.method.toUpperCase()
   const hasBody = event.body !== undefined && event.body !== null && method !== 'GET' && method !== 'HEAD'
   const body = hasBody ? (event.isBase64Encoded ? base64ToBytes(event.body!) : event.body) : undefined
-  return new Request(`${proto}://${host}${event.rawPath}${query}`, { method, headers, body })
+  return new Request(`${proto}://${host}${appPath(event)}${query}`, { method, headers, body })
+}
+
+/**
+ * The path the app routes on. An HTTP API invoked at
+ * `https://<api>.execute-api.<region>.amazonaws.com/<stage>/…` keeps the
+ * `/<stage>` segment in `rawPath`; the `$default` stage is served at the root.
+ * The segment is removed only when it is there, so a path that merely starts
+ * with the same letters, or one that arrives without it, stays as it is.
+ */
+function appPath(event: HttpEventV2): string {
+  const stage = event.requestContext.stage
+  if (!stage || stage === '$default') return event.rawPath
+  const prefix = `/${stage}`
+  if (event.rawPath === prefix) return '/'
+  return event.rawPath.startsWith(`${prefix}/`) ? event.rawPath.slice(prefix.length) : event.rawPath
 }
 
 const TEXT_TYPE = /^(text\/|application\/(json|javascript|xml|x-www-form-urlencoded)|[^;]*\+(json|xml))/i

@@ -50,6 +50,61 @@ describe('svc build --target lambda', () => {
     expect(JSON.parse(result.body)).toEqual({ hello: 'lambda' })
   })
 
+  // An HTTP API with a named stage is invoked at https://<api>.execute-api.<region>.amazonaws.com/<stage>/…
+  // and puts that stage segment in rawPath; the $default stage is served at the root.
+  // The event is AWS's published payload 2.0 example with a named stage.
+  it('routes an HTTP API event behind a named stage without the stage segment', async () => {
+    const event = {
+      version: '2.0',
+      routeKey: 'ANY /{proxy+}',
+      rawPath: '/prod/api/hello',
+      rawQueryString: 'name=staged',
+      headers: {
+        accept: '*/*',
+        'content-length': '0',
+        host: 'r3pmxmplak.execute-api.us-east-2.amazonaws.com',
+        'user-agent': 'curl/7.72.0',
+        'x-amzn-trace-id': 'Root=1-5f84c7a9-0e7ec2ab1ad2bdc2d1b0e0bd',
+        'x-forwarded-for': '205.255.255.176',
+        'x-forwarded-port': '443',
+        'x-forwarded-proto': 'https',
+      },
+      queryStringParameters: { name: 'staged' },
+      pathParameters: { proxy: 'api/hello' },
+      requestContext: {
+        accountId: '123456789012',
+        apiId: 'r3pmxmplak',
+        domainName: 'r3pmxmplak.execute-api.us-east-2.amazonaws.com',
+        domainPrefix: 'r3pmxmplak',
+        http: { method: 'GET', path: '/prod/api/hello', protocol: 'HTTP/1.1', sourceIp: '205.255.255.176', userAgent: 'curl/7.72.0' },
+        requestId: 'JhNQ-h5dsQ0EMiA=',
+        routeKey: 'ANY /{proxy+}',
+        stage: 'prod',
+        time: '10/Oct/2020:21:12:09 +0000',
+        timeEpoch: 1602364329898,
+      },
+      isBase64Encoded: false,
+    }
+    const result = await handler(event)
+    expect(result.statusCode).toBe(200)
+    expect(JSON.parse(result.body)).toEqual({ hello: 'staged' })
+    const root = await handler({ ...event, rawPath: '/prod', requestContext: { ...event.requestContext, http: { ...event.requestContext.http, path: '/prod' } } })
+    expect(root.statusCode).toBe(200)
+    expect(root.body).toContain('<h1>targets app</h1>')
+  })
+
+  it('keeps a path whose first segment only looks like the stage', async () => {
+    const event = httpEvent('GET', '/production/api/hello')
+    const result = await handler({ ...event, requestContext: { ...event.requestContext, stage: 'prod' } })
+    expect(result.statusCode).toBe(404)
+  })
+
+  it('keeps the path as is on the $default stage', async () => {
+    const event = httpEvent('GET', '/api/hello', { query: 'name=default' })
+    const result = await handler({ ...event, requestContext: { ...event.requestContext, stage: '$default' } })
+    expect(JSON.parse(result.body)).toEqual({ hello: 'default' })
+  })
+
   it('decodes a base64 body from a function URL event', async () => {
     const body = Buffer.from(JSON.stringify({ a: 1 })).toString('base64')
     const result = await handler(httpEvent('POST', '/api/hello', { body, base64: true, headers: { 'content-type': 'application/json' } }))
