@@ -36,9 +36,11 @@ export function createWorker(app: WorkerApp): SvcWorker {
     fetch(request, env, ctx) {
       return get(env).fetch(request, { waitUntil: (promise) => ctx.waitUntil(promise) })
     },
+    // Rejects when a fired run failed, so the event's outcome is `exception`.
     async scheduled(controller, env, ctx) {
       const done = fireCron(get(env).runtime, controller.cron)
-      ctx.waitUntil(done)
+      // The returned promise carries the failure; the copy held open by waitUntil would report it twice.
+      ctx.waitUntil(done.catch(() => {}))
       await done
     },
   }

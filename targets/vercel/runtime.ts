@@ -3,7 +3,7 @@
  * v3, `launcherType: "Nodejs"`), plus the cron requests that `config.json`'s
  * `crons` send to `/__svc/cron`.
  */
-import { fireCron, summarizeRuns } from '../../src/runtime/cron.ts'
+import { CronRunFailedError, fireCron } from '../../src/runtime/cron.ts'
 import { processEnv } from '../../src/runtime/env.ts'
 import { createSvcHandler, type SvcHandlerOptions } from '../../src/runtime/handler.ts'
 import { timingSafeEqual } from '../../src/runtime/admin/auth.ts'
@@ -78,7 +78,14 @@ export function createVercelHandler(app: VercelApp): (req: NodeRequestLike, res:
     }
     const expression = new URL(request.url).searchParams.get('cron')
     if (!expression) return Response.json({ error: 'Missing ?cron=<expression>', code: 'BAD_REQUEST' }, { status: 400 })
-    return Response.json(summarizeRuns(await fireCron(core.runtime, expression)))
+    // Vercel counts a cron invocation as failed by its status code.
+    return fireCron(core.runtime, expression).then(
+      (summary) => Response.json(summary),
+      (error) => {
+        if (error instanceof CronRunFailedError) return Response.json(error, { status: error.status })
+        throw error
+      },
+    )
   }
 }
 

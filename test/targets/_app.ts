@@ -3,12 +3,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-const fixture = fileURLToPath(new URL('../fixtures/targets-app', import.meta.url))
-
-/** A fresh copy of the targets fixture app in a temp dir, so builds never write into the repository. */
-export async function copyFixtureApp(): Promise<{ root: string; cleanup: () => Promise<void> }> {
+/**
+ * A fresh copy of a fixture app (the targets app unless named) in a temp dir,
+ * so builds never write into the repository.
+ */
+export async function copyFixtureApp(name = 'targets-app'): Promise<{ root: string; cleanup: () => Promise<void> }> {
   const root = await mkdtemp(join(tmpdir(), 'svc-targets-'))
-  await cp(fixture, root, { recursive: true })
+  await cp(fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url)), root, { recursive: true })
   return { root, cleanup: () => rm(root, { recursive: true, force: true }) }
 }
 

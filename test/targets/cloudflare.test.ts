@@ -80,9 +80,9 @@ describe('svc build --target cloudflare, run in miniflare', () => {
     expect(anonymous.status).toBe(401)
   })
 
-  it('fires the cron task on a scheduled event', async () => {
-    const worker = (await mf.getWorker()) as unknown as { scheduled(options: { cron: string }): Promise<unknown> }
-    await worker.scheduled({ cron: '*/10 * * * *' })
+  it('fires the cron task on a scheduled event, which ends ok', async () => {
+    const worker = (await mf.getWorker()) as unknown as { scheduled(options: { cron: string }): Promise<{ outcome: string }> }
+    expect((await worker.scheduled({ cron: '*/10 * * * *' })).outcome).toBe('ok')
     const res = await mf.dispatchFetch('http://localhost/api/ticks')
     expect(await res.json()).toEqual({ ticks: [{ _cron: true }] })
   })
@@ -92,5 +92,38 @@ describe('svc build --target cloudflare, run in miniflare', () => {
     await worker.scheduled({ cron: '0 0 1 1 *' })
     const res = await mf.dispatchFetch('http://localhost/api/ticks')
     expect(((await res.json()) as { ticks: unknown[] }).ticks).toHaveLength(1)
+  })
+})
+
+describe('svc build --target cloudflare, a scheduled task that fails', () => {
+  let app: Awaited<ReturnType<typeof copyFixtureApp>>
+  let mf: Miniflare
+
+  beforeAll(async () => {
+    app = await copyFixtureApp('failing-cron-app')
+    await buildApp({ root: app.root, target: 'cloudflare' })
+    const out = join(app.root, '.output/cloudflare')
+    mf = new Miniflare({
+      scriptPath: join(out, 'index.mjs'),
+      modulesRoot: out,
+      modules: true,
+      compatibilityDate: JSON.parse(await readFile(join(out, 'wrangler.json'), 'utf8')).compatibility_date,
+      bindings: { THEN_TASK_SECRET: SECRET },
+    })
+  })
+  afterAll(async () => {
+    await mf?.dispose()
+    await app?.cleanup()
+  })
+
+  // The platform reads the handler's outcome: a resolved scheduled() is a
+  // success in the dashboard and in Cron Trigger alerts, however the task ended.
+  it('ends the scheduled event in an exception', async () => {
+    const worker = (await mf.getWorker()) as unknown as { scheduled(options: { cron: string }): Promise<{ outcome: string }> }
+    const result = await worker.scheduled({ cron: '0 3 * * *' })
+    expect(result.outcome).toBe('exception')
+    const tasks = await mf.dispatchFetch('http://localhost/__tasks', { headers: { authorization: `Bearer ${SECRET}` } })
+    const { tasks: list } = (await tasks.json()) as { tasks: Array<{ name: string; lastRun: { status: string } | null }> }
+    expect(Object.fromEntries(list.map((task) => [task.name, task.lastRun?.status]))).toEqual({ 'jobs.broken': 'failed', 'jobs.fine': 'completed' })
   })
 })

@@ -164,6 +164,38 @@ describe('svc build --target lambda', () => {
   })
 })
 
+describe('svc build --target lambda, a scheduled task that fails', () => {
+  let app: Awaited<ReturnType<typeof copyFixtureApp>>
+  let handler: (event: unknown) => Promise<any>
+
+  beforeAll(async () => {
+    app = await copyFixtureApp('failing-cron-app')
+    await buildApp({ root: app.root, target: 'lambda' })
+    ;({ handler } = await import(pathToFileURL(join(app.root, '.output/lambda/index.mjs')).href))
+  })
+  afterAll(() => app?.cleanup())
+
+  // EventBridge Scheduler retries, dead-letters and alarms on failed invocations only.
+  it('fails the invocation, naming the failed task and its run', async () => {
+    const failure: Error = await handler({ svcCron: '0 3 * * *', svcTimezone: 'UTC' }).then(
+      () => {
+        throw new Error('the invocation succeeded')
+      },
+      (error: Error) => error,
+    )
+    expect(failure.message).toMatch(/^Cron "0 3 \* \* \*": 1 of 2 scheduled run\(s\) failed: jobs\.broken \(run [\w-]+: the nightly import failed\)$/)
+    expect(failure.message).not.toContain('jobs.fine')
+    const runId = failure.message.match(/\(run ([\w-]+)/)![1]
+    process.env.THEN_TASK_SECRET = 'lambda-secret'
+    try {
+      const run = await handler(httpEvent('GET', `/__tasks/${runId}`, { headers: { authorization: 'Bearer lambda-secret' } }))
+      expect(JSON.parse(run.body)).toMatchObject({ taskName: 'jobs.broken', status: 'failed', attempts: [{ error: 'the nightly import failed' }] })
+    } finally {
+      delete process.env.THEN_TASK_SECRET
+    }
+  })
+})
+
 describe('EventBridge cron conversion', () => {
   it('puts ? in day-of-week when it is unrestricted', () => {
     expect(toEventBridge('0 5 1 * *').expression).toBe('cron(0 5 1 * ? *)')

@@ -69,3 +69,38 @@ describe('svc build --target vercel', () => {
     expect(await res.json()).toMatchObject({ ok: true, runs: [{ taskName: 'jobs.tick', status: 'completed' }] })
   })
 })
+
+describe('svc build --target vercel, a scheduled task that fails', () => {
+  let app: Awaited<ReturnType<typeof copyFixtureApp>>
+  let server: Server
+  let base: string
+
+  beforeAll(async () => {
+    app = await copyFixtureApp('failing-cron-app')
+    await buildApp({ root: app.root, target: 'vercel' })
+    process.env.CRON_SECRET = 'cron-secret'
+    const { default: handler } = await import(pathToFileURL(join(app.root, '.vercel/output/functions/__svc.func/index.mjs')).href)
+    server = createServer((req, res) => void handler(req, res))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  })
+  afterAll(async () => {
+    delete process.env.CRON_SECRET
+    await new Promise((resolve) => server?.close(resolve))
+    await app?.cleanup()
+  })
+
+  // Vercel records a cron invocation as failed by its status code.
+  it('answers the cron request with 500 and the summary of every run', async () => {
+    const res = await fetch(`${base}/__svc/cron?cron=${encodeURIComponent('0 3 * * *')}`, { headers: { authorization: 'Bearer cron-secret' } })
+    expect(res.status).toBe(500)
+    const body = (await res.json()) as { ok: boolean; code: string; error: string; runs: Array<{ id: string; taskName: string; status: string }> }
+    expect(body).toMatchObject({ ok: false, code: 'CRON_RUN_FAILED' })
+    expect(body.runs.map(({ taskName, status }) => ({ taskName, status })).sort((a, b) => a.taskName.localeCompare(b.taskName))).toEqual([
+      { taskName: 'jobs.broken', status: 'failed' },
+      { taskName: 'jobs.fine', status: 'completed' },
+    ])
+    const broken = body.runs.find((run) => run.taskName === 'jobs.broken')!
+    expect(body.error).toContain(`jobs.broken (run ${broken.id}: the nightly import failed)`)
+  })
+})
