@@ -41,7 +41,7 @@ interface VercelRequestContext {
 /**
  * Vercel exposes `waitUntil` through a request context on `globalThis`
  * (what `@vercel/functions` reads). Without it, pending work is awaited before
- * the response ends, as on any platform that freezes after the response.
+ * the response is sent, as on any platform that freezes after the response.
  */
 function platformWaitUntil(): ((promise: Promise<unknown>) => void) | undefined {
   const ctx = (globalThis as Record<symbol, VercelRequestContext | undefined>)[Symbol.for('@vercel/request-context')]
@@ -57,8 +57,10 @@ export function createVercelHandler(app: VercelApp): (req: NodeRequestLike, res:
     const pending: Promise<unknown>[] = []
     const waitUntil = platformWaitUntil() ?? ((promise: Promise<unknown>) => void pending.push(promise))
     const response = await core.fetch(request, { waitUntil })
-    await send(res, response)
+    // Held before the answer, not after: the function may be frozen as soon
+    // as the response ends, which would stop a run halfway.
     await Promise.allSettled(pending)
+    await send(res, response)
   }
 
   async function cron(request: Request): Promise<Response> {

@@ -61,6 +61,18 @@ describe('svc build --target vercel', () => {
     expect(run).toMatchObject({ status: 'completed', result: { doubled: 8 } })
   })
 
+  // Without the platform's waitUntil the function may be frozen once it has answered,
+  // so the answer waits for the run: the record read right after it is final.
+  it('answers a task started over HTTP only once the run has ended, without a platform waitUntil', async () => {
+    const auth = { authorization: 'Bearer task-secret' }
+    const res = await fetch(`${base}/__tasks/jobs.slow`, { method: 'POST', headers: auth })
+    expect(res.status).toBe(202)
+    const { id, status } = (await res.json()) as { id: string; status: string }
+    expect(status).toBe('running')
+    const run = await fetch(`${base}/__tasks/${id}`, { headers: auth })
+    expect(await run.json()).toMatchObject({ status: 'completed', result: { slept: 100 } })
+  })
+
   it('fires cron tasks for the cron request, with CRON_SECRET', async () => {
     const denied = await fetch(`${base}/__svc/cron?cron=${encodeURIComponent('*/10 * * * *')}`)
     expect(denied.status).toBe(401)
