@@ -1,5 +1,5 @@
 // A task with retries and durable steps. Trigger it with:
-//   svc tasks run jobs.onboard --input '{"email":"ada@example.com"}' --root playground
+//   npx svc tasks run jobs.onboard --input '{"email":"ada@example.com"}' --root playground
 import * as v from 'valibot'
 import type { TaskContext } from 'svc'
 

@@ -1,0 +1,24 @@
+#!/usr/bin/env node
+// The `svc` command. A checkout of the repository runs the CLI from its
+// TypeScript sources, so the command always matches them and needs no build;
+// the published package holds dist/ and no sources. This file is plain
+// JavaScript so that any Node can read it and say what it needs.
+import { existsSync } from 'node:fs'
+
+const source = new URL('../src/cli/main.ts', import.meta.url)
+const built = new URL('../dist/cli.mjs', import.meta.url)
+
+// Node strips TypeScript types by default from 22.18 and 23.6 on; before
+// that `process.features.typescript` is false or absent.
+if (existsSync(source) && process.features.typescript) {
+  await import(source.href)
+} else if (existsSync(built)) {
+  await import(built.href)
+} else {
+  process.stderr.write(
+    `svc runs from its TypeScript sources, which needs Node 22.18 or later (this is Node ${process.version}).\n` +
+      'Run `npm install` in the repository (it installs Node 24 for npm scripts and npx), then `npx svc <command>`;\n' +
+      'or build dist/ with `npm run build`.\n',
+  )
+  process.exitCode = 1
+}
