@@ -9,6 +9,7 @@ import { Server as NetServer } from 'node:net'
 import type { ServerRequest } from 'srvx'
 import { FastResponse, NodeRequest } from 'srvx/node'
 import { DEFAULT_BODY_LIMIT } from '../runtime/admin/body.ts'
+import { RAW_TARGET } from '../runtime/app/path.ts'
 import type { ResponseClass } from '../runtime/app/types.ts'
 import { isEnabled } from '../runtime/env.ts'
 import { createSvcHandler } from '../runtime/handler.ts'
@@ -36,9 +37,12 @@ const DRAINING_HEADERS = {
 class NodeRequestInfo implements RequestInfo {
   readonly #request: ServerRequest
   readonly waitUntil: RequestInfo['waitUntil']
-  constructor(request: ServerRequest) {
+  /** The target `request.url` was built from: routing reads it without building the URL. */
+  readonly [RAW_TARGET]: string
+  constructor(request: ServerRequest, target: string) {
     this.#request = request
     this.waitUntil = request.waitUntil as RequestInfo['waitUntil']
+    this[RAW_TARGET] = target
   }
   get remoteAddress(): string | undefined {
     return this.#request.runtime?.node?.req.socket?.remoteAddress
@@ -119,7 +123,7 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
     }
     const request = new NodeRequest({ req, res, maxRequestBodySize: bodyLimit }) as ServerRequest
     request.waitUntil = waitUntil
-    const answer = handler.handle(request, new NodeRequestInfo(request))
+    const answer = handler.handle(request, new NodeRequestInfo(request, target))
     if (answer instanceof Promise) answer.then((response) => send(req, res, response), (error) => failResponse(req, res, error))
     else send(req, res, answer)
   })

@@ -147,7 +147,7 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
   const admin = createAdminHandler({ runtime, env, bodyLimit, R, logger, dev, holdRuns: options.holdRuns ?? true })
 
   const handle = (request: Request, info?: RequestInfo): Response | Promise<Response> => {
-    const pathname = requestPath(request)
+    const pathname = requestPath(request, info)
     if (pathname.startsWith(TASKS_PREFIX) && (pathname.length === TASKS_PREFIX.length || pathname.charCodeAt(TASKS_PREFIX.length) === 47)) {
       return admin(request, pathname, info)
     }

@@ -19,7 +19,7 @@ import { describe } from '../tasks/options.ts'
 import { methodNotAllowed, notFound } from './errors.ts'
 import { HEALTH_PATH, healthResponse } from './health.ts'
 import { createErrorResponder, hasHooks, hooksMiddleware, normalizeHooks } from './hooks.ts'
-import { requestPath } from './path.ts'
+import { honoRequestPath } from './path.ts'
 import { mountRoutes } from './routes.ts'
 import type { ApiAppOptions, ResponseClass, RevalidateWebhook } from './types.ts'
 
@@ -44,7 +44,7 @@ export interface BuildAppOptions {
 }
 
 export function buildApp(o: BuildAppOptions): ApiApp {
-  const app = new Hono<any>({ getPath: requestPath })
+  const app = new Hono<any>({ getPath: honoRequestPath })
   const hooks = normalizeHooks(o.globalHooks, o.where)
   const fail = createErrorResponder(hooks, o.R, o.dev, o.logger)
   const R = o.R

@@ -1,17 +1,29 @@
 /**
- * The path of a request. Parsing `request.url` is a measurable share of a
- * small request's cost on Node, where srvx builds the URL lazily: when the
- * host exposes the raw request target (srvx: `request.runtime.node.req.url`)
- * and it needs no normalization, it is used as is. Anything with `%`, `\` or
- * a dot segment goes through the URL parser, so routing always sees the
- * normalized, decoded path (RFC 3986 §5.2.4).
+ * The path a request is routed by: the path of `request.url`, normalized and
+ * decoded (RFC 3986 §5.2.4) by Hono's `getPath`.
+ *
+ * Reading `request.url` is a measurable share of a small request's cost on
+ * Node, where srvx builds the URL lazily. A host that built the request from
+ * the raw request target a moment ago (the Node server) may pass that target
+ * in the request info under `RAW_TARGET`, and it is then used as is when it
+ * needs no normalization. Nothing else can vouch for the raw target: a host
+ * that mounts svc under a prefix rewrites `request.url` and may keep srvx's
+ * `runtime.node.req` (h3 wraps the request in a proxy), so the target the
+ * socket carried is not the URL svc was given.
  */
 import { getPath } from 'hono/utils/url'
 
-type NodeBacked = { runtime?: { node?: { req?: { url?: string } } } }
+/** Key of the raw request target in the request info; set only by the host that built the request. */
+export const RAW_TARGET: unique symbol = Symbol('svc.rawTarget')
 
-export function requestPath(request: Request): string {
-  const raw = (request as NodeBacked).runtime?.node?.req?.url
+export interface RawTargetInfo {
+  /** The origin-form request target (RFC 9112 §3.2.1) `request.url` was built from, unchanged. */
+  readonly [RAW_TARGET]?: string
+}
+
+/** The routing path of `request`; `info` is the request info its host passed along. */
+export function requestPath(request: Request, info?: unknown): string {
+  const raw = (info as RawTargetInfo | undefined)?.[RAW_TARGET]
   if (raw !== undefined && raw.charCodeAt(0) === 47 /* / */) {
     const fast = plainPath(raw)
     if (fast !== undefined) return fast
@@ -19,6 +31,12 @@ export function requestPath(request: Request): string {
   return getPath(request)
 }
 
+/** Hono's `getPath` option: Hono passes fetch's `env` argument, where svc's handler puts the request info. */
+export function honoRequestPath(request: Request, options?: { env?: unknown }): string {
+  return requestPath(request, options?.env)
+}
+
+/** The path of a raw target that needs no decoding or dot-segment removal, else undefined. */
 function plainPath(raw: string): string | undefined {
   for (let i = 0; i < raw.length; i++) {
     const c = raw.charCodeAt(i)
