@@ -131,20 +131,28 @@ describe('svc dev', () => {
   })
 
   it('prints the URL and the route table from the CLI, and rejects a bad --port', async () => {
+    await write(root, 'src/api/jobs/notify.ts', `export const kind = 'task'\nexport async function POST() { return 'sent' }\n`)
     const child = spawn(process.execPath, [cli, 'dev', '--root', root, '--port', '0', '--host', '127.0.0.1'], {
       env: { ...process.env, NODE_ENV: 'development' },
     })
     let out = ''
     child.stdout.on('data', (chunk) => (out += chunk))
-    await eventually(async () => expect(out).toMatch(/Task admin/), 10_000)
-    expect(out).toMatch(/svc dev: http:\/\/127\.0\.0\.1:\d+/)
-    expect(out).toMatch(/\/api\/echo\s+hot\s+WS/)
-    expect(out).toMatch(/\/api\/hello\s+serverless\s+GET/)
-    const url = out.match(/svc dev: (\S+)/)![1]
-    expect(await (await fetch(`${url}/api/hello`)).json()).toEqual({ version: 1 })
     const exited = new Promise((resolve) => child.once('exit', resolve))
-    child.kill('SIGINT')
-    await exited
+    try {
+      await eventually(async () => expect(out).toMatch(/Task admin/), 10_000)
+      expect(out).toMatch(/svc dev: http:\/\/127\.0\.0\.1:\d+/)
+      expect(out).toMatch(/\/api\/echo\s+hot\s+WS/)
+      expect(out).toMatch(/\/api\/hello\s+serverless\s+GET/)
+      const url = out.match(/svc dev: (\S+)/)![1]
+      expect(await (await fetch(`${url}/api/hello`)).json()).toEqual({ version: 1 })
+      // A task is started at the task admin surface, so its row shows where to POST.
+      const task = out.split('\n').find((line) => /\stask\s/.test(line))
+      expect(task).toMatch(/^\/__tasks\/jobs\.notify\s+task\s+POST$/)
+      expect((await fetch(`${url}${task!.split(/\s+/)[0]}`, { method: 'POST' })).status).toBe(202)
+    } finally {
+      child.kill('SIGINT')
+      await exited
+    }
 
     const bad = spawn(process.execPath, [cli, 'dev', '--root', root, '--port', 'abc'])
     let err = ''

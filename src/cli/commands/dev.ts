@@ -3,6 +3,9 @@ import { defineCommand } from 'citty'
 import { checkArgs, resolveRoot, rootArg } from '../_args.ts'
 import { UsageError } from '../_errors.ts'
 import { formatTable, printLines } from '../_output.ts'
+import { TASKS_PREFIX } from '../../runtime/admin/tasks.ts'
+import { taskNameFromPath } from '../../runtime/route-config.ts'
+import type { RuntimeApiRoute } from '../../types.ts'
 
 const devArgs = {
   ...rootArg,
@@ -27,7 +30,9 @@ export default defineCommand({
       formatTable(
         ['route', 'kind', 'methods'],
         [
-          ...routes.map((route) => [route.path, route.kind ?? 'serverless', [...(route.methods ?? []), ...(route.websocket ? ['WS'] : [])].join(',') || '-']),
+          // Task rows show the admin URL rather than their file's, so they follow the routes instead of sitting among them.
+          ...routes.filter((route) => route.kind !== 'task').map(routeRow),
+          ...routes.filter((route) => route.kind === 'task').map(routeRow),
           ...pages.map((page) => [page.path, `page (${page.mode ?? 'server'})`, 'GET']),
         ],
       ),
@@ -36,3 +41,14 @@ export default defineCommand({
     ])
   },
 })
+
+/**
+ * One row of the route table: where to send what. Task routes are not served
+ * at their file's URL (it answers 404); a run starts with a POST to the task
+ * admin surface, so that is the address shown.
+ */
+function routeRow(route: RuntimeApiRoute): string[] {
+  if (route.kind === 'task') return [`${TASKS_PREFIX}/${encodeURIComponent(route.name ?? taskNameFromPath(route.path))}`, 'task', 'POST']
+  const methods = [...(route.methods ?? []), ...(route.websocket ? ['WS'] : [])]
+  return [route.path, route.kind ?? 'serverless', methods.join(',') || '-']
+}
