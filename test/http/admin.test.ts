@@ -161,6 +161,50 @@ describe('task admin surface', () => {
   })
 })
 
+describe('enqueue options in the Idempotency-Key and Svc-Delay-Seconds headers', () => {
+  const refusals: [string, Record<string, string>, RegExp][] = [
+    ['an empty key', { 'idempotency-key': '' }, /^Header Idempotency-Key: idempotencyKey must be a non-empty string \(got ""\)$/],
+    // Fetch strips the whitespace around a header value, so this arrives empty too.
+    ['a key of whitespace only', { 'idempotency-key': '   ' }, /^Header Idempotency-Key: idempotencyKey must be a non-empty string/],
+    ['a key over the length limit', { 'idempotency-key': 'k'.repeat(1000) }, /^Header Idempotency-Key: idempotencyKey must be at most 255 characters \(got 1000 characters\)$/],
+    ['a delay past the largest date', { 'svc-delay-seconds': '1e300' }, /^Header Svc-Delay-Seconds: delaySeconds must be at most 31536000 seconds \(365 days\) \(got "1e300"\)$/],
+    ['a delay past the 365-day maximum', { 'svc-delay-seconds': '31536001' }, /^Header Svc-Delay-Seconds: delaySeconds must be at most 31536000 seconds/],
+    ['a negative delay', { 'svc-delay-seconds': '-1' }, /^Header Svc-Delay-Seconds: .*\(got "-1"\)$/],
+    ['NaN', { 'svc-delay-seconds': 'NaN' }, /^Header Svc-Delay-Seconds: .*\(got "NaN"\)$/],
+    ['a word', { 'svc-delay-seconds': 'abc' }, /^Header Svc-Delay-Seconds: .*\(got "abc"\)$/],
+    ['an empty delay', { 'svc-delay-seconds': '' }, /^Header Svc-Delay-Seconds: .*\(got ""\)$/],
+    ['Infinity', { 'svc-delay-seconds': 'Infinity' }, /^Header Svc-Delay-Seconds: .*\(got "Infinity"\)$/],
+    ['a hexadecimal delay', { 'svc-delay-seconds': '0x10' }, /^Header Svc-Delay-Seconds: .*\(got "0x10"\)$/],
+  ]
+
+  it.each(refusals)('answers %s with 400 INVALID_OPTIONS naming the header, and starts no run', async (_, headers, message) => {
+    const { routes, seen, gate } = appRoutes()
+    gate.resolve()
+    const server = await serve({ apiRoutes: routes })
+    const res = await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers })
+    expect(res.status).toBe(400)
+    const body = await res.json()
+    expect(body.code).toBe('INVALID_OPTIONS')
+    expect(body.error).toMatch(message)
+    const { tasks } = await (await fetch(`${server.url}/__tasks`)).json()
+    expect(tasks.find((t: { name: string }) => t.name === 'report').lastRun).toBeNull()
+    expect(seen).toEqual([])
+  })
+
+  it('accepts the longest delay and key, and decimal delays as enqueue() sends them', async () => {
+    const { routes, gate } = appRoutes()
+    gate.resolve()
+    const server = await serve({ apiRoutes: routes })
+    for (const delay of ['31536000', '0.5', '1e-7', ' 2 ']) {
+      const res = await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: { 'svc-delay-seconds': delay } })
+      expect(res.status, delay).toBe(202)
+      expect((await res.json()).status).toBe('scheduled')
+    }
+    const keyed = await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: { 'idempotency-key': 'k'.repeat(255), 'svc-delay-seconds': '60' } })
+    expect(keyed.status).toBe(202)
+  })
+})
+
 describe('completing tokens over POST /__tasks/tokens/<id>', () => {
   it('completes a waiting token with the body as payload (200), then 409 for a second completion', async () => {
     const server = await serve({ apiRoutes: appRoutes().routes })

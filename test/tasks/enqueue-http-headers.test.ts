@@ -32,7 +32,7 @@ describe('enqueue over HTTP: an idempotency key a header cannot carry', () => {
     expect(error).not.toBeInstanceOf(HttpError)
     expect(error).toBeInstanceOf(TypeError)
     expect(error.message).toBe(
-      'enqueue("orders.sync"): idempotencyKey must be text an HTTP header can carry (Latin-1, no line breaks) to be sent to the task server (got "commande-日本")',
+      'enqueue("orders.sync"): idempotencyKey must be text an HTTP header can carry (Latin-1, no line breaks, no space or tab at either end) to be sent to the task server (got "commande-日本")',
     )
     expect(seen).toEqual([])
   })
@@ -42,6 +42,18 @@ describe('enqueue over HTTP: an idempotency key a header cannot carry', () => {
     await expect(enqueueOverHttp('orders.sync', {}, { idempotencyKey: 'a\nb' }, { SVC_TASK_URL: url })).rejects.toThrow(
       /idempotencyKey must be text an HTTP header can carry/,
     )
+  })
+
+  it('a space or tab at either end is refused the same way: Fetch strips it, so another key would arrive', async () => {
+    const { url, seen } = await taskServer()
+    for (const key of [' order-7', 'order-7 ', '\torder-7']) {
+      await expect(enqueueOverHttp('orders.sync', {}, { idempotencyKey: key }, { SVC_TASK_URL: url })).rejects.toThrow(
+        /idempotencyKey must be text an HTTP header can carry .*no space or tab at either end/,
+      )
+    }
+    expect(seen).toEqual([])
+    await enqueueOverHttp('orders.sync', {}, { idempotencyKey: 'order 7' }, { SVC_TASK_URL: url })
+    expect(seen[0]['idempotency-key']).toBe('order 7')
   })
 
   it('ASCII and Latin-1 keys are sent as they are', async () => {

@@ -51,6 +51,18 @@ describe('enqueue in-process', () => {
     await expect(enqueue('missing')).rejects.toBeInstanceOf(TaskNotFoundError)
   })
 
+  it('options follow the enqueue rule, and a refusal names enqueue and the task', async () => {
+    const rt = runtime([task('report', () => 1)])
+    setActiveTaskRuntime(rt)
+    await expect(enqueue('report', undefined, { delaySeconds: 1e300 })).rejects.toThrow(
+      /^enqueue\("report"\): delaySeconds must be at most 31536000 seconds \(365 days\) \(got 1e\+300\)$/,
+    )
+    await expect(enqueue('report', undefined, { idempotencyKey: ' ' })).rejects.toThrow(
+      /^enqueue\("report"\): idempotencyKey must contain a character other than whitespace/,
+    )
+    expect(await rt.listRuns()).toEqual([])
+  })
+
   it('closing the active runtime deactivates it', async () => {
     const rt = runtime([task('a', () => 1)])
     setActiveTaskRuntime(rt)
@@ -179,7 +191,7 @@ describe('enqueue over HTTP (no active runtime)', () => {
 
   it('a bad delay header is a TypeError naming the header', () => {
     expect(() => enqueueOptionsFromHeaders(new Headers({ 'svc-delay-seconds': 'soon' }))).toThrow(
-      /svc-delay-seconds must be a number of seconds, 0 or more \(got "soon"\)/,
+      /^Header Svc-Delay-Seconds: delaySeconds must be a finite number of seconds, 0 or more \(got "soon"\)$/,
     )
     expect(enqueueOptionsFromHeaders(new Headers())).toEqual({})
   })

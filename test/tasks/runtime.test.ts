@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { MemoryRunStore, createTaskRuntime } from '../../src/runtime/tasks/index.ts'
+import { MAX_DELAY_SECONDS, MAX_IDEMPOTENCY_KEY_LENGTH, MemoryRunStore, createTaskRuntime } from '../../src/runtime/tasks/index.ts'
 import { captureLogger, runtime, sleep, task, until } from './_helpers.ts'
 
 describe('delayed runs (EnqueueOptions.delaySeconds)', () => {
@@ -20,12 +20,27 @@ describe('delayed runs (EnqueueOptions.delaySeconds)', () => {
     expect(done.startedAt).toBeTypeOf('string')
   })
 
-  it.each([[-1], [Number.NaN], [Infinity], ['5']])('delaySeconds %s is a TypeError naming the option', async (bad) => {
+  it.each([[-1], [Number.NaN], [Infinity], ['5']])('delaySeconds %s is refused naming the option', async (bad) => {
     const rt = runtime([task('later', () => 1)])
     await expect(rt.trigger('later', undefined, { delaySeconds: bad as number })).rejects.toThrow(
       /delaySeconds must be a finite number of seconds, 0 or more \(got /,
     )
     expect(await rt.listRuns()).toEqual([])
+  })
+
+  it('delaySeconds past the 365-day maximum is a RangeError naming the limit, and starts no run', async () => {
+    const rt = runtime([task('later', () => 1)])
+    for (const bad of [MAX_DELAY_SECONDS + 1, 1e300]) {
+      const error = await rt.trigger('later', undefined, { delaySeconds: bad }).catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(RangeError)
+      expect((error as Error).message).toBe(
+        `trigger("later"): delaySeconds must be at most ${MAX_DELAY_SECONDS} seconds (365 days) (got ${bad})`,
+      )
+    }
+    expect(await rt.listRuns()).toEqual([])
+    const longest = await rt.trigger('later', undefined, { delaySeconds: MAX_DELAY_SECONDS })
+    expect(longest.status).toBe('scheduled')
+    expect(Date.parse(longest.runAt!) - Date.parse(longest.createdAt)).toBe(MAX_DELAY_SECONDS * 1000)
   })
 })
 
@@ -48,6 +63,25 @@ describe('idempotency keys', () => {
   it('an empty key is a TypeError', async () => {
     const rt = runtime([task('once', () => 1)])
     await expect(rt.trigger('once', undefined, { idempotencyKey: '' })).rejects.toThrow(/idempotencyKey must be a non-empty string \(got ""\)/)
+  })
+
+  it('a key of whitespace only is refused: an HTTP header cannot carry it', async () => {
+    const rt = runtime([task('once', () => 1)])
+    await expect(rt.trigger('once', undefined, { idempotencyKey: ' \t ' })).rejects.toThrow(
+      /trigger\("once"\): idempotencyKey must contain a character other than whitespace \(got " \\t "\)/,
+    )
+    expect(await rt.listRuns()).toEqual([])
+  })
+
+  it(`a key longer than ${MAX_IDEMPOTENCY_KEY_LENGTH} characters is a RangeError naming the limit`, async () => {
+    const rt = runtime([task('once', () => 1)])
+    const error = await rt.trigger('once', undefined, { idempotencyKey: 'k'.repeat(MAX_IDEMPOTENCY_KEY_LENGTH + 1) }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(RangeError)
+    expect((error as Error).message).toMatch(
+      new RegExp(`^trigger\\("once"\\): idempotencyKey must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters \\(got ${MAX_IDEMPOTENCY_KEY_LENGTH + 1} characters\\)$`),
+    )
+    const longest = await rt.trigger('once', undefined, { idempotencyKey: 'k'.repeat(MAX_IDEMPOTENCY_KEY_LENGTH) })
+    expect(longest.idempotencyKey).toHaveLength(MAX_IDEMPOTENCY_KEY_LENGTH)
   })
 })
 

@@ -337,6 +337,29 @@ describe('waitForTask and enqueue steps', () => {
     expect((await rt.listRuns({ taskName: 'bg' })).length).toBe(1)
     release()
   })
+
+  it('step.enqueue and waitForTask options follow the enqueue rule, and a refusal names the step', async () => {
+    const rt = runtime([
+      task('bg', () => 1),
+      task('late', (ctx) => ctx.step.enqueue('bg', 'bg', undefined, { delaySeconds: 1e300 })),
+      task('blank', (ctx) => ctx.step.waitForTask('kid', 'bg', undefined, { idempotencyKey: '  ' })),
+      task('long', (ctx) => ctx.step.waitForTask('kid', 'bg', undefined, { idempotencyKey: 'k'.repeat(256) })),
+    ])
+    const late = await rt.waitForRun((await rt.trigger('late')).id)
+    expect(late.attempts[0].error).toBe('ctx.step.enqueue("bg"): delaySeconds must be at most 31536000 seconds (365 days) (got 1e+300)')
+    const blank = await rt.waitForRun((await rt.trigger('blank')).id)
+    expect(blank.attempts[0].error).toMatch(/^ctx\.step\.waitForTask\("kid"\): idempotencyKey must contain a character other than whitespace/)
+    const long = await rt.waitForRun((await rt.trigger('long')).id)
+    expect(long.attempts[0].error).toMatch(/^ctx\.step\.waitForTask\("kid"\): idempotencyKey must be at most 255 characters/)
+    expect(await rt.listRuns({ taskName: 'bg' })).toEqual([])
+  })
+
+  it('a child keyed by a long step key is not held to the length limit of caller keys', async () => {
+    const key = 's'.repeat(300)
+    const rt = runtime([task('kid', () => 2), task('parent', (ctx) => ctx.step.waitForTask(key, 'kid'))])
+    const done = await rt.waitForRun((await rt.trigger('parent')).id)
+    expect(done.result).toEqual({ ok: true, result: 2 })
+  })
 })
 
 describe('waitForToken', () => {

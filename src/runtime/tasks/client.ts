@@ -6,7 +6,7 @@
 import type { CompleteTokenResult, EnqueueOptions, EnqueueResult } from '../../types.ts'
 import { HttpError, errorMessage } from '../errors.ts'
 import { processEnv, type EnvLike } from '../env.ts'
-import { checkTriggerOptions, describe } from './options.ts'
+import { checkDelaySeconds, checkIdempotencyKey, checkTriggerOptions, describe } from './options.ts'
 
 /**
  * Request headers that carry `EnqueueOptions` on `POST /__tasks/<name>`; the
@@ -19,20 +19,30 @@ export const ENQUEUE_HEADERS = {
 } as const
 
 // A header value holds bytes (Fetch standard): characters up to U+00FF, and
-// no NUL, CR or LF.
-const HEADER_TEXT = /^[^\0\r\n\u0100-\uffff]*$/
+// no NUL, CR or LF. Fetch also strips spaces and tabs around a value, so a
+// key with them would arrive as another key.
+const HEADER_TEXT = /^(?![ \t])[^\0\r\n\u0100-\uffff]*(?<![ \t])$/
 
-/** Reads `EnqueueOptions` from request headers; a bad value is a `TypeError` naming the header. */
+// What enqueue() sends, String(seconds), with a fraction or an exponent
+// (0.5, 1e-7); a sign, hexadecimal or Infinity is refused.
+const DECIMAL = /^\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/
+
+/**
+ * Reads `EnqueueOptions` from request headers, under the same rule as
+ * `enqueue()` options; a bad value is a `TypeError` or `RangeError` whose
+ * message starts with the header's name.
+ */
 export function enqueueOptionsFromHeaders(headers: Headers): EnqueueOptions {
   const opts: EnqueueOptions = {}
   const key = headers.get(ENQUEUE_HEADERS.idempotencyKey)
-  if (key !== null) opts.idempotencyKey = key
+  if (key !== null) {
+    checkIdempotencyKey(key, () => 'Header Idempotency-Key')
+    opts.idempotencyKey = key
+  }
   const delay = headers.get(ENQUEUE_HEADERS.delaySeconds)
   if (delay !== null) {
-    const seconds = delay.trim() === '' ? Number.NaN : Number(delay)
-    if (!Number.isFinite(seconds) || seconds < 0) {
-      throw new TypeError(`Header ${ENQUEUE_HEADERS.delaySeconds} must be a number of seconds, 0 or more (got ${describe(delay)})`)
-    }
+    const seconds = DECIMAL.test(delay) ? Number(delay) : Number.NaN
+    checkDelaySeconds(seconds, () => 'Header Svc-Delay-Seconds', delay)
     opts.delaySeconds = seconds
   }
   return opts
@@ -75,7 +85,7 @@ export async function enqueueOverHttp(
   const where = `enqueue("${taskName}")`
   if (idempotencyKey !== undefined && !HEADER_TEXT.test(idempotencyKey)) {
     throw new TypeError(
-      `${where}: idempotencyKey must be text an HTTP header can carry (Latin-1, no line breaks) to be sent to the task server (got ${describe(idempotencyKey)})`,
+      `${where}: idempotencyKey must be text an HTTP header can carry (Latin-1, no line breaks, no space or tab at either end) to be sent to the task server (got ${describe(idempotencyKey)})`,
     )
   }
   const headers: Record<string, string> = { ...authHeaders(env) }

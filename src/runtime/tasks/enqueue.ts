@@ -7,6 +7,7 @@
 import type { CompleteTokenResult, EnqueueOptions, EnqueueResult, RunRecord } from '../../types.ts'
 import { getActiveTaskRuntime } from './active.ts'
 import { completeTokenOverHttp, enqueueOverHttp } from './client.ts'
+import { checkEnqueueOptions } from './options.ts'
 
 /**
  * Starts a run of `taskName` and resolves to `{ runId, status }` without
@@ -19,6 +20,9 @@ import { completeTokenOverHttp, enqueueOverHttp } from './client.ts'
  * with `Authorization: Bearer <THEN_TASK_SECRET or SVC_TASK_SECRET>` when a
  * secret is set.
  *
+ * Options are checked first: a `TypeError` or `RangeError` names the bad
+ * one (`delaySeconds` from 0 to `MAX_DELAY_SECONDS`, a non-blank
+ * `idempotencyKey` of at most `MAX_IDEMPOTENCY_KEY_LENGTH` characters).
  * Rejects with `ValidationError` or `TaskNotFoundError` in-process, and with
  * `HttpError` over HTTP: the answer's status and error text for a non-2xx
  * answer, status 0 (code `NETWORK_ERROR`, the failure in `cause`) when the
@@ -30,6 +34,7 @@ export async function enqueue(taskName: string, payload?: unknown, opts?: Enqueu
   }
   const runtime = getActiveTaskRuntime()
   if (!runtime) return enqueueOverHttp(taskName, payload, opts)
+  checkEnqueueOptions(opts, `enqueue("${taskName}")`)
   const run = await runtime.trigger(taskName, payload, { ...opts, trigger: 'enqueue' })
   return { runId: run.id, status: run.status }
 }

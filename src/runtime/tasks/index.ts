@@ -9,6 +9,7 @@ export type { RunStore, RunPatch, RunQuery, TimerRecord, TimerKind, TokenRecord,
 export { enqueue, completeToken, runScheduledTasks } from './enqueue.ts'
 export { setActiveTaskRuntime, getActiveTaskRuntime } from './active.ts'
 export { ENQUEUE_HEADERS, enqueueOptionsFromHeaders, taskServerUrl } from './client.ts'
+export { MAX_DELAY_SECONDS, MAX_IDEMPOTENCY_KEY_LENGTH } from './options.ts'
 export { isSuspension } from './suspend.ts'
 export { tokenIdFor } from './ids.ts'
 export { backoffDelay } from './backoff.ts'

@@ -1,8 +1,34 @@
 /**
- * Checks of caller-supplied options. Misuse is a `TypeError` that names the
- * option and shows the value ("(got …)"), so the fix is obvious.
+ * Checks of caller-supplied options. Misuse is a `TypeError` (wrong type)
+ * or a `RangeError` (out of range) that names the option and shows the
+ * value ("(got …)"), so the fix is obvious.
+ *
+ * The rule for `EnqueueOptions` is written once here and applies wherever
+ * they enter: `enqueue()`, `ctx.step.enqueue`/`waitForTask`, the runtime's
+ * `trigger` and the `Idempotency-Key`/`Svc-Delay-Seconds` headers of the
+ * task admin surface (which answers 400 `INVALID_OPTIONS` with the message).
  */
-import type { RunTrigger, TriggerOptions } from '../../types.ts'
+import type { EnqueueOptions, RunTrigger, TriggerOptions } from '../../types.ts'
+import { describe } from '../describe.ts'
+import { childIdempotencyKey } from './ids.ts'
+
+export { describe }
+
+/**
+ * The longest delay a run may be enqueued with: 365 days, the longest wait
+ * durable workflow engines accept (Cloudflare Workflows and Inngest cap
+ * sleeps at a year). Anything longer is more likely a unit mistake than a
+ * plan, and far enough out the due date does not exist (Date ends at
+ * 8.64e15 ms).
+ */
+export const MAX_DELAY_SECONDS = 365 * 24 * 60 * 60
+
+/**
+ * The longest idempotency key, in characters: 255, as Stripe allows. Keys
+ * are kept with their run and indexed by durable stores, and travel in the
+ * `Idempotency-Key` header, which hosts cap at a few KiB.
+ */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 255
 
 const TRIGGERS: readonly RunTrigger[] = ['manual', 'cron', 'enqueue', 'child']
 
@@ -30,12 +56,12 @@ export function checkTriggerOptions(opts: TriggerOptions | undefined, call: stri
   const where = () => `${call}("${taskName}")`
   if (typeof opts !== 'object') throw new TypeError(`${where()}: options must be an object (got ${describe(opts)})`)
   const { delaySeconds = 0, idempotencyKey, trigger = 'manual', parentRunId } = opts
-  if (typeof delaySeconds !== 'number' || !Number.isFinite(delaySeconds) || delaySeconds < 0) {
-    throw new TypeError(`${where()}: delaySeconds must be a finite number of seconds, 0 or more (got ${describe(delaySeconds)})`)
-  }
-  if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || idempotencyKey === '')) {
-    throw new TypeError(`${where()}: idempotencyKey must be a non-empty string (got ${describe(idempotencyKey)})`)
-  }
+  checkDelaySeconds(delaySeconds, where)
+  // The key derived for a child run (`step:<parent>:<step key>`) grows with
+  // the step key; the length limit is for keys that callers choose.
+  const derived =
+    parentRunId !== undefined && typeof idempotencyKey === 'string' && idempotencyKey.startsWith(childIdempotencyKey(parentRunId, ''))
+  checkIdempotencyKey(idempotencyKey, where, idempotencyKey, derived ? Infinity : MAX_IDEMPOTENCY_KEY_LENGTH)
   if (!TRIGGERS.includes(trigger)) {
     throw new TypeError(`${where()}: trigger must be one of ${TRIGGERS.join(', ')} (got ${describe(trigger)})`)
   }
@@ -45,14 +71,51 @@ export function checkTriggerOptions(opts: TriggerOptions | undefined, call: stri
   return { delaySeconds, idempotencyKey, trigger, parentRunId }
 }
 
-/** A short, safe rendering of a bad value for error messages. */
-export function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value)
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value)
-  if (value === null) return 'null'
-  if (value === undefined) return 'undefined'
-  if (typeof value === 'function') return 'a function'
-  if (Array.isArray(value)) return 'an array'
-  if (value instanceof Date) return Number.isNaN(value.getTime()) ? 'an invalid Date' : value.toISOString()
-  return typeof value
+/** Validates the `EnqueueOptions` a caller passed to `where` (such as `ctx.step.enqueue("key")`). */
+export function checkEnqueueOptions(opts: EnqueueOptions | undefined, where: string): void {
+  if (opts === undefined || opts === null) return
+  if (typeof opts !== 'object') throw new TypeError(`${where}: options must be an object (got ${describe(opts)})`)
+  checkDelaySeconds(opts.delaySeconds ?? 0, () => where)
+  checkIdempotencyKey(opts.idempotencyKey, () => where)
+}
+
+/**
+ * `delaySeconds`: a finite number of seconds from 0 to `MAX_DELAY_SECONDS`.
+ * `shown` is what the caller sent, when it was not this value (a header's text).
+ */
+export function checkDelaySeconds(value: unknown, where: () => string, shown: unknown = value): void {
+  if (typeof value !== 'number') {
+    throw new TypeError(`${where()}: delaySeconds must be a finite number of seconds, 0 or more (got ${describe(shown)})`)
+  }
+  if (!Number.isFinite(value) || value < 0) {
+    throw new RangeError(`${where()}: delaySeconds must be a finite number of seconds, 0 or more (got ${describe(shown)})`)
+  }
+  if (value > MAX_DELAY_SECONDS) {
+    throw new RangeError(
+      `${where()}: delaySeconds must be at most ${MAX_DELAY_SECONDS} seconds (365 days) (got ${describe(shown)})`,
+    )
+  }
+}
+
+/**
+ * `idempotencyKey`: absent, or a string with a character other than
+ * whitespace (HTTP strips the whitespace around a header value, so a blank
+ * key could not travel) of at most `MAX_IDEMPOTENCY_KEY_LENGTH` characters.
+ */
+export function checkIdempotencyKey(
+  value: unknown,
+  where: () => string,
+  shown: unknown = value,
+  maxLength = MAX_IDEMPOTENCY_KEY_LENGTH,
+): void {
+  if (value === undefined) return
+  if (typeof value !== 'string' || value === '') {
+    throw new TypeError(`${where()}: idempotencyKey must be a non-empty string (got ${describe(shown)})`)
+  }
+  if (value.trim() === '') {
+    throw new TypeError(`${where()}: idempotencyKey must contain a character other than whitespace (got ${describe(shown)})`)
+  }
+  if (value.length > maxLength) {
+    throw new RangeError(`${where()}: idempotencyKey must be at most ${maxLength} characters (got ${value.length} characters)`)
+  }
 }

@@ -11,7 +11,7 @@ import type { ChildRunResult, EnqueueOptions, RunRecord, StepApi, StepRecord, Tr
 import { DuplicateStepKeyError } from '../errors.ts'
 import { childIdempotencyKey, tokenIdFor } from './ids.ts'
 import { jsonProblem } from './json.ts'
-import { describe } from './options.ts'
+import { checkEnqueueOptions, describe } from './options.ts'
 import type { RunStore } from './store.ts'
 import { SuspendSignal } from './suspend.ts'
 
@@ -80,6 +80,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
     async enqueue(key, task, payload, opts) {
       const recorded = begin(inv, key, 'enqueue')
       if (recorded) return recorded.output as { runId: string }
+      checkEnqueueOptions(opts, `ctx.step.enqueue("${key}")`)
       const child = await host.trigger(task, payload, childOptions(inv, key, opts, 'enqueue'))
       const output = { runId: child.id }
       await record(inv, host, key, { status: 'completed', output })
@@ -91,6 +92,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       if (recorded) return recorded.output as ChildRunResult
       // The child keeps its idempotency key across replays, so a replay finds
       // the child it started instead of starting another.
+      checkEnqueueOptions(opts, `ctx.step.waitForTask("${key}")`)
       const child = await host.trigger(task, payload, childOptions(inv, key, opts, 'child'))
       if (child.status === 'completed' || child.status === 'failed') {
         const output = childRunResult(child)
