@@ -7,7 +7,13 @@ import type { TargetDescriptor } from '../../src/build/target.ts'
  */
 export const COMPATIBILITY_DATE = '2025-09-01'
 
-/** `.output/cloudflare/index.mjs` (a module worker) and `wrangler.json` with every schedule as a cron trigger. */
+/** Paths the worker answers whatever public/ holds: API routes, the task admin surface, health, revalidate and cron. */
+const WORKER_PATHS = ['/api', '/api/*', '/__tasks', '/__tasks/*', '/__health', '/__svc/*']
+
+/**
+ * `.output/cloudflare/index.mjs` (a module worker), `wrangler.json` with every
+ * schedule as a cron trigger, and the app's public/ folder as static assets.
+ */
 export const cloudflareTarget: TargetDescriptor = {
   name: 'cloudflare',
   hot: false,
@@ -21,12 +27,20 @@ export const cloudflareTarget: TargetDescriptor = {
 import { createWorker } from 'svc/cloudflare'
 export default createWorker(app)
 `
+    const hasPublic = await ctx.copyPublic(join(out, 'public'))
     const wrangler = {
       name: workerName(ctx.root),
       main: 'index.mjs',
       compatibility_date: COMPATIBILITY_DATE,
       // The bundle holds no Node-only code paths, so no nodejs_compat flag is needed.
       compatibility_flags: [] as string[],
+      // index.mjs is already one minified ES module; wrangler would bundle it
+      // again, unminified, and upload a file other than the one built here.
+      no_bundle: true,
+      // Workers static assets serve a matching file before the worker runs,
+      // and hand every other request to it. The worker's own paths always go
+      // to the worker, as routes come before static files on the Node server.
+      ...(hasPublic ? { assets: { directory: './public', run_worker_first: WORKER_PATHS } } : {}),
       triggers: { crons: ctx.crons },
     }
     return [

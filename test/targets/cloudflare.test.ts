@@ -1,11 +1,35 @@
-import { readFile } from 'node:fs/promises'
+import { spawn } from 'node:child_process'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp, type BuildResult } from '../../src/build/build.ts'
 import { copyFixtureApp, pollRun } from './_app.ts'
 
 const SECRET = 'worker-secret'
+const wranglerBin = fileURLToPath(new URL('../../node_modules/wrangler/bin/wrangler.js', import.meta.url))
+
+/**
+ * `wrangler deploy --dry-run` run from the output directory, as a user deploys
+ * it: wrangler reads wrangler.json, prepares the upload without sending it and
+ * writes the module it would upload to `--outdir`. Offline.
+ */
+async function wranglerDryRun(out: string): Promise<{ code: number | null; output: string; outdir: string; cleanup: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-wrangler-'))
+  const outdir = join(dir, 'upload')
+  const child = spawn(process.execPath, [wranglerBin, 'deploy', '--dry-run', '--outdir', outdir], {
+    cwd: out,
+    env: { ...process.env, CI: '1', WRANGLER_SEND_METRICS: 'false', WRANGLER_LOG_PATH: join(dir, 'logs'), NO_COLOR: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stdout.on('data', (chunk) => (output += chunk))
+  child.stderr.on('data', (chunk) => (output += chunk))
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  return { code, output, outdir, cleanup: () => rm(dir, { recursive: true, force: true }) }
+}
 
 describe('svc build --target cloudflare, run in miniflare', () => {
   let app: Awaited<ReturnType<typeof copyFixtureApp>>
@@ -41,6 +65,8 @@ describe('svc build --target cloudflare, run in miniflare', () => {
     expect(wrangler.main).toBe('index.mjs')
     expect(wrangler.compatibility_date).toMatch(/^\d{4}-\d{2}-\d{2}$/)
     expect(wrangler.triggers).toEqual({ crons: ['*/10 * * * *'] })
+    // The fixture has no public/ folder: no static assets to declare.
+    expect(wrangler.assets).toBeUndefined()
   })
 
   it('serves serverless routes with params', async () => {
@@ -92,6 +118,75 @@ describe('svc build --target cloudflare, run in miniflare', () => {
     await worker.scheduled({ cron: '0 0 1 1 *' })
     const res = await mf.dispatchFetch('http://localhost/api/ticks')
     expect(((await res.json()) as { ticks: unknown[] }).ticks).toHaveLength(1)
+  })
+})
+
+describe('svc build --target cloudflare, deployed with wrangler', () => {
+  let app: Awaited<ReturnType<typeof copyFixtureApp>>
+
+  beforeAll(async () => {
+    app = await copyFixtureApp()
+    await buildApp({ root: app.root, target: 'cloudflare' })
+  })
+  afterAll(() => app?.cleanup())
+
+  // index.mjs is already one minified ES module: bundled again, it would
+  // grow (wrangler does not minify) and no longer be the file that was tested.
+  it('uploads index.mjs as it is, without bundling it again', async () => {
+    const out = join(app.root, '.output/cloudflare')
+    const dry = await wranglerDryRun(out)
+    try {
+      expect(dry.code, dry.output).toBe(0)
+      expect(await readFile(join(dry.outdir, 'index.mjs'))).toEqual(await readFile(join(out, 'index.mjs')))
+    } finally {
+      await dry.cleanup()
+    }
+  })
+})
+
+describe('svc build --target cloudflare, an app with public/', () => {
+  let app: Awaited<ReturnType<typeof copyFixtureApp>>
+  let out: string
+  let mf: Miniflare
+
+  beforeAll(async () => {
+    app = await copyFixtureApp('static-files-app')
+    // Files in public/ at the paths of a route and of the worker's own endpoints.
+    await mkdir(join(app.root, 'public/api'), { recursive: true })
+    await writeFile(join(app.root, 'public/api/hello'), 'a file, not the route\n')
+    await writeFile(join(app.root, 'public/__health'), 'a file, not the health check\n')
+    await buildApp({ root: app.root, target: 'cloudflare' })
+    out = join(app.root, '.output/cloudflare')
+    // Wrangler's own reading of wrangler.json, as `wrangler dev` runs it.
+    const { unstable_getMiniflareWorkerOptions } = await import('wrangler')
+    const { workerOptions, main } = unstable_getMiniflareWorkerOptions(join(out, 'wrangler.json'))
+    mf = new Miniflare({ ...(workerOptions as object), modules: true, scriptPath: main!, modulesRoot: out, bindings: { THEN_TASK_SECRET: SECRET } })
+  })
+  afterAll(async () => {
+    await mf?.dispose()
+    await app?.cleanup()
+  })
+
+  it('serves the files of public/ as static assets', async () => {
+    const res = await mf.dispatchFetch('http://localhost/hello.txt')
+    expect(res.status).toBe(200)
+    expect(await res.text()).toBe('served from public/\n')
+  })
+
+  it('still runs API routes and the worker endpoints in the worker, whatever public/ holds', async () => {
+    expect(await (await mf.dispatchFetch('http://localhost/api/hello')).json()).toEqual({ hello: 'static app' })
+    expect(await (await mf.dispatchFetch('http://localhost/__health')).json()).toMatchObject({ ok: true })
+    expect((await mf.dispatchFetch('http://localhost/__tasks')).status).toBe(401)
+    expect((await mf.dispatchFetch('http://localhost/missing.txt')).status).toBe(404)
+  })
+
+  it('is accepted by wrangler deploy', async () => {
+    const dry = await wranglerDryRun(out)
+    try {
+      expect(dry.code, dry.output).toBe(0)
+    } finally {
+      await dry.cleanup()
+    }
   })
 })
 
