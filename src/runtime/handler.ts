@@ -8,6 +8,7 @@ import type { GlobalHooks, Logger, RequestInfo, RuntimeApiRoute, RuntimePage, Ta
 import { DEFAULT_BODY_LIMIT } from './admin/body.ts'
 import { createAdminHandler, TASKS_PREFIX } from './admin/tasks.ts'
 import { buildApp, checkCommonOptions, type ApiApp } from './app/create.ts'
+import { GlobalResponse } from './app/global-response.ts'
 import { requestPath } from './app/path.ts'
 import type { ResponseClass } from './app/types.ts'
 import { processEnv } from './env.ts'
@@ -78,7 +79,7 @@ export interface SvcHandlerOptions {
   /**
    * The constructor responses are built with. Note: the Node server passes
    * srvx's `FastResponse`, which it writes without a full Web `Response`.
-   * @default globalThis.Response
+   * @default the `Response` global at the time each response is built
    */
   responseClass?: ResponseClass
 }
@@ -113,7 +114,7 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
   checkCommonOptions(options, where)
   const env = options.env ?? processEnv()
   const logger = options.logger ?? console
-  const R = options.responseClass ?? Response
+  const R = options.responseClass ?? GlobalResponse
   const dev = options.dev ?? env.NODE_ENV === 'development'
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
   const pages = options.pages ?? []

@@ -82,3 +82,33 @@ describe('createSvcHandler mounted under a prefix', () => {
     expect(tasks.body.tasks.map((t: { name: string }) => t.name)).toEqual(['jobs.ping'])
   })
 })
+
+describe('a host that replaces the global Response after the app is created', () => {
+  it('gets answers built with the Response of the time of the request', async () => {
+    const globals = {
+      Request: Object.getOwnPropertyDescriptor(globalThis, 'Request')!,
+      Response: Object.getOwnPropertyDescriptor(globalThis, 'Response')!,
+    }
+    closers.push(async () => {
+      Object.defineProperty(globalThis, 'Request', globals.Request)
+      Object.defineProperty(globalThis, 'Response', globals.Response)
+    })
+    const svc = apiApp()
+    const handler = createSvcHandler({ routes, env: { NODE_ENV: 'production' }, logger: recordingLogger() })
+    closers.push(() => handler.runtime.close!())
+    // @hono/node-server installs its own Request and Response globals when it starts serving.
+    const other = serveHono({ fetch: () => new Response('other'), port: 0, hostname: '127.0.0.1' })
+    closers.push(() => new Promise((resolve) => other.close(resolve)))
+    await new Promise((resolve) => (other.listening ? resolve(undefined) : other.once('listening', resolve)))
+    expect(globalThis.Response).not.toBe(globals.Response.value)
+
+    const base = await h3Server((app) => app.mount('/svc', svc).mount('/whole', handler))
+    expect(await json(fetch(`${base}/svc/api/users/7`))).toEqual({ status: 200, body: { id: '7', q: null } })
+    expect(await json(fetch(`${base}/whole/api/users/8`))).toEqual({ status: 200, body: { id: '8', q: null } })
+    expect(await json(fetch(`${base}/svc/__health`))).toEqual({ status: 200, body: { ok: true, framework: 'svc' } })
+    const missing = await fetch(`${base}/svc/api/nope`)
+    expect(missing.status).toBe(404)
+    expect(await missing.json()).toMatchObject({ code: 'NOT_FOUND' })
+    expect((await fetch(`http://127.0.0.1:${(other.address() as AddressInfo).port}/`)).status).toBe(200)
+  })
+})

@@ -17,6 +17,7 @@ import { mountPages } from '../pages/render.ts'
 import { REVALIDATE_PATH, revalidateHandler } from '../pages/revalidate.ts'
 import { describe } from '../tasks/options.ts'
 import { methodNotAllowed, notFound } from './errors.ts'
+import { GlobalResponse } from './global-response.ts'
 import { HEALTH_PATH, healthResponse } from './health.ts'
 import { createErrorResponder, hasHooks, hooksMiddleware, normalizeHooks } from './hooks.ts'
 import { honoRequestPath } from './path.ts'
@@ -126,7 +127,7 @@ export function createApiApp(options: ApiAppOptions): ApiApp {
     where,
     routes: options.routes,
     globalHooks: options.globalHooks,
-    R: options.responseClass ?? Response,
+    R: options.responseClass ?? GlobalResponse,
     dev: options.dev ?? baseEnv.NODE_ENV === 'development',
     logger: options.logger ?? console,
     bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,

@@ -114,7 +114,7 @@ export interface ApiAppOptions {
    * The constructor responses are built with. Note: on Node, srvx's
    * `FastResponse` is written to the socket without building a full Web
    * `Response`, which roughly doubles throughput.
-   * @default globalThis.Response
+   * @default the `Response` global at the time each response is built
    */
   responseClass?: ResponseClass
 }
