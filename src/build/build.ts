@@ -5,6 +5,7 @@ import { assertNoConfigErrors, scanApp } from '../manifest.ts'
 import { appDependencies } from './app-package.ts'
 import { bundle } from './bundle.ts'
 import { appSource } from './entry.ts'
+import { nameSome, publicFiles } from './public-files.ts'
 import { selfAliases } from './self.ts'
 import { TARGETS } from './targets.ts'
 import type { BuiltFile, TargetName } from './target.ts'
@@ -56,6 +57,13 @@ export async function buildApp(options: BuildOptions = {}): Promise<BuildResult>
     warnings.push(
       `[svc] ${target.name} fires cron schedules in UTC; the time zone of ${zoned.length} scheduled task(s) is not applied: ` +
         `${zoned.map((route) => `${route.name} ('${route.schedule}', ${route.timezone})`).join(', ')} — write the schedule in UTC or deploy to a host that applies time zones`,
+    )
+  }
+  const unserved = target.staticHost ? await publicFiles(root) : []
+  if (unserved.length) {
+    warnings.push(
+      `[svc] ${unserved.length} file(s) in public/ cannot be served on ${target.name} and were not bundled: ` +
+        `${nameSome(unserved)} — ${target.staticHost}`,
     )
   }
   const pages = scan.pages.filter((page) => page.mode === 'server' || page.mode === 'hybrid')

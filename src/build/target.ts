@@ -40,6 +40,12 @@ export interface TargetDescriptor {
   /** Whether a task's `route.timezone` applies to its schedule there; some platforms fire cron in UTC only. */
   cronTimezones: boolean
   platform: BundlePlatform
+  /**
+   * Set when the target cannot serve the app's public/ folder: where those
+   * files should go instead. The build then warns, naming them, rather than
+   * dropping them silently.
+   */
+  staticHost?: string
   /** Output directory, relative to the app root. */
   outDir: string
   write(ctx: TargetContext): Promise<BuiltFile[]>

@@ -9,6 +9,8 @@ export const lambdaTarget: TargetDescriptor = {
   // EventBridge Scheduler takes the time zone from schedules.json.
   cronTimezones: true,
   platform: 'node',
+  // One function behind API Gateway or a function URL serves no files.
+  staticHost: 'serve them from S3 behind CloudFront, or another static host',
   outDir: '.output/lambda',
   async write(ctx) {
     const out = join(ctx.root, this.outDir)

@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -193,6 +193,31 @@ describe('svc build --target lambda, a scheduled task that fails', () => {
     } finally {
       delete process.env.THEN_TASK_SECRET
     }
+  })
+})
+
+describe('svc build --target lambda, an app with public/', () => {
+  let app: Awaited<ReturnType<typeof copyFixtureApp>>
+  beforeAll(async () => {
+    app = await copyFixtureApp('static-files-app')
+  })
+  afterAll(() => app?.cleanup())
+
+  // One function behind API Gateway serves no files; left unsaid, public/ would just vanish.
+  it('warns that public/ is not deployed, naming its file and where to serve it from', async () => {
+    const { warnings } = await buildApp({ root: app.root, target: 'lambda' })
+    expect(warnings).toEqual([
+      '[svc] 1 file(s) in public/ cannot be served on lambda and were not bundled: hello.txt — serve them from S3 behind CloudFront, or another static host',
+    ])
+  })
+
+  it('names the first five files and counts the rest', async () => {
+    await mkdir(join(app.root, 'public/img'), { recursive: true })
+    for (const name of ['a.css', 'b.js', 'img/c.png', 'img/d.png', 'robots.txt', 'z.json']) await writeFile(join(app.root, 'public', name), name)
+    const { warnings } = await buildApp({ root: app.root, target: 'lambda' })
+    expect(warnings).toEqual([
+      '[svc] 7 file(s) in public/ cannot be served on lambda and were not bundled: a.css, b.js, hello.txt, img/c.png, img/d.png and 2 more — serve them from S3 behind CloudFront, or another static host',
+    ])
   })
 })
 
