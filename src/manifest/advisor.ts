@@ -1,7 +1,7 @@
 /**
  * The runtime advisor: from a route's declared config and the signals in its
- * source, where it should run and with what compute (spec "Compute
- * contract"; issue "Manifest and CLI"). It never runs the route.
+ * source, where it should run and with what compute (README, `svc runtime
+ * advise`). It never runs the route.
  *
  * - Persistent work (a WebSocket, a listening socket, a module-scope timer
  *   or loop, process state changed by handlers, or a task timeout past what
@@ -17,7 +17,7 @@
  *   and `recommendation` says what to change.
  */
 import { FUNCTION_MEMORY, type Confidence, type FunctionMemory, type Provider, type ResolvedCompute } from '../types.ts'
-import { FUNCTION_TIMEOUT_LIMIT_MS } from '../runtime/route-config.ts'
+import { FUNCTION_TIMEOUT_LIMIT_MS, taskNameFromPath } from '../runtime/route-config.ts'
 import { dedicatedCompute, functionCompute } from './compute.ts'
 import type { RouteAdvice, RouteSignal, ScannedRoute, Severity } from './types.ts'
 
@@ -26,8 +26,9 @@ const NODE_ONLY = new Set<RouteSignal['kind']>(['heavy-module', 'native-module',
 /** Modules that add nothing Node-only: the framework itself. */
 const NEUTRAL_IMPORTS = new Set(['svc'])
 
-/** The route fields the advisor reads. */
-export type AdvisableRoute = Pick<ScannedRoute, 'path' | 'file' | 'kind' | 'compute' | 'timeout' | 'signals' | 'imports'>
+/** The route fields the advisor reads. A task's name defaults to the one its path gives. */
+export type AdvisableRoute = Pick<ScannedRoute, 'path' | 'file' | 'kind' | 'compute' | 'timeout' | 'signals' | 'imports'> &
+  Partial<Pick<ScannedRoute, 'name' | 'schedule'>>
 
 export function adviseRoutes(routes: readonly AdvisableRoute[]): RouteAdvice[] {
   return routes.map(adviseRoute)
@@ -52,18 +53,22 @@ export function adviseRoute(route: AdvisableRoute): RouteAdvice {
     confidence: Confidence,
     severity: Severity,
     recommendation?: string,
-  ): RouteAdvice => ({
-    path: route.path,
-    file: route.file,
-    kind: route.kind,
-    current,
-    recommended,
-    provider,
-    confidence,
-    severity,
-    reasons,
-    ...(recommendation ? { recommendation, nextCommand: 'svc routes inspect' } : {}),
-  })
+  ): RouteAdvice => {
+    const next = nextCommand(route, recommendation)
+    return {
+      path: route.path,
+      file: route.file,
+      kind: route.kind,
+      current,
+      recommended,
+      provider,
+      confidence,
+      severity,
+      reasons,
+      ...(recommendation ? { recommendation } : {}),
+      ...(next ? { nextCommand: next } : {}),
+    }
+  }
 
   // Persistent work: dedicated compute on a persistent host.
   if (route.kind === 'hot' || persistent.length > 0 || state.length > 0 || longTimeout) {
@@ -107,6 +112,17 @@ export function adviseRoute(route: AdvisableRoute): RouteAdvice {
   }
   const confidence: Confidence = edge && route.imports.some((s) => !NEUTRAL_IMPORTS.has(s)) ? 'medium' : 'high'
   return advice(recommended, provider, confidence, 'info')
+}
+
+/**
+ * What to run next. A task is tried from the command line: an on-demand one
+ * with `svc tasks run`, a scheduled one (whatever its input) with `svc tasks
+ * list`, which shows when the scheduler runs it. Another route has a next
+ * command only when there is a change to make, to check it with.
+ */
+function nextCommand(route: AdvisableRoute, recommendation: string | undefined): string | undefined {
+  if (route.kind === 'task') return route.schedule ? 'svc tasks list' : `svc tasks run ${route.name ?? taskNameFromPath(route.path)}`
+  return recommendation ? 'svc routes inspect' : undefined
 }
 
 function persistentFix(route: AdvisableRoute, persistent: RouteSignal[], longTimeout: boolean): string {

@@ -228,3 +228,32 @@ describe('declared config against the evidence', () => {
     expect(route.provider).toBe('function-platform')
   })
 })
+
+describe('the next command', () => {
+  const advise = async (source: string, file?: string) => adviseRoute((await scanRoute(source, file)).route)
+
+  test('a task on demand is run with svc tasks run <name>', async () => {
+    const advice = await advise(`export const kind = 'task'\nexport async function POST() {}\n`, 'src/api/jobs/notify.ts')
+    expect(advice).toMatchObject({ severity: 'info', nextCommand: 'svc tasks run jobs.notify' })
+    expect(advice.recommendation).toBeUndefined()
+  })
+
+  test('a scheduled task points to svc tasks list, where its schedule shows, whether or not it takes input', async () => {
+    const scheduled = `export const kind = 'task'\nexport const schedule = '0 * * * *'\nexport async function POST() {}\n`
+    expect((await advise(scheduled, 'src/api/hourly.ts')).nextCommand).toBe('svc tasks list')
+    const withInput = `${scheduled}export const input = { '~standard': { version: 1, vendor: 'x', validate: (value: unknown) => ({ value }) } }\n`
+    expect((await advise(withInput, 'src/api/hourly.ts')).nextCommand).toBe('svc tasks list')
+  })
+
+  test('a task with a warning keeps its fix and is still run with svc tasks run', async () => {
+    const advice = await advise(`export const route = { kind: 'task', timeout: 3_600_000 }\nexport async function POST() {}\n`, 'src/api/jobs/export.ts')
+    expect(advice.severity).toBe('warn')
+    expect(advice.recommendation).toContain('ctx.step.run')
+    expect(advice.nextCommand).toBe('svc tasks run jobs.export')
+  })
+
+  test('a route other than a task gets svc routes inspect only with a recommendation', async () => {
+    expect((await advise(handler)).nextCommand).toBeUndefined()
+    expect((await advise(`let n = 0\nexport function GET() { n++ }\n`)).nextCommand).toBe('svc routes inspect')
+  })
+})

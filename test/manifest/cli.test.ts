@@ -105,6 +105,10 @@ describe('svc runtime advise', () => {
       provider: 'persistent-host',
       nextCommand: 'svc routes inspect',
     })
+    const next = (path: string) => advice.find((a: { path: string }) => a.path === path).nextCommand
+    expect(next('/api/jobs/notify')).toBe('svc tasks run jobs.notify')
+    expect(next('/api/report')).toBe('svc tasks list')
+    expect(next('/api/users/:id')).toBeUndefined()
   })
 
   test('without --json prints a table and the warnings with their fixes', async () => {
@@ -114,6 +118,15 @@ describe('svc runtime advise', () => {
     expect(stdout).toContain('warn /api/counter (src/api/counter.ts)')
     expect(stdout).toContain('  - module-scope hits (let binding, line 3) is changed inside GET (line 6)')
     expect(stdout).toMatch(/11 routes, 1 warning\n$/)
+  })
+
+  test('without --json prints the command to run next for each task', async () => {
+    const { code, stdout } = await svc(['runtime', 'advise', '--root', fixture('app-basic')])
+    expect(code).toBe(0)
+    expect(stdout).toContain('\ninfo /api/jobs/notify (src/api/jobs/notify.ts)\n  then: svc tasks run jobs.notify\n')
+    expect(stdout).toContain('\ninfo /api/report (src/api/report.ts)\n  then: svc tasks list\n')
+    expect(stdout).toContain('  fix: set compute: { class: \'dedicated\' } in the route export of src/api/counter.ts')
+    expect(stdout).toContain('  then: svc routes inspect\n')
   })
 
   test('config errors stop the advice with exit code 1', async () => {

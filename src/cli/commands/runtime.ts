@@ -31,8 +31,10 @@ const advise = defineCommand({
         advice.map((a) => [a.path, a.kind, compute(a.current), compute(a.recommended), a.provider, a.confidence, a.severity]),
       ),
     ]
-    for (const a of advice.filter((entry) => entry.severity === 'warn')) {
-      lines.push('', `warn ${a.path} (${a.file})`, ...a.reasons.map((r) => `  - ${r}`))
+    // Warnings with their reasons and fix; other routes only when there is something to run next (tasks).
+    for (const a of advice.filter((entry) => entry.severity === 'warn' || entry.nextCommand)) {
+      lines.push('', `${a.severity} ${a.path} (${a.file})`)
+      if (a.severity === 'warn') lines.push(...a.reasons.map((r) => `  - ${r}`))
       if (a.recommendation) lines.push(`  fix: ${a.recommendation}`)
       if (a.nextCommand) lines.push(`  then: ${a.nextCommand}`)
     }
