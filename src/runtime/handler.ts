@@ -26,8 +26,8 @@ export interface SvcHandlerOptions {
    */
   pages?: readonly RuntimePage[]
   /**
-   * ISR cache for hybrid pages; `false` turns it off. While a cache is on,
-   * `POST /__svc/revalidate` is mounted.
+   * ISR cache for hybrid pages; `false` turns it off. While a cache is on
+   * and at least one page is hybrid, `POST /__svc/revalidate` is mounted.
    * @default { store: 'memory' }
    */
   cache?: SvcCacheConfig | false
@@ -106,7 +106,8 @@ export interface SvcHandler {
 
 /**
  * Serves, in order: `/__tasks*` (auth-gated task admin surface),
- * `/__health`, `/__svc/revalidate` (when a cache is on), then global hooks
+ * `/__health`, `/__svc/revalidate` (when a cache is on and a page is
+ * hybrid), then global hooks
  * around API routes, server/hybrid pages and the fallback, then 404.
  */
 export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {

@@ -291,7 +291,9 @@ describe('admin auth', () => {
   })
 
   it('gates /__svc/revalidate like the admin surface, but not /__health', async () => {
-    const server = await serve({ apiRoutes: routes, env: { NODE_ENV: 'production', THEN_TASK_SECRET: 'tok' } })
+    // A hybrid page gives the revalidate endpoint something to purge, so it is mounted.
+    const pages = [{ path: '/cached', mode: 'hybrid' as const, module: { default: () => 'cached' } }]
+    const server = await serve({ apiRoutes: routes, pages, env: { NODE_ENV: 'production', THEN_TASK_SECRET: 'tok' } })
     expect((await fetch(`${server.url}/__health`)).status).toBe(200)
     const denied = await fetch(`${server.url}/__svc/revalidate`, { method: 'POST', body: '{"paths":["/"]}' })
     expect(denied.status).toBe(401)

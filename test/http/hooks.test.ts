@@ -124,7 +124,9 @@ describe('global hooks', () => {
     const hooks: GlobalHooks = {
       onRequest: [(req) => (seen.push(new URL(req.url).pathname), new Response('blocked', { status: 401 }))],
     }
-    const server = await serve({ apiRoutes: routes, globalHooks: hooks })
+    // A hybrid page gives the revalidate endpoint something to purge, so it is mounted.
+    const pages = [{ path: '/cached', mode: 'hybrid' as const, module: { default: () => 'cached' } }]
+    const server = await serve({ apiRoutes: routes, pages, globalHooks: hooks })
     expect((await fetch(`${server.url}/__health`)).status).toBe(200)
     expect((await fetch(`${server.url}/__tasks`)).status).toBe(200)
     expect((await fetch(`${server.url}/__svc/revalidate`, { method: 'POST', body: '{"paths":["/"]}' })).status).toBe(200)

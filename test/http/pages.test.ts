@@ -222,8 +222,23 @@ describe('POST /__svc/revalidate', () => {
     expect((await get(`${server.url}/about`)).cache).toBe('HIT')
   })
 
+  it('is not mounted without a hybrid page to purge: a plain 404 NOT_FOUND', async () => {
+    const about = counted({ path: '/about', mode: 'server' })
+    const posts = counted({ path: '/posts', mode: 'hybrid', revalidate: 60 })
+    const setups = [{ pages: [] }, { pages: [about.page] }, { pages: [about.page, posts.page], cache: false as const }]
+    for (const setup of setups) {
+      const handler = createSvcHandler({ routes: [], ...setup, env, logger: recordingLogger() })
+      const res = await handler.fetch(new Request('http://svc/__svc/revalidate', { method: 'POST', headers: auth, body: '{"paths":["/about"]}' }))
+      expect(res.status, JSON.stringify(setup)).toBe(404)
+      expect(await res.json()).toEqual({ error: 'No route matches POST /__svc/revalidate', code: 'NOT_FOUND' })
+    }
+    const withHybrid = createSvcHandler({ routes: [], pages: [about.page, posts.page], env, logger: recordingLogger() })
+    const res = await withHybrid.fetch(new Request('http://svc/__svc/revalidate', { method: 'POST', headers: auth, body: '{"paths":["/posts"]}' }))
+    expect(await res.json()).toEqual({ ok: true, purged: [], paths: ['/posts'], tags: [] })
+  })
+
   it('answers a request without paths or tags with 400 VALIDATION_FAILED', async () => {
-    const server = await serve({ pages: [], env })
+    const server = await serve({ pages: [counted({ path: '/posts', mode: 'hybrid' }).page], env })
     for (const body of [{}, { paths: 'x' }, { paths: ['no-slash'] }, { tags: [1] }, []]) {
       const res = await revalidate(server.url, body)
       expect(res.status, JSON.stringify(body)).toBe(400)
@@ -232,7 +247,7 @@ describe('POST /__svc/revalidate', () => {
   })
 
   it('answers other methods with 405', async () => {
-    const server = await serve({ pages: [], env })
+    const server = await serve({ pages: [counted({ path: '/posts', mode: 'hybrid' }).page], env })
     const res = await fetch(`${server.url}/__svc/revalidate`, { headers: auth })
     expect(res.status).toBe(405)
     expect(res.headers.get('allow')).toBe('POST')

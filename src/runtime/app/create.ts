@@ -2,7 +2,8 @@
  * `createApiApp()` and the app builder `createSvcHandler()` shares with it.
  *
  * Order of matching, first wins:
- * 1. built-ins: `GET /__health`, `POST /__svc/revalidate` (when mounted);
+ * 1. built-ins: `GET /__health`, `POST /__svc/revalidate` (with a
+ *    `revalidateWebhook`, or an ISR cache and a hybrid page to purge);
  * 2. global hooks, around everything below;
  * 3. API routes, then server and hybrid pages;
  * 4. the fallback (static files on Node), then 404 `NOT_FOUND`.
@@ -13,7 +14,7 @@ import { DEFAULT_BODY_LIMIT } from '../admin/body.ts'
 import type { Env } from '../admin/auth.ts'
 import { processEnv, stringBindings } from '../env.ts'
 import type { IsrCache } from '../pages/isr.ts'
-import { mountPages } from '../pages/render.ts'
+import { mountPages, planPages } from '../pages/render.ts'
 import { REVALIDATE_PATH, revalidateHandler } from '../pages/revalidate.ts'
 import { describe } from '../tasks/options.ts'
 import { methodNotAllowed, notFound } from './errors.ts'
@@ -54,7 +55,10 @@ export function buildApp(o: BuildAppOptions): ApiApp {
     const method = c.req.raw.method
     return method === 'GET' || method === 'HEAD' ? healthResponse(R) : methodNotAllowed(R, method, HEALTH_PATH, 'GET, HEAD')
   })
-  if (o.cache || o.webhook) {
+  const pages = o.pages ? planPages(o.pages, o.cache !== undefined, o.logger, o.where) : []
+  // Mounted only where there is something to purge: elsewhere the path is
+  // an ordinary 404 rather than an authenticated endpoint that does nothing.
+  if ((o.cache && pages.some((page) => page.cached)) || o.webhook) {
     const revalidate = revalidateHandler({
       R,
       bodyLimit: o.bodyLimit,
@@ -71,7 +75,7 @@ export function buildApp(o: BuildAppOptions): ApiApp {
   // handler its path matches, which keeps Hono on its single-handler path.
   if (hasHooks(hooks)) app.use('*', hooksMiddleware(hooks, fail, o.logger))
   mountRoutes(app, o.routes, { R, fail, bodyLimit: o.bodyLimit }, o.where)
-  if (o.pages) mountPages(app, o.pages, { R, fail, cache: o.cache, logger: o.logger }, o.where)
+  mountPages(app, pages, { R, fail, cache: o.cache })
 
   const fallback = o.fallback
   app.notFound(async (c) => {

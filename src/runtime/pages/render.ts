@@ -19,7 +19,17 @@ export interface PageMountContext {
   R: ResponseClass
   fail: ErrorResponder
   cache: IsrCache | undefined
-  logger: { warn(...args: unknown[]): void }
+}
+
+type Render = (req: any) => Rendered | Promise<Rendered>
+
+/** A server or hybrid page, checked and ready to mount. */
+export interface PagePlan {
+  path: string
+  render: Render
+  /** A hybrid page served through the ISR cache. */
+  cached: boolean
+  info: PageCacheInfo
 }
 
 /** A page's effective settings: manifest fields win over the module's `page` export. */
@@ -32,7 +42,13 @@ export function resolvePage(page: RuntimePage): { mode: PageMode; revalidate: nu
   }
 }
 
-export function mountPages(app: Hono<any>, pages: readonly RuntimePage[], ctx: PageMountContext, where: string): void {
+/**
+ * Checks every page and keeps those that render at request time. Done
+ * before anything is mounted: whether a hybrid page uses the cache decides
+ * whether the revalidate endpoint exists.
+ */
+export function planPages(pages: readonly RuntimePage[], hasCache: boolean, logger: { warn(...args: unknown[]): void }, where: string): PagePlan[] {
+  const plans: PagePlan[] = []
   let warned = false
   pages.forEach((page, index) => {
     if (page === null || typeof page !== 'object' || typeof page.path !== 'string' || !page.path.startsWith('/')) {
@@ -50,19 +66,29 @@ export function mountPages(app: Hono<any>, pages: readonly RuntimePage[], ctx: P
     if (settings.revalidate !== null && (typeof settings.revalidate !== 'number' || !(settings.revalidate >= 0))) {
       throw new TypeError(`${where}: page ${page.path}: revalidate must be a number of seconds (got ${describe(settings.revalidate)})`)
     }
-    const cached = settings.mode === 'hybrid' && ctx.cache !== undefined
-    if (settings.mode === 'hybrid' && !ctx.cache && !warned) {
+    if (settings.mode === 'hybrid' && !hasCache && !warned) {
       warned = true
-      ctx.logger.warn(`[svc] hybrid pages render on every request: no ISR cache is configured (set cache: { store: 'memory' })`)
+      logger.warn(`[svc] hybrid pages render on every request: no ISR cache is configured (set cache: { store: 'memory' })`)
     }
-    const info: PageCacheInfo = { path: page.path, revalidate: settings.revalidate, tags: settings.tags }
-    app.all(toHonoPath(page.path), pageHandler(page.path, render, cached ? ctx.cache : undefined, info, ctx))
+    plans.push({
+      path: page.path,
+      render: render as Render,
+      cached: settings.mode === 'hybrid' && hasCache,
+      info: { path: page.path, revalidate: settings.revalidate, tags: settings.tags },
+    })
   })
+  return plans
+}
+
+export function mountPages(app: Hono<any>, plans: readonly PagePlan[], ctx: PageMountContext): void {
+  for (const plan of plans) {
+    app.all(toHonoPath(plan.path), pageHandler(plan.path, plan.render, plan.cached ? ctx.cache : undefined, plan.info, ctx))
+  }
 }
 
 function pageHandler(
   path: string,
-  render: (req: any) => Rendered | Promise<Rendered>,
+  render: Render,
   cache: IsrCache | undefined,
   info: PageCacheInfo,
   ctx: PageMountContext,
