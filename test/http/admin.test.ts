@@ -1,6 +1,7 @@
 import * as v from 'valibot'
 import { describe, expect, it } from 'vitest'
-import { createSvcHandler, createTaskRuntime, tokenIdFor, type RunRecord, type RuntimeApiRoute } from '../../src/index.ts'
+import { createSvcHandler, createTaskRuntime, tokenIdFor, type RunRecord, type RuntimeApiRoute, type RuntimePage } from '../../src/index.ts'
+import { SqliteRunStore } from '../../src/node.ts'
 import { isLoopback, timingSafeEqual } from '../../src/runtime/admin/auth.ts'
 import { deferred, recordingLogger, serve, until } from './_helpers.ts'
 
@@ -202,6 +203,73 @@ describe('enqueue options in the Idempotency-Key and Svc-Delay-Seconds headers',
     }
     const keyed = await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: { 'idempotency-key': 'k'.repeat(255), 'svc-delay-seconds': '60' } })
     expect(keyed.status).toBe(202)
+  })
+})
+
+describe('JSON nested too deeply for a run record', () => {
+  const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth)
+  const tooDeep = { code: 'INVALID_JSON', error: 'Request body nests arrays and objects deeper than 256 levels, the limit' }
+
+  it('answers a task payload deeper than 256 levels with 400 INVALID_JSON and starts no run', async () => {
+    const server = await serve({ apiRoutes: appRoutes().routes })
+    for (const depth of [257, 5000]) {
+      const res = await fetch(`${server.url}/__tasks/approvals.quick`, { method: 'POST', headers: json, body: nested(depth) })
+      expect(res.status).toBe(400)
+      expect(await res.json()).toEqual(tooDeep)
+    }
+    const { tasks } = await (await fetch(`${server.url}/__tasks`)).json()
+    expect(tasks.find((t: { name: string }) => t.name === 'approvals.quick').lastRun).toBeNull()
+    const deepest = await fetch(`${server.url}/__tasks/approvals.quick`, { method: 'POST', headers: json, body: nested(256) })
+    expect(deepest.status).toBe(202)
+    const { id } = await deepest.json()
+    await server.runtime.waitForRun(id)
+    const read = await fetch(`${server.url}/__tasks/${id}`)
+    expect(read.status).toBe(200)
+  })
+
+  it('does not count brackets inside strings, escaped quotes included', async () => {
+    const server = await serve({ apiRoutes: appRoutes().routes })
+    const text = `\\"${'['.repeat(300)}\\\\`
+    const body = JSON.stringify({ text, more: [text] })
+    const res = await fetch(`${server.url}/__tasks/approvals.quick`, { method: 'POST', headers: json, body })
+    expect(res.status).toBe(202)
+    const { id } = await res.json()
+    expect((await getRun(server.url, id)).input).toEqual({ text, more: [text] })
+  })
+
+  it('refuses it the same way in front of the SQLite store', async () => {
+    const store = new SqliteRunStore({ path: ':memory:' })
+    try {
+      const server = await serve({ apiRoutes: appRoutes().routes, store })
+      const res = await fetch(`${server.url}/__tasks/approvals.quick`, { method: 'POST', headers: json, body: nested(5000) })
+      expect(res.status).toBe(400)
+      expect(await res.json()).toEqual(tooDeep)
+      expect(store.size).toBe(0)
+      await server.close()
+    } finally {
+      store.close()
+    }
+  })
+
+  it('answers a token payload deeper than 256 levels with 400 INVALID_JSON and leaves the token waiting', async () => {
+    const server = await serve({ apiRoutes: appRoutes().routes })
+    const { id } = await (await fetch(`${server.url}/__tasks/approvals.wait`, { method: 'POST' })).json()
+    await until(async () => (await getRun(server.url, id)).status === 'suspended')
+    const url = `${server.url}/__tasks/tokens/${encodeURIComponent(tokenIdFor(id, 'ok'))}`
+    const res = await fetch(url, { method: 'POST', headers: json, body: nested(5000) })
+    expect(res.status).toBe(400)
+    expect(await res.json()).toEqual(tooDeep)
+    expect((await getRun(server.url, id)).status).toBe('suspended')
+    expect((await fetch(url, { method: 'POST', headers: json, body: '{"approved":true}' })).status).toBe(200)
+    expect((await server.runtime.waitForRun(id)).result).toEqual({ payload: { approved: true } })
+  })
+
+  it('answers a revalidate body deeper than 256 levels with 400 INVALID_JSON', async () => {
+    const page: RuntimePage = { path: '/news', mode: 'hybrid', revalidate: 60, module: { default: () => '<p>news</p>' } }
+    const server = await serve({ apiRoutes: appRoutes().routes, pages: [page] })
+    const res = await fetch(`${server.url}/__svc/revalidate`, { method: 'POST', headers: json, body: `{"paths":${nested(300)}}` })
+    expect(res.status).toBe(400)
+    expect(await res.json()).toEqual(tooDeep)
   })
 })
 

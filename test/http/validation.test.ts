@@ -78,6 +78,25 @@ describe('route schema validation', () => {
     expect((await res.json()).code).toBe('INVALID_JSON')
   })
 
+  it('answers JSON nested deeper than 256 levels with 400 INVALID_JSON giving the limit, without calling the handler', async () => {
+    const app = createApiApp({ routes })
+    const before = calls
+    for (const depth of [257, 5000]) {
+      const body = `{"name":"n","tags":${'['.repeat(depth - 1)}${']'.repeat(depth - 1)}}`
+      const res = await app.request('/api/items/1', { method: 'POST', headers, body })
+      expect(res.status).toBe(400)
+      expect(await res.json()).toEqual({
+        code: 'INVALID_JSON',
+        error: 'Request body nests arrays and objects deeper than 256 levels, the limit',
+      })
+    }
+    expect(calls).toBe(before)
+    // Exactly at the limit the body is read and validated as usual.
+    const deepest = `{"name":"n","tags":${'['.repeat(255)}${']'.repeat(255)}}`
+    const res = await app.request('/api/items/1', { method: 'POST', headers, body: deepest })
+    expect((await res.json()).code).toBe('VALIDATION_FAILED')
+  })
+
   it('answers a body over the limit with 413 PAYLOAD_TOO_LARGE', async () => {
     const app = createApiApp({ routes, bodyLimit: 64 })
     const res = await app.request('/api/items/1', { method: 'POST', headers, body: JSON.stringify({ name: 'x'.repeat(100) }) })

@@ -4,6 +4,7 @@
  * the Web `ReadableStream`, so the limit holds on every target.
  */
 import { SvcError } from '../errors.ts'
+import { isJsonTooDeep, MAX_JSON_DEPTH } from '../json-depth.ts'
 
 /** Spec "Limits" leaves payload size open; 1 MiB is the documented default. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
@@ -17,10 +18,10 @@ export class PayloadTooLargeError extends SvcError {
   }
 }
 
-/** HTTP 400 `INVALID_JSON`. */
+/** HTTP 400 `INVALID_JSON`: a body that is not JSON, or nests too deeply. */
 export class InvalidJsonError extends SvcError {
-  constructor(reason: string) {
-    super(`Request body is not valid JSON: ${reason}`, 'INVALID_JSON', 400)
+  constructor(message: string) {
+    super(message, 'INVALID_JSON', 400)
   }
 }
 
@@ -51,7 +52,8 @@ export async function readBodyText(request: Request, limit: number): Promise<str
 /**
  * The JSON body, or `undefined` for an empty one. The body is parsed as JSON
  * whatever its declared type (clients such as `fetch` and `curl -d` send
- * `text/plain` or form types by default); anything else is `INVALID_JSON`.
+ * `text/plain` or form types by default); anything else, and JSON nested
+ * deeper than `MAX_JSON_DEPTH`, is `INVALID_JSON`.
  */
 export async function readJsonBody(request: Request, limit: number): Promise<{ text: string; value: unknown }> {
   const text = await readBodyText(request, limit)
@@ -60,9 +62,14 @@ export async function readJsonBody(request: Request, limit: number): Promise<{ t
 
 export function parseJson(text: string): unknown {
   if (text.trim() === '') return undefined
+  // Checked before parsing: a value that deep could be parsed but never
+  // stored or sent back (see json-depth.ts).
+  if (isJsonTooDeep(text)) {
+    throw new InvalidJsonError(`Request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels, the limit`)
+  }
   try {
     return JSON.parse(text)
   } catch (error) {
-    throw new InvalidJsonError(error instanceof Error ? error.message : String(error))
+    throw new InvalidJsonError(`Request body is not valid JSON: ${error instanceof Error ? error.message : String(error)}`)
   }
 }

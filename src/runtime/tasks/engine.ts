@@ -16,6 +16,7 @@ import { validateTaskInput } from '../schema.ts'
 import { backoffDelay } from './backoff.ts'
 import type { TaskDefinition } from './definitions.ts'
 import { newRunId, timerId } from './ids.ts'
+import { jsonProblem } from './json.ts'
 import { checkTriggerOptions } from './options.ts'
 import { invoke, type InvocationHandle, type InvocationOutcome } from './runner.ts'
 import type { StepHost } from './steps.ts'
@@ -79,6 +80,8 @@ export class TaskEngine implements WaitHost {
         : def.input === undefined || def.input === null
           ? payload
           : await validateTaskInput(def.input, payload)
+    const problem = jsonProblem(input)
+    if (problem !== undefined) throw new TypeError(`trigger("${name}"): the payload cannot be stored as JSON: ${problem}`)
     const now = new Date()
     const iso = now.toISOString()
     const delayed = delaySeconds > 0

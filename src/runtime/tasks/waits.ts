@@ -10,6 +10,7 @@
 import type { CompleteTokenResult, Logger, RunRecord, StepRecord } from '../../types.ts'
 import { errorMessage } from '../errors.ts'
 import { timerId } from './ids.ts'
+import { jsonProblem } from './json.ts'
 import { childRunResult } from './steps.ts'
 import { isFinished, type RunStore, type TimerRecord, type TokenRecord, type TokenStatus } from './store.ts'
 import type { TimerSet } from './timers.ts'
@@ -143,6 +144,9 @@ export async function completeToken(host: WaitHost, tokenId: string, payload?: u
   if (typeof tokenId !== 'string' || tokenId === '') {
     throw new TypeError(`completeToken(tokenId): tokenId must be a non-empty string (got ${typeof tokenId})`)
   }
+  // The payload becomes the step's output in the run record.
+  const problem = jsonProblem(payload)
+  if (problem !== undefined) throw new TypeError(`completeToken("${tokenId}"): the payload cannot be stored as JSON: ${problem}`)
   // A deadline is armed as a timer only while the run is suspended on that
   // token; one that passed while the run waited elsewhere (parallel waits)
   // still wins over a late completion.
