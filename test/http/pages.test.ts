@@ -45,6 +45,35 @@ describe('server pages', () => {
     expect(await get(`${server.url}/feed`)).toMatchObject({ body: '<rss/>', type: 'application/rss+xml' })
   })
 
+  it('send Cache-Control: no-store, so no shared cache keeps one visitor’s page for the next (RFC 9111 §5.2.2.5)', async () => {
+    const html = counted({ path: '/me', mode: 'server' }, (req) => `<p>hello ${req.header('cookie')}</p>`)
+    const plain = counted({ path: '/plain' })
+    const response = counted({ path: '/feed', mode: 'server' }, () => new Response('<rss/>', { headers: { 'content-type': 'application/rss+xml' } }))
+    // Response.redirect() has immutable headers (Fetch §5.5).
+    const redirect = counted({ path: '/old', mode: 'server' }, () => Response.redirect('http://svc/new', 301))
+    const handler = createSvcHandler({ routes: [], pages: [html.page, plain.page, response.page, redirect.page], logger: recordingLogger() })
+    for (const path of ['/me', '/plain', '/feed', '/old']) {
+      for (const method of ['GET', 'HEAD']) {
+        const res = await handler.fetch(new Request(`http://svc${path}`, { method, headers: { cookie: 'sid=1' } }))
+        expect(res.headers.get('cache-control'), `${method} ${path}`).toBe('no-store')
+      }
+    }
+    const feed = await handler.fetch(new Request('http://svc/feed'))
+    expect(feed.headers.get('content-type')).toBe('application/rss+xml')
+    expect(await feed.text()).toBe('<rss/>')
+    const old = await handler.fetch(new Request('http://svc/old'))
+    expect(old.status).toBe(301)
+    expect(old.headers.get('location')).toBe('http://svc/new')
+  })
+
+  it('keep the Cache-Control a page’s own Response sets', async () => {
+    const { page } = counted({ path: '/public', mode: 'server' }, () => new Response('same for all', { headers: { 'cache-control': 'public, max-age=60' } }))
+    const handler = createSvcHandler({ routes: [], pages: [page], logger: recordingLogger() })
+    const res = await handler.fetch(new Request('http://svc/public'))
+    expect(res.headers.get('cache-control')).toBe('public, max-age=60')
+    expect(await res.text()).toBe('same for all')
+  })
+
   it('default to server mode when nothing says otherwise, and read mode from the module’s page export', async () => {
     const plain = counted({ path: '/plain' })
     const fromModule: RuntimePage = { path: '/mod', module: { page: { mode: 'hybrid', revalidate: 60 }, default: () => 'cached' } }
@@ -161,6 +190,16 @@ describe('hybrid pages and the ISR cache', () => {
     expect(res.headers.get('x-kind')).toBe('data')
     expect(res.headers.get('content-type')).toBe('application/json')
     expect(await res.json()).toEqual({ n: 1 })
+  })
+
+  it('add no Cache-Control: the page’s own headers travel with the entry, plus x-svc-cache and Age', async () => {
+    const { page } = counted({ path: '/posts', mode: 'hybrid', revalidate: 60 })
+    const handler = createSvcHandler({ routes: [], pages: [page], logger: recordingLogger() })
+    const miss = await handler.fetch(new Request('http://svc/posts'))
+    expect([...miss.headers]).toEqual([['content-type', 'text/html; charset=utf-8'], ['x-svc-cache', 'MISS']])
+    const hit = await handler.fetch(new Request('http://svc/posts'))
+    expect([...hit.headers.keys()]).toEqual(['age', 'content-type', 'x-svc-cache'])
+    expect(hit.headers.get('x-svc-cache')).toBe('HIT')
   })
 
   it('render on every request when the cache is off', async () => {

@@ -14,6 +14,15 @@ import type { IsrCache, PageCacheInfo, Rendered } from './isr.ts'
 
 const MODES: readonly PageMode[] = ['static', 'client', 'server', 'hybrid']
 const HTML_HEADERS = { 'content-type': 'text/html; charset=utf-8' }
+/**
+ * A server page is rendered for one request and may hold what only that
+ * visitor should see. Without a directive a shared cache may store a 200
+ * and serve it to others (RFC 9111 §4.2.2, heuristic freshness); `no-store`
+ * forbids storing it at all (RFC 9111 §5.2.2.5). A page that sets its own
+ * Cache-Control keeps it.
+ */
+const NO_STORE = 'no-store'
+const SERVER_HTML_HEADERS = { ...HTML_HEADERS, 'cache-control': NO_STORE }
 
 export interface PageMountContext {
   R: ResponseClass
@@ -26,6 +35,7 @@ type Render = (req: any) => Rendered | Promise<Rendered>
 /** A server or hybrid page, checked and ready to mount. */
 export interface PagePlan {
   path: string
+  mode: 'server' | 'hybrid'
   render: Render
   /** A hybrid page served through the ISR cache. */
   cached: boolean
@@ -72,6 +82,7 @@ export function planPages(pages: readonly RuntimePage[], hasCache: boolean, logg
     }
     plans.push({
       path: page.path,
+      mode: settings.mode,
       render: render as Render,
       cached: settings.mode === 'hybrid' && hasCache,
       info: { path: page.path, revalidate: settings.revalidate, tags: settings.tags },
@@ -82,18 +93,14 @@ export function planPages(pages: readonly RuntimePage[], hasCache: boolean, logg
 
 export function mountPages(app: Hono<any>, plans: readonly PagePlan[], ctx: PageMountContext): void {
   for (const plan of plans) {
-    app.all(toHonoPath(plan.path), pageHandler(plan.path, plan.render, plan.cached ? ctx.cache : undefined, plan.info, ctx))
+    app.all(toHonoPath(plan.path), pageHandler(plan, plan.cached ? ctx.cache : undefined, ctx))
   }
 }
 
-function pageHandler(
-  path: string,
-  render: Render,
-  cache: IsrCache | undefined,
-  info: PageCacheInfo,
-  ctx: PageMountContext,
-) {
+function pageHandler(plan: PagePlan, cache: IsrCache | undefined, ctx: PageMountContext) {
+  const { path, render, info } = plan
   const { R, fail } = ctx
+  const server = plan.mode === 'server'
   const renderIn = async (c: Context): Promise<Rendered> => {
     const out = await render(c.req)
     if (typeof out === 'string' || out instanceof Response) return out
@@ -111,9 +118,25 @@ function pageHandler(
         return await cache.serve(key, info, () => renderIn(c), R, waitUntil)
       }
       const out = await renderIn(c)
-      return typeof out === 'string' ? new R(out, { headers: HTML_HEADERS }) : out
+      if (typeof out === 'string') return new R(out, { headers: server ? SERVER_HTML_HEADERS : HTML_HEADERS })
+      return server ? noStore(out, R) : out
     } catch (error) {
       return fail(error, c)
     }
+  }
+}
+
+/** The page's own Response, with `Cache-Control: no-store` unless it set a Cache-Control. */
+function noStore(res: Response, R: ResponseClass): Response {
+  if (res.headers.has('cache-control')) return res
+  try {
+    res.headers.set('cache-control', NO_STORE)
+    return res
+  } catch {
+    // Headers are immutable on some responses (Response.redirect(), a
+    // fetch() answer; Fetch "headers guard"): send a copy instead.
+    const headers = new Headers(res.headers)
+    headers.set('cache-control', NO_STORE)
+    return new R(res.body, { status: res.status, statusText: res.statusText, headers })
   }
 }
