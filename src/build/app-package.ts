@@ -12,3 +12,16 @@ export async function appDependencies(root: string): Promise<Record<string, stri
   const { svc: _self, ...deps } = (await readAppPackage(root)).dependencies ?? {}
   return deps
 }
+
+/**
+ * The app's npm lock file, `npm-shrinkwrap.json` or `package-lock.json` (the
+ * order npm reads them in), or undefined. Lock files of other package
+ * managers are not read: `npm ci` cannot install from them.
+ */
+export async function appLockFile(root: string): Promise<{ name: string; contents: string } | undefined> {
+  for (const name of ['npm-shrinkwrap.json', 'package-lock.json']) {
+    const contents = await readFile(join(root, name), 'utf8').catch(() => null)
+    if (contents !== null) return { name, contents }
+  }
+  return undefined
+}

@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import type { TargetDescriptor } from '../../src/build/target.ts'
-import { appDependencies, readAppPackage } from '../../src/build/app-package.ts'
+import { appDependencies, appLockFile, readAppPackage } from '../../src/build/app-package.ts'
 
 /** `.output/node/server.mjs`: the whole app on one Node server, plus a package.json and a Dockerfile. */
 export const nodeTarget: TargetDescriptor = {
@@ -39,21 +39,41 @@ await serveApp(app)
           2,
         ) + '\n',
       ),
-      await ctx.writeFile(
-        join(out, 'Dockerfile'),
-        [
-          'FROM node:24-slim',
-          'WORKDIR /app',
-          'ENV NODE_ENV=production PORT=3000',
-          'COPY package.json ./',
-          Object.keys(dependencies).length ? 'RUN npm install --omit=dev --no-audit --no-fund' : '# No runtime dependencies to install: server.mjs bundles the app.',
-          'COPY . .',
-          'EXPOSE 3000',
-          'CMD ["node", "server.mjs"]',
-          '',
-        ].join('\n'),
-      ),
     )
+    const hasDependencies = Object.keys(dependencies).length > 0
+    // npm ci installs exactly the versions the lock file pins. It accepts the
+    // output's package.json, which lists fewer dependencies than the app's
+    // (svc and dev tools are not needed), because it only checks that what
+    // package.json asks for is in the lock.
+    const lock = hasDependencies ? await appLockFile(ctx.root) : undefined
+    if (lock) files.push(await ctx.writeFile(join(out, lock.name), lock.contents))
+    files.push(await ctx.writeFile(join(out, 'Dockerfile'), dockerfile(hasDependencies, lock?.name)))
     return files
   },
+}
+
+/**
+ * The server runs as the image's unprivileged `node` user, on files root
+ * owns, so a compromised process cannot rewrite the app. The slim image has
+ * no curl or wget: the health check asks `/__health` with Node's fetch.
+ */
+function dockerfile(hasDependencies: boolean, lockFile: string | undefined): string {
+  const probe = `fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/__health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`
+  const install = !hasDependencies
+    ? ['# No runtime dependencies to install: server.mjs bundles the app.']
+    : lockFile
+      ? [`COPY package.json ${lockFile} ./`, 'RUN npm ci --omit=dev --no-audit --no-fund']
+      : ['COPY package.json ./', 'RUN npm install --omit=dev --no-audit --no-fund']
+  return [
+    'FROM node:24-slim',
+    'WORKDIR /app',
+    'ENV NODE_ENV=production PORT=3000',
+    ...install,
+    'COPY . .',
+    'USER node',
+    'EXPOSE 3000',
+    `HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 CMD ${JSON.stringify(['node', '-e', probe])}`,
+    'CMD ["node", "server.mjs"]',
+    '',
+  ].join('\n')
 }

@@ -1,7 +1,9 @@
 /**
  * The runtime entry of `svc build --target node`: serves a built app with
- * `startSvcServer` on `PORT` (default 3000) and `HOST`.
+ * `startSvcServer` on `PORT` (default 3000) and `HOST` (default every
+ * interface).
  */
+import type { AddressInfo } from 'node:net'
 import type { SvcServer, SvcServerOptions } from '../../src/node/options.ts'
 import { startSvcServer } from '../../src/node/server.ts'
 import type { RuntimeApiRoute, RuntimePage } from '../../src/types.ts'
@@ -13,13 +15,29 @@ export interface NodeApp {
   staticDirs?: string[]
 }
 
+/**
+ * The built server is a deployment artifact: in a container or on a VM its
+ * clients arrive on a non-loopback interface, so it binds all of them unless
+ * `HOST` says otherwise, whatever `NODE_ENV` is (as Nitro's and Next's
+ * standalone servers do). `startSvcServer`'s own default stays loopback
+ * outside production, for servers started from code during development.
+ */
+const ALL_INTERFACES = '0.0.0.0'
+
 export async function serveApp(app: NodeApp): Promise<SvcServer> {
   const raw = process.env.PORT
   const port = raw === undefined || raw === '' ? 3000 : Number(raw)
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new RangeError(`PORT must be a whole number from 0 to 65535 (got "${raw}")`)
   }
-  const server = await startSvcServer({ apiRoutes: app.routes, pages: app.pages, cache: app.cache, staticDirs: app.staticDirs, port })
-  console.log(`svc listening on http://${process.env.HOST ?? 'localhost'}:${server.port}`)
+  const host = process.env.HOST || ALL_INTERFACES
+  const server = await startSvcServer({ apiRoutes: app.routes, pages: app.pages, cache: app.cache, staticDirs: app.staticDirs, port, host })
+  console.log(`svc listening on ${boundUrl(server)}`)
   return server
+}
+
+/** The address the socket is bound to, which for a HOST such as `localhost` is the one it resolved to. */
+function boundUrl(server: SvcServer): string {
+  const { address, family, port } = server.server.address() as AddressInfo
+  return `http://${family === 'IPv6' ? `[${address}]` : address}:${port}`
 }
