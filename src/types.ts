@@ -338,8 +338,9 @@ export interface TaskRuntime {
   readonly tasks: ReadonlyMap<string, unknown>
   /**
    * Validates the payload and starts a run. Resolves as soon as the run is
-   * recorded, not when it finishes. Rejects with `ValidationError` or
-   * `TaskNotFoundError`. Cron runs skip validation.
+   * recorded, not when it finishes. Rejects with `ValidationError`,
+   * `TaskNotFoundError`, or `StoreFullError` while the run store is full of
+   * live runs. Cron runs skip validation.
    */
   trigger(name: string, payload?: unknown, opts?: TriggerOptions): Promise<RunRecord>
   getRun(id: string): Promise<RunRecord | undefined>

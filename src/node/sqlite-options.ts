@@ -15,8 +15,9 @@ export interface SqliteRunStoreOptions {
    * How many runs to retain. Past it, the runs that finished (completed or
    * failed) longest ago are evicted first, with their tokens and
    * idempotency keys. Scheduled, running and suspended runs are never
-   * evicted, so the store may exceed the bound while more than `maxRuns` of
-   * them are live. The same rule as `MemoryRunStore`.
+   * evicted: once `maxRuns` of them are live (counting every process on
+   * the file), `createRun` rejects with `StoreFullError` (503 `STORE_FULL`)
+   * until some finish. The same rule as `MemoryRunStore`.
    * @default 10000
    */
   maxRuns?: number

@@ -13,6 +13,7 @@
  */
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite'
 import { applyRunPatch, isFinished, statusMatches, type RunPatch, type RunQuery, type RunStore, type TimerRecord, type TokenRecord } from '../runtime/tasks/store.ts'
+import { StoreFullError } from '../runtime/errors.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { openDatabase } from './sqlite-database.ts'
 import { resolveSqliteOptions, type SqliteRunStoreOptions } from './sqlite-options.ts'
@@ -90,6 +91,9 @@ export class SqliteRunStore implements RunStore {
         ) as { record: string } | undefined
         if (holder) return JSON.parse(holder.record) as RunRecord
       }
+      // Counted inside the write lock, so processes sharing the file cannot
+      // both take the last place. Live runs are never evicted.
+      if (!isFinished(run.status) && this.#liveRuns() >= this.maxRuns) throw new StoreFullError(WHERE, this.maxRuns)
       this.#sql(
         'INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record) VALUES (?, ?, ?, ?, ?, ?)',
       ).run(run.id, run.taskName, run.status, run.idempotencyKey ?? null, this.#finishSeq(run.status, null), record)
@@ -275,6 +279,10 @@ export class SqliteRunStore implements RunStore {
     if (current !== null) return current
     const row = this.#sql('SELECT max(finished_seq) AS n FROM runs WHERE finished_seq IS NOT NULL').get() as { n: number | null }
     return (row.n ?? 0) + 1
+  }
+
+  #liveRuns(): number {
+    return Number((this.#sql('SELECT count(*) AS n FROM runs WHERE finished_seq IS NULL').get() as { n: number }).n)
   }
 
   /** Drops the runs that finished longest ago, and their tokens, until the bound holds again. */

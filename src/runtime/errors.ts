@@ -67,6 +67,25 @@ export class DuplicateStepKeyError extends SvcError {
   }
 }
 
+/**
+ * A run store holds as many live runs (scheduled, running or suspended) as
+ * its `maxRuns` bound allows, and live runs are never evicted, so it takes
+ * no new run until some finish. HTTP 503 `STORE_FULL`: the condition is
+ * temporary (RFC 9110 §15.6.4). Stores raise it from `createRun`.
+ */
+export class StoreFullError extends SvcError {
+  readonly maxRuns: number
+  constructor(store: string, maxRuns: number) {
+    super(
+      `${store} is full: ${maxRuns} runs are live (scheduled, running or suspended), its maxRuns bound. ` +
+        'No new run is accepted until some finish; retry later, or raise maxRuns',
+      'STORE_FULL',
+      503,
+    )
+    this.maxRuns = maxRuns
+  }
+}
+
 /** A non-2xx answer or a network failure from the task endpoint (`enqueue`). */
 export class HttpError extends SvcError {
   constructor(status: number, message: string, code = 'HTTP_ERROR') {

@@ -1,6 +1,6 @@
 import * as v from 'valibot'
 import { describe, expect, it } from 'vitest'
-import { createSvcHandler, createTaskRuntime, tokenIdFor, type RunRecord, type RuntimeApiRoute, type RuntimePage } from '../../src/index.ts'
+import { MemoryRunStore, createSvcHandler, createTaskRuntime, tokenIdFor, type RunRecord, type RuntimeApiRoute, type RuntimePage } from '../../src/index.ts'
 import { SqliteRunStore } from '../../src/node.ts'
 import { isLoopback, timingSafeEqual } from '../../src/runtime/admin/auth.ts'
 import { deferred, recordingLogger, serve, until } from './_helpers.ts'
@@ -270,6 +270,23 @@ describe('JSON nested too deeply for a run record', () => {
     const res = await fetch(`${server.url}/__svc/revalidate`, { method: 'POST', headers: json, body: `{"paths":${nested(300)}}` })
     expect(res.status).toBe(400)
     expect(await res.json()).toEqual(tooDeep)
+  })
+})
+
+describe('a full run store behind POST /__tasks/<name>', () => {
+  it('answers 503 STORE_FULL with Retry-After, starts no run and keeps every live one', async () => {
+    const { routes } = appRoutes()
+    const server = await serve({ apiRoutes: routes, store: new MemoryRunStore({ maxRuns: 2 }) })
+    const delayed = { method: 'POST', headers: { 'svc-delay-seconds': '3600' } }
+    const ids: string[] = []
+    for (let i = 0; i < 2; i++) ids.push((await (await fetch(`${server.url}/__tasks/report`, delayed)).json()).id)
+    const res = await fetch(`${server.url}/__tasks/report`, delayed)
+    expect(res.status).toBe(503)
+    expect(res.headers.get('retry-after')).toBe('30')
+    const body = await res.json()
+    expect(body.code).toBe('STORE_FULL')
+    expect(body.error).toMatch(/^MemoryRunStore is full: 2 runs are live/)
+    for (const id of ids) expect((await getRun(server.url, id)).status).toBe('scheduled')
   })
 })
 

@@ -24,8 +24,8 @@ afterEach(() => {
 })
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-runStoreContract('SqliteRunStore (:memory:)', () => store({ path: ':memory:' }))
-runStoreContract('SqliteRunStore (file)', () => store({ path: dbFile() }))
+runStoreContract('SqliteRunStore (:memory:)', (options) => store({ path: ':memory:', ...options }))
+runStoreContract('SqliteRunStore (file)', (options) => store({ path: dbFile(), ...options }))
 
 describe('SqliteRunStore durability', () => {
   it('keeps runs, steps, attempts, timers and tokens after closing and reopening the file', async () => {
@@ -119,13 +119,16 @@ describe('SqliteRunStore bound', () => {
     expect(s.size).toBe(3)
   })
 
-  it('grows past the bound while runs are scheduled, running or suspended', async () => {
+  it('evicts finished runs to make room for a live one, never live runs', async () => {
     const s = store({ path: ':memory:', maxRuns: 2 })
-    const live = [makeRun({ status: 'scheduled' }), makeRun({ status: 'running' }), makeRun({ status: 'suspended' })]
-    for (const run of live) await s.createRun(run)
-    expect(s.size).toBe(3)
-    await s.updateRun(live[1].id, { status: 'completed' })
-    expect(await s.getRun(live[1].id)).toBeUndefined()
+    const [live, done] = [makeRun({ status: 'scheduled' }), makeRun({ status: 'completed' })]
+    for (const run of [live, done]) await s.createRun(run)
+    const next = makeRun({ status: 'running' })
+    await s.createRun(next)
+    expect(await s.getRun(done.id)).toBeUndefined()
+    expect(await s.getRun(live.id)).toBeDefined()
+    expect(s.size).toBe(2)
+    await expect(s.createRun(makeRun())).rejects.toMatchObject({ code: 'STORE_FULL' })
     expect(s.size).toBe(2)
   })
 
@@ -206,6 +209,16 @@ describe('SqliteRunStore: several stores on one file', () => {
     expect(new Set(runs).size).toBe(count)
     expect(await seed.listTimers()).toEqual([])
     expect(await seed.listRuns({ status: 'suspended' })).toEqual([])
+  })
+
+  it("counts the other one's live runs against the bound", async () => {
+    const path = dbFile()
+    const [a, b] = [store({ path, maxRuns: 2 }), store({ path, maxRuns: 2 })]
+    await a.createRun(makeRun({ status: 'scheduled' }))
+    await b.createRun(makeRun({ status: 'scheduled' }))
+    await expect(a.createRun(makeRun())).rejects.toMatchObject({ code: 'STORE_FULL', status: 503 })
+    await expect(b.createRun(makeRun())).rejects.toMatchObject({ code: 'STORE_FULL', status: 503 })
+    expect(a.size).toBe(2)
   })
 
   it("sees the other one's writes: one idempotency key yields one run, one token settles once", async () => {

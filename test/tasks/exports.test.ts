@@ -19,6 +19,9 @@ describe('public surface', () => {
       'tokenIdFor',
       'DuplicateStepKeyError',
       'HttpError',
+      'StoreFullError',
+      'MAX_DELAY_SECONDS',
+      'MAX_IDEMPOTENCY_KEY_LENGTH',
     ]) {
       expect(svc, name).toHaveProperty(name)
     }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { MemoryRunStore } from '../../src/runtime/tasks/index.ts'
 import { makeRun, runStoreContract } from './store-contract.ts'
 
-runStoreContract('MemoryRunStore', () => new MemoryRunStore())
+runStoreContract('MemoryRunStore', (options) => new MemoryRunStore(options))
 
 describe('MemoryRunStore bound', () => {
   it('retains 10,000 runs by default', () => {
@@ -25,14 +25,16 @@ describe('MemoryRunStore bound', () => {
     expect(store.size).toBe(3)
   })
 
-  it('never evicts a scheduled, running or suspended run, even past the bound', async () => {
+  it('evicts finished runs to make room for a live one, never live runs', async () => {
     const store = new MemoryRunStore({ maxRuns: 2 })
-    const live = [makeRun({ status: 'scheduled' }), makeRun({ status: 'running' }), makeRun({ status: 'suspended' })]
-    for (const run of live) await store.createRun(run)
-    expect(store.size).toBe(3)
-    for (const run of live) expect(await store.getRun(run.id)).toBeDefined()
-    await store.updateRun(live[1].id, { status: 'completed' })
-    expect(await store.getRun(live[1].id)).toBeUndefined()
+    const [live, done] = [makeRun({ status: 'scheduled' }), makeRun({ status: 'completed' })]
+    for (const run of [live, done]) await store.createRun(run)
+    const next = makeRun({ status: 'running' })
+    await store.createRun(next)
+    expect(await store.getRun(done.id)).toBeUndefined()
+    expect(await store.getRun(live.id)).toBeDefined()
+    expect(store.size).toBe(2)
+    await expect(store.createRun(makeRun())).rejects.toMatchObject({ code: 'STORE_FULL' })
     expect(store.size).toBe(2)
   })
 

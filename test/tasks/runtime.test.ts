@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest'
-import { MAX_DELAY_SECONDS, MAX_IDEMPOTENCY_KEY_LENGTH, MemoryRunStore, createTaskRuntime } from '../../src/runtime/tasks/index.ts'
+import { SvcError } from '../../src/runtime/errors.ts'
+import {
+  MAX_DELAY_SECONDS,
+  MAX_IDEMPOTENCY_KEY_LENGTH,
+  MemoryRunStore,
+  StoreFullError,
+  createTaskRuntime,
+  enqueue,
+  setActiveTaskRuntime,
+} from '../../src/runtime/tasks/index.ts'
 import { captureLogger, runtime, sleep, task, until } from './_helpers.ts'
 
 describe('delayed runs (EnqueueOptions.delaySeconds)', () => {
@@ -82,6 +91,76 @@ describe('idempotency keys', () => {
     )
     const longest = await rt.trigger('once', undefined, { idempotencyKey: 'k'.repeat(MAX_IDEMPOTENCY_KEY_LENGTH) })
     expect(longest.idempotencyKey).toHaveLength(MAX_IDEMPOTENCY_KEY_LENGTH)
+  })
+})
+
+describe('a full run store', () => {
+  it('refuses a new run with StoreFullError (503 STORE_FULL) once live runs reach maxRuns, delayed runs included', async () => {
+    const rt = runtime([task('later', () => 1)], { maxRuns: 3 })
+    const delayed = []
+    for (let i = 0; i < 3; i++) delayed.push(await rt.trigger('later', undefined, { delaySeconds: 3600 }))
+    const error = await rt.trigger('later', undefined, { delaySeconds: 3600 }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(StoreFullError)
+    expect(error).toBeInstanceOf(SvcError)
+    expect(error).toMatchObject({ code: 'STORE_FULL', status: 503 })
+    expect((error as Error).message).toMatch(/^MemoryRunStore is full: 3 runs are live/)
+    expect((await rt.listRuns()).map((r) => r.id).sort()).toEqual(delayed.map((r) => r.id).sort())
+  })
+
+  it('in-process enqueue rejects with the same error', async () => {
+    const rt = runtime([task('later', () => 1)], { maxRuns: 1 })
+    setActiveTaskRuntime(rt)
+    try {
+      await enqueue('later', undefined, { delaySeconds: 60 })
+      await expect(enqueue('later', undefined, { delaySeconds: 60 })).rejects.toMatchObject({ code: 'STORE_FULL', status: 503 })
+    } finally {
+      setActiveTaskRuntime(null)
+    }
+  })
+
+  it('a child that cannot be stored fails the parent attempt with the reason, and the retry starts it once there is room', async () => {
+    let release!: () => void
+    const blocker = new Promise<void>((resolve) => (release = resolve))
+    const rt = runtime(
+      [
+        task('hold', () => blocker),
+        task('kid', () => 'kid done'),
+        task(
+          'parent',
+          async (ctx) => {
+            try {
+              return await ctx.step.waitForTask('kid', 'kid')
+            } finally {
+              // Frees a slot; the retry comes after the backoff.
+              if (ctx.attempt === 1) release()
+            }
+          },
+          { route: { retries: 1 } },
+        ),
+      ],
+      { maxRuns: 2 },
+    )
+    const held = await rt.trigger('hold')
+    const parent = await rt.trigger('parent')
+    const done = await rt.waitForRun(parent.id)
+    expect(done.attempts[0].error).toMatch(/^MemoryRunStore is full: 2 runs are live/)
+    expect(done).toMatchObject({ status: 'completed', result: { ok: true, result: 'kid done' } })
+    // The finished blocker made room, and was evicted for the child.
+    expect(await rt.getRun(held.id)).toBeUndefined()
+    expect(await rt.listRuns({ taskName: 'kid' })).toHaveLength(1)
+  })
+
+  it('with no retries left the parent fails with the reason, logged with its task', async () => {
+    const rt = runtime(
+      [task('hold', () => new Promise(() => {})), task('kid', () => 1), task('parent', (ctx) => ctx.step.enqueue('kid', 'kid'))],
+      { maxRuns: 2 },
+    )
+    await rt.trigger('hold')
+    const done = await rt.waitForRun((await rt.trigger('parent')).id)
+    expect(done.status).toBe('failed')
+    expect(done.attempts.map((a) => a.error)).toEqual([expect.stringMatching(/^MemoryRunStore is full/)])
+    expect(rt.logger.text('error')).toMatch(/task "parent" failed after 1 attempt .*MemoryRunStore is full/)
+    expect(await rt.listRuns({ taskName: 'kid' })).toEqual([])
   })
 })
 

@@ -1,9 +1,10 @@
 /**
  * The RunStore contract. Every implementation runs this suite:
- * `runStoreContract('name', () => new SomeStore())`.
+ * `runStoreContract('name', (options) => new SomeStore(options))`, where
+ * `options.maxRuns`, when given, is the store's bound.
  */
 import { describe, expect, it } from 'vitest'
-import type { RunStore } from '../../src/runtime/tasks/index.ts'
+import { StoreFullError, type RunStore } from '../../src/runtime/tasks/index.ts'
 import type { RunRecord } from '../../src/types.ts'
 
 let seq = 0
@@ -23,7 +24,10 @@ export function makeRun(overrides: Partial<RunRecord> = {}): RunRecord {
   }
 }
 
-export function runStoreContract(name: string, createStore: () => RunStore | Promise<RunStore>): void {
+export function runStoreContract(
+  name: string,
+  createStore: (options?: { maxRuns: number }) => RunStore | Promise<RunStore>,
+): void {
   describe(`RunStore contract: ${name}`, () => {
     it('creates a run and reads back an equal, JSON-serializable copy', async () => {
       const store = await createStore()
@@ -112,6 +116,33 @@ export function runStoreContract(name: string, createStore: () => RunStore | Pro
       expect(await store.takeTimer('t1')).toEqual(timer)
       expect(await store.takeTimer('t1')).toBeUndefined()
       expect(await store.listTimers()).toEqual([])
+    })
+
+    it('refuses a new live run with StoreFullError once live runs reach the bound, and evicts none of them', async () => {
+      const store = await createStore({ maxRuns: 3 })
+      const live = [makeRun({ status: 'scheduled' }), makeRun({ status: 'running' }), makeRun({ status: 'suspended' })]
+      for (const run of live) await store.createRun(run)
+      const refused = makeRun({ status: 'scheduled', idempotencyKey: 'k-full' })
+      const error = await store.createRun(refused).catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(StoreFullError)
+      expect(error).toMatchObject({ code: 'STORE_FULL', status: 503 })
+      expect((error as Error).message).toMatch(/is full: 3 runs are live .*maxRuns/)
+      expect(await store.getRun(refused.id)).toBeUndefined()
+      for (const run of live) expect(await store.getRun(run.id)).toMatchObject({ id: run.id, status: run.status })
+      expect(await store.listRuns()).toHaveLength(3)
+      // The refused run held no key: once there is room, a run with it is new.
+      await store.updateRun(live[1].id, { status: 'completed' })
+      const admitted = await store.createRun(makeRun({ idempotencyKey: 'k-full' }))
+      expect(admitted.id).not.toBe(refused.id)
+      expect((await store.listRuns()).map((r) => r.id).sort()).toEqual([live[0].id, live[2].id, admitted.id].sort())
+    })
+
+    it('a full store still answers an idempotency key it holds with that run', async () => {
+      const store = await createStore({ maxRuns: 1 })
+      const held = makeRun({ idempotencyKey: 'held' })
+      await store.createRun(held)
+      expect((await store.createRun(makeRun({ idempotencyKey: 'held' }))).id).toBe(held.id)
+      await expect(store.createRun(makeRun())).rejects.toBeInstanceOf(StoreFullError)
     })
 
     it('putToken keeps an existing token and settleToken settles it once', async () => {

@@ -23,7 +23,7 @@ import { checkEnqueueOptions } from './options.ts'
  * Options are checked first: a `TypeError` or `RangeError` names the bad
  * one (`delaySeconds` from 0 to `MAX_DELAY_SECONDS`, a non-blank
  * `idempotencyKey` of at most `MAX_IDEMPOTENCY_KEY_LENGTH` characters).
- * Rejects with `ValidationError` or `TaskNotFoundError` in-process, and with
+ * Rejects with `ValidationError`, `TaskNotFoundError` or `StoreFullError` in-process, and with
  * `HttpError` over HTTP: the answer's status and error text for a non-2xx
  * answer, status 0 (code `NETWORK_ERROR`, the failure in `cause`) when the
  * server cannot be reached.

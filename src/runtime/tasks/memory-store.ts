@@ -1,9 +1,12 @@
 /**
  * The in-memory run store used by standalone runs (spec "States and
  * transitions": standalone runs use in-process state and do not survive a
- * restart). It is bounded so a long-lived server does not grow forever.
+ * restart). It is bounded so a long-lived server does not grow forever:
+ * finished runs are evicted, and new runs are refused while the live ones
+ * fill the bound.
  */
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../../types.ts'
+import { StoreFullError } from '../errors.ts'
 import type { RunPatch, RunQuery, RunStore, TimerRecord, TokenRecord } from './store.ts'
 import { applyRunPatch, isFinished, statusMatches } from './store.ts'
 
@@ -12,8 +15,8 @@ export interface MemoryRunStoreOptions {
    * How many runs to retain. Past it, the runs that finished (completed or
    * failed) longest ago are evicted first, with their tokens and
    * idempotency keys. Scheduled, running and suspended runs are never
-   * evicted, so the store may exceed the bound while more than `maxRuns` of
-   * them are live.
+   * evicted: once `maxRuns` of them are live, `createRun` rejects with
+   * `StoreFullError` (503 `STORE_FULL`) until some finish.
    * @default 10000
    */
   maxRuns?: number
@@ -48,13 +51,17 @@ export class MemoryRunStore implements RunStore {
 
   async createRun(run: RunRecord): Promise<RunRecord> {
     if (this.#runs.has(run.id)) throw new Error(`MemoryRunStore: run "${run.id}" already exists`)
-    if (run.idempotencyKey !== undefined) {
-      const scoped = idempotencyScope(run.taskName, run.idempotencyKey)
+    const scoped = run.idempotencyKey === undefined ? undefined : idempotencyScope(run.taskName, run.idempotencyKey)
+    if (scoped !== undefined) {
       const holder = this.#idempotency.get(scoped)
       const existing = holder === undefined ? undefined : this.#runs.get(holder)
       if (existing) return copyRun(existing)
-      this.#idempotency.set(scoped, run.id)
     }
+    // Live runs are never evicted, so a store full of them can only refuse.
+    if (!isFinished(run.status) && this.#runs.size - this.#finished.size >= this.maxRuns) {
+      throw new StoreFullError('MemoryRunStore', this.maxRuns)
+    }
+    if (scoped !== undefined) this.#idempotency.set(scoped, run.id)
     const stored: RunRecord = { ...run, attempts: run.attempts.map(copyAttempt), steps: { ...run.steps } }
     this.#runs.set(run.id, stored)
     if (isFinished(stored.status)) this.#finished.add(run.id)

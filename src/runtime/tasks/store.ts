@@ -89,6 +89,11 @@ export interface RunStore {
    * nothing is inserted and it resolves to that run instead (compare the
    * ids). Keys are scoped to their task and live as long as their run is
    * retained. Inserting an existing id is an error.
+   *
+   * A store is bounded: it evicts finished runs, never live ones (any
+   * status but completed and failed). When as many runs as its bound are
+   * live, inserting another live run rejects with `StoreFullError` and
+   * changes nothing; a held idempotency key still resolves to its run.
    */
   createRun(run: RunRecord): Promise<RunRecord>
 
