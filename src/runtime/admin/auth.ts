@@ -1,7 +1,7 @@
 /**
  * Auth of the task admin surface and the revalidate endpoint (spec
  * "Authentication"):
- * - with a secret (`THEN_TASK_SECRET`, or `SVC_TASK_SECRET`), every request
+ * - with a secret (`SVC_TASK_SECRET`, or `THEN_TASK_SECRET`), every request
  *   needs `Authorization: Bearer <secret>` (RFC 6750 §2.1), compared in
  *   constant time;
  * - without one, only loopback peers pass, judged by the socket address the
@@ -53,6 +53,9 @@ export function timingSafeEqual(given: string, expected: string): boolean {
 // but an operator's secret may, and enqueue() sends it verbatim.
 const BEARER = /^Bearer[ \t]+(.+?)[ \t]*$/i
 
+// Named in every message, the svc name first; THEN_TASK_SECRET is read too.
+const SECRET_NAMES = 'SVC_TASK_SECRET (or THEN_TASK_SECRET)'
+
 /** `undefined` when the request may proceed, else the 401 to send. */
 export function authorize(request: Request, info: RequestInfo | undefined, env: Env, R: ResponseClass): Response | undefined {
   const secret = taskSecret(env)
@@ -62,16 +65,21 @@ export function authorize(request: Request, info: RequestInfo | undefined, env: 
     return unauthorized(
       R,
       match
-        ? 'The bearer token does not match THEN_TASK_SECRET'
-        : 'Send Authorization: Bearer <token> with the value of THEN_TASK_SECRET',
+        ? `The bearer token does not match the task secret, ${SECRET_NAMES}`
+        : `Send Authorization: Bearer <secret>, the value of ${SECRET_NAMES} on the server`,
     )
   }
+  const peer = info?.remoteAddress
   const nodeEnv = env.NODE_ENV
-  if ((nodeEnv === 'development' || nodeEnv === 'test') && isLoopback(info?.remoteAddress)) return undefined
+  if ((nodeEnv === 'development' || nodeEnv === 'test') && isLoopback(peer)) return undefined
+  const message = `No task secret is configured: set ${SECRET_NAMES} on the server and send Authorization: Bearer <secret>`
+  // Hosts that report no peer address (edge and function targets) have no
+  // loopback exemption, so the rule is not worth mentioning there.
   return unauthorized(
     R,
-    'No task secret is configured: set THEN_TASK_SECRET on the server and send Authorization: Bearer <secret> ' +
-      '(without a secret, only loopback requests are allowed, and only when NODE_ENV is development or test)',
+    peer === undefined
+      ? message
+      : `${message} (without a secret, only loopback requests are allowed, and only when NODE_ENV is development or test)`,
   )
 }
 
