@@ -107,6 +107,19 @@ describe('runScheduled and the overlap guard', () => {
     await expect(rt.runScheduled('0 9 * * *', 7 as never)).rejects.toThrow('timezone must be a string (got number)')
   })
 
+  it('an event in another zone than the task says the zones differ, naming both', async () => {
+    const rt = runtime([
+      task('paris', () => 'paris', { schedule: '0 9 * * *', route: { timezone: 'Europe/Paris' } }),
+      task('other', () => 'other', { schedule: '0 0 * * *' }),
+    ])
+    expect(await rt.runScheduled('0  9 * * *', 'America/New_York')).toEqual([])
+    expect(rt.logger.text('warn')).toBe(
+      '[svc] runScheduled("0  9 * * *", "America/New_York"): the tasks with this schedule read it in another time zone, ' +
+        'so none fired: paris (Europe/Paris). The event came for America/New_York',
+    )
+    expect(await rt.listRuns()).toEqual([])
+  })
+
   it('skips a tick with a warning while the previous scheduled run still runs; manual triggers bypass it', async () => {
     let release!: () => void
     const gate = new Promise<void>((r) => (release = r))

@@ -214,6 +214,13 @@ describe('suspension', () => {
     expect(LOCAL_WAIT_NOTE).toContain('do not survive a restart')
   })
 
+  it('the note points to the durable store that keeps waits across a restart', () => {
+    expect(LOCAL_WAIT_NOTE).toBe(
+      '[svc] ctx.step waits run in-process here: sleeps, child-task waits and tokens are kept in memory and timers, and do not survive a restart. ' +
+        "For durable waits, pass a durable run store, such as SqliteRunStore from 'svc/node'.",
+    )
+  })
+
   it('a durable store logs no note about in-process waits', async () => {
     class DurableStore extends MemoryRunStore {
       readonly durable = true

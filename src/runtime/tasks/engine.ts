@@ -25,9 +25,13 @@ import { createTimerSet, type TimerSet } from './timers.ts'
 import { RunWaiters } from './waiters.ts'
 import { armTimer, armWaitpoint, completeToken, recoverRuns, resumeParent, type WaitHost } from './waits.ts'
 
-/** Logged once per runtime, the first time a durable wait runs in-process (spec "States and transitions"). */
+/**
+ * Logged once per runtime, the first time a wait suspends a run on a store
+ * that is not durable (README "Durable runs on Node").
+ */
 export const LOCAL_WAIT_NOTE =
-  '[svc] ctx.step waits run in-process here: sleeps, child-task waits and tokens are kept in memory and timers, and do not survive a restart. Durable waits need the managed platform broker.'
+  '[svc] ctx.step waits run in-process here: sleeps, child-task waits and tokens are kept in memory and timers, and do not survive a restart. ' +
+  "For durable waits, pass a durable run store, such as SqliteRunStore from 'svc/node'."
 
 interface ActiveEntry {
   handle?: InvocationHandle

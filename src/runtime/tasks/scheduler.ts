@@ -96,12 +96,12 @@ export class TaskScheduler {
     })
   }
 
-  /** Fires every task whose schedule is `cron` (compared with whitespace normalized). */
   /**
-   * Fires the tasks scheduled on `cron`. With `timezone`, only those whose
-   * schedule is read in that zone (default UTC), so two tasks that share an
-   * expression in different zones are told apart by platforms that fire each
-   * schedule with its own zone (EventBridge Scheduler).
+   * Fires the tasks scheduled on `cron` (compared with whitespace
+   * normalized). With `timezone`, only those whose schedule is read in that
+   * zone (default UTC), so two tasks that share an expression in different
+   * zones are told apart by platforms that fire each schedule with its own
+   * zone (EventBridge Scheduler).
    */
   async runScheduled(cron: string, timezone?: string): Promise<RunRecord[]> {
     if (typeof cron !== 'string') throw new TypeError(`runScheduled(cron): cron must be a string (got ${typeof cron})`)
@@ -110,8 +110,16 @@ export class TaskScheduler {
     }
     const wanted = normalizeCron(cron)
     const scheduled = this.#scheduled()
-    const due = scheduled.filter((def) => def.schedule === wanted && (timezone === undefined || (def.timezone ?? 'UTC') === timezone))
+    const matching = scheduled.filter((def) => def.schedule === wanted)
+    const due = matching.filter((def) => timezone === undefined || (def.timezone ?? 'UTC') === timezone)
     if (due.length === 0) {
+      if (matching.length > 0) {
+        const zones = matching.map((def) => `${def.name} (${def.timezone ?? 'UTC'})`).join(', ')
+        this.#logger.warn(
+          `[svc] runScheduled("${cron}", "${timezone}"): the tasks with this schedule read it in another time zone, so none fired: ${zones}. The event came for ${timezone}`,
+        )
+        return []
+      }
       const known = scheduled.map((def) => `${def.name} ("${def.schedule}")`).join(', ') || 'none'
       this.#logger.warn(`[svc] runScheduled("${cron}"): no task has this schedule. Scheduled tasks: ${known}`)
       return []
