@@ -200,6 +200,20 @@ describe('enqueue over HTTP (no active runtime)', () => {
     await expect(enqueue('report', undefined, { delaySeconds: -5 })).rejects.toThrow(/delaySeconds .* \(got -5\)/)
   })
 
+  it('a payload JSON cannot hold is a TypeError naming the call, and nothing is sent', async () => {
+    const { server, url, seen } = await serve(() => ({ status: 202, body: '{"id":"r","status":"running"}' }))
+    servers.push(server)
+    process.env.SVC_TASK_URL = url
+    let deep: unknown[] = []
+    for (let i = 1; i < 300; i++) deep = [deep]
+    await expect(enqueue('report', { n: 1n })).rejects.toThrow(/^enqueue\("report"\): the payload cannot be stored as JSON: .*BigInt/)
+    await expect(enqueue('report', deep)).rejects.toThrow(
+      'enqueue("report"): the payload cannot be stored as JSON: it nests arrays and objects deeper than 256 levels',
+    )
+    await expect(completeToken('tok', { n: 1n })).rejects.toThrow(/^completeToken\("tok"\): the payload cannot be stored as JSON: .*BigInt/)
+    expect(seen).toEqual([])
+  })
+
   it('completeToken maps 200, 404 and 409 answers', async () => {
     const answers: Record<string, { status: number; body: string }> = {
       '/__tasks/tokens/ok': { status: 200, body: '{"status":"completed"}' },

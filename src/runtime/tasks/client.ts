@@ -6,6 +6,7 @@
 import type { CompleteTokenResult, EnqueueOptions, EnqueueResult } from '../../types.ts'
 import { HttpError, errorMessage } from '../errors.ts'
 import { processEnv, type EnvLike } from '../env.ts'
+import { jsonProblem } from './json.ts'
 import { checkDelaySeconds, checkIdempotencyKey, checkTriggerOptions, describe } from './options.ts'
 
 /**
@@ -88,17 +89,14 @@ export async function enqueueOverHttp(
       `${where}: idempotencyKey must be text an HTTP header can carry (Latin-1, no line breaks, no space or tab at either end) to be sent to the task server (got ${describe(idempotencyKey)})`,
     )
   }
+  // An empty body means `ctx.input` is undefined (the admin surface's rule).
+  const text = payloadText(where, payload)
   const headers: Record<string, string> = { ...authHeaders(env) }
-  if (payload !== undefined) headers['content-type'] = 'application/json'
+  if (text !== undefined) headers['content-type'] = 'application/json'
   if (idempotencyKey !== undefined) headers[ENQUEUE_HEADERS.idempotencyKey] = idempotencyKey
   if (delaySeconds > 0) headers[ENQUEUE_HEADERS.delaySeconds] = String(delaySeconds)
   const url = `${taskServerUrl(env)}/__tasks/${encodeURIComponent(taskName)}`
-  const { response, body } = await send(where, url, taskRequestTimeout(env), {
-    method: 'POST',
-    headers,
-    // An empty body means `ctx.input` is undefined (the admin surface's rule).
-    body: payload === undefined ? undefined : JSON.stringify(payload),
-  })
+  const { response, body } = await send(where, url, taskRequestTimeout(env), { method: 'POST', headers, body: text })
   if (!response.ok) throw httpError(response, body)
   if (!isObject(body) || typeof body.id !== 'string' || typeof body.status !== 'string') {
     throw new HttpError(
@@ -119,13 +117,10 @@ export async function completeTokenOverHttp(
 ): Promise<CompleteTokenResult> {
   const where = `completeToken("${tokenId}")`
   const url = `${taskServerUrl(env)}/__tasks/tokens/${encodeURIComponent(tokenId)}`
+  const text = payloadText(where, payload)
   const headers: Record<string, string> = { ...authHeaders(env) }
-  if (payload !== undefined) headers['content-type'] = 'application/json'
-  const { response, body } = await send(where, url, taskRequestTimeout(env), {
-    method: 'POST',
-    headers,
-    body: payload === undefined ? undefined : JSON.stringify(payload),
-  })
+  if (text !== undefined) headers['content-type'] = 'application/json'
+  const { response, body } = await send(where, url, taskRequestTimeout(env), { method: 'POST', headers, body: text })
   if (response.ok) return 'completed'
   const code = isObject(body) ? body.code : undefined
   const status = isObject(body) ? body.status : undefined
@@ -137,6 +132,18 @@ export async function completeTokenOverHttp(
     if (code === 'TOKEN_ALREADY_COMPLETED' || status === 'already_completed') return 'already_completed'
   }
   throw httpError(response, body)
+}
+
+/**
+ * The JSON text of a payload, checked as the task server checks what it
+ * stores, so a value it would refuse is the caller's `TypeError` before
+ * anything is sent.
+ */
+function payloadText(where: string, payload: unknown): string | undefined {
+  if (payload === undefined) return undefined
+  const problem = jsonProblem(payload)
+  if (problem !== undefined) throw new TypeError(`${where}: the payload cannot be stored as JSON: ${problem}`)
+  return JSON.stringify(payload)
 }
 
 async function send(where: string, url: string, timeoutMs: number, init: RequestInit): Promise<{ response: Response; body: unknown }> {
