@@ -18,6 +18,7 @@ import { describe } from '../runtime/tasks/options.ts'
 import { DISABLE_CRON_ENV } from '../runtime/tasks/scheduler.ts'
 import type { RequestInfo, RuntimeApiRoute, RuntimePage, TaskRuntime } from '../types.ts'
 import { resolveHost } from './host.ts'
+import { lingerOnClose } from './linger.ts'
 import { checkServerOptions, DEFAULT_PORT, DEFAULT_SHUTDOWN_TIMEOUT_MS, type SvcServer, type SvcServerOptions } from './options.ts'
 import { createStaticHandler } from './static.ts'
 import { sendResponse } from './send.ts'
@@ -133,10 +134,14 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
    * and left (a handler that answered early, or the body limit, which pauses
    * the stream): those bytes stay in the connection and the next request on
    * it would wait behind them forever. End the connection after the answer
-   * instead (RFC 9112 §9.6).
+   * instead (RFC 9112 §9.6), lingering so a client still sending reads the
+   * answer rather than a reset.
    */
   function closeIfBodyUnread(req: IncomingMessage, res: ServerResponse): void {
-    if (!req.complete && (req.readableFlowing !== null || req.readableDidRead) && !res.headersSent) res.setHeader('connection', 'close')
+    if (!req.complete && (req.readableFlowing !== null || req.readableDidRead) && !res.headersSent) {
+      res.setHeader('connection', 'close')
+      if (res.socket) lingerOnClose(res.socket)
+    }
   }
 
   function send(req: IncomingMessage, res: ServerResponse, response: Response): void {
