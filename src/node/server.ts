@@ -6,6 +6,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { Server as NetServer } from 'node:net'
+import type { Duplex } from 'node:stream'
 import type { ServerRequest } from 'srvx'
 import { FastResponse, NodeRequest } from 'srvx/node'
 import { DEFAULT_BODY_LIMIT } from '../runtime/admin/body.ts'
@@ -22,6 +23,7 @@ import { lingerOnClose } from './linger.ts'
 import { checkServerOptions, DEFAULT_PORT, DEFAULT_SHUTDOWN_TIMEOUT_MS, type SvcServer, type SvcServerOptions } from './options.ts'
 import { createStaticHandler } from './static.ts'
 import { sendResponse } from './send.ts'
+import { jsonResponse, writeResponse } from './socket-response.ts'
 import { createWebSocketLayer, DEFAULT_CLOSE_CODE } from './websocket.ts'
 
 const SIGNALS = ['SIGTERM', 'SIGINT'] as const
@@ -165,6 +167,15 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
   }
 
   const websockets = createWebSocketLayer({ handler: () => handler, logger, draining: () => draining })
+  // Node hands CONNECT to this listener and, without one, drops the socket
+  // with no answer. This server is an origin, not a proxy (RFC 9110 §9.3.6).
+  httpServer.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    socket.on('error', (error) => logger.warn(`[svc] CONNECT socket error from ${req.socket.remoteAddress}:`, error))
+    // RFC 9110 §10.2.1: an empty Allow says the target allows no method here.
+    const refusal = jsonResponse(405, 'METHOD_NOT_ALLOWED', 'CONNECT is not supported: this server is not a proxy; send requests to it directly', { allow: '' })
+    writeResponse(socket, refusal).catch(() => socket.destroy())
+  })
+
   httpServer.on('upgrade', (req, socket, head) => {
     websockets.handleUpgrade(req, socket, head).catch((error) => {
       logger.error(`[svc] upgrade of ${req.url} failed:`, error)

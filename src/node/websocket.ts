@@ -8,7 +8,7 @@
  * on the socket before any handshake. Only when a hot route accepts does
  * crossws complete the handshake; `websocket(peer, req)` then runs on open.
  */
-import { STATUS_CODES, type IncomingMessage } from 'node:http'
+import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { Message, Peer } from 'crossws'
 import nodeAdapter from 'crossws/adapters/node'
@@ -17,6 +17,7 @@ import { acceptedUpgrade, expectUpgrade, type AcceptedUpgrade } from '../runtime
 import type { HotPeer } from '../runtime/app/types.ts'
 import type { SvcHandler } from '../runtime/handler.ts'
 import type { Logger, RequestInfo } from '../types.ts'
+import { jsonResponse, writeResponse } from './socket-response.ts'
 
 /** Spec "Limits": the default close code of `closeWebSockets` is 1001 (going away, RFC 6455 §7.4.1). */
 export const DEFAULT_CLOSE_CODE = 1001
@@ -246,20 +247,4 @@ export function createWebSocketLayer(options: WebSocketLayerOptions): WebSocketL
     },
     dispose: () => ws.close(),
   }
-}
-
-function jsonResponse(status: number, code: string, error: string): Response {
-  return new Response(JSON.stringify({ error, code }), { status, headers: { 'content-type': 'application/json' } })
-}
-
-/** Answers an upgrade request over the raw socket, then closes it (no handshake happened). */
-async function writeResponse(socket: Duplex, res: Response): Promise<void> {
-  const body = res.body ? Buffer.from(await res.arrayBuffer()) : Buffer.alloc(0)
-  if (socket.destroyed) return
-  let head = `HTTP/1.1 ${res.status} ${STATUS_CODES[res.status] ?? ''}\r\n`
-  res.headers.forEach((value, name) => {
-    if (name !== 'content-length' && name !== 'connection' && name !== 'transfer-encoding') head += `${name}: ${value}\r\n`
-  })
-  head += `content-length: ${body.length}\r\nconnection: close\r\n\r\n`
-  socket.end(Buffer.concat([Buffer.from(head, 'latin1'), body]))
 }

@@ -1,4 +1,5 @@
 import { Server } from 'node:http'
+import { connect, type Socket } from 'node:net'
 import WebSocket from 'ws'
 import { describe, expect, it } from 'vitest'
 import { createTaskRuntime, getActiveTaskRuntime, type HotPeer, type RuntimeApiRoute } from '../../src/index.ts'
@@ -75,6 +76,29 @@ describe('startSvcServer', () => {
     conn.send('GET', '/nowhere')
     expect((await conn.next())!.reason).toBe('Not Found')
     conn.close()
+  })
+
+  // Node hands CONNECT to a 'connect' listener and, without one, drops the
+  // socket: the client saw a reset instead of an answer.
+  it('answers CONNECT with 405 METHOD_NOT_ALLOWED and closes the connection, even when the client keeps its side open', async () => {
+    const server = await serve()
+    const serverSide = new Promise<Socket>((resolve) => server.server.once('connection', resolve))
+    const socket = connect({ port: server.port, host: '127.0.0.1', allowHalfOpen: true })
+    let raw = ''
+    socket.setEncoding('latin1')
+    socket.on('data', (chunk: string) => (raw += chunk))
+    const ended = new Promise<void>((resolve) => socket.once('end', () => resolve()))
+    socket.write('CONNECT example.com:443 HTTP/1.1\r\nhost: example.com:443\r\n\r\n')
+    await ended
+    // The client never closes its side; the server lets the socket go anyway.
+    const held = await serverSide
+    await until(() => held.destroyed)
+    socket.destroy()
+    const [head, body] = raw.split('\r\n\r\n')
+    const [statusLine, ...lines] = head.split('\r\n')
+    expect(statusLine).toBe('HTTP/1.1 405 Method Not Allowed')
+    expect(lines).toEqual(expect.arrayContaining(['connection: close', 'allow: ', 'content-type: application/json']))
+    expect(JSON.parse(body)).toEqual({ error: expect.stringContaining('CONNECT'), code: 'METHOD_NOT_ALLOWED' })
   })
 })
 
