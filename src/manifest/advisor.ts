@@ -17,8 +17,8 @@
  *   and `recommendation` says what to change.
  */
 import { FUNCTION_MEMORY, type Confidence, type FunctionMemory, type Provider, type ResolvedCompute } from '../types.ts'
-import { FUNCTION_TIMEOUT_LIMIT_MS, taskNameFromPath } from '../runtime/route-config.ts'
-import { dedicatedCompute, functionCompute } from './compute.ts'
+import { taskNameFromPath } from '../runtime/route-config.ts'
+import { dedicatedCompute, FUNCTION_TIMEOUT_LIMIT_MS, functionCompute } from './compute.ts'
 import type { RouteAdvice, RouteSignal, ScannedRoute, Severity } from './types.ts'
 
 const PERSISTENT = new Set<RouteSignal['kind']>(['websocket', 'listening-socket', 'module-timer', 'background-loop'])

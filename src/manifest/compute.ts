@@ -6,9 +6,33 @@
  * `machine: { memoryMb, cpus }` shape for platforms that still size from it.
  */
 import { FUNCTION_MEMORY, type ComputeClass, type ResolvedCompute, type RouteKind } from '../types.ts'
-import { DEFAULT_FUNCTION_MEMORY, parseMemorySize } from '../runtime/route-config.ts'
 import type { StaticValue } from './literal.ts'
 import type { Reporter } from './reporter.ts'
+
+/** New HTTP endpoints and tasks run as class `function` with this memory (spec "Compute contract"). */
+export const DEFAULT_FUNCTION_MEMORY = '1gb'
+
+/**
+ * The longest per-invocation timeout function platforms allow: 15 minutes,
+ * the ceiling of the common function platforms. A task that needs longer
+ * attempts belongs on a persistent host.
+ */
+export const FUNCTION_TIMEOUT_LIMIT_MS = 900_000
+
+const MEMORY_SIZE = /^(\d+(?:\.\d+)?)\s*(mb|gb)$/i
+
+/**
+ * Megabytes of a memory size string (`'512mb'` gives 512, `'2gb'` gives
+ * 2048, `'1.5gb'` gives 1536), or `null` when the string is not a size.
+ * Sizes are binary: 1gb is 1024mb, as machine profiles count them.
+ */
+export function parseMemorySize(value: string): number | null {
+  const match = MEMORY_SIZE.exec(value.trim())
+  if (!match) return null
+  const amount = Number(match[1]) * (match[2].toLowerCase() === 'gb' ? 1024 : 1)
+  if (!Number.isFinite(amount) || amount <= 0 || !Number.isInteger(amount)) return null
+  return amount
+}
 
 const COMPUTE_FIELDS = new Set(['class', 'memory', 'cpu'])
 

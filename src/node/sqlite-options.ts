@@ -1,6 +1,6 @@
 /** Options of `SqliteRunStore`, their defaults and their checks. */
 import { DEFAULT_MAX_RUNS } from '../runtime/tasks/memory-store.ts'
-import { describe } from '../runtime/tasks/options.ts'
+import { describe } from '../runtime/describe.ts'
 
 export interface SqliteRunStoreOptions {
   /**

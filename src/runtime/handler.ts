@@ -14,7 +14,7 @@ import type { ResponseClass } from './app/types.ts'
 import { processEnv } from './env.ts'
 import { createIsrCache, type IsrCache, type SvcCacheConfig } from './pages/isr.ts'
 import { createTaskRuntime } from './tasks/index.ts'
-import { describe } from './tasks/options.ts'
+import { describe } from './describe.ts'
 
 export interface SvcHandlerOptions {
   /** API routes with loaded modules; task routes feed the task runtime. */

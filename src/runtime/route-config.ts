@@ -1,14 +1,5 @@
 import type { RouteKind, RuntimeApiRoute } from '../types.ts'
-
-/** Spec "Limits": task retries default 0, per-attempt timeout default 30000 ms. */
-export const DEFAULT_RETRIES = 0
-export const DEFAULT_TIMEOUT_MS = 30_000
-
-/**
- * The longest task timeout: setTimeout cannot wait longer than 2^31 − 1 ms
- * (about 24.8 days). The scanner and the runtime both hold config to it.
- */
-export const MAX_TIMEOUT_MS = 2 ** 31 - 1
+import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_MS } from './rules.ts'
 
 /**
  * Dot-form task name of a route path: `/api/report` gives `report`,
@@ -56,28 +47,3 @@ export function resolveRoute(route: RuntimeApiRoute): ResolvedRoute {
 
 /** Route kinds a file may declare (spec "Route configuration"). */
 export const ROUTE_KINDS: readonly RouteKind[] = ['serverless', 'hot', 'task']
-
-/** New HTTP endpoints and tasks run as class `function` with this memory (spec "Compute contract"). */
-export const DEFAULT_FUNCTION_MEMORY = '1gb'
-
-/**
- * The longest per-invocation timeout function platforms allow: 15 minutes,
- * the ceiling of the common function platforms. A task that needs longer
- * attempts belongs on a persistent host.
- */
-export const FUNCTION_TIMEOUT_LIMIT_MS = 900_000
-
-const MEMORY_SIZE = /^(\d+(?:\.\d+)?)\s*(mb|gb)$/i
-
-/**
- * Megabytes of a memory size string (`'512mb'` gives 512, `'2gb'` gives
- * 2048, `'1.5gb'` gives 1536), or `null` when the string is not a size.
- * Sizes are binary: 1gb is 1024mb, as machine profiles count them.
- */
-export function parseMemorySize(value: string): number | null {
-  const match = MEMORY_SIZE.exec(value.trim())
-  if (!match) return null
-  const amount = Number(match[1]) * (match[2].toLowerCase() === 'gb' ? 1024 : 1)
-  if (!Number.isFinite(amount) || amount <= 0 || !Number.isInteger(amount)) return null
-  return amount
-}

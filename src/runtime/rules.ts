@@ -6,6 +6,7 @@
  */
 import { Cron } from 'croner'
 import { describe } from './describe.ts'
+import type { EnvLike } from './env.ts'
 
 /** Task retries default to 0 extra attempts, and each attempt to 30 s (README "Route config"). */
 export const DEFAULT_RETRIES = 0
@@ -94,8 +95,6 @@ export function scheduleProblem(expression: unknown, timezone: string | null = n
   // A pattern such as `0 0 31 2 *` parses but never fires.
   return job.nextRun() === null ? `schedule "${expression}" never fires: no date matches it` : null
 }
-
-export type EnvLike = Record<string, string | undefined>
 
 /**
  * The secret of the task admin surface, which `enqueue()` and

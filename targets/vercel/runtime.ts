@@ -7,6 +7,7 @@ import { CronRunFailedError, fireCron } from '../../src/runtime/cron.ts'
 import { processEnv } from '../../src/runtime/env.ts'
 import { createSvcHandler, type SvcHandlerOptions } from '../../src/runtime/handler.ts'
 import { timingSafeEqual } from '../../src/runtime/admin/auth.ts'
+import { taskSecret } from '../../src/runtime/rules.ts'
 
 /** The path that Vercel's cron requests hit; `?cron=<expression>` names the schedule. */
 export const CRON_PATH = '/__svc/cron'
@@ -65,7 +66,7 @@ export function createVercelHandler(app: VercelApp): (req: NodeRequestLike, res:
 
   async function cron(request: Request): Promise<Response> {
     // Vercel sends `Authorization: Bearer $CRON_SECRET` when that variable is set.
-    const secret = env.CRON_SECRET ?? env.THEN_TASK_SECRET ?? env.SVC_TASK_SECRET
+    const secret = env.CRON_SECRET || taskSecret(env)
     if (!secret) {
       return Response.json(
         { error: 'Cron requests need a secret: set CRON_SECRET in the project environment.', code: 'UNAUTHORIZED' },

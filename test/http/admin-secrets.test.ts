@@ -28,3 +28,16 @@ describe('the task secret in the Authorization header', () => {
     expect((await list('s3cret', 'Basic s3cret')).status).toBe(401)
   })
 })
+
+describe('where the secret is read from', () => {
+  const withEnv = (env: Record<string, string>, authorization: string) =>
+    createSvcHandler({ routes, env: { NODE_ENV: 'production', ...env }, logger: quiet }).fetch(
+      new Request('http://svc/__tasks', { headers: { authorization } }),
+    )
+
+  it('an empty THEN_TASK_SECRET counts as unset, so SVC_TASK_SECRET applies', async () => {
+    expect((await withEnv({ THEN_TASK_SECRET: '', SVC_TASK_SECRET: 's3cret' }, 'Bearer s3cret')).status).toBe(200)
+    expect((await withEnv({ THEN_TASK_SECRET: '', SVC_TASK_SECRET: 's3cret' }, 'Bearer ')).status).toBe(401)
+  })
+})
+

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest'
-import { parseMemorySize } from '../../src/runtime/route-config.ts'
+import { parseMemorySize } from '../../src/manifest/compute.ts'
 import { at, scanRoute } from './_helpers.ts'
 
 const task = (compute: string) => `export const route = { kind: 'task', compute: ${compute} }\nexport async function POST() {}\n`

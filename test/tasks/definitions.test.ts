@@ -34,12 +34,12 @@ describe('task registration', () => {
   })
 
   it.each([
-    [{ retries: -1 }, /route\.retries must be a non-negative integer \(got -1\)/],
-    [{ retries: 1.5 }, /route\.retries must be a non-negative integer \(got 1\.5\)/],
-    [{ retries: '2' }, /route\.retries must be a non-negative integer \(got "2"\)/],
-    [{ timeout: 0 }, /route\.timeout must be a positive number of milliseconds .* \(got 0\)/],
+    [{ retries: -1 }, /route\.retries must be a whole number of extra attempts, 0 or more \(got -1\)/],
+    [{ retries: 1.5 }, /route\.retries must be a whole number of extra attempts, 0 or more \(got 1\.5\)/],
+    [{ retries: '2' }, /route\.retries must be a whole number of extra attempts, 0 or more \(got "2"\)/],
+    [{ timeout: 0 }, /route\.timeout must be a positive number of milliseconds \(got 0\)/],
     [{ timeout: Infinity }, /route\.timeout .* \(got Infinity\)/],
-    [{ timezone: 'Mars/Olympus' }, /route\.timezone "Mars\/Olympus" is not a known IANA time zone/],
+    [{ timezone: 'Mars/Olympus' }, /route\.timezone must be an IANA time zone such as 'Europe\/Berlin' or 'UTC' \(got "Mars\/Olympus"\)/],
   ])('a hand-written route with %o is a TypeError naming the option', (config, message) => {
     const route = task('bad', () => 1, { route: config as object })
     expect(() => make([route])).toThrow(TypeError)

@@ -12,14 +12,22 @@ const define = (schedule: string) => () => createTaskRuntime({ routes: [task('ti
 // routes were loaded.
 describe('schedule forms the runtime accepts', () => {
   it.each(['@daily', '@hourly', '@weekly', '@monthly', '@reboot'])('%s is refused as not five fields, as the scanner does', async (schedule) => {
-    expect(define(schedule)).toThrow(/Task "tick" \(\/api\/tick\): schedule ".*" is not a valid five-field cron expression/)
+    const message = `schedule "${schedule}" must be a five-field cron expression (minute hour day-of-month month day-of-week), got 1 field`
+    expect(define(schedule)).toThrow(`Task "tick" (/api/tick): ${message}`)
     const scanned = await scanRouteSource('src/api/tick.ts', `export const route = { kind: 'task' }\nexport const schedule = '${schedule}'\nexport async function POST() {}\n`)
-    expect(scanned.errors.map((e) => e.message).join('\n')).toMatch(/must be a five-field cron expression/)
+    expect(scanned.errors.map((e) => e.message)).toEqual([message])
   })
 
   it('five fields with extra whitespace are accepted and normalized', async () => {
     const rt = define(' 0\t0  * * 1 ')()
     expect(rt.tasks.get('tick')?.schedule).toBe('0 0 * * 1')
     await rt.close()
+  })
+
+  it('a schedule that never fires is refused, as the scanner does', async () => {
+    const message = 'schedule "0 0 31 2 *" never fires: no date matches it'
+    expect(define('0 0 31 2 *')).toThrow(`Task "tick" (/api/tick): ${message}`)
+    const scanned = await scanRouteSource('src/api/tick.ts', `export const route = { kind: 'task' }\nexport const schedule = '0 0 31 2 *'\nexport async function POST() {}\n`)
+    expect(scanned.errors.map((e) => e.message)).toEqual([message])
   })
 })

@@ -1,6 +1,6 @@
 import { Cron } from 'croner'
 import { describe, expect, it } from 'vitest'
-import { cronOptions } from '../../src/runtime/tasks/definitions.ts'
+import { cronOptions } from '../../src/runtime/rules.ts'
 import { TaskEngine } from '../../src/runtime/tasks/engine.ts'
 import { MemoryRunStore, createTaskRuntime } from '../../src/runtime/tasks/index.ts'
 import { TaskScheduler } from '../../src/runtime/tasks/scheduler.ts'

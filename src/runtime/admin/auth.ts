@@ -14,14 +14,8 @@
 import type { RequestInfo } from '../../types.ts'
 import { jsonError } from '../app/errors.ts'
 import type { ResponseClass } from '../app/types.ts'
-
-export type Env = Record<string, string | undefined>
-
-/** The configured secret; an empty string counts as unset, since it would accept `Bearer `. */
-export function taskSecret(env: Env): string | undefined {
-  const secret = env.THEN_TASK_SECRET || env.SVC_TASK_SECRET
-  return secret ? secret : undefined
-}
+import type { EnvLike } from '../env.ts'
+import { taskSecret } from '../rules.ts'
 
 /** 127.0.0.0/8, ::1 and their IPv4-mapped IPv6 forms. */
 export function isLoopback(address: string | undefined): boolean {
@@ -57,7 +51,7 @@ const BEARER = /^Bearer[ \t]+(.+?)[ \t]*$/i
 const SECRET_NAMES = 'SVC_TASK_SECRET (or THEN_TASK_SECRET)'
 
 /** `undefined` when the request may proceed, else the 401 to send. */
-export function authorize(request: Request, info: RequestInfo | undefined, env: Env, R: ResponseClass): Response | undefined {
+export function authorize(request: Request, info: RequestInfo | undefined, env: EnvLike, R: ResponseClass): Response | undefined {
   const secret = taskSecret(env)
   if (secret !== undefined) {
     const match = BEARER.exec(request.headers.get('authorization') ?? '')

@@ -19,14 +19,15 @@ import { internalError, jsonError, knownErrorResponse, methodNotAllowed } from '
 import type { ResponseClass } from '../app/types.ts'
 import { StoreFullError } from '../errors.ts'
 import { enqueueOptionsFromHeaders } from '../tasks/client.ts'
-import { authorize, type Env } from './auth.ts'
+import type { EnvLike } from '../env.ts'
+import { authorize } from './auth.ts'
 import { readJsonBody } from './body.ts'
 
 export const TASKS_PREFIX = '/__tasks'
 
 export interface AdminOptions {
   runtime: TaskRuntime
-  env: Env
+  env: EnvLike
   bodyLimit: number
   R: ResponseClass
   logger: Logger

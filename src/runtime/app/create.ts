@@ -11,12 +11,12 @@
 import { Hono, type Context } from 'hono'
 import type { GlobalHooks, Logger, RequestInfo, RuntimeApiRoute, RuntimePage } from '../../types.ts'
 import { DEFAULT_BODY_LIMIT } from '../admin/body.ts'
-import type { Env } from '../admin/auth.ts'
+import type { EnvLike } from '../env.ts'
 import { processEnv, stringBindings } from '../env.ts'
 import type { IsrCache } from '../pages/isr.ts'
 import { mountPages, planPages } from '../pages/render.ts'
 import { REVALIDATE_PATH, revalidateHandler } from '../pages/revalidate.ts'
-import { describe } from '../tasks/options.ts'
+import { describe } from '../describe.ts'
 import { methodNotAllowed, notFound } from './errors.ts'
 import { GlobalResponse } from './global-response.ts'
 import { HEALTH_PATH, healthResponse } from './health.ts'
@@ -40,7 +40,7 @@ export interface BuildAppOptions {
   cache?: IsrCache
   webhook?: RevalidateWebhook
   /** Secret and NODE_ENV for the revalidate endpoint, per request. */
-  env: (c: Context) => Env
+  env: (c: Context) => EnvLike
   info: (c: Context) => RequestInfo | undefined
   fallback?: (request: Request) => Promise<Response | undefined>
 }

@@ -11,7 +11,7 @@
  */
 import type { Context, MiddlewareHandler } from 'hono'
 import type { GlobalHooks, Logger } from '../../types.ts'
-import { describe } from '../tasks/options.ts'
+import { describe } from '../describe.ts'
 import { internalError, knownErrorResponse } from './errors.ts'
 import type { ResponseClass } from './types.ts'
 import { isAcceptedUpgrade } from './upgrade.ts'

@@ -9,7 +9,7 @@ import { HTTP_METHODS, type HttpMethod, type RuntimeApiRoute, type SchemaDefinit
 import { isOriginAllowed } from '../origins.ts'
 import { resolveRoute } from '../route-config.ts'
 import { isSchemaDefinition, isStandardSchema } from '../schema.ts'
-import { describe } from '../tasks/options.ts'
+import { describe } from '../describe.ts'
 import { jsonError, methodNotAllowed } from './errors.ts'
 import type { ErrorResponder } from './hooks.ts'
 import { ReplyImpl } from './reply.ts'

@@ -3,7 +3,7 @@
  * store (Redis, KV) can replace the memory one without touching the cache
  * logic; every method may answer synchronously or with a promise.
  */
-import { describe } from '../tasks/options.ts'
+import { describe } from '../describe.ts'
 
 type MaybePromise<T> = T | Promise<T>
 

@@ -8,7 +8,7 @@
  */
 import type { Logger } from '../../types.ts'
 import type { ResponseClass } from '../app/types.ts'
-import { describe } from '../tasks/options.ts'
+import { describe } from '../describe.ts'
 import { MemoryCacheStore, type CacheEntry, type CacheStore } from './cache-store.ts'
 
 /** `startSvcServer`'s `cache` option. */

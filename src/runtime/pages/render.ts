@@ -9,7 +9,7 @@ import { methodNotAllowed } from '../app/errors.ts'
 import type { ErrorResponder } from '../app/hooks.ts'
 import { toHonoPath } from '../app/routes.ts'
 import type { ResponseClass } from '../app/types.ts'
-import { describe } from '../tasks/options.ts'
+import { describe } from '../describe.ts'
 import type { IsrCache, PageCacheInfo, Rendered } from './isr.ts'
 
 const MODES: readonly PageMode[] = ['static', 'client', 'server', 'hybrid']

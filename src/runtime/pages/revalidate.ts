@@ -9,7 +9,8 @@
  * `createApiApp`'s `revalidateWebhook`, the webhook answers instead.
  */
 import type { Logger, RequestInfo, ValidationIssue } from '../../types.ts'
-import { authorize, type Env } from '../admin/auth.ts'
+import type { EnvLike } from '../env.ts'
+import { authorize } from '../admin/auth.ts'
 import { readJsonBody } from '../admin/body.ts'
 import { internalError, knownErrorResponse, methodNotAllowed } from '../app/errors.ts'
 import type { Context } from 'hono'
@@ -25,7 +26,7 @@ export interface RevalidateOptions {
   logger: Logger
   dev: boolean
   /** The environment the secret is read from, per request (edge bindings arrive with the request). */
-  env: (c: Context) => Env
+  env: (c: Context) => EnvLike
   info: (c: Context) => RequestInfo | undefined
   cache?: IsrCache
   webhook?: RevalidateWebhook

@@ -6,8 +6,10 @@
 import type { CompleteTokenResult, EnqueueOptions, EnqueueResult } from '../../types.ts'
 import { HttpError, errorMessage } from '../errors.ts'
 import { processEnv, type EnvLike } from '../env.ts'
+import { taskSecret } from '../rules.ts'
 import { jsonProblem } from './json.ts'
-import { checkDelaySeconds, checkIdempotencyKey, checkTriggerOptions, describe } from './options.ts'
+import { checkDelaySeconds, checkIdempotencyKey, checkTriggerOptions } from './options.ts'
+import { describe } from '../describe.ts'
 
 /**
  * Request headers that carry `EnqueueOptions` on `POST /__tasks/<name>`; the
@@ -70,8 +72,7 @@ export function taskRequestTimeout(env: EnvLike = processEnv()): number {
 }
 
 function authHeaders(env: EnvLike): Record<string, string> {
-  // Spec "Authentication": the secret is THEN_TASK_SECRET; SVC_TASK_SECRET is accepted too.
-  const secret = env.THEN_TASK_SECRET || env.SVC_TASK_SECRET
+  const secret = taskSecret(env)
   return secret ? { authorization: `Bearer ${secret}` } : {}
 }
 

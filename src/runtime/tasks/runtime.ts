@@ -9,7 +9,7 @@ import { defineTasks, type TaskDefinition } from './definitions.ts'
 import { TaskEngine } from './engine.ts'
 import { processEnv } from '../env.ts'
 import { MemoryRunStore } from './memory-store.ts'
-import { describe } from './options.ts'
+import { describe } from '../describe.ts'
 import { TaskScheduler, type ScheduledJob } from './scheduler.ts'
 import type { RunQuery, RunStore } from './store.ts'
 

@@ -11,7 +11,8 @@ import type { ChildRunResult, EnqueueOptions, RunRecord, StepApi, StepRecord, Tr
 import { DuplicateStepKeyError } from '../errors.ts'
 import { childIdempotencyKey, tokenIdFor } from './ids.ts'
 import { jsonProblem } from './json.ts'
-import { checkEnqueueOptions, describe } from './options.ts'
+import { checkEnqueueOptions } from './options.ts'
+import { describe } from '../describe.ts'
 import type { RunStore } from './store.ts'
 import { SuspendSignal } from './suspend.ts'
 
