@@ -75,6 +75,13 @@ export class DuplicateStepKeyError extends SvcError {
  */
 export class StoreFullError extends SvcError {
   readonly maxRuns: number
+  /**
+   * `Retry-After` of the 503 (RFC 9110 §10.2.3): one default attempt
+   * timeout. By then every attempt that was running has finished or timed
+   * out, which is how room usually comes back; a store full of delayed or
+   * suspended runs answers 503 again, which is the truth.
+   */
+  readonly retryAfterSeconds = 30
   constructor(store: string, maxRuns: number) {
     super(
       `${store} is full: ${maxRuns} runs are live (scheduled, running or suspended), its maxRuns bound. ` +

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createApiApp, TaskNotFoundError, type RuntimeApiRoute } from '../../src/index.ts'
+import { createApiApp, StoreFullError, TaskNotFoundError, type RuntimeApiRoute } from '../../src/index.ts'
 import { recordingLogger } from './_helpers.ts'
 
 const routes: RuntimeApiRoute[] = [
@@ -26,6 +26,7 @@ const routes: RuntimeApiRoute[] = [
   { path: '/api/boom', module: { GET: () => { throw new Error('database password is hunter2') } } },
   { path: '/api/async-boom', module: { GET: async () => { throw new Error('later') } } },
   { path: '/api/known', module: { GET: () => { throw new TaskNotFoundError('nope', ['a']) } } },
+  { path: '/api/full', module: { POST: () => { throw new StoreFullError('MemoryRunStore', 2) } } },
   { path: '/api/thrown-response', module: { GET: () => { throw new Response('teapot', { status: 418 }) } } },
   { path: '/api/report', module: { route: { kind: 'task' }, POST: () => 'task ran' } },
   { path: '/api/jobs/notify', kind: 'task', module: { POST: () => 'task ran' } },
@@ -146,6 +147,13 @@ describe('createApiApp errors', () => {
     const res = await app().request('/api/known')
     expect(res.status).toBe(404)
     expect((await res.json()).code).toBe('TASK_NOT_FOUND')
+  })
+
+  it('answers a full run store with 503 STORE_FULL and Retry-After, so a route that enqueues needs no mapping of its own', async () => {
+    const res = await app().request('/api/full', { method: 'POST' })
+    expect(res.status).toBe(503)
+    expect(res.headers.get('retry-after')).toBe('30')
+    expect((await res.json()).code).toBe('STORE_FULL')
   })
 
   it('sends a thrown Response as the answer', async () => {

@@ -17,7 +17,6 @@
 import type { Logger, RequestInfo, TaskRuntime } from '../../types.ts'
 import { internalError, jsonError, knownErrorResponse, methodNotAllowed } from '../app/errors.ts'
 import type { ResponseClass } from '../app/types.ts'
-import { StoreFullError } from '../errors.ts'
 import { enqueueOptionsFromHeaders } from '../tasks/client.ts'
 import type { EnvLike } from '../env.ts'
 import { authorize } from './auth.ts'
@@ -39,14 +38,6 @@ export interface AdminOptions {
 export type AdminHandler = (request: Request, pathname: string, info?: RequestInfo) => Promise<Response>
 
 const JSON_HEADERS = { 'content-type': 'application/json' }
-
-/**
- * `Retry-After` of a 503 `STORE_FULL` (RFC 9110 §10.2.3): one default
- * attempt timeout. By then every attempt that was running has finished or
- * timed out, which is how room usually comes back; a store full of delayed
- * or suspended runs answers 503 again, which is the truth.
- */
-export const STORE_FULL_RETRY_AFTER_SECONDS = 30
 
 export function createAdminHandler(options: AdminOptions): AdminHandler {
   const { runtime, env, bodyLimit, R, logger, dev, holdRuns } = options
@@ -113,10 +104,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
       if (denied) return denied
       return await route(request, pathname, info)
     } catch (error) {
-      if (error instanceof StoreFullError) {
-        return jsonError(R, 503, error.code, error.message, { 'retry-after': String(STORE_FULL_RETRY_AFTER_SECONDS) })
-      }
-      // ValidationError (400), TaskNotFoundError (404), body errors (400/413/415) carry their status.
+      // ValidationError (400), TaskNotFoundError (404), StoreFullError (503), body errors (400/413/415) carry their status.
       const known = knownErrorResponse(R, error)
       if (known) return known
       logger.error(`[svc] ${request.method} ${pathname} failed:`, error)
