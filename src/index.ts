@@ -10,7 +10,9 @@ export {
   TaskNotFoundError,
   DuplicateStepKeyError,
   HttpError,
+  StoreFullError,
 } from './runtime/errors.ts'
+export { CronRunFailedError, type CronSummary } from './runtime/cron.ts'
 export { defineSchema } from './runtime/schema.ts'
 export * from './runtime/tasks/index.ts'
 export * from './runtime/app/index.ts'
