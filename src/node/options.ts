@@ -8,6 +8,29 @@ import type { GlobalHooks, Logger, RuntimeApiRoute, RuntimePage, TaskRuntime } f
 
 export const DEFAULT_PORT = 3000
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000
+/** The `ws` library would take 100 MiB per message; a hot route rarely needs more than this. */
+export const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024
+export const DEFAULT_MAX_BUFFERED_BYTES = 8 * 1024 * 1024
+
+/** Limits of the WebSocket connections of hot routes. */
+export interface WebSocketOptions {
+  /**
+   * Largest inbound message, in bytes, all its fragments together. A larger
+   * one closes the connection with 1009 (message too big, RFC 6455 §7.4.1)
+   * before it is buffered.
+   * @default 1048576 (1 MiB)
+   */
+  maxMessageBytes?: number
+  /**
+   * Most bytes a peer may have queued for sending (`peer.bufferedAmount`).
+   * A client that stops reading would otherwise make the server hold all
+   * that is sent to it. Past this the connection is dropped and the route's
+   * close listeners get 1008 (policy violation, RFC 6455 §7.4.1). Note: a
+   * single message larger than this closes the connection too.
+   * @default 8388608 (8 MiB)
+   */
+  maxBufferedBytes?: number
+}
 
 export interface SvcServerOptions {
   /** API routes, each a manifest entry plus its loaded module exports (`loadApiRoutes`). */
@@ -85,6 +108,11 @@ export interface SvcServerOptions {
   dev?: boolean
   /** @default console */
   logger?: Logger
+  /**
+   * `{ maxMessageBytes?, maxBufferedBytes? }`: limits of hot-route WebSockets.
+   * @default { maxMessageBytes: 1048576, maxBufferedBytes: 8388608 }
+   */
+  websocket?: WebSocketOptions
 }
 
 export interface SvcServer {
@@ -142,6 +170,17 @@ export function checkServerOptions(options: SvcServerOptions, where: string): vo
   }
   if (o.staticDirs !== undefined && (!Array.isArray(o.staticDirs) || o.staticDirs.some((d) => typeof d !== 'string' || d === ''))) {
     throw new TypeError(`${where}: staticDirs must be an array of directory paths (got ${describe(o.staticDirs)})`)
+  }
+  if (o.websocket !== undefined) {
+    if (o.websocket === null || typeof o.websocket !== 'object') {
+      throw new TypeError(`${where}: websocket must be an object with maxMessageBytes and maxBufferedBytes (got ${describe(o.websocket)})`)
+    }
+    for (const name of ['maxMessageBytes', 'maxBufferedBytes'] as const) {
+      const value = (o.websocket as Record<string, unknown>)[name]
+      if (value !== undefined && !(Number.isInteger(value) && (value as number) > 0)) {
+        throw new RangeError(`${where}: websocket.${name} must be a positive whole number of bytes (got ${describe(value)})`)
+      }
+    }
   }
   if (o.runtime !== undefined && (o.runtime === null || typeof (o.runtime as TaskRuntime).trigger !== 'function')) {
     throw new TypeError(`${where}: runtime must be a TaskRuntime, such as createTaskRuntime() returns (got ${describe(o.runtime)})`)

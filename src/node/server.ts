@@ -20,7 +20,15 @@ import { DISABLE_CRON_ENV } from '../runtime/tasks/scheduler.ts'
 import type { RequestInfo, RuntimeApiRoute, RuntimePage, TaskRuntime } from '../types.ts'
 import { resolveHost } from './host.ts'
 import { lingerOnClose } from './linger.ts'
-import { checkServerOptions, DEFAULT_PORT, DEFAULT_SHUTDOWN_TIMEOUT_MS, type SvcServer, type SvcServerOptions } from './options.ts'
+import {
+  checkServerOptions,
+  DEFAULT_MAX_BUFFERED_BYTES,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  DEFAULT_PORT,
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  type SvcServer,
+  type SvcServerOptions,
+} from './options.ts'
 import { createStaticHandler } from './static.ts'
 import { sendResponse } from './send.ts'
 import { jsonResponse, writeResponse } from './socket-response.ts'
@@ -166,7 +174,13 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
     }
   }
 
-  const websockets = createWebSocketLayer({ handler: () => handler, logger, draining: () => draining })
+  const websockets = createWebSocketLayer({
+    handler: () => handler,
+    logger,
+    draining: () => draining,
+    maxMessageBytes: options.websocket?.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+    maxBufferedBytes: options.websocket?.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
+  })
   // Node hands CONNECT to this listener and, without one, drops the socket
   // with no answer. This server is an origin, not a proxy (RFC 9110 §9.3.6).
   httpServer.on('connect', (req: IncomingMessage, socket: Duplex) => {

@@ -24,22 +24,32 @@ export const DEFAULT_CLOSE_CODE = 1001
 
 type Listener = (...args: any[]) => unknown
 
+/** What `ws` says of a message over `maxPayload`. */
+const MESSAGE_TOO_BIG = 'Max payload size exceeded'
+
+/** Close reason of a peer dropped for a full send buffer; the route's close listeners get it with 1008. */
+const BUFFER_FULL_REASON = 'Send buffer full'
+
 /** The `peer` a hot route's `websocket()` gets: a thin layer over the crossws peer. */
 class NodeHotPeer implements HotPeer {
   readonly #peer: Peer
   /** The route's URL pattern. */
   readonly route: string
   readonly #logger: Logger
+  readonly #maxBufferedBytes: number
   #message: Listener[] = []
   #close: Listener[] = []
   /** Frames that arrive while an async `websocket()` has not returned yet. */
   #queue: (string | Uint8Array)[] | undefined
   #closed = false
+  /** Dropped for a full send buffer. */
+  #overflowed = false
 
-  constructor(peer: Peer, route: string, logger: Logger) {
+  constructor(peer: Peer, route: string, logger: Logger, maxBufferedBytes: number) {
     this.#peer = peer
     this.route = route
     this.#logger = logger
+    this.#maxBufferedBytes = maxBufferedBytes
   }
 
   get id(): string {
@@ -50,8 +60,30 @@ class NodeHotPeer implements HotPeer {
     return this.#peer.remoteAddress
   }
 
+  get bufferedAmount(): number {
+    return this.#peer.bufferedAmount
+  }
+
   send(data: unknown): void {
+    if (this.#overflowed) return
     this.#peer.send(data)
+    if (this.#peer.bufferedAmount > this.#maxBufferedBytes) this.#overflow()
+  }
+
+  /**
+   * A client that stops reading makes every frame sent to it pile up in the
+   * server. The queue only grows this long when the socket takes bytes more
+   * slowly than they are sent (or one message is larger than the cap), so a
+   * close frame would wait behind all of it, maybe forever: the connection
+   * is dropped instead, which frees the queue at once, and the route's close
+   * listeners get 1008 (policy violation, RFC 6455 §7.4.1).
+   */
+  #overflow(): void {
+    this.#overflowed = true
+    this.#logger.warn(
+      `[svc] hot route ${this.route}: peer ${this.id} is not reading; ${this.#peer.bufferedAmount} bytes are queued, past websocket.maxBufferedBytes (${this.#maxBufferedBytes}); dropping the connection. Watch peer.bufferedAmount to send no faster than the client reads.`,
+    )
+    this.#peer.terminate()
   }
 
   on(event: 'message' | 'close', listener: Listener): this {
@@ -99,6 +131,10 @@ class NodeHotPeer implements HotPeer {
     if (this.#closed) return
     this.#closed = true
     this.#queue = undefined
+    if (this.#overflowed) {
+      code = 1008
+      reason = BUFFER_FULL_REASON
+    }
     for (const listener of this.#close) this.#call(listener, 'close', code, reason)
   }
 
@@ -142,6 +178,10 @@ export interface WebSocketLayerOptions {
   logger: Logger
   /** True while the server drains: upgrades then get 503. */
   draining: () => boolean
+  /** Largest inbound message; larger ones close the connection with 1009. */
+  maxMessageBytes: number
+  /** Most bytes a peer may have queued for sending before it is dropped. */
+  maxBufferedBytes: number
 }
 
 export function createWebSocketLayer(options: WebSocketLayerOptions): WebSocketLayer {
@@ -151,6 +191,9 @@ export function createWebSocketLayer(options: WebSocketLayerOptions): WebSocketL
   const pending = new WeakMap<Request, AcceptedUpgrade>()
 
   const ws = nodeAdapter({
+    // `ws` refuses a message past maxPayload as its frames arrive, before
+    // buffering it, and closes with 1009 (RFC 6455 §7.4.1).
+    serverOptions: { maxPayload: options.maxMessageBytes },
     hooks: {
       upgrade(request) {
         const accepted = pending.get(request)
@@ -160,7 +203,7 @@ export function createWebSocketLayer(options: WebSocketLayerOptions): WebSocketL
       },
       open(peer) {
         const conn = peer.context.svc as Connection
-        const hot = new NodeHotPeer(peer, conn.accepted.route, logger)
+        const hot = new NodeHotPeer(peer, conn.accepted.route, logger, options.maxBufferedBytes)
         conn.peer = hot
         open.add(hot)
         let out: unknown
@@ -194,6 +237,13 @@ export function createWebSocketLayer(options: WebSocketLayerOptions): WebSocketL
       },
       error(peer, error) {
         const conn = peer.context.svc as Connection | undefined
+        if (String(error.message).includes(MESSAGE_TOO_BIG)) {
+          // The client's doing, already answered with 1009: worth a warning, not an error.
+          logger.warn(
+            `[svc] hot route ${conn?.accepted.route}: a message over websocket.maxMessageBytes (${options.maxMessageBytes}) closed the connection with 1009`,
+          )
+          return
+        }
         logger.error(`[svc] hot route ${conn?.accepted.route ?? new URL(peer.request.url).pathname}: WebSocket error:`, error)
       },
     },

@@ -43,6 +43,15 @@ describe('startSvcServer', () => {
       /cache.store must be 'memory' or an object with get, set, delete and keys \(got "redis"\)/,
     )
     await expect(startSvcServer({ ...base, port: 0, bodyLimit: 1.5 })).rejects.toThrow(/bodyLimit must be a positive whole number of bytes \(got 1.5\)/)
+    await expect(startSvcServer({ ...base, port: 0, websocket: 1024 as never })).rejects.toThrow(
+      new TypeError('startSvcServer(): websocket must be an object with maxMessageBytes and maxBufferedBytes (got 1024)'),
+    )
+    await expect(startSvcServer({ ...base, port: 0, websocket: { maxMessageBytes: 0 } })).rejects.toThrow(
+      new RangeError('startSvcServer(): websocket.maxMessageBytes must be a positive whole number of bytes (got 0)'),
+    )
+    await expect(startSvcServer({ ...base, port: 0, websocket: { maxBufferedBytes: '8mb' as never } })).rejects.toThrow(
+      /websocket.maxBufferedBytes must be a positive whole number of bytes \(got "8mb"\)/,
+    )
   })
 
   it('refuses any request body over bodyLimit with 413, including bodies a handler reads itself', async () => {

@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto'
+import { connect, type Socket } from 'node:net'
 import WebSocket from 'ws'
 import { describe, expect, it } from 'vitest'
 import type { HotPeer, RuntimeApiRoute, SvcRequest } from '../../src/index.ts'
-import { recordingLogger, refusal, serve, sleep, until } from './_helpers.ts'
+import { deferred, recordingLogger, refusal, serve, sleep, until } from './_helpers.ts'
 
 type Frame = { data: string | Buffer; isBinary: boolean }
 const inboxes = new WeakMap<WebSocket, { frames: Frame[]; waiters: ((f: Frame) => void)[] }>()
@@ -229,3 +231,179 @@ describe('closeWebSockets', () => {
     expect(await done).toEqual({ code: 4000, reason: 'maintenance' })
   })
 })
+
+const KiB = 1024
+const MiB = 1024 * KiB
+
+/**
+ * A raw TCP client that completes the WebSocket handshake (RFC 6455 §4.1)
+ * and then reads nothing more: what the server sends piles up in its buffers.
+ * `early` holds the bytes that came with the handshake answer.
+ */
+async function stalledClient(port: number, path: string): Promise<{ socket: Socket; early: Buffer; closed: Promise<void> }> {
+  const socket = connect(port, '127.0.0.1')
+  socket.on('error', () => {})
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
+  const key = randomBytes(16).toString('base64')
+  socket.write(`GET ${path} HTTP/1.1\r\nhost: localhost\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-key: ${key}\r\nsec-websocket-version: 13\r\n\r\n`)
+  let received = Buffer.alloc(0)
+  const early = await new Promise<Buffer>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      received = Buffer.concat([received, chunk])
+      const end = received.indexOf('\r\n\r\n')
+      if (end === -1) return
+      socket.off('data', onData)
+      socket.pause()
+      if (received.subarray(0, 12).toString() === 'HTTP/1.1 101') resolve(received.subarray(end + 4))
+      else reject(new Error(`handshake refused: ${received.toString('latin1')}`))
+    }
+    socket.on('data', onData)
+  })
+  return { socket, early, closed }
+}
+
+interface Flood {
+  route: RuntimeApiRoute
+  /** Largest `peer.bufferedAmount` the route saw after a send. */
+  maxBuffered: number
+  sent: number
+  close?: { code: number; reason: string }
+}
+
+/** A route that sends 64 KiB frames in turns until its peer closes or 128 MiB have gone out. */
+function flood(): Flood {
+  const frame = new Uint8Array(64 * KiB)
+  const state: Flood = {
+    maxBuffered: 0,
+    sent: 0,
+    route: {
+      path: '/api/flood',
+      module: {
+        websocket(peer: HotPeer) {
+          let open = true
+          peer.on('close', (code, reason) => {
+            open = false
+            state.close = { code, reason }
+          })
+          const pump = () => {
+            for (let i = 0; i < 16 && open && state.sent < 128 * MiB; i++) {
+              peer.send(frame)
+              state.sent += frame.length
+              state.maxBuffered = Math.max(state.maxBuffered, peer.bufferedAmount)
+            }
+            if (open && state.sent < 128 * MiB) setImmediate(pump)
+          }
+          pump()
+        },
+      },
+    },
+  }
+  return state
+}
+
+describe('WebSocket memory limits', () => {
+  it('closes a connection with 1009 on a message over 1 MiB by default, and takes one of 512 KiB', async () => {
+    const server = await serve({ apiRoutes: [echo()] })
+    const url = `${server.url.replace('http', 'ws')}/api/echo`
+    const small = await open(url)
+    small.send(Buffer.alloc(512 * KiB, 1))
+    expect(((await nextMessage(small)).data as Buffer).length).toBe(512 * KiB)
+    small.close()
+    const big = await open(url)
+    const done = closed(big)
+    big.send(Buffer.alloc(2 * MiB, 1))
+    // RFC 6455 §7.4.1: 1009, a message too big to process.
+    expect((await done).code).toBe(1009)
+    expect(server.logger.text()).toContain('websocket.maxMessageBytes')
+  })
+
+  it('takes larger messages when websocket.maxMessageBytes allows them', async () => {
+    const server = await serve({ apiRoutes: [echo()], websocket: { maxMessageBytes: 4 * MiB } })
+    const ws = await open(`${server.url.replace('http', 'ws')}/api/echo`)
+    ws.send(Buffer.alloc(2 * MiB, 1))
+    expect(((await nextMessage(ws)).data as Buffer).length).toBe(2 * MiB)
+    ws.close()
+  })
+
+  it('closes a peer that stops reading once 8 MiB are queued, and the route sees 1008', async () => {
+    const state = flood()
+    const server = await serve({ apiRoutes: [state.route] })
+    const client = await stalledClient(server.port, '/api/flood')
+    await until(() => state.close)
+    // RFC 6455 §7.4.1: 1008, a policy violation.
+    expect(state.close!.code).toBe(1008)
+    // What the server held stayed under the cap plus the frame that crossed it.
+    expect(state.maxBuffered).toBeGreaterThan(0)
+    expect(state.maxBuffered).toBeLessThanOrEqual(8 * MiB + 64 * KiB)
+    expect(state.sent).toBeLessThan(128 * MiB)
+    // Reading again, the client finds the connection closed.
+    client.socket.resume()
+    await client.closed
+    expect(server.logger.text()).toContain('websocket.maxBufferedBytes')
+  })
+
+  it('applies websocket.maxBufferedBytes when given', async () => {
+    const state = flood()
+    const server = await serve({ apiRoutes: [state.route], websocket: { maxBufferedBytes: 1 * MiB } })
+    const client = await stalledClient(server.port, '/api/flood')
+    await until(() => state.close)
+    expect(state.close!.code).toBe(1008)
+    expect(state.maxBuffered).toBeLessThanOrEqual(1 * MiB + 64 * KiB)
+    client.socket.resume()
+    await client.closed
+  })
+
+  it('exposes bufferedAmount, so a route that waits for a slow client is not closed', async () => {
+    const waiting = deferred()
+    let frames = 0
+    let closedWith: number | undefined
+    const server = await serve({
+      websocket: { maxBufferedBytes: 1 * MiB },
+      apiRoutes: [
+        {
+          path: '/api/paced',
+          module: {
+            async websocket(peer: HotPeer) {
+              peer.on('close', (code) => (closedWith = code))
+              const frame = new Uint8Array(64 * KiB)
+              // Sends until it has had to hold back, then 16 frames more (1 MiB,
+              // the cap), never letting more than half the cap queue up.
+              let after = 0
+              let held = false
+              while (after < 16 && frames < 1024) {
+                while (peer.bufferedAmount > 512 * KiB) {
+                  held = true
+                  waiting.resolve()
+                  await sleep(10)
+                }
+                peer.send(frame)
+                frames++
+                if (held) after++
+              }
+              peer.send('done')
+            },
+          },
+        },
+      ],
+    })
+    const client = await stalledClient(server.port, '/api/paced')
+    await waiting.promise
+    // The client starts reading only once the route holds back.
+    const done = Buffer.from([0x81, 0x04, ...Buffer.from('done')])
+    let bytes = client.early
+    const all = new Promise<void>((resolve) => {
+      client.socket.on('data', (chunk: Buffer) => {
+        bytes = Buffer.concat([bytes, chunk])
+        if (bytes.subarray(-done.length).equals(done)) resolve()
+      })
+    })
+    client.socket.resume()
+    await all
+    // Each binary frame: 2 + 8 bytes of header (a 64-bit length) and 64 KiB.
+    expect(bytes.length).toBe(frames * (10 + 64 * KiB) + done.length)
+    expect(closedWith).toBeUndefined()
+    client.socket.destroy()
+  })
+})
+

@@ -50,10 +50,14 @@ export interface HotPeer {
   readonly remoteAddress: string | undefined
   /**
    * Sends a frame: strings as text, `ArrayBuffer`/typed arrays as binary,
-   * plain objects as JSON text. Fire-and-forget, with no cap on buffered
-   * data (spec "Limits"); callers implement their own flow control.
+   * plain objects as JSON text. Fire-and-forget: once more than
+   * `websocket.maxBufferedBytes` (8 MiB by default) wait to be sent, the
+   * connection is dropped and close listeners get 1008. Watch
+   * `bufferedAmount` to send no faster than the client reads.
    */
   send(data: unknown): void
+  /** Bytes queued by `send()` and not yet handed to the network. */
+  readonly bufferedAmount: number
   /** Text frames arrive as a string, binary frames as a `Uint8Array`. */
   on(event: 'message', listener: (data: string | Uint8Array) => void): HotPeer
   /** Fires once when the connection is gone, with the close code and reason. */
