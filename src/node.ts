@@ -1,6 +1,6 @@
 /** `svc/node`: the Node-only half (server, static files, loaders). */
 export { startSvcServer } from './node/server.ts'
-export type { SvcServer, SvcServerOptions } from './node/options.ts'
+export type { SvcServer, SvcServerOptions, WebSocketOptions } from './node/options.ts'
 export { DEFAULT_PORT, DEFAULT_SHUTDOWN_TIMEOUT_MS } from './node/options.ts'
 export { loadApiRoutes, loadPages, type LoadOptions } from './node/loaders.ts'
 export { DEFAULT_CLOSE_CODE } from './node/websocket.ts'
