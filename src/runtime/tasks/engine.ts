@@ -11,6 +11,7 @@
  *   running ──unmet wait──▶ suspended ──waitpoint met──▶ running (replay)
  */
 import type { CompleteTokenResult, Logger, RunRecord, TriggerOptions } from '../../types.ts'
+import { describe } from '../describe.ts'
 import { TaskNotFoundError, errorMessage } from '../errors.ts'
 import { validateTaskInput } from '../schema.ts'
 import { backoffDelay } from './backoff.ts'
@@ -21,9 +22,8 @@ import { checkTriggerOptions } from './options.ts'
 import { invoke, type InvocationHandle, type InvocationOutcome } from './runner.ts'
 import type { StepHost } from './steps.ts'
 import type { RunStore } from './store.ts'
-import { createTimerSet, type TimerSet } from './timers.ts'
 import { RunWaiters } from './waiters.ts'
-import { armTimer, armWaitpoint, completeToken, recoverRuns, resumeParent, type WaitHost } from './waits.ts'
+import { Waits } from './waits.ts'
 
 /**
  * Logged once per runtime, the first time a wait suspends a run on a store
@@ -41,26 +41,29 @@ interface ActiveEntry {
   again: boolean
 }
 
-export class TaskEngine implements WaitHost {
+export class TaskEngine {
   readonly store: RunStore
   readonly tasks: ReadonlyMap<string, TaskDefinition>
   readonly logger: Logger
-  readonly timers: TimerSet
   /** Runs with an invocation in flight, and the promise of its whole dispatch. */
-  readonly active = new Map<string, ActiveEntry>()
-  readonly stepHost: StepHost
-  closed = false
-  #waiters = new RunWaiters()
+  readonly #active = new Map<string, ActiveEntry>()
+  readonly #stepHost: StepHost
+  readonly #waits: Waits
+  readonly #waiters = new RunWaiters()
+  #closed = false
   #noted = false
-  /** Runs waiting for a child they did not start, by child id (`watchChild`). */
-  #watchers = new Map<string, Set<string>>()
 
   constructor(options: { store: RunStore; tasks: ReadonlyMap<string, TaskDefinition>; logger: Logger; unrefTimers: boolean }) {
     this.store = options.store
     this.tasks = options.tasks
     this.logger = options.logger
-    this.timers = createTimerSet({ unref: options.unrefTimers })
-    this.stepHost = {
+    this.#waits = new Waits({
+      store: this.store,
+      logger: this.logger,
+      unrefTimers: options.unrefTimers,
+      dispatch: (run) => this.#start(run),
+    })
+    this.#stepHost = {
       store: this.store,
       trigger: (name, payload, opts) => this.trigger(name, payload, opts),
       noteLocalWait: () => {
@@ -73,7 +76,7 @@ export class TaskEngine implements WaitHost {
 
   /** Validates and records a run; starts it unless it is delayed. Never waits for it to finish. */
   async trigger(name: string, payload?: unknown, opts?: TriggerOptions): Promise<RunRecord> {
-    if (this.closed) throw new Error(`Cannot start task "${name}": the task runtime is closed`)
+    if (this.#closed) throw new Error(`Cannot start task "${name}": the task runtime is closed`)
     const def = this.tasks.get(name)
     if (!def) throw new TaskNotFoundError(String(name), [...this.tasks.keys()])
     const { delaySeconds, idempotencyKey, trigger, parentRunId } = checkTriggerOptions(opts, 'trigger', name)
@@ -107,9 +110,78 @@ export class TaskEngine implements WaitHost {
     const stored = await this.store.createRun(run)
     // Another run holds the idempotency key: that run is the answer.
     if (stored.id !== run.id) return stored
-    if (delayed) await armTimer(this, { id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt! })
-    else this.dispatch(stored)
+    if (delayed) await this.#waits.arm({ id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt! })
+    else this.#start(stored)
     return run
+  }
+
+  /** Resolves once the run is completed or failed. */
+  waitForRun(id: string): Promise<RunRecord> {
+    return this.#waiters.wait(this.store, id)
+  }
+
+  completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult> {
+    return this.#waits.completeToken(tokenId, payload)
+  }
+
+  /**
+   * Picks up what the store holds after a restart (durable stores): re-arms
+   * pending timers, re-arms the delay of scheduled runs that lost theirs,
+   * re-dispatches running runs that have no retry pending (at-least-once: an
+   * attempt that was in flight runs again), and re-arms the waitpoints of
+   * suspended runs, resuming those already met.
+   */
+  async recover(): Promise<void> {
+    const retrying = new Set<string>()
+    const delayed = new Set<string>()
+    for (const timer of await this.#waits.rearm()) {
+      if (timer.kind === 'retry') retrying.add(timer.runId)
+      if (timer.kind === 'delay') delayed.add(timer.runId)
+    }
+    // A process that took a delay timer and died before the run went
+    // `running` leaves a scheduled run with no timer; nothing else starts it.
+    for (const run of await this.store.listRuns({ status: 'scheduled' })) {
+      if (delayed.has(run.id)) continue
+      await this.#waits.arm({ id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt ?? run.createdAt })
+    }
+    for (const run of await this.store.listRuns({ status: 'running' })) {
+      if (!retrying.has(run.id)) this.#start(run)
+    }
+    for (const run of await this.store.listRuns({ status: 'suspended' })) await this.#waits.armWaitpoint(run)
+  }
+
+  /**
+   * Waits for in-flight attempts, at most `timeoutMs`. Attempts may start
+   * more work (a retry, a resumed parent) while it waits, so it looks again
+   * until nothing is in flight or time is up.
+   */
+  async drain(timeoutMs = 30_000): Promise<void> {
+    if (typeof timeoutMs !== 'number' || Number.isNaN(timeoutMs) || timeoutMs < 0) {
+      throw new TypeError(`drain(timeoutMs): timeoutMs must be a number of milliseconds, 0 or more (got ${describe(timeoutMs)})`)
+    }
+    const deadline = Date.now() + timeoutMs
+    while (this.#active.size > 0) {
+      const left = deadline - Date.now()
+      if (left <= 0) {
+        this.logger.warn(`[svc] task runtime: ${this.#active.size} attempt(s) still in flight after ${timeoutMs} ms of draining`)
+        return
+      }
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const expired = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, left)
+      })
+      await Promise.race([Promise.allSettled([...this.#active.values()].map((entry) => entry.done)), expired])
+      clearTimeout(timer)
+    }
+  }
+
+  /** Stops timers and in-flight attempts, and rejects pending `waitForRun` calls. */
+  close(): void {
+    if (this.#closed) return
+    this.#closed = true
+    this.#waits.close()
+    for (const entry of this.#active.values()) entry.handle?.abort('The task runtime closed during this attempt')
+    this.#waiters.rejectAll(new Error('The task runtime closed before the run finished'))
   }
 
   /**
@@ -117,15 +189,15 @@ export class TaskEngine implements WaitHost {
    * waitpoint met while the run was still suspending, say), the run is
    * dispatched again as soon as that one ends.
    */
-  dispatch(run: RunRecord): void {
-    if (this.closed) return
-    const current = this.active.get(run.id)
+  #start(run: RunRecord): void {
+    if (this.#closed) return
+    const current = this.#active.get(run.id)
     if (current) {
       current.again = true
       return
     }
     const entry: ActiveEntry = { done: undefined!, again: false }
-    this.active.set(run.id, entry)
+    this.#active.set(run.id, entry)
     entry.done = this.#dispatch(run, entry)
   }
 
@@ -135,10 +207,10 @@ export class TaskEngine implements WaitHost {
     } catch (error) {
       this.logger.error(`[svc] task "${run.taskName}": run ${run.id} could not be processed: ${errorMessage(error)}`)
     }
-    this.active.delete(run.id)
+    this.#active.delete(run.id)
     if (!entry.again) return
     const latest = await this.store.getRun(run.id)
-    if (latest?.status === 'running') this.dispatch(latest)
+    if (latest?.status === 'running') this.#start(latest)
   }
 
   async #execute(run: RunRecord, entry: ActiveEntry): Promise<void> {
@@ -147,20 +219,20 @@ export class TaskEngine implements WaitHost {
       await this.#finish(run.id, { status: 'failed', ok: false }, `Task "${run.taskName}" is not registered in this runtime`)
       return
     }
-    entry.handle = invoke(def, run, this.stepHost)
+    entry.handle = invoke(def, run, this.#stepHost)
     const outcome = await entry.handle.outcome
     if (outcome.kind === 'suspended') return this.#suspend(run, outcome)
     // An attempt cut short by close() is not the task's failure: record
     // nothing, so the run stays `running` and a durable store's recover()
     // runs it again.
-    if (outcome.kind === 'failed' && this.closed) return
+    if (outcome.kind === 'failed' && this.#closed) return
     await this.store.appendAttempt(run.id, outcome.attempt)
     if (outcome.kind === 'completed') {
       await this.#finish(run.id, { status: 'completed', ok: true, result: outcome.result })
       return
     }
     const index = outcome.attempt.index
-    // After close() the retry timer is still recorded (armTimer saves it and
+    // After close() the retry timer is still recorded (Waits.arm saves it and
     // skips the in-process timer), so a durable store can pick it up.
     if (index <= def.retries) {
       const delay = backoffDelay(index)
@@ -168,7 +240,7 @@ export class TaskEngine implements WaitHost {
         `[svc] task "${def.name}": attempt ${index} of ${def.retries + 1} failed (run ${run.id}): ${outcome.error}; retrying in ${delay} ms`,
       )
       const dueAt = new Date(Date.now() + delay).toISOString()
-      await armTimer(this, { id: timerId(run.id, 'retry'), runId: run.id, kind: 'retry', dueAt })
+      await this.#waits.arm({ id: timerId(run.id, 'retry'), runId: run.id, kind: 'retry', dueAt })
       return
     }
     await this.#finish(run.id, { status: 'failed', ok: false }, outcome.error, index)
@@ -193,7 +265,9 @@ export class TaskEngine implements WaitHost {
       const cron = done.trigger === 'cron' ? 'scheduled ' : ''
       this.logger.error(`[svc] ${cron}task "${done.taskName}" failed${after} (run ${runId}): ${error}`)
     }
-    this.#settled(done)
+    // Wake its waiters and every suspended run that waits for it.
+    this.#waiters.settle(done)
+    this.#waits.finished(done)
   }
 
   async #suspend(run: RunRecord, outcome: Extract<InvocationOutcome, { kind: 'suspended' }>): Promise<void> {
@@ -204,51 +278,6 @@ export class TaskEngine implements WaitHost {
       )
     }
     const saved = await this.store.updateRun(run.id, { status: 'suspended', suspended: { stepKey, waitpoint } }, { status: 'running' })
-    if (saved) await armWaitpoint(this, saved)
-  }
-
-  /** Resolves once the run is completed or failed. */
-  waitForRun(id: string): Promise<RunRecord> {
-    return this.#waiters.wait(this.store, id)
-  }
-
-  /** Continues what the store holds after a restart; see `recoverRuns`. */
-  recover(): Promise<void> {
-    return recoverRuns(this)
-  }
-
-  completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult> {
-    return completeToken(this, tokenId, payload)
-  }
-
-  /** Stops timers and in-flight attempts, and rejects pending `waitForRun` calls. */
-  close(): void {
-    if (this.closed) return
-    this.closed = true
-    this.timers.clearAll()
-    for (const entry of this.active.values()) entry.handle?.abort('The task runtime closed during this attempt')
-    this.#waiters.rejectAll(new Error('The task runtime closed before the run finished'))
-  }
-
-  watchChild(childId: string, parentId: string): void {
-    const parents = this.#watchers.get(childId)
-    if (parents) parents.add(parentId)
-    else this.#watchers.set(childId, new Set([parentId]))
-  }
-
-  /** A run reached `completed` or `failed`: wake its waiters and every suspended run that waits for it. */
-  #settled(run: RunRecord): void {
-    this.#waiters.settle(run)
-    if (run.parentRunId !== undefined) this.#resumeParent(run, run.parentRunId)
-    const watchers = this.#watchers.get(run.id)
-    if (watchers === undefined) return
-    this.#watchers.delete(run.id)
-    for (const parentId of watchers) if (parentId !== run.parentRunId) this.#resumeParent(run, parentId)
-  }
-
-  #resumeParent(child: RunRecord, parentId: string): void {
-    resumeParent(this, child, parentId).catch((error) =>
-      this.logger.error(`[svc] task "${child.taskName}": could not resume parent run ${parentId}: ${errorMessage(error)}`),
-    )
+    if (saved) await this.#waits.armWaitpoint(saved)
   }
 }

@@ -123,27 +123,7 @@ export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntimeInsta
     scheduledJobs: () => scheduler.list(),
     recover: () => engine.recover(),
 
-    async drain(timeoutMs = 30_000): Promise<void> {
-      if (typeof timeoutMs !== 'number' || Number.isNaN(timeoutMs) || timeoutMs < 0) {
-        throw new TypeError(`drain(timeoutMs): timeoutMs must be a number of milliseconds, 0 or more (got ${describe(timeoutMs)})`)
-      }
-      const deadline = Date.now() + timeoutMs
-      // Attempts may start more work (a retry, a resumed parent) while we
-      // wait, so look again until nothing is in flight or time is up.
-      while (engine.active.size > 0) {
-        const left = deadline - Date.now()
-        if (left <= 0) {
-          logger.warn(`[svc] task runtime: ${engine.active.size} attempt(s) still in flight after ${timeoutMs} ms of draining`)
-          return
-        }
-        let timer: ReturnType<typeof setTimeout> | undefined
-        const expired = new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, left)
-        })
-        await Promise.race([Promise.allSettled([...engine.active.values()].map((entry) => entry.done)), expired])
-        clearTimeout(timer)
-      }
-    },
+    drain: (timeoutMs) => engine.drain(timeoutMs),
 
     async close(): Promise<void> {
       scheduler.stop()
