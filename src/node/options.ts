@@ -3,7 +3,7 @@ import type { Server as HttpServer } from 'node:http'
 import type { SvcHandler } from '../runtime/handler.ts'
 import type { SvcCacheConfig } from '../runtime/pages/isr.ts'
 import type { RunStore } from '../runtime/tasks/index.ts'
-import { describe } from '../runtime/tasks/options.ts'
+import { describe } from '../runtime/describe.ts'
 import type { GlobalHooks, Logger, RuntimeApiRoute, RuntimePage, TaskRuntime } from '../types.ts'
 
 export const DEFAULT_PORT = 3000

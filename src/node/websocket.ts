@@ -8,7 +8,7 @@
  * on the socket before any handshake. Only when a hot route accepts does
  * crossws complete the handshake; `websocket(peer, req)` then runs on open.
  */
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { Message, Peer } from 'crossws'
 import nodeAdapter from 'crossws/adapters/node'
@@ -16,6 +16,7 @@ import { NodeRequest } from 'srvx/node'
 import { acceptedUpgrade, expectUpgrade, type AcceptedUpgrade } from '../runtime/app/upgrade.ts'
 import type { HotPeer } from '../runtime/app/types.ts'
 import type { SvcHandler } from '../runtime/handler.ts'
+import { describe } from '../runtime/describe.ts'
 import type { Logger, RequestInfo } from '../types.ts'
 import { jsonResponse, writeResponse } from './socket-response.ts'
 
@@ -158,6 +159,8 @@ interface Connection {
 }
 
 export interface WebSocketLayer {
+  /** Takes the `upgrade` requests of `server`. */
+  attach(server: Server): void
   /** The `upgrade` listener of the HTTP server. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void>
   /** Starts the closing handshake on every open socket, or on those of the routes `filter` accepts. */
@@ -255,7 +258,15 @@ export function createWebSocketLayer(options: WebSocketLayerOptions): WebSocketL
     peer.close(1011, 'Internal error')
   }
 
-  return {
+  const layer: WebSocketLayer = {
+    attach(server) {
+      server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+        layer.handleUpgrade(req, socket, head).catch((error) => {
+          logger.error(`[svc] upgrade of ${req.url} failed:`, error)
+          socket.destroy()
+        })
+      })
+    },
     async handleUpgrade(req, socket, head) {
       socket.on('error', (error) => logger.warn(`[svc] upgrade socket error on ${req.url}:`, error))
       if (options.draining()) {
@@ -296,5 +307,16 @@ export function createWebSocketLayer(options: WebSocketLayerOptions): WebSocketL
       })
     },
     dispose: () => ws.close(),
+  }
+  return layer
+}
+
+/** RFC 6455 §7.4: 1000, 1001-1003, 1007-1014 are sendable; 3000-4999 are for libraries and apps. */
+export function checkCloseCode(code: number, reason: string | undefined): void {
+  const ok = Number.isInteger(code) && (code === 1000 || (code >= 1001 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999))
+  if (!ok) throw new RangeError(`closeWebSockets(code): code must be 1000-1003, 1007-1014 or 3000-4999 (got ${describe(code)})`)
+  if (reason !== undefined && (typeof reason !== 'string' || new TextEncoder().encode(reason).length > 123)) {
+    // A close frame's payload is at most 125 bytes: 2 for the code, 123 for the reason (RFC 6455 §5.5).
+    throw new RangeError(`closeWebSockets(code, reason): reason must be a string of at most 123 bytes (got ${describe(reason)})`)
   }
 }
