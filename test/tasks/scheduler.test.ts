@@ -70,7 +70,7 @@ describe('in-process scheduler (spec "Task schedule")', () => {
     const logger = captureLogger()
     const rt = createTaskRuntime({ routes: [task('tick', (ctx) => inputs.push(ctx.input), { schedule: '*/5 * * * *' })], store, logger, env: {} })
     const engine = new TaskEngine({ store, tasks: rt.tasks, logger, unrefTimers: false })
-    const scheduler = new TaskScheduler(engine, { unref: false })
+    const scheduler = new TaskScheduler({ tasks: rt.tasks, logger, unref: false, fire: (name, tick) => engine.fireScheduled(name, tick) })
     scheduler.start({})
     await scheduler.jobs.get('tick')!.trigger()
     scheduler.stop()

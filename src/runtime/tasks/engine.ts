@@ -9,6 +9,11 @@
  *   running ──throws/times out, retries remain──▶ running (after backoff)
  *   running ──throws/times out, none remain──▶ failed
  *   running ──unmet wait──▶ suspended ──waitpoint met──▶ running (replay)
+ *
+ * The engine is the one owner of this state: runs in flight, timers (through
+ * the `Waits` it creates), waiters and the cron overlap guard are private,
+ * and the parts it creates get callbacks, never the engine. A durable engine
+ * that claims runs, holds leases or sets alarms changes this class alone.
  */
 import type { CompleteTokenResult, Logger, RunRecord, TriggerOptions } from '../../types.ts'
 import { describe } from '../describe.ts'
@@ -21,7 +26,7 @@ import { jsonProblem } from './json.ts'
 import { checkTriggerOptions } from './options.ts'
 import { invoke, type InvocationHandle, type InvocationOutcome } from './runner.ts'
 import type { StepHost } from './steps.ts'
-import type { RunStore } from './store.ts'
+import { isFinished, type RunStore } from './store.ts'
 import { RunWaiters } from './waiters.ts'
 import { Waits } from './waits.ts'
 
@@ -42,9 +47,9 @@ interface ActiveEntry {
 }
 
 export class TaskEngine {
-  readonly store: RunStore
-  readonly tasks: ReadonlyMap<string, TaskDefinition>
-  readonly logger: Logger
+  readonly #store: RunStore
+  readonly #tasks: ReadonlyMap<string, TaskDefinition>
+  readonly #logger: Logger
   /** Runs with an invocation in flight, and the promise of its whole dispatch. */
   readonly #active = new Map<string, ActiveEntry>()
   readonly #stepHost: StepHost
@@ -52,24 +57,28 @@ export class TaskEngine {
   readonly #waiters = new RunWaiters()
   #closed = false
   #noted = false
+  /** Last scheduled run per task, for the overlap guard of `fireScheduled`. */
+  readonly #lastScheduled = new Map<string, string>()
+  /** Tasks whose tick is being checked right now (the guard itself awaits the store). */
+  readonly #firing = new Set<string>()
 
   constructor(options: { store: RunStore; tasks: ReadonlyMap<string, TaskDefinition>; logger: Logger; unrefTimers: boolean }) {
-    this.store = options.store
-    this.tasks = options.tasks
-    this.logger = options.logger
+    this.#store = options.store
+    this.#tasks = options.tasks
+    this.#logger = options.logger
     this.#waits = new Waits({
-      store: this.store,
-      logger: this.logger,
+      store: this.#store,
+      logger: this.#logger,
       unrefTimers: options.unrefTimers,
       dispatch: (run) => this.#start(run),
     })
     this.#stepHost = {
-      store: this.store,
+      store: this.#store,
       trigger: (name, payload, opts) => this.trigger(name, payload, opts),
       noteLocalWait: () => {
-        if (this.#noted || this.store.durable) return
+        if (this.#noted || this.#store.durable) return
         this.#noted = true
-        this.logger.info(LOCAL_WAIT_NOTE)
+        this.#logger.info(LOCAL_WAIT_NOTE)
       },
     }
   }
@@ -77,8 +86,8 @@ export class TaskEngine {
   /** Validates and records a run; starts it unless it is delayed. Never waits for it to finish. */
   async trigger(name: string, payload?: unknown, opts?: TriggerOptions): Promise<RunRecord> {
     if (this.#closed) throw new Error(`Cannot start task "${name}": the task runtime is closed`)
-    const def = this.tasks.get(name)
-    if (!def) throw new TaskNotFoundError(String(name), [...this.tasks.keys()])
+    const def = this.#tasks.get(name)
+    if (!def) throw new TaskNotFoundError(String(name), [...this.#tasks.keys()])
     const { delaySeconds, idempotencyKey, trigger, parentRunId } = checkTriggerOptions(opts, 'trigger', name)
     // Spec "Task schedule": scheduled runs skip validation and get { _cron: true }.
     const input =
@@ -107,7 +116,7 @@ export class TaskEngine {
     else run.startedAt = iso
     if (idempotencyKey !== undefined) run.idempotencyKey = idempotencyKey
     if (parentRunId !== undefined) run.parentRunId = parentRunId
-    const stored = await this.store.createRun(run)
+    const stored = await this.#store.createRun(run)
     // Another run holds the idempotency key: that run is the answer.
     if (stored.id !== run.id) return stored
     if (delayed) await this.#waits.arm({ id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt! })
@@ -115,9 +124,42 @@ export class TaskEngine {
     return run
   }
 
+  /**
+   * One tick of a task's schedule (the scheduler's `fire` callback). Skips,
+   * with a warning, while the previous scheduled run of the task has not
+   * finished (suspended counts as not finished); manual triggers never pass
+   * through here, so they bypass the guard. Never rejects: a failure is
+   * logged with the task name. `tick` is the instant the tick stands for:
+   * this engine guards per process and does not need it; an engine whose
+   * processes share the schedule keys its claim of the tick on it.
+   */
+  async fireScheduled(name: string, tick: Date): Promise<RunRecord | undefined> {
+    if (this.#firing.has(name)) {
+      this.#logger.warn(`[svc] scheduled task "${name}": skipped a tick; the previous tick is still starting`)
+      return undefined
+    }
+    this.#firing.add(name)
+    try {
+      const lastId = this.#lastScheduled.get(name)
+      const last = lastId === undefined ? undefined : await this.#store.getRun(lastId)
+      if (last && !isFinished(last.status)) {
+        this.#logger.warn(`[svc] scheduled task "${name}": skipped a tick; the previous scheduled run ${last.id} is still ${last.status}`)
+        return undefined
+      }
+      const run = await this.trigger(name, undefined, { trigger: 'cron' })
+      this.#lastScheduled.set(name, run.id)
+      return run
+    } catch (error) {
+      this.#logger.error(`[svc] scheduled task "${name}" could not start: ${errorMessage(error)}`)
+      return undefined
+    } finally {
+      this.#firing.delete(name)
+    }
+  }
+
   /** Resolves once the run is completed or failed. */
   waitForRun(id: string): Promise<RunRecord> {
-    return this.#waiters.wait(this.store, id)
+    return this.#waiters.wait(this.#store, id)
   }
 
   completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult> {
@@ -140,14 +182,14 @@ export class TaskEngine {
     }
     // A process that took a delay timer and died before the run went
     // `running` leaves a scheduled run with no timer; nothing else starts it.
-    for (const run of await this.store.listRuns({ status: 'scheduled' })) {
+    for (const run of await this.#store.listRuns({ status: 'scheduled' })) {
       if (delayed.has(run.id)) continue
       await this.#waits.arm({ id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt ?? run.createdAt })
     }
-    for (const run of await this.store.listRuns({ status: 'running' })) {
+    for (const run of await this.#store.listRuns({ status: 'running' })) {
       if (!retrying.has(run.id)) this.#start(run)
     }
-    for (const run of await this.store.listRuns({ status: 'suspended' })) await this.#waits.armWaitpoint(run)
+    for (const run of await this.#store.listRuns({ status: 'suspended' })) await this.#waits.armWaitpoint(run)
   }
 
   /**
@@ -163,7 +205,7 @@ export class TaskEngine {
     while (this.#active.size > 0) {
       const left = deadline - Date.now()
       if (left <= 0) {
-        this.logger.warn(`[svc] task runtime: ${this.#active.size} attempt(s) still in flight after ${timeoutMs} ms of draining`)
+        this.#logger.warn(`[svc] task runtime: ${this.#active.size} attempt(s) still in flight after ${timeoutMs} ms of draining`)
         return
       }
       let timer: ReturnType<typeof setTimeout> | undefined
@@ -205,16 +247,16 @@ export class TaskEngine {
     try {
       await this.#execute(run, entry)
     } catch (error) {
-      this.logger.error(`[svc] task "${run.taskName}": run ${run.id} could not be processed: ${errorMessage(error)}`)
+      this.#logger.error(`[svc] task "${run.taskName}": run ${run.id} could not be processed: ${errorMessage(error)}`)
     }
     this.#active.delete(run.id)
     if (!entry.again) return
-    const latest = await this.store.getRun(run.id)
+    const latest = await this.#store.getRun(run.id)
     if (latest?.status === 'running') this.#start(latest)
   }
 
   async #execute(run: RunRecord, entry: ActiveEntry): Promise<void> {
-    const def = this.tasks.get(run.taskName)
+    const def = this.#tasks.get(run.taskName)
     if (!def) {
       await this.#finish(run.id, { status: 'failed', ok: false }, `Task "${run.taskName}" is not registered in this runtime`)
       return
@@ -226,7 +268,7 @@ export class TaskEngine {
     // nothing, so the run stays `running` and a durable store's recover()
     // runs it again.
     if (outcome.kind === 'failed' && this.#closed) return
-    await this.store.appendAttempt(run.id, outcome.attempt)
+    await this.#store.appendAttempt(run.id, outcome.attempt)
     if (outcome.kind === 'completed') {
       await this.#finish(run.id, { status: 'completed', ok: true, result: outcome.result })
       return
@@ -236,7 +278,7 @@ export class TaskEngine {
     // skips the in-process timer), so a durable store can pick it up.
     if (index <= def.retries) {
       const delay = backoffDelay(index)
-      this.logger.warn(
+      this.#logger.warn(
         `[svc] task "${def.name}": attempt ${index} of ${def.retries + 1} failed (run ${run.id}): ${outcome.error}; retrying in ${delay} ms`,
       )
       const dueAt = new Date(Date.now() + delay).toISOString()
@@ -252,7 +294,7 @@ export class TaskEngine {
     error?: string,
     attempts?: number,
   ): Promise<void> {
-    const done = await this.store.updateRun(
+    const done = await this.#store.updateRun(
       runId,
       { ...patch, finishedAt: new Date().toISOString(), suspended: undefined },
       { status: 'running' },
@@ -263,7 +305,7 @@ export class TaskEngine {
       // silent; it is logged with the task it came from.
       const after = attempts === undefined ? '' : ` after ${attempts} attempt${attempts === 1 ? '' : 's'}`
       const cron = done.trigger === 'cron' ? 'scheduled ' : ''
-      this.logger.error(`[svc] ${cron}task "${done.taskName}" failed${after} (run ${runId}): ${error}`)
+      this.#logger.error(`[svc] ${cron}task "${done.taskName}" failed${after} (run ${runId}): ${error}`)
     }
     // Wake its waiters and every suspended run that waits for it.
     this.#waiters.settle(done)
@@ -273,11 +315,11 @@ export class TaskEngine {
   async #suspend(run: RunRecord, outcome: Extract<InvocationOutcome, { kind: 'suspended' }>): Promise<void> {
     const { stepKey, waitpoint } = outcome.signal
     if (outcome.swallowed) {
-      this.logger.warn(
+      this.#logger.warn(
         `[svc] task "${run.taskName}": the handler caught the suspension of step "${stepKey}" instead of letting it unwind; the run is suspended anyway. Rethrow it from catch blocks: if (isSuspension(error)) throw error`,
       )
     }
-    const saved = await this.store.updateRun(run.id, { status: 'suspended', suspended: { stepKey, waitpoint } }, { status: 'running' })
+    const saved = await this.#store.updateRun(run.id, { status: 'suspended', suspended: { stepKey, waitpoint } }, { status: 'running' })
     if (saved) await this.#waits.armWaitpoint(saved)
   }
 }

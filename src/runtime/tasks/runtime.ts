@@ -90,7 +90,7 @@ export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntimeInsta
   const store = options.store ?? new MemoryRunStore({ maxRuns: options.maxRuns })
   const tasks = defineTasks(options.routes)
   const engine = new TaskEngine({ store, tasks, logger, unrefTimers: unref })
-  const scheduler = new TaskScheduler(engine, { unref })
+  const scheduler = new TaskScheduler({ tasks, logger, unref, fire: (name, tick) => engine.fireScheduled(name, tick) })
 
   const runtime: TaskRuntimeInstance = {
     tasks,

@@ -2,17 +2,16 @@
  * The in-process cron engine (spec "Task schedule", "Events" 1). One croner
  * job per scheduled task, started explicitly by the server (never at
  * import). Platforms that fire the cron themselves (edge scheduled events,
- * function platforms) call `runScheduled(cron)` instead; both paths go
- * through `fire()`, so the overlap guard and logging are the same.
+ * function platforms) call `runScheduled(cron)` instead; both paths end
+ * in the one `fire(name, tick)` callback, where the engine applies the
+ * overlap guard, so ticks behave the same on every path.
  */
 import { Cron } from 'croner'
 import type { Logger, RunRecord } from '../../types.ts'
 import { errorMessage } from '../errors.ts'
 import { cronOptions, normalizeCron } from '../rules.ts'
 import type { TaskDefinition } from './definitions.ts'
-import type { TaskEngine } from './engine.ts'
 import { isEnabled, type EnvLike } from '../env.ts'
-import { isFinished } from './store.ts'
 
 /** Turns the in-process scheduler off, for external schedulers (spec "Task schedule"). */
 export const DISABLE_CRON_ENV = 'SVC_DISABLE_IN_PROCESS_CRON'
@@ -25,21 +24,33 @@ export interface ScheduledJob {
   nextRun: string | null
 }
 
-export class TaskScheduler {
-  #engine: TaskEngine
-  #logger: Logger
-  #unref: boolean
-  #jobs = new Map<string, Cron>()
-  #started = false
-  /** Last scheduled run per task, for the overlap guard. */
-  #last = new Map<string, string>()
-  /** Tasks whose tick is being checked right now (the guard itself awaits the store). */
-  #firing = new Set<string>()
+export interface TaskSchedulerOptions {
+  /** The registered tasks; each one with a schedule gets a job. */
+  tasks: ReadonlyMap<string, TaskDefinition>
+  logger: Logger
+  /** Unreference the croner timers where the platform supports it. */
+  unref: boolean
+  /**
+   * Starts the run of one tick of a task's schedule. `tick` is the instant
+   * the tick stands for. Resolves with the run, or `undefined` when the tick
+   * was skipped or could not start; never rejects.
+   */
+  fire(name: string, tick: Date): Promise<RunRecord | undefined>
+}
 
-  constructor(engine: TaskEngine, options: { unref: boolean }) {
-    this.#engine = engine
-    this.#logger = engine.logger
+export class TaskScheduler {
+  readonly #scheduled: TaskDefinition[]
+  readonly #logger: Logger
+  readonly #unref: boolean
+  readonly #fire: (name: string, tick: Date) => Promise<RunRecord | undefined>
+  readonly #jobs = new Map<string, Cron>()
+  #started = false
+
+  constructor(options: TaskSchedulerOptions) {
+    this.#scheduled = [...options.tasks.values()].filter((def) => def.schedule !== null)
+    this.#logger = options.logger
     this.#unref = options.unref
+    this.#fire = options.fire
   }
 
   get running(): boolean {
@@ -51,13 +62,9 @@ export class TaskScheduler {
     return this.#jobs
   }
 
-  #scheduled(): TaskDefinition[] {
-    return [...this.#engine.tasks.values()].filter((def) => def.schedule !== null)
-  }
-
   start(env: EnvLike): void {
     if (this.#started) return
-    const scheduled = this.#scheduled()
+    const scheduled = this.#scheduled
     if (scheduled.length === 0) return
     if (isEnabled(env[DISABLE_CRON_ENV])) {
       this.#logger.info(
@@ -75,8 +82,8 @@ export class TaskScheduler {
           catch: (error: unknown) =>
             this.#logger.error(`[svc] scheduled task "${def.name}": tick failed: ${errorMessage(error)}`),
         },
-        async () => {
-          await this.fire(def)
+        async (job: Cron) => {
+          await this.#fire(def.name, job.currentRun() ?? new Date())
         },
       )
       this.#jobs.set(def.name, job)
@@ -91,7 +98,7 @@ export class TaskScheduler {
 
   /** Every scheduled task, with its next tick while the scheduler runs. */
   list(): ScheduledJob[] {
-    return this.#scheduled().map((def) => {
+    return this.#scheduled.map((def) => {
       const next = this.#jobs.get(def.name)?.nextRun() ?? null
       return { task: def.name, schedule: def.schedule!, timezone: def.timezone ?? 'UTC', nextRun: next && next.toISOString() }
     })
@@ -110,7 +117,7 @@ export class TaskScheduler {
       throw new TypeError(`runScheduled(cron, timezone): timezone must be a string (got ${typeof timezone})`)
     }
     const wanted = normalizeCron(cron)
-    const scheduled = this.#scheduled()
+    const scheduled = this.#scheduled
     const matching = scheduled.filter((def) => def.schedule === wanted)
     const due = matching.filter((def) => timezone === undefined || (def.timezone ?? 'UTC') === timezone)
     if (due.length === 0) {
@@ -125,39 +132,8 @@ export class TaskScheduler {
       this.#logger.warn(`[svc] runScheduled("${cron}"): no task has this schedule. Scheduled tasks: ${known}`)
       return []
     }
-    const runs = await Promise.all(due.map((def) => this.fire(def)))
+    const tick = new Date()
+    const runs = await Promise.all(due.map((def) => this.#fire(def.name, tick)))
     return runs.filter((run): run is RunRecord => run !== undefined)
-  }
-
-  /**
-   * One tick of a task's schedule. Skips, with a warning, while the previous
-   * scheduled run of the task has not finished (suspended counts as not
-   * finished); manual triggers never pass through here, so they bypass the
-   * guard. Never rejects: a failure is logged with the task name.
-   */
-  async fire(def: TaskDefinition): Promise<RunRecord | undefined> {
-    if (this.#firing.has(def.name)) {
-      this.#logger.warn(`[svc] scheduled task "${def.name}": skipped a tick; the previous tick is still starting`)
-      return undefined
-    }
-    this.#firing.add(def.name)
-    try {
-      const lastId = this.#last.get(def.name)
-      const last = lastId === undefined ? undefined : await this.#engine.store.getRun(lastId)
-      if (last && !isFinished(last.status)) {
-        this.#logger.warn(
-          `[svc] scheduled task "${def.name}": skipped a tick; the previous scheduled run ${last.id} is still ${last.status}`,
-        )
-        return undefined
-      }
-      const run = await this.#engine.trigger(def.name, undefined, { trigger: 'cron' })
-      this.#last.set(def.name, run.id)
-      return run
-    } catch (error) {
-      this.#logger.error(`[svc] scheduled task "${def.name}" could not start: ${errorMessage(error)}`)
-      return undefined
-    } finally {
-      this.#firing.delete(def.name)
-    }
   }
 }
