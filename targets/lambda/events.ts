@@ -3,6 +3,7 @@
  * (payload format 2.0) and function URL events share one shape; scheduled
  * invocations carry the cron expression they stand for.
  */
+import type { AWSLambdaProxyEventV2 } from 'srvx'
 
 export interface HttpEventV2 {
   version: '2.0'
@@ -48,19 +49,25 @@ export function isScheduleEvent(event: unknown): event is ScheduleEvent {
   return !!event && typeof (event as ScheduleEvent).svcCron === 'string'
 }
 
-/** A Web `Request` for an HTTP API v2 or function URL event. */
-export function toRequest(event: HttpEventV2): Request {
-  const headers = new Headers()
-  for (const [name, value] of Object.entries(event.headers ?? {})) if (value !== undefined) headers.set(name, value)
-  // Payload format 2.0 moves Cookie headers into `cookies`.
-  if (event.cookies?.length) headers.set('cookie', event.cookies.join('; '))
-  const host = headers.get('host') ?? event.requestContext.domainName ?? 'localhost'
-  const proto = headers.get('x-forwarded-proto') ?? 'https'
-  const query = event.rawQueryString ? `?${event.rawQueryString}` : ''
+/**
+ * The event as srvx's Lambda adapter reads it, which turns it into the
+ * `Request` (cookies array, base64 body, host). srvx reads `rawPath` as is,
+ * so the stage segment is removed here first; it also needs `headers`, and
+ * refuses a body on GET and HEAD as `new Request` does, where API Gateway
+ * passes one along.
+ */
+export function forSrvx(event: HttpEventV2): AWSLambdaProxyEventV2 {
   const method = event.requestContext.http.method.toUpperCase()
-  const hasBody = event.body !== undefined && event.body !== null && method !== 'GET' && method !== 'HEAD'
-  const body = hasBody ? (event.isBase64Encoded ? base64ToBytes(event.body!) : event.body) : undefined
-  return new Request(`${proto}://${host}${appPath(event)}${query}`, { method, headers, body })
+  const body = method === 'GET' || method === 'HEAD' ? undefined : (event.body ?? undefined)
+  return {
+    ...event,
+    rawPath: appPath(event),
+    rawQueryString: event.rawQueryString ?? '',
+    headers: event.headers ?? {},
+    body,
+    isBase64Encoded: event.isBase64Encoded ?? false,
+    requestContext: { ...event.requestContext, http: { ...event.requestContext.http, method } },
+  }
 }
 
 /**
@@ -85,6 +92,8 @@ const TEXT_TYPE = /^(text\/|application\/(json|javascript|xml|x-www-form-urlenco
  * base64. API Gateway and function URLs read a text body as UTF-8, so a body
  * travels as text only when its type is textual, it is not content-encoded
  * (gzip bytes under `application/json`) and its bytes are valid UTF-8.
+ * srvx's adapter writes results too, but sends every textual type as text,
+ * which would corrupt those two: so this part stays svc's own.
  */
 export async function toResult(response: Response): Promise<HttpResultV2> {
   const headers: Record<string, string> = {}
@@ -113,13 +122,6 @@ function utf8(bytes: Uint8Array): string | undefined {
   } catch {
     return undefined
   }
-}
-
-function base64ToBytes(value: string): Uint8Array<ArrayBuffer> {
-  const binary = atob(value)
-  const out = new Uint8Array(binary.length)
-  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i)
-  return out
 }
 
 function bytesToBase64(bytes: Uint8Array): string {

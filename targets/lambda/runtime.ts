@@ -5,7 +5,9 @@
 import { fireCron, type CronSummary } from '../../src/runtime/cron.ts'
 import { processEnv } from '../../src/runtime/env.ts'
 import { createSvcHandler, type SvcHandlerOptions } from '../../src/runtime/handler.ts'
-import { isHttpEventV2, isScheduleEvent, toRequest, toResult, type HttpResultV2 } from './events.ts'
+import type { AWSLambdaContext } from 'srvx'
+import { handleLambdaEvent } from 'srvx/aws-lambda'
+import { forSrvx, isHttpEventV2, isScheduleEvent, toResult, type HttpResultV2 } from './events.ts'
 
 export type { HttpEventV2, HttpResultV2, ScheduleEvent } from './events.ts'
 
@@ -25,12 +27,23 @@ export type LambdaHandler = (event: unknown, context?: unknown) => Promise<HttpR
  */
 export function createLambdaHandler(app: LambdaApp): LambdaHandler {
   const core = createSvcHandler({ ...app, env: processEnv() })
-  return async (event) => {
+  return async (event, context) => {
     if (isScheduleEvent(event)) return fireCron(core.runtime, event.svcCron, event.svcTimezone)
     if (isHttpEventV2(event)) {
       const pending: Promise<unknown>[] = []
-      const response = await core.fetch(toRequest(event), { waitUntil: (promise) => void pending.push(promise) })
-      const result = await toResult(response)
+      let response: Response | undefined
+      // srvx's adapter turns the event into the Request. The result is built
+      // by toResult() instead of srvx (see there why), so srvx is handed an
+      // empty answer to convert, and the app's body is read once.
+      await handleLambdaEvent(
+        async (request) => {
+          response = await core.fetch(request, { waitUntil: (promise) => void pending.push(promise) })
+          return new Response(null, { status: 204 })
+        },
+        forSrvx(event),
+        context as AWSLambdaContext,
+      )
+      const result = await toResult(response!)
       await Promise.allSettled(pending)
       return result
     }
