@@ -3,6 +3,8 @@
  * v3, `launcherType: "Nodejs"`), plus the cron requests that `config.json`'s
  * `crons` send to `/__svc/cron`.
  */
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
+import { FastResponse, NodeRequest, sendNodeResponse } from 'srvx/node'
 import { CronRunFailedError, fireCron } from '../../src/runtime/cron.ts'
 import { processEnv } from '../../src/runtime/env.ts'
 import { createSvcHandler, type SvcHandlerOptions } from '../../src/runtime/handler.ts'
@@ -12,26 +14,19 @@ import { taskSecret } from '../../src/runtime/rules.ts'
 /** The path that Vercel's cron requests hit; `?cron=<expression>` names the schedule. */
 export const CRON_PATH = '/__svc/cron'
 
-/** The parts of Node's `IncomingMessage` the shim reads. */
-export interface NodeRequestLike extends AsyncIterable<Uint8Array | string> {
-  method?: string
-  url?: string
-  headers: Record<string, string | string[] | undefined>
-  socket?: { remoteAddress?: string; encrypted?: boolean }
-}
+/**
+ * The `req` Vercel's Node.js launcher passes: a Node `IncomingMessage`,
+ * which srvx's `NodeRequest` reads as a Web `Request` (headers, the body
+ * streamed as it is read, a signal aborted when the client leaves).
+ */
+export type NodeRequestLike = IncomingMessage
 
-/** The parts of Node's `ServerResponse` the shim writes. */
-export interface NodeResponseLike {
-  statusCode: number
-  setHeader(name: string, value: string | string[]): unknown
-  write(chunk: Uint8Array): unknown
-  end(chunk?: Uint8Array | string): unknown
-  /** Cuts the connection: how a body that fails midway is reported once the headers are out. */
-  destroy?(): unknown
-  /** `'close'` tells the shim the client went away, so a streamed body stops. */
-  once?(event: 'close', listener: () => void): unknown
-  off?(event: 'close', listener: () => void): unknown
-}
+/**
+ * The `res` it passes: a Node `ServerResponse`, which srvx's
+ * `sendNodeResponse` writes (every Set-Cookie on its own, stream bodies with
+ * back-pressure, the stream cancelled when the client leaves).
+ */
+export type NodeResponseLike = ServerResponse
 
 export type VercelApp = Omit<SvcHandlerOptions, 'env'>
 
@@ -53,7 +48,7 @@ export function createVercelHandler(app: VercelApp): (req: NodeRequestLike, res:
   const env = processEnv()
   const core = createSvcHandler({ ...app, env })
   return async (req, res) => {
-    const request = await toWebRequest(req)
+    const request = new NodeRequest({ req, res }) as unknown as Request
     if (new URL(request.url).pathname === CRON_PATH) return send(res, await cron(request))
     const pending: Promise<unknown>[] = []
     const waitUntil = platformWaitUntil() ?? ((promise: Promise<unknown>) => void pending.push(promise))
@@ -92,63 +87,17 @@ export function createVercelHandler(app: VercelApp): (req: NodeRequestLike, res:
   }
 }
 
-async function toWebRequest(req: NodeRequestLike): Promise<Request> {
-  const headers = new Headers()
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (Array.isArray(value)) for (const item of value) headers.append(name, item)
-    else if (value !== undefined) headers.set(name, value)
-  }
-  const proto = headers.get('x-forwarded-proto') ?? (req.socket?.encrypted ? 'https' : 'http')
-  const url = `${proto}://${headers.get('host') ?? 'localhost'}${req.url ?? '/'}`
-  const method = (req.method ?? 'GET').toUpperCase()
-  let body: Uint8Array<ArrayBuffer> | undefined
-  if (method !== 'GET' && method !== 'HEAD') {
-    const chunks: Uint8Array[] = []
-    for await (const chunk of req) chunks.push(typeof chunk === 'string' ? new TextEncoder().encode(chunk) : chunk)
-    body = concat(chunks)
-  }
-  return new Request(url, { method, headers, body })
-}
-
-async function send(res: NodeResponseLike, response: Response): Promise<void> {
-  res.statusCode = response.status
-  const cookies = response.headers.getSetCookie()
-  response.headers.forEach((value, name) => {
-    if (name !== 'set-cookie') res.setHeader(name, value)
-  })
-  if (cookies.length) res.setHeader('set-cookie', cookies)
-  if (!response.body) {
-    res.end()
-    return
-  }
-  const reader = response.body.getReader()
-  let finished = false
-  // A client that left stops the stream; an endless body (server-sent
-  // events) would otherwise be read until the function's timeout.
-  const onClose = () => {
-    if (!finished) reader.cancel().catch(() => {})
-  }
-  res.once?.('close', onClose)
-  try {
-    for (let next = await reader.read(); !next.done; next = await reader.read()) res.write(next.value)
-  } catch (error) {
-    // The status line is out, so an error status is no longer possible: cut
-    // the connection, so the client sees a truncated body instead of waiting.
-    res.destroy?.()
-    throw error
-  } finally {
-    finished = true
-    res.off?.('close', onClose)
-  }
-  res.end()
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0))
-  let offset = 0
-  for (const chunk of chunks) {
-    out.set(chunk, offset)
-    offset += chunk.length
-  }
-  return out
+/**
+ * Writes `response` on `res`. srvx writes an empty `statusText` as a blank
+ * reason phrase, so a `Response` built without one gets the standard phrase
+ * (RFC 9110 §15), as Node would send. A body that fails midway cuts the
+ * connection (the status line is out, so an error status is no longer
+ * possible) and the error is rethrown for the platform to log.
+ */
+async function send(res: ServerResponse, response: Response): Promise<void> {
+  const named = response.statusText
+    ? response
+    : new FastResponse(response.body, { status: response.status, statusText: STATUS_CODES[response.status] ?? '', headers: response.headers })
+  await sendNodeResponse(res, named as Response)
+  if (res.errored) throw res.errored
 }
