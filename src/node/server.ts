@@ -154,9 +154,10 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
       if (!wsDone) websockets.terminateAll()
       await websockets.dispose()
       await background.settle(deadline)
-      // Idle keep-alive connections close now; connections still writing a
-      // response end on their own, or are cut at the deadline.
-      httpServer.closeIdleConnections()
+      // Closes the idle keep-alive connections (and http.Server's sweep
+      // timer); connections still writing a response end on their own, or
+      // are cut at the deadline.
+      httpServer.close()
       if (!(await within(listenerClosed, deadline))) await server.close(true)
       await listenerClosed
       await lifecycle.close()
