@@ -81,6 +81,34 @@ describe('in-process scheduler (spec "Task schedule")', () => {
     engine.close()
     await rt.close()
   })
+  it('hands every tick to its fire callback with the task name and the instant the tick stands for', async () => {
+    const rt = runtime([
+      task('a', () => 1, { schedule: '*/5 * * * *' }),
+      task('b', () => 1, { schedule: '*/5 * * * *' }),
+      task('manual', () => 1),
+    ])
+    const ticks: Array<[string, Date]> = []
+    const scheduler = new TaskScheduler({
+      tasks: rt.tasks,
+      logger: rt.logger,
+      unref: false,
+      fire: async (name, tick) => {
+        ticks.push([name, tick])
+        return undefined
+      },
+    })
+    scheduler.start({})
+    const job = scheduler.jobs.get('a')!
+    await job.trigger()
+    expect(ticks).toEqual([['a', job.currentRun()]])
+    scheduler.stop()
+    ticks.length = 0
+    // A tick the callback skips starts no run; one event is one instant for every task it fires.
+    expect(await scheduler.runScheduled('*/5 * * * *')).toEqual([])
+    expect(ticks.map(([name]) => name)).toEqual(['a', 'b'])
+    expect(ticks[0][1]).toBeInstanceOf(Date)
+    expect(ticks[1][1]).toBe(ticks[0][1])
+  })
 })
 
 describe('runScheduled and the overlap guard', () => {
