@@ -6,6 +6,9 @@
  * half (app, task runtime, steps, admin surface).
  */
 import type { StandardSchemaV1 } from '@standard-schema/spec'
+import type { TaskDefinition } from './runtime/tasks/definitions.ts'
+import type { ScheduledJob } from './runtime/tasks/scheduler.ts'
+import type { RunQuery, RunStore } from './runtime/tasks/store.ts'
 
 // ---------------------------------------------------------------------------
 // Routes and compute
@@ -330,12 +333,14 @@ export interface TriggerOptions extends EnqueueOptions {
 
 /**
  * The task runtime: registers the task routes of an app and runs them.
- * Edge-safe; the Node server, the edge and function targets and the CLI all
- * drive the same implementation.
+ * `createTaskRuntime()` returns one. Edge-safe; the Node server, the edge
+ * and function targets and the CLI all drive the same implementation.
  */
 export interface TaskRuntime {
   /** Registered tasks by dot-form name. */
-  readonly tasks: ReadonlyMap<string, unknown>
+  readonly tasks: ReadonlyMap<string, TaskDefinition>
+  /** Where runs, steps, timers and tokens are kept (the `store` option, or the default memory store). */
+  readonly store: RunStore
   /**
    * Validates the payload and starts a run. Resolves as soon as the run is
    * recorded, not when it finishes. Rejects with `ValidationError`,
@@ -343,25 +348,53 @@ export interface TaskRuntime {
    * live runs. Cron runs skip validation.
    */
   trigger(name: string, payload?: unknown, opts?: TriggerOptions): Promise<RunRecord>
+  /** The run record, or `undefined` for a run the store does not hold. */
   getRun(id: string): Promise<RunRecord | undefined>
-  /** Resolves when the run is `completed` or `failed`. */
+  /** Runs, newest first. */
+  listRuns(query?: RunQuery): Promise<RunRecord[]>
+  /**
+   * Resolves when the run is `completed` or `failed`. Rejects for an unknown
+   * run, and after `close()` for a run that has not finished.
+   */
   waitForRun(id: string): Promise<RunRecord>
+  /** Completes a `waitForToken` token and resumes its run. */
   completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult>
+  /** Every task, with its last run, as `GET /__tasks` lists them. */
   listTasks(): Promise<TaskSummary[]>
-  /** Fires every task whose schedule is exactly `cron` (edge scheduled events). */
+  /**
+   * Fires every task whose schedule is exactly `cron` (whitespace aside),
+   * for platforms that fire cron themselves. With `timezone`, only the tasks
+   * whose schedule is read in that zone (default UTC).
+   */
   runScheduled(cron: string, timezone?: string): Promise<RunRecord[]>
-  /** Starts one cron job per scheduled task. Never called at import. */
+  /**
+   * Starts one cron job per scheduled task, unless `SVC_DISABLE_IN_PROCESS_CRON`
+   * is on in the runtime's `env`. Never called at import.
+   */
   startScheduler(): void
   stopScheduler(): void
-  /** Waits for in-flight attempts, at most `timeoutMs`. */
+  /** Scheduled tasks and, while the scheduler runs, their next tick. */
+  scheduledJobs(): ScheduledJob[]
+  /**
+   * Re-arms what a durable store holds after a restart: pending timers,
+   * running runs (re-dispatched) and the waitpoints of suspended runs.
+   * Nothing to do with the memory store, which starts empty.
+   */
+  recover(): Promise<void>
+  /**
+   * Waits for in-flight attempts, including the work they start meanwhile
+   * (a retry, a resumed parent), at most `timeoutMs`; logs a warning when
+   * some are still in flight then. `timeoutMs` defaults to 30000.
+   */
   drain(timeoutMs?: number): Promise<void>
   /**
-   * Stops the scheduler and clears pending in-process timers (delays,
-   * backoff, sleeps, token timeouts) so nothing keeps the process alive;
-   * call after `drain()` on shutdown. Optional so test doubles need not
-   * implement it; `createTaskRuntime()` always does.
+   * Stops the scheduler, clears every pending in-process timer (delays,
+   * backoff, sleeps, token timeouts) so nothing keeps the process alive,
+   * aborts the signal of in-flight attempts and rejects pending
+   * `waitForRun` calls. Call `drain()` first for a graceful shutdown. If
+   * this runtime is the active one, it is no longer. Idempotent.
    */
-  close?(): Promise<void>
+  close(): Promise<void>
 }
 
 // ---------------------------------------------------------------------------

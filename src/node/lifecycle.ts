@@ -6,7 +6,7 @@
  * only when the server created it.
  */
 import { isEnabled } from '../runtime/env.ts'
-import { createTaskRuntime, getActiveTaskRuntime, setActiveTaskRuntime, type TaskRuntimeInstance } from '../runtime/tasks/index.ts'
+import { createTaskRuntime, getActiveTaskRuntime, setActiveTaskRuntime } from '../runtime/tasks/index.ts'
 import { DISABLE_CRON_ENV } from '../runtime/tasks/scheduler.ts'
 import type { Logger, RuntimeApiRoute, TaskRuntime } from '../types.ts'
 
@@ -14,7 +14,7 @@ export interface RuntimeLifecycleOptions {
   /** A runtime the caller owns; the server then never closes or replaces it. */
   runtime?: TaskRuntime
   /** What a runtime the server creates is built from. */
-  create: { routes: RuntimeApiRoute[]; store?: TaskRuntimeInstance['store'] }
+  create: { routes: RuntimeApiRoute[]; store?: TaskRuntime['store'] }
   env: Record<string, string | undefined>
   logger: Logger
   /** Keeps work alive until shutdown (the drain of a replaced runtime). */
@@ -49,7 +49,7 @@ export interface RuntimeLifecycle {
 export function createRuntimeLifecycle(options: RuntimeLifecycleOptions): RuntimeLifecycle {
   const { env, logger } = options
   const owned = options.runtime === undefined
-  const build = (routes: RuntimeApiRoute[], store: TaskRuntimeInstance['store'] | undefined) => createTaskRuntime({ routes, store, env, logger })
+  const build = (routes: RuntimeApiRoute[], store: TaskRuntime['store'] | undefined) => createTaskRuntime({ routes, store, env, logger })
   let runtime: TaskRuntime = options.runtime ?? build(options.create.routes, options.create.store)
   const cronDisabled = isEnabled(env[DISABLE_CRON_ENV])
 
@@ -59,7 +59,7 @@ export function createRuntimeLifecycle(options: RuntimeLifecycleOptions): Runtim
     },
     async start() {
       if (owned || getActiveTaskRuntime() === undefined) setActiveTaskRuntime(runtime)
-      await (runtime as Partial<TaskRuntimeInstance>).recover?.()
+      await runtime.recover()
       if (cronDisabled) {
         logger.info(`[svc] in-process cron is off (${DISABLE_CRON_ENV}); an external scheduler must fire scheduled tasks`)
       } else {
@@ -67,11 +67,11 @@ export function createRuntimeLifecycle(options: RuntimeLifecycleOptions): Runtim
       }
     },
     successor(routes) {
-      return owned ? build(routes, (runtime as TaskRuntimeInstance).store) : runtime
+      return owned ? build(routes, runtime.store) : runtime
     },
     adopt(next) {
       if (next === runtime) return
-      const old = runtime as TaskRuntimeInstance
+      const old = runtime
       runtime = next
       old.stopScheduler()
       if (getActiveTaskRuntime() === old) setActiveTaskRuntime(next)
@@ -80,7 +80,7 @@ export function createRuntimeLifecycle(options: RuntimeLifecycleOptions): Runtim
         old
           .drain(options.drainTimeoutMs)
           .then(() => old.close())
-          .then(() => (next as TaskRuntimeInstance).recover()),
+          .then(() => next.recover()),
       )
     },
     stopScheduler() {
@@ -91,7 +91,7 @@ export function createRuntimeLifecycle(options: RuntimeLifecycleOptions): Runtim
     },
     async close() {
       if (getActiveTaskRuntime() === runtime) setActiveTaskRuntime(null)
-      if (owned) await (runtime as TaskRuntimeInstance).close()
+      if (owned) await runtime.close()
     },
   }
 }

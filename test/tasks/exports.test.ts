@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, expectTypeOf, it } from 'vitest'
+import { MemoryRunStore, createTaskRuntime, type TaskRuntime, type TaskRuntimeInstance } from '../../src/index.ts'
 
 const TASKS_DIR = join(import.meta.dirname, '../../src/runtime/tasks')
 
@@ -25,6 +26,32 @@ describe('public surface', () => {
     ]) {
       expect(svc, name).toHaveProperty(name)
     }
+  })
+
+  it('createTaskRuntime returns the one public TaskRuntime, with every member the server, targets and CLI drive', async () => {
+    const rt = createTaskRuntime({ routes: [], env: {} })
+    // Checked by the type-check: no wider runtime type exists beside TaskRuntime.
+    expectTypeOf(rt).toEqualTypeOf<TaskRuntime>()
+    expectTypeOf<TaskRuntimeInstance>().toEqualTypeOf<TaskRuntime>()
+    const methods = [
+      'trigger',
+      'getRun',
+      'listRuns',
+      'waitForRun',
+      'completeToken',
+      'listTasks',
+      'runScheduled',
+      'startScheduler',
+      'stopScheduler',
+      'scheduledJobs',
+      'recover',
+      'drain',
+      'close',
+    ] as const
+    for (const name of methods) expect(typeof rt[name], name).toBe('function')
+    expect(rt.tasks).toBeInstanceOf(Map)
+    expect(rt.store).toBeInstanceOf(MemoryRunStore)
+    await rt.close()
   })
 
   it('the task runtime imports no node: builtin (it runs on edge workers)', () => {

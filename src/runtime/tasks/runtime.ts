@@ -3,15 +3,15 @@
  * Edge-safe: the Node server, the edge and function targets and the CLI all
  * drive this same implementation.
  */
-import type { Logger, RunRecord, RuntimeApiRoute, TaskRuntime, TaskSummary } from '../../types.ts'
+import type { Logger, RuntimeApiRoute, TaskRuntime, TaskSummary } from '../../types.ts'
 import { getActiveTaskRuntime, setActiveTaskRuntime } from './active.ts'
-import { defineTasks, type TaskDefinition } from './definitions.ts'
+import { defineTasks } from './definitions.ts'
 import { TaskEngine } from './engine.ts'
 import { processEnv } from '../env.ts'
 import { MemoryRunStore } from './memory-store.ts'
 import { describe } from '../describe.ts'
-import { TaskScheduler, type ScheduledJob } from './scheduler.ts'
-import type { RunQuery, RunStore } from './store.ts'
+import { TaskScheduler } from './scheduler.ts'
+import type { RunStore } from './store.ts'
 
 export interface TaskRuntimeOptions {
   /**
@@ -53,31 +53,13 @@ export interface TaskRuntimeOptions {
   unrefTimers?: boolean
 }
 
-/** What `createTaskRuntime()` returns: the shared `TaskRuntime` contract, plus runtime-specific members. */
-export interface TaskRuntimeInstance extends TaskRuntime {
-  /** Registered tasks by dot-form name. */
-  readonly tasks: ReadonlyMap<string, TaskDefinition>
-  readonly store: RunStore
-  /** Runs, newest first. */
-  listRuns(query?: RunQuery): Promise<RunRecord[]>
-  /** Scheduled tasks and, while the scheduler runs, their next tick. */
-  scheduledJobs(): ScheduledJob[]
-  /**
-   * Re-arms what a durable store holds after a restart: pending timers,
-   * running runs (re-dispatched) and the waitpoints of suspended runs.
-   * Nothing to do with the memory store, which starts empty.
-   */
-  recover(): Promise<void>
-  /**
-   * Stops the scheduler, clears every pending timer, aborts the signal of
-   * in-flight attempts and rejects pending `waitForRun` calls. Call `drain()`
-   * first for a graceful shutdown. If this runtime is the active one, it is
-   * no longer. Idempotent.
-   */
-  close(): Promise<void>
-}
+/**
+ * What `createTaskRuntime()` returns.
+ * @deprecated Use `TaskRuntime`, which now has every member.
+ */
+export type TaskRuntimeInstance = TaskRuntime
 
-export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntimeInstance {
+export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntime {
   if (options === null || typeof options !== 'object') {
     throw new TypeError(`createTaskRuntime(options): options must be an object with routes (got ${describe(options)})`)
   }
@@ -92,7 +74,7 @@ export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntimeInsta
   const engine = new TaskEngine({ store, tasks, logger, unrefTimers: unref })
   const scheduler = new TaskScheduler({ tasks, logger, unref, fire: (name, tick) => engine.fireScheduled(name, tick) })
 
-  const runtime: TaskRuntimeInstance = {
+  const runtime: TaskRuntime = {
     tasks,
     store,
     trigger: (name, payload, opts) => engine.trigger(name, payload, opts),
@@ -122,7 +104,6 @@ export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntimeInsta
     stopScheduler: () => scheduler.stop(),
     scheduledJobs: () => scheduler.list(),
     recover: () => engine.recover(),
-
     drain: (timeoutMs) => engine.drain(timeoutMs),
 
     async close(): Promise<void> {
