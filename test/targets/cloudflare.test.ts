@@ -3,12 +3,12 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { Miniflare } from 'miniflare'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildApp, type BuildResult } from '../../src/build/build.ts'
-import { copyFixtureApp, pollRun } from './_app.ts'
+import { Miniflare, type MiniflareOptions } from 'miniflare'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { buildApp } from '../../src/build/build.ts'
+import { builtOnce, copyFixtureApp, utcOnlyWarning, waitForOutput, writeApp, ZONED_TASKS } from './_app.ts'
+import { TASK_SECRET, targetContract, type RunningTarget } from './contract.ts'
 
-const SECRET = 'worker-secret'
 const wranglerBin = fileURLToPath(new URL('../../node_modules/wrangler/bin/wrangler.js', import.meta.url))
 
 /**
@@ -31,120 +31,100 @@ async function wranglerDryRun(out: string): Promise<{ code: number | null; outpu
   return { code, output, outdir, cleanup: () => rm(dir, { recursive: true, force: true }) }
 }
 
-describe('svc build --target cloudflare, run in miniflare', () => {
-  let app: Awaited<ReturnType<typeof copyFixtureApp>>
-  let build: BuildResult
-  let mf: Miniflare
+/** The built worker of `root` in miniflare, with the worker's own console output collected. */
+async function startWorker(root: string, options: Partial<MiniflareOptions> = {}): Promise<{ mf: Miniflare; output: () => string }> {
+  const out = join(root, '.output/cloudflare')
+  let output = ''
+  const mf = new Miniflare({
+    scriptPath: join(out, 'index.mjs'),
+    modulesRoot: out,
+    modules: true,
+    compatibilityDate: JSON.parse(await readFile(join(out, 'wrangler.json'), 'utf8')).compatibility_date,
+    bindings: { THEN_TASK_SECRET: TASK_SECRET },
+    handleRuntimeStdio(stdout, stderr) {
+      stdout.on('data', (chunk) => (output += chunk))
+      stderr.on('data', (chunk) => (output += chunk))
+    },
+    ...options,
+  } as MiniflareOptions)
+  return { mf, output: () => output }
+}
 
-  beforeAll(async () => {
-    app = await copyFixtureApp()
-    build = await buildApp({ root: app.root, target: 'cloudflare' })
-    mf = new Miniflare({
-      scriptPath: join(app.root, '.output/cloudflare/index.mjs'),
-      modulesRoot: join(app.root, '.output/cloudflare'),
-      modules: true,
-      compatibilityDate: JSON.parse(await readFile(join(app.root, '.output/cloudflare/wrangler.json'), 'utf8')).compatibility_date,
-      bindings: { THEN_TASK_SECRET: SECRET },
-    })
-  })
-  afterAll(async () => {
-    await mf?.dispose()
-    await app?.cleanup()
-  })
+/** Miniflare's fetch, answered with a Response of this process (miniflare brings its own undici). */
+async function dispatch(mf: Miniflare, request: Request): Promise<Response> {
+  const body = request.body ? await request.arrayBuffer() : undefined
+  const res = await mf.dispatchFetch(request.url, { method: request.method, headers: [...request.headers], body, redirect: 'manual' })
+  const nullBody = [101, 204, 205, 304].includes(res.status)
+  return new Response(nullBody ? null : await res.arrayBuffer(), { status: res.status, headers: [...res.headers] })
+}
 
-  const auth = { authorization: `Bearer ${SECRET}` }
+interface ScheduledWorker {
+  scheduled(options: { cron: string }): Promise<{ outcome: string }>
+}
 
-  it('leaves hot routes out with the exact warning', () => {
-    expect(build.warnings).toEqual([
+const built = builtOnce('cloudflare')
+
+targetContract({
+  name: 'cloudflare',
+  async start(): Promise<RunningTarget> {
+    const { mf, output } = await startWorker((await built()).root)
+    const worker = (await mf.getWorker()) as unknown as ScheduledWorker
+    return {
+      fetch: (request) => dispatch(mf, request),
+      // The platform reads scheduled()'s outcome: `exception` is a failed
+      // invocation in the dashboard and in Cron Trigger alerts. workerd
+      // records no message with it; the worker's log line names the task.
+      async cron(expression) {
+        const from = output().length
+        const { outcome } = await worker.scheduled({ cron: expression })
+        if (outcome === 'ok') return { ok: true }
+        if (outcome !== 'exception') throw new Error(`scheduled() ended in ${outcome}`)
+        const [line] = await waitForOutput(() => output().slice(from), /^\[svc\] scheduled task .* failed.*$/m)
+        return { ok: false, error: line }
+      },
+      close: () => mf.dispose(),
+    }
+  },
+})
+
+describe('svc build --target cloudflare', () => {
+  let mf: Miniflare | undefined
+  afterAll(() => mf?.dispose())
+
+  it('leaves hot routes out with the exact warning', async () => {
+    expect((await built()).build.warnings).toEqual([
       '[svc] 1 hot route(s) cannot run on cloudflare and were not bundled: /api/live — deploy them to a persistent host',
     ])
   })
 
-  it('writes wrangler.json with main, compatibility date and every schedule as a cron trigger', async () => {
-    const wrangler = JSON.parse(await readFile(join(app.root, '.output/cloudflare/wrangler.json'), 'utf8'))
-    expect(wrangler.main).toBe('index.mjs')
-    expect(wrangler.compatibility_date).toMatch(/^\d{4}-\d{2}-\d{2}$/)
-    expect(wrangler.triggers).toEqual({ crons: ['*/10 * * * *'] })
-    // The fixture has no public/ folder: no static assets to declare.
-    expect(wrangler.assets).toBeUndefined()
-  })
-
-  it('serves serverless routes with params', async () => {
-    const hello = await mf.dispatchFetch('http://localhost/api/hello?name=edge')
-    expect(await hello.json()).toEqual({ hello: 'edge' })
-    const user = await mf.dispatchFetch('http://localhost/api/users/42')
-    expect(await user.json()).toEqual({ id: '42' })
-  })
-
   it('does not serve the left-out hot route', async () => {
+    ;({ mf } = await startWorker((await built()).root))
     const res = await mf.dispatchFetch('http://localhost/api/live')
     expect(res.status).toBe(404)
   })
 
-  it('runs a task triggered over POST /__tasks/<name> and reports it on GET /__tasks/<id>', async () => {
-    const res = await mf.dispatchFetch('http://localhost/__tasks/jobs.double', {
-      method: 'POST',
-      headers: { ...auth, 'content-type': 'application/json' },
-      body: JSON.stringify({ n: 21 }),
-    })
-    expect(res.status).toBe(202)
-    const { id, status } = (await res.json()) as { id: string; status: string }
-    expect(status).toBe('running')
-    const run = await pollRun((runId) => mf.dispatchFetch(`http://localhost/__tasks/${runId}`, { headers: auth }) as unknown as Promise<Response>, id)
-    expect(run).toMatchObject({ status: 'completed', ok: true, result: { doubled: 42 }, steps: { double: { status: 'completed', output: 42 } } })
+  it('writes wrangler.json with main, compatibility date and every schedule once as a cron trigger', async () => {
+    const wrangler = JSON.parse(await readFile(join((await built()).root, '.output/cloudflare/wrangler.json'), 'utf8'))
+    expect(wrangler.main).toBe('index.mjs')
+    expect(wrangler.compatibility_date).toMatch(/^\d{4}-\d{2}-\d{2}$/)
+    expect(wrangler.triggers.crons.sort()).toEqual(['*/10 * * * *', '0 3 * * *'])
+    // The targets app has no public/ folder: no static assets to declare.
+    expect(wrangler.assets).toBeUndefined()
   })
 
-  it('rejects an invalid payload with 400 and a request without the secret with 401', async () => {
-    const invalid = await mf.dispatchFetch('http://localhost/__tasks/jobs.double', {
-      method: 'POST',
-      headers: { ...auth, 'content-type': 'application/json' },
-      body: JSON.stringify({ n: 'x' }),
-    })
-    expect(invalid.status).toBe(400)
-    expect(await invalid.json()).toMatchObject({ code: 'VALIDATION_FAILED' })
-    const anonymous = await mf.dispatchFetch('http://localhost/__tasks')
-    expect(anonymous.status).toBe(401)
-  })
-
-  it('fires the cron task on a scheduled event, which ends ok', async () => {
-    const worker = (await mf.getWorker()) as unknown as { scheduled(options: { cron: string }): Promise<{ outcome: string }> }
-    expect((await worker.scheduled({ cron: '*/10 * * * *' })).outcome).toBe('ok')
-    const res = await mf.dispatchFetch('http://localhost/api/ticks')
-    expect(await res.json()).toEqual({ ticks: [{ _cron: true }] })
-  })
-
-  it('fires nothing for a cron no task uses', async () => {
-    const worker = (await mf.getWorker()) as unknown as { scheduled(options: { cron: string }): Promise<unknown> }
-    await worker.scheduled({ cron: '0 0 1 1 *' })
-    const res = await mf.dispatchFetch('http://localhost/api/ticks')
-    expect(((await res.json()) as { ticks: unknown[] }).ticks).toHaveLength(1)
-  })
-})
-
-describe('svc build --target cloudflare, deployed with wrangler', () => {
-  let app: Awaited<ReturnType<typeof copyFixtureApp>>
-
-  beforeAll(async () => {
-    app = await copyFixtureApp()
-    await buildApp({ root: app.root, target: 'cloudflare' })
-  })
-  afterAll(() => app?.cleanup())
-
-  // index.mjs is already one minified ES module: bundled again, it would
-  // grow (wrangler does not minify) and no longer be the file that was tested.
-  it('uploads index.mjs as it is, without bundling it again', async () => {
-    const out = join(app.root, '.output/cloudflare')
-    const dry = await wranglerDryRun(out)
+  // Cloudflare cron triggers fire on UTC only: without a warning, a task
+  // meant for 09:00 in Paris would silently run at 09:00 UTC.
+  it("warns that a task's time zone is not applied, naming the task", async () => {
+    const app = await writeApp(ZONED_TASKS)
     try {
-      expect(dry.code, dry.output).toBe(0)
-      expect(await readFile(join(dry.outdir, 'index.mjs'))).toEqual(await readFile(join(out, 'index.mjs')))
+      expect((await buildApp({ root: app.root, target: 'cloudflare' })).warnings).toEqual([utcOnlyWarning('cloudflare')])
     } finally {
-      await dry.cleanup()
+      await app.cleanup()
     }
   })
 })
 
-describe('svc build --target cloudflare, an app with public/', () => {
+describe('svc build --target cloudflare, an app with public/, deployed with wrangler', () => {
   let app: Awaited<ReturnType<typeof copyFixtureApp>>
   let out: string
   let mf: Miniflare
@@ -160,7 +140,7 @@ describe('svc build --target cloudflare, an app with public/', () => {
     // Wrangler's own reading of wrangler.json, as `wrangler dev` runs it.
     const { unstable_getMiniflareWorkerOptions } = await import('wrangler')
     const { workerOptions, main } = unstable_getMiniflareWorkerOptions(join(out, 'wrangler.json'))
-    mf = new Miniflare({ ...(workerOptions as object), modules: true, scriptPath: main!, modulesRoot: out, bindings: { THEN_TASK_SECRET: SECRET } })
+    mf = new Miniflare({ ...(workerOptions as object), modules: true, scriptPath: main!, modulesRoot: out, bindings: { THEN_TASK_SECRET: TASK_SECRET } })
   })
   afterAll(async () => {
     await mf?.dispose()
@@ -180,45 +160,66 @@ describe('svc build --target cloudflare, an app with public/', () => {
     expect((await mf.dispatchFetch('http://localhost/missing.txt')).status).toBe(404)
   })
 
-  it('is accepted by wrangler deploy', async () => {
+  // index.mjs is already one minified ES module: bundled again, it would
+  // grow (wrangler does not minify) and no longer be the file that was tested.
+  it('is accepted by wrangler deploy, which uploads index.mjs as it is, without bundling it again', async () => {
     const dry = await wranglerDryRun(out)
     try {
       expect(dry.code, dry.output).toBe(0)
+      expect(await readFile(join(dry.outdir, 'index.mjs'))).toEqual(await readFile(join(out, 'index.mjs')))
     } finally {
       await dry.cleanup()
     }
   })
 })
 
-describe('svc build --target cloudflare, a scheduled task that fails', () => {
-  let app: Awaited<ReturnType<typeof copyFixtureApp>>
-  let mf: Miniflare
-
-  beforeAll(async () => {
-    app = await copyFixtureApp('failing-cron-app')
-    await buildApp({ root: app.root, target: 'cloudflare' })
-    const out = join(app.root, '.output/cloudflare')
-    mf = new Miniflare({
-      scriptPath: join(out, 'index.mjs'),
-      modulesRoot: out,
-      modules: true,
-      compatibilityDate: JSON.parse(await readFile(join(out, 'wrangler.json'), 'utf8')).compatibility_date,
-      bindings: { THEN_TASK_SECRET: SECRET },
-    })
-  })
-  afterAll(async () => {
-    await mf?.dispose()
+describe('svc build --target cloudflare and Node builtins', () => {
+  let app: Awaited<ReturnType<typeof writeApp>> | undefined
+  afterEach(async () => {
     await app?.cleanup()
+    app = undefined
   })
 
-  // The platform reads the handler's outcome: a resolved scheduled() is a
-  // success in the dashboard and in Cron Trigger alerts, however the task ended.
-  it('ends the scheduled event in an exception', async () => {
-    const worker = (await mf.getWorker()) as unknown as { scheduled(options: { cron: string }): Promise<{ outcome: string }> }
-    const result = await worker.scheduled({ cron: '0 3 * * *' })
-    expect(result.outcome).toBe('exception')
-    const tasks = await mf.dispatchFetch('http://localhost/__tasks', { headers: { authorization: `Bearer ${SECRET}` } })
-    const { tasks: list } = (await tasks.json()) as { tasks: Array<{ name: string; lastRun: { status: string } | null }> }
-    expect(Object.fromEntries(list.map((task) => [task.name, task.lastRun?.status]))).toEqual({ 'jobs.broken': 'failed', 'jobs.fine': 'completed' })
+  it('fails on a serverless route that reaches a Node builtin, naming the file that imports it', async () => {
+    app = await writeApp({
+      'src/api/_disk.ts': `import { readFileSync } from 'node:fs'\nexport const read = () => readFileSync('/etc/hostname', 'utf8')\n`,
+      'src/api/host.ts': `import { read } from './_disk.ts'\nexport function GET() { return { host: read() } }\n`,
+      'src/api/hash.ts': `import { createHash } from 'crypto'\nexport function GET() { return createHash('sha1').digest('hex') }\n`,
+    })
+    const failure = await buildApp({ root: app.root, target: 'cloudflare' }).then(
+      () => undefined,
+      (error: Error) => error.message,
+    )
+    expect(failure).toMatch(/Node builtins cannot be bundled for an edge worker/)
+    expect(failure).toContain(`node:fs (imported by ${join(app.root, 'src/api/_disk.ts')})`)
+    expect(failure).toContain(`crypto (imported by ${join(app.root, 'src/api/hash.ts')})`)
+  })
+
+  // `events`, `buffer` and `util` are also npm packages written for browsers;
+  // when the app installs one, a bare import means that package.
+  it('bundles an installed package that shares its name with a Node builtin', async () => {
+    app = await writeApp({
+      'package.json': JSON.stringify({ name: 'worker-app', dependencies: { events: '^3.3.0' } }),
+      'node_modules/events/package.json': JSON.stringify({ name: 'events', version: '3.3.0', main: 'events.js' }),
+      'node_modules/events/events.js': `export class EventEmitter { emit() { return 'from the events package' } }\n`,
+      'src/api/emit.ts': `import { EventEmitter } from 'events'\nexport function GET() { return { said: new EventEmitter().emit() } }\n`,
+    })
+    await buildApp({ root: app.root, target: 'cloudflare' })
+    const { mf } = await startWorker(app.root)
+    try {
+      const res = await mf.dispatchFetch('http://worker/api/emit')
+      expect(await res.json()).toEqual({ said: 'from the events package' })
+    } finally {
+      await mf.dispose()
+    }
+  })
+
+  it('still fails on the node: form of a builtin, even with a package of that name installed', async () => {
+    app = await writeApp({
+      'node_modules/events/package.json': JSON.stringify({ name: 'events', version: '3.3.0', main: 'events.js' }),
+      'node_modules/events/events.js': `export class EventEmitter {}\n`,
+      'src/api/emit.ts': `import { EventEmitter } from 'node:events'\nexport function GET() { return { ok: !!EventEmitter } }\n`,
+    })
+    await expect(buildApp({ root: app.root, target: 'cloudflare' })).rejects.toThrow(/node:events \(imported by/)
   })
 })

@@ -1,48 +1,133 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { gunzipSync, gzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildApp, type BuildResult } from '../../src/build/build.ts'
+import { buildApp } from '../../src/build/build.ts'
+import type { RuntimeApiRoute } from '../../src/index.ts'
+import { createLambdaHandler } from '../../targets/lambda/runtime.ts'
 import { toEventBridge } from '../../targets/lambda/schedules.ts'
-import { copyFixtureApp } from './_app.ts'
+import { builtOnce, copyFixtureApp, writeApp, ZONED_TASKS } from './_app.ts'
+import { TASK_SECRET, targetContract } from './contract.ts'
 
-function httpEvent(method: string, path: string, init: { query?: string; body?: string; base64?: boolean; headers?: Record<string, string>; cookies?: string[] } = {}) {
+type Handler = (event: unknown) => Promise<any>
+
+const DOMAIN = 'r3pmxmplak.execute-api.us-east-2.amazonaws.com'
+
+/**
+ * `request` as API Gateway delivers it to the function: an HTTP API payload
+ * 2.0 event on the `$default` stage, in the shape AWS documents. Text bodies
+ * travel as text, any other body base64, as API Gateway sends them.
+ */
+async function httpApiEvent(request: Request) {
+  const url = new URL(request.url)
+  const headers: Record<string, string> = { host: DOMAIN }
+  // Payload 2.0 moves cookies to their own array and joins repeated headers with commas.
+  request.headers.forEach((value, name) => {
+    if (name !== 'cookie') headers[name] = value
+  })
+  const cookies = request.headers.get('cookie')?.split(/;\s*/)
+  const bytes = request.body ? Buffer.from(await request.arrayBuffer()) : undefined
+  const text = /^(text\/|application\/json)/.test(request.headers.get('content-type') ?? '')
+  const query: Record<string, string> = {}
+  for (const [name, value] of url.searchParams) query[name] = name in query ? `${query[name]},${value}` : value
+  const now = new Date()
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath: url.pathname,
+    rawQueryString: url.search.slice(1),
+    ...(cookies ? { cookies } : {}),
+    headers,
+    ...(url.search ? { queryStringParameters: query } : {}),
+    requestContext: {
+      accountId: '123456789012',
+      apiId: 'r3pmxmplak',
+      domainName: DOMAIN,
+      domainPrefix: 'r3pmxmplak',
+      http: { method: request.method, path: url.pathname, protocol: 'HTTP/1.1', sourceIp: '203.0.113.9', userAgent: headers['user-agent'] ?? '' },
+      requestId: crypto.randomUUID(),
+      routeKey: '$default',
+      stage: '$default',
+      time: now.toUTCString(),
+      timeEpoch: now.getTime(),
+    },
+    ...(bytes ? { body: bytes.toString(text ? 'utf8' : 'base64') } : {}),
+    isBase64Encoded: bytes !== undefined && !text,
+  }
+}
+
+/** The function's result as the client gets it from API Gateway. */
+function toResponse(result: { statusCode: number; headers?: Record<string, string>; cookies?: string[]; body?: string; isBase64Encoded?: boolean }): Response {
+  const headers = new Headers(result.headers)
+  for (const cookie of result.cookies ?? []) headers.append('set-cookie', cookie)
+  const body = result.body === undefined || result.body === '' ? null : result.isBase64Encoded ? Buffer.from(result.body, 'base64') : result.body
+  return new Response(body, { status: result.statusCode, headers })
+}
+
+function httpEvent(method: string, path: string, init: { query?: string; body?: string; base64?: boolean; headers?: Record<string, string> } = {}) {
   return {
     version: '2.0',
     routeKey: '$default',
     rawPath: path,
     rawQueryString: init.query ?? '',
     headers: { host: 'abc.lambda-url.eu-west-1.on.aws', ...init.headers },
-    cookies: init.cookies,
     body: init.body,
     isBase64Encoded: init.base64 ?? false,
     requestContext: { domainName: 'abc.lambda-url.eu-west-1.on.aws', http: { method, path, sourceIp: '203.0.113.9' } },
   }
 }
 
+const built = builtOnce('lambda')
+
+/**
+ * A fresh instance of the built function, as a new Lambda execution
+ * environment loads it: the query makes a module instance of its own.
+ */
+async function loadHandler(instance: string): Promise<Handler> {
+  process.env.THEN_TASK_SECRET = TASK_SECRET
+  const url = pathToFileURL(join((await built()).root, '.output/lambda/index.mjs'))
+  url.search = instance
+  return ((await import(url.href)) as { handler: Handler }).handler
+}
+
+afterAll(() => {
+  delete process.env.THEN_TASK_SECRET
+})
+
+targetContract({
+  name: 'lambda',
+  async start() {
+    const handler = await loadHandler('contract')
+    return {
+      fetch: async (request) => toResponse(await handler(await httpApiEvent(request))),
+      // EventBridge Scheduler counts an invocation that rejects as failed
+      // (and retries it, then dead-letters it); a resolved one succeeded.
+      cron: (expression) =>
+        handler({ svcCron: expression }).then(
+          () => ({ ok: true }),
+          (error: Error) => ({ ok: false, error: error.message }),
+        ),
+      close: async () => {},
+    }
+  },
+})
+
 describe('svc build --target lambda', () => {
-  let app: Awaited<ReturnType<typeof copyFixtureApp>>
-  let build: BuildResult
-  let handler: (event: unknown) => Promise<any>
+  let handler: Handler
+  const auth = { authorization: `Bearer ${TASK_SECRET}` }
 
   beforeAll(async () => {
-    app = await copyFixtureApp()
-    build = await buildApp({ root: app.root, target: 'lambda' })
-    process.env.THEN_TASK_SECRET = 'lambda-secret'
-    ;({ handler } = await import(pathToFileURL(join(app.root, '.output/lambda/index.mjs')).href))
-  })
-  afterAll(async () => {
-    delete process.env.THEN_TASK_SECRET
-    await app?.cleanup()
+    handler = await loadHandler('particulars')
   })
 
-  it('leaves hot routes out with the exact warning', () => {
-    expect(build.warnings).toEqual([
+  it('leaves hot routes out with the exact warning', async () => {
+    expect((await built()).build.warnings).toEqual([
       '[svc] 1 hot route(s) cannot run on lambda and were not bundled: /api/live — deploy them to a persistent host',
     ])
   })
 
-  it('serves an HTTP API v2 GET event', async () => {
+  it('answers an HTTP API v2 event with a text JSON body', async () => {
     const result = await handler(httpEvent('GET', '/api/hello', { query: 'name=lambda' }))
     expect(result.statusCode).toBe(200)
     expect(result.isBase64Encoded).toBe(false)
@@ -113,7 +198,6 @@ describe('svc build --target lambda', () => {
   })
 
   it('runs a task to its end before returning the 202 answer, since Lambda freezes after it', async () => {
-    const auth = { authorization: 'Bearer lambda-secret' }
     const result = await handler(httpEvent('POST', '/__tasks/jobs.slow', { headers: auth }))
     expect(result.statusCode).toBe(202)
     const { id } = JSON.parse(result.body)
@@ -121,38 +205,46 @@ describe('svc build --target lambda', () => {
     expect(JSON.parse(run.body)).toMatchObject({ status: 'completed', result: { slept: 100 } })
   })
 
-  it('validates and runs a task payload', async () => {
-    const result = await handler(
-      httpEvent('POST', '/__tasks/jobs.double', {
-        body: JSON.stringify({ n: 5 }),
-        headers: { 'content-type': 'application/json', authorization: 'Bearer lambda-secret' },
-      }),
-    )
-    expect(result.statusCode).toBe(202)
-    const { id } = JSON.parse(result.body)
-    const run = await handler(httpEvent('GET', `/__tasks/${id}`, { headers: { authorization: 'Bearer lambda-secret' } }))
-    expect(JSON.parse(run.body)).toMatchObject({ status: 'completed', result: { doubled: 10 } })
-  })
-
-  it('fires cron tasks for a schedule event', async () => {
+  it('resolves a schedule event with the summary of the runs it fired', async () => {
     const result = await handler({ svcCron: '*/10 * * * *' })
-    expect(result).toMatchObject({ ok: true, runs: [{ taskName: 'jobs.tick', status: 'completed' }] })
-    const ticks = await handler(httpEvent('GET', '/api/ticks'))
-    expect(JSON.parse(ticks.body)).toEqual({ ticks: [{ _cron: true }] })
+    expect(result).toEqual({ ok: true, runs: [{ id: expect.any(String), taskName: 'jobs.tick', status: 'completed' }] })
   })
 
-  it('fires only the tasks of the schedule event\'s time zone', async () => {
+  it("fires only the tasks of the schedule event's time zone", async () => {
     const result = await handler({ svcCron: '*/10 * * * *', svcTimezone: 'Europe/Paris' })
     expect(result).toEqual({ ok: true, runs: [] })
+  })
+
+  // EventBridge Scheduler retries, dead-letters and alarms on failed invocations only.
+  it('fails the invocation of a schedule whose task fails, naming the failed task and its run', async () => {
+    const failure: Error = await handler({ svcCron: '0 3 * * *', svcTimezone: 'UTC' }).then(
+      () => {
+        throw new Error('the invocation succeeded')
+      },
+      (error: Error) => error,
+    )
+    expect(failure.message).toMatch(/^Cron "0 3 \* \* \*": 1 of 2 scheduled run\(s\) failed: jobs\.import \(run [\w-]+: the nightly import failed\)$/)
+    const runId = failure.message.match(/\(run ([\w-]+)/)![1]
+    const run = await handler(httpEvent('GET', `/__tasks/${runId}`, { headers: auth }))
+    expect(JSON.parse(run.body)).toMatchObject({ taskName: 'jobs.import', status: 'failed', attempts: [{ error: 'the nightly import failed' }] })
   })
 
   it('rejects an event it does not know, saying which ones it takes', async () => {
     await expect(handler({ Records: [] })).rejects.toThrow(/HTTP API \(payload 2\.0\).*svcCron/)
   })
 
-  it('writes schedules.json with the EventBridge form of each schedule', async () => {
-    const file = JSON.parse(await readFile(join(app.root, '.output/lambda/schedules.json'), 'utf8'))
+  it('writes schedules.json with the EventBridge form and the invocation input of each schedule', async () => {
+    const file = JSON.parse(await readFile(join((await built()).root, '.output/lambda/schedules.json'), 'utf8'))
+    const nightly = (task: string) => ({
+      task,
+      cron: '0 3 * * *',
+      timezone: 'UTC',
+      input: { svcCron: '0 3 * * *', svcTimezone: 'UTC' },
+      scheduleExpression: 'cron(0 3 * * ? *)',
+    })
     expect(file.schedules).toEqual([
+      nightly('jobs.import'),
+      nightly('jobs.report'),
       {
         task: 'jobs.tick',
         cron: '*/10 * * * *',
@@ -162,37 +254,54 @@ describe('svc build --target lambda', () => {
       },
     ])
   })
+
+  // EventBridge Scheduler takes each schedule's zone from schedules.json.
+  it('applies task time zones without a warning', async () => {
+    const app = await writeApp(ZONED_TASKS)
+    try {
+      expect((await buildApp({ root: app.root, target: 'lambda' })).warnings).toEqual([])
+    } finally {
+      await app.cleanup()
+    }
+  })
 })
 
-describe('svc build --target lambda, a scheduled task that fails', () => {
-  let app: Awaited<ReturnType<typeof copyFixtureApp>>
-  let handler: (event: unknown) => Promise<any>
-
-  beforeAll(async () => {
-    app = await copyFixtureApp('failing-cron-app')
-    await buildApp({ root: app.root, target: 'lambda' })
-    ;({ handler } = await import(pathToFileURL(join(app.root, '.output/lambda/index.mjs')).href))
-  })
-  afterAll(() => app?.cleanup())
-
-  // EventBridge Scheduler retries, dead-letters and alarms on failed invocations only.
-  it('fails the invocation, naming the failed task and its run', async () => {
-    const failure: Error = await handler({ svcCron: '0 3 * * *', svcTimezone: 'UTC' }).then(
-      () => {
-        throw new Error('the invocation succeeded')
+describe('Lambda results for bodies that are not plain UTF-8 text', () => {
+  const json = JSON.stringify({ message: 'compressed on purpose' })
+  // "café" in ISO-8859-1: é is the single byte 0xE9, which is not valid UTF-8.
+  const latin1 = new Uint8Array([0x63, 0x61, 0x66, 0xe9])
+  const routes: RuntimeApiRoute[] = [
+    {
+      path: '/api/gzipped',
+      module: {
+        GET: () => new Response(gzipSync(json), { headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } }),
       },
-      (error: Error) => error,
-    )
-    expect(failure.message).toMatch(/^Cron "0 3 \* \* \*": 1 of 2 scheduled run\(s\) failed: jobs\.broken \(run [\w-]+: the nightly import failed\)$/)
-    expect(failure.message).not.toContain('jobs.fine')
-    const runId = failure.message.match(/\(run ([\w-]+)/)![1]
-    process.env.THEN_TASK_SECRET = 'lambda-secret'
-    try {
-      const run = await handler(httpEvent('GET', `/__tasks/${runId}`, { headers: { authorization: 'Bearer lambda-secret' } }))
-      expect(JSON.parse(run.body)).toMatchObject({ taskName: 'jobs.broken', status: 'failed', attempts: [{ error: 'the nightly import failed' }] })
-    } finally {
-      delete process.env.THEN_TASK_SECRET
-    }
+    },
+    {
+      path: '/api/latin1',
+      module: { GET: () => new Response(latin1, { headers: { 'content-type': 'text/plain; charset=iso-8859-1' } }) },
+    },
+    { path: '/api/utf8', module: { GET: () => new Response('crème brûlée', { headers: { 'content-type': 'text/plain; charset=utf-8' } }) } },
+  ]
+  const handler = createLambdaHandler({ routes, logger: { info() {}, warn() {}, error() {} } })
+
+  // API Gateway and function URLs take a text body as UTF-8: any other bytes must travel base64.
+  it('sends a content-encoded body base64, whatever its content type', async () => {
+    const result = (await handler(httpEvent('GET', '/api/gzipped'))) as { body: string; isBase64Encoded: boolean; headers: Record<string, string> }
+    expect(result.isBase64Encoded).toBe(true)
+    expect(result.headers['content-encoding']).toBe('gzip')
+    expect(gunzipSync(Buffer.from(result.body, 'base64')).toString()).toBe(json)
+  })
+
+  it('sends a text body that is not valid UTF-8 base64, byte for byte', async () => {
+    const result = (await handler(httpEvent('GET', '/api/latin1'))) as { body: string; isBase64Encoded: boolean }
+    expect(result.isBase64Encoded).toBe(true)
+    expect([...Buffer.from(result.body, 'base64')]).toEqual([...latin1])
+  })
+
+  it('still sends UTF-8 text as text', async () => {
+    const result = (await handler(httpEvent('GET', '/api/utf8'))) as { body: string; isBase64Encoded: boolean }
+    expect(result).toMatchObject({ body: 'crème brûlée', isBase64Encoded: false })
   })
 })
 
