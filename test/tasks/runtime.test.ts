@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { SvcError } from '../../src/runtime/errors.ts'
+import { StoreFullError, SvcError } from '../../src/runtime/errors.ts'
 import {
   MAX_DELAY_SECONDS,
   MAX_IDEMPOTENCY_KEY_LENGTH,
   MemoryRunStore,
-  StoreFullError,
   createTaskRuntime,
   enqueue,
   setActiveTaskRuntime,

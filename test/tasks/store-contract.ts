@@ -4,7 +4,8 @@
  * `options.maxRuns`, when given, is the store's bound.
  */
 import { describe, expect, it } from 'vitest'
-import { StoreFullError, type RunStore } from '../../src/runtime/tasks/index.ts'
+import { StoreFullError } from '../../src/runtime/errors.ts'
+import type { RunStore } from '../../src/runtime/tasks/index.ts'
 import type { RunRecord } from '../../src/types.ts'
 
 let seq = 0

@@ -12,7 +12,7 @@ import type { EnqueueOptions, RunTrigger, TriggerOptions } from '../../types.ts'
 import { describe } from '../describe.ts'
 import { childIdempotencyKey } from './ids.ts'
 
-export { describe }
+
 
 /**
  * The longest delay a run may be enqueued with: 365 days, the longest wait
