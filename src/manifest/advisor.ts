@@ -16,10 +16,10 @@
  * - Where the declared config contradicts the evidence, severity is `warn`
  *   and `recommendation` says what to change.
  */
-import { FUNCTION_MEMORY, type Confidence, type FunctionMemory, type Provider, type ResolvedCompute } from '../types.ts'
+import { FUNCTION_MEMORY, type FunctionMemory } from '../runtime/types.ts'
 import { taskNameFromPath } from '../runtime/route-config.ts'
 import { dedicatedCompute, FUNCTION_TIMEOUT_LIMIT_MS, functionCompute } from './compute.ts'
-import type { RouteAdvice, RouteSignal, ScannedRoute, Severity } from './types.ts'
+import type { Confidence, Provider, ResolvedCompute, RouteAdvice, RouteSignal, ScannedRoute, Severity } from './types.ts'
 
 const PERSISTENT = new Set<RouteSignal['kind']>(['websocket', 'listening-socket', 'module-timer', 'background-loop'])
 const NODE_ONLY = new Set<RouteSignal['kind']>(['heavy-module', 'native-module', 'node-builtin'])

@@ -5,7 +5,8 @@
  * as declared. Dedicated manifests also carry the legacy
  * `machine: { memoryMb, cpus }` shape for platforms that still size from it.
  */
-import { FUNCTION_MEMORY, type ComputeClass, type ResolvedCompute, type RouteKind } from '../types.ts'
+import { FUNCTION_MEMORY, type ComputeClass, type RouteKind } from '../runtime/types.ts'
+import type { ResolvedCompute } from './types.ts'
 import type { StaticValue } from './literal.ts'
 import type { Reporter } from './reporter.ts'
 

@@ -6,7 +6,7 @@
  * inference 8gb.
  */
 import { isBuiltin } from 'node:module'
-import type { FunctionMemory } from '../types.ts'
+import type { FunctionMemory } from '../runtime/types.ts'
 
 export interface ModuleProfile {
   /** What the module does, for reasons ("a headless browser"). */

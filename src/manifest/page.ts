@@ -5,7 +5,7 @@
  * `styles: [sheet]` reference code on purpose: the renderer evaluates them
  * later, so the scanner leaves them out of the manifest instead of failing.
  */
-import type { PageMode } from '../types.ts'
+import type { PageMode } from '../runtime/types.ts'
 import { unwrap } from './ast.ts'
 import { type LiteralProblem, type StaticValue, readStaticLiteral, snippet } from './literal.ts'
 import type { ModuleExports } from './module-exports.ts'

@@ -4,7 +4,8 @@
  * configuration"). Defaults are applied here; the result is what the
  * manifest reports.
  */
-import type { ResolvedCompute, RouteKind } from '../types.ts'
+import type { RouteKind } from '../runtime/types.ts'
+import type { ResolvedCompute } from './types.ts'
 import { ROUTE_KINDS } from '../runtime/route-config.ts'
 import { normalizeOrigin } from '../runtime/origins.ts'
 import {

@@ -3,7 +3,7 @@
  * detect signals and advise. Pure over (path, text): the dev server re-runs it
  * on each change, and `scanApp` runs it for every file.
  */
-import { HTTP_METHODS, type HttpMethod, type ManifestPage } from '../types.ts'
+import { HTTP_METHODS, type HttpMethod } from '../runtime/types.ts'
 import { taskNameFromPath } from '../runtime/route-config.ts'
 import { adviseRoute } from './advisor.ts'
 import type { Node } from './ast.ts'
@@ -16,7 +16,7 @@ import { sourceExtension, urlFromFile } from './paths.ts'
 import type { Reporter } from './reporter.ts'
 import { readRouteConfig } from './route-config.ts'
 import { detectSignals } from './signals.ts'
-import type { ScannedRoute } from './types.ts'
+import type { ManifestPage, ScannedRoute } from './types.ts'
 
 /** Where API routes live, relative to the app root. */
 export const API_DIR = 'src/api'

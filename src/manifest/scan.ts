@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { isAbsolute, relative, resolve, sep } from 'node:path'
-import type { ManifestPage } from '../types.ts'
+import type { ManifestPage } from './types.ts'
 import { ConfigError, compareConfigErrors } from './errors.ts'
 import { compareUrlPaths, isSourceFile } from './paths.ts'
 import { API_DIR, PAGES_DIR, scanPageSource, scanRouteSource } from './scan-file.ts'

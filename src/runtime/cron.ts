@@ -1,4 +1,4 @@
-import type { RunRecord, TaskRuntime } from '../types.ts'
+import type { RunRecord, TaskRuntime } from './types.ts'
 import { SvcError } from './errors.ts'
 
 /** What a cron firing reports: each run it started, and whether all of them succeeded. */

@@ -1,4 +1,4 @@
-import type { RunEnvelope, RunRecord } from '../types.ts'
+import type { RunEnvelope, RunRecord } from './types.ts'
 
 /**
  * The run envelope of a run record, exactly as the spec defines it: `ok`,

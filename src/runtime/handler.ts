@@ -4,7 +4,7 @@
  * platform's events into `Request`s, so all HTTP behaviour lives here and is
  * proven once. Edge-safe.
  */
-import type { GlobalHooks, Logger, RequestInfo, RuntimeApiRoute, RuntimePage, TaskRuntime } from '../types.ts'
+import type { GlobalHooks, Logger, RequestInfo, RuntimeApiRoute, RuntimePage, TaskRuntime } from './types.ts'
 import { DEFAULT_BODY_LIMIT } from './admin/body.ts'
 import { createAdminHandler, TASKS_PREFIX } from './admin/tasks.ts'
 import { buildApp, checkCommonOptions, type ApiApp } from './app/create.ts'

@@ -1,4 +1,4 @@
-import type { RouteKind, RuntimeApiRoute } from '../types.ts'
+import type { RouteKind, RuntimeApiRoute } from './types.ts'
 import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_MS } from './rules.ts'
 
 /**

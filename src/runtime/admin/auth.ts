@@ -11,7 +11,7 @@
  * Edge and function targets report no socket address, so they always need
  * the secret.
  */
-import type { RequestInfo } from '../../types.ts'
+import type { RequestInfo } from '../types.ts'
 import { jsonError } from '../app/errors.ts'
 import type { ResponseClass } from '../app/types.ts'
 import type { EnvLike } from '../env.ts'

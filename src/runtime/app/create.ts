@@ -9,7 +9,7 @@
  * 4. the fallback (static files on Node), then 404 `NOT_FOUND`.
  */
 import { Hono, type Context } from 'hono'
-import type { GlobalHooks, Logger, RequestInfo, RuntimeApiRoute, RuntimePage } from '../../types.ts'
+import type { GlobalHooks, Logger, RequestInfo, RuntimeApiRoute, RuntimePage } from '../types.ts'
 import { DEFAULT_BODY_LIMIT } from '../admin/body.ts'
 import type { EnvLike } from '../env.ts'
 import { processEnv, stringBindings } from '../env.ts'

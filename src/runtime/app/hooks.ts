@@ -10,7 +10,7 @@
  * (`/__health`, `/__tasks*`, `/__svc/revalidate`), which have their own auth.
  */
 import type { Context, MiddlewareHandler } from 'hono'
-import type { GlobalHooks, Logger } from '../../types.ts'
+import type { GlobalHooks, Logger } from '../types.ts'
 import { describe } from '../describe.ts'
 import { internalError, knownErrorResponse } from './errors.ts'
 import type { ResponseClass } from './types.ts'

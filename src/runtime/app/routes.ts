@@ -5,7 +5,7 @@
  * (spec "User routes"): they are not HTTP endpoints.
  */
 import type { Context, Hono } from 'hono'
-import { HTTP_METHODS, type HttpMethod, type RuntimeApiRoute, type SchemaDefinition } from '../../types.ts'
+import { HTTP_METHODS, type HttpMethod, type RuntimeApiRoute, type SchemaDefinition } from '../types.ts'
 import { isOriginAllowed } from '../origins.ts'
 import { resolveRoute } from '../route-config.ts'
 import { isSchemaDefinition, isStandardSchema } from '../schema.ts'

@@ -3,7 +3,7 @@
  * peers and the options of `createApiApp`.
  */
 import type { HonoRequest } from 'hono'
-import type { GlobalHooks, Logger, RuntimeApiRoute } from '../../types.ts'
+import type { GlobalHooks, Logger, RuntimeApiRoute } from '../types.ts'
 
 /**
  * The request object route handlers, page renderers and `websocket()` get:

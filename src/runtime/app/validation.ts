@@ -4,7 +4,7 @@
  * Every part is checked and every issue reported at once; validated values
  * reach the handler through `req.valid('json' | 'query' | 'param' | 'header')`.
  */
-import type { SchemaDefinition, ValidationIssue } from '../../types.ts'
+import type { SchemaDefinition, ValidationIssue } from '../types.ts'
 import { readJsonBody } from '../admin/body.ts'
 import { ValidationError } from '../errors.ts'
 import { validate } from '../schema.ts'

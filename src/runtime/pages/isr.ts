@@ -6,7 +6,7 @@
  * - no entry: rendered in the request (`MISS`) and stored when cacheable.
  * Purges (by path or by tag) delete entries, so the next request renders.
  */
-import type { Logger } from '../../types.ts'
+import type { Logger } from '../types.ts'
 import type { ResponseClass } from '../app/types.ts'
 import { describe } from '../describe.ts'
 import { MemoryCacheStore, type CacheEntry, type CacheStore } from './cache-store.ts'

@@ -4,7 +4,7 @@
  * module's default export renders: `(req) => string | Response`.
  */
 import type { Context, Hono } from 'hono'
-import type { PageMode, RequestInfo, RuntimePage } from '../../types.ts'
+import type { PageMode, RequestInfo, RuntimePage } from '../types.ts'
 import { methodNotAllowed } from '../app/errors.ts'
 import type { ErrorResponder } from '../app/hooks.ts'
 import { toHonoPath } from '../app/routes.ts'

@@ -8,7 +8,7 @@
  * where `purged` lists the cache keys (path plus query) removed. With
  * `createApiApp`'s `revalidateWebhook`, the webhook answers instead.
  */
-import type { Logger, RequestInfo, ValidationIssue } from '../../types.ts'
+import type { Logger, RequestInfo, ValidationIssue } from '../types.ts'
 import type { EnvLike } from '../env.ts'
 import { authorize } from '../admin/auth.ts'
 import { readJsonBody } from '../admin/body.ts'

@@ -4,7 +4,7 @@
  * stops; nothing sets it at import. `enqueue()` dispatches in-process when
  * one is set and goes over HTTP otherwise.
  */
-import type { TaskRuntime } from '../../types.ts'
+import type { TaskRuntime } from '../types.ts'
 
 // Kept on globalThis under a registered symbol so that two copies of this
 // module in one process (a bundle and the source, say) agree.

@@ -3,7 +3,7 @@
  * runtime is active in this process: they call the task admin surface of the
  * server that runs the tasks (spec "Task admin surface", "`enqueue`").
  */
-import type { CompleteTokenResult, EnqueueOptions, EnqueueResult } from '../../types.ts'
+import type { CompleteTokenResult, EnqueueOptions, EnqueueResult } from '../types.ts'
 import { HttpError, errorMessage } from '../errors.ts'
 import { processEnv, type EnvLike } from '../env.ts'
 import { taskSecret } from '../rules.ts'

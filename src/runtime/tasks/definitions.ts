@@ -5,7 +5,7 @@
  * a task file). Hand-written routes are checked here, at startup, so a bad
  * option fails loudly instead of at the first run.
  */
-import type { RuntimeApiRoute, TaskContext } from '../../types.ts'
+import type { RuntimeApiRoute, TaskContext } from '../types.ts'
 import { resolveRoute } from '../route-config.ts'
 import { normalizeCron, retriesProblem, scheduleProblem, timeoutProblem, timezoneProblem } from '../rules.ts'
 import { isSchemaDefinition, isStandardSchema } from '../schema.ts'

@@ -15,7 +15,7 @@
  * and the parts it creates get callbacks, never the engine. A durable engine
  * that claims runs, holds leases or sets alarms changes this class alone.
  */
-import type { CompleteTokenResult, Logger, RunRecord, TriggerOptions } from '../../types.ts'
+import type { CompleteTokenResult, Logger, RunRecord, TriggerOptions } from '../types.ts'
 import { describe } from '../describe.ts'
 import { TaskNotFoundError, errorMessage } from '../errors.ts'
 import { validateTaskInput } from '../schema.ts'

@@ -4,7 +4,7 @@
  * in-process; elsewhere `enqueue` and `completeToken` call the task server
  * over HTTP. They never swallow an error.
  */
-import type { CompleteTokenResult, EnqueueOptions, EnqueueResult, RunRecord } from '../../types.ts'
+import type { CompleteTokenResult, EnqueueOptions, EnqueueResult, RunRecord } from '../types.ts'
 import { getActiveTaskRuntime } from './active.ts'
 import { completeTokenOverHttp, enqueueOverHttp } from './client.ts'
 import { checkEnqueueOptions } from './options.ts'

@@ -5,7 +5,7 @@
  * finished runs are evicted, and new runs are refused while the live ones
  * fill the bound.
  */
-import type { Attempt, RunRecord, RunStatus, StepRecord } from '../../types.ts'
+import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { StoreFullError } from '../errors.ts'
 import type { RunPatch, RunQuery, RunStore, TimerRecord, TokenRecord } from './store.ts'
 import { applyRunPatch, isFinished, statusMatches } from './store.ts'

@@ -3,7 +3,7 @@
  * per-attempt timeout, and classifies how the invocation ended. It does not
  * touch run state; the runtime turns the outcome into a transition.
  */
-import type { Attempt, RunRecord, StepApi, TaskContext } from '../../types.ts'
+import type { Attempt, RunRecord, StepApi, TaskContext } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import type { TaskDefinition } from './definitions.ts'
 import { jsonProblem } from './json.ts'

@@ -3,7 +3,7 @@
  * Edge-safe: the Node server, the edge and function targets and the CLI all
  * drive this same implementation.
  */
-import type { Logger, RuntimeApiRoute, TaskRuntime, TaskSummary } from '../../types.ts'
+import type { Logger, RuntimeApiRoute, TaskRuntime, TaskSummary } from '../types.ts'
 import { getActiveTaskRuntime, setActiveTaskRuntime } from './active.ts'
 import { defineTasks } from './definitions.ts'
 import { TaskEngine } from './engine.ts'

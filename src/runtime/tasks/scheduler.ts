@@ -7,7 +7,7 @@
  * overlap guard, so ticks behave the same on every path.
  */
 import { Cron } from 'croner'
-import type { Logger, RunRecord } from '../../types.ts'
+import type { Logger, RunRecord } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import { cronOptions, normalizeCron } from '../rules.ts'
 import type { TaskDefinition } from './definitions.ts'

@@ -7,7 +7,7 @@
  * waitpoint is met, after recording the step. Keys are unique per
  * invocation (rule 1) and line recorded outputs up with calls (rule 2).
  */
-import type { ChildRunResult, EnqueueOptions, RunRecord, StepApi, StepRecord, TriggerOptions, Waitpoint } from '../../types.ts'
+import type { ChildRunResult, EnqueueOptions, RunRecord, StepApi, StepRecord, TriggerOptions, Waitpoint } from '../types.ts'
 import { DuplicateStepKeyError } from '../errors.ts'
 import { childIdempotencyKey, tokenIdFor } from './ids.ts'
 import { jsonProblem } from './json.ts'

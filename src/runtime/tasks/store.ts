@@ -14,7 +14,7 @@
  * compare-and-set points: a durable store implements each atomically, so two
  * processes that race for the same transition cannot both win.
  */
-import type { Attempt, RunRecord, RunStatus, StepRecord } from '../../types.ts'
+import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 
 /**
  * Fields of a run that `updateRun` may change. A key that is present with the

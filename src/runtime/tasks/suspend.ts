@@ -11,7 +11,7 @@
  * signal and returned. Handlers that wrap steps in `try/catch` should
  * rethrow it: `if (isSuspension(error)) throw error`.
  */
-import type { Waitpoint } from '../../types.ts'
+import type { Waitpoint } from '../types.ts'
 
 // A registered symbol, so two copies of this module (a bundle and the
 // source, say) still recognize each other's signal.

@@ -2,7 +2,7 @@
  * In-process `waitForRun()` callers, woken when their run completes or
  * fails (a CLI runs a task to its end this way).
  */
-import type { RunRecord } from '../../types.ts'
+import type { RunRecord } from '../types.ts'
 import type { RunStore } from './store.ts'
 import { isFinished } from './store.ts'
 

@@ -11,7 +11,7 @@
  * The engine creates one `Waits` and owns it; waits reach the engine only
  * through the `dispatch` callback it passes in.
  */
-import type { CompleteTokenResult, Logger, RunRecord, StepRecord } from '../../types.ts'
+import type { CompleteTokenResult, Logger, RunRecord, StepRecord } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import { timerId } from './ids.ts'
 import { jsonProblem } from './json.ts'

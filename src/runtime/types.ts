@@ -1,0 +1,377 @@
+/**
+ * Types of the edge-safe runtime half: route files and their config, loaded
+ * routes and pages, schemas, tasks and runs, and the HTTP surface. The
+ * scanner's output shapes (`ManifestRoute`, `ManifestPage`) live with the
+ * build-time half, in `src/manifest/types.ts`; a loaded route is a manifest
+ * entry plus its module.
+ */
+import type { StandardSchemaV1 } from '@standard-schema/spec'
+import type { ManifestPage, ManifestRoute } from '../manifest/types.ts'
+import type { TaskDefinition } from './tasks/definitions.ts'
+import type { ScheduledJob } from './tasks/scheduler.ts'
+import type { RunQuery, RunStore } from './tasks/store.ts'
+
+// ---------------------------------------------------------------------------
+// Routes and compute
+// ---------------------------------------------------------------------------
+
+/** How a route is invoked. `serverless` is the default when a file declares nothing. */
+export type RouteKind = 'serverless' | 'hot' | 'task'
+
+/** HTTP method handlers a route file may export. */
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH' | 'HEAD' | 'OPTIONS'
+
+export const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']
+
+/** Memory sizes a `function`-class route may select. */
+export type FunctionMemory = '1gb' | '4gb' | '6gb' | '8gb' | '12gb'
+
+export const FUNCTION_MEMORY: readonly FunctionMemory[] = ['1gb', '4gb', '6gb', '8gb', '12gb']
+
+/** Where a route runs. */
+export type ComputeClass = 'function' | 'dedicated'
+
+/** The `compute` object as a route file declares it. */
+export interface ComputeConfig {
+  /** @default 'function' (hot routes: 'dedicated') */
+  class?: ComputeClass
+  /**
+   * `function`: one of `1gb`, `4gb`, `6gb`, `8gb`, `12gb`.
+   * `dedicated`: any size such as `'512mb'` or `'2gb'`; preserved as declared.
+   * @default '1gb' for `function`
+   */
+  memory?: string
+  /** Dedicated only: whole CPUs, preserved in the manifest. */
+  cpu?: number
+}
+
+/** The exported `route` object of a route file. Every field must be a static literal. */
+export interface RouteConfig {
+  /** @default 'serverless' */
+  kind?: RouteKind
+  /** Task only: extra attempts after the first failure. @default 0 */
+  retries?: number
+  /** Task only: per-attempt timeout in milliseconds. @default 30000 */
+  timeout?: number
+  /** @default { class: 'function', memory: '1gb' } */
+  compute?: ComputeConfig
+  /** Hot only: Origin allowlist for the WebSocket handshake. Unset means open. */
+  origins?: string[]
+  /** Task only: five-field cron expression (may also be a top-level `schedule` export). */
+  schedule?: string
+  /** Task only: IANA time zone the schedule is read in. @default 'UTC' */
+  timezone?: string
+}
+
+/** Page render modes. Only `server` and `hybrid` render at request time. */
+export type PageMode = 'static' | 'client' | 'server' | 'hybrid'
+
+/** A route file's exports, once loaded. */
+export interface RouteModule {
+  route?: RouteConfig
+  kind?: RouteKind
+  schedule?: string
+  input?: SchemaLike
+  schema?: SchemaDefinition
+  websocket?: (peer: any, req: any) => unknown
+  GET?: (...args: any[]) => unknown
+  POST?: (...args: any[]) => unknown
+  PUT?: (...args: any[]) => unknown
+  DELETE?: (...args: any[]) => unknown
+  PATCH?: (...args: any[]) => unknown
+  HEAD?: (...args: any[]) => unknown
+  OPTIONS?: (...args: any[]) => unknown
+  [exportName: string]: unknown
+}
+
+/**
+ * A manifest entry plus its loaded module exports. Only `path` and `module`
+ * are required: fields left out are read from the module's `route`/`kind`
+ * exports at runtime, so routes can be written by hand.
+ */
+export interface RuntimeApiRoute extends Partial<ManifestRoute> {
+  path: string
+  module: RouteModule
+}
+
+/** A page module: the default export renders. */
+export interface PageModule {
+  default: (req: any) => string | Response | Promise<string | Response>
+  page?: { mode?: PageMode; revalidate?: number; tags?: string[] }
+  [exportName: string]: unknown
+}
+
+/** A manifest page plus its loaded module. */
+export interface RuntimePage extends Partial<ManifestPage> {
+  path: string
+  module: PageModule
+}
+
+// ---------------------------------------------------------------------------
+// Schemas
+// ---------------------------------------------------------------------------
+
+/** Any schema that implements the Standard Schema spec (valibot, zod, arktype, …). */
+export type SchemaLike<T = unknown> = StandardSchemaV1<unknown, T>
+
+/** Where a validation issue was found. */
+export type ValidationTarget = 'body' | 'query' | 'params' | 'headers' | 'input'
+
+/** Schemas for each part of a request; built with `defineSchema`. */
+export interface SchemaDefinition {
+  body?: SchemaLike
+  query?: SchemaLike
+  params?: SchemaLike
+  headers?: SchemaLike
+}
+
+/** One entry of a `VALIDATION_FAILED` body's `details`. */
+export interface ValidationIssue {
+  target: ValidationTarget
+  /** Key path inside the target; empty for the value itself. */
+  path: (string | number)[]
+  message: string
+}
+
+// ---------------------------------------------------------------------------
+// Tasks
+// ---------------------------------------------------------------------------
+
+/** Run states. `scheduled` is a delayed run that has not started yet. */
+export type RunStatus = 'scheduled' | 'running' | 'suspended' | 'completed' | 'failed'
+
+/** How a run started. */
+export type RunTrigger = 'manual' | 'cron' | 'enqueue' | 'child'
+
+export interface Attempt {
+  /** 1-based. */
+  index: number
+  /** ISO timestamp. */
+  startedAt: string
+  durationMs: number
+  /** Present when the attempt failed. Message only, never a stack trace. */
+  error?: string
+}
+
+export interface StepRecord {
+  status: 'completed' | 'timed_out'
+  output?: unknown
+}
+
+/**
+ * What a suspended run waits for (`RunEnvelope.suspended.waitpoint`):
+ * - `sleep`: `step.sleep`/`step.sleepUntil`; resumes at `until`.
+ * - `task`: `step.waitForTask`; resumes when child run `runId` of `task`
+ *   completes or fails.
+ * - `token`: `step.waitForToken`; resumes when token `tokenId` is completed
+ *   (`completeToken`, `POST /__tasks/tokens/<tokenId>`) or at `timeoutAt`.
+ *   Token ids are `<runId>:<stepKey>` (see `tokenIdFor`).
+ */
+export type Waitpoint =
+  | { type: 'sleep'; /** ISO timestamp */ until: string }
+  | { type: 'task'; task: string; runId: string }
+  | { type: 'token'; tokenId: string; /** ISO timestamp */ timeoutAt?: string }
+
+/** The run envelope, as the spec defines it. */
+export interface RunEnvelope {
+  ok: boolean
+  taskName: string
+  attempts: Attempt[]
+  /** Present when the run completed. */
+  result?: unknown
+  /** Present while a step has suspended the run. */
+  suspended?: { stepKey: string; waitpoint: Waitpoint }
+  steps: Record<string, StepRecord>
+}
+
+/** A run as the store keeps it and `GET /__tasks/<id>` returns it. */
+export interface RunRecord extends RunEnvelope {
+  id: string
+  status: RunStatus
+  trigger: RunTrigger
+  input: unknown
+  /** ISO timestamps. */
+  createdAt: string
+  startedAt?: string
+  finishedAt?: string
+  /** Delayed runs: when the run is due. */
+  runAt?: string
+  idempotencyKey?: string
+  parentRunId?: string
+}
+
+export interface EnqueueOptions {
+  /** Delay before the task runs. Durable only with a durable store. */
+  delaySeconds?: number
+  /** Enqueues with a key already seen return the existing run. */
+  idempotencyKey?: string
+}
+
+/** What `enqueue()` returns. Extra fields are preserved. */
+export interface EnqueueResult {
+  runId: string
+  status: RunStatus
+  [field: string]: unknown
+}
+
+/** What `step.waitForTask` resolves to. A child's failure is returned, never thrown. */
+export interface ChildRunResult {
+  ok: boolean
+  result?: unknown
+  error?: string
+}
+
+/**
+ * `ctx.step`: durable steps whose outputs are recorded and replayed.
+ * An unmet wait (`waitForTask`, `sleep`, `sleepUntil`, `waitForToken`)
+ * unwinds the handler with an internal suspend signal that is not an
+ * `Error`. A `try/catch` around a step call should rethrow it:
+ * `if (isSuspension(error)) throw error`. (A swallowed signal still
+ * suspends the run, with a warning.)
+ */
+export interface StepApi {
+  run<T>(key: string, fn: () => T | Promise<T>): Promise<T>
+  enqueue(key: string, task: string, payload?: unknown, opts?: EnqueueOptions): Promise<{ runId: string }>
+  waitForTask(key: string, task: string, payload?: unknown, opts?: EnqueueOptions): Promise<ChildRunResult>
+  sleep(key: string, seconds: number): Promise<void>
+  sleepUntil(key: string, date: Date | string): Promise<void>
+  waitForToken<T = unknown>(
+    key: string,
+    opts?: { timeoutSeconds?: number },
+  ): Promise<{ payload?: T } | { timedOut: true }>
+}
+
+/** The argument of a task's `POST(ctx)` handler. */
+export interface TaskContext<Input = unknown> {
+  /** 1-based attempt number; suspensions do not count. */
+  attempt: number
+  /** The validated payload; `{ _cron: true }` for scheduled runs. */
+  input: Input
+  step: StepApi
+  /** Aborted when the attempt times out. */
+  signal: AbortSignal
+  runId: string
+  taskName: string
+}
+
+/** A task as `GET /__tasks` and `svc tasks list` describe it. */
+export interface TaskSummary {
+  name: string
+  path: string
+  schedule: string | null
+  retries: number
+  timeout: number
+  lastRun: { id: string; status: RunStatus; finishedAt: string | null } | null
+}
+
+/** Result of completing a `waitForToken` token. */
+export type CompleteTokenResult = 'completed' | 'not_found' | 'already_completed' | 'timed_out'
+
+export interface TriggerOptions extends EnqueueOptions {
+  /** @default 'manual' */
+  trigger?: RunTrigger
+  /** Parent run, for child runs started by `step.waitForTask`/`step.enqueue`. */
+  parentRunId?: string
+}
+
+/**
+ * The task runtime: registers the task routes of an app and runs them.
+ * `createTaskRuntime()` returns one. Edge-safe; the Node server, the edge
+ * and function targets and the CLI all drive the same implementation.
+ */
+export interface TaskRuntime {
+  /** Registered tasks by dot-form name. */
+  readonly tasks: ReadonlyMap<string, TaskDefinition>
+  /** Where runs, steps, timers and tokens are kept (the `store` option, or the default memory store). */
+  readonly store: RunStore
+  /**
+   * Validates the payload and starts a run. Resolves as soon as the run is
+   * recorded, not when it finishes. Rejects with `ValidationError`,
+   * `TaskNotFoundError`, or `StoreFullError` while the run store is full of
+   * live runs. Cron runs skip validation.
+   */
+  trigger(name: string, payload?: unknown, opts?: TriggerOptions): Promise<RunRecord>
+  /** The run record, or `undefined` for a run the store does not hold. */
+  getRun(id: string): Promise<RunRecord | undefined>
+  /** Runs, newest first. */
+  listRuns(query?: RunQuery): Promise<RunRecord[]>
+  /**
+   * Resolves when the run is `completed` or `failed`. Rejects for an unknown
+   * run, and after `close()` for a run that has not finished.
+   */
+  waitForRun(id: string): Promise<RunRecord>
+  /** Completes a `waitForToken` token and resumes its run. */
+  completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult>
+  /** Every task, with its last run, as `GET /__tasks` lists them. */
+  listTasks(): Promise<TaskSummary[]>
+  /**
+   * Fires every task whose schedule is exactly `cron` (whitespace aside),
+   * for platforms that fire cron themselves. With `timezone`, only the tasks
+   * whose schedule is read in that zone (default UTC).
+   */
+  runScheduled(cron: string, timezone?: string): Promise<RunRecord[]>
+  /**
+   * Starts one cron job per scheduled task, unless `SVC_DISABLE_IN_PROCESS_CRON`
+   * is on in the runtime's `env`. Never called at import.
+   */
+  startScheduler(): void
+  stopScheduler(): void
+  /** Scheduled tasks and, while the scheduler runs, their next tick. */
+  scheduledJobs(): ScheduledJob[]
+  /**
+   * Re-arms what a durable store holds after a restart: pending timers,
+   * running runs (re-dispatched) and the waitpoints of suspended runs.
+   * Nothing to do with the memory store, which starts empty.
+   */
+  recover(): Promise<void>
+  /**
+   * Waits for in-flight attempts, including the work they start meanwhile
+   * (a retry, a resumed parent), at most `timeoutMs`; logs a warning when
+   * some are still in flight then. `timeoutMs` defaults to 30000.
+   */
+  drain(timeoutMs?: number): Promise<void>
+  /**
+   * Stops the scheduler, clears every pending in-process timer (delays,
+   * backoff, sleeps, token timeouts) so nothing keeps the process alive,
+   * aborts the signal of in-flight attempts and rejects pending
+   * `waitForRun` calls. Call `drain()` first for a graceful shutdown. If
+   * this runtime is the active one, it is no longer. Idempotent.
+   */
+  close(): Promise<void>
+}
+
+// ---------------------------------------------------------------------------
+// HTTP
+// ---------------------------------------------------------------------------
+
+/** Extra information about the request that only the host knows. */
+export interface RequestInfo {
+  /** Peer address from the socket; absent on edge and function platforms. */
+  remoteAddress?: string
+  /**
+   * Keeps work started by a request (a background ISR render) alive after
+   * the response is sent; edge targets pass their `ctx.waitUntil`.
+   */
+  waitUntil?: (promise: Promise<unknown>) => void
+}
+
+/**
+ * Global hooks around HTTP requests. Each is an array, run in order.
+ * - `onRequest(req)` may return a `Response` to short-circuit (auth, for example).
+ * - `onError(error, req)` may return a `Response` to replace the default 500.
+ * - `onResponse(req, res, { durationMs })` observes, and may return a replacement.
+ */
+export interface GlobalHooks {
+  onRequest?: Array<(req: Request) => void | Response | Promise<void | Response>>
+  onError?: Array<(error: unknown, req: Request) => void | Response | Promise<void | Response>>
+  onResponse?: Array<
+    (req: Request, res: Response, info: { durationMs: number }) => void | Response | Promise<void | Response>
+  >
+}
+
+/** Logger used by the runtime. `console` fits. */
+export interface Logger {
+  info(...args: unknown[]): void
+  warn(...args: unknown[]): void
+  error(...args: unknown[]): void
+}
