@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { Readable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { Miniflare, type MiniflareOptions } from 'miniflare'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -41,9 +42,9 @@ async function startWorker(root: string, options: Partial<MiniflareOptions> = {}
     modules: true,
     compatibilityDate: JSON.parse(await readFile(join(out, 'wrangler.json'), 'utf8')).compatibility_date,
     bindings: { THEN_TASK_SECRET: TASK_SECRET },
-    handleRuntimeStdio(stdout, stderr) {
-      stdout.on('data', (chunk) => (output += chunk))
-      stderr.on('data', (chunk) => (output += chunk))
+    handleRuntimeStdio(stdout: Readable, stderr: Readable) {
+      stdout.on('data', (chunk: Buffer) => (output += chunk))
+      stderr.on('data', (chunk: Buffer) => (output += chunk))
     },
     ...options,
   } as MiniflareOptions)

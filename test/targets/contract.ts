@@ -111,7 +111,7 @@ export function targetContract(driver: TargetDriver): void {
     })
 
     it('refuses the admin surface without the secret: 401 UNAUTHORIZED with WWW-Authenticate: Bearer', async () => {
-      for (const headers of [{}, { authorization: 'Bearer not-the-secret' }]) {
+      for (const headers of [{}, { authorization: 'Bearer not-the-secret' }] as Array<Record<string, string>>) {
         const res = await request('/__tasks', { headers })
         expect(res.status).toBe(401)
         expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/)

@@ -1,51 +1,122 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { readFile, stat, writeFile } from 'node:fs/promises'
+import { cp, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/build/build.ts'
-import { copyFixtureApp, pollRun } from './_app.ts'
+import { builtOnce, copyFixtureApp, waitForOutput, writeApp, ZONED_TASKS } from './_app.ts'
+import { TASK_SECRET, targetContract } from './contract.ts'
 
-/** Starts the built server on an ephemeral port and resolves with its base URL. */
-function startBuilt(file: string, env: Record<string, string | undefined>): Promise<{ child: ChildProcess; base: string; output: () => string }> {
+interface BuiltServer {
+  child: ChildProcess
+  base: string
+  output: () => string
+  /** Fires `cron` in the server process (only when started with `cronOnDemand`) and resolves with the runs once they ended. */
+  fireCron: (cron: string) => Promise<Array<{ id: string; taskName: string; status: string }>>
+}
+
+const cronPreload = new URL('./_node-cron.mjs', import.meta.url).href
+
+/**
+ * Starts a built server.mjs as its own process on an ephemeral port and
+ * resolves once it logs the address it listens on. With `cronOnDemand`, the
+ * server is preloaded with a module that fires a cron schedule when asked
+ * over IPC, through runScheduledTasks.
+ */
+function startBuilt(file: string, env: Record<string, string | undefined>, options: { cronOnDemand?: boolean } = {}): Promise<BuiltServer> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [file], { env: { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [...(options.cronOnDemand ? ['--import', cronPreload] : []), file], {
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env },
+      stdio: ['ignore', 'pipe', 'pipe', ...(options.cronOnDemand ? (['ipc'] as const) : [])],
+    })
     let output = ''
-    const onData = (chunk: Buffer) => {
+    let asked = 0
+    const fireCron: BuiltServer['fireCron'] = (cron) =>
+      new Promise((resolveFire, rejectFire) => {
+        const id = ++asked
+        const onMessage = (message: { id: number; runs?: Array<{ id: string; taskName: string; status: string }>; error?: string }) => {
+          if (message.id !== id) return
+          child.off('message', onMessage)
+          if (message.error) rejectFire(new Error(message.error))
+          else resolveFire(message.runs!)
+        }
+        child.on('message', onMessage)
+        child.send({ id, cron })
+      })
+    child.stdout!.on('data', (chunk) => {
       output += chunk
       const match = output.match(/listening on (http:\/\/\S+)/)
-      if (match) resolve({ child, base: match[1].replace('0.0.0.0', '127.0.0.1'), output: () => output })
-    }
-    child.stdout!.on('data', onData)
+      if (match) resolve({ child, base: match[1].replace('0.0.0.0', '127.0.0.1'), output: () => output, fireCron })
+    })
     child.stderr!.on('data', (chunk) => (output += chunk))
     child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${output}`)))
   })
 }
 
+/** Stops a server started by `startBuilt` and waits for its process to end. */
+async function stop(server: BuiltServer | undefined): Promise<void> {
+  if (!server || server.child.exitCode !== null || server.child.signalCode !== null) return
+  const exited = new Promise((resolve) => server.child.once('exit', resolve))
+  server.child.kill('SIGKILL')
+  await exited
+}
+
+const built = builtOnce('node')
+const serverFile = async () => join((await built()).root, '.output/node/server.mjs')
+
+targetContract({
+  name: 'node',
+  async start() {
+    // The in-process scheduler is off, as for an app whose cron is fired
+    // from outside, so that no tick of its own lands in the middle of a case:
+    // the driver fires each schedule through runScheduledTasks instead.
+    const server = await startBuilt(
+      await serverFile(),
+      { NODE_ENV: 'production', THEN_TASK_SECRET: TASK_SECRET, SVC_DISABLE_IN_PROCESS_CRON: '1' },
+      { cronOnDemand: true },
+    )
+    return {
+      async fetch(request) {
+        const url = new URL(request.url)
+        const body = request.body ? await request.arrayBuffer() : undefined
+        return fetch(`${server.base}${url.pathname}${url.search}`, { method: request.method, headers: request.headers, body, redirect: 'manual' })
+      },
+      // A Node host has no scheduler of its own to report to: the server
+      // reports a failed scheduled run as an error line on stderr, naming the
+      // task and the run, for the process manager's log.
+      async cron(expression) {
+        const runs = await server.fireCron(expression)
+        const failed = runs.filter((run) => run.status === 'failed')
+        if (failed.length === 0) return { ok: true }
+        const lines = await Promise.all(
+          failed.map(async (run) => (await waitForOutput(server.output, new RegExp(`^\\[svc\\] scheduled task .*\\(run ${run.id}\\).*$`, 'm')))[0]),
+        )
+        return { ok: false, error: lines.join('\n') }
+      },
+      close: () => stop(server),
+    }
+  },
+})
+
 describe('svc build --target node', () => {
-  let app: Awaited<ReturnType<typeof copyFixtureApp>>
-  let server: Awaited<ReturnType<typeof startBuilt>>
+  let server: BuiltServer
 
   beforeAll(async () => {
-    app = await copyFixtureApp()
-    const build = await buildApp({ root: app.root, target: 'node' })
-    expect(build.warnings).toEqual([])
-    server = await startBuilt(join(app.root, '.output/node/server.mjs'), { NODE_ENV: 'production', THEN_TASK_SECRET: 'node-secret' })
+    server = await startBuilt(await serverFile(), { NODE_ENV: 'production', THEN_TASK_SECRET: TASK_SECRET })
   })
-  afterAll(async () => {
-    server?.child.kill('SIGKILL')
-    await app?.cleanup()
+  afterAll(() => stop(server))
+
+  it('keeps every route, hot ones included, without a warning', async () => {
+    expect((await built()).build.warnings).toEqual([])
   })
 
   it('writes server.mjs, a package.json and a Dockerfile', async () => {
-    const pkg = JSON.parse(await readFile(join(app.root, '.output/node/package.json'), 'utf8'))
+    const out = join((await built()).root, '.output/node')
+    expect((await stat(join(out, 'server.mjs'))).size).toBeGreaterThan(0)
+    const pkg = JSON.parse(await readFile(join(out, 'package.json'), 'utf8'))
     expect(pkg).toMatchObject({ type: 'module', main: 'server.mjs', dependencies: {} })
-    expect(await readFile(join(app.root, '.output/node/Dockerfile'), 'utf8')).toMatch(/CMD \["node", "server\.mjs"\]/)
-  })
-
-  it('serves routes and pages', async () => {
-    expect(await (await fetch(`${server.base}/api/hello?name=node`)).json()).toEqual({ hello: 'node' })
-    const page = await fetch(`${server.base}/`)
-    expect(await page.text()).toContain('<h1>targets app</h1>')
+    expect(await readFile(join(out, 'Dockerfile'), 'utf8')).toMatch(/CMD \["node", "server\.mjs"\]/)
   })
 
   it('serves the hot route over WebSocket', async () => {
@@ -59,14 +130,23 @@ describe('svc build --target node', () => {
     expect(echoed).toBe('ping')
   })
 
-  it('runs tasks in the server process', async () => {
-    const auth = { authorization: 'Bearer node-secret' }
-    const res = await fetch(`${server.base}/__tasks/jobs.double`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"n":1}' })
-    expect(res.status).toBe(202)
-    const { id } = (await res.json()) as { id: string }
-    expect(await pollRun((runId) => fetch(`${server.base}/__tasks/${runId}`, { headers: auth }), id)).toMatchObject({ result: { doubled: 2 } })
+  // The targets app has no public/ folder: naming one would only make every start warn that it does not exist.
+  it('starts an app without public/ with no static directory and no warning about one', async () => {
+    expect(await readFile(await serverFile(), 'utf8')).not.toContain('./public')
+    expect((await fetch(`${server.base}/missing.txt`)).status).toBe(404)
+    expect(server.output()).not.toMatch(/staticDirs|is not a directory/)
   })
 
+  it('applies task time zones in its own scheduler, without a warning', async () => {
+    const app = await writeApp(ZONED_TASKS)
+    try {
+      expect((await buildApp({ root: app.root, target: 'node' })).warnings).toEqual([])
+    } finally {
+      await app.cleanup()
+    }
+  })
+
+  // Last: it ends the server.
   it('drains on SIGTERM, then ends with that signal', async () => {
     const exited = new Promise<NodeJS.Signals | null>((resolve) => server.child.once('exit', (_code, signal) => resolve(signal)))
     server.child.kill('SIGTERM')
@@ -76,22 +156,16 @@ describe('svc build --target node', () => {
 })
 
 describe('the server built for the node target, as a deployment artifact', () => {
-  let app: Awaited<ReturnType<typeof copyFixtureApp>>
-  const children: ChildProcess[] = []
+  const servers: BuiltServer[] = []
   const start = async (env: Record<string, string | undefined>) => {
-    const server = await startBuilt(join(app.root, '.output/node/server.mjs'), env)
-    children.push(server.child)
+    const server = await startBuilt(await serverFile(), env)
+    servers.push(server)
     return server
   }
-  const dockerfile = () => readFile(join(app.root, '.output/node/Dockerfile'), 'utf8')
+  const dockerfile = async () => readFile(join((await built()).root, '.output/node/Dockerfile'), 'utf8')
 
-  beforeAll(async () => {
-    app = await copyFixtureApp()
-    await buildApp({ root: app.root, target: 'node' })
-  })
   afterAll(async () => {
-    for (const child of children) child.kill('SIGKILL')
-    await app?.cleanup()
+    for (const server of servers) await stop(server)
   })
 
   // A container or VM reaches the server through a non-loopback interface, so
@@ -130,14 +204,13 @@ describe('the server built for the node target, as a deployment artifact', () =>
     const port = new URL(server.base).port
     const healthy = spawnSync(process.execPath, command.slice(1), { env: { ...process.env, PORT: port }, encoding: 'utf8' })
     expect(healthy.status, healthy.stderr).toBe(0)
-    server.child.kill('SIGKILL')
-    await new Promise((resolve) => server.child.once('exit', resolve))
+    await stop(server)
     const down = spawnSync(process.execPath, command.slice(1), { env: { ...process.env, PORT: port }, encoding: 'utf8' })
     expect(down.status).toBe(1)
   })
 })
 
-describe('the Dockerfile of the node target and the app\'s dependencies', () => {
+describe("the Dockerfile of the node target and the app's dependencies", () => {
   let app: Awaited<ReturnType<typeof copyFixtureApp>>
   const out = () => join(app.root, '.output/node')
   const pkg = { name: 'locked-app', version: '1.0.0', dependencies: { ms: '^2.1.3', svc: '^0.1.0' }, devDependencies: { 'left-pad': '^1.3.0' } }
@@ -189,5 +262,33 @@ describe('the Dockerfile of the node target and the app\'s dependencies', () => 
     const ci = spawnSync('npm', ['ci', '--omit=dev', '--dry-run', '--offline', '--no-audit', '--no-fund'], { cwd: out(), encoding: 'utf8' })
     expect(ci.status, ci.stderr).toBe(0)
     expect(ci.stdout).toMatch(/add ms 2\.1\.3/)
+  })
+})
+
+describe('svc build --target node, an app with public/ in a directory whose path is not plain ASCII', () => {
+  let root: string
+  let server: BuiltServer | undefined
+
+  beforeAll(async () => {
+    // A space and an accented letter: both are percent-encoded in a file URL's pathname.
+    root = join(await mkdtemp(join(tmpdir(), 'svc-targets-')), 'my app é')
+    await cp(fileURLToPath(new URL('../fixtures/static-files-app', import.meta.url)), root, { recursive: true })
+    await buildApp({ root, target: 'node' })
+    server = await startBuilt(join(root, '.output/node/server.mjs'), { NODE_ENV: 'production' })
+  })
+  afterAll(async () => {
+    await stop(server)
+    await rm(join(root, '..'), { recursive: true, force: true })
+  })
+
+  it('serves the copied public/ files', async () => {
+    const res = await fetch(`${server!.base}/hello.txt`)
+    expect(res.status).toBe(200)
+    expect(await res.text()).toBe('served from public/\n')
+    expect(server!.output()).not.toContain('is not a directory')
+  })
+
+  it('serves the routes', async () => {
+    expect(await (await fetch(`${server!.base}/api/hello`)).json()).toEqual({ hello: 'static app' })
   })
 })
