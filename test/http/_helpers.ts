@@ -3,20 +3,9 @@ import { connect, type Socket } from 'node:net'
 import WebSocket from 'ws'
 import { afterEach } from 'vitest'
 import { startSvcServer, type SvcServer, type SvcServerOptions } from '../../src/node.ts'
-import type { Logger } from '../../src/types.ts'
+import { type RecordingLogger, recordingLogger } from '../_helpers.ts'
 
-export interface RecordingLogger extends Logger {
-  lines: { level: 'info' | 'warn' | 'error'; text: string }[]
-  text(): string
-}
-
-/** A logger that keeps what it is told, so tests can assert on it and the output stays quiet. */
-export function recordingLogger(): RecordingLogger {
-  const lines: RecordingLogger['lines'] = []
-  const push = (level: 'info' | 'warn' | 'error') => (...args: unknown[]) =>
-    lines.push({ level, text: args.map((a) => (a instanceof Error ? `${a.name}: ${a.message}` : String(a))).join(' ') })
-  return { lines, info: push('info'), warn: push('warn'), error: push('error'), text: () => lines.map((l) => l.text).join('\n') }
-}
+export { type RecordingLogger, recordingLogger, sleep, until } from '../_helpers.ts'
 
 const open = new Set<SvcServer>()
 
@@ -42,26 +31,11 @@ export async function serve(options: TestServerOptions = {}): Promise<SvcServer 
   return Object.assign(server, { logger })
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
-}
-
 /** A promise with its resolver outside, to hold a handler until the test lets it go. */
 export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
   let resolve!: (value: T) => void
   const promise = new Promise<T>((r) => (resolve = r))
   return { promise, resolve }
-}
-
-/** Polls `check` until it returns something other than undefined/false. */
-export async function until<T>(check: () => T | Promise<T>, timeoutMs = 5000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value !== undefined && value !== null && value !== false) return value as NonNullable<T>
-    if (Date.now() > deadline) throw new Error('Timed out waiting for a condition')
-    await sleep(20)
-  }
 }
 
 export interface RawResponse {

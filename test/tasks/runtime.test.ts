@@ -8,7 +8,7 @@ import {
   enqueue,
   setActiveTaskRuntime,
 } from '../../src/runtime/tasks/index.ts'
-import { captureLogger, runtime, sleep, task, until } from './_helpers.ts'
+import { recordingLogger, runtime, sleep, task, until } from './_helpers.ts'
 
 describe('delayed runs (EnqueueOptions.delaySeconds)', () => {
   it('a delayed run is scheduled first, then runs when due', async () => {
@@ -208,7 +208,7 @@ describe('waitForRun, drain and close', () => {
 
   it('a second runtime on the same store recovers timers, running runs and waits', async () => {
     const store = new MemoryRunStore()
-    const logger = captureLogger()
+    const logger = recordingLogger()
     const routes = [
       task('nap', async (ctx) => {
         await ctx.step.sleep('z', 0.04)
@@ -230,7 +230,7 @@ describe('waitForRun, drain and close', () => {
 
   it('recover starts a delayed run whose delay timer was claimed by a process that then died', async () => {
     const store = new MemoryRunStore()
-    const logger = captureLogger()
+    const logger = recordingLogger()
     const routes = [task('later', () => 'late')]
     const first = createTaskRuntime({ routes, store, logger, env: {} })
     const later = await first.trigger('later', undefined, { delaySeconds: 0.02 })

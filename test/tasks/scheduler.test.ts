@@ -4,7 +4,7 @@ import { cronOptions } from '../../src/runtime/rules.ts'
 import { TaskEngine } from '../../src/runtime/tasks/engine.ts'
 import { MemoryRunStore, createTaskRuntime } from '../../src/runtime/tasks/index.ts'
 import { TaskScheduler } from '../../src/runtime/tasks/scheduler.ts'
-import { captureLogger, runtime, sleep, task } from './_helpers.ts'
+import { recordingLogger, runtime, sleep, task } from './_helpers.ts'
 
 describe('in-process scheduler (spec "Task schedule")', () => {
   it('starts one job per scheduled task only when asked, and stops them', () => {
@@ -67,7 +67,7 @@ describe('in-process scheduler (spec "Task schedule")', () => {
   it('a croner tick fires the task with { _cron: true }', async () => {
     const inputs: unknown[] = []
     const store = new MemoryRunStore()
-    const logger = captureLogger()
+    const logger = recordingLogger()
     const rt = createTaskRuntime({ routes: [task('tick', (ctx) => inputs.push(ctx.input), { schedule: '*/5 * * * *' })], store, logger, env: {} })
     const engine = new TaskEngine({ store, tasks: rt.tasks, logger, unrefTimers: false })
     const scheduler = new TaskScheduler({ tasks: rt.tasks, logger, unref: false, fire: (name, tick) => engine.fireScheduled(name, tick) })

@@ -1,0 +1,42 @@
+/** Helpers every suite shares: waiting on a condition and a logger that records instead of printing. */
+import type { Logger } from '../src/types.ts'
+
+type Level = 'info' | 'warn' | 'error'
+
+export interface RecordingLogger extends Logger {
+  lines: { level: Level; text: string }[]
+  /** Every recorded line, or only those of `level`, joined by newlines. */
+  text(level?: Level): string
+}
+
+/** A logger that keeps what it is told, so tests can assert on it and the output stays quiet. */
+export function recordingLogger(): RecordingLogger {
+  const lines: RecordingLogger['lines'] = []
+  const push = (level: Level) => (...args: unknown[]) =>
+    void lines.push({ level, text: args.map((a) => (a instanceof Error ? `${a.name}: ${a.message}` : String(a))).join(' ') })
+  return {
+    lines,
+    info: push('info'),
+    warn: push('warn'),
+    error: push('error'),
+    text: (level) => lines.filter((l) => !level || l.level === level).map((l) => l.text).join('\n'),
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+/**
+ * Polls `check` in real time until it returns a truthy value, and resolves to that value.
+ * The bound only turns a hang into a clear failure; no test relies on it.
+ */
+export async function until<T>(check: () => T | Promise<T>, timeoutMs = 5000): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await check()
+    if (value) return value as NonNullable<T>
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for a condition`)
+    await sleep(10)
+  }
+}
