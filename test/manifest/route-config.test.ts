@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'vitest'
+import { createTaskRuntime } from '../../src/runtime/tasks/index.ts'
 import { at, scanRoute } from './_helpers.ts'
 
 describe('kind', () => {
@@ -126,6 +127,28 @@ describe('task retries and timeout', () => {
     expect(route.retries).toBeNull()
     expect(route.warnings[0]).toMatch(/^route\.retries applies to task routes only/)
   })
+
+  // The runtime refuses a timeout longer than the longest timer it can set
+  // (2^31 − 1 ms) when it starts; the scanner reports the same config with its
+  // position, or `svc routes inspect` and `svc build` pass an app that then
+  // fails to start.
+  test('a timeout past 2^31 − 1 ms is a config error at the value', async () => {
+    const source = `export const route = {\n  kind: 'task',\n  timeout: 3_000_000_000,\n}\nexport async function POST() {}\n`
+    const { errors } = await scanRoute(source)
+    expect(errors).toEqual([
+      `src/api/route.ts:${at(source, '3_000')}: route.timeout must be at most 2147483647 ms (about 24.8 days), the longest timer the runtime can set (got 3000000000)`,
+    ])
+  })
+
+  test('the largest timeout the scanner accepts is one the runtime starts with', async () => {
+    const source = `export const route = { kind: 'task', timeout: 2_147_483_647 }\nexport async function POST() {}\n`
+    const { route, errors } = await scanRoute(source)
+    expect(errors).toEqual([])
+    expect(route.timeout).toBe(2_147_483_647)
+    const rt = createTaskRuntime({ routes: [{ ...route, module: { route: { kind: 'task', timeout: route.timeout! }, POST: () => 1 } }], env: {} })
+    expect(rt.tasks.get('route')?.timeout).toBe(2_147_483_647)
+    await rt.close()
+  })
 })
 
 describe('schedule', () => {
@@ -165,6 +188,25 @@ describe('schedule', () => {
     expect(errors).toEqual([])
     expect(route.schedule).toBeNull()
     expect(route.warnings[0]).toMatch(/^schedule applies to task routes only/)
+  })
+
+  // Targets turn the manifest's schedule into platform cron triggers
+  // (wrangler triggers.crons, Vercel crons, schedules.json), and a fired cron
+  // is matched against task schedules with whitespace collapsed. Two spellings
+  // of one expression would become two triggers that both fire every task on
+  // it, so the manifest carries the single-spaced form the runtime uses.
+  test('tabs, repeated and surrounding spaces collapse to single spaces', async () => {
+    const { route, errors } = await scanRoute(`export const route = { kind: 'task' }\nexport const schedule = ${JSON.stringify(' */5\t*  * * * ')}\nexport async function POST() {}\n`)
+    expect(errors).toEqual([])
+    expect(route.schedule).toBe('*/5 * * * *')
+  })
+
+  test('route.schedule and the schedule export that differ only in spacing do not conflict', async () => {
+    const source = `export const route = { kind: 'task', schedule: '0 0 * * *' }\nexport const schedule = '0  0 * * *'\nexport async function POST() {}\n`
+    const { route, errors } = await scanRoute(source)
+    expect(errors).toEqual([])
+    expect(route.warnings).toEqual([])
+    expect(route.schedule).toBe('0 0 * * *')
   })
 })
 

@@ -191,6 +191,27 @@ describe('config errors', () => {
       'src/api/items/[slug].ts:1:1: task routes cannot have path parameters (/api/items/:slug): a task is called by name, not by URL; rename the file without [brackets]',
     ])
   })
+
+  // Parameter names do not change which requests a pattern matches, so
+  // users/[id].ts and users/[slug].ts are one URL, and a router would only
+  // ever reach one of them.
+  test('files whose URL patterns differ only in parameter names are one URL declared twice, naming both files', async () => {
+    const { errors } = await scanApp({ root: fixture('same-url-app') })
+    expect(errors.map(String)).toEqual([
+      'src/api/files/[...rest]/index.ts:1:1: URL /api/files/:rest* (as /api/files/:path*) is declared by both src/api/files/[...path].ts and src/api/files/[...rest]/index.ts; rename or remove one of them',
+      'src/api/orgs/[org]/[member].ts:1:1: URL /api/orgs/:org/:member (as /api/orgs/:id/:user) is declared by both src/api/orgs/[id]/[user].ts and src/api/orgs/[org]/[member].ts; rename or remove one of them',
+      'src/api/users/[slug].ts:1:1: URL /api/users/:slug (as /api/users/:id) is declared by both src/api/users/[id].ts and src/api/users/[slug].ts; rename or remove one of them',
+      'src/pages/blog/[b].ts:1:1: URL /blog/:b (as /blog/:a) is declared by both src/pages/blog/[a].ts and src/pages/blog/[b].ts; rename or remove one of them',
+    ])
+  })
+
+  test('a parameter next to a static name or a catch-all is not a duplicate', async () => {
+    const { routes } = await scanApp({ root: fixture('same-url-app') })
+    const paths = routes.map((route) => route.path)
+    expect(paths).toContain('/api/users/me')
+    expect(paths).toContain('/api/files/:name')
+    expect(paths).toContain('/api/files/:rest*')
+  })
 })
 
 describe('scanFile', () => {
