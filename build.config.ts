@@ -5,6 +5,7 @@ export default defineBuildConfig({
     { input: 'src/index', name: 'index' },
     { input: 'src/node', name: 'node' },
     { input: 'src/manifest', name: 'manifest' },
+    { input: 'src/postgres', name: 'postgres' },
     { input: 'src/cli/main', name: 'cli' },
     { input: 'targets/cloudflare/runtime', name: 'cloudflare' },
     { input: 'targets/lambda/runtime', name: 'lambda' },

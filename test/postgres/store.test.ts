@@ -1,0 +1,290 @@
+import { spawn } from 'node:child_process'
+import postgres from 'postgres'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { PostgresRunStore } from '../../src/postgres.ts'
+import { SCHEMA_VERSION } from '../../src/postgres/migrations.ts'
+import { makeRun, runStoreContract } from '../tasks/store-contract.ts'
+import { createDatabase } from './_pg.ts'
+
+let url: string
+let admin: postgres.Sql
+beforeAll(async () => {
+  url = await createDatabase('store')
+  admin = postgres(url, { onnotice: () => {} })
+})
+afterAll(() => admin.end())
+
+let schemas = 0
+const freshSchema = () => `s${++schemas}`
+
+const open: PostgresRunStore[] = []
+function store(options: Partial<ConstructorParameters<typeof PostgresRunStore>[0]> = {}): PostgresRunStore {
+  const s = new PostgresRunStore({ url, schema: freshSchema(), ...options })
+  open.push(s)
+  return s
+}
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((s) => s.close()))
+})
+
+runStoreContract('PostgresRunStore', (options) => store(options))
+
+describe('PostgresRunStore durability', () => {
+  it('keeps runs, steps, attempts, timers and tokens after closing and opening the store again', async () => {
+    const schema = freshSchema()
+    const first = store({ schema })
+    const run = makeRun({ status: 'suspended', idempotencyKey: 'once' })
+    await first.createRun(run)
+    await first.appendAttempt(run.id, { index: 1, startedAt: run.createdAt, durationMs: 2, error: 'boom' })
+    await first.saveStep(run.id, 'a', { status: 'completed', output: { n: 1 } })
+    await first.updateRun(run.id, { suspended: { stepKey: 'w', waitpoint: { type: 'token', tokenId: `${run.id}:w` } } })
+    const timer = { id: 't', runId: run.id, kind: 'sleep' as const, stepKey: 's', dueAt: '2030-01-01T00:00:00.000Z' }
+    await first.saveTimer(timer)
+    await first.putToken({ id: `${run.id}:w`, runId: run.id, stepKey: 'w', status: 'waiting', createdAt: run.createdAt })
+    await first.close()
+
+    const second = store({ schema })
+    expect(await second.getRun(run.id)).toMatchObject({
+      status: 'suspended',
+      attempts: [{ index: 1, error: 'boom' }],
+      steps: { a: { status: 'completed', output: { n: 1 } } },
+      suspended: { stepKey: 'w' },
+    })
+    expect(await second.listTimers()).toEqual([timer])
+    expect((await second.getToken(`${run.id}:w`))?.status).toBe('waiting')
+    // The idempotency key is still held by the run.
+    expect((await second.createRun(makeRun({ idempotencyKey: 'once' }))).id).toBe(run.id)
+  })
+
+  it('stores records as jsonb and keeps step outputs, payloads and results that are any JSON value', async () => {
+    const s = store()
+    const run = makeRun({ input: ['a', 1, null, { deep: [[{ x: 'é' }]] }] })
+    await s.createRun(run)
+    await s.saveStep(run.id, 'str', { status: 'completed', output: 'plain string' })
+    await s.saveStep(run.id, 'num', { status: 'completed', output: 0 })
+    await s.updateRun(run.id, { status: 'completed', result: 'done' })
+    const read = (await s.getRun(run.id))!
+    expect(read.input).toEqual(run.input)
+    expect(read.steps).toEqual({ str: { status: 'completed', output: 'plain string' }, num: { status: 'completed', output: 0 } })
+    expect(read.result).toBe('done')
+    await s.putToken({ id: 'tok', runId: run.id, stepKey: 'w', status: 'waiting', createdAt: run.createdAt })
+    expect((await s.settleToken('tok', 'completed', 'yes'))?.token.payload).toBe('yes')
+    const [{ type }] = await admin.unsafe(`SELECT pg_typeof(record)::text AS type FROM ${s.schema}.runs LIMIT 1`)
+    expect(type).toBe('jsonb')
+  })
+
+  it('a closed store says so', async () => {
+    const s = store()
+    await s.ready()
+    await s.close()
+    await s.close()
+    await expect(s.getRun('x')).rejects.toThrow(/store for postgres:\/\/svc:\*\*\*@.* is closed/)
+  })
+})
+
+describe('PostgresRunStore migrations', () => {
+  it('creates its tables in its schema and records the version', async () => {
+    const s = store()
+    await s.ready()
+    const tables = await admin`SELECT table_name FROM information_schema.tables WHERE table_schema = ${s.schema} ORDER BY table_name`
+    expect(tables.map((t) => t.table_name)).toEqual(['migrations', 'runs', 'timers', 'tokens'])
+    const versions = await admin.unsafe(`SELECT version FROM ${s.schema}.migrations ORDER BY version`)
+    expect(versions.map((v) => v.version)).toEqual(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1))
+  })
+
+  it('refuses a schema that a newer release migrated, telling to upgrade svc', async () => {
+    const schema = freshSchema()
+    await store({ schema }).ready()
+    await admin.unsafe(`INSERT INTO ${schema}.migrations (version) VALUES (${SCHEMA_VERSION + 1})`)
+    const s = store({ schema })
+    await expect(s.ready()).rejects.toThrow(
+      `PostgresRunStore: schema "${schema}" is at version ${SCHEMA_VERSION + 1}, newer than the ${SCHEMA_VERSION} this version of svc knows; upgrade svc`,
+    )
+    // Every call reports it rather than touching the tables.
+    await expect(s.getRun('x')).rejects.toThrow(/upgrade svc/)
+  })
+
+  it('stores started at the same moment in several processes migrate the schema once', async () => {
+    const schema = freshSchema()
+    const entry = new URL('../../src/postgres.ts', import.meta.url).href
+    const script = [
+      `const { PostgresRunStore } = await import(${JSON.stringify(entry)})`,
+      `const store = new PostgresRunStore({ url: process.env.URL, schema: process.env.SCHEMA })`,
+      `await store.ready()`,
+      `await store.createRun({ id: 'r' + process.pid, taskName: 't', status: 'running', trigger: 'manual', input: null, ok: true, attempts: [], steps: {}, createdAt: new Date().toISOString() })`,
+      `await store.close()`,
+    ].join('\n')
+    const children = [0, 1, 2, 3].map(() => {
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+        env: { ...process.env, URL: url, SCHEMA: schema },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      let out = ''
+      child.stdout.on('data', (c) => (out += c))
+      child.stderr.on('data', (c) => (out += c))
+      return new Promise<{ code: number | null; out: string }>((resolve) => child.once('exit', (code) => resolve({ code, out })))
+    })
+    const results = await Promise.all(children)
+    expect(results.map((r) => r.code), results.map((r) => r.out).join('\n')).toEqual([0, 0, 0, 0])
+    const versions = await admin.unsafe(`SELECT version FROM ${schema}.migrations`)
+    expect(versions).toHaveLength(SCHEMA_VERSION)
+    const [{ n }] = await admin.unsafe(`SELECT count(*)::int AS n FROM ${schema}.runs`)
+    expect(n).toBe(4)
+  })
+
+  it('an unreachable database is a clear error naming it, without its password', async () => {
+    const s = store({ url: 'postgres://someone:secret@127.0.0.1:1/nowhere' })
+    const error = (await s.ready().catch((e: unknown) => e)) as Error
+    expect(error.message).toMatch(/^PostgresRunStore: cannot use postgres:\/\/someone:\*\*\*@127\.0\.0\.1:1\/nowhere: /)
+    expect(error.message).not.toContain('secret')
+  })
+})
+
+describe('PostgresRunStore bound', () => {
+  it('retains 10,000 runs by default', () => {
+    expect(store().maxRuns).toBe(10_000)
+  })
+
+  it('evicts the runs that finished longest ago first, never live ones', async () => {
+    const s = store({ maxRuns: 3 })
+    const [a, b, c] = [makeRun(), makeRun(), makeRun()]
+    for (const run of [a, b, c]) await s.createRun(run)
+    await s.updateRun(b.id, { status: 'completed' })
+    await s.updateRun(a.id, { status: 'failed' })
+    // Staying finished keeps b's place at the head of the eviction order.
+    await s.updateRun(b.id, { ok: true })
+    await s.createRun(makeRun())
+    expect(await s.getRun(b.id)).toBeUndefined()
+    expect(await s.getRun(a.id)).toBeDefined()
+    await s.createRun(makeRun())
+    expect(await s.getRun(a.id)).toBeUndefined()
+    expect(await s.getRun(c.id)).toBeDefined()
+    expect(await s.size()).toBe(3)
+  })
+
+  it('a run that leaves a finished state is live again and is not evicted', async () => {
+    const s = store({ maxRuns: 1 })
+    const run = makeRun({ status: 'completed' })
+    await s.createRun(run)
+    await s.updateRun(run.id, { status: 'running' })
+    await s.createRun(makeRun({ status: 'completed' }))
+    expect(await s.getRun(run.id)).toBeDefined()
+  })
+
+  it('drops the idempotency key and tokens of an evicted run', async () => {
+    const s = store({ maxRuns: 1 })
+    const first = makeRun({ status: 'completed', idempotencyKey: 'once' })
+    await s.createRun(first)
+    await s.putToken({ id: 'tok', runId: first.id, stepKey: 's', status: 'completed', createdAt: first.createdAt })
+    await s.createRun(makeRun({ status: 'completed' }))
+    expect(await s.getRun(first.id)).toBeUndefined()
+    expect(await s.getToken('tok')).toBeUndefined()
+    const again = await s.createRun(makeRun({ idempotencyKey: 'once' }))
+    expect(again.id).not.toBe(first.id)
+  })
+
+  it('stores sharing a schema never hold more live runs than maxRuns between them', async () => {
+    const schema = freshSchema()
+    const stores = [store({ schema, maxRuns: 5 }), store({ schema, maxRuns: 5 }), store({ schema, maxRuns: 5 })]
+    await Promise.all(stores.map((s) => s.ready()))
+    const attempts = await Promise.allSettled(stores.flatMap((s) => Array.from({ length: 6 }, () => s.createRun(makeRun()))))
+    expect(attempts.filter((a) => a.status === 'fulfilled')).toHaveLength(5)
+    expect(attempts.filter((a) => a.status === 'rejected').map((a) => (a as PromiseRejectedResult).reason.code)).toEqual(
+      Array(13).fill('STORE_FULL'),
+    )
+    expect(await stores[0].size()).toBe(5)
+  })
+})
+
+describe('PostgresRunStore: stores sharing a schema', () => {
+  it('of stores racing for the same timer, token or run transition, exactly one wins each', async () => {
+    const schema = freshSchema()
+    const [a, b] = [store({ schema }), store({ schema })]
+    const count = 50
+    for (let i = 0; i < count; i++) {
+      const run = makeRun({ id: `r${i}`, status: 'suspended' })
+      await a.createRun(run)
+      await a.saveTimer({ id: `t${i}`, runId: run.id, kind: 'retry', dueAt: '2030-01-01T00:00:00.000Z' })
+      await a.putToken({ id: `k${i}`, runId: run.id, stepKey: 'w', status: 'waiting', createdAt: run.createdAt })
+    }
+    const race = async <T>(take: (s: PostgresRunStore, i: number) => Promise<T>, won: (result: T) => boolean) => {
+      const results = await Promise.all(Array.from({ length: count }, (_, i) => Promise.all([take(a, i), take(b, i)])))
+      return results.map((pair) => pair.filter(won).length)
+    }
+    expect(await race((s, i) => s.takeTimer(`t${i}`), (t) => t !== undefined)).toEqual(Array(count).fill(1))
+    expect(await race((s, i) => s.settleToken(`k${i}`, 'completed', i), (r) => r?.settled === true)).toEqual(Array(count).fill(1))
+    expect(
+      await race((s, i) => s.updateRun(`r${i}`, { status: 'running' }, { status: 'suspended' }), (r) => r !== undefined),
+    ).toEqual(Array(count).fill(1))
+    // Keys too: of two live runs with one key, one is inserted and the other resolves to it.
+    const keyed = await Promise.all([a.createRun(makeRun({ idempotencyKey: 'shared' })), b.createRun(makeRun({ idempotencyKey: 'shared' }))])
+    expect(keyed[0].id).toBe(keyed[1].id)
+  })
+
+  it('steps and attempts written at once by several stores are all kept', async () => {
+    const schema = freshSchema()
+    const [a, b] = [store({ schema }), store({ schema })]
+    const run = makeRun()
+    await a.createRun(run)
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) => [
+        (i % 2 ? a : b).saveStep(run.id, `s${i}`, { status: 'completed', output: i }),
+        (i % 2 ? b : a).appendAttempt(run.id, { index: i, startedAt: run.createdAt, durationMs: i }),
+      ]).flat(),
+    )
+    const read = (await a.getRun(run.id))!
+    expect(Object.keys(read.steps)).toHaveLength(20)
+    expect(read.attempts.map((x) => x.index).sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i))
+  })
+})
+
+describe('PostgresRunStore options', () => {
+  it('rejects a missing url or one that is not postgres:// or postgresql://, naming it without its password', () => {
+    expect(() => new PostgresRunStore(undefined as never)).toThrow(/options must be an object with a url \(got undefined\)/)
+    expect(() => new PostgresRunStore({} as never)).toThrow(/url must be a postgres:\/\/ or postgresql:\/\/ URL \(got undefined\)/)
+    expect(() => new PostgresRunStore({ url: 'mysql://u:hunter2@h/db' })).toThrow(TypeError)
+    expect(() => new PostgresRunStore({ url: 'mysql://u:hunter2@h/db' })).toThrow('(got "mysql://u:***@h/db")')
+    expect(() => new PostgresRunStore({ url: 'not a url' })).toThrow(/postgres:\/\/ or postgresql:\/\/ URL \(got "not a url"\)/)
+  })
+
+  it('rejects a schema that is not a plain lowercase identifier', () => {
+    expect(() => new PostgresRunStore({ url, schema: 'Runs' })).toThrow(/schema must be a lowercase identifier .*\(got "Runs"\)/)
+    expect(() => new PostgresRunStore({ url, schema: 'a;drop' })).toThrow(TypeError)
+    expect(() => new PostgresRunStore({ url, schema: '1x' })).toThrow(TypeError)
+  })
+
+  it('rejects bounds and intervals that are not positive whole numbers', () => {
+    expect(() => new PostgresRunStore({ url, maxRuns: 0 })).toThrow(/maxRuns must be a whole number, 1 or more \(got 0\)/)
+    expect(() => new PostgresRunStore({ url, maxRuns: 1.5 })).toThrow(RangeError)
+    expect(() => new PostgresRunStore({ url, leaseMs: '5' as never })).toThrow(/leaseMs must be a whole number, 1 or more \(got "5"\)/)
+    expect(() => new PostgresRunStore({ url, pollMs: -1 })).toThrow(/pollMs must be a whole number, 1 or more \(got -1\)/)
+  })
+
+  it('has the documented defaults and accepts postgresql:// too', () => {
+    const s = store({ url: url.replace(/^postgres:/, 'postgresql:'), schema: undefined })
+    expect([s.schema, s.maxRuns, s.leaseMs, s.pollMs]).toEqual(['svc', 10_000, 30_000, 1000])
+  })
+})
+
+describe('PostgresRunStore loading', () => {
+  it('importing svc or svc/node does not load the Postgres driver; importing svc/postgres does', async () => {
+    const src = (path: string) => JSON.stringify(new URL(`../../src/${path}`, import.meta.url).href)
+    const script = [
+      `import { registerHooks } from 'node:module'`,
+      `let loaded = false`,
+      `registerHooks({ load(url, context, next) { if (/[\\\\/]node_modules[\\\\/]postgres[\\\\/]/.test(url)) loaded = true; return next(url, context) } })`,
+      `await import(${src('index.ts')})`,
+      `await import(${src('node.ts')})`,
+      `console.log(loaded)`,
+      `await import(${src('postgres.ts')})`,
+      `console.log(loaded)`,
+    ].join('\n')
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    child.stdout.on('data', (c) => (out += c))
+    child.stderr.on('data', (c) => (out += c))
+    const exitCode = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+    expect(exitCode, out).toBe(0)
+    expect(out.trim().split('\n')).toEqual(['false', 'true'])
+  })
+})
