@@ -27,15 +27,18 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
+/** What a truthy value of `T` can be: `until` resolves only to one of these. */
+export type Truthy<T> = Exclude<T, false | 0 | '' | null | undefined>
+
 /**
  * Polls `check` in real time until it returns a truthy value, and resolves to that value.
  * The bound only turns a hang into a clear failure; no test relies on it.
  */
-export async function until<T>(check: () => T | Promise<T>, timeoutMs = 5000): Promise<NonNullable<T>> {
+export async function until<T>(check: () => T | Promise<T>, timeoutMs = 5000): Promise<Truthy<T>> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const value = await check()
-    if (value) return value as NonNullable<T>
+    if (value) return value as Truthy<T>
     if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for a condition`)
     await sleep(10)
   }
