@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { backoffDelay } from '../../src/runtime/tasks/index.ts'
 import { runtime, task } from './_helpers.ts'
 
-describe('backoff (spec "Limits": 100 × 2^(attempt−1) ms, capped at 30 s)', () => {
+describe('backoff: 100 × 2^(attempt−1) ms, capped at 30 s', () => {
   afterEach(() => {
     vi.useRealTimers()
   })

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import * as v from 'valibot'
+import { scanRouteSource } from '../../src/manifest.ts'
 import { createTaskRuntime } from '../../src/runtime/tasks/index.ts'
 import type { RuntimeApiRoute } from '../../src/types.ts'
 import { task } from './_helpers.ts'
@@ -66,5 +67,33 @@ describe('task registration', () => {
     expect(() =>
       make([task('a.b', () => 1), { path: '/api/a/b/', module: { kind: 'task', POST: () => 1 } }]),
     ).toThrow(/"a\.b" is already used by \/api\/a\/b/)
+  })
+})
+
+// A schedule is a standard five-field cron expression. croner also reads
+// nicknames such as @daily; the scanner refuses them, and a hand-written route
+// given to the runtime is held to the same rule, or one app would schedule
+// differently depending on how its routes were loaded.
+describe('schedule forms the runtime accepts', () => {
+  const define = (schedule: string) => () => createTaskRuntime({ routes: [task('tick', () => 1, { schedule })], env: {} })
+  const scanned = (schedule: string) =>
+    scanRouteSource('src/api/tick.ts', `export const route = { kind: 'task' }\nexport const schedule = '${schedule}'\nexport async function POST() {}\n`)
+
+  it.each(['@daily', '@hourly', '@weekly', '@monthly', '@reboot'])('%s is refused as not five fields, as the scanner does', async (schedule) => {
+    const message = `schedule "${schedule}" must be a five-field cron expression (minute hour day-of-month month day-of-week), got 1 field`
+    expect(define(schedule)).toThrow(`Task "tick" (/api/tick): ${message}`)
+    expect((await scanned(schedule)).errors.map((e) => e.message)).toEqual([message])
+  })
+
+  it('five fields with extra whitespace are accepted and normalized', async () => {
+    const rt = define(' 0\t0  * * 1 ')()
+    expect(rt.tasks.get('tick')?.schedule).toBe('0 0 * * 1')
+    await rt.close()
+  })
+
+  it('a schedule that never fires is refused, as the scanner does', async () => {
+    const message = 'schedule "0 0 31 2 *" never fires: no date matches it'
+    expect(define('0 0 31 2 *')).toThrow(`Task "tick" (/api/tick): ${message}`)
+    expect((await scanned('0 0 31 2 *')).errors.map((e) => e.message)).toEqual([message])
   })
 })

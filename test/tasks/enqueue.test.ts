@@ -1,4 +1,4 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
+import { createServer, type IncomingHttpHeaders, type RequestListener, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { HttpError, TaskNotFoundError } from '../../src/runtime/errors.ts'
@@ -12,9 +12,10 @@ import {
   setActiveTaskRuntime,
   tokenIdFor,
 } from '../../src/runtime/tasks/index.ts'
+import { completeTokenOverHttp, enqueueOverHttp } from '../../src/runtime/tasks/client.ts'
 import { runtime, task, until } from './_helpers.ts'
 
-const ENV_KEYS = ['SVC_TASK_URL', 'PORT', 'THEN_TASK_SECRET', 'SVC_TASK_SECRET'] as const
+const ENV_KEYS = ['SVC_TASK_URL', 'SVC_TASK_TIMEOUT_MS', 'PORT', 'THEN_TASK_SECRET', 'SVC_TASK_SECRET'] as const
 let savedEnv: Record<string, string | undefined>
 
 beforeEach(() => {
@@ -93,32 +94,42 @@ interface Seen {
   body: string
 }
 
-async function serve(reply: (seen: Seen) => { status: number; body: string }): Promise<{ server: Server; url: string; seen: Seen[] }> {
+const servers: Server[] = []
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    // A server that never answers still holds the client's socket.
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+  }
+})
+
+/** A real HTTP server on port 0, closed after each test. */
+async function listen(handler: RequestListener): Promise<{ server: Server; url: string }> {
+  const server = createServer(handler)
+  servers.push(server)
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
+}
+
+/** A task server stand-in that records each request and answers with `reply`. */
+async function serve(reply: (seen: Seen) => { status: number; body: string; type?: string }): Promise<{ server: Server; url: string; seen: Seen[] }> {
   const seen: Seen[] = []
-  const server = createServer((req, res) => {
+  const { server, url } = await listen((req, res) => {
     let body = ''
     req.on('data', (chunk) => (body += chunk))
     req.on('end', () => {
       const entry = { method: req.method, url: req.url, headers: req.headers, body }
       seen.push(entry)
-      const { status, body: out } = reply(entry)
-      res.writeHead(status, { 'content-type': 'application/json' }).end(out)
+      const { status, body: out, type = 'application/json' } = reply(entry)
+      res.writeHead(status, { 'content-type': type }).end(out)
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  return { server, url: `http://127.0.0.1:${port}`, seen }
+  return { server, url, seen }
 }
-
-const servers: Server[] = []
-afterEach(async () => {
-  for (const s of servers.splice(0)) await new Promise((r) => s.close(r))
-})
 
 describe('enqueue over HTTP (no active runtime)', () => {
   it('POSTs the payload to SVC_TASK_URL and maps 202 { id, status } to { runId, status, ...rest }', async () => {
-    const { server, url, seen } = await serve(() => ({ status: 202, body: JSON.stringify({ id: 'run-1', status: 'running', queue: 'q1' }) }))
-    servers.push(server)
+    const { url, seen } = await serve(() => ({ status: 202, body: JSON.stringify({ id: 'run-1', status: 'running', queue: 'q1' }) }))
     process.env.SVC_TASK_URL = `${url}/`
     const result = await enqueue('jobs.notify', { to: 'ada' }, { idempotencyKey: 'k-1', delaySeconds: 5 })
     expect(result).toEqual({ runId: 'run-1', status: 'running', queue: 'q1' })
@@ -130,8 +141,7 @@ describe('enqueue over HTTP (no active runtime)', () => {
   })
 
   it('uses http://127.0.0.1:$PORT by default and sends no body for no payload', async () => {
-    const { server, url, seen } = await serve(() => ({ status: 202, body: '{"id":"r","status":"running"}' }))
-    servers.push(server)
+    const { url, seen } = await serve(() => ({ status: 202, body: '{"id":"r","status":"running"}' }))
     process.env.PORT = new URL(url).port
     await enqueue('report')
     expect(seen[0].body).toBe('')
@@ -142,8 +152,7 @@ describe('enqueue over HTTP (no active runtime)', () => {
     ['THEN_TASK_SECRET', 's3cret'],
     ['SVC_TASK_SECRET', 'other'],
   ])('sends Authorization: Bearer <%s> when it is set', async (name, secret) => {
-    const { server, url, seen } = await serve(() => ({ status: 202, body: '{"id":"r","status":"running"}' }))
-    servers.push(server)
+    const { url, seen } = await serve(() => ({ status: 202, body: '{"id":"r","status":"running"}' }))
     process.env.SVC_TASK_URL = url
     process.env[name] = secret
     await enqueue('report')
@@ -151,11 +160,10 @@ describe('enqueue over HTTP (no active runtime)', () => {
   })
 
   it('a non-2xx answer rejects with HttpError carrying the status, the error text and the code', async () => {
-    const { server, url } = await serve(() => ({
+    const { url } = await serve(() => ({
       status: 400,
       body: JSON.stringify({ error: 'Validation failed: input.to: Invalid type', code: 'VALIDATION_FAILED', details: [] }),
     }))
-    servers.push(server)
     process.env.SVC_TASK_URL = url
     const error = (await enqueue('mail', { to: 1 }).catch((e) => e)) as HttpError
     expect(error).toBeInstanceOf(HttpError)
@@ -165,8 +173,7 @@ describe('enqueue over HTTP (no active runtime)', () => {
   })
 
   it('a 2xx answer without { id, status } is rejected, not guessed at', async () => {
-    const { server, url } = await serve(() => ({ status: 200, body: '{"ok":true}' }))
-    servers.push(server)
+    const { url } = await serve(() => ({ status: 200, body: '{"ok":true}' }))
     process.env.SVC_TASK_URL = url
     await expect(enqueue('report')).rejects.toMatchObject({ status: 200, code: 'BAD_RESPONSE' })
   })
@@ -201,8 +208,7 @@ describe('enqueue over HTTP (no active runtime)', () => {
   })
 
   it('a payload JSON cannot hold is a TypeError naming the call, and nothing is sent', async () => {
-    const { server, url, seen } = await serve(() => ({ status: 202, body: '{"id":"r","status":"running"}' }))
-    servers.push(server)
+    const { url, seen } = await serve(() => ({ status: 202, body: '{"id":"r","status":"running"}' }))
     process.env.SVC_TASK_URL = url
     let deep: unknown[] = []
     for (let i = 1; i < 300; i++) deep = [deep]
@@ -222,8 +228,7 @@ describe('enqueue over HTTP (no active runtime)', () => {
       '/__tasks/tokens/late': { status: 409, body: '{"code":"TOKEN_TIMED_OUT","status":"timed_out"}' },
       '/__tasks/tokens/boom': { status: 500, body: '{"error":"kaput","code":"INTERNAL_ERROR"}' },
     }
-    const { server, url, seen } = await serve((s) => answers[s.url!])
-    servers.push(server)
+    const { url, seen } = await serve((s) => answers[s.url!])
     process.env.SVC_TASK_URL = url
     expect(await completeToken('ok', { approved: true })).toBe('completed')
     expect(seen[0].body).toBe('{"approved":true}')
@@ -231,5 +236,137 @@ describe('enqueue over HTTP (no active runtime)', () => {
     expect(await completeToken('done')).toBe('already_completed')
     expect(await completeToken('late')).toBe('timed_out')
     await expect(completeToken('boom')).rejects.toMatchObject({ status: 500, message: 'kaput' })
+  })
+})
+
+describe('enqueue over HTTP: timeouts and redirects', () => {
+  it('rejects with HttpError status 0 and code TIMEOUT when the server does not answer in time', async () => {
+    process.env.SVC_TASK_URL = (
+      await listen(() => {
+        // Never answers.
+      })
+    ).url
+    process.env.SVC_TASK_TIMEOUT_MS = '100'
+    const error = await enqueue('report', { a: 1 }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(HttpError)
+    expect(error).toMatchObject({ status: 0, code: 'TIMEOUT' })
+    expect((error as Error).message).toMatch(/did not answer within 100 ms.*idempotencyKey/)
+    await expect(completeToken('run:key', { ok: true })).rejects.toMatchObject({ status: 0, code: 'TIMEOUT' })
+  })
+
+  it('does not follow a redirect, which would turn the POST into a GET', async () => {
+    const target = await serve(() => ({ status: 202, body: '{"id":"x","status":"running"}' }))
+    process.env.SVC_TASK_URL = (await listen((_req, res) => res.writeHead(302, { location: `${target.url}/__tasks/report` }).end())).url
+    await expect(enqueue('report', { a: 1 })).rejects.toMatchObject({ status: 302 })
+    expect(target.seen).toHaveLength(0)
+  })
+
+  it('rejects a SVC_TASK_TIMEOUT_MS that is not a positive number', async () => {
+    process.env.SVC_TASK_URL = 'http://127.0.0.1:9'
+    process.env.SVC_TASK_TIMEOUT_MS = 'soon'
+    await expect(enqueue('report')).rejects.toThrow('SVC_TASK_TIMEOUT_MS must be a positive number of milliseconds (got "soon")')
+  })
+})
+
+// Over HTTP the idempotency key travels in the Idempotency-Key header, which
+// holds bytes, not any string. A key it cannot carry is the caller's
+// mistake: it must say so, not report that the server could not be reached
+// (HttpError status 0, "Is the task server running?") while the server is up.
+describe('enqueue over HTTP: an idempotency key a header cannot carry', () => {
+  const accepted = () => ({ status: 202, body: '{"id":"run-1","status":"running"}' })
+
+  it('is a TypeError naming the option, and nothing is sent', async () => {
+    const { url, seen } = await serve(accepted)
+    const error = await enqueueOverHttp('orders.sync', {}, { idempotencyKey: 'commande-日本' }, { SVC_TASK_URL: url }).catch((e) => e)
+    expect(error).not.toBeInstanceOf(HttpError)
+    expect(error).toBeInstanceOf(TypeError)
+    expect(error.message).toBe(
+      'enqueue("orders.sync"): idempotencyKey must be text an HTTP header can carry (Latin-1, no line breaks, no space or tab at either end) to be sent to the task server (got "commande-日本")',
+    )
+    expect(seen).toEqual([])
+  })
+
+  it('a line break is refused the same way', async () => {
+    const { url } = await serve(accepted)
+    await expect(enqueueOverHttp('orders.sync', {}, { idempotencyKey: 'a\nb' }, { SVC_TASK_URL: url })).rejects.toThrow(
+      /idempotencyKey must be text an HTTP header can carry/,
+    )
+  })
+
+  it('a space or tab at either end is refused the same way: Fetch strips it, so another key would arrive', async () => {
+    const { url, seen } = await serve(accepted)
+    for (const key of [' order-7', 'order-7 ', '\torder-7']) {
+      await expect(enqueueOverHttp('orders.sync', {}, { idempotencyKey: key }, { SVC_TASK_URL: url })).rejects.toThrow(
+        /idempotencyKey must be text an HTTP header can carry .*no space or tab at either end/,
+      )
+    }
+    expect(seen).toEqual([])
+    await enqueueOverHttp('orders.sync', {}, { idempotencyKey: 'order 7' }, { SVC_TASK_URL: url })
+    expect(seen[0].headers['idempotency-key']).toBe('order 7')
+  })
+
+  it('ASCII and Latin-1 keys are sent as they are', async () => {
+    const { url, seen } = await serve(accepted)
+    expect(await enqueueOverHttp('orders.sync', {}, { idempotencyKey: 'order-42-München' }, { SVC_TASK_URL: url })).toEqual({
+      runId: 'run-1',
+      status: 'running',
+    })
+    // Node reads header bytes as Latin-1, so the key arrives unchanged.
+    expect(seen[0].headers['idempotency-key']).toBe('order-42-München')
+  })
+
+  it('a server that is down is still a network error', async () => {
+    const { server, url } = await serve(accepted)
+    await new Promise((resolve) => server.close(resolve))
+    await expect(enqueueOverHttp('orders.sync', {}, { idempotencyKey: 'k' }, { SVC_TASK_URL: url })).rejects.toMatchObject({ status: 0, code: 'NETWORK_ERROR' })
+  })
+
+  it.each([
+    ['a host and port without a scheme', 'tasks.internal:3000'],
+    ['text that is no URL at all', 'tasks internal'],
+  ])('%s in SVC_TASK_URL is a TypeError that shows it, not a network error', async (_, base) => {
+    const error = await enqueueOverHttp('orders.sync', {}, undefined, { SVC_TASK_URL: base }).catch((e) => e)
+    expect(error).toBeInstanceOf(TypeError)
+    expect(error.message).toContain(`enqueue("orders.sync"): cannot build a request to ${base}/__tasks/orders.sync: `)
+  })
+})
+
+// completeToken resolves to 'not_found', 'already_completed' or 'timed_out'
+// only for what the task server says about the token (TOKEN_NOT_FOUND,
+// TOKEN_ALREADY_COMPLETED, TOKEN_TIMED_OUT), as the README documents. Any
+// other 404 or 409 (SVC_TASK_URL pointing at the wrong server or path, a
+// proxy) is not an answer about the token and must reject, never be
+// swallowed into a plausible result.
+describe('completeToken over HTTP: answers that are not about the token', () => {
+  const answer = async (status: number, body: string, type?: string) => (await serve(() => ({ status, body, type }))).url
+
+  it('a 404 page from another server rejects with HttpError instead of not_found', async () => {
+    const url = await answer(404, '<html><body>Cannot POST /__tasks/tokens/t</body></html>', 'text/html')
+    const error = (await completeTokenOverHttp('t', undefined, { SVC_TASK_URL: url }).catch((e) => e)) as HttpError
+    expect(error).toBeInstanceOf(HttpError)
+    expect(error.status).toBe(404)
+    expect(error.message).toContain('Cannot POST')
+  })
+
+  it('a 404 with another JSON error code rejects too', async () => {
+    const url = await answer(404, '{"error":"No such route","code":"ROUTE_MISSING"}')
+    await expect(completeTokenOverHttp('t', undefined, { SVC_TASK_URL: url })).rejects.toMatchObject({ status: 404, code: 'ROUTE_MISSING' })
+  })
+
+  it('a 409 that does not speak of the token rejects instead of already_completed', async () => {
+    const url = await answer(409, '{"error":"Edit conflict","code":"CONFLICT"}')
+    await expect(completeTokenOverHttp('t', undefined, { SVC_TASK_URL: url })).rejects.toMatchObject({ status: 409, code: 'CONFLICT' })
+  })
+
+  it("the task server's own answers still map to results", async () => {
+    const cases: [number, string, string][] = [
+      [404, '{"code":"TOKEN_NOT_FOUND","error":"No waitForToken is waiting on token \\"t\\""}', 'not_found'],
+      [409, '{"code":"TOKEN_ALREADY_COMPLETED","status":"already_completed"}', 'already_completed'],
+      [409, '{"code":"TOKEN_TIMED_OUT","status":"timed_out"}', 'timed_out'],
+    ]
+    for (const [status, body, result] of cases) {
+      const url = await answer(status, body)
+      expect(await completeTokenOverHttp('t', undefined, { SVC_TASK_URL: url })).toBe(result)
+    }
   })
 })

@@ -6,7 +6,7 @@ import { MemoryRunStore, createTaskRuntime } from '../../src/runtime/tasks/index
 import { TaskScheduler } from '../../src/runtime/tasks/scheduler.ts'
 import { recordingLogger, runtime, sleep, task } from './_helpers.ts'
 
-describe('in-process scheduler (spec "Task schedule")', () => {
+describe('in-process scheduler', () => {
   it('starts one job per scheduled task only when asked, and stops them', () => {
     const rt = runtime([
       task('nightly', () => 1, { schedule: '0 3 * * *' }),

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest'
 import { DuplicateStepKeyError } from '../../src/runtime/errors.ts'
-import { isSuspension, tokenIdFor } from '../../src/runtime/tasks/index.ts'
+import { MemoryRunStore, enqueue, isSuspension, setActiveTaskRuntime, tokenIdFor, type RunPatch } from '../../src/runtime/tasks/index.ts'
 import { LOCAL_WAIT_NOTE } from '../../src/runtime/tasks/engine.ts'
-import { MemoryRunStore } from '../../src/runtime/tasks/memory-store.ts'
-import { runtime, sleep, task, until } from './_helpers.ts'
+import type { RunRecord, RunStatus } from '../../src/types.ts'
+import { finished, runtime, sleep, task, until } from './_helpers.ts'
 
-describe('step.run and replay (spec "Step API")', () => {
+describe('step.run and replay', () => {
   it('on replay the body re-runs from the first line but completed step functions do not', async () => {
     const body: number[] = []
     const fns: string[] = []
@@ -367,6 +367,62 @@ describe('waitForTask and enqueue steps', () => {
     const done = await rt.waitForRun((await rt.trigger('parent')).id)
     expect(done.result).toEqual({ ok: true, result: 2 })
   })
+
+  // step.waitForTask passes the caller's idempotencyKey to the child, so two
+  // runs (or a run and a plain enqueue) can end up waiting for the same child.
+  // That child was started for someone else: its parentRunId does not name
+  // every run that waits for it.
+  describe('a child shared through an idempotency key', () => {
+    it('two parents that wait for one child both resume when it completes', async () => {
+      let childRuns = 0
+      let release!: () => void
+      const gate = new Promise<void>((resolve) => (release = resolve))
+      const rt = runtime([
+        task('setup', async () => {
+          childRuns++
+          await gate
+          return 'ready'
+        }),
+        task('worker', async (ctx) => ctx.step.waitForTask('setup', 'setup', undefined, { idempotencyKey: 'setup-once' })),
+      ])
+      const first = await rt.trigger('worker')
+      const second = await rt.trigger('worker')
+      await until(async () => {
+        const runs = await Promise.all([rt.getRun(first.id), rt.getRun(second.id)])
+        return runs.every((run) => run?.status === 'suspended')
+      })
+      release()
+      const done = await Promise.all([finished(rt.waitForRun(first.id)), finished(rt.waitForRun(second.id))])
+      expect(done.map((run) => run.result)).toEqual([
+        { ok: true, result: 'ready' },
+        { ok: true, result: 'ready' },
+      ])
+      expect(childRuns).toBe(1)
+    })
+
+    it('a parent that waits for a run enqueued earlier with the same key resumes when it fails', async () => {
+      let release!: () => void
+      const gate = new Promise<void>((resolve) => (release = resolve))
+      const rt = runtime([
+        task('import', async () => {
+          await gate
+          throw new Error('bad file')
+        }),
+        task('report', async (ctx) => ctx.step.waitForTask('import', 'import', undefined, { idempotencyKey: 'import-2024' })),
+      ])
+      setActiveTaskRuntime(rt)
+      const imported = await enqueue('import', undefined, { idempotencyKey: 'import-2024' })
+      const report = await rt.trigger('report')
+      const suspended = await until(async () => {
+        const run = await rt.getRun(report.id)
+        return run?.status === 'suspended' ? run : undefined
+      })
+      expect(suspended.suspended?.waitpoint).toEqual({ type: 'task', task: 'import', runId: imported.runId })
+      release()
+      const done = await finished(rt.waitForRun(report.id))
+      expect(done.result).toEqual({ ok: false, error: 'bad file' })
+    })
+  })
 })
 
 describe('waitForToken', () => {
@@ -422,5 +478,72 @@ describe('waitForToken', () => {
     const rt = runtime([task('badtimeout', async (ctx) => ctx.step.waitForToken('t', { timeoutSeconds: 0 }))])
     const done = await rt.waitForRun((await rt.trigger('badtimeout')).id)
     expect(done.attempts[0].error).toContain('timeoutSeconds must be a positive finite number (got 0)')
+  })
+
+  // A token's timeout is fixed when the token is created. The handler replays
+  // from its first line, so a waitForToken call that runs again (a parallel
+  // wait that was not the one the run suspended on, or an attempt cut off by a
+  // restart) must not push the deadline back.
+  describe('timeouts across replays', () => {
+    /** A memory store that keeps every `suspended` the runtime records. */
+    class RecordingStore extends MemoryRunStore {
+      suspensions: NonNullable<RunRecord['suspended']>[] = []
+      override async updateRun(id: string, patch: RunPatch, expect?: { status: RunStatus | readonly RunStatus[] }) {
+        const updated = await super.updateRun(id, patch, expect)
+        if (updated && patch.suspended) this.suspensions.push(patch.suspended)
+        return updated
+      }
+    }
+
+    it('a parallel wait keeps the deadline its token was created with', async () => {
+      const store = new RecordingStore()
+      const rt = runtime(
+        [
+          task('both', async (ctx) => {
+            const [approval, receipt] = await Promise.all([
+              ctx.step.waitForToken('approval'),
+              ctx.step.waitForToken('receipt', { timeoutSeconds: 0.2 }),
+            ])
+            return { approval, receipt }
+          }),
+        ],
+        { store },
+      )
+      const run = await rt.trigger('both')
+      await until(async () => (await rt.getRun(run.id))?.status === 'suspended')
+      expect(store.suspensions.map((s) => s.stepKey)).toEqual(['approval'])
+      const receipt = await rt.store.getToken(tokenIdFor(run.id, 'receipt'))
+      // The receipt deadline passes while the run waits for the approval.
+      await sleep(300)
+      expect(await rt.completeToken(tokenIdFor(run.id, 'approval'), 'yes')).toBe('completed')
+      const done = await rt.waitForRun(run.id)
+      expect(done.result).toEqual({ approval: { payload: 'yes' }, receipt: { timedOut: true } })
+      const receiptWaits = store.suspensions.filter((s) => s.stepKey === 'receipt')
+      expect(receiptWaits).toEqual([
+        { stepKey: 'receipt', waitpoint: { type: 'token', tokenId: tokenIdFor(run.id, 'receipt'), timeoutAt: receipt!.timeoutAt } },
+      ])
+    })
+
+    it('a token completed after its deadline is timed out, even when no timer has fired for it', async () => {
+      const rt = runtime([
+        task('both', async (ctx) => {
+          const [approval, receipt] = await Promise.all([
+            ctx.step.waitForToken('approval'),
+            ctx.step.waitForToken('receipt', { timeoutSeconds: 0.1 }),
+          ])
+          return { approval, receipt }
+        }),
+      ])
+      const run = await rt.trigger('both')
+      await until(async () => (await rt.getRun(run.id))?.suspended?.stepKey === 'approval')
+      // The run waits on the approval, so no timer runs for the receipt's deadline.
+      await sleep(250)
+      expect(await rt.completeToken(tokenIdFor(run.id, 'receipt'), 'late receipt')).toBe('timed_out')
+      expect((await rt.store.getToken(tokenIdFor(run.id, 'receipt')))?.status).toBe('timed_out')
+      expect(await rt.completeToken(tokenIdFor(run.id, 'approval'), 'yes')).toBe('completed')
+      const done = await rt.waitForRun(run.id)
+      expect(done.result).toEqual({ approval: { payload: 'yes' }, receipt: { timedOut: true } })
+      expect(done.steps.receipt).toEqual({ status: 'timed_out' })
+    })
   })
 })
