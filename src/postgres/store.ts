@@ -26,8 +26,10 @@ export type { PostgresRunStoreOptions } from './options.ts'
 
 const WHERE = 'PostgresRunStore'
 const FINISHED: readonly RunStatus[] = ['completed', 'failed']
-// SQLSTATE 23505, unique_violation (Postgres manual, appendix A).
+// SQLSTATE codes (Postgres manual, appendix A): unique_violation, and
+// untranslatable_character, which jsonb raises for \u0000 in a string.
 const UNIQUE_VIOLATION = '23505'
+const UNTRANSLATABLE_CHARACTER = '22P05'
 
 type Row<T> = { record: T }
 
@@ -67,7 +69,6 @@ export class PostgresRunStore implements RunStore {
   #url: string
   #sql: Sql | undefined
   #ready: Promise<void>
-  #closed = false
 
   constructor(options: PostgresRunStoreOptions) {
     const { url, schema, maxRuns, leaseMs, pollMs } = resolvePostgresOptions(options, WHERE)
@@ -103,9 +104,10 @@ export class PostgresRunStore implements RunStore {
 
   /** Number of runs retained. */
   async size(): Promise<number> {
-    const sql = await this.#db()
-    const [{ n }] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM ${sql(this.schema)}.runs`
-    return n
+    return this.#run(async (sql) => {
+      const [{ n }] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM ${sql(this.schema)}.runs`
+      return n
+    })
   }
 
   /** Closes the connections, letting running queries finish. Later calls on the store reject. Idempotent. */
@@ -113,39 +115,39 @@ export class PostgresRunStore implements RunStore {
     const sql = this.#sql
     if (!sql) return
     this.#sql = undefined
-    this.#closed = true
     await sql.end({ timeout: 5 })
   }
 
   async createRun(run: RunRecord): Promise<RunRecord> {
-    const sql = await this.#db()
-    const live = !isFinished(run.status)
-    try {
-      const row = live
-        ? await sql.begin(async (tx) => {
-            // Counted under the lock, so processes sharing the database
-            // cannot both take the last place. The statement after it reads
-            // a snapshot taken once the lock is held.
-            const [, rows] = await Promise.all([
-              tx`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${`${this.schema}.runs`}))`,
-              this.#insert(tx, run),
-            ])
-            return rows[0]
-          })
-        : (await this.#insert(sql, run))[0]
-      if (row.held) return row.held
-      if (row.inserted) return row.inserted
-      throw new StoreFullError(WHERE, this.maxRuns)
-    } catch (error) {
-      if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
-      if ((error as { constraint_name?: string }).constraint_name === 'runs_by_key') {
-        // A finished run (inserted without the lock) raced another holder of its key.
-        const [held] = await sql<Row<RunRecord>[]>`
-          SELECT record FROM ${sql(this.schema)}.runs WHERE task_name = ${run.taskName} AND idempotency_key = ${run.idempotencyKey!}`
-        if (held) return held.record
+    return this.#run(async (sql) => {
+      const live = !isFinished(run.status)
+      try {
+        const row = live
+          ? await sql.begin(async (tx) => {
+              // Counted under the lock, so processes sharing the database
+              // cannot both take the last place. The statement after it reads
+              // a snapshot taken once the lock is held.
+              const [, rows] = await Promise.all([
+                tx`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${`${this.schema}.runs`}))`,
+                this.#insert(tx, run),
+              ])
+              return rows[0]
+            })
+          : (await this.#insert(sql, run))[0]
+        if (row.held) return row.held
+        if (row.inserted) return row.inserted
+        throw new StoreFullError(WHERE, this.maxRuns)
+      } catch (error) {
+        if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
+        if ((error as { constraint_name?: string }).constraint_name === 'runs_by_key') {
+          // A finished run (inserted without the lock) raced another holder of its key.
+          const [held] = await sql<Row<RunRecord>[]>`
+            SELECT record FROM ${sql(this.schema)}.runs WHERE task_name = ${run.taskName} AND idempotency_key = ${run.idempotencyKey!}`
+          if (held) return held.record
+        }
+        throw new Error(`${WHERE}: run "${run.id}" already exists`, { cause: error })
       }
-      throw new Error(`${WHERE}: run "${run.id}" already exists`, { cause: error })
-    }
+    })
   }
 
   /**
@@ -181,9 +183,10 @@ export class PostgresRunStore implements RunStore {
   }
 
   async getRun(id: string): Promise<RunRecord | undefined> {
-    const sql = await this.#db()
-    const [row] = await sql<Row<RunRecord>[]>`SELECT record FROM ${sql(this.schema)}.runs WHERE id = ${id}`
-    return row?.record
+    return this.#run(async (sql) => {
+      const [row] = await sql<Row<RunRecord>[]>`SELECT record FROM ${sql(this.schema)}.runs WHERE id = ${id}`
+      return row?.record
+    })
   }
 
   async updateRun(
@@ -191,117 +194,126 @@ export class PostgresRunStore implements RunStore {
     patch: RunPatch,
     expect?: { status: RunStatus | readonly RunStatus[] },
   ): Promise<RunRecord | undefined> {
-    const sql = await this.#db()
-    const removed: string[] = []
-    const set: Record<string, unknown> = {}
-    for (const key in patch) {
-      const value = (patch as Record<string, unknown>)[key]
-      if (value === undefined) removed.push(key)
-      else set[key] = value
-    }
-    const status = typeof patch.status === 'string' ? patch.status : null
-    const expected = expect === undefined ? null : typeof expect.status === 'string' ? [expect.status] : [...expect.status]
-    // The status check and the write are one statement: the compare-and-set.
-    // A run that finishes takes the next eviction position; one that stays
-    // finished keeps its own; a live one has none.
-    const [row] = await sql<Row<RunRecord>[]>`
-      UPDATE ${sql(this.schema)}.runs SET
-        record = (record - ${removed}::text[]) || ${sql.json(set as never)}::jsonb,
-        status = coalesce(${status}::text, status),
-        finished_seq = CASE WHEN coalesce(${status}::text, status) = ANY(${FINISHED as string[]}::text[])
-          THEN coalesce(finished_seq, nextval(${`${this.schema}.runs_finished_seq`}::regclass)) END
-      WHERE id = ${id} AND (${expected}::text[] IS NULL OR status = ANY(${expected}::text[]))
-      RETURNING record`
-    return row?.record
+    return this.#run(async (sql) => {
+      const removed: string[] = []
+      const set: Record<string, unknown> = {}
+      for (const key in patch) {
+        const value = (patch as Record<string, unknown>)[key]
+        if (value === undefined) removed.push(key)
+        else set[key] = value
+      }
+      const status = typeof patch.status === 'string' ? patch.status : null
+      const expected = expect === undefined ? null : typeof expect.status === 'string' ? [expect.status] : [...expect.status]
+      // The status check and the write are one statement: the compare-and-set.
+      // A run that finishes takes the next eviction position; one that stays
+      // finished keeps its own; a live one has none.
+      const [row] = await sql<Row<RunRecord>[]>`
+        UPDATE ${sql(this.schema)}.runs SET
+          record = (record - ${removed}::text[]) || ${sql.json(set as never)}::jsonb,
+          status = coalesce(${status}::text, status),
+          finished_seq = CASE WHEN coalesce(${status}::text, status) = ANY(${FINISHED as string[]}::text[])
+            THEN coalesce(finished_seq, nextval(${`${this.schema}.runs_finished_seq`}::regclass)) END
+        WHERE id = ${id} AND (${expected}::text[] IS NULL OR status = ANY(${expected}::text[]))
+        RETURNING record`
+      return row?.record
+    })
   }
 
   async appendAttempt(runId: string, attempt: Attempt): Promise<void> {
-    const sql = await this.#db()
-    const rows = await sql`
-      UPDATE ${sql(this.schema)}.runs
-      SET record = jsonb_set(record, '{attempts}', coalesce(record->'attempts', '[]') || jsonb_build_array(${sql.json(attempt as never)}::jsonb))
-      WHERE id = ${runId}
-      RETURNING 1`
-    if (rows.length === 0) throw new Error(`${WHERE}: unknown run "${runId}"`)
+    return this.#run(async (sql) => {
+      const rows = await sql`
+        UPDATE ${sql(this.schema)}.runs
+        SET record = jsonb_set(record, '{attempts}', coalesce(record->'attempts', '[]') || jsonb_build_array(${sql.json(attempt as never)}::jsonb))
+        WHERE id = ${runId}
+        RETURNING 1`
+      if (rows.length === 0) throw new Error(`${WHERE}: unknown run "${runId}"`)
+    })
   }
 
   async saveStep(runId: string, key: string, step: StepRecord): Promise<void> {
-    const sql = await this.#db()
-    const rows = await sql`
-      UPDATE ${sql(this.schema)}.runs
-      SET record = jsonb_set(record, '{steps}', coalesce(record->'steps', '{}') || jsonb_build_object(${key}::text, ${sql.json(step as never)}::jsonb))
-      WHERE id = ${runId}
-      RETURNING 1`
-    if (rows.length === 0) throw new Error(`${WHERE}: unknown run "${runId}"`)
+    return this.#run(async (sql) => {
+      const rows = await sql`
+        UPDATE ${sql(this.schema)}.runs
+        SET record = jsonb_set(record, '{steps}', coalesce(record->'steps', '{}') || jsonb_build_object(${key}::text, ${sql.json(step as never)}::jsonb))
+        WHERE id = ${runId}
+        RETURNING 1`
+      if (rows.length === 0) throw new Error(`${WHERE}: unknown run "${runId}"`)
+    })
   }
 
   async listRuns(query: RunQuery = {}): Promise<RunRecord[]> {
-    const sql = await this.#db()
-    const statuses = query.status === undefined ? null : typeof query.status === 'string' ? [query.status] : [...query.status]
-    if (statuses?.length === 0) return []
-    // The memory store stops once it holds `limit` runs, so a fractional
-    // limit rounds up and 0 or less returns none; LIMIT NULL is no limit.
-    const limit = query.limit ?? Infinity
-    if (!(limit > 0)) return []
-    // seq is the insertion order, as the memory store's Map: newest first, no ties.
-    const rows = await sql<Row<RunRecord>[]>`
-      SELECT record FROM ${sql(this.schema)}.runs
-      WHERE (${query.taskName ?? null}::text IS NULL OR task_name = ${query.taskName ?? null}::text)
-        AND (${statuses}::text[] IS NULL OR status = ANY(${statuses}::text[]))
-      ORDER BY seq DESC
-      LIMIT ${limit === Infinity ? null : Math.ceil(limit)}::bigint`
-    return rows.map((row) => row.record)
+    return this.#run(async (sql) => {
+      const statuses = query.status === undefined ? null : typeof query.status === 'string' ? [query.status] : [...query.status]
+      if (statuses?.length === 0) return []
+      // The memory store stops once it holds `limit` runs, so a fractional
+      // limit rounds up and 0 or less returns none; LIMIT NULL is no limit.
+      const limit = query.limit ?? Infinity
+      if (!(limit > 0)) return []
+      // seq is the insertion order, as the memory store's Map: newest first, no ties.
+      const rows = await sql<Row<RunRecord>[]>`
+        SELECT record FROM ${sql(this.schema)}.runs
+        WHERE (${query.taskName ?? null}::text IS NULL OR task_name = ${query.taskName ?? null}::text)
+          AND (${statuses}::text[] IS NULL OR status = ANY(${statuses}::text[]))
+        ORDER BY seq DESC
+        LIMIT ${limit === Infinity ? null : Math.ceil(limit)}::bigint`
+      return rows.map((row) => row.record)
+    })
   }
 
   async saveTimer(timer: TimerRecord): Promise<void> {
-    const sql = await this.#db()
-    // An upsert keeps the timer's place in listTimers, as Map#set does.
-    await sql`
-      INSERT INTO ${sql(this.schema)}.timers (id, run_id, kind, due_at, record)
-      VALUES (${timer.id}, ${timer.runId}, ${timer.kind}, ${timer.dueAt}::timestamptz, ${sql.json(timer as never)}::jsonb)
-      ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, kind = excluded.kind, due_at = excluded.due_at,
-        claimed_by = NULL, claim_expires_at = NULL, record = excluded.record`
+    return this.#run(async (sql) => {
+      // An upsert keeps the timer's place in listTimers, as Map#set does.
+      await sql`
+        INSERT INTO ${sql(this.schema)}.timers (id, run_id, kind, due_at, record)
+        VALUES (${timer.id}, ${timer.runId}, ${timer.kind}, ${timer.dueAt}::timestamptz, ${sql.json(timer as never)}::jsonb)
+        ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, kind = excluded.kind, due_at = excluded.due_at,
+          claimed_by = NULL, claim_expires_at = NULL, record = excluded.record`
+    })
   }
 
   async takeTimer(id: string): Promise<TimerRecord | undefined> {
-    const sql = await this.#db()
-    // The DELETE is the claim: of two callers, only the one whose statement
-    // deleted the row gets it back (the other waits on the row lock, then
-    // finds it gone).
-    const [row] = await sql<Row<TimerRecord>[]>`DELETE FROM ${sql(this.schema)}.timers WHERE id = ${id} RETURNING record`
-    return row?.record
+    return this.#run(async (sql) => {
+      // The DELETE is the claim: of two callers, only the one whose statement
+      // deleted the row gets it back (the other waits on the row lock, then
+      // finds it gone).
+      const [row] = await sql<Row<TimerRecord>[]>`DELETE FROM ${sql(this.schema)}.timers WHERE id = ${id} RETURNING record`
+      return row?.record
+    })
   }
 
   async listTimers(): Promise<TimerRecord[]> {
-    const sql = await this.#db()
-    const rows = await sql<Row<TimerRecord>[]>`SELECT record FROM ${sql(this.schema)}.timers ORDER BY seq`
-    return rows.map((row) => row.record)
+    return this.#run(async (sql) => {
+      const rows = await sql<Row<TimerRecord>[]>`SELECT record FROM ${sql(this.schema)}.timers ORDER BY seq`
+      return rows.map((row) => row.record)
+    })
   }
 
   async putToken(token: TokenRecord): Promise<TokenRecord> {
-    const sql = await this.#db()
-    const tokens = sql(this.schema)
-    // DO NOTHING: a replay must not reset a token that was settled meanwhile.
-    const [row] = await sql<Row<TokenRecord>[]>`
-      WITH inserted AS (
-        INSERT INTO ${tokens}.tokens (id, run_id, status, record)
-        VALUES (${token.id}, ${token.runId}, ${token.status}, ${sql.json(token as never)}::jsonb)
-        ON CONFLICT (id) DO NOTHING
-        RETURNING record
-      )
-      SELECT record FROM inserted
-      UNION ALL
-      SELECT record FROM ${tokens}.tokens WHERE id = ${token.id}`
-    if (row) return row.record
-    // The conflicting token was committed after this statement's snapshot
-    // was taken, so the statement could not read it; a new one can.
-    return (await this.getToken(token.id))!
+    return this.#run(async (sql) => {
+      const tokens = sql(this.schema)
+      // DO NOTHING: a replay must not reset a token that was settled meanwhile.
+      const [row] = await sql<Row<TokenRecord>[]>`
+        WITH inserted AS (
+          INSERT INTO ${tokens}.tokens (id, run_id, status, record)
+          VALUES (${token.id}, ${token.runId}, ${token.status}, ${sql.json(token as never)}::jsonb)
+          ON CONFLICT (id) DO NOTHING
+          RETURNING record
+        )
+        SELECT record FROM inserted
+        UNION ALL
+        SELECT record FROM ${tokens}.tokens WHERE id = ${token.id}`
+      if (row) return row.record
+      // The conflicting token was committed after this statement's snapshot
+      // was taken, so the statement could not read it; a new one can.
+      return (await this.getToken(token.id))!
+    })
   }
 
   async getToken(id: string): Promise<TokenRecord | undefined> {
-    const sql = await this.#db()
-    const [row] = await sql<Row<TokenRecord>[]>`SELECT record FROM ${sql(this.schema)}.tokens WHERE id = ${id}`
-    return row?.record
+    return this.#run(async (sql) => {
+      const [row] = await sql<Row<TokenRecord>[]>`SELECT record FROM ${sql(this.schema)}.tokens WHERE id = ${id}`
+      return row?.record
+    })
   }
 
   async settleToken(
@@ -309,23 +321,36 @@ export class PostgresRunStore implements RunStore {
     status: 'completed' | 'timed_out',
     payload?: unknown,
   ): Promise<{ settled: boolean; token: TokenRecord } | undefined> {
-    const sql = await this.#db()
-    const change: Record<string, unknown> = { status, settledAt: new Date().toISOString() }
-    if (status === 'completed' && payload !== undefined) change.payload = payload
-    // Only a waiting token moves: the compare-and-set.
-    const [row] = await sql<Row<TokenRecord>[]>`
-      UPDATE ${sql(this.schema)}.tokens SET status = ${status}, record = record || ${sql.json(change as never)}::jsonb
-      WHERE id = ${id} AND status = 'waiting'
-      RETURNING record`
-    if (row) return { settled: true, token: row.record }
-    const token = await this.getToken(id)
-    return token && { settled: false, token }
+    return this.#run(async (sql) => {
+      const change: Record<string, unknown> = { status, settledAt: new Date().toISOString() }
+      if (status === 'completed' && payload !== undefined) change.payload = payload
+      // Only a waiting token moves: the compare-and-set.
+      const [row] = await sql<Row<TokenRecord>[]>`
+        UPDATE ${sql(this.schema)}.tokens SET status = ${status}, record = record || ${sql.json(change as never)}::jsonb
+        WHERE id = ${id} AND status = 'waiting'
+        RETURNING record`
+      if (row) return { settled: true, token: row.record }
+      const token = await this.getToken(id)
+      return token && { settled: false, token }
+    })
   }
 
-  async #db(): Promise<Sql> {
+  /** Runs `query` once the schema is ready, with errors that say what to do. */
+  async #run<T>(query: (sql: Sql) => Promise<T>): Promise<T> {
     await this.#ready
     const sql = this.#sql
-    if (!sql || this.#closed) throw new Error(`${WHERE}: the store for ${redact(this.#url)} is closed`)
-    return sql
+    if (!sql) throw new Error(`${WHERE}: the store for ${redact(this.#url)} is closed`)
+    try {
+      return await query(sql)
+    } catch (error) {
+      if ((error as { code?: string }).code === UNTRANSLATABLE_CHARACTER) {
+        throw new Error(
+          `${WHERE}: cannot store a string holding the NUL character (\\u0000): Postgres jsonb has no room for it; ` +
+            "strip it from the run's input, result, step outputs and token payloads",
+          { cause: error },
+        )
+      }
+      throw error
+    }
   }
 }

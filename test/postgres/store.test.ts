@@ -73,6 +73,19 @@ describe('PostgresRunStore durability', () => {
     expect(type).toBe('jsonb')
   })
 
+  it('a string holding the NUL character, which jsonb cannot hold, is refused with an error that says so', async () => {
+    const s = store()
+    const refused = makeRun({ input: { name: 'a\u0000b' } })
+    await expect(s.createRun(refused)).rejects.toThrow(
+      'PostgresRunStore: cannot store a string holding the NUL character (\\u0000): Postgres jsonb has no room for it',
+    )
+    expect(await s.getRun(refused.id)).toBeUndefined()
+    const run = makeRun()
+    await s.createRun(run)
+    await expect(s.saveStep(run.id, 'a', { status: 'completed', output: '\u0000' })).rejects.toThrow(/NUL character/)
+    expect((await s.getRun(run.id))?.steps).toEqual({})
+  })
+
   it('a closed store says so', async () => {
     const s = store()
     await s.ready()
