@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import type { TargetDescriptor } from '../../src/build/target.ts'
+import { TASKS_BINDING, TASKS_CLASS } from '../../src/cloudflare/binding.ts'
 
 /**
  * Compatibility date written to wrangler.json: the workerd release the worker
@@ -23,7 +24,16 @@ export const cloudflareTarget: TargetDescriptor = {
   outDir: '.output/cloudflare',
   async write(ctx) {
     const out = join(ctx.root, this.outDir)
-    const entry = `${ctx.appSource}
+    // Task runs live in a SQLite-backed Durable Object; an app without
+    // tasks has nothing to keep and gets no object.
+    const tasks = ctx.routes.some((route) => route.kind === 'task')
+    const entry = tasks
+      ? `${ctx.appSource}
+import { createTasksObject, createWorker } from 'svc/cloudflare'
+export default createWorker(app)
+export const ${TASKS_CLASS} = createTasksObject(app)
+`
+      : `${ctx.appSource}
 import { createWorker } from 'svc/cloudflare'
 export default createWorker(app)
 `
@@ -42,6 +52,14 @@ export default createWorker(app)
       // to the worker, as routes come before static files on the Node server.
       ...(hasPublic ? { assets: { directory: './public', run_worker_first: WORKER_PATHS } } : {}),
       triggers: { crons: ctx.crons },
+      ...(tasks
+        ? {
+            durable_objects: { bindings: [{ name: TASKS_BINDING, class_name: TASKS_CLASS }] },
+            // new_sqlite_classes: the object's storage is SQLite (ctx.storage.sql);
+            // a class first deployed without it cannot be switched later.
+            migrations: [{ tag: 'v1', new_sqlite_classes: [TASKS_CLASS] }],
+          }
+        : {}),
     }
     return [
       await ctx.bundle(entry, join(out, 'index.mjs')),

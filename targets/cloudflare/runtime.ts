@@ -1,10 +1,21 @@
 /**
  * `svc/cloudflare`: runs an app as a module worker. `fetch` serves the core
- * handler; `scheduled` fires the cron tasks of `controller.cron`.
+ * handler; `scheduled` fires the cron tasks of `controller.cron`. Task runs
+ * live in the `SvcTasks` Durable Object (`createTasksObject`) when the worker
+ * binds it as `SVC_TASKS`, and in the isolate's memory otherwise.
  */
+import { MISSING_BINDING_WARNING, tasksNamespace, tasksStub } from '../../src/cloudflare/binding.ts'
+import { createObjectRuntime, type ObjectTaskRuntime } from '../../src/cloudflare/object-runtime.ts'
 import { fireCron } from '../../src/runtime/cron.ts'
 import { stringBindings } from '../../src/runtime/env.ts'
 import { createSvcHandler, type SvcHandler, type SvcHandlerOptions } from '../../src/runtime/handler.ts'
+import { setActiveTaskRuntime } from '../../src/runtime/tasks/active.ts'
+
+export { createTasksObject } from '../../src/cloudflare/tasks-object.ts'
+export type { TasksObjectApp, TasksObjectClass, TasksObjectOptions, DurableObjectStateLike } from '../../src/cloudflare/tasks-object.ts'
+export { DurableObjectRunStore } from '../../src/cloudflare/sql-store.ts'
+export type { DurableObjectRunStoreOptions } from '../../src/cloudflare/sql-store.ts'
+export { TASKS_BINDING, TASKS_CLASS } from '../../src/cloudflare/binding.ts'
 
 /** The parts of the Workers `ExecutionContext` the shim uses. */
 export interface ExecutionContextLike {
@@ -26,19 +37,37 @@ export interface SvcWorker {
 
 /**
  * Bindings arrive with each event, so the handler is built on the first one.
- * Task runs live in the isolate's memory: a run started by one request can be
- * polled from the same isolate, and `waitUntil` keeps it alive until it ends.
+ * With the `SVC_TASKS` binding, the task admin surface, `enqueue()`,
+ * `completeToken()` and cron all reach the tasks object. Without it, runs
+ * live in the isolate's memory, `waitUntil` keeps a run started by a request
+ * alive until it ends, and one warning says what to add.
  */
 export function createWorker(app: WorkerApp): SvcWorker {
   let handler: SvcHandler | undefined
-  const get = (env: unknown) => (handler ??= createSvcHandler({ ...app, env: stringBindings(env) }))
+  let objectRuntime: ObjectTaskRuntime | undefined
+  const get = (env: unknown): SvcHandler => {
+    if (handler) return handler
+    const bindings = stringBindings(env)
+    const ns = tasksNamespace(env)
+    if (ns) {
+      objectRuntime = createObjectRuntime(app.routes, () => tasksStub(ns))
+      // The run lives in the object, not under this request's waitUntil.
+      handler = createSvcHandler({ ...app, env: bindings, runtime: objectRuntime, holdRuns: false })
+    } else {
+      handler = createSvcHandler({ ...app, env: bindings })
+      if (handler.runtime.tasks.size > 0) (app.logger ?? console).warn(MISSING_BINDING_WARNING)
+    }
+    setActiveTaskRuntime(handler.runtime)
+    return handler
+  }
   return {
     fetch(request, env, ctx) {
       return get(env).fetch(request, { waitUntil: (promise) => ctx.waitUntil(promise) })
     },
     // Rejects when a fired run failed, so the event's outcome is `exception`.
     async scheduled(controller, env, ctx) {
-      const done = fireCron(get(env).runtime, controller.cron)
+      const runtime = get(env).runtime
+      const done = objectRuntime ? objectRuntime.fireCron(controller.cron) : fireCron(runtime, controller.cron)
       // The returned promise carries the failure; the copy held open by waitUntil would report it twice.
       ctx.waitUntil(done.catch(() => {}))
       await done

@@ -32,15 +32,21 @@ async function wranglerDryRun(out: string): Promise<{ code: number | null; outpu
   return { code, output, outdir, cleanup: () => rm(dir, { recursive: true, force: true }) }
 }
 
-/** The built worker of `root` in miniflare, with the worker's own console output collected. */
+/**
+ * The built worker of `root` in miniflare, configured as `wrangler dev` would
+ * from the generated wrangler.json (the tasks Durable Object included), with
+ * the worker's own console output collected.
+ */
 async function startWorker(root: string, options: Partial<MiniflareOptions> = {}): Promise<{ mf: Miniflare; output: () => string }> {
   const out = join(root, '.output/cloudflare')
   let output = ''
+  const { unstable_getMiniflareWorkerOptions } = await import('wrangler')
+  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(join(out, 'wrangler.json'))
   const mf = new Miniflare({
-    scriptPath: join(out, 'index.mjs'),
+    ...(workerOptions as object),
+    scriptPath: main!,
     modulesRoot: out,
     modules: true,
-    compatibilityDate: JSON.parse(await readFile(join(out, 'wrangler.json'), 'utf8')).compatibility_date,
     bindings: { THEN_TASK_SECRET: TASK_SECRET },
     handleRuntimeStdio(stdout: Readable, stderr: Readable) {
       stdout.on('data', (chunk: Buffer) => (output += chunk))

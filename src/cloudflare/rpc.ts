@@ -1,0 +1,101 @@
+/**
+ * Calls from a worker into the tasks Durable Object, over the stub's
+ * `fetch`: `POST` with `{ method, args }`, answered `{ value }` or, with
+ * status 500, `{ error }`. A plain fetch protocol keeps the object a plain
+ * class (no `cloudflare:workers` import), which any bundler and any
+ * compatibility date accept.
+ *
+ * Errors cross as data and are rebuilt as the classes the engine threw, so a
+ * worker answers `VALIDATION_FAILED`, `TASK_NOT_FOUND` or `STORE_FULL` (with
+ * its `Retry-After`) exactly as a Node server does.
+ */
+import { SvcError, StoreFullError, TaskNotFoundError, ValidationError } from '../runtime/errors.ts'
+import type { ValidationIssue } from '../types.ts'
+
+/** A call to the object. */
+export interface ObjectCall {
+  method: string
+  args: unknown[]
+  /** Positions of `undefined` arguments, which JSON would turn into `null` (a payload left out stays left out). */
+  missing?: number[]
+}
+
+interface WireError {
+  name: string
+  message: string
+  code?: string
+  status?: number
+  details?: ValidationIssue[]
+  taskName?: string
+  available?: string[]
+  maxRuns?: number
+}
+
+/** The parts of a Durable Object stub the worker uses. */
+export interface StubLike {
+  fetch(request: Request): Promise<Response>
+}
+
+// Any origin: a stub delivers the request to its object whatever the URL says.
+const OBJECT_URL = 'https://svc-tasks.internal/'
+
+/** Calls `method` on the object behind `stub` and resolves to its value, or rejects with the rebuilt error. */
+export async function callObject(stub: StubLike, method: string, args: unknown[]): Promise<unknown> {
+  const missing = args.flatMap((arg, i) => (arg === undefined ? [i] : []))
+  const body = JSON.stringify({ method, args, missing } satisfies ObjectCall)
+  const response = await stub.fetch(new Request(OBJECT_URL, { method: 'POST', headers: { 'content-type': 'application/json' }, body }))
+  const answer = (await response.json()) as { value?: unknown; error?: WireError }
+  if (answer.error) throw decodeError(answer.error)
+  return answer.value
+}
+
+/** The arguments of a call, with its `undefined` ones restored. */
+export function callArgs(call: ObjectCall): unknown[] {
+  const args = Array.isArray(call.args) ? call.args : []
+  for (const i of call.missing ?? []) args[i] = undefined
+  return args
+}
+
+/** The answer the object sends for a call's value or error. */
+export function answer(result: { value: unknown } | { error: unknown }): Response {
+  if ('error' in result) return Response.json({ error: encodeError(result.error) }, { status: 500 })
+  return Response.json(result.value === undefined ? {} : { value: result.value })
+}
+
+export function encodeError(error: unknown): WireError {
+  if (!(error instanceof Error)) return { name: 'Error', message: String(error) }
+  const wire: WireError = { name: error.name, message: error.message }
+  if (error instanceof SvcError) {
+    wire.code = error.code
+    wire.status = error.status
+  }
+  if (error instanceof ValidationError) wire.details = error.details
+  if (error instanceof TaskNotFoundError) {
+    wire.taskName = error.taskName
+    wire.available = error.available
+  }
+  if (error instanceof StoreFullError) wire.maxRuns = error.maxRuns
+  return wire
+}
+
+export function decodeError(wire: WireError): Error {
+  let error: Error
+  switch (wire.code) {
+    case 'VALIDATION_FAILED':
+      error = new ValidationError(wire.details ?? [], wire.message)
+      break
+    case 'TASK_NOT_FOUND':
+      error = new TaskNotFoundError(wire.taskName ?? '', wire.available)
+      break
+    case 'STORE_FULL':
+      error = new StoreFullError('', wire.maxRuns ?? 0)
+      break
+    default:
+      if (wire.code !== undefined) error = new SvcError(wire.message, wire.code, wire.status)
+      else if (wire.name === 'TypeError') error = new TypeError(wire.message)
+      else if (wire.name === 'RangeError') error = new RangeError(wire.message)
+      else error = new Error(wire.message)
+  }
+  error.message = wire.message
+  return error
+}

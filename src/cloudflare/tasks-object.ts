@@ -1,0 +1,150 @@
+/**
+ * `createTasksObject(app)`: the SQLite-backed Durable Object class that runs
+ * an app's tasks on Cloudflare Workers. Runs, attempts, steps, timers, tokens
+ * and idempotency keys live in its storage (`DurableObjectRunStore`), and
+ * attempts run inside it, so a long attempt is not cut off with a request's
+ * `waitUntil`. Timers fire in-process while it is in memory; its alarm wakes
+ * it after an eviction (see `alarm.ts`), and every wake starts with the
+ * engine's `recover()`.
+ *
+ * Workers reach it through `createObjectRuntime` (`object-runtime.ts`).
+ * Edge-safe, and a plain class: no `cloudflare:workers` import.
+ */
+import type { Logger, RunRecord, RuntimeApiRoute, TaskRuntime } from '../types.ts'
+import { fireCron } from '../runtime/cron.ts'
+import { stringBindings } from '../runtime/env.ts'
+import { setActiveTaskRuntime } from '../runtime/tasks/active.ts'
+import { createTaskRuntime } from '../runtime/tasks/runtime.ts'
+import { AlarmClock, type AlarmStorageLike } from './alarm.ts'
+import { tasksNamespace, tasksStub } from './binding.ts'
+import { createObjectRuntime } from './object-runtime.ts'
+import { answer, callArgs, type ObjectCall } from './rpc.ts'
+import { DurableObjectRunStore, type SqlDurableStorageLike } from './sql-store.ts'
+
+/** The parts of a Durable Object's `ctx` (`DurableObjectState`) the object uses. */
+export interface DurableObjectStateLike {
+  readonly storage: SqlDurableStorageLike & AlarmStorageLike
+  blockConcurrencyWhile<T>(fn: () => Promise<T>): Promise<T>
+}
+
+export interface TasksObjectApp {
+  /** The app's API routes; the task routes among them run in the object. */
+  routes: readonly RuntimeApiRoute[]
+}
+
+export interface TasksObjectOptions {
+  /**
+   * Runs retained in the object's storage; the runs that finished longest
+   * ago are evicted first, live runs never.
+   * @default 10000
+   */
+  maxRuns?: number
+  /** @default console */
+  logger?: Logger
+}
+
+/** What `createTasksObject` returns: a Durable Object class to export from the worker's module. */
+export interface TasksObjectClass {
+  new (state: DurableObjectStateLike, env: unknown): {
+    fetch(request: Request): Promise<Response>
+    alarm(): Promise<void>
+  }
+}
+
+const DONE_FOR_NOW = new Set(['completed', 'failed', 'suspended'])
+
+export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptions = {}): TasksObjectClass {
+  const logger = options.logger ?? console
+  return class SvcTasks {
+    readonly #runtime: TaskRuntime
+    readonly #clock: AlarmClock
+    readonly #ready: Promise<void>
+    /** Runs whose current attempts a cron firing waits for, by id. */
+    readonly #watchers = new Map<string, Array<(run: RunRecord) => void>>()
+
+    constructor(state: DurableObjectStateLike, env: unknown) {
+      const store = new DurableObjectRunStore(state.storage, {
+        maxRuns: options.maxRuns,
+        onChange: (run) => {
+          this.#clock.update()
+          if (run && DONE_FOR_NOW.has(run.status)) this.#settle(run)
+        },
+      })
+      this.#clock = new AlarmClock(state.storage, store, logger)
+      this.#runtime = createTaskRuntime({ routes: app.routes, store, logger, env: stringBindings(env) })
+      // enqueue() and completeToken() in task code go through the object's
+      // stub, as they do in the worker: an isolate may host both, and each
+      // must reach the object the same way.
+      const ns = tasksNamespace(env)
+      if (ns) setActiveTaskRuntime(createObjectRuntime(app.routes, () => tasksStub(ns)))
+      // Nothing reaches the object before what it stored is picked up again.
+      this.#ready = state.blockConcurrencyWhile(async () => {
+        await this.#runtime.recover()
+        this.#clock.update()
+      })
+    }
+
+    async fetch(request: Request): Promise<Response> {
+      await this.#ready
+      try {
+        const call = (await request.json()) as ObjectCall
+        return answer({ value: await this.#call(call.method, callArgs(call)) })
+      } catch (error) {
+        return answer({ error })
+      }
+    }
+
+    async alarm(): Promise<void> {
+      await this.#ready
+      this.#clock.fired()
+    }
+
+    #call(method: string, args: unknown[]): Promise<unknown> {
+      const runtime = this.#runtime
+      const [a, b, c] = args as [never, never, never]
+      switch (method) {
+        case 'trigger':
+          return runtime.trigger(a, b, c)
+        case 'getRun':
+          return runtime.getRun(a)
+        case 'listRuns':
+          return runtime.listRuns(a)
+        case 'waitForRun':
+          return runtime.waitForRun(a)
+        case 'completeToken':
+          return runtime.completeToken(a, b)
+        case 'listTasks':
+          return runtime.listTasks()
+        case 'runScheduled':
+          return runtime.runScheduled(a, b)
+        case 'fireCron':
+          // A scheduled run may sleep for days; the platform's event cannot
+          // wait that long. It waits for the run's attempts to end for now,
+          // so a failed first run still fails the event.
+          return fireCron({ ...runtime, waitForRun: (id) => this.#attemptsEnded(id) }, a)
+        default:
+          throw new TypeError(`SvcTasks: unknown call "${method}"`)
+      }
+    }
+
+    /** Resolves with the run once it is completed, failed or suspended. */
+    async #attemptsEnded(id: string): Promise<RunRecord> {
+      const ended = new Promise<RunRecord>((resolve) => {
+        const list = this.#watchers.get(id)
+        if (list) list.push(resolve)
+        else this.#watchers.set(id, [resolve])
+      })
+      const run = await this.#runtime.getRun(id)
+      if (!run) throw new Error(`SvcTasks: no run has id "${id}"`)
+      if (DONE_FOR_NOW.has(run.status)) this.#settle(run)
+      return ended
+    }
+
+    #settle(run: RunRecord): void {
+      const list = this.#watchers.get(run.id)
+      if (!list) return
+      this.#watchers.delete(run.id)
+      for (const resolve of list) resolve(run)
+    }
+  }
+}

@@ -1,0 +1,253 @@
+/**
+ * Durable runs on Cloudflare Workers: the built worker of the durable app
+ * (test/fixtures/durable-app) in real workerd, configured from the generated
+ * wrangler.json with its Durable Object storage in a temp dir. A restart is
+ * `mf.dispose()` and a new Miniflare on the same directory: the isolate, its
+ * memory and its in-process timers are gone; the object's SQLite storage and
+ * its alarm remain.
+ *
+ * Side effects are counted by a real HTTP server the tasks call, so a step
+ * that ran twice shows, and an alarm that wakes the object is seen without
+ * any request to the worker.
+ */
+import { createServer, type Server } from 'node:http'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Readable } from 'node:stream'
+import { Miniflare, type MiniflareOptions } from 'miniflare'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildApp } from '../../src/build/build.ts'
+import { copyFixtureApp } from './_app.ts'
+
+const SECRET = 'durable-secret'
+
+interface Hit {
+  what: string
+  body: any
+  /** How many restarts had begun when it arrived. */
+  restarts: number
+}
+
+/** The HTTP server the fixture's tasks notify; answers `{ seen }`: how often it heard this of this run. */
+async function notifyServer(): Promise<{ url: string; hits: Hit[]; close: () => Promise<void>; state: { restarts: number } }> {
+  const hits: Hit[] = []
+  const state = { restarts: 0 }
+  const server: Server = createServer((req, res) => {
+    let text = ''
+    req.on('data', (chunk) => (text += chunk))
+    req.on('end', () => {
+      const what = (req.url ?? '/').slice(1)
+      const body = text ? JSON.parse(text) : {}
+      hits.push({ what, body, restarts: state.restarts })
+      const seen = hits.filter((hit) => hit.what === what && hit.body.runId === body.runId).length
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ seen }))
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  return { url: `http://127.0.0.1:${port}`, hits, state, close: () => new Promise((resolve) => server.close(() => resolve())) }
+}
+
+async function until<T>(what: string, check: () => T | undefined | false, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = check()
+    if (value) return value
+    if (Date.now() > deadline) throw new Error(`${what}: not seen after ${timeoutMs} ms`)
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
+  let app: Awaited<ReturnType<typeof copyFixtureApp>>
+  let out: string
+  let persist: string
+  let notify: Awaited<ReturnType<typeof notifyServer>>
+  let mf: Miniflare
+  let output = ''
+
+  async function start(): Promise<void> {
+    const { unstable_getMiniflareWorkerOptions } = await import('wrangler')
+    const { workerOptions, main } = unstable_getMiniflareWorkerOptions(join(out, 'wrangler.json'))
+    mf = new Miniflare({
+      ...(workerOptions as object),
+      scriptPath: main!,
+      modulesRoot: out,
+      modules: true,
+      bindings: { THEN_TASK_SECRET: SECRET },
+      durableObjectsPersist: persist,
+      handleRuntimeStdio(stdout: Readable, stderr: Readable) {
+        stdout.on('data', (chunk: Buffer) => (output += chunk))
+        stderr.on('data', (chunk: Buffer) => (output += chunk))
+      },
+    } as MiniflareOptions)
+    await mf.ready
+  }
+
+  /** Stops workerd (the isolate and every in-process timer with it) and starts a new one on the same storage. */
+  async function restart(pauseMs = 0): Promise<void> {
+    await mf.dispose()
+    notify.state.restarts++
+    if (pauseMs > 0) await sleep(pauseMs)
+    await start()
+  }
+
+  async function admin(path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<{ status: number; body: any }> {
+    const res = await mf.dispatchFetch(`http://worker${path}`, {
+      method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+      headers: { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json', ...init.headers },
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+    })
+    return { status: res.status, body: await res.json() }
+  }
+
+  const run = (id: string) => admin(`/__tasks/${encodeURIComponent(id)}`).then((res) => res.body)
+  const waitForStatus = (id: string, status: string) =>
+    (async () => {
+      for (let i = 0; ; i++) {
+        const current = await run(id)
+        if (current.status === status) return current
+        if (i > 600) throw new Error(`run ${id} is ${current.status}, never ${status}`)
+        await sleep(25)
+      }
+    })()
+  const hitsOf = (what: string, runId: string) => notify.hits.filter((hit) => hit.what === what && hit.body.runId === runId)
+
+  beforeAll(async () => {
+    app = await copyFixtureApp('durable-app')
+    await buildApp({ root: app.root, target: 'cloudflare' })
+    out = join(app.root, '.output/cloudflare')
+    persist = await mkdtemp(join(tmpdir(), 'svc-do-'))
+    notify = await notifyServer()
+    await start()
+  })
+  afterAll(async () => {
+    await mf?.dispose()
+    await notify?.close()
+    await app?.cleanup()
+    if (persist) await rm(persist, { recursive: true, force: true })
+  })
+
+  it('declares the SVC_TASKS binding and a SQLite migration for SvcTasks in wrangler.json', async () => {
+    const wrangler = JSON.parse(await readFile(join(out, 'wrangler.json'), 'utf8'))
+    expect(wrangler.durable_objects).toEqual({ bindings: [{ name: 'SVC_TASKS', class_name: 'SvcTasks' }] })
+    expect(wrangler.migrations).toEqual([{ tag: 'v1', new_sqlite_classes: ['SvcTasks'] }])
+  })
+
+  it('a run sleeping across a restart is woken by the alarm and completes, and its first step ran once', async () => {
+    const started = await admin('/__tasks/jobs.steps', { body: { notify: notify.url } })
+    expect(started.status).toBe(202)
+    const id = started.body.id as string
+    const suspended = await waitForStatus(id, 'suspended')
+    expect(suspended.suspended).toMatchObject({ stepKey: 's', waitpoint: { type: 'sleep' } })
+    // Down until the sleep is over: nothing in memory survives, only storage and the alarm.
+    await restart(Math.max(0, Date.parse(suspended.suspended.waitpoint.until) - Date.now()))
+    // No request reaches the worker: only the alarm can wake the object to run step b.
+    await until('step b after the restart', () => hitsOf('b', id).length > 0)
+    const done = await waitForStatus(id, 'completed')
+    expect(done.result).toEqual({ a: 1, b: 1 })
+    expect(done.steps).toMatchObject({ a: { status: 'completed' }, s: { status: 'completed' }, b: { status: 'completed' } })
+    expect(hitsOf('a', id)).toHaveLength(1)
+    expect(hitsOf('b', id)).toEqual([expect.objectContaining({ restarts: notify.state.restarts })])
+  })
+
+  it('a token completed over HTTP after a restart resumes its run with the payload', async () => {
+    const { body } = await admin('/__tasks/jobs.approval', { body: {} })
+    const id = body.id as string
+    const suspended = await waitForStatus(id, 'suspended')
+    const tokenId = suspended.suspended.waitpoint.tokenId as string
+    await restart()
+    const completed = await admin(`/__tasks/tokens/${encodeURIComponent(tokenId)}`, { body: { by: 'ops' } })
+    expect(completed).toEqual({ status: 200, body: { ok: true, status: 'completed' } })
+    expect((await waitForStatus(id, 'completed')).result).toEqual({ approved: { by: 'ops' } })
+    // The same token again is 409, and an unknown one 404, as on Node.
+    expect((await admin(`/__tasks/tokens/${encodeURIComponent(tokenId)}`, { body: {} })).status).toBe(409)
+    expect((await admin('/__tasks/tokens/nobody%3Awaits', { body: {} })).status).toBe(404)
+  })
+
+  it('a delayed run survives a restart and runs when its delay is over', async () => {
+    const started = await admin('/__tasks/jobs.delayed', { body: { notify: notify.url }, headers: { 'svc-delay-seconds': '2' } })
+    expect(started).toMatchObject({ status: 202, body: { status: 'scheduled' } })
+    const id = started.body.id as string
+    await restart()
+    await until('the delayed run after the restart', () => hitsOf('delayed', id).length > 0)
+    expect(hitsOf('delayed', id)).toEqual([expect.objectContaining({ restarts: notify.state.restarts })])
+    expect(await waitForStatus(id, 'completed')).toMatchObject({ ok: true, result: { ran: true } })
+  })
+
+  it('retries a failed attempt after its backoff, even when the object restarted during the backoff', async () => {
+    // Attempts 1 to 5 fail; the backoff before attempt 6 is 1.6 s, time enough to restart in it.
+    const started = await admin('/__tasks/jobs.flaky', { body: { notify: notify.url, failures: 5 } })
+    const id = started.body.id as string
+    for (let i = 0; (await run(id)).attempts.length < 5; i++) {
+      if (i > 1000) throw new Error('attempt 5 never failed')
+      await sleep(10)
+    }
+    await restart()
+    await until('attempt 6 after the restart', () => hitsOf('attempt', id).some((hit) => hit.body.attempt === 6))
+    const done = await waitForStatus(id, 'completed')
+    expect(done.result).toEqual({ attempt: 6 })
+    expect(done.attempts.map((attempt: { index: number }) => attempt.index)).toEqual([1, 2, 3, 4, 5, 6])
+    expect(hitsOf('attempt', id).find((hit) => hit.body.attempt === 6)?.restarts).toBe(notify.state.restarts)
+    // Each retry waited its backoff, 100 × 2^(n−1) ms after the attempt before it started.
+    const starts = done.attempts.map((attempt: { startedAt: string }) => Date.parse(attempt.startedAt))
+    for (let n = 1; n < 5; n++) expect(starts[n] - starts[n - 1]).toBeGreaterThanOrEqual(100 * 2 ** (n - 1))
+  })
+
+  it('the same Idempotency-Key twice gives one run, before and after a restart', async () => {
+    const headers = { 'idempotency-key': 'order-42' }
+    const first = await admin('/__tasks/jobs.delayed', { body: { notify: notify.url }, headers })
+    const second = await admin('/__tasks/jobs.delayed', { body: { notify: notify.url }, headers })
+    expect(second.body.id).toBe(first.body.id)
+    await restart()
+    const third = await admin('/__tasks/jobs.delayed', { body: { notify: notify.url }, headers })
+    expect(third.body.id).toBe(first.body.id)
+    await waitForStatus(first.body.id, 'completed')
+    expect(hitsOf('delayed', first.body.id)).toHaveLength(1)
+  })
+
+  it('scheduled() fires the cron task into the object, whose run is stored and readable over GET /__tasks/<id>', async () => {
+    const worker = (await mf.getWorker()) as unknown as { scheduled(options: { cron: string }): Promise<{ outcome: string }> }
+    expect((await worker.scheduled({ cron: '0 4 * * *' })).outcome).toBe('ok')
+    const { body } = await admin('/__tasks')
+    const nightly = body.tasks.find((task: { name: string }) => task.name === 'jobs.nightly')
+    expect(nightly.lastRun).toMatchObject({ status: 'completed' })
+    await restart()
+    expect(await run(nightly.lastRun.id)).toMatchObject({
+      id: nightly.lastRun.id,
+      taskName: 'jobs.nightly',
+      trigger: 'cron',
+      status: 'completed',
+      result: { input: { _cron: true } },
+    })
+  })
+
+  it('enqueue() and completeToken() in app code on the worker reach the object', async () => {
+    const res = await mf.dispatchFetch('http://worker/api/enqueue', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ task: 'jobs.approval' }),
+    })
+    const { runId, status } = (await res.json()) as { runId: string; status: string }
+    expect(status).toBe('running')
+    const suspended = await waitForStatus(runId, 'suspended')
+    const answer = await mf.dispatchFetch('http://worker/api/enqueue', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token: suspended.suspended.waitpoint.tokenId, payload: 'from a route' }),
+    })
+    expect(await answer.json()).toEqual({ result: 'completed' })
+    expect((await waitForStatus(runId, 'completed')).result).toEqual({ approved: 'from a route' })
+  })
+
+  it('runs a task of 40 s of awaited work to completion', { timeout: 90_000 }, async () => {
+    const { body } = await admin('/__tasks/jobs.long', { body: { seconds: 40 } })
+    // Few requests: nothing but the object itself keeps the attempt going.
+    let done
+    while ((done = await run(body.id)).status === 'running') await sleep(2000)
+    expect(done).toMatchObject({ status: 'completed', result: { waited: 40 }, attempts: [{ index: 1 }] })
+  })
+})
