@@ -27,19 +27,27 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
+/**
+ * The real clock and timer, captured at load before any test can install fake timers.
+ * What watches the system (`until`, bounds on a wait) runs on it, so it keeps working while
+ * the system under test runs on `vi.useFakeTimers()`.
+ */
+export const wallClock = { now: Date.now, setTimeout: globalThis.setTimeout, clearTimeout: globalThis.clearTimeout }
+
 /** What a truthy value of `T` can be: `until` resolves only to one of these. */
 export type Truthy<T> = Exclude<T, false | 0 | '' | null | undefined>
 
 /**
- * Polls `check` in real time until it returns a truthy value, and resolves to that value.
- * The bound only turns a hang into a clear failure; no test relies on it.
+ * Polls `check` until it returns a truthy value, and resolves to that value. It waits on
+ * the wall clock, also under `vi.useFakeTimers()`. The bound only turns a hang into a clear
+ * failure; no test relies on it.
  */
 export async function until<T>(check: () => T | Promise<T>, timeoutMs = 5000): Promise<Truthy<T>> {
-  const deadline = Date.now() + timeoutMs
+  const deadline = wallClock.now() + timeoutMs
   for (;;) {
     const value = await check()
     if (value) return value as Truthy<T>
-    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for a condition`)
-    await sleep(10)
+    if (wallClock.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for a condition`)
+    await new Promise((resolve) => wallClock.setTimeout(resolve, 10))
   }
 }

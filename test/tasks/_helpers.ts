@@ -1,7 +1,7 @@
-import { afterEach } from 'vitest'
+import { afterEach, vi } from 'vitest'
 import { createTaskRuntime, type TaskRuntimeInstance, type TaskRuntimeOptions } from '../../src/runtime/tasks/index.ts'
 import type { RouteConfig, RouteModule, RunRecord, RuntimeApiRoute, TaskContext } from '../../src/types.ts'
-import { type RecordingLogger, recordingLogger } from '../_helpers.ts'
+import { type RecordingLogger, recordingLogger, wallClock } from '../_helpers.ts'
 
 export { type RecordingLogger, recordingLogger, sleep, until } from '../_helpers.ts'
 
@@ -19,6 +19,7 @@ export function task(
 
 const open: TaskRuntimeInstance[] = []
 afterEach(async () => {
+  vi.useRealTimers()
   for (const rt of open.splice(0)) await rt.close()
 })
 
@@ -33,11 +34,22 @@ export function runtime(
   return Object.assign(rt, { logger: (options.logger as RecordingLogger | undefined) ?? logger })
 }
 
-/** The run once it finished, or a clear failure after a generous bound instead of the test timeout. */
+/** The run once it finished, or a clear failure after a generous bound (on the wall clock) instead of the test timeout. */
 export async function finished(wait: Promise<RunRecord>): Promise<RunRecord> {
   let timer: ReturnType<typeof setTimeout> | undefined
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('the run did not finish within 5 s')), 5000)
+    timer = wallClock.setTimeout(() => reject(new Error('the run did not finish within 5 s')), 5000)
   })
-  return Promise.race([wait, timeout]).finally(() => clearTimeout(timer))
+  return Promise.race([wait, timeout]).finally(() => wallClock.clearTimeout(timer))
+}
+
+/**
+ * Under `vi.useFakeTimers()`: moves the clock `ms` forward, firing each timer that comes due
+ * on the way, and returns run `id`, which must have finished by then. Retry backoffs and step
+ * sleeps come due without the test waiting for them.
+ */
+export async function finishedAfter(rt: TaskRuntimeInstance, id: string, ms: number): Promise<RunRecord> {
+  const done = finished(rt.waitForRun(id))
+  await vi.advanceTimersByTimeAsync(ms)
+  return done
 }

@@ -1,11 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createSvcHandler } from '../../src/index.ts'
 import { SqliteRunStore } from '../../src/node.ts'
 import { TaskNotFoundError, ValidationError } from '../../src/runtime/errors.ts'
 import { defineSchema } from '../../src/runtime/schema.ts'
 import { MemoryRunStore, tokenIdFor, type RunStore } from '../../src/runtime/tasks/index.ts'
 import * as v from 'valibot'
-import { finished, runtime, sleep, task, until } from './_helpers.ts'
+import { finishedAfter, finished, runtime, sleep, task, until } from './_helpers.ts'
 
 describe('run states and transitions', () => {
   it('a valid trigger resolves at once with status running and does not wait for the handler', async () => {
@@ -64,6 +64,7 @@ describe('run states and transitions', () => {
   })
 
   it('a throwing attempt with retries left runs again with ctx.attempt incremented', async () => {
+    vi.useFakeTimers()
     const seen: number[] = []
     const rt = runtime([
       task(
@@ -76,7 +77,7 @@ describe('run states and transitions', () => {
         { route: { retries: 2 } },
       ),
     ])
-    const done = await rt.waitForRun((await rt.trigger('flaky')).id)
+    const done = await finishedAfter(rt, (await rt.trigger('flaky')).id, 100) // the backoff before attempt 2
     expect(seen).toEqual([1, 2])
     expect(done.status).toBe('completed')
     expect(done.attempts.map((a) => a.error)).toEqual(['boom', undefined])
@@ -84,6 +85,7 @@ describe('run states and transitions', () => {
   })
 
   it('with no retries left the run fails with ok false and every attempt recorded, message only', async () => {
+    vi.useFakeTimers()
     const rt = runtime([
       task(
         'broken',
@@ -93,7 +95,7 @@ describe('run states and transitions', () => {
         { route: { retries: 1 } },
       ),
     ])
-    const done = await rt.waitForRun((await rt.trigger('broken')).id)
+    const done = await finishedAfter(rt, (await rt.trigger('broken')).id, 100) // the backoff before attempt 2
     expect(done.status).toBe('failed')
     expect(done.ok).toBe(false)
     expect(done.result).toBeUndefined()
@@ -141,6 +143,7 @@ describe('run states and transitions', () => {
   })
 
   it('a timed-out attempt retries when retries remain', async () => {
+    vi.useFakeTimers()
     const rt = runtime([
       task(
         'slowfirst',
@@ -151,7 +154,7 @@ describe('run states and transitions', () => {
         { route: { timeout: 25, retries: 1 } },
       ),
     ])
-    const done = await rt.waitForRun((await rt.trigger('slowfirst')).id)
+    const done = await finishedAfter(rt, (await rt.trigger('slowfirst')).id, 25 + 100) // attempt 1 times out, then the backoff
     expect(done.result).toBe(2)
     expect(done.attempts[0].error).toBe('Attempt 1 timed out after 25 ms')
   })
@@ -223,8 +226,9 @@ for (const [name, makeStore] of stores) {
     })
 
     it('a cyclic result fails every attempt, retries included', async () => {
+      vi.useFakeTimers()
       const rt = runtime([task('graph', cycle, { route: { retries: 1 } })], { store: makeStore() })
-      const done = await finished(rt.waitForRun((await rt.trigger('graph')).id))
+      const done = await finishedAfter(rt, (await rt.trigger('graph')).id, 100) // the backoff before attempt 2
       expect(done.status).toBe('failed')
       expect(done.attempts.map((a) => a.index)).toEqual([1, 2])
       for (const attempt of done.attempts) expect(attempt.error).toMatch(/^Task "graph" returned a value that cannot be stored as JSON: .*circular/i)

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { StoreFullError, SvcError } from '../../src/runtime/errors.ts'
 import {
   MAX_DELAY_SECONDS,
@@ -8,7 +8,7 @@ import {
   enqueue,
   setActiveTaskRuntime,
 } from '../../src/runtime/tasks/index.ts'
-import { recordingLogger, runtime, sleep, task, until } from './_helpers.ts'
+import { finishedAfter, recordingLogger, runtime, sleep, task, until } from './_helpers.ts'
 
 describe('delayed runs (EnqueueOptions.delaySeconds)', () => {
   it('a delayed run is scheduled first, then runs when due', async () => {
@@ -118,6 +118,7 @@ describe('a full run store', () => {
   })
 
   it('a child that cannot be stored fails the parent attempt with the reason, and the retry starts it once there is room', async () => {
+    vi.useFakeTimers()
     let release!: () => void
     const blocker = new Promise<void>((resolve) => (release = resolve))
     const rt = runtime(
@@ -141,7 +142,7 @@ describe('a full run store', () => {
     )
     const held = await rt.trigger('hold')
     const parent = await rt.trigger('parent')
-    const done = await rt.waitForRun(parent.id)
+    const done = await finishedAfter(rt, parent.id, 100) // the backoff before attempt 2
     expect(done.attempts[0].error).toMatch(/^MemoryRunStore is full: 2 runs are live/)
     expect(done).toMatchObject({ status: 'completed', result: { ok: true, result: 'kid done' } })
     // The finished blocker made room, and was evicted for the child.

@@ -1,9 +1,9 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { DuplicateStepKeyError } from '../../src/runtime/errors.ts'
 import { MemoryRunStore, enqueue, isSuspension, setActiveTaskRuntime, tokenIdFor, type RunPatch } from '../../src/runtime/tasks/index.ts'
 import { LOCAL_WAIT_NOTE } from '../../src/runtime/tasks/engine.ts'
 import type { RunRecord, RunStatus } from '../../src/types.ts'
-import { finished, runtime, sleep, task, until } from './_helpers.ts'
+import { finishedAfter, finished, runtime, sleep, task, until } from './_helpers.ts'
 
 describe('step.run and replay', () => {
   it('on replay the body re-runs from the first line but completed step functions do not', async () => {
@@ -26,6 +26,7 @@ describe('step.run and replay', () => {
   })
 
   it('completed steps are kept across retries: a later failure does not redo them', async () => {
+    vi.useFakeTimers()
     let charges = 0
     const rt = runtime([
       task(
@@ -38,13 +39,14 @@ describe('step.run and replay', () => {
         { route: { retries: 1 } },
       ),
     ])
-    const done = await rt.waitForRun((await rt.trigger('charge')).id)
+    const done = await finishedAfter(rt, (await rt.trigger('charge')).id, 100) // the backoff before attempt 2
     expect(done.status).toBe('completed')
     expect(done.result).toBe('r1')
     expect(charges).toBe(1)
   })
 
   it('a step whose function throws records nothing and fails the attempt', async () => {
+    vi.useFakeTimers()
     let tries = 0
     const rt = runtime([
       task(
@@ -57,7 +59,7 @@ describe('step.run and replay', () => {
         { route: { retries: 1 } },
       ),
     ])
-    const done = await rt.waitForRun((await rt.trigger('flaky-step')).id)
+    const done = await finishedAfter(rt, (await rt.trigger('flaky-step')).id, 100) // the backoff before attempt 2
     expect(done.attempts.map((a) => a.error)).toEqual(['503', undefined])
     expect(done.steps.call).toEqual({ status: 'completed', output: 'ok' })
   })
@@ -133,6 +135,7 @@ describe('suspension', () => {
   })
 
   it('ctx.attempt after a resume counts only failed attempts plus one', async () => {
+    vi.useFakeTimers()
     const attempts: number[] = []
     const rt = runtime([
       task(
@@ -147,7 +150,7 @@ describe('suspension', () => {
         { route: { retries: 1 } },
       ),
     ])
-    const done = await rt.waitForRun((await rt.trigger('counted')).id)
+    const done = await finishedAfter(rt, (await rt.trigger('counted')).id, 10 + 100 + 10) // s1, the backoff, s2
     // attempt 1: suspend at s1; replay: fail; attempt 2: suspend at s2; replay: done
     expect(attempts).toEqual([1, 1, 2, 2])
     expect(done.result).toBe(2)
@@ -305,6 +308,7 @@ describe('waitForTask and enqueue steps', () => {
   })
 
   it('a replay after a retry does not start a second child', async () => {
+    vi.useFakeTimers()
     let children = 0
     const rt = runtime([
       task('kid', () => ++children),
@@ -318,12 +322,13 @@ describe('waitForTask and enqueue steps', () => {
         { route: { retries: 1 } },
       ),
     ])
-    const done = await rt.waitForRun((await rt.trigger('parent')).id)
+    const done = await finishedAfter(rt, (await rt.trigger('parent')).id, 100) // the backoff before attempt 2
     expect(done.result).toEqual({ ok: true, result: 1 })
     expect(children).toBe(1)
   })
 
   it('step.enqueue starts a child once and returns its runId without waiting', async () => {
+    vi.useFakeTimers()
     let release!: () => void
     const gate = new Promise<void>((r) => (release = r))
     const rt = runtime([
@@ -338,7 +343,7 @@ describe('waitForTask and enqueue steps', () => {
         { route: { retries: 1 } },
       ),
     ])
-    const done = await rt.waitForRun((await rt.trigger('fire')).id)
+    const done = await finishedAfter(rt, (await rt.trigger('fire')).id, 100) // the backoff before attempt 2
     const child = await rt.getRun(done.result as string)
     expect(child?.status).toBe('running')
     expect((await rt.listRuns({ taskName: 'bg' })).length).toBe(1)
@@ -485,6 +490,9 @@ describe('waitForToken', () => {
   // wait that was not the one the run suspended on, or an attempt cut off by a
   // restart) must not push the deadline back.
   describe('timeouts across replays', () => {
+    // Only the clock is fake: a deadline passes without the test waiting for
+    // it, and every timer the runtime sets still fires as it would.
+
     /** A memory store that keeps every `suspended` the runtime records. */
     class RecordingStore extends MemoryRunStore {
       suspensions: NonNullable<RunRecord['suspended']>[] = []
@@ -496,6 +504,7 @@ describe('waitForToken', () => {
     }
 
     it('a parallel wait keeps the deadline its token was created with', async () => {
+      vi.useFakeTimers({ toFake: ['Date'] })
       const store = new RecordingStore()
       const rt = runtime(
         [
@@ -514,7 +523,7 @@ describe('waitForToken', () => {
       expect(store.suspensions.map((s) => s.stepKey)).toEqual(['approval'])
       const receipt = await rt.store.getToken(tokenIdFor(run.id, 'receipt'))
       // The receipt deadline passes while the run waits for the approval.
-      await sleep(300)
+      await vi.advanceTimersByTimeAsync(300)
       expect(await rt.completeToken(tokenIdFor(run.id, 'approval'), 'yes')).toBe('completed')
       const done = await rt.waitForRun(run.id)
       expect(done.result).toEqual({ approval: { payload: 'yes' }, receipt: { timedOut: true } })
@@ -525,6 +534,7 @@ describe('waitForToken', () => {
     })
 
     it('a token completed after its deadline is timed out, even when no timer has fired for it', async () => {
+      vi.useFakeTimers({ toFake: ['Date'] })
       const rt = runtime([
         task('both', async (ctx) => {
           const [approval, receipt] = await Promise.all([
@@ -537,7 +547,7 @@ describe('waitForToken', () => {
       const run = await rt.trigger('both')
       await until(async () => (await rt.getRun(run.id))?.suspended?.stepKey === 'approval')
       // The run waits on the approval, so no timer runs for the receipt's deadline.
-      await sleep(250)
+      await vi.advanceTimersByTimeAsync(250)
       expect(await rt.completeToken(tokenIdFor(run.id, 'receipt'), 'late receipt')).toBe('timed_out')
       expect((await rt.store.getToken(tokenIdFor(run.id, 'receipt')))?.status).toBe('timed_out')
       expect(await rt.completeToken(tokenIdFor(run.id, 'approval'), 'yes')).toBe('completed')
