@@ -1,22 +1,8 @@
-import { spawn } from 'node:child_process'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { copyFixtureApp } from '../targets/_app.ts'
-
-const cli = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url))
-
-function svc(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, NO_COLOR: '1' } })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk) => (stdout += chunk))
-    child.stderr.on('data', (chunk) => (stderr += chunk))
-    child.on('exit', (code) => resolve({ code, stdout, stderr }))
-  })
-}
+import { svc } from './_svc.ts'
 
 describe('svc tasks and svc build', () => {
   let app: Awaited<ReturnType<typeof copyFixtureApp>>

@@ -1,37 +1,8 @@
-import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
+import { svc } from './_svc.ts'
 
-const cli = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url))
 const root = fileURLToPath(new URL('../fixtures/lingering-app', import.meta.url))
-
-interface Outcome {
-  code: number | null
-  stdout: string
-  stderr: string
-  /** True when the process had to be killed because it did not end on its own. */
-  killed: boolean
-}
-
-/** Runs the CLI; kills it after a generous bound so a process that never ends fails the test instead of hanging it. */
-function svc(args: string[], boundMs = 15_000): Promise<Outcome> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, NO_COLOR: '1' } })
-    let stdout = ''
-    let stderr = ''
-    let killed = false
-    const timer = setTimeout(() => {
-      killed = true
-      child.kill('SIGKILL')
-    }, boundMs)
-    child.stdout.on('data', (chunk) => (stdout += chunk))
-    child.stderr.on('data', (chunk) => (stderr += chunk))
-    child.on('exit', (code) => {
-      clearTimeout(timer)
-      resolve({ code, stdout, stderr, killed })
-    })
-  })
-}
 
 // `svc tasks run` imports every route of the app, so any module-scope timer
 // (a hot route's setInterval) or a handler that ignored its abort signal

@@ -1,22 +1,8 @@
-import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, test } from 'vitest'
+import { svc } from '../cli/_svc.ts'
 
-const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url))
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url))
-
-/** Runs the CLI as a real child process (vitest runs on Node 24, which runs the TypeScript sources). */
-function svc(args: string[], cwd?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, NO_COLOR: '1' } })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk) => (stdout += chunk))
-    child.stderr.on('data', (chunk) => (stderr += chunk))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
 
 describe('svc routes inspect', () => {
   test('--json prints every route with the manifest fields', async () => {
@@ -49,7 +35,7 @@ describe('svc routes inspect', () => {
   })
 
   test('--root defaults to the current directory', async () => {
-    const { code, stdout } = await svc(['routes', 'inspect', '--json'], fixture('app-basic'))
+    const { code, stdout } = await svc(['routes', 'inspect', '--json'], { cwd: fixture('app-basic') })
     expect(code).toBe(0)
     expect(JSON.parse(stdout).routes).toHaveLength(11)
   })
@@ -148,7 +134,7 @@ describe('bad command lines', () => {
     [['routes'], 'error: No command specified.'],
     [['runtime', 'advise', '--json=yes'], 'error: --json takes no value (got yes)'],
   ])('svc %j fails with a clear error and exit code 1', async (args, message) => {
-    const { code, stdout, stderr } = await svc(args, fixture('app-basic'))
+    const { code, stdout, stderr } = await svc(args, { cwd: fixture('app-basic') })
     expect(code).toBe(1)
     expect(stdout).toBe('')
     expect(stderr.trim().split('\n').at(-1)).toBe(message)
