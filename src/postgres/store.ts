@@ -15,7 +15,7 @@
  * step is applied to the `jsonb` record inside the statement rather than
  * read, changed and written back.
  */
-import postgres, { type Sql, type TransactionSql } from 'postgres'
+import postgres, { type ReservedSql, type Sql } from 'postgres'
 import { StoreFullError } from '../runtime/errors.ts'
 import { isFinished, type RunPatch, type RunQuery, type RunStore, type TimerRecord, type TokenRecord } from '../runtime/tasks/store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
@@ -32,6 +32,7 @@ const UNIQUE_VIOLATION = '23505'
 const UNTRANSLATABLE_CHARACTER = '22P05'
 
 type Row<T> = { record: T }
+type InsertRow = { held: RunRecord | null; inserted: RunRecord | null }
 
 /**
  * A durable run store in a Postgres database, for `startSvcServer({ store })`
@@ -122,18 +123,7 @@ export class PostgresRunStore implements RunStore {
     return this.#run(async (sql) => {
       const live = !isFinished(run.status)
       try {
-        const row = live
-          ? await sql.begin(async (tx) => {
-              // Counted under the lock, so processes sharing the database
-              // cannot both take the last place. The statement after it reads
-              // a snapshot taken once the lock is held.
-              const [, rows] = await Promise.all([
-                tx`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${`${this.schema}.runs`}))`,
-                this.#insert(tx, run),
-              ])
-              return rows[0]
-            })
-          : (await this.#insert(sql, run))[0]
+        const row = live ? await this.#insertLocked(sql, run) : (await this.#insert(sql, run))[0]
         if (row.held) return row.held
         if (row.inserted) return row.inserted
         throw new StoreFullError(WHERE, this.maxRuns)
@@ -151,14 +141,39 @@ export class PostgresRunStore implements RunStore {
   }
 
   /**
+   * `#insert` in a transaction that first takes the store's advisory lock,
+   * so processes sharing the database cannot both count the last free place
+   * as theirs: the insert's snapshot is taken once the lock is held (READ
+   * COMMITTED takes one per statement). BEGIN, the lock, the insert and
+   * COMMIT are pipelined on one connection, one round trip in all; when a
+   * statement fails, the transaction is aborted and the COMMIT after it
+   * rolls back.
+   */
+  async #insertLocked(sql: Sql, run: RunRecord): Promise<InsertRow> {
+    const tx = await sql.reserve()
+    try {
+      const results = await Promise.allSettled([
+        tx`BEGIN`,
+        tx`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${`${this.schema}.runs`}))`,
+        this.#insert(tx, run),
+        tx`COMMIT`,
+      ])
+      for (const result of results) if (result.status === 'rejected') throw result.reason
+      return (results[2] as PromiseFulfilledResult<InsertRow[]>).value[0]
+    } finally {
+      tx.release()
+    }
+  }
+
+  /**
    * One statement: answers a held idempotency key with its run, refuses a
    * live run when live runs fill `maxRuns`, inserts, and evicts the runs
    * that finished longest ago (with their tokens) past the bound.
    */
-  #insert(sql: Sql | TransactionSql, run: RunRecord) {
+  #insert(sql: Sql | ReservedSql, run: RunRecord) {
     const runs = sql(this.schema)
     const finished = isFinished(run.status)
-    return sql<{ held: RunRecord | null; inserted: RunRecord | null }[]>`
+    return sql<InsertRow[]>`
       WITH held AS (
         SELECT record FROM ${runs}.runs
         WHERE task_name = ${run.taskName} AND idempotency_key = ${run.idempotencyKey ?? null}

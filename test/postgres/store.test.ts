@@ -183,15 +183,18 @@ describe('PostgresRunStore bound', () => {
   })
 
   it('stores sharing a schema never hold more live runs than maxRuns between them', async () => {
-    const schema = freshSchema()
-    const stores = [store({ schema, maxRuns: 5 }), store({ schema, maxRuns: 5 }), store({ schema, maxRuns: 5 })]
-    await Promise.all(stores.map((s) => s.ready()))
-    const attempts = await Promise.allSettled(stores.flatMap((s) => Array.from({ length: 6 }, () => s.createRun(makeRun()))))
-    expect(attempts.filter((a) => a.status === 'fulfilled')).toHaveLength(5)
-    expect(attempts.filter((a) => a.status === 'rejected').map((a) => (a as PromiseRejectedResult).reason.code)).toEqual(
-      Array(13).fill('STORE_FULL'),
-    )
-    expect(await stores[0].size()).toBe(5)
+    for (let round = 0; round < 3; round++) {
+      const schema = freshSchema()
+      const stores = [store({ schema, maxRuns: 5 }), store({ schema, maxRuns: 5 }), store({ schema, maxRuns: 5 })]
+      // Several connections per store open first, so the creates below run side by side.
+      await Promise.all(stores.flatMap((s) => Array.from({ length: 8 }, () => s.getRun('warm-up'))))
+      const attempts = await Promise.allSettled(stores.flatMap((s) => Array.from({ length: 8 }, () => s.createRun(makeRun()))))
+      expect(attempts.filter((a) => a.status === 'fulfilled')).toHaveLength(5)
+      expect(attempts.filter((a) => a.status === 'rejected').map((a) => (a as PromiseRejectedResult).reason.code)).toEqual(
+        Array(19).fill('STORE_FULL'),
+      )
+      expect(await stores[0].size()).toBe(5)
+    }
   })
 })
 
