@@ -18,7 +18,8 @@ import type { Readable } from 'node:stream'
 import { Miniflare, type MiniflareOptions } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/build/build.ts'
-import { copyFixtureApp } from './_app.ts'
+import { copyFixtureApp, pollRun, waitForOutput } from './_app.ts'
+import { wranglerDryRun } from './_wrangler.ts'
 
 const SECRET = 'durable-secret'
 
@@ -29,9 +30,13 @@ interface Hit {
   restarts: number
 }
 
-/** The HTTP server the fixture's tasks notify; answers `{ seen }`: how often it heard this of this run. */
+/**
+ * The HTTP server the fixture's tasks notify; answers `{ seen }`: how often
+ * it heard this of this run. The first `hang` of a run is never answered.
+ */
 async function notifyServer(): Promise<{ url: string; hits: Hit[]; close: () => Promise<void>; state: { restarts: number } }> {
   const hits: Hit[] = []
+  const held: Array<() => void> = []
   const state = { restarts: 0 }
   const server: Server = createServer((req, res) => {
     let text = ''
@@ -41,12 +46,18 @@ async function notifyServer(): Promise<{ url: string; hits: Hit[]; close: () => 
       const body = text ? JSON.parse(text) : {}
       hits.push({ what, body, restarts: state.restarts })
       const seen = hits.filter((hit) => hit.what === what && hit.body.runId === body.runId).length
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ seen }))
+      const reply = () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ seen }))
+      if (what === 'hang' && seen === 1) held.push(reply)
+      else reply()
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as { port: number }
-  return { url: `http://127.0.0.1:${port}`, hits, state, close: () => new Promise((resolve) => server.close(() => resolve())) }
+  return { url: `http://127.0.0.1:${port}`, hits, state, close: () => {
+      for (const reply of held) reply()
+      server.closeAllConnections()
+      return new Promise((resolve) => server.close(() => resolve()))
+    } }
 }
 
 async function until<T>(what: string, check: () => T | undefined | false, timeoutMs = 15_000): Promise<T> {
@@ -137,6 +148,17 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     expect(wrangler.migrations).toEqual([{ tag: 'v1', new_sqlite_classes: ['SvcTasks'] }])
   })
 
+  it('is accepted by wrangler deploy with the Durable Object binding and migration', async () => {
+    const dry = await wranglerDryRun(out)
+    try {
+      expect(dry.code, dry.output).toBe(0)
+      expect(dry.output).toMatch(/env\.SVC_TASKS \(SvcTasks\)/)
+      expect(await readFile(join(dry.outdir, 'index.mjs'))).toEqual(await readFile(join(out, 'index.mjs')))
+    } finally {
+      await dry.cleanup()
+    }
+  })
+
   it('a run sleeping across a restart is woken by the alarm and completes, and its first step ran once', async () => {
     const started = await admin('/__tasks/jobs.steps', { body: { notify: notify.url } })
     expect(started.status).toBe(202)
@@ -197,6 +219,18 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     for (let n = 1; n < 5; n++) expect(starts[n] - starts[n - 1]).toBeGreaterThanOrEqual(100 * 2 ** (n - 1))
   })
 
+  it('an attempt cut off by a restart runs again when the heartbeat alarm wakes the object', { timeout: 60_000 }, async () => {
+    const { body } = await admin('/__tasks/jobs.call', { body: { notify: notify.url } })
+    const id = body.id as string
+    await until('the first call', () => hitsOf('hang', id).length === 1)
+    await restart()
+    // No request reaches the worker: the alarm set while the attempt ran wakes the object, at most 30 s on.
+    await until('the call made again after the restart', () => hitsOf('hang', id).length === 2, 45_000)
+    const done = await waitForStatus(id, 'completed')
+    expect(done.result).toEqual({ answeredOn: 2 })
+    expect(hitsOf('hang', id).map((hit) => hit.restarts)).toEqual([notify.state.restarts - 1, notify.state.restarts])
+  })
+
   it('the same Idempotency-Key twice gives one run, before and after a restart', async () => {
     const headers = { 'idempotency-key': 'order-42' }
     const first = await admin('/__tasks/jobs.delayed', { body: { notify: notify.url }, headers })
@@ -249,5 +283,49 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     let done
     while ((done = await run(body.id)).status === 'running') await sleep(2000)
     expect(done).toMatchObject({ status: 'completed', result: { waited: 40 }, attempts: [{ index: 1 }] })
+    // It was run and recorded by the object: its storage still has it after a restart.
+    await restart()
+    expect(await run(body.id)).toMatchObject({ status: 'completed', result: { waited: 40 } })
+  })
+})
+
+describe('durable runs on cloudflare: a worker that does not bind SvcTasks', () => {
+  let app: Awaited<ReturnType<typeof copyFixtureApp>>
+  let mf: Miniflare
+  let output = ''
+
+  beforeAll(async () => {
+    app = await copyFixtureApp('durable-app')
+    await buildApp({ root: app.root, target: 'cloudflare' })
+    const out = join(app.root, '.output/cloudflare')
+    // As a hand-written entry that leaves the binding out: no durableObjects option.
+    mf = new Miniflare({
+      scriptPath: join(out, 'index.mjs'),
+      modulesRoot: out,
+      modules: true,
+      compatibilityDate: JSON.parse(await readFile(join(out, 'wrangler.json'), 'utf8')).compatibility_date,
+      bindings: { THEN_TASK_SECRET: SECRET },
+      handleRuntimeStdio(stdout: Readable, stderr: Readable) {
+        stdout.on('data', (chunk: Buffer) => (output += chunk))
+        stderr.on('data', (chunk: Buffer) => (output += chunk))
+      },
+    })
+  })
+  afterAll(async () => {
+    await mf?.dispose()
+    await app?.cleanup()
+  })
+
+  it('keeps runs in memory and logs one warning that says what to add', async () => {
+    const headers = { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json' }
+    const started = await mf.dispatchFetch('http://worker/__tasks/jobs.approval', { method: 'POST', headers, body: '{}' })
+    const { id } = (await started.json()) as { id: string }
+    const suspended = await pollRun((runId) => mf.dispatchFetch(`http://worker/__tasks/${runId}`, { headers }) as unknown as Promise<Response>, id)
+    expect(suspended.status).toBe('suspended')
+    await mf.dispatchFetch('http://worker/__tasks', { headers })
+    const [warning] = await waitForOutput(() => output, /^.*no SVC_TASKS Durable Object binding.*$/m)
+    expect(warning).toContain('"durable_objects": { "bindings": [{ "name": "SVC_TASKS", "class_name": "SvcTasks" }] }')
+    expect(warning).toContain('"new_sqlite_classes": ["SvcTasks"]')
+    expect(output.split('no SVC_TASKS Durable Object binding')).toHaveLength(2)
   })
 })

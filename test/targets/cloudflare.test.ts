@@ -1,36 +1,12 @@
-import { spawn } from 'node:child_process'
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
-import { fileURLToPath } from 'node:url'
 import { Miniflare, type MiniflareOptions } from 'miniflare'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/build/build.ts'
 import { builtOnce, copyFixtureApp, utcOnlyWarning, waitForOutput, writeApp, ZONED_TASKS } from './_app.ts'
 import { TASK_SECRET, targetContract, type RunningTarget } from './contract.ts'
-
-const wranglerBin = fileURLToPath(new URL('../../node_modules/wrangler/bin/wrangler.js', import.meta.url))
-
-/**
- * `wrangler deploy --dry-run` run from the output directory, as a user deploys
- * it: wrangler reads wrangler.json, prepares the upload without sending it and
- * writes the module it would upload to `--outdir`. Offline.
- */
-async function wranglerDryRun(out: string): Promise<{ code: number | null; output: string; outdir: string; cleanup: () => Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), 'svc-wrangler-'))
-  const outdir = join(dir, 'upload')
-  const child = spawn(process.execPath, [wranglerBin, 'deploy', '--dry-run', '--outdir', outdir], {
-    cwd: out,
-    env: { ...process.env, CI: '1', WRANGLER_SEND_METRICS: 'false', WRANGLER_LOG_PATH: join(dir, 'logs'), NO_COLOR: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let output = ''
-  child.stdout.on('data', (chunk) => (output += chunk))
-  child.stderr.on('data', (chunk) => (output += chunk))
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
-  return { code, output, outdir, cleanup: () => rm(dir, { recursive: true, force: true }) }
-}
+import { wranglerDryRun } from './_wrangler.ts'
 
 /**
  * The built worker of `root` in miniflare, configured as `wrangler dev` would
