@@ -70,16 +70,17 @@ async function main(rawArgs: string[]): Promise<number> {
 }
 
 /** The deepest subcommand named in `rawArgs`, and its parent, for usage output. */
-async function resolveCommand(cmd: CommandDef<any>, rawArgs: string[], parent?: CommandDef<any>): Promise<[CommandDef<any>, CommandDef<any> | undefined]> {
+async function resolveCommand(cmd: CommandDef, rawArgs: string[], parent?: CommandDef): Promise<[CommandDef, CommandDef | undefined]> {
   const subCommands = typeof cmd.subCommands === 'function' ? await cmd.subCommands() : await cmd.subCommands
   const name = rawArgs.find((arg) => !arg.startsWith('-'))
   if (!subCommands || !name || !(name in subCommands)) return [cmd, parent]
   const entry = subCommands[name]
-  const sub = (await (typeof entry === 'function' ? entry() : entry)) as CommandDef<any>
+  const sub = (await (typeof entry === 'function' ? entry() : entry)) as CommandDef
   return resolveCommand(sub, rawArgs.slice(rawArgs.indexOf(name) + 1), cmd)
 }
 
 function stripAnsi(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour sequences start with ESC
   return text.replace(/\u001B\[[0-9;]*m/g, '')
 }
 

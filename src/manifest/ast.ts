@@ -9,6 +9,7 @@ export interface Node {
   type: string
   start: number
   end: number
+  // biome-ignore lint/suspicious/noExplicitAny: the parser's nodes carry per-type fields the scanner reads by name
   [key: string]: any
 }
 

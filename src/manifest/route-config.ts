@@ -43,7 +43,7 @@ export interface RouteConfigResult {
 
 export function readRouteConfig(exports: ModuleExports, source: string, report: Reporter): RouteConfigResult {
   const route = readExportLiteral(exports.names.get('route'), 'route', source, report)
-  if (route && route.ok && !route.properties) {
+  if (route?.ok && !route.properties) {
     report.error(route.node, `route must be an object literal such as { kind: 'task' } (got ${snippet(source, route.node)})`)
   }
   const fields = route?.properties ?? new Map()
@@ -114,7 +114,7 @@ export function readExportLiteral(entry: ExportEntry | undefined, label: string,
       ? 'is imported from another module; declare it in this file, the scanner does not follow imports'
       : entry.binding === 'function' || entry.binding === 'class'
         ? `is a ${entry.binding}; export a literal instead`
-        : 'has no value the scanner can read; write export const ' + label + ' = <literal>'
+        : `has no value the scanner can read; write export const ${label} = <literal>`
   report.error(entry.node, `${label} ${where}`)
   return undefined
 }

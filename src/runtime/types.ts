@@ -67,20 +67,28 @@ export interface RouteConfig {
 export type PageMode = 'static' | 'client' | 'server' | 'hybrid'
 
 /** A route file's exports, once loaded. */
+/**
+ * A function an app module exports: the runtime calls it with arguments of
+ * its own (a request, a reply, a peer), and app code declares them with
+ * whatever types it likes, so the export is typed as loosely as a module's.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: app modules type their own parameters
+export type ModuleFunction = (...args: any[]) => unknown
+
 export interface RouteModule {
   route?: RouteConfig
   kind?: RouteKind
   schedule?: string
   input?: SchemaLike
   schema?: SchemaDefinition
-  websocket?: (peer: any, req: any) => unknown
-  GET?: (...args: any[]) => unknown
-  POST?: (...args: any[]) => unknown
-  PUT?: (...args: any[]) => unknown
-  DELETE?: (...args: any[]) => unknown
-  PATCH?: (...args: any[]) => unknown
-  HEAD?: (...args: any[]) => unknown
-  OPTIONS?: (...args: any[]) => unknown
+  websocket?: ModuleFunction
+  GET?: ModuleFunction
+  POST?: ModuleFunction
+  PUT?: ModuleFunction
+  DELETE?: ModuleFunction
+  PATCH?: ModuleFunction
+  HEAD?: ModuleFunction
+  OPTIONS?: ModuleFunction
   [exportName: string]: unknown
 }
 
@@ -96,7 +104,7 @@ export interface RuntimeApiRoute extends Partial<ManifestRoute> {
 
 /** A page module: the default export renders. */
 export interface PageModule {
-  default: (req: any) => string | Response | Promise<string | Response>
+  default: ModuleFunction
   page?: { mode?: PageMode; revalidate?: number; tags?: string[] }
   [exportName: string]: unknown
 }

@@ -20,7 +20,7 @@ export const handler = createLambdaHandler(app)
 `
     return [
       await ctx.bundle(entry, join(out, 'index.mjs')),
-      await ctx.writeFile(join(out, 'schedules.json'), JSON.stringify({ schedules: lambdaSchedules(ctx.routes) }, null, 2) + '\n'),
+      await ctx.writeFile(join(out, 'schedules.json'), `${JSON.stringify({ schedules: lambdaSchedules(ctx.routes) }, null, 2)}\n`),
     ]
   },
 }

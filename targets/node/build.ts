@@ -33,11 +33,11 @@ await serveApp(app)
     files.push(
       await ctx.writeFile(
         join(out, 'package.json'),
-        JSON.stringify(
+        `${JSON.stringify(
           { name: appPkg.name ?? 'svc-app', private: true, type: 'module', main: 'server.mjs', scripts: { start: 'node server.mjs' }, dependencies },
           null,
           2,
-        ) + '\n',
+        )}\n`,
       ),
     )
     const hasDependencies = Object.keys(dependencies).length > 0

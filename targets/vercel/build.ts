@@ -39,8 +39,8 @@ export default createVercelHandler(app)
     await ctx.copyPublic(join(out, 'static'))
     return [
       await ctx.bundle(entry, join(fn, 'index.mjs')),
-      await ctx.writeFile(join(fn, '.vc-config.json'), JSON.stringify(vcConfig, null, 2) + '\n'),
-      await ctx.writeFile(join(out, 'config.json'), JSON.stringify(config, null, 2) + '\n'),
+      await ctx.writeFile(join(fn, '.vc-config.json'), `${JSON.stringify(vcConfig, null, 2)}\n`),
+      await ctx.writeFile(join(out, 'config.json'), `${JSON.stringify(config, null, 2)}\n`),
     ]
   },
 }

@@ -1,4 +1,6 @@
 // A hot route: one chat room shared by every connection of this process.
+import type { SvcRequest } from 'svc'
+
 export const route = {
   kind: 'hot',
   origins: ['http://localhost:3000', 'http://127.0.0.1:3000'],
@@ -14,7 +16,7 @@ interface Peer {
 const peers = new Set<Peer>()
 const history: string[] = []
 
-export function websocket(peer: Peer, req: any) {
+export function websocket(peer: Peer, req: SvcRequest) {
   const name = req.query('name') || 'anonymous'
   peers.add(peer)
   for (const line of history) peer.send(line)

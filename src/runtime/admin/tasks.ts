@@ -14,7 +14,7 @@
  * when they break the enqueue rule). A run store full of live runs answers
  * 503 `STORE_FULL` with `Retry-After`.
  */
-import type { Logger, RequestInfo, TaskRuntime } from '../types.ts'
+import type { EnqueueOptions, Logger, RequestInfo, TaskRuntime } from '../types.ts'
 import { internalError, jsonError, knownErrorResponse, methodNotAllowed } from '../app/errors.ts'
 import type { ResponseClass } from '../app/types.ts'
 import { enqueueOptionsFromHeaders } from '../tasks/client.ts'
@@ -77,7 +77,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
     // `<name>` on POST, `<id>` on GET (spec: the same path position serves both).
     const target = segments[0]
     if (method === 'POST') {
-      let opts
+      let opts: EnqueueOptions
       try {
         opts = enqueueOptionsFromHeaders(request.headers)
       } catch (error) {

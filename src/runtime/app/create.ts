@@ -26,7 +26,7 @@ import { mountRoutes } from './routes.ts'
 import type { ApiAppOptions, ResponseClass, RevalidateWebhook } from './types.ts'
 
 /** The app `createApiApp` returns: a Hono app, with the standard `fetch(request, env?, ctx?)`. */
-export type ApiApp = Hono<any>
+export type ApiApp = Hono
 
 export interface BuildAppOptions {
   where: string
@@ -46,7 +46,7 @@ export interface BuildAppOptions {
 }
 
 export function buildApp(o: BuildAppOptions): ApiApp {
-  const app = new Hono<any>({ getPath: honoRequestPath })
+  const app = new Hono({ getPath: honoRequestPath })
   const hooks = normalizeHooks(o.globalHooks, o.where)
   const fail = createErrorResponder(hooks, o.R, o.dev, o.logger)
   const R = o.R

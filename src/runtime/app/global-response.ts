@@ -11,6 +11,7 @@ import type { ResponseClass } from './types.ts'
 export const GlobalResponse = class {
   constructor(body?: BodyInit | null, init?: ResponseInit) {
     // A constructor that returns an object makes `new` evaluate to that object.
+    // biome-ignore lint/correctness/noConstructorReturn: returning the global's instance is the point
     return new globalThis.Response(body, init)
   }
 } as unknown as ResponseClass

@@ -44,7 +44,7 @@ export function checkRoute(route: RuntimeApiRoute, index: number, where: string)
   }
 }
 
-export function mountRoutes(app: Hono<any>, routes: readonly RuntimeApiRoute[], ctx: MountContext, where: string): void {
+export function mountRoutes(app: Hono, routes: readonly RuntimeApiRoute[], ctx: MountContext, where: string): void {
   routes.forEach((route, index) => {
     checkRoute(route, index, where)
     const resolved = resolveRoute(route)

@@ -11,7 +11,8 @@ import type { GlobalHooks, Logger, RuntimeApiRoute } from '../types.ts'
  * `raw` (the Web `Request`) and `valid(target)` for the values a route's
  * `schema` validated (`'json'`, `'query'`, `'param'`, `'header'`).
  */
-export type SvcRequest = HonoRequest<any, any>
+// biome-ignore lint/suspicious/noExplicitAny: `valid(target)` returns what the route's own schema produced
+export type SvcRequest = HonoRequest<string, any>
 
 /**
  * The second argument of a route handler. Builds the response; `status()`
@@ -62,7 +63,7 @@ export interface HotPeer {
   on(event: 'message', listener: (data: string | Uint8Array) => void): HotPeer
   /** Fires once when the connection is gone, with the close code and reason. */
   on(event: 'close', listener: (code: number, reason: string) => void): HotPeer
-  off(event: 'message' | 'close', listener: (...args: any[]) => void): HotPeer
+  off(event: 'message' | 'close', listener: (...args: never[]) => void): HotPeer
   /** Starts the closing handshake (RFC 6455 §7.1.2). */
   close(code?: number, reason?: string): void
 }

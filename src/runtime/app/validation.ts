@@ -25,13 +25,13 @@ export async function validateRequest(req: SvcRequest, schema: SchemaDefinition,
     }
   }
   if (schema.params) {
-    await check(async () => req.addValidatedData('param', (await validate(schema.params!, req.param(), 'params')) as {}))
+    await check(async () => req.addValidatedData('param', (await validate(schema.params!, req.param(), 'params')) as Record<string, unknown>))
   }
   if (schema.query) {
-    await check(async () => req.addValidatedData('query', (await validate(schema.query!, req.query(), 'query')) as {}))
+    await check(async () => req.addValidatedData('query', (await validate(schema.query!, req.query(), 'query')) as Record<string, unknown>))
   }
   if (schema.headers) {
-    await check(async () => req.addValidatedData('header', (await validate(schema.headers!, req.header(), 'headers')) as {}))
+    await check(async () => req.addValidatedData('header', (await validate(schema.headers!, req.header(), 'headers')) as Record<string, unknown>))
   }
   if (schema.body && BODY_METHODS.has(req.raw.method)) {
     // A malformed or oversized body is its own error (400 INVALID_JSON, 413), not a validation issue.
@@ -39,7 +39,7 @@ export async function validateRequest(req: SvcRequest, schema: SchemaDefinition,
     // The stream is consumed: keep the text so `req.json()`/`req.text()` still work in the handler.
     ;(req.bodyCache as Record<string, unknown>).text = Promise.resolve(text)
     if (req.raw.method !== 'DELETE' || text !== '') {
-      await check(async () => req.addValidatedData('json', (await validate(schema.body!, value, 'body')) as {}))
+      await check(async () => req.addValidatedData('json', (await validate(schema.body!, value, 'body')) as Record<string, unknown>))
     }
   }
   if (details.length > 0) throw new ValidationError(details)

@@ -55,7 +55,7 @@ export function createIsrCache(config: SvcCacheConfig | false | undefined, where
   }
   const store = c.store ?? 'memory'
   if (store === 'memory') return new IsrCache(new MemoryCacheStore({ maxEntries: c.maxEntries }), logger)
-  if (typeof store === 'object' && store !== null && ['get', 'set', 'delete', 'keys'].every((m) => typeof (store as any)[m] === 'function')) {
+  if (typeof store === 'object' && store !== null && ['get', 'set', 'delete', 'keys'].every((m) => typeof (store as unknown as Record<string, unknown>)[m] === 'function')) {
     return new IsrCache(store, logger)
   }
   throw new TypeError(`${where}: cache.store must be 'memory' or an object with get, set, delete and keys (got ${describe(store)})`)
@@ -167,7 +167,7 @@ export class IsrCache {
       let hit = wantedPaths.size > 0 && (wantedPaths.has(canonicalKey(key)) || wantedPaths.has(canonicalKey(key.split('?', 1)[0])))
       if (!hit && wantedTags.size > 0) {
         const entry = await this.store.get(key)
-        hit = entry !== undefined && entry.tags.some((tag) => wantedTags.has(tag))
+        hit = entry?.tags.some((tag) => wantedTags.has(tag)) ?? false
       }
       if (hit && (await this.store.delete(key))) purged.push(key)
     }

@@ -8,7 +8,7 @@ import type { PageMode, RequestInfo, RuntimePage } from '../types.ts'
 import { methodNotAllowed } from '../app/errors.ts'
 import type { ErrorResponder } from '../app/hooks.ts'
 import { toHonoPath } from '../app/routes.ts'
-import type { ResponseClass } from '../app/types.ts'
+import type { ResponseClass, SvcRequest } from '../app/types.ts'
 import { describe } from '../describe.ts'
 import type { IsrCache, PageCacheInfo, Rendered } from './isr.ts'
 
@@ -30,7 +30,7 @@ export interface PageMountContext {
   cache: IsrCache | undefined
 }
 
-type Render = (req: any) => Rendered | Promise<Rendered>
+type Render = (req: SvcRequest) => Rendered | Promise<Rendered>
 
 /** A server or hybrid page, checked and ready to mount. */
 export interface PagePlan {
@@ -91,7 +91,7 @@ export function planPages(pages: readonly RuntimePage[], hasCache: boolean, logg
   return plans
 }
 
-export function mountPages(app: Hono<any>, plans: readonly PagePlan[], ctx: PageMountContext): void {
+export function mountPages(app: Hono, plans: readonly PagePlan[], ctx: PageMountContext): void {
   for (const plan of plans) {
     app.all(toHonoPath(plan.path), pageHandler(plan, plan.cached ? ctx.cache : undefined, ctx))
   }

@@ -133,7 +133,7 @@ export class TaskEngine {
    * this engine guards per process and does not need it; an engine whose
    * processes share the schedule keys its claim of the tick on it.
    */
-  async fireScheduled(name: string, tick: Date): Promise<RunRecord | undefined> {
+  async fireScheduled(name: string, _tick: Date): Promise<RunRecord | undefined> {
     if (this.#firing.has(name)) {
       this.#logger.warn(`[svc] scheduled task "${name}": skipped a tick; the previous tick is still starting`)
       return undefined

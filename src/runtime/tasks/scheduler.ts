@@ -99,8 +99,8 @@ export class TaskScheduler {
   /** Every scheduled task, with its next tick while the scheduler runs. */
   list(): ScheduledJob[] {
     return this.#scheduled.map((def) => {
-      const next = this.#jobs.get(def.name)?.nextRun() ?? null
-      return { task: def.name, schedule: def.schedule!, timezone: def.timezone ?? 'UTC', nextRun: next && next.toISOString() }
+      const next = this.#jobs.get(def.name)?.nextRun()
+      return { task: def.name, schedule: def.schedule!, timezone: def.timezone ?? 'UTC', nextRun: next?.toISOString() ?? null }
     })
   }
 

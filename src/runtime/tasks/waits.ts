@@ -152,7 +152,7 @@ export class Waits {
    */
   async #resume(runId: string, stepKey: string, step: StepRecord): Promise<boolean> {
     const run = await this.#store.getRun(runId)
-    if (!run || run.status !== 'suspended' || run.suspended?.stepKey !== stepKey) return false
+    if (run?.status !== 'suspended' || run.suspended?.stepKey !== stepKey) return false
     await this.#store.saveStep(runId, stepKey, step)
     const resumed = await this.#store.updateRun(runId, { status: 'running', suspended: undefined }, { status: 'suspended' })
     if (!resumed) return false
