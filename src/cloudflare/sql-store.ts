@@ -99,7 +99,12 @@ export class DurableObjectRunStore implements RunStore {
     this.maxRuns = maxRuns
     this.#storage = storage
     this.#onChange = options.onChange ?? (() => {})
-    storage.sql.exec(SCHEMA)
+    try {
+      storage.sql.exec(SCHEMA)
+    } catch (error) {
+      // A class declared under new_classes has key-value storage only; the platform's message says how to switch.
+      throw new Error(`${WHERE}: cannot create its tables: ${(error as Error).message}`, { cause: error })
+    }
   }
 
   /** Epoch ms of the earliest pending timer, or `undefined` when none is pending. */

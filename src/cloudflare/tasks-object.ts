@@ -53,6 +53,20 @@ export interface TasksObjectClass {
 
 const DONE_FOR_NOW = new Set(['completed', 'failed', 'suspended'])
 
+/**
+ * The Durable Object class of a hand-written entry, exported beside the worker:
+ *
+ * ```ts
+ * import { createTasksObject, createWorker } from 'svc/cloudflare'
+ * const app = { routes, pages }
+ * export default createWorker(app)
+ * export const SvcTasks = createTasksObject(app)
+ * ```
+ *
+ * and bound in wrangler.json as the build writes it:
+ * `"durable_objects": { "bindings": [{ "name": "SVC_TASKS", "class_name": "SvcTasks" }] }`,
+ * `"migrations": [{ "tag": "v1", "new_sqlite_classes": ["SvcTasks"] }]`.
+ */
 export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptions = {}): TasksObjectClass {
   const logger = options.logger ?? console
   return class SvcTasks {

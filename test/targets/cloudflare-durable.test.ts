@@ -277,6 +277,14 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     expect((await waitForStatus(runId, 'completed')).result).toEqual({ approved: 'from a route' })
   })
 
+  it('enqueue() in task code, which runs in the object, starts a run in the object', async () => {
+    const { body } = await admin('/__tasks/jobs.fanout', { body: { notify: notify.url } })
+    const parent = await waitForStatus(body.id, 'completed')
+    const child = await waitForStatus(parent.result.child, 'completed')
+    expect(child).toMatchObject({ taskName: 'jobs.delayed', trigger: 'enqueue', result: { ran: true } })
+    expect(hitsOf('delayed', child.id)).toHaveLength(1)
+  })
+
   it('runs a task of 40 s of awaited work to completion', { timeout: 90_000 }, async () => {
     const { body } = await admin('/__tasks/jobs.long', { body: { seconds: 40 } })
     // Few requests: nothing but the object itself keeps the attempt going.
