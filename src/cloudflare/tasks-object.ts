@@ -99,8 +99,9 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
     }
 
     async fetch(request: Request): Promise<Response> {
-      await this.#ready
       try {
+        // A failed recovery is every caller's error, answered as data like any other.
+        await this.#ready
         const call = (await request.json()) as ObjectCall
         return answer({ value: await this.#call(call.method, callArgs(call)) })
       } catch (error) {
