@@ -40,7 +40,7 @@ export function createDrain(): Drain {
     middleware(request, next) {
       inflight++
       // 'close' fires once, when the response is fully written or the client is gone.
-      request.runtime!.node!.res!.once('close', done)
+      request.runtime!.node!.res!.on('close', done)
       if (draining) return new FastResponse(DRAINING_BODY, { status: 503, headers: DRAINING_HEADERS })
       return next()
     },

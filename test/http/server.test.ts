@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { createTaskRuntime, getActiveTaskRuntime, type HotPeer, type RuntimeApiRoute } from '../../src/index.ts'
 import { startSvcServer } from '../../src/node.ts'
 import { resolveHost } from '../../src/node/host.ts'
-import { RawConnection, recordingLogger, serve, until } from './_helpers.ts'
+import { deferred, RawConnection, recordingLogger, serve, until } from './_helpers.ts'
 
 describe('startSvcServer', () => {
   it('binds an ephemeral port for port 0 and exposes the underlying http.Server', async () => {
@@ -84,6 +84,56 @@ describe('startSvcServer', () => {
     expect(created!.body).toBe('made')
     conn.send('GET', '/nowhere')
     expect((await conn.next())!.reason).toBe('Not Found')
+    conn.close()
+  })
+
+  it('sends each chunk of a streamed body as it is produced, before the stream ends', async () => {
+    const gate = deferred()
+    const encoder = new TextEncoder()
+    const server = await serve({
+      apiRoutes: [
+        {
+          path: '/api/stream',
+          module: {
+            GET: () =>
+              new Response(
+                new ReadableStream({
+                  async start(controller) {
+                    controller.enqueue(encoder.encode('first;'))
+                    await gate.promise
+                    controller.enqueue(encoder.encode('second'))
+                    controller.close()
+                  },
+                }),
+                { headers: { 'content-type': 'text/plain' } },
+              ),
+          },
+        },
+      ],
+    })
+    const res = await fetch(`${server.url}/api/stream`)
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
+    // The stream is held open until the first chunk has arrived.
+    expect((await reader.read()).value).toBe('first;')
+    gate.resolve()
+    let rest = ''
+    for (let next = await reader.read(); !next.done; next = await reader.read()) rest += next.value
+    expect(rest).toBe('second')
+  })
+
+  it('sends a whole body and its head on a keep-alive connection, answer after answer', async () => {
+    const server = await serve({ apiRoutes: [{ path: '/api/n', module: { GET: (req) => ({ n: Number(req.query('n')) }) } }] })
+    const conn = new RawConnection(server.port)
+    await conn.ready()
+    for (let n = 0; n < 3; n++) {
+      conn.send('GET', `/api/n?n=${n}`)
+      const answer = (await conn.next())!
+      expect(answer.reason).toBe('OK')
+      expect(JSON.parse(answer.body)).toEqual({ n })
+    }
+    conn.send('HEAD', '/api/n?n=9')
+    expect((await conn.next())!.body).toBe('')
+    expect(conn.closed).toBe(false)
     conn.close()
   })
 
