@@ -45,7 +45,9 @@ export function createObjectRuntime(routes: readonly RuntimeApiRoute[], stub: ()
     startScheduler() {},
     stopScheduler() {},
     scheduledJobs: () =>
-      [...tasks.values()].flatMap((def) => (def.schedule ? [{ task: def.name, schedule: def.schedule, timezone: 'UTC', nextRun: null }] : [])),
+      [...tasks.values()].flatMap((def) =>
+        def.schedule ? [{ task: def.name, schedule: def.schedule, timezone: 'UTC', nextRun: null }] : [],
+      ),
     // The object recovers on its own each time it wakes, and drains nothing an isolate holds.
     recover: async () => {},
     drain: async () => {},

@@ -12,7 +12,16 @@
  */
 import { StoreFullError } from '../runtime/errors.ts'
 import { DEFAULT_MAX_RUNS } from '../runtime/tasks/memory-store.ts'
-import { applyRunPatch, isFinished, statusMatches, type RunPatch, type RunQuery, type RunStore, type TimerRecord, type TokenRecord } from '../runtime/tasks/store.ts'
+import {
+  applyRunPatch,
+  isFinished,
+  statusMatches,
+  type RunPatch,
+  type RunQuery,
+  type RunStore,
+  type TimerRecord,
+  type TokenRecord,
+} from '../runtime/tasks/store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { describe } from '../runtime/describe.ts'
 
@@ -95,7 +104,8 @@ export class DurableObjectRunStore implements RunStore {
       )
     }
     const maxRuns = options.maxRuns ?? DEFAULT_MAX_RUNS
-    if (!Number.isInteger(maxRuns) || maxRuns < 1) throw new RangeError(`${WHERE}: maxRuns must be a positive integer (got ${describe(maxRuns)})`)
+    if (!Number.isInteger(maxRuns) || maxRuns < 1)
+      throw new RangeError(`${WHERE}: maxRuns must be a positive integer (got ${describe(maxRuns)})`)
     this.maxRuns = maxRuns
     this.#storage = storage
     this.#onChange = options.onChange ?? (() => {})
@@ -196,7 +206,9 @@ export class DurableObjectRunStore implements RunStore {
     if (!(limit > 0)) return []
     params.push(limit === Infinity ? -1 : Math.ceil(limit))
     const filter = where.length === 0 ? '' : `WHERE ${where.join(' AND ')} `
-    return this.#all(`SELECT record FROM runs ${filter}ORDER BY seq DESC LIMIT ?`, ...params).map((row) => JSON.parse(row.record as string) as RunRecord)
+    return this.#all(`SELECT record FROM runs ${filter}ORDER BY seq DESC LIMIT ?`, ...params).map(
+      (row) => JSON.parse(row.record as string) as RunRecord,
+    )
   }
 
   async saveTimer(timer: TimerRecord): Promise<void> {
@@ -239,7 +251,11 @@ export class DurableObjectRunStore implements RunStore {
     return this.#token(id)
   }
 
-  async settleToken(id: string, status: 'completed' | 'timed_out', payload?: unknown): Promise<{ settled: boolean; token: TokenRecord } | undefined> {
+  async settleToken(
+    id: string,
+    status: 'completed' | 'timed_out',
+    payload?: unknown,
+  ): Promise<{ settled: boolean; token: TokenRecord } | undefined> {
     const token = this.#token(id)
     if (!token) return undefined
     if (token.status !== 'waiting') return { settled: false, token }

@@ -45,7 +45,10 @@ export interface TasksObjectOptions {
 
 /** What `createTasksObject` returns: a Durable Object class to export from the worker's module. */
 export interface TasksObjectClass {
-  new (state: DurableObjectStateLike, env: unknown): {
+  new (
+    state: DurableObjectStateLike,
+    env: unknown,
+  ): {
     fetch(request: Request): Promise<Response>
     alarm(): Promise<void>
   }

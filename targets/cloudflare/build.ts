@@ -63,12 +63,17 @@ export default createWorker(app)
     }
     return [
       await ctx.bundle(entry, join(out, 'index.mjs')),
-      await ctx.writeFile(join(out, 'wrangler.json'), JSON.stringify(wrangler, null, 2) + '\n'),
+      await ctx.writeFile(join(out, 'wrangler.json'), `${JSON.stringify(wrangler, null, 2)}\n`),
     ]
   },
 }
 
 function workerName(root: string): string {
   const base = root.split(/[\\/]/).filter(Boolean).pop() ?? 'svc-app'
-  return base.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '') || 'svc-app'
+  return (
+    base
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, '-')
+      .replace(/^-+|-+$/g, '') || 'svc-app'
+  )
 }

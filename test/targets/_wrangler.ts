@@ -11,7 +11,9 @@ const wranglerBin = fileURLToPath(new URL('../../node_modules/wrangler/bin/wrang
  * it: wrangler reads wrangler.json, prepares the upload without sending it and
  * writes the module it would upload to `--outdir`. Offline.
  */
-export async function wranglerDryRun(out: string): Promise<{ code: number | null; output: string; outdir: string; cleanup: () => Promise<void> }> {
+export async function wranglerDryRun(
+  out: string,
+): Promise<{ code: number | null; output: string; outdir: string; cleanup: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-wrangler-'))
   const outdir = join(dir, 'upload')
   const child = spawn(process.execPath, [wranglerBin, 'deploy', '--dry-run', '--outdir', outdir], {
@@ -25,4 +27,3 @@ export async function wranglerDryRun(out: string): Promise<{ code: number | null
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
   return { code, output, outdir, cleanup: () => rm(dir, { recursive: true, force: true }) }
 }
-

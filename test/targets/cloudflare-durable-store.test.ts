@@ -64,14 +64,29 @@ function bridgeStore(options?: { maxRuns: number }): RunStore {
       return new Response(await res.text(), { status: res.status, headers: [...res.headers] })
     },
   }
-  const call = (method: string) => (...args: unknown[]) => {
-    if (method === 'updateRun') {
-      const [id, patch, expect] = args as [string, Record<string, unknown>, unknown]
-      args = [id, patch, expect, Object.keys(patch).filter((key) => patch[key] === undefined)]
+  const call =
+    (method: string) =>
+    (...args: unknown[]) => {
+      if (method === 'updateRun') {
+        const [id, patch, expect] = args as [string, Record<string, unknown>, unknown]
+        args = [id, patch, expect, Object.keys(patch).filter((key) => patch[key] === undefined)]
+      }
+      return callObject(stub, method, args)
     }
-    return callObject(stub, method, args)
-  }
-  const methods = ['createRun', 'getRun', 'updateRun', 'appendAttempt', 'saveStep', 'listRuns', 'saveTimer', 'takeTimer', 'listTimers', 'putToken', 'getToken', 'settleToken']
+  const methods = [
+    'createRun',
+    'getRun',
+    'updateRun',
+    'appendAttempt',
+    'saveStep',
+    'listRuns',
+    'saveTimer',
+    'takeTimer',
+    'listTimers',
+    'putToken',
+    'getToken',
+    'settleToken',
+  ]
   return Object.fromEntries([['durable', true], ...methods.map((method) => [method, call(method)])]) as RunStore
 }
 

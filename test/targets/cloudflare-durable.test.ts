@@ -53,11 +53,16 @@ async function notifyServer(): Promise<{ url: string; hits: Hit[]; close: () => 
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as { port: number }
-  return { url: `http://127.0.0.1:${port}`, hits, state, close: () => {
+  return {
+    url: `http://127.0.0.1:${port}`,
+    hits,
+    state,
+    close: () => {
       for (const reply of held) reply()
       server.closeAllConnections()
       return new Promise((resolve) => server.close(() => resolve()))
-    } }
+    },
+  }
 }
 
 async function until<T>(what: string, check: () => T | undefined | false, timeoutMs = 15_000): Promise<T> {
@@ -106,7 +111,10 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     await start()
   }
 
-  async function admin(path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<{ status: number; body: any }> {
+  async function admin(
+    path: string,
+    init: { method?: string; body?: unknown; headers?: Record<string, string> } = {},
+  ): Promise<{ status: number; body: any }> {
     const res = await mf.dispatchFetch(`http://worker${path}`, {
       method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
       headers: { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json', ...init.headers },
@@ -288,7 +296,7 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
   it('runs a task of 40 s of awaited work to completion', { timeout: 90_000 }, async () => {
     const { body } = await admin('/__tasks/jobs.long', { body: { seconds: 40 } })
     // Few requests: nothing but the object itself keeps the attempt going.
-    let done
+    let done: { status: string }
     while ((done = await run(body.id)).status === 'running') await sleep(2000)
     expect(done).toMatchObject({ status: 'completed', result: { waited: 40 }, attempts: [{ index: 1 }] })
     // It was run and recorded by the object: its storage still has it after a restart.
@@ -328,7 +336,10 @@ describe('durable runs on cloudflare: a worker that does not bind SvcTasks', () 
     const headers = { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json' }
     const started = await mf.dispatchFetch('http://worker/__tasks/jobs.approval', { method: 'POST', headers, body: '{}' })
     const { id } = (await started.json()) as { id: string }
-    const suspended = await pollRun((runId) => mf.dispatchFetch(`http://worker/__tasks/${runId}`, { headers }) as unknown as Promise<Response>, id)
+    const suspended = await pollRun(
+      (runId) => mf.dispatchFetch(`http://worker/__tasks/${runId}`, { headers }) as unknown as Promise<Response>,
+      id,
+    )
     expect(suspended.status).toBe('suspended')
     await mf.dispatchFetch('http://worker/__tasks', { headers })
     const [warning] = await waitForOutput(() => output, /^.*no SVC_TASKS Durable Object binding.*$/m)

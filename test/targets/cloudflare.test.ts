@@ -123,7 +123,13 @@ describe('svc build --target cloudflare, an app with public/, deployed with wran
     // Wrangler's own reading of wrangler.json, as `wrangler dev` runs it.
     const { unstable_getMiniflareWorkerOptions } = await import('wrangler')
     const { workerOptions, main } = unstable_getMiniflareWorkerOptions(join(out, 'wrangler.json'))
-    mf = new Miniflare({ ...(workerOptions as object), modules: true, scriptPath: main!, modulesRoot: out, bindings: { THEN_TASK_SECRET: TASK_SECRET } })
+    mf = new Miniflare({
+      ...(workerOptions as object),
+      modules: true,
+      scriptPath: main!,
+      modulesRoot: out,
+      bindings: { THEN_TASK_SECRET: TASK_SECRET },
+    })
   })
   afterAll(async () => {
     await mf?.dispose()
