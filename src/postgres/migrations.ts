@@ -11,8 +11,8 @@
 import type { Sql } from 'postgres'
 
 /**
- * The channel `NOTIFY` will use to wake idle processes when work becomes
- * due, `<schema>_wake`. Reserved: nothing sends on it yet.
+ * The channel on which a process wakes the others (`NOTIFY`) when work is
+ * theirs to take, `<schema>_wake`: attempts it let go of as it shut down.
  */
 export function notifyChannel(schema: string): string {
   return `${schema}_wake`
@@ -80,6 +80,17 @@ const MIGRATIONS: readonly string[] = [
     record jsonb NOT NULL
   );
   CREATE INDEX tokens_by_run ON $schema.tokens (run_id);
+  `,
+  `
+  -- One row per tick of a schedule that some process fired: the primary
+  -- key is the claim, so each tick starts one run however many processes
+  -- run the scheduler.
+  CREATE TABLE $schema.cron_ticks (
+    task_name text NOT NULL,
+    tick timestamptz NOT NULL,
+    claimed_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (task_name, tick)
+  );
   `,
 ]
 

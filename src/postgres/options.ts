@@ -30,16 +30,17 @@ export interface PostgresRunStoreOptions {
   maxRuns?: number
   /**
    * How long a process's claim on a running attempt lasts before another
-   * process may take the attempt over.
-   * Note: stored for the multi-process engine; today a process runs the
-   * attempts it started or found at start, and nothing reads this yet.
+   * process may take the attempt over. A process renews its leases every
+   * third of it, so a live one never loses them; one that dies (`kill -9`)
+   * leaves them to lapse. A due timer claimed by a process is likewise
+   * freed again after this long if the process never acted on it.
    * @default 30000
    */
   leaseMs?: number
   /**
    * How often an idle process looks for due work (timers, lapsed leases)
-   * when no notification woke it.
-   * Note: stored for the multi-process engine; nothing reads it yet.
+   * when no notification woke it. Timers a process armed itself fire on
+   * time; this bounds how late one is picked up after its process died.
    * @default 1000
    */
   pollMs?: number

@@ -21,6 +21,7 @@ import { isFinished, type RunPatch, type RunQuery, type RunStore, type TimerReco
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { LOCK_CLASS, migrate } from './migrations.ts'
 import { redact, resolvePostgresOptions, type PostgresRunStoreOptions } from './options.ts'
+import { PostgresSharedWork } from './shared.ts'
 
 export type { PostgresRunStoreOptions } from './options.ts'
 
@@ -52,21 +53,24 @@ type InsertRow = { held: RunRecord | null; inserted: RunRecord | null }
  * so they come back as JSON would (a `Date` as its ISO string); a string
  * holding the NUL character (`\u0000`) cannot be stored.
  *
- * Several processes may share one database with the guarantees of
- * `SqliteRunStore` on a shared file: each transition happens once, but a
- * process only fires the timers it armed or found when it started
- * (`recover()`), and one that starts runs again the attempts the others
- * have in flight.
+ * Any number of processes may share one database (`shared`): each due
+ * timer, each running attempt and each cron tick is claimed by one of them;
+ * a running attempt holds a lease its process renews, and when a process
+ * dies another takes its attempts over once their leases lapse
+ * (`leaseMs`). Idle processes look for due work every `pollMs`, and wake at
+ * once when another process shuts down and lets go of its attempts.
  */
 export class PostgresRunStore implements RunStore {
   /** Records live in the database and survive a restart (`recover()` re-arms waits). */
   readonly durable = true
   readonly schema: string
   readonly maxRuns: number
-  /** How long a lease on a running attempt lasts; stored for the multi-process engine. */
+  /** How long a lease on a running attempt (or a claim on a due timer) lasts. */
   readonly leaseMs: number
-  /** How often an idle process polls for due work; stored for the multi-process engine. */
+  /** How often an idle process looks for due work. */
   readonly pollMs: number
+  /** How the processes on this database split due work, attempts and cron ticks. */
+  readonly shared: PostgresSharedWork
   #url: string
   #sql: Sql | undefined
   #ready: Promise<void>
@@ -92,6 +96,7 @@ export class PostgresRunStore implements RunStore {
     })
     // Reported by ready() and by every call; not an unhandled rejection meanwhile.
     this.#ready.catch(() => {})
+    this.shared = new PostgresSharedWork({ schema, leaseMs, pollMs, run: (query) => this.#run(query) })
   }
 
   /**

@@ -100,7 +100,7 @@ describe('PostgresRunStore migrations', () => {
     const s = store()
     await s.ready()
     const tables = await admin`SELECT table_name FROM information_schema.tables WHERE table_schema = ${s.schema} ORDER BY table_name`
-    expect(tables.map((t) => t.table_name)).toEqual(['migrations', 'runs', 'timers', 'tokens'])
+    expect(tables.map((t) => t.table_name)).toEqual(['cron_ticks', 'migrations', 'runs', 'timers', 'tokens'])
     const versions = await admin.unsafe(`SELECT version FROM ${s.schema}.migrations ORDER BY version`)
     expect(versions.map((v) => v.version)).toEqual(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1))
   })

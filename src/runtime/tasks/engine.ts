@@ -12,8 +12,14 @@
  *
  * The engine is the one owner of this state: runs in flight, timers (through
  * the `Waits` it creates), waiters and the cron overlap guard are private,
- * and the parts it creates get callbacks, never the engine. A durable engine
- * that claims runs, holds leases or sets alarms changes this class alone.
+ * and the parts it creates get callbacks, never the engine.
+ *
+ * On a store that several processes share (`store.shared`), the engine
+ * also claims its work there: an attempt starts only under a lease on its
+ * run, which it renews while the attempt runs and gives up when it ends;
+ * due timers and attempts whose process died are swept up (`Sweeper`) by
+ * whichever live process claims them first; and each cron tick is claimed
+ * before it starts a run.
  */
 import type { CompleteTokenResult, Logger, RunRecord, TriggerOptions } from '../types.ts'
 import { describe } from '../describe.ts'
@@ -26,9 +32,13 @@ import { jsonProblem } from './json.ts'
 import { checkTriggerOptions } from './options.ts'
 import { invoke, type InvocationHandle, type InvocationOutcome } from './runner.ts'
 import type { StepHost } from './steps.ts'
-import { isFinished, type RunStore } from './store.ts'
+import { isFinished, type RunStore, type SharedWork } from './store.ts'
+import { Sweeper } from './sweeper.ts'
 import { RunWaiters } from './waiters.ts'
 import { Waits } from './waits.ts'
+
+/** How many timers or orphaned attempts one sweep claims per query. */
+const SWEEP_BATCH = 100
 
 /**
  * Logged once per runtime, the first time a wait suspends a run on a store
@@ -44,6 +54,8 @@ interface ActiveEntry {
   done: Promise<void>
   /** Dispatch again once this invocation ends. */
   again: boolean
+  /** On a shared store: the attempt runs under this engine's lease on the run. */
+  leased: boolean
 }
 
 export class TaskEngine {
@@ -61,6 +73,10 @@ export class TaskEngine {
   readonly #lastScheduled = new Map<string, string>()
   /** Tasks whose tick is being checked right now (the guard itself awaits the store). */
   readonly #firing = new Set<string>()
+  /** On a shared store: how processes split the work, this engine's id there, and its sweeps. */
+  readonly #shared: SharedWork | undefined
+  readonly #owner = newRunId()
+  readonly #sweeper: Sweeper | undefined
 
   constructor(options: { store: RunStore; tasks: ReadonlyMap<string, TaskDefinition>; logger: Logger; unrefTimers: boolean }) {
     this.#store = options.store
@@ -71,7 +87,18 @@ export class TaskEngine {
       logger: this.#logger,
       unrefTimers: options.unrefTimers,
       dispatch: (run) => this.#start(run),
+      owner: this.#owner,
     })
+    this.#shared = this.#store.shared
+    if (this.#shared) {
+      this.#sweeper = new Sweeper({
+        shared: this.#shared,
+        logger: this.#logger,
+        unref: options.unrefTimers,
+        sweep: () => this.#sweep(),
+        renew: () => this.#renew(),
+      })
+    }
     this.#stepHost = {
       store: this.#store,
       trigger: (name, payload, opts) => this.trigger(name, payload, opts),
@@ -129,19 +156,23 @@ export class TaskEngine {
    * with a warning, while the previous scheduled run of the task has not
    * finished (suspended counts as not finished); manual triggers never pass
    * through here, so they bypass the guard. Never rejects: a failure is
-   * logged with the task name. `tick` is the instant the tick stands for:
-   * this engine guards per process and does not need it; an engine whose
-   * processes share the schedule keys its claim of the tick on it.
+   * logged with the task name. `tick` is the instant the tick stands for.
+   * On a shared store the tick is claimed first, keyed on its minute (the
+   * resolution of a five-field schedule), so of the processes that fire it
+   * one starts a run; the guard then looks at every process's runs.
    */
-  async fireScheduled(name: string, _tick: Date): Promise<RunRecord | undefined> {
+  async fireScheduled(name: string, tick: Date): Promise<RunRecord | undefined> {
     if (this.#firing.has(name)) {
       this.#logger.warn(`[svc] scheduled task "${name}": skipped a tick; the previous tick is still starting`)
       return undefined
     }
     this.#firing.add(name)
     try {
-      const lastId = this.#lastScheduled.get(name)
-      const last = lastId === undefined ? undefined : await this.#store.getRun(lastId)
+      if (this.#shared) {
+        const minute = new Date(Math.floor(tick.getTime() / 60_000) * 60_000).toISOString()
+        if (!(await this.#shared.claimTick(name, minute))) return undefined
+      }
+      const last = await this.#lastScheduledRun(name)
       if (last && !isFinished(last.status)) {
         this.#logger.warn(`[svc] scheduled task "${name}": skipped a tick; the previous scheduled run ${last.id} is still ${last.status}`)
         return undefined
@@ -155,6 +186,16 @@ export class TaskEngine {
     } finally {
       this.#firing.delete(name)
     }
+  }
+
+  /** The newest scheduled run of the task this engine knows of; on a shared store, one still live from any process. */
+  async #lastScheduledRun(name: string): Promise<RunRecord | undefined> {
+    if (this.#shared) {
+      const live = await this.#store.listRuns({ taskName: name, status: ['scheduled', 'running', 'suspended'] })
+      return live.find((run) => run.trigger === 'cron')
+    }
+    const lastId = this.#lastScheduled.get(name)
+    return lastId === undefined ? undefined : this.#store.getRun(lastId)
   }
 
   /** Resolves once the run is completed or failed. */
@@ -174,6 +215,7 @@ export class TaskEngine {
    * suspended runs, resuming those already met.
    */
   async recover(): Promise<void> {
+    if (this.#sweeper) return this.#recoverShared()
     const retrying = new Set<string>()
     const delayed = new Set<string>()
     for (const timer of await this.#waits.rearm()) {
@@ -190,6 +232,64 @@ export class TaskEngine {
       if (!retrying.has(run.id)) this.#start(run)
     }
     for (const run of await this.#store.listRuns({ status: 'suspended' })) await this.#waits.armWaitpoint(run)
+  }
+
+  /**
+   * On a shared store, the sweeps find due timers and orphaned attempts, so
+   * recovering is starting them, plus what no timer stands for: suspended
+   * runs whose token or child finished while no process was there to
+   * resume them, and scheduled runs that lost their delay timer.
+   */
+  async #recoverShared(): Promise<void> {
+    if (this.#closed || this.#sweeper!.started) return
+    const delayed = new Set<string>()
+    for (const timer of await this.#store.listTimers()) if (timer.kind === 'delay') delayed.add(timer.runId)
+    for (const run of await this.#store.listRuns({ status: 'scheduled' })) {
+      if (delayed.has(run.id)) continue
+      await this.#waits.arm({ id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt ?? run.createdAt })
+    }
+    for (const run of await this.#store.listRuns({ status: 'suspended' })) {
+      if (run.suspended?.waitpoint.type !== 'sleep') await this.#waits.armWaitpoint(run)
+    }
+    await this.#sweeper!.start()
+  }
+
+  /**
+   * One sweep on a shared store: acts on the due timers it claims, takes
+   * over the attempts nobody holds a lease on, and answers `waitForRun`
+   * callers whose run finished in another process. Resolves to when the
+   * next timer is due.
+   */
+  async #sweep(): Promise<number | undefined> {
+    const shared = this.#shared!
+    for (;;) {
+      const timers = await shared.claimDueTimers(this.#owner, new Date().toISOString(), SWEEP_BATCH)
+      await Promise.all(
+        timers.map((timer) =>
+          this.#waits
+            .fireClaimed(timer)
+            .catch((error) => this.#logger.error(`[svc] task runtime: timer ${timer.id} of run ${timer.runId} failed: ${errorMessage(error)}`)),
+        ),
+      )
+      if (timers.length < SWEEP_BATCH || this.#closed) break
+    }
+    if (this.#closed) return undefined
+    for (const run of await shared.claimOrphanedRuns(this.#owner, SWEEP_BATCH)) this.#start(run, true)
+    await this.#waiters.refresh(this.#store)
+    const next = await shared.nextDueAt()
+    return next === undefined ? undefined : Date.parse(next)
+  }
+
+  /** Renews the leases of the attempts in flight here; an attempt whose lease was lost is logged. */
+  async #renew(): Promise<void> {
+    const ids = [...this.#active.entries()].filter(([, entry]) => entry.leased).map(([id]) => id)
+    if (ids.length === 0) return
+    const held = new Set(await this.#shared!.renewLeases(this.#owner, ids))
+    for (const id of ids) {
+      if (!held.has(id)) {
+        this.#logger.warn(`[svc] task runtime: lost the lease on run ${id} (this process stalled past leaseMs); another process may run it too`)
+      }
+    }
   }
 
   /**
@@ -217,37 +317,63 @@ export class TaskEngine {
     }
   }
 
-  /** Stops timers and in-flight attempts, and rejects pending `waitForRun` calls. */
-  close(): void {
-    if (this.#closed) return
+  /**
+   * Stops timers and in-flight attempts, and rejects pending `waitForRun`
+   * calls. On a shared store it also gives up its leases and wakes the other
+   * processes, which take its attempts over at once rather than after
+   * `leaseMs`; the promise settles once they are told.
+   */
+  close(): Promise<void> {
+    if (this.#closed) return Promise.resolve()
     this.#closed = true
     this.#waits.close()
     for (const entry of this.#active.values()) entry.handle?.abort('The task runtime closed during this attempt')
     this.#waiters.rejectAll(new Error('The task runtime closed before the run finished'))
+    if (!this.#sweeper) return Promise.resolve()
+    return this.#handOver()
+  }
+
+  async #handOver(): Promise<void> {
+    const shared = this.#shared!
+    try {
+      await this.#sweeper!.stop()
+      await shared.releaseLeases(this.#owner)
+      await shared.wake()
+    } catch (error) {
+      this.#logger.error(`[svc] task runtime: could not hand this process's attempts over: ${errorMessage(error)}; they run again once their leases lapse`)
+    }
   }
 
   /**
    * Starts an invocation of a running run. If one is in flight already (a
    * waitpoint met while the run was still suspending, say), the run is
-   * dispatched again as soon as that one ends.
+   * dispatched again as soon as that one ends. `leased`: this engine already
+   * holds the run's lease (it claimed an orphaned attempt).
    */
-  #start(run: RunRecord): void {
+  #start(run: RunRecord, leased = false): void {
     if (this.#closed) return
     const current = this.#active.get(run.id)
     if (current) {
       current.again = true
       return
     }
-    const entry: ActiveEntry = { done: undefined!, again: false }
+    const entry: ActiveEntry = { done: undefined!, again: false, leased }
     this.#active.set(run.id, entry)
     entry.done = this.#dispatch(run, entry)
   }
 
   async #dispatch(run: RunRecord, entry: ActiveEntry): Promise<void> {
     try {
-      await this.#execute(run, entry)
+      // Another live process holds the run: the attempt is theirs.
+      if (this.#shared && !entry.leased) entry.leased = await this.#shared.acquireLease(this.#owner, run.id)
+      if (!this.#shared || entry.leased) await this.#execute(run, entry)
     } catch (error) {
       this.#logger.error(`[svc] task "${run.taskName}": run ${run.id} could not be processed: ${errorMessage(error)}`)
+    }
+    if (entry.leased) {
+      await this.#shared!.releaseLeases(this.#owner, [run.id]).catch((error) =>
+        this.#logger.error(`[svc] task "${run.taskName}": could not release the lease on run ${run.id}: ${errorMessage(error)}`),
+      )
     }
     this.#active.delete(run.id)
     if (!entry.again) return

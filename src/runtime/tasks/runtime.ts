@@ -108,7 +108,7 @@ export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntime {
 
     async close(): Promise<void> {
       scheduler.stop()
-      engine.close()
+      await engine.close()
       if (getActiveTaskRuntime() === runtime) setActiveTaskRuntime(null)
     },
   }

@@ -84,6 +84,14 @@ export interface RunStore {
   readonly durable?: boolean
 
   /**
+   * Present on a store that several processes share (`PostgresRunStore`):
+   * how they split due work, leases on running attempts and cron ticks
+   * between them. Without it the engine times every wait in-process, as
+   * the memory and SQLite stores need.
+   */
+  readonly shared?: SharedWork
+
+  /**
    * Inserts a new run and resolves to a copy of it. When the run carries an
    * `idempotencyKey` that a retained run of the same task already holds,
    * nothing is inserted and it resolves to that run instead (compare the
@@ -152,6 +160,53 @@ export interface RunStore {
     status: 'completed' | 'timed_out',
     payload?: unknown,
   ): Promise<{ settled: boolean; token: TokenRecord } | undefined>
+}
+
+/**
+ * How processes that share one store split the work (README "Several
+ * processes on one store"). `owner` is one engine's random id. Every claim
+ * is a compare-and-set: of several processes asking at once, one gets each
+ * item. Claims and leases last `leaseMs`, so the work of a process that
+ * dies goes back to the others once they lapse.
+ */
+export interface SharedWork {
+  /** How long a lease on a running attempt, or a claim on a timer, lasts. */
+  readonly leaseMs: number
+  /** How often an idle process looks for due work when nothing woke it. */
+  readonly pollMs: number
+
+  /**
+   * Claims up to `limit` timers due at `now` (ISO) that no live claim holds,
+   * earliest first. The claimer acts on each, then calls `finishTimer`.
+   */
+  claimDueTimers(owner: string, now: string, limit: number): Promise<TimerRecord[]>
+  /** Claims one timer (an in-process timer fired), unless a live claim holds it or it is gone. */
+  claimTimer(owner: string, id: string): Promise<TimerRecord | undefined>
+  /** Removes a timer its owner acted on; one saved again since (unclaimed) stays. */
+  finishTimer(owner: string, id: string): Promise<void>
+  /** When the earliest unclaimed timer is due (ISO), if any. */
+  nextDueAt(): Promise<string | undefined>
+
+  /** Takes the lease on a `running` run, unless another owner holds a live one. */
+  acquireLease(owner: string, runId: string): Promise<boolean>
+  /** Extends the owner's leases on these runs; resolves to the ids it still holds. */
+  renewLeases(owner: string, runIds: readonly string[]): Promise<string[]>
+  /** Gives up the owner's leases on these runs (all of them when omitted), so others may take the attempts over at once. */
+  releaseLeases(owner: string, runIds?: readonly string[]): Promise<void>
+  /**
+   * Takes the lease on up to `limit` `running` runs that nobody holds (lapsed
+   * or released) and that wait for no retry timer: attempts whose process
+   * died or shut down mid-way.
+   */
+  claimOrphanedRuns(owner: string, limit: number): Promise<RunRecord[]>
+
+  /** Claims one tick (ISO) of a task's schedule; true for exactly one caller per pair. */
+  claimTick(taskName: string, tick: string): Promise<boolean>
+
+  /** Tells every process listening (`subscribe`) that work may be waiting. */
+  wake(): Promise<void>
+  /** Calls `onWake` whenever some process calls `wake()`; resolves to the way to stop. */
+  subscribe(onWake: () => void): Promise<() => Promise<void>>
 }
 
 /** Statuses in which a run is over. */

@@ -46,6 +46,17 @@ export class RunWaiters {
     for (const waiter of list) waiter.resolve(run)
   }
 
+  /**
+   * Wakes the waiters of runs that finished elsewhere: on a store that
+   * several processes share, another process may have finished the run.
+   */
+  async refresh(store: RunStore): Promise<void> {
+    for (const id of [...this.#waiters.keys()]) {
+      const run = await store.getRun(id)
+      if (run && isFinished(run.status)) this.settle(run)
+    }
+  }
+
   /** Rejects every pending waiter, and every later wait for an unfinished run. */
   rejectAll(error: Error): void {
     this.#closed = error

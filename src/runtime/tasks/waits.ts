@@ -16,7 +16,7 @@ import { errorMessage } from '../errors.ts'
 import { timerId } from './ids.ts'
 import { jsonProblem } from './json.ts'
 import { childRunResult } from './steps.ts'
-import { isFinished, type RunStore, type TimerRecord, type TokenRecord, type TokenStatus } from './store.ts'
+import { isFinished, type RunStore, type SharedWork, type TimerRecord, type TokenRecord, type TokenStatus } from './store.ts'
 import { createTimerSet, type TimerSet } from './timers.ts'
 
 export interface WaitsOptions {
@@ -26,6 +26,12 @@ export interface WaitsOptions {
   unrefTimers: boolean
   /** Starts an invocation of a run that is now `running`. */
   dispatch(run: RunRecord): void
+  /**
+   * On a shared store, the engine's id: a timer is claimed under it, acted
+   * on, then removed, so one that a process claimed and never finished
+   * (it died) goes back to the others once the claim lapses.
+   */
+  owner?: string
 }
 
 export class Waits {
@@ -33,6 +39,8 @@ export class Waits {
   readonly #logger: Logger
   readonly #dispatch: (run: RunRecord) => void
   readonly #timers: TimerSet
+  readonly #shared: SharedWork | undefined
+  readonly #owner: string
   #closed = false
   /** Runs waiting for a child they did not start, by child id (see `armWaitpoint`). */
   readonly #watchers = new Map<string, Set<string>>()
@@ -42,6 +50,8 @@ export class Waits {
     this.#logger = options.logger
     this.#dispatch = options.dispatch
     this.#timers = createTimerSet({ unref: options.unrefTimers })
+    this.#shared = options.store.shared
+    this.#owner = options.owner ?? ''
   }
 
   /** Records a timer, then arms it in-process (not after `close()`: the record stays for a durable store). */
@@ -190,11 +200,32 @@ export class Waits {
     })
   }
 
+  /** Acts on a timer this engine claimed on a shared store (`SharedWork.claimDueTimers`), then removes it. */
+  async fireClaimed(timer: TimerRecord): Promise<void> {
+    if (this.#closed) return
+    this.#timers.clear(timer.id)
+    await this.#act(timer)
+    await this.#shared!.finishTimer(this.#owner, timer.id)
+  }
+
   async #fire(id: string): Promise<void> {
     if (this.#closed) return
+    if (this.#shared) {
+      const timer = await this.#shared.claimTimer(this.#owner, id)
+      if (timer) await this.fireClaimed(timer)
+      return
+    }
     // Taking the timer is the claim: whoever removes it acts on it.
     const timer = await this.#store.takeTimer(id)
-    if (!timer) return
+    if (timer) await this.#act(timer)
+  }
+
+  /**
+   * What a timer does. Each case is a compare-and-set on the run or token,
+   * so acting twice on one timer (a claim that lapsed while its process
+   * was still acting) changes nothing the second time.
+   */
+  async #act(timer: TimerRecord): Promise<void> {
     switch (timer.kind) {
       case 'delay': {
         const now = new Date().toISOString()

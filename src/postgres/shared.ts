@@ -1,0 +1,170 @@
+/**
+ * `SharedWork` on Postgres: how processes on one database split due timers,
+ * running attempts and cron ticks. Each claim is one statement. Rows that
+ * another process is claiming right now are skipped (`FOR UPDATE SKIP
+ * LOCKED`), not waited for, so a sweep never queues behind another; the
+ * claim columns (`claimed_by`, `claim_expires_at`, `lease_owner`,
+ * `lease_expires_at`) make a claim outlive its statement, until its owner
+ * finishes or it lapses. Lease times come from the database's clock, so
+ * processes on machines whose clocks differ still agree on when one lapsed.
+ */
+import type { Sql } from 'postgres'
+import type { SharedWork, TimerRecord } from '../runtime/tasks/store.ts'
+import type { RunRecord } from '../types.ts'
+import { notifyChannel } from './migrations.ts'
+
+type Row<T> = { record: T }
+
+export interface PostgresSharedWorkOptions {
+  schema: string
+  leaseMs: number
+  pollMs: number
+  /** Runs a query once the schema is ready (the store's own way in). */
+  run<T>(query: (sql: Sql) => Promise<T>): Promise<T>
+}
+
+export class PostgresSharedWork implements SharedWork {
+  readonly leaseMs: number
+  readonly pollMs: number
+  readonly #schema: string
+  readonly #run: PostgresSharedWorkOptions['run']
+
+  constructor(options: PostgresSharedWorkOptions) {
+    this.#schema = options.schema
+    this.leaseMs = options.leaseMs
+    this.pollMs = options.pollMs
+    this.#run = options.run
+  }
+
+  claimDueTimers(owner: string, now: string, limit: number): Promise<TimerRecord[]> {
+    return this.#run(async (sql) => {
+      const timers = sql(this.#schema)
+      const rows = await sql<(Row<TimerRecord> & { due_at: Date })[]>`
+        UPDATE ${timers}.timers SET claimed_by = ${owner}, claim_expires_at = now() + ${this.leaseMs} * interval '1 millisecond'
+        WHERE id IN (
+          SELECT id FROM ${timers}.timers
+          WHERE due_at <= ${now}::timestamptz AND (claim_expires_at IS NULL OR claim_expires_at < now())
+          ORDER BY due_at LIMIT ${limit}
+          FOR UPDATE SKIP LOCKED
+        )
+        RETURNING record, due_at`
+      return rows.sort((a, b) => a.due_at.getTime() - b.due_at.getTime()).map((row) => row.record)
+    })
+  }
+
+  claimTimer(owner: string, id: string): Promise<TimerRecord | undefined> {
+    return this.#run(async (sql) => {
+      const [row] = await sql<Row<TimerRecord>[]>`
+        UPDATE ${sql(this.#schema)}.timers SET claimed_by = ${owner}, claim_expires_at = now() + ${this.leaseMs} * interval '1 millisecond'
+        WHERE id = ${id} AND (claim_expires_at IS NULL OR claim_expires_at < now())
+        RETURNING record`
+      return row?.record
+    })
+  }
+
+  finishTimer(owner: string, id: string): Promise<void> {
+    return this.#run(async (sql) => {
+      // saveTimer clears the claim, so a timer saved again while its owner
+      // acted on the old one (the next retry of the same run) is kept.
+      await sql`DELETE FROM ${sql(this.#schema)}.timers WHERE id = ${id} AND claimed_by = ${owner}`
+    })
+  }
+
+  nextDueAt(): Promise<string | undefined> {
+    return this.#run(async (sql) => {
+      const [row] = await sql<{ due_at: Date }[]>`
+        SELECT due_at FROM ${sql(this.#schema)}.timers
+        WHERE claim_expires_at IS NULL OR claim_expires_at < now()
+        ORDER BY due_at LIMIT 1`
+      return row?.due_at.toISOString()
+    })
+  }
+
+  acquireLease(owner: string, runId: string): Promise<boolean> {
+    return this.#run(async (sql) => {
+      const rows = await sql`
+        UPDATE ${sql(this.#schema)}.runs SET lease_owner = ${owner}, lease_expires_at = now() + ${this.leaseMs} * interval '1 millisecond'
+        WHERE id = ${runId} AND status = 'running'
+          AND (lease_owner IS NULL OR lease_owner = ${owner} OR lease_expires_at < now())
+        RETURNING 1`
+      return rows.length > 0
+    })
+  }
+
+  renewLeases(owner: string, runIds: readonly string[]): Promise<string[]> {
+    if (runIds.length === 0) return Promise.resolve([])
+    return this.#run(async (sql) => {
+      const rows = await sql<{ id: string }[]>`
+        UPDATE ${sql(this.#schema)}.runs SET lease_expires_at = now() + ${this.leaseMs} * interval '1 millisecond'
+        WHERE id = ANY(${runIds as string[]}::text[]) AND lease_owner = ${owner}
+        RETURNING id`
+      return rows.map((row) => row.id)
+    })
+  }
+
+  releaseLeases(owner: string, runIds?: readonly string[]): Promise<void> {
+    return this.#run(async (sql) => {
+      const schema = sql(this.#schema)
+      if (runIds !== undefined) {
+        await sql`
+          UPDATE ${schema}.runs SET lease_owner = NULL, lease_expires_at = NULL
+          WHERE lease_owner = ${owner} AND id = ANY(${runIds as string[]}::text[])`
+        return
+      }
+      // Letting go of everything (the process shuts down): timers it claimed
+      // and did not finish go back too.
+      await sql`
+        WITH timers AS (
+          UPDATE ${schema}.timers SET claimed_by = NULL, claim_expires_at = NULL WHERE claimed_by = ${owner}
+        )
+        UPDATE ${schema}.runs SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = ${owner}`
+    })
+  }
+
+  claimOrphanedRuns(owner: string, limit: number): Promise<RunRecord[]> {
+    return this.#run(async (sql) => {
+      const runs = sql(this.#schema)
+      // A running run with a retry timer is between attempts: the timer's
+      // claimer starts the next one.
+      const rows = await sql<Row<RunRecord>[]>`
+        UPDATE ${runs}.runs SET lease_owner = ${owner}, lease_expires_at = now() + ${this.leaseMs} * interval '1 millisecond'
+        WHERE id IN (
+          SELECT r.id FROM ${runs}.runs r
+          WHERE r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at < now())
+            AND NOT EXISTS (SELECT 1 FROM ${runs}.timers t WHERE t.run_id = r.id AND t.kind = 'retry')
+          ORDER BY r.seq LIMIT ${limit}
+          FOR UPDATE OF r SKIP LOCKED
+        )
+        RETURNING record`
+      return rows.map((row) => row.record)
+    })
+  }
+
+  claimTick(taskName: string, tick: string): Promise<boolean> {
+    return this.#run(async (sql) => {
+      const ticks = sql(this.#schema)
+      // Ticks older than a day can no longer be contested; they go as new ones come.
+      const rows = await sql`
+        WITH pruned AS (
+          DELETE FROM ${ticks}.cron_ticks WHERE task_name = ${taskName} AND tick < ${tick}::timestamptz - interval '1 day'
+        )
+        INSERT INTO ${ticks}.cron_ticks (task_name, tick) VALUES (${taskName}, ${tick}::timestamptz)
+        ON CONFLICT DO NOTHING
+        RETURNING 1`
+      return rows.length > 0
+    })
+  }
+
+  wake(): Promise<void> {
+    return this.#run(async (sql) => {
+      await sql.notify(notifyChannel(this.#schema), '')
+    })
+  }
+
+  subscribe(onWake: () => void): Promise<() => Promise<void>> {
+    return this.#run(async (sql) => {
+      const { unlisten } = await sql.listen(notifyChannel(this.#schema), () => onWake())
+      return unlisten
+    })
+  }
+}

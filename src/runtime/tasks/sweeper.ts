@@ -1,0 +1,120 @@
+/**
+ * The rhythm of an engine on a shared store: it sweeps for due work every
+ * `pollMs`, at once when another process wakes it, and at the due time of
+ * the earliest timer when that comes before the next poll; and it renews
+ * its leases every third of `leaseMs`, so a live process never loses one.
+ * What a sweep does is the engine's: it passes it in as a callback.
+ */
+import type { Logger } from '../types.ts'
+import { errorMessage } from '../errors.ts'
+import type { SharedWork } from './store.ts'
+
+export interface SweeperOptions {
+  shared: SharedWork
+  logger: Logger
+  unref: boolean
+  /** Claims and runs what is due; resolves to when the next timer is due (epoch ms), if known. */
+  sweep(): Promise<number | undefined>
+  /** Renews the leases of the attempts in flight. */
+  renew(): Promise<void>
+}
+
+type Handle = ReturnType<typeof setTimeout>
+
+export class Sweeper {
+  readonly #options: SweeperOptions
+  #poll: Handle | undefined
+  #renew: Handle | undefined
+  #unlisten: (() => Promise<void>) | undefined
+  #running: Promise<void> | undefined
+  #again = false
+  #stopped = true
+
+  constructor(options: SweeperOptions) {
+    this.#options = options
+  }
+
+  get started(): boolean {
+    return !this.#stopped
+  }
+
+  /** Listens for wake-ups, sweeps once, and keeps sweeping and renewing until `stop()`. */
+  async start(): Promise<void> {
+    if (!this.#stopped) return
+    this.#stopped = false
+    const { shared, logger } = this.#options
+    try {
+      const unlisten = await shared.subscribe(() => this.wake())
+      if (this.#stopped) await unlisten()
+      else this.#unlisten = unlisten
+    } catch (error) {
+      logger.warn(`[svc] task runtime: cannot listen for wake-ups (${errorMessage(error)}); polling every ${shared.pollMs} ms instead`)
+    }
+    this.#renew = this.#every(Math.max(1, Math.floor(shared.leaseMs / 3)), () => this.#options.renew())
+    this.wake()
+  }
+
+  /** Sweeps now; a wake-up during a sweep runs one more after it. */
+  wake(): void {
+    if (this.#stopped) return
+    if (this.#running) {
+      this.#again = true
+      return
+    }
+    if (this.#poll !== undefined) clearTimeout(this.#poll)
+    this.#poll = undefined
+    this.#running = this.#sweep().finally(() => {
+      this.#running = undefined
+      if (this.#again) {
+        this.#again = false
+        this.wake()
+      }
+    })
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true
+    clearTimeout(this.#poll)
+    clearTimeout(this.#renew)
+    this.#poll = this.#renew = undefined
+    const unlisten = this.#unlisten
+    this.#unlisten = undefined
+    await this.#running
+    await unlisten?.().catch(() => {})
+  }
+
+  async #sweep(): Promise<void> {
+    let next: number | undefined
+    try {
+      next = await this.#options.sweep()
+    } catch (error) {
+      this.#options.logger.error(`[svc] task runtime: looking for due work failed: ${errorMessage(error)}`)
+    }
+    if (this.#stopped || this.#again) return
+    const { pollMs } = this.#options.shared
+    const delay = next === undefined ? pollMs : Math.min(pollMs, Math.max(0, next - Date.now()))
+    this.#poll = this.#timeout(delay, () => {
+      this.#poll = undefined
+      this.wake()
+    })
+  }
+
+  #every(ms: number, task: () => Promise<void>): Handle {
+    return this.#timeout(ms, () => {
+      task()
+        .catch((error) => this.#options.logger.error(`[svc] task runtime: renewing leases failed: ${errorMessage(error)}`))
+        .finally(() => {
+          if (!this.#stopped) this.#renew = this.#every(ms, task)
+        })
+    })
+  }
+
+  #timeout(ms: number, fn: () => void): Handle {
+    const handle = setTimeout(fn, ms)
+    // `unref` exists in Node and Deno, not in workers; check before use.
+    if (this.#options.unref && typeof (handle as { unref?: unknown }).unref === 'function') {
+      ;(handle as unknown as { unref(): void }).unref()
+    }
+    return handle
+  }
+}

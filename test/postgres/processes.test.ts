@@ -1,0 +1,213 @@
+// One engine across processes: several servers share one PostgresRunStore,
+// as they would behind a load balancer. Each is a real child process on the
+// run's embedded Postgres; side effects are counted in a table, so the test
+// sees every execution of every step in every process, including one that
+// was killed.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import postgres from 'postgres'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { PostgresRunStore } from '../../src/postgres.ts'
+import type { RunRecord } from '../../src/types.ts'
+import { until } from '../tasks/_helpers.ts'
+import { createDatabase } from './_pg.ts'
+
+const SCRIPT = fileURLToPath(new URL('../fixtures/postgres-cluster/server.ts', import.meta.url))
+const LEASE_MS = 1500
+
+const started: ChildProcess[] = []
+afterEach(() => {
+  for (const child of started.splice(0)) child.kill('SIGKILL')
+})
+
+interface Server {
+  pid: number
+  call<T = unknown>(op: string, args?: Record<string, unknown>): Promise<T>
+  kill(): Promise<void>
+  /** Closes the server and its store, as a graceful shutdown does. */
+  close(): Promise<void>
+}
+
+async function startServer(url: string, env: Record<string, string> = {}): Promise<Server> {
+  const child = spawn(process.execPath, [SCRIPT, url, String(LEASE_MS)], {
+    env: { ...process.env, SVC_DISABLE_IN_PROCESS_CRON: '1', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
+  started.push(child)
+  let log = ''
+  let buffer = ''
+  let ready = false
+  let calls = 0
+  const pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>()
+  child.stderr!.on('data', (chunk) => (log += chunk))
+  child.stdout!.on('data', (chunk) => {
+    buffer += chunk
+    let newline: number
+    while ((newline = buffer.indexOf('\n')) >= 0) {
+      const message = JSON.parse(buffer.slice(0, newline))
+      buffer = buffer.slice(newline + 1)
+      if ('ready' in message) ready = true
+      const call = pending.get(message.id)
+      if (!call) continue
+      pending.delete(message.id)
+      if ('error' in message) call.reject(new Error(message.error))
+      else call.resolve(message.result)
+    }
+  })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  await until(() => ready || (child.exitCode !== null && fail(log)), 15_000)
+  return {
+    pid: child.pid!,
+    call<T>(op: string, args: Record<string, unknown> = {}) {
+      const id = ++calls
+      return new Promise<T>((resolve, reject) => {
+        pending.set(id, { resolve: resolve as (value: unknown) => void, reject })
+        child.stdin!.write(`${JSON.stringify({ id, op, ...args })}\n`)
+      })
+    },
+    async kill() {
+      child.kill('SIGKILL')
+      await exited
+    },
+    async close() {
+      await this.call('close')
+      child.kill('SIGKILL')
+      await exited
+    },
+  }
+}
+
+function fail(log: string): never {
+  throw new Error(`the server exited before it was ready:\n${log}`)
+}
+
+let url: string
+let store: PostgresRunStore
+let db: postgres.Sql
+beforeAll(async () => {
+  url = await createDatabase('processes')
+  store = new PostgresRunStore({ url })
+  await store.ready()
+  db = postgres(url, { onnotice: () => {} })
+  await db`CREATE TABLE effects (run_id text NOT NULL, step text NOT NULL, pid integer NOT NULL)`
+})
+afterAll(async () => {
+  await store.close()
+  await db.end()
+})
+
+const recorded = (run: RunRecord) => ['a', 'b', 'c'].filter((key) => run.steps[key]?.status === 'completed')
+
+describe('one engine across processes on PostgresRunStore', () => {
+  it('300 runs on three processes all complete when one is killed mid-way, and no recorded step runs again', async () => {
+    const servers = await Promise.all([startServer(url), startServer(url), startServer(url)])
+    const count = 300
+    const ids: string[] = []
+    for (let i = 0; i < count; i++) ids.push(await servers[i % 3].call<string>('trigger', { task: 'chain' }))
+
+    const victim = servers[0]
+    // Killed once some runs are past their first sleep: by then the others
+    // are sleeping or inside a step, on every process.
+    await until(async () => {
+      const [{ n }] = await db<{ n: number }[]>`SELECT count(*)::int AS n FROM effects WHERE step = 'b' AND pid = ${victim.pid}`
+      return n >= 10
+    }, 30_000)
+    await victim.kill()
+    const before = new Map((await store.listRuns({ taskName: 'chain' })).map((run) => [run.id, run]))
+    // The kill did land mid-way: the dead process held runs that were not finished.
+    const effectsBefore = await db<{ run_id: string }[]>`SELECT DISTINCT run_id FROM effects WHERE pid = ${victim.pid}`
+    expect(effectsBefore.some(({ run_id }) => before.get(run_id)?.status !== 'completed')).toBe(true)
+
+    const done = await until(async () => {
+      const runs = await store.listRuns({ taskName: 'chain', status: 'completed' })
+      return runs.length === count && runs
+    }, 60_000)
+    for (const run of done) expect(run.result).toEqual({ steps: ['A', 'B', 'C'] })
+
+    const ran = await db<{ run_id: string; step: string; pid: number }[]>`SELECT run_id, step, pid FROM effects`
+    const byStep = new Map<string, { pid: number }[]>()
+    for (const row of ran) {
+      const key = `${row.run_id} ${row.step}`
+      byStep.set(key, [...(byStep.get(key) ?? []), row])
+    }
+    for (const id of ids) {
+      for (const step of ['a', 'b', 'c']) expect(byStep.get(`${id} ${step}`)?.length, `${id} ${step}`).toBeGreaterThanOrEqual(1)
+      // A step recorded when the process died ran exactly once.
+      for (const step of recorded(before.get(id)!)) expect(byStep.get(`${id} ${step}`), `${id} ${step}`).toHaveLength(1)
+    }
+    // Runs the killed process held were taken over by the others.
+    const survivors = new Set([servers[1].pid, servers[2].pid])
+    const takenOver = ids.filter((id) => {
+      const run = before.get(id)!
+      return run.status !== 'completed' && ran.some((row) => row.run_id === id && row.pid === victim.pid)
+    })
+    expect(takenOver.length).toBeGreaterThan(0)
+    for (const id of takenOver) {
+      expect(
+        ran.some((row) => row.run_id === id && survivors.has(row.pid)),
+        id,
+      ).toBe(true)
+    }
+    // Only steps in flight at the kill ran twice, and each at most twice.
+    for (const [key, rows] of byStep) expect(rows.length, key).toBeLessThanOrEqual(2)
+    await Promise.all([servers[1].close(), servers[2].close()])
+  }, 120_000)
+
+  it('a token completed on any process resumes its run, and a parent resumes when its child finishes on another process', async () => {
+    const [a, b, c] = await Promise.all([startServer(url), startServer(url), startServer(url)])
+    const waiting = await a.call<string>('trigger', { task: 'approval' })
+    await until(async () => (await store.getRun(waiting))?.status === 'suspended')
+    expect(await b.call('complete', { token: `${waiting}:approval`, payload: 'from b' })).toBe('completed')
+    // Completing it again on a third process finds it settled.
+    expect(await c.call('complete', { token: `${waiting}:approval`, payload: 'from c' })).toBe('already_completed')
+    const resumed = await until(async () => {
+      const run = await store.getRun(waiting)
+      return run?.status === 'completed' && run
+    })
+    expect(resumed.result).toEqual({ answer: { payload: 'from b' }, started: a.pid, finishedBy: b.pid })
+
+    const parentId = await a.call<string>('trigger', { task: 'parent' })
+    const child = await until(async () => {
+      const [kid] = (await store.listRuns({ taskName: 'approval' })).filter((run) => run.parentRunId === parentId)
+      return kid?.status === 'suspended' && kid
+    })
+    // The child finishes on c, after its token is completed there.
+    expect(await c.call('complete', { token: `${child.id}:approval`, payload: 'child done' })).toBe('completed')
+    const parent = await until(async () => {
+      const run = await store.getRun(parentId)
+      return run?.status === 'completed' && run
+    })
+    expect(parent.result).toEqual({
+      child: { ok: true, result: { answer: { payload: 'child done' }, started: a.pid, finishedBy: c.pid } },
+      started: a.pid,
+      finishedBy: c.pid,
+    })
+    await Promise.all([a.close(), b.close(), c.close()])
+  })
+
+  it('an idempotency key names one run, whichever processes trigger with it at once', async () => {
+    const servers = await Promise.all([startServer(url), startServer(url), startServer(url)])
+    for (let round = 0; round < 5; round++) {
+      const idempotencyKey = `order-${round}`
+      const ids = await Promise.all(servers.map((server) => server.call<string>('trigger', { task: 'once', opts: { idempotencyKey } })))
+      expect(new Set(ids).size).toBe(1)
+      const runs = (await store.listRuns({ taskName: 'once' })).filter((run) => run.idempotencyKey === idempotencyKey)
+      expect(runs.map((run) => run.id)).toEqual([ids[0]])
+    }
+    await Promise.all(servers.map((server) => server.close()))
+  })
+
+  it('a tick fired by three processes at once starts one run', async () => {
+    const servers = await Promise.all([startServer(url), startServer(url), startServer(url)])
+    // Fired well inside one minute, so the three calls stand for one tick.
+    await until(() => new Date().getSeconds() < 50, 15_000)
+    const fired = await Promise.all(servers.map((server) => server.call<string[]>('fire')))
+    expect(fired.flat()).toHaveLength(1)
+    const runs = (await store.listRuns({ taskName: 'tick' })).filter((run) => run.trigger === 'cron')
+    expect(runs.map((run) => run.id)).toEqual(fired.flat())
+    // The same minute fired again, anywhere, starts nothing more.
+    const again = await Promise.all(servers.map((server) => server.call<string[]>('fire')))
+    expect(again.flat()).toEqual([])
+    await Promise.all(servers.map((server) => server.close()))
+  })
+})
