@@ -6,9 +6,18 @@
  * - replay of a run with 1,000 completed steps, from re-dispatch to
  *   completed (median): at most 10 ms;
  * - heap held by 10,000 retained finished runs in the memory store: at
- *   most 50 MB.
+ *   most 50 MB;
+ * - the same dispatch on a `SqliteRunStore` file (WAL, synchronous=FULL),
+ *   with no-op runs and with runs of three `step.run`, each as a ratio to
+ *   the memory dispatch measured above in this process: at least 0.5 and
+ *   0.25.
  */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { SqliteRunStore } from '../src/node/sqlite-store.ts'
 import { MemoryRunStore, createTaskRuntime } from '../src/runtime/tasks/index.ts'
+import type { RunStore } from '../src/runtime/tasks/store.ts'
 import type { Logger, RunRecord, RuntimeApiRoute, StepRecord, TaskContext } from '../src/types.ts'
 
 const RUNS = 10_000
@@ -28,8 +37,8 @@ function report(label: string, value: string, goal: string, ok: boolean): void {
 }
 
 /** Triggers `RUNS` no-op runs and waits for all of them to complete. */
-async function dispatchRound(): Promise<number> {
-  const rt = createTaskRuntime({ routes: [route('noop', () => undefined)], logger: quiet, env: {} })
+async function dispatchRound(store?: RunStore, handler: (ctx: TaskContext<any>) => unknown = () => undefined): Promise<number> {
+  const rt = createTaskRuntime({ routes: [route('noop', handler)], store, logger: quiet, env: {} })
   const start = performance.now()
   const runs = await Promise.all(Array.from({ length: RUNS }, () => rt.trigger('noop')))
   await Promise.all(runs.map((run) => rt.waitForRun(run.id)))
@@ -118,3 +127,35 @@ report(`replay a run of ${STEPS.toLocaleString('en')} completed steps (median)`,
 
 const heapMb = await retainedHeap()
 report(`heap of ${RUNS.toLocaleString('en')} retained finished runs`, `${heapMb.toFixed(1)} MB`, '<= 50 MB', heapMb <= 50)
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-bench-tasks-'))
+let files = 0
+/** One round on a fresh database file, so every round starts from the same size. */
+async function sqliteRound(handler?: (ctx: TaskContext<any>) => unknown): Promise<number> {
+  const store = new SqliteRunStore({ path: join(dir, `runs-${++files}.db`), maxRuns: RUNS })
+  try {
+    return await dispatchRound(store, handler)
+  } finally {
+    store.close()
+  }
+}
+const threeSteps = async (ctx: TaskContext<any>) => {
+  for (const key of ['a', 'b', 'c']) await ctx.step.run(key, () => key)
+}
+const SQLITE_ROUNDS = 3
+try {
+  for (const [label, handler, goal] of [
+    ['no-op', undefined, 0.5],
+    ['three step.run', threeSteps, 0.25],
+  ] as const) {
+    await sqliteRound(handler) // warm-up
+    const rounds: number[] = []
+    for (let i = 0; i < SQLITE_ROUNDS; i++) rounds.push(await sqliteRound(handler))
+    const rate = (RUNS / median(rounds)) * 1000
+    const ratio = rate / perSecond
+    report(`SqliteRunStore, ${RUNS.toLocaleString('en')} ${label} runs (median of ${SQLITE_ROUNDS})`, `${Math.round(rate).toLocaleString('en')} runs/s`, '', true)
+    report(`  ratio to memory dispatch`, `${ratio.toFixed(2)} x`, `>= ${goal} x`, ratio >= goal)
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}

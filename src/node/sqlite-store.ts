@@ -4,23 +4,32 @@
  * waitpoints across a restart, and `runtime.recover()` (called by
  * `startSvcServer`) carries on from where the last process stopped.
  *
- * Every compare-and-set point of the `RunStore` contract (`createRun` with
- * an idempotency key, `updateRun` with `expect`, `takeTimer`, `putToken`,
- * `settleToken`) is one SQL statement or one `BEGIN IMMEDIATE` transaction.
- * `DatabaseSync` is synchronous, so no other call on the same connection can
- * run in the middle of one, and the write lock that `BEGIN IMMEDIATE` takes
- * keeps other processes on the same file out until it commits.
+ * Writes are group-committed (`sqlite-group-commit.ts`): the writes of one
+ * event-loop turn share one `BEGIN IMMEDIATE` transaction and one commit,
+ * and each resolves once that commit is on disk. Every compare-and-set
+ * point of the `RunStore` contract (`createRun` with an idempotency key,
+ * `updateRun` with `expect`, `takeTimer`, `putToken`, `settleToken`) runs
+ * whole inside it: `DatabaseSync` is synchronous, so no other call on the
+ * same connection can run in the middle of one, and the write lock keeps
+ * other processes on the same file out until the batch commits.
  */
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite'
 import { applyRunPatch, isFinished, statusMatches, type RunPatch, type RunQuery, type RunStore, type TimerRecord, type TokenRecord } from '../runtime/tasks/store.ts'
 import { StoreFullError } from '../runtime/errors.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { openDatabase } from './sqlite-database.ts'
+import { GroupCommit } from './sqlite-group-commit.ts'
 import { resolveSqliteOptions, type SqliteRunStoreOptions } from './sqlite-options.ts'
 
 export type { SqliteRunStoreOptions } from './sqlite-options.ts'
 
 const WHERE = 'SqliteRunStore'
+
+/** Row counts, read once per transaction and kept up to date by its writes (the write lock keeps others out). */
+interface Counts {
+  total: number
+  live: number
+}
 
 interface RunRow {
   record: string
@@ -56,12 +65,17 @@ export class SqliteRunStore implements RunStore {
   readonly maxRuns: number
   #db: DatabaseSync | undefined
   #statements = new Map<string, StatementSync>()
+  #batch: GroupCommit
+  #counts: Counts | undefined
 
   constructor(options: SqliteRunStoreOptions) {
     const { path, maxRuns, busyTimeoutMs } = resolveSqliteOptions(options, WHERE)
     this.path = path
     this.maxRuns = maxRuns
     this.#db = openDatabase(path, busyTimeoutMs, WHERE)
+    this.#batch = new GroupCommit(this.#db, path, () => {
+      this.#counts = undefined
+    })
   }
 
   /** Number of runs retained. */
@@ -69,10 +83,14 @@ export class SqliteRunStore implements RunStore {
     return Number((this.#sql('SELECT count(*) AS n FROM runs').get() as { n: number }).n)
   }
 
-  /** Closes the database. Later calls on the store throw. Idempotent. */
+  /**
+   * Commits the writes still waiting for their batch, then closes the
+   * database. Later calls on the store throw. Idempotent.
+   */
   close(): void {
     const db = this.#db
     if (!db) return
+    this.#batch.flush()
     this.#db = undefined
     this.#statements.clear()
     db.close()
@@ -93,10 +111,14 @@ export class SqliteRunStore implements RunStore {
       }
       // Counted inside the write lock, so processes sharing the file cannot
       // both take the last place. Live runs are never evicted.
-      if (!isFinished(run.status) && this.#liveRuns() >= this.maxRuns) throw new StoreFullError(WHERE, this.maxRuns)
+      const counts = this.#countsNow()
+      const live = !isFinished(run.status)
+      if (live && counts.live >= this.maxRuns) throw new StoreFullError(WHERE, this.maxRuns)
       this.#sql(
         'INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record) VALUES (?, ?, ?, ?, ?, ?)',
       ).run(run.id, run.taskName, run.status, run.idempotencyKey ?? null, this.#finishSeq(run.status, null), record)
+      counts.total++
+      if (live) counts.live++
       this.#evict()
       return JSON.parse(record) as RunRecord
     })
@@ -122,17 +144,18 @@ export class SqliteRunStore implements RunStore {
       const record = JSON.stringify(run)
       const finishSeq = this.#finishSeq(run.status, row.finished_seq)
       this.#sql('UPDATE runs SET status = ?, finished_seq = ?, record = ? WHERE id = ?').run(run.status, finishSeq, record, id)
+      if ((finishSeq === null) !== (row.finished_seq === null) && this.#counts) this.#counts.live += finishSeq === null ? 1 : -1
       if (finishSeq !== null && row.finished_seq === null) this.#evict()
       return JSON.parse(record) as RunRecord
     })
   }
 
   async appendAttempt(runId: string, attempt: Attempt): Promise<void> {
-    this.#change(runId, (run) => run.attempts.push(attempt))
+    return this.#change(runId, (run) => run.attempts.push(attempt))
   }
 
   async saveStep(runId: string, key: string, step: StepRecord): Promise<void> {
-    this.#change(runId, (run) => {
+    return this.#change(runId, (run) => {
       run.steps[key] = step
     })
   }
@@ -162,18 +185,23 @@ export class SqliteRunStore implements RunStore {
   }
 
   async saveTimer(timer: TimerRecord): Promise<void> {
-    // An upsert keeps the timer's place in listTimers, as Map#set does.
-    this.#sql(
-      'INSERT INTO timers (id, run_id, record) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, record = excluded.record',
-    ).run(timer.id, timer.runId, JSON.stringify(timer))
+    const record = JSON.stringify(timer)
+    return this.#write(() => {
+      // An upsert keeps the timer's place in listTimers, as Map#set does.
+      this.#sql(
+        'INSERT INTO timers (id, run_id, record) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, record = excluded.record',
+      ).run(timer.id, timer.runId, record)
+    })
   }
 
   async takeTimer(id: string): Promise<TimerRecord | undefined> {
-    // One DELETE … RETURNING is the claim: of two callers, only the one
-    // whose statement deleted the row gets it back. `all()` runs the
-    // statement to completion.
-    const [row] = this.#sql('DELETE FROM timers WHERE id = ? RETURNING record').all(id) as unknown as { record: string }[]
-    return row && (JSON.parse(row.record) as TimerRecord)
+    return this.#write(() => {
+      // One DELETE … RETURNING is the claim: of two callers, only the one
+      // whose statement deleted the row gets it back. `all()` runs the
+      // statement to completion.
+      const [row] = this.#sql('DELETE FROM timers WHERE id = ? RETURNING record').all(id) as unknown as { record: string }[]
+      return row && (JSON.parse(row.record) as TimerRecord)
+    })
   }
 
   async listTimers(): Promise<TimerRecord[]> {
@@ -229,25 +257,28 @@ export class SqliteRunStore implements RunStore {
   }
 
   /**
-   * Runs `fn` in a `BEGIN IMMEDIATE` transaction: the write lock is taken
-   * up front, so a read inside `fn` cannot be overtaken by another process's
-   * write before `fn` writes back.
+   * Runs `fn` in the current batch's `BEGIN IMMEDIATE` transaction, so a
+   * read inside `fn` cannot be overtaken by another process's write before
+   * `fn` writes back; resolves once the batch has committed. When `fn`
+   * throws, its own changes are undone and so are the counts it touched.
    */
-  #write<T>(fn: () => T): T {
-    this.#sql('BEGIN IMMEDIATE').run()
-    try {
-      const result = fn()
-      this.#sql('COMMIT').run()
-      return result
-    } catch (error) {
+  #write<T>(fn: () => T): Promise<T> {
+    if (!this.#db) return Promise.reject(new Error(`${WHERE}: the store for ${this.path} is closed`))
+    return this.#batch.write(() => {
+      const counts = this.#counts && { ...this.#counts }
       try {
-        this.#sql('ROLLBACK').run()
-      } catch {
-        // SQLite already rolled back on its own (a full disk, say); the
-        // error worth reporting is the one rethrown below.
+        return fn()
+      } catch (error) {
+        this.#counts = counts
+        throw error
       }
-      throw error
-    }
+    })
+  }
+
+  /** The row counts, read at the first need in a transaction. */
+  #countsNow(): Counts {
+    this.#counts ??= this.#sql('SELECT count(*) AS total, count(*) - count(finished_seq) AS live FROM runs').get() as unknown as Counts
+    return this.#counts
   }
 
   #row(id: string): RunRow | undefined {
@@ -260,8 +291,8 @@ export class SqliteRunStore implements RunStore {
   }
 
   /** Read-modify-write of one run's record (attempts, steps). */
-  #change(runId: string, edit: (run: RunRecord) => void): void {
-    this.#write(() => {
+  #change(runId: string, edit: (run: RunRecord) => void): Promise<void> {
+    return this.#write(() => {
       const row = this.#row(runId)
       if (!row) throw new Error(`${WHERE}: unknown run "${runId}"`)
       const run = JSON.parse(row.record) as RunRecord
@@ -281,18 +312,15 @@ export class SqliteRunStore implements RunStore {
     return (row.n ?? 0) + 1
   }
 
-  #liveRuns(): number {
-    return Number((this.#sql('SELECT count(*) AS n FROM runs WHERE finished_seq IS NULL').get() as { n: number }).n)
-  }
-
   /** Drops the runs that finished longest ago, and their tokens, until the bound holds again. */
   #evict(): void {
-    const excess = this.size - this.maxRuns
+    const counts = this.#countsNow()
+    const excess = counts.total - this.maxRuns
     if (excess <= 0) return
     const oldest = 'SELECT id FROM runs WHERE finished_seq IS NOT NULL ORDER BY finished_seq LIMIT ?'
     this.#sql(`DELETE FROM tokens WHERE run_id IN (${oldest})`).run(excess)
     // Idempotency keys live on the run's row, so they go with it.
-    this.#sql(`DELETE FROM runs WHERE id IN (${oldest})`).run(excess)
+    counts.total -= Number(this.#sql(`DELETE FROM runs WHERE id IN (${oldest})`).run(excess).changes)
   }
 }
 

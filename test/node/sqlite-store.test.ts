@@ -234,3 +234,93 @@ describe('SqliteRunStore: several stores on one file', () => {
     expect(await a.takeTimer('none')).toBeUndefined()
   })
 })
+
+describe('SqliteRunStore group commit', () => {
+  const committedRuns = (path: string) => {
+    // A second connection sees only what has been committed.
+    const { DatabaseSync } = process.getBuiltinModule('node:sqlite')
+    const db = new DatabaseSync(path, { readOnly: true })
+    try {
+      return Number((db.prepare('SELECT count(*) AS n FROM runs').get() as { n: number }).n)
+    } finally {
+      db.close()
+    }
+  }
+
+  it('the writes of one turn commit together, and none resolves before that commit', async () => {
+    const path = dbFile()
+    const s = store({ path })
+    const order: string[] = []
+    const writes = Array.from({ length: 50 }, () => s.createRun(makeRun()).then(() => order.push(`resolved with ${committedRuns(path)} committed`)))
+    expect(committedRuns(path)).toBe(0)
+    await Promise.all(writes)
+    expect(new Set(order)).toEqual(new Set(['resolved with 50 committed']))
+  })
+
+  it('a write that fails or a compare-and-set that loses leaves the other writes of its batch in place', async () => {
+    const path = dbFile()
+    const s = store({ path, maxRuns: 2 })
+    const [a, b] = [makeRun({ status: 'scheduled' }), makeRun({ status: 'scheduled' })]
+    const outcomes = await Promise.allSettled([
+      s.createRun(a),
+      s.createRun(a),
+      s.updateRun(a.id, { ok: false }, { status: 'completed' }),
+      s.createRun(b),
+      s.createRun(makeRun()),
+      s.saveStep(b.id, 'x', { status: 'completed', output: 1 }),
+      s.saveStep('missing', 'x', { status: 'completed' }),
+      s.updateRun(a.id, { status: 'running' }, { status: 'scheduled' }),
+    ])
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled'])
+    expect(outcomes[2]).toEqual({ status: 'fulfilled', value: undefined })
+    expect((outcomes[4] as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_FULL' })
+    s.close()
+    const reopened = store({ path })
+    expect(await reopened.getRun(a.id)).toMatchObject({ status: 'running', ok: true })
+    expect(await reopened.getRun(b.id)).toMatchObject({ steps: { x: { status: 'completed', output: 1 } } })
+    expect(reopened.size).toBe(2)
+  })
+
+  it('close() commits the writes still waiting for their batch', async () => {
+    const path = dbFile()
+    const s = new SqliteRunStore({ path })
+    const run = makeRun()
+    const written = s.createRun(run)
+    s.close()
+    await expect(written).resolves.toMatchObject({ id: run.id })
+    expect(committedRuns(path)).toBe(1)
+  })
+
+  it('every write that resolved before a kill -9 is in the file afterwards', async () => {
+    const path = dbFile()
+    const entry = new URL('../../src/node/sqlite-store.ts', import.meta.url).href
+    // Batches of concurrent writes, each id printed once its write resolved.
+    const script = [
+      `const { SqliteRunStore } = await import(${JSON.stringify(entry)})`,
+      `const store = new SqliteRunStore({ path: ${JSON.stringify(path)}, maxRuns: 1_000_000 })`,
+      'for (let batch = 0; ; batch++) {',
+      '  await Promise.all(Array.from({ length: 20 }, (_, i) => {',
+      "    const id = `run-${batch}-${i}`",
+      "    return store.createRun({ id, taskName: 't', status: 'running', trigger: 'manual', ok: true, attempts: [], steps: {}, createdAt: new Date().toISOString() })",
+      "      .then(() => process.stdout.write(id + '\\n'))",
+      '  }))',
+      '}',
+    ].join('\n')
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (c) => (out += c))
+    child.stderr.on('data', (c) => (err += c))
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    const resolvedIds = () => out.split('\n').filter((line) => /^run-\d+-\d+$/.test(line))
+    await until(() => resolvedIds().length >= 500 || child.exitCode !== null, 15_000)
+    child.kill('SIGKILL')
+    await exited
+    expect(err).toBe('')
+    const resolved = resolvedIds()
+    expect(resolved.length).toBeGreaterThanOrEqual(500)
+    const s = store({ path })
+    const kept = new Set((await s.listRuns()).map((run) => run.id))
+    expect(resolved.filter((id) => !kept.has(id))).toEqual([])
+  })
+})

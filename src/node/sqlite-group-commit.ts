@@ -1,0 +1,116 @@
+/**
+ * Group commit for `SqliteRunStore`: the writes of one event-loop turn share
+ * one transaction and one commit, so a thousand concurrent runs pay for one
+ * fsync instead of a thousand.
+ *
+ * A write runs at once, synchronously, inside the open transaction: its
+ * reads see every earlier write of the batch (one connection reads its own
+ * uncommitted changes), which is what a compare-and-set needs, and the
+ * write lock that `BEGIN IMMEDIATE` took keeps other processes out until the
+ * commit. Its promise settles only after the `COMMIT` that holds it, so a
+ * caller never acts on a write a crash could still take back.
+ *
+ * Each write sits in its own SAVEPOINT: one that throws is rolled back alone
+ * and rejects at once, and the batch goes on with the others' writes.
+ */
+import { resolve } from 'node:path'
+import type { DatabaseSync, StatementSync } from 'node:sqlite'
+
+// The open batch of each file in this process. A second connection to the
+// same file would wait in BEGIN IMMEDIATE for a lock that only this event
+// loop can release, blocking it: that batch commits first instead.
+const openBatches = new Map<string, GroupCommit>()
+
+interface Waiter {
+  resolve(value: unknown): void
+  reject(error: unknown): void
+  value: unknown
+}
+
+export class GroupCommit {
+  #statements: Record<'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'undo', StatementSync>
+  #waiters: Waiter[] = []
+  #open = false
+  #file: string | undefined
+  #onEnd: () => void
+
+  /**
+   * `path` is the database file (`':memory:'` shares nothing). `onEnd` runs
+   * when a transaction ends, committed or not: what was cached for it is stale.
+   */
+  constructor(db: DatabaseSync, path: string, onEnd: () => void) {
+    this.#file = path === ':memory:' ? undefined : resolve(path)
+    this.#onEnd = onEnd
+    this.#statements = {
+      begin: db.prepare('BEGIN IMMEDIATE'),
+      commit: db.prepare('COMMIT'),
+      rollback: db.prepare('ROLLBACK'),
+      savepoint: db.prepare('SAVEPOINT write'),
+      release: db.prepare('RELEASE write'),
+      undo: db.prepare('ROLLBACK TO write'),
+    }
+  }
+
+  /** Runs `fn` in the open batch (opening one if needed); resolves to its result once committed. */
+  write<T>(fn: () => T): Promise<T> {
+    const s = this.#statements
+    try {
+      if (!this.#open) {
+        if (this.#file !== undefined) {
+          openBatches.get(this.#file)?.flush()
+          openBatches.set(this.#file, this)
+        }
+        s.begin.run()
+        this.#open = true
+        // After the current turn's microtasks, so every write they make joins this batch.
+        setImmediate(() => this.flush())
+      }
+    } catch (error) {
+      if (this.#file !== undefined && openBatches.get(this.#file) === this) openBatches.delete(this.#file)
+      return Promise.reject(error)
+    }
+    s.savepoint.run()
+    let value: T
+    try {
+      value = fn()
+      s.release.run()
+    } catch (error) {
+      try {
+        s.undo.run()
+        s.release.run()
+      } catch {
+        // SQLite rolled the whole transaction back on its own (a full disk,
+        // say): the batch is lost, and flush() reports it to every waiter.
+      }
+      return Promise.reject(error)
+    }
+    return new Promise<T>((resolve, reject) => {
+      this.#waiters.push({ resolve: resolve as (value: unknown) => void, reject, value })
+    })
+  }
+
+  /** Commits the open batch now and settles its writes. Does nothing when none is open. */
+  flush(): void {
+    if (!this.#open) return
+    this.#open = false
+    if (this.#file !== undefined && openBatches.get(this.#file) === this) openBatches.delete(this.#file)
+    const waiters = this.#waiters
+    this.#waiters = []
+    let failure: unknown
+    try {
+      this.#statements.commit.run()
+    } catch (error) {
+      failure = error
+      try {
+        this.#statements.rollback.run()
+      } catch {
+        // SQLite already rolled back; the commit's error is the one to report.
+      }
+    }
+    this.#onEnd()
+    for (const waiter of waiters) {
+      if (failure === undefined) waiter.resolve(waiter.value)
+      else waiter.reject(failure)
+    }
+  }
+}
