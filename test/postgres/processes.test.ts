@@ -28,9 +28,9 @@ interface Server {
   close(): Promise<void>
 }
 
-async function startServer(url: string, env: Record<string, string> = {}): Promise<Server> {
-  const child = spawn(process.execPath, [SCRIPT, url, String(LEASE_MS)], {
-    env: { ...process.env, SVC_DISABLE_IN_PROCESS_CRON: '1', ...env },
+async function startServer(url: string, leaseMs = LEASE_MS, pollMs = 200): Promise<Server> {
+  const child = spawn(process.execPath, [SCRIPT, url, String(leaseMs), String(pollMs)], {
+    env: { ...process.env, SVC_DISABLE_IN_PROCESS_CRON: '1' },
     stdio: ['pipe', 'pipe', 'pipe'],
   })
   started.push(child)
@@ -152,6 +152,33 @@ describe('one engine across processes on PostgresRunStore', () => {
     for (const [key, rows] of byStep) expect(rows.length, key).toBeLessThanOrEqual(2)
     await Promise.all([servers[1].close(), servers[2].close()])
   }, 120_000)
+
+  it('a process that shuts down mid-attempt hands the attempt to another at once, not after its lease', async () => {
+    // A lease and a poll far longer than the test: only the handover, and
+    // the notification that comes with it, explain the takeover.
+    const [first, second] = await Promise.all([startServer(url, 600_000, 600_000), startServer(url, 600_000, 600_000)])
+    const id = await first.call<string>('trigger', { task: 'slow', payload: { ms: 2000 } })
+    await until(async () => (await db`SELECT 1 FROM effects WHERE run_id = ${id}`).length > 0)
+    await first.close()
+    const run = await until(async () => {
+      const latest = await store.getRun(id)
+      return latest?.status === 'completed' && latest
+    }, 10_000)
+    expect(run.result).toEqual({ by: second.pid })
+    const ran = await db<{ pid: number }[]>`SELECT pid FROM effects WHERE run_id = ${id} ORDER BY pid = ${first.pid} DESC`
+    expect(ran.map((row) => row.pid)).toEqual([first.pid, second.pid])
+    await second.close()
+  })
+
+  it('waitForRun on one process answers when the run finishes on another', async () => {
+    const [a, b] = await Promise.all([startServer(url), startServer(url)])
+    const id = await a.call<string>('trigger', { task: 'approval' })
+    await until(async () => (await store.getRun(id))?.status === 'suspended')
+    const waited = a.call<string>('wait', { run: id })
+    expect(await b.call('complete', { token: `${id}:approval`, payload: 'yes' })).toBe('completed')
+    expect(await waited).toBe('completed')
+    await Promise.all([a.close(), b.close()])
+  })
 
   it('a token completed on any process resumes its run, and a parent resumes when its child finishes on another process', async () => {
     const [a, b, c] = await Promise.all([startServer(url), startServer(url), startServer(url)])
