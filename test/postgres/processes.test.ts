@@ -28,9 +28,16 @@ interface Server {
   close(): Promise<void>
 }
 
-async function startServer(url: string, leaseMs = LEASE_MS, pollMs = 200): Promise<Server> {
+interface ServerOptions {
+  leaseMs?: number
+  pollMs?: number
+  /** Run the in-process cron scheduler (off unless a test is about it). */
+  cron?: boolean
+}
+
+async function startServer(url: string, { leaseMs = LEASE_MS, pollMs = 200, cron = false }: ServerOptions = {}): Promise<Server> {
   const child = spawn(process.execPath, [SCRIPT, url, String(leaseMs), String(pollMs)], {
-    env: { ...process.env, SVC_DISABLE_IN_PROCESS_CRON: '1' },
+    env: { ...process.env, SVC_DISABLE_IN_PROCESS_CRON: cron ? '' : '1' },
     stdio: ['pipe', 'pipe', 'pipe'],
   })
   started.push(child)
@@ -56,21 +63,22 @@ async function startServer(url: string, leaseMs = LEASE_MS, pollMs = 200): Promi
   })
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   await until(() => ready || (child.exitCode !== null && fail(log)), 15_000)
+  const call = <T,>(op: string, args: Record<string, unknown> = {}) => {
+    const id = ++calls
+    return new Promise<T>((resolve, reject) => {
+      pending.set(id, { resolve: resolve as (value: unknown) => void, reject })
+      child.stdin!.write(`${JSON.stringify({ id, op, ...args })}\n`)
+    })
+  }
   return {
     pid: child.pid!,
-    call<T>(op: string, args: Record<string, unknown> = {}) {
-      const id = ++calls
-      return new Promise<T>((resolve, reject) => {
-        pending.set(id, { resolve: resolve as (value: unknown) => void, reject })
-        child.stdin!.write(`${JSON.stringify({ id, op, ...args })}\n`)
-      })
-    },
+    call,
     async kill() {
       child.kill('SIGKILL')
       await exited
     },
     async close() {
-      await this.call('close')
+      await call('close')
       child.kill('SIGKILL')
       await exited
     },
@@ -156,7 +164,7 @@ describe('one engine across processes on PostgresRunStore', () => {
   it('a process that shuts down mid-attempt hands the attempt to another at once, not after its lease', async () => {
     // A lease and a poll far longer than the test: only the handover, and
     // the notification that comes with it, explain the takeover.
-    const [first, second] = await Promise.all([startServer(url, 600_000, 600_000), startServer(url, 600_000, 600_000)])
+    const [first, second] = await Promise.all([startServer(url, { leaseMs: 600_000, pollMs: 600_000 }), startServer(url, { leaseMs: 600_000, pollMs: 600_000 })])
     const id = await first.call<string>('trigger', { task: 'slow', payload: { ms: 2000 } })
     await until(async () => (await db`SELECT 1 FROM effects WHERE run_id = ${id}`).length > 0)
     await first.close()
@@ -237,4 +245,20 @@ describe('one engine across processes on PostgresRunStore', () => {
     expect(again.flat()).toEqual([])
     await Promise.all(servers.map((server) => server.close()))
   })
+
+  it('three processes running the cron scheduler start one run per tick across a minute boundary', async () => {
+    const servers = await Promise.all([startServer(url, { cron: true }), startServer(url, { cron: true }), startServer(url, { cron: true })])
+    const cronRuns = async () => (await store.listRuns({ taskName: 'tick' })).filter((run) => run.trigger === 'cron')
+    const before = new Set((await cronRuns()).map((run) => run.id))
+    await until(async () => (await cronRuns()).some((run) => !before.has(run.id)), 65_000)
+    // The other two processes fired the same tick within moments; give them time to have started a run.
+    await new Promise((resolve) => setTimeout(resolve, 2000))
+    const fresh = (await cronRuns()).filter((run) => !before.has(run.id))
+    const minutes = fresh.map((run) => run.createdAt.slice(0, 16))
+    expect(fresh).toHaveLength(new Set(minutes).size)
+    await until(async () => (await Promise.all(fresh.map((run) => store.getRun(run.id)))).every((run) => run?.status === 'completed'))
+    const finishers = (await Promise.all(fresh.map((run) => store.getRun(run.id)))).map((run) => run!.result)
+    for (const pid of finishers) expect(servers.map((server) => server.pid)).toContain(pid)
+    await Promise.all(servers.map((server) => server.close()))
+  }, 90_000)
 })

@@ -336,9 +336,17 @@ export class TaskEngine {
   async #handOver(): Promise<void> {
     const shared = this.#shared!
     try {
-      await this.#sweeper!.stop()
+      // Stopping (no new sweep from here) happens at once; waiting for the
+      // sweep in progress and for UNLISTEN takes round trips the others
+      // need not wait for.
+      const stopped = this.#sweeper!.stop()
       await shared.releaseLeases(this.#owner)
       await shared.wake()
+      if (await stopped) {
+        // A sweep in progress may have claimed attempts since; they go back too.
+        await shared.releaseLeases(this.#owner)
+        await shared.wake()
+      }
     } catch (error) {
       this.#logger.error(`[svc] task runtime: could not hand this process's attempts over: ${errorMessage(error)}; they run again once their leases lapse`)
     }

@@ -72,15 +72,22 @@ export class Sweeper {
     })
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops at once: no sweep or renewal starts after this call. Resolves once
+   * the sweep in progress, if any, has ended (to true then) and the
+   * process no longer listens.
+   */
+  async stop(): Promise<boolean> {
     this.#stopped = true
     clearTimeout(this.#poll)
     clearTimeout(this.#renew)
     this.#poll = this.#renew = undefined
     const unlisten = this.#unlisten
     this.#unlisten = undefined
-    await this.#running
+    const running = this.#running
+    await running
     await unlisten?.().catch(() => {})
+    return running !== undefined
   }
 
   async #sweep(): Promise<void> {
