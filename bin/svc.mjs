@@ -4,6 +4,13 @@
 // the published package holds dist/ and no sources. This file is plain
 // JavaScript so that any Node can read it and say what it needs.
 import { existsSync } from 'node:fs'
+import module from 'node:module'
+
+// Node's compile cache keeps compiled modules, and from a checkout their
+// type-stripped form, between runs. It is turned on before the first
+// TypeScript file loads: stripping that file would otherwise load Node's
+// TypeScript transformer (a WebAssembly module) on every start.
+module.enableCompileCache?.()
 
 const source = new URL('../src/cli/main.ts', import.meta.url)
 const built = new URL('../dist/cli.mjs', import.meta.url)

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
  * The `svc` command line. Subcommands load lazily, one file each under
- * `commands/`, so `svc routes inspect` never loads what `svc dev` needs.
- * Commands throw; only this file prints errors and sets the exit code.
+ * `commands/`, so `svc routes inspect` never loads what `svc dev` needs,
+ * and `svc --help` loads none of them. Commands throw; only this file
+ * prints errors and sets the exit code.
  */
 import { enableCompileCache } from 'node:module'
 import type { CommandDef } from 'citty'
@@ -10,46 +11,46 @@ import type { CommandDef } from 'citty'
 // Node's compile cache keeps compiled (and, from source, type-stripped)
 // modules between runs; it takes most of the start-up time off every
 // command after the first. Everything else is imported after it is on.
+// bin/svc.mjs turns it on earlier still, before this file is stripped.
 enableCompileCache?.()
 
-const { defineCommand, renderUsage, runCommand, showUsage } = await import('citty')
+const { runCommand, renderUsage, showUsage } = await import('citty')
 const { ExitCode, isUsageError } = await import('./_errors.ts')
-const { ManifestError } = await import('../manifest/errors.ts')
-const { default: pkg } = await import('../../package.json', { with: { type: 'json' } })
+const { loaders, summaries } = await import('./_commands.ts')
 
-const VERSION = pkg.version
-
-const svc = defineCommand({
-  meta: {
-    name: 'svc',
-    version: VERSION,
-    description: 'File-based API routes, background tasks and compute classes',
-  },
-  subCommands: {
-    routes: () => import('./commands/routes.ts').then((m) => m.default),
-    runtime: () => import('./commands/runtime.ts').then((m) => m.default),
-    build: () => import('./commands/build.ts').then((m) => m.default),
-    tasks: () => import('./commands/tasks.ts').then((m) => m.default),
-    dev: () => import('./commands/dev.ts').then((m) => m.default),
-  },
+const meta = async () => ({
+  name: 'svc',
+  version: await version(),
+  description: 'File-based API routes, background tasks and compute classes',
 })
+const svc: CommandDef = { meta, subCommands: loaders() }
+// The same command for top-level usage, which lists the subcommands without loading them.
+const svcUsage: CommandDef = { meta, subCommands: summaries() }
+
+async function version(): Promise<string> {
+  const { default: pkg } = await import('../../package.json', { with: { type: 'json' } })
+  return pkg.version
+}
 
 /** Runs the CLI and resolves with the exit code. */
 async function main(rawArgs: string[]): Promise<number> {
   try {
     if (rawArgs.some((arg) => arg === '--help' || arg === '-h')) {
       const [cmd, parent] = await resolveCommand(svc, rawArgs)
-      await showUsage(cmd, parent)
+      await showUsage(cmd === svc ? svcUsage : cmd, parent)
       return 0
     }
     if (rawArgs.length === 1 && (rawArgs[0] === '--version' || rawArgs[0] === '-v')) {
-      process.stdout.write(`${VERSION}\n`)
+      process.stdout.write(`${await version()}\n`)
       return 0
     }
     await runCommand(svc, { rawArgs })
     return 0
   } catch (error) {
     if (error instanceof ExitCode) return error.code
+    // Only a command that scanned the app can throw a ManifestError, and it
+    // has loaded the module already; other commands never pay for it.
+    const { ManifestError } = await import('../manifest/errors.ts')
     if (error instanceof ManifestError) {
       const lines = error.errors.map(String)
       lines.push(`${error.errors.length} config error${error.errors.length === 1 ? '' : 's'}`)
@@ -57,7 +58,7 @@ async function main(rawArgs: string[]): Promise<number> {
     } else if (isUsageError(error)) {
       // Usage goes to stderr with the error, so stdout stays clean for pipes.
       const [cmd, parent] = await resolveCommand(svc, rawArgs)
-      process.stderr.write(`${await renderUsage(cmd, parent)}\n\nerror: ${stripAnsi(error.message)}\n`)
+      process.stderr.write(`${await renderUsage(cmd === svc ? svcUsage : cmd, parent)}\n\nerror: ${stripAnsi(error.message)}\n`)
     } else {
       const message = error instanceof Error ? error.message : String(error)
       // The message only: a stack trace is noise for a user's mistake; SVC_DEBUG=1 shows it.

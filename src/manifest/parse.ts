@@ -13,9 +13,13 @@ export type ParseOutcome =
 export const SOURCE_LANG: Record<string, 'ts' | 'js'> = { '.ts': 'ts', '.mts': 'ts', '.js': 'js', '.mjs': 'js' }
 
 // Raw transfer hands the tree over in a shared buffer instead of a JSON
-// string, which more than halves the cost of a scan; where the platform lacks
-// it, the JSON path gives the same tree.
-const RAW_TRANSFER = rawTransferSupported()
+// string, which more than halves the cost of a large scan; where the platform
+// lacks it, the JSON path gives the same tree. Its first use costs 20 ms or
+// more (the buffer and the deserializer), more than a small app's whole scan,
+// so the first files of a process take the JSON path.
+const RAW_TRANSFER_AFTER = 32
+let parsed = 0
+let rawTransfer: boolean | undefined
 
 export async function parseSource(source: string, file: string, lang: 'ts' | 'js'): Promise<ParseOutcome> {
   try {
@@ -25,7 +29,7 @@ export async function parseSource(source: string, file: string, lang: 'ts' | 'js
       sourceType: 'module',
       astType: 'js',
       preserveParens: false,
-      ...(RAW_TRANSFER ? { experimentalRawTransfer: true } : {}),
+      ...(useRawTransfer() ? { experimentalRawTransfer: true } : {}),
     } as Parameters<typeof parseSync>[2])
     const error = result.errors.find((e) => e.severity === 'Error')
     if (error) {
@@ -35,4 +39,10 @@ export async function parseSource(source: string, file: string, lang: 'ts' | 'js
   } catch (error) {
     return { ok: false, offset: 0, message: `syntax error: ${(error as Error).message || 'the file could not be parsed'}` }
   }
+}
+
+function useRawTransfer(): boolean {
+  if (++parsed <= RAW_TRANSFER_AFTER) return false
+  rawTransfer ??= rawTransferSupported()
+  return rawTransfer
 }
