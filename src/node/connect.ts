@@ -12,7 +12,12 @@ export function refuseConnect(server: Server, logger: Logger): void {
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
     socket.on('error', (error) => logger.warn(`[svc] CONNECT socket error from ${req.socket.remoteAddress}:`, error))
     // RFC 9110 §10.2.1: an empty Allow says the target allows no method here.
-    const refusal = jsonResponse(405, 'METHOD_NOT_ALLOWED', 'CONNECT is not supported: this server is not a proxy; send requests to it directly', { allow: '' })
+    const refusal = jsonResponse(
+      405,
+      'METHOD_NOT_ALLOWED',
+      'CONNECT is not supported: this server is not a proxy; send requests to it directly',
+      { allow: '' },
+    )
     writeResponse(socket, refusal).catch(() => socket.destroy())
   })
 }

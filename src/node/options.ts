@@ -162,7 +162,10 @@ export function checkServerOptions(options: SvcServerOptions, where: string): vo
   if (o.host !== undefined && (typeof o.host !== 'string' || o.host === '')) {
     throw new TypeError(`${where}: host must be a non-empty string (got ${describe(o.host)})`)
   }
-  if (o.shutdownTimeoutMs !== undefined && !(typeof o.shutdownTimeoutMs === 'number' && (o.shutdownTimeoutMs as number) >= 0 && Number.isFinite(o.shutdownTimeoutMs))) {
+  if (
+    o.shutdownTimeoutMs !== undefined &&
+    !(typeof o.shutdownTimeoutMs === 'number' && (o.shutdownTimeoutMs as number) >= 0 && Number.isFinite(o.shutdownTimeoutMs))
+  ) {
     throw new RangeError(`${where}: shutdownTimeoutMs must be a number of milliseconds, 0 or more (got ${describe(o.shutdownTimeoutMs)})`)
   }
   if (o.installSignalHandlers !== undefined && typeof o.installSignalHandlers !== 'boolean') {

@@ -150,7 +150,8 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
         websockets.waitClosed(deadline),
         lifecycle.drain(Math.max(0, deadline - Date.now())),
       ])
-      if (!httpDone) logger.warn(`[svc] shutdown: ${drain.inflight} request(s) still in flight after ${shutdownTimeoutMs} ms; closing their connections`)
+      if (!httpDone)
+        logger.warn(`[svc] shutdown: ${drain.inflight} request(s) still in flight after ${shutdownTimeoutMs} ms; closing their connections`)
       if (!wsDone) websockets.terminateAll()
       await websockets.dispose()
       await background.settle(deadline)
@@ -183,4 +184,3 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
     reload: app.reload,
   }
 }
-

@@ -23,6 +23,7 @@ import { jsonResponse, writeResponse } from './socket-response.ts'
 /** Spec "Limits": the default close code of `closeWebSockets` is 1001 (going away, RFC 6455 §7.4.1). */
 export const DEFAULT_CLOSE_CODE = 1001
 
+// biome-ignore lint/suspicious/noExplicitAny: a route's listener takes the arguments of its event (a message, or a code and reason)
 type Listener = (...args: any[]) => unknown
 
 /** What `ws` says of a message over `maxPayload`. */
@@ -313,7 +314,9 @@ export function createWebSocketLayer(options: WebSocketLayerOptions): WebSocketL
 
 /** RFC 6455 §7.4: 1000, 1001-1003, 1007-1014 are sendable; 3000-4999 are for libraries and apps. */
 export function checkCloseCode(code: number, reason: string | undefined): void {
-  const ok = Number.isInteger(code) && (code === 1000 || (code >= 1001 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999))
+  const ok =
+    Number.isInteger(code) &&
+    (code === 1000 || (code >= 1001 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999))
   if (!ok) throw new RangeError(`closeWebSockets(code): code must be 1000-1003, 1007-1014 or 3000-4999 (got ${describe(code)})`)
   if (reason !== undefined && (typeof reason !== 'string' || new TextEncoder().encode(reason).length > 123)) {
     // A close frame's payload is at most 125 bytes: 2 for the code, 123 for the reason (RFC 6455 §5.5).

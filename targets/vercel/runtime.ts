@@ -97,7 +97,11 @@ export function createVercelHandler(app: VercelApp): (req: NodeRequestLike, res:
 async function send(res: ServerResponse, response: Response): Promise<void> {
   const named = response.statusText
     ? response
-    : new FastResponse(response.body, { status: response.status, statusText: STATUS_CODES[response.status] ?? '', headers: response.headers })
+    : new FastResponse(response.body, {
+        status: response.status,
+        statusText: STATUS_CODES[response.status] ?? '',
+        headers: response.headers,
+      })
   await sendNodeResponse(res, named as Response)
   if (res.errored) throw res.errored
 }

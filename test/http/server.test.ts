@@ -35,14 +35,20 @@ describe('startSvcServer', () => {
     await expect(startSvcServer({ ...base, apiRoutes: undefined as never })).rejects.toThrow(
       new TypeError('startSvcServer(): apiRoutes must be an array of API routes (got undefined)'),
     )
-    await expect(startSvcServer({ ...base, pages: undefined as never })).rejects.toThrow(/pages must be an array of pages; pass \[\] for none \(got undefined\)/)
-    await expect(startSvcServer({ ...base, port: 70000 })).rejects.toThrow(new RangeError('startSvcServer(): port must be a whole number from 0 to 65535 (got 70000)'))
+    await expect(startSvcServer({ ...base, pages: undefined as never })).rejects.toThrow(
+      /pages must be an array of pages; pass \[\] for none \(got undefined\)/,
+    )
+    await expect(startSvcServer({ ...base, port: 70000 })).rejects.toThrow(
+      new RangeError('startSvcServer(): port must be a whole number from 0 to 65535 (got 70000)'),
+    )
     await expect(startSvcServer({ ...base, port: 0, shutdownTimeoutMs: -1 })).rejects.toThrow(RangeError)
     await expect(startSvcServer({ ...base, port: 0, staticDirs: 'public' as never })).rejects.toThrow(/staticDirs must be an array/)
     await expect(startSvcServer({ ...base, port: 0, cache: { store: 'redis' as never } })).rejects.toThrow(
       /cache.store must be 'memory' or an object with get, set, delete and keys \(got "redis"\)/,
     )
-    await expect(startSvcServer({ ...base, port: 0, bodyLimit: 1.5 })).rejects.toThrow(/bodyLimit must be a positive whole number of bytes \(got 1.5\)/)
+    await expect(startSvcServer({ ...base, port: 0, bodyLimit: 1.5 })).rejects.toThrow(
+      /bodyLimit must be a positive whole number of bytes \(got 1.5\)/,
+    )
     await expect(startSvcServer({ ...base, port: 0, websocket: 1024 as never })).rejects.toThrow(
       new TypeError('startSvcServer(): websocket must be an object with maxMessageBytes and maxBufferedBytes (got 1024)'),
     )
@@ -67,7 +73,16 @@ describe('startSvcServer', () => {
   })
 
   it('adds the stack to 500 bodies only with dev', async () => {
-    const routes: RuntimeApiRoute[] = [{ path: '/api/boom', module: { GET: () => { throw new Error('kaput') } } }]
+    const routes: RuntimeApiRoute[] = [
+      {
+        path: '/api/boom',
+        module: {
+          GET: () => {
+            throw new Error('kaput')
+          },
+        },
+      },
+    ]
     const prod = await serve({ apiRoutes: routes, env: { NODE_ENV: 'production' } })
     expect(await (await fetch(`${prod.url}/api/boom`)).json()).toEqual({ error: 'Internal Server Error', code: 'INTERNAL_ERROR' })
     const dev = await serve({ apiRoutes: routes, dev: true })
@@ -194,7 +209,10 @@ describe('reload', () => {
     await conn.ready()
     conn.send('GET', '/api/v')
     expect((await conn.next())!.body).toBe('"one"')
-    await server.reload({ apiRoutes: [{ path: '/api/v', module: { GET: () => 'two' } }], pages: [{ path: '/p', module: { default: () => 'page' } }] })
+    await server.reload({
+      apiRoutes: [{ path: '/api/v', module: { GET: () => 'two' } }],
+      pages: [{ path: '/p', module: { default: () => 'page' } }],
+    })
     conn.send('GET', '/api/v')
     expect((await conn.next())!.body).toBe('"two"')
     conn.send('GET', '/p')
@@ -227,7 +245,12 @@ describe('reload', () => {
 describe('closeWebSockets with a route filter', () => {
   it('closes only the sockets of the routes the filter accepts', async () => {
     const echo = { websocket: (peer: HotPeer) => void peer.on('message', (d) => peer.send(d)) }
-    const server = await serve({ apiRoutes: [{ path: '/api/a', module: echo }, { path: '/api/b', module: echo }] })
+    const server = await serve({
+      apiRoutes: [
+        { path: '/api/a', module: echo },
+        { path: '/api/b', module: echo },
+      ],
+    })
     const open = (path: string) =>
       new Promise<WebSocket>((resolve) => {
         const ws = new WebSocket(`${server.url.replace('http', 'ws')}${path}`)

@@ -4,7 +4,9 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 
 const repo = fileURLToPath(new URL('../..', import.meta.url))
-const srvxExports = Object.keys((JSON.parse(readFileSync(join(repo, 'node_modules/srvx/package.json'), 'utf8')) as { exports: object }).exports)
+const srvxExports = Object.keys(
+  (JSON.parse(readFileSync(join(repo, 'node_modules/srvx/package.json'), 'utf8')) as { exports: object }).exports,
+)
 
 function sources(dir: string): string[] {
   return readdirSync(join(repo, dir), { recursive: true, withFileTypes: true })
@@ -17,7 +19,10 @@ const files = [...sources('src'), ...sources('targets')]
 describe('the host uses srvx only through its public API', () => {
   it('imports srvx only from entry points its package exports', () => {
     const imports = files.flatMap((file) =>
-      [...readFileSync(join(repo, file), 'utf8').matchAll(/from '(srvx(?:\/[^']*)?)'/g)].map((match) => ({ file, entry: match[1].replace(/^srvx/, '.') || '.' })),
+      [...readFileSync(join(repo, file), 'utf8').matchAll(/from '(srvx(?:\/[^']*)?)'/g)].map((match) => ({
+        file,
+        entry: match[1].replace(/^srvx/, '.') || '.',
+      })),
     )
     expect(imports.length).toBeGreaterThan(0)
     expect(imports.filter(({ entry }) => !srvxExports.includes(entry))).toEqual([])
@@ -28,7 +33,9 @@ describe('the host uses srvx only through its public API', () => {
     const uses = files.flatMap((file) =>
       readFileSync(join(repo, file), 'utf8')
         .split('\n')
-        .flatMap((line, i) => (/\b_(toNodeResponse|request|response|url|headers|abortController)\b/.test(line) ? [`${file}:${i + 1}: ${line.trim()}`] : [])),
+        .flatMap((line, i) =>
+          /\b_(toNodeResponse|request|response|url|headers|abortController)\b/.test(line) ? [`${file}:${i + 1}: ${line.trim()}`] : [],
+        ),
     )
     expect(uses).toEqual([])
   })
