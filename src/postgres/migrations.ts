@@ -91,6 +91,8 @@ const MIGRATIONS: readonly string[] = [
     claimed_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (task_name, tick)
   );
+  -- A sweep for orphaned attempts skips runs that wait for a retry timer.
+  CREATE INDEX timers_by_run ON $schema.timers (run_id, kind);
   `,
 ]
 

@@ -63,7 +63,7 @@ async function startServer(url: string, { leaseMs = LEASE_MS, pollMs = 200, cron
   })
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   await until(() => ready || (child.exitCode !== null && fail(log)), 15_000)
-  const call = <T,>(op: string, args: Record<string, unknown> = {}) => {
+  const call = <T>(op: string, args: Record<string, unknown> = {}) => {
     const id = ++calls
     return new Promise<T>((resolve, reject) => {
       pending.set(id, { resolve: resolve as (value: unknown) => void, reject })
@@ -164,7 +164,10 @@ describe('one engine across processes on PostgresRunStore', () => {
   it('a process that shuts down mid-attempt hands the attempt to another at once, not after its lease', async () => {
     // A lease and a poll far longer than the test: only the handover, and
     // the notification that comes with it, explain the takeover.
-    const [first, second] = await Promise.all([startServer(url, { leaseMs: 600_000, pollMs: 600_000 }), startServer(url, { leaseMs: 600_000, pollMs: 600_000 })])
+    const [first, second] = await Promise.all([
+      startServer(url, { leaseMs: 600_000, pollMs: 600_000 }),
+      startServer(url, { leaseMs: 600_000, pollMs: 600_000 }),
+    ])
     const id = await first.call<string>('trigger', { task: 'slow', payload: { ms: 2000 } })
     await until(async () => (await db`SELECT 1 FROM effects WHERE run_id = ${id}`).length > 0)
     await first.close()
@@ -176,6 +179,18 @@ describe('one engine across processes on PostgresRunStore', () => {
     const ran = await db<{ pid: number }[]>`SELECT pid FROM effects WHERE run_id = ${id} ORDER BY pid = ${first.pid} DESC`
     expect(ran.map((row) => row.pid)).toEqual([first.pid, second.pid])
     await second.close()
+  })
+
+  it('an attempt that outlasts leaseMs on a live process stays with it: the lease is renewed, never taken over', async () => {
+    const [a, b] = await Promise.all([startServer(url), startServer(url)])
+    const id = await a.call<string>('trigger', { task: 'slow', payload: { ms: LEASE_MS * 3 } })
+    const run = await until(async () => {
+      const latest = await store.getRun(id)
+      return latest?.status === 'completed' && latest
+    }, 15_000)
+    expect(run.result).toEqual({ by: a.pid })
+    expect((await db<{ pid: number }[]>`SELECT pid FROM effects WHERE run_id = ${id}`).map((row) => row.pid)).toEqual([a.pid])
+    await Promise.all([a.close(), b.close()])
   })
 
   it('waitForRun on one process answers when the run finishes on another', async () => {
@@ -247,7 +262,11 @@ describe('one engine across processes on PostgresRunStore', () => {
   })
 
   it('three processes running the cron scheduler start one run per tick across a minute boundary', async () => {
-    const servers = await Promise.all([startServer(url, { cron: true }), startServer(url, { cron: true }), startServer(url, { cron: true })])
+    const servers = await Promise.all([
+      startServer(url, { cron: true }),
+      startServer(url, { cron: true }),
+      startServer(url, { cron: true }),
+    ])
     const cronRuns = async () => (await store.listRuns({ taskName: 'tick' })).filter((run) => run.trigger === 'cron')
     const before = new Set((await cronRuns()).map((run) => run.id))
     await until(async () => (await cronRuns()).some((run) => !before.has(run.id)), 65_000)
