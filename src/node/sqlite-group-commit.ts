@@ -20,6 +20,14 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite'
 // same file would wait in BEGIN IMMEDIATE for a lock that only this event
 // loop can release, blocking it: that batch commits first instead.
 const openBatches = new Map<string, GroupCommit>()
+// How many batches each file has committed in this process, so that a
+// connection that caches what it read knows when another one here wrote.
+const commits = new Map<string, number>()
+
+/** The number of batches committed to `path` from this process (0 for `':memory:'`). */
+export function localCommits(path: string): number {
+  return path === ':memory:' ? 0 : (commits.get(resolve(path)) ?? 0)
+}
 
 interface Waiter {
   resolve(value: unknown): void
@@ -27,20 +35,23 @@ interface Waiter {
   value: unknown
 }
 
+export interface BatchHooks {
+  /** Runs once a batch holds the write lock, before its first write. */
+  begin(): void
+  /** Runs when a batch ends, committed (`ok`) or not: what was cached for it is stale. */
+  end(ok: boolean): void
+}
+
 export class GroupCommit {
   #statements: Record<'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'undo', StatementSync>
   #waiters: Waiter[] = []
   #open = false
   #file: string | undefined
-  #onEnd: () => void
+  #hooks: BatchHooks
 
-  /**
-   * `path` is the database file (`':memory:'` shares nothing). `onEnd` runs
-   * when a transaction ends, committed or not: what was cached for it is stale.
-   */
-  constructor(db: DatabaseSync, path: string, onEnd: () => void) {
+  constructor(db: DatabaseSync, path: string, hooks: BatchHooks) {
     this.#file = path === ':memory:' ? undefined : resolve(path)
-    this.#onEnd = onEnd
+    this.#hooks = hooks
     this.#statements = {
       begin: db.prepare('BEGIN IMMEDIATE'),
       commit: db.prepare('COMMIT'),
@@ -62,6 +73,7 @@ export class GroupCommit {
         }
         s.begin.run()
         this.#open = true
+        this.#hooks.begin()
         // After the current turn's microtasks, so every write they make joins this batch.
         setImmediate(() => this.flush())
       }
@@ -89,6 +101,11 @@ export class GroupCommit {
     })
   }
 
+  /** Whether a batch is open: this connection holds the write lock. */
+  get open(): boolean {
+    return this.#open
+  }
+
   /** Commits the open batch now and settles its writes. Does nothing when none is open. */
   flush(): void {
     if (!this.#open) return
@@ -107,7 +124,8 @@ export class GroupCommit {
         // SQLite already rolled back; the commit's error is the one to report.
       }
     }
-    this.#onEnd()
+    if (this.#file !== undefined) commits.set(this.#file, (commits.get(this.#file) ?? 0) + 1)
+    this.#hooks.end(failure === undefined)
     for (const waiter of waiters) {
       if (failure === undefined) waiter.resolve(waiter.value)
       else waiter.reject(failure)

@@ -18,17 +18,24 @@ import { applyRunPatch, isFinished, statusMatches, type RunPatch, type RunQuery,
 import { StoreFullError } from '../runtime/errors.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { openDatabase } from './sqlite-database.ts'
-import { GroupCommit } from './sqlite-group-commit.ts'
+import { GroupCommit, localCommits } from './sqlite-group-commit.ts'
+import { RowCache } from './sqlite-row-cache.ts'
 import { resolveSqliteOptions, type SqliteRunStoreOptions } from './sqlite-options.ts'
 
 export type { SqliteRunStoreOptions } from './sqlite-options.ts'
 
 const WHERE = 'SqliteRunStore'
+// https://www.sqlite.org/rescode.html#constraint_unique
+const SQLITE_CONSTRAINT_UNIQUE = 2067
+// At most this many run rows are kept in memory (about 1 KB each).
+const ROW_CACHE_LIMIT = 10_000
 
 /** Row counts, read once per transaction and kept up to date by its writes (the write lock keeps others out). */
 interface Counts {
   total: number
   live: number
+  /** The highest eviction position given so far, read at its first need. */
+  lastFinished?: number
 }
 
 interface RunRow {
@@ -67,14 +74,22 @@ export class SqliteRunStore implements RunStore {
   #statements = new Map<string, StatementSync>()
   #batch: GroupCommit
   #counts: Counts | undefined
+  #rows: RowCache
+  /** Set while the cache is known fresh for this turn: the local commit count it was checked at. */
+  #rowsChecked: number | undefined
 
   constructor(options: SqliteRunStoreOptions) {
     const { path, maxRuns, busyTimeoutMs } = resolveSqliteOptions(options, WHERE)
     this.path = path
     this.maxRuns = maxRuns
     this.#db = openDatabase(path, busyTimeoutMs, WHERE)
-    this.#batch = new GroupCommit(this.#db, path, () => {
-      this.#counts = undefined
+    this.#rows = new RowCache(Math.min(maxRuns, ROW_CACHE_LIMIT))
+    this.#batch = new GroupCommit(this.#db, path, {
+      begin: () => this.#checkRows(),
+      end: (ok) => {
+        this.#counts = undefined
+        if (!ok) this.#rows.clear()
+      },
     })
   }
 
@@ -98,25 +113,37 @@ export class SqliteRunStore implements RunStore {
 
   async createRun(run: RunRecord): Promise<RunRecord> {
     const record = JSON.stringify(run)
+    const exists = () => new Error(`${WHERE}: run "${run.id}" already exists`)
     return this.#write(() => {
-      if (this.#sql('SELECT 1 FROM runs WHERE id = ?').get(run.id)) {
-        throw new Error(`${WHERE}: run "${run.id}" already exists`)
-      }
       if (run.idempotencyKey !== undefined) {
         const holder = this.#sql('SELECT record FROM runs WHERE task_name = ? AND idempotency_key = ?').get(
           run.taskName,
           run.idempotencyKey,
         ) as { record: string } | undefined
-        if (holder) return JSON.parse(holder.record) as RunRecord
+        if (holder) {
+          const held = JSON.parse(holder.record) as RunRecord
+          if (held.id === run.id) throw exists()
+          return held
+        }
       }
       // Counted inside the write lock, so processes sharing the file cannot
       // both take the last place. Live runs are never evicted.
       const counts = this.#countsNow()
       const live = !isFinished(run.status)
       if (live && counts.live >= this.maxRuns) throw new StoreFullError(WHERE, this.maxRuns)
-      this.#sql(
-        'INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record) VALUES (?, ?, ?, ?, ?, ?)',
-      ).run(run.id, run.taskName, run.status, run.idempotencyKey ?? null, this.#finishSeq(run.status, null), record)
+      const finishSeq = this.#finishSeq(run.status, null)
+      try {
+        this.#sql(
+          'INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record) VALUES (?, ?, ?, ?, ?, ?)',
+        ).run(run.id, run.taskName, run.status, run.idempotencyKey ?? null, finishSeq, record)
+      } catch (error) {
+        // The id's UNIQUE constraint is the existence check: one statement, not a lookup before it.
+        if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE && this.#sql('SELECT 1 FROM runs WHERE id = ?').get(run.id)) {
+          throw exists()
+        }
+        throw error
+      }
+      this.#rows.set(run.id, { record, finished_seq: finishSeq })
       counts.total++
       if (live) counts.live++
       this.#evict()
@@ -125,7 +152,7 @@ export class SqliteRunStore implements RunStore {
   }
 
   async getRun(id: string): Promise<RunRecord | undefined> {
-    const row = this.#sql('SELECT record FROM runs WHERE id = ?').get(id) as RunRow | undefined
+    const row = this.#row(id)
     return row && (JSON.parse(row.record) as RunRecord)
   }
 
@@ -144,6 +171,7 @@ export class SqliteRunStore implements RunStore {
       const record = JSON.stringify(run)
       const finishSeq = this.#finishSeq(run.status, row.finished_seq)
       this.#sql('UPDATE runs SET status = ?, finished_seq = ?, record = ? WHERE id = ?').run(run.status, finishSeq, record, id)
+      this.#rows.set(id, { record, finished_seq: finishSeq })
       if ((finishSeq === null) !== (row.finished_seq === null) && this.#counts) this.#counts.live += finishSeq === null ? 1 : -1
       if (finishSeq !== null && row.finished_seq === null) this.#evict()
       return JSON.parse(record) as RunRecord
@@ -269,7 +297,9 @@ export class SqliteRunStore implements RunStore {
       try {
         return fn()
       } catch (error) {
+        // Its changes are rolled back: what it counted or cached is in doubt.
         this.#counts = counts
+        this.#rows.clear()
         throw error
       }
     })
@@ -282,7 +312,26 @@ export class SqliteRunStore implements RunStore {
   }
 
   #row(id: string): RunRow | undefined {
-    return this.#sql('SELECT record, finished_seq FROM runs WHERE id = ?').get(id) as RunRow | undefined
+    // Inside a batch the cache was checked when it took the write lock, and
+    // nobody else can write. Outside one, once per event-loop turn, and
+    // again whenever another connection in this process has committed: a
+    // read sees what other processes had committed when the turn began.
+    if (!this.#batch.open && (this.#rowsChecked === undefined || this.#rowsChecked !== localCommits(this.path))) {
+      this.#checkRows()
+      this.#rowsChecked = localCommits(this.path)
+      setImmediate(() => {
+        this.#rowsChecked = undefined
+      })
+    }
+    const cached = this.#rows.get(id)
+    if (cached) return cached
+    const row = this.#sql('SELECT record, finished_seq FROM runs WHERE id = ?').get(id) as RunRow | undefined
+    if (row) this.#rows.set(id, { record: row.record, finished_seq: row.finished_seq })
+    return row
+  }
+
+  #checkRows(): void {
+    this.#rows.check(Number((this.#sql('PRAGMA data_version').get() as { data_version: number }).data_version))
   }
 
   #token(id: string): TokenRecord | undefined {
@@ -297,7 +346,9 @@ export class SqliteRunStore implements RunStore {
       if (!row) throw new Error(`${WHERE}: unknown run "${runId}"`)
       const run = JSON.parse(row.record) as RunRecord
       edit(run)
-      this.#sql('UPDATE runs SET record = ? WHERE id = ?').run(JSON.stringify(run), runId)
+      const record = JSON.stringify(run)
+      this.#sql('UPDATE runs SET record = ? WHERE id = ?').run(record, runId)
+      this.#rows.set(runId, { record, finished_seq: row.finished_seq })
     })
   }
 
@@ -308,8 +359,12 @@ export class SqliteRunStore implements RunStore {
   #finishSeq(status: RunStatus, current: number | null): number | null {
     if (!isFinished(status)) return null
     if (current !== null) return current
-    const row = this.#sql('SELECT max(finished_seq) AS n FROM runs WHERE finished_seq IS NOT NULL').get() as { n: number | null }
-    return (row.n ?? 0) + 1
+    const counts = this.#countsNow()
+    if (counts.lastFinished === undefined) {
+      const row = this.#sql('SELECT max(finished_seq) AS n FROM runs WHERE finished_seq IS NOT NULL').get() as { n: number | null }
+      counts.lastFinished = row.n ?? 0
+    }
+    return ++counts.lastFinished
   }
 
   /** Drops the runs that finished longest ago, and their tokens, until the bound holds again. */
@@ -320,7 +375,9 @@ export class SqliteRunStore implements RunStore {
     const oldest = 'SELECT id FROM runs WHERE finished_seq IS NOT NULL ORDER BY finished_seq LIMIT ?'
     this.#sql(`DELETE FROM tokens WHERE run_id IN (${oldest})`).run(excess)
     // Idempotency keys live on the run's row, so they go with it.
-    counts.total -= Number(this.#sql(`DELETE FROM runs WHERE id IN (${oldest})`).run(excess).changes)
+    const gone = this.#sql(`DELETE FROM runs WHERE id IN (${oldest}) RETURNING id`).all(excess) as unknown as { id: string }[]
+    for (const { id } of gone) this.#rows.delete(id)
+    counts.total -= gone.length
   }
 }
 

@@ -221,6 +221,32 @@ describe('SqliteRunStore: several stores on one file', () => {
     expect(a.size).toBe(2)
   })
 
+  it("reads a run the other one changed, after reading it before the change", async () => {
+    const path = dbFile()
+    const [a, b] = [store({ path }), store({ path })]
+    const run = await a.createRun(makeRun({ status: 'scheduled' }))
+    expect(await b.getRun(run.id)).toMatchObject({ status: 'scheduled' })
+    await a.updateRun(run.id, { status: 'running' }, { status: 'scheduled' })
+    expect(await b.getRun(run.id)).toMatchObject({ status: 'running' })
+    expect(await b.updateRun(run.id, { status: 'completed' }, { status: 'scheduled' })).toBeUndefined()
+  })
+
+  it('reads a run another process changed, from the next event-loop turn on', async () => {
+    const path = dbFile()
+    const s = store({ path })
+    const run = await s.createRun(makeRun({ status: 'scheduled' }))
+    expect(await s.getRun(run.id)).toMatchObject({ status: 'scheduled' })
+    // Another connection, as another process would hold: nothing in this process hears of its commit.
+    const { DatabaseSync } = process.getBuiltinModule('node:sqlite')
+    const other = new DatabaseSync(path)
+    other.prepare('UPDATE runs SET status = ?, record = ? WHERE id = ?').run('running', JSON.stringify({ ...run, status: 'running' }), run.id)
+    other.close()
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(await s.getRun(run.id)).toMatchObject({ status: 'running' })
+    expect(await s.updateRun(run.id, { status: 'completed' }, { status: 'scheduled' })).toBeUndefined()
+    expect(await s.updateRun(run.id, { status: 'completed' }, { status: 'running' })).toMatchObject({ status: 'completed' })
+  })
+
   it("sees the other one's writes: one idempotency key yields one run, one token settles once", async () => {
     const path = dbFile()
     const [a, b] = [store({ path }), store({ path })]
