@@ -153,7 +153,7 @@ try {
     for (let i = 0; i < SQLITE_ROUNDS; i++) rounds.push(await sqliteRound(handler))
     const rate = (RUNS / median(rounds)) * 1000
     const ratio = rate / perSecond
-    report(`SqliteRunStore, ${RUNS.toLocaleString('en')} ${label} runs (median of ${SQLITE_ROUNDS})`, `${Math.round(rate).toLocaleString('en')} runs/s`, '', true)
+    console.log(`${`SqliteRunStore, ${label} runs (median of ${SQLITE_ROUNDS})`.padEnd(46)} ${`${Math.round(rate).toLocaleString('en')} runs/s`.padStart(16)}`)
     report(`  ratio to memory dispatch`, `${ratio.toFixed(2)} x`, `>= ${goal} x`, ratio >= goal)
   }
 } finally {

@@ -10,8 +10,11 @@
  * commit. Its promise settles only after the `COMMIT` that holds it, so a
  * caller never acts on a write a crash could still take back.
  *
- * Each write sits in its own SAVEPOINT: one that throws is rolled back alone
- * and rejects at once, and the batch goes on with the others' writes.
+ * A write that throws rejects at once, and the batch goes on with the
+ * others' writes. It must leave nothing behind: SQLite undoes a failed
+ * statement on its own (https://www.sqlite.org/lang_conflict.html, ABORT),
+ * so a write of one statement needs nothing more, and a write of several
+ * wraps them in `atomic()`, a SAVEPOINT that a failure rolls back alone.
  */
 import { resolve } from 'node:path'
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
@@ -81,11 +84,29 @@ export class GroupCommit {
       if (this.#file !== undefined && openBatches.get(this.#file) === this) openBatches.delete(this.#file)
       return Promise.reject(error)
     }
-    s.savepoint.run()
     let value: T
     try {
       value = fn()
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return new Promise<T>((resolve, reject) => {
+      this.#waiters.push({ resolve: resolve as (value: unknown) => void, reject, value })
+    })
+  }
+
+  /**
+   * Runs `fn`, several statements of one write, inside the batch so that
+   * either all of them stay or none: when `fn` throws, its changes are
+   * rolled back and the others' writes stay.
+   */
+  atomic<T>(fn: () => T): T {
+    const s = this.#statements
+    s.savepoint.run()
+    try {
+      const value = fn()
       s.release.run()
+      return value
     } catch (error) {
       try {
         s.undo.run()
@@ -94,11 +115,8 @@ export class GroupCommit {
         // SQLite rolled the whole transaction back on its own (a full disk,
         // say): the batch is lost, and flush() reports it to every waiter.
       }
-      return Promise.reject(error)
+      throw error
     }
-    return new Promise<T>((resolve, reject) => {
-      this.#waiters.push({ resolve: resolve as (value: unknown) => void, reject, value })
-    })
   }
 
   /** Whether a batch is open: this connection holds the write lock. */

@@ -132,21 +132,26 @@ export class SqliteRunStore implements RunStore {
       const live = !isFinished(run.status)
       if (live && counts.live >= this.maxRuns) throw new StoreFullError(WHERE, this.maxRuns)
       const finishSeq = this.#finishSeq(run.status, null)
-      try {
-        this.#sql(
-          'INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record) VALUES (?, ?, ?, ?, ?, ?)',
-        ).run(run.id, run.taskName, run.status, run.idempotencyKey ?? null, finishSeq, record)
-      } catch (error) {
-        // The id's UNIQUE constraint is the existence check: one statement, not a lookup before it.
-        if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE && this.#sql('SELECT 1 FROM runs WHERE id = ?').get(run.id)) {
-          throw exists()
+      const insert = () => {
+        try {
+          this.#sql(
+            'INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record) VALUES (?, ?, ?, ?, ?, ?)',
+          ).run(run.id, run.taskName, run.status, run.idempotencyKey ?? null, finishSeq, record)
+        } catch (error) {
+          // The id's UNIQUE constraint is the existence check: one statement, not a lookup before it.
+          if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE && this.#sql('SELECT 1 FROM runs WHERE id = ?').get(run.id)) {
+            throw exists()
+          }
+          throw error
         }
-        throw error
+        this.#rows.set(run.id, { record, finished_seq: finishSeq })
+        counts.total++
+        if (live) counts.live++
+        this.#evict()
       }
-      this.#rows.set(run.id, { record, finished_seq: finishSeq })
-      counts.total++
-      if (live) counts.live++
-      this.#evict()
+      // An insert that evicts is several statements, kept together; alone it is one.
+      if (counts.total + 1 > this.maxRuns) this.#batch.atomic(insert)
+      else insert()
       return JSON.parse(record) as RunRecord
     })
   }
@@ -170,10 +175,15 @@ export class SqliteRunStore implements RunStore {
       applyRunPatch(run, patch)
       const record = JSON.stringify(run)
       const finishSeq = this.#finishSeq(run.status, row.finished_seq)
-      this.#sql('UPDATE runs SET status = ?, finished_seq = ?, record = ? WHERE id = ?').run(run.status, finishSeq, record, id)
-      this.#rows.set(id, { record, finished_seq: finishSeq })
-      if ((finishSeq === null) !== (row.finished_seq === null) && this.#counts) this.#counts.live += finishSeq === null ? 1 : -1
-      if (finishSeq !== null && row.finished_seq === null) this.#evict()
+      const evicts = finishSeq !== null && row.finished_seq === null && this.#countsNow().total > this.maxRuns
+      const update = () => {
+        this.#sql('UPDATE runs SET status = ?, finished_seq = ?, record = ? WHERE id = ?').run(run.status, finishSeq, record, id)
+        this.#rows.set(id, { record, finished_seq: finishSeq })
+        if ((finishSeq === null) !== (row.finished_seq === null) && this.#counts) this.#counts.live += finishSeq === null ? 1 : -1
+        if (evicts) this.#evict()
+      }
+      if (evicts) this.#batch.atomic(update)
+      else update()
       return JSON.parse(record) as RunRecord
     })
   }
