@@ -56,7 +56,10 @@ try {
   const cli: number[] = []
   for (let i = 0; i < RUNS; i++) {
     const start = performance.now()
-    const child = spawnSync(process.execPath, [CLI, 'routes', 'inspect', '--json', '--root', root], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 })
+    const child = spawnSync(process.execPath, [CLI, 'routes', 'inspect', '--json', '--root', root], {
+      encoding: 'utf8',
+      maxBuffer: 256 * 1024 * 1024,
+    })
     cli.push(performance.now() - start)
     if (child.status !== 0) throw new Error(`svc routes inspect failed (${child.status}):\n${child.stderr}`)
     if (i === 0 && JSON.parse(child.stdout).routes.length !== routes) throw new Error('the CLI reported a different number of routes')
@@ -82,7 +85,9 @@ try {
   console.log(`${routes} routes scanned, ${RUNS} runs each`)
   console.log(row('in-process scanApp()', inProcess, 200))
   console.log(row('svc routes inspect --json (CLI)', cli, scanMs + CLI_OVERHEAD_GOAL))
-  console.log(`${'fresh process, one cold scan'.padEnd(34)} median ${ms(median(cold)).padStart(10)}   min ${ms(Math.min(...cold)).padStart(10)}`)
+  console.log(
+    `${'fresh process, one cold scan'.padEnd(34)} median ${ms(median(cold)).padStart(10)}   min ${ms(Math.min(...cold)).padStart(10)}`,
+  )
   console.log(`${'CLI minus that process'.padEnd(34)} median ${ms(median(cli) - median(cold)).padStart(10)}`)
   console.log(
     `${'CLI minus in-process scan'.padEnd(34)} median ${ms(overhead).padStart(10)}   ${''.padEnd(18)}goal ${`${CLI_OVERHEAD_GOAL} ms`.padEnd(8)} ${overhead <= CLI_OVERHEAD_GOAL ? 'ok' : 'OVER'}`,

@@ -116,7 +116,12 @@ const dispatch: number[] = []
 for (let i = 0; i < ROUNDS; i++) dispatch.push(await dispatchRound())
 const dispatchMs = median(dispatch)
 const perSecond = (RUNS / dispatchMs) * 1000
-report(`dispatch ${RUNS.toLocaleString('en')} no-op runs (median of ${ROUNDS})`, `${Math.round(perSecond).toLocaleString('en')} runs/s`, '>= 50,000/s', perSecond >= 50_000)
+report(
+  `dispatch ${RUNS.toLocaleString('en')} no-op runs (median of ${ROUNDS})`,
+  `${Math.round(perSecond).toLocaleString('en')} runs/s`,
+  '>= 50,000/s',
+  perSecond >= 50_000,
+)
 console.log(`${''.padEnd(46)} ${`${dispatchMs.toFixed(1)} ms`.padStart(16)}`)
 
 await replayRound() // warm-up
@@ -142,7 +147,7 @@ async function sqliteRound(handler?: (ctx: TaskContext<any>) => unknown): Promis
 const threeSteps = async (ctx: TaskContext<any>) => {
   for (const key of ['a', 'b', 'c']) await ctx.step.run(key, () => key)
 }
-const SQLITE_ROUNDS = 3
+const SQLITE_ROUNDS = 5
 try {
   for (const [label, handler, goal] of [
     ['no-op', undefined, 0.5],
@@ -153,7 +158,9 @@ try {
     for (let i = 0; i < SQLITE_ROUNDS; i++) rounds.push(await sqliteRound(handler))
     const rate = (RUNS / median(rounds)) * 1000
     const ratio = rate / perSecond
-    console.log(`${`SqliteRunStore, ${label} runs (median of ${SQLITE_ROUNDS})`.padEnd(46)} ${`${Math.round(rate).toLocaleString('en')} runs/s`.padStart(16)}`)
+    console.log(
+      `${`SqliteRunStore, ${label} runs (median of ${SQLITE_ROUNDS})`.padEnd(46)} ${`${Math.round(rate).toLocaleString('en')} runs/s`.padStart(16)}`,
+    )
     report(`  ratio to memory dispatch`, `${ratio.toFixed(2)} x`, `>= ${goal} x`, ratio >= goal)
   }
 } finally {

@@ -14,7 +14,16 @@
  * other processes on the same file out until the batch commits.
  */
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite'
-import { applyRunPatch, isFinished, statusMatches, type RunPatch, type RunQuery, type RunStore, type TimerRecord, type TokenRecord } from '../runtime/tasks/store.ts'
+import {
+  applyRunPatch,
+  isFinished,
+  statusMatches,
+  type RunPatch,
+  type RunQuery,
+  type RunStore,
+  type TimerRecord,
+  type TokenRecord,
+} from '../runtime/tasks/store.ts'
 import { StoreFullError } from '../runtime/errors.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { openDatabase } from './sqlite-database.ts'
@@ -134,12 +143,20 @@ export class SqliteRunStore implements RunStore {
       const finishSeq = this.#finishSeq(run.status, null)
       const insert = () => {
         try {
-          this.#sql(
-            'INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record) VALUES (?, ?, ?, ?, ?, ?)',
-          ).run(run.id, run.taskName, run.status, run.idempotencyKey ?? null, finishSeq, record)
+          this.#sql('INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record) VALUES (?, ?, ?, ?, ?, ?)').run(
+            run.id,
+            run.taskName,
+            run.status,
+            run.idempotencyKey ?? null,
+            finishSeq,
+            record,
+          )
         } catch (error) {
           // The id's UNIQUE constraint is the existence check: one statement, not a lookup before it.
-          if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE && this.#sql('SELECT 1 FROM runs WHERE id = ?').get(run.id)) {
+          if (
+            (error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE &&
+            this.#sql('SELECT 1 FROM runs WHERE id = ?').get(run.id)
+          ) {
             throw exists()
           }
           throw error
@@ -161,11 +178,7 @@ export class SqliteRunStore implements RunStore {
     return row && (JSON.parse(row.record) as RunRecord)
   }
 
-  async updateRun(
-    id: string,
-    patch: RunPatch,
-    expect?: { status: RunStatus | readonly RunStatus[] },
-  ): Promise<RunRecord | undefined> {
+  async updateRun(id: string, patch: RunPatch, expect?: { status: RunStatus | readonly RunStatus[] }): Promise<RunRecord | undefined> {
     return this.#write(() => {
       const row = this.#row(id)
       if (!row) return undefined
@@ -390,4 +403,3 @@ export class SqliteRunStore implements RunStore {
     counts.total -= gone.length
   }
 }
-

@@ -49,7 +49,9 @@ describe('what a command loads', () => {
     const { code, stdout, loaded } = await loadsOf(['--help'])
     expect(code).toBe(0)
     for (const [name, { description }] of Object.entries(COMMANDS)) expect(stdout).toMatch(new RegExp(`${name}\\s+${description}`))
-    expect(loaded.filter((url) => url.includes('src/cli/commands/') || url.includes('src/runtime/') || url.includes('src/manifest'))).toEqual([])
+    expect(
+      loaded.filter((url) => url.includes('src/cli/commands/') || url.includes('src/runtime/') || url.includes('src/manifest')),
+    ).toEqual([])
   })
 
   it('svc tasks list loads the scanner, not the task runtime, the bundler or the module loader', async () => {

@@ -165,7 +165,9 @@ describe('SqliteRunStore options', () => {
     expect(() => new SqliteRunStore({ path: ':memory:', maxRuns: 0 })).toThrow(/maxRuns must be a whole number, 1 or more \(got 0\)/)
     expect(() => new SqliteRunStore({ path: ':memory:', maxRuns: 1.5 })).toThrow(RangeError)
     expect(() => new SqliteRunStore({ path: ':memory:', maxRuns: '5' as never })).toThrow(TypeError)
-    expect(() => new SqliteRunStore({ path: ':memory:', busyTimeoutMs: -1 })).toThrow(/busyTimeoutMs must be a whole number, 0 or more \(got -1\)/)
+    expect(() => new SqliteRunStore({ path: ':memory:', busyTimeoutMs: -1 })).toThrow(
+      /busyTimeoutMs must be a whole number, 0 or more \(got -1\)/,
+    )
   })
 
   it('names the file it cannot open', () => {
@@ -221,7 +223,7 @@ describe('SqliteRunStore: several stores on one file', () => {
     expect(a.size).toBe(2)
   })
 
-  it("reads a run the other one changed, after reading it before the change", async () => {
+  it('reads a run the other one changed, after reading it before the change', async () => {
     const path = dbFile()
     const [a, b] = [store({ path }), store({ path })]
     const run = await a.createRun(makeRun({ status: 'scheduled' }))
@@ -239,7 +241,9 @@ describe('SqliteRunStore: several stores on one file', () => {
     // Another connection, as another process would hold: nothing in this process hears of its commit.
     const { DatabaseSync } = process.getBuiltinModule('node:sqlite')
     const other = new DatabaseSync(path)
-    other.prepare('UPDATE runs SET status = ?, record = ? WHERE id = ?').run('running', JSON.stringify({ ...run, status: 'running' }), run.id)
+    other
+      .prepare('UPDATE runs SET status = ?, record = ? WHERE id = ?')
+      .run('running', JSON.stringify({ ...run, status: 'running' }), run.id)
     other.close()
     await new Promise((resolve) => setImmediate(resolve))
     expect(await s.getRun(run.id)).toMatchObject({ status: 'running' })
@@ -277,7 +281,9 @@ describe('SqliteRunStore group commit', () => {
     const path = dbFile()
     const s = store({ path })
     const order: string[] = []
-    const writes = Array.from({ length: 50 }, () => s.createRun(makeRun()).then(() => order.push(`resolved with ${committedRuns(path)} committed`)))
+    const writes = Array.from({ length: 50 }, () =>
+      s.createRun(makeRun()).then(() => order.push(`resolved with ${committedRuns(path)} committed`)),
+    )
     expect(committedRuns(path)).toBe(0)
     await Promise.all(writes)
     expect(new Set(order)).toEqual(new Set(['resolved with 50 committed']))
@@ -297,7 +303,16 @@ describe('SqliteRunStore group commit', () => {
       s.saveStep('missing', 'x', { status: 'completed' }),
       s.updateRun(a.id, { status: 'running' }, { status: 'scheduled' }),
     ])
-    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled'])
+    expect(outcomes.map((o) => o.status)).toEqual([
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+    ])
     expect(outcomes[2]).toEqual({ status: 'fulfilled', value: undefined })
     expect((outcomes[4] as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_FULL' })
     s.close()
@@ -326,7 +341,7 @@ describe('SqliteRunStore group commit', () => {
       `const store = new SqliteRunStore({ path: ${JSON.stringify(path)}, maxRuns: 1_000_000 })`,
       'for (let batch = 0; ; batch++) {',
       '  await Promise.all(Array.from({ length: 20 }, (_, i) => {',
-      "    const id = `run-${batch}-${i}`",
+      "    const id = 'run-' + batch + '-' + i",
       "    return store.createRun({ id, taskName: 't', status: 'running', trigger: 'manual', ok: true, attempts: [], steps: {}, createdAt: new Date().toISOString() })",
       "      .then(() => process.stdout.write(id + '\\n'))",
       '  }))',
