@@ -78,8 +78,12 @@ export function forSrvx(event: HttpEventV2): AWSLambdaProxyEventV2 {
  * with the same letters, or one that arrives without it, stays as it is.
  */
 function appPath(event: HttpEventV2): string {
-  const stage = event.requestContext.stage
+  const { stage, domainName } = event.requestContext
   if (!stage || stage === '$default') return event.rawPath
+  // Only the API's own endpoint carries the stage in the path; a custom
+  // domain maps the stage through its API mapping and leaves it out, so a
+  // route whose first segment happens to be the stage name keeps it there.
+  if (domainName !== undefined && !domainName.includes('.execute-api.')) return event.rawPath
   const prefix = `/${stage}`
   if (event.rawPath === prefix) return '/'
   return event.rawPath.startsWith(`${prefix}/`) ? event.rawPath.slice(prefix.length) : event.rawPath

@@ -184,6 +184,13 @@ describe('svc build --target lambda', () => {
     expect(result.statusCode).toBe(404)
   })
 
+  it('keeps the path on a custom domain, which leaves the stage out of rawPath', async () => {
+    const event = httpEvent('GET', '/api/hello', { query: 'name=custom' })
+    const custom = { ...event.requestContext, domainName: 'api.example.com', domainPrefix: 'api', stage: 'api' }
+    const result = await handler({ ...event, requestContext: custom })
+    expect(JSON.parse(result.body)).toEqual({ hello: 'custom' })
+  })
+
   it('keeps the path as is on the $default stage', async () => {
     const event = httpEvent('GET', '/api/hello', { query: 'name=default' })
     const result = await handler({ ...event, requestContext: { ...event.requestContext, stage: '$default' } })
