@@ -12,14 +12,20 @@ export interface RecordingLogger extends Logger {
 /** A logger that keeps what it is told, so tests can assert on it and the output stays quiet. */
 export function recordingLogger(): RecordingLogger {
   const lines: RecordingLogger['lines'] = []
-  const push = (level: Level) => (...args: unknown[]) =>
-    void lines.push({ level, text: args.map((a) => (a instanceof Error ? `${a.name}: ${a.message}` : String(a))).join(' ') })
+  const push =
+    (level: Level) =>
+    (...args: unknown[]) =>
+      void lines.push({ level, text: args.map((a) => (a instanceof Error ? `${a.name}: ${a.message}` : String(a))).join(' ') })
   return {
     lines,
     info: push('info'),
     warn: push('warn'),
     error: push('error'),
-    text: (level) => lines.filter((l) => !level || l.level === level).map((l) => l.text).join('\n'),
+    text: (level) =>
+      lines
+        .filter((l) => !level || l.level === level)
+        .map((l) => l.text)
+        .join('\n'),
   }
 }
 

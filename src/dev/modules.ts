@@ -54,7 +54,9 @@ export class AppModules {
       if (options.broken?.has(file)) return previous?.module as M | undefined
       let hash: string
       try {
-        hash = createHash('sha1').update(readFileSync(join(this.root, file))).digest('hex')
+        hash = createHash('sha1')
+          .update(readFileSync(join(this.root, file)))
+          .digest('hex')
       } catch {
         return undefined // deleted between the scan and now
       }

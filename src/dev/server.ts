@@ -18,7 +18,11 @@ const IMPORTABLE = /\.(?:[cm]?[jt]sx?|json)$/
  * dropped for an error (a syntax error mid-edit removes a file from the
  * scan), so that version keeps serving until the file is fixed.
  */
-function withLastGood<T extends { path: string; file: string }>(scanned: T[], previous: ReadonlyArray<Partial<T> & { path: string; module?: unknown }>, broken: Set<string>): T[] {
+function withLastGood<T extends { path: string; file: string }>(
+  scanned: T[],
+  previous: ReadonlyArray<Partial<T> & { path: string; module?: unknown }>,
+  broken: Set<string>,
+): T[] {
   const present = new Set(scanned.map((entry) => entry.file))
   const kept: T[] = []
   for (const { module: _module, ...entry } of previous) {

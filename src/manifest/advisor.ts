@@ -80,7 +80,8 @@ export function adviseRoute(route: AdvisableRoute): RouteAdvice {
     } else {
       reasons.push('needs a process that stays up between requests: class dedicated on a persistent host')
     }
-    if (current.class === 'dedicated') return advice(recommended, 'persistent-host', route.kind === 'hot' && !strong && state.length === 0 ? 'medium' : confidence, 'info')
+    if (current.class === 'dedicated')
+      return advice(recommended, 'persistent-host', route.kind === 'hot' && !strong && state.length === 0 ? 'medium' : confidence, 'info')
     return advice(recommended, 'persistent-host', confidence, 'warn', persistentFix(route, persistent, longTimeout))
   }
 
@@ -93,7 +94,9 @@ export function adviseRoute(route: AdvisableRoute): RouteAdvice {
   if (edge) {
     const unseen = route.imports.filter((specifier) => !NEUTRAL_IMPORTS.has(specifier))
     if (unseen.length > 0) {
-      reasons.push(`uses nothing Node-only in this file, so an edge worker can run it if its imports (${unseen.join(', ')}) are edge-safe too`)
+      reasons.push(
+        `uses nothing Node-only in this file, so an edge worker can run it if its imports (${unseen.join(', ')}) are edge-safe too`,
+      )
     } else {
       reasons.push('uses nothing Node-only, so an edge worker or any function platform can run it')
     }
@@ -104,11 +107,19 @@ export function adviseRoute(route: AdvisableRoute): RouteAdvice {
   }
 
   if (current.class === 'dedicated') {
-    reasons.push('declares class dedicated, but the source shows no need for a persistent process; a function would do unless the route relies on something this scan cannot see')
+    reasons.push(
+      'declares class dedicated, but the source shows no need for a persistent process; a function would do unless the route relies on something this scan cannot see',
+    )
     return advice(recommended, provider, 'low', 'info')
   }
   if (heavyMemory && rank(heavyMemory) > rank(declaredMemory ?? '1gb')) {
-    return advice(recommended, provider, 'high', 'warn', `set compute: { class: 'function', memory: '${memory}' } in the route export of ${route.file}`)
+    return advice(
+      recommended,
+      provider,
+      'high',
+      'warn',
+      `set compute: { class: 'function', memory: '${memory}' } in the route export of ${route.file}`,
+    )
   }
   const confidence: Confidence = edge && route.imports.some((s) => !NEUTRAL_IMPORTS.has(s)) ? 'medium' : 'high'
   return advice(recommended, provider, confidence, 'info')

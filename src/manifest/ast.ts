@@ -77,7 +77,26 @@ export function patternNames(pattern: Node | null | undefined, out: string[] = [
 // Keys that only ever hold primitives. Only an optimization: the walker
 // checks each value anyway, so a missing entry costs time, a wrong one misses
 // nodes (ExpressionStatement.expression and Property.value are nodes).
-const SKIPPED_KEYS = new Set(['type', 'start', 'end', 'raw', 'regex', 'bigint', 'operator', 'computed', 'shorthand', 'method', 'async', 'generator', 'prefix', 'optional', 'delegate', 'static', 'declare', 'sourceType'])
+const SKIPPED_KEYS = new Set([
+  'type',
+  'start',
+  'end',
+  'raw',
+  'regex',
+  'bigint',
+  'operator',
+  'computed',
+  'shorthand',
+  'method',
+  'async',
+  'generator',
+  'prefix',
+  'optional',
+  'delegate',
+  'static',
+  'declare',
+  'sourceType',
+])
 /** Child keys by node type, learned from the first node of each type; oxc emits every key of a type, null or not. */
 const CHILD_KEYS = new Map<string, string[]>()
 
@@ -146,7 +165,11 @@ export function requiredModule(node: Node): string | undefined {
 }
 
 export function memberName(node: Node): string | undefined {
-  return node.computed ? (node.property.type === 'Literal' && typeof node.property.value === 'string' ? node.property.value : undefined) : node.property.name
+  return node.computed
+    ? node.property.type === 'Literal' && typeof node.property.value === 'string'
+      ? node.property.value
+      : undefined
+    : node.property.name
 }
 
 /** The identifier at the base of `a.b[c].d()` or `a.get(x).add()`. */
@@ -156,7 +179,8 @@ export function rootName(node: Node): string | undefined {
     if (current.type === 'Identifier') return current.name
     if (current.type === 'MemberExpression') current = current.object
     else if (current.type === 'CallExpression') current = current.callee
-    else if (current.type === 'ChainExpression' || current.type === 'TSNonNullExpression' || current.type === 'ParenthesizedExpression') current = current.expression
+    else if (current.type === 'ChainExpression' || current.type === 'TSNonNullExpression' || current.type === 'ParenthesizedExpression')
+      current = current.expression
     else return undefined
   }
 }

@@ -62,7 +62,8 @@ export function normalizeCompute(kind: RouteKind, compute: StaticValue | undefin
   }
   const fields = compute.properties
   for (const name of fields.keys()) {
-    if (!COMPUTE_FIELDS.has(name)) report.warn(`route.compute.${name} is not a compute field and is ignored; fields are class, memory and cpu`)
+    if (!COMPUTE_FIELDS.has(name))
+      report.warn(`route.compute.${name} is not a compute field and is ignored; fields are class, memory and cpu`)
   }
 
   let computeClass: ComputeClass = kind === 'hot' ? 'dedicated' : 'function'
@@ -91,7 +92,10 @@ export function normalizeCompute(kind: RouteKind, compute: StaticValue | undefin
       if (typeof memory.value === 'string' && (FUNCTION_MEMORY as readonly string[]).includes(memory.value)) {
         size = memory.value
       } else {
-        report.error(memory.node, `route.compute.memory for class 'function' must be one of ${FUNCTION_MEMORY.map((m) => `'${m}'`).join(', ')} (got ${JSON.stringify(memory.value)})`)
+        report.error(
+          memory.node,
+          `route.compute.memory for class 'function' must be one of ${FUNCTION_MEMORY.map((m) => `'${m}'`).join(', ')} (got ${JSON.stringify(memory.value)})`,
+        )
       }
     }
     if (cpu?.ok) {

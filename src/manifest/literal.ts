@@ -63,7 +63,11 @@ export function readStaticLiteral(node: Node, label: string, source: string, pro
         if (!Number.isFinite(argument.value)) return reject(inner, `${label} must be a finite number (got ${snippet(source, inner)})`)
         return { node: inner, value: inner.operator === '-' ? -argument.value : argument.value, ok: true }
       }
-      if ((inner.operator === '-' || inner.operator === '+') && argument.type === 'Identifier' && (argument.name === 'Infinity' || argument.name === 'NaN')) {
+      if (
+        (inner.operator === '-' || inner.operator === '+') &&
+        argument.type === 'Identifier' &&
+        (argument.name === 'Infinity' || argument.name === 'NaN')
+      ) {
         return reject(inner, `${label} must be a finite number (got ${snippet(source, inner)})`)
       }
       return reject(inner, `${label} must be a static literal, not an expression (${snippet(source, inner)}); write the value itself`)
@@ -99,7 +103,10 @@ function readArray(node: Node, label: string, source: string, problems: LiteralP
       return
     }
     if (element.type === 'SpreadElement') {
-      problems.push({ node: element, message: `${label} must be a static literal, not a spread (${snippet(source, element)}); write the entries inline` })
+      problems.push({
+        node: element,
+        message: `${label} must be a static literal, not a spread (${snippet(source, element)}); write the entries inline`,
+      })
       ok = false
       return
     }
@@ -117,12 +124,18 @@ function readObject(node: Node, label: string, source: string, problems: Literal
   let ok = true
   for (const property of node.properties as Node[]) {
     if (property.type === 'SpreadElement') {
-      problems.push({ node: property, message: `${label} must be a static literal, not a spread (${snippet(source, property)}); write the fields inline` })
+      problems.push({
+        node: property,
+        message: `${label} must be a static literal, not a spread (${snippet(source, property)}); write the fields inline`,
+      })
       ok = false
       continue
     }
     if (property.computed) {
-      problems.push({ node: property.key, message: `${label} must not use a computed property key ([${snippet(source, property.key)}]); write the key as a name or a quoted string` })
+      problems.push({
+        node: property.key,
+        message: `${label} must not use a computed property key ([${snippet(source, property.key)}]); write the key as a name or a quoted string`,
+      })
       ok = false
       continue
     }
@@ -134,7 +147,10 @@ function readObject(node: Node, label: string, source: string, problems: Literal
     }
     const path = `${label}.${key}`
     if (property.shorthand) {
-      problems.push({ node: property, message: `${path} is a shorthand property that refers to a variable; write ${key}: <value> with the value inline` })
+      problems.push({
+        node: property,
+        message: `${path} is a shorthand property that refers to a variable; write ${key}: <value> with the value inline`,
+      })
       ok = false
       continue
     }

@@ -81,7 +81,8 @@ function collectLocals(declaration: Node, into: Map<string, LocalBinding>): void
   switch (declaration.type) {
     case 'VariableDeclaration':
       for (const declarator of declaration.declarations as Node[]) {
-        const binding = declaration.kind === 'const' || declaration.kind === 'let' || declaration.kind === 'var' ? declaration.kind : 'other'
+        const binding =
+          declaration.kind === 'const' || declaration.kind === 'let' || declaration.kind === 'var' ? declaration.kind : 'other'
         if (declarator.id.type === 'Identifier') {
           into.set(declarator.id.name, { node: declarator, init: declarator.init ?? null, binding })
         } else {

@@ -46,7 +46,8 @@ export function readPageConfig(exports: ModuleExports, source: string, report: R
       report.error(property.key, `page must not use a computed property key ([${snippet(source, property.key)}])`)
       continue
     }
-    const name = property.key.type === 'Identifier' ? property.key.name : typeof property.key.value === 'string' ? property.key.value : undefined
+    const name =
+      property.key.type === 'Identifier' ? property.key.name : typeof property.key.value === 'string' ? property.key.value : undefined
     if (name === undefined || !DEPLOYMENT_FIELDS.has(name)) continue
     if (property.shorthand) {
       report.error(property, `page.${name} is a shorthand property that refers to a variable; write ${name}: <value> with the value inline`)
@@ -62,7 +63,10 @@ export function readPageConfig(exports: ModuleExports, source: string, report: R
     if (typeof mode.value === 'string' && (PAGE_MODES as readonly string[]).includes(mode.value)) {
       config.mode = mode.value as PageMode
     } else {
-      report.error(mode.node, `page.mode must be a quoted string, one of ${PAGE_MODES.map((m) => `'${m}'`).join(', ')} (got ${snippet(source, mode.node)})`)
+      report.error(
+        mode.node,
+        `page.mode must be a quoted string, one of ${PAGE_MODES.map((m) => `'${m}'`).join(', ')} (got ${snippet(source, mode.node)})`,
+      )
     }
   }
   const revalidate = fields.get('revalidate')

@@ -5,9 +5,7 @@
 import { parseSync, rawTransferSupported } from 'oxc-parser'
 import type { Node } from './ast.ts'
 
-export type ParseOutcome =
-  | { ok: true; program: Node }
-  | { ok: false; offset: number; message: string }
+export type ParseOutcome = { ok: true; program: Node } | { ok: false; offset: number; message: string }
 
 /** Extensions the scanner reads, and the parser dialect for each. */
 export const SOURCE_LANG: Record<string, 'ts' | 'js'> = { '.ts': 'ts', '.mts': 'ts', '.js': 'js', '.mjs': 'js' }

@@ -48,7 +48,8 @@ export function readRouteConfig(exports: ModuleExports, source: string, report: 
   }
   const fields = route?.properties ?? new Map()
   for (const name of fields.keys()) {
-    if (!ROUTE_FIELDS.includes(name)) report.warn(`route.${name} is not a route field and is ignored; fields are ${ROUTE_FIELDS.join(', ')}`)
+    if (!ROUTE_FIELDS.includes(name))
+      report.warn(`route.${name} is not a route field and is ignored; fields are ${ROUTE_FIELDS.join(', ')}`)
   }
 
   // Kind: route.kind wins over the `kind` shorthand; a websocket export alone makes a hot route.
@@ -101,7 +102,12 @@ export function readRouteConfig(exports: ModuleExports, source: string, report: 
  * in this file: the scanner never follows imports, so a re-exported config
  * cannot be checked.
  */
-export function readExportLiteral(entry: ExportEntry | undefined, label: string, source: string, report: Reporter): StaticValue | undefined {
+export function readExportLiteral(
+  entry: ExportEntry | undefined,
+  label: string,
+  source: string,
+  report: Reporter,
+): StaticValue | undefined {
   if (!entry) return undefined
   if (entry.init) {
     const problems: { node: Node; message: string }[] = []
@@ -178,7 +184,9 @@ function readSchedule(
     const normalized = normalizeCron(value.value)
     // route.schedule is read second and wins, as it does at runtime.
     if (schedule !== null && schedule !== normalized) {
-      report.warn(`route.schedule ('${value.value}') and the schedule export ('${schedule}') differ; route.schedule wins, remove one of them`)
+      report.warn(
+        `route.schedule ('${value.value}') and the schedule export ('${schedule}') differ; route.schedule wins, remove one of them`,
+      )
     }
     schedule = normalized
   }
@@ -218,12 +226,18 @@ function readOrigins(value: StaticValue | undefined, kind: RouteKind, report: Re
   for (const item of value.items) {
     if (!item.ok) continue
     if (typeof item.value !== 'string') {
-      report.error(item.node, `route.origins entries must be quoted URL strings such as 'https://example.com' (got ${JSON.stringify(item.value)})`)
+      report.error(
+        item.node,
+        `route.origins entries must be quoted URL strings such as 'https://example.com' (got ${JSON.stringify(item.value)})`,
+      )
       continue
     }
     const origin = normalizeOrigin(item.value)
     if (origin === null) {
-      report.error(item.node, `route.origins entry ${JSON.stringify(item.value)} is not an http(s) or ws(s) URL; write the full origin, such as 'https://example.com'`)
+      report.error(
+        item.node,
+        `route.origins entry ${JSON.stringify(item.value)} is not an http(s) or ws(s) URL; write the full origin, such as 'https://example.com'`,
+      )
       continue
     }
     if (!origins.includes(origin)) origins.push(origin)

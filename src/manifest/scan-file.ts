@@ -45,7 +45,14 @@ function createContext(file: string, source: string): Context {
     const { line, column } = locate(offset)
     errors.push(new ConfigError(file, line, column, message))
   }
-  return { file, source, errors, warnings, at, report: { error: (node: Node, message) => at(node.start, message), warn: (message) => warnings.push(message) } }
+  return {
+    file,
+    source,
+    errors,
+    warnings,
+    at,
+    report: { error: (node: Node, message) => at(node.start, message), warn: (message) => warnings.push(message) },
+  }
 }
 
 /**
@@ -69,13 +76,17 @@ export async function scanRouteSource(file: string, text: string): Promise<FileS
   if (config.kind === 'task') {
     name = taskNameFromPath(path)
     if (path.includes(':')) {
-      ctx.at(0, `task routes cannot have path parameters (${path}): a task is called by name, not by URL; rename the file without [brackets]`)
+      ctx.at(
+        0,
+        `task routes cannot have path parameters (${path}): a task is called by name, not by URL; rename the file without [brackets]`,
+      )
     } else if (name === '') {
       ctx.at(0, `a task needs a name, and ${file} maps to /api itself; move it to a file such as ${API_DIR}/report.ts`)
     }
     if (!methods.includes('POST')) ctx.warnings.push('task routes run their POST export, and this file has none')
     const served = methods.filter((m) => m !== 'POST')
-    if (served.length > 0) ctx.warnings.push(`tasks are not HTTP endpoints, so ${served.join(', ')} ${served.length === 1 ? 'is' : 'are'} never served`)
+    if (served.length > 0)
+      ctx.warnings.push(`tasks are not HTTP endpoints, so ${served.join(', ')} ${served.length === 1 ? 'is' : 'are'} never served`)
     if (websocket) ctx.warnings.push('tasks are not HTTP endpoints, so the websocket export is never served; move it to a hot route')
   } else if (config.kind === 'serverless') {
     if (websocket && config.explicitServerless) {

@@ -49,7 +49,13 @@ export async function scanApp(options: ScanOptions): Promise<ScanResult> {
   routes.sort(byPath)
   pages.sort(byPath)
   errors.push(...findDuplicates(routes, (r) => r.path, 'URL', urlShape), ...findDuplicates(pages, (p) => p.path, 'URL', urlShape))
-  errors.push(...findDuplicates(routes.filter((r) => r.name !== null), (r) => r.name!, 'task name'))
+  errors.push(
+    ...findDuplicates(
+      routes.filter((r) => r.name !== null),
+      (r) => r.name!,
+      'task name',
+    ),
+  )
   errors.sort(compareConfigErrors)
   return { root, routes, pages, errors }
 }
@@ -101,7 +107,10 @@ export async function scanFile(options: ScanFileOptions): Promise<ScanFileResult
   const file = relative(root, absolute).split(sep).join('/')
   const name = file.slice(file.lastIndexOf('/') + 1)
   const area = file.startsWith(`${API_DIR}/`) ? API_DIR : file.startsWith(`${PAGES_DIR}/`) ? PAGES_DIR : null
-  const inPrivateFolder = file.split('/').slice(0, -1).some((part) => part.startsWith('_') || part.startsWith('.'))
+  const inPrivateFolder = file
+    .split('/')
+    .slice(0, -1)
+    .some((part) => part.startsWith('_') || part.startsWith('.'))
   if (area === null || inPrivateFolder || !isSourceFile(name)) return { route: null, page: null, errors: [] }
 
   const source = options.source ?? (await readFile(absolute, 'utf8'))

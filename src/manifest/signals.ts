@@ -45,7 +45,21 @@ const SERVER_FACTORIES: Record<string, readonly string[]> = {
   dgram: ['createSocket'],
 }
 const WS_SERVER_CLASSES = new Set(['WebSocketServer', 'Server'])
-const MUTATING_METHODS = new Set(['set', 'add', 'delete', 'clear', 'push', 'pop', 'shift', 'unshift', 'splice', 'sort', 'reverse', 'fill', 'copyWithin'])
+const MUTATING_METHODS = new Set([
+  'set',
+  'add',
+  'delete',
+  'clear',
+  'push',
+  'pop',
+  'shift',
+  'unshift',
+  'splice',
+  'sort',
+  'reverse',
+  'fill',
+  'copyWithin',
+])
 const GLOBAL_OBJECTS = new Set(['globalThis', 'global', 'window', 'self'])
 
 export interface SourceSignals {
@@ -63,7 +77,11 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
 
   const websocket = exports.names.get('websocket')
   if (websocket) {
-    add('websocket', websocket.node, (line) => `exports websocket (line ${line}): it holds a WebSocket open per connection, which needs a persistent process`)
+    add(
+      'websocket',
+      websocket.node,
+      (line) => `exports websocket (line ${line}): it holds a WebSocket open per connection, which needs a persistent process`,
+    )
   }
 
   const { imports, functions, state, importedModules } = readTopLevel(program, source)
@@ -152,11 +170,20 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
         const head = node.type === 'ForStatement' ? node.init : node.left
         scopes.push(new Set(head?.type === 'VariableDeclaration' ? blockNames([head]) : []))
         if (loadCode && node.type === 'ForStatement' && node.test === null) {
-          add('background-loop', node, (line) => `runs an endless for (;;) loop at module load (line ${line}): background work needs an always-on process`)
+          add(
+            'background-loop',
+            node,
+            (line) => `runs an endless for (;;) loop at module load (line ${line}): background work needs an always-on process`,
+          )
         }
         // `for await (const _ of setInterval(ms))` from timers/promises is setInterval as a loop.
         if (loadCode && node.type === 'ForOfStatement' && node.await && isPromisesInterval(node.right)) {
-          add('module-timer', node, (line) => `iterates setInterval from timers/promises at module scope (line ${line}): the timer runs between requests, which a function freezes or discards`)
+          add(
+            'module-timer',
+            node,
+            (line) =>
+              `iterates setInterval from timers/promises at module scope (line ${line}): the timer runs between requests, which a function freezes or discards`,
+          )
         }
         forEachChild(node, visit)
         scopes.pop()
@@ -170,7 +197,11 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
       case 'WhileStatement':
       case 'DoWhileStatement':
         if (loadCode && isAlwaysTrue(node.test)) {
-          add('background-loop', node, (line) => `runs an endless while loop at module load (line ${line}): background work needs an always-on process`)
+          add(
+            'background-loop',
+            node,
+            (line) => `runs an endless while loop at module load (line ${line}): background work needs an always-on process`,
+          )
         }
         break
       case 'IfStatement':
@@ -240,21 +271,38 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
     } else if (callee.type === 'MemberExpression') {
       const binding = moduleImport(callee.object)
       const property = memberName(callee)
-      if (binding && property && (binding.imported === 'default' || binding.imported === '*')) factory = { module: binding.source, name: property }
+      if (binding && property && (binding.imported === 'default' || binding.imported === '*'))
+        factory = { module: binding.source, name: property }
     }
     if (factory && SERVER_FACTORIES[builtinName(factory.module)]?.includes(factory.name)) {
       const label = `${builtinName(factory.module)}.${factory.name}`
-      add('listening-socket', node, (line) => `creates a listening socket with ${label}() (line ${line}): a server must stay up between requests, which needs a persistent process`, { module: factory.module })
+      add(
+        'listening-socket',
+        node,
+        (line) =>
+          `creates a listening socket with ${label}() (line ${line}): a server must stay up between requests, which needs a persistent process`,
+        { module: factory.module },
+      )
     }
 
     // Timers started at load keep running after a request ends.
     if (loadCode && isGlobalCall(callee, 'setInterval', imports, shadowed)) {
-      add('module-timer', node, (line) => `starts setInterval at module scope (line ${line}): the timer runs between requests, which a function freezes or discards`)
+      add(
+        'module-timer',
+        node,
+        (line) =>
+          `starts setInterval at module scope (line ${line}): the timer runs between requests, which a function freezes or discards`,
+      )
     }
     // A function run at load that hands itself to setTimeout again is setInterval by another name.
     const self = innerName
     if (loadCode && self !== null && isGlobalCall(callee, 'setTimeout', imports, shadowed) && rearms(node.arguments[0], self)) {
-      add('module-timer', node, (line) => `re-arms setTimeout with ${self}() from module load (line ${line}): the timer runs between requests, which a function freezes or discards`)
+      add(
+        'module-timer',
+        node,
+        (line) =>
+          `re-arms setTimeout with ${self}() from module load (line ${line}): the timer runs between requests, which a function freezes or discards`,
+      )
     }
 
     // Mutating calls on module state: rooms.set(), queue.push(), rooms.get(id).add().
@@ -288,7 +336,9 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
       isServer = binding?.source === 'ws' && WS_SERVER_CLASSES.has(memberName(callee) ?? '')
     }
     if (isServer) {
-      add('listening-socket', node, (line) => `creates a ws WebSocket server (line ${line}): open connections need a persistent process`, { module: 'ws' })
+      add('listening-socket', node, (line) => `creates a ws WebSocket server (line ${line}): open connections need a persistent process`, {
+        module: 'ws',
+      })
     }
   }
 
@@ -298,7 +348,12 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
     const binding = state.get(name)!
     const declared = locate(binding.node.start).line
     const inside = where ? `inside ${where}` : 'inside a function'
-    add('mutable-state', node, (line) => `module-scope ${name} (${binding.describe}, line ${declared}) is changed ${inside} (line ${line}): that state lives only as long as one process`)
+    add(
+      'mutable-state',
+      node,
+      (line) =>
+        `module-scope ${name} (${binding.describe}, line ${declared}) is changed ${inside} (line ${line}): that state lives only as long as one process`,
+    )
   }
 
   const seen = new Set<string>()
@@ -307,9 +362,16 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
     seen.add(specifier)
     const profile = moduleProfile(specifier)
     if (profile?.memory) {
-      add('heavy-module', node, (line) => `imports ${specifier} (line ${line}), ${profile.label} that needs at least ${profile.memory} of function memory`, { module: specifier, memory: profile.memory })
+      add(
+        'heavy-module',
+        node,
+        (line) => `imports ${specifier} (line ${line}), ${profile.label} that needs at least ${profile.memory} of function memory`,
+        { module: specifier, memory: profile.memory },
+      )
     } else if (profile?.native) {
-      add('native-module', node, (line) => `imports ${specifier} (line ${line}), ${profile.label} that only Node can load`, { module: specifier })
+      add('native-module', node, (line) => `imports ${specifier} (line ${line}), ${profile.label} that only Node can load`, {
+        module: specifier,
+      })
     } else if (isNodeBuiltin(specifier)) {
       add('node-builtin', node, (line) => `imports the Node built-in ${specifier} (line ${line})`, { module: specifier })
     }
@@ -340,5 +402,10 @@ function isGlobalCall(callee: Node, name: string, imports: Map<string, ImportBin
     const binding = imports.get(callee.name)
     return !!binding && !shadowed(callee.name) && /^(node:)?timers$/.test(binding.source) && binding.imported === name
   }
-  return callee.type === 'MemberExpression' && callee.object.type === 'Identifier' && GLOBAL_OBJECTS.has(callee.object.name) && memberName(callee) === name
+  return (
+    callee.type === 'MemberExpression' &&
+    callee.object.type === 'Identifier' &&
+    GLOBAL_OBJECTS.has(callee.object.name) &&
+    memberName(callee) === name
+  )
 }

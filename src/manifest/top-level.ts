@@ -45,7 +45,8 @@ export function readTopLevel(program: Node, source: string): TopLevel {
       if (statement.specifiers.length > 0 && specifiers.length === 0) continue
       importedModules.push({ specifier: statement.source.value, node: statement })
       for (const s of specifiers) {
-        const imported = s.type === 'ImportDefaultSpecifier' ? 'default' : s.type === 'ImportNamespaceSpecifier' ? '*' : (nameOf(s.imported) ?? '')
+        const imported =
+          s.type === 'ImportDefaultSpecifier' ? 'default' : s.type === 'ImportNamespaceSpecifier' ? '*' : (nameOf(s.imported) ?? '')
         imports.set(s.local.name, { source: statement.source.value, imported })
       }
       continue
@@ -54,7 +55,8 @@ export function readTopLevel(program: Node, source: string): TopLevel {
       if (!isTypeOnlyDeclaration(statement, source)) importedModules.push({ specifier: statement.source.value, node: statement })
       continue
     }
-    const declaration = statement.type === 'ExportNamedDeclaration' || statement.type === 'ExportDefaultDeclaration' ? statement.declaration : statement
+    const declaration =
+      statement.type === 'ExportNamedDeclaration' || statement.type === 'ExportDefaultDeclaration' ? statement.declaration : statement
     if (!declaration) continue
     if (declaration.type === 'FunctionDeclaration' && declaration.id) functions.set(declaration.id.name, declaration)
     if (declaration.type !== 'VariableDeclaration') continue

@@ -10,6 +10,8 @@
  * moved; this connection's own writes update the cache as they happen.
  */
 export interface CachedRow {
+  /** The rowid, which updates address the row by. */
+  seq: number
   record: string
   finished_seq: number | null
 }

@@ -176,9 +176,9 @@ export interface StepRecord {
  *   Token ids are `<runId>:<stepKey>` (see `tokenIdFor`).
  */
 export type Waitpoint =
-  | { type: 'sleep'; /** ISO timestamp */ until: string }
+  | { type: 'sleep' /** ISO timestamp */; until: string }
   | { type: 'task'; task: string; runId: string }
-  | { type: 'token'; tokenId: string; /** ISO timestamp */ timeoutAt?: string }
+  | { type: 'token'; tokenId: string /** ISO timestamp */; timeoutAt?: string }
 
 /** The run envelope, as the spec defines it. */
 export interface RunEnvelope {
@@ -243,10 +243,7 @@ export interface StepApi {
   waitForTask(key: string, task: string, payload?: unknown, opts?: EnqueueOptions): Promise<ChildRunResult>
   sleep(key: string, seconds: number): Promise<void>
   sleepUntil(key: string, date: Date | string): Promise<void>
-  waitForToken<T = unknown>(
-    key: string,
-    opts?: { timeoutSeconds?: number },
-  ): Promise<{ payload?: T } | { timedOut: true }>
+  waitForToken<T = unknown>(key: string, opts?: { timeoutSeconds?: number }): Promise<{ payload?: T } | { timedOut: true }>
 }
 
 /** The argument of a task's `POST(ctx)` handler. */
@@ -372,9 +369,7 @@ export interface RequestInfo {
 export interface GlobalHooks {
   onRequest?: Array<(req: Request) => void | Response | Promise<void | Response>>
   onError?: Array<(error: unknown, req: Request) => void | Response | Promise<void | Response>>
-  onResponse?: Array<
-    (req: Request, res: Response, info: { durationMs: number }) => void | Response | Promise<void | Response>
-  >
+  onResponse?: Array<(req: Request, res: Response, info: { durationMs: number }) => void | Response | Promise<void | Response>>
 }
 
 /** Logger used by the runtime. `console` fits. */

@@ -34,7 +34,14 @@ await serveApp(app)
       await ctx.writeFile(
         join(out, 'package.json'),
         `${JSON.stringify(
-          { name: appPkg.name ?? 'svc-app', private: true, type: 'module', main: 'server.mjs', scripts: { start: 'node server.mjs' }, dependencies },
+          {
+            name: appPkg.name ?? 'svc-app',
+            private: true,
+            type: 'module',
+            main: 'server.mjs',
+            scripts: { start: 'node server.mjs' },
+            dependencies,
+          },
           null,
           2,
         )}\n`,

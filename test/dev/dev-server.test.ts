@@ -17,11 +17,7 @@ describe('svc dev', () => {
   beforeEach(async () => {
     root = await mkdtemp(join(tmpdir(), 'svc-dev-'))
     await write(root, 'src/api/hello.ts', `export function GET() { return { version: 1 } }\n`)
-    await write(
-      root,
-      'src/api/counter.ts',
-      `let count = 0\nexport function GET() { count++; return { count } }\n`,
-    )
+    await write(root, 'src/api/counter.ts', `let count = 0\nexport function GET() { count++; return { count } }\n`)
     await write(
       root,
       'src/api/echo.ts',
@@ -61,7 +57,11 @@ describe('svc dev', () => {
   it('prints config errors as file:line:col, keeps serving the last good version, and recovers', async () => {
     const { lines, logger } = logs()
     dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger, watch: false })
-    await write(root, 'src/api/hello.ts', `export const route = { retries: Math.max(1, 2) }\nexport function GET() { return { version: 4 } }\n`)
+    await write(
+      root,
+      'src/api/hello.ts',
+      `export const route = { retries: Math.max(1, 2) }\nexport function GET() { return { version: 4 } }\n`,
+    )
     await dev.reload(['api/hello.ts'])
     expect(lines.some((line) => /^src\/api\/hello\.ts:1:33: route\.retries must be a static literal/.test(line))).toBe(true)
     expect(dev.errors).toHaveLength(1)

@@ -14,9 +14,21 @@ describe('svc dev and modules shared between routes', () => {
   beforeEach(async () => {
     root = await mkdtemp(join(tmpdir(), 'svc-dev-'))
     await write(root, 'src/lib/store.ts', `export const items: string[] = []\nexport const label = 'v1'\n`)
-    await write(root, 'src/api/items.ts', `import { items } from '../lib/store.ts'\nexport async function POST(req: any) { items.push((await req.json()).name); return { count: items.length } }\n`)
-    await write(root, 'src/api/count.ts', `import { items, label } from '../lib/store.ts'\nexport function GET() { return { count: items.length, label } }\n`)
-    await write(root, 'src/pages/index.ts', `import { items } from '../lib/store.ts'\nexport default function render() { return items.join(',') }\n`)
+    await write(
+      root,
+      'src/api/items.ts',
+      `import { items } from '../lib/store.ts'\nexport async function POST(req: any) { items.push((await req.json()).name); return { count: items.length } }\n`,
+    )
+    await write(
+      root,
+      'src/api/count.ts',
+      `import { items, label } from '../lib/store.ts'\nexport function GET() { return { count: items.length, label } }\n`,
+    )
+    await write(
+      root,
+      'src/pages/index.ts',
+      `import { items } from '../lib/store.ts'\nexport default function render() { return items.join(',') }\n`,
+    )
     dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: quiet, watch: false })
   })
   afterEach(async () => {
@@ -36,7 +48,11 @@ describe('svc dev and modules shared between routes', () => {
 
   it('imports a changed route again against the helper the other routes hold', async () => {
     await add('apple')
-    await write(root, 'src/api/count.ts', `import { items, label } from '../lib/store.ts'\nexport function GET() { return { count: items.length, label, edited: true } }\n`)
+    await write(
+      root,
+      'src/api/count.ts',
+      `import { items, label } from '../lib/store.ts'\nexport function GET() { return { count: items.length, label, edited: true } }\n`,
+    )
     await dev!.reload(['api/count.ts'])
     // The edit is live, and the store still holds what the unchanged route put in it.
     expect(await count()).toEqual({ count: 1, label: 'v1', edited: true })
@@ -55,7 +71,11 @@ describe('svc dev and modules shared between routes', () => {
   })
 
   it('answers errors thrown from svc’s own classes with their status and code', async () => {
-    await write(root, 'src/api/taken.ts', `import { SvcError } from 'svc'\nexport function GET() { throw new SvcError('That name is taken', 'NAME_TAKEN', 409) }\n`)
+    await write(
+      root,
+      'src/api/taken.ts',
+      `import { SvcError } from 'svc'\nexport function GET() { throw new SvcError('That name is taken', 'NAME_TAKEN', 409) }\n`,
+    )
     await dev!.reload(['api/taken.ts'])
     const res = await fetch(`${dev!.url}/api/taken`)
     expect(res.status).toBe(409)

@@ -40,4 +40,3 @@ describe('where the secret is read from', () => {
     expect((await withEnv({ THEN_TASK_SECRET: '', SVC_TASK_SECRET: 's3cret' }, 'Bearer ')).status).toBe(401)
   })
 })
-

@@ -1,6 +1,14 @@
 import * as v from 'valibot'
 import { describe, expect, it } from 'vitest'
-import { MemoryRunStore, createSvcHandler, createTaskRuntime, tokenIdFor, type RunRecord, type RuntimeApiRoute, type RuntimePage } from '../../src/index.ts'
+import {
+  MemoryRunStore,
+  createSvcHandler,
+  createTaskRuntime,
+  tokenIdFor,
+  type RunRecord,
+  type RuntimeApiRoute,
+  type RuntimePage,
+} from '../../src/index.ts'
 import { SqliteRunStore } from '../../src/node.ts'
 import { isLoopback, timingSafeEqual } from '../../src/runtime/admin/auth.ts'
 import { deferred, recordingLogger, serve, until } from './_helpers.ts'
@@ -103,7 +111,11 @@ describe('task admin surface', () => {
   it('answers a body over the limit with 413 PAYLOAD_TOO_LARGE', async () => {
     const { routes, seen } = appRoutes()
     const server = await serve({ apiRoutes: routes, bodyLimit: 100 })
-    const res = await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: json, body: JSON.stringify({ pad: 'x'.repeat(500) }) })
+    const res = await fetch(`${server.url}/__tasks/report`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ pad: 'x'.repeat(500) }),
+    })
     expect(res.status).toBe(413)
     expect((await res.json()).code).toBe('PAYLOAD_TOO_LARGE')
     expect(seen).toEqual([])
@@ -167,9 +179,21 @@ describe('enqueue options in the Idempotency-Key and Svc-Delay-Seconds headers',
     ['an empty key', { 'idempotency-key': '' }, /^Header Idempotency-Key: idempotencyKey must be a non-empty string \(got ""\)$/],
     // Fetch strips the whitespace around a header value, so this arrives empty too.
     ['a key of whitespace only', { 'idempotency-key': '   ' }, /^Header Idempotency-Key: idempotencyKey must be a non-empty string/],
-    ['a key over the length limit', { 'idempotency-key': 'k'.repeat(1000) }, /^Header Idempotency-Key: idempotencyKey must be at most 255 characters \(got 1000 characters\)$/],
-    ['a delay past the largest date', { 'svc-delay-seconds': '1e300' }, /^Header Svc-Delay-Seconds: delaySeconds must be at most 31536000 seconds \(365 days\) \(got "1e300"\)$/],
-    ['a delay past the 365-day maximum', { 'svc-delay-seconds': '31536001' }, /^Header Svc-Delay-Seconds: delaySeconds must be at most 31536000 seconds/],
+    [
+      'a key over the length limit',
+      { 'idempotency-key': 'k'.repeat(1000) },
+      /^Header Idempotency-Key: idempotencyKey must be at most 255 characters \(got 1000 characters\)$/,
+    ],
+    [
+      'a delay past the largest date',
+      { 'svc-delay-seconds': '1e300' },
+      /^Header Svc-Delay-Seconds: delaySeconds must be at most 31536000 seconds \(365 days\) \(got "1e300"\)$/,
+    ],
+    [
+      'a delay past the 365-day maximum',
+      { 'svc-delay-seconds': '31536001' },
+      /^Header Svc-Delay-Seconds: delaySeconds must be at most 31536000 seconds/,
+    ],
     ['a negative delay', { 'svc-delay-seconds': '-1' }, /^Header Svc-Delay-Seconds: .*\(got "-1"\)$/],
     ['NaN', { 'svc-delay-seconds': 'NaN' }, /^Header Svc-Delay-Seconds: .*\(got "NaN"\)$/],
     ['a word', { 'svc-delay-seconds': 'abc' }, /^Header Svc-Delay-Seconds: .*\(got "abc"\)$/],
@@ -201,7 +225,10 @@ describe('enqueue options in the Idempotency-Key and Svc-Delay-Seconds headers',
       expect(res.status, delay).toBe(202)
       expect((await res.json()).status).toBe('scheduled')
     }
-    const keyed = await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: { 'idempotency-key': 'k'.repeat(255), 'svc-delay-seconds': '60' } })
+    const keyed = await fetch(`${server.url}/__tasks/report`, {
+      method: 'POST',
+      headers: { 'idempotency-key': 'k'.repeat(255), 'svc-delay-seconds': '60' },
+    })
     expect(keyed.status).toBe(202)
   })
 })
@@ -399,7 +426,11 @@ describe('admin auth', () => {
     const denied = await fetch(`${server.url}/__svc/revalidate`, { method: 'POST', body: '{"paths":["/"]}' })
     expect(denied.status).toBe(401)
     expect(denied.headers.get('www-authenticate')).toMatch(/^Bearer/)
-    const ok = await fetch(`${server.url}/__svc/revalidate`, { method: 'POST', body: '{"paths":["/"]}', headers: { authorization: 'Bearer tok' } })
+    const ok = await fetch(`${server.url}/__svc/revalidate`, {
+      method: 'POST',
+      body: '{"paths":["/"]}',
+      headers: { authorization: 'Bearer tok' },
+    })
     expect(ok.status).toBe(200)
   })
 

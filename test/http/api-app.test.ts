@@ -7,7 +7,11 @@ const routes: RuntimeApiRoute[] = [
     path: '/api/users/:id',
     module: {
       GET: (req) => ({ id: req.param('id'), q: req.query('q') ?? null }),
-      PUT: async (req, reply) => reply.status(201).header('x-updated', 'yes').json(await req.json()),
+      PUT: async (req, reply) =>
+        reply
+          .status(201)
+          .header('x-updated', 'yes')
+          .json(await req.json()),
     },
   },
   { path: '/api/text', module: { GET: (_req, reply) => reply.text('plain') } },
@@ -22,12 +26,50 @@ const routes: RuntimeApiRoute[] = [
     module: { GET: (_req, reply) => reply.header('set-cookie', 'a=1').header('set-cookie', 'b=2').json(null) },
   },
   { path: '/api/files/:rest*', module: { GET: (req) => ({ rest: req.param('rest') }) } },
-  { path: '/api/head', module: { GET: () => ({ big: 'x'.repeat(100) }), HEAD: () => new Response(null, { headers: { 'x-head': 'own' } }) } },
-  { path: '/api/boom', module: { GET: () => { throw new Error('database password is hunter2') } } },
-  { path: '/api/async-boom', module: { GET: async () => { throw new Error('later') } } },
-  { path: '/api/known', module: { GET: () => { throw new TaskNotFoundError('nope', ['a']) } } },
-  { path: '/api/full', module: { POST: () => { throw new StoreFullError('MemoryRunStore', 2) } } },
-  { path: '/api/thrown-response', module: { GET: () => { throw new Response('teapot', { status: 418 }) } } },
+  {
+    path: '/api/head',
+    module: { GET: () => ({ big: 'x'.repeat(100) }), HEAD: () => new Response(null, { headers: { 'x-head': 'own' } }) },
+  },
+  {
+    path: '/api/boom',
+    module: {
+      GET: () => {
+        throw new Error('database password is hunter2')
+      },
+    },
+  },
+  {
+    path: '/api/async-boom',
+    module: {
+      GET: async () => {
+        throw new Error('later')
+      },
+    },
+  },
+  {
+    path: '/api/known',
+    module: {
+      GET: () => {
+        throw new TaskNotFoundError('nope', ['a'])
+      },
+    },
+  },
+  {
+    path: '/api/full',
+    module: {
+      POST: () => {
+        throw new StoreFullError('MemoryRunStore', 2)
+      },
+    },
+  },
+  {
+    path: '/api/thrown-response',
+    module: {
+      GET: () => {
+        throw new Response('teapot', { status: 418 })
+      },
+    },
+  },
   { path: '/api/report', module: { route: { kind: 'task' }, POST: () => 'task ran' } },
   { path: '/api/jobs/notify', kind: 'task', module: { POST: () => 'task ran' } },
 ]
@@ -45,7 +87,11 @@ describe('createApiApp handlers', () => {
   })
 
   it('builds responses with reply: status is chainable and headers stick', async () => {
-    const res = await app().request('/api/users/1', { method: 'PUT', body: '{"name":"Ada"}', headers: { 'content-type': 'application/json' } })
+    const res = await app().request('/api/users/1', {
+      method: 'PUT',
+      body: '{"name":"Ada"}',
+      headers: { 'content-type': 'application/json' },
+    })
     expect(res.status).toBe(201)
     expect(res.headers.get('x-updated')).toBe('yes')
     expect(await res.json()).toEqual({ name: 'Ada' })
@@ -219,14 +265,20 @@ describe('createApiApp built-ins and route kinds', () => {
 
 describe('createApiApp options', () => {
   it('rejects bad options with the option name and the value it got', () => {
-    expect(() => createApiApp(undefined as never)).toThrow(new TypeError('createApiApp(): options must be an object with routes (got undefined)'))
+    expect(() => createApiApp(undefined as never)).toThrow(
+      new TypeError('createApiApp(): options must be an object with routes (got undefined)'),
+    )
     expect(() => createApiApp({ routes: 'x' as never })).toThrow(/routes must be an array of API routes \(got "x"\)/)
     expect(() => createApiApp({ routes: [], bodyLimit: -1 })).toThrow(RangeError)
     expect(() => createApiApp({ routes: [], revalidateWebhook: 1 as never })).toThrow(/revalidateWebhook must be a function \(got 1\)/)
-    expect(() => createApiApp({ routes: [], globalHooks: { onRequest: 'x' } as never })).toThrow(/globalHooks.onRequest must be an array of functions/)
+    expect(() => createApiApp({ routes: [], globalHooks: { onRequest: 'x' } as never })).toThrow(
+      /globalHooks.onRequest must be an array of functions/,
+    )
     expect(() => createApiApp({ routes: [], globalHooks: { before: [] } as never })).toThrow(/unknown hook "before"/)
     expect(() => createApiApp({ routes: [{ path: 'api', module: {} }] })).toThrow(/routes\[0\]\.path must be a URL path/)
-    expect(() => createApiApp({ routes: [{ path: '/api/x', module: { GET: 'nope' as never } }] })).toThrow(/the GET export must be a function \(got "nope"\)/)
+    expect(() => createApiApp({ routes: [{ path: '/api/x', module: { GET: 'nope' as never } }] })).toThrow(
+      /the GET export must be a function \(got "nope"\)/,
+    )
   })
 
   it('refuses a bare schema export and says how to wrap it', () => {

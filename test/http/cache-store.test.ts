@@ -66,6 +66,8 @@ describe('MemoryCacheStore bound', () => {
   })
 
   it('rejects a bound that is not a positive integer', () => {
-    expect(() => new MemoryCacheStore({ maxEntries: 0 })).toThrow(new RangeError('MemoryCacheStore: maxEntries must be a positive integer (got 0)'))
+    expect(() => new MemoryCacheStore({ maxEntries: 0 })).toThrow(
+      new RangeError('MemoryCacheStore: maxEntries must be a positive integer (got 0)'),
+    )
   })
 })

@@ -40,17 +40,29 @@ describe('runs and waitUntil', () => {
   })
 
   it('rejects a holdRuns that is not a boolean', () => {
-    expect(() => createSvcHandler({ routes, holdRuns: 'yes' as never })).toThrow('createSvcHandler(): holdRuns must be a boolean (got "yes")')
+    expect(() => createSvcHandler({ routes, holdRuns: 'yes' as never })).toThrow(
+      'createSvcHandler(): holdRuns must be a boolean (got "yes")',
+    )
   })
 
   it('startSvcServer closes without waiting for a suspended run to finish', async () => {
-    const server = await startSvcServer({ apiRoutes: routes, pages: [], port: 0, host: '127.0.0.1', shutdownTimeoutMs: 60_000, logger: quiet })
+    const server = await startSvcServer({
+      apiRoutes: routes,
+      pages: [],
+      port: 0,
+      host: '127.0.0.1',
+      shutdownTimeoutMs: 60_000,
+      logger: quiet,
+    })
     const res = await fetch(`http://127.0.0.1:${server.port}/__tasks/napper`, { method: 'POST' })
     const { id } = (await res.json()) as { id: string }
     for (let i = 0; i < 100 && (await server.runtime.getRun(id))?.status !== 'suspended'; i++) await new Promise((r) => setTimeout(r, 10))
     expect((await server.runtime.getRun(id))?.status).toBe('suspended')
     // Without the fix close() waited for the run until the 60 s drain deadline.
-    const outcome = await Promise.race([server.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('still waiting'), 5000))])
+    const outcome = await Promise.race([
+      server.close().then(() => 'closed'),
+      new Promise((r) => setTimeout(() => r('still waiting'), 5000)),
+    ])
     expect(outcome).toBe('closed')
   })
 })

@@ -4,7 +4,14 @@ import { recordingLogger, serve } from './_helpers.ts'
 
 const routes: RuntimeApiRoute[] = [
   { path: '/api/hello', module: { GET: () => ({ hello: 'world' }) } },
-  { path: '/api/boom', module: { GET: () => { throw new Error('boom') } } },
+  {
+    path: '/api/boom',
+    module: {
+      GET: () => {
+        throw new Error('boom')
+      },
+    },
+  },
   { path: '/api/report', module: { route: { kind: 'task' }, POST: () => 1 } },
 ]
 
@@ -61,7 +68,11 @@ describe('global hooks', () => {
     const app = createApiApp({
       routes,
       globalHooks: {
-        onRequest: [() => { throw new Error('auth backend down') }],
+        onRequest: [
+          () => {
+            throw new Error('auth backend down')
+          },
+        ],
         onError: [(error) => new Response(`caught: ${(error as Error).message}`, { status: 502 })],
       },
     })
@@ -72,7 +83,17 @@ describe('global hooks', () => {
 
   it('falls back to 500 INTERNAL_ERROR when no onError hook answers, and logs a failing hook', async () => {
     const logger = recordingLogger()
-    const app = createApiApp({ routes, logger, globalHooks: { onError: [() => { throw new Error('hook broke') }] } })
+    const app = createApiApp({
+      routes,
+      logger,
+      globalHooks: {
+        onError: [
+          () => {
+            throw new Error('hook broke')
+          },
+        ],
+      },
+    })
     const res = await app.request('/api/boom')
     expect(res.status).toBe(500)
     expect((await res.json()).code).toBe('INTERNAL_ERROR')

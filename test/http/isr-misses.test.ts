@@ -35,7 +35,9 @@ describe('ISR misses', () => {
       return '<p>ok</p>'
     })
     const handler = createSvcHandler({ routes: [], pages: [page], logger: quiet })
-    const statuses = await Promise.all(Array.from({ length: 3 }, () => handler.fetch(new Request('http://localhost/')).then((res) => res.status)))
+    const statuses = await Promise.all(
+      Array.from({ length: 3 }, () => handler.fetch(new Request('http://localhost/')).then((res) => res.status)),
+    )
     expect(statuses.filter((status) => status === 500)).toHaveLength(1)
     expect(statuses.filter((status) => status === 200)).toHaveLength(2)
   })
@@ -48,7 +50,9 @@ describe('ISR misses', () => {
       return new Response('private', { headers: { 'cache-control': 'no-store' } })
     })
     const handler = createSvcHandler({ routes: [], pages: [page], logger: quiet })
-    const bodies = await Promise.all(Array.from({ length: 3 }, () => handler.fetch(new Request('http://localhost/')).then((res) => res.text())))
+    const bodies = await Promise.all(
+      Array.from({ length: 3 }, () => handler.fetch(new Request('http://localhost/')).then((res) => res.text())),
+    )
     expect(bodies).toEqual(['private', 'private', 'private'])
     expect(renders).toBeGreaterThan(1)
   })

@@ -21,12 +21,15 @@ describe('an app loaded with loadApiRoutes and loadPages', () => {
   // files is one instance: its state is shared by every route, page and task.
   it('shares one instance of a helper module between routes, pages and tasks', async () => {
     const server = await serve({ apiRoutes: await loadApiRoutes({ root }), pages: await loadPages({ root }), env: { NODE_ENV: 'test' } })
-    const add = (name: string) => fetch(`${server.url}/api/items`, { method: 'POST', body: JSON.stringify({ name }) }).then((res) => res.json())
+    const add = (name: string) =>
+      fetch(`${server.url}/api/items`, { method: 'POST', body: JSON.stringify({ name }) }).then((res) => res.json())
     expect(await add('apple')).toEqual({ count: 1 })
     expect(await add('pear')).toEqual({ count: 2 })
     expect(await (await fetch(`${server.url}/api/count`)).json()).toEqual({ count: 2 })
     expect(await (await fetch(`${server.url}/`)).text()).toBe('<ul><li>apple</li><li>pear</li></ul>')
-    const run = (await (await fetch(`${server.url}/__tasks/jobs.remember`, { method: 'POST', body: '{"name":"plum"}' })).json()) as { id: string }
+    const run = (await (await fetch(`${server.url}/__tasks/jobs.remember`, { method: 'POST', body: '{"name":"plum"}' })).json()) as {
+      id: string
+    }
     expect((await server.runtime.waitForRun(run.id)).result).toEqual({ count: 3 })
     expect(await (await fetch(`${server.url}/api/count`)).json()).toEqual({ count: 3 })
   })
@@ -43,6 +46,9 @@ describe('an app loaded with loadApiRoutes and loadPages', () => {
     expect((await payment.json()).code).toBe('PAYMENT_REQUIRED')
     const invalid = await fetch(`${server.url}/api/conflict`, { method: 'POST' })
     expect(invalid.status).toBe(400)
-    expect(await invalid.json()).toMatchObject({ code: 'VALIDATION_FAILED', details: [{ target: 'body', path: ['name'], message: 'Expected a name' }] })
+    expect(await invalid.json()).toMatchObject({
+      code: 'VALIDATION_FAILED',
+      details: [{ target: 'body', path: ['name'], message: 'Expected a name' }],
+    })
   })
 })

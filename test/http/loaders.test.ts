@@ -63,7 +63,9 @@ describe('loadApiRoutes and loadPages', () => {
   })
 
   it('reject a missing root with a TypeError naming the option', async () => {
-    await expect(loadApiRoutes({} as never)).rejects.toThrow(new TypeError('loadApiRoutes(): root must be the app directory (got undefined)'))
+    await expect(loadApiRoutes({} as never)).rejects.toThrow(
+      new TypeError('loadApiRoutes(): root must be the app directory (got undefined)'),
+    )
     await expect(loadPages(undefined as never)).rejects.toThrow(/loadPages\(\): root must be the app directory/)
   })
 })

@@ -9,7 +9,10 @@ const auth = { authorization: 'Bearer t' }
 const env = { NODE_ENV: 'production', THEN_TASK_SECRET: 't' }
 
 /** A page whose renders are counted and numbered, so a test can tell a cached body from a fresh one. */
-function counted(page: Omit<RuntimePage, 'module'>, render?: (req: SvcRequest, n: number) => string | Response | Promise<string | Response>) {
+function counted(
+  page: Omit<RuntimePage, 'module'>,
+  render?: (req: SvcRequest, n: number) => string | Response | Promise<string | Response>,
+) {
   const state = { renders: 0 }
   const module = {
     default: async (req: SvcRequest) => {
@@ -26,7 +29,11 @@ async function get(url: string): Promise<{ status: number; body: string; cache: 
 }
 
 async function revalidate(url: string, body: unknown) {
-  const res = await fetch(`${url}/__svc/revalidate`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  const res = await fetch(`${url}/__svc/revalidate`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
   return { status: res.status, body: await res.json() }
 }
 
@@ -34,13 +41,21 @@ describe('server pages', () => {
   it('render on every request, with route params, as HTML', async () => {
     const { page, state } = counted({ path: '/blog/:slug', mode: 'server' }, (req, n) => `<h1>${req.param('slug')} ${n}</h1>`)
     const server = await serve({ pages: [page] })
-    expect(await get(`${server.url}/blog/hello`)).toMatchObject({ status: 200, body: '<h1>hello 1</h1>', type: 'text/html; charset=utf-8', cache: null })
+    expect(await get(`${server.url}/blog/hello`)).toMatchObject({
+      status: 200,
+      body: '<h1>hello 1</h1>',
+      type: 'text/html; charset=utf-8',
+      cache: null,
+    })
     expect((await get(`${server.url}/blog/hello`)).body).toBe('<h1>hello 2</h1>')
     expect(state.renders).toBe(2)
   })
 
   it('send a returned Response as is', async () => {
-    const { page } = counted({ path: '/feed', mode: 'server' }, () => new Response('<rss/>', { headers: { 'content-type': 'application/rss+xml' } }))
+    const { page } = counted(
+      { path: '/feed', mode: 'server' },
+      () => new Response('<rss/>', { headers: { 'content-type': 'application/rss+xml' } }),
+    )
     const server = await serve({ pages: [page] })
     expect(await get(`${server.url}/feed`)).toMatchObject({ body: '<rss/>', type: 'application/rss+xml' })
   })
@@ -48,10 +63,17 @@ describe('server pages', () => {
   it('send Cache-Control: no-store, so no shared cache keeps one visitor’s page for the next (RFC 9111 §5.2.2.5)', async () => {
     const html = counted({ path: '/me', mode: 'server' }, (req) => `<p>hello ${req.header('cookie')}</p>`)
     const plain = counted({ path: '/plain' })
-    const response = counted({ path: '/feed', mode: 'server' }, () => new Response('<rss/>', { headers: { 'content-type': 'application/rss+xml' } }))
+    const response = counted(
+      { path: '/feed', mode: 'server' },
+      () => new Response('<rss/>', { headers: { 'content-type': 'application/rss+xml' } }),
+    )
     // Response.redirect() has immutable headers (Fetch §5.5).
     const redirect = counted({ path: '/old', mode: 'server' }, () => Response.redirect('http://svc/new', 301))
-    const handler = createSvcHandler({ routes: [], pages: [html.page, plain.page, response.page, redirect.page], logger: recordingLogger() })
+    const handler = createSvcHandler({
+      routes: [],
+      pages: [html.page, plain.page, response.page, redirect.page],
+      logger: recordingLogger(),
+    })
     for (const path of ['/me', '/plain', '/feed', '/old']) {
       for (const method of ['GET', 'HEAD']) {
         const res = await handler.fetch(new Request(`http://svc${path}`, { method, headers: { cookie: 'sid=1' } }))
@@ -67,7 +89,10 @@ describe('server pages', () => {
   })
 
   it('keep the Cache-Control a page’s own Response sets', async () => {
-    const { page } = counted({ path: '/public', mode: 'server' }, () => new Response('same for all', { headers: { 'cache-control': 'public, max-age=60' } }))
+    const { page } = counted(
+      { path: '/public', mode: 'server' },
+      () => new Response('same for all', { headers: { 'cache-control': 'public, max-age=60' } }),
+    )
     const handler = createSvcHandler({ routes: [], pages: [page], logger: recordingLogger() })
     const res = await handler.fetch(new Request('http://svc/public'))
     expect(res.headers.get('cache-control')).toBe('public, max-age=60')
@@ -169,7 +194,10 @@ describe('hybrid pages and the ISR cache', () => {
 
   it('do not cache answers meant for one client or that failed', async () => {
     let status = 500
-    const personal = counted({ path: '/me', mode: 'hybrid', revalidate: 60 }, () => new Response('hi', { headers: { 'set-cookie': 'sid=1' } }))
+    const personal = counted(
+      { path: '/me', mode: 'hybrid', revalidate: 60 },
+      () => new Response('hi', { headers: { 'set-cookie': 'sid=1' } }),
+    )
     const failing = counted({ path: '/down', mode: 'hybrid', revalidate: 60 }, () => new Response('oops', { status }))
     const server = await serve({ pages: [personal.page, failing.page] })
     await get(`${server.url}/me`)
@@ -182,7 +210,9 @@ describe('hybrid pages and the ISR cache', () => {
   })
 
   it('cache a returned Response with its headers', async () => {
-    const { page } = counted({ path: '/data', mode: 'hybrid', revalidate: 60 }, (_r, n) => Response.json({ n }, { headers: { 'x-kind': 'data' } }))
+    const { page } = counted({ path: '/data', mode: 'hybrid', revalidate: 60 }, (_r, n) =>
+      Response.json({ n }, { headers: { 'x-kind': 'data' } }),
+    )
     const server = await serve({ pages: [page] })
     await get(`${server.url}/data`)
     const res = await fetch(`${server.url}/data`)
@@ -196,7 +226,10 @@ describe('hybrid pages and the ISR cache', () => {
     const { page } = counted({ path: '/posts', mode: 'hybrid', revalidate: 60 })
     const handler = createSvcHandler({ routes: [], pages: [page], logger: recordingLogger() })
     const miss = await handler.fetch(new Request('http://svc/posts'))
-    expect([...miss.headers]).toEqual([['content-type', 'text/html; charset=utf-8'], ['x-svc-cache', 'MISS']])
+    expect([...miss.headers]).toEqual([
+      ['content-type', 'text/html; charset=utf-8'],
+      ['x-svc-cache', 'MISS'],
+    ])
     const hit = await handler.fetch(new Request('http://svc/posts'))
     expect([...hit.headers.keys()]).toEqual(['age', 'content-type', 'x-svc-cache'])
     expect(hit.headers.get('x-svc-cache')).toBe('HIT')
@@ -243,7 +276,12 @@ describe('POST /__svc/revalidate', () => {
     await get(`${server.url}/blog/two`)
     const res = await revalidate(server.url, { paths: ['/blog/one/'] })
     expect(res.status).toBe(200)
-    expect(res.body).toEqual({ ok: true, purged: expect.arrayContaining(['/blog/one', '/blog/one?page=2']), paths: ['/blog/one/'], tags: [] })
+    expect(res.body).toEqual({
+      ok: true,
+      purged: expect.arrayContaining(['/blog/one', '/blog/one?page=2']),
+      paths: ['/blog/one/'],
+      tags: [],
+    })
     expect(res.body.purged).toHaveLength(2)
     expect((await get(`${server.url}/blog/one`)).cache).toBe('MISS')
     expect((await get(`${server.url}/blog/two`)).cache).toBe('HIT')
@@ -267,12 +305,16 @@ describe('POST /__svc/revalidate', () => {
     const setups = [{ pages: [] }, { pages: [about.page] }, { pages: [about.page, posts.page], cache: false as const }]
     for (const setup of setups) {
       const handler = createSvcHandler({ routes: [], ...setup, env, logger: recordingLogger() })
-      const res = await handler.fetch(new Request('http://svc/__svc/revalidate', { method: 'POST', headers: auth, body: '{"paths":["/about"]}' }))
+      const res = await handler.fetch(
+        new Request('http://svc/__svc/revalidate', { method: 'POST', headers: auth, body: '{"paths":["/about"]}' }),
+      )
       expect(res.status, JSON.stringify(setup)).toBe(404)
       expect(await res.json()).toEqual({ error: 'No route matches POST /__svc/revalidate', code: 'NOT_FOUND' })
     }
     const withHybrid = createSvcHandler({ routes: [], pages: [about.page, posts.page], env, logger: recordingLogger() })
-    const res = await withHybrid.fetch(new Request('http://svc/__svc/revalidate', { method: 'POST', headers: auth, body: '{"paths":["/posts"]}' }))
+    const res = await withHybrid.fetch(
+      new Request('http://svc/__svc/revalidate', { method: 'POST', headers: auth, body: '{"paths":["/posts"]}' }),
+    )
     expect(await res.json()).toEqual({ ok: true, purged: [], paths: ['/posts'], tags: [] })
   })
 
@@ -301,7 +343,9 @@ describe('POST /__svc/revalidate', () => {
     const handler = createSvcHandler({ routes: [], pages: [page], env, logger: recordingLogger() })
     const first = handler.fetch(new Request('http://svc/slow'))
     await sleep(20)
-    const purge = await handler.fetch(new Request('http://svc/__svc/revalidate', { method: 'POST', headers: auth, body: '{"paths":["/slow"]}' }))
+    const purge = await handler.fetch(
+      new Request('http://svc/__svc/revalidate', { method: 'POST', headers: auth, body: '{"paths":["/slow"]}' }),
+    )
     expect(purge.status).toBe(200)
     gate.resolve()
     expect(await (await first).text()).toBe('slow 1')

@@ -6,7 +6,12 @@ const env = { NODE_ENV: 'production', THEN_TASK_SECRET: 't' }
 
 function blog(): RuntimePage {
   let renders = 0
-  return { path: '/blog/:slug', mode: 'hybrid', revalidate: 600, module: { default: (req: SvcRequest) => `<p>${req.param('slug')} ${++renders}</p>` } }
+  return {
+    path: '/blog/:slug',
+    mode: 'hybrid',
+    revalidate: 600,
+    module: { default: (req: SvcRequest) => `<p>${req.param('slug')} ${++renders}</p>` },
+  }
 }
 
 async function cacheState(url: string): Promise<string | null> {

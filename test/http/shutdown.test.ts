@@ -108,7 +108,12 @@ describe('graceful shutdown', () => {
     const inflight = fetch(`${server.url}/api/slow`)
     await until(() => state.started === 1)
     const closing = server.close()
-    idle.send('GET', '/api/ws', { upgrade: 'websocket', connection: 'Upgrade', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' })
+    idle.send('GET', '/api/ws', {
+      upgrade: 'websocket',
+      connection: 'Upgrade',
+      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      'sec-websocket-version': '13',
+    })
     const refused = await idle.next()
     expect(refused!.status).toBe(503)
     expect(JSON.parse(refused!.body).code).toBe('SHUTTING_DOWN')
@@ -176,7 +181,9 @@ describe('SIGTERM', () => {
     let err = ''
     child.stdout.on('data', (c) => (out += c))
     child.stderr.on('data', (c) => (err += c))
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    )
     try {
       const port = Number(await until(() => /port (\d+)/.exec(out)?.[1], 15_000))
       const inflight = fetch(`http://127.0.0.1:${port}/api/slow`).then(async (r) => [r.status, await r.json()])

@@ -17,7 +17,12 @@ const routes: RuntimeApiRoute[] = [
       }),
       GET: (req) => {
         calls++
-        return { param: req.valid('param'), query: req.valid('query'), header: req.valid('header')['x-tenant'], json: req.valid('json') ?? null }
+        return {
+          param: req.valid('param'),
+          query: req.valid('query'),
+          header: req.valid('header')['x-tenant'],
+          json: req.valid('json') ?? null,
+        }
       },
       POST: async (req) => {
         calls++

@@ -22,7 +22,6 @@ const room: RuntimeApiRoute = {
   },
 }
 
-
 describe('a hot route’s schema on the WebSocket handshake', () => {
   // Spec "Route configuration": a route's schema is applied to its handler;
   // for a hot route that handler is websocket(), and the handshake is its request.

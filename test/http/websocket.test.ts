@@ -25,7 +25,6 @@ function open(url: string, headers: Record<string, string> = {}): Promise<WebSoc
   })
 }
 
-
 function nextMessage(ws: WebSocket): Promise<Frame> {
   const inbox = inboxes.get(ws)!
   const queued = inbox.frames.shift()
@@ -122,7 +121,9 @@ describe('hot routes', () => {
   it('runs onRequest hooks on the handshake, so a session check can refuse it', async () => {
     const server = await serve({
       apiRoutes: [echo()],
-      globalHooks: { onRequest: [(req) => (req.headers.get('cookie') === 'sid=1' ? undefined : new Response('no session', { status: 401 }))] },
+      globalHooks: {
+        onRequest: [(req) => (req.headers.get('cookie') === 'sid=1' ? undefined : new Response('no session', { status: 401 }))],
+      },
     })
     const base = server.url.replace('http', 'ws')
     const refused = await refusal(`${base}/api/echo`)
@@ -155,7 +156,16 @@ describe('hot routes', () => {
     const logger = recordingLogger()
     const server = await serve({
       logger,
-      apiRoutes: [{ path: '/api/broken', module: { websocket: () => { throw new Error('no db') } } }],
+      apiRoutes: [
+        {
+          path: '/api/broken',
+          module: {
+            websocket: () => {
+              throw new Error('no db')
+            },
+          },
+        },
+      ],
     })
     const ws = await open(`${server.url.replace('http', 'ws')}/api/broken`)
     expect((await closed(ws)).code).toBe(1011)
@@ -173,7 +183,12 @@ describe('the origin allowlist of the handshake', () => {
     { name: 'empty list still lets non-browser clients in', origins: [], origin: undefined, allowed: true },
     { name: 'the opaque "null" origin', origins: ['https://app.example'], origin: 'null', allowed: false },
     { name: 'case-insensitive', origins: ['https://App.Example'], origin: 'HTTPS://APP.EXAMPLE', allowed: true },
-    { name: 'trailing slash and path normalized away', origins: ['https://app.example/chat/'], origin: 'https://app.example', allowed: true },
+    {
+      name: 'trailing slash and path normalized away',
+      origins: ['https://app.example/chat/'],
+      origin: 'https://app.example',
+      allowed: true,
+    },
     { name: 'default port normalized away', origins: ['https://app.example:443'], origin: 'https://app.example', allowed: true },
     { name: 'another port is another origin', origins: ['https://app.example'], origin: 'https://app.example:8443', allowed: false },
     { name: 'another scheme is another origin', origins: ['https://app.example'], origin: 'http://app.example', allowed: false },
@@ -246,7 +261,9 @@ async function stalledClient(port: number, path: string): Promise<{ socket: Sock
   const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
   await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
   const key = randomBytes(16).toString('base64')
-  socket.write(`GET ${path} HTTP/1.1\r\nhost: localhost\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-key: ${key}\r\nsec-websocket-version: 13\r\n\r\n`)
+  socket.write(
+    `GET ${path} HTTP/1.1\r\nhost: localhost\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-key: ${key}\r\nsec-websocket-version: 13\r\n\r\n`,
+  )
   let received = Buffer.alloc(0)
   const early = await new Promise<Buffer>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
@@ -406,4 +423,3 @@ describe('WebSocket memory limits', () => {
     client.socket.destroy()
   })
 })
-

@@ -15,10 +15,18 @@ describe('listening sockets', () => {
   test.each([
     ['a named import from node:net', `import { createServer } from 'node:net'\ncreateServer(() => {}).listen(9000)\n`, 'net.createServer'],
     ['a default import of http', `import http from 'http'\nconst server = http.createServer()\n`, 'http.createServer'],
-    ['a namespace import of dgram', `import * as dgram from 'node:dgram'\nconst socket = dgram.createSocket('udp4')\n`, 'dgram.createSocket'],
+    [
+      'a namespace import of dgram',
+      `import * as dgram from 'node:dgram'\nconst socket = dgram.createSocket('udp4')\n`,
+      'dgram.createSocket',
+    ],
     ['an http2 secure server', `import { createSecureServer as secure } from 'node:http2'\nsecure({})\n`, 'http2.createSecureServer'],
     ['require()', `const net = require('net')\nrequire('net').createServer()\n`, 'net.createServer'],
-    ['a server created inside a handler', `import https from 'node:https'\nexport function GET() { https.createServer().listen(0) }\n`, 'https.createServer'],
+    [
+      'a server created inside a handler',
+      `import https from 'node:https'\nexport function GET() { https.createServer().listen(0) }\n`,
+      'https.createServer',
+    ],
   ])('%s is a listening socket', async (_, source, label) => {
     const { advice, signals } = await advise(source + handler)
     expect(signals).toContain('listening-socket')
@@ -38,7 +46,9 @@ describe('listening sockets', () => {
   })
 
   test('an imported binding shadowed by a parameter is not', async () => {
-    const { signals } = await advise(`import { createServer } from 'node:http'\nexport function GET(createServer) { return createServer() }\n`)
+    const { signals } = await advise(
+      `import { createServer } from 'node:http'\nexport function GET(createServer) { return createServer() }\n`,
+    )
     expect(signals).toEqual(['node-builtin'])
   })
 })
@@ -47,7 +57,9 @@ describe('background work at module load', () => {
   test('a module-scope setInterval in a serverless route is a warning with a concrete fix', async () => {
     const { advice, signals } = await advise(`const stats = { hits: 0 }\nsetInterval(() => flush(stats), 60_000)\n${handler}`)
     expect(signals).toEqual(['module-timer'])
-    expect(advice.reasons[0]).toBe('starts setInterval at module scope (line 2): the timer runs between requests, which a function freezes or discards')
+    expect(advice.reasons[0]).toBe(
+      'starts setInterval at module scope (line 2): the timer runs between requests, which a function freezes or discards',
+    )
     expect(advice).toMatchObject({ severity: 'warn', confidence: 'high', provider: 'persistent-host' })
     expect(advice.recommendation).toContain(`move the periodic work into a task route with export const schedule = '<cron>'`)
     expect(advice.nextCommand).toBe('svc routes inspect')
@@ -77,12 +89,16 @@ describe('background work at module load', () => {
   })
 
   test('a timer in a function called from a function called at load counts', async () => {
-    const { signals } = await advise(`function start() { schedule() }\nfunction schedule() { setInterval(() => {}, 1000) }\nstart()\n${handler}`)
+    const { signals } = await advise(
+      `function start() { schedule() }\nfunction schedule() { setInterval(() => {}, 1000) }\nstart()\n${handler}`,
+    )
     expect(signals).toEqual(['module-timer'])
   })
 
   test('loops inside handlers, and bounded loops at load, do not count', async () => {
-    const { signals } = await advise(`for (let i = 0; i < 3; i++) warm(i)\nwhile (queue.length) queue.pop()\nexport function GET() { while (true) { if (done()) break } }\n`)
+    const { signals } = await advise(
+      `for (let i = 0; i < 3; i++) warm(i)\nwhile (queue.length) queue.pop()\nexport function GET() { while (true) { if (done()) break } }\n`,
+    )
     expect(signals).toEqual([])
   })
 
@@ -91,7 +107,11 @@ describe('background work at module load', () => {
   // keep working between requests, which a function freezes or discards.
   test.each([
     ['a function that re-arms setTimeout with itself', `function tick() {\n  flush()\n  setTimeout(tick, 1000)\n}\ntick()\n`, 3],
-    ['an async function that re-arms through an arrow', `async function poll() {\n  await pull()\n  setTimeout(() => poll(), 5000)\n}\nvoid poll()\n`, 3],
+    [
+      'an async function that re-arms through an arrow',
+      `async function poll() {\n  await pull()\n  setTimeout(() => poll(), 5000)\n}\nvoid poll()\n`,
+      3,
+    ],
     ['a timers import', `import { setTimeout as later } from 'node:timers'\nfunction beat() {\n  later(beat, 10)\n}\nbeat()\n`, 3],
   ])('%s is a module timer', async (_, source, line) => {
     const { signals, reasons, advice } = await advise(source + handler)
@@ -101,14 +121,20 @@ describe('background work at module load', () => {
   })
 
   test('for await over node:timers/promises setInterval at load is a module timer', async () => {
-    const { signals, reasons, advice } = await advise(`import { setInterval } from 'node:timers/promises'\nfor await (const _ of setInterval(60_000)) {\n  await refresh()\n}\n${handler}`)
+    const { signals, reasons, advice } = await advise(
+      `import { setInterval } from 'node:timers/promises'\nfor await (const _ of setInterval(60_000)) {\n  await refresh()\n}\n${handler}`,
+    )
     expect(signals).toContain('module-timer')
-    expect(reasons).toContain('iterates setInterval from timers/promises at module scope (line 2): the timer runs between requests, which a function freezes or discards')
+    expect(reasons).toContain(
+      'iterates setInterval from timers/promises at module scope (line 2): the timer runs between requests, which a function freezes or discards',
+    )
     expect(advice.severity).toBe('warn')
   })
 
   test('the same through a namespace import, inside a function called at load', async () => {
-    const { signals } = await advise(`import * as timers from 'timers/promises'\nasync function every() {\n  for await (const _ of timers.setInterval(1000)) ping()\n}\nevery()\n${handler}`)
+    const { signals } = await advise(
+      `import * as timers from 'timers/promises'\nasync function every() {\n  for await (const _ of timers.setInterval(1000)) ping()\n}\nevery()\n${handler}`,
+    )
     expect(signals).toContain('module-timer')
   })
 
@@ -120,7 +146,9 @@ describe('background work at module load', () => {
   })
 
   test('for await over another iterable at load is not', async () => {
-    const { signals } = await advise(`import { setInterval } from 'node:timers/promises'\nfor await (const row of readRows()) load(row)\nexport async function GET() { for await (const _ of setInterval(10)) break }\n`)
+    const { signals } = await advise(
+      `import { setInterval } from 'node:timers/promises'\nfor await (const row of readRows()) load(row)\nexport async function GET() { for await (const _ of setInterval(10)) break }\n`,
+    )
     expect(signals).toEqual(['node-builtin'])
   })
 })
@@ -129,8 +157,15 @@ describe('module-scope state', () => {
   test('a let binding changed by a handler is state, with medium confidence', async () => {
     const { advice, signals } = await advise(`let hits = 0\nexport function GET() {\n  hits++\n  return hits\n}\n`)
     expect(signals).toEqual(['mutable-state'])
-    expect(advice.reasons[0]).toBe('module-scope hits (let binding, line 1) is changed inside GET (line 3): that state lives only as long as one process')
-    expect(advice).toMatchObject({ severity: 'warn', confidence: 'medium', provider: 'persistent-host', recommended: { class: 'dedicated' } })
+    expect(advice.reasons[0]).toBe(
+      'module-scope hits (let binding, line 1) is changed inside GET (line 3): that state lives only as long as one process',
+    )
+    expect(advice).toMatchObject({
+      severity: 'warn',
+      confidence: 'medium',
+      provider: 'persistent-host',
+      recommended: { class: 'dedicated' },
+    })
   })
 
   test.each([
@@ -146,7 +181,10 @@ describe('module-scope state', () => {
   })
 
   test.each([
-    ['lazy initialization in an if', `let client\nfunction db() {\n  if (!client) client = connect()\n  return client\n}\nexport function GET() { return db() }\n`],
+    [
+      'lazy initialization in an if',
+      `let client\nfunction db() {\n  if (!client) client = connect()\n  return client\n}\nexport function GET() { return db() }\n`,
+    ],
     ['lazy initialization with ??=', `let client\nexport function GET() { client ??= connect(); return client }\n`],
     ['a local that shadows the module binding', `let hits = 0\nexport function GET() { let hits = 1; hits++; return hits }\n`],
     ['a parameter that shadows it', `const cache = new Map()\nexport function GET(cache) { cache.set(1, 2) }\n`],
@@ -159,13 +197,21 @@ describe('module-scope state', () => {
 
   test('a hot route with state is dedicated and consistent: info, high confidence', async () => {
     const { advice } = await advise(`const peers = new Set()\nexport function websocket(peer) { peers.add(peer) }\n`)
-    expect(advice).toMatchObject({ kind: 'hot', severity: 'info', confidence: 'high', provider: 'persistent-host', current: { class: 'dedicated' } })
+    expect(advice).toMatchObject({
+      kind: 'hot',
+      severity: 'info',
+      confidence: 'high',
+      provider: 'persistent-host',
+      current: { class: 'dedicated' },
+    })
   })
 })
 
 describe('modules', () => {
   test('a heavy module raises the recommended function memory, with a warning', async () => {
-    const { advice, signals } = await advise(`import sharp from 'sharp'\nexport async function POST(req) { return sharp(await req.arrayBuffer()).webp() }\n`)
+    const { advice, signals } = await advise(
+      `import sharp from 'sharp'\nexport async function POST(req) { return sharp(await req.arrayBuffer()).webp() }\n`,
+    )
     expect(signals).toEqual(['heavy-module'])
     expect(advice).toMatchObject({
       severity: 'warn',
@@ -183,7 +229,9 @@ describe('modules', () => {
   })
 
   test('the largest requirement wins, dynamic imports included', async () => {
-    const { advice, signals } = await advise(`import ffmpeg from 'fluent-ffmpeg'\nexport async function POST() { const ort = await import('onnxruntime-node') }\n`)
+    const { advice, signals } = await advise(
+      `import ffmpeg from 'fluent-ffmpeg'\nexport async function POST() { const ort = await import('onnxruntime-node') }\n`,
+    )
     expect(signals).toEqual(['heavy-module', 'heavy-module'])
     expect(advice.recommended.memory).toBe('8gb')
   })
@@ -250,18 +298,34 @@ describe('declared config against the evidence', () => {
   test('a task that exports websocket is told to move it to a hot route', async () => {
     const { advice, route } = await advise(`export const kind = 'task'\nexport async function POST() {}\nexport function websocket() {}\n`)
     expect(advice.severity).toBe('warn')
-    expect(advice.recommendation).toBe('tasks are not HTTP endpoints, so the websocket export of src/api/route.ts is never served: move it to its own hot route')
+    expect(advice.recommendation).toBe(
+      'tasks are not HTTP endpoints, so the websocket export of src/api/route.ts is never served: move it to its own hot route',
+    )
     expect(route.warnings).toContain('tasks are not HTTP endpoints, so the websocket export is never served; move it to a hot route')
   })
 
   test('advice has the documented shape', async () => {
     const { advice } = await advise(`let n = 0\nexport function GET() { n++ }\n`)
-    expect(Object.keys(advice)).toEqual(['path', 'file', 'kind', 'current', 'recommended', 'provider', 'confidence', 'severity', 'reasons', 'recommendation', 'nextCommand'])
+    expect(Object.keys(advice)).toEqual([
+      'path',
+      'file',
+      'kind',
+      'current',
+      'recommended',
+      'provider',
+      'confidence',
+      'severity',
+      'reasons',
+      'recommendation',
+      'nextCommand',
+    ])
     expect(advice.path).toBe('/api/route')
   })
 
   test('inspect reasons start with how the kind and compute were decided', async () => {
-    const { route } = await scanRoute(`export const route = { kind: 'task', compute: { class: 'function', memory: '4gb' } }\nexport async function POST() {}\n`)
+    const { route } = await scanRoute(
+      `export const route = { kind: 'task', compute: { class: 'function', memory: '4gb' } }\nexport async function POST() {}\n`,
+    )
     expect(route.reasons.slice(0, 2)).toEqual([`route.kind is 'task'`, 'declares compute class function with 4gb'])
     expect(route.provider).toBe('function-platform')
   })
@@ -284,7 +348,10 @@ describe('the next command', () => {
   })
 
   test('a task with a warning keeps its fix and is still run with svc tasks run', async () => {
-    const advice = await advise(`export const route = { kind: 'task', timeout: 3_600_000 }\nexport async function POST() {}\n`, 'src/api/jobs/export.ts')
+    const advice = await advise(
+      `export const route = { kind: 'task', timeout: 3_600_000 }\nexport async function POST() {}\n`,
+      'src/api/jobs/export.ts',
+    )
     expect(advice.severity).toBe('warn')
     expect(advice.recommendation).toContain('ctx.step.run')
     expect(advice.nextCommand).toBe('svc tasks run jobs.export')

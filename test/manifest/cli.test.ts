@@ -49,7 +49,7 @@ describe('svc routes inspect', () => {
     expect(stdout).toMatch(/\/api\/chat\s+hot\s+-\s+GET,WS\s+-\s+dedicated\s+persistent-host\s+high/)
     expect(stdout).toMatch(/PAGE\s+MODE\s+REVALIDATE\s+TAGS/)
     expect(stdout).toMatch(/\/about\s+hybrid\s+60s\s+about,team/)
-    expect(stderr).toContain('src/api/counter.ts: warning: advisor: set compute: { class: \'dedicated\' }')
+    expect(stderr).toContain("src/api/counter.ts: warning: advisor: set compute: { class: 'dedicated' }")
   })
 
   test('config errors: all of them on stderr as file:line:col, exit code 1, nothing on stdout', async () => {
@@ -59,7 +59,9 @@ describe('svc routes inspect', () => {
     const lines = stderr.trim().split('\n')
     expect(lines).toHaveLength(9)
     expect(lines[0]).toMatch(/^src\/api\/compute\.ts:1:55: hot routes need compute class 'dedicated'/)
-    expect(lines[2]).toBe(`src/api/literals.ts:8:12: route.timeout must be a static literal, not a call (minutes(5)); write the value itself`)
+    expect(lines[2]).toBe(
+      `src/api/literals.ts:8:12: route.timeout must be a static literal, not a call (minutes(5)); write the value itself`,
+    )
     expect(lines.slice(0, 8).every((line) => /^src\/[^:]+:\d+:\d+: /.test(line))).toBe(true)
     expect(lines[8]).toBe('8 config errors')
   })
@@ -111,7 +113,7 @@ describe('svc runtime advise', () => {
     expect(code).toBe(0)
     expect(stdout).toContain('\ninfo /api/jobs/notify (src/api/jobs/notify.ts)\n  then: svc tasks run jobs.notify\n')
     expect(stdout).toContain('\ninfo /api/report (src/api/report.ts)\n  then: svc tasks list\n')
-    expect(stdout).toContain('  fix: set compute: { class: \'dedicated\' } in the route export of src/api/counter.ts')
+    expect(stdout).toContain("  fix: set compute: { class: 'dedicated' } in the route export of src/api/counter.ts")
     expect(stdout).toContain('  then: svc routes inspect\n')
   })
 

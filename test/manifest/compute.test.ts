@@ -35,7 +35,9 @@ describe('the function class', () => {
   test('cpu on a function is an error', async () => {
     const source = task(`{ class: 'function', cpu: 2 }`)
     const { errors } = await scanRoute(source)
-    expect(errors).toEqual([`src/api/route.ts:${at(source, '2 }')}: route.compute.cpu applies to class 'dedicated' only; function CPU follows its memory size`])
+    expect(errors).toEqual([
+      `src/api/route.ts:${at(source, '2 }')}: route.compute.cpu applies to class 'dedicated' only; function CPU follows its memory size`,
+    ])
   })
 
   test('an unknown class is an error', async () => {
@@ -47,7 +49,9 @@ describe('the function class', () => {
   test('compute must be an object', async () => {
     const source = task(`'4gb'`)
     const { errors } = await scanRoute(source)
-    expect(errors).toEqual([`src/api/route.ts:${at(source, `'4gb'`)}: route.compute must be an object such as { class: 'function', memory: '1gb' }`])
+    expect(errors).toEqual([
+      `src/api/route.ts:${at(source, `'4gb'`)}: route.compute must be an object such as { class: 'function', memory: '1gb' }`,
+    ])
   })
 })
 

@@ -37,10 +37,20 @@ describe('rejected forms point at the offending node', () => {
     ['a referenced identifier', `const FIVE = 5\nexport const route = { retries: FIVE }\n`, 'FIVE }', 'not a reference to FIVE'],
     ['undefined', `export const route = { retries: undefined }\n`, 'undefined', 'not undefined'],
     ['a spread', `const base = { kind: 'task' }\nexport const route = { ...base, retries: 1 }\n`, '...base', 'not a spread'],
-    ['a spread in an array', `const list = ['https://a.example']\nexport const route = { kind: 'hot', origins: [...list] }\n`, '...list', 'not a spread'],
+    [
+      'a spread in an array',
+      `const list = ['https://a.example']\nexport const route = { kind: 'hot', origins: [...list] }\n`,
+      '...list',
+      'not a spread',
+    ],
     ['a computed property', `export const route = {\n  ['kind']: 'task',\n}\n`, `'kind'`, 'computed property key'],
     ['a template literal', 'export const route = { kind: `task` }\n', '`task`', 'not a template literal'],
-    ['a template literal with a substitution', 'const k = "task"\nexport const route = { kind: `${k}` }\n', '`${k}`', 'not a template literal'],
+    [
+      'a template literal with a substitution',
+      'const k = "task"\nexport const route = { kind: `${k}` }\n',
+      '`${k}`',
+      'not a template literal',
+    ],
     ['a shorthand property', `const retries = 2\nexport const route = { kind: 'task', retries }\n`, 'retries }', 'shorthand property'],
     ['Infinity', `export const route = { kind: 'task', timeout: Infinity }\n`, 'Infinity', 'must be a finite number'],
     ['-Infinity', `export const route = { kind: 'task', timeout: -Infinity }\n`, '-Infinity', 'must be a finite number'],
@@ -94,11 +104,15 @@ describe('rejected forms point at the offending node', () => {
 
   test('a route re-exported from another module cannot be read', async () => {
     const { errors } = await scanRoute(`export { route } from './shared.ts'\nexport function GET() {}\n`)
-    expect(errors).toEqual([`src/api/route.ts:1:10: route is imported from another module; declare it in this file, the scanner does not follow imports`])
+    expect(errors).toEqual([
+      `src/api/route.ts:1:10: route is imported from another module; declare it in this file, the scanner does not follow imports`,
+    ])
   })
 
   test('a route declared first and exported later is read from its declaration', async () => {
-    const { route, errors } = await scanRoute(`const route = { kind: 'task', retries: 3 } as const\nexport { route }\nexport async function POST() {}\n`)
+    const { route, errors } = await scanRoute(
+      `const route = { kind: 'task', retries: 3 } as const\nexport { route }\nexport async function POST() {}\n`,
+    )
     expect(errors).toEqual([])
     expect(route.kind).toBe('task')
     expect(route.retries).toBe(3)
@@ -138,7 +152,9 @@ describe('positions in a file that starts with a byte order mark', () => {
     const source = `export const route = { kind: 'task', retries: FIVE }\nexport async function POST() {}\n`
     const plain = await scanRoute(source)
     const marked = await scanRoute(BOM + source)
-    expect(plain.errors).toEqual(['src/api/route.ts:1:47: route.retries must be a static literal, not a reference to FIVE; write the value inline'])
+    expect(plain.errors).toEqual([
+      'src/api/route.ts:1:47: route.retries must be a static literal, not a reference to FIVE; write the value inline',
+    ])
     expect(marked.errors).toEqual(plain.errors)
   })
 

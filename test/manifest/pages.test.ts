@@ -9,22 +9,46 @@ describe('page config', () => {
   })
 
   test('mode, revalidate and tags are read', async () => {
-    const { page } = await scanPage(`export const page = { mode: 'hybrid', revalidate: 60, tags: ['home', 'news'] } as const\nexport default () => ''\n`)
+    const { page } = await scanPage(
+      `export const page = { mode: 'hybrid', revalidate: 60, tags: ['home', 'news'] } as const\nexport default () => ''\n`,
+    )
     expect(page).toMatchObject({ mode: 'hybrid', revalidate: 60, tags: ['home', 'news'] })
   })
 
   test('styles: [identifier] is left out of the manifest, not an error', async () => {
-    const { page, errors } = await scanPage(`import sheet from './_page.css.ts'\nexport const page = { mode: 'static', styles: [sheet], title: t('About') }\nexport default () => ''\n`)
+    const { page, errors } = await scanPage(
+      `import sheet from './_page.css.ts'\nexport const page = { mode: 'static', styles: [sheet], title: t('About') }\nexport default () => ''\n`,
+    )
     expect(errors).toEqual([])
     expect(page).toEqual({ path: '/page', file: 'src/pages/page.ts', mode: 'static', revalidate: null, tags: [] })
     expect(page).not.toHaveProperty('styles')
   })
 
   test.each([
-    ['an identifier', `const MODE = 'static'\nexport const page = { mode: MODE }\n`, 'MODE }', 'page.mode must be a static literal, not a reference to MODE; write the value inline'],
-    ['a template literal', 'export const page = { mode: `static` }\n', '`static`', 'page.mode must be a quoted string, not a template literal (`static`)'],
-    ['a number', `export const page = { mode: 1 }\n`, '1 }', `page.mode must be a quoted string, one of 'static', 'client', 'server', 'hybrid' (got 1)`],
-    ['an unknown mode', `export const page = { mode: 'edge' }\n`, `'edge'`, `page.mode must be a quoted string, one of 'static', 'client', 'server', 'hybrid' (got 'edge')`],
+    [
+      'an identifier',
+      `const MODE = 'static'\nexport const page = { mode: MODE }\n`,
+      'MODE }',
+      'page.mode must be a static literal, not a reference to MODE; write the value inline',
+    ],
+    [
+      'a template literal',
+      'export const page = { mode: `static` }\n',
+      '`static`',
+      'page.mode must be a quoted string, not a template literal (`static`)',
+    ],
+    [
+      'a number',
+      `export const page = { mode: 1 }\n`,
+      '1 }',
+      `page.mode must be a quoted string, one of 'static', 'client', 'server', 'hybrid' (got 1)`,
+    ],
+    [
+      'an unknown mode',
+      `export const page = { mode: 'edge' }\n`,
+      `'edge'`,
+      `page.mode must be a quoted string, one of 'static', 'client', 'server', 'hybrid' (got 'edge')`,
+    ],
   ])('mode as %s is rejected', async (_, source, needle, message) => {
     const { errors } = await scanPage(source)
     expect(errors).toEqual([`src/pages/page.ts:${at(source, needle, 'page =')}: ${message}`])
@@ -49,6 +73,8 @@ describe('page config', () => {
 
   test('page must be an object literal', async () => {
     const { errors } = await scanPage(`export const page = definePage({ mode: 'static' })\n`)
-    expect(errors).toEqual([`src/pages/page.ts:1:21: page must be an object literal such as { mode: 'static' } (got definePage({ mode: 'static' }))`])
+    expect(errors).toEqual([
+      `src/pages/page.ts:1:21: page must be an object literal such as { mode: 'static' } (got definePage({ mode: 'static' }))`,
+    ])
   })
 })

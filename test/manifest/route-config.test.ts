@@ -17,7 +17,9 @@ describe('kind', () => {
   })
 
   test('route.kind wins over the kind export, with a warning about the conflict', async () => {
-    const { route, errors } = await scanRoute(`export const kind = 'hot'\nexport const route = { kind: 'task' }\nexport async function POST() {}\n`)
+    const { route, errors } = await scanRoute(
+      `export const kind = 'hot'\nexport const route = { kind: 'task' }\nexport async function POST() {}\n`,
+    )
     expect(errors).toEqual([])
     expect(route.kind).toBe('task')
     expect(route.warnings).toContain(`the kind export ('hot') conflicts with route.kind ('task'); route.kind wins, remove one of them`)
@@ -84,7 +86,9 @@ describe('methods and exports', () => {
 
   test('export * is reported as a warning, since its names are unknown', async () => {
     const { route } = await scanRoute(`export * from './_handlers.ts'\n`)
-    expect(route.warnings).toContain(`export * from './_handlers.ts' is not followed: handlers or config it provides are not in the manifest`)
+    expect(route.warnings).toContain(
+      `export * from './_handlers.ts' is not followed: handlers or config it provides are not in the manifest`,
+    )
   })
 })
 
@@ -103,7 +107,9 @@ describe('task retries and timeout', () => {
   })
 
   test('declared retries and timeout are kept', async () => {
-    const { route } = await scanRoute(`export const route = { kind: 'task', retries: 5, timeout: 1_500 }\nexport async function POST() {}\n`)
+    const { route } = await scanRoute(
+      `export const route = { kind: 'task', retries: 5, timeout: 1_500 }\nexport async function POST() {}\n`,
+    )
     expect(route.retries).toBe(5)
     expect(route.timeout).toBe(1500)
   })
@@ -145,7 +151,10 @@ describe('task retries and timeout', () => {
     const { route, errors } = await scanRoute(source)
     expect(errors).toEqual([])
     expect(route.timeout).toBe(2_147_483_647)
-    const rt = createTaskRuntime({ routes: [{ ...route, module: { route: { kind: 'task', timeout: route.timeout! }, POST: () => 1 } }], env: {} })
+    const rt = createTaskRuntime({
+      routes: [{ ...route, module: { route: { kind: 'task', timeout: route.timeout! }, POST: () => 1 } }],
+      env: {},
+    })
     expect(rt.tasks.get('route')?.timeout).toBe(2_147_483_647)
     await rt.close()
   })
@@ -153,13 +162,17 @@ describe('task retries and timeout', () => {
 
 describe('schedule', () => {
   test('a top-level schedule export is read', async () => {
-    const { route, errors } = await scanRoute(`export const kind = 'task'\nexport const schedule = '*/5 * * * *'\nexport async function POST() {}\n`)
+    const { route, errors } = await scanRoute(
+      `export const kind = 'task'\nexport const schedule = '*/5 * * * *'\nexport async function POST() {}\n`,
+    )
     expect(errors).toEqual([])
     expect(route.schedule).toBe('*/5 * * * *')
   })
 
   test('schedule may also sit inside route', async () => {
-    const { route } = await scanRoute(`export const route = { kind: 'task', schedule: '0 9 * * MON-FRI' }\nexport async function POST() {}\n`)
+    const { route } = await scanRoute(
+      `export const route = { kind: 'task', schedule: '0 9 * * MON-FRI' }\nexport async function POST() {}\n`,
+    )
     expect(route.schedule).toBe('0 9 * * MON-FRI')
   })
 
@@ -196,7 +209,9 @@ describe('schedule', () => {
   // of one expression would become two triggers that both fire every task on
   // it, so the manifest carries the single-spaced form the runtime uses.
   test('tabs, repeated and surrounding spaces collapse to single spaces', async () => {
-    const { route, errors } = await scanRoute(`export const route = { kind: 'task' }\nexport const schedule = ${JSON.stringify(' */5\t*  * * * ')}\nexport async function POST() {}\n`)
+    const { route, errors } = await scanRoute(
+      `export const route = { kind: 'task' }\nexport const schedule = ${JSON.stringify(' */5\t*  * * * ')}\nexport async function POST() {}\n`,
+    )
     expect(errors).toEqual([])
     expect(route.schedule).toBe('*/5 * * * *')
   })
@@ -212,14 +227,18 @@ describe('schedule', () => {
 
 describe('timezone', () => {
   test('an IANA zone is kept for tasks', async () => {
-    const { route } = await scanRoute(`export const route = { kind: 'task', timezone: 'America/New_York' }\nexport const schedule = '0 8 * * *'\nexport async function POST() {}\n`)
+    const { route } = await scanRoute(
+      `export const route = { kind: 'task', timezone: 'America/New_York' }\nexport const schedule = '0 8 * * *'\nexport async function POST() {}\n`,
+    )
     expect(route.timezone).toBe('America/New_York')
   })
 
   test('an unknown zone is an error at its position', async () => {
     const source = `export const route = { kind: 'task', timezone: 'Mars/Olympus' }\n`
     const { errors } = await scanRoute(source)
-    expect(errors).toEqual([`src/api/route.ts:${at(source, `'Mars`)}: route.timezone must be an IANA time zone such as 'Europe/Berlin' or 'UTC' (got "Mars/Olympus")`])
+    expect(errors).toEqual([
+      `src/api/route.ts:${at(source, `'Mars`)}: route.timezone must be an IANA time zone such as 'Europe/Berlin' or 'UTC' (got "Mars/Olympus")`,
+    ])
   })
 })
 
@@ -243,10 +262,20 @@ describe('origins', () => {
   })
 
   test.each([
-    ['an identifier', `const SITE = 'https://a.example'\nexport const route = { kind: 'hot', origins: [SITE] }\n`, 'SITE]', 'not a reference to SITE'],
+    [
+      'an identifier',
+      `const SITE = 'https://a.example'\nexport const route = { kind: 'hot', origins: [SITE] }\n`,
+      'SITE]',
+      'not a reference to SITE',
+    ],
     ['a call', `export const route = { kind: 'hot', origins: [process.env.ORIGIN.trim()] }\n`, 'process', 'not a call'],
-    ['a template literal', 'export const route = { kind: \'hot\', origins: [`https://${host}`] }\n', '`https', 'not a template literal'],
-    ['a string that is not a URL', `export const route = { kind: 'hot', origins: ['example.com'] }\n`, `'example.com'`, 'route.origins entry "example.com" is not an http(s) or ws(s) URL'],
+    ['a template literal', "export const route = { kind: 'hot', origins: [`https://${host}`] }\n", '`https', 'not a template literal'],
+    [
+      'a string that is not a URL',
+      `export const route = { kind: 'hot', origins: ['example.com'] }\n`,
+      `'example.com'`,
+      'route.origins entry "example.com" is not an http(s) or ws(s) URL',
+    ],
     ['a non-web URL', `export const route = { kind: 'hot', origins: ['ftp://example.com'] }\n`, `'ftp:`, 'is not an http(s) or ws(s) URL'],
     ['a number', `export const route = { kind: 'hot', origins: [443] }\n`, '443', 'route.origins entries must be quoted URL strings'],
     ['a non-array', `export const route = { kind: 'hot', origins: 'https://a.example' }\n`, `'https`, 'route.origins must be an array'],
@@ -260,10 +289,6 @@ describe('origins', () => {
   test('every bad entry is reported', async () => {
     const source = `export const route = {\n  kind: 'hot',\n  origins: ['nope', 'https://ok.example', ORIGIN, 'also nope'],\n}\n`
     const { errors } = await scanRoute(source)
-    expect(errors.map((e) => e.split(': ')[0])).toEqual([
-      `src/api/route.ts:3:13`,
-      `src/api/route.ts:3:43`,
-      `src/api/route.ts:3:51`,
-    ])
+    expect(errors.map((e) => e.split(': ')[0])).toEqual([`src/api/route.ts:3:13`, `src/api/route.ts:3:43`, `src/api/route.ts:3:51`])
   })
 })

@@ -52,7 +52,15 @@ describe('file-based paths', () => {
 
   test('static segments sort before parameters, parameters before catch-alls', () => {
     const paths = ['/api/:rest*', '/api/users/:id', '/api/users', '/api/:id', '/api', '/api/users/me', '/api/a']
-    expect([...paths].sort(compareUrlPaths)).toEqual(['/api', '/api/a', '/api/users', '/api/users/me', '/api/users/:id', '/api/:id', '/api/:rest*'])
+    expect([...paths].sort(compareUrlPaths)).toEqual([
+      '/api',
+      '/api/a',
+      '/api/users',
+      '/api/users/me',
+      '/api/users/:id',
+      '/api/:id',
+      '/api/:rest*',
+    ])
   })
 })
 
@@ -115,7 +123,26 @@ describe('scanApp on a fixture app with every route kind', () => {
     const { routes } = await scanApp({ root: fixture('app-basic') })
     for (const route of routes) {
       expect(Object.keys(route)).toEqual(
-        expect.arrayContaining(['path', 'file', 'kind', 'name', 'methods', 'websocket', 'schedule', 'timezone', 'retries', 'timeout', 'origins', 'hasInput', 'hasSchema', 'compute', 'provider', 'confidence', 'reasons', 'warnings']),
+        expect.arrayContaining([
+          'path',
+          'file',
+          'kind',
+          'name',
+          'methods',
+          'websocket',
+          'schedule',
+          'timezone',
+          'retries',
+          'timeout',
+          'origins',
+          'hasInput',
+          'hasSchema',
+          'compute',
+          'provider',
+          'confidence',
+          'reasons',
+          'warnings',
+        ]),
       )
       expect(['high', 'medium', 'low']).toContain(route.confidence)
       expect(route.reasons.length).toBeGreaterThan(0)
@@ -225,8 +252,14 @@ describe('scanFile', () => {
   })
 
   test('checks unsaved text when given', async () => {
-    const result = await scanFile({ root: fixture('app-basic'), file: 'src/api/report.ts', source: `export const route = { kind: 'task', retries: -1 }\n` })
-    expect(result.errors.map(String)).toEqual(['src/api/report.ts:1:47: route.retries must be a whole number of extra attempts, 0 or more (got -1)'])
+    const result = await scanFile({
+      root: fixture('app-basic'),
+      file: 'src/api/report.ts',
+      source: `export const route = { kind: 'task', retries: -1 }\n`,
+    })
+    expect(result.errors.map(String)).toEqual([
+      'src/api/report.ts:1:47: route.retries must be a whole number of extra attempts, 0 or more (got -1)',
+    ])
   })
 
   test('scans pages too', async () => {
@@ -236,7 +269,14 @@ describe('scanFile', () => {
 
   test('files that are not routes give nothing', async () => {
     const root = fixture('app-basic')
-    for (const file of ['src/api/_lib/users.ts', 'src/api/_helpers.ts', 'src/api/types.d.ts', 'src/api/users/users.spec.ts', 'package.json', 'src/other.ts']) {
+    for (const file of [
+      'src/api/_lib/users.ts',
+      'src/api/_helpers.ts',
+      'src/api/types.d.ts',
+      'src/api/users/users.spec.ts',
+      'package.json',
+      'src/other.ts',
+    ]) {
       expect(await scanFile({ root, file, source: 'export function GET() {}' })).toEqual({ route: null, page: null, errors: [] })
     }
   })

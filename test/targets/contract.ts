@@ -52,7 +52,11 @@ export function targetContract(driver: TargetDriver): void {
     const request = (path: string, init?: RequestInit) => target.fetch(new Request(new URL(path, 'http://svc.test'), init))
     const admin = (path: string, init: RequestInit = {}) =>
       request(path, { ...init, headers: { authorization: `Bearer ${TASK_SECRET}`, ...(init.headers as Record<string, string>) } })
-    const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    const json = (body: unknown): RequestInit => ({
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })
     const lastRuns = async (): Promise<LastRuns> => {
       const { tasks } = (await (await admin('/__tasks')).json()) as { tasks: Array<{ name: string; lastRun: { status: string } | null }> }
       return Object.fromEntries(tasks.map((task) => [task.name, task.lastRun?.status]))
@@ -147,8 +151,21 @@ export function targetContract(driver: TargetDriver): void {
       const res = await admin('/__tasks')
       expect(res.status).toBe(200)
       const { tasks } = (await res.json()) as { tasks: Array<{ name: string; path: string; schedule: string | null }> }
-      expect(tasks.map((task) => task.name).sort()).toEqual(['jobs.double', 'jobs.fail', 'jobs.import', 'jobs.nap', 'jobs.report', 'jobs.slow', 'jobs.tick'])
-      expect(tasks.find((task) => task.name === 'jobs.tick')).toMatchObject({ path: '/api/jobs/tick', schedule: TICK_CRON, retries: 0, timeout: 30000 })
+      expect(tasks.map((task) => task.name).sort()).toEqual([
+        'jobs.double',
+        'jobs.fail',
+        'jobs.import',
+        'jobs.nap',
+        'jobs.report',
+        'jobs.slow',
+        'jobs.tick',
+      ])
+      expect(tasks.find((task) => task.name === 'jobs.tick')).toMatchObject({
+        path: '/api/jobs/tick',
+        schedule: TICK_CRON,
+        retries: 0,
+        timeout: 30000,
+      })
     })
 
     it('runs the scheduled task when its cron fires, and reports success', async () => {

@@ -45,7 +45,13 @@ async function httpApiEvent(request: Request) {
       apiId: 'r3pmxmplak',
       domainName: DOMAIN,
       domainPrefix: 'r3pmxmplak',
-      http: { method: request.method, path: url.pathname, protocol: 'HTTP/1.1', sourceIp: '203.0.113.9', userAgent: headers['user-agent'] ?? '' },
+      http: {
+        method: request.method,
+        path: url.pathname,
+        protocol: 'HTTP/1.1',
+        sourceIp: '203.0.113.9',
+        userAgent: headers['user-agent'] ?? '',
+      },
       requestId: crypto.randomUUID(),
       routeKey: '$default',
       stage: '$default',
@@ -58,14 +64,25 @@ async function httpApiEvent(request: Request) {
 }
 
 /** The function's result as the client gets it from API Gateway. */
-function toResponse(result: { statusCode: number; headers?: Record<string, string>; cookies?: string[]; body?: string; isBase64Encoded?: boolean }): Response {
+function toResponse(result: {
+  statusCode: number
+  headers?: Record<string, string>
+  cookies?: string[]
+  body?: string
+  isBase64Encoded?: boolean
+}): Response {
   const headers = new Headers(result.headers)
   for (const cookie of result.cookies ?? []) headers.append('set-cookie', cookie)
-  const body = result.body === undefined || result.body === '' ? null : result.isBase64Encoded ? Buffer.from(result.body, 'base64') : result.body
+  const body =
+    result.body === undefined || result.body === '' ? null : result.isBase64Encoded ? Buffer.from(result.body, 'base64') : result.body
   return new Response(body, { status: result.statusCode, headers })
 }
 
-function httpEvent(method: string, path: string, init: { query?: string; body?: string; base64?: boolean; headers?: Record<string, string> } = {}) {
+function httpEvent(
+  method: string,
+  path: string,
+  init: { query?: string; body?: string; base64?: boolean; headers?: Record<string, string> } = {},
+) {
   return {
     version: '2.0',
     routeKey: '$default',
@@ -173,7 +190,11 @@ describe('svc build --target lambda', () => {
     const result = await handler(event)
     expect(result.statusCode).toBe(200)
     expect(JSON.parse(result.body)).toEqual({ hello: 'staged' })
-    const root = await handler({ ...event, rawPath: '/prod', requestContext: { ...event.requestContext, http: { ...event.requestContext.http, path: '/prod' } } })
+    const root = await handler({
+      ...event,
+      rawPath: '/prod',
+      requestContext: { ...event.requestContext, http: { ...event.requestContext.http, path: '/prod' } },
+    })
     expect(root.statusCode).toBe(200)
     expect(root.body).toContain('<h1>targets app</h1>')
   })
@@ -230,10 +251,16 @@ describe('svc build --target lambda', () => {
       },
       (error: Error) => error,
     )
-    expect(failure.message).toMatch(/^Cron "0 3 \* \* \*": 1 of 2 scheduled run\(s\) failed: jobs\.import \(run [\w-]+: the nightly import failed\)$/)
+    expect(failure.message).toMatch(
+      /^Cron "0 3 \* \* \*": 1 of 2 scheduled run\(s\) failed: jobs\.import \(run [\w-]+: the nightly import failed\)$/,
+    )
     const runId = failure.message.match(/\(run ([\w-]+)/)![1]
     const run = await handler(httpEvent('GET', `/__tasks/${runId}`, { headers: auth }))
-    expect(JSON.parse(run.body)).toMatchObject({ taskName: 'jobs.import', status: 'failed', attempts: [{ error: 'the nightly import failed' }] })
+    expect(JSON.parse(run.body)).toMatchObject({
+      taskName: 'jobs.import',
+      status: 'failed',
+      attempts: [{ error: 'the nightly import failed' }],
+    })
   })
 
   it('rejects an event it does not know, saying which ones it takes', async () => {
@@ -288,13 +315,20 @@ describe('Lambda results for bodies that are not plain UTF-8 text', () => {
       path: '/api/latin1',
       module: { GET: () => new Response(latin1, { headers: { 'content-type': 'text/plain; charset=iso-8859-1' } }) },
     },
-    { path: '/api/utf8', module: { GET: () => new Response('crème brûlée', { headers: { 'content-type': 'text/plain; charset=utf-8' } }) } },
+    {
+      path: '/api/utf8',
+      module: { GET: () => new Response('crème brûlée', { headers: { 'content-type': 'text/plain; charset=utf-8' } }) },
+    },
   ]
   const handler = createLambdaHandler({ routes, logger: { info() {}, warn() {}, error() {} } })
 
   // API Gateway and function URLs take a text body as UTF-8: any other bytes must travel base64.
   it('sends a content-encoded body base64, whatever its content type', async () => {
-    const result = (await handler(httpEvent('GET', '/api/gzipped'))) as { body: string; isBase64Encoded: boolean; headers: Record<string, string> }
+    const result = (await handler(httpEvent('GET', '/api/gzipped'))) as {
+      body: string
+      isBase64Encoded: boolean
+      headers: Record<string, string>
+    }
     expect(result.isBase64Encoded).toBe(true)
     expect(result.headers['content-encoding']).toBe('gzip')
     expect(gunzipSync(Buffer.from(result.body, 'base64')).toString()).toBe(json)
@@ -329,7 +363,8 @@ describe('svc build --target lambda, an app with public/', () => {
 
   it('names the first five files and counts the rest', async () => {
     await mkdir(join(app.root, 'public/img'), { recursive: true })
-    for (const name of ['a.css', 'b.js', 'img/c.png', 'img/d.png', 'robots.txt', 'z.json']) await writeFile(join(app.root, 'public', name), name)
+    for (const name of ['a.css', 'b.js', 'img/c.png', 'img/d.png', 'robots.txt', 'z.json'])
+      await writeFile(join(app.root, 'public', name), name)
     const { warnings } = await buildApp({ root: app.root, target: 'lambda' })
     expect(warnings).toEqual([
       '[svc] 7 file(s) in public/ cannot be served on lambda and were not bundled: a.css, b.js, hello.txt, img/c.png, img/d.png and 2 more — serve them from S3 behind CloudFront, or another static host',

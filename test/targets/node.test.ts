@@ -80,7 +80,12 @@ targetContract({
       async fetch(request) {
         const url = new URL(request.url)
         const body = request.body ? await request.arrayBuffer() : undefined
-        return fetch(`${server.base}${url.pathname}${url.search}`, { method: request.method, headers: request.headers, body, redirect: 'manual' })
+        return fetch(`${server.base}${url.pathname}${url.search}`, {
+          method: request.method,
+          headers: request.headers,
+          body,
+          redirect: 'manual',
+        })
       },
       // A Node host has no scheduler of its own to report to: the server
       // reports a failed scheduled run as an error line on stderr, naming the
@@ -90,7 +95,9 @@ targetContract({
         const failed = runs.filter((run) => run.status === 'failed')
         if (failed.length === 0) return { ok: true }
         const lines = await Promise.all(
-          failed.map(async (run) => (await waitForOutput(server.output, new RegExp(`^\\[svc\\] scheduled task .*\\(run ${run.id}\\).*$`, 'm')))[0]),
+          failed.map(
+            async (run) => (await waitForOutput(server.output, new RegExp(`^\\[svc\\] scheduled task .*\\(run ${run.id}\\).*$`, 'm')))[0],
+          ),
         )
         return { ok: false, error: lines.join('\n') }
       },
@@ -213,7 +220,12 @@ describe('the server built for the node target, as a deployment artifact', () =>
 describe("the Dockerfile of the node target and the app's dependencies", () => {
   let app: Awaited<ReturnType<typeof copyFixtureApp>>
   const out = () => join(app.root, '.output/node')
-  const pkg = { name: 'locked-app', version: '1.0.0', dependencies: { ms: '^2.1.3', svc: '^0.1.0' }, devDependencies: { 'left-pad': '^1.3.0' } }
+  const pkg = {
+    name: 'locked-app',
+    version: '1.0.0',
+    dependencies: { ms: '^2.1.3', svc: '^0.1.0' },
+    devDependencies: { 'left-pad': '^1.3.0' },
+  }
   const lock = {
     name: 'locked-app',
     version: '1.0.0',

@@ -58,7 +58,12 @@ targetContract({
       async fetch(request) {
         const url = new URL(request.url)
         const body = request.body ? await request.arrayBuffer() : undefined
-        return fetch(`${fn.base}${url.pathname}${url.search}`, { method: request.method, headers: request.headers, body, redirect: 'manual' })
+        return fetch(`${fn.base}${url.pathname}${url.search}`, {
+          method: request.method,
+          headers: request.headers,
+          body,
+          redirect: 'manual',
+        })
       },
       // Vercel calls the cron job's path with the CRON_SECRET bearer and
       // counts the invocation as failed by its status code.
@@ -133,7 +138,12 @@ describe('svc build --target vercel', () => {
   it('answers a cron request whose task fails with 500 CRON_RUN_FAILED and the summary of every run', async () => {
     const res = await fetch(cronUrl(fn.base, '0 3 * * *'), { headers: { authorization: `Bearer ${CRON_SECRET}` } })
     expect(res.status).toBe(500)
-    const body = (await res.json()) as { ok: boolean; code: string; error: string; runs: Array<{ id: string; taskName: string; status: string }> }
+    const body = (await res.json()) as {
+      ok: boolean
+      code: string
+      error: string
+      runs: Array<{ id: string; taskName: string; status: string }>
+    }
     expect(body).toMatchObject({ ok: false, code: 'CRON_RUN_FAILED' })
     expect(body.runs.map(({ taskName, status }) => ({ taskName, status })).sort((a, b) => a.taskName.localeCompare(b.taskName))).toEqual([
       { taskName: 'jobs.import', status: 'failed' },

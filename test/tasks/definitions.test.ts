@@ -64,9 +64,9 @@ describe('task registration', () => {
   })
 
   it('two routes with the same task name are an error naming both', () => {
-    expect(() =>
-      make([task('a.b', () => 1), { path: '/api/a/b/', module: { kind: 'task', POST: () => 1 } }]),
-    ).toThrow(/"a\.b" is already used by \/api\/a\/b/)
+    expect(() => make([task('a.b', () => 1), { path: '/api/a/b/', module: { kind: 'task', POST: () => 1 } }])).toThrow(
+      /"a\.b" is already used by \/api\/a\/b/,
+    )
   })
 })
 
@@ -77,13 +77,19 @@ describe('task registration', () => {
 describe('schedule forms the runtime accepts', () => {
   const define = (schedule: string) => () => createTaskRuntime({ routes: [task('tick', () => 1, { schedule })], env: {} })
   const scanned = (schedule: string) =>
-    scanRouteSource('src/api/tick.ts', `export const route = { kind: 'task' }\nexport const schedule = '${schedule}'\nexport async function POST() {}\n`)
+    scanRouteSource(
+      'src/api/tick.ts',
+      `export const route = { kind: 'task' }\nexport const schedule = '${schedule}'\nexport async function POST() {}\n`,
+    )
 
-  it.each(['@daily', '@hourly', '@weekly', '@monthly', '@reboot'])('%s is refused as not five fields, as the scanner does', async (schedule) => {
-    const message = `schedule "${schedule}" must be a five-field cron expression (minute hour day-of-month month day-of-week), got 1 field`
-    expect(define(schedule)).toThrow(`Task "tick" (/api/tick): ${message}`)
-    expect((await scanned(schedule)).errors.map((e) => e.message)).toEqual([message])
-  })
+  it.each(['@daily', '@hourly', '@weekly', '@monthly', '@reboot'])(
+    '%s is refused as not five fields, as the scanner does',
+    async (schedule) => {
+      const message = `schedule "${schedule}" must be a five-field cron expression (minute hour day-of-month month day-of-week), got 1 field`
+      expect(define(schedule)).toThrow(`Task "tick" (/api/tick): ${message}`)
+      expect((await scanned(schedule)).errors.map((e) => e.message)).toEqual([message])
+    },
+  )
 
   it('five fields with extra whitespace are accepted and normalized', async () => {
     const rt = define(' 0\t0  * * 1 ')()

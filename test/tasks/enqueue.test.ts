@@ -112,7 +112,9 @@ async function listen(handler: RequestListener): Promise<{ server: Server; url: 
 }
 
 /** A task server stand-in that records each request and answers with `reply`. */
-async function serve(reply: (seen: Seen) => { status: number; body: string; type?: string }): Promise<{ server: Server; url: string; seen: Seen[] }> {
+async function serve(
+  reply: (seen: Seen) => { status: number; body: string; type?: string },
+): Promise<{ server: Server; url: string; seen: Seen[] }> {
   const seen: Seen[] = []
   const { server, url } = await listen((req, res) => {
     let body = ''
@@ -318,7 +320,10 @@ describe('enqueue over HTTP: an idempotency key a header cannot carry', () => {
   it('a server that is down is still a network error', async () => {
     const { server, url } = await serve(accepted)
     await new Promise((resolve) => server.close(resolve))
-    await expect(enqueueOverHttp('orders.sync', {}, { idempotencyKey: 'k' }, { SVC_TASK_URL: url })).rejects.toMatchObject({ status: 0, code: 'NETWORK_ERROR' })
+    await expect(enqueueOverHttp('orders.sync', {}, { idempotencyKey: 'k' }, { SVC_TASK_URL: url })).rejects.toMatchObject({
+      status: 0,
+      code: 'NETWORK_ERROR',
+    })
   })
 
   it.each([

@@ -231,7 +231,8 @@ for (const [name, makeStore] of stores) {
       const done = await finishedAfter(rt, (await rt.trigger('graph')).id, 100) // the backoff before attempt 2
       expect(done.status).toBe('failed')
       expect(done.attempts.map((a) => a.index)).toEqual([1, 2])
-      for (const attempt of done.attempts) expect(attempt.error).toMatch(/^Task "graph" returned a value that cannot be stored as JSON: .*circular/i)
+      for (const attempt of done.attempts)
+        expect(attempt.error).toMatch(/^Task "graph" returned a value that cannot be stored as JSON: .*circular/i)
     })
 
     it('a step output JSON cannot hold is an error from step.run that names the step', async () => {
@@ -284,9 +285,7 @@ for (const [name, makeStore] of stores) {
     it('an in-process payload JSON cannot hold is a TypeError and starts no run', async () => {
       const store = makeStore()
       const rt = runtime([task('echo', (ctx) => ctx.input)], { store })
-      await expect(rt.trigger('echo', { id: 1n })).rejects.toThrow(
-        /^trigger\("echo"\): the payload cannot be stored as JSON: .*BigInt/,
-      )
+      await expect(rt.trigger('echo', { id: 1n })).rejects.toThrow(/^trigger\("echo"\): the payload cannot be stored as JSON: .*BigInt/)
       await expect(rt.trigger('echo', nested(5000))).rejects.toThrow(
         'trigger("echo"): the payload cannot be stored as JSON: it nests arrays and objects deeper than 256 levels',
       )

@@ -70,7 +70,9 @@ describe('idempotency keys', () => {
 
   it('an empty key is a TypeError', async () => {
     const rt = runtime([task('once', () => 1)])
-    await expect(rt.trigger('once', undefined, { idempotencyKey: '' })).rejects.toThrow(/idempotencyKey must be a non-empty string \(got ""\)/)
+    await expect(rt.trigger('once', undefined, { idempotencyKey: '' })).rejects.toThrow(
+      /idempotencyKey must be a non-empty string \(got ""\)/,
+    )
   })
 
   it('a key of whitespace only is refused: an HTTP header cannot carry it', async () => {
@@ -83,10 +85,14 @@ describe('idempotency keys', () => {
 
   it(`a key longer than ${MAX_IDEMPOTENCY_KEY_LENGTH} characters is a RangeError naming the limit`, async () => {
     const rt = runtime([task('once', () => 1)])
-    const error = await rt.trigger('once', undefined, { idempotencyKey: 'k'.repeat(MAX_IDEMPOTENCY_KEY_LENGTH + 1) }).catch((e: unknown) => e)
+    const error = await rt
+      .trigger('once', undefined, { idempotencyKey: 'k'.repeat(MAX_IDEMPOTENCY_KEY_LENGTH + 1) })
+      .catch((e: unknown) => e)
     expect(error).toBeInstanceOf(RangeError)
     expect((error as Error).message).toMatch(
-      new RegExp(`^trigger\\("once"\\): idempotencyKey must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters \\(got ${MAX_IDEMPOTENCY_KEY_LENGTH + 1} characters\\)$`),
+      new RegExp(
+        `^trigger\\("once"\\): idempotencyKey must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters \\(got ${MAX_IDEMPOTENCY_KEY_LENGTH + 1} characters\\)$`,
+      ),
     )
     const longest = await rt.trigger('once', undefined, { idempotencyKey: 'k'.repeat(MAX_IDEMPOTENCY_KEY_LENGTH) })
     expect(longest.idempotencyKey).toHaveLength(MAX_IDEMPOTENCY_KEY_LENGTH)

@@ -68,7 +68,12 @@ describe('in-process scheduler', () => {
     const inputs: unknown[] = []
     const store = new MemoryRunStore()
     const logger = recordingLogger()
-    const rt = createTaskRuntime({ routes: [task('tick', (ctx) => inputs.push(ctx.input), { schedule: '*/5 * * * *' })], store, logger, env: {} })
+    const rt = createTaskRuntime({
+      routes: [task('tick', (ctx) => inputs.push(ctx.input), { schedule: '*/5 * * * *' })],
+      store,
+      logger,
+      env: {},
+    })
     const engine = new TaskEngine({ store, tasks: rt.tasks, logger, unrefTimers: false })
     const scheduler = new TaskScheduler({ tasks: rt.tasks, logger, unref: false, fire: (name, tick) => engine.fireScheduled(name, tick) })
     scheduler.start({})
@@ -154,7 +159,9 @@ describe('runScheduled and the overlap guard', () => {
     const rt = runtime([task('report', () => gate, { schedule: '0 * * * *' })])
     const [first] = await rt.runScheduled('0 * * * *')
     expect(await rt.runScheduled('0 * * * *')).toEqual([])
-    expect(rt.logger.text('warn')).toContain(`scheduled task "report": skipped a tick; the previous scheduled run ${first.id} is still running`)
+    expect(rt.logger.text('warn')).toContain(
+      `scheduled task "report": skipped a tick; the previous scheduled run ${first.id} is still running`,
+    )
     const manual = await rt.trigger('report')
     expect(manual.status).toBe('running')
     release()

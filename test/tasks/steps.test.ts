@@ -22,7 +22,11 @@ describe('step.run and replay', () => {
     expect(done.result).toEqual({ a: 1, b: 2 })
     expect(body).toEqual([1, 1]) // two invocations, both attempt 1
     expect(fns).toEqual(['a', 'b'])
-    expect(done.steps).toEqual({ a: { status: 'completed', output: 1 }, pause: { status: 'completed' }, b: { status: 'completed', output: 2 } })
+    expect(done.steps).toEqual({
+      a: { status: 'completed', output: 1 },
+      pause: { status: 'completed' },
+      b: { status: 'completed', output: 2 },
+    })
   })
 
   it('completed steps are kept across retries: a later failure does not redo them', async () => {
@@ -360,7 +364,9 @@ describe('waitForTask and enqueue steps', () => {
     const late = await rt.waitForRun((await rt.trigger('late')).id)
     expect(late.attempts[0].error).toBe('ctx.step.enqueue("bg"): delaySeconds must be at most 31536000 seconds (365 days) (got 1e+300)')
     const blank = await rt.waitForRun((await rt.trigger('blank')).id)
-    expect(blank.attempts[0].error).toMatch(/^ctx\.step\.waitForTask\("kid"\): idempotencyKey must contain a character other than whitespace/)
+    expect(blank.attempts[0].error).toMatch(
+      /^ctx\.step\.waitForTask\("kid"\): idempotencyKey must contain a character other than whitespace/,
+    )
     const long = await rt.waitForRun((await rt.trigger('long')).id)
     expect(long.attempts[0].error).toMatch(/^ctx\.step\.waitForTask\("kid"\): idempotencyKey must be at most 255 characters/)
     expect(await rt.listRuns({ taskName: 'bg' })).toEqual([])

@@ -25,10 +25,7 @@ export function makeRun(overrides: Partial<RunRecord> = {}): RunRecord {
   }
 }
 
-export function runStoreContract(
-  name: string,
-  createStore: (options?: { maxRuns: number }) => RunStore | Promise<RunStore>,
-): void {
+export function runStoreContract(name: string, createStore: (options?: { maxRuns: number }) => RunStore | Promise<RunStore>): void {
   describe(`RunStore contract: ${name}`, () => {
     it('creates a run and reads back an equal, JSON-serializable copy', async () => {
       const store = await createStore()
@@ -73,7 +70,10 @@ export function runStoreContract(
 
     it('updateRun applies a patch, removes fields set to undefined and honours expect', async () => {
       const store = await createStore()
-      const run = makeRun({ status: 'suspended', suspended: { stepKey: 's', waitpoint: { type: 'sleep', until: '2030-01-01T00:00:00.000Z' } } })
+      const run = makeRun({
+        status: 'suspended',
+        suspended: { stepKey: 's', waitpoint: { type: 'sleep', until: '2030-01-01T00:00:00.000Z' } },
+      })
       await store.createRun(run)
       expect(await store.updateRun(run.id, { status: 'completed' }, { status: 'running' })).toBeUndefined()
       const resumed = await store.updateRun(run.id, { status: 'running', suspended: undefined }, { status: ['suspended'] })

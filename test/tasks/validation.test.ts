@@ -52,9 +52,7 @@ describe('task input validation (VALIDATION_FAILED)', () => {
 
   it('scheduled runs skip validation and get { _cron: true }', async () => {
     const seen: unknown[] = []
-    const rt = runtime([
-      task('nightly', (ctx) => seen.push(ctx.input), { input: schemas.zod, schedule: '0 3 * * *' }),
-    ])
+    const rt = runtime([task('nightly', (ctx) => seen.push(ctx.input), { input: schemas.zod, schedule: '0 3 * * *' })])
     const [run] = await rt.runScheduled('0 3 * * *')
     expect(run.trigger).toBe('cron')
     await rt.waitForRun(run.id)

@@ -25,13 +25,17 @@ export async function validateRequest(req: SvcRequest, schema: SchemaDefinition,
     }
   }
   if (schema.params) {
-    await check(async () => req.addValidatedData('param', (await validate(schema.params!, req.param(), 'params')) as Record<string, unknown>))
+    await check(async () =>
+      req.addValidatedData('param', (await validate(schema.params!, req.param(), 'params')) as Record<string, unknown>),
+    )
   }
   if (schema.query) {
     await check(async () => req.addValidatedData('query', (await validate(schema.query!, req.query(), 'query')) as Record<string, unknown>))
   }
   if (schema.headers) {
-    await check(async () => req.addValidatedData('header', (await validate(schema.headers!, req.header(), 'headers')) as Record<string, unknown>))
+    await check(async () =>
+      req.addValidatedData('header', (await validate(schema.headers!, req.header(), 'headers')) as Record<string, unknown>),
+    )
   }
   if (schema.body && BODY_METHODS.has(req.raw.method)) {
     // A malformed or oversized body is its own error (400 INVALID_JSON, 413), not a validation issue.

@@ -55,7 +55,11 @@ export function createIsrCache(config: SvcCacheConfig | false | undefined, where
   }
   const store = c.store ?? 'memory'
   if (store === 'memory') return new IsrCache(new MemoryCacheStore({ maxEntries: c.maxEntries }), logger)
-  if (typeof store === 'object' && store !== null && ['get', 'set', 'delete', 'keys'].every((m) => typeof (store as unknown as Record<string, unknown>)[m] === 'function')) {
+  if (
+    typeof store === 'object' &&
+    store !== null &&
+    ['get', 'set', 'delete', 'keys'].every((m) => typeof (store as unknown as Record<string, unknown>)[m] === 'function')
+  ) {
     return new IsrCache(store, logger)
   }
   throw new TypeError(`${where}: cache.store must be 'memory' or an object with get, set, delete and keys (got ${describe(store)})`)
@@ -134,7 +138,9 @@ export class IsrCache {
       try {
         const made = await toEntry(await render(), page, this.#now())
         if (made === undefined) {
-          this.#logger.warn(`[svc] page ${page.path}: background render of ${key} was not cacheable (status or headers); keeping the stale entry`)
+          this.#logger.warn(
+            `[svc] page ${page.path}: background render of ${key} was not cacheable (status or headers); keeping the stale entry`,
+          )
         } else if (epoch === this.#epoch) {
           await this.store.set(key, made)
         }

@@ -57,7 +57,12 @@ export function resolvePage(page: RuntimePage): { mode: PageMode; revalidate: nu
  * before anything is mounted: whether a hybrid page uses the cache decides
  * whether the revalidate endpoint exists.
  */
-export function planPages(pages: readonly RuntimePage[], hasCache: boolean, logger: { warn(...args: unknown[]): void }, where: string): PagePlan[] {
+export function planPages(
+  pages: readonly RuntimePage[],
+  hasCache: boolean,
+  logger: { warn(...args: unknown[]): void },
+  where: string,
+): PagePlan[] {
   const plans: PagePlan[] = []
   let warned = false
   pages.forEach((page, index) => {
