@@ -234,7 +234,7 @@ export class SqliteRunStore implements RunStore {
     params.push(limit === Infinity ? -1 : Math.ceil(limit))
     const filter = where.length === 0 ? '' : `WHERE ${where.join(' AND ')} `
     // seq is the insertion order, as the memory store's Map: newest first, no ties.
-    const rows = this.#sql(`SELECT record FROM runs ${filter}ORDER BY seq DESC LIMIT ?`).all(...params) as unknown as RunRow[]
+    const rows = this.#sql(`SELECT record FROM runs ${filter}ORDER BY seq DESC LIMIT ?`).all(...params) as unknown as { record: string }[]
     return rows.map((row) => JSON.parse(row.record) as RunRecord)
   }
 
