@@ -145,14 +145,9 @@ export class SqliteRunStore implements RunStore {
       const insert = () => {
         let inserted: { lastInsertRowid: number | bigint }
         try {
-          inserted = this.#sql('INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record) VALUES (?, ?, ?, ?, ?, ?)').run(
-            run.id,
-            run.taskName,
-            run.status,
-            run.idempotencyKey ?? null,
-            finishSeq,
-            record,
-          )
+          inserted = this.#sql(
+            'INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record) VALUES (?, ?, ?, ?, ?, ?)',
+          ).run(run.id, run.taskName, run.status, run.idempotencyKey ?? null, finishSeq, record)
         } catch (error) {
           // The id's UNIQUE constraint is the existence check: one statement, not a lookup before it.
           if (
