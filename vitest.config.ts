@@ -7,6 +7,9 @@ export default defineConfig({
     // The suites start real servers, child processes and workerd; two cores are plenty busy.
     pool: 'forks',
     env: { NODE_ENV: 'test' },
+    // Fake clocks move the timers a task sets (backoff, sleeps, deadlines) and
+    // Date; setImmediate stays real, since stores use it to batch their I/O.
+    fakeTimers: { toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] },
     projects: [
       {
         extends: true,

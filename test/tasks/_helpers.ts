@@ -50,6 +50,10 @@ export async function finished(wait: Promise<RunRecord>): Promise<RunRecord> {
  */
 export async function finishedAfter(rt: TaskRuntimeInstance, id: string, ms: number): Promise<RunRecord> {
   const done = finished(rt.waitForRun(id))
+  // A durable store commits its writes on a real setImmediate (group
+  // commit): let the attempt's writes land, and the timer they lead to be
+  // armed, before the clock moves.
+  for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve))
   await vi.advanceTimersByTimeAsync(ms)
   return done
 }

@@ -139,7 +139,7 @@ describe('run states and transitions', () => {
     expect(done.status).toBe('failed')
     expect(done.attempts[0].error).toBe('Attempt 1 timed out after 30 ms')
     expect(signal?.aborted).toBe(true)
-    expect((signal?.reason as Error).name).toBe('TimeoutError')
+    expect((signal?.reason as Error | undefined)?.name).toBe('TimeoutError')
   })
 
   it('a timed-out attempt retries when retries remain', async () => {
