@@ -58,7 +58,9 @@ if (pinned) {
 
 async function startServer(kind: string): Promise<{ port: number; child: ChildProcess }> {
   const args = [process.execPath, SERVER_ENTRY, kind]
-  const child = pinned ? spawn('taskset', ['-c', SERVER_CORE, ...args], { stdio: ['ignore', 'pipe', 'inherit'] }) : spawn(args[0], args.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = pinned
+    ? spawn('taskset', ['-c', SERVER_CORE, ...args], { stdio: ['ignore', 'pipe', 'inherit'] })
+    : spawn(args[0], args.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] })
   const port = await new Promise<number>((resolve, reject) => {
     let out = ''
     child.stdout!.on('data', (chunk) => {
@@ -146,7 +148,9 @@ const fmt = (n: number) => Math.round(n).toLocaleString('en-US')
 async function main(): Promise<void> {
   console.log(
     `bench:http — ${rounds} rounds × ${duration}s (+${warmup}s warm-up), ${connections} HTTP connections, ${wsClients} WebSocket clients; ` +
-      (pinned ? `servers on core ${SERVER_CORE}, load generator on core ${LOADGEN_CORE} (taskset)` : 'NOT pinned (taskset missing or one core): figures are indicative only') +
+      (pinned
+        ? `servers on core ${SERVER_CORE}, load generator on core ${LOADGEN_CORE} (taskset)`
+        : 'NOT pinned (taskset missing or one core): figures are indicative only') +
       `; node ${process.version}`,
   )
   const http = { raw: [] as number[], hono: [] as number[], svc: [] as number[] }
@@ -180,7 +184,9 @@ async function main(): Promise<void> {
   const svcRaw = median(ratios.svcRaw)
   const svcWs = median(ratios.svcWs)
   console.log('\nmedians')
-  console.log(`  HTTP req/s     raw node:http ${fmt(median(http.raw))}   hono/node-server ${fmt(median(http.hono))}   svc ${fmt(median(http.svc))}`)
+  console.log(
+    `  HTTP req/s     raw node:http ${fmt(median(http.raw))}   hono/node-server ${fmt(median(http.hono))}   svc ${fmt(median(http.svc))}`,
+  )
   console.log(`  svc / raw      ${svcRaw.toFixed(2)}   (goal ≥ 0.80) ${svcRaw >= 0.8 ? 'met' : 'NOT met'}`)
   console.log(`  hono / raw     ${median(ratios.honoRaw).toFixed(2)}`)
   console.log(`  svc / hono     ${median(ratios.svcHono).toFixed(2)}`)

@@ -65,7 +65,9 @@ const root = await helloApp()
 try {
   const worker = await buildApp({ root, target: 'cloudflare' })
   const bundle = worker.files.find((file) => file.path.endsWith('index.mjs'))!
-  console.log(`cloudflare worker (hello app): ${(bundle.bytes / 1024).toFixed(1)} KB, ${(bundle.gzipBytes! / 1024).toFixed(1)} KB gzipped (goal ≤ 50 KB gzipped)`)
+  console.log(
+    `cloudflare worker (hello app): ${(bundle.bytes / 1024).toFixed(1)} KB, ${(bundle.gzipBytes! / 1024).toFixed(1)} KB gzipped (goal ≤ 50 KB gzipped)`,
+  )
 
   await buildApp({ root, target: 'node' })
   const server = join(root, '.output/node/server.mjs')
@@ -85,7 +87,9 @@ try {
   const svc = median(svcTimes)
   const base = median(bareTimes)
   console.log(`node build cold start to first 200: ${svc.toFixed(0)} ms median of ${ROUNDS} (goal ≤ 150 ms)`)
-  console.log(`bare node:http cold start, same probe:  ${base.toFixed(0)} ms median; svc adds ${(svc - base).toFixed(0)} ms (ratio ${(svc / base).toFixed(2)})`)
+  console.log(
+    `bare node:http cold start, same probe:  ${base.toFixed(0)} ms median; svc adds ${(svc - base).toFixed(0)} ms (ratio ${(svc / base).toFixed(2)})`,
+  )
 } finally {
   await rm(root, { recursive: true, force: true })
 }
