@@ -7,6 +7,13 @@
  * `lease_expires_at`) make a claim outlive its statement, until its owner
  * finishes or it lapses. Lease times come from the database's clock, so
  * processes on machines whose clocks differ still agree on when one lapsed.
+ *
+ * A run that becomes `running` (`createRun`, `updateRun`) gets a lease with
+ * no owner that lasts `leaseMs`: whichever process dispatches it takes it
+ * (`acquireLease`), while the sweeps of the others leave it alone, so the
+ * process that triggered or resumed a run is the one that runs it, unless
+ * it dies first. A lease given up (`releaseLeases`) has no expiry: the
+ * attempt is anyone's at once.
  */
 import type { Sql } from 'postgres'
 import type { SharedWork, TimerRecord } from '../runtime/tasks/store.ts'
@@ -125,13 +132,16 @@ export class PostgresSharedWork implements SharedWork {
     return this.#run(async (sql) => {
       const runs = sql(this.#schema)
       // A running run with a retry timer is between attempts: the timer's
-      // claimer starts the next one.
+      // claimer starts the next one. A suspended run whose lease lapsed lost
+      // its process between suspending and arming its waitpoint (the lease
+      // is given up after both).
       const rows = await sql<Row<RunRecord>[]>`
         UPDATE ${runs}.runs SET lease_owner = ${owner}, lease_expires_at = now() + ${this.leaseMs} * interval '1 millisecond'
         WHERE id IN (
           SELECT r.id FROM ${runs}.runs r
-          WHERE r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at < now())
-            AND NOT EXISTS (SELECT 1 FROM ${runs}.timers t WHERE t.run_id = r.id AND t.kind = 'retry')
+          WHERE (r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at < now())
+              AND NOT EXISTS (SELECT 1 FROM ${runs}.timers t WHERE t.run_id = r.id AND t.kind = 'retry'))
+            OR (r.status = 'suspended' AND r.lease_owner IS NOT NULL AND r.lease_expires_at < now())
           ORDER BY r.seq LIMIT ${limit}
           FOR UPDATE OF r SKIP LOCKED
         )

@@ -183,9 +183,10 @@ export class PostgresRunStore implements RunStore {
         SELECT record FROM ${runs}.runs
         WHERE task_name = ${run.taskName} AND idempotency_key = ${run.idempotencyKey ?? null}
       ), inserted AS (
-        INSERT INTO ${runs}.runs (id, task_name, status, idempotency_key, finished_seq, record)
+        INSERT INTO ${runs}.runs (id, task_name, status, idempotency_key, finished_seq, lease_expires_at, record)
         SELECT ${run.id}, ${run.taskName}, ${run.status}, ${run.idempotencyKey ?? null},
           CASE WHEN ${finished} THEN nextval(${`${this.schema}.runs_finished_seq`}::regclass) END,
+          CASE WHEN ${run.status} = 'running' THEN now() + ${this.leaseMs} * interval '1 millisecond' END,
           ${sql.json(run as never)}::jsonb
         WHERE NOT EXISTS (SELECT 1 FROM held)
           AND (${finished} OR (SELECT count(*) FROM ${runs}.runs WHERE finished_seq IS NULL) < ${this.maxRuns})
@@ -232,7 +233,9 @@ export class PostgresRunStore implements RunStore {
           record = (record - ${removed}::text[]) || ${sql.json(set as never)}::jsonb,
           status = coalesce(${status}::text, status),
           finished_seq = CASE WHEN coalesce(${status}::text, status) = ANY(${FINISHED as string[]}::text[])
-            THEN coalesce(finished_seq, nextval(${`${this.schema}.runs_finished_seq`}::regclass)) END
+            THEN coalesce(finished_seq, nextval(${`${this.schema}.runs_finished_seq`}::regclass)) END,
+          lease_expires_at = CASE WHEN ${status}::text = 'running' AND status <> 'running'
+            THEN now() + ${this.leaseMs} * interval '1 millisecond' ELSE lease_expires_at END
         WHERE id = ${id} AND (${expected}::text[] IS NULL OR status = ANY(${expected}::text[]))
         RETURNING record`
       return row?.record

@@ -321,6 +321,22 @@ describe('PostgresRunStore: how stores sharing a schema split the work', () => {
     expect(await a.shared.acquireLease('a', 'asleep')).toBe(false)
   })
 
+  it('a suspended run whose lease lapsed (its process died while suspending) is claimed; one whose lease was given up is not', async () => {
+    const schema = freshSchema()
+    const [a, b] = [store({ schema, leaseMs: 200 }), store({ schema, leaseMs: 200 })]
+    for (const id of ['cut', 'done']) {
+      await a.createRun(makeRun({ id, status: 'running' }))
+      expect(await a.shared.acquireLease('a', id)).toBe(true)
+      await a.updateRun(id, { status: 'suspended' }, { status: 'running' })
+    }
+    await a.shared.releaseLeases('a', ['done'])
+    const taken = await until(async () => {
+      const ids = (await b.shared.claimOrphanedRuns('b', 10)).map((run) => run.id)
+      return ids.length > 0 && ids
+    }, 5000)
+    expect(taken).toEqual(['cut'])
+  })
+
   it('each tick of a task is claimed once, however many stores claim it at once', async () => {
     const schema = freshSchema()
     const stores = [store({ schema }), store({ schema }), store({ schema })]

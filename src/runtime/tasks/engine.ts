@@ -68,6 +68,8 @@ export class TaskEngine {
   readonly #waits: Waits
   readonly #waiters = new RunWaiters()
   #closed = false
+  /** Draining (on its way out): takes no more work from a shared store. */
+  #draining = false
   #noted = false
   /** Last scheduled run per task, for the overlap guard of `fireScheduled`. */
   readonly #lastScheduled = new Map<string, string>()
@@ -263,6 +265,7 @@ export class TaskEngine {
   async #sweep(): Promise<number | undefined> {
     const shared = this.#shared!
     for (;;) {
+      if (this.#closed || this.#draining) return undefined
       const timers = await shared.claimDueTimers(this.#owner, new Date().toISOString(), SWEEP_BATCH)
       await Promise.all(
         timers.map((timer) =>
@@ -271,10 +274,26 @@ export class TaskEngine {
             .catch((error) => this.#logger.error(`[svc] task runtime: timer ${timer.id} of run ${timer.runId} failed: ${errorMessage(error)}`)),
         ),
       )
-      if (timers.length < SWEEP_BATCH || this.#closed) break
+      if (timers.length < SWEEP_BATCH || this.#closed || this.#draining) break
     }
-    if (this.#closed) return undefined
-    for (const run of await shared.claimOrphanedRuns(this.#owner, SWEEP_BATCH)) this.#start(run, true)
+    if (this.#closed || this.#draining) return undefined
+    const orphans = await shared.claimOrphanedRuns(this.#owner, SWEEP_BATCH)
+    if (this.#closed || this.#draining) {
+      // Claimed by a sweep that was under way when the engine began to drain: they go back.
+      if (orphans.length > 0) {
+        await shared.releaseLeases(this.#owner, orphans.map((run) => run.id))
+        await shared.wake()
+      }
+      return undefined
+    }
+    for (const run of orphans) {
+      if (run.status === 'running') {
+        this.#start(run, true)
+        continue
+      }
+      await this.#waits.armWaitpoint(run)
+      await shared.releaseLeases(this.#owner, [run.id])
+    }
     await this.#waiters.refresh(this.#store)
     const next = await shared.nextDueAt()
     return next === undefined ? undefined : Date.parse(next)
@@ -295,12 +314,17 @@ export class TaskEngine {
   /**
    * Waits for in-flight attempts, at most `timeoutMs`. Attempts may start
    * more work (a retry, a resumed parent) while it waits, so it looks again
-   * until nothing is in flight or time is up.
+   * until nothing is in flight or time is up. On a shared store the engine
+   * takes no more work from the others from then on.
    */
   async drain(timeoutMs = 30_000): Promise<void> {
     if (typeof timeoutMs !== 'number' || Number.isNaN(timeoutMs) || timeoutMs < 0) {
       throw new TypeError(`drain(timeoutMs): timeoutMs must be a number of milliseconds, 0 or more (got ${describe(timeoutMs)})`)
     }
+    // A process drains on its way out: on a shared store it stops taking
+    // due work and orphaned attempts, which live processes take instead.
+    this.#draining = true
+    this.#sweeper?.pause()
     const deadline = Date.now() + timeoutMs
     while (this.#active.size > 0) {
       const left = deadline - Date.now()

@@ -194,9 +194,11 @@ export interface SharedWork {
   /** Gives up the owner's leases on these runs (all of them when omitted), so others may take the attempts over at once. */
   releaseLeases(owner: string, runIds?: readonly string[]): Promise<void>
   /**
-   * Takes the lease on up to `limit` `running` runs that nobody holds (lapsed
-   * or released) and that wait for no retry timer: attempts whose process
-   * died or shut down mid-way.
+   * Takes the lease on up to `limit` runs whose process died or shut down
+   * mid-way: `running` runs that nobody holds (lapsed or released) and that
+   * wait for no retry timer, and `suspended` runs whose lease lapsed (the
+   * process died between suspending and arming the waitpoint; the claimer
+   * arms it and releases the lease).
    */
   claimOrphanedRuns(owner: string, limit: number): Promise<RunRecord[]>
 

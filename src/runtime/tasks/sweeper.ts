@@ -29,6 +29,7 @@ export class Sweeper {
   #running: Promise<void> | undefined
   #again = false
   #stopped = true
+  #paused = false
 
   constructor(options: SweeperOptions) {
     this.#options = options
@@ -54,9 +55,19 @@ export class Sweeper {
     this.wake()
   }
 
+  /**
+   * Takes no more work: no sweep starts after this call, while leases are
+   * still renewed for the attempts in flight (a process that drains).
+   */
+  pause(): void {
+    this.#paused = true
+    clearTimeout(this.#poll)
+    this.#poll = undefined
+  }
+
   /** Sweeps now; a wake-up during a sweep runs one more after it. */
   wake(): void {
-    if (this.#stopped) return
+    if (this.#stopped || this.#paused) return
     if (this.#running) {
       this.#again = true
       return
@@ -97,7 +108,7 @@ export class Sweeper {
     } catch (error) {
       this.#options.logger.error(`[svc] task runtime: looking for due work failed: ${errorMessage(error)}`)
     }
-    if (this.#stopped || this.#again) return
+    if (this.#stopped || this.#paused || this.#again) return
     const { pollMs } = this.#options.shared
     const delay = next === undefined ? pollMs : Math.min(pollMs, Math.max(0, next - Date.now()))
     this.#poll = this.#timeout(delay, () => {
