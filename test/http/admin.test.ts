@@ -434,6 +434,45 @@ describe('admin auth', () => {
     expect(ok.status).toBe(200)
   })
 
+  const noop: RuntimeApiRoute[] = [{ path: '/api/jobs/noop', kind: 'task', module: { POST: async () => 'done' } }]
+
+  function list(secret: string, authorization: string | undefined): Promise<Response> {
+    const handler = createSvcHandler({ routes: noop, env: { NODE_ENV: 'production', THEN_TASK_SECRET: secret }, logger: recordingLogger() })
+    return handler.fetch(new Request('http://svc/__tasks', { headers: authorization === undefined ? {} : { authorization } }))
+  }
+
+  describe('the task secret in the Authorization header', () => {
+    // enqueue() and the Vercel cron check send `Bearer <secret>` verbatim, so
+    // any secret the operator sets must be accepted written that way.
+    it('accepts a secret that contains spaces, sent as Bearer <secret>', async () => {
+      expect((await list('correct horse battery staple', 'Bearer correct horse battery staple')).status).toBe(200)
+    })
+
+    it('still refuses a token that is only part of such a secret', async () => {
+      const res = await list('correct horse battery staple', 'Bearer correct')
+      expect(res.status).toBe(401)
+      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/)
+    })
+
+    it('ignores whitespace around the token and the case of the scheme', async () => {
+      expect((await list('s3cret', 'bearer   s3cret  ')).status).toBe(200)
+      expect((await list('s3cret', 'Bearer s3cret x')).status).toBe(401)
+      expect((await list('s3cret', 'Basic s3cret')).status).toBe(401)
+    })
+  })
+
+  describe('where the secret is read from', () => {
+    const withEnv = (env: Record<string, string>, authorization: string) =>
+      createSvcHandler({ routes: noop, env: { NODE_ENV: 'production', ...env }, logger: recordingLogger() }).fetch(
+        new Request('http://svc/__tasks', { headers: { authorization } }),
+      )
+
+    it('an empty THEN_TASK_SECRET counts as unset, so SVC_TASK_SECRET applies', async () => {
+      expect((await withEnv({ THEN_TASK_SECRET: '', SVC_TASK_SECRET: 's3cret' }, 'Bearer s3cret')).status).toBe(200)
+      expect((await withEnv({ THEN_TASK_SECRET: '', SVC_TASK_SECRET: 's3cret' }, 'Bearer ')).status).toBe(401)
+    })
+  })
+
   it('recognizes loopback addresses and nothing else', () => {
     for (const a of ['127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1', '0:0:0:0:0:0:0:1']) expect(isLoopback(a)).toBe(true)
     for (const a of ['10.0.0.1', '::ffff:10.0.0.1', '128.0.0.1', 'localhost', '', undefined]) expect(isLoopback(a)).toBe(false)
@@ -460,5 +499,47 @@ describe('createSvcHandler with a shared runtime', () => {
     const { id } = await res.json()
     expect((await runtime.waitForRun(id)).status).toBe('completed')
     await runtime.close()
+  })
+})
+
+describe('createSvcHandler holdRuns: runs and waitUntil', () => {
+  const routes: RuntimeApiRoute[] = [
+    { path: '/api/quick', module: { kind: 'task', POST: async () => 'done' } },
+    {
+      path: '/api/napper',
+      module: {
+        kind: 'task',
+        POST: async (ctx: any) => {
+          await ctx.step.sleep('long-nap', 3600)
+          return 'woke'
+        },
+      },
+    },
+  ]
+  const post = (name: string) => new Request(`http://localhost/__tasks/${name}`, { method: 'POST' })
+
+  it('hands a started run to waitUntil until it settles, for platforms that freeze after the response', async () => {
+    const handler = createSvcHandler({ routes, env: { NODE_ENV: 'test' }, logger: recordingLogger() })
+    const held: Promise<unknown>[] = []
+    const res = await handler.fetch(post('quick'), { remoteAddress: '127.0.0.1', waitUntil: (p) => void held.push(p) })
+    expect(res.status).toBe(202)
+    expect(held).toHaveLength(1)
+    await held[0]
+    const { id } = (await res.json()) as { id: string }
+    expect((await handler.runtime.getRun(id))?.status).toBe('completed')
+  })
+
+  it('holds nothing with holdRuns: false', async () => {
+    const handler = createSvcHandler({ routes, env: { NODE_ENV: 'test' }, logger: recordingLogger(), holdRuns: false })
+    const held: Promise<unknown>[] = []
+    const res = await handler.fetch(post('quick'), { remoteAddress: '127.0.0.1', waitUntil: (p) => void held.push(p) })
+    expect(res.status).toBe(202)
+    expect(held).toHaveLength(0)
+  })
+
+  it('rejects a holdRuns that is not a boolean', () => {
+    expect(() => createSvcHandler({ routes, holdRuns: 'yes' as never })).toThrow(
+      'createSvcHandler(): holdRuns must be a boolean (got "yes")',
+    )
   })
 })

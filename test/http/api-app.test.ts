@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { createApiApp, StoreFullError, TaskNotFoundError, type RuntimeApiRoute } from '../../src/index.ts'
-import { recordingLogger } from './_helpers.ts'
+import { recordingLogger, serve } from './_helpers.ts'
 
 const routes: RuntimeApiRoute[] = [
   {
@@ -297,5 +297,54 @@ describe('createApiApp options', () => {
     const res = await a.request('/api/bad')
     expect(res.status).toBe(500)
     expect((await res.json()).error).toBe('reply.status(code): code must be an integer from 200 to 599 (got 99)')
+  })
+})
+
+// Fetch forbids a body with 204, 205 and 304 (Fetch standard, "null body
+// status"): Response throws. A reply built with one of them must drop the
+// body, the same on every target.
+const noBodyRoutes: RuntimeApiRoute[] = [
+  { path: '/api/json', module: { DELETE: (_req, reply) => reply.status(204).json({ deleted: true }) } },
+  { path: '/api/text', module: { DELETE: (_req, reply) => reply.text('', 204) } },
+  { path: '/api/reset', module: { POST: (_req, reply) => reply.html('<p>done</p>', 205) } },
+  {
+    path: '/api/value',
+    module: {
+      GET: (_req, reply) => {
+        reply.status(304).header('etag', '"v1"')
+        return { unchanged: true }
+      },
+    },
+  },
+]
+
+const noBodyCases = [
+  ['DELETE', '/api/json', 204],
+  ['DELETE', '/api/text', 204],
+  ['POST', '/api/reset', 205],
+  ['GET', '/api/value', 304],
+] as const
+
+describe('reply with a status that has no body', () => {
+  it('answer with that status and no body from a Web fetch handler (edge and function targets)', async () => {
+    const logger = recordingLogger()
+    const app = createApiApp({ routes: noBodyRoutes, logger })
+    for (const [method, path, status] of noBodyCases) {
+      const res = await app.fetch(new Request(`http://svc${path}`, { method }))
+      expect(res.status, path).toBe(status)
+      expect(await res.text(), path).toBe('')
+    }
+    expect(logger.lines).toEqual([])
+  })
+
+  it('answer the same behind startSvcServer', async () => {
+    const server = await serve({ apiRoutes: noBodyRoutes })
+    for (const [method, path, status] of noBodyCases) {
+      const res = await fetch(`${server.url}${path}`, { method })
+      expect(res.status, path).toBe(status)
+      expect(await res.text(), path).toBe('')
+    }
+    const unchanged = await fetch(`${server.url}/api/value`)
+    expect(unchanged.headers.get('etag')).toBe('"v1"')
   })
 })

@@ -354,3 +354,125 @@ describe('POST /__svc/revalidate', () => {
     expect(await next.text()).toBe('slow 2')
   })
 })
+
+describe('ISR cache misses', () => {
+  function hybridPage(render: () => Promise<string | Response>): RuntimePage {
+    return { path: '/', mode: 'hybrid', revalidate: 60, tags: [], module: { default: render, page: { mode: 'hybrid', revalidate: 60 } } }
+  }
+
+  it('concurrent requests for an uncached page share one render', async () => {
+    let renders = 0
+    const page = hybridPage(async () => {
+      renders++
+      await sleep(30)
+      return `<p>render ${renders}</p>`
+    })
+    const handler = createSvcHandler({ routes: [], pages: [page], logger: recordingLogger() })
+    const responses = await Promise.all(Array.from({ length: 5 }, () => handler.fetch(new Request('http://localhost/'))))
+    const bodies = await Promise.all(responses.map((res) => res.text()))
+    expect(renders).toBe(1)
+    expect(new Set(bodies)).toEqual(new Set(['<p>render 1</p>']))
+    expect(responses.map((res) => res.headers.get('x-svc-cache'))).toEqual(['MISS', 'MISS', 'MISS', 'MISS', 'MISS'])
+    expect((await handler.fetch(new Request('http://localhost/'))).headers.get('x-svc-cache')).toBe('HIT')
+  })
+
+  it('when the shared render fails, the waiting requests render for themselves', async () => {
+    let renders = 0
+    const page = hybridPage(async () => {
+      renders++
+      await sleep(20)
+      if (renders === 1) throw new Error('first render fails')
+      return '<p>ok</p>'
+    })
+    const handler = createSvcHandler({ routes: [], pages: [page], logger: recordingLogger() })
+    const statuses = await Promise.all(
+      Array.from({ length: 3 }, () => handler.fetch(new Request('http://localhost/')).then((res) => res.status)),
+    )
+    expect(statuses.filter((status) => status === 500)).toHaveLength(1)
+    expect(statuses.filter((status) => status === 200)).toHaveLength(2)
+  })
+
+  it('an uncacheable render is not shared', async () => {
+    let renders = 0
+    const page = hybridPage(async () => {
+      renders++
+      await sleep(20)
+      return new Response('private', { headers: { 'cache-control': 'no-store' } })
+    })
+    const handler = createSvcHandler({ routes: [], pages: [page], logger: recordingLogger() })
+    const bodies = await Promise.all(
+      Array.from({ length: 3 }, () => handler.fetch(new Request('http://localhost/')).then((res) => res.text())),
+    )
+    expect(bodies).toEqual(['private', 'private', 'private'])
+    expect(renders).toBeGreaterThan(1)
+  })
+})
+
+describe('POST /__svc/revalidate by path, compared as URLs however they are escaped', () => {
+  function blog(): RuntimePage {
+    let renders = 0
+    return {
+      path: '/blog/:slug',
+      mode: 'hybrid',
+      revalidate: 600,
+      module: { default: (req: SvcRequest) => `<p>${req.param('slug')} ${++renders}</p>` },
+    }
+  }
+
+  async function cacheState(url: string): Promise<string | null> {
+    const res = await fetch(url)
+    await res.arrayBuffer()
+    return res.headers.get('x-svc-cache')
+  }
+
+  async function revalidate(base: string, paths: string[]): Promise<{ status: number; purged: string[] }> {
+    const res = await fetch(`${base}/__svc/revalidate`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer t', 'content-type': 'application/json' },
+      body: JSON.stringify({ paths }),
+    })
+    const body = (await res.json()) as { purged: string[] }
+    return { status: res.status, purged: body.purged }
+  }
+
+  // Cache keys come from the request URL, where `é` and a space are
+  // percent-encoded; a revalidation names the page as a person writes it.
+  it('purges a page whose path has non-ASCII letters or spaces, given as written', async () => {
+    const server = await serve({ pages: [blog()], env })
+    expect(await cacheState(`${server.url}/blog/café`)).toBe('MISS')
+    expect(await cacheState(`${server.url}/blog/a%20b?x=1`)).toBe('MISS')
+    expect(await cacheState(`${server.url}/blog/café`)).toBe('HIT')
+    const res = await revalidate(server.url, ['/blog/café', '/blog/a b'])
+    expect(res.status).toBe(200)
+    expect(res.purged.sort()).toEqual(['/blog/a%20b?x=1', '/blog/caf%C3%A9'])
+    expect(await cacheState(`${server.url}/blog/café`)).toBe('MISS')
+    expect(await cacheState(`${server.url}/blog/a%20b?x=1`)).toBe('MISS')
+  })
+
+  it('purges the same page reached through an escaped path', async () => {
+    const server = await serve({ pages: [blog()], env })
+    // `%61` is `a`: the same page, cached under a second key.
+    await cacheState(`${server.url}/blog/a`)
+    await cacheState(`${server.url}/blog/%61`)
+    const res = await revalidate(server.url, ['/blog/a'])
+    expect(res.purged.sort()).toEqual(['/blog/%61', '/blog/a'])
+    expect(await cacheState(`${server.url}/blog/%61`)).toBe('MISS')
+  })
+
+  it('keeps an escaped slash apart from a path separator', async () => {
+    const server = await serve({ pages: [blog()], env })
+    // `a%2Fb` is one segment (slug "a/b"); `/blog/a/b` would be another page.
+    await cacheState(`${server.url}/blog/a%2Fb`)
+    expect((await revalidate(server.url, ['/blog/a/b'])).purged).toEqual([])
+    expect((await revalidate(server.url, ['/blog/a%2fb'])).purged).toEqual(['/blog/a%2Fb'])
+  })
+
+  it('matches a path with a query string against the same query, escaped or not', async () => {
+    const server = await serve({ pages: [blog()], env })
+    await cacheState(`${server.url}/blog/x?q=café`)
+    await cacheState(`${server.url}/blog/x?q=other`)
+    const res = await revalidate(server.url, ['/blog/x?q=café'])
+    expect(res.purged).toEqual(['/blog/x?q=caf%C3%A9'])
+    expect(await cacheState(`${server.url}/blog/x?q=other`)).toBe('HIT')
+  })
+})

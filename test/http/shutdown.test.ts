@@ -171,6 +171,30 @@ describe('graceful shutdown', () => {
     expect(server.close()).toBe(a)
     await a
   })
+
+  it('closes without waiting for a suspended run to finish', async () => {
+    const napper: RuntimeApiRoute = {
+      path: '/api/napper',
+      module: {
+        kind: 'task',
+        POST: async (ctx: any) => {
+          await ctx.step.sleep('long-nap', 3600)
+          return 'woke'
+        },
+      },
+    }
+    const server = await serve({ apiRoutes: [napper], shutdownTimeoutMs: 60_000 })
+    const res = await fetch(`${server.url}/__tasks/napper`, { method: 'POST' })
+    const { id } = (await res.json()) as { id: string }
+    await until(async () => (await server.runtime.getRun(id))?.status === 'suspended')
+    expect((await server.runtime.getRun(id))?.status).toBe('suspended')
+    // A suspended run waits on a timer, not on a request: the drain must not hold close() until its deadline.
+    const outcome = await Promise.race([
+      server.close().then(() => 'closed'),
+      new Promise((r) => setTimeout(() => r('still waiting'), 5000)),
+    ])
+    expect(outcome).toBe('closed')
+  })
 })
 
 describe('SIGTERM', () => {

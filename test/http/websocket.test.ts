@@ -1,8 +1,9 @@
+import * as v from 'valibot'
 import { randomBytes } from 'node:crypto'
 import { connect, type Socket } from 'node:net'
 import WebSocket from 'ws'
 import { describe, expect, it } from 'vitest'
-import type { HotPeer, RuntimeApiRoute, SvcRequest } from '../../src/index.ts'
+import { defineSchema, type HotPeer, type RuntimeApiRoute, type SvcRequest } from '../../src/index.ts'
 import { deferred, recordingLogger, refusal, serve, sleep, until } from './_helpers.ts'
 
 type Frame = { data: string | Buffer; isBinary: boolean }
@@ -421,5 +422,99 @@ describe('WebSocket memory limits', () => {
     expect(bytes.length).toBe(frames * (10 + 64 * KiB) + done.length)
     expect(closedWith).toBeUndefined()
     client.socket.destroy()
+  })
+})
+
+describe('a hot route’s schema on the WebSocket handshake', () => {
+  let opened = 0
+
+  // A hot route whose schema checks the handshake's params, query and headers.
+  const room: RuntimeApiRoute = {
+    path: '/api/rooms/:room',
+    origins: ['https://app.example'],
+    module: {
+      schema: defineSchema({
+        params: v.object({ room: v.pipe(v.string(), v.regex(/^[a-z]+$/)) }),
+        query: v.object({ seat: v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number)) }),
+      }),
+      websocket(peer: HotPeer, req: SvcRequest) {
+        opened++
+        peer.send(JSON.stringify({ param: req.valid('param'), query: req.valid('query') }))
+      },
+    },
+  }
+
+  // A route's schema guards its handler; for a hot route that handler is
+  // websocket(), and the handshake is the request it is given.
+  it('refuses a handshake that fails the schema with 400 VALIDATION_FAILED, before websocket() runs', async () => {
+    const server = await serve({ apiRoutes: [room] })
+    const before = opened
+    const res = await refusal(`${server.url.replace('http', 'ws')}/api/rooms/Lobby?seat=x`)
+    expect(res.status).toBe(400)
+    const body = JSON.parse(res.body)
+    expect(body.code).toBe('VALIDATION_FAILED')
+    expect(body.details.map((d: { target: string }) => d.target).sort()).toEqual(['params', 'query'])
+    expect(opened).toBe(before)
+  })
+
+  it('hands the validated values to websocket() through req.valid()', async () => {
+    const server = await serve({ apiRoutes: [room] })
+    const ws = new WebSocket(`${server.url.replace('http', 'ws')}/api/rooms/lobby?seat=7`)
+    const message = await new Promise<string>((resolve, reject) => {
+      ws.once('message', (data) => resolve(String(data)))
+      ws.once('error', reject)
+    })
+    ws.close()
+    expect(JSON.parse(message)).toEqual({ param: { room: 'lobby' }, query: { seat: 7 } })
+  })
+
+  it('still checks the origin first: a foreign origin gets 403 whatever the query', async () => {
+    const server = await serve({ apiRoutes: [room] })
+    const res = await refusal(`${server.url.replace('http', 'ws')}/api/rooms/Lobby?seat=x`, { origin: 'https://evil.example' })
+    expect(res.status).toBe(403)
+  })
+})
+
+describe('requests that offer an upgrade to something other than WebSocket', () => {
+  const [major, minor] = process.versions.node.split('.').map(Number)
+  // http.Server's shouldUpgradeCallback, which lets a server decline an Upgrade, arrived in Node 24.9.
+  const canDeclineUpgrades = major > 24 || (major === 24 && minor >= 9)
+
+  const routes: RuntimeApiRoute[] = [{ path: '/api/echo', module: { POST: async (req) => ({ body: await req.text() }) } }]
+
+  /** Sends `raw` on a fresh connection and resolves with everything the server wrote until it closed or went quiet. */
+  function exchange(port: number, raw: string): Promise<string> {
+    return new Promise((resolve) => {
+      const socket = connect(port, '127.0.0.1')
+      let out = ''
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const done = () => {
+        clearTimeout(timer)
+        socket.destroy()
+        resolve(out)
+      }
+      socket.on('data', (chunk) => {
+        out += chunk
+        // One answer is all these tests expect; the connection may stay open after it.
+        clearTimeout(timer)
+        timer = setTimeout(done, 200)
+      })
+      socket.on('close', done)
+      socket.on('error', done)
+      socket.write(raw)
+    })
+  }
+
+  // `curl --http2` on an http:// URL sends `Upgrade: h2c` with its request
+  // body. A server may ignore an Upgrade it does not speak (RFC 9110 §7.8);
+  // taking the request as an upgrade instead lost the body.
+  it.skipIf(!canDeclineUpgrades)('are served as plain requests, body included', async () => {
+    const server = await serve({ apiRoutes: routes })
+    const out = await exchange(
+      server.port,
+      'POST /api/echo HTTP/1.1\r\nhost: localhost\r\nconnection: Upgrade, HTTP2-Settings\r\nupgrade: h2c\r\nhttp2-settings: AAMAAABkAAQAoAAAAAIAAAAA\r\ncontent-length: 5\r\n\r\nhello',
+    )
+    expect(out).toMatch(/^HTTP\/1\.1 200 /)
+    expect(out.slice(out.indexOf('\r\n\r\n') + 4)).toBe('{"body":"hello"}')
   })
 })
