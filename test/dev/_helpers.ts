@@ -1,5 +1,9 @@
+/** Helpers of the dev server suites: app files written on disk, on top of the shared helpers. */
 import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
+import { until } from '../_helpers.ts'
+
+export { type RecordingLogger, recordingLogger, sleep, until } from '../_helpers.ts'
 
 /** Writes an app file (relative to `root`), creating its folders. */
 export async function write(root: string, file: string, contents: string): Promise<void> {
@@ -7,22 +11,23 @@ export async function write(root: string, file: string, contents: string): Promi
   await writeFile(join(root, file), contents)
 }
 
-/** Retries `check` until it stops throwing (file events and reloads are asynchronous). */
+/**
+ * Retries `check` until it stops throwing (file events and reloads are asynchronous), and
+ * fails with the last error it threw, so a failure shows the assertion rather than a timeout.
+ */
 export async function eventually<T>(check: () => Promise<T>, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
+  let last: unknown
+  const attempt = async () => {
     try {
-      return await check()
+      return { value: await check() }
     } catch (error) {
-      if (Date.now() > deadline) throw error
-      await new Promise((resolve) => setTimeout(resolve, 25))
+      last = error
+      return undefined
     }
   }
-}
-
-/** A logger that keeps every line, for assertions on what the dev server printed. */
-export function logs() {
-  const lines: string[] = []
-  const push = (...args: unknown[]) => void lines.push(args.map(String).join(' '))
-  return { lines, logger: { info: push, warn: push, error: push } }
+  try {
+    return (await until(attempt, timeoutMs)).value
+  } catch (timeout) {
+    throw last ?? timeout
+  }
 }

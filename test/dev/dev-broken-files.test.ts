@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { startDevServer, type DevServer } from '../../src/dev/server.ts'
-import { logs, write } from './_helpers.ts'
+import { recordingLogger, write } from './_helpers.ts'
 
 describe('svc dev while a file is being edited', () => {
   let root: string
@@ -27,13 +27,13 @@ describe('svc dev while a file is being edited', () => {
   }
 
   it('keeps serving the last good version of a route with a syntax error, and prints file:line:col', async () => {
-    const { lines, logger } = logs()
+    const logger = recordingLogger()
     dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger, watch: false })
     // Half-typed: the closing brace is missing.
     await write(root, 'src/api/hello.ts', `export function GET() { return { version: 2 }\n`)
     await dev.reload(['api/hello.ts'])
     expect(dev.errors.map(String)).toEqual([expect.stringMatching(/^src\/api\/hello\.ts:\d+:\d+: /)])
-    expect(lines.some((line) => /^src\/api\/hello\.ts:\d+:\d+: /.test(line))).toBe(true)
+    expect(logger.lines.some(({ text: line }) => /^src\/api\/hello\.ts:\d+:\d+: /.test(line))).toBe(true)
     expect(await get('/api/hello')).toEqual({ status: 200, text: '{"version":1}' })
 
     await write(root, 'src/api/hello.ts', `export function GET() { return { version: 3 } }\n`)
@@ -43,7 +43,7 @@ describe('svc dev while a file is being edited', () => {
   })
 
   it('keeps serving the last good version of a page with a syntax error', async () => {
-    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: logs().logger, watch: false })
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: recordingLogger(), watch: false })
     await write(root, 'src/pages/index.ts', `export default function render() { return '<h1>v2</h1>'\n`)
     await dev.reload(['pages/index.ts'])
     expect(dev.errors).toHaveLength(1)
@@ -51,7 +51,7 @@ describe('svc dev while a file is being edited', () => {
   })
 
   it('does not import every module again when a folder is created for a new route', async () => {
-    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: logs().logger, watch: false })
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: recordingLogger(), watch: false })
     await get('/api/counter')
     await write(root, 'src/api/reports/daily.ts', `export function GET() { return { daily: true } }\n`)
     // The watcher reports the new folder as well as the file in it.
@@ -61,7 +61,7 @@ describe('svc dev while a file is being edited', () => {
   })
 
   it('does not import every module again for files no module can import, such as editor backups', async () => {
-    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: logs().logger, watch: false })
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: recordingLogger(), watch: false })
     await get('/api/counter')
     await write(root, 'src/api/hello.ts~', `export function GET() { return { version: 1 } }\n`)
     await write(root, 'src/api/.hello.ts.swp', 'swap')
@@ -73,7 +73,7 @@ describe('svc dev while a file is being edited', () => {
   it('still imports every module again when a shared helper changes', async () => {
     await write(root, 'src/lib/greeting.ts', `export const greeting = 'hi'\n`)
     await write(root, 'src/api/greet.ts', `import { greeting } from '../lib/greeting.ts'\nexport function GET() { return { greeting } }\n`)
-    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: logs().logger, watch: false })
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: recordingLogger(), watch: false })
     await write(root, 'src/lib/greeting.ts', `export const greeting = 'hello'\n`)
     await dev.reload(['lib/greeting.ts'])
     expect(await get('/api/greet')).toEqual({ status: 200, text: '{"greeting":"hello"}' })

@@ -4,9 +4,7 @@ import { join } from 'node:path'
 import WebSocket from 'ws'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { startDevServer, type DevServer } from '../../src/dev/server.ts'
-import { write } from './_helpers.ts'
-
-const quiet = { info() {}, warn() {}, error() {} }
+import { recordingLogger, write } from './_helpers.ts'
 
 const HOT = `export const route = { kind: 'hot' } as const
 export function websocket(peer: any) { peer.on('message', (m: unknown) => peer.send('echo:' + m)) }
@@ -45,7 +43,7 @@ describe('svc dev when routes are removed or change kind', () => {
     await write(root, 'src/api/other.ts', `export function GET() { return { other: true } }\n`)
     await write(root, 'src/api/chat.ts', HOT)
     await write(root, 'src/api/room.ts', HOT)
-    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: quiet, watch: false })
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: recordingLogger(), watch: false })
   })
   afterEach(async () => {
     await dev?.close()

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import WebSocket from 'ws'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { startDevServer, type DevServer } from '../../src/dev/server.ts'
-import { eventually, logs, write } from './_helpers.ts'
+import { eventually, recordingLogger, write } from './_helpers.ts'
 
 const cli = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url))
 
@@ -36,7 +36,7 @@ describe('svc dev', () => {
   }
 
   it('serves new code for a changed route without restarting the server', async () => {
-    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: logs().logger })
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: recordingLogger() })
     const { port } = dev.server
     expect((await get('/api/hello')).body).toEqual({ version: 1 })
     await write(root, 'src/api/hello.ts', `export function GET() { return { version: 2 } }\n`)
@@ -45,7 +45,7 @@ describe('svc dev', () => {
   })
 
   it('keeps the module state of routes that did not change', async () => {
-    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: logs().logger, watch: false })
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: recordingLogger(), watch: false })
     await get('/api/counter')
     await get('/api/counter')
     await write(root, 'src/api/hello.ts', `export function GET() { return { version: 3 } }\n`)
@@ -55,7 +55,7 @@ describe('svc dev', () => {
   })
 
   it('prints config errors as file:line:col, keeps serving the last good version, and recovers', async () => {
-    const { lines, logger } = logs()
+    const logger = recordingLogger()
     dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger, watch: false })
     await write(
       root,
@@ -63,7 +63,9 @@ describe('svc dev', () => {
       `export const route = { retries: Math.max(1, 2) }\nexport function GET() { return { version: 4 } }\n`,
     )
     await dev.reload(['api/hello.ts'])
-    expect(lines.some((line) => /^src\/api\/hello\.ts:1:33: route\.retries must be a static literal/.test(line))).toBe(true)
+    expect(logger.lines.some(({ text: line }) => /^src\/api\/hello\.ts:1:33: route\.retries must be a static literal/.test(line))).toBe(
+      true,
+    )
     expect(dev.errors).toHaveLength(1)
     expect((await get('/api/hello')).body).toEqual({ version: 1 })
     await write(root, 'src/api/hello.ts', `export function GET() { return { version: 5 } }\n`)
@@ -73,16 +75,16 @@ describe('svc dev', () => {
   })
 
   it('reports a module that fails to load and keeps its previous version', async () => {
-    const { lines, logger } = logs()
+    const logger = recordingLogger()
     dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger, watch: false })
     await write(root, 'src/api/hello.ts', `throw new Error('boom at load')\nexport function GET() { return {} }\n`)
     await dev.reload(['api/hello.ts'])
-    expect(lines.some((line) => line.includes('src/api/hello.ts') && line.includes('boom at load'))).toBe(true)
+    expect(logger.lines.some(({ text: line }) => line.includes('src/api/hello.ts') && line.includes('boom at load'))).toBe(true)
     expect((await get('/api/hello')).body).toEqual({ version: 1 })
   })
 
   it('serves added routes and drops deleted ones', async () => {
-    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: logs().logger, watch: false })
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: recordingLogger(), watch: false })
     await write(root, 'src/api/added.ts', `export function GET() { return { added: true } }\n`)
     await rm(join(root, 'src/api/counter.ts'))
     await dev.reload(['api/added.ts', 'api/counter.ts'])
@@ -91,7 +93,7 @@ describe('svc dev', () => {
   })
 
   it('keeps open WebSockets of unchanged routes and closes those of a reloaded hot route with 1012', async () => {
-    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: logs().logger, watch: false })
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: recordingLogger(), watch: false })
     const ws = new WebSocket(`${dev.url.replace('http', 'ws')}/api/echo`)
     await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject))
     const echo = (text: string) =>
@@ -125,7 +127,7 @@ describe('svc dev', () => {
 
   it('opens the task admin surface to localhost without a secret', async () => {
     await write(root, 'src/api/job.ts', `export const kind = 'task'\nexport async function POST() { return 'done' }\n`)
-    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: logs().logger, watch: false })
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: recordingLogger(), watch: false })
     const res = await fetch(`${dev.url}/__tasks/job`, { method: 'POST' })
     expect(res.status).toBe(202)
   })

@@ -3,9 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { startDevServer, type DevServer } from '../../src/dev/server.ts'
-import { write } from './_helpers.ts'
-
-const quiet = { info() {}, warn() {}, error() {} }
+import { recordingLogger, write } from './_helpers.ts'
 
 describe('svc dev and modules shared between routes', () => {
   let root: string
@@ -29,7 +27,7 @@ describe('svc dev and modules shared between routes', () => {
       'src/pages/index.ts',
       `import { items } from '../lib/store.ts'\nexport default function render() { return items.join(',') }\n`,
     )
-    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: quiet, watch: false })
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: recordingLogger(), watch: false })
   })
   afterEach(async () => {
     await dev?.close()
