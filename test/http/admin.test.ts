@@ -1,13 +1,16 @@
 import * as v from 'valibot'
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import {
   MemoryRunStore,
   createSvcHandler,
   createTaskRuntime,
   tokenIdFor,
   type RunRecord,
+  type RunStore,
   type RuntimeApiRoute,
   type RuntimePage,
+  type SvcHandlerOptions,
+  type TaskRuntime,
 } from '../../src/index.ts'
 import { SqliteRunStore } from '../../src/node.ts'
 import { isLoopback, timingSafeEqual } from '../../src/runtime/admin/auth.ts'
@@ -51,40 +54,64 @@ function appRoutes(gate = deferred()) {
 
 const json = { 'content-type': 'application/json' }
 
-async function getRun(url: string, id: string): Promise<RunRecord> {
-  return (await (await fetch(`${url}/__tasks/${encodeURIComponent(id)}`)).json()) as RunRecord
+const runtimes = new Set<TaskRuntime>()
+afterEach(async () => {
+  await Promise.all([...runtimes].map((runtime) => runtime.close()))
+  runtimes.clear()
+})
+
+type AppOptions = Omit<SvcHandlerOptions, 'routes'> & { apiRoutes: readonly RuntimeApiRoute[]; store?: RunStore }
+
+/**
+ * The whole HTTP surface in-process, asked by a loopback peer as a local server's socket
+ * reports it; `svc.fetch(path)` reads like a request to a server on this machine.
+ */
+function app({ apiRoutes, store, ...options }: AppOptions) {
+  const logger = recordingLogger()
+  const runtime = store ? createTaskRuntime({ routes: apiRoutes, store, logger }) : options.runtime
+  const handler = createSvcHandler({ routes: apiRoutes, logger, ...options, runtime })
+  runtimes.add(handler.runtime)
+  return {
+    runtime: handler.runtime,
+    fetch: (path: string, init?: RequestInit) => handler.fetch(new Request(`http://svc${path}`, init), { remoteAddress: '127.0.0.1' }),
+    close: () => handler.runtime.close(),
+  }
+}
+
+async function getRun(svc: ReturnType<typeof app>, id: string): Promise<RunRecord> {
+  return (await (await svc.fetch(`/__tasks/${encodeURIComponent(id)}`)).json()) as RunRecord
 }
 
 describe('task admin surface', () => {
   it('lists registered tasks with name, path, schedule, retries, timeout and lastRun', async () => {
     const { routes, gate } = appRoutes()
     gate.resolve()
-    const server = await serve({ apiRoutes: routes })
-    const res = await fetch(`${server.url}/__tasks`)
+    const svc = app({ apiRoutes: routes })
+    const res = await svc.fetch(`/__tasks`)
     expect(res.status).toBe(200)
     const { tasks } = await res.json()
     expect(tasks).toContainEqual({ name: 'report', path: '/api/report', schedule: '0 3 * * *', retries: 1, timeout: 30000, lastRun: null })
     expect(tasks.map((t: { name: string }) => t.name).sort()).toEqual(['approvals.quick', 'approvals.wait', 'report'])
 
-    const started = await (await fetch(`${server.url}/__tasks/report`, { method: 'POST' })).json()
-    await server.runtime.waitForRun(started.id)
-    const after = (await (await fetch(`${server.url}/__tasks`)).json()).tasks.find((t: { name: string }) => t.name === 'report')
+    const started = await (await svc.fetch(`/__tasks/report`, { method: 'POST' })).json()
+    await svc.runtime.waitForRun(started.id)
+    const after = (await (await svc.fetch(`/__tasks`)).json()).tasks.find((t: { name: string }) => t.name === 'report')
     expect(after.lastRun).toEqual({ id: started.id, status: 'completed', finishedAt: expect.any(String) })
   })
 
   it('answers POST /__tasks/<name> with 202 { id, status: "running" } before the handler finishes', async () => {
     const { routes, gate, seen } = appRoutes()
-    const server = await serve({ apiRoutes: routes })
-    const res = await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: json, body: '{"month":4}' })
+    const svc = app({ apiRoutes: routes })
+    const res = await svc.fetch(`/__tasks/report`, { method: 'POST', headers: json, body: '{"month":4}' })
     expect(res.status).toBe(202)
     const body = await res.json()
     expect(body).toEqual({ id: expect.any(String), status: 'running' })
     await until(() => seen.length === 1)
-    const running = await getRun(server.url, body.id)
+    const running = await getRun(svc, body.id)
     expect(running.status).toBe('running')
     gate.resolve()
-    await server.runtime.waitForRun(body.id)
-    const run = await getRun(server.url, body.id)
+    await svc.runtime.waitForRun(body.id)
+    const run = await getRun(svc, body.id)
     expect(run).toMatchObject({ id: body.id, taskName: 'report', status: 'completed', ok: true, result: { done: { month: 4 } } })
     expect(run.attempts).toHaveLength(1)
     expect(run.createdAt).toEqual(expect.any(String))
@@ -93,16 +120,16 @@ describe('task admin surface', () => {
   it('takes an empty body as input undefined', async () => {
     const { routes, gate, seen } = appRoutes()
     gate.resolve()
-    const server = await serve({ apiRoutes: routes })
-    const { id } = await (await fetch(`${server.url}/__tasks/report`, { method: 'POST' })).json()
-    await server.runtime.waitForRun(id)
+    const svc = app({ apiRoutes: routes })
+    const { id } = await (await svc.fetch(`/__tasks/report`, { method: 'POST' })).json()
+    await svc.runtime.waitForRun(id)
     expect(seen).toEqual([undefined])
   })
 
   it('answers malformed JSON with 400 INVALID_JSON and starts no run', async () => {
     const { routes, seen } = appRoutes()
-    const server = await serve({ apiRoutes: routes })
-    const res = await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: json, body: '{"month":' })
+    const svc = app({ apiRoutes: routes })
+    const res = await svc.fetch(`/__tasks/report`, { method: 'POST', headers: json, body: '{"month":' })
     expect(res.status).toBe(400)
     expect((await res.json()).code).toBe('INVALID_JSON')
     expect(seen).toEqual([])
@@ -110,8 +137,8 @@ describe('task admin surface', () => {
 
   it('answers a body over the limit with 413 PAYLOAD_TOO_LARGE', async () => {
     const { routes, seen } = appRoutes()
-    const server = await serve({ apiRoutes: routes, bodyLimit: 100 })
-    const res = await fetch(`${server.url}/__tasks/report`, {
+    const svc = app({ apiRoutes: routes, bodyLimit: 100 })
+    const res = await svc.fetch(`/__tasks/report`, {
       method: 'POST',
       headers: json,
       body: JSON.stringify({ pad: 'x'.repeat(500) }),
@@ -123,8 +150,8 @@ describe('task admin surface', () => {
 
   it('answers a payload that fails the input schema with 400 VALIDATION_FAILED and never calls the handler', async () => {
     const { routes, seen } = appRoutes()
-    const server = await serve({ apiRoutes: routes })
-    const res = await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: json, body: '{"month":13}' })
+    const svc = app({ apiRoutes: routes })
+    const res = await svc.fetch(`/__tasks/report`, { method: 'POST', headers: json, body: '{"month":13}' })
     expect(res.status).toBe(400)
     const body = await res.json()
     expect(body).toMatchObject({ code: 'VALIDATION_FAILED', error: expect.any(String) })
@@ -133,8 +160,8 @@ describe('task admin surface', () => {
   })
 
   it('answers an unknown task with 404 TASK_NOT_FOUND naming the available ones', async () => {
-    const server = await serve({ apiRoutes: appRoutes().routes })
-    const res = await fetch(`${server.url}/__tasks/nope`, { method: 'POST' })
+    const svc = app({ apiRoutes: appRoutes().routes })
+    const res = await svc.fetch(`/__tasks/nope`, { method: 'POST' })
     expect(res.status).toBe(404)
     const body = await res.json()
     expect(body.code).toBe('TASK_NOT_FOUND')
@@ -142,21 +169,21 @@ describe('task admin surface', () => {
   })
 
   it('answers an unknown run id with 404 RUN_NOT_FOUND', async () => {
-    const server = await serve({ apiRoutes: appRoutes().routes })
-    const res = await fetch(`${server.url}/__tasks/does-not-exist`)
+    const svc = app({ apiRoutes: appRoutes().routes })
+    const res = await svc.fetch(`/__tasks/does-not-exist`)
     expect(res.status).toBe(404)
     expect((await res.json()).code).toBe('RUN_NOT_FOUND')
   })
 
   it('answers other methods with 405 and an Allow header', async () => {
-    const server = await serve({ apiRoutes: appRoutes().routes })
-    const list = await fetch(`${server.url}/__tasks`, { method: 'DELETE' })
+    const svc = app({ apiRoutes: appRoutes().routes })
+    const list = await svc.fetch(`/__tasks`, { method: 'DELETE' })
     expect(list.status).toBe(405)
     expect(list.headers.get('allow')).toBe('GET, HEAD')
-    const one = await fetch(`${server.url}/__tasks/report`, { method: 'PUT' })
+    const one = await svc.fetch(`/__tasks/report`, { method: 'PUT' })
     expect(one.status).toBe(405)
     expect(one.headers.get('allow')).toBe('GET, HEAD, POST')
-    const token = await fetch(`${server.url}/__tasks/tokens/x`, { method: 'GET' })
+    const token = await svc.fetch(`/__tasks/tokens/x`, { method: 'GET' })
     expect(token.status).toBe(405)
     expect(token.headers.get('allow')).toBe('POST')
   })
@@ -164,11 +191,11 @@ describe('task admin surface', () => {
   it('reads enqueue options from the Idempotency-Key header and rejects a bad delay header with 400', async () => {
     const { routes, gate } = appRoutes()
     gate.resolve()
-    const server = await serve({ apiRoutes: routes })
-    const first = await (await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: { 'idempotency-key': 'k1' } })).json()
-    const second = await (await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: { 'idempotency-key': 'k1' } })).json()
+    const svc = app({ apiRoutes: routes })
+    const first = await (await svc.fetch(`/__tasks/report`, { method: 'POST', headers: { 'idempotency-key': 'k1' } })).json()
+    const second = await (await svc.fetch(`/__tasks/report`, { method: 'POST', headers: { 'idempotency-key': 'k1' } })).json()
     expect(second.id).toBe(first.id)
-    const bad = await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: { 'svc-delay-seconds': 'soon' } })
+    const bad = await svc.fetch(`/__tasks/report`, { method: 'POST', headers: { 'svc-delay-seconds': 'soon' } })
     expect(bad.status).toBe(400)
     expect((await bad.json()).code).toBe('INVALID_OPTIONS')
   })
@@ -205,13 +232,13 @@ describe('enqueue options in the Idempotency-Key and Svc-Delay-Seconds headers',
   it.each(refusals)('answers %s with 400 INVALID_OPTIONS naming the header, and starts no run', async (_, headers, message) => {
     const { routes, seen, gate } = appRoutes()
     gate.resolve()
-    const server = await serve({ apiRoutes: routes })
-    const res = await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers })
+    const svc = app({ apiRoutes: routes })
+    const res = await svc.fetch(`/__tasks/report`, { method: 'POST', headers })
     expect(res.status).toBe(400)
     const body = await res.json()
     expect(body.code).toBe('INVALID_OPTIONS')
     expect(body.error).toMatch(message)
-    const { tasks } = await (await fetch(`${server.url}/__tasks`)).json()
+    const { tasks } = await (await svc.fetch(`/__tasks`)).json()
     expect(tasks.find((t: { name: string }) => t.name === 'report').lastRun).toBeNull()
     expect(seen).toEqual([])
   })
@@ -219,13 +246,13 @@ describe('enqueue options in the Idempotency-Key and Svc-Delay-Seconds headers',
   it('accepts the longest delay and key, and decimal delays as enqueue() sends them', async () => {
     const { routes, gate } = appRoutes()
     gate.resolve()
-    const server = await serve({ apiRoutes: routes })
+    const svc = app({ apiRoutes: routes })
     for (const delay of ['31536000', '0.5', '1e-7', ' 2 ']) {
-      const res = await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: { 'svc-delay-seconds': delay } })
+      const res = await svc.fetch(`/__tasks/report`, { method: 'POST', headers: { 'svc-delay-seconds': delay } })
       expect(res.status, delay).toBe(202)
       expect((await res.json()).status).toBe('scheduled')
     }
-    const keyed = await fetch(`${server.url}/__tasks/report`, {
+    const keyed = await svc.fetch(`/__tasks/report`, {
       method: 'POST',
       headers: { 'idempotency-key': 'k'.repeat(255), 'svc-delay-seconds': '60' },
     })
@@ -238,63 +265,63 @@ describe('JSON nested too deeply for a run record', () => {
   const tooDeep = { code: 'INVALID_JSON', error: 'Request body nests arrays and objects deeper than 256 levels, the limit' }
 
   it('answers a task payload deeper than 256 levels with 400 INVALID_JSON and starts no run', async () => {
-    const server = await serve({ apiRoutes: appRoutes().routes })
+    const svc = app({ apiRoutes: appRoutes().routes })
     for (const depth of [257, 5000]) {
-      const res = await fetch(`${server.url}/__tasks/approvals.quick`, { method: 'POST', headers: json, body: nested(depth) })
+      const res = await svc.fetch(`/__tasks/approvals.quick`, { method: 'POST', headers: json, body: nested(depth) })
       expect(res.status).toBe(400)
       expect(await res.json()).toEqual(tooDeep)
     }
-    const { tasks } = await (await fetch(`${server.url}/__tasks`)).json()
+    const { tasks } = await (await svc.fetch(`/__tasks`)).json()
     expect(tasks.find((t: { name: string }) => t.name === 'approvals.quick').lastRun).toBeNull()
-    const deepest = await fetch(`${server.url}/__tasks/approvals.quick`, { method: 'POST', headers: json, body: nested(256) })
+    const deepest = await svc.fetch(`/__tasks/approvals.quick`, { method: 'POST', headers: json, body: nested(256) })
     expect(deepest.status).toBe(202)
     const { id } = await deepest.json()
-    await server.runtime.waitForRun(id)
-    const read = await fetch(`${server.url}/__tasks/${id}`)
+    await svc.runtime.waitForRun(id)
+    const read = await svc.fetch(`/__tasks/${id}`)
     expect(read.status).toBe(200)
   })
 
   it('does not count brackets inside strings, escaped quotes included', async () => {
-    const server = await serve({ apiRoutes: appRoutes().routes })
+    const svc = app({ apiRoutes: appRoutes().routes })
     const text = `\\"${'['.repeat(300)}\\\\`
     const body = JSON.stringify({ text, more: [text] })
-    const res = await fetch(`${server.url}/__tasks/approvals.quick`, { method: 'POST', headers: json, body })
+    const res = await svc.fetch(`/__tasks/approvals.quick`, { method: 'POST', headers: json, body })
     expect(res.status).toBe(202)
     const { id } = await res.json()
-    expect((await getRun(server.url, id)).input).toEqual({ text, more: [text] })
+    expect((await getRun(svc, id)).input).toEqual({ text, more: [text] })
   })
 
   it('refuses it the same way in front of the SQLite store', async () => {
     const store = new SqliteRunStore({ path: ':memory:' })
     try {
-      const server = await serve({ apiRoutes: appRoutes().routes, store })
-      const res = await fetch(`${server.url}/__tasks/approvals.quick`, { method: 'POST', headers: json, body: nested(5000) })
+      const svc = app({ apiRoutes: appRoutes().routes, store })
+      const res = await svc.fetch(`/__tasks/approvals.quick`, { method: 'POST', headers: json, body: nested(5000) })
       expect(res.status).toBe(400)
       expect(await res.json()).toEqual(tooDeep)
       expect(store.size).toBe(0)
-      await server.close()
+      await svc.close()
     } finally {
       store.close()
     }
   })
 
   it('answers a token payload deeper than 256 levels with 400 INVALID_JSON and leaves the token waiting', async () => {
-    const server = await serve({ apiRoutes: appRoutes().routes })
-    const { id } = await (await fetch(`${server.url}/__tasks/approvals.wait`, { method: 'POST' })).json()
-    await until(async () => (await getRun(server.url, id)).status === 'suspended')
-    const url = `${server.url}/__tasks/tokens/${encodeURIComponent(tokenIdFor(id, 'ok'))}`
-    const res = await fetch(url, { method: 'POST', headers: json, body: nested(5000) })
+    const svc = app({ apiRoutes: appRoutes().routes })
+    const { id } = await (await svc.fetch(`/__tasks/approvals.wait`, { method: 'POST' })).json()
+    await until(async () => (await getRun(svc, id)).status === 'suspended')
+    const url = `/__tasks/tokens/${encodeURIComponent(tokenIdFor(id, 'ok'))}`
+    const res = await svc.fetch(url, { method: 'POST', headers: json, body: nested(5000) })
     expect(res.status).toBe(400)
     expect(await res.json()).toEqual(tooDeep)
-    expect((await getRun(server.url, id)).status).toBe('suspended')
-    expect((await fetch(url, { method: 'POST', headers: json, body: '{"approved":true}' })).status).toBe(200)
-    expect((await server.runtime.waitForRun(id)).result).toEqual({ payload: { approved: true } })
+    expect((await getRun(svc, id)).status).toBe('suspended')
+    expect((await svc.fetch(url, { method: 'POST', headers: json, body: '{"approved":true}' })).status).toBe(200)
+    expect((await svc.runtime.waitForRun(id)).result).toEqual({ payload: { approved: true } })
   })
 
   it('answers a revalidate body deeper than 256 levels with 400 INVALID_JSON', async () => {
     const page: RuntimePage = { path: '/news', mode: 'hybrid', revalidate: 60, module: { default: () => '<p>news</p>' } }
-    const server = await serve({ apiRoutes: appRoutes().routes, pages: [page] })
-    const res = await fetch(`${server.url}/__svc/revalidate`, { method: 'POST', headers: json, body: `{"paths":${nested(300)}}` })
+    const svc = app({ apiRoutes: appRoutes().routes, pages: [page] })
+    const res = await svc.fetch(`/__svc/revalidate`, { method: 'POST', headers: json, body: `{"paths":${nested(300)}}` })
     expect(res.status).toBe(400)
     expect(await res.json()).toEqual(tooDeep)
   })
@@ -303,51 +330,51 @@ describe('JSON nested too deeply for a run record', () => {
 describe('a full run store behind POST /__tasks/<name>', () => {
   it('answers 503 STORE_FULL with Retry-After, starts no run and keeps every live one', async () => {
     const { routes } = appRoutes()
-    const server = await serve({ apiRoutes: routes, store: new MemoryRunStore({ maxRuns: 2 }) })
+    const svc = app({ apiRoutes: routes, store: new MemoryRunStore({ maxRuns: 2 }) })
     const delayed = { method: 'POST', headers: { 'svc-delay-seconds': '3600' } }
     const ids: string[] = []
-    for (let i = 0; i < 2; i++) ids.push((await (await fetch(`${server.url}/__tasks/report`, delayed)).json()).id)
-    const res = await fetch(`${server.url}/__tasks/report`, delayed)
+    for (let i = 0; i < 2; i++) ids.push((await (await svc.fetch(`/__tasks/report`, delayed)).json()).id)
+    const res = await svc.fetch(`/__tasks/report`, delayed)
     expect(res.status).toBe(503)
     expect(res.headers.get('retry-after')).toBe('30')
     const body = await res.json()
     expect(body.code).toBe('STORE_FULL')
     expect(body.error).toMatch(/^MemoryRunStore is full: 2 runs are live/)
-    for (const id of ids) expect((await getRun(server.url, id)).status).toBe('scheduled')
+    for (const id of ids) expect((await getRun(svc, id)).status).toBe('scheduled')
   })
 })
 
 describe('completing tokens over POST /__tasks/tokens/<id>', () => {
   it('completes a waiting token with the body as payload (200), then 409 for a second completion', async () => {
-    const server = await serve({ apiRoutes: appRoutes().routes })
-    const { id } = await (await fetch(`${server.url}/__tasks/approvals.wait`, { method: 'POST' })).json()
+    const svc = app({ apiRoutes: appRoutes().routes })
+    const { id } = await (await svc.fetch(`/__tasks/approvals.wait`, { method: 'POST' })).json()
     const suspended = await until(async () => {
-      const run = await getRun(server.url, id)
+      const run = await getRun(svc, id)
       return run.status === 'suspended' ? run : undefined
     })
     const tokenId = tokenIdFor(id, 'ok')
     expect(suspended.suspended?.waitpoint).toMatchObject({ type: 'token', tokenId })
-    const url = `${server.url}/__tasks/tokens/${encodeURIComponent(tokenId)}`
-    const res = await fetch(url, { method: 'POST', headers: json, body: '{"approved":true}' })
+    const url = `/__tasks/tokens/${encodeURIComponent(tokenId)}`
+    const res = await svc.fetch(url, { method: 'POST', headers: json, body: '{"approved":true}' })
     expect(res.status).toBe(200)
     expect(await res.json()).toEqual({ ok: true, status: 'completed' })
-    const done = await server.runtime.waitForRun(id)
+    const done = await svc.runtime.waitForRun(id)
     expect(done.result).toEqual({ payload: { approved: true } })
-    const again = await fetch(url, { method: 'POST', body: '{}' })
+    const again = await svc.fetch(url, { method: 'POST', body: '{}' })
     expect(again.status).toBe(409)
     expect((await again.json()).code).toBe('TOKEN_ALREADY_COMPLETED')
   })
 
   it('answers 404 TOKEN_NOT_FOUND for an unknown token and 409 TOKEN_TIMED_OUT for one that timed out', async () => {
-    const server = await serve({ apiRoutes: appRoutes().routes })
-    const unknown = await fetch(`${server.url}/__tasks/tokens/nobody`, { method: 'POST' })
+    const svc = app({ apiRoutes: appRoutes().routes })
+    const unknown = await svc.fetch(`/__tasks/tokens/nobody`, { method: 'POST' })
     expect(unknown.status).toBe(404)
     expect((await unknown.json()).code).toBe('TOKEN_NOT_FOUND')
 
-    const { id } = await (await fetch(`${server.url}/__tasks/approvals.quick`, { method: 'POST' })).json()
-    const finished = await server.runtime.waitForRun(id)
+    const { id } = await (await svc.fetch(`/__tasks/approvals.quick`, { method: 'POST' })).json()
+    const finished = await svc.runtime.waitForRun(id)
     expect(finished.result).toEqual({ timedOut: true })
-    const late = await fetch(`${server.url}/__tasks/tokens/${encodeURIComponent(tokenIdFor(id, 'ok'))}`, { method: 'POST' })
+    const late = await svc.fetch(`/__tasks/tokens/${encodeURIComponent(tokenIdFor(id, 'ok'))}`, { method: 'POST' })
     expect(late.status).toBe(409)
     expect(await late.json()).toMatchObject({ code: 'TOKEN_TIMED_OUT', status: 'timed_out' })
   })
@@ -357,31 +384,32 @@ describe('admin auth', () => {
   const routes = appRoutes().routes
 
   it('with THEN_TASK_SECRET set, answers a missing token with 401 and WWW-Authenticate: Bearer, saying what to send', async () => {
-    const server = await serve({ apiRoutes: routes, env: { NODE_ENV: 'test', THEN_TASK_SECRET: 'tok' } })
-    const res = await fetch(`${server.url}/__tasks`)
+    const svc = app({ apiRoutes: routes, env: { NODE_ENV: 'test', THEN_TASK_SECRET: 'tok' } })
+    const res = await svc.fetch(`/__tasks`)
     expect(res.status).toBe(401)
     expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/)
     const body = await res.json()
     expect(body.code).toBe('UNAUTHORIZED')
     expect(body.error).toBe('Send Authorization: Bearer <secret>, the value of SVC_TASK_SECRET (or THEN_TASK_SECRET) on the server')
-    const wrong = await fetch(`${server.url}/__tasks`, { headers: { authorization: 'Bearer nope' } })
+    const wrong = await svc.fetch(`/__tasks`, { headers: { authorization: 'Bearer nope' } })
     expect((await wrong.json()).error).toBe('The bearer token does not match the task secret, SVC_TASK_SECRET (or THEN_TASK_SECRET)')
   })
 
   it('rejects a wrong token and accepts the right one, even from loopback', async () => {
-    const server = await serve({ apiRoutes: routes, env: { NODE_ENV: 'test', THEN_TASK_SECRET: 'tok' } })
-    expect((await fetch(`${server.url}/__tasks`, { headers: { authorization: 'Bearer nope' } })).status).toBe(401)
-    expect((await fetch(`${server.url}/__tasks`, { headers: { authorization: 'Basic tok' } })).status).toBe(401)
-    expect((await fetch(`${server.url}/__tasks`, { headers: { authorization: 'Bearer tok' } })).status).toBe(200)
-    expect((await fetch(`${server.url}/__tasks`, { headers: { authorization: 'bearer tok' } })).status).toBe(200)
+    const svc = app({ apiRoutes: routes, env: { NODE_ENV: 'test', THEN_TASK_SECRET: 'tok' } })
+    expect((await svc.fetch(`/__tasks`, { headers: { authorization: 'Bearer nope' } })).status).toBe(401)
+    expect((await svc.fetch(`/__tasks`, { headers: { authorization: 'Basic tok' } })).status).toBe(401)
+    expect((await svc.fetch(`/__tasks`, { headers: { authorization: 'Bearer tok' } })).status).toBe(200)
+    expect((await svc.fetch(`/__tasks`, { headers: { authorization: 'bearer tok' } })).status).toBe(200)
   })
 
   it('accepts SVC_TASK_SECRET as the secret too', async () => {
-    const server = await serve({ apiRoutes: routes, env: { NODE_ENV: 'production', SVC_TASK_SECRET: 'alt' } })
-    expect((await fetch(`${server.url}/__tasks`, { headers: { authorization: 'Bearer alt' } })).status).toBe(200)
+    const svc = app({ apiRoutes: routes, env: { NODE_ENV: 'production', SVC_TASK_SECRET: 'alt' } })
+    expect((await svc.fetch(`/__tasks`, { headers: { authorization: 'Bearer alt' } })).status).toBe(200)
   })
 
   it('without a secret, allows loopback peers only in development and test', async () => {
+    // Over a real socket: the Node server is what reports the peer address.
     for (const NODE_ENV of ['development', 'test']) {
       const server = await serve({ apiRoutes: routes, env: { NODE_ENV } })
       expect((await fetch(`${server.url}/__tasks`)).status).toBe(200)
@@ -421,12 +449,12 @@ describe('admin auth', () => {
   it('gates /__svc/revalidate like the admin surface, but not /__health', async () => {
     // A hybrid page gives the revalidate endpoint something to purge, so it is mounted.
     const pages = [{ path: '/cached', mode: 'hybrid' as const, module: { default: () => 'cached' } }]
-    const server = await serve({ apiRoutes: routes, pages, env: { NODE_ENV: 'production', THEN_TASK_SECRET: 'tok' } })
-    expect((await fetch(`${server.url}/__health`)).status).toBe(200)
-    const denied = await fetch(`${server.url}/__svc/revalidate`, { method: 'POST', body: '{"paths":["/"]}' })
+    const svc = app({ apiRoutes: routes, pages, env: { NODE_ENV: 'production', THEN_TASK_SECRET: 'tok' } })
+    expect((await svc.fetch(`/__health`)).status).toBe(200)
+    const denied = await svc.fetch(`/__svc/revalidate`, { method: 'POST', body: '{"paths":["/"]}' })
     expect(denied.status).toBe(401)
     expect(denied.headers.get('www-authenticate')).toMatch(/^Bearer/)
-    const ok = await fetch(`${server.url}/__svc/revalidate`, {
+    const ok = await svc.fetch(`/__svc/revalidate`, {
       method: 'POST',
       body: '{"paths":["/"]}',
       headers: { authorization: 'Bearer tok' },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createApiApp, type GlobalHooks, type RuntimeApiRoute } from '../../src/index.ts'
-import { recordingLogger, serve } from './_helpers.ts'
+import { createApiApp, createSvcHandler, type GlobalHooks, type RuntimeApiRoute } from '../../src/index.ts'
+import { recordingLogger } from './_helpers.ts'
 
 const routes: RuntimeApiRoute[] = [
   { path: '/api/hello', module: { GET: () => ({ hello: 'world' }) } },
@@ -147,12 +147,14 @@ describe('global hooks', () => {
     }
     // A hybrid page gives the revalidate endpoint something to purge, so it is mounted.
     const pages = [{ path: '/cached', mode: 'hybrid' as const, module: { default: () => 'cached' } }]
-    const server = await serve({ apiRoutes: routes, pages, globalHooks: hooks })
-    expect((await fetch(`${server.url}/__health`)).status).toBe(200)
-    expect((await fetch(`${server.url}/__tasks`)).status).toBe(200)
-    expect((await fetch(`${server.url}/__svc/revalidate`, { method: 'POST', body: '{"paths":["/"]}' })).status).toBe(200)
+    const handler = createSvcHandler({ routes, pages, globalHooks: hooks, env: { NODE_ENV: 'test' }, logger: recordingLogger() })
+    // A loopback peer in a test environment may use the admin surface without a secret.
+    const get = (path: string, init?: RequestInit) => handler.fetch(new Request(`http://svc${path}`, init), { remoteAddress: '127.0.0.1' })
+    expect((await get('/__health')).status).toBe(200)
+    expect((await get('/__tasks')).status).toBe(200)
+    expect((await get('/__svc/revalidate', { method: 'POST', body: '{"paths":["/"]}' })).status).toBe(200)
     expect(seen).toEqual([])
-    expect((await fetch(`${server.url}/api/hello`)).status).toBe(401)
+    expect((await get('/api/hello')).status).toBe(401)
     expect(seen).toEqual(['/api/hello'])
   })
 })
