@@ -3,9 +3,10 @@ import { cp, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { loadApiRoutes, loadPages } from '../../src/node.ts'
-import { serve } from './_helpers.ts'
+import { createSvcHandler, type RuntimeApiRoute, type RuntimePage } from '../../src/index.ts'
+import { recordingLogger, serve } from './_helpers.ts'
 
 const root = fileURLToPath(new URL('../fixtures/http-app', import.meta.url))
 const bad = fileURLToPath(new URL('../fixtures/http-bad-config', import.meta.url))
@@ -76,6 +77,16 @@ describe('loadApiRoutes and loadPages', () => {
 describe('an app loaded with loadApiRoutes and loadPages, from a fresh copy', () => {
   const fixture = fileURLToPath(new URL('../fixtures/shared-helpers-app', import.meta.url))
 
+  /** The loaded app behind the whole HTTP surface, in-process, asked by a loopback peer. */
+  const app = (routes: RuntimeApiRoute[], pages: RuntimePage[]) => {
+    const handler = createSvcHandler({ routes, pages, env: { NODE_ENV: 'test' }, logger: recordingLogger() })
+    onTestFinished(() => handler.runtime.close())
+    return {
+      runtime: handler.runtime,
+      fetch: (path: string, init?: RequestInit) => handler.fetch(new Request(`http://svc${path}`, init), { remoteAddress: '127.0.0.1' }),
+    }
+  }
+
   let root: string
   beforeAll(async () => {
     // A fresh copy: module instances are per file, and this test wants its own.
@@ -87,31 +98,30 @@ describe('an app loaded with loadApiRoutes and loadPages, from a fresh copy', ()
   // As in a built bundle and in Node itself, a module imported by several
   // files is one instance: its state is shared by every route, page and task.
   it('shares one instance of a helper module between routes, pages and tasks', async () => {
-    const server = await serve({ apiRoutes: await loadApiRoutes({ root }), pages: await loadPages({ root }), env: { NODE_ENV: 'test' } })
-    const add = (name: string) =>
-      fetch(`${server.url}/api/items`, { method: 'POST', body: JSON.stringify({ name }) }).then((res) => res.json())
+    const svc = app(await loadApiRoutes({ root }), await loadPages({ root }))
+    const add = (name: string) => svc.fetch('/api/items', { method: 'POST', body: JSON.stringify({ name }) }).then((res) => res.json())
     expect(await add('apple')).toEqual({ count: 1 })
     expect(await add('pear')).toEqual({ count: 2 })
-    expect(await (await fetch(`${server.url}/api/count`)).json()).toEqual({ count: 2 })
-    expect(await (await fetch(`${server.url}/`)).text()).toBe('<ul><li>apple</li><li>pear</li></ul>')
-    const run = (await (await fetch(`${server.url}/__tasks/jobs.remember`, { method: 'POST', body: '{"name":"plum"}' })).json()) as {
+    expect(await (await svc.fetch('/api/count')).json()).toEqual({ count: 2 })
+    expect(await (await svc.fetch('/')).text()).toBe('<ul><li>apple</li><li>pear</li></ul>')
+    const run = (await (await svc.fetch('/__tasks/jobs.remember', { method: 'POST', body: '{"name":"plum"}' })).json()) as {
       id: string
     }
-    expect((await server.runtime.waitForRun(run.id)).result).toEqual({ count: 3 })
-    expect(await (await fetch(`${server.url}/api/count`)).json()).toEqual({ count: 3 })
+    expect((await svc.runtime.waitForRun(run.id)).result).toEqual({ count: 3 })
+    expect(await (await svc.fetch('/api/count')).json()).toEqual({ count: 3 })
   })
 
-  // `svc` in app code is the server's own copy, so the errors it exports
+  // `svc` in app code is the runtime's own copy, so the errors it exports
   // keep their status and code (README: "Errors with a stable code").
   it('answers errors thrown from svc’s own classes with their status and code', async () => {
-    const server = await serve({ apiRoutes: await loadApiRoutes({ root }), pages: [] })
-    const conflict = await fetch(`${server.url}/api/conflict`)
+    const svc = app(await loadApiRoutes({ root }), [])
+    const conflict = await svc.fetch('/api/conflict')
     expect(conflict.status).toBe(409)
     expect(await conflict.json()).toEqual({ error: 'That name is taken', code: 'NAME_TAKEN' })
-    const payment = await fetch(`${server.url}/api/conflict`, { method: 'PUT' })
+    const payment = await svc.fetch('/api/conflict', { method: 'PUT' })
     expect(payment.status).toBe(402)
     expect((await payment.json()).code).toBe('PAYMENT_REQUIRED')
-    const invalid = await fetch(`${server.url}/api/conflict`, { method: 'POST' })
+    const invalid = await svc.fetch('/api/conflict', { method: 'POST' })
     expect(invalid.status).toBe(400)
     expect(await invalid.json()).toMatchObject({
       code: 'VALIDATION_FAILED',
