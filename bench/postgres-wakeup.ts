@@ -78,7 +78,9 @@ try {
   }
 
   const line = (label: string, values: number[]) =>
-    console.log(`${label.padEnd(40)} p50 ${percentile(values, 0.5).toFixed(1).padStart(7)} ms   p90 ${percentile(values, 0.9).toFixed(1).padStart(7)} ms`)
+    console.log(
+      `${label.padEnd(40)} p50 ${percentile(values, 0.5).toFixed(1).padStart(7)} ms   p90 ${percentile(values, 0.9).toFixed(1).padStart(7)} ms`,
+    )
   line('trigger → start (one engine)', trigger)
   line('handover on close → start (NOTIFY)', handover)
   line('close()', closeMs)

@@ -61,13 +61,7 @@ export function resolvePostgresOptions(options: PostgresRunStoreOptions, where: 
   if (options === null || typeof options !== 'object') {
     throw new TypeError(`${where}: options must be an object with a url (got ${describe(options)})`)
   }
-  const {
-    url,
-    schema = DEFAULT_SCHEMA,
-    maxRuns = DEFAULT_MAX_RUNS,
-    leaseMs = DEFAULT_LEASE_MS,
-    pollMs = DEFAULT_POLL_MS,
-  } = options
+  const { url, schema = DEFAULT_SCHEMA, maxRuns = DEFAULT_MAX_RUNS, leaseMs = DEFAULT_LEASE_MS, pollMs = DEFAULT_POLL_MS } = options
   checkUrl(where, url)
   if (typeof schema !== 'string' || !IDENTIFIER.test(schema)) {
     throw new TypeError(

@@ -210,11 +210,7 @@ export class PostgresRunStore implements RunStore {
     })
   }
 
-  async updateRun(
-    id: string,
-    patch: RunPatch,
-    expect?: { status: RunStatus | readonly RunStatus[] },
-  ): Promise<RunRecord | undefined> {
+  async updateRun(id: string, patch: RunPatch, expect?: { status: RunStatus | readonly RunStatus[] }): Promise<RunRecord | undefined> {
     return this.#run(async (sql) => {
       const removed: string[] = []
       const set: Record<string, unknown> = {}

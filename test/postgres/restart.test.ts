@@ -49,9 +49,7 @@ async function startServer(effects: string): Promise<Server> {
   child.stdout!.on('data', (chunk) => (out += chunk))
   child.stderr!.on('data', (chunk) => (out += chunk))
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  const port = Number(
-    await until(() => /port (\d+)/.exec(out)?.[1] ?? (child.exitCode !== null && fail(out)), 15_000),
-  )
+  const port = Number(await until(() => /port (\d+)/.exec(out)?.[1] ?? (child.exitCode !== null && fail(out)), 15_000))
   return {
     port,
     pid: child.pid!,
@@ -117,16 +115,28 @@ describe('PostgresRunStore across a restart', () => {
     for (const run of done) {
       expect(run.ok).toBe(true)
       expect((run.result as { steps: string[] }).steps).toEqual(['A', 'B', 'C'])
-      expect(run.steps).toMatchObject({ a: { status: 'completed' }, nap: { status: 'completed' }, b: { status: 'completed' }, c: { status: 'completed' } })
+      expect(run.steps).toMatchObject({
+        a: { status: 'completed' },
+        nap: { status: 'completed' },
+        b: { status: 'completed' },
+        c: { status: 'completed' },
+      })
     }
 
     const ran = executions(effects)
     for (const id of ids) {
       const mine = ran.filter(([runId]) => runId === id)
-      for (const step of ['a', 'b', 'c']) expect(mine.some(([, s]) => s === step), `${id} ${step}`).toBe(true)
+      for (const step of ['a', 'b', 'c'])
+        expect(
+          mine.some(([, s]) => s === step),
+          `${id} ${step}`,
+        ).toBe(true)
       // A step recorded before the kill ran once, in the first process.
       for (const step of recorded(before.get(id)!)) {
-        expect(mine.filter(([, s]) => s === step), `${id} ${step}`).toEqual([[id, step, first.pid]])
+        expect(
+          mine.filter(([, s]) => s === step),
+          `${id} ${step}`,
+        ).toEqual([[id, step, first.pid]])
       }
     }
     // Only the steps in flight at the kill ran twice, at most once more each.

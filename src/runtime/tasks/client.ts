@@ -100,22 +100,14 @@ export async function enqueueOverHttp(
   const { response, body } = await send(where, url, taskRequestTimeout(env), { method: 'POST', headers, body: text })
   if (!response.ok) throw httpError(response, body)
   if (!isObject(body) || typeof body.id !== 'string' || typeof body.status !== 'string') {
-    throw new HttpError(
-      response.status,
-      `${where}: ${url} answered ${response.status} without a { id, status } JSON body`,
-      'BAD_RESPONSE',
-    )
+    throw new HttpError(response.status, `${where}: ${url} answered ${response.status} without a { id, status } JSON body`, 'BAD_RESPONSE')
   }
   const { id, status, ...rest } = body
   return { ...rest, runId: id, status } as EnqueueResult
 }
 
 /** `POST /__tasks/tokens/<id>`: 200 completed, 404 not found, 409 already completed or timed out. */
-export async function completeTokenOverHttp(
-  tokenId: string,
-  payload: unknown,
-  env: EnvLike = processEnv(),
-): Promise<CompleteTokenResult> {
+export async function completeTokenOverHttp(tokenId: string, payload: unknown, env: EnvLike = processEnv()): Promise<CompleteTokenResult> {
   const where = `completeToken("${tokenId}")`
   const url = `${taskServerUrl(env)}/__tasks/tokens/${encodeURIComponent(tokenId)}`
   const text = payloadText(where, payload)
@@ -159,7 +151,9 @@ async function send(where: string, url: string, timeoutMs: number, init: Request
   }
   // `host:port` without a scheme parses as a URL whose scheme is the host.
   if (!/^https?:$/.test(new URL(request.url).protocol)) {
-    throw new TypeError(`${where}: cannot build a request to ${url}: the task server URL (SVC_TASK_URL) must start with http:// or https://`)
+    throw new TypeError(
+      `${where}: cannot build a request to ${url}: the task server URL (SVC_TASK_URL) must start with http:// or https://`,
+    )
   }
   let response: Response
   let text: string

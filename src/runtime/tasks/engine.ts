@@ -271,7 +271,9 @@ export class TaskEngine {
         timers.map((timer) =>
           this.#waits
             .fireClaimed(timer)
-            .catch((error) => this.#logger.error(`[svc] task runtime: timer ${timer.id} of run ${timer.runId} failed: ${errorMessage(error)}`)),
+            .catch((error) =>
+              this.#logger.error(`[svc] task runtime: timer ${timer.id} of run ${timer.runId} failed: ${errorMessage(error)}`),
+            ),
         ),
       )
       if (timers.length < SWEEP_BATCH || this.#closed || this.#draining) break
@@ -281,7 +283,10 @@ export class TaskEngine {
     if (this.#closed || this.#draining) {
       // Claimed by a sweep that was under way when the engine began to drain: they go back.
       if (orphans.length > 0) {
-        await shared.releaseLeases(this.#owner, orphans.map((run) => run.id))
+        await shared.releaseLeases(
+          this.#owner,
+          orphans.map((run) => run.id),
+        )
         await shared.wake()
       }
       return undefined
@@ -306,7 +311,9 @@ export class TaskEngine {
     const held = new Set(await this.#shared!.renewLeases(this.#owner, ids))
     for (const id of ids) {
       if (!held.has(id)) {
-        this.#logger.warn(`[svc] task runtime: lost the lease on run ${id} (this process stalled past leaseMs); another process may run it too`)
+        this.#logger.warn(
+          `[svc] task runtime: lost the lease on run ${id} (this process stalled past leaseMs); another process may run it too`,
+        )
       }
     }
   }
@@ -372,7 +379,9 @@ export class TaskEngine {
         await shared.wake()
       }
     } catch (error) {
-      this.#logger.error(`[svc] task runtime: could not hand this process's attempts over: ${errorMessage(error)}; they run again once their leases lapse`)
+      this.#logger.error(
+        `[svc] task runtime: could not hand this process's attempts over: ${errorMessage(error)}; they run again once their leases lapse`,
+      )
     }
   }
 

@@ -74,11 +74,7 @@ export class MemoryRunStore implements RunStore {
     return run && copyRun(run)
   }
 
-  async updateRun(
-    id: string,
-    patch: RunPatch,
-    expect?: { status: RunStatus | readonly RunStatus[] },
-  ): Promise<RunRecord | undefined> {
+  async updateRun(id: string, patch: RunPatch, expect?: { status: RunStatus | readonly RunStatus[] }): Promise<RunRecord | undefined> {
     const run = this.#runs.get(id)
     if (!run) return undefined
     if (expect && !statusMatches(run.status, expect.status)) return undefined
@@ -190,7 +186,6 @@ export class MemoryRunStore implements RunStore {
 function idempotencyScope(taskName: string, key: string): string {
   return `${taskName}\u0000${key}`
 }
-
 
 function copyAttempt(attempt: Attempt): Attempt {
   return { ...attempt }

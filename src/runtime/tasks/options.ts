@@ -12,8 +12,6 @@ import type { EnqueueOptions, RunTrigger, TriggerOptions } from '../types.ts'
 import { describe } from '../describe.ts'
 import { childIdempotencyKey } from './ids.ts'
 
-
-
 /**
  * The longest delay a run may be enqueued with: 365 days, the longest wait
  * durable workflow engines accept (Cloudflare Workflows and Inngest cap
@@ -91,9 +89,7 @@ export function checkDelaySeconds(value: unknown, where: () => string, shown: un
     throw new RangeError(`${where()}: delaySeconds must be a finite number of seconds, 0 or more (got ${describe(shown)})`)
   }
   if (value > MAX_DELAY_SECONDS) {
-    throw new RangeError(
-      `${where()}: delaySeconds must be at most ${MAX_DELAY_SECONDS} seconds (365 days) (got ${describe(shown)})`,
-    )
+    throw new RangeError(`${where()}: delaySeconds must be at most ${MAX_DELAY_SECONDS} seconds (365 days) (got ${describe(shown)})`)
   }
 }
 

@@ -73,10 +73,7 @@ export function invoke(def: TaskDefinition, run: RunRecord, host: StepHost): Inv
     ;(controller ??= new AbortController()).abort(error)
     end(false, error)
   }
-  const timer = setTimeout(
-    () => abort(timeoutMessage(inv.attempt, def.timeout), 'TimeoutError', 'timed out'),
-    def.timeout,
-  )
+  const timer = setTimeout(() => abort(timeoutMessage(inv.attempt, def.timeout), 'TimeoutError', 'timed out'), def.timeout)
   callHandler(def, ctx).then(
     (result) => end(true, result),
     (error: unknown) => end(false, error),

@@ -79,8 +79,7 @@ export class TaskScheduler {
         {
           ...cronOptions(def.timezone),
           unref: this.#unref,
-          catch: (error: unknown) =>
-            this.#logger.error(`[svc] scheduled task "${def.name}": tick failed: ${errorMessage(error)}`),
+          catch: (error: unknown) => this.#logger.error(`[svc] scheduled task "${def.name}": tick failed: ${errorMessage(error)}`),
         },
         async (job: Cron) => {
           await this.#fire(def.name, job.currentRun() ?? new Date())

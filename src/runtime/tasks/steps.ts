@@ -122,17 +122,13 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       const recorded = begin(inv, key, 'waitForToken')
       if (recorded) return tokenResult<T>(recorded)
       const timeoutSeconds = opts?.timeoutSeconds
-      if (
-        timeoutSeconds !== undefined &&
-        (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
-      ) {
+      if (timeoutSeconds !== undefined && (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)) {
         throw new TypeError(
           `ctx.step.waitForToken("${key}"): timeoutSeconds must be a positive finite number (got ${describe(timeoutSeconds)})`,
         )
       }
       const tokenId = tokenIdFor(inv.runId, key)
-      const timeoutAt =
-        timeoutSeconds === undefined ? undefined : new Date(Date.now() + timeoutSeconds * 1000).toISOString()
+      const timeoutAt = timeoutSeconds === undefined ? undefined : new Date(Date.now() + timeoutSeconds * 1000).toISOString()
       const token = await host.store.putToken({
         id: tokenId,
         runId: inv.runId,
@@ -211,12 +207,7 @@ function suspend(inv: Invocation, host: StepHost, key: string, waitpoint: Waitpo
   throw inv.suspension
 }
 
-function childOptions(
-  inv: Invocation,
-  key: string,
-  opts: EnqueueOptions | undefined,
-  trigger: 'enqueue' | 'child',
-): TriggerOptions {
+function childOptions(inv: Invocation, key: string, opts: EnqueueOptions | undefined, trigger: 'enqueue' | 'child'): TriggerOptions {
   return {
     ...opts,
     idempotencyKey: opts?.idempotencyKey ?? childIdempotencyKey(inv.runId, key),
@@ -233,9 +224,7 @@ function tokenResult<T>(step: StepRecord): { payload?: T } | { timedOut: true } 
 function parseInstant(key: string, date: Date | string): number {
   const ms = date instanceof Date ? date.getTime() : typeof date === 'string' ? Date.parse(date) : Number.NaN
   if (Number.isNaN(ms)) {
-    throw new TypeError(
-      `ctx.step.sleepUntil("${key}", date): date must be a valid Date or an ISO 8601 string (got ${describe(date)})`,
-    )
+    throw new TypeError(`ctx.step.sleepUntil("${key}", date): date must be a valid Date or an ISO 8601 string (got ${describe(date)})`)
   }
   return ms
 }

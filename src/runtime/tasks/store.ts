@@ -21,9 +21,7 @@ import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
  * value `undefined` removes the field (for example `suspended: undefined`
  * when a run resumes).
  */
-export type RunPatch = Partial<
-  Pick<RunRecord, 'status' | 'ok' | 'result' | 'suspended' | 'startedAt' | 'finishedAt' | 'runAt'>
->
+export type RunPatch = Partial<Pick<RunRecord, 'status' | 'ok' | 'result' | 'suspended' | 'startedAt' | 'finishedAt' | 'runAt'>>
 
 export interface RunQuery {
   /** Only runs of this task. */
@@ -114,11 +112,7 @@ export interface RunStore {
    * one (or one of them); otherwise nothing changes and it resolves to
    * `undefined`. Unknown ids resolve to `undefined`.
    */
-  updateRun(
-    id: string,
-    patch: RunPatch,
-    expect?: { status: RunStatus | readonly RunStatus[] },
-  ): Promise<RunRecord | undefined>
+  updateRun(id: string, patch: RunPatch, expect?: { status: RunStatus | readonly RunStatus[] }): Promise<RunRecord | undefined>
 
   /** Appends one element to the run's `attempts`. */
   appendAttempt(runId: string, attempt: Attempt): Promise<void>
