@@ -8,7 +8,14 @@ export function printJson(value: unknown): void {
 export function formatTable(header: string[], rows: string[][]): string {
   const all = [header.map((h) => h.toUpperCase()), ...rows]
   const widths = header.map((_, i) => Math.max(...all.map((row) => (row[i] ?? '').length)))
-  return all.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ').trimEnd()).join('\n')
+  return all
+    .map((row) =>
+      row
+        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i])))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')
 }
 
 export function printLines(stream: 'stdout' | 'stderr', lines: string[]): void {

@@ -48,9 +48,22 @@ describe('the svc command in a checkout', () => {
   })
 
   it('npx svc tasks run runs a playground task to its end', async () => {
-    const { code, stdout } = await npxSvc(['tasks', 'run', 'jobs.onboard', '--input', '{"email":"ada@example.com"}', '--root', 'playground', '--json'])
+    const { code, stdout } = await npxSvc([
+      'tasks',
+      'run',
+      'jobs.onboard',
+      '--input',
+      '{"email":"ada@example.com"}',
+      '--root',
+      'playground',
+      '--json',
+    ])
     expect(code).toBe(0)
-    expect(JSON.parse(stdout)).toMatchObject({ ok: true, taskName: 'jobs.onboard', result: { emailed: true, account: { email: 'ada@example.com' } } })
+    expect(JSON.parse(stdout)).toMatchObject({
+      ok: true,
+      taskName: 'jobs.onboard',
+      result: { emailed: true, account: { email: 'ada@example.com' } },
+    })
   })
 })
 
@@ -65,7 +78,8 @@ describe('the svc bin', () => {
   })
   afterAll(() => rm(dir, { recursive: true, force: true }))
 
-  const run = (...nodeFlags: string[]) => spawnSync(process.execPath, [...nodeFlags, join(dir, 'bin/svc.mjs'), 'routes', 'inspect'], { encoding: 'utf8' })
+  const run = (...nodeFlags: string[]) =>
+    spawnSync(process.execPath, [...nodeFlags, join(dir, 'bin/svc.mjs'), 'routes', 'inspect'], { encoding: 'utf8' })
 
   it('runs the sources when they are there and Node strips types, else dist, else says what to do', async () => {
     await mkdir(join(dir, 'src/cli'), { recursive: true })
@@ -75,7 +89,9 @@ describe('the svc bin', () => {
     const old = run('--no-experimental-strip-types')
     expect(old.status).toBe(1)
     expect(old.stderr).toContain('needs Node 22.18 or later')
-    expect(old.stderr).toContain('Run `npm install` in the repository (it installs Node 24 for npm scripts and npx), then `npx svc <command>`')
+    expect(old.stderr).toContain(
+      'Run `npm install` in the repository (it installs Node 24 for npm scripts and npx), then `npx svc <command>`',
+    )
 
     await mkdir(join(dir, 'dist'))
     await writeFile(join(dir, 'dist/cli.mjs'), `console.log('dist', process.argv.slice(2).join(' '))\n`)

@@ -29,7 +29,12 @@ describe('svc tasks and svc build', () => {
     expect(code).toBe(0)
     const envelope = JSON.parse(stdout)
     expect(Object.keys(envelope).sort()).toEqual(['attempts', 'ok', 'result', 'steps', 'taskName'])
-    expect(envelope).toMatchObject({ ok: true, taskName: 'jobs.double', result: { doubled: 4 }, steps: { double: { status: 'completed', output: 4 } } })
+    expect(envelope).toMatchObject({
+      ok: true,
+      taskName: 'jobs.double',
+      result: { doubled: 4 },
+      steps: { double: { status: 'completed', output: 4 } },
+    })
     expect(envelope.attempts).toHaveLength(1)
     expect(envelope.attempts[0]).toMatchObject({ index: 1 })
     expect(new Date(envelope.attempts[0].startedAt).toISOString()).toBe(envelope.attempts[0].startedAt)
@@ -87,7 +92,9 @@ describe('svc tasks and svc build', () => {
     const { code, stdout, stderr } = await svc(['build', '--target', 'cloudflare', '--root', app.root])
     expect(code).toBe(0)
     expect(stdout).toMatch(/\.output\/cloudflare\/index\.mjs\s+[\d.]+ KiB\s+[\d.]+ KiB/)
-    expect(stderr).toContain('[svc] 1 hot route(s) cannot run on cloudflare and were not bundled: /api/live — deploy them to a persistent host')
+    expect(stderr).toContain(
+      '[svc] 1 hot route(s) cannot run on cloudflare and were not bundled: /api/live — deploy them to a persistent host',
+    )
   })
 
   it('build fails with every config error and exits 1', async () => {

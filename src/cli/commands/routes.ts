@@ -52,7 +52,10 @@ const inspect = defineCommand({
       )
     }
     printLines('stdout', lines)
-    printLines('stderr', result.routes.flatMap((r) => r.warnings.map((w) => `${r.file}: warning: ${w}`)))
+    printLines(
+      'stderr',
+      result.routes.flatMap((r) => r.warnings.map((w) => `${r.file}: warning: ${w}`)),
+    )
   },
 })
 

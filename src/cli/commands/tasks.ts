@@ -21,7 +21,13 @@ const list = defineCommand({
   async run({ args, rawArgs }) {
     checkArgs(rawArgs, listArgs)
     const tasks = await scanTasks(resolveRoot(args.root))
-    const rows = tasks.map(({ name, path, schedule, retries, timeout }) => ({ name: name!, path, schedule, retries: retries!, timeout: timeout! }))
+    const rows = tasks.map(({ name, path, schedule, retries, timeout }) => ({
+      name: name!,
+      path,
+      schedule,
+      retries: retries!,
+      timeout: timeout!,
+    }))
     if (args.json) return printJson({ tasks: rows })
     if (rows.length === 0) return printLines('stdout', ['No tasks found.'])
     printLines('stdout', [
@@ -107,7 +113,9 @@ function parseInput(raw: string | undefined): unknown {
 function describeRun(envelope: ReturnType<typeof import('../../runtime/envelope.ts').toEnvelope>): string[] {
   const lines = [`${envelope.taskName}: ${envelope.ok ? 'completed' : 'failed'} after ${envelope.attempts.length} attempt(s)`]
   for (const attempt of envelope.attempts) {
-    lines.push(`  attempt ${attempt.index}  ${attempt.startedAt}  ${Math.round(attempt.durationMs)} ms${attempt.error ? `  error: ${attempt.error}` : ''}`)
+    lines.push(
+      `  attempt ${attempt.index}  ${attempt.startedAt}  ${Math.round(attempt.durationMs)} ms${attempt.error ? `  error: ${attempt.error}` : ''}`,
+    )
   }
   for (const [key, step] of Object.entries(envelope.steps)) lines.push(`  step ${key}: ${step.status}`)
   if ('result' in envelope) lines.push(`result: ${JSON.stringify(envelope.result, null, 2)}`)
