@@ -27,7 +27,7 @@ export interface BuildResult {
 
 /**
  * Scans the app, fails on config errors, leaves out hot routes the target
- * cannot host (with the spec's warning), then bundles the app behind the
+ * cannot host (with the documented warning), then bundles the app behind the
  * target's generated entry and writes its platform files.
  */
 export async function buildApp(options: BuildOptions = {}): Promise<BuildResult> {
@@ -44,7 +44,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<BuildResult>
   const warnings: string[] = []
   const excluded = target.hot ? [] : scan.routes.filter((route) => route.kind === 'hot')
   if (excluded.length) {
-    // Spec "Per-target support": the exact warning, and the routes are excluded, not silently omitted.
+    // The exact warning, and the routes are excluded, not silently omitted.
     warnings.push(
       `[svc] ${excluded.length} hot route(s) cannot run on ${target.name} and were not bundled: ` +
         `${excluded.map((route) => route.path).join(', ')} — deploy them to a persistent host`,

@@ -1,5 +1,5 @@
 /**
- * The compute contract (spec "Compute contract"): `function` (the default
+ * The compute contract: `function` (the default
  * for serverless routes and tasks) with one of the selectable memory sizes,
  * or `dedicated`, a machine profile whose memory and CPU requests are kept
  * as declared. Dedicated manifests also carry the legacy
@@ -10,7 +10,7 @@ import type { ResolvedCompute } from './types.ts'
 import type { StaticValue } from './literal.ts'
 import type { Reporter } from './reporter.ts'
 
-/** New HTTP endpoints and tasks run as class `function` with this memory (spec "Compute contract"). */
+/** New HTTP endpoints and tasks run as class `function` with this memory. */
 export const DEFAULT_FUNCTION_MEMORY = '1gb'
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Reads a page file's `page` export. `mode`, `revalidate` and `tags` decide
  * how a page is deployed, so they must be static literals and `mode` a quoted
- * string (spec "Static-literal rule"). Presentation fields such as
+ * string. Presentation fields such as
  * `styles: [sheet]` reference code on purpose: the renderer evaluates them
  * later, so the scanner leaves them out of the manifest instead of failing.
  */

@@ -1,6 +1,6 @@
 /**
  * File-system routing: which files are routes, and the URL pattern and task
- * name each one maps to (issue "Route scanning").
+ * name each one maps to.
  *
  * - `index` names its folder: `src/api/index.ts` is `/api`, `users/index.ts` is `/api/users`.
  * - `[id]` is a parameter, written `:id`.

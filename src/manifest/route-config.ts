@@ -1,7 +1,7 @@
 /**
  * Reads a route file's deployment config from its exports: `route`, the
- * `kind` shorthand and `schedule`, all static literals (spec "Route
- * configuration"). Defaults are applied here; the result is what the
+ * `kind` shorthand and `schedule`, all static literals (README "Route
+ * config"). Defaults are applied here; the result is what the
  * manifest reports.
  */
 import type { RouteKind } from '../runtime/types.ts'
@@ -213,7 +213,7 @@ function readTimezone(value: StaticValue | undefined, isTask: boolean, report: R
 
 /**
  * Origins must be inline string literals that parse as URLs; they are
- * normalized to bare origins (spec "Hot-route WebSocket handshake"). A
+ * normalized to bare origins. A
  * computed entry could open the handshake to any site, so it fails the build.
  */
 function readOrigins(value: StaticValue | undefined, kind: RouteKind, report: Reporter): string[] | null {

@@ -1,5 +1,5 @@
 /**
- * The interface the server binds. Spec "Programmatic server": the `host`
+ * The interface the server binds. The `host`
  * option, then `HOST`, then `0.0.0.0` in production. Outside production the
  * default is `127.0.0.1`: a development or test server is not reachable from
  * the network unless asked to be, and the literal address (unlike

@@ -69,7 +69,7 @@ interface RunRow {
  * Several processes may share one file. Each transition still happens
  * once, but a process only fires the timers it armed or found when it
  * started (`recover()`), and one that starts runs again the attempts the
- * others have in flight (at-least-once, spec "Step API" rule 4).
+ * others have in flight (at least once).
  *
  * Note: Node 22, 23 and earlier 24.x releases print "ExperimentalWarning:
  * SQLite is an experimental feature" the first time a store is created. The

@@ -1,6 +1,6 @@
 /**
- * WebSocket upgrades for hot routes, on crossws's Node adapter (spec
- * "Hot-route WebSocket handler", "Hot-route WebSocket handshake").
+ * WebSocket upgrades for hot routes, on crossws's Node adapter (README
+ * "Hot routes").
  *
  * Each upgrade request goes through the core handler first, like any
  * request: `onRequest` hooks, routing, route params and the origin check all
@@ -20,7 +20,7 @@ import { describe } from '../runtime/describe.ts'
 import type { Logger, RequestInfo } from '../types.ts'
 import { jsonResponse, writeResponse } from './socket-response.ts'
 
-/** Spec "Limits": the default close code of `closeWebSockets` is 1001 (going away, RFC 6455 §7.4.1). */
+/** The default close code of `closeWebSockets` is 1001 (going away, RFC 6455 §7.4.1). */
 export const DEFAULT_CLOSE_CODE = 1001
 
 // biome-ignore lint/suspicious/noExplicitAny: a route's listener takes the arguments of its event (a message, or a code and reason)

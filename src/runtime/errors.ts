@@ -54,7 +54,7 @@ export class TaskNotFoundError extends SvcError {
   }
 }
 
-/** A step key was used twice within one run (spec: step rule 1). */
+/** A step key was used twice within one run: keys are unique within a run, so replay finds each step. */
 export class DuplicateStepKeyError extends SvcError {
   readonly stepKey: string
   constructor(stepKey: string) {

@@ -3,7 +3,7 @@ import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_MS } from './rules.ts'
 
 /**
  * Dot-form task name of a route path: `/api/report` gives `report`,
- * `/api/jobs/notify` gives `jobs.notify` (spec "What the service does", item 6).
+ * `/api/jobs/notify` gives `jobs.notify`.
  */
 export function taskNameFromPath(path: string): string {
   const rest = path.replace(/^\/api(?=\/|$)/, '').replace(/^\/+|\/+$/g, '')
@@ -45,5 +45,5 @@ export function resolveRoute(route: RuntimeApiRoute): ResolvedRoute {
   }
 }
 
-/** Route kinds a file may declare (spec "Route configuration"). */
+/** Route kinds a file may declare. */
 export const ROUTE_KINDS: readonly RouteKind[] = ['serverless', 'hot', 'task']

@@ -83,7 +83,7 @@ const run = defineCommand({
       finished = await runtime.waitForRun(started.id)
     } catch (error) {
       if (error instanceof ValidationError) {
-        // The CLI's form of the spec's HTTP 400 VALIDATION_FAILED.
+        // The CLI's form of the HTTP 400 VALIDATION_FAILED.
         printLines('stderr', [
           `${error.code}: ${error.message}`,
           ...error.details.map((d) => `  ${[d.target, ...d.path].join('.')}: ${d.message}`),

@@ -1,6 +1,6 @@
 /**
- * Auth of the task admin surface and the revalidate endpoint (spec
- * "Authentication"):
+ * Auth of the task admin surface and the revalidate endpoint (README
+ * "Task admin endpoints"):
  * - with a secret (`SVC_TASK_SECRET`, or `THEN_TASK_SECRET`), every request
  *   needs `Authorization: Bearer <secret>` (RFC 6750 §2.1), compared in
  *   constant time;

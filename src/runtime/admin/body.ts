@@ -6,7 +6,7 @@
 import { SvcError } from '../errors.ts'
 import { isJsonTooDeep, MAX_JSON_DEPTH } from '../json-depth.ts'
 
-/** Spec "Limits" leaves payload size open; 1 MiB is the documented default. */
+/** The documented default payload limit: 1 MiB. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
 
 /** HTTP 413 `PAYLOAD_TOO_LARGE`. */

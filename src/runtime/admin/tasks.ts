@@ -1,5 +1,5 @@
 /**
- * The task admin surface (spec "Task admin surface"):
+ * The task admin surface:
  *
  * | Method | Path                      | Answer |
  * |--------|---------------------------|--------|
@@ -74,7 +74,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
 
     if (segments.length !== 1) return jsonError(R, 404, 'NOT_FOUND', `No admin endpoint matches ${method} ${pathname}`)
 
-    // `<name>` on POST, `<id>` on GET (spec: the same path position serves both).
+    // `<name>` on POST, `<id>` on GET (the same path position serves both).
     const target = segments[0]
     if (method === 'POST') {
       let opts: EnqueueOptions

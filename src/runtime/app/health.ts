@@ -1,5 +1,5 @@
 /**
- * `GET /__health`: the liveness probe (spec "Other built-in endpoints").
+ * `GET /__health`: the liveness probe.
  * Answers without credentials and without running global hooks, so a
  * session check in `onRequest` cannot make a healthy process look dead.
  */

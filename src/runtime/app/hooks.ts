@@ -1,5 +1,5 @@
 /**
- * Global hooks around HTTP requests (spec "Events" item 2):
+ * Global hooks around HTTP requests:
  * - `onRequest(req)`, in order; the first to return a `Response` answers the
  *   request and the rest, and the handler, are skipped (auth, for example).
  * - `onError(error, req)`, in order, for anything a handler or an

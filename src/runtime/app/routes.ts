@@ -1,8 +1,8 @@
 /**
  * Mounts API routes on a Hono app: one `all` route per file, whose handler
  * picks the method export, so a method the file does not export gets 405
- * with `Allow` (RFC 9110 §15.5.6) rather than a 404. Task routes are skipped
- * (spec "User routes"): they are not HTTP endpoints.
+ * with `Allow` (RFC 9110 §15.5.6) rather than a 404. Task routes are
+ * skipped: they are not HTTP endpoints.
  */
 import type { Context, Hono } from 'hono'
 import { HTTP_METHODS, type HttpMethod, type RuntimeApiRoute, type SchemaDefinition } from '../types.ts'
@@ -157,7 +157,7 @@ function toResponse(value: unknown, reply: ReplyImpl): Response {
   return reply.value(value)
 }
 
-/** Spec "Hot-route WebSocket handshake": an Origin off the list is refused with 403 before the handshake. */
+/** An Origin off the list is refused with 403 before the handshake. */
 function refuseOrigin(request: Request, path: string, origins: string[] | null, R: ResponseClass): Response | undefined {
   const origin = request.headers.get('origin')
   if (isOriginAllowed(origin, origins)) return undefined

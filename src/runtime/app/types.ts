@@ -42,7 +42,7 @@ export type RouteHandler = (req: SvcRequest, reply: Reply) => unknown
 
 /**
  * What a hot route's `websocket(peer, req)` receives as `peer`: one open
- * connection (spec "Hot-route WebSocket handler").
+ * connection.
  */
 export interface HotPeer {
   /** Unique id of the connection. */

@@ -3,7 +3,7 @@
  *
  * The host (the Node server) registers an upgrade request here, then passes
  * it through the ordinary `fetch` path, so `onRequest` hooks (cookie
- * sessions, say: spec "Authentication" item 5), routing and route params
+ * sessions, say), routing and route params
  * apply to handshakes exactly as to requests. A hot route that accepts the
  * handshake records what to call on open; the host then completes the
  * upgrade. Hosts that never register requests (edge and function targets)

@@ -1,6 +1,6 @@
 /**
- * A route's `schema` export, applied before its handler (spec "Route
- * configuration": the `query` key maps to the framework's querystring).
+ * A route's `schema` export, applied before its handler (the `query` key
+ * maps to the framework's querystring).
  * Every part is checked and every issue reported at once; validated values
  * reach the handler through `req.valid('json' | 'query' | 'param' | 'header')`.
  */

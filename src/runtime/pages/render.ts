@@ -1,6 +1,5 @@
 /**
- * Server and hybrid pages (spec "Programmatic server": only these render at
- * request time; static and client pages are files in `staticDirs`). A page
+ * Server and hybrid pages (only these render at request time; static and client pages are files in `staticDirs`). A page
  * module's default export renders: `(req) => string | Response`.
  */
 import type { Context, Hono } from 'hono'

@@ -1,5 +1,5 @@
 /**
- * `POST /__svc/revalidate` (spec "Other built-in endpoints"), gated like the
+ * `POST /__svc/revalidate`, gated like the
  * task admin surface. With an ISR cache it purges:
  *
  *   request  `{ "paths"?: string[], "tags"?: string[] }` (at least one entry)

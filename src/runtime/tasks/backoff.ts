@@ -1,5 +1,5 @@
 /**
- * Retry backoff (spec "Limits" and "States and transitions"): after attempt
+ * Retry backoff: after attempt
  * n fails and retries remain, wait 100 × 2^(n−1) ms, capped at 30 seconds,
  * before attempt n + 1.
  */

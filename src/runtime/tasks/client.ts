@@ -1,7 +1,7 @@
 /**
  * The HTTP side of `enqueue()` and `completeToken()`, used when no task
  * runtime is active in this process: they call the task admin surface of the
- * server that runs the tasks (spec "Task admin surface", "`enqueue`").
+ * server that runs the tasks.
  */
 import type { CompleteTokenResult, EnqueueOptions, EnqueueResult } from '../types.ts'
 import { HttpError, errorMessage } from '../errors.ts'

@@ -1,8 +1,7 @@
 /**
  * Turns the app's routes into task definitions. Only routes whose resolved
  * kind is `task` count; the handler is the file's `POST(ctx)` export and
- * `input` its schema (spec "Route configuration": other top-level exports of
- * a task file). Hand-written routes are checked here, at startup, so a bad
+ * `input` its schema (other top-level exports of a task file). Hand-written routes are checked here, at startup, so a bad
  * option fails loudly instead of at the first run.
  */
 import type { RuntimeApiRoute, TaskContext } from '../types.ts'

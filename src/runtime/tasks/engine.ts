@@ -1,5 +1,5 @@
 /**
- * The run state machine (spec "States and transitions"). Every transition
+ * The run state machine. Every transition
  * goes through the store with a compare-and-set on the run's status, so a
  * run is never dispatched twice for the same reason, and the same code path
  * serves in-process waits today and a durable store later.
@@ -118,7 +118,7 @@ export class TaskEngine {
     const def = this.#tasks.get(name)
     if (!def) throw new TaskNotFoundError(String(name), [...this.#tasks.keys()])
     const { delaySeconds, idempotencyKey, trigger, parentRunId } = checkTriggerOptions(opts, 'trigger', name)
-    // Spec "Task schedule": scheduled runs skip validation and get { _cron: true }.
+    // Scheduled runs skip validation and get { _cron: true }.
     const input =
       trigger === 'cron'
         ? { _cron: true }
@@ -468,8 +468,7 @@ export class TaskEngine {
     )
     if (!done) return
     if (patch.status === 'failed') {
-      // Spec "Errors" and the style guide: a background failure is never
-      // silent; it is logged with the task it came from.
+      // A background failure is never silent: it is logged with the task it came from.
       const after = attempts === undefined ? '' : ` after ${attempts} attempt${attempts === 1 ? '' : 's'}`
       const cron = done.trigger === 'cron' ? 'scheduled ' : ''
       this.#logger.error(`[svc] ${cron}task "${done.taskName}" failed${after} (run ${runId}): ${error}`)

@@ -23,7 +23,7 @@ export function tokenIdFor(runId: string, stepKey: string): string {
 /**
  * The idempotency key of a child run started by `step.enqueue` or
  * `step.waitForTask` without an explicit one: a replay finds the child it
- * already started instead of starting another (spec "Step API", rule 2).
+ * already started instead of starting another.
  */
 export function childIdempotencyKey(parentRunId: string, stepKey: string): string {
   return `step:${parentRunId}:${stepKey}`

@@ -1,7 +1,6 @@
 /**
- * The in-memory run store used by standalone runs (spec "States and
- * transitions": standalone runs use in-process state and do not survive a
- * restart). It is bounded so a long-lived server does not grow forever:
+ * The in-memory run store, the default: runs live in the process and do not
+ * survive a restart. It is bounded so a long-lived server does not grow forever:
  * finished runs are evicted, and new runs are refused while the live ones
  * fill the bound.
  */

@@ -25,7 +25,7 @@ export interface InvocationHandle {
   abort(reason: string): void
 }
 
-/** The message of a timed-out attempt (spec: "exceeds timeout" fails the attempt). */
+/** The message of a timed-out attempt ("exceeds timeout" fails the attempt). */
 export function timeoutMessage(attempt: number, timeoutMs: number): string {
   return `Attempt ${attempt} timed out after ${timeoutMs} ms`
 }
@@ -94,7 +94,7 @@ export function invoke(def: TaskDefinition, run: RunRecord, host: StepHost): Inv
       if (problem === undefined) return { kind: 'completed', result: value, attempt }
       value = new TypeError(`Task "${def.name}" returned a value that cannot be stored as JSON: ${problem}`)
     }
-    // Spec "Errors": attempts record a message string only, never a stack.
+    // Attempts record a message string only, never a stack.
     const error = errorMessage(value)
     attempt.error = error
     return { kind: 'failed', error, attempt }

@@ -1,5 +1,5 @@
 /**
- * The in-process cron engine (spec "Task schedule", "Events" 1). One croner
+ * The in-process cron engine. One croner
  * job per scheduled task, started explicitly by the server (never at
  * import). Platforms that fire the cron themselves (edge scheduled events,
  * function platforms) call `runScheduled(cron)` instead; both paths end
@@ -13,7 +13,7 @@ import { cronOptions, normalizeCron } from '../rules.ts'
 import type { TaskDefinition } from './definitions.ts'
 import { isEnabled, type EnvLike } from '../env.ts'
 
-/** Turns the in-process scheduler off, for external schedulers (spec "Task schedule"). */
+/** Turns the in-process scheduler off, for external schedulers. */
 export const DISABLE_CRON_ENV = 'SVC_DISABLE_IN_PROCESS_CRON'
 
 export interface ScheduledJob {

@@ -1,5 +1,5 @@
 /**
- * `ctx.step`: durable steps (spec "Step API").
+ * `ctx.step`: durable steps.
  *
  * Every call is keyed. A key with a recorded result returns it without
  * running anything (replay); otherwise the step runs, or, for waits, the run
@@ -54,7 +54,7 @@ export function createInvocation(run: RunRecord): Invocation {
   }
 }
 
-/** The result a parent sees for a finished child (spec "ChildRunResult"). */
+/** The result a parent sees for a finished child. */
 export function childRunResult(child: RunRecord): ChildRunResult {
   if (child.status === 'completed') return child.result === undefined ? { ok: true } : { ok: true, result: child.result }
   const last = child.attempts[child.attempts.length - 1]
@@ -196,7 +196,7 @@ async function record(inv: Invocation, host: StepHost, key: string, step: StepRe
 }
 
 async function sleepTo(inv: Invocation, host: StepHost, key: string, until: number): Promise<void> {
-  // A wait that is already met does not suspend (spec: only an unmet wait does).
+  // A wait that is already met does not suspend (only an unmet wait does).
   if (until <= Date.now()) return record(inv, host, key, { status: 'completed' })
   suspend(inv, host, key, { type: 'sleep', until: new Date(until).toISOString() })
 }

@@ -1,6 +1,5 @@
 /**
- * The suspend signal (spec "States and transitions": a step that hits an
- * unmet wait unwinds the handler with an internal signal; it is not a
+ * The suspend signal (a step that hits an unmet wait unwinds the handler with an internal signal; it is not a
  * failure and consumes no attempt).
  *
  * It is deliberately not an `Error`: generic error handling (`instanceof

@@ -1,6 +1,6 @@
 /**
- * Waitpoints and timers: how a run that waits comes back (spec "States and
- * transitions": suspended → running when the waitpoint completes). A timer,
+ * Waitpoints and timers: how a run that waits comes back (suspended →
+ * running when the waitpoint completes). A timer,
  * a child's completion or a token's completion records the awaited step and
  * hands the same run back to the engine, which replays it from its first
  * line. Delays and retry backoff are timers too.
