@@ -156,7 +156,7 @@ describe('SqliteRunStore across a restart', () => {
     const second = await startServer(db, effects)
     const done = await runIn(second, id, 'completed')
     expect(done.result).toEqual({ a: 'WORK-A', b: 'WORK-B', finishedBy: second.pid })
-    // Spec "Step API" rule 4: step b had not been recorded, so it runs again
+    // Steps run at least once: step b had not been recorded, so it runs again
     // (at least once); step a had been, so it does not.
     expect(executions(effects)).toEqual([`work-a ${first.pid}`, `work-b ${first.pid}`, `work-b ${second.pid}`])
     // The attempt the kill cut off left no record; the one that finished did.
