@@ -3,7 +3,7 @@
  * the active runtime of the process (so `enqueue()` dispatches in-process),
  * recovers what a durable store holds, runs the in-process scheduler unless
  * `SVC_DISABLE_IN_PROCESS_CRON` is set, drains on shutdown and is closed
- * only when the server created it.
+ * only when the server created it, with the store when the server opened it.
  */
 import { isEnabled } from '../runtime/env.ts'
 import { createTaskRuntime, getActiveTaskRuntime, setActiveTaskRuntime } from '../runtime/tasks/index.ts'
@@ -13,8 +13,11 @@ import type { Logger, RuntimeApiRoute, TaskRuntime } from '../types.ts'
 export interface RuntimeLifecycleOptions {
   /** A runtime the caller owns; the server then never closes or replaces it. */
   runtime?: TaskRuntime
-  /** What a runtime the server creates is built from. */
-  create: { routes: RuntimeApiRoute[]; store?: TaskRuntime['store'] }
+  /**
+   * What a runtime the server creates is built from; `closeStore` closes a
+   * store the server opened itself (from `SVC_STORE_URL`), after the runtime.
+   */
+  create: { routes: RuntimeApiRoute[]; store?: TaskRuntime['store']; closeStore?: () => Promise<void> }
   env: Record<string, string | undefined>
   logger: Logger
   /** Keeps work alive until shutdown (the drain of a replaced runtime). */
@@ -91,7 +94,9 @@ export function createRuntimeLifecycle(options: RuntimeLifecycleOptions): Runtim
     },
     async close() {
       if (getActiveTaskRuntime() === runtime) setActiveTaskRuntime(null)
-      if (owned) await runtime.close()
+      if (!owned) return
+      await runtime.close()
+      await options.create.closeStore?.()
     },
   }
 }

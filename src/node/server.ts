@@ -35,6 +35,7 @@ import { createDrain, within } from './shutdown.ts'
 import { drainOnSignals } from './signals.ts'
 import { jsonResponse } from './socket-response.ts'
 import { createStaticHandler } from './static.ts'
+import { storeFromEnv } from './store-url.ts'
 import { closeAfterUnreadBody } from './unread-body.ts'
 import { checkCloseCode, createWebSocketLayer, DEFAULT_CLOSE_CODE } from './websocket.ts'
 
@@ -46,10 +47,12 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
   const shutdownTimeoutMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
 
+  // The store option, else SVC_STORE_URL, else memory; one opened here closes with the server.
+  const opened = options.runtime || options.store ? undefined : await storeFromEnv(env, { defaultStore: 'memory' })
   const background = createBackground(logger)
   const lifecycle = createRuntimeLifecycle({
     runtime: options.runtime,
-    create: { routes: options.apiRoutes, store: options.store },
+    create: { routes: options.apiRoutes, store: options.store ?? opened?.store, closeStore: opened?.close },
     env,
     logger,
     waitUntil: background.waitUntil,

@@ -1,0 +1,110 @@
+/**
+ * The run store named by `SVC_STORE_URL` (README "Choosing a store"), so a
+ * deployment picks where runs live without code. A value that names no store,
+ * or a database that cannot be used, fails the start: falling back to memory
+ * would lose runs the operator asked to keep.
+ */
+import { mkdirSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import { redact } from '../postgres/options.ts'
+import { MemoryRunStore } from '../runtime/tasks/memory-store.ts'
+import type { RunStore } from '../runtime/tasks/store.ts'
+import { SqliteRunStore } from './sqlite-store.ts'
+
+export const STORE_URL_ENV = 'SVC_STORE_URL'
+
+/** Where `defaultStore: 'sqlite'` keeps runs, under `root`. */
+export const DEFAULT_SQLITE_PATH = '.svc/runs.db'
+
+const ACCEPTS = `postgres://…, postgresql://…, sqlite:<path>, file:<path> or memory`
+
+export interface StoreFromEnvOptions {
+  /**
+   * What relative SQLite paths, and the default SQLite file, are resolved against.
+   * @default process.cwd()
+   */
+  root?: string
+  /**
+   * The store when `SVC_STORE_URL` is unset or empty: `'memory'`, or
+   * `'sqlite'` for a file at `.svc/runs.db` under `root` (made if missing).
+   */
+  defaultStore: 'memory' | 'sqlite'
+}
+
+export interface StoreFromEnv {
+  store: RunStore
+  /** What the store is, for a log line (never the password of a URL). */
+  description: string
+  /** Closes the store; the caller opened it, so the caller closes it. */
+  close(): Promise<void>
+}
+
+/**
+ * Opens the store `env.SVC_STORE_URL` names, or the default. A Postgres store
+ * is ready (tables made, database reached) when this resolves; the driver is
+ * loaded only then, so `svc/node` does not load it otherwise.
+ */
+export async function storeFromEnv(env: Record<string, string | undefined>, options: StoreFromEnvOptions): Promise<StoreFromEnv> {
+  const root = resolve(options.root ?? process.cwd())
+  const value = env[STORE_URL_ENV]?.trim()
+  if (!value) {
+    if (options.defaultStore === 'sqlite') return openSqlite(resolve(root, DEFAULT_SQLITE_PATH))
+    if (options.defaultStore === 'memory') return memory()
+    throw new TypeError(`storeFromEnv(): defaultStore must be 'memory' or 'sqlite' (got ${JSON.stringify(options.defaultStore)})`)
+  }
+  if (value === 'memory') return memory()
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(value)?.[1]?.toLowerCase()
+  if (scheme === 'postgres' || scheme === 'postgresql') return openPostgres(value)
+  if (scheme === 'sqlite' || scheme === 'file') {
+    const path = sqlitePath(value.slice(scheme.length + 1))
+    if (!path)
+      throw new TypeError(`${STORE_URL_ENV} must name a file after "${scheme}:" (got ${JSON.stringify(value)}); accepted: ${ACCEPTS}`)
+    return openSqlite(resolve(root, path))
+  }
+  throw new TypeError(`${STORE_URL_ENV} must be one of ${ACCEPTS} (got ${JSON.stringify(redact(value))})`)
+}
+
+/** `sqlite:data/runs.db`, `sqlite:/abs/runs.db`, and `file:` URLs (`file:///abs/runs.db`) alike. */
+function sqlitePath(rest: string): string {
+  if (rest.startsWith('//')) {
+    // A URL with an authority: file:///abs/path (RFC 8089); its path is percent-encoded.
+    const path = rest.replace(/^\/\/[^/]*/, '')
+    return path === '' ? '' : decodeURIComponent(path)
+  }
+  return rest
+}
+
+function memory(): StoreFromEnv {
+  return { store: new MemoryRunStore(), description: 'memory', close: async () => {} }
+}
+
+function openSqlite(path: string): StoreFromEnv {
+  try {
+    mkdirSync(dirname(path), { recursive: true })
+    const store = new SqliteRunStore({ path })
+    return { store, description: `SQLite ${path}`, close: async () => store.close() }
+  } catch (error) {
+    throw new Error(`${STORE_URL_ENV}: cannot open the SQLite run store at ${path}: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+async function openPostgres(url: string): Promise<StoreFromEnv> {
+  const { PostgresRunStore } = await import('../postgres.ts')
+  let store: InstanceType<typeof PostgresRunStore>
+  try {
+    store = new PostgresRunStore({ url })
+  } catch (error) {
+    throw new TypeError(`${STORE_URL_ENV}: ${(error as Error).message}`, { cause: error })
+  }
+  try {
+    await store.ready()
+  } catch (error) {
+    await store.close().catch(() => {})
+    throw new Error(
+      `${STORE_URL_ENV}: the Postgres run store cannot start: ${(error as Error).message}. ` +
+        `Check that the database is up and reachable, or set ${STORE_URL_ENV} to another store.`,
+      { cause: error },
+    )
+  }
+  return { store, description: `Postgres ${redact(url)}`, close: () => store.close() }
+}
