@@ -3,6 +3,7 @@ import { compareUrlPaths, scanApp } from '../manifest.ts'
 import type { ConfigError } from '../manifest.ts'
 import { startSvcServer } from '../node/server.ts'
 import type { SvcServer } from '../node/options.ts'
+import { storeFromEnv } from '../node/store-url.ts'
 import type { Logger, RuntimeApiRoute, RuntimePage } from '../types.ts'
 import { AppModules } from './modules.ts'
 import { watchTree, type Watcher } from './watch.ts'
@@ -54,6 +55,8 @@ export interface DevServer {
   readonly url: string
   /** Config errors of the last scan (empty when the app is clean). */
   readonly errors: ConfigError[]
+  /** Where runs are kept: `memory`, `SQLite <path>` or `Postgres <url without password>`. */
+  readonly store: string
   /** What the server serves now. */
   readonly app: { routes: RuntimeApiRoute[]; pages: RuntimePage[] }
   /** Re-scans and reloads what changed; what the watcher calls. Resolves when the new code serves. */
@@ -100,16 +103,25 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
 
   const first = await scanAndLoad(undefined)
   app = { routes: first.routes, pages: first.pages }
-  const server = await startSvcServer({
-    apiRoutes: first.routes,
-    pages: first.pages,
-    port: options.port ?? 3000,
-    host: options.host ?? 'localhost',
-    env,
-    dev: true,
-    logger,
-    staticDirs: [join(root, 'public')],
-  })
+  // Runs outlive a restart of `svc dev` unless SVC_STORE_URL names another store.
+  const opened = await storeFromEnv(env, { root, defaultStore: 'sqlite' })
+  let server: SvcServer
+  try {
+    server = await startSvcServer({
+      store: opened.store,
+      apiRoutes: first.routes,
+      pages: first.pages,
+      port: options.port ?? 3000,
+      host: options.host ?? 'localhost',
+      env,
+      dev: true,
+      logger,
+      staticDirs: [join(root, 'public')],
+    })
+  } catch (error) {
+    await opened.close()
+    throw error
+  }
 
   let queue: Promise<void> = Promise.resolve()
   const reload = (changedFiles?: string[]): Promise<void> => {
@@ -139,6 +151,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   return {
     server,
     url: server.url,
+    store: opened.description,
     get errors() {
       return errors
     },
@@ -150,6 +163,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
       watcher?.close()
       await queue
       await server.close()
+      await opened.close()
     },
   }
 }
