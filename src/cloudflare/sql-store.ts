@@ -13,6 +13,27 @@
 import { StoreFullError } from '../runtime/errors.ts'
 import { DEFAULT_MAX_RUNS } from '../runtime/tasks/memory-store.ts'
 import {
+  COUNT_RUNS,
+  EVICT_RUNS,
+  EVICT_TOKENS,
+  INSERT_RUN,
+  INSERT_TOKEN,
+  LAST_FINISHED_SEQ,
+  LIST_TIMERS,
+  listRunsQuery,
+  RUN_EXISTS,
+  type RunRow,
+  SELECT_RUN,
+  SELECT_RUN_BY_KEY,
+  SELECT_TOKEN,
+  SETTLE_TOKEN,
+  TAKE_TIMER,
+  UPDATE_RUN,
+  UPDATE_RUN_RECORD,
+  UPSERT_TIMER_WITH_DUE_AT,
+} from '../runtime/tasks/sql/queries.ts'
+import { createTables } from '../runtime/tasks/sql/schema.ts'
+import {
   applyRunPatch,
   isFinished,
   statusMatches,
@@ -53,42 +74,8 @@ export interface DurableObjectRunStoreOptions {
 
 const WHERE = 'DurableObjectRunStore'
 
-// `CREATE … IF NOT EXISTS`: the constructor runs on every wake of the object.
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS runs (
-  seq INTEGER PRIMARY KEY,
-  id TEXT NOT NULL UNIQUE,
-  task_name TEXT NOT NULL,
-  status TEXT NOT NULL,
-  idempotency_key TEXT,
-  finished_seq INTEGER,
-  record TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS runs_by_task ON runs (task_name, seq);
-CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, seq);
-CREATE INDEX IF NOT EXISTS runs_by_finish ON runs (finished_seq) WHERE finished_seq IS NOT NULL;
-CREATE UNIQUE INDEX IF NOT EXISTS runs_by_key ON runs (task_name, idempotency_key) WHERE idempotency_key IS NOT NULL;
-CREATE TABLE IF NOT EXISTS timers (
-  seq INTEGER PRIMARY KEY,
-  id TEXT NOT NULL UNIQUE,
-  run_id TEXT NOT NULL,
-  due_at INTEGER NOT NULL,
-  record TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS timers_by_due ON timers (due_at);
-CREATE TABLE IF NOT EXISTS tokens (
-  id TEXT PRIMARY KEY,
-  run_id TEXT NOT NULL,
-  status TEXT NOT NULL,
-  record TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS tokens_by_run ON tokens (run_id);
-`
-
-interface RunRow {
-  record: string
-  finished_seq: number | null
-}
+// The tables of `SqliteRunStore`, plus each timer's due time, which the alarm is set from.
+const SCHEMA = createTables({ timerDueAt: true })
 
 export class DurableObjectRunStore implements RunStore {
   /** Records live in the object's storage and survive eviction and restarts. */
@@ -131,17 +118,17 @@ export class DurableObjectRunStore implements RunStore {
   async createRun(run: RunRecord): Promise<RunRecord> {
     const record = JSON.stringify(run)
     const stored = this.#write(() => {
-      if (this.#all('SELECT 1 FROM runs WHERE id = ?', run.id).length) throw new Error(`${WHERE}: run "${run.id}" already exists`)
+      if (this.#all(RUN_EXISTS, run.id).length) throw new Error(`${WHERE}: run "${run.id}" already exists`)
       if (run.idempotencyKey !== undefined) {
-        const [holder] = this.#all('SELECT record FROM runs WHERE task_name = ? AND idempotency_key = ?', run.taskName, run.idempotencyKey)
+        const [holder] = this.#all(SELECT_RUN_BY_KEY, run.taskName, run.idempotencyKey)
         if (holder) return { run: JSON.parse(holder.record as string) as RunRecord, created: false }
       }
       // Live runs are never evicted, so a store full of them can only refuse.
-      if (!isFinished(run.status) && this.#count('SELECT count(*) AS n FROM runs WHERE finished_seq IS NULL') >= this.maxRuns) {
+      if (!isFinished(run.status) && this.#counts().live >= this.maxRuns) {
         throw new StoreFullError(WHERE, this.maxRuns)
       }
       this.#storage.sql.exec(
-        'INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record) VALUES (?, ?, ?, ?, ?, ?)',
+        INSERT_RUN,
         run.id,
         run.taskName,
         run.status,
@@ -170,7 +157,7 @@ export class DurableObjectRunStore implements RunStore {
       applyRunPatch(run, patch)
       const record = JSON.stringify(run)
       const finishSeq = this.#finishSeq(run.status, row.finished_seq)
-      this.#storage.sql.exec('UPDATE runs SET status = ?, finished_seq = ?, record = ? WHERE id = ?', run.status, finishSeq, record, id)
+      this.#storage.sql.exec(UPDATE_RUN, run.status, finishSeq, record, row.seq)
       if (finishSeq !== null && row.finished_seq === null) this.#evict()
       return JSON.parse(record) as RunRecord
     })
@@ -189,61 +176,29 @@ export class DurableObjectRunStore implements RunStore {
   }
 
   async listRuns(query: RunQuery = {}): Promise<RunRecord[]> {
-    const where: string[] = []
-    const params: unknown[] = []
-    if (query.taskName !== undefined) {
-      where.push('task_name = ?')
-      params.push(query.taskName)
-    }
-    if (query.status !== undefined) {
-      const statuses: readonly RunStatus[] = typeof query.status === 'string' ? [query.status] : query.status
-      if (statuses.length === 0) return []
-      where.push(`status IN (${statuses.map(() => '?').join(', ')})`)
-      params.push(...statuses)
-    }
-    // As the memory store: a fractional limit rounds up, 0 or less returns none, -1 is SQLite's "no limit".
-    const limit = query.limit ?? Infinity
-    if (!(limit > 0)) return []
-    params.push(limit === Infinity ? -1 : Math.ceil(limit))
-    const filter = where.length === 0 ? '' : `WHERE ${where.join(' AND ')} `
-    return this.#all(`SELECT record FROM runs ${filter}ORDER BY seq DESC LIMIT ?`, ...params).map(
-      (row) => JSON.parse(row.record as string) as RunRecord,
-    )
+    const list = listRunsQuery(query)
+    if (!list) return []
+    return this.#all(list.text, ...list.params).map((row) => JSON.parse(row.record as string) as RunRecord)
   }
 
   async saveTimer(timer: TimerRecord): Promise<void> {
-    // An upsert keeps the timer's place in listTimers, as Map#set does.
-    this.#storage.sql.exec(
-      'INSERT INTO timers (id, run_id, due_at, record) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, due_at = excluded.due_at, record = excluded.record',
-      timer.id,
-      timer.runId,
-      Date.parse(timer.dueAt),
-      JSON.stringify(timer),
-    )
+    this.#storage.sql.exec(UPSERT_TIMER_WITH_DUE_AT, timer.id, timer.runId, Date.parse(timer.dueAt), JSON.stringify(timer))
     this.#onChange()
   }
 
   async takeTimer(id: string): Promise<TimerRecord | undefined> {
-    // DELETE … RETURNING is the claim: only the call that deleted the row gets it.
-    const [row] = this.#all('DELETE FROM timers WHERE id = ? RETURNING record', id)
+    const [row] = this.#all(TAKE_TIMER, id)
     if (!row) return undefined
     this.#onChange()
     return JSON.parse(row.record as string) as TimerRecord
   }
 
   async listTimers(): Promise<TimerRecord[]> {
-    return this.#all('SELECT record FROM timers ORDER BY seq').map((row) => JSON.parse(row.record as string) as TimerRecord)
+    return this.#all(LIST_TIMERS).map((row) => JSON.parse(row.record as string) as TimerRecord)
   }
 
   async putToken(token: TokenRecord): Promise<TokenRecord> {
-    // DO NOTHING: a replay must not reset a token that was settled meanwhile.
-    this.#storage.sql.exec(
-      'INSERT INTO tokens (id, run_id, status, record) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING',
-      token.id,
-      token.runId,
-      token.status,
-      JSON.stringify(token),
-    )
+    this.#storage.sql.exec(INSERT_TOKEN, token.id, token.runId, token.status, JSON.stringify(token))
     return this.#token(token.id)!
   }
 
@@ -263,7 +218,7 @@ export class DurableObjectRunStore implements RunStore {
     token.settledAt = new Date().toISOString()
     if (status === 'completed' && payload !== undefined) token.payload = payload
     const record = JSON.stringify(token)
-    this.#storage.sql.exec('UPDATE tokens SET status = ?, record = ? WHERE id = ?', status, record, id)
+    this.#storage.sql.exec(SETTLE_TOKEN, status, record, id)
     return { settled: true, token: JSON.parse(record) as TokenRecord }
   }
 
@@ -271,8 +226,9 @@ export class DurableObjectRunStore implements RunStore {
     return this.#storage.sql.exec(query, ...bindings).toArray()
   }
 
-  #count(query: string): number {
-    return Number(this.#all(query)[0]?.n ?? 0)
+  #counts(): { total: number; live: number } {
+    const [row] = this.#all(COUNT_RUNS)
+    return { total: Number(row?.total ?? 0), live: Number(row?.live ?? 0) }
   }
 
   /** Several statements that commit together; a throw rolls them all back. */
@@ -281,11 +237,11 @@ export class DurableObjectRunStore implements RunStore {
   }
 
   #row(id: string): RunRow | undefined {
-    return this.#all('SELECT record, finished_seq FROM runs WHERE id = ?', id)[0] as unknown as RunRow | undefined
+    return this.#all(SELECT_RUN, id)[0] as unknown as RunRow | undefined
   }
 
   #token(id: string): TokenRecord | undefined {
-    const [row] = this.#all('SELECT record FROM tokens WHERE id = ?', id)
+    const [row] = this.#all(SELECT_TOKEN, id)
     return row && (JSON.parse(row.record as string) as TokenRecord)
   }
 
@@ -295,7 +251,7 @@ export class DurableObjectRunStore implements RunStore {
       if (!row) throw new Error(`${WHERE}: unknown run "${runId}"`)
       const run = JSON.parse(row.record) as RunRecord
       edit(run)
-      this.#storage.sql.exec('UPDATE runs SET record = ? WHERE id = ?', JSON.stringify(run), runId)
+      this.#storage.sql.exec(UPDATE_RUN_RECORD, JSON.stringify(run), row.seq)
     })
   }
 
@@ -303,16 +259,15 @@ export class DurableObjectRunStore implements RunStore {
   #finishSeq(status: RunStatus, current: number | null): number | null {
     if (!isFinished(status)) return null
     if (current !== null) return current
-    return this.#count('SELECT coalesce(max(finished_seq), 0) + 1 AS n FROM runs')
+    const [row] = this.#all(LAST_FINISHED_SEQ)
+    return Number(row?.n ?? 0) + 1
   }
 
   /** Drops the runs that finished longest ago, and their tokens, until the bound holds again. */
   #evict(): void {
-    const excess = this.#count('SELECT count(*) AS n FROM runs') - this.maxRuns
+    const excess = this.#counts().total - this.maxRuns
     if (excess <= 0) return
-    const oldest = 'SELECT id FROM runs WHERE finished_seq IS NOT NULL ORDER BY finished_seq LIMIT ?'
-    this.#storage.sql.exec(`DELETE FROM tokens WHERE run_id IN (${oldest})`, excess)
-    // Idempotency keys live on the run's row, so they go with it.
-    this.#storage.sql.exec(`DELETE FROM runs WHERE id IN (${oldest})`, excess)
+    this.#storage.sql.exec(EVICT_TOKENS, excess)
+    this.#storage.sql.exec(EVICT_RUNS, excess)
   }
 }

@@ -3,51 +3,18 @@
  * schema, versioned with `PRAGMA user_version` so a later release can
  * migrate a file an earlier one wrote.
  *
- * Records are kept whole as JSON text; the columns beside them are the ones
- * the store filters, orders or compares on.
+ * The tables themselves are shared with `DurableObjectRunStore`
+ * (`src/runtime/tasks/sql/schema.ts`).
  */
 import type { DatabaseSync } from 'node:sqlite'
+import { createTables } from '../runtime/tasks/sql/schema.ts'
 
 /** The schema this release writes. Bump it, and add a step to `MIGRATIONS`, when the schema changes. */
 export const SCHEMA_VERSION = 1
 
-// Each entry moves a database from version `index` to `index + 1`.
-const MIGRATIONS: readonly string[] = [
-  `
-  -- seq is the rowid: creation order, which listRuns walks newest first.
-  -- finished_seq orders runs by when they finished (eviction order) and is
-  -- NULL while a run is live, so live runs are never evicted.
-  CREATE TABLE IF NOT EXISTS runs (
-    seq INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    task_name TEXT NOT NULL,
-    status TEXT NOT NULL,
-    idempotency_key TEXT,
-    finished_seq INTEGER,
-    record TEXT NOT NULL
-  );
-  CREATE INDEX IF NOT EXISTS runs_by_task ON runs (task_name, seq);
-  CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, seq);
-  CREATE INDEX IF NOT EXISTS runs_by_finish ON runs (finished_seq) WHERE finished_seq IS NOT NULL;
-  -- Keys are scoped to their task and held as long as their run is retained.
-  CREATE UNIQUE INDEX IF NOT EXISTS runs_by_key ON runs (task_name, idempotency_key) WHERE idempotency_key IS NOT NULL;
-
-  CREATE TABLE IF NOT EXISTS timers (
-    seq INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    run_id TEXT NOT NULL,
-    record TEXT NOT NULL
-  );
-
-  CREATE TABLE IF NOT EXISTS tokens (
-    id TEXT PRIMARY KEY,
-    run_id TEXT NOT NULL,
-    status TEXT NOT NULL,
-    record TEXT NOT NULL
-  );
-  CREATE INDEX IF NOT EXISTS tokens_by_run ON tokens (run_id);
-  `,
-]
+// Each entry moves a database from version `index` to `index + 1`. What an
+// entry runs must keep its meaning once released: files it migrated exist.
+const MIGRATIONS: readonly string[] = [createTables({ timerDueAt: false })]
 
 /**
  * Opens `path` and prepares the connection: waits up to `busyTimeoutMs` for

@@ -13,7 +13,7 @@
  * same connection can run in the middle of one, and the write lock keeps
  * other processes on the same file out until the batch commits.
  */
-import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite'
+import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import {
   applyRunPatch,
   isFinished,
@@ -25,6 +25,26 @@ import {
   type TokenRecord,
 } from '../runtime/tasks/store.ts'
 import { StoreFullError } from '../runtime/errors.ts'
+import {
+  COUNT_RUNS,
+  EVICT_RUNS,
+  EVICT_TOKENS,
+  INSERT_RUN,
+  INSERT_TOKEN,
+  LAST_FINISHED_SEQ,
+  LIST_TIMERS,
+  listRunsQuery,
+  RUN_EXISTS,
+  type RunRow,
+  SELECT_RUN,
+  SELECT_RUN_BY_KEY,
+  SELECT_TOKEN,
+  SETTLE_TOKEN,
+  TAKE_TIMER,
+  UPDATE_RUN,
+  UPDATE_RUN_RECORD,
+  UPSERT_TIMER,
+} from '../runtime/tasks/sql/queries.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { openDatabase } from './sqlite-database.ts'
 import { GroupCommit, localCommits } from './sqlite-group-commit.ts'
@@ -45,12 +65,6 @@ interface Counts {
   live: number
   /** The highest eviction position given so far, read at its first need. */
   lastFinished?: number
-}
-
-interface RunRow {
-  seq: number
-  record: string
-  finished_seq: number | null
 }
 
 /**
@@ -105,7 +119,7 @@ export class SqliteRunStore implements RunStore {
 
   /** Number of runs retained. */
   get size(): number {
-    return Number((this.#sql('SELECT count(*) AS n FROM runs').get() as { n: number }).n)
+    return Number((this.#sql(COUNT_RUNS).get() as unknown as Counts).total)
   }
 
   /**
@@ -126,10 +140,7 @@ export class SqliteRunStore implements RunStore {
     const exists = () => new Error(`${WHERE}: run "${run.id}" already exists`)
     return this.#write(() => {
       if (run.idempotencyKey !== undefined) {
-        const holder = this.#sql('SELECT record FROM runs WHERE task_name = ? AND idempotency_key = ?').get(
-          run.taskName,
-          run.idempotencyKey,
-        ) as { record: string } | undefined
+        const holder = this.#sql(SELECT_RUN_BY_KEY).get(run.taskName, run.idempotencyKey) as { record: string } | undefined
         if (holder) {
           const held = JSON.parse(holder.record) as RunRecord
           if (held.id === run.id) throw exists()
@@ -145,15 +156,10 @@ export class SqliteRunStore implements RunStore {
       const insert = () => {
         let inserted: { lastInsertRowid: number | bigint }
         try {
-          inserted = this.#sql(
-            'INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record) VALUES (?, ?, ?, ?, ?, ?)',
-          ).run(run.id, run.taskName, run.status, run.idempotencyKey ?? null, finishSeq, record)
+          inserted = this.#sql(INSERT_RUN).run(run.id, run.taskName, run.status, run.idempotencyKey ?? null, finishSeq, record)
         } catch (error) {
           // The id's UNIQUE constraint is the existence check: one statement, not a lookup before it.
-          if (
-            (error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE &&
-            this.#sql('SELECT 1 FROM runs WHERE id = ?').get(run.id)
-          ) {
+          if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE && this.#sql(RUN_EXISTS).get(run.id)) {
             throw exists()
           }
           throw error
@@ -187,8 +193,7 @@ export class SqliteRunStore implements RunStore {
       const finishSeq = this.#finishSeq(run.status, row.finished_seq)
       const evicts = finishSeq !== null && row.finished_seq === null && this.#countsNow().total > this.maxRuns
       const update = () => {
-        // By rowid, which the row carries: one b-tree lookup instead of two.
-        this.#sql('UPDATE runs SET status = ?, finished_seq = ?, record = ? WHERE seq = ?').run(run.status, finishSeq, record, row.seq)
+        this.#sql(UPDATE_RUN).run(run.status, finishSeq, record, row.seq)
         this.#rows.set(id, { seq: row.seq, record, finished_seq: finishSeq })
         if ((finishSeq === null) !== (row.finished_seq === null) && this.#counts) this.#counts.live += finishSeq === null ? 1 : -1
         if (evicts) this.#evict()
@@ -210,64 +215,36 @@ export class SqliteRunStore implements RunStore {
   }
 
   async listRuns(query: RunQuery = {}): Promise<RunRecord[]> {
-    const where: string[] = []
-    const params: SQLInputValue[] = []
-    if (query.taskName !== undefined) {
-      where.push('task_name = ?')
-      params.push(query.taskName)
-    }
-    if (query.status !== undefined) {
-      const statuses: readonly RunStatus[] = typeof query.status === 'string' ? [query.status] : query.status
-      if (statuses.length === 0) return []
-      where.push(`status IN (${statuses.map(() => '?').join(', ')})`)
-      params.push(...statuses)
-    }
-    // The memory store stops once it holds `limit` runs, so a fractional
-    // limit rounds up and 0 or less returns none; -1 is SQLite's "no limit".
-    const limit = query.limit ?? Infinity
-    if (!(limit > 0)) return []
-    params.push(limit === Infinity ? -1 : Math.ceil(limit))
-    const filter = where.length === 0 ? '' : `WHERE ${where.join(' AND ')} `
-    // seq is the insertion order, as the memory store's Map: newest first, no ties.
-    const rows = this.#sql(`SELECT record FROM runs ${filter}ORDER BY seq DESC LIMIT ?`).all(...params) as unknown as { record: string }[]
+    const list = listRunsQuery(query)
+    if (!list) return []
+    const rows = this.#sql(list.text).all(...list.params) as unknown as { record: string }[]
     return rows.map((row) => JSON.parse(row.record) as RunRecord)
   }
 
   async saveTimer(timer: TimerRecord): Promise<void> {
     const record = JSON.stringify(timer)
     return this.#write(() => {
-      // An upsert keeps the timer's place in listTimers, as Map#set does.
-      this.#sql(
-        'INSERT INTO timers (id, run_id, record) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, record = excluded.record',
-      ).run(timer.id, timer.runId, record)
+      this.#sql(UPSERT_TIMER).run(timer.id, timer.runId, record)
     })
   }
 
   async takeTimer(id: string): Promise<TimerRecord | undefined> {
     return this.#write(() => {
-      // One DELETE … RETURNING is the claim: of two callers, only the one
-      // whose statement deleted the row gets it back. `all()` runs the
-      // statement to completion.
-      const [row] = this.#sql('DELETE FROM timers WHERE id = ? RETURNING record').all(id) as unknown as { record: string }[]
+      // `all()` runs the claiming statement to completion.
+      const [row] = this.#sql(TAKE_TIMER).all(id) as unknown as { record: string }[]
       return row && (JSON.parse(row.record) as TimerRecord)
     })
   }
 
   async listTimers(): Promise<TimerRecord[]> {
-    const rows = this.#sql('SELECT record FROM timers ORDER BY seq').all() as unknown as { record: string }[]
+    const rows = this.#sql(LIST_TIMERS).all() as unknown as { record: string }[]
     return rows.map((row) => JSON.parse(row.record) as TimerRecord)
   }
 
   async putToken(token: TokenRecord): Promise<TokenRecord> {
     const record = JSON.stringify(token)
     return this.#write(() => {
-      // DO NOTHING: a replay must not reset a token that was settled meanwhile.
-      this.#sql('INSERT INTO tokens (id, run_id, status, record) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING').run(
-        token.id,
-        token.runId,
-        token.status,
-        record,
-      )
+      this.#sql(INSERT_TOKEN).run(token.id, token.runId, token.status, record)
       return this.#token(token.id)!
     })
   }
@@ -289,7 +266,7 @@ export class SqliteRunStore implements RunStore {
       token.settledAt = new Date().toISOString()
       if (status === 'completed' && payload !== undefined) token.payload = payload
       const record = JSON.stringify(token)
-      this.#sql('UPDATE tokens SET status = ?, record = ? WHERE id = ?').run(status, record, id)
+      this.#sql(SETTLE_TOKEN).run(status, record, id)
       return { settled: true, token: JSON.parse(record) as TokenRecord }
     })
   }
@@ -328,7 +305,7 @@ export class SqliteRunStore implements RunStore {
 
   /** The row counts, read at the first need in a transaction. */
   #countsNow(): Counts {
-    this.#counts ??= this.#sql('SELECT count(*) AS total, count(*) - count(finished_seq) AS live FROM runs').get() as unknown as Counts
+    this.#counts ??= this.#sql(COUNT_RUNS).get() as unknown as Counts
     return this.#counts
   }
 
@@ -346,7 +323,7 @@ export class SqliteRunStore implements RunStore {
     }
     const cached = this.#rows.get(id)
     if (cached) return cached
-    const row = this.#sql('SELECT seq, record, finished_seq FROM runs WHERE id = ?').get(id) as RunRow | undefined
+    const row = this.#sql(SELECT_RUN).get(id) as RunRow | undefined
     if (row) this.#rows.set(id, { seq: row.seq, record: row.record, finished_seq: row.finished_seq })
     return row
   }
@@ -356,7 +333,7 @@ export class SqliteRunStore implements RunStore {
   }
 
   #token(id: string): TokenRecord | undefined {
-    const row = this.#sql('SELECT record FROM tokens WHERE id = ?').get(id) as { record: string } | undefined
+    const row = this.#sql(SELECT_TOKEN).get(id) as { record: string } | undefined
     return row && (JSON.parse(row.record) as TokenRecord)
   }
 
@@ -368,7 +345,7 @@ export class SqliteRunStore implements RunStore {
       const run = JSON.parse(row.record) as RunRecord
       edit(run)
       const record = JSON.stringify(run)
-      this.#sql('UPDATE runs SET record = ? WHERE seq = ?').run(record, row.seq)
+      this.#sql(UPDATE_RUN_RECORD).run(record, row.seq)
       this.#rows.set(runId, { seq: row.seq, record, finished_seq: row.finished_seq })
     })
   }
@@ -382,7 +359,7 @@ export class SqliteRunStore implements RunStore {
     if (current !== null) return current
     const counts = this.#countsNow()
     if (counts.lastFinished === undefined) {
-      const row = this.#sql('SELECT max(finished_seq) AS n FROM runs WHERE finished_seq IS NOT NULL').get() as { n: number | null }
+      const row = this.#sql(LAST_FINISHED_SEQ).get() as { n: number | null }
       counts.lastFinished = row.n ?? 0
     }
     return ++counts.lastFinished
@@ -393,10 +370,9 @@ export class SqliteRunStore implements RunStore {
     const counts = this.#countsNow()
     const excess = counts.total - this.maxRuns
     if (excess <= 0) return
-    const oldest = 'SELECT id FROM runs WHERE finished_seq IS NOT NULL ORDER BY finished_seq LIMIT ?'
-    this.#sql(`DELETE FROM tokens WHERE run_id IN (${oldest})`).run(excess)
-    // Idempotency keys live on the run's row, so they go with it.
-    const gone = this.#sql(`DELETE FROM runs WHERE id IN (${oldest}) RETURNING id`).all(excess) as unknown as { id: string }[]
+    this.#sql(EVICT_TOKENS).run(excess)
+    // RETURNING names the evicted runs, to drop them from the cache.
+    const gone = this.#sql(`${EVICT_RUNS} RETURNING id`).all(excess) as unknown as { id: string }[]
     for (const { id } of gone) this.#rows.delete(id)
     counts.total -= gone.length
   }

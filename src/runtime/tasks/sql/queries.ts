@@ -1,0 +1,75 @@
+/**
+ * The statements the two SQLite run stores share, on the tables of
+ * `schema.ts`, and the `listRuns` query built from a `RunQuery`. Each store
+ * runs them its own way: `SqliteRunStore` prepares them once and batches
+ * writes, `DurableObjectRunStore` runs them in synchronous blocks.
+ * Edge-safe: no `node:` import.
+ */
+import type { RunStatus } from '../../../types.ts'
+import type { RunQuery } from '../store.ts'
+
+/** The run columns a read-modify-write needs: `seq` (the rowid) addresses the update. */
+export interface RunRow {
+  seq: number
+  record: string
+  finished_seq: number | null
+}
+
+export const SELECT_RUN = 'SELECT seq, record, finished_seq FROM runs WHERE id = ?'
+export const RUN_EXISTS = 'SELECT 1 FROM runs WHERE id = ?'
+export const SELECT_RUN_BY_KEY = 'SELECT record FROM runs WHERE task_name = ? AND idempotency_key = ?'
+export const INSERT_RUN = 'INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record) VALUES (?, ?, ?, ?, ?, ?)'
+// By rowid, which the row carries: one b-tree lookup instead of two.
+export const UPDATE_RUN = 'UPDATE runs SET status = ?, finished_seq = ?, record = ? WHERE seq = ?'
+export const UPDATE_RUN_RECORD = 'UPDATE runs SET record = ? WHERE seq = ?'
+export const COUNT_RUNS = 'SELECT count(*) AS total, count(*) - count(finished_seq) AS live FROM runs'
+export const LAST_FINISHED_SEQ = 'SELECT max(finished_seq) AS n FROM runs WHERE finished_seq IS NOT NULL'
+
+// Eviction takes the runs that finished longest ago; the one parameter is how many.
+const OLDEST_FINISHED = 'SELECT id FROM runs WHERE finished_seq IS NOT NULL ORDER BY finished_seq LIMIT ?'
+export const EVICT_TOKENS = `DELETE FROM tokens WHERE run_id IN (${OLDEST_FINISHED})`
+// Idempotency keys live on the run's row, so they go with it.
+export const EVICT_RUNS = `DELETE FROM runs WHERE id IN (${OLDEST_FINISHED})`
+
+// An upsert keeps the timer's place in listTimers, as Map#set does.
+export const UPSERT_TIMER =
+  'INSERT INTO timers (id, run_id, record) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, record = excluded.record'
+/** `UPSERT_TIMER` for tables created with `timerDueAt` (see `schema.ts`): the due time comes third. */
+export const UPSERT_TIMER_WITH_DUE_AT =
+  'INSERT INTO timers (id, run_id, due_at, record) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, due_at = excluded.due_at, record = excluded.record'
+// DELETE … RETURNING is the claim: of two callers, only the one whose statement deleted the row gets it.
+export const TAKE_TIMER = 'DELETE FROM timers WHERE id = ? RETURNING record'
+export const LIST_TIMERS = 'SELECT record FROM timers ORDER BY seq'
+
+// DO NOTHING: a replay must not reset a token that was settled meanwhile.
+export const INSERT_TOKEN = 'INSERT INTO tokens (id, run_id, status, record) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING'
+export const SELECT_TOKEN = 'SELECT record FROM tokens WHERE id = ?'
+export const SETTLE_TOKEN = 'UPDATE tokens SET status = ?, record = ? WHERE id = ?'
+
+/**
+ * The `SELECT record` statement and its parameters that answer `query`, or
+ * `undefined` when no run can match (an empty status list, a limit of 0 or
+ * less).
+ */
+export function listRunsQuery(query: RunQuery): { text: string; params: (string | number)[] } | undefined {
+  const where: string[] = []
+  const params: (string | number)[] = []
+  if (query.taskName !== undefined) {
+    where.push('task_name = ?')
+    params.push(query.taskName)
+  }
+  if (query.status !== undefined) {
+    const statuses: readonly RunStatus[] = typeof query.status === 'string' ? [query.status] : query.status
+    if (statuses.length === 0) return undefined
+    where.push(`status IN (${statuses.map(() => '?').join(', ')})`)
+    params.push(...statuses)
+  }
+  // The memory store stops once it holds `limit` runs, so a fractional
+  // limit rounds up and 0 or less returns none; -1 is SQLite's "no limit".
+  const limit = query.limit ?? Infinity
+  if (!(limit > 0)) return undefined
+  params.push(limit === Infinity ? -1 : Math.ceil(limit))
+  const filter = where.length === 0 ? '' : `WHERE ${where.join(' AND ')} `
+  // seq is the insertion order, as the memory store's Map: newest first, no ties.
+  return { text: `SELECT record FROM runs ${filter}ORDER BY seq DESC LIMIT ?`, params }
+}

@@ -1,0 +1,77 @@
+/**
+ * The tables of the two SQLite run stores, `SqliteRunStore` (node:sqlite)
+ * and `DurableObjectRunStore` (a Durable Object's `ctx.storage.sql`).
+ * Records are kept whole as JSON text; the columns beside them are the ones
+ * the stores filter, order or compare on.
+ *
+ * This text is schema version 1 of `SqliteRunStore`'s files, which its
+ * first migration runs: never edit what it means. A new column or index is
+ * a new migration (and a new statement here), so a file an earlier release
+ * wrote still opens. Edge-safe: no `node:` import.
+ */
+
+/** Options of `createTables`, the one place the two stores' schemas differ. */
+export interface TablesOptions {
+  /**
+   * Keep each timer's due time (epoch ms) in a `due_at` column, indexed.
+   * The Durable Object sets its alarm from the earliest one; the Node store
+   * arms its timers in memory and has no such column.
+   */
+  timerDueAt: boolean
+}
+
+// `CREATE … IF NOT EXISTS`: a Durable Object runs this on every wake.
+const RUNS = `
+-- seq is the rowid: creation order, which listRuns walks newest first.
+-- finished_seq orders runs by when they finished (eviction order) and is
+-- NULL while a run is live, so live runs are never evicted.
+CREATE TABLE IF NOT EXISTS runs (
+  seq INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  task_name TEXT NOT NULL,
+  status TEXT NOT NULL,
+  idempotency_key TEXT,
+  finished_seq INTEGER,
+  record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_task ON runs (task_name, seq);
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, seq);
+CREATE INDEX IF NOT EXISTS runs_by_finish ON runs (finished_seq) WHERE finished_seq IS NOT NULL;
+-- Keys are scoped to their task and held as long as their run is retained.
+CREATE UNIQUE INDEX IF NOT EXISTS runs_by_key ON runs (task_name, idempotency_key) WHERE idempotency_key IS NOT NULL;
+`
+
+const TIMERS = `
+CREATE TABLE IF NOT EXISTS timers (
+  seq INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  run_id TEXT NOT NULL,
+  record TEXT NOT NULL
+);
+`
+
+const TIMERS_WITH_DUE_AT = `
+CREATE TABLE IF NOT EXISTS timers (
+  seq INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  run_id TEXT NOT NULL,
+  due_at INTEGER NOT NULL,
+  record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS timers_by_due ON timers (due_at);
+`
+
+const TOKENS = `
+CREATE TABLE IF NOT EXISTS tokens (
+  id TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tokens_by_run ON tokens (run_id);
+`
+
+/** The statements that create the runs, timers and tokens tables with their indexes. */
+export function createTables(options: TablesOptions): string {
+  return RUNS + (options.timerDueAt ? TIMERS_WITH_DUE_AT : TIMERS) + TOKENS
+}
