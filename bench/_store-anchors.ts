@@ -29,6 +29,8 @@ export async function measureGraphile(url: string, count: number, rounds: number
     concurrency: GRAPHILE_CONCURRENCY,
     maxPoolSize: GRAPHILE_POOL,
     noHandleSignals: true,
+    // New jobs wake the worker by LISTEN/NOTIFY, as they wake svc's store;
+    // the poll is svc's default pollMs, only a fallback on both sides.
     pollInterval: 1000,
     logger: silent,
     taskList: {
