@@ -77,6 +77,8 @@ function dockerfile(hasDependencies: boolean, lockFile: string | undefined): str
     'ENV NODE_ENV=production PORT=3000',
     ...install,
     'COPY . .',
+    // The server keeps runs in .svc/runs.db under WORKDIR unless SVC_STORE_URL says otherwise; mount a volume there to keep them.
+    'RUN mkdir -p .svc && chown node:node .svc',
     'USER node',
     'EXPOSE 3000',
     `HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 CMD ${JSON.stringify(['node', '-e', probe])}`,

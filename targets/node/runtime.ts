@@ -1,11 +1,13 @@
 /**
  * The runtime entry of `svc build --target node`: serves a built app with
  * `startSvcServer` on `PORT` (default 3000) and `HOST` (default every
- * interface).
+ * interface), keeping runs in the store `SVC_STORE_URL` names, else in
+ * `.svc/runs.db` under the working directory.
  */
 import type { AddressInfo } from 'node:net'
 import type { SvcServer, SvcServerOptions } from '../../src/node/options.ts'
 import { startSvcServer } from '../../src/node/server.ts'
+import { storeFromEnv } from '../../src/node/store-url.ts'
 import type { RuntimeApiRoute, RuntimePage } from '../../src/types.ts'
 
 export interface NodeApp {
@@ -31,7 +33,33 @@ export async function serveApp(app: NodeApp): Promise<SvcServer> {
     throw new RangeError(`PORT must be a whole number from 0 to 65535 (got "${raw}")`)
   }
   const host = process.env.HOST || ALL_INTERFACES
-  const server = await startSvcServer({ apiRoutes: app.routes, pages: app.pages, cache: app.cache, staticDirs: app.staticDirs, port, host })
+  // A persistent host keeps runs across restarts by default. The working
+  // directory, not the output folder: `svc build` empties that folder, and the
+  // Dockerfile's WORKDIR is where the server runs.
+  const opened = await storeFromEnv(process.env, { root: process.cwd(), defaultStore: 'sqlite' })
+  // Logged before the listening line, which is what a supervisor waits for.
+  console.log(`svc runs: ${opened.description} (SVC_STORE_URL picks another store)`)
+  let server: SvcServer
+  try {
+    server = await startSvcServer({
+      apiRoutes: app.routes,
+      pages: app.pages,
+      cache: app.cache,
+      staticDirs: app.staticDirs,
+      port,
+      host,
+      store: opened.store,
+    })
+  } catch (error) {
+    await opened.close()
+    throw error
+  }
+  const close = server.close
+  // The server closes only what it opened; this store is ours to close after it.
+  server.close = async () => {
+    await close()
+    await opened.close()
+  }
   console.log(`svc listening on ${boundUrl(server)}`)
   return server
 }

@@ -1,7 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { cp, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/build/build.ts'
@@ -28,6 +28,8 @@ function startBuilt(file: string, env: Record<string, string | undefined>, optio
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...(options.cronOnDemand ? ['--import', cronPreload] : []), file], {
       env: { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env },
+      // Runs are kept in .svc/runs.db under the working directory: one per build.
+      cwd: dirname(file),
       stdio: ['ignore', 'pipe', 'pipe', ...(options.cronOnDemand ? (['ipc'] as const) : [])],
     })
     let output = ''
@@ -192,6 +194,20 @@ describe('the server built for the node target, as a deployment artifact', () =>
     const logged = server.output().match(/svc listening on (http:\/\/\S+)\n/)![1]
     expect(logged).toMatch(/^http:\/\/(127\.0\.0\.1|\[::1\]):\d+$/)
     expect(await (await fetch(`${logged}/__health`)).json()).toMatchObject({ ok: true })
+  })
+
+  it('keeps runs in .svc/runs.db under its working directory without SVC_STORE_URL, and logs where', async () => {
+    const server = await start({ SVC_STORE_URL: undefined })
+    const db = join(dirname(await serverFile()), '.svc/runs.db')
+    expect(server.output()).toContain(`svc runs: SQLite ${db}`)
+    expect((await stat(db)).isFile()).toBe(true)
+  })
+
+  it('writes a Dockerfile that leaves .svc/ writable by the node user', async () => {
+    const lines = (await dockerfile()).split('\n')
+    const chown = lines.findIndex((line) => /mkdir -p \.svc && chown node:node \.svc/.test(line))
+    expect(chown).toBeGreaterThan(-1)
+    expect(chown).toBeLessThan(lines.indexOf('USER node'))
   })
 
   // Docker cannot run here: the Dockerfile is read as text, and its health
