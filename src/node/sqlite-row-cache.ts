@@ -9,15 +9,10 @@
  * the store checks it before trusting the cache and empties it when it
  * moved; this connection's own writes update the cache as they happen.
  */
-export interface CachedRow {
-  /** The rowid, which updates address the row by. */
-  seq: number
-  record: string
-  finished_seq: number | null
-}
+import type { RunRow } from '../runtime/tasks/sql/queries.ts'
 
 export class RowCache {
-  #rows = new Map<string, CachedRow>()
+  #rows = new Map<string, RunRow>()
   #limit: number
   #version: number | undefined
 
@@ -32,11 +27,11 @@ export class RowCache {
     this.#version = version
   }
 
-  get(id: string): CachedRow | undefined {
+  get(id: string): RunRow | undefined {
     return this.#rows.get(id)
   }
 
-  set(id: string, row: CachedRow): void {
+  set(id: string, row: RunRow): void {
     // Re-inserted at the end, so the bound drops the rows used longest ago.
     this.#rows.delete(id)
     this.#rows.set(id, row)
