@@ -4,6 +4,7 @@
  */
 import { fireCron, type CronSummary } from '../../src/runtime/cron.ts'
 import { processEnv } from '../../src/runtime/env.ts'
+import { warnInstanceStore } from '../../src/runtime/function-store.ts'
 import { createSvcHandler, type SvcHandlerOptions } from '../../src/runtime/handler.ts'
 import type { AWSLambdaContext } from 'srvx'
 import { handleLambdaEvent } from 'srvx/aws-lambda'
@@ -27,6 +28,7 @@ export type LambdaHandler = (event: unknown, context?: unknown) => Promise<HttpR
  */
 export function createLambdaHandler(app: LambdaApp): LambdaHandler {
   const core = createSvcHandler({ ...app, env: processEnv() })
+  warnInstanceStore('Lambda', core.runtime, app.runtime !== undefined, app.logger)
   return async (event, context) => {
     if (isScheduleEvent(event)) return fireCron(core.runtime, event.svcCron, event.svcTimezone)
     if (isHttpEventV2(event)) {

@@ -7,6 +7,7 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import { FastResponse, NodeRequest, sendNodeResponse } from 'srvx/node'
 import { CronRunFailedError, fireCron } from '../../src/runtime/cron.ts'
 import { processEnv } from '../../src/runtime/env.ts'
+import { warnInstanceStore } from '../../src/runtime/function-store.ts'
 import { createSvcHandler, type SvcHandlerOptions } from '../../src/runtime/handler.ts'
 import { timingSafeEqual } from '../../src/runtime/admin/auth.ts'
 import { taskSecret } from '../../src/runtime/rules.ts'
@@ -47,6 +48,7 @@ function platformWaitUntil(): ((promise: Promise<unknown>) => void) | undefined 
 export function createVercelHandler(app: VercelApp): (req: NodeRequestLike, res: NodeResponseLike) => Promise<void> {
   const env = processEnv()
   const core = createSvcHandler({ ...app, env })
+  warnInstanceStore('Vercel', core.runtime, app.runtime !== undefined, app.logger)
   return async (req, res) => {
     const request = new NodeRequest({ req, res }) as unknown as Request
     if (new URL(request.url).pathname === CRON_PATH) return send(res, await cron(request))
