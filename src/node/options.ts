@@ -1,4 +1,4 @@
-/** Options and result of `startSvcServer()` (spec "Programmatic server"). */
+/** Options and result of `startSvcServer()`. */
 import type { Server as HttpServer } from 'node:http'
 import type { SvcHandler } from '../runtime/handler.ts'
 import type { SvcCacheConfig } from '../runtime/pages/isr.ts'
