@@ -36,6 +36,7 @@ import { createTables } from '../runtime/tasks/sql/schema.ts'
 import {
   applyRunPatch,
   isFinished,
+  settleTokenRecord,
   statusMatches,
   type RunPatch,
   type RunQuery,
@@ -214,9 +215,7 @@ export class DurableObjectRunStore implements RunStore {
     const token = this.#token(id)
     if (!token) return undefined
     if (token.status !== 'waiting') return { settled: false, token }
-    token.status = status
-    token.settledAt = new Date().toISOString()
-    if (status === 'completed' && payload !== undefined) token.payload = payload
+    settleTokenRecord(token, status, payload)
     const record = JSON.stringify(token)
     this.#storage.sql.exec(SETTLE_TOKEN, status, record, id)
     return { settled: true, token: JSON.parse(record) as TokenRecord }

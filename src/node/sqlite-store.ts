@@ -17,6 +17,7 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import {
   applyRunPatch,
   isFinished,
+  settleTokenRecord,
   statusMatches,
   type RunPatch,
   type RunQuery,
@@ -262,9 +263,7 @@ export class SqliteRunStore implements RunStore {
       const token = this.#token(id)
       if (!token) return undefined
       if (token.status !== 'waiting') return { settled: false, token }
-      token.status = status
-      token.settledAt = new Date().toISOString()
-      if (status === 'completed' && payload !== undefined) token.payload = payload
+      settleTokenRecord(token, status, payload)
       const record = JSON.stringify(token)
       this.#sql(SETTLE_TOKEN).run(status, record, id)
       return { settled: true, token: JSON.parse(record) as TokenRecord }

@@ -7,7 +7,7 @@
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { StoreFullError } from '../errors.ts'
 import type { RunPatch, RunQuery, RunStore, TimerRecord, TokenRecord } from './store.ts'
-import { applyRunPatch, isFinished, statusMatches } from './store.ts'
+import { applyRunPatch, isFinished, settleTokenRecord, statusMatches } from './store.ts'
 
 export interface MemoryRunStoreOptions {
   /**
@@ -148,9 +148,7 @@ export class MemoryRunStore implements RunStore {
     const token = this.#tokens.get(id)
     if (!token) return undefined
     if (token.status !== 'waiting') return { settled: false, token: { ...token } }
-    token.status = status
-    token.settledAt = new Date().toISOString()
-    if (status === 'completed' && payload !== undefined) token.payload = payload
+    settleTokenRecord(token, status, payload)
     return { settled: true, token: { ...token } }
   }
 

@@ -215,6 +215,13 @@ export function statusMatches(status: RunStatus, expected: RunStatus | readonly 
   return typeof expected === 'string' ? status === expected : expected.includes(status)
 }
 
+/** Settles a waiting token in place, as `settleToken` does: its status, when, and a completion's payload. */
+export function settleTokenRecord(token: TokenRecord, status: 'completed' | 'timed_out', payload?: unknown): void {
+  token.status = status
+  token.settledAt = new Date().toISOString()
+  if (status === 'completed' && payload !== undefined) token.payload = payload
+}
+
 /** Applies a `RunPatch` in place: a key present with `undefined` removes the field. */
 export function applyRunPatch(run: RunRecord, patch: RunPatch): void {
   const target = run as unknown as Record<string, unknown>
