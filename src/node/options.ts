@@ -3,6 +3,7 @@ import type { Server as HttpServer } from 'node:http'
 import type { SvcHandler } from '../runtime/handler.ts'
 import type { SvcCacheConfig } from '../runtime/pages/isr.ts'
 import type { RunStore } from '../runtime/tasks/index.ts'
+import { dashboardProblem } from '../runtime/dashboard/access.ts'
 import { describe } from '../runtime/describe.ts'
 import type { GlobalHooks, Logger, RuntimeApiRoute, RuntimePage, TaskRuntime } from '../types.ts'
 
@@ -117,6 +118,13 @@ export interface SvcServerOptions {
    * @default { maxMessageBytes: 1048576, maxBufferedBytes: 8388608 }
    */
   websocket?: WebSocketOptions
+  /**
+   * Serves the runs dashboard at `/__svc/dashboard` to everyone; the page
+   * shows no data until the user enters the task secret. `false` never
+   * serves it.
+   * @default true when SVC_DASHBOARD is 1; else, when NODE_ENV is development, served to loopback peers only; else off
+   */
+  dashboard?: boolean
 }
 
 export interface SvcServer {
@@ -189,6 +197,8 @@ export function checkServerOptions(options: SvcServerOptions, where: string): vo
       }
     }
   }
+  const dashboard = dashboardProblem(o.dashboard)
+  if (dashboard) throw new TypeError(`${where}: ${dashboard}`)
   if (o.runtime !== undefined && (o.runtime === null || typeof (o.runtime as TaskRuntime).trigger !== 'function')) {
     throw new TypeError(`${where}: runtime must be a TaskRuntime, such as createTaskRuntime() returns (got ${describe(o.runtime)})`)
   }

@@ -75,6 +75,7 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
           env,
           bodyLimit,
           dev: options.dev,
+          dashboard: options.dashboard,
           logger,
           fallback: staticFiles,
           // The process outlives each response; close() drains task attempts itself.

@@ -7,6 +7,8 @@
 import type { GlobalHooks, Logger, RequestInfo, RuntimeApiRoute, RuntimePage, TaskRuntime } from './types.ts'
 import { DEFAULT_BODY_LIMIT } from './admin/body.ts'
 import { createAdminHandler, TASKS_PREFIX } from './admin/tasks.ts'
+import { dashboardAccess, dashboardProblem } from './dashboard/access.ts'
+import { createDashboardHandler, isDashboardPath } from './dashboard/handler.ts'
 import { buildApp, checkCommonOptions, type ApiApp } from './app/create.ts'
 import { GlobalResponse } from './app/global-response.ts'
 import { requestPath } from './app/path.ts'
@@ -82,6 +84,13 @@ export interface SvcHandlerOptions {
    * @default the `Response` global at the time each response is built
    */
   responseClass?: ResponseClass
+  /**
+   * Serves the runs dashboard at `/__svc/dashboard` to everyone; the page
+   * shows no data until the user enters the task secret. `false` never
+   * serves it.
+   * @default true when env.SVC_DASHBOARD is 1; else, when NODE_ENV is development, served to loopback peers only; else off
+   */
+  dashboard?: boolean
 }
 
 export interface SvcHandler {
@@ -106,7 +115,7 @@ export interface SvcHandler {
 
 /**
  * Serves, in order: `/__tasks*` (auth-gated task admin surface),
- * `/__health`, `/__svc/revalidate` (when a cache is on and a page is
+ * `/__svc/dashboard*` (where it is served), `/__health`, `/__svc/revalidate` (when a cache is on and a page is
  * hybrid), then global hooks
  * around API routes, server/hybrid pages and the fallback, then 404.
  */
@@ -126,6 +135,8 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
   if (options.fallback !== undefined && typeof options.fallback !== 'function') {
     throw new TypeError(`${where}: fallback must be a function (got ${describe(options.fallback)})`)
   }
+  const dashboardOption = dashboardProblem(options.dashboard)
+  if (dashboardOption) throw new TypeError(`${where}: ${dashboardOption}`)
   const runtime = options.runtime ?? createTaskRuntime({ routes: options.routes, env, logger })
   if (typeof runtime?.trigger !== 'function' || typeof runtime.getRun !== 'function') {
     throw new TypeError(`${where}: runtime must be a TaskRuntime, such as createTaskRuntime() returns (got ${describe(runtime)})`)
@@ -147,12 +158,15 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
     fallback: options.fallback,
   })
   const admin = createAdminHandler({ runtime, env, bodyLimit, R, logger, dev, holdRuns: options.holdRuns ?? true })
+  const dashboard = createDashboardHandler({ access: dashboardAccess(options.dashboard, env), runtime, env, R })
 
   const handle = (request: Request, info?: RequestInfo): Response | Promise<Response> => {
     const pathname = requestPath(request, info)
     if (pathname.startsWith(TASKS_PREFIX) && (pathname.length === TASKS_PREFIX.length || pathname.charCodeAt(TASKS_PREFIX.length) === 47)) {
       return admin(request, pathname, info)
     }
+    const page = isDashboardPath(pathname) ? dashboard(request, pathname, info) : undefined
+    if (page) return page
     // Hono's `env` argument carries the request info to the built-ins.
     return app.fetch(request, info)
   }

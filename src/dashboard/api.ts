@@ -1,0 +1,101 @@
+/**
+ * Requests to the task admin surface. The task secret, when the user gives
+ * one, lives in sessionStorage only (never a URL or a cookie) and travels as
+ * `Authorization: Bearer`, so the event stream is read with fetch():
+ * EventSource cannot send headers.
+ */
+
+const SECRET_KEY = 'svc.taskSecret'
+
+/** Where the app is mounted: the page's path without `/__svc/dashboard`. */
+const base = location.pathname.replace(/\/__svc\/dashboard\/?$/, '')
+
+export class ApiError extends Error {
+  readonly status: number
+  readonly code: string
+  readonly details: { target?: string; path?: (string | number)[]; message: string }[]
+  constructor(status: number, body: { error?: string; code?: string; details?: ApiError['details'] }) {
+    super(body.error ?? `HTTP ${status}`)
+    this.status = status
+    this.code = body.code ?? 'HTTP_ERROR'
+    this.details = Array.isArray(body.details) ? body.details : []
+  }
+}
+
+export const secret = {
+  get: (): string | null => sessionStorage.getItem(SECRET_KEY),
+  set: (value: string): void => sessionStorage.setItem(SECRET_KEY, value),
+  clear: (): void => sessionStorage.removeItem(SECRET_KEY),
+}
+
+function headers(extra?: Record<string, string>): Record<string, string> {
+  const value = secret.get()
+  return value ? { ...extra, authorization: `Bearer ${value}` } : { ...extra }
+}
+
+export async function api<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+  const init: RequestInit = { method, headers: headers(body === undefined ? undefined : { 'content-type': 'application/json' }) }
+  if (body !== undefined) init.body = JSON.stringify(body)
+  const res = await fetch(base + path, init)
+  const text = await res.text()
+  let parsed: unknown
+  try {
+    parsed = text ? JSON.parse(text) : undefined
+  } catch {
+    parsed = { error: text }
+  }
+  if (!res.ok) throw new ApiError(res.status, (parsed ?? {}) as ConstructorParameters<typeof ApiError>[1])
+  return parsed as T
+}
+
+export interface RunEvent {
+  id: string
+  taskName: string
+  status: string
+}
+
+/**
+ * Reads `/__tasks/events` (server-sent events) until `signal` aborts,
+ * reconnecting after a dropped stream. `onState` says whether the stream is
+ * open, so the page can show that updates are live.
+ */
+export async function watchEvents(
+  onEvent: (event: RunEvent) => void,
+  onState: (live: boolean) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  let delay = 500
+  while (!signal.aborted) {
+    try {
+      const res = await fetch(`${base}/__tasks/events`, { headers: headers({ accept: 'text/event-stream' }), signal })
+      if (!res.ok || !res.body) throw new ApiError(res.status, {})
+      onState(true)
+      delay = 500
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
+      let buffer = ''
+      for (;;) {
+        const { value, done } = await reader.read()
+        if (done) break
+        buffer += value.replace(/\r\n?/g, '\n')
+        let end = buffer.indexOf('\n\n')
+        while (end !== -1) {
+          const data = buffer
+            .slice(0, end)
+            .split('\n')
+            .filter((line) => line.startsWith('data:'))
+            .map((line) => line.slice(5).trimStart())
+            .join('\n')
+          buffer = buffer.slice(end + 2)
+          if (data) onEvent(JSON.parse(data) as RunEvent)
+          end = buffer.indexOf('\n\n')
+        }
+      }
+    } catch {
+      // Reconnect below, unless the page stopped watching.
+    }
+    onState(false)
+    if (signal.aborted) return
+    await new Promise((resolve) => setTimeout(resolve, delay))
+    delay = Math.min(delay * 2, 10_000)
+  }
+}

@@ -1,0 +1,48 @@
+/** A small `h()` that builds real DOM nodes: the page is a few tables and forms, which need no virtual DOM. */
+
+export type Child = Node | string | number | null | undefined | false | Child[]
+type Props = Record<string, unknown> | null
+
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props?: Props, ...children: Child[]): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag)
+  for (const [name, value] of Object.entries(props ?? {})) {
+    if (value === undefined || value === null || value === false) continue
+    if (name.startsWith('on') && typeof value === 'function') el.addEventListener(name.slice(2), value as EventListener)
+    else if (name === 'value') (el as HTMLInputElement).value = String(value)
+    else el.setAttribute(name, value === true ? '' : String(value))
+  }
+  append(el, children)
+  return el
+}
+
+function append(parent: Node, children: Child[]): void {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue
+    if (Array.isArray(child)) append(parent, child)
+    else parent.appendChild(typeof child === 'object' ? child : document.createTextNode(String(child)))
+  }
+}
+
+/** Replaces what `parent` holds. */
+export function fill(parent: Element, ...children: Child[]): void {
+  parent.replaceChildren()
+  append(parent, children)
+}
+
+/** A local date and time, with the ISO timestamp as its tooltip. */
+export function time(iso: string | null | undefined): Child {
+  if (!iso) return h('span', { class: 'muted' }, '—')
+  return h('time', { datetime: iso, title: iso }, new Date(iso).toLocaleString())
+}
+
+export function statusBadge(status: string): HTMLElement {
+  return h('span', { class: `status s-${status}` }, status)
+}
+
+/** A link handler that runs `fn` instead of following the link. */
+export function click(fn: () => void): (event: Event) => void {
+  return (event) => {
+    event.preventDefault()
+    fn()
+  }
+}

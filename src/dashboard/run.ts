@@ -1,0 +1,228 @@
+/** One run: what it was given and gave back, its attempts and steps, what it waits on, and the actions on it. */
+import { api } from './api.ts'
+import { type Child, click, fill, h, statusBadge, time } from './dom.ts'
+import { jsonView } from './json.ts'
+import { errorView } from './tasks.ts'
+import { FINISHED, type Run } from './types.ts'
+
+export interface RunView {
+  element: HTMLElement
+  /** Shows run `id`, or nothing. */
+  show(id: string | null): Promise<void>
+  refresh(): Promise<void>
+  readonly id: string | null
+}
+
+export function runView(openRun: (id: string) => void, changed: () => void): RunView {
+  const element = h('section', { id: 'run', 'aria-labelledby': 'run-heading', hidden: true })
+  const problems = h('div', { role: 'alert', class: 'problems' })
+  // The token payload survives refreshes of the run, which happen on every event.
+  const payload = h('textarea', { id: 'token-payload', rows: 3, spellcheck: 'false', value: '{}' })
+  let current: string | null = null
+
+  const act = async (fn: () => Promise<unknown>) => {
+    fill(problems)
+    try {
+      await fn()
+      changed()
+    } catch (error) {
+      fill(problems, errorView(error))
+    }
+  }
+
+  const render = (run: Run) => {
+    const live = !FINISHED.has(run.status)
+    const last = run.attempts.at(-1)
+    fill(
+      element,
+      h('h2', { id: 'run-heading' }, 'Run ', h('code', { class: 'run-id' }, run.id)),
+      h(
+        'div',
+        { class: 'actions' },
+        live
+          ? h(
+              'button',
+              { type: 'button', onclick: () => act(() => api('POST', `/__tasks/runs/${encodeURIComponent(run.id)}/cancel`)) },
+              'Cancel',
+            )
+          : null,
+        FINISHED.has(run.status)
+          ? h(
+              'button',
+              {
+                type: 'button',
+                onclick: () =>
+                  act(async () => openRun((await api<{ id: string }>('POST', `/__tasks/runs/${encodeURIComponent(run.id)}/replay`)).id)),
+              },
+              'Replay',
+            )
+          : null,
+      ),
+      problems,
+      h(
+        'dl',
+        { class: 'facts' },
+        fact('Task', h('code', null, run.taskName)),
+        fact('Status', statusBadge(run.status)),
+        fact('Trigger', run.trigger),
+        run.replayOf ? fact('Replay of', runLink(run.replayOf, openRun)) : null,
+        run.parentRunId ? fact('Parent run', runLink(run.parentRunId, openRun)) : null,
+        fact('Created', time(run.createdAt)),
+        fact('Started', time(run.startedAt)),
+        fact('Finished', time(run.finishedAt)),
+      ),
+      run.suspended ? waitpoint(run, openRun, payload, act) : null,
+      h('h3', null, 'Input'),
+      jsonView(run.input),
+      run.status === 'completed'
+        ? [h('h3', null, 'Result'), jsonView(run.result)]
+        : last?.error && !live
+          ? [h('h3', null, 'Error'), h('pre', { class: 'error' }, last.error)]
+          : null,
+      h('h3', null, 'Attempts'),
+      attempts(run),
+      h('h3', null, 'Steps'),
+      steps(run),
+    )
+  }
+
+  const view: RunView = {
+    element,
+    get id() {
+      return current
+    },
+    async show(id) {
+      current = id
+      element.hidden = id === null
+      if (id === null) return
+      fill(problems)
+      await view.refresh()
+    },
+    async refresh() {
+      const id = current
+      if (id === null) return
+      try {
+        const run = await api<Run>('GET', `/__tasks/${encodeURIComponent(id)}`)
+        if (id === current) render(run)
+      } catch (error) {
+        if (id === current)
+          fill(
+            element,
+            h('h2', { id: 'run-heading' }, 'Run ', h('code', { class: 'run-id' }, id)),
+            h('div', { role: 'alert' }, errorView(error)),
+          )
+      }
+    },
+  }
+  return view
+}
+
+function fact(name: string, value: Child): Child {
+  return [h('dt', null, name), h('dd', null, value)]
+}
+
+function runLink(id: string, openRun: (id: string) => void): HTMLElement {
+  return h('a', { href: `#run/${id}`, onclick: click(() => openRun(id)) }, id)
+}
+
+function waitpoint(
+  run: Run,
+  openRun: (id: string) => void,
+  payload: HTMLTextAreaElement,
+  act: (fn: () => Promise<unknown>) => void,
+): Child {
+  const { stepKey, waitpoint: wait } = run.suspended!
+  const on =
+    wait.type === 'sleep'
+      ? ['Sleeping until ', time(wait.until)]
+      : wait.type === 'task'
+        ? ['Waiting for run ', runLink(wait.runId, openRun), ' of ', h('code', null, wait.task)]
+        : ['Waiting for token ', h('code', { class: 'token-id' }, wait.tokenId), wait.timeoutAt ? [' until ', time(wait.timeoutAt)] : null]
+  const complete =
+    wait.type === 'token'
+      ? h(
+          'form',
+          {
+            class: 'token',
+            onsubmit: (event: Event) => {
+              event.preventDefault()
+              act(() => api('POST', `/__tasks/tokens/${encodeURIComponent(wait.tokenId)}`, parse(payload.value)))
+            },
+          },
+          h('label', { for: 'token-payload' }, 'Payload (JSON)'),
+          payload,
+          h('div', null, h('button', { type: 'submit' }, 'Complete token')),
+        )
+      : null
+  return [h('h3', null, 'Waiting on'), h('p', null, 'Step ', h('code', null, stepKey), ': ', on), complete]
+}
+
+function parse(text: string): unknown {
+  if (text.trim() === '') return null
+  try {
+    return JSON.parse(text)
+  } catch (error) {
+    throw new Error(`The payload is not JSON: ${(error as Error).message}`)
+  }
+}
+
+/** Attempts as a timeline: each bar starts and spans in proportion to the run's whole time. */
+function attempts(run: Run): Child {
+  if (run.attempts.length === 0) return h('p', { class: 'muted' }, 'No attempt yet.')
+  const start = Date.parse(run.attempts[0].startedAt)
+  const end = Math.max(...run.attempts.map((a) => Date.parse(a.startedAt) + a.durationMs), start + 1)
+  return h(
+    'table',
+    { class: 'attempts' },
+    h(
+      'thead',
+      null,
+      h(
+        'tr',
+        null,
+        ['#', 'Started', 'Duration', 'Timeline', 'Error'].map((name) => h('th', { scope: 'col' }, name)),
+      ),
+    ),
+    h(
+      'tbody',
+      null,
+      run.attempts.map((a) => {
+        const left = ((Date.parse(a.startedAt) - start) / (end - start)) * 100
+        const width = Math.max((a.durationMs / (end - start)) * 100, 0.5)
+        return h(
+          'tr',
+          null,
+          h('td', null, String(a.index)),
+          h('td', null, time(a.startedAt)),
+          h('td', null, `${a.durationMs} ms`),
+          h('td', { class: 'timeline' }, bar(left, width, Boolean(a.error))),
+          h('td', null, a.error ? h('span', { class: 'error' }, a.error) : h('span', { class: 'muted' }, '—')),
+        )
+      }),
+    ),
+  )
+}
+
+function steps(run: Run): Child {
+  const entries = Object.entries(run.steps)
+  if (entries.length === 0) return h('p', { class: 'muted' }, 'No step recorded.')
+  return h(
+    'ul',
+    { class: 'steps' },
+    entries.map(([key, step]) =>
+      h(
+        'li',
+        null,
+        h('details', { class: 'step' }, h('summary', null, h('code', null, key), ' ', statusBadge(step.status)), jsonView(step.output)),
+      ),
+    ),
+  )
+}
+
+/** Positioned through the CSSOM: the page's CSP allows no style attributes. */
+function bar(left: number, width: number, failed: boolean): HTMLElement {
+  const el = h('span', { class: failed ? 'bar failed' : 'bar' })
+  el.style.left = `${left}%`
+  el.style.width = `${width}%`
+  return el
+}

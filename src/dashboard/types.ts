@@ -1,0 +1,23 @@
+/** The shapes the page reads from the admin surface. */
+import type { RunRecord } from '../runtime/types.ts'
+export type { DashboardTask } from '../runtime/dashboard/tasks.ts'
+
+/** One row of `GET /__tasks/runs`. */
+export interface RunRow {
+  id: string
+  taskName: string
+  status: string
+  trigger: string
+  createdAt: string
+  startedAt?: string
+  finishedAt?: string
+  attempts: number
+  ok: boolean
+}
+
+export type Run = Omit<RunRecord, 'status' | 'trigger'> & { status: string; trigger: string; replayOf?: string }
+
+/** Statuses after which a run changes no more. */
+export const FINISHED = new Set(['completed', 'failed', 'cancelled'])
+
+export const STATUSES = ['scheduled', 'running', 'suspended', 'completed', 'failed', 'cancelled']
