@@ -9,6 +9,7 @@ export {
   ValidationError,
   TaskNotFoundError,
   DuplicateStepKeyError,
+  StepMismatchError,
   HttpError,
   StoreFullError,
 } from './runtime/errors.ts'

@@ -68,6 +68,31 @@ export class DuplicateStepKeyError extends SvcError {
 }
 
 /**
+ * A replay reached a recorded step through a call of another kind (`run`
+ * recorded, `sleep` now): the code changed under the run. The attempt fails
+ * and is not retried, since running the same code again meets the same
+ * record. `STEP_MISMATCH`.
+ */
+export class StepMismatchError extends SvcError {
+  readonly stepKey: string
+  /** The kind the run recorded for the key. */
+  readonly recorded: string
+  /** The kind of the call that reached it now. */
+  readonly called: string
+  constructor(stepKey: string, recorded: string, called: string) {
+    super(
+      `Step "${stepKey}" was recorded as ctx.step.${recorded} but is now reached through ctx.step.${called}: the task's code changed under this run. ` +
+        'Give the changed step a new key, or start a new run',
+      'STEP_MISMATCH',
+      500,
+    )
+    this.stepKey = stepKey
+    this.recorded = recorded
+    this.called = called
+  }
+}
+
+/**
  * A run store holds as many live runs (scheduled, running or suspended) as
  * its `maxRuns` bound allows, and live runs are never evicted, so it takes
  * no new run until some finish. HTTP 503 `STORE_FULL`: the condition is

@@ -161,9 +161,21 @@ export interface Attempt {
   error?: string
 }
 
+/**
+ * The kind of call that recorded a step. `sleep` and `sleepUntil` are one
+ * kind: both wait for an instant and replay the same way.
+ */
+export type StepKind = 'run' | 'enqueue' | 'waitForTask' | 'sleep' | 'waitForToken'
+
 export interface StepRecord {
   status: 'completed' | 'timed_out'
   output?: unknown
+  /**
+   * The call that recorded the step; a replay that reaches the key through
+   * another kind fails with `StepMismatchError`. Absent in records written
+   * before kinds were kept: such a step matches any call.
+   */
+  kind?: StepKind
 }
 
 /**

@@ -102,7 +102,7 @@ describe('SqliteRunStore across a restart', () => {
     expect(done.ok).toBe(true)
     // The process that finished the run is the second one.
     expect(done.result).toEqual({ a: 'A', finishedBy: second.pid })
-    expect(done.steps).toEqual({ a: { status: 'completed', output: 'A' }, nap: { status: 'completed' } })
+    expect(done.steps).toEqual({ a: { status: 'completed', output: 'A', kind: 'run' }, nap: { status: 'completed', kind: 'sleep' } })
     expect(done.suspended).toBeUndefined()
     // Step a ran once, in the first process.
     expect(executions(effects)).toEqual([`a ${first.pid}`])
@@ -135,8 +135,8 @@ describe('SqliteRunStore across a restart', () => {
     const done = await runIn(second, id, 'completed')
     expect(done.result).toEqual({ a: 'APPROVAL-A', answer: { payload: { approved: true } }, finishedBy: second.pid })
     expect(done.steps).toEqual({
-      a: { status: 'completed', output: 'APPROVAL-A' },
-      approve: { status: 'completed', output: { approved: true } },
+      a: { status: 'completed', output: 'APPROVAL-A', kind: 'run' },
+      approve: { status: 'completed', output: { approved: true }, kind: 'waitForToken' },
     })
     expect(executions(effects)).toEqual([`approval-a ${first.pid}`])
     await second.kill()

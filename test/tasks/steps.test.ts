@@ -1,8 +1,12 @@
-import { describe, expect, it, vi } from 'vitest'
-import { DuplicateStepKeyError } from '../../src/runtime/errors.ts'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it, vi } from 'vitest'
+import { SqliteRunStore } from '../../src/node.ts'
+import { DuplicateStepKeyError, StepMismatchError } from '../../src/runtime/errors.ts'
 import { MemoryRunStore, enqueue, isSuspension, setActiveTaskRuntime, tokenIdFor, type RunPatch } from '../../src/runtime/tasks/index.ts'
 import { LOCAL_WAIT_NOTE } from '../../src/runtime/tasks/engine.ts'
-import type { RunRecord, RunStatus } from '../../src/types.ts'
+import type { RunRecord, RunStatus, TaskContext } from '../../src/types.ts'
 import { finishedAfter, finished, runtime, sleep, task, until } from './_helpers.ts'
 
 describe('step.run and replay', () => {
@@ -23,9 +27,9 @@ describe('step.run and replay', () => {
     expect(body).toEqual([1, 1]) // two invocations, both attempt 1
     expect(fns).toEqual(['a', 'b'])
     expect(done.steps).toEqual({
-      a: { status: 'completed', output: 1 },
-      pause: { status: 'completed' },
-      b: { status: 'completed', output: 2 },
+      a: { status: 'completed', output: 1, kind: 'run' },
+      pause: { status: 'completed', kind: 'sleep' },
+      b: { status: 'completed', output: 2, kind: 'run' },
     })
   })
 
@@ -65,7 +69,7 @@ describe('step.run and replay', () => {
     ])
     const done = await finishedAfter(rt, (await rt.trigger('flaky-step')).id, 100) // the backoff before attempt 2
     expect(done.attempts.map((a) => a.error)).toEqual(['503', undefined])
-    expect(done.steps.call).toEqual({ status: 'completed', output: 'ok' })
+    expect(done.steps.call).toEqual({ status: 'completed', output: 'ok', kind: 'run' })
   })
 
   it('reusing a key in one run throws DuplicateStepKeyError naming the key', async () => {
@@ -131,7 +135,7 @@ describe('suspension', () => {
     })
     expect(suspended.ok).toBe(true)
     expect(suspended.attempts).toEqual([])
-    expect(suspended.steps).toEqual({ first: { status: 'completed', output: 'one' } })
+    expect(suspended.steps).toEqual({ first: { status: 'completed', output: 'one', kind: 'run' } })
     expect(suspended.suspended?.stepKey).toBe('long')
     expect(suspended.suspended?.waitpoint.type).toBe('sleep')
     const until1 = Date.parse((suspended.suspended!.waitpoint as { until: string }).until)
@@ -255,7 +259,7 @@ describe('sleep and sleepUntil', () => {
   it('sleepUntil with a past instant completes without suspending', async () => {
     const rt = runtime([task('past', async (ctx) => ctx.step.sleepUntil('p', '2000-01-01T00:00:00Z'))])
     const done = await rt.waitForRun((await rt.trigger('past')).id)
-    expect(done.steps.p).toEqual({ status: 'completed' })
+    expect(done.steps.p).toEqual({ status: 'completed', kind: 'sleep' })
     expect(rt.logger.text()).not.toContain('in-process')
   })
 
@@ -293,7 +297,7 @@ describe('waitForTask and enqueue steps', () => {
     expect((await rt.getRun(childId))?.parentRunId).toBe(run.id)
     const done = await rt.waitForRun(run.id)
     expect(done.result).toEqual({ ok: true, result: 42 })
-    expect(done.steps.double).toEqual({ status: 'completed', output: { ok: true, result: 42 } })
+    expect(done.steps.double).toEqual({ status: 'completed', output: { ok: true, result: 42 }, kind: 'waitForTask' })
   })
 
   it('a failed child is returned to the parent, never thrown', async () => {
@@ -456,7 +460,7 @@ describe('waitForToken', () => {
     expect(await rt.completeToken(waitpoint.tokenId, { approved: true })).toBe('completed')
     const done = await rt.waitForRun(run.id)
     expect(done.result).toEqual({ payload: { approved: true } })
-    expect(done.steps.approval).toEqual({ status: 'completed', output: { approved: true } })
+    expect(done.steps.approval).toEqual({ status: 'completed', output: { approved: true }, kind: 'waitForToken' })
     expect(await rt.completeToken(waitpoint.tokenId, { approved: false })).toBe('already_completed')
     expect(await rt.completeToken('no-such-token')).toBe('not_found')
   })
@@ -466,7 +470,7 @@ describe('waitForToken', () => {
     const run = await rt.trigger('expire')
     const done = await rt.waitForRun(run.id)
     expect(done.result).toEqual({ timedOut: true })
-    expect(done.steps.t).toEqual({ status: 'timed_out' })
+    expect(done.steps.t).toEqual({ status: 'timed_out', kind: 'waitForToken' })
     expect(await rt.completeToken(tokenIdFor(run.id, 't'), 1)).toBe('timed_out')
   })
 
@@ -559,7 +563,186 @@ describe('waitForToken', () => {
       expect(await rt.completeToken(tokenIdFor(run.id, 'approval'), 'yes')).toBe('completed')
       const done = await rt.waitForRun(run.id)
       expect(done.result).toEqual({ approval: { payload: 'yes' }, receipt: { timedOut: true } })
-      expect(done.steps.receipt).toEqual({ status: 'timed_out' })
+      expect(done.steps.receipt).toEqual({ status: 'timed_out', kind: 'waitForToken' })
     })
+  })
+})
+
+// A run suspended under one version of a task's code and resumed under
+// another: on the memory store the handler changes in place; on SQLite the
+// process's runtime and store are closed and new ones open the same file,
+// as a deploy would, and recover the run.
+describe('replay divergence', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-divergence-'))
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  type Handler = (ctx: TaskContext) => Promise<unknown>
+
+  /** Starts a run of `first`, waits for it to suspend on token `gate`, then resumes it under `next`. */
+  async function resumedUnder(store: 'memory' | 'sqlite', first: Handler, next: Handler): Promise<{ done: RunRecord; warnings: string }> {
+    let handler = first
+    const routes = [task('versioned', (ctx) => handler(ctx), { route: { retries: 2 } })]
+    const path = join(dir, `${crypto.randomUUID()}.db`)
+    const open = () => (store === 'sqlite' ? { store: new SqliteRunStore({ path }) } : {})
+    const before = open()
+    let rt = runtime(routes, before)
+    const { id } = await rt.trigger('versioned')
+    await until(async () => (await rt.getRun(id))?.status === 'suspended')
+    handler = next
+    let after: { store?: SqliteRunStore } | undefined
+    if (store === 'sqlite') {
+      await rt.close()
+      before.store?.close()
+      after = open()
+      rt = runtime(routes, after)
+      await rt.recover()
+    }
+    try {
+      expect(await rt.completeToken(tokenIdFor(id, 'gate'), 'go')).toBe('completed')
+      const done = await finished(rt.waitForRun(id))
+      return { done, warnings: rt.logger.text('warn') }
+    } finally {
+      await rt.close()
+      after?.store?.close()
+    }
+  }
+
+  for (const store of ['memory', 'sqlite'] as const) {
+    describe(store === 'memory' ? 'MemoryRunStore' : 'SqliteRunStore, across a restart', () => {
+      it('a recorded key reached through another kind of step fails the attempt with StepMismatchError, without a retry', async () => {
+        let caught: unknown
+        const { done } = await resumedUnder(
+          store,
+          async (ctx) => {
+            await ctx.step.run('charge', () => 'receipt')
+            await ctx.step.waitForToken('gate')
+          },
+          async (ctx) => {
+            try {
+              await ctx.step.sleep('charge', 1)
+            } catch (error) {
+              caught = error
+              throw error
+            }
+            await ctx.step.waitForToken('gate')
+          },
+        )
+        expect(caught).toBeInstanceOf(StepMismatchError)
+        expect(caught).toMatchObject({ stepKey: 'charge', recorded: 'run', called: 'sleep', code: 'STEP_MISMATCH' })
+        expect(done.status).toBe('failed')
+        // retries: 2, yet one attempt: the same code would meet the same record again.
+        expect(done.attempts).toHaveLength(1)
+        expect(done.attempts[0].error).toMatch(/Step "charge" was recorded as ctx\.step\.run but is now reached through ctx\.step\.sleep/)
+        expect(done.steps.charge).toEqual({ status: 'completed', output: 'receipt', kind: 'run' })
+      })
+
+      it('a waited step resumed by the runtime keeps its kind: a replay through run() is a mismatch', async () => {
+        let ran = false
+        const { done } = await resumedUnder(
+          store,
+          async (ctx) => {
+            await ctx.step.waitForToken('gate')
+          },
+          async (ctx) => {
+            await ctx.step.run('gate', () => (ran = true))
+          },
+        )
+        expect(ran).toBe(false)
+        expect(done.status).toBe('failed')
+        expect(done.attempts[0].error).toContain('recorded as ctx.step.waitForToken but is now reached through ctx.step.run')
+      })
+
+      it('a handler that catches the mismatch and returns still fails, and its later steps do not run', async () => {
+        let later = false
+        const { done } = await resumedUnder(
+          store,
+          async (ctx) => {
+            await ctx.step.run('a', () => 1)
+            await ctx.step.waitForToken('gate')
+          },
+          async (ctx) => {
+            await ctx.step.enqueue('a', 'versioned').catch(() => undefined)
+            await ctx.step.run('b', () => (later = true)).catch(() => undefined)
+            return 'swallowed'
+          },
+        )
+        expect(done.status).toBe('failed')
+        expect(done.attempts[0].error).toContain('recorded as ctx.step.run but is now reached through ctx.step.enqueue')
+        expect(later).toBe(false)
+      })
+
+      it('sleep and sleepUntil are one kind: switching between them is not a mismatch', async () => {
+        const { done } = await resumedUnder(
+          store,
+          async (ctx) => {
+            await ctx.step.sleep('nap', 0)
+            await ctx.step.waitForToken('gate')
+          },
+          async (ctx) => {
+            await ctx.step.sleepUntil('nap', new Date(Date.now() + 3600_000))
+            return (await ctx.step.waitForToken('gate')) as unknown
+          },
+        )
+        expect(done.status).toBe('completed')
+        expect(done.result).toEqual({ payload: 'go' })
+      })
+
+      it('a replay that finishes without reaching recorded steps completes and logs one warning naming them', async () => {
+        const { done, warnings } = await resumedUnder(
+          store,
+          async (ctx) => {
+            await ctx.step.run('a', () => 1)
+            await ctx.step.run('b', () => 2)
+            await ctx.step.run('c', () => 3)
+            await ctx.step.waitForToken('gate')
+          },
+          async (ctx) => {
+            const a = await ctx.step.run('a', () => 10)
+            await ctx.step.waitForToken('gate')
+            return a
+          },
+        )
+        expect(done.status).toBe('completed')
+        expect(done.result).toBe(1)
+        const lines = warnings.split('\n').filter((line) => line.includes('without reaching'))
+        expect(lines).toHaveLength(1)
+        expect(lines[0]).toContain(`run ${done.id} finished without reaching its recorded steps "b", "c"`)
+      })
+    })
+  }
+
+  it('a replay that meets every recorded step logs no warning', async () => {
+    const { done, warnings } = await resumedUnder(
+      'memory',
+      async (ctx) => {
+        await ctx.step.run('a', () => 1)
+        return ctx.step.waitForToken('gate')
+      },
+      async (ctx) => {
+        await ctx.step.run('a', () => 1)
+        return ctx.step.waitForToken('gate')
+      },
+    )
+    expect(done.status).toBe('completed')
+    expect(warnings).not.toContain('without reaching')
+  })
+
+  it('a step recorded without a kind (before kinds were kept) matches any call', async () => {
+    let runs = 0
+    const rt = runtime([
+      task('legacy', async (ctx) => {
+        if (++runs === 1) await ctx.step.run('old', () => 'x')
+        else await ctx.step.sleep('old', 3600)
+        await ctx.step.waitForToken('gate')
+        return 'done'
+      }),
+    ])
+    const { id } = await rt.trigger('legacy')
+    await until(async () => (await rt.getRun(id))?.status === 'suspended')
+    await rt.store.saveStep(id, 'old', { status: 'completed', output: 'x' })
+    expect(await rt.completeToken(tokenIdFor(id, 'gate'))).toBe('completed')
+    const done = await finished(rt.waitForRun(id))
+    expect(done.status).toBe('completed')
+    expect(done.result).toBe('done')
   })
 })

@@ -104,6 +104,7 @@ export class TaskEngine {
     this.#stepHost = {
       store: this.#store,
       trigger: (name, payload, opts) => this.trigger(name, payload, opts),
+      logger: this.#logger,
       noteLocalWait: () => {
         if (this.#noted || this.#store.durable) return
         this.#noted = true
@@ -443,7 +444,7 @@ export class TaskEngine {
     const index = outcome.attempt.index
     // After close() the retry timer is still recorded (Waits.arm saves it and
     // skips the in-process timer), so a durable store can pick it up.
-    if (index <= def.retries) {
+    if (index <= def.retries && !outcome.final) {
       const delay = backoffDelay(index)
       this.#logger.warn(
         `[svc] task "${def.name}": attempt ${index} of ${def.retries + 1} failed (run ${run.id}): ${outcome.error}; retrying in ${delay} ms`,

@@ -7,12 +7,17 @@ import type { Attempt, RunRecord, StepApi, TaskContext } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import type { TaskDefinition } from './definitions.ts'
 import { jsonProblem } from './json.ts'
-import { createInvocation, createStepApi, type StepHost } from './steps.ts'
+import { createInvocation, createStepApi, reportUnreachedSteps, type StepHost } from './steps.ts'
 import type { SuspendSignal } from './suspend.ts'
 
 export type InvocationOutcome =
   | { kind: 'completed'; result: unknown; attempt: Attempt }
-  | { kind: 'failed'; error: string; attempt: Attempt }
+  /**
+   * `final` is true when another attempt cannot do better: the replay met a
+   * step recorded by another kind of call (`StepMismatchError`), and the same
+   * code would meet it again.
+   */
+  | { kind: 'failed'; error: string; attempt: Attempt; final?: boolean }
   /**
    * `swallowed` is true when the handler caught the signal instead of
    * letting it unwind; the run suspends anyway.
@@ -89,9 +94,17 @@ export function invoke(def: TaskDefinition, run: RunRecord, host: StepHost): Inv
       startedAt: new Date(startedAt).toISOString(),
       durationMs: Date.now() - startedAt,
     }
+    // A divergence fails the attempt even when the handler caught it and went on.
+    if (inv.mismatch) {
+      attempt.error = inv.mismatch.message
+      return { kind: 'failed', error: attempt.error, attempt, final: true }
+    }
     if (returned) {
       const problem = jsonProblem(value)
-      if (problem === undefined) return { kind: 'completed', result: value, attempt }
+      if (problem === undefined) {
+        reportUnreachedSteps(inv, host.logger)
+        return { kind: 'completed', result: value, attempt }
+      }
       value = new TypeError(`Task "${def.name}" returned a value that cannot be stored as JSON: ${problem}`)
     }
     // Attempts record a message string only, never a stack.

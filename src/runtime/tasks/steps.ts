@@ -6,9 +6,25 @@
  * suspends with a waitpoint and the runtime re-dispatches it once the
  * waitpoint is met, after recording the step. Keys are unique per
  * invocation (rule 1) and line recorded outputs up with calls (rule 2).
+ *
+ * Each record keeps the kind of call that wrote it, so a replay that meets a
+ * key through another kind of call (the code changed under a suspended run)
+ * fails with `StepMismatchError` instead of handing one step's output to
+ * another, and a replay that returns without meeting every recorded key is
+ * reported (`unreachedSteps`).
  */
-import type { ChildRunResult, EnqueueOptions, RunRecord, StepApi, StepRecord, TriggerOptions, Waitpoint } from '../types.ts'
-import { DuplicateStepKeyError } from '../errors.ts'
+import type {
+  ChildRunResult,
+  EnqueueOptions,
+  Logger,
+  RunRecord,
+  StepApi,
+  StepKind,
+  StepRecord,
+  TriggerOptions,
+  Waitpoint,
+} from '../types.ts'
+import { DuplicateStepKeyError, StepMismatchError } from '../errors.ts'
 import { childIdempotencyKey, tokenIdFor } from './ids.ts'
 import { jsonProblem } from './json.ts'
 import { checkEnqueueOptions } from './options.ts'
@@ -23,10 +39,14 @@ export interface Invocation {
   attempt: number
   /** Recorded steps; the invocation adds the ones it completes. */
   steps: Record<string, StepRecord>
+  /** Keys recorded before this invocation started: a replay should meet each one. */
+  recorded: string[]
   /** Keys used by this invocation (rule 1); created by the first step. */
   seen: Set<string> | undefined
   /** The first suspension raised, kept even if the handler swallows it. */
   suspension: SuspendSignal | undefined
+  /** The first divergence met, kept even if the handler catches it: it fails the attempt. */
+  mismatch: StepMismatchError | undefined
   /** Set once the attempt is over (returned, failed or timed out). */
   closed: string | undefined
 }
@@ -38,6 +58,7 @@ export interface StepHost {
   trigger(name: string, payload: unknown, opts: TriggerOptions): Promise<RunRecord>
   /** Called before every in-process durable wait; logs the one-time note. */
   noteLocalWait(): void
+  logger: Logger
 }
 
 export function createInvocation(run: RunRecord): Invocation {
@@ -48,10 +69,32 @@ export function createInvocation(run: RunRecord): Invocation {
     // run is a failed one: the next is their count plus one.
     attempt: run.attempts.length + 1,
     steps: { ...run.steps },
+    recorded: Object.keys(run.steps),
     seen: undefined,
     suspension: undefined,
+    mismatch: undefined,
     closed: undefined,
   }
+}
+
+/** The step kind a waitpoint stands for: the kind its step is recorded with once the wait is met. */
+export function waitedStepKind(waitpoint: Waitpoint): StepKind {
+  return waitpoint.type === 'sleep' ? 'sleep' : waitpoint.type === 'task' ? 'waitForTask' : 'waitForToken'
+}
+
+/**
+ * Logs, once, the recorded steps an invocation returned without reaching.
+ * The run still completes: a step left behind (a branch no longer taken)
+ * need not be wrong, but it usually means the code changed under the run.
+ */
+export function reportUnreachedSteps(inv: Invocation, logger: Logger): void {
+  const seen = inv.seen
+  const unreached = seen === undefined ? inv.recorded : inv.recorded.filter((key) => !seen.has(key))
+  if (unreached.length === 0) return
+  logger.warn(
+    `[svc] task "${inv.taskName}": run ${inv.runId} finished without reaching its recorded step${unreached.length === 1 ? '' : 's'} ` +
+      `${unreached.map((key) => `"${key}"`).join(', ')}; the task's code probably changed while the run was suspended`,
+  )
 }
 
 /** The result a parent sees for a finished child. */
@@ -64,7 +107,7 @@ export function childRunResult(child: RunRecord): ChildRunResult {
 export function createStepApi(inv: Invocation, host: StepHost): StepApi {
   return {
     async run<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
-      const recorded = begin(inv, key, 'run')
+      const recorded = begin(inv, key, 'run', 'run')
       if (recorded) return recorded.output as T
       if (typeof fn !== 'function') {
         throw new TypeError(`ctx.step.run("${key}", fn): fn must be a function (got ${describe(fn)})`)
@@ -74,22 +117,22 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       if (problem !== undefined) {
         throw new TypeError(`ctx.step.run("${key}") returned a value that cannot be stored as JSON: ${problem}`)
       }
-      await record(inv, host, key, output === undefined ? { status: 'completed' } : { status: 'completed', output })
+      await record(inv, host, key, 'run', output === undefined ? { status: 'completed' } : { status: 'completed', output })
       return output
     },
 
     async enqueue(key, task, payload, opts) {
-      const recorded = begin(inv, key, 'enqueue')
+      const recorded = begin(inv, key, 'enqueue', 'enqueue')
       if (recorded) return recorded.output as { runId: string }
       checkEnqueueOptions(opts, `ctx.step.enqueue("${key}")`)
       const child = await host.trigger(task, payload, childOptions(inv, key, opts, 'enqueue'))
       const output = { runId: child.id }
-      await record(inv, host, key, { status: 'completed', output })
+      await record(inv, host, key, 'enqueue', { status: 'completed', output })
       return output
     },
 
     async waitForTask(key, task, payload, opts) {
-      const recorded = begin(inv, key, 'waitForTask')
+      const recorded = begin(inv, key, 'waitForTask', 'waitForTask')
       if (recorded) return recorded.output as ChildRunResult
       // The child keeps its idempotency key across replays, so a replay finds
       // the child it started instead of starting another.
@@ -97,14 +140,14 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       const child = await host.trigger(task, payload, childOptions(inv, key, opts, 'child'))
       if (child.status === 'completed' || child.status === 'failed') {
         const output = childRunResult(child)
-        await record(inv, host, key, { status: 'completed', output })
+        await record(inv, host, key, 'waitForTask', { status: 'completed', output })
         return output
       }
       suspend(inv, host, key, { type: 'task', task, runId: child.id })
     },
 
     async sleep(key, seconds) {
-      const recorded = begin(inv, key, 'sleep')
+      const recorded = begin(inv, key, 'sleep', 'sleep')
       if (recorded) return
       if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0) {
         throw new TypeError(`ctx.step.sleep("${key}", seconds): seconds must be a finite number, 0 or more (got ${describe(seconds)})`)
@@ -113,13 +156,13 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
     },
 
     async sleepUntil(key, date) {
-      const recorded = begin(inv, key, 'sleepUntil')
+      const recorded = begin(inv, key, 'sleepUntil', 'sleep')
       if (recorded) return
       await sleepTo(inv, host, key, parseInstant(key, date))
     },
 
     async waitForToken<T = unknown>(key: string, opts?: { timeoutSeconds?: number }) {
-      const recorded = begin(inv, key, 'waitForToken')
+      const recorded = begin(inv, key, 'waitForToken', 'waitForToken')
       if (recorded) return tokenResult<T>(recorded)
       const timeoutSeconds = opts?.timeoutSeconds
       if (timeoutSeconds !== undefined && (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)) {
@@ -145,7 +188,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
             : token.payload === undefined
               ? { status: 'completed' }
               : { status: 'completed', output: token.payload }
-        await record(inv, host, key, step)
+        await record(inv, host, key, 'waitForToken', step)
         return tokenResult<T>(step)
       }
       // The deadline is the one the token was created with: a replay that
@@ -162,10 +205,11 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
 
 /**
  * Common prologue of every step: checks the key, stops a handler that
- * carries on after a suspension or after its attempt ended, enforces rule 1,
- * and returns the recorded result, if any.
+ * carries on after a suspension, a divergence or the end of its attempt,
+ * enforces rule 1, and returns the recorded result, if any, once its kind
+ * matches the call.
  */
-function begin(inv: Invocation, key: string, call: string): StepRecord | undefined {
+function begin(inv: Invocation, key: string, call: string, kind: StepKind): StepRecord | undefined {
   if (typeof key !== 'string' || key === '') {
     throw new TypeError(`ctx.step.${call}(key, …): key must be a non-empty string (got ${describe(key)})`)
   }
@@ -180,10 +224,15 @@ function begin(inv: Invocation, key: string, call: string): StepRecord | undefin
   // A handler that caught the signal and went on must not make progress
   // while the run is suspended: every later step unwinds it again.
   if (inv.suspension) throw inv.suspension
-  return Object.hasOwn(inv.steps, key) ? inv.steps[key] : undefined
+  if (inv.mismatch) throw inv.mismatch
+  if (!Object.hasOwn(inv.steps, key)) return undefined
+  const recorded = inv.steps[key]
+  // A record without a kind was written before kinds were kept: it matches any call.
+  if (recorded.kind !== undefined && recorded.kind !== kind) throw (inv.mismatch = new StepMismatchError(key, recorded.kind, call))
+  return recorded
 }
 
-async function record(inv: Invocation, host: StepHost, key: string, step: StepRecord): Promise<void> {
+async function record(inv: Invocation, host: StepHost, key: string, kind: StepKind, step: StepRecord): Promise<void> {
   if (inv.closed !== undefined) {
     // The attempt ended (timed out, typically) while the step ran: its output
     // is dropped and the step runs again on the next attempt (rule 4).
@@ -191,13 +240,14 @@ async function record(inv: Invocation, host: StepHost, key: string, step: StepRe
       `Step "${key}" finished after attempt ${inv.attempt} of task "${inv.taskName}" ${inv.closed}; its output was not recorded`,
     )
   }
-  inv.steps[key] = step
-  await host.store.saveStep(inv.runId, key, step)
+  const recorded = { ...step, kind }
+  inv.steps[key] = recorded
+  await host.store.saveStep(inv.runId, key, recorded)
 }
 
 async function sleepTo(inv: Invocation, host: StepHost, key: string, until: number): Promise<void> {
   // A wait that is already met does not suspend (only an unmet wait does).
-  if (until <= Date.now()) return record(inv, host, key, { status: 'completed' })
+  if (until <= Date.now()) return record(inv, host, key, 'sleep', { status: 'completed' })
   suspend(inv, host, key, { type: 'sleep', until: new Date(until).toISOString() })
 }
 

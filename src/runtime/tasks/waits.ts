@@ -15,7 +15,7 @@ import type { CompleteTokenResult, Logger, RunRecord, StepRecord } from '../type
 import { errorMessage } from '../errors.ts'
 import { timerId } from './ids.ts'
 import { jsonProblem } from './json.ts'
-import { childRunResult } from './steps.ts'
+import { childRunResult, waitedStepKind } from './steps.ts'
 import { isFinished, type RunStore, type SharedWork, type TimerRecord, type TokenRecord, type TokenStatus } from './store.ts'
 import { createTimerSet, type TimerSet } from './timers.ts'
 
@@ -163,7 +163,7 @@ export class Waits {
   async #resume(runId: string, stepKey: string, step: StepRecord): Promise<boolean> {
     const run = await this.#store.getRun(runId)
     if (run?.status !== 'suspended' || run.suspended?.stepKey !== stepKey) return false
-    await this.#store.saveStep(runId, stepKey, step)
+    await this.#store.saveStep(runId, stepKey, { ...step, kind: waitedStepKind(run.suspended.waitpoint) })
     const resumed = await this.#store.updateRun(runId, { status: 'running', suspended: undefined }, { status: 'suspended' })
     if (!resumed) return false
     this.#dispatch(resumed)
