@@ -12,6 +12,9 @@ export {
   StepMismatchError,
   HttpError,
   StoreFullError,
+  RunNotFoundError,
+  RunFinishedError,
+  RunCancelledError,
 } from './runtime/errors.ts'
 export { CronRunFailedError, type CronSummary } from './runtime/cron.ts'
 export { defineSchema } from './runtime/schema.ts'

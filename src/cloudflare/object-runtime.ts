@@ -38,6 +38,10 @@ export function createObjectRuntime(routes: readonly RuntimeApiRoute[], stub: ()
     listRuns: (query) => call('listRuns', query),
     waitForRun: (id) => call('waitForRun', id),
     completeToken: (tokenId, payload) => call('completeToken', tokenId, payload),
+    cancel: (id) => call('cancel', id),
+    replay: (id) => call('replay', id),
+    // No onRunChange: the engine's changes happen in the object, and a
+    // stream does not cross the object's call protocol (GET /__tasks/events answers 501).
     listTasks: () => call('listTasks'),
     runScheduled: (cron, timezone) => call('runScheduled', cron, timezone),
     fireCron: (cron) => call('fireCron', cron),

@@ -54,7 +54,7 @@ export interface TasksObjectClass {
   }
 }
 
-const DONE_FOR_NOW = new Set(['completed', 'failed', 'suspended'])
+const DONE_FOR_NOW = new Set(['completed', 'failed', 'cancelled', 'suspended'])
 
 /**
  * The Durable Object class of a hand-written entry, exported beside the worker:
@@ -131,6 +131,10 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
           return runtime.waitForRun(a)
         case 'completeToken':
           return runtime.completeToken(a, b)
+        case 'cancel':
+          return runtime.cancel(a)
+        case 'replay':
+          return runtime.replay(a)
         case 'listTasks':
           return runtime.listTasks()
         case 'runScheduled':

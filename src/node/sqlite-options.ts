@@ -12,8 +12,8 @@ export interface SqliteRunStoreOptions {
    */
   path: string
   /**
-   * How many runs to retain. Past it, the runs that finished (completed or
-   * failed) longest ago are evicted first, with their tokens and
+   * How many runs to retain. Past it, the runs that finished (completed,
+   * failed or cancelled) longest ago are evicted first, with their tokens and
    * idempotency keys. Scheduled, running and suspended runs are never
    * evicted: once `maxRuns` of them are live (counting every process on
    * the file), `createRun` rejects with `StoreFullError` (503 `STORE_FULL`)

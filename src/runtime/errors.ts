@@ -118,6 +118,43 @@ export class StoreFullError extends SvcError {
   }
 }
 
+/** No run has this id in the run store (it never existed or was evicted). HTTP 404 `RUN_NOT_FOUND`. */
+export class RunNotFoundError extends SvcError {
+  readonly runId: string
+  constructor(runId: string) {
+    super(`No run has id "${runId}"; it never existed or was evicted from the run store`, 'RUN_NOT_FOUND', 404)
+    this.runId = runId
+  }
+}
+
+/** The run already finished (completed, failed or cancelled), so it cannot be cancelled. HTTP 409 `RUN_FINISHED`. */
+export class RunFinishedError extends SvcError {
+  readonly runId: string
+  readonly runStatus: string
+  constructor(runId: string, runStatus: string) {
+    super(
+      `Run "${runId}" already finished (${runStatus}); only a scheduled, running or suspended run can be cancelled`,
+      'RUN_FINISHED',
+      409,
+    )
+    this.runId = runId
+    this.runStatus = runStatus
+  }
+}
+
+/**
+ * The run was cancelled. It is the reason of the `ctx.signal` of the attempt
+ * a cancel cut short, and a token of a cancelled run answers HTTP 409
+ * `RUN_CANCELLED` when someone completes it.
+ */
+export class RunCancelledError extends SvcError {
+  readonly runId: string
+  constructor(runId: string, message = `Run "${runId}" was cancelled`) {
+    super(message, 'RUN_CANCELLED', 409)
+    this.runId = runId
+  }
+}
+
 /** A non-2xx answer or a network failure from the task endpoint (`enqueue`). */
 export class HttpError extends SvcError {
   constructor(status: number, message: string, code = 'HTTP_ERROR') {

@@ -145,11 +145,16 @@ export interface ValidationIssue {
 // Tasks
 // ---------------------------------------------------------------------------
 
-/** Run states. `scheduled` is a delayed run that has not started yet. */
-export type RunStatus = 'scheduled' | 'running' | 'suspended' | 'completed' | 'failed'
+/**
+ * Run states. `scheduled` is a delayed run that has not started yet.
+ * `completed`, `failed` and `cancelled` are finished: a finished run never
+ * changes status again. `cancelled` comes from `cancel()` (`cancelRun`,
+ * `POST /__tasks/runs/<id>/cancel`).
+ */
+export type RunStatus = 'scheduled' | 'running' | 'suspended' | 'completed' | 'failed' | 'cancelled'
 
-/** How a run started. */
-export type RunTrigger = 'manual' | 'cron' | 'enqueue' | 'child'
+/** How a run started. `replay`: `replay()` started it with the input of run `replayOf`. */
+export type RunTrigger = 'manual' | 'cron' | 'enqueue' | 'child' | 'replay'
 
 export interface Attempt {
   /** 1-based. */
@@ -218,6 +223,8 @@ export interface RunRecord extends RunEnvelope {
   runAt?: string
   idempotencyKey?: string
   parentRunId?: string
+  /** Runs started by `replay()`: the run whose task and input this one repeats. */
+  replayOf?: string
 }
 
 export interface EnqueueOptions {
@@ -234,11 +241,17 @@ export interface EnqueueResult {
   [field: string]: unknown
 }
 
-/** What `step.waitForTask` resolves to. A child's failure is returned, never thrown. */
+/**
+ * What `step.waitForTask` resolves to. A child's failure is returned, never
+ * thrown. A cancelled child resolves to `{ ok: false, cancelled: true,
+ * error: 'Run <id> of task "<name>" was cancelled' }`.
+ */
 export interface ChildRunResult {
   ok: boolean
   result?: unknown
   error?: string
+  /** Present, `true`, when the child run was cancelled. */
+  cancelled?: true
 }
 
 /**
@@ -265,7 +278,13 @@ export interface TaskContext<Input = unknown> {
   /** The validated payload; `{ _cron: true }` for scheduled runs. */
   input: Input
   step: StepApi
-  /** Aborted when the attempt times out. */
+  /**
+   * Aborted when the attempt times out (reason: an `Error` named
+   * `TimeoutError`), when the run is cancelled (a `RunCancelledError`), or
+   * when the runtime closes or loses the run's lease on a shared store (an
+   * `Error` named `AbortError`). Once it is aborted, nothing the handler
+   * does changes the run: later steps throw and their outputs are dropped.
+   */
   signal: AbortSignal
   runId: string
   taskName: string
@@ -281,8 +300,24 @@ export interface TaskSummary {
   lastRun: { id: string; status: RunStatus; finishedAt: string | null } | null
 }
 
-/** Result of completing a `waitForToken` token. */
-export type CompleteTokenResult = 'completed' | 'not_found' | 'already_completed' | 'timed_out'
+/** What `cancelRun()` resolves to, and the body of `POST /__tasks/runs/<id>/cancel`. */
+export interface CancelRunResult {
+  id: string
+  status: 'cancelled'
+}
+
+/** One change of a run, as `onRunChange` listeners and `GET /__tasks/events` see it. */
+export interface RunChange {
+  id: string
+  taskName: string
+  status: RunStatus
+}
+
+/**
+ * Result of completing a `waitForToken` token. `run_cancelled`: the run that
+ * waited on it was cancelled, so nothing changed.
+ */
+export type CompleteTokenResult = 'completed' | 'not_found' | 'already_completed' | 'timed_out' | 'run_cancelled'
 
 export interface TriggerOptions extends EnqueueOptions {
   /** @default 'manual' */
@@ -319,6 +354,35 @@ export interface TaskRuntime {
   waitForRun(id: string): Promise<RunRecord>
   /** Completes a `waitForToken` token and resumes its run. */
   completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult>
+  /**
+   * Cancels a live run (scheduled, running or suspended) and resolves to it,
+   * now `cancelled`: aborts the signal of its attempt in flight, removes its
+   * timers, makes its tokens answer `run_cancelled`, resolves `waitForRun`
+   * callers with it and resumes a parent waiting on it with
+   * `{ ok: false, cancelled: true, error }`. Its recorded steps stay.
+   * Rejects with `RunNotFoundError` (404 `RUN_NOT_FOUND`) for a run the
+   * store does not hold and `RunFinishedError` (409 `RUN_FINISHED`) for a
+   * run that already finished.
+   */
+  cancel(id: string): Promise<RunRecord>
+  /**
+   * Starts a new run of the run's task with its input (validated again
+   * against the task's current schema; a scheduled run's input stays
+   * `{ _cron: true }`), with `trigger: 'replay'` and `replayOf: id`.
+   * Rejects with `RunNotFoundError`, `TaskNotFoundError` when the task is no
+   * longer registered, `ValidationError` or `StoreFullError`.
+   */
+  replay(id: string): Promise<RunRecord>
+  /**
+   * Calls `listener` with `{ id, taskName, status }` each time this
+   * runtime's engine changes a run (created, started, suspended, resumed,
+   * retried, finished, cancelled), and `onEnd` once when the runtime drains
+   * or closes, after which nothing more is reported. Returns the function
+   * that stops listening. Changes another process makes on a shared store
+   * are not reported. Absent on a runtime whose engine lives elsewhere (a
+   * worker's view of the Durable Object).
+   */
+  onRunChange?(listener: (change: RunChange) => void, onEnd?: () => void): () => void
   /** Every task, with its last run, as `GET /__tasks` lists them. */
   listTasks(): Promise<TaskSummary[]>
   /**
@@ -347,6 +411,21 @@ export interface TaskRuntime {
    * some are still in flight then. `timeoutMs` defaults to 30000.
    */
   drain(timeoutMs?: number): Promise<void>
+  /**
+   * One tick for a host with no process between invocations (a function
+   * platform's scheduled call). On a shared store (`PostgresRunStore`), one
+   * sweep claims the due timers (delays, retries, ends of sleeps, token
+   * timeouts) and the attempts whose lease lapsed, and starts what they
+   * stand for; then it waits for the attempts in flight in this runtime,
+   * and the work they start, until none is left or the deadline `untilMs`
+   * (epoch ms) passes, renewing their leases meanwhile; what is still in
+   * flight then goes on in the background. `claim: false` only waits (an
+   * invocation holding the run its request started to its end or first
+   * wait). On a store that is not shared, every timer is armed in this
+   * process already, so it only waits. Absent on a runtime whose engine
+   * lives elsewhere.
+   */
+  sweep?(options: { untilMs: number; claim?: boolean }): Promise<{ inFlight: number }>
   /**
    * Stops the scheduler, clears every pending in-process timer (delays,
    * backoff, sleeps, token timeouts) so nothing keeps the process alive,

@@ -11,6 +11,7 @@ describe('public surface', () => {
     for (const name of [
       'enqueue',
       'completeToken',
+      'cancelRun',
       'runScheduledTasks',
       'createTaskRuntime',
       'MemoryRunStore',
@@ -21,6 +22,9 @@ describe('public surface', () => {
       'DuplicateStepKeyError',
       'HttpError',
       'StoreFullError',
+      'RunNotFoundError',
+      'RunFinishedError',
+      'RunCancelledError',
       'MAX_DELAY_SECONDS',
       'MAX_IDEMPOTENCY_KEY_LENGTH',
     ]) {
@@ -39,6 +43,9 @@ describe('public surface', () => {
       'listRuns',
       'waitForRun',
       'completeToken',
+      'cancel',
+      'replay',
+      'onRunChange',
       'listTasks',
       'runScheduled',
       'startScheduler',

@@ -109,6 +109,68 @@ export function runStoreContract(name: string, createStore: (options?: { maxRuns
       expect((await store.listRuns({ status: ['running', 'suspended'] })).map((r) => r.id)).toEqual([a.id])
     })
 
+    it('pages through runs newest first with a cursor, filters applied on every page', async () => {
+      const store = await createStore()
+      const runs = Array.from({ length: 7 }, (_, i) => makeRun({ taskName: i % 2 === 0 ? 'even' : 'odd' }))
+      for (const run of runs) await store.createRun(run)
+      const newestFirst = runs.map((r) => r.id).reverse()
+      const pages: string[][] = []
+      let cursor: string | undefined
+      for (;;) {
+        const page = await store.listRuns({ limit: 3, cursor })
+        if (page.length === 0) break
+        pages.push(page.map((r) => r.id))
+        cursor = page[page.length - 1].id
+      }
+      expect(pages).toEqual([newestFirst.slice(0, 3), newestFirst.slice(3, 6), newestFirst.slice(6)])
+      // A run created after the first page shifts nothing on the next one.
+      const first = await store.listRuns({ limit: 2 })
+      await store.createRun(makeRun())
+      const second = await store.listRuns({ limit: 2, cursor: first[1].id })
+      expect(second.map((r) => r.id)).toEqual(newestFirst.slice(2, 4))
+      const even = runs
+        .filter((r) => r.taskName === 'even')
+        .map((r) => r.id)
+        .reverse()
+      const evenFirst = await store.listRuns({ taskName: 'even', limit: 2 })
+      expect(evenFirst.map((r) => r.id)).toEqual(even.slice(0, 2))
+      expect((await store.listRuns({ taskName: 'even', cursor: evenFirst[1].id })).map((r) => r.id)).toEqual(even.slice(2))
+      expect(await store.listRuns({ cursor: 'no-such-run' })).toEqual([])
+    })
+
+    it('cancelled is a finished status: it frees room for live runs, is evicted like other finished runs, and keeps its steps', async () => {
+      const store = await createStore({ maxRuns: 2 })
+      const sleeping = makeRun({ status: 'suspended', steps: { a: { status: 'completed', output: 1 } } })
+      const other = makeRun({ status: 'running' })
+      await store.createRun(sleeping)
+      await store.createRun(other)
+      await expect(store.createRun(makeRun())).rejects.toBeInstanceOf(StoreFullError)
+      const finishedAt = new Date().toISOString()
+      const cancelled = await store.updateRun(
+        sleeping.id,
+        { status: 'cancelled', finishedAt },
+        { status: ['scheduled', 'running', 'suspended'] },
+      )
+      expect(cancelled).toMatchObject({ status: 'cancelled', finishedAt, steps: { a: { status: 'completed', output: 1 } } })
+      expect((await store.listRuns({ status: 'cancelled' })).map((r) => r.id)).toEqual([sleeping.id])
+      // A finished run is never moved again by a compare-and-set that expects a live status.
+      expect(await store.updateRun(sleeping.id, { status: 'running' }, { status: ['scheduled', 'running', 'suspended'] })).toBeUndefined()
+      const admitted = makeRun()
+      await store.createRun(admitted)
+      expect(await store.getRun(sleeping.id)).toBeUndefined()
+      expect((await store.listRuns()).map((r) => r.id).sort()).toEqual([other.id, admitted.id].sort())
+    })
+
+    it('keeps the replayOf and trigger of a replayed run', async () => {
+      const store = await createStore()
+      const source = makeRun({ status: 'failed' })
+      const replay = makeRun({ trigger: 'replay', replayOf: source.id })
+      await store.createRun(source)
+      await store.createRun(replay)
+      expect(await store.getRun(replay.id)).toMatchObject({ trigger: 'replay', replayOf: source.id })
+      expect((await store.listRuns({ limit: 1 }))[0]).toMatchObject({ id: replay.id, trigger: 'replay', replayOf: source.id })
+    })
+
     it('a timer is taken exactly once', async () => {
       const store = await createStore()
       const timer = { id: 't1', runId: 'r1', kind: 'sleep' as const, dueAt: '2030-01-01T00:00:00.000Z', stepKey: 's' }

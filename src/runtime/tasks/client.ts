@@ -1,9 +1,9 @@
 /**
- * The HTTP side of `enqueue()` and `completeToken()`, used when no task
+ * The HTTP side of `enqueue()`, `completeToken()` and `cancelRun()`, used when no task
  * runtime is active in this process: they call the task admin surface of the
  * server that runs the tasks.
  */
-import type { CompleteTokenResult, EnqueueOptions, EnqueueResult } from '../types.ts'
+import type { CancelRunResult, CompleteTokenResult, EnqueueOptions, EnqueueResult } from '../types.ts'
 import { HttpError, errorMessage } from '../errors.ts'
 import { processEnv, type EnvLike } from '../env.ts'
 import { taskSecret } from '../rules.ts'
@@ -121,10 +121,27 @@ export async function completeTokenOverHttp(tokenId: string, payload: unknown, e
   // 404 or 409 (a wrong SVC_TASK_URL, a proxy) is an error, never swallowed.
   if (response.status === 404 && code === 'TOKEN_NOT_FOUND') return 'not_found'
   if (response.status === 409) {
+    if (code === 'RUN_CANCELLED') return 'run_cancelled'
     if (code === 'TOKEN_TIMED_OUT' || status === 'timed_out') return 'timed_out'
     if (code === 'TOKEN_ALREADY_COMPLETED' || status === 'already_completed') return 'already_completed'
   }
   throw httpError(response, body)
+}
+
+/** `POST /__tasks/runs/<id>/cancel`: 200 `{ id, status: 'cancelled' }`; any other answer is an `HttpError` with its code. */
+export async function cancelRunOverHttp(runId: string, env: EnvLike = processEnv()): Promise<CancelRunResult> {
+  const where = `cancelRun("${runId}")`
+  const url = `${taskServerUrl(env)}/__tasks/runs/${encodeURIComponent(runId)}/cancel`
+  const { response, body } = await send(where, url, taskRequestTimeout(env), { method: 'POST', headers: authHeaders(env) })
+  if (!response.ok) throw httpError(response, body)
+  if (!isObject(body) || body.status !== 'cancelled') {
+    throw new HttpError(
+      response.status,
+      `${where}: ${url} answered ${response.status} without a { id, status: 'cancelled' } JSON body`,
+      'BAD_RESPONSE',
+    )
+  }
+  return { id: runId, status: 'cancelled' }
 }
 
 /**

@@ -9,6 +9,7 @@
  *   running ──throws/times out, retries remain──▶ running (after backoff)
  *   running ──throws/times out, none remain──▶ failed
  *   running ──unmet wait──▶ suspended ──waitpoint met──▶ running (replay)
+ *   scheduled | running | suspended ──cancel──▶ cancelled
  *
  * The engine is the one owner of this state: runs in flight, timers (through
  * the `Waits` it creates), waiters and the cron overlap guard are private,
@@ -21,21 +22,31 @@
  * whichever live process claims them first; and each cron tick is claimed
  * before it starts a run.
  */
-import type { CompleteTokenResult, Logger, RunRecord, TriggerOptions } from '../types.ts'
+import type { CompleteTokenResult, Logger, RunChange, RunRecord, TriggerOptions } from '../types.ts'
 import { describe } from '../describe.ts'
-import { TaskNotFoundError, errorMessage } from '../errors.ts'
+import { RunCancelledError, RunFinishedError, RunNotFoundError, TaskNotFoundError, errorMessage } from '../errors.ts'
 import { validateTaskInput } from '../schema.ts'
 import { backoffDelay } from './backoff.ts'
 import type { TaskDefinition } from './definitions.ts'
+import { RunChanges } from './events.ts'
 import { newRunId, timerId } from './ids.ts'
 import { jsonProblem } from './json.ts'
 import { checkTriggerOptions } from './options.ts'
 import { invoke, type InvocationHandle, type InvocationOutcome } from './runner.ts'
 import type { StepHost } from './steps.ts'
-import { isFinished, type RunStore, type SharedWork } from './store.ts'
+import { isFinished, LIVE_STATUSES, type RunStore, type SharedWork } from './store.ts'
 import { Sweeper } from './sweeper.ts'
 import { RunWaiters } from './waiters.ts'
 import { Waits } from './waits.ts'
+
+/** The input of a scheduled run, which skips validation (a new object each time: a handler may change its input). */
+function cronInput(): { _cron: true } {
+  return { _cron: true }
+}
+
+function isCronInput(input: unknown): boolean {
+  return typeof input === 'object' && input !== null && Object.keys(input).length === 1 && (input as { _cron?: unknown })._cron === true
+}
 
 /** How many timers or orphaned attempts one sweep claims per query. */
 const SWEEP_BATCH = 100
@@ -56,6 +67,11 @@ interface ActiveEntry {
   again: boolean
   /** On a shared store: the attempt runs under this engine's lease on the run. */
   leased: boolean
+  /**
+   * The run was cancelled, or its lease lost, during this dispatch: the
+   * attempt is aborted and nothing it ends with is recorded.
+   */
+  stopped?: boolean
 }
 
 export class TaskEngine {
@@ -67,6 +83,7 @@ export class TaskEngine {
   readonly #stepHost: StepHost
   readonly #waits: Waits
   readonly #waiters = new RunWaiters()
+  readonly #changes: RunChanges
   #closed = false
   /** Draining (on its way out): takes no more work from a shared store. */
   #draining = false
@@ -84,11 +101,15 @@ export class TaskEngine {
     this.#store = options.store
     this.#tasks = options.tasks
     this.#logger = options.logger
+    this.#changes = new RunChanges(options.logger)
     this.#waits = new Waits({
       store: this.#store,
       logger: this.#logger,
       unrefTimers: options.unrefTimers,
-      dispatch: (run) => this.#start(run),
+      dispatch: (run) => {
+        this.#changes.emit(run)
+        this.#start(run)
+      },
       owner: this.#owner,
     })
     this.#shared = this.#store.shared
@@ -120,12 +141,72 @@ export class TaskEngine {
     if (!def) throw new TaskNotFoundError(String(name), [...this.#tasks.keys()])
     const { delaySeconds, idempotencyKey, trigger, parentRunId } = checkTriggerOptions(opts, 'trigger', name)
     // Scheduled runs skip validation and get { _cron: true }.
-    const input =
-      trigger === 'cron'
-        ? { _cron: true }
-        : def.input === undefined || def.input === null
-          ? payload
-          : await validateTaskInput(def.input, payload)
+    const input = trigger === 'cron' ? cronInput() : await this.#validate(def, payload)
+    return this.#create(def, input, { delaySeconds, idempotencyKey, trigger, parentRunId })
+  }
+
+  /**
+   * Starts a new run of run `id`'s task with its input, `trigger: 'replay'`
+   * and `replayOf: id`. The input is validated again, against the task's
+   * schema of today; the input of a scheduled run stays `{ _cron: true }`.
+   */
+  async replay(id: string): Promise<RunRecord> {
+    if (this.#closed) throw new Error(`Cannot replay run "${id}": the task runtime is closed`)
+    const source = await this.#store.getRun(id)
+    if (!source) throw new RunNotFoundError(id)
+    const def = this.#tasks.get(source.taskName)
+    if (!def) throw new TaskNotFoundError(source.taskName, [...this.#tasks.keys()])
+    const input = isCronInput(source.input) ? cronInput() : await this.#validate(def, source.input)
+    return this.#create(def, input, { delaySeconds: 0, trigger: 'replay', replayOf: id })
+  }
+
+  /**
+   * Moves a live run to `cancelled` (a compare-and-set from any live
+   * status), then aborts its attempt in flight here, removes its timers,
+   * and answers whoever waits for it, as a finished run does.
+   */
+  async cancel(id: string): Promise<RunRecord> {
+    const run = await this.#store.updateRun(
+      id,
+      { status: 'cancelled', ok: false, finishedAt: new Date().toISOString(), suspended: undefined },
+      { status: LIVE_STATUSES },
+    )
+    if (!run) {
+      const current = await this.#store.getRun(id)
+      if (!current) throw new RunNotFoundError(id)
+      throw new RunFinishedError(id, current.status)
+    }
+    const entry = this.#active.get(id)
+    if (entry) {
+      // The handler may ignore its signal and carry on: from here on its
+      // steps throw, and the engine records nothing of this attempt.
+      entry.stopped = true
+      entry.handle?.abort(new RunCancelledError(id, `Run "${id}" of task "${run.taskName}" was cancelled`), 'was cancelled')
+    }
+    await this.#waits.dropRun(id)
+    this.#changes.emit(run)
+    this.#waiters.settle(run)
+    this.#waits.finished(run)
+    return run
+  }
+
+  /** See `TaskRuntime.onRunChange`. */
+  onRunChange(listener: (change: RunChange) => void, onEnd?: () => void): () => void {
+    return this.#changes.subscribe(listener, onEnd)
+  }
+
+  async #validate(def: TaskDefinition, payload: unknown): Promise<unknown> {
+    return def.input === undefined || def.input === null ? payload : await validateTaskInput(def.input, payload)
+  }
+
+  /** Records a run of `def` with an input already validated; starts it unless it is delayed. */
+  async #create(
+    def: TaskDefinition,
+    input: unknown,
+    options: Omit<TriggerOptions, 'delaySeconds'> & { delaySeconds: number; replayOf?: string },
+  ): Promise<RunRecord> {
+    const { name } = def
+    const { delaySeconds, idempotencyKey, trigger = 'manual', parentRunId, replayOf } = options
     const problem = jsonProblem(input)
     if (problem !== undefined) throw new TypeError(`trigger("${name}"): the payload cannot be stored as JSON: ${problem}`)
     const now = new Date()
@@ -146,9 +227,11 @@ export class TaskEngine {
     else run.startedAt = iso
     if (idempotencyKey !== undefined) run.idempotencyKey = idempotencyKey
     if (parentRunId !== undefined) run.parentRunId = parentRunId
+    if (replayOf !== undefined) run.replayOf = replayOf
     const stored = await this.#store.createRun(run)
     // Another run holds the idempotency key: that run is the answer.
     if (stored.id !== run.id) return stored
+    this.#changes.emit(stored)
     if (delayed) await this.#waits.arm({ id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt! })
     else this.#start(stored)
     return run
@@ -201,7 +284,7 @@ export class TaskEngine {
     return lastId === undefined ? undefined : this.#store.getRun(lastId)
   }
 
-  /** Resolves once the run is completed or failed. */
+  /** Resolves once the run is completed, failed or cancelled. */
   waitForRun(id: string): Promise<RunRecord> {
     return this.#waiters.wait(this.#store, id)
   }
@@ -305,17 +388,25 @@ export class TaskEngine {
     return next === undefined ? undefined : Date.parse(next)
   }
 
-  /** Renews the leases of the attempts in flight here; an attempt whose lease was lost is logged. */
+  /**
+   * Renews the leases of the attempts in flight here. An attempt whose lease
+   * was lost (this process stalled past `leaseMs`, or the run was cancelled
+   * by another process) is logged and aborted, and records nothing: the run
+   * is another process's now, or over.
+   */
   async #renew(): Promise<void> {
-    const ids = [...this.#active.entries()].filter(([, entry]) => entry.leased).map(([id]) => id)
+    const ids = [...this.#active.entries()].filter(([, entry]) => entry.leased && !entry.stopped).map(([id]) => id)
     if (ids.length === 0) return
     const held = new Set(await this.#shared!.renewLeases(this.#owner, ids))
     for (const id of ids) {
-      if (!held.has(id)) {
-        this.#logger.warn(
-          `[svc] task runtime: lost the lease on run ${id} (this process stalled past leaseMs); another process may run it too`,
-        )
-      }
+      if (held.has(id)) continue
+      const entry = this.#active.get(id)
+      if (!entry || entry.stopped) continue
+      this.#logger.warn(
+        `[svc] task runtime: lost the lease on run ${id} (this process stalled past leaseMs, or the run was cancelled); its attempt here is aborted and records nothing`,
+      )
+      entry.stopped = true
+      entry.handle?.abort(`The lease on run ${id} was lost (the run was cancelled, or this process stalled past leaseMs)`, 'lost its lease')
     }
   }
 
@@ -333,6 +424,8 @@ export class TaskEngine {
     // due work and orphaned attempts, which live processes take instead.
     this.#draining = true
     this.#sweeper?.pause()
+    // Open event streams would hold the server's drain of requests until its deadline.
+    this.#changes.end()
     const deadline = Date.now() + timeoutMs
     while (this.#active.size > 0) {
       const left = deadline - Date.now()
@@ -350,6 +443,36 @@ export class TaskEngine {
   }
 
   /**
+   * One tick where no process lives between invocations (a function
+   * platform): on a shared store, one sweep (`claim`, the default) takes the
+   * due timers and lapsed leases and starts what they stand for; then it
+   * waits for the attempts in flight here, and the work they start, until
+   * none is left or `untilMs` (epoch ms) passes, renewing their leases
+   * meanwhile. Without `claim` it only waits: an invocation that answered a
+   * request holds the run it started to its end or first wait. On a store
+   * that is not shared, timers are this process's own, so it only waits.
+   * Resolves to the number of attempts still in flight.
+   */
+  async sweep(options: { untilMs: number; claim?: boolean }): Promise<{ inFlight: number }> {
+    const { untilMs, claim = true } = options ?? {}
+    if (typeof untilMs !== 'number' || Number.isNaN(untilMs)) {
+      throw new TypeError(`sweep({ untilMs }): untilMs must be a time in epoch milliseconds (got ${describe(untilMs)})`)
+    }
+    if (claim && this.#shared && !this.#closed && !this.#draining) await this.#sweep()
+    const renewEvery = this.#shared ? Math.max(1, Math.floor(this.#shared.leaseMs / 3)) : Infinity
+    while (this.#active.size > 0 && Date.now() < untilMs) {
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const lapse = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, Math.min(untilMs - Date.now(), renewEvery))
+      })
+      await Promise.race([Promise.allSettled([...this.#active.values()].map((entry) => entry.done)), lapse])
+      clearTimeout(timer)
+      if (this.#shared && this.#active.size > 0) await this.#renew()
+    }
+    return { inFlight: this.#active.size }
+  }
+
+  /**
    * Stops timers and in-flight attempts, and rejects pending `waitForRun`
    * calls. On a shared store it also gives up its leases and wakes the other
    * processes, which take its attempts over at once rather than after
@@ -358,6 +481,7 @@ export class TaskEngine {
   close(): Promise<void> {
     if (this.#closed) return Promise.resolve()
     this.#closed = true
+    this.#changes.end()
     this.#waits.close()
     for (const entry of this.#active.values()) entry.handle?.abort('The task runtime closed during this attempt')
     this.#waiters.rejectAll(new Error('The task runtime closed before the run finished'))
@@ -424,6 +548,7 @@ export class TaskEngine {
   }
 
   async #execute(run: RunRecord, entry: ActiveEntry): Promise<void> {
+    if (entry.stopped) return
     const def = this.#tasks.get(run.taskName)
     if (!def) {
       await this.#finish(run.id, { status: 'failed', ok: false }, `Task "${run.taskName}" is not registered in this runtime`)
@@ -431,6 +556,8 @@ export class TaskEngine {
     }
     entry.handle = invoke(def, run, this.#stepHost)
     const outcome = await entry.handle.outcome
+    // Cancelled or taken over meanwhile: the run is not this attempt's to change.
+    if (entry.stopped) return
     if (outcome.kind === 'suspended') return this.#suspend(run, outcome)
     // An attempt cut short by close() is not the task's failure: record
     // nothing, so the run stays `running` and a durable store's recover()
@@ -468,6 +595,7 @@ export class TaskEngine {
       { status: 'running' },
     )
     if (!done) return
+    this.#changes.emit(done)
     if (patch.status === 'failed') {
       // A background failure is never silent: it is logged with the task it came from.
       const after = attempts === undefined ? '' : ` after ${attempts} attempt${attempts === 1 ? '' : 's'}`
@@ -487,6 +615,8 @@ export class TaskEngine {
       )
     }
     const saved = await this.#store.updateRun(run.id, { status: 'suspended', suspended: { stepKey, waitpoint } }, { status: 'running' })
-    if (saved) await this.#waits.armWaitpoint(saved)
+    if (!saved) return
+    this.#changes.emit(saved)
+    await this.#waits.armWaitpoint(saved)
   }
 }

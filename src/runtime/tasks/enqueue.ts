@@ -4,9 +4,9 @@
  * in-process; elsewhere `enqueue` and `completeToken` call the task server
  * over HTTP. They never swallow an error.
  */
-import type { CompleteTokenResult, EnqueueOptions, EnqueueResult, RunRecord } from '../types.ts'
+import type { CancelRunResult, CompleteTokenResult, EnqueueOptions, EnqueueResult, RunRecord } from '../types.ts'
 import { getActiveTaskRuntime } from './active.ts'
-import { completeTokenOverHttp, enqueueOverHttp } from './client.ts'
+import { cancelRunOverHttp, completeTokenOverHttp, enqueueOverHttp } from './client.ts'
 import { checkEnqueueOptions } from './options.ts'
 
 /**
@@ -42,13 +42,32 @@ export async function enqueue(taskName: string, payload?: unknown, opts?: Enqueu
 /**
  * Completes the token a `ctx.step.waitForToken` waits for, with `payload`,
  * and resumes the run. Resolves to `'completed'`, `'not_found'`,
- * `'already_completed'` or `'timed_out'`. In-process when a task runtime is
+ * `'already_completed'`, `'timed_out'` or `'run_cancelled'`. In-process when a task runtime is
  * active, otherwise `POST /__tasks/tokens/<tokenId>` on the task server.
  */
 export async function completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult> {
   const runtime = getActiveTaskRuntime()
   if (!runtime) return completeTokenOverHttp(tokenId, payload)
   return runtime.completeToken(tokenId, payload)
+}
+
+/**
+ * Cancels a scheduled, running or suspended run: its attempt's `ctx.signal`
+ * is aborted with a `RunCancelledError`, its timers are removed and its
+ * tokens answer `run_cancelled`; its recorded steps stay readable. Resolves
+ * to `{ id, status: 'cancelled' }`. Rejects with `RunNotFoundError` or
+ * `RunFinishedError` in-process; over HTTP (`POST /__tasks/runs/<id>/cancel`
+ * on the task server, when no task runtime is active here) with an
+ * `HttpError` whose code is `RUN_NOT_FOUND` (404) or `RUN_FINISHED` (409).
+ */
+export async function cancelRun(runId: string): Promise<CancelRunResult> {
+  if (typeof runId !== 'string' || runId === '') {
+    throw new TypeError(`cancelRun(runId): runId must be a non-empty run id string (got ${typeof runId})`)
+  }
+  const runtime = getActiveTaskRuntime()
+  if (!runtime) return cancelRunOverHttp(runId)
+  await runtime.cancel(runId)
+  return { id: runId, status: 'cancelled' }
 }
 
 /**

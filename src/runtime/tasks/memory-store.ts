@@ -11,8 +11,8 @@ import { applyRunPatch, isFinished, settleTokenRecord, statusMatches } from './s
 
 export interface MemoryRunStoreOptions {
   /**
-   * How many runs to retain. Past it, the runs that finished (completed or
-   * failed) longest ago are evicted first, with their tokens and
+   * How many runs to retain. Past it, the runs that finished (completed,
+   * failed or cancelled) longest ago are evicted first, with their tokens and
    * idempotency keys. Scheduled, running and suspended runs are never
    * evicted: once `maxRuns` of them are live, `createRun` rejects with
    * `StoreFullError` (503 `STORE_FULL`) until some finish.
@@ -102,7 +102,12 @@ export class MemoryRunStore implements RunStore {
     const statuses = query.status
     const out: RunRecord[] = []
     const all = [...this.#runs.values()]
-    for (let i = all.length - 1; i >= 0 && out.length < limit; i--) {
+    let start = all.length - 1
+    if (query.cursor !== undefined) {
+      if (!this.#runs.has(query.cursor)) return out
+      start = all.findLastIndex((run) => run.id === query.cursor) - 1
+    }
+    for (let i = start; i >= 0 && out.length < limit; i--) {
       const run = all[i]
       if (query.taskName !== undefined && run.taskName !== query.taskName) continue
       if (statuses !== undefined && !statusMatches(run.status, statuses)) continue

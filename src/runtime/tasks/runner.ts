@@ -24,10 +24,16 @@ export type InvocationOutcome =
    */
   | { kind: 'suspended'; signal: SuspendSignal; swallowed: boolean }
 
-/** Live invocations can be aborted from outside (runtime shutdown). */
+/** Live invocations can be aborted from outside (runtime shutdown, a cancel, a lost lease). */
 export interface InvocationHandle {
   readonly outcome: Promise<InvocationOutcome>
-  abort(reason: string): void
+  /**
+   * Aborts `ctx.signal` and ends the attempt as failed at once. A string
+   * becomes an `Error` named `AbortError`; an `Error` is the signal's reason
+   * as given. `why` ends the message of a step called afterwards
+   * ("… attempt 1 of task "x" was cancelled").
+   */
+  abort(reason: string | Error, why?: string): void
 }
 
 /** The message of a timed-out attempt ("exceeds timeout" fails the attempt). */
@@ -68,17 +74,15 @@ export function invoke(def: TaskDefinition, run: RunRecord, host: StepHost): Inv
     clearTimeout(timer)
     resolve(settle(returned, value))
   }
-  const abort = (message: string, name: string, why: string) => {
+  const abort = (error: Error, why: string) => {
     if (done) return
     closedBy = why
-    const error = new Error(message)
-    error.name = name
     // Abort first so the handler sees `ctx.signal.aborted` by the time the
     // attempt is recorded as failed.
     ;(controller ??= new AbortController()).abort(error)
     end(false, error)
   }
-  const timer = setTimeout(() => abort(timeoutMessage(inv.attempt, def.timeout), 'TimeoutError', 'timed out'), def.timeout)
+  const timer = setTimeout(() => abort(namedError(timeoutMessage(inv.attempt, def.timeout), 'TimeoutError'), 'timed out'), def.timeout)
   callHandler(def, ctx).then(
     (result) => end(true, result),
     (error: unknown) => end(false, error),
@@ -113,7 +117,16 @@ export function invoke(def: TaskDefinition, run: RunRecord, host: StepHost): Inv
     return { kind: 'failed', error, attempt }
   }
 
-  return { outcome, abort: (reason) => abort(reason, 'AbortError', 'was stopped') }
+  return {
+    outcome,
+    abort: (reason, why = 'was stopped') => abort(typeof reason === 'string' ? namedError(reason, 'AbortError') : reason, why),
+  }
+}
+
+function namedError(message: string, name: string): Error {
+  const error = new Error(message)
+  error.name = name
+  return error
 }
 
 // An async wrapper turns a synchronous throw into a rejection and accepts

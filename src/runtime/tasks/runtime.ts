@@ -82,6 +82,9 @@ export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntime {
     waitForRun: (id) => engine.waitForRun(id),
     completeToken: (tokenId, payload) => engine.completeToken(tokenId, payload),
     listRuns: (query) => store.listRuns(query),
+    cancel: (id) => engine.cancel(id),
+    replay: (id) => engine.replay(id),
+    onRunChange: (listener, onEnd) => engine.onRunChange(listener, onEnd),
 
     async listTasks(): Promise<TaskSummary[]> {
       return Promise.all(
@@ -105,6 +108,7 @@ export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntime {
     scheduledJobs: () => scheduler.list(),
     recover: () => engine.recover(),
     drain: (timeoutMs) => engine.drain(timeoutMs),
+    sweep: (options) => engine.sweep(options),
 
     async close(): Promise<void> {
       scheduler.stop()

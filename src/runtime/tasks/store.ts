@@ -30,6 +30,13 @@ export interface RunQuery {
   status?: RunStatus | readonly RunStatus[]
   /** At most this many runs, newest first. @default unlimited */
   limit?: number
+  /**
+   * The id of the last run of the previous page: only runs after it in the
+   * store's newest-first order are listed (keyset paging, so runs created
+   * meanwhile neither shift nor repeat a page). A cursor naming a run the
+   * store does not hold lists none.
+   */
+  cursor?: string
 }
 
 /** What a pending timer does when it fires. */
@@ -97,7 +104,7 @@ export interface RunStore {
    * retained. Inserting an existing id is an error.
    *
    * A store is bounded: it evicts finished runs, never live ones (any
-   * status but completed and failed). When as many runs as its bound are
+   * status but completed, failed and cancelled). When as many runs as its bound are
    * live, inserting another live run rejects with `StoreFullError` and
    * changes nothing; a held idempotency key still resolves to its run.
    */
@@ -205,9 +212,15 @@ export interface SharedWork {
   subscribe(onWake: () => void): Promise<() => Promise<void>>
 }
 
-/** Statuses in which a run is over. */
+/** Statuses in which a run is over; it never changes status again. */
+export const FINISHED_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled']
+
+/** Statuses in which a run is live: it may still run, and is never evicted. */
+export const LIVE_STATUSES: readonly RunStatus[] = ['scheduled', 'running', 'suspended']
+
+/** Whether a run in this status is over. */
 export function isFinished(status: RunStatus): boolean {
-  return status === 'completed' || status === 'failed'
+  return status === 'completed' || status === 'failed' || status === 'cancelled'
 }
 
 /** Whether `status` is the expected status, or one of them (the `expect` of `updateRun`). */

@@ -11,7 +11,7 @@
  * The engine creates one `Waits` and owns it; waits reach the engine only
  * through the `dispatch` callback it passes in.
  */
-import type { CompleteTokenResult, Logger, RunRecord, StepRecord } from '../types.ts'
+import type { ChildRunResult, CompleteTokenResult, Logger, RunRecord, StepRecord } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import { timerId } from './ids.ts'
 import { jsonProblem } from './json.ts'
@@ -102,13 +102,13 @@ export class Waits {
         child = await this.#store.getRun(waitpoint.runId)
       }
       if (child && isFinished(child.status)) {
-        await this.#resume(run.id, stepKey, { status: 'completed', output: childRunResult(child) })
+        await this.#resume(run.id, stepKey, { status: 'completed', output: childResult(child) })
       }
     }
   }
 
   /**
-   * A run reached `completed` or `failed`: resume the run that started it and
+   * A run reached `completed`, `failed` or `cancelled`: resume the run that started it and
    * every other suspended run that waits for it. Never rejects; a failure is
    * logged with the task.
    */
@@ -132,6 +132,8 @@ export class Waits {
     // token; one that passed while the run waited elsewhere (parallel waits)
     // still wins over a late completion.
     const waiting = await this.#store.getToken(tokenId)
+    // A cancelled run takes no more input; its token stays as it was.
+    if (waiting?.status === 'waiting' && (await this.#store.getRun(waiting.runId))?.status === 'cancelled') return 'run_cancelled'
     if (waiting?.status === 'waiting' && waiting.timeoutAt !== undefined && Date.parse(waiting.timeoutAt) <= Date.now()) {
       const expired = await this.#store.settleToken(tokenId, 'timed_out')
       if (expired?.settled) {
@@ -147,6 +149,18 @@ export class Waits {
     await this.#dropTokenTimer(token)
     await this.#resume(token.runId, token.stepKey, tokenStep('completed', payload))
     return 'completed'
+  }
+
+  /**
+   * Removes every timer of a run, in-process and in the store, so nothing
+   * fires for it again, here or after a restart (a cancelled run).
+   */
+  async dropRun(runId: string): Promise<void> {
+    for (const timer of await this.#store.listTimers()) {
+      if (timer.runId !== runId) continue
+      this.#timers.clear(timer.id)
+      await this.#store.takeTimer(timer.id)
+    }
   }
 
   /** Clears every in-process timer; from now on timers are recorded but not armed, and none fires. */
@@ -188,7 +202,7 @@ export class Waits {
     const parent = await this.#store.getRun(parentId)
     const wait = parent?.suspended
     if (!parent || !wait || wait.waitpoint.type !== 'task' || wait.waitpoint.runId !== child.id) return
-    await this.#resume(parent.id, wait.stepKey, { status: 'completed', output: childRunResult(child) })
+    await this.#resume(parent.id, wait.stepKey, { status: 'completed', output: childResult(child) })
   }
 
   #schedule(timer: TimerRecord): void {
@@ -254,6 +268,12 @@ export class Waits {
     this.#timers.clear(timeout)
     await this.#store.takeTimer(timeout)
   }
+}
+
+/** What a parent waiting on a finished child resumes with; a cancelled child is a failure that says so. */
+function childResult(child: RunRecord): ChildRunResult {
+  if (child.status !== 'cancelled') return childRunResult(child)
+  return { ok: false, cancelled: true, error: `Run ${child.id} of task "${child.taskName}" was cancelled` }
 }
 
 function tokenStep(status: Exclude<TokenStatus, 'waiting'>, payload: unknown): StepRecord {

@@ -64,6 +64,11 @@ export function listRunsQuery(query: RunQuery): { text: string; params: (string 
     where.push(`status IN (${statuses.map(() => '?').join(', ')})`)
     params.push(...statuses)
   }
+  if (query.cursor !== undefined) {
+    // A cursor the table does not hold makes the comparison NULL: no row, as in the memory store.
+    where.push('seq < (SELECT seq FROM runs WHERE id = ?)')
+    params.push(query.cursor)
+  }
   // The memory store stops once it holds `limit` runs, so a fractional
   // limit rounds up and 0 or less returns none; -1 is SQLite's "no limit".
   const limit = query.limit ?? Infinity
