@@ -7,11 +7,10 @@ import type { Logger, TaskRuntime } from './types.ts'
 
 export function instanceStoreWarning(platform: string): string {
   return (
-    `[svc] ${platform}: task runs are kept in this function instance's memory, per instance: ` +
+    `[svc] ${platform}: task runs are kept in this function instance, per instance: ` +
     'another instance does not see them, and a run with its timers and waits is lost when the instance is recycled. ' +
-    `SVC_STORE_URL is not read on ${platform}: a shared store alone would not be enough, since a function has no process ` +
-    'between invocations and nothing would fire sleeps, retries and timeouts without a periodic tick, which svc does not build yet. ' +
-    'For durable runs, deploy the tasks with the node target (SVC_STORE_URL, or .svc/runs.db by default).'
+    'For durable runs that every instance shares, set SVC_STORE_URL to a postgres:// URL: the one-minute tick that ' +
+    '`svc build` schedules then resumes sleeps, retries and timeouts within about a minute of their due time.'
   )
 }
 

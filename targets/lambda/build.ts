@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import type { TargetDescriptor } from '../../src/build/target.ts'
 import { lambdaSchedules } from './schedules.ts'
 
-/** `.output/lambda/index.mjs` exporting `handler`, and `schedules.json` listing every schedule. */
+/** `.output/lambda/index.mjs` exporting `handler`, and `schedules.json` listing every schedule and, when the app has tasks, the one-minute tick. */
 export const lambdaTarget: TargetDescriptor = {
   name: 'lambda',
   hot: false,

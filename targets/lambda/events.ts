@@ -32,6 +32,15 @@ export interface ScheduleEvent {
   svcTimezone?: string
 }
 
+/**
+ * The tick: an invocation that sweeps due work (ends of sleeps, retries,
+ * delayed runs, token timeouts, attempts whose instance died). `svc build`
+ * lists it in `schedules.json` to run every minute when the app has tasks.
+ */
+export interface TickEvent {
+  svcTick: true
+}
+
 export interface HttpResultV2 {
   statusCode: number
   headers: Record<string, string>
@@ -43,6 +52,10 @@ export interface HttpResultV2 {
 export function isHttpEventV2(event: unknown): event is HttpEventV2 {
   const e = event as Partial<HttpEventV2> | null
   return !!e && e.version === '2.0' && typeof e.rawPath === 'string' && !!e.requestContext?.http?.method
+}
+
+export function isTickEvent(event: unknown): event is TickEvent {
+  return !!event && (event as TickEvent).svcTick === true
 }
 
 export function isScheduleEvent(event: unknown): event is ScheduleEvent {

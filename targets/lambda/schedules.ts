@@ -12,6 +12,29 @@ export interface LambdaSchedule {
   note?: string
 }
 
+/**
+ * The entry of `schedules.json` for the tick, present when the app has
+ * tasks: every minute it invokes the function with `{ "svcTick": true }`,
+ * which sweeps the due work of a shared run store (`SVC_STORE_URL`).
+ */
+export interface LambdaTick {
+  tick: true
+  cron: '* * * * *'
+  timezone: 'UTC'
+  input: { svcTick: true }
+  scheduleExpression: 'rate(1 minute)'
+  note: string
+}
+
+export const LAMBDA_TICK: LambdaTick = {
+  tick: true,
+  cron: '* * * * *',
+  timezone: 'UTC',
+  input: { svcTick: true },
+  scheduleExpression: 'rate(1 minute)',
+  note: 'resumes sleeps, retries, delayed runs and token timeouts, and takes over attempts whose instance died, when SVC_STORE_URL names a Postgres store',
+}
+
 const DAY_NAMES = ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT']
 
 /**
@@ -46,7 +69,13 @@ function nameWeekdays(field: string): string | null {
   return parts.includes(null) ? null : parts.join(',')
 }
 
-export function lambdaSchedules(routes: ManifestRoute[]): LambdaSchedule[] {
+/** Every scheduled task's entry, then the tick when the app has tasks. */
+export function lambdaSchedules(routes: ManifestRoute[]): Array<LambdaSchedule | LambdaTick> {
+  const tick = routes.some((route) => route.kind === 'task') ? [LAMBDA_TICK] : []
+  return [...scheduled(routes), ...tick]
+}
+
+function scheduled(routes: ManifestRoute[]): LambdaSchedule[] {
   return routes
     .filter((route) => route.kind === 'task' && route.schedule)
     .map((route) => {

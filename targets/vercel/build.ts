@@ -4,10 +4,15 @@ import type { TargetDescriptor } from '../../src/build/target.ts'
 /** Node.js version of the generated function. */
 export const VERCEL_NODE_RUNTIME = 'nodejs22.x'
 
+/** The cron job of the tick: `/__svc/cron` without `?cron=`, every minute. */
+export const VERCEL_TICK = { path: '/__svc/cron', schedule: '* * * * *' }
+
 /**
  * `.vercel/output/` in the Build Output API v3 layout: one Node.js function
  * (`functions/__svc.func`) that every path routes to after static files, and
- * `crons` in `config.json` that call `/__svc/cron?cron=<expression>`.
+ * `crons` in `config.json` that call `/__svc/cron?cron=<expression>`, plus,
+ * when the app has tasks, the one-minute tick on `/__svc/cron` that sweeps
+ * the due work of a shared run store.
  */
 export const vercelTarget: TargetDescriptor = {
   name: 'vercel',
@@ -24,6 +29,7 @@ import { createVercelHandler } from 'svc/vercel'
 export default createVercelHandler(app)
 `
     const crons = ctx.crons.map((schedule) => ({ path: `/__svc/cron?cron=${encodeURIComponent(schedule)}`, schedule }))
+    if (ctx.routes.some((route) => route.kind === 'task')) crons.push(VERCEL_TICK)
     const config = {
       version: 3,
       routes: [{ handle: 'filesystem' }, { src: '/(.*)', dest: '/__svc' }],

@@ -1,19 +1,28 @@
 /**
  * `svc/vercel`: runs an app as one Vercel Node.js function (Build Output API
  * v3, `launcherType: "Nodejs"`), plus the cron requests that `config.json`'s
- * `crons` send to `/__svc/cron`.
+ * `crons` send to `/__svc/cron`: `?cron=<expression>` fires a schedule, and
+ * the bare path is the one-minute tick that sweeps due work.
  */
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import { FastResponse, NodeRequest, sendNodeResponse } from 'srvx/node'
 import { CronRunFailedError, fireCron } from '../../src/runtime/cron.ts'
 import { processEnv } from '../../src/runtime/env.ts'
-import { warnInstanceStore } from '../../src/runtime/function-store.ts'
-import { createSvcHandler, type SvcHandlerOptions } from '../../src/runtime/handler.ts'
+import { functionHost, type FunctionApp } from '../../src/node/function-host.ts'
 import { timingSafeEqual } from '../../src/runtime/admin/auth.ts'
 import { taskSecret } from '../../src/runtime/rules.ts'
 
-/** The path that Vercel's cron requests hit; `?cron=<expression>` names the schedule. */
+/** The path that Vercel's cron requests hit; `?cron=<expression>` names the schedule, its absence is the tick. */
 export const CRON_PATH = '/__svc/cron'
+
+/**
+ * How long a tick, or a run held after a request on a shared store, waits
+ * for attempts: 10 s, the shortest duration limit a Vercel function has by
+ * default, less a 2 s margin to answer. Attempts still in flight then go on
+ * while the instance lives; if it is frozen first, their leases lapse and a
+ * later tick runs them again.
+ */
+export const VERCEL_WAIT_MS = 8000
 
 /**
  * The `req` Vercel's Node.js launcher passes: a Node `IncomingMessage`,
@@ -29,7 +38,7 @@ export type NodeRequestLike = IncomingMessage
  */
 export type NodeResponseLike = ServerResponse
 
-export type VercelApp = Omit<SvcHandlerOptions, 'env'>
+export type VercelApp = FunctionApp
 
 interface VercelRequestContext {
   get?: () => { waitUntil?: (promise: Promise<unknown>) => void } | undefined
@@ -47,14 +56,15 @@ function platformWaitUntil(): ((promise: Promise<unknown>) => void) | undefined 
 
 export function createVercelHandler(app: VercelApp): (req: NodeRequestLike, res: NodeResponseLike) => Promise<void> {
   const env = processEnv()
-  const core = createSvcHandler({ ...app, env })
-  warnInstanceStore('Vercel', core.runtime, app.runtime !== undefined, app.logger)
+  const host = functionHost('Vercel', app, env)
   return async (req, res) => {
     const request = new NodeRequest({ req, res }) as unknown as Request
     if (new URL(request.url).pathname === CRON_PATH) return send(res, await cron(request))
+    const core = await host.core()
     const pending: Promise<unknown>[] = []
     const waitUntil = platformWaitUntil() ?? ((promise: Promise<unknown>) => void pending.push(promise))
     const response = await core.fetch(request, { waitUntil })
+    waitUntil(host.settle(Date.now() + VERCEL_WAIT_MS))
     // Held before the answer, not after: the function may be frozen as soon
     // as the response ends, which would stop a run halfway.
     await Promise.allSettled(pending)
@@ -77,9 +87,14 @@ export function createVercelHandler(app: VercelApp): (req: NodeRequestLike, res:
       )
     }
     const expression = new URL(request.url).searchParams.get('cron')
-    if (!expression) return Response.json({ error: 'Missing ?cron=<expression>', code: 'BAD_REQUEST' }, { status: 400 })
+    if (expression === null) return Response.json(await host.tick(Date.now() + VERCEL_WAIT_MS))
+    if (!expression)
+      return Response.json(
+        { error: 'Empty ?cron=: name the schedule, or leave the parameter out for the tick', code: 'BAD_REQUEST' },
+        { status: 400 },
+      )
     // Vercel counts a cron invocation as failed by its status code.
-    return fireCron(core.runtime, expression).then(
+    return fireCron((await host.core()).runtime, expression).then(
       (summary) => Response.json(summary),
       (error) => {
         if (error instanceof CronRunFailedError) return Response.json(error, { status: error.status })

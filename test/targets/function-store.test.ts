@@ -12,15 +12,15 @@ const shims = [
 ] as const
 
 describe.each(shims)('the %s shim and its run store', (_name, platform, create) => {
-  it('warns once at start that runs are per instance, naming SVC_STORE_URL and the missing tick', () => {
+  it('warns once at start that runs are per instance, and that SVC_STORE_URL with a postgres:// URL makes them shared', () => {
     const logger = recordingLogger()
     create({ routes: [task('jobs.a', () => 1), task('jobs.b', () => 2)], logger })
     const warnings = logger.lines.filter((line) => line.level === 'warn')
     expect(warnings).toHaveLength(1)
     const message = warnings[0].text
-    expect(message).toContain(`${platform}: task runs are kept in this function instance's memory, per instance`)
-    expect(message).toContain(`SVC_STORE_URL is not read on ${platform}`)
-    expect(message).toMatch(/without a periodic tick/)
+    expect(message).toContain(`${platform}: task runs are kept in this function instance, per instance`)
+    expect(message).toContain('set SVC_STORE_URL to a postgres:// URL')
+    expect(message).toMatch(/one-minute tick/)
   })
 
   it('says nothing for an app without tasks, or with a runtime of its own', () => {

@@ -263,8 +263,12 @@ describe('svc build --target lambda', () => {
     })
   })
 
+  it('answers the tick event; on the memory store it has nothing to sweep', async () => {
+    expect(await handler({ svcTick: true })).toEqual({ ok: true, inFlight: 0 })
+  })
+
   it('rejects an event it does not know, saying which ones it takes', async () => {
-    await expect(handler({ Records: [] })).rejects.toThrow(/HTTP API \(payload 2\.0\).*svcCron/)
+    await expect(handler({ Records: [] })).rejects.toThrow(/HTTP API \(payload 2\.0\).*svcCron.*svcTick/)
   })
 
   it('writes schedules.json with the EventBridge form and the invocation input of each schedule', async () => {
@@ -286,7 +290,26 @@ describe('svc build --target lambda', () => {
         input: { svcCron: '*/10 * * * *', svcTimezone: 'UTC' },
         scheduleExpression: 'cron(*/10 * * * ? *)',
       },
+      {
+        tick: true,
+        cron: '* * * * *',
+        timezone: 'UTC',
+        input: { svcTick: true },
+        scheduleExpression: 'rate(1 minute)',
+        note: expect.stringContaining('SVC_STORE_URL'),
+      },
     ])
+  })
+
+  it('lists no tick for an app without tasks', async () => {
+    const app = await writeApp({ 'src/api/hello.ts': `export const GET = () => 'hi'\n` })
+    try {
+      await buildApp({ root: app.root, target: 'lambda' })
+      const file = JSON.parse(await readFile(join(app.root, '.output/lambda/schedules.json'), 'utf8'))
+      expect(file.schedules).toEqual([])
+    } finally {
+      await app.cleanup()
+    }
   })
 
   // EventBridge Scheduler takes each schedule's zone from schedules.json.

@@ -88,11 +88,12 @@ describe('svc build --target vercel', () => {
   })
   afterAll(() => fn?.close())
 
-  it('follows the Build Output API v3 layout, with one cron job per schedule', async () => {
+  it('follows the Build Output API v3 layout, with one cron job per schedule and the one-minute tick', async () => {
     const config = JSON.parse(await readFile(join(await out(), 'config.json'), 'utf8'))
     expect(config.version).toBe(3)
     expect(config.routes).toEqual([{ handle: 'filesystem' }, { src: '/(.*)', dest: '/__svc' }])
     expect(config.crons.sort((a: { schedule: string }, b: { schedule: string }) => a.schedule.localeCompare(b.schedule))).toEqual([
+      { path: '/__svc/cron', schedule: '* * * * *' },
       { path: '/__svc/cron?cron=*%2F10%20*%20*%20*%20*', schedule: '*/10 * * * *' },
       { path: '/__svc/cron?cron=0%203%20*%20*%20*', schedule: '0 3 * * *' },
     ])
@@ -126,6 +127,27 @@ describe('svc build --target vercel', () => {
       expect(res.headers.get('www-authenticate')).toBe('Bearer')
       expect(await res.json()).toMatchObject({ code: 'UNAUTHORIZED' })
     }
+  })
+
+  it('adds no tick for an app without tasks', async () => {
+    const app = await writeApp({ 'src/api/hello.ts': `export const GET = () => 'hi'\n` })
+    try {
+      await buildApp({ root: app.root, target: 'vercel' })
+      const config = JSON.parse(await readFile(join(app.root, '.vercel/output/config.json'), 'utf8'))
+      expect(config.crons).toEqual([])
+    } finally {
+      await app.cleanup()
+    }
+  })
+
+  it('answers the tick (the cron path without ?cron=) behind the CRON_SECRET bearer; on the memory store it has nothing to sweep', async () => {
+    expect((await fetch(`${fn.base}/__svc/cron`)).status).toBe(401)
+    const res = await fetch(`${fn.base}/__svc/cron`, { headers: { authorization: `Bearer ${CRON_SECRET}` } })
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ ok: true, inFlight: 0 })
+    const empty = await fetch(`${fn.base}/__svc/cron?cron=`, { headers: { authorization: `Bearer ${CRON_SECRET}` } })
+    expect(empty.status).toBe(400)
+    expect(await empty.json()).toMatchObject({ code: 'BAD_REQUEST' })
   })
 
   it('answers a cron request with the summary of the runs it fired', async () => {
