@@ -1,12 +1,21 @@
 /**
  * The task admin surface:
  *
- * | Method | Path                      | Answer |
- * |--------|---------------------------|--------|
- * | GET    | `/__tasks`                | 200 `{ tasks: TaskSummary[] }` |
- * | POST   | `/__tasks/<name>`         | 202 `{ id, status }`, before the handler finishes |
- * | GET    | `/__tasks/<id>`           | 200 the run record; 404 `RUN_NOT_FOUND` |
- * | POST   | `/__tasks/tokens/<token>` | 200 `{ ok, status: 'completed' }`; 404 `TOKEN_NOT_FOUND`; 409 `TOKEN_ALREADY_COMPLETED` / `TOKEN_TIMED_OUT` |
+ * | Method | Path                          | Answer |
+ * |--------|-------------------------------|--------|
+ * | GET    | `/__tasks`                    | 200 `{ tasks: TaskSummary[] }` |
+ * | POST   | `/__tasks/<name>`             | 202 `{ id, status }`, before the handler finishes |
+ * | GET    | `/__tasks/<id>`               | 200 the run record; 404 `RUN_NOT_FOUND` |
+ * | POST   | `/__tasks/tokens/<token>`     | 200 `{ ok, status: 'completed' }`; 404 `TOKEN_NOT_FOUND`; 409 `TOKEN_ALREADY_COMPLETED` / `TOKEN_TIMED_OUT` / `RUN_CANCELLED` |
+ * | GET    | `/__tasks/runs`               | 200 `{ runs: RunSummary[], cursor? }`, newest first (`?task=&status=&limit=&cursor=`); 400 `INVALID_QUERY` |
+ * | GET    | `/__tasks/runs/<id>`          | as `GET /__tasks/<id>` |
+ * | POST   | `/__tasks/runs/<id>/cancel`   | 200 `{ id, status: 'cancelled' }`; 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED` |
+ * | POST   | `/__tasks/runs/<id>/replay`   | 202 `{ id, status }` of the new run; 404 `RUN_NOT_FOUND` / `TASK_NOT_FOUND` |
+ * | GET    | `/__tasks/events`             | 200 `text/event-stream` of `{ id, taskName, status }`; 501 `NOT_IMPLEMENTED` where the engine runs elsewhere |
+ *
+ * `runs`, `events` and `tokens` are words of the surface only on GET or
+ * below themselves: `POST /__tasks/runs` still starts a task named `runs`
+ * (task routes are one segment), and run ids are UUIDs, never these words.
  *
  * Every request is authorized first (see `auth.ts`). POST bodies are JSON,
  * at most `bodyLimit` bytes; the optional `Idempotency-Key` and
@@ -21,6 +30,8 @@ import { enqueueOptionsFromHeaders } from '../tasks/client.ts'
 import type { EnvLike } from '../env.ts'
 import { authorize } from './auth.ts'
 import { readJsonBody } from './body.ts'
+import { runEventStream } from './events.ts'
+import { InvalidQueryError, parseRunsQuery, runSummary } from './runs-query.ts'
 
 export const TASKS_PREFIX = '/__tasks'
 
@@ -65,11 +76,29 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
           return jsonError(R, 404, 'TOKEN_NOT_FOUND', `No waitForToken is waiting on token "${tokenId}"`)
         case 'timed_out':
           return jsonError(R, 409, 'TOKEN_TIMED_OUT', `Token "${tokenId}" already timed out`, undefined, { status: 'timed_out' })
+        case 'run_cancelled':
+          return jsonError(R, 409, 'RUN_CANCELLED', `The run that waits on token "${tokenId}" was cancelled`, undefined, {
+            status: 'run_cancelled',
+          })
         default:
           return jsonError(R, 409, 'TOKEN_ALREADY_COMPLETED', `Token "${tokenId}" was already completed`, undefined, {
             status: 'already_completed',
           })
       }
+    }
+
+    const isRead = method === 'GET' || method === 'HEAD'
+    if (segments[0] === 'runs' && (segments.length > 1 || isRead)) return runs(request, pathname, segments.slice(1), info)
+    if (segments.length === 1 && segments[0] === 'events' && isRead) {
+      if (!runtime.onRunChange) {
+        return jsonError(
+          R,
+          501,
+          'NOT_IMPLEMENTED',
+          'This target runs tasks in another place (the SvcTasks Durable Object on Workers), whose run changes cannot be streamed from here; poll GET /__tasks/runs instead',
+        )
+      }
+      return runEventStream(runtime as Parameters<typeof runEventStream>[0], R)
     }
 
     if (segments.length !== 1) return jsonError(R, 404, 'NOT_FOUND', `No admin endpoint matches ${method} ${pathname}`)
@@ -90,12 +119,51 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
       if (holdRuns && run.status === 'running') info?.waitUntil?.(runtime.waitForRun(run.id).catch(() => undefined))
       return json(202, { id: run.id, status: run.status })
     }
-    if (method === 'GET' || method === 'HEAD') {
-      const run = await runtime.getRun(target)
-      if (!run) return jsonError(R, 404, 'RUN_NOT_FOUND', `No run has id "${target}"`)
-      return json(200, run)
-    }
+    if (isRead) return runRecord(target)
     return methodNotAllowed(R, method, pathname, 'GET, HEAD, POST')
+  }
+
+  async function runRecord(id: string): Promise<Response> {
+    const run = await runtime.getRun(id)
+    if (!run) return jsonError(R, 404, 'RUN_NOT_FOUND', `No run has id "${id}"`)
+    return json(200, run)
+  }
+
+  /** `/__tasks/runs`, `/__tasks/runs/<id>` and `/__tasks/runs/<id>/<action>`. */
+  async function runs(request: Request, pathname: string, rest: string[], info: RequestInfo | undefined): Promise<Response> {
+    const method = request.method
+    const isRead = method === 'GET' || method === 'HEAD'
+    if (rest.length === 0) return isRead ? listRuns(new URL(request.url).searchParams) : methodNotAllowed(R, method, pathname, 'GET, HEAD')
+    if (rest.length === 1) return isRead ? runRecord(rest[0]) : methodNotAllowed(R, method, pathname, 'GET, HEAD')
+    const [id, action] = rest
+    if (rest.length !== 2 || (action !== 'cancel' && action !== 'replay')) {
+      return jsonError(R, 404, 'NOT_FOUND', `No admin endpoint matches ${method} ${pathname}; a run's actions are cancel and replay`)
+    }
+    if (method !== 'POST') return methodNotAllowed(R, method, pathname, 'POST')
+    if (action === 'cancel') {
+      const run = await runtime.cancel(id)
+      return json(200, { id: run.id, status: run.status })
+    }
+    const run = await runtime.replay(id)
+    if (holdRuns && run.status === 'running') info?.waitUntil?.(runtime.waitForRun(run.id).catch(() => undefined))
+    return json(202, { id: run.id, status: run.status })
+  }
+
+  async function listRuns(params: URLSearchParams): Promise<Response> {
+    const { limit, ...query } = parseRunsQuery(params)
+    // A cursor names the last run of the previous page; once that run is
+    // evicted, its place in the order is gone, which is said rather than
+    // answered with a page that silently ends.
+    if (query.cursor !== undefined && !(await runtime.getRun(query.cursor))) {
+      throw new InvalidQueryError(
+        `cursor ${JSON.stringify(query.cursor)} names no run the store holds (it may have been evicted since); list again without a cursor`,
+      )
+    }
+    const found = await runtime.listRuns({ ...query, limit: limit + 1 })
+    const page = found.slice(0, limit)
+    const body: { runs: unknown[]; cursor?: string } = { runs: page.map(runSummary) }
+    if (found.length > limit) body.cursor = page[page.length - 1].id
+    return json(200, body)
   }
 
   return async (request, pathname, info) => {

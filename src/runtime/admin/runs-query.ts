@@ -1,0 +1,91 @@
+/**
+ * The query of `GET /__tasks/runs` and the summary it lists for each run.
+ * Every parameter is checked, and a bad one is a 400 `INVALID_QUERY` that
+ * names it; a task name no app task has is not an error, since the store
+ * may keep runs of a task that was renamed or removed since.
+ */
+import type { RunRecord, RunStatus, RunTrigger } from '../types.ts'
+import { SvcError } from '../errors.ts'
+import { FINISHED_STATUSES, LIVE_STATUSES, type RunQuery } from '../tasks/store.ts'
+
+/** Runs per page when the query sets no `limit`. */
+export const DEFAULT_RUNS_LIMIT = 50
+/** The largest `limit` a page may ask for. */
+export const MAX_RUNS_LIMIT = 500
+
+const STATUSES: readonly RunStatus[] = [...LIVE_STATUSES, ...FINISHED_STATUSES]
+const PARAMETERS = new Set(['task', 'status', 'limit', 'cursor'])
+
+/** One run as `GET /__tasks/runs` lists it: `attempts` is their count. */
+export interface RunSummary {
+  id: string
+  taskName: string
+  status: RunStatus
+  trigger: RunTrigger
+  createdAt: string
+  startedAt?: string
+  finishedAt?: string
+  attempts: number
+  ok: boolean
+}
+
+/** A bad parameter of the runs list. HTTP 400 `INVALID_QUERY`. */
+export class InvalidQueryError extends SvcError {
+  constructor(message: string) {
+    super(message, 'INVALID_QUERY', 400)
+  }
+}
+
+/** The `RunQuery` the search parameters ask for, with `limit` the page size (the store is asked for one more). */
+export function parseRunsQuery(params: URLSearchParams): RunQuery & { limit: number } {
+  for (const name of params.keys()) {
+    if (!PARAMETERS.has(name)) {
+      throw new InvalidQueryError(`Unknown query parameter "${name}"; GET /__tasks/runs takes task, status (repeatable), limit and cursor`)
+    }
+  }
+  const query: RunQuery & { limit: number } = { limit: DEFAULT_RUNS_LIMIT }
+  const tasks = params.getAll('task')
+  if (tasks.length > 1) throw new InvalidQueryError(`task may be given once (got ${tasks.length} values)`)
+  if (tasks.length === 1) {
+    if (tasks[0] === '') throw new InvalidQueryError('task must be a task name (got an empty value)')
+    query.taskName = tasks[0]
+  }
+  const statuses = params.getAll('status')
+  if (statuses.length > 0) {
+    for (const status of statuses) {
+      if (!STATUSES.includes(status as RunStatus)) {
+        throw new InvalidQueryError(`status must be one of ${STATUSES.join(', ')} (got ${JSON.stringify(status)})`)
+      }
+    }
+    query.status = statuses as RunStatus[]
+  }
+  const limit = params.get('limit')
+  if (limit !== null) {
+    const n = /^\d{1,4}$/.test(limit) ? Number(limit) : Number.NaN
+    if (!(n >= 1 && n <= MAX_RUNS_LIMIT)) {
+      throw new InvalidQueryError(`limit must be a whole number from 1 to ${MAX_RUNS_LIMIT} (got ${JSON.stringify(limit)})`)
+    }
+    query.limit = n
+  }
+  const cursor = params.get('cursor')
+  if (cursor !== null) {
+    if (cursor === '') throw new InvalidQueryError('cursor must be the cursor of the previous page (got an empty value)')
+    query.cursor = cursor
+  }
+  return query
+}
+
+export function runSummary(run: RunRecord): RunSummary {
+  const summary: RunSummary = {
+    id: run.id,
+    taskName: run.taskName,
+    status: run.status,
+    trigger: run.trigger,
+    createdAt: run.createdAt,
+    attempts: run.attempts.length,
+    ok: run.ok,
+  }
+  if (run.startedAt !== undefined) summary.startedAt = run.startedAt
+  if (run.finishedAt !== undefined) summary.finishedAt = run.finishedAt
+  return summary
+}
