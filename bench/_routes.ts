@@ -3,6 +3,9 @@
  * schemas and helpers, scheduled and enqueued tasks with steps, hot routes
  * with rooms, and media routes with heavy imports, in a nested tree.
  */
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
 
 const AREAS = ['users', 'orders', 'billing', 'catalog', 'reports', 'admin', 'chat', 'media', 'search', 'notifications']
 const RESOURCES = ['items', 'accounts', 'invoices', 'sessions', 'events', 'files', 'teams', 'comments', 'tags', 'exports']
@@ -160,4 +163,16 @@ export function generateRoutes(count: number): GeneratedFile[] {
     else files.push({ path: `${dir}/thumbnail.ts`, source: media(i) })
   }
   return files
+}
+
+/** Writes `count` generated route files into a new temporary app; returns its root and total source size. */
+export function writeGeneratedApp(count: number): { root: string; bytes: number } {
+  const root = mkdtempSync(join(tmpdir(), `svc-bench-routes-${count}-`))
+  let bytes = 0
+  for (const file of generateRoutes(count)) {
+    mkdirSync(dirname(join(root, file.path)), { recursive: true })
+    writeFileSync(join(root, file.path), file.source)
+    bytes += file.source.length
+  }
+  return { root, bytes }
 }

@@ -1,58 +1,105 @@
 /**
- * CLI start-up benchmark (`npm run bench:cli`): the wall time of `svc --help`
- * and `svc tasks list` on a small app, each as a fresh process started the
- * way a user starts it (`bin/svc.mjs`), against `node -e 0` timed in the same
- * rounds. Goal: each at most 1.5 × `node -e 0`.
+ * CLI benchmark (`npm run bench:cli`). Every command runs as a fresh process
+ * started the way a user starts it (`bin/svc.mjs`), output piped.
  *
- * Rounds alternate the commands, so a machine that gets busier partway
- * through slows all of them alike; the figure is the median of each.
- * The first round only warms Node's compile cache and the file system.
+ * - Start-up: `svc --help` and `svc tasks list` on a small app against
+ *   `node -e 0`, in alternating rounds so that a machine that gets busier
+ *   partway through slows all of them alike. Goal: each at most 1.5 ×
+ *   `node -e 0`.
+ * - `svc routes inspect --json` on 100, 1,000 and 5,000 generated routes
+ *   against `scanApp()` on the same app in this process (warm). Goal: the
+ *   CLI at most the in-process scan plus 150 ms; the difference is what the
+ *   CLI adds (start-up, module loading, a scan with a cold JIT, output).
+ *
+ * The first run of each command only warms Node's compile cache and the file system.
  */
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { writeGeneratedApp } from './_routes.ts'
+import { measureScan } from './_scan-measure.ts'
 
 const ROUNDS = 15
-const GOAL = 1.5
+const START_GOAL = 1.5
+const INSPECT_SIZES = [100, 1_000, 5_000]
+const INSPECT_RUNS = 5
+const OVERHEAD_GOAL_MS = 150
 const BIN = fileURLToPath(new URL('../bin/svc.mjs', import.meta.url))
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
+const ms = (value: number) => `${value.toFixed(1)} ms`
 
-const root = mkdtempSync(join(tmpdir(), 'svc-bench-cli-'))
-try {
-  mkdirSync(join(root, 'src/api/jobs'), { recursive: true })
-  writeFileSync(join(root, 'src/api/hello.ts'), 'export function GET() {\n  return { hello: "world" }\n}\n')
-  writeFileSync(
-    join(root, 'src/api/jobs/notify.ts'),
-    "export const route = { kind: 'task', retries: 2 } as const\nexport const schedule = '*/5 * * * *'\nexport async function POST() {\n  return { sent: true }\n}\n",
+/** Wall time of one fresh process; throws when it fails. */
+function timeProcess(label: string, args: string[]): { elapsed: number; stdout: string } {
+  const start = performance.now()
+  const child = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 })
+  const elapsed = performance.now() - start
+  if (child.status !== 0) throw new Error(`${label} failed (${child.status}):\n${child.stderr}`)
+  return { elapsed, stdout: child.stdout }
+}
+
+function startUp(): void {
+  const root = mkdtempSync(join(tmpdir(), 'svc-bench-cli-'))
+  try {
+    mkdirSync(join(root, 'src/api/jobs'), { recursive: true })
+    writeFileSync(join(root, 'src/api/hello.ts'), 'export function GET() {\n  return { hello: "world" }\n}\n')
+    writeFileSync(
+      join(root, 'src/api/jobs/notify.ts'),
+      "export const route = { kind: 'task', retries: 2 } as const\nexport const schedule = '*/5 * * * *'\nexport async function POST() {\n  return { sent: true }\n}\n",
+    )
+    const commands: [label: string, args: string[]][] = [
+      ['node -e 0', ['-e', '0']],
+      ['svc --help', [BIN, '--help']],
+      ['svc tasks list', [BIN, 'tasks', 'list', '--root', root]],
+    ]
+    const times = new Map(commands.map(([label]) => [label, [] as number[]]))
+    for (let round = 0; round <= ROUNDS; round++) {
+      for (const [label, args] of commands) {
+        const { elapsed } = timeProcess(label, args)
+        if (round > 0) times.get(label)!.push(elapsed)
+      }
+    }
+    const baseline = median(times.get('node -e 0')!)
+    console.log(`Start-up, Node ${process.version}, median of ${ROUNDS} alternating rounds (compile cache warm)\n`)
+    for (const [label] of commands) {
+      const m = median(times.get(label)!)
+      const ratio = m / baseline
+      const goal = label === 'node -e 0' ? '' : `goal <= ${START_GOAL} x  ${ratio <= START_GOAL ? 'ok' : 'OVER'}`
+      console.log(`${label.padEnd(16)} ${ms(m).padStart(10)}   ${`${ratio.toFixed(2)} x`.padStart(7)}   ${goal}`)
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true })
+  }
+}
+
+async function inspect(): Promise<void> {
+  console.log(`\nsvc routes inspect --json against scanApp() in process (warm), median of ${INSPECT_RUNS} CLI runs\n`)
+  console.log(
+    `${'routes'.padStart(6)}  ${'scanApp()'.padStart(10)}  ${'CLI'.padStart(10)}  ${'CLI / scan'.padStart(10)}  ${'CLI - scan'.padStart(10)}`,
   )
-
-  const commands: [label: string, args: string[]][] = [
-    ['node -e 0', ['-e', '0']],
-    ['svc --help', [BIN, '--help']],
-    ['svc tasks list', [BIN, 'tasks', 'list', '--root', root]],
-  ]
-  const times = new Map(commands.map(([label]) => [label, [] as number[]]))
-  for (let round = 0; round <= ROUNDS; round++) {
-    for (const [label, args] of commands) {
-      const start = performance.now()
-      const child = spawnSync(process.execPath, args, { encoding: 'utf8' })
-      const elapsed = performance.now() - start
-      if (child.status !== 0) throw new Error(`${label} failed (${child.status}):\n${child.stderr}`)
-      if (round > 0) times.get(label)!.push(elapsed)
+  for (const size of INSPECT_SIZES) {
+    const { root } = writeGeneratedApp(size)
+    try {
+      const scan = (await measureScan(root, size)).median
+      const args = [BIN, 'routes', 'inspect', '--json', '--root', root]
+      const cli: number[] = []
+      for (let i = 0; i <= INSPECT_RUNS; i++) {
+        const { elapsed, stdout } = timeProcess('svc routes inspect', args)
+        if (i === 0 && JSON.parse(stdout).routes.length !== size) throw new Error('the CLI reported a different number of routes')
+        if (i > 0) cli.push(elapsed)
+      }
+      const m = median(cli)
+      const overhead = m - scan
+      console.log(
+        `${String(size).padStart(6)}  ${ms(scan).padStart(10)}  ${ms(m).padStart(10)}  ${`${(m / scan).toFixed(2)} x`.padStart(10)}  ${ms(overhead).padStart(10)}   goal <= ${OVERHEAD_GOAL_MS} ms ${overhead <= OVERHEAD_GOAL_MS ? 'ok' : 'OVER'}`,
+      )
+    } finally {
+      rmSync(root, { recursive: true, force: true })
     }
   }
-
-  const baseline = median(times.get('node -e 0')!)
-  console.log(`CLI start-up, Node ${process.version}, median of ${ROUNDS} runs each (compile cache warm)\n`)
-  for (const [label] of commands) {
-    const m = median(times.get(label)!)
-    const ratio = m / baseline
-    const goal = label === 'node -e 0' ? '' : `goal <= ${GOAL} x  ${ratio <= GOAL ? 'ok' : 'OVER'}`
-    console.log(`${label.padEnd(16)} ${`${m.toFixed(1)} ms`.padStart(10)}   ${`${ratio.toFixed(2)} x`.padStart(7)}   ${goal}`)
-  }
-} finally {
-  rmSync(root, { recursive: true, force: true })
 }
+
+startUp()
+await inspect()

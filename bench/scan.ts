@@ -1,97 +1,40 @@
 /**
- * Scan benchmark (`npm run bench:scan`): writes 1,000 realistic route files
- * into a temporary app, then reports
- * - the in-process scan-and-normalize time of `scanApp` (median of several
- *   runs after a warm-up), and
- * - the wall time of `svc routes inspect --json` as a child process started
- *   as a user starts it, through `bin/svc.mjs` (median), and
- * - the difference, what the CLI costs beyond the scan: start-up, module
- *   loading and output; and
- * - the same against a fresh process that imports the scanner and scans
- *   once (cold: no warm-up, as the CLI runs), which separates what the CLI
- *   adds from what a first scan in a new process costs.
- * Goals on a 2-core machine: 200 ms in-process; the CLI at most the
- * in-process scan of this same run plus 150 ms.
+ * Scan benchmark (`npm run bench:scan`): writes realistic route trees of
+ * 100, 1,000 and 5,000 files into temporary apps and times `scanApp` in
+ * this process (median of several scans after a warm-up), with its cost per
+ * route at each size. Goals on a 2-core machine: 1,000 routes in 200 ms, and
+ * the cost per route at 5,000 at most 1.5 × that at 100 (a scan grows
+ * linearly). `npm run bench:cli` times the same scans as `svc routes inspect`.
  */
-import { spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { scanApp } from '../src/manifest.ts'
-import { generateRoutes } from './_routes.ts'
+import { rmSync } from 'node:fs'
+import { measureScan } from './_scan-measure.ts'
+import { writeGeneratedApp } from './_routes.ts'
 
-const FILES = 1000
-const RUNS = 9
-const CLI = fileURLToPath(new URL('../bin/svc.mjs', import.meta.url))
-const CLI_OVERHEAD_GOAL = 150
+const SIZES = [100, 1_000, 5_000]
+const GOAL_1K_MS = 200
+const GROWTH_GOAL = 1.5
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 const ms = (value: number) => `${value.toFixed(1)} ms`
 
-const root = mkdtempSync(join(tmpdir(), 'svc-bench-scan-'))
-try {
-  const files = generateRoutes(FILES)
-  let bytes = 0
-  for (const file of files) {
-    mkdirSync(dirname(join(root, file.path)), { recursive: true })
-    writeFileSync(join(root, file.path), file.source)
-    bytes += file.source.length
+console.log(`scanApp() in process, Node ${process.version}, median of several scans after a warm-up\n`)
+console.log(
+  `${'routes'.padStart(6)}  ${'source'.padStart(9)}  ${'median'.padStart(10)}  ${'min'.padStart(10)}  ${'per route'.padStart(10)}`,
+)
+const perRoute: number[] = []
+for (const size of SIZES) {
+  const { root, bytes } = writeGeneratedApp(size)
+  try {
+    const { median, min } = await measureScan(root, size)
+    perRoute.push(median / size)
+    const goal = size === 1_000 ? `   goal ${GOAL_1K_MS} ms ${median <= GOAL_1K_MS ? 'ok' : 'OVER'}` : ''
+    console.log(
+      `${String(size).padStart(6)}  ${`${(bytes / 1024).toFixed(0)} KiB`.padStart(9)}  ${ms(median).padStart(10)}  ${ms(min).padStart(10)}  ${`${((median / size) * 1000).toFixed(0)} µs`.padStart(10)}${goal}`,
+    )
+  } finally {
+    rmSync(root, { recursive: true, force: true })
   }
-  console.log(`${files.length} route files, ${(bytes / 1024).toFixed(0)} KiB, in ${root}`)
-
-  // In process: warm up the parser and the JIT, then time full scans.
-  for (let i = 0; i < 2; i++) await scanApp({ root })
-  const inProcess: number[] = []
-  let routes = 0
-  for (let i = 0; i < RUNS; i++) {
-    const start = performance.now()
-    const result = await scanApp({ root })
-    inProcess.push(performance.now() - start)
-    routes = result.routes.length
-    if (result.errors.length > 0) throw new Error(`the generated app has config errors:\n${result.errors.map(String).join('\n')}`)
-  }
-
-  // The CLI as a user runs it: a fresh Node process each time, output piped.
-  const cli: number[] = []
-  for (let i = 0; i < RUNS; i++) {
-    const start = performance.now()
-    const child = spawnSync(process.execPath, [CLI, 'routes', 'inspect', '--json', '--root', root], {
-      encoding: 'utf8',
-      maxBuffer: 256 * 1024 * 1024,
-    })
-    cli.push(performance.now() - start)
-    if (child.status !== 0) throw new Error(`svc routes inspect failed (${child.status}):\n${child.stderr}`)
-    if (i === 0 && JSON.parse(child.stdout).routes.length !== routes) throw new Error('the CLI reported a different number of routes')
-  }
-
-  // A fresh process that only imports the scanner and scans once, as the CLI does, without printing.
-  const MANIFEST = new URL('../src/manifest.ts', import.meta.url).href
-  const bare = `import module from 'node:module'; module.enableCompileCache(); const { scanApp } = await import(${JSON.stringify(MANIFEST)}); await scanApp({ root: ${JSON.stringify(root)} })`
-  const cold: number[] = []
-  for (let i = 0; i < RUNS; i++) {
-    const start = performance.now()
-    const child = spawnSync(process.execPath, ['--input-type=module', '-e', bare], { encoding: 'utf8' })
-    cold.push(performance.now() - start)
-    if (child.status !== 0) throw new Error(`the bare scan failed (${child.status}):\n${child.stderr}`)
-  }
-
-  const row = (label: string, values: number[], goal: number) => {
-    const m = median(values)
-    return `${label.padEnd(34)} median ${ms(m).padStart(10)}   min ${ms(Math.min(...values)).padStart(10)}   goal ${`${goal.toFixed(0)} ms`.padEnd(8)} ${m <= goal ? 'ok' : 'OVER'}`
-  }
-  const scanMs = median(inProcess)
-  const overhead = median(cli) - scanMs
-  console.log(`${routes} routes scanned, ${RUNS} runs each`)
-  console.log(row('in-process scanApp()', inProcess, 200))
-  console.log(row('svc routes inspect --json (CLI)', cli, scanMs + CLI_OVERHEAD_GOAL))
-  console.log(
-    `${'fresh process, one cold scan'.padEnd(34)} median ${ms(median(cold)).padStart(10)}   min ${ms(Math.min(...cold)).padStart(10)}`,
-  )
-  console.log(`${'CLI minus that process'.padEnd(34)} median ${ms(median(cli) - median(cold)).padStart(10)}`)
-  console.log(
-    `${'CLI minus in-process scan'.padEnd(34)} median ${ms(overhead).padStart(10)}   ${''.padEnd(18)}goal ${`${CLI_OVERHEAD_GOAL} ms`.padEnd(8)} ${overhead <= CLI_OVERHEAD_GOAL ? 'ok' : 'OVER'}`,
-  )
-} finally {
-  rmSync(root, { recursive: true, force: true })
 }
+const growth = perRoute[perRoute.length - 1] / perRoute[0]
+console.log(
+  `\ncost per route, ${SIZES[SIZES.length - 1]} / ${SIZES[0]} routes: ${growth.toFixed(2)} x   goal <= ${GROWTH_GOAL} x ${growth <= GROWTH_GOAL ? 'ok' : 'OVER'}`,
+)
