@@ -19,6 +19,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
   // The token payload survives refreshes of the run, which happen on every event.
   const payload = h('textarea', { id: 'token-payload', rows: 3, spellcheck: 'false', value: '{}' })
   let current: string | null = null
+  const opened = new Set<string>()
 
   const act = async (fn: () => Promise<unknown>) => {
     fill(problems)
@@ -82,7 +83,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
       h('h3', null, 'Attempts'),
       attempts(run),
       h('h3', null, 'Steps'),
-      steps(run),
+      steps(run, opened),
     )
   }
 
@@ -92,6 +93,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
       return current
     },
     async show(id) {
+      if (id !== current) opened.clear()
       current = id
       element.hidden = id === null
       if (id === null) return
@@ -203,19 +205,23 @@ function attempts(run: Run): Child {
   )
 }
 
-function steps(run: Run): Child {
+/** Steps fold; the ones the user opened stay open when the run is drawn again. */
+function steps(run: Run, opened: Set<string>): Child {
   const entries = Object.entries(run.steps)
   if (entries.length === 0) return h('p', { class: 'muted' }, 'No step recorded.')
   return h(
     'ul',
     { class: 'steps' },
-    entries.map(([key, step]) =>
-      h(
-        'li',
-        null,
-        h('details', { class: 'step' }, h('summary', null, h('code', null, key), ' ', statusBadge(step.status)), jsonView(step.output)),
-      ),
-    ),
+    entries.map(([key, step]) => {
+      const details = h(
+        'details',
+        { class: 'step', open: opened.has(key) },
+        h('summary', null, h('code', null, key), ' ', statusBadge(step.status)),
+        jsonView(step.output),
+      )
+      details.addEventListener('toggle', () => (details.open ? opened.add(key) : opened.delete(key)))
+      return h('li', null, details)
+    }),
   )
 }
 

@@ -1,0 +1,154 @@
+// The runs dashboard in a real browser, against `svc dev` on test/fixtures/dashboard-app.
+import type { Browser, Page } from 'playwright-core'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { type Dev, launchChromium, startDev, trigger } from './_browser.ts'
+
+let dev: Dev
+let browser: Browser
+let page: Page
+let pageErrors: string[]
+
+beforeAll(async () => {
+  ;[dev, browser] = await Promise.all([startDev(), launchChromium()])
+}, 60_000)
+afterAll(async () => {
+  await Promise.all([browser?.close(), dev?.stop()])
+})
+beforeEach(async () => {
+  page = await browser.newPage()
+  pageErrors = []
+  page.on('pageerror', (error) => pageErrors.push(error.message))
+  await page.goto(`${dev.url}/__svc/dashboard`)
+  // Marks this document: a reload would drop it.
+  await page.evaluate(() => ((window as { loadedOnce?: boolean }).loadedOnce = true))
+})
+afterEach(async () => {
+  await page.close()
+  // An uncaught error in the page fails the test that caused it.
+  expect(pageErrors).toEqual([])
+})
+
+const runPanel = () => page.locator('#run')
+const runId = async () => (await runPanel().locator('.run-id').textContent())!
+const stillSameDocument = () => page.evaluate(() => (window as { loadedOnce?: boolean }).loadedOnce === true)
+
+async function triggerFromPage(task: string, input: string): Promise<void> {
+  await page.getByLabel('Task', { exact: true }).first().selectOption(task)
+  await page.getByLabel('Input (JSON)').fill(input)
+  await page.getByRole('button', { name: 'Trigger' }).click()
+}
+
+describe('the runs dashboard under svc dev', () => {
+  it('lists the tasks in a table with header cells, a schedule with its next fire time', async () => {
+    const tasks = page.getByRole('region', { name: 'Tasks' }).getByRole('table')
+    await expect
+      .poll(() => tasks.getByRole('columnheader').allTextContents())
+      .toEqual(['Task', 'Schedule', 'Next run', 'Retries', 'Timeout', 'Last run'])
+    await expect
+      .poll(() => tasks.getByRole('rowheader').allTextContents())
+      .toEqual(['jobs.approve', 'jobs.flaky', 'jobs.greet', 'jobs.nap', 'jobs.nightly'])
+    const nightly = tasks.getByRole('row').filter({ hasText: 'jobs.nightly' })
+    await expect.poll(() => nightly.textContent()).toContain('30 3 * * *')
+    const next = new Date((await nightly.locator('time').getAttribute('datetime'))!)
+    expect([next.getUTCHours(), next.getUTCMinutes()]).toEqual([3, 30])
+  })
+
+  it('triggers a task with input; the run appears and completes without a reload', async () => {
+    await triggerFromPage('jobs.greet', '{ "name": "Ada" }')
+    await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('completed')
+    const id = await runId()
+    expect(id).toMatch(/^[0-9a-f-]{36}$/)
+    await expect.poll(() => runPanel().textContent()).toContain('"Hello, Ada"')
+    const row = page.getByRole('region', { name: 'Runs' }).getByRole('row').filter({ hasText: id })
+    await expect.poll(() => row.locator('.status').textContent()).toBe('completed')
+    expect(await stillSameDocument()).toBe(true)
+  })
+
+  it('shows runs started elsewhere as they change, from the event stream', async () => {
+    await expect.poll(() => page.locator('#live').textContent()).toBe('live')
+    const id = await trigger(dev.url, 'jobs.approve', { from: 'elsewhere' })
+    const row = page.getByRole('region', { name: 'Runs' }).getByRole('row').filter({ hasText: id })
+    await expect.poll(() => row.locator('.status').textContent()).toBe('suspended')
+    const done = await fetch(`${dev.url}/__tasks/tokens/${id}:approval`, { method: 'POST', body: '{"approved":false}' })
+    expect(done.status).toBe(200)
+    await expect.poll(() => row.locator('.status').textContent()).toBe('completed')
+    expect(await stillSameDocument()).toBe(true)
+  })
+
+  it('shows a validation error with its details', async () => {
+    await triggerFromPage('jobs.greet', '{ "name": "" }')
+    const alert = page.getByRole('region', { name: 'Trigger a run' }).getByRole('alert')
+    await expect.poll(() => alert.textContent()).toContain('VALIDATION_FAILED')
+    await expect.poll(() => alert.locator('li').allTextContents()).toEqual(['input.name: Invalid length: Expected >=1 but received 0'])
+    expect(await runPanel().isHidden()).toBe(true)
+  })
+
+  it('says when the input is not JSON, before sending it', async () => {
+    await triggerFromPage('jobs.greet', '{ name: Ada }')
+    const alert = page.getByRole('region', { name: 'Trigger a run' }).getByRole('alert')
+    await expect.poll(() => alert.textContent()).toContain('The input is not JSON')
+  })
+
+  it("shows a run's input, result, attempts and steps as collapsible JSON", async () => {
+    await triggerFromPage('jobs.greet', '{ "name": "Grace" }')
+    await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('completed')
+    const attempts = runPanel().getByRole('table')
+    await expect.poll(() => attempts.getByRole('columnheader').allTextContents()).toEqual(['#', 'Started', 'Duration', 'Timeline', 'Error'])
+    expect(await attempts.getByRole('row').count()).toBe(2)
+    const step = runPanel().locator('details.step').filter({ hasText: 'compose' })
+    expect(await step.locator('> summary').textContent()).toBe('compose completed')
+    expect(await step.getAttribute('open')).toBeNull()
+    await step.locator('> summary').click()
+    expect(await step.getAttribute('open')).toBe('')
+    expect(await step.locator('.key').allTextContents()).toEqual(['text: '])
+    expect(await step.locator('.j-string').textContent()).toBe('"Hello, Grace"')
+  })
+
+  it('cancels a sleeping run; its recorded steps stay readable', async () => {
+    await triggerFromPage('jobs.nap', '{}')
+    await expect.poll(() => runPanel().textContent()).toContain('Sleeping until')
+    await runPanel().getByRole('button', { name: 'Cancel' }).click()
+    await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('cancelled')
+    expect(await runPanel().getByRole('button', { name: 'Cancel' }).count()).toBe(0)
+    expect(await runPanel().locator('details.step summary').allTextContents()).toContain('before completed')
+    const run = await (await fetch(`${dev.url}/__tasks/${await runId()}`)).json()
+    expect(run.status).toBe('cancelled')
+  })
+
+  it('completes a token with a JSON payload and shows the run finish', async () => {
+    await triggerFromPage('jobs.approve', '{}')
+    const id = await expect
+      .poll(() => runPanel().locator('.token-id').textContent())
+      .toMatch(/:approval$/)
+      .then(runId)
+    expect(await runPanel().locator('.token-id').textContent()).toBe(`${id}:approval`)
+    await page.getByLabel('Payload (JSON)').fill('{ "approved": true }')
+    await page.getByRole('button', { name: 'Complete token' }).click()
+    await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('completed')
+    expect(await runPanel().textContent()).toContain('approved: true')
+  })
+
+  it('replays a failed run as a new run of the same input that links back to it', async () => {
+    await triggerFromPage('jobs.flaky', '{ "order": 7 }')
+    await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('failed')
+    const failed = await runId()
+    expect(await runPanel().locator('pre.error').textContent()).toBe('order 7 could not be charged')
+    await runPanel().getByRole('button', { name: 'Replay' }).click()
+    await expect.poll(runId).not.toBe(failed)
+    await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('completed')
+    expect(await runPanel().getByRole('link', { name: failed }).count()).toBe(1)
+    expect(await runPanel().textContent()).toContain('replay')
+    expect(await runPanel().textContent()).toContain('charged: 7')
+  })
+
+  it('filters runs by task and by status', async () => {
+    await trigger(dev.url, 'jobs.greet', { name: 'filter' })
+    await trigger(dev.url, 'jobs.nap', {})
+    const runs = page.getByRole('region', { name: 'Runs' })
+    await runs.getByLabel('Task').selectOption('jobs.nap')
+    await expect.poll(async () => new Set(await runs.locator('tbody td:nth-child(2)').allTextContents())).toEqual(new Set(['jobs.nap']))
+    await runs.getByLabel('Task').selectOption('')
+    await runs.getByLabel('Status').selectOption('completed')
+    await expect.poll(async () => new Set(await runs.locator('tbody .status').allTextContents())).toEqual(new Set(['completed']))
+  })
+})
