@@ -198,6 +198,48 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     expect((await admin('/__tasks/tokens/nobody%3Awaits', { body: {} })).status).toBe(404)
   })
 
+  it('cancels a sleeping run in the object: it stays cancelled across a restart and its sleep never wakes it', async () => {
+    const started = await admin('/__tasks/jobs.steps', { body: { notify: notify.url } })
+    const id = started.body.id as string
+    const suspended = await waitForStatus(id, 'suspended')
+    expect(await admin(`/__tasks/runs/${id}/cancel`, { method: 'POST' })).toEqual({ status: 200, body: { id, status: 'cancelled' } })
+    expect(await admin(`/__tasks/runs/${id}/cancel`, { method: 'POST' })).toMatchObject({ status: 409, body: { code: 'RUN_FINISHED' } })
+    expect(await admin('/__tasks/runs/no-such-run/cancel', { method: 'POST' })).toMatchObject({
+      status: 404,
+      body: { code: 'RUN_NOT_FOUND' },
+    })
+    // Down past the sleep's due time: no alarm or timer of the run is left to wake it.
+    await restart(Math.max(0, Date.parse(suspended.suspended.waitpoint.until) - Date.now()) + 500)
+    const after = await run(id)
+    expect(after).toMatchObject({ status: 'cancelled', ok: false, steps: { a: { status: 'completed' } } })
+    expect(hitsOf('b', id)).toEqual([])
+  })
+
+  it('lists runs newest first with filters and a cursor, and replays one with the same input', async () => {
+    const first = await admin('/__tasks/jobs.flaky', { body: { notify: notify.url, failures: 0 } })
+    const second = await admin('/__tasks/jobs.flaky', { body: { notify: notify.url, failures: 0 } })
+    await waitForStatus(second.body.id, 'completed')
+    const page = await admin('/__tasks/runs?task=jobs.flaky&status=completed&limit=1')
+    expect(page.status).toBe(200)
+    expect(page.body.runs).toEqual([
+      expect.objectContaining({ id: second.body.id, taskName: 'jobs.flaky', status: 'completed', attempts: 1 }),
+    ])
+    const next = await admin(`/__tasks/runs?task=jobs.flaky&status=completed&limit=1&cursor=${encodeURIComponent(page.body.cursor)}`)
+    expect(next.body.runs.map((r: { id: string }) => r.id)).toEqual([first.body.id])
+    expect((await admin('/__tasks/runs?limit=0')).body.code).toBe('INVALID_QUERY')
+
+    const replay = await admin(`/__tasks/runs/${first.body.id}/replay`, { method: 'POST' })
+    expect(replay.status).toBe(202)
+    const replayed = await waitForStatus(replay.body.id, 'completed')
+    expect(replayed).toMatchObject({ trigger: 'replay', replayOf: first.body.id, input: { notify: notify.url, failures: 0 } })
+  })
+
+  it('answers GET /__tasks/events with 501 NOT_IMPLEMENTED: run changes happen in the object, out of the worker’s reach', async () => {
+    const events = await admin('/__tasks/events')
+    expect(events.status).toBe(501)
+    expect(events.body).toMatchObject({ code: 'NOT_IMPLEMENTED', error: expect.stringMatching(/poll GET \/__tasks\/runs/) })
+  })
+
   it('a delayed run survives a restart and runs when its delay is over', async () => {
     const started = await admin('/__tasks/jobs.delayed', { body: { notify: notify.url }, headers: { 'svc-delay-seconds': '2' } })
     expect(started).toMatchObject({ status: 202, body: { status: 'scheduled' } })
