@@ -103,7 +103,7 @@ export class PostgresSharedWork implements SharedWork {
     return this.#run(async (sql) => {
       const rows = await sql<{ id: string }[]>`
         UPDATE ${sql(this.#schema)}.runs SET lease_expires_at = now() + ${this.leaseMs} * interval '1 millisecond'
-        WHERE id = ANY(${runIds as string[]}::text[]) AND lease_owner = ${owner}
+        WHERE id = ANY(${runIds as string[]}::text[]) AND lease_owner = ${owner} AND status <> 'cancelled'
         RETURNING id`
       return rows.map((row) => row.id)
     })

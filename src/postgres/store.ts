@@ -17,7 +17,15 @@
  */
 import postgres, { type ReservedSql, type Sql } from 'postgres'
 import { StoreFullError } from '../runtime/errors.ts'
-import { isFinished, type RunPatch, type RunQuery, type RunStore, type TimerRecord, type TokenRecord } from '../runtime/tasks/store.ts'
+import {
+  FINISHED_STATUSES,
+  isFinished,
+  type RunPatch,
+  type RunQuery,
+  type RunStore,
+  type TimerRecord,
+  type TokenRecord,
+} from '../runtime/tasks/store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { LOCK_CLASS, migrate } from './migrations.ts'
 import { redact, resolvePostgresOptions, type PostgresRunStoreOptions } from './options.ts'
@@ -26,7 +34,6 @@ import { PostgresSharedWork } from './shared.ts'
 export type { PostgresRunStoreOptions } from './options.ts'
 
 const WHERE = 'PostgresRunStore'
-const FINISHED: readonly RunStatus[] = ['completed', 'failed']
 // SQLSTATE codes (Postgres manual, appendix A): unique_violation, and
 // untranslatable_character, which jsonb raises for \u0000 in a string.
 const UNIQUE_VIOLATION = '23505'
@@ -228,12 +235,16 @@ export class PostgresRunStore implements RunStore {
         UPDATE ${sql(this.schema)}.runs SET
           record = (record - ${removed}::text[]) || ${sql.json(set as never)}::jsonb,
           status = coalesce(${status}::text, status),
-          finished_seq = CASE WHEN coalesce(${status}::text, status) = ANY(${FINISHED as string[]}::text[])
+          finished_seq = CASE WHEN coalesce(${status}::text, status) = ANY(${FINISHED_STATUSES as string[]}::text[])
             THEN coalesce(finished_seq, nextval(${`${this.schema}.runs_finished_seq`}::regclass)) END,
           lease_expires_at = CASE WHEN ${status}::text = 'running' AND status <> 'running'
             THEN now() + ${this.leaseMs} * interval '1 millisecond' ELSE lease_expires_at END
         WHERE id = ${id} AND (${expected}::text[] IS NULL OR status = ANY(${expected}::text[]))
         RETURNING record`
+      // The process running a cancelled run's attempt learns of it when it
+      // renews its lease (which then fails); waking the processes has them
+      // renew now rather than within leaseMs / 3.
+      if (row && status === 'cancelled') await this.shared.wake()
       return row?.record
     })
   }
@@ -268,11 +279,16 @@ export class PostgresRunStore implements RunStore {
       // limit rounds up and 0 or less returns none; LIMIT NULL is no limit.
       const limit = query.limit ?? Infinity
       if (!(limit > 0)) return []
-      // seq is the insertion order, as the memory store's Map: newest first, no ties.
+      // seq is the insertion order, as the memory store's Map: newest first,
+      // no ties, so a page starts right below the seq of the cursor's run
+      // (none when the store does not hold it: the comparison is NULL).
+      const runs = sql(this.schema)
+      const cursor = query.cursor ?? null
       const rows = await sql<Row<RunRecord>[]>`
-        SELECT record FROM ${sql(this.schema)}.runs
+        SELECT record FROM ${runs}.runs
         WHERE (${query.taskName ?? null}::text IS NULL OR task_name = ${query.taskName ?? null}::text)
           AND (${statuses}::text[] IS NULL OR status = ANY(${statuses}::text[]))
+          AND (${cursor}::text IS NULL OR seq < (SELECT seq FROM ${runs}.runs WHERE id = ${cursor}::text))
         ORDER BY seq DESC
         LIMIT ${limit === Infinity ? null : Math.ceil(limit)}::bigint`
       return rows.map((row) => row.record)

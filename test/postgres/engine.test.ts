@@ -32,6 +32,38 @@ async function engine(schema: string, routes: RuntimeApiRoute[], pollMs = 50): P
 }
 
 describe('the task engine on a shared PostgresRunStore', () => {
+  it('a run cancelled on another process has its attempt aborted where it runs, which records nothing more', async () => {
+    const schema = `e${++schemas}`
+    let aborted!: (reason: unknown) => void
+    const abort = new Promise<unknown>((resolve) => (aborted = resolve))
+    const routes: RuntimeApiRoute[] = [
+      {
+        path: '/api/long',
+        module: {
+          kind: 'task',
+          async POST(ctx: TaskContext) {
+            await ctx.step.run('first', () => 1)
+            await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve()))
+            aborted(ctx.signal.reason)
+            await ctx.step.run('after', () => 2)
+          },
+        },
+      },
+    ]
+    const a = await engine(schema, routes)
+    const b = await engine(schema, routes)
+    const run = await a.runtime.trigger('long')
+    await until(async () => (await a.store.getRun(run.id))?.steps.first !== undefined)
+    expect((await b.runtime.cancel(run.id)).status).toBe('cancelled')
+    // Well before A renews its lease (leaseMs / 3 = 20 s): B wakes it.
+    expect(await abort).toBeInstanceOf(Error)
+    await a.runtime.drain(5000)
+    const after = await a.store.getRun(run.id)
+    expect(after).toMatchObject({ status: 'cancelled', ok: false })
+    expect(Object.keys(after!.steps)).toEqual(['first'])
+    expect(after!.attempts).toEqual([])
+  })
+
   it('a draining engine finishes its own attempts but takes no new work from the others', async () => {
     const schema = `e${++schemas}`
     const ran: string[] = []

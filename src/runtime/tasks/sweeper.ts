@@ -2,8 +2,9 @@
  * The rhythm of an engine on a shared store: it sweeps for due work every
  * `pollMs`, at once when another process wakes it, and at the due time of
  * the earliest timer when that comes before the next poll; and it renews
- * its leases every third of `leaseMs`, so a live process never loses one.
- * What a sweep does is the engine's: it passes it in as a callback.
+ * its leases every third of `leaseMs`, so a live process never loses one,
+ * and whenever another process wakes it (a run may have been cancelled
+ * there). What a sweep does is the engine's: it passes it in as a callback.
  */
 import type { Logger } from '../types.ts'
 import { errorMessage } from '../errors.ts'
@@ -45,7 +46,12 @@ export class Sweeper {
     this.#stopped = false
     const { shared, logger } = this.#options
     try {
-      const unlisten = await shared.subscribe(() => this.wake())
+      // A wake-up may also mean that a run was cancelled: renewing at once
+      // finds out whether an attempt here lost its lease.
+      const unlisten = await shared.subscribe(() => {
+        this.wake()
+        this.#renewNow()
+      })
       if (this.#stopped) await unlisten()
       else this.#unlisten = unlisten
     } catch (error) {
@@ -125,6 +131,11 @@ export class Sweeper {
           if (!this.#stopped) this.#renew = this.#every(ms, task)
         })
     })
+  }
+
+  #renewNow(): void {
+    if (this.#stopped) return
+    this.#options.renew().catch((error) => this.#options.logger.error(`[svc] task runtime: renewing leases failed: ${errorMessage(error)}`))
   }
 
   #timeout(ms: number, fn: () => void): Handle {
