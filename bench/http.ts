@@ -129,7 +129,7 @@ async function wrk(url: string, seconds: number): Promise<{ rate: number; cpu: n
   const rate = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1])
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0)
   const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+)/.exec(out)
-  if (!Number.isFinite(rate) || non2xx > 0 || (socketErrors && socketErrors.slice(1).some((n) => Number(n) > 0))) {
+  if (!Number.isFinite(rate) || non2xx > 0 || socketErrors?.slice(1).some((n) => Number(n) > 0)) {
     throw new Error(`wrk: ${url} did not answer every request with 2xx:\n${out}`)
   }
   const stat = out.slice(out.indexOf('@@stat ') + 7)
