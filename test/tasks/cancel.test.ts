@@ -9,7 +9,8 @@ import * as v from 'valibot'
 import { afterAll, describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
 import { RunCancelledError, RunFinishedError, RunNotFoundError, TaskNotFoundError, ValidationError } from '../../src/runtime/errors.ts'
-import { tokenIdFor } from '../../src/runtime/tasks/index.ts'
+import { MemoryRunStore, tokenIdFor } from '../../src/runtime/tasks/index.ts'
+import type { SharedWork } from '../../src/runtime/tasks/store.ts'
 import type { RunChange, RunRecord, TaskContext } from '../../src/types.ts'
 import { finished, runtime, sleep, task, until } from './_helpers.ts'
 
@@ -243,6 +244,63 @@ describe('cancel on SQLite, across a restart', () => {
       await after.close()
       second.close()
     }
+  })
+})
+
+/**
+ * The memory store, shared by one process: leases are always granted and
+ * renewed, except on the runs in `lost`, as a shared store answers for a run
+ * another process took over or cancelled.
+ */
+function sharedMemoryStore(lost: Set<string>): MemoryRunStore & { shared: SharedWork } {
+  const store = new MemoryRunStore()
+  const shared: SharedWork = {
+    leaseMs: 60,
+    pollMs: 60_000,
+    claimDueTimers: async () => [],
+    claimTimer: async (_owner, id) => store.takeTimer(id),
+    finishTimer: async () => {},
+    nextDueAt: async () => undefined,
+    acquireLease: async () => true,
+    renewLeases: async (_owner, ids) => ids.filter((id) => !lost.has(id)),
+    releaseLeases: async () => {},
+    claimOrphanedRuns: async () => [],
+    claimTick: async () => true,
+    wake: async () => {},
+    subscribe: async () => async () => {},
+  }
+  return Object.assign(store, { shared })
+}
+
+describe('a lost lease on a shared store', () => {
+  it('aborts the attempt, whose later steps and result then change nothing', async () => {
+    const lost = new Set<string>()
+    const store = sharedMemoryStore(lost)
+    const started = deferred()
+    const release = deferred()
+    let reason: unknown
+    const rt = runtime(
+      [
+        task('held', async (ctx: TaskContext) => {
+          ctx.signal.addEventListener('abort', () => (reason = ctx.signal.reason))
+          started.resolve()
+          await release.promise
+          await ctx.step.run('after', () => 'should not be kept').catch(() => undefined)
+          return 'should not be kept either'
+        }),
+      ],
+      { store },
+    )
+    await rt.recover()
+    const { id } = await rt.trigger('held')
+    await started.promise
+    lost.add(id)
+    await until(() => reason !== undefined)
+    expect(reason).toMatchObject({ name: 'AbortError', message: expect.stringMatching(/lease on run .* was lost/) })
+    expect(rt.logger.text('warn')).toMatch(new RegExp(`lost the lease on run ${id}`))
+    release.resolve()
+    await rt.drain(1000)
+    expect(await rt.getRun(id)).toMatchObject({ status: 'running', attempts: [], steps: {} })
   })
 })
 

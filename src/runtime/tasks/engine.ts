@@ -184,6 +184,9 @@ export class TaskEngine {
       entry.handle?.abort(new RunCancelledError(id, `Run "${id}" of task "${run.taskName}" was cancelled`), 'was cancelled')
     }
     await this.#waits.dropRun(id)
+    // Another process may run the attempt: woken, it renews its leases at
+    // once, finds this one gone, and aborts the attempt there.
+    await this.#shared?.wake()
     this.#changes.emit(run)
     this.#waiters.settle(run)
     this.#waits.finished(run)
