@@ -29,10 +29,17 @@ export function fill(parent: Element, ...children: Child[]): void {
   append(parent, children)
 }
 
-/** A local date and time, with the ISO timestamp as its tooltip. */
+/** A local time (with the date unless it is today), the ISO timestamp as its tooltip. */
 export function time(iso: string | null | undefined): Child {
   if (!iso) return h('span', { class: 'muted' }, '—')
-  return h('time', { datetime: iso, title: iso }, new Date(iso).toLocaleString())
+  const date = new Date(iso)
+  const today = date.toDateString() === new Date().toDateString()
+  return h('time', { datetime: iso, title: iso }, today ? date.toLocaleTimeString() : date.toLocaleString())
+}
+
+/** Milliseconds as people read them: `850 ms`, `30 s`, `1.5 s`. */
+export function duration(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${Number((ms / 1000).toFixed(1))} s`
 }
 
 export function statusBadge(status: string): HTMLElement {

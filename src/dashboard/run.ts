@@ -1,6 +1,6 @@
 /** One run: what it was given and gave back, its attempts and steps, what it waits on, and the actions on it. */
 import { api } from './api.ts'
-import { type Child, click, fill, h, statusBadge, time } from './dom.ts'
+import { type Child, click, duration, fill, h, statusBadge, time } from './dom.ts'
 import { jsonView } from './json.ts'
 import { errorView } from './tasks.ts'
 import { FINISHED, type Run } from './types.ts'
@@ -43,7 +43,11 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
         live
           ? h(
               'button',
-              { type: 'button', onclick: () => act(() => api('POST', `/__tasks/runs/${encodeURIComponent(run.id)}/cancel`)) },
+              {
+                type: 'button',
+                class: 'danger',
+                onclick: () => act(() => api('POST', `/__tasks/runs/${encodeURIComponent(run.id)}/cancel`)),
+              },
               'Cancel',
             )
           : null,
@@ -196,7 +200,7 @@ function attempts(run: Run): Child {
           null,
           h('td', null, String(a.index)),
           h('td', null, time(a.startedAt)),
-          h('td', null, `${a.durationMs} ms`),
+          h('td', null, duration(a.durationMs)),
           h('td', { class: 'timeline' }, bar(left, width, Boolean(a.error))),
           h('td', null, a.error ? h('span', { class: 'error' }, a.error) : h('span', { class: 'muted' }, '—')),
         )

@@ -1,6 +1,6 @@
 /** The Tasks table and the Trigger form. */
 import { ApiError, api } from './api.ts'
-import { type Child, click, fill, h, statusBadge, time } from './dom.ts'
+import { type Child, click, duration, fill, h, statusBadge, time } from './dom.ts'
 import type { DashboardTask } from './types.ts'
 
 export function tasksTable(tasks: DashboardTask[], openRun: (id: string) => void): Child {
@@ -34,7 +34,7 @@ export function tasksTable(tasks: DashboardTask[], openRun: (id: string) => void
           ),
           h('td', null, task.schedule ? time(task.nextRunAt) : h('span', { class: 'muted' }, '—')),
           h('td', null, String(task.retries)),
-          h('td', null, `${task.timeout} ms`),
+          h('td', null, duration(task.timeout)),
           h(
             'td',
             null,
@@ -42,7 +42,12 @@ export function tasksTable(tasks: DashboardTask[], openRun: (id: string) => void
               ? [
                   statusBadge(task.lastRun.status),
                   ' ',
-                  h('a', { href: `#run/${task.lastRun.id}`, onclick: click(() => openRun(task.lastRun!.id)) }, task.lastRun.id),
+                  // The first part of the id, enough to tell runs apart here; the Runs table shows it whole.
+                  h(
+                    'a',
+                    { href: `#run/${task.lastRun.id}`, title: task.lastRun.id, onclick: click(() => openRun(task.lastRun!.id)) },
+                    task.lastRun.id.slice(0, 8),
+                  ),
                 ]
               : h('span', { class: 'muted' }, 'never'),
           ),
