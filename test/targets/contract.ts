@@ -141,6 +141,33 @@ export function targetContract(driver: TargetDriver): void {
       })
     })
 
+    it('lists runs newest first on GET /__tasks/runs, replays one with POST /__tasks/runs/<id>/replay, and refuses to cancel a finished run', async () => {
+      const started = (await (await admin('/__tasks/jobs.double', json({ n: 5 }))).json()) as { id: string }
+      await pollRun((id) => admin(`/__tasks/${id}`), started.id)
+      const list = await admin('/__tasks/runs?task=jobs.double&status=completed&limit=1')
+      expect(list.status).toBe(200)
+      const { runs } = (await list.json()) as { runs: unknown[] }
+      expect(runs).toEqual([
+        expect.objectContaining({ id: started.id, taskName: 'jobs.double', status: 'completed', attempts: 1, ok: true }),
+      ])
+      const replay = await admin(`/__tasks/runs/${started.id}/replay`, { method: 'POST' })
+      expect(replay.status).toBe(202)
+      const { id } = (await replay.json()) as { id: string }
+      expect(await pollRun((runId) => admin(`/__tasks/${runId}`), id)).toMatchObject({
+        status: 'completed',
+        trigger: 'replay',
+        replayOf: started.id,
+        result: { doubled: 10 },
+      })
+      const finished = await admin(`/__tasks/runs/${started.id}/cancel`, { method: 'POST' })
+      expect(finished.status).toBe(409)
+      expect(await finished.json()).toMatchObject({ code: 'RUN_FINISHED' })
+      const unknown = await admin('/__tasks/runs/no-such-run/cancel', { method: 'POST' })
+      expect(unknown.status).toBe(404)
+      expect(await unknown.json()).toMatchObject({ code: 'RUN_NOT_FOUND' })
+      expect((await request('/__tasks/runs')).status).toBe(401)
+    })
+
     it('answers a task payload that fails the task input schema with 400 VALIDATION_FAILED', async () => {
       const res = await admin('/__tasks/jobs.double', json({ n: 'x' }))
       expect(res.status).toBe(400)

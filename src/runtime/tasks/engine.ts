@@ -280,7 +280,7 @@ export class TaskEngine {
   /** The newest scheduled run of the task this engine knows of; on a shared store, one still live from any process. */
   async #lastScheduledRun(name: string): Promise<RunRecord | undefined> {
     if (this.#shared) {
-      const live = await this.#store.listRuns({ taskName: name, status: ['scheduled', 'running', 'suspended'] })
+      const live = await this.#store.listRuns({ taskName: name, status: LIVE_STATUSES })
       return live.find((run) => run.trigger === 'cron')
     }
     const lastId = this.#lastScheduled.get(name)

@@ -220,7 +220,7 @@ export const LIVE_STATUSES: readonly RunStatus[] = ['scheduled', 'running', 'sus
 
 /** Whether a run in this status is over. */
 export function isFinished(status: RunStatus): boolean {
-  return status === 'completed' || status === 'failed' || status === 'cancelled'
+  return FINISHED_STATUSES.includes(status)
 }
 
 /** Whether `status` is the expected status, or one of them (the `expect` of `updateRun`). */
