@@ -23,6 +23,24 @@ function append(parent: Node, children: Child[]): void {
   }
 }
 
+/** A table with a header cell per column, which is how assistive technology names each cell. */
+export function dataTable(columns: string[], rows: Child[], props?: Props): HTMLTableElement {
+  return h(
+    'table',
+    props,
+    h(
+      'thead',
+      null,
+      h(
+        'tr',
+        null,
+        columns.map((name) => h('th', { scope: 'col' }, name)),
+      ),
+    ),
+    h('tbody', null, rows),
+  )
+}
+
 /** Replaces what `parent` holds. */
 export function fill(parent: Element, ...children: Child[]): void {
   parent.replaceChildren()

@@ -1,6 +1,6 @@
 /** One run: what it was given and gave back, its attempts and steps, what it waits on, and the actions on it. */
 import { api } from './api.ts'
-import { type Child, click, duration, fill, h, statusBadge, time } from './dom.ts'
+import { type Child, click, dataTable, duration, fill, h, statusBadge, time } from './dom.ts'
 import { jsonView } from './json.ts'
 import { errorView } from './tasks.ts'
 import { FINISHED, type Run } from './types.ts'
@@ -177,35 +177,22 @@ function attempts(run: Run): Child {
   if (run.attempts.length === 0) return h('p', { class: 'muted' }, 'No attempt yet.')
   const start = Date.parse(run.attempts[0].startedAt)
   const end = Math.max(...run.attempts.map((a) => Date.parse(a.startedAt) + a.durationMs), start + 1)
-  return h(
-    'table',
-    { class: 'attempts' },
-    h(
-      'thead',
-      null,
-      h(
+  return dataTable(
+    ['#', 'Started', 'Duration', 'Timeline', 'Error'],
+    run.attempts.map((a) => {
+      const left = ((Date.parse(a.startedAt) - start) / (end - start)) * 100
+      const width = Math.max((a.durationMs / (end - start)) * 100, 0.5)
+      return h(
         'tr',
         null,
-        ['#', 'Started', 'Duration', 'Timeline', 'Error'].map((name) => h('th', { scope: 'col' }, name)),
-      ),
-    ),
-    h(
-      'tbody',
-      null,
-      run.attempts.map((a) => {
-        const left = ((Date.parse(a.startedAt) - start) / (end - start)) * 100
-        const width = Math.max((a.durationMs / (end - start)) * 100, 0.5)
-        return h(
-          'tr',
-          null,
-          h('td', null, String(a.index)),
-          h('td', null, time(a.startedAt)),
-          h('td', null, duration(a.durationMs)),
-          h('td', { class: 'timeline' }, bar(left, width, Boolean(a.error))),
-          h('td', null, a.error ? h('span', { class: 'error' }, a.error) : h('span', { class: 'muted' }, '—')),
-        )
-      }),
-    ),
+        h('td', null, String(a.index)),
+        h('td', null, time(a.startedAt)),
+        h('td', null, duration(a.durationMs)),
+        h('td', { class: 'timeline' }, bar(left, width, Boolean(a.error))),
+        h('td', null, a.error ? h('span', { class: 'error' }, a.error) : h('span', { class: 'muted' }, '—')),
+      )
+    }),
+    { class: 'attempts' },
   )
 }
 

@@ -1,6 +1,6 @@
 /** The Runs table, filtered by task and status, refreshed when the event stream says a run changed. */
 import { api } from './api.ts'
-import { click, fill, h, statusBadge, time } from './dom.ts'
+import { click, dataTable, fill, h, statusBadge, time } from './dom.ts'
 import { errorView } from './tasks.ts'
 import { STATUSES, type RunRow } from './types.ts'
 
@@ -62,32 +62,18 @@ export function runsView(openRun: (id: string) => void): RunsView {
 
 function table(runs: RunRow[], openRun: (id: string) => void): HTMLElement {
   if (runs.length === 0) return h('p', { class: 'muted' }, 'No runs match.')
-  return h(
-    'table',
-    null,
-    h(
-      'thead',
-      null,
+  return dataTable(
+    ['Run', 'Task', 'Status', 'Trigger', 'Created', 'Attempts'],
+    runs.map((run) =>
       h(
         'tr',
-        null,
-        ['Run', 'Task', 'Status', 'Trigger', 'Created', 'Attempts'].map((name) => h('th', { scope: 'col' }, name)),
-      ),
-    ),
-    h(
-      'tbody',
-      null,
-      runs.map((run) =>
-        h(
-          'tr',
-          { 'data-run': run.id },
-          h('td', null, h('a', { href: `#run/${run.id}`, onclick: click(() => openRun(run.id)) }, run.id)),
-          h('td', null, h('code', null, run.taskName)),
-          h('td', null, statusBadge(run.status)),
-          h('td', null, run.trigger),
-          h('td', null, time(run.createdAt)),
-          h('td', null, String(run.attempts)),
-        ),
+        { 'data-run': run.id },
+        h('td', null, h('a', { href: `#run/${run.id}`, onclick: click(() => openRun(run.id)) }, run.id)),
+        h('td', null, h('code', null, run.taskName)),
+        h('td', null, statusBadge(run.status)),
+        h('td', null, run.trigger),
+        h('td', null, time(run.createdAt)),
+        h('td', null, String(run.attempts)),
       ),
     ),
   )

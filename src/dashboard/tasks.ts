@@ -1,56 +1,42 @@
 /** The Tasks table and the Trigger form. */
 import { ApiError, api } from './api.ts'
-import { type Child, click, duration, fill, h, statusBadge, time } from './dom.ts'
+import { type Child, click, dataTable, duration, fill, h, statusBadge, time } from './dom.ts'
 import type { DashboardTask } from './types.ts'
 
 export function tasksTable(tasks: DashboardTask[], openRun: (id: string) => void): Child {
   if (tasks.length === 0) return h('p', { class: 'muted' }, 'This app has no task routes.')
-  return h(
-    'table',
-    null,
-    h(
-      'thead',
-      null,
+  return dataTable(
+    ['Task', 'Schedule', 'Next run', 'Retries', 'Timeout', 'Last run'],
+    tasks.map((task) =>
       h(
         'tr',
         null,
-        ['Task', 'Schedule', 'Next run', 'Retries', 'Timeout', 'Last run'].map((name) => h('th', { scope: 'col' }, name)),
-      ),
-    ),
-    h(
-      'tbody',
-      null,
-      tasks.map((task) =>
+        h('th', { scope: 'row' }, h('code', null, task.name)),
         h(
-          'tr',
+          'td',
           null,
-          h('th', { scope: 'row' }, h('code', null, task.name)),
-          h(
-            'td',
-            null,
-            task.schedule
-              ? [h('code', null, task.schedule), task.timezone && task.timezone !== 'UTC' ? ` (${task.timezone})` : '']
-              : h('span', { class: 'muted' }, 'on demand'),
-          ),
-          h('td', null, task.schedule ? time(task.nextRunAt) : h('span', { class: 'muted' }, '—')),
-          h('td', null, String(task.retries)),
-          h('td', null, duration(task.timeout)),
-          h(
-            'td',
-            null,
-            task.lastRun
-              ? [
-                  statusBadge(task.lastRun.status),
-                  ' ',
-                  // The first part of the id, enough to tell runs apart here; the Runs table shows it whole.
-                  h(
-                    'a',
-                    { href: `#run/${task.lastRun.id}`, title: task.lastRun.id, onclick: click(() => openRun(task.lastRun!.id)) },
-                    task.lastRun.id.slice(0, 8),
-                  ),
-                ]
-              : h('span', { class: 'muted' }, 'never'),
-          ),
+          task.schedule
+            ? [h('code', null, task.schedule), task.timezone && task.timezone !== 'UTC' ? ` (${task.timezone})` : '']
+            : h('span', { class: 'muted' }, 'on demand'),
+        ),
+        h('td', null, task.schedule ? time(task.nextRunAt) : h('span', { class: 'muted' }, '—')),
+        h('td', null, String(task.retries)),
+        h('td', null, duration(task.timeout)),
+        h(
+          'td',
+          null,
+          task.lastRun
+            ? [
+                statusBadge(task.lastRun.status),
+                ' ',
+                // The first part of the id, enough to tell runs apart here; the Runs table shows it whole.
+                h(
+                  'a',
+                  { href: `#run/${task.lastRun.id}`, title: task.lastRun.id, onclick: click(() => openRun(task.lastRun!.id)) },
+                  task.lastRun.id.slice(0, 8),
+                ),
+              ]
+            : h('span', { class: 'muted' }, 'never'),
         ),
       ),
     ),
