@@ -93,8 +93,8 @@ export async function watchEvents(
     } catch {
       // Reconnect below, unless the page stopped watching.
     }
-    onState(false)
     if (signal.aborted) return
+    onState(false)
     await new Promise((resolve) => setTimeout(resolve, delay))
     delay = Math.min(delay * 2, 10_000)
   }

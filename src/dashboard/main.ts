@@ -65,6 +65,7 @@ async function start(): Promise<void> {
     run.element,
   )
   fill(triggerSection, triggerForm(tasks, openRun))
+  stopEvents?.abort()
   stopEvents = new AbortController()
   void watchEvents(
     refreshSoon,
