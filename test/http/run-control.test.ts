@@ -5,7 +5,17 @@
  */
 import * as v from 'valibot'
 import { describe, expect, it } from 'vitest'
-import { MemoryRunStore, tokenIdFor, type RunRecord, type RuntimeApiRoute, type TaskContext } from '../../src/index.ts'
+import {
+  cancelRun,
+  HttpError,
+  MemoryRunStore,
+  RunFinishedError,
+  tokenIdFor,
+  type RunRecord,
+  type RuntimeApiRoute,
+  type TaskContext,
+} from '../../src/index.ts'
+import { cancelRunOverHttp, completeTokenOverHttp } from '../../src/runtime/tasks/client.ts'
 import { serve, until } from './_helpers.ts'
 
 const JSON_HEADERS = { 'content-type': 'application/json' }
@@ -192,6 +202,30 @@ describe('POST /__tasks/runs/<id>/cancel', () => {
     expect(unknown.status).toBe(404)
     expect((await unknown.json()).error).toMatch(/a run's actions are cancel and replay/)
     expect((await fetch(`${server.url}/__tasks/runs`, { method: 'DELETE' })).status).toBe(405)
+  })
+})
+
+describe('cancelRun()', () => {
+  it('cancels in-process through the active runtime, and rejects with RunFinishedError the second time', async () => {
+    const server = await start()
+    const id = await trigger(server, 'jobs.nap')
+    await reached(server, id, 'suspended')
+    expect(await cancelRun(id)).toEqual({ id, status: 'cancelled' })
+    await expect(cancelRun(id)).rejects.toBeInstanceOf(RunFinishedError)
+  })
+
+  it('over HTTP, cancels with POST /__tasks/runs/<id>/cancel and turns 404 and 409 into an HttpError with their code', async () => {
+    const server = await start()
+    const env = { SVC_TASK_URL: server.url }
+    const id = await trigger(server, 'jobs.approve')
+    await reached(server, id, 'suspended')
+    expect(await cancelRunOverHttp(id, env)).toEqual({ id, status: 'cancelled' })
+    const finished = await cancelRunOverHttp(id, env).catch((e: unknown) => e)
+    expect(finished).toBeInstanceOf(HttpError)
+    expect(finished).toMatchObject({ status: 409, code: 'RUN_FINISHED' })
+    await expect(cancelRunOverHttp('no-such-run', env)).rejects.toMatchObject({ status: 404, code: 'RUN_NOT_FOUND' })
+    // completeToken() over HTTP reads the 409 RUN_CANCELLED of the token as its result.
+    expect(await completeTokenOverHttp(tokenIdFor(id, 'ok'), { late: true }, env)).toBe('run_cancelled')
   })
 })
 
