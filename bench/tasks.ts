@@ -1,16 +1,22 @@
 /**
  * Task runtime benchmark (`npm run bench:tasks`, which runs Node with
  * --expose-gc). Reports, each next to its goal:
- * - in-process dispatch of 10,000 no-op runs, from trigger to completed
- *   (median of several rounds after a warm-up): at least 50,000 runs/s;
- * - replay of a run with 1,000 completed steps, from re-dispatch to
- *   completed (median): at most 10 ms;
+ * - in-process dispatch of no-op runs, from trigger to completed (median of
+ *   several rounds after a warm-up), at 1,000, 10,000 and 100,000 runs: at
+ *   least 100,000 runs/s at 10,000;
+ * - replay of a run with 100, 1,000 and 5,000 completed steps, from
+ *   re-dispatch to completed (median): at most 10 ms at 1,000;
  * - heap held by 10,000 retained finished runs in the memory store: at
  *   most 50 MB;
  * - the same dispatch on a `SqliteRunStore` file (WAL, synchronous=FULL),
  *   with no-op runs and with runs of three `step.run`, each as a ratio to
  *   the memory dispatch measured above in this process: at least 0.5 and
- *   0.25.
+ *   0.25;
+ * - stores holding 10,000 and 100,000 retained finished runs (memory and
+ *   SQLite, each at its bound, so every new run evicts one): the cost of
+ *   dispatching a run and of reading a retained one.
+ * Every figure measured at several sizes prints its cost per item at the
+ * largest size as a ratio to the smallest: at most 1.5 (cost grows linearly).
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -21,8 +27,11 @@ import type { RunStore } from '../src/runtime/tasks/store.ts'
 import type { Logger, RunRecord, RuntimeApiRoute, StepRecord, TaskContext } from '../src/types.ts'
 
 const RUNS = 10_000
-const STEPS = 1_000
 const ROUNDS = 7
+const DISPATCH_SIZES = [1_000, 10_000, 100_000]
+const REPLAY_SIZES = [100, 1_000, 5_000]
+const RETAINED_SIZES = [10_000, 100_000]
+const GROWTH_GOAL = 1.5
 
 const quiet: Logger = { info() {}, warn() {}, error: (...args) => console.error(...args) }
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
@@ -36,25 +45,45 @@ function report(label: string, value: string, goal: string, ok: boolean): void {
   console.log(`${label.padEnd(46)} ${value.padStart(16)}   goal ${goal.padEnd(14)} ${ok ? 'ok' : 'MISSED'}`)
 }
 
-/** Triggers `RUNS` no-op runs and waits for all of them to complete. */
-async function dispatchRound(store?: RunStore, handler: (ctx: TaskContext<any>) => unknown = () => undefined): Promise<number> {
-  const rt = createTaskRuntime({ routes: [route('noop', handler)], store, logger: quiet, env: {} })
+/** The cost per item at the largest size as a ratio to the smallest, against the growth goal. */
+function growth(label: string, sizes: number[], msPerItem: number[]): void {
+  const ratio = msPerItem[msPerItem.length - 1] / msPerItem[0]
+  report(
+    `  ${label}, cost per item ${sizes[sizes.length - 1].toLocaleString('en')} / ${sizes[0].toLocaleString('en')}`,
+    `${ratio.toFixed(2)} x`,
+    `<= ${GROWTH_GOAL} x`,
+    ratio <= GROWTH_GOAL,
+  )
+}
+
+/** Triggers `count` no-op runs and waits for all of them to complete. */
+async function dispatchRound(
+  store?: RunStore,
+  handler: (ctx: TaskContext<any>) => unknown = () => undefined,
+  count = RUNS,
+): Promise<number> {
+  const rt = createTaskRuntime({
+    routes: [route('noop', handler)],
+    store: store ?? new MemoryRunStore({ maxRuns: Math.max(count, RUNS) }),
+    logger: quiet,
+    env: {},
+  })
   const start = performance.now()
-  const runs = await Promise.all(Array.from({ length: RUNS }, () => rt.trigger('noop')))
+  const runs = await Promise.all(Array.from({ length: count }, () => rt.trigger('noop')))
   await Promise.all(runs.map((run) => rt.waitForRun(run.id)))
   const elapsed = performance.now() - start
   await rt.close()
   return elapsed
 }
 
-/** A running run whose 1,000 steps are already recorded, re-dispatched through recover(). */
-async function replayRound(): Promise<number> {
+/** A running run whose `stepCount` steps are already recorded, re-dispatched through recover(). */
+async function replayRound(stepCount: number): Promise<number> {
   const store = new MemoryRunStore()
   const rt = createTaskRuntime({
     routes: [
       route('replay', async (ctx) => {
         let sum = 0
-        for (let i = 0; i < STEPS; i++) sum += await ctx.step.run(`step-${i}`, () => i)
+        for (let i = 0; i < stepCount; i++) sum += await ctx.step.run(`step-${i}`, () => i)
         return sum
       }),
     ],
@@ -63,7 +92,7 @@ async function replayRound(): Promise<number> {
     env: {},
   })
   const steps: Record<string, StepRecord> = {}
-  for (let i = 0; i < STEPS; i++) steps[`step-${i}`] = { status: 'completed', output: i }
+  for (let i = 0; i < stepCount; i++) steps[`step-${i}`] = { status: 'completed', output: i }
   const now = new Date().toISOString()
   const run: RunRecord = {
     id: crypto.randomUUID(),
@@ -82,7 +111,7 @@ async function replayRound(): Promise<number> {
   await rt.recover()
   const done = await rt.waitForRun(run.id)
   const elapsed = performance.now() - start
-  if (done.result !== (STEPS * (STEPS - 1)) / 2) throw new Error(`replay returned ${String(done.result)}`)
+  if (done.result !== (stepCount * (stepCount - 1)) / 2) throw new Error(`replay returned ${String(done.result)}`)
   await rt.close()
   return elapsed
 }
@@ -111,24 +140,38 @@ async function retainedHeap(): Promise<number> {
 
 console.log(`task runtime benchmark, Node ${process.version}\n`)
 
-await dispatchRound() // warm-up
-const dispatch: number[] = []
-for (let i = 0; i < ROUNDS; i++) dispatch.push(await dispatchRound())
-const dispatchMs = median(dispatch)
-const perSecond = (RUNS / dispatchMs) * 1000
-report(
-  `dispatch ${RUNS.toLocaleString('en')} no-op runs (median of ${ROUNDS})`,
-  `${Math.round(perSecond).toLocaleString('en')} runs/s`,
-  '>= 50,000/s',
-  perSecond >= 50_000,
-)
-console.log(`${''.padEnd(46)} ${`${dispatchMs.toFixed(1)} ms`.padStart(16)}`)
+let perSecond = 0
+const dispatchPerRun: number[] = []
+for (const size of DISPATCH_SIZES) {
+  const rounds = size >= 100_000 ? 3 : ROUNDS
+  await dispatchRound(undefined, undefined, size) // warm-up
+  const times: number[] = []
+  for (let i = 0; i < rounds; i++) times.push(await dispatchRound(undefined, undefined, size))
+  const ms = median(times)
+  const rate = (size / ms) * 1000
+  dispatchPerRun.push(ms / size)
+  const label = `dispatch ${size.toLocaleString('en')} no-op runs (median of ${rounds})`
+  if (size === RUNS) {
+    perSecond = rate
+    report(label, `${Math.round(rate).toLocaleString('en')} runs/s`, '>= 100,000/s', rate >= 100_000)
+  } else {
+    console.log(`${label.padEnd(46)} ${`${Math.round(rate).toLocaleString('en')} runs/s`.padStart(16)}`)
+  }
+}
+growth('dispatch', DISPATCH_SIZES, dispatchPerRun)
 
-await replayRound() // warm-up
-const replay: number[] = []
-for (let i = 0; i < ROUNDS * 3; i++) replay.push(await replayRound())
-const replayMs = median(replay)
-report(`replay a run of ${STEPS.toLocaleString('en')} completed steps (median)`, `${replayMs.toFixed(2)} ms`, '<= 10 ms', replayMs <= 10)
+const replayPerStep: number[] = []
+for (const steps of REPLAY_SIZES) {
+  await replayRound(steps) // warm-up
+  const times: number[] = []
+  for (let i = 0; i < ROUNDS * 3; i++) times.push(await replayRound(steps))
+  const ms = median(times)
+  replayPerStep.push(ms / steps)
+  const label = `replay a run of ${steps.toLocaleString('en')} completed steps (median)`
+  if (steps === 1_000) report(label, `${ms.toFixed(2)} ms`, '<= 10 ms', ms <= 10)
+  else console.log(`${label.padEnd(46)} ${`${ms.toFixed(2)} ms`.padStart(16)}`)
+}
+growth('replay', REPLAY_SIZES, replayPerStep)
 
 const heapMb = await retainedHeap()
 report(`heap of ${RUNS.toLocaleString('en')} retained finished runs`, `${heapMb.toFixed(1)} MB`, '<= 50 MB', heapMb <= 50)
@@ -165,4 +208,77 @@ try {
   }
 } finally {
   rmSync(dir, { recursive: true, force: true })
+}
+
+/** A finished run as a store retains it, for filling a store without running anything. */
+function finishedRun(n: number): RunRecord {
+  const now = new Date().toISOString()
+  return {
+    id: crypto.randomUUID(),
+    taskName: 'noop',
+    status: 'completed',
+    trigger: 'manual',
+    input: { n },
+    ok: true,
+    result: { n },
+    attempts: [{ index: 1, startedAt: now, durationMs: 0 }],
+    steps: {},
+    createdAt: now,
+    startedAt: now,
+    finishedAt: now,
+  }
+}
+
+const BATCH = 2_000
+const retainedDir = mkdtempSync(join(tmpdir(), 'svc-bench-retained-'))
+/**
+ * A store at its bound of `retained` finished runs: the time per run of
+ * dispatching `BATCH` more (each evicts the oldest) and of reading `BATCH`
+ * retained runs by id.
+ */
+async function retainedRound(kind: 'memory' | 'sqlite', retained: number): Promise<{ dispatch: number; read: number }> {
+  const store =
+    kind === 'memory'
+      ? new MemoryRunStore({ maxRuns: retained })
+      : new SqliteRunStore({ path: join(retainedDir, `retained-${retained}-${++files}.db`), maxRuns: retained })
+  try {
+    const ids: string[] = []
+    for (let from = 0; from < retained; from += 10_000) {
+      const runs = Array.from({ length: Math.min(10_000, retained - from) }, (_, i) => finishedRun(from + i))
+      await Promise.all(runs.map((run) => store.createRun(run)))
+      for (const run of runs) ids.push(run.id)
+    }
+    await dispatchRound(store, undefined, BATCH) // warm-up, at the bound from here on
+    const dispatch = await dispatchRound(store, undefined, BATCH)
+    // The newest ids: the runs dispatched above evicted the oldest.
+    const live = ids.slice(2 * BATCH)
+    const start = performance.now()
+    for (let i = 0; i < BATCH; i++) {
+      if (!(await store.getRun(live[(i * 7919) % live.length]))) throw new Error(`a retained run is missing from the ${kind} store`)
+    }
+    const read = performance.now() - start
+    return { dispatch: dispatch / BATCH, read: read / BATCH }
+  } finally {
+    if (store instanceof SqliteRunStore) store.close()
+  }
+}
+
+try {
+  for (const kind of ['memory', 'sqlite'] as const) {
+    const dispatch: number[] = []
+    const read: number[] = []
+    for (const retained of RETAINED_SIZES) {
+      const rounds: { dispatch: number; read: number }[] = []
+      for (let i = 0; i < 3; i++) rounds.push(await retainedRound(kind, retained))
+      dispatch.push(median(rounds.map((r) => r.dispatch)))
+      read.push(median(rounds.map((r) => r.read)))
+      console.log(
+        `${`${kind} store, ${retained.toLocaleString('en')} retained: dispatch, read`.padEnd(46)} ${`${(dispatch.at(-1)! * 1000).toFixed(1)} µs`.padStart(16)}   ${(read.at(-1)! * 1000).toFixed(1)} µs per run`,
+      )
+    }
+    growth(`${kind} store dispatch`, RETAINED_SIZES, dispatch)
+    growth(`${kind} store read`, RETAINED_SIZES, read)
+  }
+} finally {
+  rmSync(retainedDir, { recursive: true, force: true })
 }
