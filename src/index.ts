@@ -18,5 +18,6 @@ export {
 } from './runtime/errors.ts'
 export { CronRunFailedError, type CronSummary } from './runtime/cron.ts'
 export { defineSchema } from './runtime/schema.ts'
+export { defineTask } from './runtime/tasks/define-task.ts'
 export * from './runtime/tasks/index.ts'
 export * from './runtime/app/index.ts'

@@ -2,6 +2,7 @@ import { cp, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { dirname, join, relative, resolve } from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { assertNoConfigErrors, scanApp } from '../manifest.ts'
+import { writeTaskTypes } from '../manifest/task-types.ts'
 import { appDependencies } from './app-package.ts'
 import { bundle } from './bundle.ts'
 import { appSource } from './entry.ts'
@@ -40,6 +41,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<BuildResult>
   const scan = await scanApp({ root })
   // Throws a ManifestError carrying every config error, not only the first.
   assertNoConfigErrors(scan)
+  writeTaskTypes(root, scan.routes)
 
   const warnings: string[] = []
   const excluded = target.hot ? [] : scan.routes.filter((route) => route.kind === 'hot')

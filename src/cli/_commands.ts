@@ -29,6 +29,10 @@ export const COMMANDS: Record<string, CommandEntry> = {
     description: 'List and run the app tasks',
     load: () => import('./commands/tasks.ts').then((m) => m.default as CommandDef),
   },
+  types: {
+    description: 'Write .svc/types.d.ts: task names, inputs and results as types',
+    load: () => import('./commands/types.ts').then((m) => m.default as CommandDef),
+  },
   dev: {
     description: 'Serve the app in development mode, reloading routes on change',
     load: () => import('./commands/dev.ts').then((m) => m.default as CommandDef),

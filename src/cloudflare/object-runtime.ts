@@ -33,7 +33,7 @@ export function createObjectRuntime(routes: readonly RuntimeApiRoute[], stub: ()
     get store(): never {
       throw new Error('The run store lives in the SvcTasks Durable Object; read runs with getRun() and listRuns()')
     },
-    trigger: (name, payload, opts) => call<RunRecord>('trigger', name, payload, opts),
+    trigger: (name: string, payload?: unknown, opts?: unknown) => call<RunRecord>('trigger', name, payload, opts),
     getRun: (id) => call('getRun', id),
     listRuns: (query) => call('listRuns', query),
     waitForRun: (id) => call('waitForRun', id),

@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path'
 import { compareUrlPaths, scanApp } from '../manifest.ts'
+import { refreshTaskTypes } from '../manifest/task-types.ts'
 import type { ConfigError } from '../manifest.ts'
 import { startSvcServer } from '../node/server.ts'
 import type { SvcServer } from '../node/options.ts'
@@ -89,6 +90,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     const broken = new Set(scan.errors.map((error) => error.file))
     const routes = withLastGood(scan.routes, app.routes, broken)
     const pages = withLastGood(scan.pages, app.pages, broken)
+    refreshTaskTypes(root, routes, logger)
     const appFiles = new Set([...routes, ...pages].map((entry) => entry.file))
     // A change to anything that is not a route or page (a shared helper) may
     // affect any module. A route or page loaded before and gone now (deleted,

@@ -246,9 +246,10 @@ export interface EnqueueResult {
  * thrown. A cancelled child resolves to `{ ok: false, cancelled: true,
  * error: 'Run <id> of task "<name>" was cancelled' }`.
  */
-export interface ChildRunResult {
+export interface ChildRunResult<Result = unknown> {
   ok: boolean
-  result?: unknown
+  /** The child's result; typed by task name once `.svc/types.d.ts` registers the task. */
+  result?: Result
   error?: string
   /** Present, `true`, when the child run was cancelled. */
   cancelled?: true
@@ -264,12 +265,81 @@ export interface ChildRunResult {
  */
 export interface StepApi {
   run<T>(key: string, fn: () => T | Promise<T>): Promise<T>
-  enqueue(key: string, task: string, payload?: unknown, opts?: EnqueueOptions): Promise<{ runId: string }>
-  waitForTask(key: string, task: string, payload?: unknown, opts?: EnqueueOptions): Promise<ChildRunResult>
+  enqueue<N extends string>(key: string, task: TaskNameArg<N>, ...args: TaskPayloadArgs<N, EnqueueOptions>): Promise<{ runId: string }>
+  waitForTask<N extends string>(
+    key: string,
+    task: TaskNameArg<N>,
+    ...args: TaskPayloadArgs<N, EnqueueOptions>
+  ): Promise<ChildRunResult<TaskResult<N>>>
   sleep(key: string, seconds: number): Promise<void>
   sleepUntil(key: string, date: Date | string): Promise<void>
   waitForToken<T = unknown>(key: string, opts?: { timeoutSeconds?: number }): Promise<{ payload?: T } | { timedOut: true }>
 }
+
+// ---------------------------------------------------------------------------
+// Typed tasks
+// ---------------------------------------------------------------------------
+
+/**
+ * Task name → `{ input, result }`, filled in by the `.svc/types.d.ts` that
+ * `svc types` (and `svc dev`, `svc build`) writes, through declaration
+ * merging (`declare module 'svc' { interface TaskRegistry { … } }`). While it
+ * is empty, task names are `string` and payloads and results `unknown`.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by declaration merging
+export interface TaskRegistry {}
+
+/** The registered task names; `string` while the registry is empty. */
+export type TaskName = [keyof TaskRegistry] extends [never] ? string : Extract<keyof TaskRegistry, string>
+
+/**
+ * A task name argument: a registered name, or a name held in a plain
+ * `string` (read from a request, say), which cannot be checked before it runs
+ * and takes an `unknown` payload.
+ */
+export type TaskNameArg<N extends string> = string extends N ? N : N extends TaskName ? N : TaskName
+
+/** What a payload for task `N` must be: the input type of its `input` schema; `unknown` for unregistered names. */
+export type TaskInput<N extends string> = N extends keyof TaskRegistry
+  ? TaskRegistry[N] extends { input: infer Input }
+    ? Input
+    : unknown
+  : unknown
+
+/** The awaited return of task `N`'s handler; `unknown` for unregistered names. */
+export type TaskResult<N extends string> = N extends keyof TaskRegistry
+  ? TaskRegistry[N] extends { result: infer Result }
+    ? Result
+    : unknown
+  : unknown
+
+/** `payload, opts` after a task name: the payload may be left out only when the task's input accepts `undefined`. */
+export type TaskPayloadArgs<N extends string, Options> =
+  undefined extends TaskInput<N> ? [payload?: TaskInput<N>, opts?: Options] : [payload: TaskInput<N>, opts?: Options]
+
+/**
+ * The type a task's `input` export accepts (`StandardSchemaV1.InferInput`,
+ * or the `body` schema of a `defineSchema()` object); `unknown` without one.
+ * `M` is the module's type: `typeof import('./src/api/jobs/notify.ts')`.
+ */
+export type TaskModuleInput<M> = M extends { input: infer Schema } ? SchemaInput<Schema> : unknown
+
+/** The awaited return of a task module's `POST` export. */
+// biome-ignore lint/suspicious/noExplicitAny: any handler parameters
+export type TaskModuleResult<M> = M extends { POST: (...args: any[]) => infer Result } ? Awaited<Result> : unknown
+
+type SchemaInput<Schema> = Schema extends StandardSchemaV1
+  ? StandardSchemaV1.InferInput<Schema>
+  : Schema extends { body: StandardSchemaV1 }
+    ? StandardSchemaV1.InferInput<Schema['body']>
+    : unknown
+
+/** What a handler's `ctx.input` holds for a schema: its validated output. */
+export type SchemaOutput<Schema> = Schema extends StandardSchemaV1
+  ? StandardSchemaV1.InferOutput<Schema>
+  : Schema extends { body: StandardSchemaV1 }
+    ? StandardSchemaV1.InferOutput<Schema['body']>
+    : unknown
 
 /** The argument of a task's `POST(ctx)` handler. */
 export interface TaskContext<Input = unknown> {
@@ -342,7 +412,7 @@ export interface TaskRuntime {
    * `TaskNotFoundError`, or `StoreFullError` while the run store is full of
    * live runs. Cron runs skip validation.
    */
-  trigger(name: string, payload?: unknown, opts?: TriggerOptions): Promise<RunRecord>
+  trigger<N extends string>(name: TaskNameArg<N>, ...args: TaskPayloadArgs<N, TriggerOptions>): Promise<RunRecord>
   /** The run record, or `undefined` for a run the store does not hold. */
   getRun(id: string): Promise<RunRecord | undefined>
   /** Runs, newest first. */

@@ -4,7 +4,15 @@
  * in-process; elsewhere `enqueue` and `completeToken` call the task server
  * over HTTP. They never swallow an error.
  */
-import type { CancelRunResult, CompleteTokenResult, EnqueueOptions, EnqueueResult, RunRecord } from '../types.ts'
+import type {
+  CancelRunResult,
+  CompleteTokenResult,
+  EnqueueOptions,
+  EnqueueResult,
+  RunRecord,
+  TaskNameArg,
+  TaskPayloadArgs,
+} from '../types.ts'
 import { getActiveTaskRuntime } from './active.ts'
 import { cancelRunOverHttp, completeTokenOverHttp, enqueueOverHttp } from './client.ts'
 import { checkEnqueueOptions } from './options.ts'
@@ -27,7 +35,11 @@ import { checkEnqueueOptions } from './options.ts'
  * `HttpError` over HTTP: the answer's status and error text for a non-2xx
  * answer, status 0 (code `NETWORK_ERROR`, the failure in `cause`) when the
  * server cannot be reached.
+ *
+ * Typed by task name once `.svc/types.d.ts` registers the app's tasks: a
+ * literal name must be a task's, and the payload must fit its `input`.
  */
+export function enqueue<N extends string>(taskName: TaskNameArg<N>, ...args: TaskPayloadArgs<N, EnqueueOptions>): Promise<EnqueueResult>
 export async function enqueue(taskName: string, payload?: unknown, opts?: EnqueueOptions): Promise<EnqueueResult> {
   if (typeof taskName !== 'string' || taskName === '') {
     throw new TypeError(`enqueue(taskName): taskName must be a non-empty dot-form task name (got ${typeof taskName})`)

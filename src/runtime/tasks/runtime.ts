@@ -3,7 +3,7 @@
  * Edge-safe: the Node server, the edge and function targets and the CLI all
  * drive this same implementation.
  */
-import type { Logger, RuntimeApiRoute, TaskRuntime, TaskSummary } from '../types.ts'
+import type { Logger, RuntimeApiRoute, TaskRuntime, TaskSummary, TriggerOptions } from '../types.ts'
 import { getActiveTaskRuntime, setActiveTaskRuntime } from './active.ts'
 import { defineTasks } from './definitions.ts'
 import { TaskEngine } from './engine.ts'
@@ -77,7 +77,7 @@ export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntime {
   const runtime: TaskRuntime = {
     tasks,
     store,
-    trigger: (name, payload, opts) => engine.trigger(name, payload, opts),
+    trigger: (name: string, payload?: unknown, opts?: TriggerOptions) => engine.trigger(name, payload, opts),
     getRun: (id) => store.getRun(id),
     waitForRun: (id) => engine.waitForRun(id),
     completeToken: (tokenId, payload) => engine.completeToken(tokenId, payload),

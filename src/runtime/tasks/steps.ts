@@ -121,7 +121,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       return output
     },
 
-    async enqueue(key, task, payload, opts) {
+    async enqueue(key: string, task: string, payload?: unknown, opts?: EnqueueOptions) {
       const recorded = begin(inv, key, 'enqueue', 'enqueue')
       if (recorded) return recorded.output as { runId: string }
       checkEnqueueOptions(opts, `ctx.step.enqueue("${key}")`)
@@ -131,9 +131,11 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       return output
     },
 
-    async waitForTask(key, task, payload, opts) {
+    // The result is what the child's handler returned, kept as JSON; its
+    // type is the caller's, by task name (`ChildRunResult<never>` fits any).
+    async waitForTask(key: string, task: string, payload?: unknown, opts?: EnqueueOptions): Promise<ChildRunResult<never>> {
       const recorded = begin(inv, key, 'waitForTask', 'waitForTask')
-      if (recorded) return recorded.output as ChildRunResult
+      if (recorded) return recorded.output as ChildRunResult<never>
       // The child keeps its idempotency key across replays, so a replay finds
       // the child it started instead of starting another.
       checkEnqueueOptions(opts, `ctx.step.waitForTask("${key}")`)
@@ -141,7 +143,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       if (child.status === 'completed' || child.status === 'failed') {
         const output = childRunResult(child)
         await record(inv, host, key, 'waitForTask', { status: 'completed', output })
-        return output
+        return output as ChildRunResult<never>
       }
       suspend(inv, host, key, { type: 'task', task, runId: child.id })
     },

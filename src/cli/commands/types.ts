@@ -1,0 +1,25 @@
+/** `svc types`: writes `.svc/types.d.ts`, the app's tasks as types for enqueue() and ctx.step. */
+import { relative } from 'node:path'
+import { defineCommand } from 'citty'
+import { checkArgs, resolveRoot, rootArg } from '../_args.ts'
+import { printLines } from '../_output.ts'
+
+const typesArgs = { ...rootArg } as const
+
+export default defineCommand({
+  meta: { name: 'types', description: 'Write .svc/types.d.ts: task names, inputs and results as types' },
+  args: typesArgs,
+  async run({ args, rawArgs }) {
+    checkArgs(rawArgs, typesArgs)
+    const root = resolveRoot(args.root)
+    const [{ scanApp, assertNoConfigErrors }, { writeTaskTypes }] = await Promise.all([
+      import('../../manifest.ts'),
+      import('../../manifest/task-types.ts'),
+    ])
+    const scan = await scanApp({ root })
+    assertNoConfigErrors(scan)
+    const { path, written, tasks } = writeTaskTypes(root, scan.routes)
+    const where = relative(process.cwd(), path) || path
+    printLines('stdout', [`${written ? 'Wrote' : 'Up to date:'} ${where} (${tasks} task${tasks === 1 ? '' : 's'})`])
+  },
+})

@@ -1,0 +1,79 @@
+/**
+ * `.svc/types.d.ts`: the app's tasks as types. It fills svc's `TaskRegistry`
+ * by declaration merging, one entry per task: the input type of the task
+ * module's `input` schema and the awaited return of its `POST`, both read by
+ * the compiler from the module itself through a type-level `import()`, so
+ * valibot, zod and arktype schemas keep their exact types and nothing here
+ * parses a schema. `svc types` writes it, as do `svc dev` and `svc build`.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { errorMessage } from '../runtime/errors.ts'
+import type { Logger } from '../runtime/types.ts'
+
+/** Where the file goes, relative to the app root. */
+export const TASK_TYPES_FILE = '.svc/types.d.ts'
+
+/** What the generator needs of a scanned route. */
+export interface TaskTypeSource {
+  kind?: string
+  /** Dot-form task name; null for routes that are not tasks. */
+  name?: string | null
+  /** Source file relative to the app root, with `/` separators. */
+  file: string
+}
+
+export function renderTaskTypes(routes: readonly TaskTypeSource[]): string {
+  const tasks = taskRoutes(routes).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  const entries = tasks.map(({ name, file }) => {
+    // The file sits in .svc/, one level below the root the paths start from.
+    const module = `typeof import(${JSON.stringify(`../${file}`)})`
+    return `    ${JSON.stringify(name)}: {\n      input: TaskModuleInput<${module}>\n      result: TaskModuleResult<${module}>\n    }\n`
+  })
+  return (
+    '// Written by svc from the task routes in src/api; `svc types`, `svc dev` and\n' +
+    '// `svc build` write it again, so edits here do not last. Add it to the\n' +
+    "// tsconfig's include to type enqueue(), ctx.step.enqueue and ctx.step.waitForTask by task name.\n" +
+    "import type { TaskModuleInput, TaskModuleResult } from 'svc'\n\n" +
+    "declare module 'svc' {\n" +
+    `  interface TaskRegistry {\n${entries.join('')}  }\n` +
+    '}\n'
+  )
+}
+
+/**
+ * Writes `.svc/types.d.ts` under `root` for these routes, and only when its
+ * text changes, so an editor's type checker is not woken for nothing.
+ * Returns the file's path, whether it was written and how many tasks it lists.
+ */
+export function writeTaskTypes(root: string, routes: readonly TaskTypeSource[]): { path: string; written: boolean; tasks: number } {
+  const path = join(root, TASK_TYPES_FILE)
+  const text = renderTaskTypes(routes)
+  const tasks = taskRoutes(routes).length
+  let current: string | undefined
+  try {
+    current = readFileSync(path, 'utf8')
+  } catch {
+    // No file yet: write it.
+  }
+  if (current === text) return { path, written: false, tasks }
+  mkdirSync(join(root, '.svc'), { recursive: true })
+  writeFileSync(path, text)
+  return { path, written: true, tasks }
+}
+
+/**
+ * `writeTaskTypes` for `svc dev`, on start and after every change: a failure
+ * to write is logged and the server goes on.
+ */
+export function refreshTaskTypes(root: string, routes: readonly TaskTypeSource[], logger: Logger): void {
+  try {
+    writeTaskTypes(root, routes)
+  } catch (error) {
+    logger.error(`[svc] could not write ${TASK_TYPES_FILE}: ${errorMessage(error)}`)
+  }
+}
+
+function taskRoutes(routes: readonly TaskTypeSource[]): (TaskTypeSource & { name: string })[] {
+  return routes.filter((route): route is TaskTypeSource & { name: string } => route.kind === 'task' && typeof route.name === 'string')
+}

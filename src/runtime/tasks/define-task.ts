@@ -1,0 +1,36 @@
+/**
+ * `defineTask`: types a task handler's `ctx.input` from its schema, so a task
+ * file does not write the input type by hand. It returns the handler, to be
+ * exported as the file's `POST`; the schema is exported as `input` beside it,
+ * which is what the scanner sees and the runtime validates against:
+ *
+ *   export const input = v.object({ email: v.string() })
+ *   export const POST = defineTask({ input, handler: async (ctx) => ctx.input.email })
+ */
+import type { StandardSchemaV1 } from '@standard-schema/spec'
+import type { SchemaDefinition, SchemaOutput, TaskContext } from '../types.ts'
+import { describe } from '../describe.ts'
+import { isSchemaDefinition, isStandardSchema } from '../schema.ts'
+
+export interface TaskDefinitionInput<Schema, Result> {
+  /** The task's `input` export: a Standard Schema or a `defineSchema()` object (its `body` validates). */
+  input?: Schema
+  /** The handler; `ctx.input` is the schema's validated output. */
+  handler: (ctx: TaskContext<SchemaOutput<Schema>>) => Result
+}
+
+export function defineTask<Schema extends StandardSchemaV1 | SchemaDefinition | undefined = undefined, Result = unknown>(
+  definition: TaskDefinitionInput<Schema, Result>,
+): (ctx: TaskContext<SchemaOutput<Schema>>) => Result {
+  if (definition === null || typeof definition !== 'object') {
+    throw new TypeError(`defineTask(definition): definition must be an object with a handler (got ${describe(definition)})`)
+  }
+  const { input, handler } = definition
+  if (typeof handler !== 'function') {
+    throw new TypeError(`defineTask({ handler }): handler must be a function (got ${describe(handler)})`)
+  }
+  if (input !== undefined && !isStandardSchema(input) && !isSchemaDefinition(input)) {
+    throw new TypeError(`defineTask({ input }): input must be a Standard Schema or a defineSchema() object (got ${describe(input)})`)
+  }
+  return handler
+}
