@@ -46,7 +46,7 @@ describe('the runs dashboard under svc dev', () => {
       .toEqual(['Task', 'Schedule', 'Next run', 'Retries', 'Timeout', 'Last run'])
     await expect
       .poll(() => tasks.getByRole('rowheader').allTextContents())
-      .toEqual(['jobs.approve', 'jobs.flaky', 'jobs.greet', 'jobs.nap', 'jobs.nightly'])
+      .toEqual(['jobs.approve', 'jobs.flaky', 'jobs.greet', 'jobs.nap', 'jobs.nightly', 'jobs.parent'])
     const nightly = tasks.getByRole('row').filter({ hasText: 'jobs.nightly' })
     await expect.poll(() => nightly.textContent()).toContain('30 3 * * *')
     const next = new Date((await nightly.locator('time').getAttribute('datetime'))!)
@@ -126,6 +126,17 @@ describe('the runs dashboard under svc dev', () => {
     await page.getByRole('button', { name: 'Complete token' }).click()
     await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('completed')
     expect(await runPanel().textContent()).toContain('approved: true')
+  })
+
+  it('links a run waiting on a child run to that run, and the child back to its parent', async () => {
+    await triggerFromPage('jobs.parent', '{}')
+    await expect.poll(() => runPanel().textContent()).toContain('Waiting for run')
+    const parent = await runId()
+    await runPanel().getByRole('paragraph').filter({ hasText: 'Waiting for run' }).getByRole('link').click()
+    await expect.poll(runId).not.toBe(parent)
+    expect(await runPanel().locator('dd code').first().textContent()).toBe('jobs.nap')
+    await runPanel().getByRole('link', { name: parent }).click()
+    await expect.poll(runId).toBe(parent)
   })
 
   it('replays a failed run as a new run of the same input that links back to it', async () => {
