@@ -43,7 +43,7 @@ try {
   const waiting = await start('jobs.approve', { refund: 'R-1042', amount: 129 })
   await settled(waiting)
 
-  const page = await browser.newPage({ viewport: { width: 1360, height: 900 }, colorScheme: 'light' })
+  const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' })
   await page.goto(`${server.url}/__svc/dashboard#run/${waiting}`)
   await page.locator('#run .token-id').waitFor()
   await page.locator('#run details.step > summary').first().click()
