@@ -7,6 +7,7 @@ import * as v from 'valibot'
 import { describe, expect, it } from 'vitest'
 import {
   cancelRun,
+  createTaskRuntime,
   HttpError,
   MemoryRunStore,
   RunFinishedError,
@@ -15,6 +16,7 @@ import {
   type RuntimeApiRoute,
   type TaskContext,
 } from '../../src/index.ts'
+import { runEventStream } from '../../src/runtime/admin/events.ts'
 import { cancelRunOverHttp, completeTokenOverHttp } from '../../src/runtime/tasks/client.ts'
 import { serve, until } from './_helpers.ts'
 
@@ -306,6 +308,47 @@ describe('GET /__tasks/events', () => {
       { id, taskName: 'jobs.nap', status: 'cancelled' },
     ])
     await reader.cancel()
+  })
+
+  it('stops listening to the runtime once the client goes away', async () => {
+    const runtime = createTaskRuntime({ routes: routes(), env: {} })
+    let listening = 0
+    const listen = runtime.onRunChange!
+    runtime.onRunChange = (listener, onEnd) => {
+      listening++
+      const stop = listen(listener, onEnd)
+      return () => {
+        listening--
+        stop()
+      }
+    }
+    const server = await serve({ apiRoutes: routes(), env: { NODE_ENV: 'test' }, runtime })
+    try {
+      const aborted = new AbortController()
+      const res = await fetch(`${server.url}/__tasks/events`, { signal: aborted.signal })
+      await res.body!.getReader().read()
+      expect(listening).toBe(1)
+      aborted.abort()
+      await until(() => listening === 0)
+    } finally {
+      await server.close()
+      await runtime.close()
+    }
+  })
+
+  it('sends a heartbeat comment while no run changes', async () => {
+    const runtime = createTaskRuntime({ routes: [], env: {} })
+    try {
+      const res = runEventStream(runtime.onRunChange!, Response, 10)
+      const reader = res.body!.getReader()
+      const decoder = new TextDecoder()
+      let text = ''
+      while (!text.includes(': heartbeat\n\n')) text += decoder.decode((await reader.read()).value)
+      expect(text.startsWith(': subscribed\n\n')).toBe(true)
+      await reader.cancel()
+    } finally {
+      await runtime.close()
+    }
   })
 
   it('ends open streams when the server shuts down, and the shutdown does not wait for them', async () => {

@@ -14,8 +14,9 @@ export const SSE_HEARTBEAT_MS = 15_000
 
 const encoder = new TextEncoder()
 
+/** `listen` is the runtime's `onRunChange`. */
 export function runEventStream(
-  runtime: TaskRuntime & Required<Pick<TaskRuntime, 'onRunChange'>>,
+  listen: NonNullable<TaskRuntime['onRunChange']>,
   R: ResponseClass,
   heartbeatMs = SSE_HEARTBEAT_MS,
 ): Response {
@@ -39,7 +40,7 @@ export function runEventStream(
       }
       // A first comment sends the headers at once, so a client knows it is subscribed.
       send(': subscribed\n\n')
-      stop = runtime.onRunChange((change: RunChange) => send(`data: ${JSON.stringify(change)}\n\n`), end)
+      stop = listen((change: RunChange) => send(`data: ${JSON.stringify(change)}\n\n`), end)
       if (closed) {
         // The runtime had already ended its changes (end ran before stop was set).
         stop()

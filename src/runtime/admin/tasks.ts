@@ -90,7 +90,8 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
     const isRead = method === 'GET' || method === 'HEAD'
     if (segments[0] === 'runs' && (segments.length > 1 || isRead)) return runs(request, pathname, segments.slice(1), info)
     if (segments.length === 1 && segments[0] === 'events' && isRead) {
-      if (!runtime.onRunChange) {
+      const listen = runtime.onRunChange?.bind(runtime)
+      if (!listen) {
         return jsonError(
           R,
           501,
@@ -98,7 +99,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
           'This target runs tasks in another place (the SvcTasks Durable Object on Workers), whose run changes cannot be streamed from here; poll GET /__tasks/runs instead',
         )
       }
-      return runEventStream(runtime as Parameters<typeof runEventStream>[0], R)
+      return runEventStream(listen, R)
     }
 
     if (segments.length !== 1) return jsonError(R, 404, 'NOT_FOUND', `No admin endpoint matches ${method} ${pathname}`)
