@@ -415,10 +415,13 @@ export interface TaskRuntime {
   trigger<N extends string>(name: TaskNameArg<N>, ...args: TaskPayloadArgs<N, TriggerOptions>): Promise<RunRecord>
   /** The run record, or `undefined` for a run the store does not hold. */
   getRun(id: string): Promise<RunRecord | undefined>
-  /** Runs, newest first. */
+  /**
+   * Runs, newest first. `query.cursor`, the id of the last run of the
+   * previous page, lists the page after it.
+   */
   listRuns(query?: RunQuery): Promise<RunRecord[]>
   /**
-   * Resolves when the run is `completed` or `failed`. Rejects for an unknown
+   * Resolves when the run is `completed`, `failed` or `cancelled`. Rejects for an unknown
    * run, and after `close()` for a run that has not finished.
    */
   waitForRun(id: string): Promise<RunRecord>
