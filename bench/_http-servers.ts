@@ -76,3 +76,5 @@ async function main(): Promise<number> {
 
 const port = await main()
 process.stdout.write(`${port}\n`)
+// SIGTERM ends the process through exit(), so that `node --cpu-prof bench/_http-servers.ts svc` writes its profile.
+process.on('SIGTERM', () => process.exit(0))
