@@ -1,4 +1,4 @@
-import { describe, expect, test } from 'vitest'
+import { describe, expect, test, vi } from 'vitest'
 import { createTaskRuntime } from '../../src/runtime/tasks/index.ts'
 import { at, scanRoute } from './_helpers.ts'
 
@@ -189,6 +189,20 @@ describe('schedule', () => {
     expect(errors).toHaveLength(1)
     expect(errors[0]).toMatch(new RegExp(`^src/api/route\\.ts:3:25: schedule "${expression.replace(/[*]/g, '\\*')}" `))
     expect(errors[0]).toContain(message)
+  })
+
+  // A CLI command that checks schedules would otherwise load the time zone
+  // data on every start; UTC needs none.
+  test('a schedule without a time zone is checked in UTC without formatting dates through Intl', async () => {
+    const formatToParts = vi.spyOn(Intl.DateTimeFormat.prototype, 'formatToParts')
+    try {
+      const { route, errors } = await scanRoute(`export const route = { kind: 'task' }\nexport const schedule = '30 4 * * *'\n`)
+      expect(errors).toEqual([])
+      expect(route.schedule).toBe('30 4 * * *')
+      expect(formatToParts).not.toHaveBeenCalled()
+    } finally {
+      formatToParts.mockRestore()
+    }
   })
 
   test('a schedule that is not a string is rejected', async () => {
