@@ -11,7 +11,7 @@
  * key through another kind of call (the code changed under a suspended run)
  * fails with `StepMismatchError` instead of handing one step's output to
  * another, and a replay that returns without meeting every recorded key is
- * reported (`unreachedSteps`).
+ * reported (`reportUnreachedSteps`).
  */
 import type {
   ChildRunResult,
@@ -58,6 +58,7 @@ export interface StepHost {
   trigger(name: string, payload: unknown, opts: TriggerOptions): Promise<RunRecord>
   /** Called before every in-process durable wait; logs the one-time note. */
   noteLocalWait(): void
+  /** The runtime's logger, for the warning about recorded steps a replay did not reach. */
   logger: Logger
 }
 
@@ -93,7 +94,7 @@ export function reportUnreachedSteps(inv: Invocation, logger: Logger): void {
   if (unreached.length === 0) return
   logger.warn(
     `[svc] task "${inv.taskName}": run ${inv.runId} finished without reaching its recorded step${unreached.length === 1 ? '' : 's'} ` +
-      `${unreached.map((key) => `"${key}"`).join(', ')}; the task's code probably changed while the run was suspended`,
+      `${unreached.map((key) => `"${key}"`).join(', ')}; the task's code probably changed since they ran`,
   )
 }
 
