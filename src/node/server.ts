@@ -13,6 +13,7 @@ import type { ServerRequest } from 'srvx'
 import { FastResponse, serve } from 'srvx/node'
 import { DEFAULT_BODY_LIMIT } from '../runtime/admin/body.ts'
 import type { ResponseClass } from '../runtime/app/types.ts'
+import { DASHBOARD_PAGE } from '../runtime/dashboard/page.ts'
 import { createSvcHandler } from '../runtime/handler.ts'
 import { describe } from '../runtime/describe.ts'
 import { createReloadableHandler } from '../dev/reload.ts'
@@ -76,6 +77,7 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
           bodyLimit,
           dev: options.dev,
           dashboard: options.dashboard,
+          dashboardPage: DASHBOARD_PAGE,
           logger,
           fallback: staticFiles,
           // The process outlives each response; close() drains task attempts itself.

@@ -8,7 +8,7 @@ import type { GlobalHooks, Logger, RequestInfo, RuntimeApiRoute, RuntimePage, Ta
 import { DEFAULT_BODY_LIMIT } from './admin/body.ts'
 import { createAdminHandler, TASKS_PREFIX } from './admin/tasks.ts'
 import { dashboardAccess, dashboardProblem } from './dashboard/access.ts'
-import { createDashboardHandler, isDashboardPath } from './dashboard/handler.ts'
+import { createDashboardHandler, type DashboardPage, isDashboardPath } from './dashboard/handler.ts'
 import { buildApp, checkCommonOptions, type ApiApp } from './app/create.ts'
 import { GlobalResponse } from './app/global-response.ts'
 import { requestPath } from './app/path.ts'
@@ -91,6 +91,13 @@ export interface SvcHandlerOptions {
    * @default true when env.SVC_DASHBOARD is 1; else, when NODE_ENV is development, served to loopback peers only; else off
    */
   dashboard?: boolean
+  /**
+   * The dashboard page to serve. `startSvcServer` passes the one svc ships
+   * (`DASHBOARD_PAGE` from `svc/node`); it is an option so that edge and
+   * function bundles, which do not serve the page, do not carry it.
+   * @default none: the page path answers 404 DASHBOARD_NOT_INCLUDED where it would be served
+   */
+  dashboardPage?: DashboardPage
 }
 
 export interface SvcHandler {
@@ -158,7 +165,7 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
     fallback: options.fallback,
   })
   const admin = createAdminHandler({ runtime, env, bodyLimit, R, logger, dev, holdRuns: options.holdRuns ?? true })
-  const dashboard = createDashboardHandler({ access: dashboardAccess(options.dashboard, env), runtime, env, R })
+  const dashboard = createDashboardHandler({ access: dashboardAccess(options.dashboard, env), page: options.dashboardPage, runtime, env, R })
 
   const handle = (request: Request, info?: RequestInfo): Response | Promise<Response> => {
     const pathname = requestPath(request, info)

@@ -1,11 +1,13 @@
 // The dashboard page: built from src/dashboard/ into a committed module that stays current,
 // small and self-contained, and served only where the admin surface's rules allow.
 import { readFile } from 'node:fs/promises'
+import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
 import { afterEach, describe, expect, it } from 'vitest'
 import { GENERATED_FILE, renderDashboardModule } from '../../scripts/build-dashboard.ts'
+import { bundle } from '../../src/build/bundle.ts'
 import { createSvcHandler, type RuntimeApiRoute, type SvcHandler } from '../../src/index.ts'
-import { startSvcServer } from '../../src/node.ts'
+import { DASHBOARD_PAGE, startSvcServer } from '../../src/node.ts'
 import { DASHBOARD_CSP, DASHBOARD_HTML } from '../../src/runtime/dashboard/page.generated.ts'
 
 const routes: RuntimeApiRoute[] = [
@@ -20,7 +22,7 @@ afterEach(async () => {
 })
 
 function handler(env: Record<string, string>, dashboard?: boolean): SvcHandler {
-  const created = createSvcHandler({ routes, env, dashboard })
+  const created = createSvcHandler({ routes, env, dashboard, dashboardPage: DASHBOARD_PAGE })
   handlers.push(created)
   return created
 }
@@ -88,6 +90,20 @@ describe('where the page is served', () => {
     const post = await page(h, LOOPBACK, { method: 'POST' })
     expect(post.status).toBe(405)
     expect(post.headers.get('allow')).toBe('GET, HEAD')
+  })
+
+  it('where the host ships no page, the page path says so with a 404 instead of an empty page', async () => {
+    const bare = createSvcHandler({ routes, env: { NODE_ENV: 'production', SVC_DASHBOARD: '1' } })
+    handlers.push(bare)
+    const res = await page(bare, REMOTE)
+    expect(res.status).toBe(404)
+    expect(await res.json()).toMatchObject({ code: 'DASHBOARD_NOT_INCLUDED' })
+  })
+
+  it('stays out of an edge bundle of svc: only the Node server imports the page', async () => {
+    const { code } = await bundle({ input: fileURLToPath(new URL('../../src/index.ts', import.meta.url)), platform: 'worker' })
+    expect(code).toContain('__svc/dashboard')
+    expect(code).not.toContain(DASHBOARD_CSP)
   })
 
   it('a dashboard option that is not a boolean is a TypeError naming it', () => {

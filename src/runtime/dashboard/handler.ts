@@ -10,13 +10,20 @@ import type { ResponseClass } from '../app/types.ts'
 import type { EnvLike } from '../env.ts'
 import type { RequestInfo, TaskRuntime } from '../types.ts'
 import { type DashboardAccess, servesDashboard } from './access.ts'
-import { DASHBOARD_CSP, DASHBOARD_HTML } from './page.generated.ts'
 import { dashboardTasks } from './tasks.ts'
 
 export const DASHBOARD_PATH = '/__svc/dashboard'
 
+/** The built page: its HTML and the Content-Security-Policy that allows its inline script and style. */
+export interface DashboardPage {
+  html: string
+  csp: string
+}
+
 export interface DashboardOptions {
   access: DashboardAccess
+  /** Absent where the host does not ship the page (edge and function bundles leave it out). */
+  page: DashboardPage | undefined
   runtime: TaskRuntime
   env: EnvLike
   R: ResponseClass
@@ -25,27 +32,36 @@ export interface DashboardOptions {
 /** Answers a dashboard path, or `undefined` where the page is not served (the request then goes on to the app, which has no such route). */
 export type DashboardHandler = (request: Request, pathname: string, info?: RequestInfo) => Response | Promise<Response> | undefined
 
-const PAGE_HEADERS = {
+const pageHeaders = (page: DashboardPage) => ({
   'content-type': 'text/html; charset=utf-8',
-  'content-security-policy': DASHBOARD_CSP,
+  'content-security-policy': page.csp,
   'cache-control': 'no-store',
   'referrer-policy': 'no-referrer',
   'x-content-type-options': 'nosniff',
-}
+})
 
 export function isDashboardPath(pathname: string): boolean {
   return pathname === DASHBOARD_PATH || pathname.startsWith(`${DASHBOARD_PATH}/`)
 }
 
 export function createDashboardHandler(options: DashboardOptions): DashboardHandler {
-  const { access, runtime, env, R } = options
+  const { access, page, runtime, env, R } = options
+  const headers = page && pageHeaders(page)
   return (request, pathname, info) => {
     if (!servesDashboard(access, info)) return undefined
     const method = request.method
     const path = pathname.replace(/\/+$/, '') || '/'
     if (path === DASHBOARD_PATH) {
       if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed(R, method, pathname, 'GET, HEAD')
-      return new R(method === 'HEAD' ? null : DASHBOARD_HTML, { status: 200, headers: PAGE_HEADERS })
+      if (!page) {
+        return jsonError(
+          R,
+          404,
+          'DASHBOARD_NOT_INCLUDED',
+          'This host does not ship the dashboard page: startSvcServer, svc dev and the node build serve it; elsewhere pass dashboardPage: DASHBOARD_PAGE (from svc/node) to createSvcHandler',
+        )
+      }
+      return new R(method === 'HEAD' ? null : page.html, { status: 200, headers })
     }
     if (path === `${DASHBOARD_PATH}/tasks`) {
       const denied = authorize(request, info, env, R)
