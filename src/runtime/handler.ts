@@ -165,7 +165,13 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
     fallback: options.fallback,
   })
   const admin = createAdminHandler({ runtime, env, bodyLimit, R, logger, dev, holdRuns: options.holdRuns ?? true })
-  const dashboard = createDashboardHandler({ access: dashboardAccess(options.dashboard, env), page: options.dashboardPage, runtime, env, R })
+  const dashboard = createDashboardHandler({
+    access: dashboardAccess(options.dashboard, env),
+    page: options.dashboardPage,
+    runtime,
+    env,
+    R,
+  })
 
   const handle = (request: Request, info?: RequestInfo): Response | Promise<Response> => {
     const pathname = requestPath(request, info)
