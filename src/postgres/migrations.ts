@@ -94,35 +94,65 @@ const MIGRATIONS: readonly string[] = [
   -- A sweep for orphaned attempts skips runs that wait for a retry timer.
   CREATE INDEX timers_by_run ON $schema.timers (run_id, kind);
   `,
+  `
+  -- How many runs are retained and how many of them are live, kept by
+  -- triggers in the transaction that changes the runs, so the counts are
+  -- exact without a scan. Inserting a live run locks the row (FOR UPDATE)
+  -- before it compares live with maxRuns: processes sharing the database
+  -- cannot both take the last place.
+  CREATE TABLE $schema.run_counts (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one),
+    live bigint NOT NULL,
+    total bigint NOT NULL
+  );
+  INSERT INTO $schema.run_counts (live, total)
+    SELECT count(*) FILTER (WHERE finished_seq IS NULL), count(*) FROM $schema.runs;
+  CREATE FUNCTION $schema.count_runs() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    IF TG_OP = 'INSERT' THEN
+      UPDATE $schema.run_counts SET total = total + 1, live = live + (NEW.finished_seq IS NULL)::int;
+    ELSIF TG_OP = 'DELETE' THEN
+      UPDATE $schema.run_counts SET total = total - 1, live = live - (OLD.finished_seq IS NULL)::int;
+    ELSE
+      UPDATE $schema.run_counts SET live = live + (NEW.finished_seq IS NULL)::int - (OLD.finished_seq IS NULL)::int;
+    END IF;
+    RETURN NULL;
+  END $$;
+  CREATE TRIGGER runs_counted AFTER INSERT OR DELETE ON $schema.runs
+    FOR EACH ROW EXECUTE FUNCTION $schema.count_runs();
+  CREATE TRIGGER runs_live_counted AFTER UPDATE OF finished_seq ON $schema.runs
+    FOR EACH ROW WHEN ((OLD.finished_seq IS NULL) <> (NEW.finished_seq IS NULL)) EXECUTE FUNCTION $schema.count_runs();
+  `,
 ]
 
 /** The schema version this release writes. */
 export const SCHEMA_VERSION = MIGRATIONS.length
 
 /**
- * Creates the schema and brings it to `SCHEMA_VERSION`, or refuses one that
+ * Creates the schema and brings it to `SCHEMA_VERSION` (or to `version`, an
+ * older one, as a database an earlier release left), or refuses one that
  * a newer release migrated (its tables may mean things this code does not
  * know; writing to them could corrupt runs the newer release relies on).
  */
-export async function migrate(sql: Sql, schema: string, where: string): Promise<void> {
+export async function migrate(sql: Sql, schema: string, where: string, version = SCHEMA_VERSION): Promise<void> {
   await sql.begin(async (tx) => {
     // Held to the end of the transaction: a process that starts at the same
     // moment waits here, then finds the schema already migrated.
-    await tx`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${schema + '.migrations'}))`
+    await tx`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${`${schema}.migrations`}))`
     await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
     await tx.unsafe(
       `CREATE TABLE IF NOT EXISTS ${schema}.migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
     )
-    const [{ version }] = await tx.unsafe<{ version: number }[]>(
-      `SELECT coalesce(max(version), 0)::int AS version FROM ${schema}.migrations`,
+    const [{ current }] = await tx.unsafe<{ current: number }[]>(
+      `SELECT coalesce(max(version), 0)::int AS current FROM ${schema}.migrations`,
     )
-    if (version > SCHEMA_VERSION) {
+    if (current > SCHEMA_VERSION) {
       throw new Error(
-        `${where}: schema "${schema}" is at version ${version}, newer than the ${SCHEMA_VERSION} this version of svc knows; ` +
+        `${where}: schema "${schema}" is at version ${current}, newer than the ${SCHEMA_VERSION} this version of svc knows; ` +
           'upgrade svc in every process that shares the database, or use another schema',
       )
     }
-    for (let v = version; v < SCHEMA_VERSION; v++) {
+    for (let v = current; v < version; v++) {
       await tx.unsafe(MIGRATIONS[v].replaceAll('$schema', schema))
       await tx.unsafe(`INSERT INTO ${schema}.migrations (version) VALUES (${v + 1})`)
     }

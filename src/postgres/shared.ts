@@ -18,6 +18,7 @@
 import type { Sql } from 'postgres'
 import type { SharedWork, TimerRecord } from '../runtime/tasks/store.ts'
 import type { RunRecord } from '../types.ts'
+import { GroupCommit } from './group-commit.ts'
 import { notifyChannel } from './migrations.ts'
 
 type Row<T> = { record: T }
@@ -30,11 +31,29 @@ export interface PostgresSharedWorkOptions {
   run<T>(query: (sql: Sql) => Promise<T>): Promise<T>
 }
 
+interface Lease {
+  owner: string
+  runId: string
+}
+
+/** The run ids of each owner. */
+function byOwner(leases: Lease[]): Map<string, string[]> {
+  const owners = new Map<string, string[]>()
+  for (const { owner, runId } of leases) {
+    const ids = owners.get(owner)
+    if (ids) ids.push(runId)
+    else owners.set(owner, [runId])
+  }
+  return owners
+}
+
 export class PostgresSharedWork implements SharedWork {
   readonly leaseMs: number
   readonly pollMs: number
   readonly #schema: string
   readonly #run: PostgresSharedWorkOptions['run']
+  // Every run takes its lease: under load, many go together.
+  readonly #acquire = new GroupCommit<Lease, boolean>((leases) => this.#acquireMany(leases))
 
   constructor(options: PostgresSharedWorkOptions) {
     this.#schema = options.schema
@@ -88,13 +107,27 @@ export class PostgresSharedWork implements SharedWork {
   }
 
   acquireLease(owner: string, runId: string): Promise<boolean> {
+    return this.#acquire.add({ owner, runId })
+  }
+
+  /** One statement per owner for a batch of `acquireLease` calls; rows are locked in id order, as every batch locks them. */
+  #acquireMany(leases: Lease[]): Promise<boolean[]> {
     return this.#run(async (sql) => {
-      const rows = await sql`
-        UPDATE ${sql(this.#schema)}.runs SET lease_owner = ${owner}, lease_expires_at = now() + ${this.leaseMs} * interval '1 millisecond'
-        WHERE id = ${runId} AND status = 'running'
-          AND (lease_owner IS NULL OR lease_owner = ${owner} OR lease_expires_at < now())
-        RETURNING 1`
-      return rows.length > 0
+      const runs = sql(this.#schema)
+      const held = new Set<string>()
+      for (const [owner, ids] of byOwner(leases)) {
+        const rows = await sql<{ id: string }[]>`
+          UPDATE ${runs}.runs SET lease_owner = ${owner}, lease_expires_at = now() + ${this.leaseMs} * interval '1 millisecond'
+          WHERE id IN (
+            SELECT id FROM ${runs}.runs
+            WHERE id = ANY(${ids}::text[]) AND status = 'running'
+              AND (lease_owner IS NULL OR lease_owner = ${owner} OR lease_expires_at < now())
+            ORDER BY id FOR UPDATE
+          )
+          RETURNING id`
+        for (const row of rows) held.add(`${owner}\n${row.id}`)
+      }
+      return leases.map((lease) => held.has(`${lease.owner}\n${lease.runId}`))
     })
   }
 

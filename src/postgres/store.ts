@@ -5,8 +5,8 @@
  *
  * Every compare-and-set point of the `RunStore` contract is one statement
  * (`UPDATE … WHERE status = ANY(expected) RETURNING`, `INSERT … ON CONFLICT`,
- * `DELETE … RETURNING`) or, for `createRun` of a live run, one transaction
- * under an advisory lock, so that processes counting live runs against
+ * `DELETE … RETURNING`); `createRun` of a live run locks the row of counts
+ * that triggers keep, so that processes counting live runs against
  * `maxRuns` cannot both take the last place. Row locks and Postgres's
  * re-check of a concurrently updated row (READ COMMITTED) do the rest: of
  * two processes racing for one transition, exactly one wins.
@@ -15,7 +15,7 @@
  * step is applied to the `jsonb` record inside the statement rather than
  * read, changed and written back.
  */
-import postgres, { type ReservedSql, type Sql } from 'postgres'
+import postgres, { type Sql } from 'postgres'
 import { StoreFullError } from '../runtime/errors.ts'
 import {
   FINISHED_STATUSES,
@@ -27,7 +27,7 @@ import {
   type TokenRecord,
 } from '../runtime/tasks/store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
-import { LOCK_CLASS, migrate } from './migrations.ts'
+import { migrate } from './migrations.ts'
 import { redact, resolvePostgresOptions, type PostgresRunStoreOptions } from './options.ts'
 import { PostgresSharedWork } from './shared.ts'
 
@@ -133,9 +133,8 @@ export class PostgresRunStore implements RunStore {
 
   async createRun(run: RunRecord): Promise<RunRecord> {
     return this.#run(async (sql) => {
-      const live = !isFinished(run.status)
       try {
-        const row = live ? await this.#insertLocked(sql, run) : (await this.#insert(sql, run))[0]
+        const [row] = await this.#insert(sql, run)
         if (row.held) return row.held
         if (row.inserted) return row.inserted
         throw new StoreFullError(WHERE, this.maxRuns)
@@ -153,42 +152,24 @@ export class PostgresRunStore implements RunStore {
   }
 
   /**
-   * `#insert` in a transaction that first takes the store's advisory lock,
-   * so processes sharing the database cannot both count the last free place
-   * as theirs: the insert's snapshot is taken once the lock is held (READ
-   * COMMITTED takes one per statement). BEGIN, the lock, the insert and
-   * COMMIT are pipelined on one connection, one round trip in all; when a
-   * statement fails, the transaction is aborted and the COMMIT after it
-   * rolls back.
-   */
-  async #insertLocked(sql: Sql, run: RunRecord): Promise<InsertRow> {
-    const tx = await sql.reserve()
-    try {
-      const results = await Promise.allSettled([
-        tx`BEGIN`,
-        tx`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${`${this.schema}.runs`}))`,
-        this.#insert(tx, run),
-        tx`COMMIT`,
-      ])
-      for (const result of results) if (result.status === 'rejected') throw result.reason
-      return (results[2] as PromiseFulfilledResult<InsertRow[]>).value[0]
-    } finally {
-      tx.release()
-    }
-  }
-
-  /**
    * One statement: answers a held idempotency key with its run, refuses a
    * live run when live runs fill `maxRuns`, inserts, and evicts the runs
-   * that finished longest ago (with their tokens) past the bound.
+   * that finished longest ago (with their tokens) past the bound. The
+   * counts come from `run_counts`, locked first: of processes inserting at
+   * once, each compares with the count the one before it left. The
+   * eviction deletes finished runs of the statement's snapshot; one that
+   * another process evicted meanwhile is skipped, and a later insert
+   * catches up.
    */
-  #insert(sql: Sql | ReservedSql, run: RunRecord) {
+  #insert(sql: Sql, run: RunRecord) {
     const runs = sql(this.schema)
     const finished = isFinished(run.status)
     return sql<InsertRow[]>`
       WITH held AS (
         SELECT record FROM ${runs}.runs
         WHERE task_name = ${run.taskName} AND idempotency_key = ${run.idempotencyKey ?? null}
+      ), counts AS (
+        SELECT live, total FROM ${runs}.run_counts FOR UPDATE
       ), inserted AS (
         INSERT INTO ${runs}.runs (id, task_name, status, idempotency_key, finished_seq, lease_expires_at, record)
         SELECT ${run.id}, ${run.taskName}, ${run.status}, ${run.idempotencyKey ?? null},
@@ -196,12 +177,12 @@ export class PostgresRunStore implements RunStore {
           CASE WHEN ${run.status} = 'running' THEN now() + ${this.leaseMs} * interval '1 millisecond' END,
           ${sql.json(run as never)}::jsonb
         WHERE NOT EXISTS (SELECT 1 FROM held)
-          AND (${finished} OR (SELECT count(*) FROM ${runs}.runs WHERE finished_seq IS NULL) < ${this.maxRuns})
+          AND (${finished} OR (SELECT live FROM counts) < ${this.maxRuns})
         RETURNING record
       ), evicted AS (
         DELETE FROM ${runs}.runs WHERE id IN (
           SELECT id FROM ${runs}.runs WHERE finished_seq IS NOT NULL ORDER BY finished_seq
-          LIMIT greatest((SELECT count(*) FROM ${runs}.runs) + (SELECT count(*) FROM inserted) - ${this.maxRuns}, 0)
+          LIMIT greatest((SELECT total FROM counts) + (SELECT count(*) FROM inserted) - ${this.maxRuns}, 0)
         )
         RETURNING id
       ), evicted_tokens AS (

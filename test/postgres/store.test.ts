@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process'
 import postgres from 'postgres'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { PostgresRunStore } from '../../src/postgres.ts'
-import { SCHEMA_VERSION } from '../../src/postgres/migrations.ts'
+import { StoreFullError } from '../../src/runtime/errors.ts'
+import { migrate, SCHEMA_VERSION } from '../../src/postgres/migrations.ts'
 import { makeRun, runStoreContract } from '../tasks/store-contract.ts'
 import { until } from '../tasks/_helpers.ts'
 import { createDatabase } from './_pg.ts'
@@ -101,9 +102,36 @@ describe('PostgresRunStore migrations', () => {
     const s = store()
     await s.ready()
     const tables = await admin`SELECT table_name FROM information_schema.tables WHERE table_schema = ${s.schema} ORDER BY table_name`
-    expect(tables.map((t) => t.table_name)).toEqual(['cron_ticks', 'migrations', 'runs', 'timers', 'tokens'])
+    expect(tables.map((t) => t.table_name)).toEqual(['cron_ticks', 'migrations', 'run_counts', 'runs', 'timers', 'tokens'])
     const versions = await admin.unsafe(`SELECT version FROM ${s.schema}.migrations ORDER BY version`)
     expect(versions.map((v) => v.version)).toEqual(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1))
+  })
+
+  it('upgrades in place a schema an earlier release left at version 2, counting the runs it holds', async () => {
+    const schema = freshSchema()
+    const sql = postgres(url, { onnotice: () => {} })
+    try {
+      await migrate(sql, schema, 'test', 2)
+      // Rows as the earlier release wrote them: two live runs and a finished one.
+      for (const [i, status] of (['running', 'suspended', 'completed'] as const).entries()) {
+        const run = makeRun({ id: `old-${i}`, status })
+        await sql`
+          INSERT INTO ${sql(schema)}.runs (id, task_name, status, finished_seq, record)
+          VALUES (${run.id}, ${run.taskName}, ${status}, ${status === 'completed' ? 1 : null}, ${sql.json(run as never)})`
+      }
+    } finally {
+      await sql.end()
+    }
+    const s = store({ schema, maxRuns: 3 })
+    await s.ready()
+    const versions = await admin.unsafe(`SELECT version FROM ${schema}.migrations ORDER BY version`)
+    expect(versions.map((v) => v.version)).toEqual(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1))
+    expect((await s.getRun('old-1'))?.status).toBe('suspended')
+    // Two live runs were counted: one more fits, and evicts the finished run to stay at 3.
+    await s.createRun(makeRun({ id: 'new-1', status: 'running' }))
+    expect(await s.getRun('old-2')).toBeUndefined()
+    expect(await s.size()).toBe(3)
+    await expect(s.createRun(makeRun({ id: 'new-2', status: 'running' }))).rejects.toBeInstanceOf(StoreFullError)
   })
 
   it('refuses a schema that a newer release migrated, telling to upgrade svc', async () => {
