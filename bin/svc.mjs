@@ -3,8 +3,14 @@
 // TypeScript sources, so the command always matches them and needs no build;
 // the published package holds dist/ and no sources. This file is plain
 // JavaScript so that any Node can read it and say what it needs.
-import { existsSync } from 'node:fs'
-import module from 'node:module'
+
+// Built-ins come from process.getBuiltinModule() rather than `import`: an
+// import of node:fs builds an ES module facade that reads every export,
+// fs.promises included, and that loads some thirty more built-in modules
+// (streams, readline) on every start. Node 22.3 and later have it; an older
+// Node gets the message at the end of this file.
+const { existsSync } = process.getBuiltinModule?.('node:fs') ?? { existsSync: () => false }
+const module = process.getBuiltinModule?.('node:module') ?? {}
 
 // Node's compile cache keeps compiled modules, and from a checkout their
 // type-stripped form, between runs. It is turned on before the first

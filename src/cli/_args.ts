@@ -3,10 +3,13 @@
  * citty accepts unknown flags silently, so a typo such as `--jsn` would run
  * the command with defaults. `checkArgs` turns that into a usage error.
  */
-import { statSync } from 'node:fs'
-import { resolve } from 'node:path'
 import type { ArgsDef } from 'citty'
 import { UsageError } from './_errors.ts'
+
+// Not `import … from 'node:fs'`: its module facade loads fs.promises and some
+// thirty built-ins behind it at the start of every command (see bin/svc.mjs).
+const { statSync } = process.getBuiltinModule('node:fs')
+const { resolve } = process.getBuiltinModule('node:path')
 
 export const rootArg = {
   root: {

@@ -3,15 +3,18 @@
  * read without importing or evaluating any of it. Every error in every file
  * is collected; nothing stops at the first.
  */
-import { readFileSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
-import { isAbsolute, relative, resolve, sep } from 'node:path'
 import type { ManifestPage } from './types.ts'
 import { ConfigError, compareConfigErrors } from './errors.ts'
 import { compareUrlPaths, isSourceFile } from './paths.ts'
 import { API_DIR, type FileScan, PAGES_DIR, scanPageSource, scanRouteSource } from './scan-file.ts'
 import type { ScanFileOptions, ScanFileResult, ScanOptions, ScanResult, ScannedRoute } from './types.ts'
 import { listSourceFiles } from './walk.ts'
+
+// From process.getBuiltinModule() rather than `import`, which would load
+// fs.promises and some thirty built-ins behind it at the start of every
+// command that scans (see bin/svc.mjs).
+const { readFileSync } = process.getBuiltinModule('node:fs')
+const { isAbsolute, relative, resolve, sep } = process.getBuiltinModule('node:path')
 
 /**
  * Scans the app at `root`. Routes come back sorted by path, with
@@ -115,7 +118,9 @@ export async function scanFile(options: ScanFileOptions): Promise<ScanFileResult
     .some((part) => part.startsWith('_') || part.startsWith('.'))
   if (area === null || inPrivateFolder || !isSourceFile(name)) return { route: null, page: null, errors: [] }
 
-  const source = options.source ?? (await readFile(absolute, 'utf8'))
+  // Synchronous, as in scanApp: node:fs/promises alone adds a dozen built-in
+  // modules to the start of every command that scans.
+  const source = options.source ?? readFileSync(absolute, 'utf8')
   if (area === API_DIR) {
     const scan = await scanRouteSource(file, source)
     return { route: scan.value, page: null, errors: scan.errors }

@@ -2,8 +2,11 @@
  * Lists the source files of a routes folder. Files and folders whose name
  * starts with `_` are private helpers and are not descended into.
  */
-import { type Dirent, readdirSync } from 'node:fs'
+import type { Dirent } from 'node:fs'
 import { isSourceFile } from './paths.ts'
+
+// Not `import`: see the note in scan.ts.
+const { readdirSync } = process.getBuiltinModule('node:fs')
 
 /**
  * Paths relative to `dir`, with `/` separators. A missing folder gives an

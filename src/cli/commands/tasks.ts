@@ -1,5 +1,4 @@
 /** `svc tasks list` and `svc tasks run <name>`: the app's tasks, from the command line. */
-import { Console } from 'node:console'
 import { defineCommand } from 'citty'
 import type { ManifestRoute, RouteModule, RunRecord } from '../../types.ts'
 import { checkArgs, jsonArg, resolveRoot, rootArg } from '../_args.ts'
@@ -55,7 +54,11 @@ const run = defineCommand({
     const payload = parseInput(args.input)
     // With --json, stdout carries the envelope and nothing else: what the
     // app's modules and handlers log through console goes to stderr.
-    if (args.json) globalThis.console = new Console({ stdout: process.stderr, stderr: process.stderr })
+    // node:console is loaded here only: it brings a dozen built-in modules that `tasks list` has no use for.
+    if (args.json) {
+      const { Console } = await import('node:console')
+      globalThis.console = new Console({ stdout: process.stderr, stderr: process.stderr })
+    }
     const tasks = await scanTasks(root)
     if (!tasks.some((task) => task.name === args.name)) {
       const names = tasks.map((task) => task.name).join(', ')
