@@ -167,7 +167,10 @@ export class PostgresSharedWork implements SharedWork {
       // A running run with a retry timer is between attempts: the timer's
       // claimer starts the next one. A suspended run whose lease lapsed lost
       // its process between suspending and arming its waitpoint (the lease
-      // is given up after both).
+      // is given up after both). A suspended run that waits for a child
+      // which has finished was not resumed by the child's process: it waits
+      // for a run it reached through an idempotency key, whose process
+      // only resumes the run that started it.
       const rows = await sql<Row<RunRecord>[]>`
         UPDATE ${runs}.runs SET lease_owner = ${owner}, lease_expires_at = now() + ${this.leaseMs} * interval '1 millisecond'
         WHERE id IN (
@@ -175,6 +178,12 @@ export class PostgresSharedWork implements SharedWork {
           WHERE (r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at < now())
               AND NOT EXISTS (SELECT 1 FROM ${runs}.timers t WHERE t.run_id = r.id AND t.kind = 'retry'))
             OR (r.status = 'suspended' AND r.lease_owner IS NOT NULL AND r.lease_expires_at < now())
+            OR (r.status = 'suspended' AND (r.lease_expires_at IS NULL OR r.lease_expires_at < now())
+              AND r.record #>> '{suspended,waitpoint,type}' = 'task'
+              AND EXISTS (
+                SELECT 1 FROM ${runs}.runs c
+                WHERE c.id = r.record #>> '{suspended,waitpoint,runId}' AND c.finished_seq IS NOT NULL
+              ))
           ORDER BY r.seq LIMIT ${limit}
           FOR UPDATE OF r SKIP LOCKED
         )

@@ -27,6 +27,7 @@ import {
   type TokenRecord,
 } from '../runtime/tasks/store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
+import { timerId } from '../runtime/tasks/ids.ts'
 import { migrate } from './migrations.ts'
 import { redact, resolvePostgresOptions, type PostgresRunStoreOptions } from './options.ts'
 import { PostgresSharedWork } from './shared.ts'
@@ -154,7 +155,8 @@ export class PostgresRunStore implements RunStore {
   /**
    * One statement: answers a held idempotency key with its run, refuses a
    * live run when live runs fill `maxRuns`, inserts, and evicts the runs
-   * that finished longest ago (with their tokens) past the bound. The
+   * that finished longest ago (with their tokens) past the bound; a
+   * delayed run gets its delay timer in the same statement. The
    * counts come from `run_counts`, locked first: of processes inserting at
    * once, each compares with the count the one before it left. The
    * eviction deletes finished runs of the statement's snapshot; one that
@@ -164,6 +166,12 @@ export class PostgresRunStore implements RunStore {
   #insert(sql: Sql, run: RunRecord) {
     const runs = sql(this.schema)
     const finished = isFinished(run.status)
+    // A delayed run and its timer are one write: a process that dies right
+    // after the insert leaves a run that any process starts when it is due.
+    const delay: TimerRecord | undefined =
+      run.status === 'scheduled' && run.runAt !== undefined
+        ? { id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt }
+        : undefined
     return sql<InsertRow[]>`
       WITH held AS (
         SELECT record FROM ${runs}.runs
@@ -179,6 +187,11 @@ export class PostgresRunStore implements RunStore {
         WHERE NOT EXISTS (SELECT 1 FROM held)
           AND (${finished} OR (SELECT live FROM counts) < ${this.maxRuns})
         RETURNING record
+      ), delay AS (
+        INSERT INTO ${runs}.timers (id, run_id, kind, due_at, record)
+        SELECT ${delay?.id ?? null}, ${run.id}, 'delay', ${delay?.dueAt ?? null}::timestamptz, ${sql.json((delay ?? null) as never)}::jsonb
+        FROM inserted WHERE ${delay !== undefined}
+        ON CONFLICT (id) DO NOTHING
       ), evicted AS (
         DELETE FROM ${runs}.runs WHERE id IN (
           SELECT id FROM ${runs}.runs WHERE finished_seq IS NOT NULL ORDER BY finished_seq

@@ -32,6 +32,47 @@ async function engine(schema: string, routes: RuntimeApiRoute[], pollMs = 50): P
 }
 
 describe('the task engine on a shared PostgresRunStore', () => {
+  it('a delayed run whose process died right after recording it starts on another process once due', async () => {
+    const schema = `e${++schemas}`
+    const ran: string[] = []
+    const live = await engine(schema, [
+      { path: '/api/later', module: { kind: 'task', POST: (ctx: TaskContext) => void ran.push(ctx.runId) } },
+    ])
+    // The process that triggered it got as far as recording the run, not its timer.
+    const dying = new PostgresRunStore({ url, schema })
+    const runAt = new Date(Date.now() + 200).toISOString()
+    await dying.createRun(makeRun({ id: 'late', taskName: 'later', status: 'scheduled', runAt }))
+    await dying.close()
+    await until(async () => (await live.store.getRun('late'))?.status === 'completed')
+    expect(ran).toEqual(['late'])
+  })
+
+  it('a run waiting on a child it reached through an idempotency key resumes when the child finishes on another process', async () => {
+    const schema = `e${++schemas}`
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const routes: RuntimeApiRoute[] = [
+      { path: '/api/child', module: { kind: 'task', POST: () => gate.then(() => 'child done') } },
+      {
+        path: '/api/parent',
+        module: {
+          kind: 'task',
+          POST: (ctx: TaskContext) => ctx.step.waitForTask('wait', 'child', undefined, { idempotencyKey: 'shared' }),
+        },
+      },
+    ]
+    const a = await engine(schema, routes)
+    const b = await engine(schema, routes)
+    // B started the child; A's parent finds it through the key, so B does not know A waits.
+    const child = await b.runtime.trigger('child', undefined, { idempotencyKey: 'shared' })
+    const parent = await a.runtime.trigger('parent')
+    await until(async () => (await a.store.getRun(parent.id))?.status === 'suspended')
+    expect((await a.store.getRun(parent.id))?.suspended?.waitpoint).toMatchObject({ type: 'task', runId: child.id })
+    release()
+    await until(async () => (await a.store.getRun(parent.id))?.status === 'completed')
+    expect((await a.store.getRun(parent.id))?.result).toEqual({ ok: true, result: 'child done' })
+  })
+
   it('a run cancelled on another process has its attempt aborted where it runs, which records nothing more', async () => {
     const schema = `e${++schemas}`
     let aborted!: (reason: unknown) => void

@@ -383,8 +383,12 @@ export class TaskEngine {
         this.#start(run, true)
         continue
       }
+      // A met wait for a child resumes the run at once, and the attempt
+      // takes its own lease: this claim goes first, or it would end that one.
+      const met = run.suspended?.waitpoint.type === 'task'
+      if (met) await shared.releaseLeases(this.#owner, [run.id])
       await this.#waits.armWaitpoint(run)
-      await shared.releaseLeases(this.#owner, [run.id])
+      if (!met) await shared.releaseLeases(this.#owner, [run.id])
     }
     await this.#waiters.refresh(this.#store)
     const next = await shared.nextDueAt()
