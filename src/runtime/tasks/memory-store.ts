@@ -65,7 +65,8 @@ export class MemoryRunStore implements RunStore {
     this.#runs.set(run.id, stored)
     if (isFinished(stored.status)) this.#finished.add(run.id)
     this.#evict()
-    return copyRun(stored)
+    // The caller's record is not the stored one, so it serves as the copy.
+    return run
   }
 
   async getRun(id: string): Promise<RunRecord | undefined> {

@@ -129,8 +129,13 @@ function namedError(message: string, name: string): Error {
   return error
 }
 
-// An async wrapper turns a synchronous throw into a rejection and accepts
-// both sync and async handlers.
-async function callHandler(def: TaskDefinition, ctx: TaskContext): Promise<unknown> {
-  return await def.handler(ctx)
+// Turns a synchronous throw into a rejection and accepts both sync and
+// async handlers, without the extra promise and turn of an async wrapper.
+function callHandler(def: TaskDefinition, ctx: TaskContext): Promise<unknown> {
+  try {
+    const value = def.handler(ctx)
+    return value instanceof Promise ? value : Promise.resolve(value)
+  } catch (error) {
+    return Promise.reject(error)
+  }
 }
