@@ -31,9 +31,12 @@ export async function startDev(root = FIXTURE): Promise<Dev> {
   child.stdout!.on('data', (chunk) => (out += chunk))
   child.stderr!.on('data', (chunk) => (out += chunk))
   const exited = new Promise((resolve) => child.once('exit', resolve))
-  await eventually(async () => expect(out).toMatch(/Task admin/), 20_000)
+  await eventually(async () => expect(out).toMatch(/Dashboard: /), 20_000)
+  const url = out.match(/svc dev: (\S+)/)![1]
+  // svc dev prints where the page is.
+  expect(out).toContain(`Dashboard: ${url}/__svc/dashboard`)
   return {
-    url: out.match(/svc dev: (\S+)/)![1],
+    url,
     async stop() {
       child.kill('SIGINT')
       await exited

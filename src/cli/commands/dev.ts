@@ -39,6 +39,7 @@ export default defineCommand({
       '',
       `Task admin: ${dev.url}/__tasks (open to localhost in development). Watching ${root}/src for changes.`,
       `Runs: ${dev.store} (SVC_STORE_URL picks another store).`,
+      `Dashboard: ${dev.url}/__svc/dashboard`,
     ])
   },
 })
