@@ -1,4 +1,4 @@
-import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -93,5 +93,16 @@ export async function waitForOutput(read: () => string, pattern: RegExp, timeout
     if (match) return match
     if (Date.now() > deadline) throw new Error(`no output matched ${pattern} after ${timeoutMs} ms; got:\n${read()}`)
     await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+/** Builds an app made of `files` for `target` and resolves to one generated JSON file of it (path from the app root). */
+export async function builtJson(files: Record<string, string>, target: TargetName, file: string): Promise<any> {
+  const app = await writeApp(files)
+  try {
+    await buildApp({ root: app.root, target })
+    return JSON.parse(await readFile(join(app.root, file), 'utf8'))
+  } finally {
+    await app.cleanup()
   }
 }

@@ -7,7 +7,7 @@ import { buildApp } from '../../src/build/build.ts'
 import type { RuntimeApiRoute } from '../../src/index.ts'
 import { createLambdaHandler } from '../../targets/lambda/runtime.ts'
 import { toEventBridge } from '../../targets/lambda/schedules.ts'
-import { builtOnce, copyFixtureApp, writeApp, ZONED_TASKS } from './_app.ts'
+import { builtJson, builtOnce, copyFixtureApp, writeApp, ZONED_TASKS } from './_app.ts'
 import { TASK_SECRET, targetContract } from './contract.ts'
 
 type Handler = (event: unknown) => Promise<any>
@@ -302,14 +302,8 @@ describe('svc build --target lambda', () => {
   })
 
   it('lists no tick for an app without tasks', async () => {
-    const app = await writeApp({ 'src/api/hello.ts': `export const GET = () => 'hi'\n` })
-    try {
-      await buildApp({ root: app.root, target: 'lambda' })
-      const file = JSON.parse(await readFile(join(app.root, '.output/lambda/schedules.json'), 'utf8'))
-      expect(file.schedules).toEqual([])
-    } finally {
-      await app.cleanup()
-    }
+    const file = await builtJson({ 'src/api/hello.ts': `export const GET = () => 'hi'\n` }, 'lambda', '.output/lambda/schedules.json')
+    expect(file.schedules).toEqual([])
   })
 
   // EventBridge Scheduler takes each schedule's zone from schedules.json.

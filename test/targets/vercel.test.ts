@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/build/build.ts'
 import type { RuntimeApiRoute } from '../../src/index.ts'
 import { createVercelHandler } from '../../targets/vercel/runtime.ts'
-import { builtOnce, utcOnlyWarning, writeApp, ZONED_TASKS } from './_app.ts'
+import { builtJson, builtOnce, utcOnlyWarning, writeApp, ZONED_TASKS } from './_app.ts'
 import { TASK_SECRET, targetContract } from './contract.ts'
 
 const CRON_SECRET = 'cron-secret'
@@ -130,14 +130,8 @@ describe('svc build --target vercel', () => {
   })
 
   it('adds no tick for an app without tasks', async () => {
-    const app = await writeApp({ 'src/api/hello.ts': `export const GET = () => 'hi'\n` })
-    try {
-      await buildApp({ root: app.root, target: 'vercel' })
-      const config = JSON.parse(await readFile(join(app.root, '.vercel/output/config.json'), 'utf8'))
-      expect(config.crons).toEqual([])
-    } finally {
-      await app.cleanup()
-    }
+    const config = await builtJson({ 'src/api/hello.ts': `export const GET = () => 'hi'\n` }, 'vercel', '.vercel/output/config.json')
+    expect(config.crons).toEqual([])
   })
 
   it('answers the tick (the cron path without ?cron=) behind the CRON_SECRET bearer; on the memory store it has nothing to sweep', async () => {
