@@ -22,6 +22,7 @@ import {
   type RunPatch,
   type RunQuery,
   type RunStore,
+  type StartedRuns,
   type TimerRecord,
   type TokenRecord,
 } from '../runtime/tasks/store.ts'
@@ -38,7 +39,10 @@ import {
   RUN_EXISTS,
   type RunRow,
   SELECT_RUN,
+  SELECT_QUEUED_AND_RUNNING,
   SELECT_RUN_BY_KEY,
+  SELECT_SCHEDULED,
+  SELECT_STARTED_SINCE,
   SELECT_TOKEN,
   SETTLE_TOKEN,
   TAKE_TIMER,
@@ -47,6 +51,7 @@ import {
   UPSERT_TIMER,
 } from '../runtime/tasks/sql/queries.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
+import { type FlowLimits, flowKey, planStarts, startedRun } from '../runtime/tasks/flow.ts'
 import { openDatabase } from './sqlite-database.ts'
 import { GroupCommit, localCommits } from './sqlite-group-commit.ts'
 import { RowCache } from './sqlite-row-cache.ts'
@@ -137,44 +142,47 @@ export class SqliteRunStore implements RunStore {
   }
 
   async createRun(run: RunRecord): Promise<RunRecord> {
+    return this.#write(() => this.#insertRun(run))
+  }
+
+  /** `createRun` inside a write. */
+  #insertRun(run: RunRecord): RunRecord {
     const record = JSON.stringify(run)
     const exists = () => new Error(`${WHERE}: run "${run.id}" already exists`)
-    return this.#write(() => {
-      if (run.idempotencyKey !== undefined) {
-        const holder = this.#sql(SELECT_RUN_BY_KEY).get(run.taskName, run.idempotencyKey) as { record: string } | undefined
-        if (holder) {
-          const held = JSON.parse(holder.record) as RunRecord
-          if (held.id === run.id) throw exists()
-          return held
-        }
+    if (run.idempotencyKey !== undefined) {
+      const holder = this.#sql(SELECT_RUN_BY_KEY).get(run.taskName, run.idempotencyKey) as { record: string } | undefined
+      if (holder) {
+        const held = JSON.parse(holder.record) as RunRecord
+        if (held.id === run.id) throw exists()
+        return held
       }
-      // Counted inside the write lock, so processes sharing the file cannot
-      // both take the last place. Live runs are never evicted.
-      const counts = this.#countsNow()
-      const live = !isFinished(run.status)
-      if (live && counts.live >= this.maxRuns) throw new StoreFullError(WHERE, this.maxRuns)
-      const finishSeq = this.#finishSeq(run.status, null)
-      const insert = () => {
-        let inserted: { lastInsertRowid: number | bigint }
-        try {
-          inserted = this.#sql(INSERT_RUN).run(run.id, run.taskName, run.status, run.idempotencyKey ?? null, finishSeq, record)
-        } catch (error) {
-          // The id's UNIQUE constraint is the existence check: one statement, not a lookup before it.
-          if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE && this.#sql(RUN_EXISTS).get(run.id)) {
-            throw exists()
-          }
-          throw error
+    }
+    // Counted inside the write lock, so processes sharing the file cannot
+    // both take the last place. Live runs are never evicted.
+    const counts = this.#countsNow()
+    const live = !isFinished(run.status)
+    if (live && counts.live >= this.maxRuns) throw new StoreFullError(WHERE, this.maxRuns)
+    const finishSeq = this.#finishSeq(run.status, null)
+    const insert = () => {
+      let inserted: { lastInsertRowid: number | bigint }
+      try {
+        inserted = this.#sql(INSERT_RUN).run(run.id, run.taskName, run.status, run.idempotencyKey ?? null, finishSeq, record)
+      } catch (error) {
+        // The id's UNIQUE constraint is the existence check: one statement, not a lookup before it.
+        if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE && this.#sql(RUN_EXISTS).get(run.id)) {
+          throw exists()
         }
-        this.#rows.set(run.id, { seq: Number(inserted.lastInsertRowid), record, finished_seq: finishSeq })
-        counts.total++
-        if (live) counts.live++
-        this.#evict()
+        throw error
       }
-      // An insert that evicts is several statements, kept together; alone it is one.
-      if (counts.total + 1 > this.maxRuns) this.#batch.atomic(insert)
-      else insert()
-      return JSON.parse(record) as RunRecord
-    })
+      this.#rows.set(run.id, { seq: Number(inserted.lastInsertRowid), record, finished_seq: finishSeq })
+      counts.total++
+      if (live) counts.live++
+      this.#evict()
+    }
+    // An insert that evicts is several statements, kept together; alone it is one.
+    if (counts.total + 1 > this.maxRuns) this.#batch.atomic(insert)
+    else insert()
+    return JSON.parse(record) as RunRecord
   }
 
   async getRun(id: string): Promise<RunRecord | undefined> {
@@ -267,6 +275,59 @@ export class SqliteRunStore implements RunStore {
       const record = JSON.stringify(token)
       this.#sql(SETTLE_TOKEN).run(status, record, id)
       return { settled: true, token: JSON.parse(record) as TokenRecord }
+    })
+  }
+
+  async startQueued(taskName: string, limits: FlowLimits, now: string): Promise<StartedRuns> {
+    // Read and writes share the batch's write lock: no other process can start a run in between.
+    return this.#write(() => {
+      const rows = this.#sql(SELECT_QUEUED_AND_RUNNING).all(taskName) as unknown as RunRow[]
+      const runs = rows.map((row) => JSON.parse(row.record) as RunRecord)
+      const since = limits.rateLimit && new Date(Date.parse(now) - limits.rateLimit.periodSeconds * 1000).toISOString()
+      const started = since
+        ? (this.#sql(SELECT_STARTED_SINCE).all(taskName, since) as unknown as { record: string }[]).map(
+            (row) => JSON.parse(row.record) as RunRecord,
+          )
+        : []
+      const queued = runs.filter((run) => run.status === 'queued')
+      const plan = planStarts(
+        limits,
+        queued,
+        runs.filter((run) => run.status === 'running'),
+        started,
+        Date.parse(now),
+      )
+      const out: StartedRuns = { started: [] }
+      const seqs = new Map(rows.map((row, i) => [runs[i].id, row.seq]))
+      for (const run of plan.start) {
+        const next = startedRun(run, now)
+        const record = JSON.stringify(next)
+        const seq = seqs.get(run.id)!
+        this.#sql(UPDATE_RUN).run(next.status, null, record, seq)
+        this.#rows.set(run.id, { seq, record, finished_seq: null })
+        out.started.push(next)
+      }
+      if (plan.wake) out.wake = plan.wake
+      return out
+    })
+  }
+
+  async debounceRun(run: RunRecord, keyPath: string | undefined): Promise<RunRecord> {
+    return this.#write(() => {
+      if (run.idempotencyKey !== undefined && this.#sql(SELECT_RUN_BY_KEY).get(run.taskName, run.idempotencyKey))
+        return this.#insertRun(run)
+      const key = flowKey(run.input, keyPath)
+      for (const row of this.#sql(SELECT_SCHEDULED).all(run.taskName) as unknown as RunRow[]) {
+        const waiting = JSON.parse(row.record) as RunRecord
+        if (flowKey(waiting.input, keyPath) !== key) continue
+        waiting.input = run.input
+        waiting.runAt = run.runAt
+        const record = JSON.stringify(waiting)
+        this.#sql(UPDATE_RUN_RECORD).run(record, row.seq)
+        this.#rows.set(waiting.id, { seq: row.seq, record, finished_seq: row.finished_seq })
+        return waiting
+      }
+      return this.#insertRun(run)
     })
   }
 

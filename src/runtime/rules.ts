@@ -7,6 +7,7 @@
 import { Cron } from 'croner'
 import { describe } from './describe.ts'
 import type { EnvLike } from './env.ts'
+import { MAX_DELAY_SECONDS } from './tasks/options.ts'
 
 /** Task retries default to 0 extra attempts, and each attempt to 30 s (README "Route config"). */
 export const DEFAULT_RETRIES = 0
@@ -107,4 +108,73 @@ export function scheduleProblem(expression: unknown, timezone: string | null = n
  */
 export function taskSecret(env: EnvLike): string | undefined {
   return env.THEN_TASK_SECRET || env.SVC_TASK_SECRET || undefined
+}
+
+/**
+ * A flow-control key: a dotted path into the task's validated input, rooted
+ * at `input` (`'input.userId'`, `'input.account.id'`, or `'input'` for the
+ * whole input). Runs whose input has no value there share one bucket.
+ */
+export function flowKeyProblem(field: string, value: unknown): string | null {
+  if (typeof value === 'string' && /^input(\.[A-Za-z0-9_$]+)*$/.test(value)) return null
+  return `route.${field}.key must be a dotted path into the task's input such as 'input.userId' (got ${describe(value)})`
+}
+
+/** Longest `rateLimit.periodSeconds` and `debounce.seconds`: the longest delay a run may have. */
+const MAX_FLOW_SECONDS = MAX_DELAY_SECONDS
+
+/** `route.concurrency`: a positive whole number, or `{ limit, key? }`. */
+export function concurrencyProblem(value: unknown): string | null {
+  const shape = `route.concurrency must be a whole number of runs, 1 or more, or { limit, key? } such as { limit: 1, key: 'input.userId' }`
+  if (typeof value === 'number') return positiveInteger(value) ? null : `${shape} (got ${describe(value)})`
+  return (
+    objectProblem('concurrency', value, ['limit', 'key'], shape) ??
+    limitProblem('concurrency', (value as { limit?: unknown }).limit) ??
+    optionalKeyProblem('concurrency', value)
+  )
+}
+
+/** `route.rateLimit`: `{ limit, periodSeconds, key? }`. */
+export function rateLimitProblem(value: unknown): string | null {
+  const shape = `route.rateLimit must be { limit, periodSeconds, key? } such as { limit: 10, periodSeconds: 60 }`
+  return (
+    objectProblem('rateLimit', value, ['limit', 'periodSeconds', 'key'], shape) ??
+    limitProblem('rateLimit', (value as { limit?: unknown }).limit) ??
+    secondsProblem('rateLimit.periodSeconds', (value as { periodSeconds?: unknown }).periodSeconds) ??
+    optionalKeyProblem('rateLimit', value)
+  )
+}
+
+/** `route.debounce`: `{ seconds, key? }`. */
+export function debounceProblem(value: unknown): string | null {
+  const shape = `route.debounce must be { seconds, key? } such as { seconds: 30, key: 'input.userId' }`
+  return (
+    objectProblem('debounce', value, ['seconds', 'key'], shape) ??
+    secondsProblem('debounce.seconds', (value as { seconds?: unknown }).seconds) ??
+    optionalKeyProblem('debounce', value)
+  )
+}
+
+function positiveInteger(value: unknown): boolean {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 1
+}
+
+function objectProblem(field: string, value: unknown, fields: readonly string[], shape: string): string | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return `${shape} (got ${describe(value)})`
+  const unknown = Object.keys(value).find((name) => !fields.includes(name))
+  return unknown === undefined ? null : `route.${field} has no field "${unknown}"; its fields are ${fields.join(', ')}`
+}
+
+function limitProblem(field: string, value: unknown): string | null {
+  return positiveInteger(value) ? null : `route.${field}.limit must be a whole number of runs, 1 or more (got ${describe(value)})`
+}
+
+function secondsProblem(field: string, value: unknown): string | null {
+  if (typeof value === 'number' && Number.isFinite(value) && value > 0 && value <= MAX_FLOW_SECONDS) return null
+  return `route.${field} must be a number of seconds above 0 and at most ${MAX_FLOW_SECONDS} (365 days) (got ${describe(value)})`
+}
+
+function optionalKeyProblem(field: string, value: unknown): string | null {
+  const key = (value as { key?: unknown }).key
+  return key === undefined ? null : flowKeyProblem(field, key)
 }

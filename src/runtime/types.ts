@@ -61,6 +61,24 @@ export interface RouteConfig {
   schedule?: string
   /** Task only: IANA time zone the schedule is read in. @default 'UTC' */
   timezone?: string
+  /**
+   * Task only: at most this many attempts of the task run at once (per value
+   * of `key`, a dotted path into the input such as `'input.userId'`); runs
+   * beyond it wait as `queued` and start in order of creation. A run with no
+   * value at `key` shares one bucket with every other such run.
+   */
+  concurrency?: number | { limit: number; key?: string }
+  /**
+   * Task only: at most `limit` run starts per `periodSeconds` (a sliding
+   * window), per value of `key`; runs beyond it wait as `queued`.
+   */
+  rateLimit?: { limit: number; periodSeconds: number; key?: string }
+  /**
+   * Task only: triggers within `seconds` of the last one for the same `key`
+   * value collapse into one run, with the latest input, started `seconds`
+   * after the last trigger.
+   */
+  debounce?: { seconds: number; key?: string }
 }
 
 /** Page render modes. Only `server` and `hybrid` render at request time. */
@@ -147,11 +165,12 @@ export interface ValidationIssue {
 
 /**
  * Run states. `scheduled` is a delayed run that has not started yet.
+ * `queued` waits for a slot of its task's `concurrency` or `rateLimit`.
  * `completed`, `failed` and `cancelled` are finished: a finished run never
  * changes status again. `cancelled` comes from `cancel()` (`cancelRun`,
  * `POST /__tasks/runs/<id>/cancel`).
  */
-export type RunStatus = 'scheduled' | 'running' | 'suspended' | 'completed' | 'failed' | 'cancelled'
+export type RunStatus = 'scheduled' | 'queued' | 'running' | 'suspended' | 'completed' | 'failed' | 'cancelled'
 
 /** How a run started. `replay`: `replay()` started it with the input of run `replayOf`. */
 export type RunTrigger = 'manual' | 'cron' | 'enqueue' | 'child' | 'replay'
@@ -367,6 +386,12 @@ export interface TaskSummary {
   schedule: string | null
   retries: number
   timeout: number
+  /** Flow control from the route config (`route.concurrency`, `rateLimit`, `debounce`); null when unset. */
+  concurrency: { limit: number; key: string | null } | null
+  rateLimit: { limit: number; periodSeconds: number; key: string | null } | null
+  debounce: { seconds: number; key: string | null } | null
+  /** Runs of the task waiting for a slot. */
+  queued: number
   lastRun: { id: string; status: RunStatus; finishedAt: string | null } | null
 }
 

@@ -90,7 +90,18 @@ describe('task admin surface', () => {
     const res = await svc.fetch(`/__tasks`)
     expect(res.status).toBe(200)
     const { tasks } = await res.json()
-    expect(tasks).toContainEqual({ name: 'report', path: '/api/report', schedule: '0 3 * * *', retries: 1, timeout: 30000, lastRun: null })
+    expect(tasks).toContainEqual({
+      name: 'report',
+      path: '/api/report',
+      schedule: '0 3 * * *',
+      retries: 1,
+      timeout: 30000,
+      concurrency: null,
+      rateLimit: null,
+      debounce: null,
+      queued: 0,
+      lastRun: null,
+    })
     expect(tasks.map((t: { name: string }) => t.name).sort()).toEqual(['approvals.quick', 'approvals.wait', 'report'])
 
     const started = await (await svc.fetch(`/__tasks/report`, { method: 'POST' })).json()

@@ -18,8 +18,30 @@ describe('task registration', () => {
     expect([...rt.tasks.keys()]).toEqual(['jobs.notify', 'report'])
     expect(rt.tasks.get('jobs.notify')).toMatchObject({ path: '/api/jobs/notify', retries: 2, timeout: 500 })
     expect(await rt.listTasks()).toEqual([
-      { name: 'jobs.notify', path: '/api/jobs/notify', schedule: null, retries: 2, timeout: 500, lastRun: null },
-      { name: 'report', path: '/api/report', schedule: null, retries: 0, timeout: 30000, lastRun: null },
+      {
+        name: 'jobs.notify',
+        path: '/api/jobs/notify',
+        schedule: null,
+        retries: 2,
+        timeout: 500,
+        concurrency: null,
+        rateLimit: null,
+        debounce: null,
+        queued: 0,
+        lastRun: null,
+      },
+      {
+        name: 'report',
+        path: '/api/report',
+        schedule: null,
+        retries: 0,
+        timeout: 30000,
+        concurrency: null,
+        rateLimit: null,
+        debounce: null,
+        queued: 0,
+        lastRun: null,
+      },
     ])
     await rt.close()
   })

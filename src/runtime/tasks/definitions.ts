@@ -6,9 +6,19 @@
  */
 import type { RuntimeApiRoute, TaskContext } from '../types.ts'
 import { resolveRoute } from '../route-config.ts'
-import { normalizeCron, retriesProblem, scheduleProblem, timeoutProblem, timezoneProblem } from '../rules.ts'
+import {
+  concurrencyProblem,
+  debounceProblem,
+  normalizeCron,
+  rateLimitProblem,
+  retriesProblem,
+  scheduleProblem,
+  timeoutProblem,
+  timezoneProblem,
+} from '../rules.ts'
 import { isSchemaDefinition, isStandardSchema } from '../schema.ts'
 import { describe } from '../describe.ts'
+import { type TaskFlow, taskFlow } from './flow.ts'
 
 export interface TaskDefinition {
   /** Dot-form name (`jobs.notify`). */
@@ -26,6 +36,8 @@ export interface TaskDefinition {
   schedule: string | null
   /** IANA time zone of the schedule; `null` means UTC. */
   timezone: string | null
+  /** `route.concurrency`, `route.rateLimit` and `route.debounce`, each absent when unset. */
+  flow: TaskFlow
 }
 
 export function defineTasks(routes: readonly RuntimeApiRoute[]): Map<string, TaskDefinition> {
@@ -44,11 +56,15 @@ export function defineTasks(routes: readonly RuntimeApiRoute[]): Map<string, Tas
       throw new TypeError(`${where}: a task's handler is its exported POST(ctx) function (got ${describe(mod.POST)})`)
     }
     const { retries, timeout, timezone } = resolved
+    const config = mod.route ?? {}
     const problem =
       retriesProblem(retries) ??
       timeoutProblem(timeout) ??
       (timezone === null ? null : timezoneProblem(timezone)) ??
-      (resolved.schedule === null ? null : scheduleProblem(resolved.schedule, timezone))
+      (resolved.schedule === null ? null : scheduleProblem(resolved.schedule, timezone)) ??
+      (config.concurrency === undefined ? null : concurrencyProblem(config.concurrency)) ??
+      (config.rateLimit === undefined ? null : rateLimitProblem(config.rateLimit)) ??
+      (config.debounce === undefined ? null : debounceProblem(config.debounce))
     if (problem) throw new TypeError(`${where}: ${problem}`)
     if (mod.input !== undefined && mod.input !== null && !isStandardSchema(mod.input) && !isSchemaDefinition(mod.input)) {
       throw new TypeError(`${where}: the "input" export must be a Standard Schema or a defineSchema() object`)
@@ -63,6 +79,7 @@ export function defineTasks(routes: readonly RuntimeApiRoute[]): Map<string, Tas
       timeout,
       schedule,
       timezone,
+      flow: taskFlow(config),
     })
   }
   return tasks

@@ -4,12 +4,18 @@
  * run is never dispatched twice for the same reason, and the same code path
  * serves in-process waits today and a durable store later.
  *
- *   (none) ──trigger──▶ running | scheduled ──delay──▶ running
+ *   (none) ──trigger──▶ running | queued | scheduled ──delay──▶ running | queued
+ *   queued ──a slot frees (flow.ts)──▶ running
  *   running ──returns──▶ completed
  *   running ──throws/times out, retries remain──▶ running (after backoff)
  *   running ──throws/times out, none remain──▶ failed
- *   running ──unmet wait──▶ suspended ──waitpoint met──▶ running (replay)
- *   scheduled | running | suspended ──cancel──▶ cancelled
+ *   running ──unmet wait──▶ suspended ──waitpoint met──▶ running | queued (replay)
+ *   scheduled | queued | running | suspended ──cancel──▶ cancelled
+ *
+ * A task with `concurrency` or `rateLimit` starts its runs `queued`; the
+ * store's `startQueued` moves those its limits allow to `running`, and the
+ * engine asks again whenever a run of the task stops holding a slot
+ * (finished, suspended, cancelled) or a rate window frees a place.
  *
  * The engine is the one owner of this state: runs in flight, timers (through
  * the `Waits` it creates), waiters and the cron overlap guard are private,
@@ -32,6 +38,7 @@ import { RunChanges } from './events.ts'
 import { newRunId, timerId } from './ids.ts'
 import { jsonProblem } from './json.ts'
 import { checkTriggerOptions } from './options.ts'
+import { limitsStarts } from './flow.ts'
 import { invoke, type InvocationHandle, type InvocationOutcome } from './runner.ts'
 import type { StepHost } from './steps.ts'
 import { isFinished, LIVE_STATUSES, type RunStore, type SharedWork } from './store.ts'
@@ -108,10 +115,28 @@ export class TaskEngine {
       unrefTimers: options.unrefTimers,
       dispatch: (run) => {
         this.#changes.emit(run)
-        this.#start(run)
+        if (run.status === 'queued') this.#promoteLater(run.taskName)
+        else this.#start(run)
+      },
+      startStatus: (taskName) => this.#startStatus(taskName),
+      promote: async (runId) => {
+        const run = await this.#store.getRun(runId)
+        if (run) await this.#promote(run.taskName)
       },
       owner: this.#owner,
     })
+    for (const def of this.#tasks.values()) {
+      if (limitsStarts(def.flow) && !this.#store.startQueued) {
+        throw new TypeError(
+          `Task "${def.name}" (${def.path}): this run store cannot hold runs of a task with route.concurrency or route.rateLimit (it has no startQueued); use the memory, SQLite or Durable Object store`,
+        )
+      }
+      if (def.flow.debounce && !this.#store.debounceRun) {
+        throw new TypeError(
+          `Task "${def.name}" (${def.path}): this run store cannot debounce runs (it has no debounceRun); use the memory, SQLite or Durable Object store`,
+        )
+      }
+    }
     this.#shared = this.#store.shared
     if (this.#shared) {
       this.#sweeper = new Sweeper({
@@ -190,6 +215,8 @@ export class TaskEngine {
     this.#changes.emit(run)
     this.#waiters.settle(run)
     this.#waits.finished(run)
+    // A slot it held is free; a rate-limit timer it carried is gone, so look again.
+    this.#promoteLater(run.taskName)
     return run
   }
 
@@ -214,11 +241,13 @@ export class TaskEngine {
     if (problem !== undefined) throw new TypeError(`trigger("${name}"): the payload cannot be stored as JSON: ${problem}`)
     const now = new Date()
     const iso = now.toISOString()
-    const delayed = delaySeconds > 0
+    const debounce = trigger === 'cron' ? undefined : def.flow.debounce
+    const delay = debounce ? Math.max(delaySeconds, debounce.seconds) : delaySeconds
+    const delayed = delay > 0
     const run: RunRecord = {
       id: newRunId(),
       taskName: name,
-      status: delayed ? 'scheduled' : 'running',
+      status: delayed ? 'scheduled' : this.#startStatus(name),
       trigger,
       input,
       ok: true,
@@ -226,16 +255,24 @@ export class TaskEngine {
       steps: {},
       createdAt: iso,
     }
-    if (delayed) run.runAt = new Date(now.getTime() + delaySeconds * 1000).toISOString()
-    else run.startedAt = iso
+    if (delayed) run.runAt = new Date(now.getTime() + delay * 1000).toISOString()
+    else if (run.status === 'running') run.startedAt = iso
     if (idempotencyKey !== undefined) run.idempotencyKey = idempotencyKey
     if (parentRunId !== undefined) run.parentRunId = parentRunId
     if (replayOf !== undefined) run.replayOf = replayOf
-    const stored = await this.#store.createRun(run)
-    // Another run holds the idempotency key: that run is the answer.
-    if (stored.id !== run.id) return stored
+    const stored = debounce ? await this.#store.debounceRun!(run, debounce.key) : await this.#store.createRun(run)
+    if (stored.id !== run.id) {
+      // A debounced trigger joined a scheduled run: it starts later, with this input.
+      if (debounce && stored.status === 'scheduled' && stored.runAt === run.runAt) {
+        this.#changes.emit(stored)
+        await this.#waits.arm({ id: timerId(stored.id, 'delay'), runId: stored.id, kind: 'delay', dueAt: stored.runAt! })
+      }
+      // Otherwise another run holds the idempotency key: that run is the answer.
+      return stored
+    }
     this.#changes.emit(stored)
     if (delayed) await this.#waits.arm({ id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt! })
+    else if (stored.status === 'queued') await this.#promote(name)
     else this.#start(stored)
     return run
   }
@@ -321,6 +358,7 @@ export class TaskEngine {
       if (!retrying.has(run.id)) this.#start(run)
     }
     for (const run of await this.#store.listRuns({ status: 'suspended' })) await this.#waits.armWaitpoint(run)
+    await this.#promoteQueued()
   }
 
   /**
@@ -340,6 +378,7 @@ export class TaskEngine {
     for (const run of await this.#store.listRuns({ status: 'suspended' })) {
       if (run.suspended?.waitpoint.type !== 'sleep') await this.#waits.armWaitpoint(run)
     }
+    await this.#promoteQueued()
     await this.#sweeper!.start()
   }
 
@@ -612,6 +651,7 @@ export class TaskEngine {
     // Wake its waiters and every suspended run that waits for it.
     this.#waiters.settle(done)
     this.#waits.finished(done)
+    this.#promoteLater(done.taskName)
   }
 
   async #suspend(run: RunRecord, outcome: Extract<InvocationOutcome, { kind: 'suspended' }>): Promise<void> {
@@ -624,6 +664,44 @@ export class TaskEngine {
     const saved = await this.#store.updateRun(run.id, { status: 'suspended', suspended: { stepKey, waitpoint } }, { status: 'running' })
     if (!saved) return
     this.#changes.emit(saved)
+    // A suspended run holds no slot.
+    this.#promoteLater(saved.taskName)
     await this.#waits.armWaitpoint(saved)
+  }
+
+  /** The status a run of this task takes when it may start: `queued` under `concurrency` or `rateLimit`. */
+  #startStatus(taskName: string): 'running' | 'queued' {
+    return limitsStarts(this.#tasks.get(taskName)?.flow) ? 'queued' : 'running'
+  }
+
+  /**
+   * Starts the queued runs of a task that its limits let start now
+   * (`RunStore.startQueued`, atomic in every store, so callers racing in
+   * any process never exceed them); when the rate limit blocks one, a
+   * `queue` timer looks again once its window frees a place.
+   */
+  async #promote(taskName: string): Promise<void> {
+    const def = this.#tasks.get(taskName)
+    if (this.#closed || !def || !limitsStarts(def.flow)) return
+    const { started, wake } = await this.#store.startQueued!(taskName, def.flow, new Date().toISOString())
+    for (const run of started) {
+      this.#changes.emit(run)
+      this.#start(run)
+    }
+    if (wake) await this.#waits.arm({ id: `${taskName}:queue`, runId: wake.runId, kind: 'queue', dueAt: wake.at })
+  }
+
+  /** `#promote` from a path that does not wait for it; a failure is logged with the task. */
+  #promoteLater(taskName: string): void {
+    if (!limitsStarts(this.#tasks.get(taskName)?.flow)) return
+    this.#promote(taskName).catch((error) =>
+      this.#logger.error(`[svc] task "${taskName}": could not start its queued runs: ${errorMessage(error)}`),
+    )
+  }
+
+  /** After a restart: starts the queued runs of every task whose limits allow it. */
+  async #promoteQueued(): Promise<void> {
+    const tasks = new Set((await this.#store.listRuns({ status: 'queued' })).map((run) => run.taskName))
+    for (const name of tasks) await this.#promote(name)
   }
 }

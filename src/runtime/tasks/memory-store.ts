@@ -6,7 +6,8 @@
  */
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { StoreFullError } from '../errors.ts'
-import type { RunPatch, RunQuery, RunStore, TimerRecord, TokenRecord } from './store.ts'
+import type { RunPatch, RunQuery, RunStore, StartedRuns, TimerRecord, TokenRecord } from './store.ts'
+import { type FlowLimits, flowKey, planStarts, startedRun } from './flow.ts'
 import { applyRunPatch, isFinished, settleTokenRecord, statusMatches } from './store.ts'
 
 export interface MemoryRunStoreOptions {
@@ -156,6 +157,41 @@ export class MemoryRunStore implements RunStore {
     if (token.status !== 'waiting') return { settled: false, token: { ...token } }
     settleTokenRecord(token, status, payload)
     return { settled: true, token: { ...token } }
+  }
+
+  async startQueued(taskName: string, limits: FlowLimits, now: string): Promise<StartedRuns> {
+    const queued: RunRecord[] = []
+    const running: RunRecord[] = []
+    const started: RunRecord[] = []
+    for (const run of this.#runs.values()) {
+      if (run.taskName !== taskName) continue
+      if (run.status === 'queued') queued.push(run)
+      else if (run.status === 'running') running.push(run)
+      if (run.startedAt !== undefined) started.push(run)
+    }
+    const plan = planStarts(limits, queued, running, started, Date.parse(now))
+    const out: StartedRuns = { started: [] }
+    for (const run of plan.start) {
+      const next = startedRun(run, now)
+      this.#runs.set(run.id, next)
+      out.started.push(copyRun(next))
+    }
+    if (plan.wake) out.wake = plan.wake
+    return out
+  }
+
+  async debounceRun(run: RunRecord, keyPath: string | undefined): Promise<RunRecord> {
+    const held = run.idempotencyKey === undefined ? undefined : this.#idempotency.get(idempotencyScope(run.taskName, run.idempotencyKey))
+    if (held === undefined || !this.#runs.has(held)) {
+      const key = flowKey(run.input, keyPath)
+      for (const waiting of this.#runs.values()) {
+        if (waiting.taskName !== run.taskName || waiting.status !== 'scheduled' || flowKey(waiting.input, keyPath) !== key) continue
+        waiting.input = run.input
+        waiting.runAt = run.runAt
+        return copyRun(waiting)
+      }
+    }
+    return this.createRun(run)
   }
 
   #require(runId: string): RunRecord {

@@ -7,6 +7,7 @@ import type { Logger, RuntimeApiRoute, TaskRuntime, TaskSummary, TriggerOptions 
 import { getActiveTaskRuntime, setActiveTaskRuntime } from './active.ts'
 import { defineTasks } from './definitions.ts'
 import { TaskEngine } from './engine.ts'
+import { limitsStarts } from './flow.ts'
 import { processEnv } from '../env.ts'
 import { MemoryRunStore } from './memory-store.ts'
 import { describe } from '../describe.ts'
@@ -89,13 +90,21 @@ export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntime {
     async listTasks(): Promise<TaskSummary[]> {
       return Promise.all(
         [...tasks.values()].map(async (def) => {
-          const [last] = await store.listRuns({ taskName: def.name, limit: 1 })
+          const [[last], queued] = await Promise.all([
+            store.listRuns({ taskName: def.name, limit: 1 }),
+            limitsStarts(def.flow) ? store.listRuns({ taskName: def.name, status: 'queued' }) : [],
+          ])
+          const { concurrency, rateLimit, debounce } = def.flow
           return {
             name: def.name,
             path: def.path,
             schedule: def.schedule,
             retries: def.retries,
             timeout: def.timeout,
+            concurrency: concurrency ? { limit: concurrency.limit, key: concurrency.key ?? null } : null,
+            rateLimit: rateLimit ? { limit: rateLimit.limit, periodSeconds: rateLimit.periodSeconds, key: rateLimit.key ?? null } : null,
+            debounce: debounce ? { seconds: debounce.seconds, key: debounce.key ?? null } : null,
+            queued: queued.length,
             lastRun: last ? { id: last.id, status: last.status, finishedAt: last.finishedAt ?? null } : null,
           }
         }),

@@ -15,6 +15,7 @@
  * processes that race for the same transition cannot both win.
  */
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
+import type { FlowLimits } from './flow.ts'
 
 /**
  * Fields of a run that `updateRun` may change. A key that is present with the
@@ -47,6 +48,8 @@ export type TimerKind =
   | 'retry'
   /** A `step.sleep`/`step.sleepUntil` waitpoint is reached. */
   | 'sleep'
+  /** A rate limit's window frees a place: the queued runs of the run's task are looked at again. */
+  | 'queue'
   /** A `step.waitForToken` timeout: the token times out. */
   | 'token-timeout'
 
@@ -161,6 +164,35 @@ export interface RunStore {
     status: 'completed' | 'timed_out',
     payload?: unknown,
   ): Promise<{ settled: boolean; token: TokenRecord } | undefined>
+
+  /**
+   * Flow control (`route.concurrency`, `route.rateLimit`): moves the queued
+   * runs of `taskName` that `planStarts` (flow.ts) lets start at `now` (ISO)
+   * to `running`, setting `startedAt` where it is unset, and resolves to
+   * them and to when the rate limit frees a place for one it blocked. The
+   * read and the writes are one atomic step, so callers racing in any
+   * process never start more than the limits allow. A store without it
+   * cannot hold tasks with these limits.
+   */
+  startQueued?(taskName: string, limits: FlowLimits, now: string): Promise<StartedRuns>
+
+  /**
+   * Flow control (`route.debounce`): `run` is a `scheduled` run with
+   * `runAt`. When a `scheduled` run of the same task holds the same
+   * `flowKey` of its input under `keyPath`, that run takes `run`'s input
+   * and `runAt` and resolves (compare the ids); otherwise `run` is created
+   * as `createRun` does (an idempotency key held resolves to its run).
+   * Atomic, like `createRun`.
+   */
+  debounceRun?(run: RunRecord, keyPath: string | undefined): Promise<RunRecord>
+}
+
+/** What `startQueued` resolves to. */
+export interface StartedRuns {
+  /** The runs it moved to `running`, in creation order. */
+  started: RunRecord[]
+  /** When the rate limit frees a place for a run it blocked (ISO), and that run. */
+  wake?: { at: string; runId: string }
 }
 
 /**
@@ -216,7 +248,7 @@ export interface SharedWork {
 export const FINISHED_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled']
 
 /** Statuses in which a run is live: it may still run, and is never evicted. */
-export const LIVE_STATUSES: readonly RunStatus[] = ['scheduled', 'running', 'suspended']
+export const LIVE_STATUSES: readonly RunStatus[] = ['scheduled', 'queued', 'running', 'suspended']
 
 /** Whether a run in this status is over. */
 export function isFinished(status: RunStatus): boolean {

@@ -24,8 +24,15 @@ export interface WaitsOptions {
   logger: Logger
   /** Unreference in-process timers where the platform supports it. */
   unrefTimers: boolean
-  /** Starts an invocation of a run that is now `running`. */
+  /** Starts an invocation of a run that is now `running`, or looks for a slot for one now `queued`. */
   dispatch(run: RunRecord): void
+  /**
+   * The status a run of this task takes when it may start (a delay ran out,
+   * a waitpoint was met): `queued` when the task's flow control decides.
+   */
+  startStatus(taskName: string): 'running' | 'queued'
+  /** A rate limit's window of this run's task freed a place (a `queue` timer). */
+  promote(runId: string): Promise<void>
   /**
    * On a shared store, the engine's id: a timer is claimed under it, acted
    * on, then removed, so one that a process claimed and never finished
@@ -38,6 +45,8 @@ export class Waits {
   readonly #store: RunStore
   readonly #logger: Logger
   readonly #dispatch: (run: RunRecord) => void
+  readonly #startStatus: (taskName: string) => 'running' | 'queued'
+  readonly #promote: (runId: string) => Promise<void>
   readonly #timers: TimerSet
   readonly #shared: SharedWork | undefined
   readonly #owner: string
@@ -49,6 +58,8 @@ export class Waits {
     this.#store = options.store
     this.#logger = options.logger
     this.#dispatch = options.dispatch
+    this.#startStatus = options.startStatus
+    this.#promote = options.promote
     this.#timers = createTimerSet({ unref: options.unrefTimers })
     this.#shared = options.store.shared
     this.#owner = options.owner ?? ''
@@ -178,7 +189,8 @@ export class Waits {
     const run = await this.#store.getRun(runId)
     if (run?.status !== 'suspended' || run.suspended?.stepKey !== stepKey) return false
     await this.#store.saveStep(runId, stepKey, { ...step, kind: waitedStepKind(run.suspended.waitpoint) })
-    const resumed = await this.#store.updateRun(runId, { status: 'running', suspended: undefined }, { status: 'suspended' })
+    const status = this.#startStatus(run.taskName)
+    const resumed = await this.#store.updateRun(runId, { status, suspended: undefined }, { status: 'suspended' })
     if (!resumed) return false
     this.#dispatch(resumed)
     return true
@@ -242,11 +254,25 @@ export class Waits {
   async #act(timer: TimerRecord): Promise<void> {
     switch (timer.kind) {
       case 'delay': {
-        const now = new Date().toISOString()
-        const run = await this.#store.updateRun(timer.runId, { status: 'running', startedAt: now }, { status: 'scheduled' })
+        const scheduled = await this.#store.getRun(timer.runId)
+        if (scheduled?.status !== 'scheduled') return
+        // A debounced trigger moved the start later after this timer was taken.
+        if (scheduled.runAt !== undefined && Date.parse(scheduled.runAt) > Date.now()) {
+          await this.arm({ ...timer, dueAt: scheduled.runAt })
+          return
+        }
+        // A queued run gets its start time when a slot lets it start.
+        const patch =
+          this.#startStatus(scheduled.taskName) === 'queued'
+            ? { status: 'queued' as const }
+            : { status: 'running' as const, startedAt: new Date().toISOString() }
+        const run = await this.#store.updateRun(timer.runId, patch, { status: 'scheduled' })
         if (run) this.#dispatch(run)
         return
       }
+      case 'queue':
+        await this.#promote(timer.runId)
+        return
       case 'retry': {
         const run = await this.#store.getRun(timer.runId)
         if (run?.status === 'running') this.#dispatch(run)

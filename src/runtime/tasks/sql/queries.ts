@@ -31,6 +31,14 @@ export const EVICT_TOKENS = `DELETE FROM tokens WHERE run_id IN (${OLDEST_FINISH
 // Idempotency keys live on the run's row, so they go with it.
 export const EVICT_RUNS = `DELETE FROM runs WHERE id IN (${OLDEST_FINISHED})`
 
+// Flow control (flow.ts): a task's queued and running runs in creation
+// order, its runs that first started after a moment (ISO text compares in
+// time order), and its scheduled runs, which a debounced trigger may join.
+export const SELECT_QUEUED_AND_RUNNING =
+  "SELECT seq, record, finished_seq FROM runs WHERE task_name = ? AND status IN ('queued', 'running') ORDER BY seq"
+export const SELECT_STARTED_SINCE = "SELECT record FROM runs WHERE task_name = ? AND json_extract(record, '$.startedAt') > ?"
+export const SELECT_SCHEDULED = "SELECT seq, record, finished_seq FROM runs WHERE task_name = ? AND status = 'scheduled' ORDER BY seq"
+
 // An upsert keeps the timer's place in listTimers, as Map#set does.
 export const UPSERT_TIMER =
   'INSERT INTO timers (id, run_id, record) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, record = excluded.record'

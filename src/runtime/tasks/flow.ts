@@ -1,0 +1,163 @@
+/**
+ * Flow control of a task (`route.concurrency`, `route.rateLimit`,
+ * `route.debounce`), written once: the limits in their resolved form, the
+ * bucket a run falls in, and `planStarts`, the choice of which queued runs
+ * may start now. Every store calls `planStarts` inside its own atomic block
+ * (a transaction, a synchronous Durable Object call), so two callers never
+ * both take the last slot. Edge-safe.
+ *
+ * - Concurrency counts `running` runs: an attempt in flight, or one waiting
+ *   out a retry's backoff (the backoff holds its slot, so a failing task
+ *   does not let a newer run overtake it). `suspended` runs hold none; a run
+ *   whose wait is met goes back to `queued` and needs a slot again.
+ * - The rate limit is a sliding-window log of first starts: a run counts
+ *   from the moment it first left `queued` (its `startedAt`) for
+ *   `periodSeconds`. A run resuming after a wait is not a new start. The
+ *   log is the runs the store retains, so a store that evicted finished
+ *   runs started within the window forgets those starts.
+ * - A key names a bucket: a dotted path into the input. A run whose input
+ *   has no value there (or `null`) falls in one shared bucket.
+ */
+import type { RouteConfig, RunRecord } from '../types.ts'
+
+export interface ConcurrencyLimit {
+  limit: number
+  /** Dotted path into the input, such as `input.userId`. */
+  key?: string
+}
+
+export interface RateLimit {
+  limit: number
+  periodSeconds: number
+  key?: string
+}
+
+export interface Debounce {
+  seconds: number
+  key?: string
+}
+
+/** The limits `RunStore.startQueued` applies to one task. */
+export interface FlowLimits {
+  concurrency?: ConcurrencyLimit
+  rateLimit?: RateLimit
+}
+
+/** What a route config says about flow control, in resolved form. */
+export interface TaskFlow extends FlowLimits {
+  debounce?: Debounce
+}
+
+/** Reads the (already checked) flow fields of a route config. */
+export function taskFlow(config: RouteConfig): TaskFlow {
+  const flow: TaskFlow = {}
+  const { concurrency, rateLimit, debounce } = config
+  if (concurrency !== undefined) {
+    flow.concurrency = typeof concurrency === 'number' ? { limit: concurrency } : withKey({ limit: concurrency.limit }, concurrency.key)
+  }
+  if (rateLimit !== undefined) {
+    flow.rateLimit = withKey({ limit: rateLimit.limit, periodSeconds: rateLimit.periodSeconds }, rateLimit.key)
+  }
+  if (debounce !== undefined) flow.debounce = withKey({ seconds: debounce.seconds }, debounce.key)
+  return flow
+}
+
+function withKey<T extends object>(limit: T, key: string | undefined): T & { key?: string } {
+  return key === undefined ? limit : { ...limit, key }
+}
+
+/** Whether runs of the task may have to wait for a slot. */
+export function limitsStarts(flow: FlowLimits | undefined): flow is FlowLimits {
+  return flow?.concurrency !== undefined || flow?.rateLimit !== undefined
+}
+
+/**
+ * The bucket of `input` under `path` (`input.userId`): the JSON text of the
+ * value there, or `''` (the shared bucket) when the path is unset or the
+ * input has no value there.
+ */
+export function flowKey(input: unknown, path: string | undefined): string {
+  if (path === undefined) return ''
+  let value: unknown = input
+  for (const part of path.split('.').slice(1)) {
+    if (value === null || typeof value !== 'object') return ''
+    value = (value as Record<string, unknown>)[part]
+  }
+  return value === undefined || value === null ? '' : JSON.stringify(value)
+}
+
+export interface StartPlan {
+  /** The queued runs to start now, in creation order. */
+  start: RunRecord[]
+  /**
+   * When the rate limit blocks a run: the first moment a start leaves its
+   * window (ISO), and the run it blocks, to look again then.
+   */
+  wake?: { at: string; runId: string }
+}
+
+/**
+ * Which queued runs may start at `now` (epoch ms). `queued` is in creation
+ * order; `running` are the task's running runs; `started` its runs that
+ * first started within the rate window (any status). A run blocked by its
+ * bucket does not block a later run in another bucket.
+ */
+export function planStarts(
+  limits: FlowLimits,
+  queued: readonly RunRecord[],
+  running: readonly RunRecord[],
+  started: readonly RunRecord[],
+  now: number,
+): StartPlan {
+  const { concurrency, rateLimit } = limits
+  const busy = new Map<string, number>()
+  if (concurrency) {
+    for (const run of running) {
+      const key = flowKey(run.input, concurrency.key)
+      busy.set(key, (busy.get(key) ?? 0) + 1)
+    }
+  }
+  const window = new Map<string, number[]>()
+  const periodMs = rateLimit ? rateLimit.periodSeconds * 1000 : 0
+  if (rateLimit) {
+    for (const run of started) {
+      const at = run.startedAt === undefined ? Number.NaN : Date.parse(run.startedAt)
+      if (!(at > now - periodMs)) continue
+      const key = flowKey(run.input, rateLimit.key)
+      const starts = window.get(key)
+      if (starts) starts.push(at)
+      else window.set(key, [at])
+    }
+  }
+  const plan: StartPlan = { start: [] }
+  for (const run of queued) {
+    const slotKey = concurrency ? flowKey(run.input, concurrency.key) : ''
+    if (concurrency && (busy.get(slotKey) ?? 0) >= concurrency.limit) continue
+    // A run that started before (it waited, then came back) is no new start.
+    const firstStart = run.startedAt === undefined
+    let starts: number[] | undefined
+    if (rateLimit && firstStart) {
+      const rateKey = flowKey(run.input, rateLimit.key)
+      starts = window.get(rateKey)
+      if (!starts) window.set(rateKey, (starts = []))
+      if (starts.length >= rateLimit.limit) {
+        // The window frees a place when enough of its starts have left it.
+        starts.sort((a, b) => a - b)
+        const at = starts[starts.length - rateLimit.limit] + periodMs
+        if (!plan.wake || at < Date.parse(plan.wake.at)) plan.wake = { at: new Date(at).toISOString(), runId: run.id }
+        continue
+      }
+    }
+    starts?.push(now)
+    if (concurrency) busy.set(slotKey, (busy.get(slotKey) ?? 0) + 1)
+    plan.start.push(run)
+  }
+  return plan
+}
+
+/** The patch that starts a queued run: `running`, and its first start time unless it has one. */
+export function startedRun(run: RunRecord, nowIso: string): RunRecord {
+  const next: RunRecord = { ...run, status: 'running' }
+  next.startedAt ??= nowIso
+  return next
+}

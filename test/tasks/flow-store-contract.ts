@@ -1,0 +1,105 @@
+/**
+ * The flow-control part of the RunStore contract (`startQueued`,
+ * `debounceRun`): every store that holds tasks with `route.concurrency`,
+ * `route.rateLimit` or `route.debounce` runs it.
+ */
+import { describe, expect, it } from 'vitest'
+import type { RunStore } from '../../src/runtime/tasks/index.ts'
+import { makeRun } from './store-contract.ts'
+
+type FlowStore = RunStore & Required<Pick<RunStore, 'startQueued' | 'debounceRun'>>
+
+export function flowStoreContract(name: string, createStore: () => FlowStore | Promise<FlowStore>): void {
+  describe(`RunStore flow control: ${name}`, () => {
+    const now = '2025-01-01T00:10:00.000Z'
+
+    it('startQueued starts queued runs in creation order while running ones leave a slot', async () => {
+      const store = await createStore()
+      const running = await store.createRun(makeRun({ startedAt: now }))
+      const queued = [makeRun({ status: 'queued' }), makeRun({ status: 'queued' }), makeRun({ status: 'queued' })]
+      for (const run of queued) await store.createRun(run)
+      await store.createRun(makeRun({ status: 'queued', taskName: 'other' }))
+      const first = await store.startQueued('report', { concurrency: { limit: 2 } }, now)
+      expect(first.started.map((run) => run.id)).toEqual([queued[0].id])
+      expect(first.started[0]).toMatchObject({ status: 'running', startedAt: now })
+      expect(first.wake).toBeUndefined()
+      expect((await store.getRun(queued[0].id))?.status).toBe('running')
+      expect((await store.getRun(queued[1].id))?.status).toBe('queued')
+      expect((await store.startQueued('report', { concurrency: { limit: 2 } }, now)).started).toEqual([])
+      await store.updateRun(running.id, { status: 'completed' })
+      const second = await store.startQueued('report', { concurrency: { limit: 2 } }, now)
+      expect(second.started.map((run) => run.id)).toEqual([queued[1].id])
+    })
+
+    it('startQueued keeps one bucket per key value, and one shared bucket for runs without a value', async () => {
+      const store = await createStore()
+      const runs = [
+        makeRun({ status: 'queued', input: { user: 'a' } }),
+        makeRun({ status: 'queued', input: { user: 'a' } }),
+        makeRun({ status: 'queued', input: { user: 'b' } }),
+        makeRun({ status: 'queued', input: {} }),
+        makeRun({ status: 'queued', input: { user: null } }),
+      ]
+      for (const run of runs) await store.createRun(run)
+      const { started } = await store.startQueued('report', { concurrency: { limit: 1, key: 'input.user' } }, now)
+      expect(started.map((run) => run.id)).toEqual([runs[0].id, runs[2].id, runs[3].id])
+    })
+
+    it('a resumed run keeps its first start time', async () => {
+      const store = await createStore()
+      const earlier = '2025-01-01T00:00:00.000Z'
+      const run = await store.createRun(makeRun({ status: 'queued', startedAt: earlier }))
+      const { started } = await store.startQueued('report', { concurrency: { limit: 1 } }, now)
+      expect(started).toEqual([{ ...run, status: 'running', startedAt: earlier }])
+    })
+
+    it('startQueued starts at most limit runs per window and says when the window frees a place', async () => {
+      const store = await createStore()
+      const at = (seconds: number) => new Date(Date.parse(now) + seconds * 1000).toISOString()
+      // Started 50 s and 20 s before now, in a 60 s window: one place left.
+      await store.createRun(makeRun({ status: 'completed', startedAt: at(-50) }))
+      await store.createRun(makeRun({ status: 'completed', startedAt: at(-20) }))
+      await store.createRun(makeRun({ status: 'completed', startedAt: at(-70) }))
+      const queued = [makeRun({ status: 'queued' }), makeRun({ status: 'queued' })]
+      for (const run of queued) await store.createRun(run)
+      const limits = { rateLimit: { limit: 3, periodSeconds: 60 } }
+      const first = await store.startQueued('report', limits, now)
+      expect(first.started.map((run) => run.id)).toEqual([queued[0].id])
+      expect(first.wake).toEqual({ at: at(10), runId: queued[1].id })
+      expect((await store.startQueued('report', limits, at(9))).started).toEqual([])
+      expect((await store.startQueued('report', limits, at(10))).started.map((run) => run.id)).toEqual([queued[1].id])
+    })
+
+    it('callers racing on startQueued never start more than the limit', async () => {
+      const store = await createStore()
+      for (let i = 0; i < 6; i++) await store.createRun(makeRun({ status: 'queued' }))
+      const results = await Promise.all(Array.from({ length: 5 }, () => store.startQueued('report', { concurrency: { limit: 2 } }, now)))
+      expect(results.flatMap((result) => result.started)).toHaveLength(2)
+      expect(await store.listRuns({ status: 'running' })).toHaveLength(2)
+    })
+
+    it('debounceRun joins a scheduled run with the same key, taking the new input and start time', async () => {
+      const store = await createStore()
+      const first = makeRun({ status: 'scheduled', runAt: now, input: { user: 'a', n: 1 } })
+      expect((await store.debounceRun(first, 'input.user')).id).toBe(first.id)
+      const later = '2025-01-01T00:11:00.000Z'
+      const joined = await store.debounceRun(makeRun({ status: 'scheduled', runAt: later, input: { user: 'a', n: 2 } }), 'input.user')
+      expect(joined).toMatchObject({ id: first.id, status: 'scheduled', runAt: later, input: { user: 'a', n: 2 } })
+      expect(await store.getRun(first.id)).toMatchObject({ runAt: later, input: { user: 'a', n: 2 } })
+      const other = makeRun({ status: 'scheduled', runAt: later, input: { user: 'b' } })
+      expect((await store.debounceRun(other, 'input.user')).id).toBe(other.id)
+      // A run that left `scheduled` is no longer joined.
+      await store.updateRun(first.id, { status: 'running' })
+      const next = makeRun({ status: 'scheduled', runAt: later, input: { user: 'a', n: 3 } })
+      expect((await store.debounceRun(next, 'input.user')).id).toBe(next.id)
+    })
+
+    it('debounceRun calls racing for one key leave one run', async () => {
+      const store = await createStore()
+      const runs = Array.from({ length: 5 }, (_, n) => makeRun({ status: 'scheduled', runAt: now, input: { n } }))
+      const ids = new Set((await Promise.all(runs.map((run) => store.debounceRun(run, undefined)))).map((run) => run.id))
+      expect(ids.size).toBe(1)
+      expect(await store.listRuns({ status: 'scheduled' })).toHaveLength(1)
+    })
+  })
+}
