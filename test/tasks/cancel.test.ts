@@ -122,7 +122,7 @@ describe('cancel', () => {
     ])
     const parent = await rt.trigger('parent')
     const suspended = await status(rt, parent.id, 'suspended')
-    const childId = (suspended.suspended?.waitpoint as { runId: string }).runId
+    const childId = (suspended.suspended!.waitpoint as { runId: string }).runId
     await status(rt, childId, 'suspended')
     await rt.cancel(childId)
     const done = await finished(rt.waitForRun(parent.id))
@@ -137,7 +137,7 @@ describe('cancel', () => {
     ])
     const parent = await rt.trigger('parent')
     const suspended = await status(rt, parent.id, 'suspended')
-    const childId = (suspended.suspended?.waitpoint as { runId: string }).runId
+    const childId = (suspended.suspended!.waitpoint as { runId: string }).runId
     await status(rt, childId, 'suspended')
     await rt.cancel(parent.id)
     expect(await rt.completeToken(tokenIdFor(childId, 'go'), 1)).toBe('completed')
