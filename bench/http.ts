@@ -16,7 +16,10 @@
  * Each server runs in its own process pinned to one core and the load
  * generator on another (taskset). Every line shows the CPU the generator and
  * the server used, as a share of one core: a generator near 100% is the
- * bottleneck and the round measures it, not the server. The contenders
+ * bottleneck and the round measures it, not the server. A server that gets
+ * less than a whole core (other work on the machine) shows it too; its
+ * requests per CPU-second of its own then compare the servers' cost per
+ * request, whatever share of the core each one got. The contenders
  * alternate within every round, and the medians of per-round ratios are
  * reported: one run on a shared machine means little.
  */
@@ -215,7 +218,14 @@ async function main(): Promise<void> {
   console.log('CPU is a share of one core over the measured window: a generator near 100% is the bottleneck of its round.\n')
   const http = { raw: [] as number[], hono: [] as number[], svc: [] as number[] }
   const ws = { ws: [] as number[], svc: [] as number[] }
-  const ratios = { svcRaw: [] as number[], honoRaw: [] as number[], svcWs: [] as number[] }
+  const ratios = {
+    svcRaw: [] as number[],
+    honoRaw: [] as number[],
+    svcWs: [] as number[],
+    svcRawPerCpu: [] as number[],
+    svcWsPerCpu: [] as number[],
+  }
+  const perCpu = (m: Measured) => m.rate / m.serverCpu
   const orders = [
     ['raw', 'hono', 'svc'],
     ['svc', 'raw', 'hono'],
@@ -229,17 +239,19 @@ async function main(): Promise<void> {
     http.svc.push(rates.svc.rate)
     ratios.svcRaw.push(rates.svc.rate / rates.raw.rate)
     ratios.honoRaw.push(rates.hono.rate / rates.raw.rate)
+    ratios.svcRawPerCpu.push(perCpu(rates.svc) / perCpu(rates.raw))
     const wsOrder = round % 2 === 0 ? (['ws', 'svc-ws'] as const) : (['svc-ws', 'ws'] as const)
     const echo: Record<string, Measured> = {}
     for (const kind of wsOrder) echo[kind] = await echoRate(kind)
     ws.ws.push(echo.ws.rate)
     ws.svc.push(echo['svc-ws'].rate)
     ratios.svcWs.push(echo['svc-ws'].rate / echo.ws.rate)
+    ratios.svcWsPerCpu.push(perCpu(echo['svc-ws']) / perCpu(echo.ws))
     console.log(
-      `round ${round + 1}  req/s: ${show('raw', rates.raw)}, ${show('hono', rates.hono)}, ${show('svc', rates.svc)}; svc/raw ${(rates.svc.rate / rates.raw.rate).toFixed(3)}`,
+      `round ${round + 1}  req/s: ${show('raw', rates.raw)}, ${show('hono', rates.hono)}, ${show('svc', rates.svc)}; svc/raw ${(rates.svc.rate / rates.raw.rate).toFixed(3)}, per server CPU-second ${ratios.svcRawPerCpu.at(-1)!.toFixed(3)}`,
     )
     console.log(
-      `         echo msg/s: ${show('ws', echo.ws)}, ${show('svc', echo['svc-ws'])}; svc/ws ${(echo['svc-ws'].rate / echo.ws.rate).toFixed(3)}`,
+      `         echo msg/s: ${show('ws', echo.ws)}, ${show('svc', echo['svc-ws'])}; svc/ws ${(echo['svc-ws'].rate / echo.ws.rate).toFixed(3)}, per server CPU-second ${ratios.svcWsPerCpu.at(-1)!.toFixed(3)}`,
     )
   }
   const svcRaw = median(ratios.svcRaw)
@@ -249,9 +261,11 @@ async function main(): Promise<void> {
     `  HTTP req/s     raw node:http ${fmt(median(http.raw))}   hono/node-server ${fmt(median(http.hono))}   svc ${fmt(median(http.svc))}`,
   )
   console.log(`  svc / raw      ${svcRaw.toFixed(3)}   goal >= ${HTTP_GOAL} ${svcRaw >= HTTP_GOAL ? 'met' : 'NOT met'}`)
+  console.log(`  per server CPU-second: svc / raw ${median(ratios.svcRawPerCpu).toFixed(3)}`)
   console.log(`  hono / raw     ${median(ratios.honoRaw).toFixed(3)}`)
   console.log(`  WS echo msg/s  ws ${fmt(median(ws.ws))}   svc ${fmt(median(ws.svc))}`)
   console.log(`  svc / ws       ${svcWs.toFixed(3)}   goal >= ${WS_GOAL} ${svcWs >= WS_GOAL ? 'met' : 'NOT met'}`)
+  console.log(`  per server CPU-second: svc / ws ${median(ratios.svcWsPerCpu).toFixed(3)}`)
 }
 
 await main()
