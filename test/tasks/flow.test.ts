@@ -1,0 +1,273 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { SqliteRunStore } from '../../src/node.ts'
+import { createTaskRuntime, MemoryRunStore, type RunStore, tokenIdFor } from '../../src/runtime/tasks/index.ts'
+import type { RunRecord, TaskContext } from '../../src/types.ts'
+import { finished, recordingLogger, runtime, task, until } from './_helpers.ts'
+import { type OverlapServer, overlapServer, reportAttempt } from './_overlap.ts'
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-flow-'))
+let files = 0
+const stores: SqliteRunStore[] = []
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+let counter: OverlapServer | undefined
+afterEach(async () => {
+  await counter?.close()
+  counter = undefined
+  for (const store of stores.splice(0)) store.close()
+})
+
+function sqlite(path = join(dir, `runs-${++files}.db`)): SqliteRunStore {
+  const store = new SqliteRunStore({ path })
+  stores.push(store)
+  return store
+}
+
+/** A promise the test settles by hand, to hold an attempt open. */
+function gate(): { promise: Promise<void>; open(): void } {
+  let open!: () => void
+  const promise = new Promise<void>((resolve) => {
+    open = resolve
+  })
+  return { promise, open }
+}
+
+const status = async (store: RunStore, id: string) => (await store.getRun(id))?.status
+
+describe.each([
+  ['MemoryRunStore', () => new MemoryRunStore() as RunStore],
+  ['SqliteRunStore', () => sqlite() as RunStore],
+])('flow control on %s', (_, createStore) => {
+  it('50 runs with concurrency 2 never overlap by more than 2 and start in order of creation', async () => {
+    const server = (counter = await overlapServer())
+    const store = createStore()
+    const rt = runtime(
+      [task('fetchy', (ctx: TaskContext<{ n: number }>) => reportAttempt(server.url, ctx.runId, '', 5), { route: { concurrency: 2 } })],
+      { store },
+    )
+    const runs: RunRecord[] = []
+    for (let n = 0; n < 50; n++) runs.push(await rt.trigger('fetchy', { n }))
+    expect(runs.slice(2).every((run) => run.status === 'queued')).toBe(true)
+    for (const run of runs) expect(await finished(rt.waitForRun(run.id))).toMatchObject({ status: 'completed' })
+    expect(server.ends).toHaveLength(50)
+    expect(server.maxOpen()).toBe(2)
+    expect(server.starts).toEqual(runs.map((run) => run.id))
+  })
+
+  it('keyed concurrency runs one attempt per key value at once, and different keys side by side', async () => {
+    const store = createStore()
+    const gates = new Map<string, ReturnType<typeof gate>>()
+    const rt = runtime(
+      [
+        task(
+          'sync',
+          async (ctx: TaskContext<{ user?: string; n: number }>) => {
+            const g = gate()
+            gates.set(ctx.runId, g)
+            await g.promise
+          },
+          { route: { concurrency: { limit: 1, key: 'input.user' } } },
+        ),
+      ],
+      { store },
+    )
+    const a1 = await rt.trigger('sync', { user: 'a', n: 1 })
+    const a2 = await rt.trigger('sync', { user: 'a', n: 2 })
+    const b1 = await rt.trigger('sync', { user: 'b', n: 1 })
+    const none1 = await rt.trigger('sync', { n: 1 })
+    const none2 = await rt.trigger('sync', { n: 2 })
+    await until(() => gates.has(a1.id) && gates.has(b1.id) && gates.has(none1.id))
+    expect(await status(store, a2.id)).toBe('queued')
+    // A run without a value at the key shares one bucket with the others without one.
+    expect(await status(store, none2.id)).toBe('queued')
+    gates.get(a1.id)!.open()
+    await until(() => gates.has(a2.id))
+    expect(await status(store, a1.id)).toBe('completed')
+    for (const id of [a2.id, b1.id, none1.id]) gates.get(id)!.open()
+    await until(() => gates.has(none2.id))
+    gates.get(none2.id)!.open()
+    expect(await finished(rt.waitForRun(none2.id))).toMatchObject({ status: 'completed' })
+  })
+
+  it('a suspended run holds no slot, and waits for one again when its token comes', async () => {
+    const store = createStore()
+    const gates = new Map<number, ReturnType<typeof gate>>()
+    const rt = runtime(
+      [
+        task(
+          'one',
+          async (ctx: TaskContext<{ n: number }>) => {
+            if (ctx.input.n === 1) return (await ctx.step.waitForToken('approval')) as unknown
+            const g = gates.get(ctx.input.n) ?? gate()
+            gates.set(ctx.input.n, g)
+            await g.promise
+            return ctx.input.n
+          },
+          { route: { concurrency: 1 } },
+        ),
+      ],
+      { store },
+    )
+    const first = await rt.trigger('one', { n: 1 })
+    const second = await rt.trigger('one', { n: 2 })
+    await until(async () => (await status(store, first.id)) === 'suspended')
+    // The suspended run let the second one start.
+    await until(() => gates.has(2))
+    expect(await status(store, second.id)).toBe('running')
+    expect(await rt.completeToken(tokenIdFor(first.id, 'approval'), { ok: true })).toBe('completed')
+    // Its wait is met, but the slot is taken: it queues.
+    expect(await status(store, first.id)).toBe('queued')
+    gates.get(2)!.open()
+    expect(await finished(rt.waitForRun(first.id))).toMatchObject({ status: 'completed', result: { payload: { ok: true } } })
+  })
+
+  it('a queued run can be cancelled, and the next one takes the free slot', async () => {
+    const store = createStore()
+    const held = gate()
+    const rt = runtime(
+      [
+        task(
+          'one',
+          async (ctx: TaskContext<{ n: number }>) => {
+            if (ctx.input.n === 1) await held.promise
+            return ctx.input.n
+          },
+          { route: { concurrency: 1 } },
+        ),
+      ],
+      { store },
+    )
+    const first = await rt.trigger('one', { n: 1 })
+    const second = await rt.trigger('one', { n: 2 })
+    const third = await rt.trigger('one', { n: 3 })
+    expect(await rt.cancel(second.id)).toMatchObject({ status: 'cancelled' })
+    expect(await status(store, third.id)).toBe('queued')
+    held.open()
+    expect(await finished(rt.waitForRun(third.id))).toMatchObject({ status: 'completed', result: 3 })
+    expect((await store.getRun(second.id))?.attempts).toEqual([])
+  })
+
+  it('debounce collapses 10 triggers into one run with the latest input, and each trigger gets its id', async () => {
+    const store = createStore()
+    const inputs: unknown[] = []
+    const rt = runtime(
+      [
+        task(
+          'digest',
+          (ctx: TaskContext<{ user: string; n: number }>) => {
+            inputs.push(ctx.input)
+            return ctx.input.n
+          },
+          { route: { debounce: { seconds: 0.3, key: 'input.user' } } },
+        ),
+      ],
+      { store },
+    )
+    const runs: RunRecord[] = []
+    for (let n = 1; n <= 10; n++) runs.push(await rt.trigger('digest', { user: 'a', n }))
+    const other = await rt.trigger('digest', { user: 'b', n: 1 })
+    expect(new Set(runs.map((run) => run.id)).size).toBe(1)
+    expect(other.id).not.toBe(runs[0].id)
+    expect(runs[9]).toMatchObject({ status: 'scheduled', input: { user: 'a', n: 10 } })
+    const done = await finished(rt.waitForRun(runs[0].id))
+    expect(done).toMatchObject({ status: 'completed', result: 10 })
+    // It starts `seconds` after the last trigger, not the first.
+    expect(Date.parse(done.startedAt!)).toBeGreaterThanOrEqual(Date.parse(runs[9].runAt!))
+    await finished(rt.waitForRun(other.id))
+    expect(inputs).toEqual([
+      { user: 'a', n: 10 },
+      { user: 'b', n: 1 },
+    ])
+  })
+
+  it('rateLimit starts at most limit runs per period, the rest as the window frees places', async () => {
+    const store = createStore()
+    const rt = runtime([task('api', () => 1, { route: { rateLimit: { limit: 2, periodSeconds: 0.4 } } })], { store })
+    const runs: RunRecord[] = []
+    for (let n = 0; n < 5; n++) runs.push(await rt.trigger('api', { n }))
+    expect(runs.map((run) => run.status)).toEqual(['queued', 'queued', 'queued', 'queued', 'queued'])
+    expect((await rt.listTasks())[0]).toMatchObject({ rateLimit: { limit: 2, periodSeconds: 0.4, key: null } })
+    const done = await Promise.all(runs.map((run) => finished(rt.waitForRun(run.id))))
+    const starts = done.map((run) => Date.parse(run.startedAt!)).sort((a, b) => a - b)
+    // A sliding window: any two starts apart by one are at least a period apart.
+    for (let i = 2; i < starts.length; i++) expect(starts[i] - starts[i - 2]).toBeGreaterThanOrEqual(400)
+    expect(done.map((run) => run.status)).toEqual(['completed', 'completed', 'completed', 'completed', 'completed'])
+  })
+
+  it('listTasks shows each task its limits and its queued count', async () => {
+    const store = createStore()
+    const held = gate()
+    const rt = runtime(
+      [
+        task('limited', () => held.promise, { route: { concurrency: { limit: 1, key: 'input.user' }, debounce: { seconds: 60 } } }),
+        task('free', () => 1),
+      ],
+      { store },
+    )
+    const first = await rt.trigger('limited', { user: 'a' })
+    expect(first.status).toBe('scheduled')
+    const tasks = await rt.listTasks()
+    expect(tasks.find((t) => t.name === 'limited')).toMatchObject({
+      concurrency: { limit: 1, key: 'input.user' },
+      rateLimit: null,
+      debounce: { seconds: 60, key: null },
+      queued: 0,
+    })
+    expect(tasks.find((t) => t.name === 'free')).toMatchObject({ concurrency: null, rateLimit: null, debounce: null, queued: 0 })
+    await rt.cancel(first.id)
+    held.open()
+  })
+})
+
+describe('flow control: queued counts and restarts', () => {
+  it('listTasks counts the queued runs', async () => {
+    const held = gate()
+    const rt = runtime([task('one', () => held.promise, { route: { concurrency: 1 } })])
+    const runs = [await rt.trigger('one'), await rt.trigger('one'), await rt.trigger('one')]
+    expect((await rt.listTasks())[0]).toMatchObject({ concurrency: { limit: 1, key: null }, queued: 2 })
+    expect(await rt.listRuns({ status: 'queued' })).toHaveLength(2)
+    held.open()
+    for (const run of runs) await finished(rt.waitForRun(run.id))
+    expect((await rt.listTasks())[0]).toMatchObject({ queued: 0 })
+  })
+
+  it('queued runs on SQLite survive a restart and start after it, still one at a time', async () => {
+    const path = join(dir, `restart-${++files}.db`)
+    const server = (counter = await overlapServer())
+    const held = gate()
+    const route = (onRun: (ctx: TaskContext) => Promise<unknown>) => [task('one', onRun, { route: { concurrency: 1 } })]
+    const before = createTaskRuntime({ routes: route(() => held.promise), store: sqlite(path), logger: recordingLogger(), env: {} })
+    const runs = [await before.trigger('one'), await before.trigger('one'), await before.trigger('one')]
+    await until(async () => (await status(before.store, runs[0].id)) === 'running')
+    expect(await status(before.store, runs[2].id)).toBe('queued')
+    await before.close()
+    stores.pop()?.close()
+    held.open()
+
+    const store = sqlite(path)
+    expect(await status(store, runs[2].id)).toBe('queued')
+    const after = runtime(
+      route((ctx) => reportAttempt(server.url, ctx.runId, '', 5)),
+      { store },
+    )
+    await after.recover()
+    for (const run of runs) expect(await finished(after.waitForRun(run.id))).toMatchObject({ status: 'completed' })
+    expect(server.starts).toEqual(runs.map((run) => run.id))
+    expect(server.maxOpen()).toBe(1)
+  })
+})
+
+describe('flow control config at runtime', () => {
+  it.each([
+    [{ concurrency: 0 }, 'route.concurrency must be a whole number of runs, 1 or more'],
+    [{ concurrency: { limit: 2, key: 'user' } }, "route.concurrency.key must be a dotted path into the task's input"],
+    [{ rateLimit: { limit: 1 } }, 'route.rateLimit.periodSeconds must be a number of seconds above 0'],
+    [{ rateLimit: { limit: 1, periodSeconds: 1, per: 2 } }, 'route.rateLimit has no field "per"'],
+    [{ debounce: { seconds: -1 } }, 'route.debounce.seconds must be a number of seconds above 0'],
+  ])('defineTasks rejects %j', (route, message) => {
+    expect(() => createTaskRuntime({ routes: [task('bad', () => 1, { route: route as never })], env: {} })).toThrow(message)
+  })
+})
