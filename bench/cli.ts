@@ -16,10 +16,11 @@
  * less than wall time. `npm run bench:cli -- --start-only` skips the scans.
  */
 import { spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { procCpu } from './_proc-cpu.ts'
 import { writeGeneratedApp } from './_routes.ts'
 import { measureScan } from './_scan-measure.ts'
 
@@ -28,25 +29,19 @@ const START_GOAL = 1.5
 const INSPECT_SIZES = [100, 1_000, 5_000]
 const INSPECT_RUNS = 5
 const OVERHEAD_GOAL_MS = 150
-const TICKS_PER_SECOND = 100 // USER_HZ, the unit of /proc/<pid>/stat times on Linux
 const BIN = fileURLToPath(new URL('../bin/svc.mjs', import.meta.url))
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 const ms = (value: number) => `${value.toFixed(1)} ms`
 
 /**
- * CPU milliseconds (user + system) of the children this process has waited
- * for, from /proc/self/stat (cutime, cstime; proc(5)); undefined off Linux.
- * On a machine shared with other work, CPU time moves far less than wall time.
+ * CPU milliseconds of the children this process has waited for; NaN off
+ * Linux. On a machine shared with other work, CPU time moves far less than
+ * wall time.
  */
-function childrenCpuMs(): number | undefined {
-  try {
-    const stat = readFileSync('/proc/self/stat', 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return ((Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND) * 1000
-  } catch {
-    return undefined
-  }
+function childrenCpuMs(): number {
+  const cpu = procCpu('self')
+  return cpu ? cpu.children * 1000 : Number.NaN
 }
 
 /** Wall and CPU time of one fresh process; throws when it fails. */
@@ -57,7 +52,7 @@ function timeProcess(label: string, args: string[]): { elapsed: number; cpu: num
   const elapsed = performance.now() - start
   const cpuAfter = childrenCpuMs()
   if (child.status !== 0) throw new Error(`${label} failed (${child.status}):\n${child.stderr}`)
-  return { elapsed, cpu: cpuBefore === undefined || cpuAfter === undefined ? Number.NaN : cpuAfter - cpuBefore, stdout: child.stdout }
+  return { elapsed, cpu: cpuAfter - cpuBefore, stdout: child.stdout }
 }
 
 function startUp(): void {

@@ -24,10 +24,10 @@
  * reported: one run on a shared machine means little.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { parseProcCpu, procCpu } from './_proc-cpu.ts'
 
 const { values } = parseArgs({
   options: {
@@ -50,7 +50,6 @@ const HTTP_GOAL = 0.95
 const WS_GOAL = 0.9
 const SERVER_ENTRY = fileURLToPath(new URL('./_http-servers.ts', import.meta.url))
 const WS_CLIENT = fileURLToPath(new URL('./_http-ws-client.ts', import.meta.url))
-const TICKS_PER_SECOND = 100 // USER_HZ: the unit of /proc/<pid>/stat times on Linux
 
 const has = (command: string, args: string[]) => {
   try {
@@ -72,13 +71,11 @@ if (pinned) {
   execFileSync('taskset', ['-a', '-p', '-c', LOADGEN_CORE, String(process.pid)], { stdio: 'ignore' })
 }
 
-/** user + system CPU seconds of a process so far, and of its waited-for children, from /proc/<pid>/stat. */
-function cpuSeconds(pid: number): { self: number; children: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  // Fields 14–17 of proc(5) (utime, stime, cutime, cstime), counted from field 3 (state).
-  const [utime, stime, cutime, cstime] = fields.slice(11, 15).map(Number)
-  return { self: (utime + stime) / TICKS_PER_SECOND, children: (cutime + cstime) / TICKS_PER_SECOND }
+/** user + system CPU seconds of a process so far. */
+function cpuSeconds(pid: number): number {
+  const cpu = procCpu(pid)
+  if (!cpu) throw new Error('bench:http reads CPU times from /proc, which this system lacks')
+  return cpu.self
 }
 
 interface Measured {
@@ -135,10 +132,7 @@ async function wrk(url: string, seconds: number): Promise<{ rate: number; cpu: n
   if (!Number.isFinite(rate) || non2xx > 0 || socketErrors?.slice(1).some((n) => Number(n) > 0)) {
     throw new Error(`wrk: ${url} did not answer every request with 2xx:\n${out}`)
   }
-  const stat = out.slice(out.indexOf('@@stat ') + 7)
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  const cpu = (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND
-  return { rate, cpu }
+  return { rate, cpu: parseProcCpu(out.slice(out.indexOf('@@stat ') + 7)).children }
 }
 
 async function autocannon(url: string, seconds: number): Promise<{ rate: number; cpu: number }> {
@@ -156,9 +150,9 @@ async function httpRate(kind: string): Promise<Measured> {
   const url = `http://127.0.0.1:${port}/api/hello`
   try {
     if (warmup > 0) await load(url, warmup)
-    const before = cpuSeconds(child.pid!).self
+    const before = cpuSeconds(child.pid!)
     const { rate, cpu } = await load(url, duration)
-    return { rate, loadCpu: cpu / duration, serverCpu: (cpuSeconds(child.pid!).self - before) / duration }
+    return { rate, loadCpu: cpu / duration, serverCpu: (cpuSeconds(child.pid!) - before) / duration }
   } finally {
     await stopServer(child)
   }
@@ -169,7 +163,7 @@ async function echoRate(kind: string): Promise<Measured> {
   const { port, child } = await startServer(kind)
   const path = kind === 'ws' ? '/' : '/api/echo'
   try {
-    const before = cpuSeconds(child.pid!).self
+    const before = cpuSeconds(child.pid!)
     const started = performance.now()
     const outputs = await Promise.all(
       Array.from({ length: wsProcesses }, (_, i) => {
@@ -178,7 +172,7 @@ async function echoRate(kind: string): Promise<Measured> {
       }),
     )
     // The server's CPU over the clients' whole run, warm-up included, per second of that run.
-    const serverCpu = (cpuSeconds(child.pid!).self - before) / ((performance.now() - started) / 1000)
+    const serverCpu = (cpuSeconds(child.pid!) - before) / ((performance.now() - started) / 1000)
     const results = outputs.map((out) => JSON.parse(out) as { messages: number; seconds: number; cpuMs: number })
     return {
       rate: results.reduce((sum, r) => sum + r.messages / r.seconds, 0),
