@@ -161,6 +161,13 @@ describe.each(['lambda', 'vercel'] as const)('the %s function on a Postgres stor
 })
 
 describe('the lambda tick', () => {
+  it('fails the invocation, naming SVC_STORE_URL, while the database is down', async () => {
+    const fn = await instance('lambda', { SVC_STORE_URL: 'postgres://svc:secret@127.0.0.1:1/svc' })
+    await expect(fn.invoke({ svcTick: true })).rejects.toThrow(/SVC_STORE_URL: the Postgres run store cannot start/)
+    // The next invocation tries again rather than keeping the first failure.
+    await expect(fn.invoke({ svcTick: true })).rejects.toThrow(/SVC_STORE_URL/)
+  })
+
   it('takes over an attempt whose instance died once its lease lapsed', async () => {
     const first = await instance('lambda', { SVC_TEST_HANG: '1' })
     // The invocation stops holding the run 500 ms before its (1.5 s) timeout.
