@@ -9,21 +9,32 @@ import type { ResolvedCompute } from './types.ts'
 import { ROUTE_KINDS } from '../runtime/route-config.ts'
 import { normalizeOrigin } from '../runtime/origins.ts'
 import {
+  concurrencyProblem,
+  debounceProblem,
   DEFAULT_RETRIES,
   DEFAULT_TIMEOUT_MS,
   normalizeCron,
+  rateLimitProblem,
   retriesProblem,
   scheduleProblem,
   timeoutProblem,
   timezoneProblem,
 } from '../runtime/rules.ts'
+import { type TaskFlow, taskFlow } from '../runtime/tasks/flow.ts'
 import type { Node } from './ast.ts'
 import { normalizeCompute } from './compute.ts'
 import { type StaticValue, readStaticLiteral, snippet } from './literal.ts'
 import type { ExportEntry, ModuleExports } from './module-exports.ts'
 import type { Reporter } from './reporter.ts'
 
-const ROUTE_FIELDS = ['kind', 'retries', 'timeout', 'compute', 'origins', 'schedule', 'timezone']
+const ROUTE_FIELDS = ['kind', 'retries', 'timeout', 'compute', 'origins', 'schedule', 'timezone', 'concurrency', 'rateLimit', 'debounce']
+
+/** The flow-control fields of a task route, each with its rule (README "Flow control"). */
+const FLOW_FIELDS = [
+  ['concurrency', concurrencyProblem],
+  ['rateLimit', rateLimitProblem],
+  ['debounce', debounceProblem],
+] as const
 
 export interface RouteConfigResult {
   kind: RouteKind
@@ -39,6 +50,8 @@ export interface RouteConfigResult {
   compute: ResolvedCompute
   /** Whether the file declared `route.compute` at all. */
   computeDeclared: boolean
+  /** Tasks only: `route.concurrency`, `route.rateLimit` and `route.debounce`, resolved; null otherwise. */
+  flow: TaskFlow | null
 }
 
 export function readRouteConfig(exports: ModuleExports, source: string, report: Reporter): RouteConfigResult {
@@ -82,6 +95,7 @@ export function readRouteConfig(exports: ModuleExports, source: string, report: 
   const timezone = readTimezone(fields.get('timezone')?.value, isTask, report)
   const origins = readOrigins(fields.get('origins')?.value, kind, report)
   const compute = normalizeCompute(kind, fields.get('compute')?.value, report)
+  const flow = readFlow(fields, isTask, report)
 
   return {
     kind,
@@ -94,7 +108,28 @@ export function readRouteConfig(exports: ModuleExports, source: string, report: 
     origins,
     compute,
     computeDeclared: fields.has('compute'),
+    flow,
   }
+}
+
+/** `route.concurrency`, `route.rateLimit` and `route.debounce`, each checked by its rule. */
+function readFlow(fields: Map<string, { value: StaticValue }>, isTask: boolean, report: Reporter): TaskFlow | null {
+  const config: Record<string, unknown> = {}
+  for (const [name, check] of FLOW_FIELDS) {
+    const value = fields.get(name)?.value
+    if (!value?.ok) continue
+    const problem = check(value.value)
+    if (problem) {
+      report.error(value.node, problem)
+      continue
+    }
+    if (!isTask) {
+      report.warn(`route.${name} applies to task routes only and is ignored; add kind: 'task' if this route is a task`)
+      continue
+    }
+    config[name] = value.value
+  }
+  return isTask ? taskFlow(config) : null
 }
 
 /**

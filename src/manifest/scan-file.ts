@@ -112,6 +112,7 @@ export async function scanRouteSource(file: string, text: string): Promise<FileS
     timezone: config.timezone,
     retries: config.retries,
     timeout: config.timeout,
+    flow: config.flow,
     origins: config.origins,
     hasInput: exports.names.has('input'),
     hasSchema: exports.names.has('schema'),

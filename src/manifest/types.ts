@@ -3,6 +3,7 @@
  * routes and pages), static signals and advice.
  */
 import type { ComputeClass, FunctionMemory, HttpMethod, PageMode, RouteKind } from '../runtime/types.ts'
+import type { TaskFlow } from '../runtime/tasks/flow.ts'
 import type { ConfigError } from './errors.ts'
 
 /** The effective compute contract of a route, as the manifest reports it. */
@@ -39,6 +40,8 @@ export interface ManifestRoute {
   retries: number | null
   /** Tasks only, in milliseconds; null otherwise. */
   timeout: number | null
+  /** Tasks only: `route.concurrency`, `route.rateLimit` and `route.debounce`, resolved (each absent when unset); null otherwise. */
+  flow: TaskFlow | null
   /** Normalized origins (`https://example.com`); null when unset. */
   origins: string[] | null
   /** Whether the file exports `input` (tasks). */

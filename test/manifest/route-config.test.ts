@@ -306,3 +306,71 @@ describe('origins', () => {
     expect(errors.map((e) => e.split(': ')[0])).toEqual([`src/api/route.ts:3:13`, `src/api/route.ts:3:43`, `src/api/route.ts:3:51`])
   })
 })
+
+describe('flow control', () => {
+  test('concurrency, rateLimit and debounce of a task are read, resolved and listed', async () => {
+    const { route, errors } = await scanRoute(
+      `export const route = {\n  kind: 'task',\n  concurrency: { limit: 1, key: 'input.userId' },\n  rateLimit: { limit: 10, periodSeconds: 60 },\n  debounce: { seconds: 30, key: 'input.userId' },\n} as const\nexport async function POST() {}\n`,
+    )
+    expect(errors).toEqual([])
+    expect(route.warnings).toEqual([])
+    expect(route.flow).toEqual({
+      concurrency: { limit: 1, key: 'input.userId' },
+      rateLimit: { limit: 10, periodSeconds: 60 },
+      debounce: { seconds: 30, key: 'input.userId' },
+    })
+  })
+
+  test('a number is the concurrency limit; a task without flow fields has none', async () => {
+    expect(
+      (await scanRoute(`export const route = { kind: 'task', concurrency: 5 }\nexport async function POST() {}\n`)).route.flow,
+    ).toEqual({
+      concurrency: { limit: 5 },
+    })
+    expect((await scanRoute(`export const route = { kind: 'task' }\nexport async function POST() {}\n`)).route.flow).toEqual({})
+  })
+
+  test.each([
+    ['concurrency: 0', '0', 'route.concurrency must be a whole number of runs, 1 or more, or { limit, key? }'],
+    ['concurrency: 2.5', '2.5', 'route.concurrency must be a whole number of runs'],
+    [
+      `concurrency: { limit: 2, key: 'userId' }`,
+      '{ limit: 2',
+      `route.concurrency.key must be a dotted path into the task's input such as 'input.userId' (got "userId")`,
+    ],
+    ['concurrency: { limit: 0 }', '{ limit: 0', 'route.concurrency.limit must be a whole number of runs, 1 or more (got 0)'],
+    ['rateLimit: { limit: 10 }', '{ limit: 10', 'route.rateLimit.periodSeconds must be a number of seconds above 0'],
+    ['rateLimit: 10', '10', 'route.rateLimit must be { limit, periodSeconds, key? }'],
+    [
+      'rateLimit: { limit: 1, periodSeconds: 1, window: 2 }',
+      '{ limit: 1',
+      'route.rateLimit has no field "window"; its fields are limit, periodSeconds, key',
+    ],
+    [
+      'debounce: { seconds: 0 }',
+      '{ seconds: 0',
+      'route.debounce.seconds must be a number of seconds above 0 and at most 31536000 (365 days) (got 0)',
+    ],
+    [`debounce: { seconds: 5, key: 7 }`, '{ seconds: 5', 'route.debounce.key must be a dotted path'],
+  ])('%s is rejected at its position', async (field, needle, message) => {
+    const source = `export const route = { kind: 'task', ${field} }\n`
+    const { errors } = await scanRoute(`${source}export async function POST() {}\n`)
+    expect(errors).toHaveLength(1)
+    expect(errors[0]).toMatch(new RegExp(`^src/api/route\\.ts:${at(source, needle, field.split(':')[0])}: `))
+    expect(errors[0]).toContain(message)
+  })
+
+  test('flow fields on a route that is not a task are ignored with a warning', async () => {
+    const { route, errors } = await scanRoute(`export const route = { concurrency: 2 }\nexport function GET() {}\n`)
+    expect(errors).toEqual([])
+    expect(route.flow).toBeNull()
+    expect(route.warnings).toContain(
+      `route.concurrency applies to task routes only and is ignored; add kind: 'task' if this route is a task`,
+    )
+  })
+
+  test('the runtime reads the same rule for routes it was handed without a scan', async () => {
+    const routes = [{ path: '/api/bad', module: { route: { kind: 'task' as const, concurrency: 0 }, POST: () => 1 } }]
+    expect(() => createTaskRuntime({ routes, env: {} })).toThrow('route.concurrency must be a whole number of runs, 1 or more')
+  })
+})

@@ -143,6 +143,7 @@ describe.each([
     const first = await rt.trigger('one', { n: 1 })
     const second = await rt.trigger('one', { n: 2 })
     const third = await rt.trigger('one', { n: 3 })
+    await until(async () => (await status(store, first.id)) === 'running')
     expect(await rt.cancel(second.id)).toMatchObject({ status: 'cancelled' })
     expect(await status(store, third.id)).toBe('queued')
     held.open()

@@ -2,6 +2,7 @@
 import { defineCommand } from 'citty'
 import { checkArgs, jsonArg, resolveRoot, rootArg } from '../_args.ts'
 import { formatTable, printJson, printLines } from '../_output.ts'
+import { describeFlow } from '../../runtime/tasks/flow.ts'
 
 const inspectArgs = { ...rootArg, ...jsonArg }
 
@@ -28,13 +29,14 @@ const inspect = defineCommand({
     if (result.routes.length > 0) {
       lines.push(
         formatTable(
-          ['path', 'kind', 'name', 'methods', 'schedule', 'compute', 'provider', 'confidence'],
+          ['path', 'kind', 'name', 'methods', 'schedule', 'flow', 'compute', 'provider', 'confidence'],
           result.routes.map((r) => [
             r.path,
             r.kind,
             r.name ?? '-',
             [...r.methods, ...(r.websocket ? ['WS'] : [])].join(',') || '-',
             r.schedule ?? '-',
+            describeFlow(r.flow),
             [r.compute.class, r.compute.memory, r.compute.cpu ? `${r.compute.cpu}cpu` : null].filter(Boolean).join(' '),
             r.provider,
             r.confidence,

@@ -79,7 +79,7 @@ export function defineTasks(routes: readonly RuntimeApiRoute[]): Map<string, Tas
       timeout,
       schedule,
       timezone,
-      flow: taskFlow(config),
+      flow: route.flow ?? taskFlow(config),
     })
   }
   return tasks

@@ -66,6 +66,17 @@ function withKey<T extends object>(limit: T, key: string | undefined): T & { key
   return key === undefined ? limit : { ...limit, key }
 }
 
+/** One line for people: `concurrency 5 per input.userId, 10 starts per 60 s, debounce 30 s`, or `-`. */
+export function describeFlow(flow: TaskFlow | null | undefined): string {
+  if (!flow) return '-'
+  const per = (key: string | undefined) => (key === undefined ? '' : ` per ${key}`)
+  const parts: string[] = []
+  if (flow.concurrency) parts.push(`concurrency ${flow.concurrency.limit}${per(flow.concurrency.key)}`)
+  if (flow.rateLimit) parts.push(`${flow.rateLimit.limit} starts per ${flow.rateLimit.periodSeconds} s${per(flow.rateLimit.key)}`)
+  if (flow.debounce) parts.push(`debounce ${flow.debounce.seconds} s${per(flow.debounce.key)}`)
+  return parts.join(', ') || '-'
+}
+
 /** Whether runs of the task may have to wait for a slot. */
 export function limitsStarts(flow: FlowLimits | undefined): flow is FlowLimits {
   return flow?.concurrency !== undefined || flow?.rateLimit !== undefined
