@@ -20,4 +20,4 @@ export type Run = Omit<RunRecord, 'status' | 'trigger'> & { status: string; trig
 /** Statuses after which a run changes no more. */
 export const FINISHED = new Set(['completed', 'failed', 'cancelled'])
 
-export const STATUSES = ['scheduled', 'running', 'suspended', 'completed', 'failed', 'cancelled']
+export const STATUSES = ['scheduled', 'queued', 'running', 'suspended', 'completed', 'failed', 'cancelled']
