@@ -9,6 +9,7 @@
  *   function resolves within about a minute of its due time.
  * Without `SVC_STORE_URL` runs stay in the instance's memory, as before.
  */
+import { type CronSummary, fireCron } from '../runtime/cron.ts'
 import { warnInstanceStore } from '../runtime/function-store.ts'
 import { createSvcHandler, type SvcHandler, type SvcHandlerOptions } from '../runtime/handler.ts'
 import { createTaskRuntime } from '../runtime/tasks/index.ts'
@@ -33,6 +34,14 @@ export interface FunctionHost {
   settle(untilMs: number): Promise<void>
   /** The tick: one sweep of due work, then its attempts, until `untilMs`. */
   tick(untilMs: number): Promise<TickSummary>
+  /**
+   * A cron event (`fireCron`). On a shared store the fired runs are held as
+   * a request's are, to their end or first wait and at most until
+   * `untilMs`, and the summary gives each run's status at that point; a
+   * sleep does not hold the invocation, the tick finishes it. Elsewhere
+   * each run is waited for to its end.
+   */
+  cron(cron: string, timezone: string | undefined, untilMs: number): Promise<CronSummary>
 }
 
 export function functionHost(platform: string, app: FunctionApp, env: Record<string, string | undefined>): FunctionHost {
@@ -74,6 +83,14 @@ export function functionHost(platform: string, app: FunctionApp, env: Record<str
       const { runtime } = await host.core()
       const { inFlight } = (await runtime.sweep?.({ untilMs })) ?? { inFlight: 0 }
       return { ok: true, inFlight }
+    },
+    async cron(cron, timezone, untilMs) {
+      const { runtime } = await host.core()
+      if (!shared) return fireCron(runtime, cron, timezone)
+      return fireCron(runtime, cron, timezone, async (started) => {
+        await host.settle(untilMs)
+        return Promise.all(started.map(async (run) => (await runtime.getRun(run.id)) ?? run))
+      })
     },
   }
   return host

@@ -36,11 +36,19 @@ export class CronRunFailedError extends SvcError {
  * resolves with their summary, or rejects with a `CronRunFailedError` when
  * any of them failed. Every platform's scheduled event (a worker's
  * `scheduled()`, a function platform's cron request or event) ends up here,
- * so cron behaves, and fails, the same wherever the app runs.
+ * so cron behaves, and fails, the same wherever the app runs. `wait`
+ * replaces how the started runs are waited for: a host whose store outlives
+ * it waits only until each run ends or suspends, and answers with the runs
+ * as they are then.
  */
-export async function fireCron(runtime: TaskRuntime, cron: string, timezone?: string): Promise<CronSummary> {
+export async function fireCron(
+  runtime: TaskRuntime,
+  cron: string,
+  timezone?: string,
+  wait: (started: RunRecord[]) => Promise<RunRecord[]> = (started) => Promise.all(started.map((run) => runtime.waitForRun(run.id))),
+): Promise<CronSummary> {
   const started = await runtime.runScheduled(cron, timezone)
-  const runs = await Promise.all(started.map((run) => runtime.waitForRun(run.id)))
+  const runs = await wait(started)
   const summary = summarizeRuns(runs)
   const failed = runs.filter((run) => !run.ok)
   if (failed.length) throw new CronRunFailedError(cron, summary, failed)

@@ -3,7 +3,7 @@
  * (v2) and function URL events, fires cron tasks for schedule events and
  * sweeps due work for the tick event.
  */
-import { fireCron, type CronSummary } from '../../src/runtime/cron.ts'
+import type { CronSummary } from '../../src/runtime/cron.ts'
 import { processEnv } from '../../src/runtime/env.ts'
 import { functionHost, type FunctionApp, type TickSummary } from '../../src/node/function-host.ts'
 import type { AWSLambdaContext } from 'srvx'
@@ -43,8 +43,8 @@ export function createLambdaHandler(app: LambdaApp): LambdaHandler {
   const host = functionHost('Lambda', app, processEnv())
   return async (event, context) => {
     if (isTickEvent(event)) return host.tick(deadline(context))
+    if (isScheduleEvent(event)) return host.cron(event.svcCron, event.svcTimezone, deadline(context))
     const core = await host.core()
-    if (isScheduleEvent(event)) return fireCron(core.runtime, event.svcCron, event.svcTimezone)
     if (isHttpEventV2(event)) {
       const pending: Promise<unknown>[] = []
       let response: Response | undefined

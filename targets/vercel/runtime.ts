@@ -6,7 +6,7 @@
  */
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import { FastResponse, NodeRequest, sendNodeResponse } from 'srvx/node'
-import { CronRunFailedError, fireCron } from '../../src/runtime/cron.ts'
+import { CronRunFailedError } from '../../src/runtime/cron.ts'
 import { processEnv } from '../../src/runtime/env.ts'
 import { functionHost, type FunctionApp } from '../../src/node/function-host.ts'
 import { timingSafeEqual } from '../../src/runtime/admin/auth.ts'
@@ -94,7 +94,7 @@ export function createVercelHandler(app: VercelApp): (req: NodeRequestLike, res:
         { status: 400 },
       )
     // Vercel counts a cron invocation as failed by its status code.
-    return fireCron((await host.core()).runtime, expression).then(
+    return host.cron(expression, undefined, Date.now() + VERCEL_WAIT_MS).then(
       (summary) => Response.json(summary),
       (error) => {
         if (error instanceof CronRunFailedError) return Response.json(error, { status: error.status })

@@ -18,6 +18,8 @@ const SCRIPT = fileURLToPath(new URL('./_function-instance.mjs', import.meta.url
 const TASK_SECRET = 'task-secret'
 const CRON_SECRET = 'cron-secret'
 
+const NIGHTLY = { lambda: '0 3 * * *', vercel: '0 4 * * *' }
+
 const APP: Record<string, string> = {
   'src/api/jobs/nap.ts': `export const kind = 'task'
 export async function POST(ctx) {
@@ -27,6 +29,21 @@ export async function POST(ctx) {
   return a + b
 }
 `,
+  // Scheduled runs that sleep for a minute: a cron event must not wait through them. One schedule
+  // per target, since each tick of a schedule fires once across everything that shares the database.
+  ...Object.fromEntries(
+    Object.entries(NIGHTLY).map(([target, schedule]) => [
+      `src/api/jobs/nightly-${target}.ts`,
+      `export const kind = 'task'
+export const schedule = '${schedule}'
+export async function POST(ctx) {
+  await ctx.step.run('a', () => 'a')
+  await ctx.step.sleep('nap', 60)
+  return 'slept'
+}
+`,
+    ]),
+  ),
   'src/api/jobs/quick.ts': `export const kind = 'task'\nexport async function POST() { return 'done' }\n`,
   // Hangs in the instance that the test cuts off, not in the one that takes it over.
   'src/api/jobs/hang.ts': `export const kind = 'task'
@@ -144,6 +161,21 @@ describe.each(['lambda', 'vercel'] as const)('the %s function on a Postgres stor
     const suspended = await run(nap.id)
     expect(suspended).toMatchObject({ status: 'suspended', steps: { a: { status: 'completed', output: 'a' } } })
     expect(suspended.steps.b).toBeUndefined()
+  })
+
+  it('a cron event answers once each fired run has ended or reached its first wait, not through its sleep', async () => {
+    const fn = await instance(target)
+    let summary: { ok: boolean; runs: Array<{ id: string; taskName: string; status: string }> }
+    if (target === 'lambda') summary = await fn.invoke({ svcCron: NIGHTLY[target] })
+    else {
+      const res = await fetch(`${fn.base}/__svc/cron?cron=${encodeURIComponent(NIGHTLY[target])}`, {
+        headers: { authorization: `Bearer ${CRON_SECRET}` },
+      })
+      expect(res.status).toBe(200)
+      summary = await res.json()
+    }
+    expect(summary).toMatchObject({ ok: true, runs: [{ taskName: `jobs.nightly-${target}`, status: 'suspended' }] })
+    expect(await run(summary.runs[0].id)).toMatchObject({ status: 'suspended', steps: { a: { status: 'completed' } } })
   })
 
   it('a step.sleep(1) started in one invocation is finished by the tick of another instance after its due time', async () => {
