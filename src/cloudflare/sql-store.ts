@@ -33,6 +33,8 @@ import {
   UPSERT_TIMER_WITH_DUE_AT,
 } from '../runtime/tasks/sql/queries.ts'
 import { createTables } from '../runtime/tasks/sql/schema.ts'
+import { joinScheduledSql, type SqlRunner, startQueuedSql } from '../runtime/tasks/sql/flow.ts'
+import type { FlowLimits } from '../runtime/tasks/flow.ts'
 import {
   applyRunPatch,
   isFinished,
@@ -41,6 +43,7 @@ import {
   type RunPatch,
   type RunQuery,
   type RunStore,
+  type StartedRuns,
   type TimerRecord,
   type TokenRecord,
 } from '../runtime/tasks/store.ts'
@@ -117,31 +120,34 @@ export class DurableObjectRunStore implements RunStore {
   }
 
   async createRun(run: RunRecord): Promise<RunRecord> {
-    const record = JSON.stringify(run)
-    const stored = this.#write(() => {
-      if (this.#all(RUN_EXISTS, run.id).length) throw new Error(`${WHERE}: run "${run.id}" already exists`)
-      if (run.idempotencyKey !== undefined) {
-        const [holder] = this.#all(SELECT_RUN_BY_KEY, run.taskName, run.idempotencyKey)
-        if (holder) return { run: JSON.parse(holder.record as string) as RunRecord, created: false }
-      }
-      // Live runs are never evicted, so a store full of them can only refuse.
-      if (!isFinished(run.status) && this.#counts().live >= this.maxRuns) {
-        throw new StoreFullError(WHERE, this.maxRuns)
-      }
-      this.#storage.sql.exec(
-        INSERT_RUN,
-        run.id,
-        run.taskName,
-        run.status,
-        run.idempotencyKey ?? null,
-        this.#finishSeq(run.status, null),
-        record,
-      )
-      this.#evict()
-      return { run: JSON.parse(record) as RunRecord, created: true }
-    })
+    const stored = this.#write(() => this.#insertRun(run))
     if (stored.created) this.#onChange(stored.run)
     return stored.run
+  }
+
+  /** `createRun` inside a transaction; `created` is false when an idempotency key answered. */
+  #insertRun(run: RunRecord): { run: RunRecord; created: boolean } {
+    const record = JSON.stringify(run)
+    if (this.#all(RUN_EXISTS, run.id).length) throw new Error(`${WHERE}: run "${run.id}" already exists`)
+    if (run.idempotencyKey !== undefined) {
+      const [holder] = this.#all(SELECT_RUN_BY_KEY, run.taskName, run.idempotencyKey)
+      if (holder) return { run: JSON.parse(holder.record as string) as RunRecord, created: false }
+    }
+    // Live runs are never evicted, so a store full of them can only refuse.
+    if (!isFinished(run.status) && this.#counts().live >= this.maxRuns) {
+      throw new StoreFullError(WHERE, this.maxRuns)
+    }
+    this.#storage.sql.exec(
+      INSERT_RUN,
+      run.id,
+      run.taskName,
+      run.status,
+      run.idempotencyKey ?? null,
+      this.#finishSeq(run.status, null),
+      record,
+    )
+    this.#evict()
+    return { run: JSON.parse(record) as RunRecord, created: true }
   }
 
   async getRun(id: string): Promise<RunRecord | undefined> {
@@ -219,6 +225,29 @@ export class DurableObjectRunStore implements RunStore {
     const record = JSON.stringify(token)
     this.#storage.sql.exec(SETTLE_TOKEN, status, record, id)
     return { settled: true, token: JSON.parse(record) as TokenRecord }
+  }
+
+  async startQueued(taskName: string, limits: FlowLimits, now: string): Promise<StartedRuns> {
+    const { result } = this.#write(() => startQueuedSql(this.#runner, taskName, limits, now))
+    for (const run of result.started) this.#onChange(run)
+    return result
+  }
+
+  async debounceRun(run: RunRecord, keyPath: string | undefined): Promise<RunRecord> {
+    const stored = this.#write(() => {
+      const held = run.idempotencyKey !== undefined && this.#all(SELECT_RUN_BY_KEY, run.taskName, run.idempotencyKey).length > 0
+      const join = held ? undefined : joinScheduledSql(this.#runner, run, keyPath)
+      return join ? { run: join.joined, created: false } : this.#insertRun(run)
+    })
+    if (stored.created) this.#onChange(stored.run)
+    return stored.run
+  }
+
+  readonly #runner: SqlRunner = {
+    all: (query, ...params) => this.#all(query, ...params),
+    run: (query, ...params) => {
+      this.#storage.sql.exec(query, ...params)
+    },
   }
 
   #all(query: string, ...bindings: unknown[]): Record<string, unknown>[] {

@@ -39,10 +39,7 @@ import {
   RUN_EXISTS,
   type RunRow,
   SELECT_RUN,
-  SELECT_QUEUED_AND_RUNNING,
   SELECT_RUN_BY_KEY,
-  SELECT_SCHEDULED,
-  SELECT_STARTED_SINCE,
   SELECT_TOKEN,
   SETTLE_TOKEN,
   TAKE_TIMER,
@@ -51,7 +48,8 @@ import {
   UPSERT_TIMER,
 } from '../runtime/tasks/sql/queries.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
-import { type FlowLimits, flowKey, planStarts, startedRun } from '../runtime/tasks/flow.ts'
+import type { FlowLimits } from '../runtime/tasks/flow.ts'
+import { joinScheduledSql, type SqlRunner, startQueuedSql } from '../runtime/tasks/sql/flow.ts'
 import { openDatabase } from './sqlite-database.ts'
 import { GroupCommit, localCommits } from './sqlite-group-commit.ts'
 import { RowCache } from './sqlite-row-cache.ts'
@@ -279,56 +277,32 @@ export class SqliteRunStore implements RunStore {
   }
 
   async startQueued(taskName: string, limits: FlowLimits, now: string): Promise<StartedRuns> {
-    // Read and writes share the batch's write lock: no other process can start a run in between.
+    // Reads and writes share the batch's write lock: no other process can start a run in between.
     return this.#write(() => {
-      const rows = this.#sql(SELECT_QUEUED_AND_RUNNING).all(taskName) as unknown as RunRow[]
-      const runs = rows.map((row) => JSON.parse(row.record) as RunRecord)
-      const since = limits.rateLimit && new Date(Date.parse(now) - limits.rateLimit.periodSeconds * 1000).toISOString()
-      const started = since
-        ? (this.#sql(SELECT_STARTED_SINCE).all(taskName, since) as unknown as { record: string }[]).map(
-            (row) => JSON.parse(row.record) as RunRecord,
-          )
-        : []
-      const queued = runs.filter((run) => run.status === 'queued')
-      const plan = planStarts(
-        limits,
-        queued,
-        runs.filter((run) => run.status === 'running'),
-        started,
-        Date.parse(now),
-      )
-      const out: StartedRuns = { started: [] }
-      const seqs = new Map(rows.map((row, i) => [runs[i].id, row.seq]))
-      for (const run of plan.start) {
-        const next = startedRun(run, now)
-        const record = JSON.stringify(next)
-        const seq = seqs.get(run.id)!
-        this.#sql(UPDATE_RUN).run(next.status, null, record, seq)
-        this.#rows.set(run.id, { seq, record, finished_seq: null })
-        out.started.push(next)
-      }
-      if (plan.wake) out.wake = plan.wake
-      return out
+      const { result, written } = startQueuedSql(this.#runner(), taskName, limits, now)
+      for (const { id, row } of written) this.#rows.set(id, row)
+      return result
     })
   }
 
   async debounceRun(run: RunRecord, keyPath: string | undefined): Promise<RunRecord> {
     return this.#write(() => {
-      if (run.idempotencyKey !== undefined && this.#sql(SELECT_RUN_BY_KEY).get(run.taskName, run.idempotencyKey))
-        return this.#insertRun(run)
-      const key = flowKey(run.input, keyPath)
-      for (const row of this.#sql(SELECT_SCHEDULED).all(run.taskName) as unknown as RunRow[]) {
-        const waiting = JSON.parse(row.record) as RunRecord
-        if (flowKey(waiting.input, keyPath) !== key) continue
-        waiting.input = run.input
-        waiting.runAt = run.runAt
-        const record = JSON.stringify(waiting)
-        this.#sql(UPDATE_RUN_RECORD).run(record, row.seq)
-        this.#rows.set(waiting.id, { seq: row.seq, record, finished_seq: row.finished_seq })
-        return waiting
-      }
-      return this.#insertRun(run)
+      const held = run.idempotencyKey !== undefined && this.#sql(SELECT_RUN_BY_KEY).get(run.taskName, run.idempotencyKey)
+      const join = held ? undefined : joinScheduledSql(this.#runner(), run, keyPath)
+      if (!join) return this.#insertRun(run)
+      this.#rows.set(join.written.id, join.written.row)
+      return join.joined
     })
+  }
+
+  /** The statements of this connection, for the SQL shared with the Durable Object store. */
+  #runner(): SqlRunner {
+    return {
+      all: (query, ...params) => this.#sql(query).all(...params) as Record<string, unknown>[],
+      run: (query, ...params) => {
+        this.#sql(query).run(...params)
+      },
+    }
   }
 
   #sql(text: string): StatementSync {

@@ -11,6 +11,7 @@ import { afterAll, beforeAll } from 'vitest'
 import { bundle } from '../../src/build/bundle.ts'
 import { callObject } from '../../src/cloudflare/rpc.ts'
 import type { RunStore } from '../../src/runtime/tasks/index.ts'
+import { type FlowStore, flowStoreContract } from '../tasks/flow-store-contract.ts'
 import { runStoreContract } from '../tasks/store-contract.ts'
 
 const source = (file: string) => JSON.stringify(fileURLToPath(new URL(`../../src/cloudflare/${file}`, import.meta.url)))
@@ -86,8 +87,11 @@ function bridgeStore(options?: { maxRuns: number }): RunStore {
     'putToken',
     'getToken',
     'settleToken',
+    'startQueued',
+    'debounceRun',
   ]
   return Object.fromEntries([['durable', true], ...methods.map((method) => [method, call(method)])]) as RunStore
 }
 
 runStoreContract('DurableObjectRunStore (a SQLite Durable Object in workerd)', (options) => bridgeStore(options))
+flowStoreContract('DurableObjectRunStore (a SQLite Durable Object in workerd)', () => bridgeStore() as FlowStore)

@@ -234,6 +234,37 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     expect(replayed).toMatchObject({ trigger: 'replay', replayOf: first.body.id, input: { notify: notify.url, failures: 0 } })
   })
 
+  it('runs at most 2 attempts of a task with concurrency 2 at once in the object, the others queued until a slot frees', async () => {
+    const started = await Promise.all(
+      Array.from({ length: 20 }, (_, n) => admin('/__tasks/jobs.limited', { body: { notify: notify.url, n } })),
+    )
+    const ids = started.map((res) => res.body.id as string)
+    const { body: tasks } = await admin('/__tasks')
+    const limited = tasks.tasks.find((t: { name: string }) => t.name === 'jobs.limited')
+    expect(limited).toMatchObject({ concurrency: { limit: 2, key: null }, rateLimit: null, debounce: null })
+    expect(limited.queued).toBeGreaterThan(0)
+    for (const id of ids) expect((await waitForStatus(id, 'completed')).ok).toBe(true)
+    let open = 0
+    let most = 0
+    for (const hit of notify.hits) {
+      if (!ids.includes(hit.body.runId)) continue
+      if (hit.what === 'limited-start') most = Math.max(most, ++open)
+      if (hit.what === 'limited-end') open--
+    }
+    expect(most).toBe(2)
+    expect(notify.hits.filter((hit) => hit.what === 'limited-start' && ids.includes(hit.body.runId))).toHaveLength(20)
+  })
+
+  it('collapses debounced triggers for one key into one run with the latest input', async () => {
+    const ids: string[] = []
+    for (let n = 1; n <= 10; n++) ids.push((await admin('/__tasks/jobs.digest', { body: { user: 'a', n } })).body.id)
+    const other = (await admin('/__tasks/jobs.digest', { body: { user: 'b', n: 1 } })).body.id
+    expect(new Set(ids).size).toBe(1)
+    expect(other).not.toBe(ids[0])
+    expect((await waitForStatus(ids[0], 'completed')).result).toEqual({ user: 'a', n: 10 })
+    expect((await waitForStatus(other, 'completed')).result).toEqual({ user: 'b', n: 1 })
+  })
+
   it('answers GET /__tasks/events with 501 NOT_IMPLEMENTED: run changes happen in the object, out of the worker’s reach', async () => {
     const events = await admin('/__tasks/events')
     expect(events.status).toBe(501)

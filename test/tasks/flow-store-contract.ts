@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest'
 import type { RunStore } from '../../src/runtime/tasks/index.ts'
 import { makeRun } from './store-contract.ts'
 
-type FlowStore = RunStore & Required<Pick<RunStore, 'startQueued' | 'debounceRun'>>
+export type FlowStore = RunStore & Required<Pick<RunStore, 'startQueued' | 'debounceRun'>>
 
 export function flowStoreContract(name: string, createStore: () => FlowStore | Promise<FlowStore>): void {
   describe(`RunStore flow control: ${name}`, () => {

@@ -88,7 +88,7 @@ export function limitsStarts(flow: FlowLimits | undefined): flow is FlowLimits {
  * input has no value there.
  */
 export function flowKey(input: unknown, path: string | undefined): string {
-  if (path === undefined) return ''
+  if (!path) return ''
   let value: unknown = input
   for (const part of path.split('.').slice(1)) {
     if (value === null || typeof value !== 'object') return ''
