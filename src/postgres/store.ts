@@ -31,6 +31,9 @@ import { timerId } from '../runtime/tasks/ids.ts'
 import { migrate } from './migrations.ts'
 import { redact, resolvePostgresOptions, type PostgresRunStoreOptions } from './options.ts'
 import { PostgresSharedWork } from './shared.ts'
+import { debounceRunPg, startQueuedPg } from './flow.ts'
+import type { FlowLimits } from '../runtime/tasks/flow.ts'
+import type { StartedRuns } from '../runtime/tasks/store.ts'
 
 export type { PostgresRunStoreOptions } from './options.ts'
 
@@ -362,6 +365,23 @@ export class PostgresRunStore implements RunStore {
       const token = await this.getToken(id)
       return token && { settled: false, token }
     })
+  }
+
+  /** Flow control: see `RunStore.startQueued`; the transaction is in flow.ts. */
+  async startQueued(taskName: string, limits: FlowLimits, now: string): Promise<StartedRuns> {
+    return this.#run((sql) => startQueuedPg(sql, this.schema, this.leaseMs, taskName, limits, now))
+  }
+
+  /** Flow control: see `RunStore.debounceRun`; the transaction is in flow.ts. */
+  async debounceRun(run: RunRecord, keyPath: string | undefined): Promise<RunRecord> {
+    return this.#run((sql) =>
+      debounceRunPg(sql, this.schema, run, keyPath, async (tx) => {
+        const [row] = await this.#insert(tx as unknown as Sql, run)
+        if (row.held) return row.held
+        if (row.inserted) return row.inserted
+        throw new StoreFullError(WHERE, this.maxRuns)
+      }),
+    )
   }
 
   /** Runs `query` once the schema is ready, with errors that say what to do. */

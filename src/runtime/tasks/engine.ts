@@ -103,6 +103,8 @@ export class TaskEngine {
   readonly #shared: SharedWork | undefined
   readonly #owner = newRunId()
   readonly #sweeper: Sweeper | undefined
+  /** Whether some task has `concurrency` or `rateLimit`. */
+  readonly #limited: boolean
 
   constructor(options: { store: RunStore; tasks: ReadonlyMap<string, TaskDefinition>; logger: Logger; unrefTimers: boolean }) {
     this.#store = options.store
@@ -137,6 +139,7 @@ export class TaskEngine {
         )
       }
     }
+    this.#limited = [...this.#tasks.values()].some((def) => limitsStarts(def.flow))
     this.#shared = this.#store.shared
     if (this.#shared) {
       this.#sweeper = new Sweeper({
@@ -430,6 +433,9 @@ export class TaskEngine {
       if (!met) await shared.releaseLeases(this.#owner, [run.id])
     }
     await this.#waiters.refresh(this.#store)
+    // A process that died between queuing a run and asking for its slot
+    // left it for whichever process looks next.
+    await this.#promoteQueued()
     const next = await shared.nextDueAt()
     return next === undefined ? undefined : Date.parse(next)
   }
@@ -699,8 +705,9 @@ export class TaskEngine {
     )
   }
 
-  /** After a restart: starts the queued runs of every task whose limits allow it. */
+  /** After a restart, and in each sweep of a shared store: starts the queued runs of every task whose limits allow it. */
   async #promoteQueued(): Promise<void> {
+    if (!this.#limited) return
     const tasks = new Set((await this.#store.listRuns({ status: 'queued' })).map((run) => run.taskName))
     for (const name of tasks) await this.#promote(name)
   }

@@ -1,0 +1,113 @@
+/**
+ * Flow control on Postgres (`RunStore.startQueued` and `debounceRun` of
+ * `PostgresRunStore`). Each is one transaction that first takes a
+ * transaction-scoped advisory lock on (schema, task, purpose): every
+ * process that starts queued runs of a task, or joins a trigger to one of
+ * its scheduled runs, waits for the one before it, then reads what that
+ * one committed. Nothing else moves a run of a limited task into
+ * `running` (the engine makes its runs `queued`, and only `startQueued`
+ * starts them), so counting inside the lock cannot undercount; runs that
+ * stop running meanwhile only leave a slot that the process which stopped
+ * them asks for next. `planStarts` (flow.ts) makes the choice, as in every
+ * store.
+ */
+import type { Sql, TransactionSql } from 'postgres'
+import type { RunRecord } from '../types.ts'
+import { type FlowLimits, flowKey, planStarts } from '../runtime/tasks/flow.ts'
+import type { StartedRuns } from '../runtime/tasks/store.ts'
+
+type Row = { record: RunRecord }
+
+/** Takes the advisory lock of (schema, task, purpose) until the transaction ends. */
+async function lock(tx: TransactionSql, schema: string, taskName: string, purpose: 'start' | 'debounce'): Promise<void> {
+  await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${schema}/${purpose}/${taskName}`}, 0))`
+}
+
+/**
+ * Starts the queued runs of `taskName` that its limits allow at `now`.
+ * A started run gets the provisional lease of a run made `running`
+ * (`leaseMs`), so no other process takes it for an orphan before the
+ * starter acquires it.
+ */
+export function startQueuedPg(
+  sql: Sql,
+  schema: string,
+  leaseMs: number,
+  taskName: string,
+  limits: FlowLimits,
+  now: string,
+): Promise<StartedRuns> {
+  return sql.begin(async (tx) => {
+    await lock(tx, schema, taskName, 'start')
+    const runs = tx(schema)
+    const live = await tx<Row[]>`
+      SELECT record FROM ${runs}.runs WHERE task_name = ${taskName} AND status IN ('queued', 'running') ORDER BY seq`
+    const records = live.map((row) => row.record)
+    const nowMs = Date.parse(now)
+    const since = limits.rateLimit ? new Date(nowMs - limits.rateLimit.periodSeconds * 1000).toISOString() : null
+    // ISO timestamps compare in time order as text.
+    const started =
+      since === null
+        ? []
+        : await tx<Row[]>`
+      SELECT record FROM ${runs}.runs WHERE task_name = ${taskName} AND record->>'startedAt' > ${since}`
+    const plan = planStarts(
+      limits,
+      records.filter((run) => run.status === 'queued'),
+      records.filter((run) => run.status === 'running'),
+      started.map((row) => row.record),
+      nowMs,
+    )
+    const result: StartedRuns = { started: [] }
+    if (plan.wake) result.wake = plan.wake
+    if (plan.start.length === 0) return result
+    const ids = plan.start.map((run) => run.id)
+    const rows = await tx<Row[]>`
+      UPDATE ${runs}.runs SET
+        status = 'running',
+        lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
+        record = record || jsonb_build_object('status', 'running', 'startedAt', coalesce(record->'startedAt', to_jsonb(${now}::text)))
+      WHERE id = ANY(${ids}::text[]) AND status = 'queued'
+      RETURNING record`
+    // In creation order, as planned.
+    const byId = new Map(rows.map((row) => [row.record.id, row.record]))
+    result.started = ids.flatMap((id) => byId.get(id) ?? [])
+    return result
+  })
+}
+
+/**
+ * Joins `run` to a scheduled run of its task with the same key, or inserts
+ * it through `insert` (the store's `createRun` statement), in one
+ * transaction under the task's debounce lock.
+ */
+export function debounceRunPg(
+  sql: Sql,
+  schema: string,
+  run: RunRecord,
+  keyPath: string | undefined,
+  insert: (tx: TransactionSql) => Promise<RunRecord>,
+): Promise<RunRecord> {
+  return sql.begin(async (tx) => {
+    await lock(tx, schema, run.taskName, 'debounce')
+    const runs = tx(schema)
+    if (run.idempotencyKey !== undefined) {
+      const [held] = await tx`SELECT 1 FROM ${runs}.runs WHERE task_name = ${run.taskName} AND idempotency_key = ${run.idempotencyKey}`
+      if (held) return insert(tx)
+    }
+    const key = flowKey(run.input, keyPath)
+    const scheduled = await tx<Row[]>`
+      SELECT record FROM ${runs}.runs WHERE task_name = ${run.taskName} AND status = 'scheduled' ORDER BY seq`
+    for (const { record } of scheduled) {
+      if (flowKey(record.input, keyPath) !== key) continue
+      const change = { input: run.input ?? null, runAt: run.runAt }
+      // Unless its delay ran out meanwhile: then it is no longer one to join.
+      const [joined] = await tx<Row[]>`
+        UPDATE ${runs}.runs SET record = record || ${tx.json(change as never)}::jsonb
+        WHERE id = ${record.id} AND status = 'scheduled'
+        RETURNING record`
+      if (joined) return joined.record
+    }
+    return insert(tx)
+  })
+}
