@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { PostgresRunStore } from '../../src/postgres.ts'
-import { type FlowStore, flowStoreContract } from '../tasks/flow-store-contract.ts'
+import { flowStoreContract } from '../tasks/flow-store-contract.ts'
 import { until } from '../tasks/_helpers.ts'
 import { createDatabase } from './_pg.ts'
 
@@ -35,7 +35,7 @@ const contractStores: PostgresRunStore[] = []
 flowStoreContract('PostgresRunStore', () => {
   const s = new PostgresRunStore({ url, schema: `flow${++schemas}` })
   contractStores.push(s)
-  return s as FlowStore
+  return s
 })
 
 const started: ChildProcess[] = []

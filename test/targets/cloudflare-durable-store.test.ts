@@ -11,7 +11,7 @@ import { afterAll, beforeAll } from 'vitest'
 import { bundle } from '../../src/build/bundle.ts'
 import { callObject } from '../../src/cloudflare/rpc.ts'
 import type { RunStore } from '../../src/runtime/tasks/index.ts'
-import { type FlowStore, flowStoreContract } from '../tasks/flow-store-contract.ts'
+import { flowStoreContract } from '../tasks/flow-store-contract.ts'
 import { runStoreContract } from '../tasks/store-contract.ts'
 
 const source = (file: string) => JSON.stringify(fileURLToPath(new URL(`../../src/cloudflare/${file}`, import.meta.url)))
@@ -94,4 +94,4 @@ function bridgeStore(options?: { maxRuns: number }): RunStore {
 }
 
 runStoreContract('DurableObjectRunStore (a SQLite Durable Object in workerd)', (options) => bridgeStore(options))
-flowStoreContract('DurableObjectRunStore (a SQLite Durable Object in workerd)', () => bridgeStore() as FlowStore)
+flowStoreContract('DurableObjectRunStore (a SQLite Durable Object in workerd)', () => bridgeStore())

@@ -7,9 +7,8 @@ import { describe, expect, it } from 'vitest'
 import type { RunStore } from '../../src/runtime/tasks/index.ts'
 import { makeRun } from './store-contract.ts'
 
-export type FlowStore = RunStore & Required<Pick<RunStore, 'startQueued' | 'debounceRun'>>
 
-export function flowStoreContract(name: string, createStore: () => FlowStore | Promise<FlowStore>): void {
+export function flowStoreContract(name: string, createStore: () => RunStore | Promise<RunStore>): void {
   describe(`RunStore flow control: ${name}`, () => {
     const now = '2025-01-01T00:10:00.000Z'
 

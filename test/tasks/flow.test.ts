@@ -195,6 +195,10 @@ describe.each([
       { user: 'a', n: 10 },
       { user: 'b', n: 1 },
     ])
+    // A replay is one deliberate run: it starts at once, joining none.
+    const replay = await rt.replay(done.id)
+    expect(replay.status).toBe('running')
+    expect(await finished(rt.waitForRun(replay.id))).toMatchObject({ status: 'completed', result: 10 })
   })
 
   it('rateLimit starts at most limit runs per period, the rest as the window frees places', async () => {

@@ -127,18 +127,6 @@ export class TaskEngine {
       },
       owner: this.#owner,
     })
-    for (const def of this.#tasks.values()) {
-      if (limitsStarts(def.flow) && !this.#store.startQueued) {
-        throw new TypeError(
-          `Task "${def.name}" (${def.path}): this run store cannot hold runs of a task with route.concurrency or route.rateLimit (it has no startQueued); use the memory, SQLite or Durable Object store`,
-        )
-      }
-      if (def.flow.debounce && !this.#store.debounceRun) {
-        throw new TypeError(
-          `Task "${def.name}" (${def.path}): this run store cannot debounce runs (it has no debounceRun); use the memory, SQLite or Durable Object store`,
-        )
-      }
-    }
     this.#limited = [...this.#tasks.values()].some((def) => limitsStarts(def.flow))
     this.#shared = this.#store.shared
     if (this.#shared) {
@@ -244,7 +232,8 @@ export class TaskEngine {
     if (problem !== undefined) throw new TypeError(`trigger("${name}"): the payload cannot be stored as JSON: ${problem}`)
     const now = new Date()
     const iso = now.toISOString()
-    const debounce = trigger === 'cron' ? undefined : def.flow.debounce
+    // A cron tick or a replay is a deliberate single run: it joins no other.
+    const debounce = trigger === 'cron' || trigger === 'replay' ? undefined : def.flow.debounce
     const delay = debounce ? Math.max(delaySeconds, debounce.seconds) : delaySeconds
     const delayed = delay > 0
     const run: RunRecord = {
@@ -263,7 +252,7 @@ export class TaskEngine {
     if (idempotencyKey !== undefined) run.idempotencyKey = idempotencyKey
     if (parentRunId !== undefined) run.parentRunId = parentRunId
     if (replayOf !== undefined) run.replayOf = replayOf
-    const stored = debounce ? await this.#store.debounceRun!(run, debounce.key) : await this.#store.createRun(run)
+    const stored = debounce ? await this.#store.debounceRun(run, debounce.key) : await this.#store.createRun(run)
     if (stored.id !== run.id) {
       // A debounced trigger joined a scheduled run: it starts later, with this input.
       if (debounce && stored.status === 'scheduled' && stored.runAt === run.runAt) {
@@ -689,7 +678,7 @@ export class TaskEngine {
   async #promote(taskName: string): Promise<void> {
     const def = this.#tasks.get(taskName)
     if (this.#closed || !def || !limitsStarts(def.flow)) return
-    const { started, wake } = await this.#store.startQueued!(taskName, def.flow, new Date().toISOString())
+    const { started, wake } = await this.#store.startQueued(taskName, def.flow, new Date().toISOString())
     for (const run of started) {
       this.#changes.emit(run)
       this.#start(run)

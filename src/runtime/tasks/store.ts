@@ -171,10 +171,9 @@ export interface RunStore {
    * to `running`, setting `startedAt` where it is unset, and resolves to
    * them and to when the rate limit frees a place for one it blocked. The
    * read and the writes are one atomic step, so callers racing in any
-   * process never start more than the limits allow. A store without it
-   * cannot hold tasks with these limits.
+   * process never start more than the limits allow.
    */
-  startQueued?(taskName: string, limits: FlowLimits, now: string): Promise<StartedRuns>
+  startQueued(taskName: string, limits: FlowLimits, now: string): Promise<StartedRuns>
 
   /**
    * Flow control (`route.debounce`): `run` is a `scheduled` run with
@@ -184,7 +183,7 @@ export interface RunStore {
    * as `createRun` does (an idempotency key held resolves to its run).
    * Atomic, like `createRun`.
    */
-  debounceRun?(run: RunRecord, keyPath: string | undefined): Promise<RunRecord>
+  debounceRun(run: RunRecord, keyPath: string | undefined): Promise<RunRecord>
 }
 
 /** What `startQueued` resolves to. */
