@@ -37,10 +37,12 @@ export interface Invocation {
   runId: string
   taskName: string
   attempt: number
-  /** Recorded steps; the invocation adds the ones it completes. */
-  steps: Record<string, StepRecord>
-  /** Keys recorded before this invocation started: a replay should meet each one. */
-  recorded: string[]
+  /**
+   * The steps recorded before this invocation started, which a replay
+   * should meet. Read only: it is the run's own record, not a copy, since a
+   * run may hold thousands of steps and a key is looked up at most once.
+   */
+  steps: Readonly<Record<string, StepRecord>>
   /** Keys used by this invocation (rule 1); created by the first step. */
   seen: Set<string> | undefined
   /** The first suspension raised, kept even if the handler swallows it. */
@@ -69,8 +71,7 @@ export function createInvocation(run: RunRecord): Invocation {
     // Suspensions append no attempt, so every recorded attempt of a running
     // run is a failed one: the next is their count plus one.
     attempt: run.attempts.length + 1,
-    steps: { ...run.steps },
-    recorded: Object.keys(run.steps),
+    steps: run.steps,
     seen: undefined,
     suspension: undefined,
     mismatch: undefined,
@@ -90,7 +91,8 @@ export function waitedStepKind(waitpoint: Waitpoint): StepKind {
  */
 export function reportUnreachedSteps(inv: Invocation, logger: Logger): void {
   const seen = inv.seen
-  const unreached = seen === undefined ? inv.recorded : inv.recorded.filter((key) => !seen.has(key))
+  const unreached: string[] = []
+  for (const key in inv.steps) if (seen === undefined || !seen.has(key)) unreached.push(key)
   if (unreached.length === 0) return
   logger.warn(
     `[svc] task "${inv.taskName}": run ${inv.runId} finished without reaching its recorded step${unreached.length === 1 ? '' : 's'} ` +
@@ -243,9 +245,7 @@ async function record(inv: Invocation, host: StepHost, key: string, kind: StepKi
       `Step "${key}" finished after attempt ${inv.attempt} of task "${inv.taskName}" ${inv.closed}; its output was not recorded`,
     )
   }
-  const recorded = { ...step, kind }
-  inv.steps[key] = recorded
-  await host.store.saveStep(inv.runId, key, recorded)
+  await host.store.saveStep(inv.runId, key, { ...step, kind })
 }
 
 async function sleepTo(inv: Invocation, host: StepHost, key: string, until: number): Promise<void> {
