@@ -3,13 +3,13 @@
 // Each attempt records its start and end in a table, numbered by a
 // sequence: an attempt can only start once the run before it finished, so
 // the numbering orders them as they happened, whichever process ran them.
-import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PostgresRunStore } from '../../src/postgres.ts'
 import { flowStoreContract } from '../tasks/flow-store-contract.ts'
 import { until } from '../tasks/_helpers.ts'
+import { startChild } from './_child.ts'
 import { createDatabase } from './_pg.ts'
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/postgres-cluster/flow-server.ts', import.meta.url))
@@ -38,51 +38,7 @@ flowStoreContract('PostgresRunStore', () => {
   return s
 })
 
-const started: ChildProcess[] = []
-afterEach(() => {
-  for (const child of started.splice(0)) child.kill('SIGKILL')
-})
-
-interface Server {
-  pid: number
-  call<T = unknown>(op: string, args?: Record<string, unknown>): Promise<T>
-}
-
-async function startServer(): Promise<Server> {
-  const child = spawn(process.execPath, [SCRIPT, url], { stdio: ['pipe', 'pipe', 'pipe'] })
-  started.push(child)
-  let log = ''
-  let buffer = ''
-  let ready = false
-  let calls = 0
-  const pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>()
-  child.stderr!.on('data', (chunk) => (log += chunk))
-  child.stdout!.on('data', (chunk) => {
-    buffer += chunk
-    for (let newline = buffer.indexOf('\n'); newline >= 0; newline = buffer.indexOf('\n')) {
-      const message = JSON.parse(buffer.slice(0, newline))
-      buffer = buffer.slice(newline + 1)
-      if ('ready' in message) ready = true
-      const call = pending.get(message.id)
-      pending.delete(message.id)
-      if ('error' in message) call?.reject(new Error(message.error))
-      else call?.resolve(message.result)
-    }
-  })
-  await until(() => {
-    if (child.exitCode !== null) throw new Error(`the server exited before it was ready:\n${log}`)
-    return ready
-  }, 15_000)
-  return {
-    pid: child.pid!,
-    call: <T>(op: string, args: Record<string, unknown> = {}) =>
-      new Promise<T>((resolve, reject) => {
-        const id = ++calls
-        pending.set(id, { resolve: resolve as (value: unknown) => void, reject })
-        child.stdin!.write(`${JSON.stringify({ id, op, ...args })}\n`)
-      }),
-  }
-}
+const startServer = () => startChild(SCRIPT, [url])
 
 /** The most attempts of these runs open at once, in all and per key, in the order the table numbered them. */
 async function overlap(ids: string[]): Promise<{ all: number; perKey: Map<string, number> }> {

@@ -3,30 +3,17 @@
 // run's embedded Postgres; side effects are counted in a table, so the test
 // sees every execution of every step in every process, including one that
 // was killed.
-import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PostgresRunStore } from '../../src/postgres.ts'
 import type { RunRecord } from '../../src/types.ts'
 import { until } from '../tasks/_helpers.ts'
+import { type ChildServer, startChild } from './_child.ts'
 import { createDatabase } from './_pg.ts'
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/postgres-cluster/server.ts', import.meta.url))
 const LEASE_MS = 1500
-
-const started: ChildProcess[] = []
-afterEach(() => {
-  for (const child of started.splice(0)) child.kill('SIGKILL')
-})
-
-interface Server {
-  pid: number
-  call<T = unknown>(op: string, args?: Record<string, unknown>): Promise<T>
-  kill(): Promise<void>
-  /** Closes the server and its store, as a graceful shutdown does. */
-  close(): Promise<void>
-}
 
 interface ServerOptions {
   leaseMs?: number
@@ -35,58 +22,8 @@ interface ServerOptions {
   cron?: boolean
 }
 
-async function startServer(url: string, { leaseMs = LEASE_MS, pollMs = 200, cron = false }: ServerOptions = {}): Promise<Server> {
-  const child = spawn(process.execPath, [SCRIPT, url, String(leaseMs), String(pollMs)], {
-    env: { ...process.env, SVC_DISABLE_IN_PROCESS_CRON: cron ? '' : '1' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  })
-  started.push(child)
-  let log = ''
-  let buffer = ''
-  let ready = false
-  let calls = 0
-  const pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>()
-  child.stderr!.on('data', (chunk) => (log += chunk))
-  child.stdout!.on('data', (chunk) => {
-    buffer += chunk
-    let newline: number
-    while ((newline = buffer.indexOf('\n')) >= 0) {
-      const message = JSON.parse(buffer.slice(0, newline))
-      buffer = buffer.slice(newline + 1)
-      if ('ready' in message) ready = true
-      const call = pending.get(message.id)
-      if (!call) continue
-      pending.delete(message.id)
-      if ('error' in message) call.reject(new Error(message.error))
-      else call.resolve(message.result)
-    }
-  })
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  await until(() => ready || (child.exitCode !== null && fail(log)), 15_000)
-  const call = <T>(op: string, args: Record<string, unknown> = {}) => {
-    const id = ++calls
-    return new Promise<T>((resolve, reject) => {
-      pending.set(id, { resolve: resolve as (value: unknown) => void, reject })
-      child.stdin!.write(`${JSON.stringify({ id, op, ...args })}\n`)
-    })
-  }
-  return {
-    pid: child.pid!,
-    call,
-    async kill() {
-      child.kill('SIGKILL')
-      await exited
-    },
-    async close() {
-      await call('close')
-      child.kill('SIGKILL')
-      await exited
-    },
-  }
-}
-
-function fail(log: string): never {
-  throw new Error(`the server exited before it was ready:\n${log}`)
+function startServer(url: string, { leaseMs = LEASE_MS, pollMs = 200, cron = false }: ServerOptions = {}): Promise<ChildServer> {
+  return startChild(SCRIPT, [url, String(leaseMs), String(pollMs)], { ...process.env, SVC_DISABLE_IN_PROCESS_CRON: cron ? '' : '1' })
 }
 
 let url: string
