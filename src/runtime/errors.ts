@@ -93,7 +93,7 @@ export class StepMismatchError extends SvcError {
 }
 
 /**
- * A run store holds as many live runs (scheduled, running or suspended) as
+ * A run store holds as many live runs (scheduled, queued, running or suspended) as
  * its `maxRuns` bound allows, and live runs are never evicted, so it takes
  * no new run until some finish. HTTP 503 `STORE_FULL`: the condition is
  * temporary (RFC 9110 §15.6.4). Stores raise it from `createRun`.
@@ -109,7 +109,7 @@ export class StoreFullError extends SvcError {
   readonly retryAfterSeconds = 30
   constructor(store: string, maxRuns: number) {
     super(
-      `${store} is full: ${maxRuns} runs are live (scheduled, running or suspended), its maxRuns bound. ` +
+      `${store} is full: ${maxRuns} runs are live (scheduled, queued, running or suspended), its maxRuns bound. ` +
         'No new run is accepted until some finish; retry later, or raise maxRuns',
       'STORE_FULL',
       503,
@@ -133,7 +133,7 @@ export class RunFinishedError extends SvcError {
   readonly runStatus: string
   constructor(runId: string, runStatus: string) {
     super(
-      `Run "${runId}" already finished (${runStatus}); only a scheduled, running or suspended run can be cancelled`,
+      `Run "${runId}" already finished (${runStatus}); only a scheduled, queued, running or suspended run can be cancelled`,
       'RUN_FINISHED',
       409,
     )

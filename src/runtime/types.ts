@@ -453,7 +453,7 @@ export interface TaskRuntime {
   /** Completes a `waitForToken` token and resumes its run. */
   completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult>
   /**
-   * Cancels a live run (scheduled, running or suspended) and resolves to it,
+   * Cancels a live run (scheduled, queued, running or suspended) and resolves to it,
    * now `cancelled`: aborts the signal of its attempt in flight, removes its
    * timers, makes its tokens answer `run_cancelled`, resolves `waitForRun`
    * callers with it and resumes a parent waiting on it with

@@ -64,7 +64,7 @@ export async function completeToken(tokenId: string, payload?: unknown): Promise
 }
 
 /**
- * Cancels a scheduled, running or suspended run: its attempt's `ctx.signal`
+ * Cancels a scheduled, queued, running or suspended run: its attempt's `ctx.signal`
  * is aborted with a `RunCancelledError`, its timers are removed and its
  * tokens answer `run_cancelled`; its recorded steps stay readable. Resolves
  * to `{ id, status: 'cancelled' }`. Rejects with `RunNotFoundError` or
