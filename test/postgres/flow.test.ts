@@ -97,6 +97,18 @@ describe('flow control across processes on PostgresRunStore', () => {
     )
   })
 
+  it('a rate limit of 3 starts per second holds for runs triggered on three processes', async () => {
+    const servers = await Promise.all([startServer(), startServer(), startServer()])
+    const ids = await Promise.all(
+      Array.from({ length: 9 }, (_, n) => servers[n % 3].call<string>('trigger', { task: 'rated', payload: { n } })),
+    )
+    await allCompleted('rated', 9)
+    const runs = await Promise.all(ids.map((id) => store.getRun(id)))
+    const starts = runs.map((run) => Date.parse(run!.startedAt!)).sort((a, b) => a - b)
+    // A sliding window: any 4 starts in a row span at least the period.
+    for (let i = 3; i < starts.length; i++) expect(starts[i] - starts[i - 3]).toBeGreaterThanOrEqual(1000)
+  })
+
   it('debounced triggers for one key on three processes become one run with the last input', async () => {
     const servers = await Promise.all([startServer(), startServer(), startServer()])
     const ids: string[] = []
