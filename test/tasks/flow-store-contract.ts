@@ -7,7 +7,6 @@ import { describe, expect, it } from 'vitest'
 import type { RunStore } from '../../src/runtime/tasks/index.ts'
 import { makeRun } from './store-contract.ts'
 
-
 export function flowStoreContract(name: string, createStore: () => RunStore | Promise<RunStore>): void {
   describe(`RunStore flow control: ${name}`, () => {
     const now = '2025-01-01T00:10:00.000Z'
