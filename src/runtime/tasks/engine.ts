@@ -48,6 +48,9 @@ function isCronInput(input: unknown): boolean {
   return typeof input === 'object' && input !== null && Object.keys(input).length === 1 && (input as { _cron?: unknown })._cron === true
 }
 
+/** The expectation of every transition out of `running`. */
+const RUNNING = Object.freeze({ status: 'running' as const })
+
 /** How many timers or orphaned attempts one sweep claims per query. */
 const SWEEP_BATCH = 100
 
@@ -134,15 +137,24 @@ export class TaskEngine {
     }
   }
 
-  /** Validates and records a run; starts it unless it is delayed. Never waits for it to finish. */
-  async trigger(name: string, payload?: unknown, opts?: TriggerOptions): Promise<RunRecord> {
-    if (this.#closed) throw new Error(`Cannot start task "${name}": the task runtime is closed`)
-    const def = this.#tasks.get(name)
-    if (!def) throw new TaskNotFoundError(String(name), [...this.#tasks.keys()])
-    const { delaySeconds, idempotencyKey, trigger, parentRunId } = checkTriggerOptions(opts, 'trigger', name)
-    // Scheduled runs skip validation and get { _cron: true }.
-    const input = trigger === 'cron' ? cronInput() : await this.#validate(def, payload)
-    return this.#create(def, input, { delaySeconds, idempotencyKey, trigger, parentRunId })
+  /**
+   * Validates and records a run; starts it unless it is delayed. Never waits
+   * for it to finish. Every misuse rejects rather than throws.
+   */
+  trigger(name: string, payload?: unknown, opts?: TriggerOptions): Promise<RunRecord> {
+    try {
+      if (this.#closed) throw new Error(`Cannot start task "${name}": the task runtime is closed`)
+      const def = this.#tasks.get(name)
+      if (!def) throw new TaskNotFoundError(String(name), [...this.#tasks.keys()])
+      const options = checkTriggerOptions(opts, 'trigger', name)
+      // Scheduled runs skip validation and get { _cron: true }; a task
+      // without a schema takes its payload as it is, without waiting a turn.
+      if (options.trigger === 'cron') return this.#create(def, cronInput(), options)
+      if (def.input === undefined || def.input === null) return this.#create(def, payload, options)
+      return validateTaskInput(def.input, payload).then((input) => this.#create(def, input, options))
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
 
   /**
@@ -156,7 +168,7 @@ export class TaskEngine {
     if (!source) throw new RunNotFoundError(id)
     const def = this.#tasks.get(source.taskName)
     if (!def) throw new TaskNotFoundError(source.taskName, [...this.#tasks.keys()])
-    const input = isCronInput(source.input) ? cronInput() : await this.#validate(def, source.input)
+    const input = isCronInput(source.input) ? cronInput() : await validateTaskInput(def.input, source.input)
     return this.#create(def, input, { delaySeconds: 0, trigger: 'replay', replayOf: id })
   }
 
@@ -196,10 +208,6 @@ export class TaskEngine {
   /** See `TaskRuntime.onRunChange`. */
   onRunChange(listener: (change: RunChange) => void, onEnd?: () => void): () => void {
     return this.#changes.subscribe(listener, onEnd)
-  }
-
-  async #validate(def: TaskDefinition, payload: unknown): Promise<unknown> {
-    return def.input === undefined || def.input === null ? payload : await validateTaskInput(def.input, payload)
   }
 
   /** Records a run of `def` with an input already validated; starts it unless it is delayed. */
@@ -562,7 +570,8 @@ export class TaskEngine {
       return
     }
     entry.handle = invoke(def, run, this.#stepHost)
-    const outcome = await entry.handle.outcome
+    const ended = entry.handle.outcome
+    const outcome = ended instanceof Promise ? await ended : ended
     // Cancelled or taken over meanwhile: the run is not this attempt's to change.
     if (entry.stopped) return
     if (outcome.kind === 'suspended') return this.#suspend(run, outcome)
@@ -596,11 +605,7 @@ export class TaskEngine {
     error?: string,
     attempts?: number,
   ): Promise<void> {
-    const done = await this.#store.updateRun(
-      runId,
-      { ...patch, finishedAt: new Date().toISOString(), suspended: undefined },
-      { status: 'running' },
-    )
+    const done = await this.#store.updateRun(runId, { ...patch, finishedAt: new Date().toISOString(), suspended: undefined }, RUNNING)
     if (!done) return
     this.#changes.emit(done)
     if (patch.status === 'failed') {
