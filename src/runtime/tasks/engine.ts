@@ -547,7 +547,19 @@ export class TaskEngine {
     try {
       // Another live process holds the run: the attempt is theirs.
       if (this.#shared && !entry.leased) entry.leased = await this.#shared.acquireLease(this.#owner, run.id)
-      if (!this.#shared || entry.leased) await this.#execute(run, entry)
+      if (!this.#shared || entry.leased) {
+        const ended = this.#invoke(run, entry)
+        const outcome = ended instanceof Promise ? await ended : ended
+        // Cancelled or taken over meanwhile: the run is not this attempt's to change.
+        if (outcome !== undefined && !entry.stopped) {
+          // The common ending is recorded here rather than in another async
+          // method: every run in flight would hold that one's frame too.
+          if (outcome.kind === 'completed') {
+            await this.#store.appendAttempt(run.id, outcome.attempt)
+            this.#finished(await this.#finish(run.id, { status: 'completed', ok: true, result: outcome.result }))
+          } else await this.#record(run, outcome)
+        }
+      }
     } catch (error) {
       this.#logger.error(`[svc] task "${run.taskName}": run ${run.id} could not be processed: ${errorMessage(error)}`)
     }
@@ -562,57 +574,63 @@ export class TaskEngine {
     if (latest?.status === 'running') this.#start(latest)
   }
 
-  async #execute(run: RunRecord, entry: ActiveEntry): Promise<void> {
-    if (entry.stopped) return
+  /** Starts the attempt; resolves to nothing when there is none to record. */
+  #invoke(run: RunRecord, entry: ActiveEntry): InvocationOutcome | Promise<InvocationOutcome | undefined> | undefined {
+    if (entry.stopped) return undefined
     const def = this.#tasks.get(run.taskName)
     if (!def) {
-      await this.#finish(run.id, { status: 'failed', ok: false }, `Task "${run.taskName}" is not registered in this runtime`)
-      return
+      const missing = `Task "${run.taskName}" is not registered in this runtime`
+      return this.#finish(run.id, { status: 'failed', ok: false }).then((done) => {
+        this.#finished(done, missing)
+        return undefined
+      })
     }
     entry.handle = invoke(def, run, this.#stepHost)
-    const ended = entry.handle.outcome
-    const outcome = ended instanceof Promise ? await ended : ended
-    // Cancelled or taken over meanwhile: the run is not this attempt's to change.
-    if (entry.stopped) return
+    return entry.handle.outcome
+  }
+
+  /** Records an attempt that failed, or the suspension of a run. */
+  async #record(run: RunRecord, outcome: Exclude<InvocationOutcome, { kind: 'completed' }>): Promise<void> {
     if (outcome.kind === 'suspended') return this.#suspend(run, outcome)
     // An attempt cut short by close() is not the task's failure: record
     // nothing, so the run stays `running` and a durable store's recover()
     // runs it again.
-    if (outcome.kind === 'failed' && this.#closed) return
+    if (this.#closed) return
     await this.#store.appendAttempt(run.id, outcome.attempt)
-    if (outcome.kind === 'completed') {
-      await this.#finish(run.id, { status: 'completed', ok: true, result: outcome.result })
-      return
-    }
     const index = outcome.attempt.index
+    const retries = this.#tasks.get(run.taskName)!.retries
     // After close() the retry timer is still recorded (Waits.arm saves it and
     // skips the in-process timer), so a durable store can pick it up.
-    if (index <= def.retries && !outcome.final) {
+    if (index <= retries && !outcome.final) {
       const delay = backoffDelay(index)
       this.#logger.warn(
-        `[svc] task "${def.name}": attempt ${index} of ${def.retries + 1} failed (run ${run.id}): ${outcome.error}; retrying in ${delay} ms`,
+        `[svc] task "${run.taskName}": attempt ${index} of ${retries + 1} failed (run ${run.id}): ${outcome.error}; retrying in ${delay} ms`,
       )
       const dueAt = new Date(Date.now() + delay).toISOString()
       await this.#waits.arm({ id: timerId(run.id, 'retry'), runId: run.id, kind: 'retry', dueAt })
       return
     }
-    await this.#finish(run.id, { status: 'failed', ok: false }, outcome.error, index)
+    this.#finished(await this.#finish(run.id, { status: 'failed', ok: false }), outcome.error, index)
   }
 
-  async #finish(
-    runId: string,
-    patch: { status: 'completed' | 'failed'; ok: boolean; result?: unknown },
-    error?: string,
-    attempts?: number,
-  ): Promise<void> {
-    const done = await this.#store.updateRun(runId, { ...patch, finishedAt: new Date().toISOString(), suspended: undefined }, RUNNING)
+  /**
+   * Moves a running run to `status`; resolves to the finished run, or to
+   * nothing when it was no longer running. Not async: the one frame
+   * awaiting it is `#dispatch`'s, and every run in flight would hold another.
+   */
+  #finish(runId: string, patch: { status: 'completed' | 'failed'; ok: boolean; result?: unknown }): Promise<RunRecord | undefined> {
+    return this.#store.updateRun(runId, { ...patch, finishedAt: new Date().toISOString(), suspended: undefined }, RUNNING)
+  }
+
+  /** What follows a run's end here: its change, a failure logged, its waiters and waiting parents woken. */
+  #finished(done: RunRecord | undefined, error?: string, attempts?: number): void {
     if (!done) return
     this.#changes.emit(done)
-    if (patch.status === 'failed') {
+    if (done.status === 'failed') {
       // A background failure is never silent: it is logged with the task it came from.
       const after = attempts === undefined ? '' : ` after ${attempts} attempt${attempts === 1 ? '' : 's'}`
       const cron = done.trigger === 'cron' ? 'scheduled ' : ''
-      this.#logger.error(`[svc] ${cron}task "${done.taskName}" failed${after} (run ${runId}): ${error}`)
+      this.#logger.error(`[svc] ${cron}task "${done.taskName}" failed${after} (run ${done.id}): ${error}`)
     }
     // Wake its waiters and every suspended run that waits for it.
     this.#waiters.settle(done)
