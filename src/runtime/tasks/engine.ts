@@ -24,6 +24,7 @@
  */
 import type { CompleteTokenResult, Logger, RunChange, RunRecord, TriggerOptions } from '../types.ts'
 import { describe } from '../describe.ts'
+import { isoAt, isoNow } from './clock.ts'
 import { RunCancelledError, RunFinishedError, RunNotFoundError, TaskNotFoundError, errorMessage } from '../errors.ts'
 import { validateTaskInput } from '../schema.ts'
 import { backoffDelay } from './backoff.ts'
@@ -180,7 +181,7 @@ export class TaskEngine {
   async cancel(id: string): Promise<RunRecord> {
     const run = await this.#store.updateRun(
       id,
-      { status: 'cancelled', ok: false, finishedAt: new Date().toISOString(), suspended: undefined },
+      { status: 'cancelled', ok: false, finishedAt: isoNow(), suspended: undefined },
       { status: LIVE_STATUSES },
     )
     if (!run) {
@@ -220,8 +221,8 @@ export class TaskEngine {
     const { delaySeconds, idempotencyKey, trigger = 'manual', parentRunId, replayOf } = options
     const problem = jsonProblem(input)
     if (problem !== undefined) throw new TypeError(`trigger("${name}"): the payload cannot be stored as JSON: ${problem}`)
-    const now = new Date()
-    const iso = now.toISOString()
+    const now = Date.now()
+    const iso = isoAt(now)
     const delayed = delaySeconds > 0
     const run: RunRecord = {
       id: newRunId(),
@@ -234,7 +235,7 @@ export class TaskEngine {
       steps: {},
       createdAt: iso,
     }
-    if (delayed) run.runAt = new Date(now.getTime() + delaySeconds * 1000).toISOString()
+    if (delayed) run.runAt = isoAt(now + delaySeconds * 1000)
     else run.startedAt = iso
     if (idempotencyKey !== undefined) run.idempotencyKey = idempotencyKey
     if (parentRunId !== undefined) run.parentRunId = parentRunId
@@ -619,7 +620,7 @@ export class TaskEngine {
    * awaiting it is `#dispatch`'s, and every run in flight would hold another.
    */
   #finish(runId: string, patch: { status: 'completed' | 'failed'; ok: boolean; result?: unknown }): Promise<RunRecord | undefined> {
-    return this.#store.updateRun(runId, { ...patch, finishedAt: new Date().toISOString(), suspended: undefined }, RUNNING)
+    return this.#store.updateRun(runId, { ...patch, finishedAt: isoNow(), suspended: undefined }, RUNNING)
   }
 
   /** What follows a run's end here: its change, a failure logged, its waiters and waiting parents woken. */

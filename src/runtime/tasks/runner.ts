@@ -6,6 +6,7 @@
 import type { Attempt, RunRecord, StepApi, TaskContext } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import type { TaskDefinition } from './definitions.ts'
+import { isoAt } from './clock.ts'
 import { jsonProblem } from './json.ts'
 import { createInvocation, createStepApi, type Invocation, reportUnreachedSteps, type StepHost } from './steps.ts'
 import type { SuspendSignal } from './suspend.ts'
@@ -178,7 +179,7 @@ class Call implements InvocationHandle {
     const startedAt = this.#startedAt
     const attempt: Attempt = {
       index: this.#attempt,
-      startedAt: new Date(startedAt).toISOString(),
+      startedAt: isoAt(startedAt),
       durationMs: Date.now() - startedAt,
     }
     // A divergence fails the attempt even when the handler caught it and went on.
