@@ -211,8 +211,12 @@ export class TaskEngine {
     return this.#changes.subscribe(listener, onEnd)
   }
 
-  /** Records a run of `def` with an input already validated; starts it unless it is delayed. */
-  async #create(
+  /**
+   * Records a run of `def` with an input already validated; starts it unless
+   * it is delayed. Not async, for the same reason as `#finish`: every run
+   * being recorded would hold its frame.
+   */
+  #create(
     def: TaskDefinition,
     input: unknown,
     options: Omit<TriggerOptions, 'delaySeconds'> & { delaySeconds: number; replayOf?: string },
@@ -240,13 +244,19 @@ export class TaskEngine {
     if (idempotencyKey !== undefined) run.idempotencyKey = idempotencyKey
     if (parentRunId !== undefined) run.parentRunId = parentRunId
     if (replayOf !== undefined) run.replayOf = replayOf
-    const stored = await this.#store.createRun(run)
+    return this.#store.createRun(run).then((stored) => this.#created(run, stored))
+  }
+
+  /** Starts or arms the run just recorded; `stored` is another run when that one holds the idempotency key. */
+  #created(run: RunRecord, stored: RunRecord): RunRecord | Promise<RunRecord> {
     // Another run holds the idempotency key: that run is the answer.
     if (stored.id !== run.id) return stored
     this.#changes.emit(stored)
-    if (delayed) await this.#waits.arm({ id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt! })
-    else this.#start(stored)
-    return run
+    if (run.status === 'running') {
+      this.#start(stored)
+      return run
+    }
+    return this.#waits.arm({ id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt! }).then(() => run)
   }
 
   /**
