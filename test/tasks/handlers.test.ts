@@ -23,15 +23,19 @@ describe('how a handler ends its attempt', () => {
   })
 
   it('a thenable that is not a promise is awaited, as await would', async () => {
-    const rt = runtime([task('later', () => ({ then: (resolve: (value: number) => void) => setTimeout(() => resolve(7), 5) }))])
+    // biome-ignore lint/suspicious/noThenProperty: a thenable is the point of this test
+    const thenable = { then: (resolve: (value: number) => void) => setTimeout(() => resolve(7), 5) }
+    const rt = runtime([task('later', () => thenable)])
     const done = await finished(rt.waitForRun((await rt.trigger('later')).id))
     expect(done).toMatchObject({ status: 'completed', result: 7 })
   })
 
   it('a plain object with no then method is the result itself', async () => {
-    const rt = runtime([task('report', () => ({ rows: 3, then: 'not a function' }))])
+    // biome-ignore lint/suspicious/noThenProperty: a then field that is not a method is the point of this test
+    const result = { rows: 3, then: 'not a function' }
+    const rt = runtime([task('report', () => result)])
     const done = await finished(rt.waitForRun((await rt.trigger('report')).id))
-    expect(done.result).toEqual({ rows: 3, then: 'not a function' })
+    expect(done.result).toEqual(result)
   })
 
   it('ctx can be destructured, step and signal included', async () => {
