@@ -30,6 +30,7 @@
  */
 import type { CompleteTokenResult, Logger, RunChange, RunRecord, TriggerOptions } from '../types.ts'
 import { describe } from '../describe.ts'
+import { isoAt, isoNow } from './clock.ts'
 import { RunCancelledError, RunFinishedError, RunNotFoundError, TaskNotFoundError, errorMessage } from '../errors.ts'
 import { validateTaskInput } from '../schema.ts'
 import { backoffDelay } from './backoff.ts'
@@ -54,6 +55,9 @@ function cronInput(): { _cron: true } {
 function isCronInput(input: unknown): boolean {
   return typeof input === 'object' && input !== null && Object.keys(input).length === 1 && (input as { _cron?: unknown })._cron === true
 }
+
+/** The expectation of every transition out of `running`. */
+const RUNNING = Object.freeze({ status: 'running' as const })
 
 /** How many timers or orphaned attempts one sweep claims per query. */
 const SWEEP_BATCH = 100
@@ -150,15 +154,24 @@ export class TaskEngine {
     }
   }
 
-  /** Validates and records a run; starts it unless it is delayed. Never waits for it to finish. */
-  async trigger(name: string, payload?: unknown, opts?: TriggerOptions): Promise<RunRecord> {
-    if (this.#closed) throw new Error(`Cannot start task "${name}": the task runtime is closed`)
-    const def = this.#tasks.get(name)
-    if (!def) throw new TaskNotFoundError(String(name), [...this.#tasks.keys()])
-    const { delaySeconds, idempotencyKey, trigger, parentRunId } = checkTriggerOptions(opts, 'trigger', name)
-    // Scheduled runs skip validation and get { _cron: true }.
-    const input = trigger === 'cron' ? cronInput() : await this.#validate(def, payload)
-    return this.#create(def, input, { delaySeconds, idempotencyKey, trigger, parentRunId })
+  /**
+   * Validates and records a run; starts it unless it is delayed. Never waits
+   * for it to finish. Every misuse rejects rather than throws.
+   */
+  trigger(name: string, payload?: unknown, opts?: TriggerOptions): Promise<RunRecord> {
+    try {
+      if (this.#closed) throw new Error(`Cannot start task "${name}": the task runtime is closed`)
+      const def = this.#tasks.get(name)
+      if (!def) throw new TaskNotFoundError(String(name), [...this.#tasks.keys()])
+      const options = checkTriggerOptions(opts, 'trigger', name)
+      // Scheduled runs skip validation and get { _cron: true }; a task
+      // without a schema takes its payload as it is, without waiting a turn.
+      if (options.trigger === 'cron') return this.#create(def, cronInput(), options)
+      if (def.input === undefined || def.input === null) return this.#create(def, payload, options)
+      return validateTaskInput(def.input, payload).then((input) => this.#create(def, input, options))
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
 
   /**
@@ -172,7 +185,7 @@ export class TaskEngine {
     if (!source) throw new RunNotFoundError(id)
     const def = this.#tasks.get(source.taskName)
     if (!def) throw new TaskNotFoundError(source.taskName, [...this.#tasks.keys()])
-    const input = isCronInput(source.input) ? cronInput() : await this.#validate(def, source.input)
+    const input = isCronInput(source.input) ? cronInput() : await validateTaskInput(def.input, source.input)
     return this.#create(def, input, { delaySeconds: 0, trigger: 'replay', replayOf: id })
   }
 
@@ -184,7 +197,7 @@ export class TaskEngine {
   async cancel(id: string): Promise<RunRecord> {
     const run = await this.#store.updateRun(
       id,
-      { status: 'cancelled', ok: false, finishedAt: new Date().toISOString(), suspended: undefined },
+      { status: 'cancelled', ok: false, finishedAt: isoNow(), suspended: undefined },
       { status: LIVE_STATUSES },
     )
     if (!run) {
@@ -216,12 +229,12 @@ export class TaskEngine {
     return this.#changes.subscribe(listener, onEnd)
   }
 
-  async #validate(def: TaskDefinition, payload: unknown): Promise<unknown> {
-    return def.input === undefined || def.input === null ? payload : await validateTaskInput(def.input, payload)
-  }
-
-  /** Records a run of `def` with an input already validated; starts it unless it is delayed. */
-  async #create(
+  /**
+   * Records a run of `def` with an input already validated; starts it unless
+   * it is delayed. Not async, for the same reason as `#finish`: every run
+   * being recorded would hold its frame.
+   */
+  #create(
     def: TaskDefinition,
     input: unknown,
     options: Omit<TriggerOptions, 'delaySeconds'> & { delaySeconds: number; replayOf?: string },
@@ -230,8 +243,8 @@ export class TaskEngine {
     const { delaySeconds, idempotencyKey, trigger = 'manual', parentRunId, replayOf } = options
     const problem = jsonProblem(input)
     if (problem !== undefined) throw new TypeError(`trigger("${name}"): the payload cannot be stored as JSON: ${problem}`)
-    const now = new Date()
-    const iso = now.toISOString()
+    const now = Date.now()
+    const iso = isoAt(now)
     // A cron tick or a replay is a deliberate single run: it joins no other.
     const debounce = trigger === 'cron' || trigger === 'replay' ? undefined : def.flow.debounce
     const delay = debounce ? Math.max(delaySeconds, debounce.seconds) : delaySeconds
@@ -247,26 +260,39 @@ export class TaskEngine {
       steps: {},
       createdAt: iso,
     }
-    if (delayed) run.runAt = new Date(now.getTime() + delay * 1000).toISOString()
+    if (delayed) run.runAt = isoAt(now + delay * 1000)
     else if (run.status === 'running') run.startedAt = iso
     if (idempotencyKey !== undefined) run.idempotencyKey = idempotencyKey
     if (parentRunId !== undefined) run.parentRunId = parentRunId
     if (replayOf !== undefined) run.replayOf = replayOf
-    const stored = debounce ? await this.#store.debounceRun(run, debounce.key) : await this.#store.createRun(run)
+    if (debounce) return this.#store.debounceRun(run, debounce.key).then((stored) => this.#created(run, stored, true))
+    return this.#store.createRun(run).then((stored) => this.#created(run, stored, false))
+  }
+
+  /**
+   * Starts, queues or arms the run just recorded. `stored` is another run
+   * when that one holds the idempotency key, or when a debounced trigger
+   * joined a scheduled run of its key.
+   */
+  #created(run: RunRecord, stored: RunRecord, debounced: boolean): RunRecord | Promise<RunRecord> {
     if (stored.id !== run.id) {
       // A debounced trigger joined a scheduled run: it starts later, with this input.
-      if (debounce && stored.status === 'scheduled' && stored.runAt === run.runAt) {
+      if (debounced && stored.status === 'scheduled' && stored.runAt === run.runAt) {
         this.#changes.emit(stored)
-        await this.#waits.arm({ id: timerId(stored.id, 'delay'), runId: stored.id, kind: 'delay', dueAt: stored.runAt! })
+        return this.#waits
+          .arm({ id: timerId(stored.id, 'delay'), runId: stored.id, kind: 'delay', dueAt: stored.runAt! })
+          .then(() => stored)
       }
       // Otherwise another run holds the idempotency key: that run is the answer.
       return stored
     }
     this.#changes.emit(stored)
-    if (delayed) await this.#waits.arm({ id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt! })
-    else if (stored.status === 'queued') await this.#promote(name)
-    else this.#start(stored)
-    return run
+    if (run.status === 'running') {
+      this.#start(stored)
+      return run
+    }
+    if (run.status === 'queued') return this.#promote(run.taskName).then(() => run)
+    return this.#waits.arm({ id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt! }).then(() => run)
   }
 
   /**
@@ -573,7 +599,19 @@ export class TaskEngine {
     try {
       // Another live process holds the run: the attempt is theirs.
       if (this.#shared && !entry.leased) entry.leased = await this.#shared.acquireLease(this.#owner, run.id)
-      if (!this.#shared || entry.leased) await this.#execute(run, entry)
+      if (!this.#shared || entry.leased) {
+        const ended = this.#invoke(run, entry)
+        const outcome = ended instanceof Promise ? await ended : ended
+        // Cancelled or taken over meanwhile: the run is not this attempt's to change.
+        if (outcome !== undefined && !entry.stopped) {
+          // The common ending is recorded here rather than in another async
+          // method: every run in flight would hold that one's frame too.
+          if (outcome.kind === 'completed') {
+            await this.#store.appendAttempt(run.id, outcome.attempt)
+            this.#finished(await this.#finish(run.id, { status: 'completed', ok: true, result: outcome.result }))
+          } else await this.#record(run, outcome)
+        }
+      }
     } catch (error) {
       this.#logger.error(`[svc] task "${run.taskName}": run ${run.id} could not be processed: ${errorMessage(error)}`)
     }
@@ -588,60 +626,63 @@ export class TaskEngine {
     if (latest?.status === 'running') this.#start(latest)
   }
 
-  async #execute(run: RunRecord, entry: ActiveEntry): Promise<void> {
-    if (entry.stopped) return
+  /** Starts the attempt; resolves to nothing when there is none to record. */
+  #invoke(run: RunRecord, entry: ActiveEntry): InvocationOutcome | Promise<InvocationOutcome | undefined> | undefined {
+    if (entry.stopped) return undefined
     const def = this.#tasks.get(run.taskName)
     if (!def) {
-      await this.#finish(run.id, { status: 'failed', ok: false }, `Task "${run.taskName}" is not registered in this runtime`)
-      return
+      const missing = `Task "${run.taskName}" is not registered in this runtime`
+      return this.#finish(run.id, { status: 'failed', ok: false }).then((done) => {
+        this.#finished(done, missing)
+        return undefined
+      })
     }
     entry.handle = invoke(def, run, this.#stepHost)
-    const outcome = await entry.handle.outcome
-    // Cancelled or taken over meanwhile: the run is not this attempt's to change.
-    if (entry.stopped) return
+    return entry.handle.outcome
+  }
+
+  /** Records an attempt that failed, or the suspension of a run. */
+  async #record(run: RunRecord, outcome: Exclude<InvocationOutcome, { kind: 'completed' }>): Promise<void> {
     if (outcome.kind === 'suspended') return this.#suspend(run, outcome)
     // An attempt cut short by close() is not the task's failure: record
     // nothing, so the run stays `running` and a durable store's recover()
     // runs it again.
-    if (outcome.kind === 'failed' && this.#closed) return
+    if (this.#closed) return
     await this.#store.appendAttempt(run.id, outcome.attempt)
-    if (outcome.kind === 'completed') {
-      await this.#finish(run.id, { status: 'completed', ok: true, result: outcome.result })
-      return
-    }
     const index = outcome.attempt.index
+    const retries = this.#tasks.get(run.taskName)!.retries
     // After close() the retry timer is still recorded (Waits.arm saves it and
     // skips the in-process timer), so a durable store can pick it up.
-    if (index <= def.retries && !outcome.final) {
+    if (index <= retries && !outcome.final) {
       const delay = backoffDelay(index)
       this.#logger.warn(
-        `[svc] task "${def.name}": attempt ${index} of ${def.retries + 1} failed (run ${run.id}): ${outcome.error}; retrying in ${delay} ms`,
+        `[svc] task "${run.taskName}": attempt ${index} of ${retries + 1} failed (run ${run.id}): ${outcome.error}; retrying in ${delay} ms`,
       )
       const dueAt = new Date(Date.now() + delay).toISOString()
       await this.#waits.arm({ id: timerId(run.id, 'retry'), runId: run.id, kind: 'retry', dueAt })
       return
     }
-    await this.#finish(run.id, { status: 'failed', ok: false }, outcome.error, index)
+    this.#finished(await this.#finish(run.id, { status: 'failed', ok: false }), outcome.error, index)
   }
 
-  async #finish(
-    runId: string,
-    patch: { status: 'completed' | 'failed'; ok: boolean; result?: unknown },
-    error?: string,
-    attempts?: number,
-  ): Promise<void> {
-    const done = await this.#store.updateRun(
-      runId,
-      { ...patch, finishedAt: new Date().toISOString(), suspended: undefined },
-      { status: 'running' },
-    )
+  /**
+   * Moves a running run to `status`; resolves to the finished run, or to
+   * nothing when it was no longer running. Not async: the one frame
+   * awaiting it is `#dispatch`'s, and every run in flight would hold another.
+   */
+  #finish(runId: string, patch: { status: 'completed' | 'failed'; ok: boolean; result?: unknown }): Promise<RunRecord | undefined> {
+    return this.#store.updateRun(runId, { ...patch, finishedAt: isoNow(), suspended: undefined }, RUNNING)
+  }
+
+  /** What follows a run's end here: its change, a failure logged, its waiters and waiting parents woken. */
+  #finished(done: RunRecord | undefined, error?: string, attempts?: number): void {
     if (!done) return
     this.#changes.emit(done)
-    if (patch.status === 'failed') {
+    if (done.status === 'failed') {
       // A background failure is never silent: it is logged with the task it came from.
       const after = attempts === undefined ? '' : ` after ${attempts} attempt${attempts === 1 ? '' : 's'}`
       const cron = done.trigger === 'cron' ? 'scheduled ' : ''
-      this.#logger.error(`[svc] ${cron}task "${done.taskName}" failed${after} (run ${runId}): ${error}`)
+      this.#logger.error(`[svc] ${cron}task "${done.taskName}" failed${after} (run ${done.id}): ${error}`)
     }
     // Wake its waiters and every suspended run that waits for it.
     this.#waiters.settle(done)

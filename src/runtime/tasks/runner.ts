@@ -6,8 +6,9 @@
 import type { Attempt, RunRecord, StepApi, TaskContext } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import type { TaskDefinition } from './definitions.ts'
+import { isoAt } from './clock.ts'
 import { jsonProblem } from './json.ts'
-import { createInvocation, createStepApi, reportUnreachedSteps, type StepHost } from './steps.ts'
+import { createInvocation, createStepApi, type Invocation, reportUnreachedSteps, type StepHost } from './steps.ts'
 import type { SuspendSignal } from './suspend.ts'
 
 export type InvocationOutcome =
@@ -26,7 +27,12 @@ export type InvocationOutcome =
 
 /** Live invocations can be aborted from outside (runtime shutdown, a cancel, a lost lease). */
 export interface InvocationHandle {
-  readonly outcome: Promise<InvocationOutcome>
+  /**
+   * How the invocation ended: the outcome itself when the handler returned
+   * a plain value (or threw) without touching `ctx.step`, a promise of it
+   * otherwise.
+   */
+  readonly outcome: InvocationOutcome | Promise<InvocationOutcome>
   /**
    * Aborts `ctx.signal` and ends the attempt as failed at once. A string
    * becomes an `Error` named `AbortError`; an `Error` is the signal's reason
@@ -42,84 +48,158 @@ export function timeoutMessage(attempt: number, timeoutMs: number): string {
 }
 
 export function invoke(def: TaskDefinition, run: RunRecord, host: StepHost): InvocationHandle {
-  const inv = createInvocation(run)
-  // The step API and the AbortController are built on first use: most
-  // invocations of a small task touch neither, and dispatch throughput is
-  // dominated by allocation.
-  let controller: AbortController | undefined
-  let step: StepApi | undefined
-  const ctx: TaskContext = {
-    attempt: inv.attempt,
-    input: run.input,
-    get step() {
-      return (step ??= createStepApi(inv, host))
-    },
-    get signal() {
-      return (controller ??= new AbortController()).signal
-    },
-    runId: run.id,
-    taskName: run.taskName,
-  }
-  const startedAt = Date.now()
-  let done = false
-  let closedBy = 'ended'
-  let resolve!: (outcome: InvocationOutcome) => void
-  const outcome = new Promise<InvocationOutcome>((r) => {
-    resolve = r
-  })
+  return new Call(def, run, host)
+}
 
-  const end = (returned: boolean, value: unknown) => {
-    if (done) return
-    done = true
-    clearTimeout(timer)
-    resolve(settle(returned, value))
+/**
+ * The `ctx` a handler gets. `step` and `signal` are getters on the
+ * prototype, built on first use: most invocations of a small task touch
+ * neither, and dispatch throughput is dominated by allocation.
+ */
+class Context implements TaskContext {
+  readonly attempt: number
+  readonly input: unknown
+  readonly runId: string
+  readonly taskName: string
+  readonly #call: Call
+
+  constructor(call: Call, run: RunRecord, attempt: number) {
+    this.attempt = attempt
+    this.input = run.input
+    this.runId = run.id
+    this.taskName = run.taskName
+    this.#call = call
   }
-  const abort = (error: Error, why: string) => {
-    if (done) return
-    closedBy = why
+
+  get step(): StepApi {
+    return this.#call.step()
+  }
+
+  get signal(): AbortSignal {
+    return this.#call.signal()
+  }
+}
+
+/** One invocation in flight; its state is fields rather than closures, for the same reason. */
+class Call implements InvocationHandle {
+  outcome: InvocationOutcome | Promise<InvocationOutcome>
+  readonly #def: TaskDefinition
+  readonly #run: RunRecord
+  readonly #host: StepHost
+  readonly #attempt: number
+  readonly #startedAt = Date.now()
+  /** The step bookkeeping, created with the step API. */
+  #inv: Invocation | undefined
+  #step: StepApi | undefined
+  #controller: AbortController | undefined
+  #done = false
+  #closedBy = 'ended'
+  #timer: ReturnType<typeof setTimeout> | undefined
+  #resolve: ((outcome: InvocationOutcome) => void) | undefined
+
+  constructor(def: TaskDefinition, run: RunRecord, host: StepHost) {
+    this.#def = def
+    this.#run = run
+    this.#host = host
+    // Suspensions append no attempt, so every recorded attempt of a running
+    // run is a failed one: the next is their count plus one.
+    this.#attempt = run.attempts.length + 1
+    const ctx = new Context(this, run, this.#attempt)
+    let value: unknown
+    try {
+      value = def.handler(ctx)
+    } catch (error) {
+      // A handler that threw before touching ctx.step left nothing in flight.
+      if (this.#step === undefined) {
+        this.outcome = this.#end(false, error)
+        return
+      }
+      value = Promise.reject(error)
+    }
+    // A plain value returned by a handler that never touched ctx.step is the
+    // outcome at once: nothing is left to time out, so no timer is armed.
+    if (this.#step === undefined && !isThenable(value)) {
+      this.outcome = this.#end(true, value)
+      return
+    }
+    this.outcome = new Promise<InvocationOutcome>((resolve) => {
+      this.#resolve = resolve
+    })
+    this.#timer = setTimeout(() => this.#timeout(), def.timeout)
+    ;(value instanceof Promise ? value : Promise.resolve(value)).then(
+      (result) => this.#settle(true, result),
+      (error: unknown) => this.#settle(false, error),
+    )
+  }
+
+  step(): StepApi {
+    return (this.#step ??= createStepApi(this.#invocation(), this.#host))
+  }
+
+  signal(): AbortSignal {
+    return (this.#controller ??= new AbortController()).signal
+  }
+
+  abort(reason: string | Error, why = 'was stopped'): void {
+    this.#abort(typeof reason === 'string' ? namedError(reason, 'AbortError') : reason, why)
+  }
+
+  #invocation(): Invocation {
+    return (this.#inv ??= createInvocation(this.#run))
+  }
+
+  #timeout(): void {
+    this.#abort(namedError(timeoutMessage(this.#attempt, this.#def.timeout), 'TimeoutError'), 'timed out')
+  }
+
+  #abort(error: Error, why: string): void {
+    if (this.#done) return
+    this.#closedBy = why
     // Abort first so the handler sees `ctx.signal.aborted` by the time the
     // attempt is recorded as failed.
-    ;(controller ??= new AbortController()).abort(error)
-    end(false, error)
+    ;(this.#controller ??= new AbortController()).abort(error)
+    this.#settle(false, error)
   }
-  const timer = setTimeout(() => abort(namedError(timeoutMessage(inv.attempt, def.timeout), 'TimeoutError'), 'timed out'), def.timeout)
-  callHandler(def, ctx).then(
-    (result) => end(true, result),
-    (error: unknown) => end(false, error),
-  )
 
-  function settle(returned: boolean, value: unknown): InvocationOutcome {
-    inv.closed = closedBy
-    if (inv.suspension) {
-      return { kind: 'suspended', signal: inv.suspension, swallowed: returned || value !== inv.suspension }
+  #settle(returned: boolean, value: unknown): void {
+    if (this.#done) return
+    clearTimeout(this.#timer)
+    this.#resolve!(this.#end(returned, value))
+  }
+
+  #end(returned: boolean, value: unknown): InvocationOutcome {
+    this.#done = true
+    const inv = this.#inv
+    if (inv) {
+      inv.closed = this.#closedBy
+      if (inv.suspension) {
+        return { kind: 'suspended', signal: inv.suspension, swallowed: returned || value !== inv.suspension }
+      }
     }
+    const startedAt = this.#startedAt
     const attempt: Attempt = {
-      index: inv.attempt,
-      startedAt: new Date(startedAt).toISOString(),
+      index: this.#attempt,
+      startedAt: isoAt(startedAt),
       durationMs: Date.now() - startedAt,
     }
     // A divergence fails the attempt even when the handler caught it and went on.
-    if (inv.mismatch) {
+    if (inv?.mismatch) {
       attempt.error = inv.mismatch.message
       return { kind: 'failed', error: attempt.error, attempt, final: true }
     }
     if (returned) {
       const problem = jsonProblem(value)
       if (problem === undefined) {
-        reportUnreachedSteps(inv, host.logger)
+        // Steps recorded by earlier invocations and not reached by this one are reported.
+        if (inv !== undefined || hasKeys(this.#run.steps)) reportUnreachedSteps(this.#invocation(), this.#host.logger)
         return { kind: 'completed', result: value, attempt }
       }
-      value = new TypeError(`Task "${def.name}" returned a value that cannot be stored as JSON: ${problem}`)
+      value = new TypeError(`Task "${this.#def.name}" returned a value that cannot be stored as JSON: ${problem}`)
     }
     // Attempts record a message string only, never a stack.
     const error = errorMessage(value)
     attempt.error = error
     return { kind: 'failed', error, attempt }
-  }
-
-  return {
-    outcome,
-    abort: (reason, why = 'was stopped') => abort(typeof reason === 'string' ? namedError(reason, 'AbortError') : reason, why),
   }
 }
 
@@ -129,13 +209,14 @@ function namedError(message: string, name: string): Error {
   return error
 }
 
-// Turns a synchronous throw into a rejection and accepts both sync and
-// async handlers, without the extra promise and turn of an async wrapper.
-function callHandler(def: TaskDefinition, ctx: TaskContext): Promise<unknown> {
-  try {
-    const value = def.handler(ctx)
-    return value instanceof Promise ? value : Promise.resolve(value)
-  } catch (error) {
-    return Promise.reject(error)
-  }
+/** Whether awaiting `value` would adopt it (a promise or another thenable). */
+function isThenable(value: unknown): boolean {
+  return (
+    value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function'
+  )
+}
+
+function hasKeys(record: object): boolean {
+  for (const _ in record) return true
+  return false
 }
