@@ -35,6 +35,9 @@ export class MemoryRunStore implements RunStore {
   #timers = new Map<string, TimerRecord>()
   #tokens = new Map<string, TokenRecord>()
   #tokensByRun = new Map<string, string[]>()
+  // Per task, the ids of its queued and running runs: what `startQueued`
+  // weighs under a concurrency limit, without a pass over every retained run.
+  #inFlow = new Map<string, Set<string>>()
 
   constructor(options: MemoryRunStoreOptions = {}) {
     const maxRuns = options.maxRuns ?? DEFAULT_MAX_RUNS
@@ -64,6 +67,7 @@ export class MemoryRunStore implements RunStore {
     if (scoped !== undefined) this.#idempotency.set(scoped, run.id)
     const stored: RunRecord = { ...run, attempts: run.attempts.map(copyAttempt), steps: { ...run.steps } }
     this.#runs.set(run.id, stored)
+    this.#track(stored)
     if (isFinished(stored.status)) this.#finished.add(run.id)
     this.#evict()
     // The caller's record is not the stored one, so it serves as the copy.
@@ -80,6 +84,7 @@ export class MemoryRunStore implements RunStore {
     if (!run) return undefined
     if (expect && !statusMatches(run.status, expect.status)) return undefined
     applyRunPatch(run, patch)
+    this.#track(run)
     if (isFinished(run.status)) {
       if (!this.#finished.has(id)) {
         this.#finished.add(id)
@@ -163,11 +168,22 @@ export class MemoryRunStore implements RunStore {
     const queued: RunRecord[] = []
     const running: RunRecord[] = []
     const started: RunRecord[] = []
-    for (const run of this.#runs.values()) {
-      if (run.taskName !== taskName) continue
-      if (run.status === 'queued') queued.push(run)
-      else if (run.status === 'running') running.push(run)
-      if (run.startedAt !== undefined) started.push(run)
+    if (limits.rateLimit) {
+      // The window counts every retained start, finished runs included.
+      for (const run of this.#runs.values()) {
+        if (run.taskName !== taskName) continue
+        if (run.status === 'queued') queued.push(run)
+        else if (run.status === 'running') running.push(run)
+        if (run.startedAt !== undefined) started.push(run)
+      }
+    } else {
+      for (const id of this.#inFlow.get(taskName) ?? []) {
+        const run = this.#runs.get(id)!
+        if (run.status === 'queued') queued.push(run)
+        else running.push(run)
+      }
+      // A run queued again after a wait joins the set last; its place is its creation.
+      queued.sort(byCreation)
     }
     const plan = planStarts(limits, queued, running, started, Date.parse(now))
     const out: StartedRuns = { started: [] }
@@ -192,6 +208,16 @@ export class MemoryRunStore implements RunStore {
       }
     }
     return this.createRun(run)
+  }
+
+  /** Keeps `#inFlow` in step with a run's status. */
+  #track(run: RunRecord): void {
+    const flowing = run.status === 'queued' || run.status === 'running'
+    let ids = this.#inFlow.get(run.taskName)
+    if (flowing) {
+      if (!ids) this.#inFlow.set(run.taskName, (ids = new Set()))
+      ids.add(run.id)
+    } else ids?.delete(run.id)
   }
 
   #require(runId: string): RunRecord {
@@ -220,6 +246,8 @@ export class MemoryRunStore implements RunStore {
     }
   }
 }
+
+const byCreation = (a: RunRecord, b: RunRecord) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0)
 
 // Idempotency keys are scoped to their task: two tasks may use the same key.
 function idempotencyScope(taskName: string, key: string): string {
