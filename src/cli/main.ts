@@ -14,6 +14,11 @@ import type { CommandDef } from 'citty'
 // bin/svc.mjs turns it on earlier still, before this file is stripped.
 enableCompileCache?.()
 
+// Commands that scan the app (routes, runtime, tasks, types, build, dev)
+// reuse the results of unchanged files from `.svc/scan-cache.json`;
+// SVC_SCAN_CACHE=0 turns that off. A library caller of `scanApp` opts in.
+process.env.SVC_SCAN_CACHE ??= '1'
+
 const { runCommand, renderUsage, showUsage } = await import('citty')
 const { ExitCode, isUsageError } = await import('./_errors.ts')
 const { loaders, summaries } = await import('./_commands.ts')

@@ -2,8 +2,14 @@
  * Parses one source file with oxc. Nothing is imported or evaluated: the
  * scanner reads the returned syntax tree only.
  */
-import { parseSync, rawTransferSupported } from 'oxc-parser'
 import type { Node } from './ast.ts'
+
+type Oxc = typeof import('oxc-parser')
+
+// Loaded on the first parse, not with this module: a scan whose every file
+// comes from the scan cache (scan-cache.ts) never loads the parser's native
+// binding, which is most of a small command's start-up.
+let oxc: Oxc | undefined
 
 export type ParseOutcome = { ok: true; program: Node } | { ok: false; offset: number; message: string }
 
@@ -20,6 +26,8 @@ let parsed = 0
 let rawTransfer: boolean | undefined
 
 export async function parseSource(source: string, file: string, lang: 'ts' | 'js'): Promise<ParseOutcome> {
+  oxc ??= await import('oxc-parser')
+  const { parseSync } = oxc
   try {
     // astType 'js' leaves type annotations out of the tree: the scanner never reads them.
     const result = parseSync(file, source, {
@@ -41,6 +49,6 @@ export async function parseSource(source: string, file: string, lang: 'ts' | 'js
 
 function useRawTransfer(): boolean {
   if (++parsed <= RAW_TRANSFER_AFTER) return false
-  rawTransfer ??= rawTransferSupported()
+  rawTransfer ??= oxc!.rawTransferSupported()
   return rawTransfer
 }

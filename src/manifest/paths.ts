@@ -9,6 +9,11 @@
  */
 import { SOURCE_LANG } from './parse.ts'
 
+/** Where API routes live, relative to the app root. */
+export const API_DIR = 'src/api'
+/** Where pages live, relative to the app root. */
+export const PAGES_DIR = 'src/pages'
+
 const PARAM = /^\[([A-Za-z_$][\w$]*)\]$/
 const CATCH_ALL = /^\[\.\.\.([A-Za-z_$][\w$]*)\]$/
 const GROUP = /^\([^()/]+\)$/

@@ -12,16 +12,11 @@ import { createLocator } from './location.ts'
 import { readExports } from './module-exports.ts'
 import { readPageConfig } from './page.ts'
 import { SOURCE_LANG, parseSource } from './parse.ts'
-import { sourceExtension, urlFromFile } from './paths.ts'
+import { API_DIR, PAGES_DIR, sourceExtension, urlFromFile } from './paths.ts'
 import type { Reporter } from './reporter.ts'
 import { readRouteConfig } from './route-config.ts'
 import { detectSignals } from './signals.ts'
 import type { ManifestPage, ScannedRoute } from './types.ts'
-
-/** Where API routes live, relative to the app root. */
-export const API_DIR = 'src/api'
-/** Where pages live, relative to the app root. */
-export const PAGES_DIR = 'src/pages'
 
 export interface FileScan<T> {
   value: T | null

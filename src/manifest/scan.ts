@@ -5,8 +5,9 @@
  */
 import type { ManifestPage } from './types.ts'
 import { ConfigError, compareConfigErrors } from './errors.ts'
-import { compareUrlPaths, isSourceFile } from './paths.ts'
-import { API_DIR, type FileScan, PAGES_DIR, scanPageSource, scanRouteSource } from './scan-file.ts'
+import { API_DIR, PAGES_DIR, compareUrlPaths, isSourceFile } from './paths.ts'
+import { openScanCache, scannerFingerprint } from './scan-cache.ts'
+import type { FileScan } from './scan-file.ts'
 import type { ScanFileOptions, ScanFileResult, ScanOptions, ScanResult, ScannedRoute } from './types.ts'
 import { listSourceFiles } from './walk.ts'
 
@@ -31,11 +32,27 @@ export async function scanApp(options: ScanOptions): Promise<ScanResult> {
   // each syntax tree is garbage before the next file is parsed, so the
   // collector finds the young generation nearly empty, where starting every
   // file at once would keep every tree alive until the last one is parsed.
-  const read = (file: string) => readFileSync(`${root}/${file}`, 'utf8')
+  //
+  // The per-file scanner (scan-file.ts, the parser and some forty modules
+  // behind it) is loaded on the first file the cache does not hold.
+  const cache = useCache(options) ? openScanCache(root, options.cacheFingerprint ?? scannerFingerprint()) : undefined
+  const scanOne = async <T>(file: string, scan: (file: string, text: string) => Promise<FileScan<T>>): Promise<FileScan<T>> => {
+    const text = readFileSync(`${root}/${file}`, 'utf8')
+    const hit = cache?.get<T>(file, text)
+    if (hit) return hit
+    const result = await scan(file, text)
+    cache?.set(file, text, result)
+    return result
+  }
   const routeScans: FileScan<ScannedRoute>[] = []
-  for (const name of apiFiles) routeScans.push(await scanRouteSource(`${API_DIR}/${name}`, read(`${API_DIR}/${name}`)))
+  for (const name of apiFiles) {
+    routeScans.push(await scanOne(`${API_DIR}/${name}`, async (file, text) => (await scanner()).scanRouteSource(file, text)))
+  }
   const pageScans: FileScan<ManifestPage>[] = []
-  for (const name of pageFiles) pageScans.push(await scanPageSource(`${PAGES_DIR}/${name}`, read(`${PAGES_DIR}/${name}`)))
+  for (const name of pageFiles) {
+    pageScans.push(await scanOne(`${PAGES_DIR}/${name}`, async (file, text) => (await scanner()).scanPageSource(file, text)))
+  }
+  cache?.save()
 
   const errors: ConfigError[] = []
   const routes: ScannedRoute[] = []
@@ -64,6 +81,13 @@ export async function scanApp(options: ScanOptions): Promise<ScanResult> {
   errors.sort(compareConfigErrors)
   return { root, routes, pages, errors }
 }
+
+/** `options.cache`, else `SVC_SCAN_CACHE=1` turns the cache on (the CLI sets it unless it is 0). */
+function useCache(options: ScanOptions): boolean {
+  return options.cache ?? process.env.SVC_SCAN_CACHE === '1'
+}
+
+const scanner = () => import('./scan-file.ts')
 
 /**
  * Two files with one URL (`users.ts` and `users/index.ts`), or two tasks with
@@ -121,6 +145,7 @@ export async function scanFile(options: ScanFileOptions): Promise<ScanFileResult
   // Synchronous, as in scanApp: node:fs/promises alone adds a dozen built-in
   // modules to the start of every command that scans.
   const source = options.source ?? readFileSync(absolute, 'utf8')
+  const { scanPageSource, scanRouteSource } = await scanner()
   if (area === API_DIR) {
     const scan = await scanRouteSource(file, source)
     return { route: scan.value, page: null, errors: scan.errors }

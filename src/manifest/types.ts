@@ -100,6 +100,19 @@ export interface ScannedRoute extends ManifestRoute {
 export interface ScanOptions {
   /** The app directory; routes are read from `<root>/src/api`, pages from `<root>/src/pages`. */
   root: string
+  /**
+   * Reuse the results of files whose text has not changed since the last
+   * scan, kept in `<root>/.svc/scan-cache.json`. Results are the same with
+   * or without it; a cache that cannot be read or written is ignored.
+   * @default true when the environment has `SVC_SCAN_CACHE=1` (the `svc` CLI sets it unless it is `0`), else false
+   */
+  cache?: boolean
+  /**
+   * What identifies the scanner's code in the cache; results cached under
+   * another fingerprint are not used. Meant for tests.
+   * @default the svc and parser versions, and the size and modification time of the scanner's modules
+   */
+  cacheFingerprint?: string
 }
 
 export interface ScanResult {
