@@ -83,8 +83,10 @@ export function openScanCache(root: string, fingerprint: string): ScanCache {
         writeFileSync(temporary, body)
         renameSync(temporary, path)
       } catch (error) {
-        rmSync(temporary, { force: true })
         debug(`not written (${(error as Error).message})`)
+        try {
+          rmSync(temporary, { force: true })
+        } catch {}
       }
     },
   }

@@ -13,12 +13,15 @@ export interface CliOutcome {
 }
 
 /**
- * Runs `svc <args>` and resolves once the process ended and its output is read. A process
+ * Runs `svc <args>` (with `env` added to this process's environment) and resolves once the process ended and its output is read. A process
  * still up after `boundMs` is killed, so one that never ends fails the test instead of hanging it.
  */
-export function svc(args: string[], { cwd, boundMs = 15_000 }: { cwd?: string; boundMs?: number } = {}): Promise<CliOutcome> {
+export function svc(
+  args: string[],
+  { cwd, env, boundMs = 15_000 }: { cwd?: string; env?: Record<string, string>; boundMs?: number } = {},
+): Promise<CliOutcome> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...args], { cwd, env: { ...process.env, NO_COLOR: '1' } })
+    const child = spawn(process.execPath, [cli, ...args], { cwd, env: { ...process.env, NO_COLOR: '1', ...env } })
     let stdout = ''
     let stderr = ''
     let killed = false
