@@ -2,6 +2,7 @@
 import { defineCommand } from 'citty'
 import { checkArgs, jsonArg, resolveRoot, rootArg } from '../_args.ts'
 import { formatTable, printJson, printLines } from '../_output.ts'
+import { scanValidApp } from '../_scan.ts'
 import { describeFlow } from '../../runtime/tasks/flow.ts'
 
 const inspectArgs = { ...rootArg, ...jsonArg }
@@ -12,10 +13,7 @@ const inspect = defineCommand({
   async run({ args, rawArgs }) {
     checkArgs(rawArgs, inspectArgs)
     const root = resolveRoot(args.root)
-    // Loaded here so that other commands never pay for the parser.
-    const { scanApp, assertNoConfigErrors } = await import('../../manifest.ts')
-    const result = await scanApp({ root })
-    assertNoConfigErrors(result)
+    const result = await scanValidApp(root)
 
     if (args.json) {
       printJson({ routes: result.routes, pages: result.pages })

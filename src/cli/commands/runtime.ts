@@ -2,6 +2,7 @@
 import { defineCommand } from 'citty'
 import { checkArgs, jsonArg, resolveRoot, rootArg } from '../_args.ts'
 import { formatTable, printJson, printLines } from '../_output.ts'
+import { scanValidApp } from '../_scan.ts'
 
 const adviseArgs = { ...rootArg, ...jsonArg }
 
@@ -11,9 +12,7 @@ const advise = defineCommand({
   async run({ args, rawArgs }) {
     checkArgs(rawArgs, adviseArgs)
     const root = resolveRoot(args.root)
-    const { scanApp, assertNoConfigErrors, adviseRoutes } = await import('../../manifest.ts')
-    const result = await scanApp({ root })
-    assertNoConfigErrors(result)
+    const [result, { adviseRoutes }] = await Promise.all([scanValidApp(root), import('../../manifest/advisor.ts')])
     const advice = adviseRoutes(result.routes)
 
     if (args.json) {

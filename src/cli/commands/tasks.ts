@@ -4,13 +4,12 @@ import type { ManifestRoute, RouteModule, RunRecord } from '../../types.ts'
 import { checkArgs, jsonArg, resolveRoot, rootArg } from '../_args.ts'
 import { ExitCode, UsageError } from '../_errors.ts'
 import { formatTable, printJson, printLines } from '../_output.ts'
+import { scanValidApp } from '../_scan.ts'
 
 const listArgs = { ...rootArg, ...jsonArg }
 
 async function scanTasks(root: string): Promise<ManifestRoute[]> {
-  const { scanApp, assertNoConfigErrors } = await import('../../manifest.ts')
-  const scan = await scanApp({ root })
-  assertNoConfigErrors(scan)
+  const scan = await scanValidApp(root)
   return scan.routes.filter((route) => route.kind === 'task')
 }
 

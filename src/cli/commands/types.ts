@@ -3,6 +3,7 @@ import { relative } from 'node:path'
 import { defineCommand } from 'citty'
 import { checkArgs, resolveRoot, rootArg } from '../_args.ts'
 import { printLines } from '../_output.ts'
+import { scanValidApp } from '../_scan.ts'
 
 const typesArgs = { ...rootArg } as const
 
@@ -12,12 +13,7 @@ export default defineCommand({
   async run({ args, rawArgs }) {
     checkArgs(rawArgs, typesArgs)
     const root = resolveRoot(args.root)
-    const [{ scanApp, assertNoConfigErrors }, { writeTaskTypes }] = await Promise.all([
-      import('../../manifest.ts'),
-      import('../../manifest/task-types.ts'),
-    ])
-    const scan = await scanApp({ root })
-    assertNoConfigErrors(scan)
+    const [scan, { writeTaskTypes }] = await Promise.all([scanValidApp(root), import('../../manifest/task-types.ts')])
     const { path, written, tasks } = writeTaskTypes(root, scan.routes)
     const where = relative(process.cwd(), path) || path
     printLines('stdout', [`${written ? 'Wrote' : 'Up to date:'} ${where} (${tasks} task${tasks === 1 ? '' : 's'})`])
