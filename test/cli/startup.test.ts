@@ -64,6 +64,17 @@ describe('what a command loads', () => {
     expect(loaded.filter((url) => url.includes('src/cli/commands/') && !url.endsWith('tasks.ts'))).toEqual([])
   })
 
+  it('svc tasks list answered from the scan cache loads neither the parser, the per-file scanner nor the advisor', async () => {
+    rmSync(join(app, '.svc'), { recursive: true, force: true })
+    const first = await loadsOf(['tasks', 'list', '--json', '--root', app])
+    expect(first.loaded).toContain('src/manifest/scan-file.ts')
+    const second = await loadsOf(['tasks', 'list', '--json', '--root', app])
+    expect(second.code).toBe(0)
+    expect(second.stdout).toBe(first.stdout)
+    const scanning = /node_modules\/(oxc-parser|@oxc-parser|croner)\/.*\.(m?js|node)$|src\/manifest\/(scan-file|advisor|signals|literal)\.ts/
+    expect(second.loaded.filter((url) => scanning.test(url))).toEqual([])
+  })
+
   it('the top-level help describes each command as its own help does', async () => {
     for (const [name, entry] of Object.entries(COMMANDS)) {
       const command = await entry.load()
