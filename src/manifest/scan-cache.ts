@@ -13,7 +13,6 @@ import type { FileScan } from './scan-file.ts'
 
 // Not `import`: see the note in scan.ts.
 const { readFileSync, writeFileSync, renameSync, mkdirSync, statSync, readdirSync, rmSync } = process.getBuiltinModule('node:fs')
-const { hash } = process.getBuiltinModule('node:crypto')
 
 /** Bumped whenever the layout of the cache file changes. */
 const FORMAT = 1
@@ -56,7 +55,7 @@ export function openScanCache(root: string, fingerprint: string): ScanCache {
   const previous = readCache(path, fingerprint)
   const next: Record<string, Entry> = {}
   let changed = false
-  const textHash = (text: string) => hash('sha1', text, 'base64')
+  const textHash = (text: string) => `${text.length}:${hash53(text)}`
 
   return {
     get<T>(file: string, text: string): FileScan<T> | undefined {
@@ -152,7 +151,25 @@ export function fingerprintOf(files: string[], parts: string[] = []): string {
       lines.push(`${file} missing`)
     }
   }
-  return hash('sha1', lines.join('\n'), 'base64')
+  return hash53(lines.join('\n'))
+}
+
+/**
+ * A 53-bit hash of a string (cyrb53, public domain), in base 36. node:crypto
+ * would cost some 10 ms to start, more than a small app's cached scan; the
+ * cache needs a hash that tells edits apart, not one that resists forgery.
+ */
+function hash53(text: string): string {
+  let h1 = 0xdeadbeef
+  let h2 = 0x41c6ce57
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    h1 = Math.imul(h1 ^ c, 2654435761)
+    h2 = Math.imul(h2 ^ c, 1597334677)
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
+  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36)
 }
 
 /** The TypeScript files under `dir`, at any depth. */
@@ -180,12 +197,16 @@ function packageVersion(from: URL): string {
   return 'svc unknown'
 }
 
+/** The parser's version, from the package.json above its entry module (which is resolved, not loaded). */
 function parserVersion(): string {
   try {
-    const { createRequire } = process.getBuiltinModule('node:module')
-    const path = createRequire(import.meta.url).resolve('oxc-parser/package.json')
-    return `oxc-parser ${(JSON.parse(readFileSync(path, 'utf8')) as { version: string }).version}`
-  } catch {
-    return 'oxc-parser unknown'
-  }
+    const entry = import.meta.resolve('oxc-parser')
+    for (const candidate of ['../package.json', '../../package.json']) {
+      try {
+        const pkg = JSON.parse(readFileSync(new URL(candidate, entry), 'utf8')) as { name?: string; version?: string }
+        if (pkg.name === 'oxc-parser') return `oxc-parser ${pkg.version}`
+      } catch {}
+    }
+  } catch {}
+  return 'oxc-parser unknown'
 }
