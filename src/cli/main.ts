@@ -5,8 +5,11 @@
  * and `svc --help` loads none of them. Commands throw; only this file
  * prints errors and sets the exit code.
  */
-import { enableCompileCache } from 'node:module'
 import type { CommandDef } from 'citty'
+
+// From process.getBuiltinModule() rather than `import`, whose module facade
+// reads every export of node:module (see bin/svc.mjs).
+const { enableCompileCache } = process.getBuiltinModule('node:module')
 
 // Node's compile cache keeps compiled (and, from source, type-stripped)
 // modules between runs; it takes most of the start-up time off every
