@@ -16,8 +16,12 @@ const { readFileSync, writeFileSync, renameSync, mkdirSync, statSync, readdirSyn
 
 /** Bumped whenever the layout of the cache file changes. */
 const FORMAT = 1
-/** A cache that would be larger than this is not written: reading it back would cost more than it saves. */
-const MAX_BYTES = 64 * 1024 * 1024
+/**
+ * A cache longer than this (in UTF-16 code units, about bytes for this mostly
+ * ASCII JSON) is not written: some 70,000 routes at about 1 KB each, past which reading it back
+ * and holding it in memory costs more than it saves.
+ */
+const MAX_LENGTH = 64 * 1024 * 1024
 
 interface StoredError {
   file: string
@@ -72,8 +76,8 @@ export function openScanCache(root: string, fingerprint: string): ScanCache {
       // Entries of files that are gone (deleted, renamed) are left out of `next`.
       if (!changed && previous && Object.keys(previous).length === Object.keys(next).length) return
       const body = JSON.stringify({ format: FORMAT, fingerprint, entries: next } satisfies CacheFile)
-      if (body.length > MAX_BYTES) {
-        debug(`not written: it would hold ${body.length} bytes, over ${MAX_BYTES}`)
+      if (body.length > MAX_LENGTH) {
+        debug(`not written: it would be ${body.length} characters long, over ${MAX_LENGTH}`)
         return
       }
       const temporary = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`
