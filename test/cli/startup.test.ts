@@ -71,7 +71,8 @@ describe('what a command loads', () => {
     const second = await loadsOf(['tasks', 'list', '--json', '--root', app])
     expect(second.code).toBe(0)
     expect(second.stdout).toBe(first.stdout)
-    const scanning = /node_modules\/(oxc-parser|@oxc-parser|croner)\/.*\.(m?js|node)$|src\/manifest\/(scan-file|advisor|signals|literal)\.ts/
+    const scanning =
+      /node_modules\/(oxc-parser|@oxc-parser|croner)\/.*\.(m?js|node)$|src\/manifest\/(scan-file|advisor|signals|literal)\.ts/
     expect(second.loaded.filter((url) => scanning.test(url))).toEqual([])
   })
 
