@@ -32,6 +32,7 @@ const DISPATCH_SIZES = [1_000, 10_000, 100_000]
 const REPLAY_SIZES = [100, 1_000, 5_000]
 const RETAINED_SIZES = [10_000, 100_000]
 const GROWTH_GOAL = 1.5
+const FLOW_RUNS = 2_000
 
 const quiet: Logger = { info() {}, warn() {}, error: (...args) => console.error(...args) }
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
@@ -159,6 +160,35 @@ for (const size of DISPATCH_SIZES) {
   }
 }
 growth('dispatch', DISPATCH_SIZES, dispatchPerRun)
+
+/** `FLOW_RUNS` no-op runs of a task with flow control, all triggered at once, each with its own `input.i`. */
+async function flowRound(config: Record<string, unknown>): Promise<number> {
+  const rt = createTaskRuntime({
+    routes: [{ path: '/api/limited', module: { route: { kind: 'task', ...config }, POST: () => undefined } }],
+    store: new MemoryRunStore({ maxRuns: FLOW_RUNS }),
+    logger: quiet,
+    env: {},
+  })
+  const start = performance.now()
+  const runs = await Promise.all(Array.from({ length: FLOW_RUNS }, (_, i) => rt.trigger('limited', { i })))
+  await Promise.all(runs.map((run) => rt.waitForRun(run.id)))
+  const elapsed = performance.now() - start
+  await rt.close()
+  return elapsed
+}
+
+// Flow control on the memory store, as a ratio to the same runs without limits.
+for (const [label, config] of [
+  ['concurrency 10', { concurrency: 10 }],
+  ['concurrency 1 per input.i', { concurrency: { limit: 1, key: 'input.i' } }],
+] as const) {
+  await flowRound(config)
+  const ratios: number[] = []
+  for (let i = 0; i < 3; i++) ratios.push((await flowRound(config)) / (await flowRound({})))
+  console.log(
+    `${`dispatch ${FLOW_RUNS.toLocaleString('en')} runs at once, ${label}`.padEnd(46)} ${`${median(ratios).toFixed(2)} x`.padStart(16)}   the time of unlimited runs`,
+  )
+}
 
 const replayPerStep: number[] = []
 for (const steps of REPLAY_SIZES) {

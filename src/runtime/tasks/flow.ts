@@ -143,7 +143,11 @@ export function planStarts(
   const plan: StartPlan = { start: [] }
   for (const run of queued) {
     const slotKey = concurrency ? flowKey(run.input, concurrency.key) : ''
-    if (concurrency && (busy.get(slotKey) ?? 0) >= concurrency.limit) continue
+    if (concurrency && (busy.get(slotKey) ?? 0) >= concurrency.limit) {
+      // One bucket and no rate limit: a full bucket blocks every later run.
+      if (concurrency.key === undefined && !rateLimit) break
+      continue
+    }
     // A run that started before (it waited, then came back) is no new start.
     const firstStart = run.startedAt === undefined
     let starts: number[] | undefined

@@ -183,7 +183,7 @@ export class MemoryRunStore implements RunStore {
         else running.push(run)
       }
       // A run queued again after a wait joins the set last; its place is its creation.
-      queued.sort(byCreation)
+      if (queued.some((run, i) => i > 0 && byCreation(queued[i - 1], run) > 0)) queued.sort(byCreation)
     }
     const plan = planStarts(limits, queued, running, started, Date.parse(now))
     const out: StartedRuns = { started: [] }
