@@ -191,10 +191,14 @@ describe.each([
     // It starts `seconds` after the last trigger, not the first.
     expect(Date.parse(done.startedAt!)).toBeGreaterThanOrEqual(Date.parse(runs[9].runAt!))
     await finished(rt.waitForRun(other.id))
-    expect(inputs).toEqual([
-      { user: 'a', n: 10 },
-      { user: 'b', n: 1 },
-    ])
+    // One run per key; the two keys' runs are due within a few milliseconds of each other, in either order.
+    expect(inputs).toHaveLength(2)
+    expect(inputs).toEqual(
+      expect.arrayContaining([
+        { user: 'a', n: 10 },
+        { user: 'b', n: 1 },
+      ]),
+    )
     // A replay is one deliberate run: it starts at once, joining none.
     const replay = await rt.replay(done.id)
     expect(replay.status).toBe('running')
