@@ -279,7 +279,7 @@ export class SqliteRunStore implements RunStore {
   async startQueued(taskName: string, limits: FlowLimits, now: string): Promise<StartedRuns> {
     // Reads and writes share the batch's write lock: no other process can start a run in between.
     return this.#write(() => {
-      const { result, written } = startQueuedSql(this.#runner(), taskName, limits, now)
+      const { result, written } = startQueuedSql(this.#runner, taskName, limits, now)
       for (const { id, row } of written) this.#rows.set(id, row)
       return result
     })
@@ -288,7 +288,7 @@ export class SqliteRunStore implements RunStore {
   async debounceRun(run: RunRecord, keyPath: string | undefined): Promise<RunRecord> {
     return this.#write(() => {
       const held = run.idempotencyKey !== undefined && this.#sql(SELECT_RUN_BY_KEY).get(run.taskName, run.idempotencyKey)
-      const join = held ? undefined : joinScheduledSql(this.#runner(), run, keyPath)
+      const join = held ? undefined : joinScheduledSql(this.#runner, run, keyPath)
       if (!join) return this.#insertRun(run)
       this.#rows.set(join.written.id, join.written.row)
       return join.joined
@@ -296,13 +296,11 @@ export class SqliteRunStore implements RunStore {
   }
 
   /** The statements of this connection, for the SQL shared with the Durable Object store. */
-  #runner(): SqlRunner {
-    return {
-      all: (query, ...params) => this.#sql(query).all(...params) as Record<string, unknown>[],
-      run: (query, ...params) => {
-        this.#sql(query).run(...params)
-      },
-    }
+  readonly #runner: SqlRunner = {
+    all: (query, ...params) => this.#sql(query).all(...params) as Record<string, unknown>[],
+    run: (query, ...params) => {
+      this.#sql(query).run(...params)
+    },
   }
 
   #sql(text: string): StatementSync {
