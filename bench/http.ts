@@ -2,7 +2,7 @@
  * HTTP and WebSocket throughput of startSvcServer against baselines. Not a
  * test: a measurement.
  *
- *   npm run bench:http -- [--rounds 5] [--duration 5] [--connections 50] [--ws-processes 2] [--ws-connections 50]
+ *   npm run bench:http -- [--only http|ws] [--rounds 5] [--duration 5] [--connections 50] [--ws-processes 2] [--ws-connections 50]
  *
  * - HTTP: requests/s of `GET /api/hello` (a JSON serverless route) through
  *   startSvcServer, raw node:http and Hono on @hono/node-server. The load
@@ -31,6 +31,7 @@ import { parseProcCpu, procCpu } from './_proc-cpu.ts'
 
 const { values } = parseArgs({
   options: {
+    only: { type: 'string' },
     rounds: { type: 'string', default: '5' },
     duration: { type: 'string', default: '5' },
     warmup: { type: 'string', default: '1' },
@@ -45,6 +46,11 @@ const warmup = Number(values.warmup)
 const connections = Number(values.connections)
 const wsProcesses = Number(values['ws-processes'])
 const wsConnections = Number(values['ws-connections'])
+if (values.only !== undefined && values.only !== 'http' && values.only !== 'ws') {
+  throw new RangeError(`bench:http --only must be "http" or "ws" (got ${JSON.stringify(values.only)})`)
+}
+const runHttp = values.only !== 'ws'
+const runWs = values.only !== 'http'
 
 const HTTP_GOAL = 0.95
 const WS_GOAL = 0.9
@@ -195,15 +201,18 @@ const pct = (cores: number) => `${Math.round(cores * 100)}%`
 const show = (label: string, m: Measured) => `${label} ${fmt(m.rate)} (gen ${pct(m.loadCpu)}, server ${pct(m.serverCpu)})`
 
 async function main(): Promise<void> {
-  if (!hasWrk) {
+  if (runHttp && !hasWrk) {
     console.log(
       'wrk not found: HTTP load comes from autocannon, which runs in JavaScript and may saturate before the servers do.\n' +
         'Install wrk for figures that measure the servers: `apt-get install wrk` (Debian, Ubuntu) or `brew install wrk` (macOS).\n',
     )
   }
+  const generators = [
+    runHttp ? `HTTP generator ${hasWrk ? 'wrk (1 thread)' : 'autocannon'}, ${connections} connections; ` : '',
+    runWs ? `WebSocket generator ${wsProcesses} client processes, ${wsConnections} connections; ` : '',
+  ].join('')
   console.log(
-    `bench:http: ${rounds} rounds × ${duration}s (+${warmup}s warm-up); HTTP generator ${hasWrk ? 'wrk (1 thread)' : 'autocannon'}, ${connections} connections; ` +
-      `WebSocket generator ${wsProcesses} client processes, ${wsConnections} connections; ` +
+    `bench:http: ${rounds} rounds × ${duration}s (+${warmup}s warm-up); ${generators}` +
       (pinned
         ? `servers on core ${SERVER_CORE}, load generators on core ${LOADGEN_CORE} (taskset)`
         : 'NOT pinned (taskset missing or one core): figures are indicative only') +
@@ -226,40 +235,48 @@ async function main(): Promise<void> {
     ['hono', 'svc', 'raw'],
   ] as const
   for (let round = 0; round < rounds; round++) {
-    const rates: Record<string, Measured> = {}
-    for (const kind of orders[round % orders.length]) rates[kind] = await httpRate(kind)
-    http.raw.push(rates.raw.rate)
-    http.hono.push(rates.hono.rate)
-    http.svc.push(rates.svc.rate)
-    ratios.svcRaw.push(rates.svc.rate / rates.raw.rate)
-    ratios.honoRaw.push(rates.hono.rate / rates.raw.rate)
-    ratios.svcRawPerCpu.push(perCpu(rates.svc) / perCpu(rates.raw))
-    const wsOrder = round % 2 === 0 ? (['ws', 'svc-ws'] as const) : (['svc-ws', 'ws'] as const)
-    const echo: Record<string, Measured> = {}
-    for (const kind of wsOrder) echo[kind] = await echoRate(kind)
-    ws.ws.push(echo.ws.rate)
-    ws.svc.push(echo['svc-ws'].rate)
-    ratios.svcWs.push(echo['svc-ws'].rate / echo.ws.rate)
-    ratios.svcWsPerCpu.push(perCpu(echo['svc-ws']) / perCpu(echo.ws))
-    console.log(
-      `round ${round + 1}  req/s: ${show('raw', rates.raw)}, ${show('hono', rates.hono)}, ${show('svc', rates.svc)}; svc/raw ${(rates.svc.rate / rates.raw.rate).toFixed(3)}, per server CPU-second ${ratios.svcRawPerCpu.at(-1)!.toFixed(3)}`,
-    )
-    console.log(
-      `         echo msg/s: ${show('ws', echo.ws)}, ${show('svc', echo['svc-ws'])}; svc/ws ${(echo['svc-ws'].rate / echo.ws.rate).toFixed(3)}, per server CPU-second ${ratios.svcWsPerCpu.at(-1)!.toFixed(3)}`,
-    )
+    if (runHttp) {
+      const rates: Record<string, Measured> = {}
+      for (const kind of orders[round % orders.length]) rates[kind] = await httpRate(kind)
+      http.raw.push(rates.raw.rate)
+      http.hono.push(rates.hono.rate)
+      http.svc.push(rates.svc.rate)
+      ratios.svcRaw.push(rates.svc.rate / rates.raw.rate)
+      ratios.honoRaw.push(rates.hono.rate / rates.raw.rate)
+      ratios.svcRawPerCpu.push(perCpu(rates.svc) / perCpu(rates.raw))
+      console.log(
+        `round ${round + 1}  req/s: ${show('raw', rates.raw)}, ${show('hono', rates.hono)}, ${show('svc', rates.svc)}; svc/raw ${(rates.svc.rate / rates.raw.rate).toFixed(3)}, per server CPU-second ${ratios.svcRawPerCpu.at(-1)!.toFixed(3)}`,
+      )
+    }
+    if (runWs) {
+      const wsOrder = round % 2 === 0 ? (['ws', 'svc-ws'] as const) : (['svc-ws', 'ws'] as const)
+      const echo: Record<string, Measured> = {}
+      for (const kind of wsOrder) echo[kind] = await echoRate(kind)
+      ws.ws.push(echo.ws.rate)
+      ws.svc.push(echo['svc-ws'].rate)
+      ratios.svcWs.push(echo['svc-ws'].rate / echo.ws.rate)
+      ratios.svcWsPerCpu.push(perCpu(echo['svc-ws']) / perCpu(echo.ws))
+      console.log(
+        `${runHttp ? '        ' : `round ${round + 1}`}  echo msg/s: ${show('ws', echo.ws)}, ${show('svc', echo['svc-ws'])}; svc/ws ${(echo['svc-ws'].rate / echo.ws.rate).toFixed(3)}, per server CPU-second ${ratios.svcWsPerCpu.at(-1)!.toFixed(3)}`,
+      )
+    }
   }
-  const svcRaw = median(ratios.svcRaw)
-  const svcWs = median(ratios.svcWs)
   console.log('\nmedians')
-  console.log(
-    `  HTTP req/s     raw node:http ${fmt(median(http.raw))}   hono/node-server ${fmt(median(http.hono))}   svc ${fmt(median(http.svc))}`,
-  )
-  console.log(`  svc / raw      ${svcRaw.toFixed(3)}   goal >= ${HTTP_GOAL} ${svcRaw >= HTTP_GOAL ? 'met' : 'NOT met'}`)
-  console.log(`  per server CPU-second: svc / raw ${median(ratios.svcRawPerCpu).toFixed(3)}`)
-  console.log(`  hono / raw     ${median(ratios.honoRaw).toFixed(3)}`)
-  console.log(`  WS echo msg/s  ws ${fmt(median(ws.ws))}   svc ${fmt(median(ws.svc))}`)
-  console.log(`  svc / ws       ${svcWs.toFixed(3)}   goal >= ${WS_GOAL} ${svcWs >= WS_GOAL ? 'met' : 'NOT met'}`)
-  console.log(`  per server CPU-second: svc / ws ${median(ratios.svcWsPerCpu).toFixed(3)}`)
+  if (runHttp) {
+    const svcRaw = median(ratios.svcRaw)
+    console.log(
+      `  HTTP req/s     raw node:http ${fmt(median(http.raw))}   hono/node-server ${fmt(median(http.hono))}   svc ${fmt(median(http.svc))}`,
+    )
+    console.log(`  svc / raw      ${svcRaw.toFixed(3)}   goal >= ${HTTP_GOAL} ${svcRaw >= HTTP_GOAL ? 'met' : 'NOT met'}`)
+    console.log(`  per server CPU-second: svc / raw ${median(ratios.svcRawPerCpu).toFixed(3)}`)
+    console.log(`  hono / raw     ${median(ratios.honoRaw).toFixed(3)}`)
+  }
+  if (runWs) {
+    const svcWs = median(ratios.svcWs)
+    console.log(`  WS echo msg/s  ws ${fmt(median(ws.ws))}   svc ${fmt(median(ws.svc))}`)
+    console.log(`  svc / ws       ${svcWs.toFixed(3)}   goal >= ${WS_GOAL} ${svcWs >= WS_GOAL ? 'met' : 'NOT met'}`)
+    console.log(`  per server CPU-second: svc / ws ${median(ratios.svcWsPerCpu).toFixed(3)}`)
+  }
 }
 
 await main()
