@@ -2,16 +2,20 @@
  * HTTP and WebSocket throughput of startSvcServer against baselines. Not a
  * test: a measurement.
  *
- *   npm run bench:http -- [--only http|ws] [--rounds 5] [--duration 5] [--connections 50] [--ws-processes 2] [--ws-connections 50]
+ *   npm run bench:http -- [--only http|ws] [--rounds 5] [--duration 5] [--connections 50]
+ *                          [--ws-client native|node] [--ws-processes 1] [--ws-connections 50]
  *
  * - HTTP: requests/s of `GET /api/hello` (a JSON serverless route) through
  *   startSvcServer, raw node:http and Hono on @hono/node-server. The load
  *   generator is `wrk` (native, one thread); without it, autocannon, which
  *   runs in JavaScript and may saturate before a server does. Goal: svc ≥
  *   0.95 × raw.
- * - WebSocket: echo messages/s of a hot route against a plain `ws` server,
- *   driven by several client processes (bench/_http-ws-client.ts) that
- *   speak the protocol with precomputed frames. Goal: svc ≥ 0.90 × ws.
+ * - WebSocket: echo messages/s of a hot route against a plain `ws` server.
+ *   The load generator is bench/ws-load.c (C, epoll, one thread), compiled
+ *   with `cc` on first use (bench/_ws-load.ts); without a C compiler, two
+ *   Node client processes (bench/_http-ws-client.ts), which may saturate
+ *   before a server does. Both play ping-pong with one precomputed frame.
+ *   Goal: svc ≥ 0.90 × ws.
  *
  * Each server runs in its own process pinned to one core and the load
  * generator on another (taskset). Every line shows the CPU the generator and
@@ -28,6 +32,7 @@ import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { parseProcCpu, procCpu } from './_proc-cpu.ts'
+import { nativeWsClient } from './_ws-load.ts'
 
 const { values } = parseArgs({
   options: {
@@ -36,7 +41,8 @@ const { values } = parseArgs({
     duration: { type: 'string', default: '5' },
     warmup: { type: 'string', default: '1' },
     connections: { type: 'string', default: '50' },
-    'ws-processes': { type: 'string', default: '2' },
+    'ws-client': { type: 'string' },
+    'ws-processes': { type: 'string' },
     'ws-connections': { type: 'string', default: '50' },
   },
 })
@@ -44,13 +50,15 @@ const rounds = Number(values.rounds)
 const duration = Number(values.duration)
 const warmup = Number(values.warmup)
 const connections = Number(values.connections)
-const wsProcesses = Number(values['ws-processes'])
 const wsConnections = Number(values['ws-connections'])
 if (values.only !== undefined && values.only !== 'http' && values.only !== 'ws') {
   throw new RangeError(`bench:http --only must be "http" or "ws" (got ${JSON.stringify(values.only)})`)
 }
 const runHttp = values.only !== 'ws'
 const runWs = values.only !== 'http'
+if (values['ws-client'] !== undefined && values['ws-client'] !== 'native' && values['ws-client'] !== 'node') {
+  throw new RangeError(`bench:http --ws-client must be "native" or "node" (got ${JSON.stringify(values['ws-client'])})`)
+}
 
 const HTTP_GOAL = 0.95
 const WS_GOAL = 0.9
@@ -71,6 +79,23 @@ const hasWrk = has('sh', ['-c', 'command -v wrk'])
 const SERVER_CORE = '0'
 const LOADGEN_CORE = String(cores - 1)
 const onLoadCore = (command: string[]) => (pinned ? ['taskset', '-c', LOADGEN_CORE, ...command] : command)
+
+/** The WebSocket client command (without its arguments) and how many processes run it. */
+function chooseWsClient(): { command: string[]; processes: number; label: string; note?: string } {
+  const node = { command: [process.execPath, WS_CLIENT], label: 'Node client' }
+  const native = values['ws-client'] === 'node' ? undefined : nativeWsClient()
+  const chosen =
+    native && 'binary' in native
+      ? { command: [native.binary], label: 'ws-load (native, epoll, 1 thread)', defaultProcesses: 1 }
+      : { ...node, defaultProcesses: 2 }
+  const processes = Number(values['ws-processes'] ?? chosen.defaultProcesses)
+  const note =
+    native && 'unavailable' in native
+      ? `Native WebSocket client unavailable: ${native.unavailable}\nWebSocket load comes from Node client processes, which may saturate before the servers do.\n`
+      : undefined
+  return { command: chosen.command, processes, label: `${chosen.label} × ${processes}`, note }
+}
+const wsClient = runWs ? chooseWsClient() : undefined
 
 if (pinned) {
   // Every thread of this process (autocannon, when it runs) on the load-generator core.
@@ -164,17 +189,18 @@ async function httpRate(kind: string): Promise<Measured> {
   }
 }
 
-/** Ping-pong echo through `wsProcesses` client processes sharing `wsConnections` connections. */
+/** Ping-pong echo through the client processes, which share `wsConnections` connections. */
 async function echoRate(kind: string): Promise<Measured> {
   const { port, child } = await startServer(kind)
   const path = kind === 'ws' ? '/' : '/api/echo'
   try {
     const before = cpuSeconds(child.pid!)
     const started = performance.now()
+    const { command, processes } = wsClient!
     const outputs = await Promise.all(
-      Array.from({ length: wsProcesses }, (_, i) => {
-        const share = Math.floor(wsConnections / wsProcesses) + (i < wsConnections % wsProcesses ? 1 : 0)
-        return run(onLoadCore([process.execPath, WS_CLIENT, String(port), path, String(share), String(warmup), String(duration)]))
+      Array.from({ length: processes }, (_, i) => {
+        const share = Math.floor(wsConnections / processes) + (i < wsConnections % processes ? 1 : 0)
+        return run(onLoadCore([...command, String(port), path, String(share), String(warmup), String(duration)]))
       }),
     )
     // The server's CPU over the clients' whole run, warm-up included, per second of that run.
@@ -207,9 +233,10 @@ async function main(): Promise<void> {
         'Install wrk for figures that measure the servers: `apt-get install wrk` (Debian, Ubuntu) or `brew install wrk` (macOS).\n',
     )
   }
+  if (wsClient?.note) console.log(wsClient.note)
   const generators = [
     runHttp ? `HTTP generator ${hasWrk ? 'wrk (1 thread)' : 'autocannon'}, ${connections} connections; ` : '',
-    runWs ? `WebSocket generator ${wsProcesses} client processes, ${wsConnections} connections; ` : '',
+    wsClient ? `WebSocket generator ${wsClient.label}, ${wsConnections} connections; ` : '',
   ].join('')
   console.log(
     `bench:http: ${rounds} rounds × ${duration}s (+${warmup}s warm-up); ${generators}` +
