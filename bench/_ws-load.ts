@@ -36,7 +36,8 @@ export function nativeWsClient(): NativeClient {
     const stderr = String((error as { stderr?: Buffer }).stderr ?? error).trim()
     return { unavailable: `\`cc -O2 ${SOURCE}\` failed:\n${stderr}` }
   }
-  for (const old of readdirSync(CACHE_DIR)) if (old.startsWith('ws-load-') && !old.endsWith('.tmp')) rmSync(`${CACHE_DIR}${old}`, { force: true })
+  for (const old of readdirSync(CACHE_DIR))
+    if (old.startsWith('ws-load-') && !old.endsWith('.tmp')) rmSync(`${CACHE_DIR}${old}`, { force: true })
   renameSync(partial, binary)
   return { binary }
 }
