@@ -68,8 +68,9 @@ class NodeHotPeer implements HotPeer {
 
   send(data: unknown): void {
     if (this.#overflowed) return
-    this.#peer.send(data)
-    if (this.#peer.bufferedAmount > this.#maxBufferedBytes) this.#overflow()
+    // crossws's Node peer answers with the bytes still queued, ws's bufferedAmount.
+    const queued = this.#peer.send(data)
+    if ((typeof queued === 'number' ? queued : this.#peer.bufferedAmount) > this.#maxBufferedBytes) this.#overflow()
   }
 
   /**
@@ -121,7 +122,7 @@ class NodeHotPeer implements HotPeer {
   }
 
   deliver(data: string | Uint8Array): void {
-    if (this.#queue) {
+    if (this.#queue !== undefined) {
       this.#queue.push(data)
       return
     }
@@ -140,9 +141,11 @@ class NodeHotPeer implements HotPeer {
     for (const listener of this.#close) this.#call(listener, 'close', code, reason)
   }
 
-  #call(listener: Listener, event: string, ...args: unknown[]): void {
+  /** Calls a listener with the arguments of its event: a message, or a close code and reason. */
+  #call(listener: Listener, event: 'message' | 'close', first: unknown, second?: unknown): void {
     try {
-      const out = listener(...args)
+      // Fixed arguments rather than a rest array: this runs for every message.
+      const out = event === 'message' ? listener(first) : listener(first, second)
       if (out instanceof Promise) out.catch((error) => this.#fail(event, error))
     } catch (error) {
       this.#fail(event, error)
