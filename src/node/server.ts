@@ -7,7 +7,7 @@
  * the writing of responses; each part here adds one thing to it (the drain,
  * the lingering close, CONNECT, upgrades, the task runtime, signals, reload).
  */
-import type { Server as HttpServer } from 'node:http'
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http'
 import { Server as NetServer } from 'node:net'
 import type { ServerRequest } from 'srvx'
 import { FastResponse, serve } from 'srvx/node'
@@ -37,7 +37,7 @@ import { drainOnSignals } from './signals.ts'
 import { jsonResponse } from './socket-response.ts'
 import { createStaticHandler } from './static.ts'
 import { storeFromEnv } from './store-url.ts'
-import { closeAfterUnreadBody } from './unread-body.ts'
+import { closeIfBodyUnread } from './unread-body.ts'
 import { checkCloseCode, createWebSocketLayer, DEFAULT_CLOSE_CODE } from './websocket.ts'
 
 export async function startSvcServer(options: SvcServerOptions): Promise<SvcServer> {
@@ -89,6 +89,10 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
   )
 
   const drain = createDrain()
+  const failed = (error: unknown) => {
+    logger.error('[svc] could not answer a request:', error)
+    return jsonResponse(500, 'INTERNAL_ERROR', 'Internal Server Error')
+  }
   const server = serve({
     port: options.port ?? DEFAULT_PORT,
     hostname: host,
@@ -98,12 +102,34 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
     // svc drains itself: 503 on kept-alive connections, WebSockets, task attempts.
     gracefulShutdown: false,
     maxRequestBodySize: bodyLimit,
-    middleware: [drain.middleware, closeAfterUnreadBody],
-    error(error) {
-      logger.error('[svc] could not answer a request:', error)
-      return jsonResponse(500, 'INTERNAL_ERROR', 'Internal Server Error')
+    // One function rather than srvx middleware and its `error` option,
+    // each of which costs a closure per request.
+    fetch: (request) => {
+      const { req, res } = request.runtime!.node! as { req: IncomingMessage; res: ServerResponse }
+      const draining = drain.admit(res)
+      if (draining) return draining
+      let answer: Response | Promise<Response>
+      try {
+        answer = app.current.handle(request, new NodeRequestInfo(request as ServerRequest, background.waitUntil))
+      } catch (error) {
+        closeIfBodyUnread(req, res)
+        return failed(error)
+      }
+      if (!(answer instanceof Promise)) {
+        closeIfBodyUnread(req, res)
+        return answer
+      }
+      return answer.then(
+        (response) => {
+          closeIfBodyUnread(req, res)
+          return response
+        },
+        (error) => {
+          closeIfBodyUnread(req, res)
+          return failed(error)
+        },
+      )
     },
-    fetch: (request) => app.current.handle(request, new NodeRequestInfo(request as ServerRequest, background.waitUntil)),
     node: {
       ServerResponse: SvcServerResponse,
       // Only WebSocket upgrades are taken as upgrades: any other `Upgrade`

@@ -5,7 +5,7 @@
  * new connection instead of a reset. `close()` waits for the count to reach
  * zero, up to a deadline.
  */
-import type { ServerMiddleware } from 'srvx'
+import type { ServerResponse } from 'node:http'
 import { FastResponse } from 'srvx/node'
 
 const DRAINING_BODY = JSON.stringify({ error: 'The server is shutting down; retry on another connection', code: 'SHUTTING_DOWN' })
@@ -17,8 +17,8 @@ const DRAINING_HEADERS = {
 }
 
 export interface Drain {
-  /** srvx middleware: counts each request until its response is written or its client is gone; answers 503 while draining. */
-  readonly middleware: ServerMiddleware
+  /** Counts the request `res` answers until its response is written or its client is gone; returns the 503 to send while draining. */
+  admit(res: ServerResponse): Response | undefined
   /** True once `begin()` was called. */
   readonly draining: boolean
   /** Requests whose response is not finished. */
@@ -37,12 +37,11 @@ export function createDrain(): Drain {
     if (--inflight === 0 && onIdle) onIdle()
   }
   return {
-    middleware(request, next) {
+    admit(res) {
       inflight++
       // 'close' fires once, when the response is fully written or the client is gone.
-      request.runtime!.node!.res!.on('close', done)
-      if (draining) return new FastResponse(DRAINING_BODY, { status: 503, headers: DRAINING_HEADERS })
-      return next()
+      res.on('close', done)
+      return draining ? new FastResponse(DRAINING_BODY, { status: 503, headers: DRAINING_HEADERS }) : undefined
     },
     get draining() {
       return draining

@@ -7,30 +7,10 @@
  * reads the answer rather than a reset (linger.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { ServerMiddleware } from 'srvx'
 import { lingerOnClose } from './linger.ts'
 
-/** srvx middleware: marks the connection for a lingering close once the answer is known, whether it came or the handler threw. */
-export const closeAfterUnreadBody: ServerMiddleware = (request, next) => {
-  const { req, res } = request.runtime!.node! as { req: IncomingMessage; res: ServerResponse }
-  const answer = next()
-  if (!(answer instanceof Promise)) {
-    closeIfBodyUnread(req, res)
-    return answer
-  }
-  return answer.then(
-    (response) => {
-      closeIfBodyUnread(req, res)
-      return response
-    },
-    (error) => {
-      closeIfBodyUnread(req, res)
-      throw error
-    },
-  )
-}
-
-function closeIfBodyUnread(req: IncomingMessage, res: ServerResponse): void {
+/** Marks the connection for a lingering close if the request body was begun and left; call once the answer is known, whether it came or the handler threw. */
+export function closeIfBodyUnread(req: IncomingMessage, res: ServerResponse): void {
   if (!req.complete && (req.readableFlowing !== null || req.readableDidRead) && !res.headersSent) {
     // Merged into the head srvx writes next.
     res.setHeader('connection', 'close')
