@@ -10,54 +10,64 @@
  *   `end()`. Node sends head and body in one plain write only for
  *   `end(body)`; a `write` corks the socket until the next tick and ends in a
  *   vectored write, which costs a measurable share of a small answer. So a
- *   body written right after the head waits for `end()` and leaves with it;
- *   anything else written, or the end of the tick, sends it as written.
+ *   first write that carries the whole body the head declared
+ *   (`Content-Length`) ends the response with it: the message is complete
+ *   (RFC 9112 §6.2), and the `end()` that follows has nothing left to do.
  */
 import { ServerResponse, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http'
 
 type Headers = OutgoingHttpHeaders | OutgoingHttpHeader[]
 
 export class SvcServerResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
-  /** True between `writeHead` and the first write. */
-  #afterHead = false
-  #held: string | Uint8Array | undefined
+  /** The body length the head declared, until the first write; -1 when it declared none. */
+  #declared = -1
 
   override writeHead(statusCode: number, statusMessage?: string, headers?: Headers): this
   override writeHead(statusCode: number, headers?: Headers): this
   override writeHead(statusCode: number, reason?: string | Headers, headers?: Headers): this {
-    this.#afterHead = true
+    const fields = typeof reason === 'string' ? headers : reason
+    this.#declared = declaredLength(fields)
     // Without a reason, Node takes the standard phrase of the status.
-    if (typeof reason !== 'string' || reason === '') return super.writeHead(statusCode, typeof reason === 'string' ? headers : reason)
+    if (typeof reason !== 'string' || reason === '') return super.writeHead(statusCode, fields)
     return super.writeHead(statusCode, reason, headers)
   }
 
   override write(chunk: unknown, ...rest: unknown[]): boolean {
-    if (this.#afterHead && rest.length === 0 && (typeof chunk === 'string' || chunk instanceof Uint8Array)) {
-      this.#afterHead = false
-      this.#held = chunk
-      queueMicrotask(() => this.#release())
-      return true
+    const declared = this.#declared
+    if (declared >= 0) {
+      this.#declared = -1
+      if (rest.length === 0 && byteLength(chunk) === declared) {
+        super.end(chunk as string | Uint8Array)
+        return true
+      }
     }
-    this.#afterHead = false
-    this.#release()
     return (super.write as (...args: unknown[]) => boolean)(chunk, ...rest)
   }
 
   override end(...args: unknown[]): this {
-    this.#afterHead = false
-    const held = this.#held
-    if (held !== undefined && (args.length === 0 || typeof args[0] === 'function')) {
-      this.#held = undefined
-      return (super.end as (...args: unknown[]) => this)(held, ...args)
-    }
-    this.#release()
+    this.#declared = -1
     return (super.end as (...args: unknown[]) => this)(...args)
   }
+}
 
-  #release(): void {
-    const held = this.#held
-    if (held === undefined) return
-    this.#held = undefined
-    super.write(held)
+/** The `Content-Length` among head fields given as srvx does (a flat name, value list), as pairs, or as an object; -1 if none. */
+function declaredLength(fields: Headers | undefined): number {
+  if (fields === undefined) return -1
+  if (!Array.isArray(fields)) {
+    for (const name in fields) if (name.toLowerCase() === 'content-length') return Number(fields[name])
+    return -1
   }
+  if (Array.isArray(fields[0])) {
+    for (const [name, value] of fields as unknown as [string, unknown][]) if (name.toLowerCase() === 'content-length') return Number(value)
+    return -1
+  }
+  for (let i = fields.length - 2; i >= 0; i -= 2) {
+    if ((fields[i] as string).toLowerCase() === 'content-length') return Number(fields[i + 1])
+  }
+  return -1
+}
+
+function byteLength(chunk: unknown): number {
+  if (typeof chunk === 'string') return Buffer.byteLength(chunk)
+  return chunk instanceof Uint8Array ? chunk.byteLength : -1
 }

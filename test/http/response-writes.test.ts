@@ -1,0 +1,104 @@
+/**
+ * How the Node server puts answers on the socket (src/node/response.ts): a
+ * whole body leaves with its head in one write, and a body that arrives in
+ * parts is sent as it comes, whatever length the head declared.
+ */
+import type { Socket } from 'node:net'
+import { describe, expect, it } from 'vitest'
+import { deferred, RawConnection, serve } from './_helpers.ts'
+
+/** Counts the writes the server makes on each socket it accepts: one chunk, or several gathered (writev). */
+function countWrites(server: Awaited<ReturnType<typeof serve>>): { writes: string[] } {
+  const seen = { writes: [] as string[] }
+  server.server.on('connection', (socket: Socket) => {
+    const write = socket._write.bind(socket)
+    const writev = socket._writev!.bind(socket)
+    socket._write = (chunk, encoding, cb) => {
+      seen.writes.push('write')
+      write(chunk, encoding, cb)
+    }
+    socket._writev = (chunks, cb) => {
+      seen.writes.push('writev')
+      writev(chunks, cb)
+    }
+  })
+  return seen
+}
+
+describe('writing answers', () => {
+  it('sends the head and body of a JSON answer in one write, answer after answer on a keep-alive connection', async () => {
+    const server = await serve({ apiRoutes: [{ path: '/api/hello', module: { GET: () => ({ hello: 'world' }) } }] })
+    const seen = countWrites(server)
+    const conn = new RawConnection(server.port)
+    await conn.ready()
+    for (let i = 0; i < 3; i++) {
+      conn.send('GET', '/api/hello')
+      const answer = (await conn.next())!
+      expect(answer.status).toBe(200)
+      expect(answer.headers['content-length']).toBe('17')
+      expect(answer.body).toBe('{"hello":"world"}')
+    }
+    expect(seen.writes).toEqual(['write', 'write', 'write'])
+    conn.close()
+  })
+
+  it('sends a streamed body with a declared Content-Length part by part, and whole', async () => {
+    const gate = deferred()
+    const encoder = new TextEncoder()
+    const server = await serve({
+      apiRoutes: [
+        {
+          path: '/api/parts',
+          module: {
+            GET: () =>
+              new Response(
+                new ReadableStream({
+                  async start(controller) {
+                    controller.enqueue(encoder.encode('12345'))
+                    await gate.promise
+                    controller.enqueue(encoder.encode('67890'))
+                    controller.close()
+                  },
+                }),
+                { headers: { 'content-type': 'text/plain', 'content-length': '10' } },
+              ),
+          },
+        },
+      ],
+    })
+    const res = await fetch(`${server.url}/api/parts`)
+    expect(res.headers.get('content-length')).toBe('10')
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
+    expect((await reader.read()).value).toBe('12345')
+    gate.resolve()
+    let rest = ''
+    for (let next = await reader.read(); !next.done; next = await reader.read()) rest += next.value
+    expect(rest).toBe('67890')
+  })
+
+  it('sends a bytes body whose Content-Length the handler set, and keeps the connection for the next request', async () => {
+    const body = new TextEncoder().encode('héllo')
+    const server = await serve({
+      apiRoutes: [
+        {
+          path: '/api/bytes',
+          module: { GET: () => new Response(body, { headers: { 'content-type': 'text/plain; charset=utf-8', 'content-length': '6' } }) },
+        },
+      ],
+    })
+    const conn = new RawConnection(server.port)
+    await conn.ready()
+    for (let i = 0; i < 2; i++) {
+      conn.send('GET', '/api/bytes')
+      const answer = (await conn.next())!
+      expect(answer.headers['content-length']).toBe('6')
+      expect(Buffer.from(answer.body, 'latin1').toString('utf8')).toBe('héllo')
+    }
+    conn.send('HEAD', '/api/bytes')
+    const head = (await conn.next())!
+    expect(head.headers['content-length']).toBe('6')
+    expect(head.body).toBe('')
+    expect(conn.closed).toBe(false)
+    conn.close()
+  })
+})
