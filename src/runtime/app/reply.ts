@@ -6,8 +6,12 @@
 import type { Reply, ResponseClass } from './types.ts'
 
 // Shared, never mutated: the common case (plain JSON, default status)
-// allocates no header object per request.
-const JSON_INIT: ResponseInit = Object.freeze({ headers: Object.freeze({ 'content-type': 'application/json' }) }) as ResponseInit
+// allocates no header object per request. Headers as name-value pairs:
+// srvx's Node response reads them as they are, where an object's would be
+// listed with Object.entries on every answer.
+const JSON_INIT: ResponseInit = Object.freeze({
+  headers: Object.freeze([Object.freeze(['content-type', 'application/json'])]),
+}) as ResponseInit
 const JSON_TYPE = 'application/json'
 const TEXT_TYPE = 'text/plain; charset=utf-8'
 const HTML_TYPE = 'text/html; charset=utf-8'
