@@ -150,7 +150,7 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
   }
   const cache = createIsrCache(options.cache, where, logger)
 
-  const app = buildApp({
+  const { app, direct } = buildApp({
     where,
     routes: options.routes,
     pages,
@@ -181,7 +181,7 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
     const page = isDashboardPath(pathname) ? dashboard(request, pathname, info) : undefined
     if (page) return page
     // Hono's `env` argument carries the request info to the built-ins.
-    return app.fetch(request, info)
+    return direct(request, pathname) ?? app.fetch(request, info)
   }
 
   return {

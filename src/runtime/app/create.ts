@@ -17,6 +17,7 @@ import type { IsrCache } from '../pages/isr.ts'
 import { mountPages, planPages } from '../pages/render.ts'
 import { REVALIDATE_PATH, revalidateHandler } from '../pages/revalidate.ts'
 import { describe } from '../describe.ts'
+import { type DirectRoutes, directRoutes } from './direct.ts'
 import { methodNotAllowed, notFound } from './errors.ts'
 import { GlobalResponse } from './global-response.ts'
 import { HEALTH_PATH, healthResponse } from './health.ts'
@@ -45,7 +46,13 @@ export interface BuildAppOptions {
   fallback?: (request: Request) => Promise<Response | undefined>
 }
 
-export function buildApp(o: BuildAppOptions): ApiApp {
+export interface BuiltApp {
+  app: ApiApp
+  /** Answers requests to fixed-path routes without Hono's dispatch, where the answer is the same (direct.ts). */
+  direct: DirectRoutes
+}
+
+export function buildApp(o: BuildAppOptions): BuiltApp {
   const app = new Hono({ getPath: honoRequestPath })
   const hooks = normalizeHooks(o.globalHooks, o.where)
   const fail = createErrorResponder(hooks, o.R, o.dev, o.logger)
@@ -74,7 +81,7 @@ export function buildApp(o: BuildAppOptions): ApiApp {
   // Without hooks, no middleware is registered: a route is then the only
   // handler its path matches, which keeps Hono on its single-handler path.
   if (hasHooks(hooks)) app.use('*', hooksMiddleware(hooks, fail, o.logger))
-  mountRoutes(app, o.routes, { R, fail, bodyLimit: o.bodyLimit }, o.where)
+  const mounted = mountRoutes(app, o.routes, { R, fail, bodyLimit: o.bodyLimit }, o.where)
   mountPages(app, pages, { R, fail, cache: o.cache })
 
   const fallback = o.fallback
@@ -91,7 +98,7 @@ export function buildApp(o: BuildAppOptions): ApiApp {
   })
   // Routes catch their own errors; this covers anything thrown elsewhere.
   app.onError((error, c) => fail(error, c))
-  return app
+  return { app, direct: directRoutes(app, mounted) }
 }
 
 /** Checks the options both `createApiApp` and `createSvcHandler` take. */
@@ -127,7 +134,7 @@ export function createApiApp(options: ApiAppOptions): ApiApp {
     throw new TypeError(`${where}: revalidateWebhook must be a function (got ${describe(webhook)})`)
   }
   const baseEnv = options.env ?? processEnv()
-  return buildApp({
+  const { app } = buildApp({
     where,
     routes: options.routes,
     globalHooks: options.globalHooks,
@@ -143,6 +150,7 @@ export function createApiApp(options: ApiAppOptions): ApiApp {
     },
     info: (c) => ({ remoteAddress: remoteAddressOf(c) }),
   })
+  return app
 }
 
 /**

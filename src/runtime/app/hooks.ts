@@ -9,11 +9,11 @@
  * `req` is the Web `Request`. Hooks do not run for the built-in endpoints
  * (`/__health`, `/__tasks*`, `/__svc/revalidate`), which have their own auth.
  */
-import type { Context, MiddlewareHandler } from 'hono'
+import type { MiddlewareHandler } from 'hono'
 import type { GlobalHooks, Logger } from '../types.ts'
 import { describe } from '../describe.ts'
 import { internalError, knownErrorResponse } from './errors.ts'
-import type { ResponseClass } from './types.ts'
+import type { ResponseClass, SvcRequest } from './types.ts'
 import { isAcceptedUpgrade } from './upgrade.ts'
 
 export interface NormalizedHooks {
@@ -49,7 +49,8 @@ export function hasHooks(hooks: NormalizedHooks): boolean {
   return hooks.onRequest.length > 0 || hooks.onResponse.length > 0
 }
 
-export type ErrorResponder = (error: unknown, c: Context) => Promise<Response>
+/** Takes the request as Hono's request wrapper, or anything that holds it (a Hono `Context`). */
+export type ErrorResponder = (error: unknown, at: SvcRequest | { req: SvcRequest }) => Promise<Response>
 
 /**
  * Turns anything thrown into a response: a thrown `Response` is sent as is,
@@ -57,15 +58,15 @@ export type ErrorResponder = (error: unknown, c: Context) => Promise<Response>
  * over the limit), else a logged 500 `INTERNAL_ERROR`.
  */
 export function createErrorResponder(hooks: NormalizedHooks, R: ResponseClass, dev: boolean, logger: Logger): ErrorResponder {
-  return async (error, c) => {
+  return async (error, at) => {
     if (error instanceof Response) return error
-    const req = c.req.raw
+    const { raw: req, path } = 'raw' in at ? at : at.req
     for (const hook of hooks.onError) {
       try {
         const res = await hook(error, req)
         if (res instanceof Response) return res
       } catch (hookError) {
-        logger.error(`[svc] onError hook failed for ${req.method} ${c.req.path}:`, hookError)
+        logger.error(`[svc] onError hook failed for ${req.method} ${path}:`, hookError)
       }
     }
     const known = knownErrorResponse(R, error)
@@ -73,7 +74,7 @@ export function createErrorResponder(hooks: NormalizedHooks, R: ResponseClass, d
     // Hono's HTTPException carries its own response.
     const getResponse = (error as { getResponse?: () => Response } | null)?.getResponse
     if (typeof getResponse === 'function') return getResponse.call(error)
-    logger.error(`[svc] ${req.method} ${c.req.path} failed:`, error)
+    logger.error(`[svc] ${req.method} ${path} failed:`, error)
     return internalError(R, error, dev)
   }
 }

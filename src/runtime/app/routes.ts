@@ -13,7 +13,7 @@ import { describe } from '../describe.ts'
 import { jsonError, methodNotAllowed } from './errors.ts'
 import type { ErrorResponder } from './hooks.ts'
 import { ReplyImpl } from './reply.ts'
-import type { ResponseClass, RouteHandler, WebSocketHandler } from './types.ts'
+import type { ResponseClass, RouteHandler, SvcRequest, WebSocketHandler } from './types.ts'
 import { acceptUpgrade, canUpgrade, isWebSocketUpgrade } from './upgrade.ts'
 import { validateRequest } from './validation.ts'
 
@@ -44,7 +44,19 @@ export function checkRoute(route: RuntimeApiRoute, index: number, where: string)
   }
 }
 
-export function mountRoutes(app: Hono, routes: readonly RuntimeApiRoute[], ctx: MountContext, where: string): void {
+/** A mounted route: the handler Hono runs, and the same answer from Hono's request alone. */
+export interface MountedRoute {
+  /** The route's URL pattern, as the manifest writes it. */
+  path: string
+  handler: (c: Context) => Response | Promise<Response>
+  serve: RouteServe
+}
+
+/** Answers a request to one route; `req` carries the request, its routing path and parameters. */
+export type RouteServe = (req: SvcRequest) => Response | Promise<Response>
+
+export function mountRoutes(app: Hono, routes: readonly RuntimeApiRoute[], ctx: MountContext, where: string): MountedRoute[] {
+  const mounted: MountedRoute[] = []
   routes.forEach((route, index) => {
     checkRoute(route, index, where)
     const resolved = resolveRoute(route)
@@ -64,11 +76,12 @@ export function mountRoutes(app: Hono, routes: readonly RuntimeApiRoute[], ctx: 
       throw new TypeError(`${where}: route ${route.path}: the websocket export must be a function (got ${describe(websocket)})`)
     }
     const schema = readSchema(route, where)
-    app.all(
-      toHonoPath(route.path),
-      routeHandler(route.path, handlers, websocket as WebSocketHandler | undefined, resolved.origins, schema, ctx),
-    )
+    const serve = routeHandler(route.path, handlers, websocket as WebSocketHandler | undefined, resolved.origins, schema, ctx)
+    const handler = (c: Context) => serve(c.req)
+    app.all(toHonoPath(route.path), handler)
+    mounted.push({ path: route.path, handler, serve })
   })
+  return mounted
 }
 
 function readSchema(route: RuntimeApiRoute, where: string): SchemaDefinition | undefined {
@@ -94,45 +107,45 @@ function routeHandler(
   origins: string[] | null,
   schema: SchemaDefinition | undefined,
   ctx: MountContext,
-) {
+): RouteServe {
   const { R, fail, bodyLimit } = ctx
   const allow = allowHeader(handlers, websocket !== undefined)
 
-  const invoke = (fn: RouteHandler, c: Context): Response | Promise<Response> => {
+  const invoke = (fn: RouteHandler, req: SvcRequest): Response | Promise<Response> => {
     const reply = new ReplyImpl(R)
     let out: unknown
     try {
-      out = fn(c.req, reply)
+      out = fn(req, reply)
     } catch (error) {
-      return fail(error, c)
+      return fail(error, req)
     }
     if (out instanceof Promise) {
       return out.then(
         (value) => toResponse(value, reply),
-        (error) => fail(error, c),
+        (error) => fail(error, req),
       )
     }
     return toResponse(out, reply)
   }
 
-  const validated = (fn: RouteHandler, c: Context): Promise<Response> =>
-    validateRequest(c.req, schema!, bodyLimit).then(
-      () => invoke(fn, c),
-      (error) => fail(error, c),
+  const validated = (fn: RouteHandler, req: SvcRequest): Promise<Response> =>
+    validateRequest(req, schema!, bodyLimit).then(
+      () => invoke(fn, req),
+      (error) => fail(error, req),
     )
 
-  return (c: Context): Response | Promise<Response> => {
-    const request = c.req.raw
+  return (req) => {
+    const request = req.raw
     const method = request.method as HttpMethod
     if (websocket !== undefined && method === 'GET' && isWebSocketUpgrade(request)) {
       const refused = refuseOrigin(request, path, origins, R)
       if (refused) return refused
       // The handshake is websocket()'s request: its params, query and headers
       // are validated like any handler's, before the upgrade (no body on GET).
-      if (!schema) return handshake(c, request, path, websocket, R)
-      return validateRequest(c.req, schema, bodyLimit).then(
-        () => handshake(c, request, path, websocket, R),
-        (error) => fail(error, c),
+      if (!schema) return handshake(req, path, websocket, R)
+      return validateRequest(req, schema, bodyLimit).then(
+        () => handshake(req, path, websocket, R),
+        (error) => fail(error, req),
       )
     }
     // Hono routes HEAD as GET and drops the body; an explicit HEAD export wins.
@@ -145,9 +158,9 @@ function routeHandler(
           connection: 'Upgrade',
         })
       }
-      return methodNotAllowed(R, method, c.req.path, allow)
+      return methodNotAllowed(R, method, req.path, allow)
     }
-    return schema ? validated(fn, c) : invoke(fn, c)
+    return schema ? validated(fn, req) : invoke(fn, req)
   }
 }
 
@@ -164,11 +177,12 @@ function refuseOrigin(request: Request, path: string, origins: string[] | null, 
   return jsonError(R, 403, 'ORIGIN_NOT_ALLOWED', `Origin ${origin} may not open a WebSocket on ${path}; add it to route.origins`)
 }
 
-function handshake(c: Context, request: Request, path: string, websocket: WebSocketHandler, R: ResponseClass): Response {
+function handshake(req: SvcRequest, path: string, websocket: WebSocketHandler, R: ResponseClass): Response {
+  const request = req.raw
   if (!canUpgrade(request)) {
     return jsonError(R, 426, 'UPGRADE_REQUIRED', `${path} is a hot route; WebSockets need a persistent host such as startSvcServer`)
   }
-  acceptUpgrade(request, { websocket, req: c.req, route: path })
+  acceptUpgrade(request, { websocket, req, route: path })
   // The host completes the handshake; this response is never sent.
   return new R(null, { status: 204 })
 }
