@@ -8,7 +8,7 @@ import { taskNameFromPath } from '../runtime/route-config.ts'
 import { adviseRoute } from './advisor.ts'
 import type { Node } from './ast.ts'
 import { ConfigError, compareConfigErrors } from './errors.ts'
-import { createLocator } from './location.ts'
+import { type Locator, createLocator } from './location.ts'
 import { readExports } from './module-exports.ts'
 import { readPageConfig } from './page.ts'
 import { SOURCE_LANG, parseSource } from './parse.ts'
@@ -29,6 +29,7 @@ interface Context {
   errors: ConfigError[]
   warnings: string[]
   report: Reporter
+  locate: Locator
   at: (offset: number, message: string) => void
 }
 
@@ -45,6 +46,7 @@ function createContext(file: string, source: string): Context {
     source,
     errors,
     warnings,
+    locate,
     at,
     report: { error: (node: Node, message) => at(node.start, message), warn: (message) => warnings.push(message) },
   }
@@ -94,7 +96,7 @@ export async function scanRouteSource(file: string, text: string): Promise<FileS
     ctx.warnings.push(`export * from '${star.source.value}' is not followed: handlers or config it provides are not in the manifest`)
   }
 
-  const { signals, imports } = detectSignals(parsed.program, source, exports, createLocator(source))
+  const { signals, imports } = detectSignals(parsed.program, source, exports, ctx.locate)
   const compute = config.compute
   const route: ScannedRoute = {
     path,

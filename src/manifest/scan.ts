@@ -87,7 +87,10 @@ function useCache(options: ScanOptions): boolean {
   return options.cache ?? process.env.SVC_SCAN_CACHE === '1'
 }
 
-const scanner = () => import('./scan-file.ts')
+// Loaded on the first file the cache does not hold, then kept: an import()
+// per file resolves the specifier again each time.
+let scanFileModule: typeof import('./scan-file.ts') | undefined
+const scanner = async () => (scanFileModule ??= await import('./scan-file.ts'))
 
 /**
  * Two files with one URL (`users.ts` and `users/index.ts`), or two tasks with

@@ -86,6 +86,7 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
 
   const { imports, functions, state, importedModules } = readTopLevel(program, source)
   const atLoad = functionsRunAtLoad(program, functions)
+  const walkAllBodies = bodiesCanSignal(source, imports, state)
 
   // The main walk.
   const scopes: Set<string>[] = []
@@ -113,6 +114,7 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
   }
 
   const visitFunction = (node: Node, runsAtLoad: boolean, name: string | null) => {
+    if (!runsAtLoad && !walkAllBodies) return
     const saved = { loadCode, functionName, innerName }
     loadCode = runsAtLoad
     functionName ??= name
@@ -379,6 +381,23 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
 
   signals.sort((a, b) => a.line - b.line || a.column - b.column)
   return { signals, imports: [...seen] }
+}
+
+/**
+ * Whether code that does not run at load can add a signal. Outside load
+ * code only four things do: `require()`, `import()`, a call or `new` through
+ * an import of a socket module (a server), and a change to module state.
+ * A file with none of them needs only its load code walked, which for most
+ * routes leaves out every handler body. Identifiers written with `\u`
+ * escapes could hide a name from the text tests, so such a file is walked
+ * whole.
+ */
+function bodiesCanSignal(source: string, imports: Map<string, ImportBinding>, state: Map<string, unknown>): boolean {
+  if (state.size > 0 || /\brequire\b|\bimport\s*(?:\(|\/[*/])|\\u/.test(source)) return true
+  for (const { source: specifier } of imports.values()) {
+    if (specifier === 'ws' || SERVER_FACTORIES[builtinName(specifier)]) return true
+  }
+  return false
 }
 
 /** Whether a timer callback calls `name` again: `setTimeout(tick)`, `setTimeout(() => tick())`. */

@@ -362,3 +362,47 @@ describe('the next command', () => {
     expect((await advise(`let n = 0\nexport function GET() { n++ }\n`)).nextCommand).toBe('svc routes inspect')
   })
 })
+
+describe('code that does not run at load', () => {
+  // Handler bodies are walked only where something in them can be a signal;
+  // each case here sits in a body, in a file with nothing else to find.
+  test.each([
+    ['require()', `export function GET() { return require('node:net') }\n`, ['node-builtin'], ['node:net']],
+    [
+      'require() spelled with a Unicode escape',
+      `export function GET() { return requ\\u0069re('node:net') }\n`,
+      ['node-builtin'],
+      ['node:net'],
+    ],
+    [
+      'import() with a comment before its parenthesis',
+      `export async function GET() { return import /* lazy */ ('sharp') }\n`,
+      ['heavy-module'],
+      ['sharp'],
+    ],
+    [
+      'a server from a module imported for it',
+      `import { createServer } from 'node:http'\nexport const route = { kind: 'hot' }\nexport function GET() { createServer().listen(0) }\n`,
+      ['listening-socket', 'node-builtin'],
+      ['node:http'],
+    ],
+    [
+      'state changed in a class method',
+      `const seen = new Set()\nexport class Cache { add(key) { seen.add(key) } }\n${handler}`,
+      ['mutable-state'],
+      [],
+    ],
+  ])('%s in a handler is still found', async (_, source, kinds, imports) => {
+    const { signals, route } = await advise(source)
+    expect([...signals].sort()).toEqual(kinds)
+    expect(route.imports).toEqual(imports)
+  })
+
+  test('handlers that only call imported helpers add no signals', async () => {
+    const { signals, route } = await advise(
+      `import { db } from './_db.ts'\nexport async function GET() {\n  setInterval(() => db.ping(), 1000)\n  for (;;) await db.poll()\n}\n`,
+    )
+    expect(signals).toEqual([])
+    expect(route.imports).toEqual(['./_db.ts'])
+  })
+})
