@@ -61,8 +61,10 @@ function declaredLength(fields: Headers | undefined): number {
     for (const [name, value] of fields as unknown as [string, unknown][]) if (name.toLowerCase() === 'content-length') return Number(value)
     return -1
   }
+  // srvx lists it last, in lower case.
   for (let i = fields.length - 2; i >= 0; i -= 2) {
-    if ((fields[i] as string).toLowerCase() === 'content-length') return Number(fields[i + 1])
+    const name = fields[i] as string
+    if (name === 'content-length' || name.toLowerCase() === 'content-length') return Number(fields[i + 1])
   }
   return -1
 }

@@ -20,6 +20,8 @@ import type { MountedRoute, RouteServe } from './routes.ts'
 /** Answers a request to a fixed-path route, or returns undefined for Hono to route it. */
 export type DirectRoutes = (request: Request, path: string) => Response | Promise<Response> | undefined
 
+const DIRECT_METHODS: ReadonlySet<string> = new Set(HTTP_METHODS.filter((method) => method !== 'HEAD'))
+
 interface DirectRoute {
   serve: RouteServe
   // biome-ignore lint/suspicious/noExplicitAny: Hono's handler and route types, as its router returns them
@@ -34,8 +36,7 @@ export function directRoutes(app: Hono, mounted: readonly MountedRoute[]): Direc
     table ??= buildTable(app, mounted)
     const route = table.get(path)
     if (route === undefined) return undefined
-    const method = request.method
-    if (method === 'HEAD' || !(HTTP_METHODS as readonly string[]).includes(method)) return undefined
+    if (!DIRECT_METHODS.has(request.method)) return undefined
     return route.serve(new HonoRequest(request, path, route.match))
   }
 }
