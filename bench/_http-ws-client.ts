@@ -1,5 +1,6 @@
 /**
- * A WebSocket echo load generator for `bench/http.ts`, one per child process:
+ * A WebSocket echo load generator for `bench/http.ts`, one per child process,
+ * used when the native one (bench/ws-load.c) cannot be compiled:
  *
  *   node bench/_http-ws-client.ts <port> <path> <connections> <warmup s> <seconds>
  *

@@ -3,7 +3,11 @@
  * test: a measurement.
  *
  *   npm run bench:http -- [--only http|ws] [--rounds 5] [--duration 5] [--connections 50]
- *                          [--ws-client native|node] [--ws-processes 1] [--ws-connections 50]
+ *                          [--ws-client native|node] [--ws-processes N] [--ws-connections 50]
+ *
+ * `--only` runs one half. `--ws-client node` takes the Node clients even
+ * when the native one is available; `--ws-processes` defaults to 1 for the
+ * native client and 2 for the Node one.
  *
  * - HTTP: requests/s of `GET /api/hello` (a JSON serverless route) through
  *   startSvcServer, raw node:http and Hono on @hono/node-server. The load
