@@ -1,11 +1,11 @@
 /**
  * How the Node server puts answers on the socket (src/node/response.ts): a
- * whole body leaves with its head in one write, and a body that arrives in
- * parts is sent as it comes, whatever length the head declared.
+ * whole body leaves with its head in one write. A streamed body with a
+ * declared length is sent as it comes: server.test.ts.
  */
 import type { Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { deferred, RawConnection, serve } from './_helpers.ts'
+import { RawConnection, serve } from './_helpers.ts'
 
 /** Counts the writes the server makes on each socket it accepts: one chunk, or several gathered (writev). */
 function countWrites(server: Awaited<ReturnType<typeof serve>>): { writes: string[] } {
@@ -40,40 +40,6 @@ describe('writing answers', () => {
     }
     expect(seen.writes).toEqual(['write', 'write', 'write'])
     conn.close()
-  })
-
-  it('sends a streamed body with a declared Content-Length part by part, and whole', async () => {
-    const gate = deferred()
-    const encoder = new TextEncoder()
-    const server = await serve({
-      apiRoutes: [
-        {
-          path: '/api/parts',
-          module: {
-            GET: () =>
-              new Response(
-                new ReadableStream({
-                  async start(controller) {
-                    controller.enqueue(encoder.encode('12345'))
-                    await gate.promise
-                    controller.enqueue(encoder.encode('67890'))
-                    controller.close()
-                  },
-                }),
-                { headers: { 'content-type': 'text/plain', 'content-length': '10' } },
-              ),
-          },
-        },
-      ],
-    })
-    const res = await fetch(`${server.url}/api/parts`)
-    expect(res.headers.get('content-length')).toBe('10')
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
-    expect((await reader.read()).value).toBe('12345')
-    gate.resolve()
-    let rest = ''
-    for (let next = await reader.read(); !next.done; next = await reader.read()) rest += next.value
-    expect(rest).toBe('67890')
   })
 
   it('sends a bytes body whose Content-Length the handler set, and keeps the connection for the next request', async () => {
