@@ -209,7 +209,7 @@ function readSchedule(
       report.error(value.node, `${label} must be a cron expression string such as '0 * * * *' (got ${JSON.stringify(value.value)})`)
       continue
     }
-    const problem = scheduleProblem(value.value)
+    const problem = checkSchedule(value.value)
     if (problem) {
       report.error(value.node, problem)
       continue
@@ -230,6 +230,24 @@ function readSchedule(
     return null
   }
   return schedule
+}
+
+/**
+ * Checking a schedule parses it with croner and looks for its next run, the
+ * costliest rule of a scan; an app repeats a few schedules across many
+ * tasks, so each expression is checked once per process. The answer depends
+ * on the expression alone (in UTC, as the scanner checks it).
+ */
+const scheduleChecks = new Map<string, string | null>()
+const MAX_SCHEDULE_CHECKS = 1_000
+
+function checkSchedule(expression: string): string | null {
+  let problem = scheduleChecks.get(expression)
+  if (problem === undefined) {
+    problem = scheduleProblem(expression)
+    if (scheduleChecks.size < MAX_SCHEDULE_CHECKS) scheduleChecks.set(expression, problem)
+  }
+  return problem
 }
 
 function readTimezone(value: StaticValue | undefined, isTask: boolean, report: Reporter): string | null {

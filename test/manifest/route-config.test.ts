@@ -191,6 +191,13 @@ describe('schedule', () => {
     expect(errors[0]).toContain(message)
   })
 
+  test('a schedule used by several tasks is rejected in each of them, at its own position', async () => {
+    const first = await scanRoute(`export const kind = 'task'\nexport const schedule = '0 0 30 2 *'\n`, 'src/api/a.ts')
+    const second = await scanRoute(`export const route = { kind: 'task', schedule: '0 0 30 2 *' }\n`, 'src/api/b.ts')
+    expect(first.errors).toEqual(['src/api/a.ts:2:25: schedule "0 0 30 2 *" never fires: no date matches it'])
+    expect(second.errors).toEqual(['src/api/b.ts:1:48: schedule "0 0 30 2 *" never fires: no date matches it'])
+  })
+
   // A CLI command that checks schedules would otherwise load the time zone
   // data on every start; UTC needs none.
   test('a schedule without a time zone is checked in UTC without formatting dates through Intl', async () => {
