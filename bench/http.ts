@@ -88,6 +88,9 @@ const onLoadCore = (command: string[]) => (pinned ? ['taskset', '-c', LOADGEN_CO
 function chooseWsClient(): { command: string[]; processes: number; label: string; note?: string } {
   const node = { command: [process.execPath, WS_CLIENT], label: 'Node client' }
   const native = values['ws-client'] === 'node' ? undefined : nativeWsClient()
+  if (values['ws-client'] === 'native' && native && 'unavailable' in native) {
+    throw new Error(`bench:http --ws-client native: ${native.unavailable}`)
+  }
   const chosen =
     native && 'binary' in native
       ? { command: [native.binary], label: 'ws-load (native, epoll, 1 thread)', defaultProcesses: 1 }
