@@ -27,11 +27,6 @@ const openBatches = new Map<string, GroupCommit>()
 // connection that caches what it read knows when another one here wrote.
 const commits = new Map<string, number>()
 
-/** The number of batches committed to `path` from this process (0 for `':memory:'`). */
-export function localCommits(path: string): number {
-  return path === ':memory:' ? 0 : (commits.get(resolve(path)) ?? 0)
-}
-
 interface Waiter {
   resolve(value: unknown): void
   reject(error: unknown): void
@@ -117,6 +112,11 @@ export class GroupCommit {
       }
       throw error
     }
+  }
+
+  /** The number of batches committed to this file from this process, by any connection (0 for `':memory:'`). */
+  get localCommits(): number {
+    return this.#file === undefined ? 0 : (commits.get(this.#file) ?? 0)
   }
 
   /** Whether a batch is open: this connection holds the write lock. */

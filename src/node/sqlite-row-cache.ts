@@ -1,7 +1,17 @@
 /**
- * The run rows this connection last read or wrote, so that reading a run
- * back (the runner does, between every step) costs no query. Rows are kept
- * as the stored JSON text: each read still parses its own copy.
+ * The run rows this connection last read or wrote, so that writing a run
+ * again (the runner does, several times per run) or reading it back costs
+ * no query and no parse of its text.
+ *
+ * A live run is kept as the parsed record, which the store changes in place
+ * on each write (handing out copies of it). A finished run is rarely written
+ * again, so it is kept as its stored JSON text, about a third of the memory
+ * of the parsed record, and a read parses its own copy.
+ *
+ * The cache is bounded by weight rather than by rows, so that small runs
+ * can all stay cached in a store that retains many of them: the weight of a
+ * row is the length of its text plus a fixed overhead, three times the text
+ * for a parsed record. Past the bound, the rows cached first go first.
  *
  * Another process on the same file may change any row. SQLite's
  * `PRAGMA data_version` changes exactly when another connection has
@@ -9,42 +19,92 @@
  * the store checks it before trusting the cache and empties it when it
  * moved; this connection's own writes update the cache as they happen.
  */
-import type { RunRow } from '../runtime/tasks/sql/queries.ts'
+import type { RunRecord } from '../types.ts'
+
+/** A run's row as this connection knows it: `run` while it is live, `text` once it has finished. */
+export interface CachedRun {
+  /** The rowid, which addresses updates. */
+  seq: number
+  /** The eviction position of a finished run, `null` while it is live. */
+  finished_seq: number | null
+  /** The record as stored, parsed: private to the store, never handed out. */
+  run?: RunRecord
+  /** The record's stored JSON text, when `run` is not kept. */
+  text?: string
+}
+
+// A Map entry and the row object around the text, roughly, in characters.
+const ROW_OVERHEAD = 128
+// A parsed record takes about three times its JSON text in the heap.
+const PARSED_FACTOR = 3
+
+interface Entry {
+  row: CachedRun
+  weight: number
+}
 
 export class RowCache {
-  #rows = new Map<string, RunRow>()
+  #rows = new Map<string, Entry>()
+  #weight = 0
   #limit: number
   #version: number | undefined
 
+  /** `limit`: the total weight kept, in characters of record text. */
   constructor(limit: number) {
     this.#limit = limit
   }
 
-  /** Empties the cache unless `version` (the current `data_version`) is the one it was filled under. */
-  check(version: number): void {
-    if (version === this.#version) return
-    this.#rows.clear()
+  /**
+   * Empties the cache unless `version` (the current `data_version`) is the
+   * one it was filled under; says whether it was (nobody else wrote since).
+   */
+  check(version: number): boolean {
+    if (version === this.#version) return true
+    this.clear()
     this.#version = version
+    return false
   }
 
-  get(id: string): RunRow | undefined {
-    return this.#rows.get(id)
+  get(id: string): CachedRun | undefined {
+    return this.#rows.get(id)?.row
   }
 
-  set(id: string, row: RunRow): void {
-    // Re-inserted at the end, so the bound drops the rows used longest ago.
-    this.#rows.delete(id)
-    this.#rows.set(id, row)
-    if (this.#rows.size > this.#limit) this.#rows.delete(this.#rows.keys().next().value!)
+  /** Caches `row`; `length` is the length of its record's JSON text. */
+  set(id: string, row: CachedRun, length: number): void {
+    const weight = ROW_OVERHEAD + (row.run ? PARSED_FACTOR * length : length)
+    // A row written again keeps its place, so the bound drops the runs
+    // cached first: the oldest, which are read and written least.
+    const entry = this.#rows.get(id)
+    if (entry) {
+      this.#weight += weight - entry.weight
+      entry.row = row
+      entry.weight = weight
+    } else {
+      this.#rows.set(id, { row, weight })
+      this.#weight += weight
+    }
+    if (this.#weight > this.#limit) this.#shrink()
   }
 
   delete(id: string): void {
+    const entry = this.#rows.get(id)
+    if (!entry) return
     this.#rows.delete(id)
+    this.#weight -= entry.weight
+  }
+
+  #shrink(): void {
+    for (const [oldest, entry] of this.#rows) {
+      if (this.#weight <= this.#limit) return
+      this.#rows.delete(oldest)
+      this.#weight -= entry.weight
+    }
   }
 
   /** Forgets everything, for when a write failed and the rows it touched are in doubt. */
   clear(): void {
     this.#rows.clear()
+    this.#weight = 0
     this.#version = undefined
   }
 }

@@ -49,10 +49,11 @@ import {
 } from '../runtime/tasks/sql/queries.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
-import { joinScheduledSql, type SqlRunner, startQueuedSql } from '../runtime/tasks/sql/flow.ts'
+import { joinScheduledSql, type SqlRunner, startQueuedSql, type WrittenRow } from '../runtime/tasks/sql/flow.ts'
 import { openDatabase } from './sqlite-database.ts'
-import { GroupCommit, localCommits } from './sqlite-group-commit.ts'
-import { RowCache } from './sqlite-row-cache.ts'
+import { GroupCommit } from './sqlite-group-commit.ts'
+import { type CachedRun, RowCache } from './sqlite-row-cache.ts'
+import { jsonCopy } from './sqlite-json.ts'
 import { resolveSqliteOptions, type SqliteRunStoreOptions } from './sqlite-options.ts'
 
 export type { SqliteRunStoreOptions } from './sqlite-options.ts'
@@ -60,10 +61,14 @@ export type { SqliteRunStoreOptions } from './sqlite-options.ts'
 const WHERE = 'SqliteRunStore'
 // https://www.sqlite.org/rescode.html#constraint_unique
 const SQLITE_CONSTRAINT_UNIQUE = 2067
-// At most this many run rows are kept in memory (about 1 KB each).
-const ROW_CACHE_LIMIT = 10_000
+// The bound of the row cache, in characters of record text (see the class doc).
+const ROW_CACHE_WEIGHT = 64 * 1024 * 1024
 
-/** Row counts, read once per transaction and kept up to date by its writes (the write lock keeps others out). */
+/**
+ * Row counts, read at the first need and kept up to date by this
+ * connection's writes, for as long as no other connection writes (the
+ * row cache's check): a count is a scan of the table.
+ */
 interface Counts {
   total: number
   live: number
@@ -111,12 +116,13 @@ export class SqliteRunStore implements RunStore {
     this.path = path
     this.maxRuns = maxRuns
     this.#db = openDatabase(path, busyTimeoutMs, WHERE)
-    this.#rows = new RowCache(Math.min(maxRuns, ROW_CACHE_LIMIT))
+    this.#rows = new RowCache(ROW_CACHE_WEIGHT)
     this.#batch = new GroupCommit(this.#db, path, {
       begin: () => this.#checkRows(),
       end: (ok) => {
+        if (ok) return
         this.#counts = undefined
-        if (!ok) this.#rows.clear()
+        this.#rows.clear()
       },
     })
   }
@@ -146,6 +152,8 @@ export class SqliteRunStore implements RunStore {
   /** `createRun` inside a write. */
   #insertRun(run: RunRecord): RunRecord {
     const record = JSON.stringify(run)
+    // The record as the file holds it: the store's own, and the copy returned.
+    const stored = jsonCopy(run)
     const exists = () => new Error(`${WHERE}: run "${run.id}" already exists`)
     if (run.idempotencyKey !== undefined) {
       const holder = this.#sql(SELECT_RUN_BY_KEY).get(run.taskName, run.idempotencyKey) as { record: string } | undefined
@@ -172,7 +180,7 @@ export class SqliteRunStore implements RunStore {
         }
         throw error
       }
-      this.#rows.set(run.id, { seq: Number(inserted.lastInsertRowid), record, finished_seq: finishSeq })
+      this.#cache(run.id, Number(inserted.lastInsertRowid), finishSeq, live ? stored : undefined, record)
       counts.total++
       if (live) counts.live++
       this.#evict()
@@ -180,44 +188,49 @@ export class SqliteRunStore implements RunStore {
     // An insert that evicts is several statements, kept together; alone it is one.
     if (counts.total + 1 > this.maxRuns) this.#batch.atomic(insert)
     else insert()
-    return JSON.parse(record) as RunRecord
+    return live ? jsonCopy(stored) : stored
   }
 
   async getRun(id: string): Promise<RunRecord | undefined> {
     const row = this.#row(id)
-    return row && (JSON.parse(row.record) as RunRecord)
+    if (!row) return undefined
+    return row.run ? jsonCopy(row.run) : (JSON.parse(row.text!) as RunRecord)
   }
 
   async updateRun(id: string, patch: RunPatch, expect?: { status: RunStatus | readonly RunStatus[] }): Promise<RunRecord | undefined> {
     return this.#write(() => {
       const row = this.#row(id)
       if (!row) return undefined
-      const run = JSON.parse(row.record) as RunRecord
+      const run = this.#parsed(id, row)
       // The check and the write share one transaction: the compare-and-set.
       if (expect && !statusMatches(run.status, expect.status)) return undefined
-      applyRunPatch(run, patch)
+      // Each value as JSON keeps it; undefined stays, to remove its field.
+      const copied: Record<string, unknown> = {}
+      for (const key in patch) copied[key] = jsonCopy((patch as Record<string, unknown>)[key])
+      applyRunPatch(run, copied as RunPatch)
       const record = JSON.stringify(run)
       const finishSeq = this.#finishSeq(run.status, row.finished_seq)
       const evicts = finishSeq !== null && row.finished_seq === null && this.#countsNow().total > this.maxRuns
       const update = () => {
         this.#sql(UPDATE_RUN).run(run.status, finishSeq, record, row.seq)
-        this.#rows.set(id, { seq: row.seq, record, finished_seq: finishSeq })
+        this.#cache(id, row.seq, finishSeq, finishSeq === null ? run : undefined, record)
         if ((finishSeq === null) !== (row.finished_seq === null) && this.#counts) this.#counts.live += finishSeq === null ? 1 : -1
         if (evicts) this.#evict()
       }
       if (evicts) this.#batch.atomic(update)
       else update()
-      return JSON.parse(record) as RunRecord
+      // A finished run is cached as its text: the record is nobody else's.
+      return finishSeq === null ? jsonCopy(run) : run
     })
   }
 
   async appendAttempt(runId: string, attempt: Attempt): Promise<void> {
-    return this.#change(runId, (run) => run.attempts.push(attempt))
+    return this.#change(runId, (run) => run.attempts.push(jsonCopy(attempt)))
   }
 
   async saveStep(runId: string, key: string, step: StepRecord): Promise<void> {
     return this.#change(runId, (run) => {
-      run.steps[key] = step
+      run.steps[key] = jsonCopy(step)
     })
   }
 
@@ -280,7 +293,7 @@ export class SqliteRunStore implements RunStore {
     // Reads and writes share the batch's write lock: no other process can start a run in between.
     return this.#write(() => {
       const { result, written } = startQueuedSql(this.#runner, taskName, limits, now)
-      for (const { id, row } of written) this.#rows.set(id, row)
+      for (const row of written) this.#cacheWritten(row)
       return result
     })
   }
@@ -290,7 +303,7 @@ export class SqliteRunStore implements RunStore {
       const held = run.idempotencyKey !== undefined && this.#sql(SELECT_RUN_BY_KEY).get(run.taskName, run.idempotencyKey)
       const join = held ? undefined : joinScheduledSql(this.#runner, run, keyPath)
       if (!join) return this.#insertRun(run)
-      this.#rows.set(join.written.id, join.written.row)
+      this.#cacheWritten(join.written)
       return join.joined
     })
   }
@@ -335,20 +348,20 @@ export class SqliteRunStore implements RunStore {
     })
   }
 
-  /** The row counts, read at the first need in a transaction. */
+  /** The row counts, read at the first need since another connection wrote. */
   #countsNow(): Counts {
     this.#counts ??= this.#sql(COUNT_RUNS).get() as unknown as Counts
     return this.#counts
   }
 
-  #row(id: string): RunRow | undefined {
+  #row(id: string): CachedRun | undefined {
     // Inside a batch the cache was checked when it took the write lock, and
     // nobody else can write. Outside one, once per event-loop turn, and
     // again whenever another connection in this process has committed: a
     // read sees what other processes had committed when the turn began.
-    if (!this.#batch.open && (this.#rowsChecked === undefined || this.#rowsChecked !== localCommits(this.path))) {
+    if (!this.#batch.open && (this.#rowsChecked === undefined || this.#rowsChecked !== this.#batch.localCommits)) {
       this.#checkRows()
-      this.#rowsChecked = localCommits(this.path)
+      this.#rowsChecked = this.#batch.localCommits
       setImmediate(() => {
         this.#rowsChecked = undefined
       })
@@ -356,12 +369,33 @@ export class SqliteRunStore implements RunStore {
     const cached = this.#rows.get(id)
     if (cached) return cached
     const row = this.#sql(SELECT_RUN).get(id) as RunRow | undefined
-    if (row) this.#rows.set(id, { seq: row.seq, record: row.record, finished_seq: row.finished_seq })
+    return row && this.#cacheWritten({ id, row })
+  }
+
+  /** The store's own record of a cached row, parsed at the first write that needs it. */
+  #parsed(id: string, row: CachedRun): RunRecord {
+    if (row.run) return row.run
+    const text = row.text!
+    const run = JSON.parse(text) as RunRecord
+    this.#cache(id, row.seq, row.finished_seq, run, text)
+    return run
+  }
+
+  /** Caches a row just written or read: `run` (the store's own record) while the run is live, else its text. */
+  #cache(id: string, seq: number, finishSeq: number | null, run: RunRecord | undefined, text: string): CachedRun {
+    const row: CachedRun = run ? { seq, finished_seq: finishSeq, run } : { seq, finished_seq: finishSeq, text }
+    this.#rows.set(id, row, text.length)
     return row
   }
 
+  #cacheWritten({ id, row }: WrittenRow): CachedRun {
+    return this.#cache(id, Number(row.seq), row.finished_seq, undefined, row.record)
+  }
+
+  /** Empties the row cache, and forgets the counts, when another connection has committed since they were read. */
   #checkRows(): void {
-    this.#rows.check(Number((this.#sql('PRAGMA data_version').get() as { data_version: number }).data_version))
+    if (!this.#rows.check(Number((this.#sql('PRAGMA data_version').get() as { data_version: number }).data_version)))
+      this.#counts = undefined
   }
 
   #token(id: string): TokenRecord | undefined {
@@ -374,11 +408,11 @@ export class SqliteRunStore implements RunStore {
     return this.#write(() => {
       const row = this.#row(runId)
       if (!row) throw new Error(`${WHERE}: unknown run "${runId}"`)
-      const run = JSON.parse(row.record) as RunRecord
+      const run = this.#parsed(runId, row)
       edit(run)
       const record = JSON.stringify(run)
       this.#sql(UPDATE_RUN_RECORD).run(record, row.seq)
-      this.#rows.set(runId, { seq: row.seq, record, finished_seq: row.finished_seq })
+      this.#cache(runId, row.seq, row.finished_seq, row.finished_seq === null ? run : undefined, record)
     })
   }
 

@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
 import { SCHEMA_VERSION } from '../../src/node/sqlite-database.ts'
+import { jsonCopy } from '../../src/node/sqlite-json.ts'
+import { RowCache } from '../../src/node/sqlite-row-cache.ts'
 import { until } from '../tasks/_helpers.ts'
 import { makeRun, runStoreContract } from '../tasks/store-contract.ts'
 
@@ -363,5 +365,164 @@ describe('SqliteRunStore group commit', () => {
     const s = store({ path })
     const kept = new Set((await s.listRuns()).map((run) => run.id))
     expect(resolved.filter((id) => !kept.has(id))).toEqual([])
+  })
+})
+
+describe('SqliteRunStore records in memory', () => {
+  it('a run created, changed and read back within one turn is read as last written, and committed so', async () => {
+    const path = dbFile()
+    const s = store({ path })
+    const run = makeRun()
+    const attempt = { index: 1, startedAt: run.createdAt, durationMs: 2 }
+    const writes = [
+      s.createRun(run),
+      s.saveStep(run.id, 'a', { status: 'completed', output: { n: 1 } }),
+      s.appendAttempt(run.id, attempt),
+      s.updateRun(run.id, { status: 'completed', result: 'done' }, { status: 'running' }),
+    ]
+    const expected = { status: 'completed', result: 'done', attempts: [attempt], steps: { a: { status: 'completed', output: { n: 1 } } } }
+    // Still the same turn: nothing is committed yet, and the reads see every write before them.
+    const read = s.getRun(run.id)
+    expect(await s.updateRun(run.id, { ok: false }, { status: 'running' })).toBeUndefined()
+    await Promise.all(writes)
+    expect(await read).toMatchObject(expected)
+    s.close()
+    expect(await store({ path }).getRun(run.id)).toMatchObject(expected)
+  })
+
+  it('keeps what it was given: changing a record, value or copy after the call changes nothing stored', async () => {
+    const path = dbFile()
+    const s = store({ path })
+    const run = makeRun({ input: { user: { name: 'a' }, tags: ['x'] } })
+    const created = await s.createRun(run)
+    ;(run.input as { user: { name: string } }).user.name = 'changed'
+    ;(created.input as { tags: string[] }).tags.push('y')
+    const attempt = { index: 1, startedAt: run.createdAt, durationMs: 1 }
+    await s.appendAttempt(run.id, attempt)
+    attempt.durationMs = 99
+    const output = { list: [1] }
+    await s.saveStep(run.id, 'a', { status: 'completed', output })
+    output.list.push(2)
+    const result = { rows: [1] }
+    const updated = await s.updateRun(run.id, { result })
+    result.rows.push(2)
+    ;(updated!.result as { rows: number[] }).rows.push(3)
+    const read = await s.getRun(run.id)
+    ;(read!.steps.a.output as { list: number[] }).list.push(3)
+    read!.attempts[0].durationMs = 7
+    const expected = {
+      input: { user: { name: 'a' }, tags: ['x'] },
+      attempts: [{ index: 1, startedAt: run.createdAt, durationMs: 1 }],
+      steps: { a: { status: 'completed', output: { list: [1] } } },
+      result: { rows: [1] },
+    }
+    expect(await s.getRun(run.id)).toMatchObject(expected)
+    s.close()
+    expect(await store({ path }).getRun(run.id)).toMatchObject(expected)
+  })
+
+  it('hands values back as JSON would, before and after the run finishes', async () => {
+    const s = store({ path: dbFile() })
+    const input = { when: new Date(Date.UTC(2025, 0, 2)), gone: undefined, list: [undefined, Number.NaN, -0] }
+    const asJson = JSON.parse(JSON.stringify(input))
+    const run = makeRun({ input })
+    expect((await s.createRun(run)).input).toStrictEqual(asJson)
+    expect((await s.getRun(run.id))!.input).toStrictEqual(asJson)
+    const result = { at: new Date(Date.UTC(2025, 0, 3)), n: Number.POSITIVE_INFINITY }
+    const done = await s.updateRun(run.id, { status: 'completed', result }, { status: 'running' })
+    expect(done!.result).toStrictEqual({ at: '2025-01-03T00:00:00.000Z', n: null })
+    expect(await s.getRun(run.id)).toStrictEqual(done)
+  })
+
+  it('counts the live runs another connection added between two batches against the bound', async () => {
+    const path = dbFile()
+    const s = store({ path, maxRuns: 2 })
+    await s.createRun(makeRun({ status: 'scheduled' }))
+    // As another process would: nothing in this process hears of its commit.
+    const { DatabaseSync } = process.getBuiltinModule('node:sqlite')
+    const other = new DatabaseSync(path)
+    const foreign = makeRun({ status: 'scheduled' })
+    other
+      .prepare('INSERT INTO runs (id, task_name, status, finished_seq, record) VALUES (?, ?, ?, NULL, ?)')
+      .run(foreign.id, foreign.taskName, foreign.status, JSON.stringify(foreign))
+    other.close()
+    await expect(s.createRun(makeRun({ status: 'scheduled' }))).rejects.toMatchObject({ code: 'STORE_FULL' })
+    expect(s.size).toBe(2)
+  })
+})
+
+describe('SqliteRunStore row cache', () => {
+  const row = (seq: number) => ({ seq, finished_seq: seq, text: '{}' })
+
+  it('past its weight, drops the rows cached first; a row written again keeps its place', () => {
+    // Each row weighs its overhead (128) plus its text's length.
+    const cache = new RowCache(3 * 138)
+    cache.set('a', row(1), 10)
+    cache.set('b', row(2), 10)
+    cache.set('c', row(3), 10)
+    cache.set('a', row(4), 10)
+    cache.set('d', row(5), 10)
+    expect(['a', 'b', 'c', 'd'].map((id) => cache.get(id)?.seq)).toEqual([undefined, 2, 3, 5])
+    // A parsed record weighs three times its text.
+    cache.set('e', { seq: 6, finished_seq: null, run: makeRun() }, 10)
+    expect(['b', 'c', 'd', 'e'].map((id) => cache.get(id)?.seq)).toEqual([undefined, undefined, 5, 6])
+  })
+
+  it('empties itself when the data version moved, and says whether it did', () => {
+    const cache = new RowCache(1_000_000)
+    expect(cache.check(1)).toBe(false)
+    cache.set('a', row(1), 2)
+    expect(cache.check(1)).toBe(true)
+    expect(cache.get('a')?.seq).toBe(1)
+    expect(cache.check(2)).toBe(false)
+    expect(cache.get('a')).toBeUndefined()
+  })
+})
+
+describe('jsonCopy', () => {
+  const roundTrip = (value: unknown) => {
+    const text = JSON.stringify(value)
+    return text === undefined ? undefined : JSON.parse(text)
+  }
+
+  it('equals a round trip through JSON text', () => {
+    class Point {
+      x = 1
+      y = 2
+    }
+    const values: unknown[] = [
+      undefined,
+      null,
+      1.5,
+      -0,
+      Number.NaN,
+      Number.NEGATIVE_INFINITY,
+      'é \ud800 "quoted"',
+      false,
+      new Date(0),
+      { toJSON: (key: string) => `key:${key}` },
+      { inner: { toJSON: (key: string) => `key:${key}` }, list: [{ toJSON: (key: string) => `key:${key}` }] },
+      [undefined, () => 1, Symbol('s'), new Number(2), new String('s'), new Boolean(false)],
+      { f() {}, u: undefined, s: Symbol('s'), gone: { toJSON: () => undefined }, kept: [{ toJSON: () => undefined }] },
+      new Point(),
+      Object.assign(Object.create(null), { a: 1 }),
+      { 2: 'two', b: 'b', 1: 'one' },
+      [[[{ deep: [1, { deeper: true }] }]]],
+      () => 1,
+    ]
+    for (const value of values) expect(jsonCopy(value)).toStrictEqual(roundTrip(value))
+  })
+
+  it('keeps a "__proto__" member as data, as JSON.parse does', () => {
+    const value = JSON.parse('{"__proto__": {"polluted": true}, "a": 1}')
+    const copy = jsonCopy(value)
+    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype)
+    expect(Object.keys(copy)).toEqual(['__proto__', 'a'])
+    expect(({} as { polluted?: boolean }).polluted).toBeUndefined()
+    expect(JSON.stringify(copy)).toBe(JSON.stringify(value))
+  })
+
+  it('throws on a BigInt, as JSON.stringify does', () => {
+    expect(() => jsonCopy({ n: 1n })).toThrow(TypeError)
   })
 })
