@@ -175,11 +175,15 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
 
   const handle = (request: Request, info?: RequestInfo): Response | Promise<Response> => {
     const pathname = requestPath(request, info)
-    if (pathname.startsWith(TASKS_PREFIX) && (pathname.length === TASKS_PREFIX.length || pathname.charCodeAt(TASKS_PREFIX.length) === 47)) {
-      return admin(request, pathname, info)
+    // The admin surface (`/__tasks`) and the dashboard (`/__svc/dashboard`)
+    // both live under `/__`: other paths skip their checks.
+    if (pathname.startsWith('/__')) {
+      if (pathname.startsWith(TASKS_PREFIX) && (pathname.length === TASKS_PREFIX.length || pathname.charCodeAt(TASKS_PREFIX.length) === 47)) {
+        return admin(request, pathname, info)
+      }
+      const page = isDashboardPath(pathname) ? dashboard(request, pathname, info) : undefined
+      if (page) return page
     }
-    const page = isDashboardPath(pathname) ? dashboard(request, pathname, info) : undefined
-    if (page) return page
     // Hono's `env` argument carries the request info to the built-ins.
     return direct(request, pathname) ?? app.fetch(request, info)
   }
