@@ -178,7 +178,10 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
     // The admin surface (`/__tasks`) and the dashboard (`/__svc/dashboard`)
     // both live under `/__`: other paths skip their checks.
     if (pathname.startsWith('/__')) {
-      if (pathname.startsWith(TASKS_PREFIX) && (pathname.length === TASKS_PREFIX.length || pathname.charCodeAt(TASKS_PREFIX.length) === 47)) {
+      if (
+        pathname.startsWith(TASKS_PREFIX) &&
+        (pathname.length === TASKS_PREFIX.length || pathname.charCodeAt(TASKS_PREFIX.length) === 47)
+      ) {
         return admin(request, pathname, info)
       }
       const page = isDashboardPath(pathname) ? dashboard(request, pathname, info) : undefined
