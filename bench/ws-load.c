@@ -247,7 +247,10 @@ static void on_event(struct conn *c, uint32_t events) {
       if (c->closed || (size_t)n < sizeof buf) return;
       continue;
     }
-    if (n == 0) return closed(c, "the server ended the connection");
+    if (n == 0) {
+      closed(c, "the server ended the connection");
+      return;
+    }
     if (errno == EINTR) continue;
     if (errno != EAGAIN) closed(c, strerror(errno));
     return;
