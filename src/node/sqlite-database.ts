@@ -51,12 +51,6 @@ function prepare(db: DatabaseSync, path: string, busyTimeoutMs: number, where: s
   // disk (the WAL fsynced) before the writes it holds resolve, so a write a
   // caller saw resolve survives a power cut, not only a crash of the process.
   db.exec('PRAGMA synchronous = FULL')
-  // A checkpoint copies the log into the database file and fsyncs that too.
-  // At SQLite's default of 1,000 pages (4 MB of log), a batch of a few
-  // thousand runs sets one off on nearly every commit; at 10,000 pages each
-  // checkpoint writes once a page that many commits rewrote. The log then
-  // holds up to about 40 MB before it is folded back and starts over.
-  if (path !== ':memory:') db.exec('PRAGMA wal_autocheckpoint = 10000')
   db.exec('BEGIN IMMEDIATE')
   try {
     const version = Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version)
