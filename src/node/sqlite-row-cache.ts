@@ -31,6 +31,8 @@ export interface CachedRun {
   run?: RunRecord
   /** The record's stored JSON text, when `run` is not kept. */
   text?: string
+  /** Its weight against the cache's bound, set by the cache. */
+  weight: number
 }
 
 // A Map entry and the row object around the text, roughly, in characters.
@@ -38,13 +40,8 @@ const ROW_OVERHEAD = 128
 // A parsed record takes about three times its JSON text in the heap.
 const PARSED_FACTOR = 3
 
-interface Entry {
-  row: CachedRun
-  weight: number
-}
-
 export class RowCache {
-  #rows = new Map<string, Entry>()
+  #rows = new Map<string, CachedRun>()
   #weight = 0
   #limit: number
   #version: number | undefined
@@ -66,38 +63,32 @@ export class RowCache {
   }
 
   get(id: string): CachedRun | undefined {
-    return this.#rows.get(id)?.row
+    return this.#rows.get(id)
   }
 
   /** Caches `row`; `length` is the length of its record's JSON text. */
   set(id: string, row: CachedRun, length: number): void {
-    const weight = ROW_OVERHEAD + (row.run ? PARSED_FACTOR * length : length)
-    // A row written again keeps its place, so the bound drops the runs
-    // cached first: the oldest, which are read and written least.
-    const entry = this.#rows.get(id)
-    if (entry) {
-      this.#weight += weight - entry.weight
-      entry.row = row
-      entry.weight = weight
-    } else {
-      this.#rows.set(id, { row, weight })
-      this.#weight += weight
-    }
+    row.weight = ROW_OVERHEAD + (row.run ? PARSED_FACTOR * length : length)
+    // A row written again keeps its place (Map#set on a key it holds), so
+    // the bound drops the runs cached first: the oldest, which are read and
+    // written least.
+    this.#weight += row.weight - (this.#rows.get(id)?.weight ?? 0)
+    this.#rows.set(id, row)
     if (this.#weight > this.#limit) this.#shrink()
   }
 
   delete(id: string): void {
-    const entry = this.#rows.get(id)
-    if (!entry) return
+    const row = this.#rows.get(id)
+    if (!row) return
     this.#rows.delete(id)
-    this.#weight -= entry.weight
+    this.#weight -= row.weight
   }
 
   #shrink(): void {
-    for (const [oldest, entry] of this.#rows) {
+    for (const [oldest, row] of this.#rows) {
       if (this.#weight <= this.#limit) return
       this.#rows.delete(oldest)
-      this.#weight -= entry.weight
+      this.#weight -= row.weight
     }
   }
 

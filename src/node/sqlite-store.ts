@@ -395,7 +395,10 @@ export class SqliteRunStore implements RunStore {
 
   /** Caches a row just written or read: `run` (the store's own record) while the run is live, else its text. */
   #cache(id: string, seq: number, finishSeq: number | null, run: RunRecord | undefined, text: string): CachedRun {
-    const row: CachedRun = run ? { seq, finished_seq: finishSeq, run } : { seq, finished_seq: finishSeq, text }
+    // Both shapes carry every field, so the cache's rows share one hidden class.
+    const row: CachedRun = run
+      ? { seq, finished_seq: finishSeq, run, text: undefined, weight: 0 }
+      : { seq, finished_seq: finishSeq, run: undefined, text, weight: 0 }
     this.#rows.set(id, row, text.length)
     return row
   }

@@ -452,7 +452,7 @@ describe('SqliteRunStore records in memory', () => {
 })
 
 describe('SqliteRunStore row cache', () => {
-  const row = (seq: number) => ({ seq, finished_seq: seq, text: '{}' })
+  const row = (seq: number) => ({ seq, finished_seq: seq, text: '{}', weight: 0 })
 
   it('past its weight, drops the rows cached first; a row written again keeps its place', () => {
     // Each row weighs its overhead (128) plus its text's length.
@@ -464,7 +464,7 @@ describe('SqliteRunStore row cache', () => {
     cache.set('d', row(5), 10)
     expect(['a', 'b', 'c', 'd'].map((id) => cache.get(id)?.seq)).toEqual([undefined, 2, 3, 5])
     // A parsed record weighs three times its text.
-    cache.set('e', { seq: 6, finished_seq: null, run: makeRun() }, 10)
+    cache.set('e', { seq: 6, finished_seq: null, run: makeRun(), weight: 0 }, 10)
     expect(['b', 'c', 'd', 'e'].map((id) => cache.get(id)?.seq)).toEqual([undefined, undefined, 5, 6])
   })
 
