@@ -84,6 +84,31 @@ describe('run states and transitions', () => {
     expect(rt.logger.text('warn')).toContain('attempt 1 of 3 failed')
   })
 
+  it('waitForRun asked while an attempt runs answers once the run ends, after a failed attempt and a suspension', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const rt = runtime([
+      task(
+        'bumpy',
+        async (ctx) => {
+          await gate
+          if (ctx.attempt < 2) throw new Error('boom')
+          await ctx.step.sleep('pause', 0.01)
+          return ctx.attempt
+        },
+        { route: { retries: 1 } },
+      ),
+    ])
+    const { id } = await rt.trigger('bumpy')
+    const waiting = rt.waitForRun(id)
+    const alsoWaiting = rt.waitForRun(id)
+    release()
+    const done = await finished(waiting)
+    expect(done).toMatchObject({ id, status: 'completed', result: 2 })
+    expect(done.steps).toEqual({ pause: { status: 'completed', kind: 'sleep' } })
+    expect(await finished(alsoWaiting)).toBe(done)
+  })
+
   it('with no retries left the run fails with ok false and every attempt recorded, message only', async () => {
     vi.useFakeTimers()
     const rt = runtime([

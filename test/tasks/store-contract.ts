@@ -50,6 +50,32 @@ export function runStoreContract(name: string, createStore: (options?: { maxRuns
       expect(await store.getRun(run.id)).toMatchObject({ status: 'running', attempts: [], steps: {} })
     })
 
+    it('each read hands out steps of its own: changing them does not change the store, and a step saved later does not change them', async () => {
+      const store = await createStore()
+      const run = makeRun({ steps: { a: { status: 'completed', output: 1 } } })
+      await store.createRun(run)
+      delete run.steps.a
+      const reads = [
+        (await store.getRun(run.id))!,
+        (await store.listRuns({ taskName: run.taskName })).find((r) => r.id === run.id)!,
+        (await store.updateRun(run.id, { ok: true }))!,
+      ]
+      expect(new Set(reads.map((read) => read.steps)).size).toBe(reads.length)
+      for (const read of reads) {
+        expect(read.steps).toEqual({ a: { status: 'completed', output: 1 } })
+        read.steps.x = { status: 'timed_out' }
+        delete read.steps.a
+      }
+      await store.saveStep(run.id, 'b', { status: 'completed', output: 2 })
+      for (const read of reads) expect(read.steps).toEqual({ x: { status: 'timed_out' } })
+      const after = (await store.getRun(run.id))!
+      expect(after.steps).toEqual({ a: { status: 'completed', output: 1 }, b: { status: 'completed', output: 2 } })
+      const cancelled = (await store.updateRun(run.id, { status: 'cancelled' }))!
+      await store.saveStep(run.id, 'c', { status: 'completed' })
+      expect(Object.keys(cancelled.steps)).toEqual(['a', 'b'])
+      expect(Object.keys(after.steps)).toEqual(['a', 'b'])
+    })
+
     it('rejects a second run with the same id', async () => {
       const store = await createStore()
       const run = makeRun()

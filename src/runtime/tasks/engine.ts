@@ -344,7 +344,11 @@ export class TaskEngine {
 
   /** Resolves once the run is completed, failed or cancelled. */
   waitForRun(id: string): Promise<RunRecord> {
-    return this.#waiters.wait(this.#store, id)
+    // While its attempt runs here, the run is live and its end is settled
+    // here: whatever that attempt ends with, or a cancel, which stops it.
+    const entry = this.#active.get(id)
+    const live = entry?.handle !== undefined && !entry.stopped
+    return this.#waiters.wait(this.#store, id, live)
   }
 
   completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult> {
@@ -602,6 +606,8 @@ export class TaskEngine {
       if (!this.#shared || entry.leased) {
         const ended = this.#invoke(run, entry)
         const outcome = ended instanceof Promise ? await ended : ended
+        // The attempt is over: from here, a waiter must look at the store.
+        entry.handle = undefined
         // Cancelled or taken over meanwhile: the run is not this attempt's to change.
         if (outcome !== undefined && !entry.stopped) {
           // The common ending is recorded here rather than in another async

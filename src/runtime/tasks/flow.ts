@@ -97,9 +97,12 @@ export function flowKey(input: unknown, path: string | undefined): string {
   return value === undefined || value === null ? '' : JSON.stringify(value)
 }
 
-export interface StartPlan {
+/** What `planStarts` weighs of a run; a store may pass its own records. */
+export type FlowRun = Pick<RunRecord, 'id' | 'input' | 'startedAt'>
+
+export interface StartPlan<R extends FlowRun = RunRecord> {
   /** The queued runs to start now, in creation order. */
-  start: RunRecord[]
+  start: R[]
   /**
    * When the rate limit blocks a run: the first moment a start leaves its
    * window (ISO), and the run it blocks, to look again then.
@@ -113,13 +116,13 @@ export interface StartPlan {
  * first started within the rate window (any status). A run blocked by its
  * bucket does not block a later run in another bucket.
  */
-export function planStarts(
+export function planStarts<R extends FlowRun>(
   limits: FlowLimits,
-  queued: readonly RunRecord[],
-  running: readonly RunRecord[],
-  started: readonly RunRecord[],
+  queued: readonly R[],
+  running: readonly FlowRun[],
+  started: readonly FlowRun[],
   now: number,
-): StartPlan {
+): StartPlan<R> {
   const { concurrency, rateLimit } = limits
   const busy = new Map<string, number>()
   if (concurrency) {
@@ -140,7 +143,7 @@ export function planStarts(
       else window.set(key, [at])
     }
   }
-  const plan: StartPlan = { start: [] }
+  const plan: StartPlan<R> = { start: [] }
   for (const run of queued) {
     const slotKey = concurrency ? flowKey(run.input, concurrency.key) : ''
     if (concurrency && (busy.get(slotKey) ?? 0) >= concurrency.limit) {
@@ -171,8 +174,8 @@ export function planStarts(
 }
 
 /** The patch that starts a queued run: `running`, and its first start time unless it has one. */
-export function startedRun(run: RunRecord, nowIso: string): RunRecord {
-  const next: RunRecord = { ...run, status: 'running' }
+export function startedRun<R extends Pick<RunRecord, 'status' | 'startedAt'>>(run: R, nowIso: string): R {
+  const next: R = { ...run, status: 'running' }
   next.startedAt ??= nowIso
   return next
 }

@@ -8,6 +8,7 @@ import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { StoreFullError } from '../errors.ts'
 import type { RunPatch, RunQuery, RunStore, StartedRuns, TimerRecord, TokenRecord } from './store.ts'
 import { type FlowLimits, flowKey, planStarts, startedRun } from './flow.ts'
+import { StepLog } from './step-log.ts'
 import { applyRunPatch, isFinished, settleTokenRecord, statusMatches } from './store.ts'
 
 export interface MemoryRunStoreOptions {
@@ -29,7 +30,7 @@ export class MemoryRunStore implements RunStore {
   readonly maxRuns: number
   // Map iteration follows insertion order: `runs` is creation order and
   // `finished` is the order in which runs finished, oldest first.
-  #runs = new Map<string, RunRecord>()
+  #runs = new Map<string, StoredRun>()
   #finished = new Set<string>()
   #idempotency = new Map<string, string>()
   #timers = new Map<string, TimerRecord>()
@@ -65,7 +66,7 @@ export class MemoryRunStore implements RunStore {
       throw new StoreFullError('MemoryRunStore', this.maxRuns)
     }
     if (scoped !== undefined) this.#idempotency.set(scoped, run.id)
-    const stored: RunRecord = { ...run, attempts: run.attempts.map(copyAttempt), steps: { ...run.steps } }
+    const stored: StoredRun = { ...run, attempts: run.attempts.map(copyAttempt), steps: StepLog.from(run.steps) }
     this.#runs.set(run.id, stored)
     this.#track(stored)
     if (isFinished(stored.status)) this.#finished.add(run.id)
@@ -101,7 +102,9 @@ export class MemoryRunStore implements RunStore {
   }
 
   async saveStep(runId: string, key: string, step: StepRecord): Promise<void> {
-    this.#require(runId).steps[key] = { ...step }
+    const run = this.#require(runId)
+    // Frozen: every copy of the run shares its step records.
+    ;(run.steps ??= new StepLog()).set(key, Object.freeze({ ...step }))
   }
 
   async listRuns(query: RunQuery = {}): Promise<RunRecord[]> {
@@ -165,9 +168,9 @@ export class MemoryRunStore implements RunStore {
   }
 
   async startQueued(taskName: string, limits: FlowLimits, now: string): Promise<StartedRuns> {
-    const queued: RunRecord[] = []
-    const running: RunRecord[] = []
-    const started: RunRecord[] = []
+    const queued: StoredRun[] = []
+    const running: StoredRun[] = []
+    const started: StoredRun[] = []
     if (limits.rateLimit) {
       // The window counts every retained start, finished runs included.
       for (const run of this.#runs.values()) {
@@ -211,7 +214,7 @@ export class MemoryRunStore implements RunStore {
   }
 
   /** Keeps `#inFlow` in step with a run's status. */
-  #track(run: RunRecord): void {
+  #track(run: StoredRun): void {
     const flowing = run.status === 'queued' || run.status === 'running'
     let ids = this.#inFlow.get(run.taskName)
     if (flowing) {
@@ -220,7 +223,7 @@ export class MemoryRunStore implements RunStore {
     } else ids?.delete(run.id)
   }
 
-  #require(runId: string): RunRecord {
+  #require(runId: string): StoredRun {
     const run = this.#runs.get(runId)
     if (!run) throw new Error(`MemoryRunStore: unknown run "${runId}"`)
     return run
@@ -247,7 +250,10 @@ export class MemoryRunStore implements RunStore {
   }
 }
 
-const byCreation = (a: RunRecord, b: RunRecord) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0)
+/** A run as the store holds it: its steps in a log of their own, when it has any. */
+type StoredRun = Omit<RunRecord, 'steps'> & { steps: StepLog | undefined }
+
+const byCreation = (a: StoredRun, b: StoredRun) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0)
 
 // Idempotency keys are scoped to their task: two tasks may use the same key.
 function idempotencyScope(taskName: string, key: string): string {
@@ -260,6 +266,6 @@ function copyAttempt(attempt: Attempt): Attempt {
 
 // Attempts and step records are never changed in place once stored, so a
 // copy of the containers is enough to keep callers from changing the store.
-function copyRun(run: RunRecord): RunRecord {
-  return { ...run, attempts: run.attempts.slice(), steps: { ...run.steps } }
+function copyRun(run: StoredRun): RunRecord {
+  return { ...run, attempts: run.attempts.slice(), steps: run.steps === undefined ? {} : run.steps.take() }
 }

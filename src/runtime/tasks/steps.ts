@@ -45,6 +45,8 @@ export interface Invocation {
   steps: Readonly<Record<string, StepRecord>>
   /** Keys used by this invocation (rule 1); created by the first step. */
   seen: Set<string> | undefined
+  /** How many of the recorded steps this invocation met. */
+  met: number
   /** The first suspension raised, kept even if the handler swallows it. */
   suspension: SuspendSignal | undefined
   /** The first divergence met, kept even if the handler catches it: it fails the attempt. */
@@ -73,6 +75,7 @@ export function createInvocation(run: RunRecord): Invocation {
     attempt: run.attempts.length + 1,
     steps: run.steps,
     seen: undefined,
+    met: 0,
     suspension: undefined,
     mismatch: undefined,
     closed: undefined,
@@ -90,9 +93,11 @@ export function waitedStepKind(waitpoint: Waitpoint): StepKind {
  * need not be wrong, but it usually means the code changed under the run.
  */
 export function reportUnreachedSteps(inv: Invocation, logger: Logger): void {
+  const recorded = Object.keys(inv.steps)
+  // Every recorded key met is the common case: no lookup per key then.
+  if (recorded.length === inv.met) return
   const seen = inv.seen
-  const unreached: string[] = []
-  for (const key in inv.steps) if (seen === undefined || !seen.has(key)) unreached.push(key)
+  const unreached = seen === undefined ? recorded : recorded.filter((key) => !seen.has(key))
   if (unreached.length === 0) return
   logger.warn(
     `[svc] task "${inv.taskName}": run ${inv.runId} finished without reaching its recorded step${unreached.length === 1 ? '' : 's'} ` +
@@ -224,14 +229,16 @@ function begin(inv: Invocation, key: string, call: string, kind: StepKind): Step
     )
   }
   const seen = (inv.seen ??= new Set())
-  if (seen.has(key)) throw new DuplicateStepKeyError(key)
-  seen.add(key)
+  const used = seen.size
+  if (seen.add(key).size === used) throw new DuplicateStepKeyError(key)
   // A handler that caught the signal and went on must not make progress
   // while the run is suspended: every later step unwinds it again.
   if (inv.suspension) throw inv.suspension
   if (inv.mismatch) throw inv.mismatch
-  if (!Object.hasOwn(inv.steps, key)) return undefined
   const recorded = inv.steps[key]
+  // One lookup for a key never recorded; an inherited property is none.
+  if (recorded === undefined || !Object.hasOwn(inv.steps, key)) return undefined
+  inv.met++
   // A record without a kind was written before kinds were kept: it matches any call.
   if (recorded.kind !== undefined && recorded.kind !== kind) throw (inv.mismatch = new StepMismatchError(key, recorded.kind, call))
   return recorded

@@ -267,7 +267,7 @@ export function settleTokenRecord(token: TokenRecord, status: 'completed' | 'tim
 }
 
 /** Applies a `RunPatch` in place: a key present with `undefined` removes the field. */
-export function applyRunPatch(run: RunRecord, patch: RunPatch): void {
+export function applyRunPatch(run: Omit<RunRecord, 'steps'>, patch: RunPatch): void {
   const target = run as unknown as Record<string, unknown>
   for (const key in patch) {
     const value = (patch as Record<string, unknown>)[key]

@@ -15,8 +15,14 @@ export class RunWaiters {
   #waiters = new Map<string, Waiter[]>()
   #closed: Error | undefined
 
-  /** Resolves once the run is completed or failed; rejects for an unknown run or after `rejectAll`. */
-  wait(store: RunStore, id: string): Promise<RunRecord> {
+  /**
+   * Resolves once the run is completed or failed; rejects for an unknown run
+   * or after `rejectAll`. `live`: the caller knows the run is live and that
+   * its end will be settled here (its attempt is in flight in this
+   * process), so the store need not be asked; a read would copy the run,
+   * all its steps included.
+   */
+  wait(store: RunStore, id: string, live = false): Promise<RunRecord> {
     return new Promise((resolve, reject) => {
       if (this.#closed) {
         // Still answer for a run that has already finished.
@@ -29,6 +35,7 @@ export class RunWaiters {
       const list = this.#waiters.get(id)
       if (list) list.push(waiter)
       else this.#waiters.set(id, [waiter])
+      if (live) return
       store.getRun(id).then((run) => {
         if (run && !isFinished(run.status)) return
         this.#drop(id, waiter)
