@@ -220,9 +220,12 @@ export class PostgresRunStore implements RunStore {
       const set: Record<string, unknown> = {}
       for (const key in patch) {
         const value = (patch as Record<string, unknown>)[key]
+        if (key === 'attempt') continue
         if (value === undefined) removed.push(key)
         else set[key] = value
       }
+      // Appended to `attempts` in the same statement (an empty array when there is none).
+      const attempts = patch.attempt === undefined ? [] : [patch.attempt]
       const status = typeof patch.status === 'string' ? patch.status : null
       const expected = expect === undefined ? null : typeof expect.status === 'string' ? [expect.status] : [...expect.status]
       // The status check and the write are one statement: the compare-and-set.
@@ -230,7 +233,9 @@ export class PostgresRunStore implements RunStore {
       // finished keeps its own; a live one has none.
       const [row] = await sql<Row<RunRecord>[]>`
         UPDATE ${sql(this.schema)}.runs SET
-          record = (record - ${removed}::text[]) || ${sql.json(set as never)}::jsonb,
+          record = jsonb_set(
+            (record - ${removed}::text[]) || ${sql.json(set as never)}::jsonb,
+            '{attempts}', coalesce(record->'attempts', '[]') || ${sql.json(attempts as never)}::jsonb),
           status = coalesce(${status}::text, status),
           finished_seq = CASE WHEN coalesce(${status}::text, status) = ANY(${FINISHED_STATUSES as string[]}::text[])
             THEN coalesce(finished_seq, nextval(${`${this.schema}.runs_finished_seq`}::regclass)) END,

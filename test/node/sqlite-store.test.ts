@@ -8,6 +8,7 @@ import { SqliteRunStore } from '../../src/node.ts'
 import { SCHEMA_VERSION } from '../../src/node/sqlite-database.ts'
 import { jsonCopy } from '../../src/node/sqlite-json.ts'
 import { RowCache } from '../../src/node/sqlite-row-cache.ts'
+import { createTaskRuntime } from '../../src/runtime/tasks/index.ts'
 import { until } from '../tasks/_helpers.ts'
 import { makeRun, runStoreContract } from '../tasks/store-contract.ts'
 
@@ -289,6 +290,50 @@ describe('SqliteRunStore group commit', () => {
     expect(committedRuns(path)).toBe(0)
     await Promise.all(writes)
     expect(new Set(order)).toEqual(new Set(['resolved with 50 committed']))
+  })
+
+  it("waitForRun answers with a run's end only once that end is committed", async () => {
+    const path = dbFile()
+    const s = store({ path })
+    const committedStatus = (id: string) => {
+      const { DatabaseSync } = process.getBuiltinModule('node:sqlite')
+      const db = new DatabaseSync(path, { readOnly: true })
+      try {
+        return (db.prepare('SELECT status FROM runs WHERE id = ?').get(id) as { status: string } | undefined)?.status
+      } finally {
+        db.close()
+      }
+    }
+    const rt = createTaskRuntime({
+      routes: [
+        { path: '/api/ok', module: { kind: 'task', POST: () => 'done' } },
+        {
+          path: '/api/boom',
+          module: {
+            kind: 'task',
+            POST: () => {
+              throw new Error('boom')
+            },
+          },
+        },
+      ],
+      store: s,
+      logger: { info() {}, warn() {}, error() {} },
+      env: {},
+    })
+    try {
+      // Each waiter is registered once trigger() resolves, while the attempt's end is being written.
+      const seen = await Promise.all(
+        Array.from({ length: 20 }, async (_, i) => {
+          const run = await rt.trigger(i % 2 === 0 ? 'ok' : 'boom')
+          const done = await rt.waitForRun(run.id)
+          return `${done.status}/${committedStatus(run.id)}`
+        }),
+      )
+      expect(new Set(seen)).toEqual(new Set(['completed/completed', 'failed/failed']))
+    } finally {
+      await rt.close()
+    }
   })
 
   it('a write that fails or a compare-and-set that loses leaves the other writes of its batch in place', async () => {

@@ -123,6 +123,34 @@ export function runStoreContract(name: string, createStore: (options?: { maxRuns
       expect(read.steps).toEqual({ a: { status: 'completed', output: { x: 1 } }, b: { status: 'timed_out' } })
     })
 
+    it('appends the attempt of a patch to attempts in the same update, and only when the update happens', async () => {
+      const store = await createStore()
+      const run = makeRun()
+      await store.createRun(run)
+      await store.appendAttempt(run.id, { index: 1, startedAt: run.createdAt, durationMs: 3, error: 'boom' })
+      const attempt = { index: 2, startedAt: run.createdAt, durationMs: 4 }
+      const refused = await store.updateRun(run.id, { status: 'failed', attempt }, { status: 'suspended' })
+      expect(refused).toBeUndefined()
+      expect((await store.getRun(run.id))!.attempts.map((a) => a.index)).toEqual([1])
+      const done = await store.updateRun(run.id, { status: 'completed', ok: true, attempt }, { status: 'running' })
+      expect(done).toMatchObject({
+        status: 'completed',
+        attempts: [
+          { index: 1, error: 'boom' },
+          { index: 2, durationMs: 4 },
+        ],
+      })
+      expect(done && 'attempt' in done).toBe(false)
+      // The store kept its own copy of the attempt.
+      attempt.durationMs = 99
+      const read = (await store.getRun(run.id))!
+      expect(read.attempts).toEqual([
+        { index: 1, startedAt: run.createdAt, durationMs: 3, error: 'boom' },
+        { index: 2, startedAt: run.createdAt, durationMs: 4 },
+      ])
+      expect('attempt' in read).toBe(false)
+    })
+
     it('lists runs newest first, filtered by task and status, with a limit', async () => {
       const store = await createStore()
       const a = makeRun({ taskName: 'a' })

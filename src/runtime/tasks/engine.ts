@@ -28,7 +28,7 @@
  * whichever live process claims them first; and each cron tick is claimed
  * before it starts a run.
  */
-import type { CompleteTokenResult, Logger, RunChange, RunRecord, TriggerOptions } from '../types.ts'
+import type { Attempt, CompleteTokenResult, Logger, RunChange, RunRecord, TriggerOptions } from '../types.ts'
 import { describe } from '../describe.ts'
 import { isoAt, isoNow } from './clock.ts'
 import { RunCancelledError, RunFinishedError, RunNotFoundError, TaskNotFoundError, errorMessage } from '../errors.ts'
@@ -83,6 +83,8 @@ interface ActiveEntry {
    * attempt is aborted and nothing it ends with is recorded.
    */
   stopped?: boolean
+  /** The run's end is written and its waiters answered: a later waiter reads the store. */
+  ended?: boolean
 }
 
 export class TaskEngine {
@@ -346,8 +348,13 @@ export class TaskEngine {
   waitForRun(id: string): Promise<RunRecord> {
     // While its attempt runs here, the run is live and its end is settled
     // here: whatever that attempt ends with, or a cancel, which stops it.
+    // So is it while the attempt's end is being written, which a store read
+    // could see before the write has committed (SQLite's batch): a waiter
+    // answered from that read would learn of an end a crash can still undo.
+    // On a shared store an entry waiting for its lease may be another
+    // process's run, so only its running attempt counts there.
     const entry = this.#active.get(id)
-    const live = entry?.handle !== undefined && !entry.stopped
+    const live = entry !== undefined && !entry.stopped && !entry.ended && (entry.handle !== undefined || !this.#shared)
     return this.#waiters.wait(this.#store, id, live)
   }
 
@@ -613,8 +620,8 @@ export class TaskEngine {
           // The common ending is recorded here rather than in another async
           // method: every run in flight would hold that one's frame too.
           if (outcome.kind === 'completed') {
-            await this.#store.appendAttempt(run.id, outcome.attempt)
-            this.#finished(await this.#finish(run.id, { status: 'completed', ok: true, result: outcome.result }))
+            const { attempt, result } = outcome
+            this.#finished(await this.#finish(run.id, { status: 'completed', ok: true, result, attempt }))
           } else await this.#record(run, outcome)
         }
       }
@@ -654,12 +661,13 @@ export class TaskEngine {
     // nothing, so the run stays `running` and a durable store's recover()
     // runs it again.
     if (this.#closed) return
-    await this.#store.appendAttempt(run.id, outcome.attempt)
-    const index = outcome.attempt.index
+    const { attempt } = outcome
+    const index = attempt.index
     const retries = this.#tasks.get(run.taskName)!.retries
     // After close() the retry timer is still recorded (Waits.arm saves it and
     // skips the in-process timer), so a durable store can pick it up.
     if (index <= retries && !outcome.final) {
+      await this.#store.appendAttempt(run.id, attempt)
       const delay = backoffDelay(index)
       this.#logger.warn(
         `[svc] task "${run.taskName}": attempt ${index} of ${retries + 1} failed (run ${run.id}): ${outcome.error}; retrying in ${delay} ms`,
@@ -668,7 +676,7 @@ export class TaskEngine {
       await this.#waits.arm({ id: timerId(run.id, 'retry'), runId: run.id, kind: 'retry', dueAt })
       return
     }
-    this.#finished(await this.#finish(run.id, { status: 'failed', ok: false }), outcome.error, index)
+    this.#finished(await this.#finish(run.id, { status: 'failed', ok: false, attempt }), outcome.error, index)
   }
 
   /**
@@ -676,13 +684,18 @@ export class TaskEngine {
    * nothing when it was no longer running. Not async: the one frame
    * awaiting it is `#dispatch`'s, and every run in flight would hold another.
    */
-  #finish(runId: string, patch: { status: 'completed' | 'failed'; ok: boolean; result?: unknown }): Promise<RunRecord | undefined> {
+  #finish(
+    runId: string,
+    patch: { status: 'completed' | 'failed'; ok: boolean; result?: unknown; attempt?: Attempt },
+  ): Promise<RunRecord | undefined> {
     return this.#store.updateRun(runId, { ...patch, finishedAt: isoNow(), suspended: undefined }, RUNNING)
   }
 
   /** What follows a run's end here: its change, a failure logged, its waiters and waiting parents woken. */
   #finished(done: RunRecord | undefined, error?: string, attempts?: number): void {
     if (!done) return
+    const entry = this.#active.get(done.id)
+    if (entry) entry.ended = true
     this.#changes.emit(done)
     if (done.status === 'failed') {
       // A background failure is never silent: it is logged with the task it came from.

@@ -84,7 +84,7 @@ export class MemoryRunStore implements RunStore {
     const run = this.#runs.get(id)
     if (!run) return undefined
     if (expect && !statusMatches(run.status, expect.status)) return undefined
-    applyRunPatch(run, patch)
+    applyRunPatch(run, patch.attempt === undefined ? patch : { ...patch, attempt: copyAttempt(patch.attempt) })
     this.#track(run)
     if (isFinished(run.status)) {
       if (!this.#finished.has(id)) {

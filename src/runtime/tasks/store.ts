@@ -20,9 +20,12 @@ import type { FlowLimits } from './flow.ts'
 /**
  * Fields of a run that `updateRun` may change. A key that is present with the
  * value `undefined` removes the field (for example `suspended: undefined`
- * when a run resumes).
+ * when a run resumes). `attempt` is appended to the run's `attempts` in the
+ * same write, so an attempt that ends the run costs one write, not two.
  */
-export type RunPatch = Partial<Pick<RunRecord, 'status' | 'ok' | 'result' | 'suspended' | 'startedAt' | 'finishedAt' | 'runAt'>>
+export type RunPatch = Partial<Pick<RunRecord, 'status' | 'ok' | 'result' | 'suspended' | 'startedAt' | 'finishedAt' | 'runAt'>> & {
+  attempt?: Attempt
+}
 
 export interface RunQuery {
   /** Only runs of this task. */
@@ -266,12 +269,18 @@ export function settleTokenRecord(token: TokenRecord, status: 'completed' | 'tim
   if (status === 'completed' && payload !== undefined) token.payload = payload
 }
 
-/** Applies a `RunPatch` in place: a key present with `undefined` removes the field. */
+/**
+ * Applies a `RunPatch` in place: a key present with `undefined` removes the
+ * field, and `attempt` is appended to `attempts` (as given: a store that
+ * keeps the record copies it first).
+ */
 export function applyRunPatch(run: Omit<RunRecord, 'steps'>, patch: RunPatch): void {
   const target = run as unknown as Record<string, unknown>
   for (const key in patch) {
     const value = (patch as Record<string, unknown>)[key]
-    if (value === undefined) delete target[key]
+    if (key === 'attempt') {
+      if (value !== undefined) run.attempts.push(value as Attempt)
+    } else if (value === undefined) delete target[key]
     else target[key] = value
   }
 }
