@@ -2,8 +2,8 @@
  * Task runtime benchmark (`npm run bench:tasks`, which runs Node with
  * --expose-gc). Reports, each next to its goal:
  * - in-process dispatch of no-op runs, from trigger to completed (median of
- *   several rounds after a warm-up), at 1,000, 10,000 and 100,000 runs: at
- *   least 100,000 runs/s at 10,000;
+ *   several rounds after a warm-up of at least 50,000 runs), at 1,000, 10,000
+ *   and 100,000 runs: at least 100,000 runs/s at 10,000;
  * - replay of a run with 100, 1,000 and 5,000 completed steps, from
  *   re-dispatch to completed (median): at most 10 ms at 1,000;
  * - heap held by 10,000 retained finished runs in the memory store: at
@@ -144,7 +144,10 @@ console.log(`task runtime benchmark, Node ${process.version}\n`)
 const dispatchPerRun: number[] = []
 for (const size of DISPATCH_SIZES) {
   const rounds = size >= 100_000 ? 3 : ROUNDS
-  await dispatchRound(undefined, undefined, size) // warm-up
+  // Warm-up: at least 50,000 runs, so that the JIT and the heap's young
+  // generation have settled (the first rounds of a process run at about half
+  // speed while V8 grows its semi-spaces).
+  for (let run = 0; run < 50_000; run += size) await dispatchRound(undefined, undefined, size)
   const times: number[] = []
   for (let i = 0; i < rounds; i++) times.push(await dispatchRound(undefined, undefined, size))
   const ms = median(times)
@@ -298,6 +301,42 @@ async function retainedRound(kind: 'memory' | 'sqlite', retained: number): Promi
     if (store instanceof SqliteRunStore) store.close()
   }
 }
+
+/**
+ * The floor under a memory store read: `Map.get` of a retained record by id
+ * in a Map of `retained` records, the same ids in the same order, with the
+ * same await per read and nothing else. What grows here between sizes is the
+ * machine's caches missing, not the store's work.
+ */
+async function bareLookup(retained: number): Promise<number> {
+  const records = new Map<string, RunRecord>()
+  const ids: string[] = []
+  for (let i = 0; i < retained; i++) {
+    const run = finishedRun(i)
+    records.set(run.id, run)
+    ids.push(run.id)
+  }
+  const live = ids.slice(2 * BATCH)
+  const get = async (id: string) => records.get(id)
+  const start = performance.now()
+  for (let i = 0; i < BATCH; i++) {
+    if (!(await get(live[(i * 7919) % live.length]))) throw new Error('a record is missing')
+  }
+  return (performance.now() - start) / BATCH
+}
+
+const bare: number[] = []
+for (const retained of RETAINED_SIZES) {
+  const rounds: number[] = []
+  for (let i = 0; i < 3; i++) rounds.push(await bareLookup(retained))
+  bare.push(median(rounds))
+  console.log(
+    `${`Map.get alone, ${retained.toLocaleString('en')} records`.padEnd(46)} ${`${(bare.at(-1)! * 1000).toFixed(2)} µs`.padStart(16)}   per read: the floor under a memory store read`,
+  )
+}
+console.log(
+  `${`  Map.get alone, cost per item ${RETAINED_SIZES.at(-1)!.toLocaleString('en')} / ${RETAINED_SIZES[0].toLocaleString('en')}`.padEnd(46)} ${`${(bare.at(-1)! / bare[0]).toFixed(2)} x`.padStart(16)}   for reference`,
+)
 
 try {
   for (const kind of ['memory', 'sqlite'] as const) {
