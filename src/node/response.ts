@@ -21,6 +21,13 @@ type Headers = OutgoingHttpHeaders | OutgoingHttpHeader[]
 export class SvcServerResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
   /** The body length the head declared, until the first write; -1 when it declared none. */
   #declared = -1
+  /**
+   * A first write carried the whole declared body and ended the response.
+   * Bytes written after it lie past the declared length, outside the
+   * message (RFC 9112 §6.3): they are dropped, where a write after the end
+   * would throw out of the process.
+   */
+  #complete = false
 
   override writeHead(statusCode: number, statusMessage?: string, headers?: Headers): this
   override writeHead(statusCode: number, headers?: Headers): this
@@ -33,10 +40,12 @@ export class SvcServerResponse<Request extends IncomingMessage = IncomingMessage
   }
 
   override write(chunk: unknown, ...rest: unknown[]): boolean {
+    if (this.#complete) return true
     const declared = this.#declared
     if (declared >= 0) {
       this.#declared = -1
       if (rest.length === 0 && byteLength(chunk) === declared) {
+        this.#complete = true
         super.end(chunk as string | Uint8Array)
         return true
       }
@@ -46,6 +55,8 @@ export class SvcServerResponse<Request extends IncomingMessage = IncomingMessage
 
   override end(...args: unknown[]): this {
     this.#declared = -1
+    // Already ended by the first write: only a callback is left to pass on.
+    if (this.#complete) return super.end(args.find((arg) => typeof arg === 'function') as (() => void) | undefined)
     return (super.end as (...args: unknown[]) => this)(...args)
   }
 }

@@ -67,4 +67,39 @@ describe('writing answers', () => {
     expect(conn.closed).toBe(false)
     conn.close()
   })
+
+  it('a streamed body longer than its declared Content-Length sends the declared bytes and keeps the server up', async () => {
+    const encode = (text: string) => new TextEncoder().encode(text)
+    const server = await serve({
+      apiRoutes: [
+        {
+          path: '/api/overlong',
+          module: {
+            GET: () =>
+              new Response(
+                new ReadableStream({
+                  start(controller) {
+                    controller.enqueue(encode('hello'))
+                    controller.enqueue(encode(' and more'))
+                    controller.close()
+                  },
+                }),
+                { headers: { 'content-length': '5' } },
+              ),
+          },
+        },
+        { path: '/api/hello', module: { GET: () => ({ hello: 'world' }) } },
+      ],
+    })
+    const conn = new RawConnection(server.port)
+    await conn.ready()
+    conn.send('GET', '/api/overlong')
+    const answer = (await conn.next())!
+    expect(answer.status).toBe(200)
+    expect(answer.body).toBe('hello')
+    // The bytes past the declared length are not sent: the next answer on the connection is whole.
+    conn.send('GET', '/api/hello')
+    expect((await conn.next())!.body).toBe('{"hello":"world"}')
+    conn.close()
+  })
 })
