@@ -13,8 +13,8 @@
  * A write that throws rejects at once, and the batch goes on with the
  * others' writes. It must leave nothing behind: SQLite undoes a failed
  * statement on its own (https://www.sqlite.org/lang_conflict.html, ABORT),
- * so a write of one statement needs nothing more, and a write of several
- * wraps them in `atomic()`, a SAVEPOINT that a failure rolls back alone.
+ * so a write of one statement needs nothing more. Work that spans the
+ * batch's writes (the run store's eviction) runs once, in the `commit` hook.
  */
 import { resolve } from 'node:path'
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
@@ -36,12 +36,18 @@ interface Waiter {
 export interface BatchHooks {
   /** Runs once a batch holds the write lock, before its first write. */
   begin(): void
+  /**
+   * Runs right before the COMMIT, inside the batch: the batch's last write,
+   * for work done once per batch rather than once per write. When it
+   * throws, the batch is rolled back and every write in it rejects.
+   */
+  commit(): void
   /** Runs when a batch ends, committed (`ok`) or not: what was cached for it is stale. */
   end(ok: boolean): void
 }
 
 export class GroupCommit {
-  #statements: Record<'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'undo', StatementSync>
+  #statements: Record<'begin' | 'commit' | 'rollback', StatementSync>
   #waiters: Waiter[] = []
   #open = false
   #file: string | undefined
@@ -54,9 +60,6 @@ export class GroupCommit {
       begin: db.prepare('BEGIN IMMEDIATE'),
       commit: db.prepare('COMMIT'),
       rollback: db.prepare('ROLLBACK'),
-      savepoint: db.prepare('SAVEPOINT write'),
-      release: db.prepare('RELEASE write'),
-      undo: db.prepare('ROLLBACK TO write'),
     }
   }
 
@@ -90,30 +93,6 @@ export class GroupCommit {
     })
   }
 
-  /**
-   * Runs `fn`, several statements of one write, inside the batch so that
-   * either all of them stay or none: when `fn` throws, its changes are
-   * rolled back and the others' writes stay.
-   */
-  atomic<T>(fn: () => T): T {
-    const s = this.#statements
-    s.savepoint.run()
-    try {
-      const value = fn()
-      s.release.run()
-      return value
-    } catch (error) {
-      try {
-        s.undo.run()
-        s.release.run()
-      } catch {
-        // SQLite rolled the whole transaction back on its own (a full disk,
-        // say): the batch is lost, and flush() reports it to every waiter.
-      }
-      throw error
-    }
-  }
-
   /** The number of batches committed to this file from this process, by any connection (0 for `':memory:'`). */
   get localCommits(): number {
     return this.#file === undefined ? 0 : (commits.get(this.#file) ?? 0)
@@ -133,6 +112,7 @@ export class GroupCommit {
     this.#waiters = []
     let failure: unknown
     try {
+      this.#hooks.commit()
       this.#statements.commit.run()
     } catch (error) {
       failure = error

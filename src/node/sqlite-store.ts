@@ -122,6 +122,13 @@ export class SqliteRunStore implements RunStore {
   #rows: RowCache
   /** Set while the cache is known fresh for this turn: the local commit count it was checked at. */
   #rowsChecked: number | undefined
+  /**
+   * The batch took the store past `maxRuns`: the runs that finished longest
+   * ago are evicted once, right before its COMMIT, in one statement for the
+   * whole batch rather than one per write. Other processes only ever see
+   * the bound hold (they read committed state).
+   */
+  #evictAtCommit = false
 
   constructor(options: SqliteRunStoreOptions) {
     const { path, maxRuns, busyTimeoutMs } = resolveSqliteOptions(options, WHERE)
@@ -131,8 +138,14 @@ export class SqliteRunStore implements RunStore {
     this.#rows = new RowCache(ROW_CACHE_WEIGHT)
     this.#batch = new GroupCommit(this.#db, path, {
       begin: () => this.#checkRows(),
+      commit: () => {
+        if (!this.#evictAtCommit) return
+        this.#evictAtCommit = false
+        this.#evict()
+      },
       end: (ok) => {
         if (ok) return
+        this.#evictAtCommit = false
         this.#counts = undefined
         this.#rows.clear()
       },
@@ -181,25 +194,20 @@ export class SqliteRunStore implements RunStore {
     const live = !isFinished(run.status)
     if (live && counts.live >= this.maxRuns) throw new StoreFullError(WHERE, this.maxRuns)
     const finishSeq = this.#finishSeq(run.status, null)
-    const insert = () => {
-      let inserted: { lastInsertRowid: number | bigint }
-      try {
-        inserted = this.#sql(INSERT_RUN).run(run.id, run.taskName, run.status, run.idempotencyKey ?? null, finishSeq, record)
-      } catch (error) {
-        // The id's UNIQUE constraint is the existence check: one statement, not a lookup before it.
-        if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE && this.#sql(RUN_EXISTS).get(run.id)) {
-          throw exists()
-        }
-        throw error
+    let inserted: { lastInsertRowid: number | bigint }
+    try {
+      inserted = this.#sql(INSERT_RUN).run(run.id, run.taskName, run.status, run.idempotencyKey ?? null, finishSeq, record)
+    } catch (error) {
+      // The id's UNIQUE constraint is the existence check: one statement, not a lookup before it.
+      if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE && this.#sql(RUN_EXISTS).get(run.id)) {
+        throw exists()
       }
-      this.#cache(run.id, Number(inserted.lastInsertRowid), finishSeq, live ? stored : undefined, record)
-      counts.total++
-      if (live) counts.live++
-      this.#evict()
+      throw error
     }
-    // An insert that evicts is several statements, kept together; alone it is one.
-    if (counts.total + 1 > this.maxRuns) this.#batch.atomic(insert)
-    else insert()
+    this.#cache(run.id, Number(inserted.lastInsertRowid), finishSeq, live ? stored : undefined, record)
+    counts.total++
+    if (live) counts.live++
+    if (counts.total > this.maxRuns) this.#evictAtCommit = true
     return live ? jsonCopy(stored) : stored
   }
 
@@ -222,15 +230,10 @@ export class SqliteRunStore implements RunStore {
       applyRunPatch(run, copied as RunPatch)
       const record = JSON.stringify(run)
       const finishSeq = this.#finishSeq(run.status, row.finished_seq)
-      const evicts = finishSeq !== null && row.finished_seq === null && this.#countsNow().total > this.maxRuns
-      const update = () => {
-        this.#sql(UPDATE_RUN).run(run.status, finishSeq, record, row.seq)
-        this.#cache(id, row.seq, finishSeq, finishSeq === null ? run : undefined, record)
-        if ((finishSeq === null) !== (row.finished_seq === null) && this.#counts) this.#counts.live += finishSeq === null ? 1 : -1
-        if (evicts) this.#evict()
-      }
-      if (evicts) this.#batch.atomic(update)
-      else update()
+      this.#sql(UPDATE_RUN).run(run.status, finishSeq, record, row.seq)
+      this.#cache(id, row.seq, finishSeq, finishSeq === null ? run : undefined, record)
+      if ((finishSeq === null) !== (row.finished_seq === null) && this.#counts) this.#counts.live += finishSeq === null ? 1 : -1
+      if (finishSeq !== null && row.finished_seq === null && this.#countsNow().total > this.maxRuns) this.#evictAtCommit = true
       // A finished run is cached as its text: the record is nobody else's.
       return finishSeq === null ? jsonCopy(run) : run
     })

@@ -144,6 +144,28 @@ describe('SqliteRunStore bound', () => {
     expect(await s.getRun(run.id)).toBeDefined()
   })
 
+  it('a batch that goes past the bound commits with it holding: the runs that finished longest ago go, live ones stay', async () => {
+    const path = dbFile()
+    const s = store({ path, maxRuns: 5 })
+    const live = [makeRun({ status: 'running' }), makeRun({ status: 'scheduled' })]
+    for (const run of live) await s.createRun(run)
+    // One turn: 12 finished runs and a live one, so one batch 10 runs past the bound.
+    const finished = Array.from({ length: 12 }, () => makeRun({ status: 'completed' }))
+    const late = makeRun({ status: 'running' })
+    await Promise.all([...finished.map((run) => s.createRun(run)), s.createRun(late)])
+    const { DatabaseSync } = process.getBuiltinModule('node:sqlite')
+    const other = new DatabaseSync(path, { readOnly: true })
+    try {
+      const ids = (other.prepare('SELECT id FROM runs ORDER BY seq').all() as { id: string }[]).map((row) => row.id)
+      expect(ids).toEqual([...live, ...finished.slice(-2), late].map((run) => run.id))
+    } finally {
+      other.close()
+    }
+    expect(s.size).toBe(5)
+    expect(await s.getRun(finished[0].id)).toBeUndefined()
+    expect(await s.getRun(finished[11].id)).toBeDefined()
+  })
+
   it('drops the idempotency key and tokens of an evicted run', async () => {
     const s = store({ path: ':memory:', maxRuns: 1 })
     const first = makeRun({ status: 'completed', idempotencyKey: 'once' })
