@@ -51,6 +51,12 @@ function prepare(db: DatabaseSync, path: string, busyTimeoutMs: number, where: s
   // disk (the WAL fsynced) before the writes it holds resolve, so a write a
   // caller saw resolve survives a power cut, not only a crash of the process.
   db.exec('PRAGMA synchronous = FULL')
+  // A page cache of up to 32 MiB instead of SQLite's 2 MiB: a store at its
+  // bound deletes and inserts through five indexes with every batch, and
+  // with 100,000 runs (a file of about 20 MB) the default cache sent most of
+  // those index pages back to the file, doubling the cost of a run. The
+  // cache fills only with the pages read, so a small file costs little.
+  db.exec('PRAGMA cache_size = -32768')
   db.exec('BEGIN IMMEDIATE')
   try {
     const version = Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version)

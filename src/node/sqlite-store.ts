@@ -99,7 +99,8 @@ interface Counts {
  * cached, so at the default `maxRuns` of 10,000 the whole store is cached
  * in about 5 MB, and a store of 100,000 such runs in about 50 MB; past the
  * bound, the runs cached first are read from the file again. SQLite's own
- * page cache stays at its default (2 MB).
+ * page cache may hold up to 32 MiB of the file's pages (its default is
+ * 2 MiB), for the index pages that eviction and inserts walk.
  *
  * Several processes may share one file. Each transition still happens
  * once, but a process only fires the timers it armed or found when it
