@@ -33,6 +33,40 @@ describe('step.run and replay', () => {
     })
   })
 
+  for (const store of ['memory', 'sqlite'] as const) {
+    it(`a handler that changes a step's output changes its own copy: the recorded output and every replay keep the value the step returned (${store})`, async () => {
+      const seen: unknown[] = []
+      const dir = mkdtempSync(join(tmpdir(), 'svc-step-copy-'))
+      const rt = runtime(
+        [
+          task('collect', async (ctx) => {
+            const list = await ctx.step.run('a', () => [1, 2])
+            seen.push([...list])
+            list.push(3)
+            await ctx.step.sleep('first', 0.01)
+            await ctx.step.sleep('second', 0.01)
+            return list
+          }),
+        ],
+        store === 'sqlite' ? { store: new SqliteRunStore({ path: join(dir, 'runs.db') }) } : {},
+      )
+      try {
+        const done = await finished(rt.waitForRun((await rt.trigger('collect')).id))
+        // The first invocation and both replays see what the step returned.
+        expect(seen).toEqual([
+          [1, 2],
+          [1, 2],
+          [1, 2],
+        ])
+        expect(done.result).toEqual([1, 2, 3])
+        expect(done.steps.a).toEqual({ status: 'completed', output: [1, 2], kind: 'run' })
+      } finally {
+        await rt.close()
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+  }
+
   it('completed steps are kept across retries: a later failure does not redo them', async () => {
     vi.useFakeTimers()
     let charges = 0

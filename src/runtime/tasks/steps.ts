@@ -26,7 +26,7 @@ import type {
 } from '../types.ts'
 import { DuplicateStepKeyError, StepMismatchError } from '../errors.ts'
 import { childIdempotencyKey, tokenIdFor } from './ids.ts'
-import { jsonProblem } from './json.ts'
+import { copyJson, jsonProblem } from './json.ts'
 import { checkEnqueueOptions } from './options.ts'
 import { describe } from '../describe.ts'
 import type { RunStore } from './store.ts'
@@ -241,7 +241,11 @@ function begin(inv: Invocation, key: string, call: string, kind: StepKind): Step
   inv.met++
   // A record without a kind was written before kinds were kept: it matches any call.
   if (recorded.kind !== undefined && recorded.kind !== kind) throw (inv.mismatch = new StepMismatchError(key, recorded.kind, call))
-  return recorded
+  // The handler gets an output of its own, as on the first run: one it
+  // changes must not change the record a later replay reads (a store that
+  // keeps records in memory hands out the same output to every reader).
+  const output = recorded.output
+  return output !== null && typeof output === 'object' ? { ...recorded, output: copyJson(output) } : recorded
 }
 
 async function record(inv: Invocation, host: StepHost, key: string, kind: StepKind, step: StepRecord): Promise<void> {
