@@ -53,7 +53,7 @@ import { joinScheduledSql, type SqlRunner, startQueuedSql, type WrittenRow } fro
 import { openDatabase } from './sqlite-database.ts'
 import { GroupCommit } from './sqlite-group-commit.ts'
 import { type CachedRun, RowCache } from './sqlite-row-cache.ts'
-import { jsonCopy } from './sqlite-json.ts'
+import { jsonCopy } from '../runtime/tasks/json-copy.ts'
 import { resolveSqliteOptions, type SqliteRunStoreOptions } from './sqlite-options.ts'
 
 export type { SqliteRunStoreOptions } from './sqlite-options.ts'

@@ -12,14 +12,6 @@ import { isJsonTooDeep, MAX_JSON_DEPTH } from '../json-depth.ts'
 
 const TOO_DEEP = `it nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`
 
-/**
- * A copy of a value JSON can hold, as a durable store gives it back (through
- * JSON): whoever changes it changes only their own. Other values as they are.
- */
-export function copyJson<T>(value: T): T {
-  return value === null || typeof value !== 'object' ? value : (JSON.parse(JSON.stringify(value)) as T)
-}
-
 /** Why `value` cannot be stored as JSON, or `undefined` when it can. */
 export function jsonProblem(value: unknown): string | undefined {
   // Primitives other than BigInt always serialize (or are dropped, as

@@ -9,7 +9,7 @@ import { StoreFullError } from '../errors.ts'
 import type { RunPatch, RunQuery, RunStore, StartedRuns, TimerRecord, TokenRecord } from './store.ts'
 import { type FlowLimits, flowKey, planStarts, startedRun } from './flow.ts'
 import { StepLog } from './step-log.ts'
-import { copyJson } from './json.ts'
+import { jsonCopy } from './json-copy.ts'
 import { applyRunPatch, isFinished, settleTokenRecord, statusMatches } from './store.ts'
 
 export interface MemoryRunStoreOptions {
@@ -106,7 +106,7 @@ export class MemoryRunStore implements RunStore {
     const run = this.#require(runId)
     // Frozen: every copy of the run shares its step records. The output is
     // copied, so the handler that produced it cannot change the record.
-    const stored = 'output' in step ? { ...step, output: copyJson(step.output) } : { ...step }
+    const stored = 'output' in step ? { ...step, output: jsonCopy(step.output) } : { ...step }
     ;(run.steps ??= new StepLog()).set(key, Object.freeze(stored))
   }
 

@@ -26,7 +26,8 @@ import type {
 } from '../types.ts'
 import { DuplicateStepKeyError, StepMismatchError } from '../errors.ts'
 import { childIdempotencyKey, tokenIdFor } from './ids.ts'
-import { copyJson, jsonProblem } from './json.ts'
+import { jsonProblem } from './json.ts'
+import { jsonCopy } from './json-copy.ts'
 import { checkEnqueueOptions } from './options.ts'
 import { describe } from '../describe.ts'
 import type { RunStore } from './store.ts'
@@ -245,7 +246,7 @@ function begin(inv: Invocation, key: string, call: string, kind: StepKind): Step
   // changes must not change the record a later replay reads (a store that
   // keeps records in memory hands out the same output to every reader).
   const output = recorded.output
-  return output !== null && typeof output === 'object' ? { ...recorded, output: copyJson(output) } : recorded
+  return output !== null && typeof output === 'object' ? { ...recorded, output: jsonCopy(output) } : recorded
 }
 
 async function record(inv: Invocation, host: StepHost, key: string, kind: StepKind, step: StepRecord): Promise<void> {

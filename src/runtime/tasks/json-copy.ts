@@ -2,7 +2,8 @@
  * Copies of run records as JSON would make them, without the trip through
  * text: `jsonCopy(value)` equals `JSON.parse(JSON.stringify(value))`.
  * `SqliteRunStore` keeps the records it writes as objects and hands out
- * copies of them, and this walk costs a fraction of a parse.
+ * copies of them, a replay hands the handler its own copy of a recorded
+ * step's output, and this walk costs a fraction of a parse.
  *
  * It follows the serialization steps of ECMA-262 (`JSON.stringify`,
  * SerializeJSONProperty): `toJSON` is called with the property's key,
