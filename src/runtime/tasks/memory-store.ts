@@ -9,7 +9,6 @@ import { StoreFullError } from '../errors.ts'
 import type { RunPatch, RunQuery, RunStore, StartedRuns, TimerRecord, TokenRecord } from './store.ts'
 import { type FlowLimits, flowKey, planStarts, startedRun } from './flow.ts'
 import { StepLog } from './step-log.ts'
-import { jsonCopy } from './json-copy.ts'
 import { applyRunPatch, isFinished, settleTokenRecord, statusMatches } from './store.ts'
 
 export interface MemoryRunStoreOptions {
@@ -104,10 +103,7 @@ export class MemoryRunStore implements RunStore {
 
   async saveStep(runId: string, key: string, step: StepRecord): Promise<void> {
     const run = this.#require(runId)
-    // Frozen: every copy of the run shares its step records. The output is
-    // copied, so the handler that produced it cannot change the record.
-    const stored = 'output' in step ? { ...step, output: jsonCopy(step.output) } : { ...step }
-    ;(run.steps ??= new StepLog()).set(key, Object.freeze(stored))
+    ;(run.steps ??= new StepLog()).set(key, step)
   }
 
   async listRuns(query: RunQuery = {}): Promise<RunRecord[]> {

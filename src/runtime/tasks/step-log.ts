@@ -15,6 +15,7 @@
  * two.
  */
 import type { StepRecord } from '../types.ts'
+import { jsonCopy } from './json-copy.ts'
 
 /** Past this many steps a log keeps them in a `Map` (below V8's 1,020 fast properties). */
 const LARGE = 1_000
@@ -35,8 +36,13 @@ export class StepLog {
     return log
   }
 
-  /** Records (or overwrites) one step; `step` is kept as it is, so pass one nobody else holds. */
-  set(key: string, step: StepRecord): void {
+  /**
+   * Records (or overwrites) one step, as a frozen copy: every copy of the
+   * run shares its step records. The output is copied too, so whoever
+   * produced it cannot change the record by changing it.
+   */
+  set(key: string, given: StepRecord): void {
+    const step = Object.freeze('output' in given ? { ...given, output: jsonCopy(given.output) } : { ...given })
     const small = this.#small
     if (small === undefined) {
       this.#large!.set(key, step)
