@@ -22,6 +22,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SqliteRunStore } from '../src/node/sqlite-store.ts'
+import { newRunId } from '../src/runtime/tasks/ids.ts'
 import { MemoryRunStore, createTaskRuntime } from '../src/runtime/tasks/index.ts'
 import type { RunStore } from '../src/runtime/tasks/store.ts'
 import type { Logger, RunRecord, RuntimeApiRoute, StepRecord, TaskContext } from '../src/types.ts'
@@ -249,11 +250,15 @@ try {
   rmSync(dir, { recursive: true, force: true })
 }
 
-/** A finished run as a store retains it, for filling a store without running anything. */
+/**
+ * A finished run as a store retains it, for filling a store without running
+ * anything. Its id comes from the generator the engine uses, so a store's
+ * indexes see the same keys as in production.
+ */
 function finishedRun(n: number): RunRecord {
   const now = new Date().toISOString()
   return {
-    id: crypto.randomUUID(),
+    id: newRunId(),
     taskName: 'noop',
     status: 'completed',
     trigger: 'manual',
