@@ -5,6 +5,13 @@ import { type RecordingLogger, recordingLogger, wallClock } from '../_helpers.ts
 
 export { type RecordingLogger, recordingLogger, sleep, until } from '../_helpers.ts'
 
+/** A promise and the function that resolves it, for a test to release a handler when it chooses. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void
+  const promise = new Promise<T>((r) => (resolve = r))
+  return { promise, resolve }
+}
+
 /** A hand-written task route: `/api/<name with dots as slashes>`. */
 export function task(
   name: string,

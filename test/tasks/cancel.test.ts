@@ -12,13 +12,7 @@ import { RunCancelledError, RunFinishedError, RunNotFoundError, TaskNotFoundErro
 import { MemoryRunStore, tokenIdFor } from '../../src/runtime/tasks/index.ts'
 import type { SharedWork } from '../../src/runtime/tasks/store.ts'
 import type { RunChange, RunRecord, TaskContext } from '../../src/types.ts'
-import { finished, runtime, sleep, task, until } from './_helpers.ts'
-
-function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void
-  const promise = new Promise<T>((r) => (resolve = r))
-  return { promise, resolve }
-}
+import { deferred, finished, runtime, sleep, task, until } from './_helpers.ts'
 
 async function status(rt: { getRun(id: string): Promise<RunRecord | undefined> }, id: string, wanted: RunRecord['status']) {
   return until(async () => {

@@ -40,7 +40,9 @@ import { newRunId, timerId } from './ids.ts'
 import { jsonProblem } from './json.ts'
 import { checkTriggerOptions } from './options.ts'
 import { limitsStarts } from './flow.ts'
-import { invoke, type InvocationHandle, type InvocationOutcome } from './runner.ts'
+import { Deadlines } from './deadlines.ts'
+import { InFlight } from './in-flight.ts'
+import { invoke, type InvocationOutcome, type Invoker } from './runner.ts'
 import type { StepHost } from './steps.ts'
 import { isFinished, LIVE_STATUSES, type RunStore, type SharedWork } from './store.ts'
 import { Sweeper } from './sweeper.ts'
@@ -70,30 +72,16 @@ export const LOCAL_WAIT_NOTE =
   '[svc] ctx.step waits run in-process here: sleeps, child-task waits and tokens are kept in memory and timers, and do not survive a restart. ' +
   "For durable waits, pass a durable run store, such as SqliteRunStore from 'svc/node'."
 
-interface ActiveEntry {
-  handle?: InvocationHandle
-  /** The whole dispatch: invocation, transition and any re-dispatch. */
-  done: Promise<void>
-  /** Dispatch again once this invocation ends. */
-  again: boolean
-  /** On a shared store: the attempt runs under this engine's lease on the run. */
-  leased: boolean
-  /**
-   * The run was cancelled, or its lease lost, during this dispatch: the
-   * attempt is aborted and nothing it ends with is recorded.
-   */
-  stopped?: boolean
-  /** The run's end is written and its waiters answered: a later waiter reads the store. */
-  ended?: boolean
-}
-
 export class TaskEngine {
   readonly #store: RunStore
   readonly #tasks: ReadonlyMap<string, TaskDefinition>
   readonly #logger: Logger
-  /** Runs with an invocation in flight, and the promise of its whole dispatch. */
-  readonly #active = new Map<string, ActiveEntry>()
+  /** Runs with an invocation in flight. */
+  readonly #active = new Map<string, InFlight>()
   readonly #stepHost: StepHost
+  /** What every attempt started here shares, its timeouts among them. */
+  readonly #invoker: Invoker<InFlight>
+  readonly #deadlines = new Deadlines()
   readonly #waits: Waits
   readonly #waiters = new RunWaiters()
   readonly #changes: RunChanges
@@ -153,6 +141,11 @@ export class TaskEngine {
         this.#noted = true
         this.#logger.info(LOCAL_WAIT_NOTE)
       },
+    }
+    this.#invoker = {
+      host: this.#stepHost,
+      deadlines: this.#deadlines,
+      ended: (entry, outcome) => this.#ended(entry, outcome),
     }
   }
 
@@ -251,19 +244,16 @@ export class TaskEngine {
     const debounce = trigger === 'cron' || trigger === 'replay' ? undefined : def.flow.debounce
     const delay = debounce ? Math.max(delaySeconds, debounce.seconds) : delaySeconds
     const delayed = delay > 0
-    const run: RunRecord = {
-      id: newRunId(),
-      taskName: name,
-      status: delayed ? 'scheduled' : this.#startStatus(name),
-      trigger,
-      input,
-      ok: true,
-      attempts: [],
-      steps: {},
-      createdAt: iso,
-    }
+    const status = delayed ? 'scheduled' : this.#startStatus(name)
+    const id = newRunId()
+    // A run that starts now has its start in the literal: a field added
+    // later would move the record's fields to a second object, and the
+    // store's copy of it too.
+    const run: RunRecord =
+      status === 'running'
+        ? { id, taskName: name, status, trigger, input, ok: true, attempts: [], steps: {}, createdAt: iso, startedAt: iso }
+        : { id, taskName: name, status, trigger, input, ok: true, attempts: [], steps: {}, createdAt: iso }
     if (delayed) run.runAt = isoAt(now + delay * 1000)
-    else if (run.status === 'running') run.startedAt = iso
     if (idempotencyKey !== undefined) run.idempotencyKey = idempotencyKey
     if (parentRunId !== undefined) run.parentRunId = parentRunId
     if (replayOf !== undefined) run.replayOf = replayOf
@@ -515,7 +505,7 @@ export class TaskEngine {
       const expired = new Promise<void>((resolve) => {
         timer = setTimeout(resolve, left)
       })
-      await Promise.race([Promise.allSettled([...this.#active.values()].map((entry) => entry.done)), expired])
+      await Promise.race([Promise.allSettled([...this.#active.values()].map((entry) => entry.done())), expired])
       clearTimeout(timer)
     }
   }
@@ -543,7 +533,7 @@ export class TaskEngine {
       const lapse = new Promise<void>((resolve) => {
         timer = setTimeout(resolve, Math.min(untilMs - Date.now(), renewEvery))
       })
-      await Promise.race([Promise.allSettled([...this.#active.values()].map((entry) => entry.done)), lapse])
+      await Promise.race([Promise.allSettled([...this.#active.values()].map((entry) => entry.done())), lapse])
       clearTimeout(timer)
       if (this.#shared && this.#active.size > 0) await this.#renew()
     }
@@ -562,6 +552,7 @@ export class TaskEngine {
     this.#changes.end()
     this.#waits.close()
     for (const entry of this.#active.values()) entry.handle?.abort('The task runtime closed during this attempt')
+    this.#deadlines.clear()
     this.#waiters.rejectAll(new Error('The task runtime closed before the run finished'))
     if (!this.#sweeper) return Promise.resolve()
     return this.#handOver()
@@ -601,57 +592,127 @@ export class TaskEngine {
       current.again = true
       return
     }
-    const entry: ActiveEntry = { done: undefined!, again: false, leased }
+    const entry = new InFlight(run, leased)
     this.#active.set(run.id, entry)
-    entry.done = this.#dispatch(run, entry)
+    // Another live process may hold the run: then the attempt is theirs.
+    if (!this.#shared || leased) {
+      this.#attempt(entry)
+      return
+    }
+    this.#shared.acquireLease(this.#owner, run.id).then(
+      (held) => {
+        entry.leased = held
+        if (held) this.#attempt(entry)
+        else this.#over(entry)
+      },
+      (error: unknown) => this.#failed(entry, error),
+    )
   }
 
-  async #dispatch(run: RunRecord, entry: ActiveEntry): Promise<void> {
+  /**
+   * Starts the attempt. A dispatch is a chain of callbacks on its entry,
+   * not an async method: every run in flight would hold that method's
+   * frame, and the promises it awaits.
+   */
+  #attempt(entry: InFlight): void {
+    const { run } = entry
     try {
-      // Another live process holds the run: the attempt is theirs.
-      if (this.#shared && !entry.leased) entry.leased = await this.#shared.acquireLease(this.#owner, run.id)
-      if (!this.#shared || entry.leased) {
-        const ended = this.#invoke(run, entry)
-        const outcome = ended instanceof Promise ? await ended : ended
-        // The attempt is over: from here, a waiter must look at the store.
-        entry.handle = undefined
-        // Cancelled or taken over meanwhile: the run is not this attempt's to change.
-        if (outcome !== undefined && !entry.stopped) {
-          // The common ending is recorded here rather than in another async
-          // method: every run in flight would hold that one's frame too.
-          if (outcome.kind === 'completed') {
-            const { attempt, result } = outcome
-            this.#finished(await this.#finish(run.id, { status: 'completed', ok: true, result, attempt }))
-          } else await this.#record(run, outcome)
-        }
+      if (entry.stopped) {
+        this.#over(entry)
+        return
+      }
+      const def = this.#tasks.get(run.taskName)
+      if (!def) {
+        const missing = `Task "${run.taskName}" is not registered in this runtime`
+        this.#finish(run.id, { status: 'failed', ok: false }).then(
+          (done) => this.#written(entry, done, missing),
+          (error: unknown) => this.#failed(entry, error),
+        )
+        return
+      }
+      const handle = invoke(def, run, this.#invoker, entry)
+      if (handle.outcome === undefined) entry.handle = handle
+      else this.#ended(entry, handle.outcome)
+    } catch (error) {
+      this.#failed(entry, error)
+    }
+  }
+
+  /** The attempt is over: records how it ended. */
+  #ended(entry: InFlight, outcome: InvocationOutcome): void {
+    // From here, a waiter must look at the store.
+    entry.handle = undefined
+    // Cancelled or taken over meanwhile: the run is not this attempt's to change.
+    if (entry.stopped) {
+      this.#over(entry)
+      return
+    }
+    try {
+      if (outcome.kind === 'completed') {
+        const { attempt, result } = outcome
+        this.#finish(entry.run.id, { status: 'completed', ok: true, result, attempt }).then(
+          (done) => this.#written(entry, done),
+          (error: unknown) => this.#failed(entry, error),
+        )
+      } else {
+        this.#record(entry.run, outcome).then(
+          () => this.#over(entry),
+          (error: unknown) => this.#failed(entry, error),
+        )
       }
     } catch (error) {
-      this.#logger.error(`[svc] task "${run.taskName}": run ${run.id} could not be processed: ${errorMessage(error)}`)
+      this.#failed(entry, error)
     }
-    if (entry.leased) {
-      await this.#shared!.releaseLeases(this.#owner, [run.id]).catch((error) =>
-        this.#logger.error(`[svc] task "${run.taskName}": could not release the lease on run ${run.id}: ${errorMessage(error)}`),
-      )
-    }
-    this.#active.delete(run.id)
-    if (!entry.again) return
-    const latest = await this.#store.getRun(run.id)
-    if (latest?.status === 'running') this.#start(latest)
   }
 
-  /** Starts the attempt; resolves to nothing when there is none to record. */
-  #invoke(run: RunRecord, entry: ActiveEntry): InvocationOutcome | Promise<InvocationOutcome | undefined> | undefined {
-    if (entry.stopped) return undefined
-    const def = this.#tasks.get(run.taskName)
-    if (!def) {
-      const missing = `Task "${run.taskName}" is not registered in this runtime`
-      return this.#finish(run.id, { status: 'failed', ok: false }).then((done) => {
-        this.#finished(done, missing)
-        return undefined
-      })
+  /** The run's end is written (or it was no longer running): what follows it, then the dispatch is over. */
+  #written(entry: InFlight, done: RunRecord | undefined, error?: string): void {
+    try {
+      this.#finished(done, error)
+    } catch (thrown) {
+      this.#failed(entry, thrown)
+      return
     }
-    entry.handle = invoke(def, run, this.#stepHost)
-    return entry.handle.outcome
+    this.#over(entry)
+  }
+
+  #failed(entry: InFlight, error: unknown): void {
+    const { run } = entry
+    this.#logger.error(`[svc] task "${run.taskName}": run ${run.id} could not be processed: ${errorMessage(error)}`)
+    this.#over(entry)
+  }
+
+  /** Ends a dispatch: gives its lease up, and dispatches the run again if something asked for it meanwhile. */
+  #over(entry: InFlight): void {
+    if (!entry.leased) {
+      this.#leave(entry)
+      return
+    }
+    const { run } = entry
+    this.#shared!.releaseLeases(this.#owner, [run.id])
+      .catch((error: unknown) =>
+        this.#logger.error(`[svc] task "${run.taskName}": could not release the lease on run ${run.id}: ${errorMessage(error)}`),
+      )
+      .then(() => this.#leave(entry))
+  }
+
+  #leave(entry: InFlight): void {
+    const { run } = entry
+    this.#active.delete(run.id)
+    if (!entry.again) {
+      entry.finish()
+      return
+    }
+    this.#store
+      .getRun(run.id)
+      .then(
+        (latest) => {
+          if (latest?.status === 'running') this.#start(latest)
+        },
+        (error: unknown) =>
+          this.#logger.error(`[svc] task "${run.taskName}": run ${run.id} could not be dispatched again: ${errorMessage(error)}`),
+      )
+      .finally(() => entry.finish())
   }
 
   /** Records an attempt that failed, or the suspension of a run. */
@@ -681,8 +742,8 @@ export class TaskEngine {
 
   /**
    * Moves a running run to `status`; resolves to the finished run, or to
-   * nothing when it was no longer running. Not async: the one frame
-   * awaiting it is `#dispatch`'s, and every run in flight would hold another.
+   * nothing when it was no longer running. Not async: every run whose end
+   * is being written would hold its frame.
    */
   #finish(
     runId: string,

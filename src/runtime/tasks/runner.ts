@@ -7,6 +7,7 @@ import type { Attempt, RunRecord, StepApi, TaskContext } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import type { TaskDefinition } from './definitions.ts'
 import { isoAt } from './clock.ts'
+import { type Deadlines, Expiring } from './deadlines.ts'
 import { jsonProblem } from './json.ts'
 import { createInvocation, createStepApi, type Invocation, reportUnreachedSteps, type StepHost } from './steps.ts'
 import type { SuspendSignal } from './suspend.ts'
@@ -28,11 +29,11 @@ export type InvocationOutcome =
 /** Live invocations can be aborted from outside (runtime shutdown, a cancel, a lost lease). */
 export interface InvocationHandle {
   /**
-   * How the invocation ended: the outcome itself when the handler returned
-   * a plain value (or threw) without touching `ctx.step`, a promise of it
-   * otherwise.
+   * How the invocation ended, when it ended before `invoke` returned: the
+   * handler returned a plain value (or threw) without touching `ctx.step`.
+   * Otherwise `undefined`, and the invoker's `ended` receives the outcome.
    */
-  readonly outcome: InvocationOutcome | Promise<InvocationOutcome>
+  readonly outcome: InvocationOutcome | undefined
   /**
    * Aborts `ctx.signal` and ends the attempt as failed at once. A string
    * becomes an `Error` named `AbortError`; an `Error` is the signal's reason
@@ -42,13 +43,26 @@ export interface InvocationHandle {
   abort(reason: string | Error, why?: string): void
 }
 
+/**
+ * What invocations need from the engine that starts them, one for all of
+ * them: an attempt in flight holds this and its own token (the engine's
+ * entry for the run) rather than callbacks of its own.
+ */
+export interface Invoker<T> {
+  readonly host: StepHost
+  /** Where attempts wait for their timeout. */
+  readonly deadlines: Deadlines
+  /** How an invocation that outlived `invoke` ended; called once, with the token it was started with. */
+  ended(token: T, outcome: InvocationOutcome): void
+}
+
 /** The message of a timed-out attempt ("exceeds timeout" fails the attempt). */
 export function timeoutMessage(attempt: number, timeoutMs: number): string {
   return `Attempt ${attempt} timed out after ${timeoutMs} ms`
 }
 
-export function invoke(def: TaskDefinition, run: RunRecord, host: StepHost): InvocationHandle {
-  return new Call(def, run, host)
+export function invoke<T>(def: TaskDefinition, run: RunRecord, invoker: Invoker<T>, token: T): InvocationHandle {
+  return new Call(def, run, invoker, token)
 }
 
 /**
@@ -61,9 +75,9 @@ class Context implements TaskContext {
   readonly input: unknown
   readonly runId: string
   readonly taskName: string
-  readonly #call: Call
+  readonly #call: Call<unknown>
 
-  constructor(call: Call, run: RunRecord, attempt: number) {
+  constructor(call: Call<unknown>, run: RunRecord, attempt: number) {
     this.attempt = attempt
     this.input = run.input
     this.runId = run.id
@@ -80,12 +94,16 @@ class Context implements TaskContext {
   }
 }
 
-/** One invocation in flight; its state is fields rather than closures, for the same reason. */
-class Call implements InvocationHandle {
-  outcome: InvocationOutcome | Promise<InvocationOutcome>
+/**
+ * One invocation in flight; its state is fields rather than closures, for
+ * the same reason, and its timeout is a place in the engine's `Deadlines`.
+ */
+class Call<T> extends Expiring implements InvocationHandle {
+  outcome: InvocationOutcome | undefined
   readonly #def: TaskDefinition
   readonly #run: RunRecord
-  readonly #host: StepHost
+  readonly #invoker: Invoker<T>
+  readonly #token: T
   readonly #attempt: number
   readonly #startedAt = Date.now()
   /** The step bookkeeping, created with the step API. */
@@ -94,13 +112,13 @@ class Call implements InvocationHandle {
   #controller: AbortController | undefined
   #done = false
   #closedBy = 'ended'
-  #timer: ReturnType<typeof setTimeout> | undefined
-  #resolve: ((outcome: InvocationOutcome) => void) | undefined
 
-  constructor(def: TaskDefinition, run: RunRecord, host: StepHost) {
+  constructor(def: TaskDefinition, run: RunRecord, invoker: Invoker<T>, token: T) {
+    super()
     this.#def = def
     this.#run = run
-    this.#host = host
+    this.#invoker = invoker
+    this.#token = token
     // Suspensions append no attempt, so every recorded attempt of a running
     // run is a failed one: the next is their count plus one.
     this.#attempt = run.attempts.length + 1
@@ -117,15 +135,12 @@ class Call implements InvocationHandle {
       value = Promise.reject(error)
     }
     // A plain value returned by a handler that never touched ctx.step is the
-    // outcome at once: nothing is left to time out, so no timer is armed.
+    // outcome at once: nothing is left to time out.
     if (this.#step === undefined && !isThenable(value)) {
       this.outcome = this.#end(true, value)
       return
     }
-    this.outcome = new Promise<InvocationOutcome>((resolve) => {
-      this.#resolve = resolve
-    })
-    this.#timer = setTimeout(() => this.#timeout(), def.timeout)
+    invoker.deadlines.add(this, def.timeout)
     ;(value instanceof Promise ? value : Promise.resolve(value)).then(
       (result) => this.#settle(true, result),
       (error: unknown) => this.#settle(false, error),
@@ -133,7 +148,7 @@ class Call implements InvocationHandle {
   }
 
   step(): StepApi {
-    return (this.#step ??= createStepApi(this.#invocation(), this.#host))
+    return (this.#step ??= createStepApi(this.#invocation(), this.#invoker.host))
   }
 
   signal(): AbortSignal {
@@ -148,7 +163,8 @@ class Call implements InvocationHandle {
     return (this.#inv ??= createInvocation(this.#run))
   }
 
-  #timeout(): void {
+  /** The attempt's timeout has passed. */
+  expire(): void {
     this.#abort(namedError(timeoutMessage(this.#attempt, this.#def.timeout), 'TimeoutError'), 'timed out')
   }
 
@@ -163,8 +179,8 @@ class Call implements InvocationHandle {
 
   #settle(returned: boolean, value: unknown): void {
     if (this.#done) return
-    clearTimeout(this.#timer)
-    this.#resolve!(this.#end(returned, value))
+    this.#invoker.deadlines.delete(this)
+    this.#invoker.ended(this.#token, this.#end(returned, value))
   }
 
   #end(returned: boolean, value: unknown): InvocationOutcome {
@@ -191,7 +207,7 @@ class Call implements InvocationHandle {
       const problem = jsonProblem(value)
       if (problem === undefined) {
         // Steps recorded by earlier invocations and not reached by this one are reported.
-        if (inv !== undefined || hasKeys(this.#run.steps)) reportUnreachedSteps(this.#invocation(), this.#host.logger)
+        if (inv !== undefined || hasKeys(this.#run.steps)) reportUnreachedSteps(this.#invocation(), this.#invoker.host.logger)
         return { kind: 'completed', result: value, attempt }
       }
       value = new TypeError(`Task "${this.#def.name}" returned a value that cannot be stored as JSON: ${problem}`)

@@ -6,13 +6,15 @@ import type { RunRecord } from '../types.ts'
 import type { RunStore } from './store.ts'
 import { isFinished } from './store.ts'
 
-interface Waiter {
-  resolve(run: RunRecord): void
-  reject(error: Error): void
-}
+/**
+ * A waiter is the resolve function of the promise it was handed, and
+ * nothing else: rejecting it resolves it with a rejected promise. Most runs
+ * have one waiter, kept as it is; a run with more keeps an array.
+ */
+type Resolve = (run: RunRecord | PromiseLike<RunRecord>) => void
 
 export class RunWaiters {
-  #waiters = new Map<string, Waiter[]>()
+  #waiters = new Map<string, Resolve | Resolve[]>()
   #closed: Error | undefined
 
   /**
@@ -23,34 +25,47 @@ export class RunWaiters {
    * all its steps included.
    */
   wait(store: RunStore, id: string, live = false): Promise<RunRecord> {
-    return new Promise((resolve, reject) => {
-      if (this.#closed) {
-        // Still answer for a run that has already finished.
-        store.getRun(id).then((run) => (run && isFinished(run.status) ? resolve(run) : reject(this.#closed)), reject)
-        return
-      }
-      // Register first, then look: a run that finishes in between is caught
-      // by one of the two.
-      const waiter: Waiter = { resolve, reject }
-      const list = this.#waiters.get(id)
-      if (list) list.push(waiter)
-      else this.#waiters.set(id, [waiter])
-      if (live) return
-      store.getRun(id).then((run) => {
-        if (run && !isFinished(run.status)) return
-        this.#drop(id, waiter)
-        if (run) resolve(run)
-        else reject(new Error(`Unknown run "${id}"; it never existed or was evicted from the run store`))
-      }, reject)
+    const closed = this.#closed
+    if (closed) {
+      // Still answer for a run that has already finished.
+      return store.getRun(id).then((run) => {
+        if (run && isFinished(run.status)) return run
+        throw closed
+      })
+    }
+    let resolve!: Resolve
+    const promise = new Promise<RunRecord>((settle) => {
+      resolve = settle
     })
+    // Register first, then look: a run that finishes in between is caught
+    // by one of the two.
+    const list = this.#waiters.get(id)
+    if (list === undefined) this.#waiters.set(id, resolve)
+    else if (typeof list === 'function') this.#waiters.set(id, [list, resolve])
+    else list.push(resolve)
+    if (!live) {
+      store.getRun(id).then(
+        (run) => {
+          if (run && !isFinished(run.status)) return
+          this.#drop(id, resolve)
+          resolve(run ?? rejection(new Error(`Unknown run "${id}"; it never existed or was evicted from the run store`)))
+        },
+        (error: Error) => {
+          this.#drop(id, resolve)
+          resolve(rejection(error))
+        },
+      )
+    }
+    return promise
   }
 
   /** Wakes the waiters of a finished run. */
   settle(run: RunRecord): void {
     const list = this.#waiters.get(run.id)
-    if (!list) return
+    if (list === undefined) return
     this.#waiters.delete(run.id)
-    for (const waiter of list) waiter.resolve(run)
+    if (typeof list === 'function') list(run)
+    else for (const resolve of list) resolve(run)
   }
 
   /**
@@ -67,15 +82,27 @@ export class RunWaiters {
   /** Rejects every pending waiter, and every later wait for an unfinished run. */
   rejectAll(error: Error): void {
     this.#closed = error
-    for (const list of this.#waiters.values()) for (const waiter of list) waiter.reject(error)
+    const rejected = rejection(error)
+    for (const list of this.#waiters.values()) {
+      if (typeof list === 'function') list(rejected)
+      else for (const resolve of list) resolve(rejected)
+    }
     this.#waiters.clear()
   }
 
-  #drop(id: string, waiter: Waiter): void {
+  #drop(id: string, resolve: Resolve): void {
     const list = this.#waiters.get(id)
-    if (!list) return
-    const i = list.indexOf(waiter)
+    if (list === resolve) this.#waiters.delete(id)
+    if (list === undefined || typeof list === 'function') return
+    const i = list.indexOf(resolve)
     if (i >= 0) list.splice(i, 1)
     if (list.length === 0) this.#waiters.delete(id)
   }
+}
+
+/** A promise rejected with `error` that counts as handled: the waiters it resolves reject with it. */
+function rejection(error: Error): Promise<never> {
+  const rejected = Promise.reject(error)
+  rejected.catch(() => {})
+  return rejected
 }

@@ -1,0 +1,48 @@
+/**
+ * The engine's entry for a run it dispatches: from the start of its attempt
+ * to the end of what follows (the run's end written, a retry armed, a lease
+ * released). A plain object with every field declared, and no promise of
+ * its own until `drain()` or `sweep()` asks for one: with many runs in
+ * flight, what each one holds is what the engine holds. Edge-safe.
+ */
+import type { RunRecord } from '../types.ts'
+import type { InvocationHandle } from './runner.ts'
+
+export class InFlight {
+  readonly run: RunRecord
+  /** The attempt, while it runs. */
+  handle: InvocationHandle | undefined = undefined
+  /** Dispatch again once this invocation ends. */
+  again = false
+  /** On a shared store: the attempt runs under this engine's lease on the run. */
+  leased: boolean
+  /**
+   * The run was cancelled, or its lease lost, during this dispatch: the
+   * attempt is aborted and nothing it ends with is recorded.
+   */
+  stopped = false
+  /** The run's end is written and its waiters answered: a later waiter reads the store. */
+  ended = false
+  #over = false
+  #resolve: (() => void) | undefined = undefined
+  #done: Promise<void> | undefined = undefined
+
+  constructor(run: RunRecord, leased: boolean) {
+    this.run = run
+    this.leased = leased
+  }
+
+  /** Settles once the dispatch is over: the invocation, its transition and any re-dispatch started. */
+  done(): Promise<void> {
+    if (this.#over) return Promise.resolve()
+    return (this.#done ??= new Promise((resolve) => {
+      this.#resolve = resolve
+    }))
+  }
+
+  /** The dispatch is over. */
+  finish(): void {
+    this.#over = true
+    this.#resolve?.()
+  }
+}
