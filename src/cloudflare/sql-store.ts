@@ -87,6 +87,12 @@ export class DurableObjectRunStore implements RunStore {
   readonly maxRuns: number
   readonly #storage: SqlDurableStorageLike
   readonly #onChange: (run?: RunRecord) => void
+  // The counts of all and of live runs and the last eviction position, read
+  // from the tables once and then kept by this store's own writes: the
+  // object's storage has no other writer. Counting on every write cost a
+  // walk over every retained run. A write that throws rolls back, and so do
+  // they.
+  #tally: { total: number; live: number; lastFinished: number } | undefined
 
   constructor(storage: SqlDurableStorageLike, options: DurableObjectRunStoreOptions = {}) {
     if (typeof storage?.sql?.exec !== 'function') {
@@ -134,18 +140,14 @@ export class DurableObjectRunStore implements RunStore {
       if (holder) return { run: JSON.parse(holder.record as string) as RunRecord, created: false }
     }
     // Live runs are never evicted, so a store full of them can only refuse.
-    if (!isFinished(run.status) && this.#counts().live >= this.maxRuns) {
+    const tally = this.#counts()
+    if (!isFinished(run.status) && tally.live >= this.maxRuns) {
       throw new StoreFullError(WHERE, this.maxRuns)
     }
-    this.#storage.sql.exec(
-      INSERT_RUN,
-      run.id,
-      run.taskName,
-      run.status,
-      run.idempotencyKey ?? null,
-      this.#finishSeq(run.status, null),
-      record,
-    )
+    const finishSeq = this.#finishSeq(run.status, null)
+    this.#storage.sql.exec(INSERT_RUN, run.id, run.taskName, run.status, run.idempotencyKey ?? null, finishSeq, record)
+    tally.total++
+    if (finishSeq === null) tally.live++
     this.#evict()
     return { run: JSON.parse(record) as RunRecord, created: true }
   }
@@ -165,6 +167,7 @@ export class DurableObjectRunStore implements RunStore {
       const record = JSON.stringify(run)
       const finishSeq = this.#finishSeq(run.status, row.finished_seq)
       this.#storage.sql.exec(UPDATE_RUN, run.status, finishSeq, record, row.seq)
+      if ((finishSeq === null) !== (row.finished_seq === null)) this.#counts().live += finishSeq === null ? 1 : -1
       if (finishSeq !== null && row.finished_seq === null) this.#evict()
       return JSON.parse(record) as RunRecord
     })
@@ -254,14 +257,24 @@ export class DurableObjectRunStore implements RunStore {
     return this.#storage.sql.exec(query, ...bindings).toArray()
   }
 
-  #counts(): { total: number; live: number } {
-    const [row] = this.#all(COUNT_RUNS)
-    return { total: Number(row?.total ?? 0), live: Number(row?.live ?? 0) }
+  #counts(): { total: number; live: number; lastFinished: number } {
+    if (this.#tally) return this.#tally
+    const [counts] = this.#all(COUNT_RUNS)
+    const [last] = this.#all(LAST_FINISHED_SEQ)
+    this.#tally = { total: Number(counts?.total ?? 0), live: Number(counts?.live ?? 0), lastFinished: Number(last?.n ?? 0) }
+    return this.#tally
   }
 
   /** Several statements that commit together; a throw rolls them all back. */
   #write<T>(fn: () => T): T {
-    return this.#storage.transactionSync(fn)
+    const before = this.#tally && { ...this.#tally }
+    try {
+      return this.#storage.transactionSync(fn)
+    } catch (error) {
+      // The tables are back where they were, and so are the counts.
+      this.#tally = before
+      throw error
+    }
   }
 
   #row(id: string): RunRow | undefined {
@@ -287,15 +300,17 @@ export class DurableObjectRunStore implements RunStore {
   #finishSeq(status: RunStatus, current: number | null): number | null {
     if (!isFinished(status)) return null
     if (current !== null) return current
-    const [row] = this.#all(LAST_FINISHED_SEQ)
-    return Number(row?.n ?? 0) + 1
+    return ++this.#counts().lastFinished
   }
 
   /** Drops the runs that finished longest ago, and their tokens, until the bound holds again. */
   #evict(): void {
-    const excess = this.#counts().total - this.maxRuns
+    const tally = this.#counts()
+    const excess = tally.total - this.maxRuns
     if (excess <= 0) return
     this.#storage.sql.exec(EVICT_TOKENS, excess)
     this.#storage.sql.exec(EVICT_RUNS, excess)
+    // The oldest finished runs go, as many as there are up to the excess; live runs stay.
+    tally.total -= Math.min(excess, tally.total - tally.live)
   }
 }
