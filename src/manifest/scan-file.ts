@@ -11,7 +11,7 @@ import { ConfigError, compareConfigErrors } from './errors.ts'
 import { type Locator, createLocator } from './location.ts'
 import { readExports } from './module-exports.ts'
 import { readPageConfig } from './page.ts'
-import { SOURCE_LANG, parseSource } from './parse.ts'
+import { SOURCE_LANG, readSource } from './parse.ts'
 import { API_DIR, PAGES_DIR, sourceExtension, urlFromFile } from './paths.ts'
 import type { Reporter } from './reporter.ts'
 import { readRouteConfig } from './route-config.ts'
@@ -59,13 +59,15 @@ function createContext(file: string, source: string): Context {
 export async function scanRouteSource(file: string, text: string): Promise<FileScan<ScannedRoute>> {
   const source = withoutBom(text)
   const ctx = createContext(file, source)
-  const parsed = await mapAndParse(ctx, file, source, API_DIR, '/api')
-  if (!parsed) return { value: null, errors: ctx.errors }
-  const mapping = parsed.mapping
+  const route = await mapAndRead(ctx, file, source, API_DIR, '/api', (program, path) => readRoute(ctx, program, path))
+  return { value: route, errors: ctx.errors.sort(compareConfigErrors) }
+}
 
-  const exports = readExports(parsed.program, source)
+/** The route a file's syntax tree declares at `path`; problems go to `ctx`. */
+function readRoute(ctx: Context, program: Node, path: string): ScannedRoute {
+  const { file, source } = ctx
+  const exports = readExports(program, source)
   const config = readRouteConfig(exports, source, ctx.report)
-  const path = mapping.path
   const methods = HTTP_METHODS.filter((method) => exports.names.has(method))
   const websocket = exports.names.has('websocket')
 
@@ -96,7 +98,7 @@ export async function scanRouteSource(file: string, text: string): Promise<FileS
     ctx.warnings.push(`export * from '${star.source.value}' is not followed: handlers or config it provides are not in the manifest`)
   }
 
-  const { signals, imports } = detectSignals(parsed.program, source, exports, ctx.locate)
+  const { signals, imports } = detectSignals(program, source, exports, ctx.locate)
   const compute = config.compute
   const route: ScannedRoute = {
     path,
@@ -134,17 +136,19 @@ export async function scanRouteSource(file: string, text: string): Promise<FileS
     ...advice.reasons,
   ]
   if (advice.severity === 'warn' && advice.recommendation) route.warnings.push(`advisor: ${advice.recommendation}`)
-  return { value: route, errors: ctx.errors.sort(compareConfigErrors) }
+  return route
 }
 
 /** Scans a page. `file` is relative to the app root and lies under `src/pages/`. */
 export async function scanPageSource(file: string, text: string): Promise<FileScan<ManifestPage>> {
   const source = withoutBom(text)
   const ctx = createContext(file, source)
-  const parsed = await mapAndParse(ctx, file, source, PAGES_DIR, '')
-  if (!parsed) return { value: null, errors: ctx.errors }
-  const config = readPageConfig(readExports(parsed.program, source), source, ctx.report)
-  return { value: { path: parsed.mapping.path || '/', file, ...config }, errors: ctx.errors.sort(compareConfigErrors) }
+  const page = await mapAndRead(ctx, file, source, PAGES_DIR, '', (program, path) => ({
+    path: path || '/',
+    file,
+    ...readPageConfig(readExports(program, source), source, ctx.report),
+  }))
+  return { value: page, errors: ctx.errors.sort(compareConfigErrors) }
 }
 
 /**
@@ -156,17 +160,28 @@ function withoutBom(text: string): string {
   return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
 }
 
-/** The file's URL and syntax tree, or null after reporting why there are none. */
-async function mapAndParse(ctx: ReturnType<typeof createContext>, file: string, source: string, dir: string, prefix: string) {
+/**
+ * What `read` makes of the file's syntax tree and URL path, or null after
+ * reporting why there is none (a file name that maps to no URL, a syntax
+ * error).
+ */
+async function mapAndRead<T>(
+  ctx: Context,
+  file: string,
+  source: string,
+  dir: string,
+  prefix: string,
+  read: (program: Node, path: string) => T,
+): Promise<T | null> {
   const mapping = urlFromFile(file.slice(dir.length + 1), prefix)
   if (!mapping.ok) {
     ctx.at(0, mapping.message)
     return null
   }
-  const parsed = await parseSource(source, file, SOURCE_LANG[sourceExtension(file) ?? '.ts'])
-  if (!parsed.ok) {
-    ctx.at(parsed.offset, parsed.message)
+  const outcome = await readSource(source, file, SOURCE_LANG[sourceExtension(file) ?? '.ts'], (program) => read(program, mapping.path))
+  if (!outcome.ok) {
+    ctx.at(outcome.offset, outcome.message)
     return null
   }
-  return { mapping, program: parsed.program }
+  return outcome.value
 }
