@@ -9,6 +9,7 @@
  * crossws complete the handshake; `websocket(peer, req)` then runs on open.
  */
 import type { IncomingMessage, Server } from 'node:http'
+import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { Message, Peer } from 'crossws'
 import nodeAdapter from 'crossws/adapters/node'
@@ -18,6 +19,7 @@ import type { HotPeer } from '../runtime/app/types.ts'
 import type { SvcHandler } from '../runtime/handler.ts'
 import { describe } from '../runtime/describe.ts'
 import type { Logger, RequestInfo } from '../types.ts'
+import { createLivenessSweep, LIVENESS_INTERVAL_MS, type Watched } from './liveness.ts'
 import { jsonResponse, writeResponse } from './socket-response.ts'
 
 /** The default close code of `closeWebSockets` is 1001 (going away, RFC 6455 §7.4.1). */
@@ -159,7 +161,9 @@ class NodeHotPeer implements HotPeer {
 
 interface Connection {
   accepted: AcceptedUpgrade
+  socket: Socket
   peer?: NodeHotPeer
+  watched?: Watched
 }
 
 export interface WebSocketLayer {
@@ -175,7 +179,7 @@ export interface WebSocketLayer {
   readonly size: number
   /** Resolves `true` once no socket is open, or `false` at `deadline` (epoch ms). */
   waitClosed(deadline: number): Promise<boolean>
-  /** Stops the liveness sweep. */
+  /** Stops the liveness sweep and closes what is left. */
   dispose(): Promise<void>
 }
 
@@ -189,30 +193,38 @@ export interface WebSocketLayerOptions {
   maxMessageBytes: number
   /** Most bytes a peer may have queued for sending before it is dropped. */
   maxBufferedBytes: number
+  /** How often each connection is pinged; one silent for a whole interval after a ping is dropped. @default 30000 */
+  livenessIntervalMs?: number
 }
 
 export function createWebSocketLayer(options: WebSocketLayerOptions): WebSocketLayer {
   const { handler, logger } = options
   const open = new Set<NodeHotPeer>()
   let onEmpty: (() => void)[] = []
-  const pending = new WeakMap<Request, AcceptedUpgrade>()
+  const pending = new WeakMap<Request, Connection>()
+  const liveness = createLivenessSweep(options.livenessIntervalMs ?? LIVENESS_INTERVAL_MS)
 
   const ws = nodeAdapter({
     // `ws` refuses a message past maxPayload as its frames arrive, before
     // buffering it, and closes with 1009 (RFC 6455 §7.4.1).
     serverOptions: { maxPayload: options.maxMessageBytes },
+    // The liveness sweep is svc's own (./liveness.ts), free of a per-message listener.
+    idleTimeout: 0,
     hooks: {
       upgrade(request) {
-        const accepted = pending.get(request)
+        const conn = pending.get(request)
         // Only requests the app accepted reach crossws; anything else is a bug, not a client error.
-        if (!accepted) return new Response('Upgrade not accepted', { status: 500 })
-        return { context: { svc: { accepted } satisfies Connection } }
+        if (!conn) return new Response('Upgrade not accepted', { status: 500 })
+        return { context: { svc: conn } }
       },
       open(peer) {
         const conn = peer.context.svc as Connection
         const hot = new NodeHotPeer(peer, conn.accepted.route, logger, options.maxBufferedBytes)
         conn.peer = hot
         open.add(hot)
+        const { socket } = conn
+        conn.watched = { bytesRead: () => socket.bytesRead, ping: () => peer.ping(), terminate: () => peer.terminate() }
+        liveness.watch(conn.watched)
         let out: unknown
         try {
           out = conn.accepted.websocket(hot, conn.accepted.req)
@@ -232,8 +244,10 @@ export function createWebSocketLayer(options: WebSocketLayerOptions): WebSocketL
         ;(peer.context.svc as Connection).peer?.deliver(message.rawData as string | Uint8Array)
       },
       close(peer, details) {
-        const hot = (peer.context.svc as Connection | undefined)?.peer
+        const conn = peer.context.svc as Connection | undefined
+        const hot = conn?.peer
         if (!hot) return
+        liveness.unwatch(conn.watched!)
         open.delete(hot)
         hot.closed(details.code ?? 1005, details.reason ?? '')
         if (open.size === 0 && onEmpty.length > 0) {
@@ -288,7 +302,8 @@ export function createWebSocketLayer(options: WebSocketLayerOptions): WebSocketL
       }
       const accepted = acceptedUpgrade(request)
       if (!accepted) return writeResponse(socket, res)
-      pending.set(request, accepted)
+      // An HTTP server's upgrade socket is a net.Socket (a tls.TLSSocket over HTTPS).
+      pending.set(request, { accepted, socket: socket as Socket })
       await ws.handleUpgrade(req, socket, head, request)
     },
     closeAll(code, reason, filter) {
@@ -310,7 +325,10 @@ export function createWebSocketLayer(options: WebSocketLayerOptions): WebSocketL
         })
       })
     },
-    dispose: () => ws.close(),
+    dispose: () => {
+      liveness.stop()
+      return ws.close()
+    },
   }
   return layer
 }

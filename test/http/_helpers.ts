@@ -1,4 +1,5 @@
 /** Shared helpers of the HTTP suites: real servers on port 0, a recording logger, raw sockets. */
+import { randomBytes } from 'node:crypto'
 import { connect, type Socket } from 'node:net'
 import WebSocket from 'ws'
 import { afterEach } from 'vitest'
@@ -167,4 +168,34 @@ export function refusal(url: string, headers: Record<string, string> = {}): Prom
     })
     ws.once('error', () => {})
   })
+}
+
+/**
+ * A raw TCP client that completes the WebSocket handshake (RFC 6455 §4.1)
+ * and then reads nothing more: what the server sends piles up in its buffers.
+ * `early` holds the bytes that came with the handshake answer.
+ */
+export async function stalledClient(port: number, path: string): Promise<{ socket: Socket; early: Buffer; closed: Promise<void> }> {
+  const socket = connect(port, '127.0.0.1')
+  socket.on('error', () => {})
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
+  const key = randomBytes(16).toString('base64')
+  socket.write(
+    `GET ${path} HTTP/1.1\r\nhost: localhost\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-key: ${key}\r\nsec-websocket-version: 13\r\n\r\n`,
+  )
+  let received = Buffer.alloc(0)
+  const early = await new Promise<Buffer>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      received = Buffer.concat([received, chunk])
+      const end = received.indexOf('\r\n\r\n')
+      if (end === -1) return
+      socket.off('data', onData)
+      socket.pause()
+      if (received.subarray(0, 12).toString() === 'HTTP/1.1 101') resolve(received.subarray(end + 4))
+      else reject(new Error(`handshake refused: ${received.toString('latin1')}`))
+    }
+    socket.on('data', onData)
+  })
+  return { socket, early, closed }
 }

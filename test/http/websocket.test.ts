@@ -1,10 +1,9 @@
 import * as v from 'valibot'
-import { randomBytes } from 'node:crypto'
-import { connect, type Socket } from 'node:net'
+import { connect } from 'node:net'
 import WebSocket from 'ws'
 import { describe, expect, it } from 'vitest'
 import { defineSchema, type HotPeer, type RuntimeApiRoute, type SvcRequest } from '../../src/index.ts'
-import { deferred, recordingLogger, refusal, serve, sleep, until } from './_helpers.ts'
+import { deferred, recordingLogger, refusal, serve, sleep, stalledClient, until } from './_helpers.ts'
 
 type Frame = { data: string | Buffer; isBinary: boolean }
 const inboxes = new WeakMap<WebSocket, { frames: Frame[]; waiters: ((f: Frame) => void)[] }>()
@@ -250,36 +249,6 @@ describe('closeWebSockets', () => {
 
 const KiB = 1024
 const MiB = 1024 * KiB
-
-/**
- * A raw TCP client that completes the WebSocket handshake (RFC 6455 §4.1)
- * and then reads nothing more: what the server sends piles up in its buffers.
- * `early` holds the bytes that came with the handshake answer.
- */
-async function stalledClient(port: number, path: string): Promise<{ socket: Socket; early: Buffer; closed: Promise<void> }> {
-  const socket = connect(port, '127.0.0.1')
-  socket.on('error', () => {})
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
-  await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
-  const key = randomBytes(16).toString('base64')
-  socket.write(
-    `GET ${path} HTTP/1.1\r\nhost: localhost\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-key: ${key}\r\nsec-websocket-version: 13\r\n\r\n`,
-  )
-  let received = Buffer.alloc(0)
-  const early = await new Promise<Buffer>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      received = Buffer.concat([received, chunk])
-      const end = received.indexOf('\r\n\r\n')
-      if (end === -1) return
-      socket.off('data', onData)
-      socket.pause()
-      if (received.subarray(0, 12).toString() === 'HTTP/1.1 101') resolve(received.subarray(end + 4))
-      else reject(new Error(`handshake refused: ${received.toString('latin1')}`))
-    }
-    socket.on('data', onData)
-  })
-  return { socket, early, closed }
-}
 
 interface Flood {
   route: RuntimeApiRoute
