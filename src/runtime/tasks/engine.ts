@@ -596,13 +596,13 @@ export class TaskEngine {
     this.#active.set(run.id, entry)
     // Another live process may hold the run: then the attempt is theirs.
     if (!this.#shared || leased) {
-      this.#attempt(entry)
+      this.#attempt(entry, run)
       return
     }
     this.#shared.acquireLease(this.#owner, run.id).then(
       (held) => {
         entry.leased = held
-        if (held) this.#attempt(entry)
+        if (held) this.#attempt(entry, run)
         else this.#over(entry)
       },
       (error: unknown) => this.#failed(entry, error),
@@ -614,8 +614,7 @@ export class TaskEngine {
    * not an async method: every run in flight would hold that method's
    * frame, and the promises it awaits.
    */
-  #attempt(entry: InFlight): void {
-    const { run } = entry
+  #attempt(entry: InFlight, run: RunRecord): void {
     try {
       if (entry.stopped) {
         this.#over(entry)
@@ -650,12 +649,12 @@ export class TaskEngine {
     try {
       if (outcome.kind === 'completed') {
         const { attempt, result } = outcome
-        this.#finish(entry.run.id, { status: 'completed', ok: true, result, attempt }).then(
+        this.#finish(entry.id, { status: 'completed', ok: true, result, attempt }).then(
           (done) => this.#written(entry, done),
           (error: unknown) => this.#failed(entry, error),
         )
       } else {
-        this.#record(entry.run, outcome).then(
+        this.#record(entry, outcome).then(
           () => this.#over(entry),
           (error: unknown) => this.#failed(entry, error),
         )
@@ -677,8 +676,7 @@ export class TaskEngine {
   }
 
   #failed(entry: InFlight, error: unknown): void {
-    const { run } = entry
-    this.#logger.error(`[svc] task "${run.taskName}": run ${run.id} could not be processed: ${errorMessage(error)}`)
+    this.#logger.error(`[svc] task "${entry.taskName}": run ${entry.id} could not be processed: ${errorMessage(error)}`)
     this.#over(entry)
   }
 
@@ -688,35 +686,33 @@ export class TaskEngine {
       this.#leave(entry)
       return
     }
-    const { run } = entry
-    this.#shared!.releaseLeases(this.#owner, [run.id])
+    this.#shared!.releaseLeases(this.#owner, [entry.id])
       .catch((error: unknown) =>
-        this.#logger.error(`[svc] task "${run.taskName}": could not release the lease on run ${run.id}: ${errorMessage(error)}`),
+        this.#logger.error(`[svc] task "${entry.taskName}": could not release the lease on run ${entry.id}: ${errorMessage(error)}`),
       )
       .then(() => this.#leave(entry))
   }
 
   #leave(entry: InFlight): void {
-    const { run } = entry
-    this.#active.delete(run.id)
+    this.#active.delete(entry.id)
     if (!entry.again) {
       entry.finish()
       return
     }
     this.#store
-      .getRun(run.id)
+      .getRun(entry.id)
       .then(
         (latest) => {
           if (latest?.status === 'running') this.#start(latest)
         },
         (error: unknown) =>
-          this.#logger.error(`[svc] task "${run.taskName}": run ${run.id} could not be dispatched again: ${errorMessage(error)}`),
+          this.#logger.error(`[svc] task "${entry.taskName}": run ${entry.id} could not be dispatched again: ${errorMessage(error)}`),
       )
       .finally(() => entry.finish())
   }
 
   /** Records an attempt that failed, or the suspension of a run. */
-  async #record(run: RunRecord, outcome: Exclude<InvocationOutcome, { kind: 'completed' }>): Promise<void> {
+  async #record(run: InFlight, outcome: Exclude<InvocationOutcome, { kind: 'completed' }>): Promise<void> {
     if (outcome.kind === 'suspended') return this.#suspend(run, outcome)
     // An attempt cut short by close() is not the task's failure: record
     // nothing, so the run stays `running` and a durable store's recover()
@@ -770,7 +766,7 @@ export class TaskEngine {
     this.#promoteLater(done.taskName)
   }
 
-  async #suspend(run: RunRecord, outcome: Extract<InvocationOutcome, { kind: 'suspended' }>): Promise<void> {
+  async #suspend(run: InFlight, outcome: Extract<InvocationOutcome, { kind: 'suspended' }>): Promise<void> {
     const { stepKey, waitpoint } = outcome.signal
     if (outcome.swallowed) {
       this.#logger.warn(

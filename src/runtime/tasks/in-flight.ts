@@ -9,7 +9,12 @@ import type { RunRecord } from '../types.ts'
 import type { InvocationHandle } from './runner.ts'
 
 export class InFlight {
-  readonly run: RunRecord
+  /**
+   * The run's id and task, not its record: the attempt holds what it needs
+   * of that, and a record the caller of `trigger()` let go is not kept.
+   */
+  readonly id: string
+  readonly taskName: string
   /** The attempt, while it runs. */
   handle: InvocationHandle | undefined = undefined
   /** Dispatch again once this invocation ends. */
@@ -28,7 +33,8 @@ export class InFlight {
   #done: Promise<void> | undefined = undefined
 
   constructor(run: RunRecord, leased: boolean) {
-    this.run = run
+    this.id = run.id
+    this.taskName = run.taskName
     this.leased = leased
   }
 

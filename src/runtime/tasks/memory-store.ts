@@ -38,6 +38,8 @@ export class MemoryRunStore implements RunStore {
   #tokensByRun = new Map<string, string[]>()
   // Per task, the ids of its queued and running runs: what `startQueued`
   // weighs under a concurrency limit, without a pass over every retained run.
+  // Kept only for tasks `startQueued` was asked about, the ones with limits:
+  // for the others it would be one more entry per run in flight, never read.
   #inFlow = new Map<string, Set<string>>()
 
   constructor(options: MemoryRunStoreOptions = {}) {
@@ -179,7 +181,7 @@ export class MemoryRunStore implements RunStore {
         if (run.startedAt !== undefined) started.push(run)
       }
     } else {
-      for (const id of this.#inFlow.get(taskName) ?? []) {
+      for (const id of this.#flowing(taskName)) {
         const run = this.#runs.get(id)!
         if (run.status === 'queued') queued.push(run)
         else running.push(run)
@@ -212,14 +214,23 @@ export class MemoryRunStore implements RunStore {
     return this.createRun(run)
   }
 
-  /** Keeps `#inFlow` in step with a run's status. */
+  /** The ids of a task's queued and running runs, gathered the first time it is asked for. */
+  #flowing(taskName: string): Set<string> {
+    let ids = this.#inFlow.get(taskName)
+    if (ids === undefined) {
+      ids = new Set()
+      for (const run of this.#runs.values()) if (run.taskName === taskName && isFlowing(run)) ids.add(run.id)
+      this.#inFlow.set(taskName, ids)
+    }
+    return ids
+  }
+
+  /** Keeps `#inFlow` in step with a run's status, for the tasks it holds. */
   #track(run: StoredRun): void {
-    const flowing = run.status === 'queued' || run.status === 'running'
-    let ids = this.#inFlow.get(run.taskName)
-    if (flowing) {
-      if (!ids) this.#inFlow.set(run.taskName, (ids = new Set()))
-      ids.add(run.id)
-    } else ids?.delete(run.id)
+    const ids = this.#inFlow.get(run.taskName)
+    if (ids === undefined) return
+    if (isFlowing(run)) ids.add(run.id)
+    else ids.delete(run.id)
   }
 
   #require(runId: string): StoredRun {
@@ -247,6 +258,10 @@ export class MemoryRunStore implements RunStore {
       }
     }
   }
+}
+
+function isFlowing(run: StoredRun): boolean {
+  return run.status === 'queued' || run.status === 'running'
 }
 
 /** A run as the store holds it: its steps in a log of their own, when it has any. */

@@ -3,7 +3,7 @@
  * per-attempt timeout, and classifies how the invocation ended. It does not
  * touch run state; the runtime turns the outcome into a transition.
  */
-import type { Attempt, RunRecord, StepApi, TaskContext } from '../types.ts'
+import type { Attempt, RunRecord, StepApi, StepRecord, TaskContext } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import type { TaskDefinition } from './definitions.ts'
 import { isoAt } from './clock.ts'
@@ -77,8 +77,10 @@ class Context implements TaskContext {
   readonly taskName: string
   readonly #call: Call<unknown>
 
-  constructor(call: Call<unknown>, run: RunRecord, attempt: number) {
-    this.attempt = attempt
+  constructor(call: Call<unknown>, run: RunRecord) {
+    // Suspensions append no attempt, so every recorded attempt of a running
+    // run is a failed one: the next is their count plus one.
+    this.attempt = run.attempts.length + 1
     this.input = run.input
     this.runId = run.id
     this.taskName = run.taskName
@@ -97,14 +99,17 @@ class Context implements TaskContext {
 /**
  * One invocation in flight; its state is fields rather than closures, for
  * the same reason, and its timeout is a place in the engine's `Deadlines`.
+ * It keeps its `ctx` and the run's recorded steps, not the run's record,
+ * which its other holders may let go of while the attempt runs.
  */
 class Call<T> extends Expiring implements InvocationHandle {
   outcome: InvocationOutcome | undefined
   readonly #def: TaskDefinition
-  readonly #run: RunRecord
+  readonly #ctx: Context
+  /** The steps recorded before this invocation, when there are any. */
+  readonly #steps: Readonly<Record<string, StepRecord>> | undefined
   readonly #invoker: Invoker<T>
   readonly #token: T
-  readonly #attempt: number
   readonly #startedAt = Date.now()
   /** The step bookkeeping, created with the step API. */
   #inv: Invocation | undefined
@@ -116,13 +121,11 @@ class Call<T> extends Expiring implements InvocationHandle {
   constructor(def: TaskDefinition, run: RunRecord, invoker: Invoker<T>, token: T) {
     super()
     this.#def = def
-    this.#run = run
     this.#invoker = invoker
     this.#token = token
-    // Suspensions append no attempt, so every recorded attempt of a running
-    // run is a failed one: the next is their count plus one.
-    this.#attempt = run.attempts.length + 1
-    const ctx = new Context(this, run, this.#attempt)
+    this.#steps = hasKeys(run.steps) ? run.steps : undefined
+    const ctx = new Context(this, run)
+    this.#ctx = ctx
     let value: unknown
     try {
       value = def.handler(ctx)
@@ -160,12 +163,13 @@ class Call<T> extends Expiring implements InvocationHandle {
   }
 
   #invocation(): Invocation {
-    return (this.#inv ??= createInvocation(this.#run))
+    const ctx = this.#ctx
+    return (this.#inv ??= createInvocation(ctx.runId, ctx.taskName, ctx.attempt, this.#steps ?? NO_STEPS))
   }
 
   /** The attempt's timeout has passed. */
   expire(): void {
-    this.#abort(namedError(timeoutMessage(this.#attempt, this.#def.timeout), 'TimeoutError'), 'timed out')
+    this.#abort(namedError(timeoutMessage(this.#ctx.attempt, this.#def.timeout), 'TimeoutError'), 'timed out')
   }
 
   #abort(error: Error, why: string): void {
@@ -194,7 +198,7 @@ class Call<T> extends Expiring implements InvocationHandle {
     }
     const startedAt = this.#startedAt
     const attempt: Attempt = {
-      index: this.#attempt,
+      index: this.#ctx.attempt,
       startedAt: isoAt(startedAt),
       durationMs: Date.now() - startedAt,
     }
@@ -207,7 +211,7 @@ class Call<T> extends Expiring implements InvocationHandle {
       const problem = jsonProblem(value)
       if (problem === undefined) {
         // Steps recorded by earlier invocations and not reached by this one are reported.
-        if (inv !== undefined || hasKeys(this.#run.steps)) reportUnreachedSteps(this.#invocation(), this.#invoker.host.logger)
+        if (inv !== undefined || this.#steps !== undefined) reportUnreachedSteps(this.#invocation(), this.#invoker.host.logger)
         return { kind: 'completed', result: value, attempt }
       }
       value = new TypeError(`Task "${this.#def.name}" returned a value that cannot be stored as JSON: ${problem}`)
@@ -218,6 +222,8 @@ class Call<T> extends Expiring implements InvocationHandle {
     return { kind: 'failed', error, attempt }
   }
 }
+
+const NO_STEPS: Readonly<Record<string, StepRecord>> = Object.freeze({})
 
 function namedError(message: string, name: string): Error {
   const error = new Error(message)

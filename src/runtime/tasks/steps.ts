@@ -67,14 +67,17 @@ export interface StepHost {
   logger: Logger
 }
 
-export function createInvocation(run: RunRecord): Invocation {
+export function createInvocation(
+  runId: string,
+  taskName: string,
+  attempt: number,
+  steps: Readonly<Record<string, StepRecord>>,
+): Invocation {
   return {
-    runId: run.id,
-    taskName: run.taskName,
-    // Suspensions append no attempt, so every recorded attempt of a running
-    // run is a failed one: the next is their count plus one.
-    attempt: run.attempts.length + 1,
-    steps: run.steps,
+    runId,
+    taskName,
+    attempt,
+    steps,
     seen: undefined,
     met: 0,
     suspension: undefined,
