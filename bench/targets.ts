@@ -2,7 +2,10 @@
  * Target benchmarks (not timed tests):
  * - gzipped size of the cloudflare worker built for a hello app (goal ≤ 50 KB);
  * - cold start of the node build, from spawn to the first 200 (goal ≤ 150 ms),
- *   next to a bare node:http server started and probed the same way.
+ *   next to a bare node:http server started and probed the same way;
+ * - the Durable Object store at its bound of 10,000 and 100,000 retained
+ *   runs: the object's time per run for a run's writes, and its growth
+ *   (goal ≤ 1.5).
  *
  * Run: npm run bench:targets
  */
@@ -12,6 +15,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildApp } from '../src/build/build.ts'
+import { durableStoreAtBound } from './_durable-store.ts'
 
 const ROUNDS = 9
 
@@ -59,6 +63,9 @@ async function coldStart(args: string[], url: (port: number) => string): Promise
   }
 }
 
+const RETAINED_SIZES = [10_000, 100_000]
+const GROWTH_GOAL = 1.5
+
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 
 const root = await helloApp()
@@ -93,3 +100,14 @@ try {
 } finally {
   await rm(root, { recursive: true, force: true })
 }
+
+const perRun = await durableStoreAtBound(RETAINED_SIZES)
+for (const [i, retained] of RETAINED_SIZES.entries()) {
+  console.log(
+    `durable object store, ${retained.toLocaleString('en')} retained: ${perRun[i].toFixed(0)} µs a run (created and ended, evicting the oldest)`,
+  )
+}
+const growth = perRun.at(-1)! / perRun[0]
+console.log(
+  `  cost per run ${RETAINED_SIZES.at(-1)!.toLocaleString('en')} / ${RETAINED_SIZES[0].toLocaleString('en')}: ${growth.toFixed(2)} x (goal ≤ ${GROWTH_GOAL}) ${growth <= GROWTH_GOAL ? 'ok' : 'MISSED'}`,
+)
