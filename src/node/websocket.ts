@@ -34,6 +34,16 @@ const MESSAGE_TOO_BIG = 'Max payload size exceeded'
 /** Close reason of a peer dropped for a full send buffer; the route's close listeners get it with 1008. */
 const BUFFER_FULL_REASON = 'Send buffer full'
 
+/**
+ * Sends a string as its UTF-8 bytes in a text frame. `ws` writes a frame as
+ * its header and its payload in one corked write; Node's socket writes a
+ * list of Buffers as they are, but for a list holding a string it allocates
+ * a backing store and encodes into it on every write, which costs more than
+ * encoding the string into a Buffer from Node's pool first. crossws passes
+ * its options on to `ws`'s `send`, where `binary: false` keeps the text opcode.
+ */
+const TEXT_FRAME = { binary: false } as { compress?: boolean }
+
 /** The `peer` a hot route's `websocket()` gets: a thin layer over the crossws peer. */
 class NodeHotPeer implements HotPeer {
   readonly #peer: Peer
@@ -71,7 +81,7 @@ class NodeHotPeer implements HotPeer {
   send(data: unknown): void {
     if (this.#overflowed) return
     // crossws's Node peer answers with the bytes still queued, ws's bufferedAmount.
-    const queued = this.#peer.send(data)
+    const queued = typeof data === 'string' ? this.#peer.send(Buffer.from(data), TEXT_FRAME) : this.#peer.send(data)
     if ((typeof queued === 'number' ? queued : this.#peer.bufferedAmount) > this.#maxBufferedBytes) this.#overflow()
   }
 

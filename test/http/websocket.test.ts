@@ -91,6 +91,19 @@ describe('hot routes', () => {
     ws.close()
   })
 
+  it('sends a string as a UTF-8 text frame, whatever its characters and length', async () => {
+    const server = await serve({ apiRoutes: [chat] })
+    const ws = await open(`${server.url.replace('http', 'ws')}/api/rooms/é`)
+    expect((await nextMessage(ws)).data.toString()).toMatch(/^joined é as/)
+    for (const sent of ['héllo 👋 日本', 'ü'.repeat(70_000), '']) {
+      ws.send(sent)
+      const reply = await nextMessage(ws)
+      expect(reply.isBinary).toBe(false)
+      expect(reply.data.toString()).toBe(`é: ${sent}`)
+    }
+    ws.close()
+  })
+
   it('keeps module state across connections and fires close with the code and reason', async () => {
     const server = await serve({ apiRoutes: [chat] })
     const base = server.url.replace('http', 'ws')
