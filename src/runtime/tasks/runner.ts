@@ -77,10 +77,8 @@ class Context implements TaskContext {
   readonly taskName: string
   readonly #call: Call<unknown>
 
-  constructor(call: Call<unknown>, run: RunRecord) {
-    // Suspensions append no attempt, so every recorded attempt of a running
-    // run is a failed one: the next is their count plus one.
-    this.attempt = run.attempts.length + 1
+  constructor(call: Call<unknown>, run: RunRecord, attempt: number) {
+    this.attempt = attempt
     this.input = run.input
     this.runId = run.id
     this.taskName = run.taskName
@@ -99,13 +97,15 @@ class Context implements TaskContext {
 /**
  * One invocation in flight; its state is fields rather than closures, for
  * the same reason, and its timeout is a place in the engine's `Deadlines`.
- * It keeps its `ctx` and the run's recorded steps, not the run's record,
- * which its other holders may let go of while the attempt runs.
+ * It keeps what it needs of the run, not the run's record, which its other
+ * holders may let go of while the attempt runs.
  */
 class Call<T> extends Expiring implements InvocationHandle {
   outcome: InvocationOutcome | undefined
   readonly #def: TaskDefinition
-  readonly #ctx: Context
+  readonly #runId: string
+  readonly #taskName: string
+  readonly #attempt: number
   /** The steps recorded before this invocation, when there are any. */
   readonly #steps: Readonly<Record<string, StepRecord>> | undefined
   readonly #invoker: Invoker<T>
@@ -123,9 +123,13 @@ class Call<T> extends Expiring implements InvocationHandle {
     this.#def = def
     this.#invoker = invoker
     this.#token = token
+    this.#runId = run.id
+    this.#taskName = run.taskName
+    // Suspensions append no attempt, so every recorded attempt of a running
+    // run is a failed one: the next is their count plus one.
+    this.#attempt = run.attempts.length + 1
     this.#steps = hasKeys(run.steps) ? run.steps : undefined
-    const ctx = new Context(this, run)
-    this.#ctx = ctx
+    const ctx = new Context(this, run, this.#attempt)
     let value: unknown
     try {
       value = def.handler(ctx)
@@ -144,10 +148,17 @@ class Call<T> extends Expiring implements InvocationHandle {
       return
     }
     invoker.deadlines.add(this, def.timeout)
-    ;(value instanceof Promise ? value : Promise.resolve(value)).then(
-      (result) => this.#settle(true, result),
-      (error: unknown) => this.#settle(false, error),
-    )
+    // Bound methods rather than arrow functions: two of them take less than
+    // two closures and the scope they share.
+    ;(value instanceof Promise ? value : Promise.resolve(value)).then(this.#returned.bind(this), this.#threw.bind(this))
+  }
+
+  #returned(result: unknown): void {
+    this.#settle(true, result)
+  }
+
+  #threw(error: unknown): void {
+    this.#settle(false, error)
   }
 
   step(): StepApi {
@@ -163,13 +174,12 @@ class Call<T> extends Expiring implements InvocationHandle {
   }
 
   #invocation(): Invocation {
-    const ctx = this.#ctx
-    return (this.#inv ??= createInvocation(ctx.runId, ctx.taskName, ctx.attempt, this.#steps ?? NO_STEPS))
+    return (this.#inv ??= createInvocation(this.#runId, this.#taskName, this.#attempt, this.#steps ?? NO_STEPS))
   }
 
   /** The attempt's timeout has passed. */
   expire(): void {
-    this.#abort(namedError(timeoutMessage(this.#ctx.attempt, this.#def.timeout), 'TimeoutError'), 'timed out')
+    this.#abort(namedError(timeoutMessage(this.#attempt, this.#def.timeout), 'TimeoutError'), 'timed out')
   }
 
   #abort(error: Error, why: string): void {
@@ -198,7 +208,7 @@ class Call<T> extends Expiring implements InvocationHandle {
     }
     const startedAt = this.#startedAt
     const attempt: Attempt = {
-      index: this.#ctx.attempt,
+      index: this.#attempt,
       startedAt: isoAt(startedAt),
       durationMs: Date.now() - startedAt,
     }
