@@ -59,7 +59,12 @@ export function openScanCache(root: string, fingerprint: string): ScanCache {
   const previous = readCache(path, fingerprint)
   const next: Record<string, Entry> = {}
   let changed = false
-  const textHash = (text: string) => `${text.length}:${hash53(text)}`
+  // A miss hashes the text in get() and again in set(): the second time is answered from here.
+  let last: { text: string; hash: string } | undefined
+  const textHash = (text: string) => {
+    if (last?.text !== text) last = { text, hash: `${text.length}:${hash53(text)}` }
+    return last.hash
+  }
 
   return {
     get<T>(file: string, text: string): FileScan<T> | undefined {
