@@ -29,9 +29,10 @@ export async function scanApp(options: ScanOptions): Promise<ScanResult> {
   // Files are read synchronously: for many small files fs.promises.readFile
   // costs several times the CPU (four thread-pool round trips per file), and
   // a scan is CPU-bound. One file at a time, from its text to its result:
-  // each syntax tree is garbage before the next file is parsed, so the
-  // collector finds the young generation nearly empty, where starting every
-  // file at once would keep every tree alive until the last one is parsed.
+  // each syntax tree is garbage before the next file is parsed (readSource
+  // in parse.ts cuts it loose from the parser's result), so the collector
+  // finds the young generation nearly empty, where starting every file at
+  // once would keep every tree alive until the last one is parsed.
   //
   // The per-file scanner (scan-file.ts, the parser and some forty modules
   // behind it) is loaded on the first file the cache does not hold.
