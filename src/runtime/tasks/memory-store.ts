@@ -86,7 +86,11 @@ export class MemoryRunStore implements RunStore {
     const run = this.#runs.get(id)
     if (!run) return undefined
     if (expect && !statusMatches(run.status, expect.status)) return undefined
-    applyRunPatch(run, patch.attempt === undefined ? patch : { ...patch, attempt: copyAttempt(patch.attempt) })
+    if (patch.attempt === undefined) applyRunPatch(run, patch)
+    else {
+      run.attempts = withAttempt(run.attempts, patch.attempt)
+      applyRunPatch(run, { ...patch, attempt: undefined })
+    }
     this.#track(run)
     if (isFinished(run.status)) {
       if (!this.#finished.has(id)) {
@@ -100,7 +104,8 @@ export class MemoryRunStore implements RunStore {
   }
 
   async appendAttempt(runId: string, attempt: Attempt): Promise<void> {
-    this.#require(runId).attempts.push(copyAttempt(attempt))
+    const run = this.#require(runId)
+    run.attempts = withAttempt(run.attempts, attempt)
   }
 
   async saveStep(runId: string, key: string, step: StepRecord): Promise<void> {
@@ -276,6 +281,15 @@ function idempotencyScope(taskName: string, key: string): string {
 
 function copyAttempt(attempt: Attempt): Attempt {
   return { ...attempt }
+}
+
+/**
+ * The attempts with a copy of `attempt` after them, in an array of their
+ * exact size: `push` onto a run's empty array (most runs end after one
+ * attempt) leaves room for 17, which every retained run would carry.
+ */
+function withAttempt(attempts: Attempt[], attempt: Attempt): Attempt[] {
+  return attempts.concat(copyAttempt(attempt))
 }
 
 // Attempts and step records are never changed in place once stored, so a
