@@ -46,13 +46,12 @@ export async function readSource<T>(source: string, file: string, lang: 'ts' | '
   } catch (error) {
     return { ok: false, offset: 0, message: `syntax error: ${(error as Error).message || 'the file could not be parsed'}` }
   }
-  const error = result.errors.find((e) => e.severity === 'Error')
-  if (error) return { ok: false, offset: error.labels[0]?.start ?? 0, message: `syntax error: ${error.message}` }
-  const program = result.program as unknown as Node
   try {
-    return { ok: true, value: read(program) }
+    const error = result.errors.find((e) => e.severity === 'Error')
+    if (error) return { ok: false, offset: error.labels[0]?.start ?? 0, message: `syntax error: ${error.message}` }
+    return { ok: true, value: read(result.program as unknown as Node) }
   } finally {
-    release(result, program)
+    release(result)
   }
 }
 
@@ -62,11 +61,12 @@ export async function readSource<T>(source: string, file: string, lang: 'ts' | '
  * of accessors an object literal defines in the old generation: until the
  * next full collection, that dead pair keeps every tree it points to alive
  * through each young-generation collection, which then copies and promotes
- * them all. Cut loose, a file's tree dies young, as garbage should; on a
- * first scan of 1,000 routes this took most of the collector's time away.
+ * them all. Cut loose, a file's tree dies young, as garbage should, and a
+ * young-generation collection finds little alive to copy.
  */
-function release(result: { comments: unknown[]; module: object }, program: Node): void {
-  program.body = []
+function release(result: { program: unknown; comments: unknown[]; module: object }): void {
+  const program = result.program as Node | null
+  if (program) program.body = []
   result.comments.length = 0
   for (const value of Object.values(result.module)) if (Array.isArray(value)) value.length = 0
 }
