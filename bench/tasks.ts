@@ -15,7 +15,11 @@
  * - the same dispatch on a `SqliteRunStore` file (WAL, synchronous=FULL),
  *   with no-op runs and with runs of three `step.run`, each as a ratio to
  *   memory dispatch (the median of rounds that each pair a SQLite round with
- *   a memory round run just before it): at least 0.5 and 0.25;
+ *   a memory round run just before it): at least 0.5 and 0.25; next to
+ *   them, the same statements and commits issued straight through
+ *   node:sqlite (bench/_sqlite-floor.ts) in each pair, the floor under any
+ *   store on that file, and memory dispatch as a ratio to that floor, the
+ *   highest ratio a SQLite store could reach on this machine;
  * - stores holding 10,000 and 100,000 retained finished runs (memory and
  *   SQLite, each at its bound, so every new run evicts one): the cost of
  *   dispatching a run and of reading a retained one.
@@ -26,6 +30,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SqliteRunStore } from '../src/node/sqlite-store.ts'
+import { sqliteFloor } from './_sqlite-floor.ts'
 import { newRunId } from '../src/runtime/tasks/ids.ts'
 import { MemoryRunStore, createTaskRuntime } from '../src/runtime/tasks/index.ts'
 import type { RunStore } from '../src/runtime/tasks/store.ts'
@@ -304,20 +309,29 @@ const threeSteps = async (ctx: TaskContext<any>) => {
 }
 const SQLITE_ROUNDS = 5
 try {
-  for (const [label, handler, goal] of [
-    ['no-op', undefined, 0.5],
-    ['three step.run', threeSteps, 0.25],
+  for (const [label, handler, steps, goal] of [
+    ['no-op', undefined, 0, 0.5],
+    ['three step.run', threeSteps, 3, 0.25],
   ] as const) {
     await sqliteRound(handler) // warm-up
+    sqliteFloor(dir, `floor-${++files}`, RUNS, steps)
     // Each SQLite round is paired with a memory dispatch round run right
-    // before it, so a machine that gets busier partway through moves both.
+    // before it and the floor right after, so a machine that gets busier
+    // partway through moves all three.
     const rounds: number[] = []
     const ratios: number[] = []
+    const floors: number[] = []
+    const floorRatios: number[] = []
+    const aboveFloor: number[] = []
     for (let i = 0; i < SQLITE_ROUNDS; i++) {
       const memory = await dispatchRound()
       const sqlite = await sqliteRound(handler)
+      const floor = sqliteFloor(dir, `floor-${++files}`, RUNS, steps)
       rounds.push(sqlite)
       ratios.push(memory / sqlite)
+      floors.push(floor)
+      floorRatios.push(memory / floor)
+      aboveFloor.push(sqlite / floor)
     }
     const rate = (RUNS / median(rounds)) * 1000
     const ratio = median(ratios)
@@ -325,6 +339,15 @@ try {
       `${`SqliteRunStore, ${label} runs (median of ${SQLITE_ROUNDS})`.padEnd(46)} ${`${Math.round(rate).toLocaleString('en')} runs/s`.padStart(16)}`,
     )
     report(`  ratio to memory dispatch, paired rounds`, `${ratio.toFixed(2)} x`, `>= ${goal} x`, ratio >= goal)
+    console.log(
+      `${'  its writes alone through node:sqlite'.padEnd(46)} ${`${((median(floors) / RUNS) * 1000).toFixed(1)} µs`.padStart(16)}   a run: the floor under any store on this file`,
+    )
+    console.log(
+      `${'  memory dispatch ÷ that floor, paired'.padEnd(46)} ${`${median(floorRatios).toFixed(2)} x`.padStart(16)}   the highest ratio a SQLite store could reach here`,
+    )
+    console.log(
+      `${'  SqliteRunStore ÷ that floor, paired'.padEnd(46)} ${`${median(aboveFloor).toFixed(2)} x`.padStart(16)}   the time of the bare writes`,
+    )
   }
 } finally {
   rmSync(dir, { recursive: true, force: true })

@@ -1,0 +1,61 @@
+/**
+ * The floor under a durable run on `SqliteRunStore`: the statements the
+ * store runs for `count` runs in flight at once, and the commits they wait
+ * for, issued straight through `node:sqlite` on a file opened exactly as the
+ * store opens it (WAL, `synchronous = FULL`, the same schema), with nothing
+ * else around them. Runs in flight at once move in step, so every run's
+ * first write shares one transaction, every run's second write the next,
+ * and so on, as group commit batches them. What svc spends above this is
+ * the engine and the store's own work.
+ */
+import { join } from 'node:path'
+import { openDatabase } from '../src/node/sqlite-database.ts'
+import { newRunId } from '../src/runtime/tasks/ids.ts'
+import { INSERT_RUN, UPDATE_RUN, UPDATE_RUN_RECORD } from '../src/runtime/tasks/sql/queries.ts'
+
+/** Milliseconds for `count` runs of `steps` recorded steps each: created running, each step saved, ended. */
+export function sqliteFloor(dir: string, name: string, count: number, steps: number): number {
+  const db = openDatabase(join(dir, `${name}.db`), 5000, 'bench')
+  try {
+    const insert = db.prepare(INSERT_RUN)
+    const update = db.prepare(UPDATE_RUN)
+    const saveRecord = db.prepare(UPDATE_RUN_RECORD)
+    const batch = (write: (i: number) => void) => {
+      db.exec('BEGIN IMMEDIATE')
+      for (let i = 0; i < count; i++) write(i)
+      db.exec('COMMIT')
+    }
+    const start = performance.now()
+    const now = new Date().toISOString()
+    const runs = Array.from({ length: count }, () => ({
+      id: newRunId(),
+      taskName: 'noop',
+      status: 'running',
+      trigger: 'manual',
+      ok: true,
+      attempts: [] as unknown[],
+      steps: {} as Record<string, unknown>,
+      createdAt: now,
+      startedAt: now,
+    }))
+    const seqs: number[] = []
+    batch((i) => {
+      seqs.push(Number(insert.run(runs[i].id, 'noop', 'running', null, null, JSON.stringify(runs[i])).lastInsertRowid))
+    })
+    for (let step = 0; step < steps; step++) {
+      batch((i) => {
+        runs[i].steps[`s${step}`] = { status: 'completed', output: step }
+        saveRecord.run(JSON.stringify(runs[i]), seqs[i])
+      })
+    }
+    batch((i) => {
+      const run = runs[i]
+      Object.assign(run, { status: 'completed', finishedAt: now })
+      run.attempts.push({ index: 1, startedAt: now, durationMs: 0 })
+      update.run('completed', i + 1, JSON.stringify(run), seqs[i])
+    })
+    return performance.now() - start
+  } finally {
+    db.close()
+  }
+}
