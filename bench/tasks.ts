@@ -30,6 +30,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SqliteRunStore } from '../src/node/sqlite-store.ts'
+import { bareDispatch } from './_bare-dispatch.ts'
 import { sqliteFloor } from './_sqlite-floor.ts'
 import { newRunId } from '../src/runtime/tasks/ids.ts'
 import { MemoryRunStore, createTaskRuntime } from '../src/runtime/tasks/index.ts'
@@ -237,6 +238,22 @@ const windowed = DISPATCH_SIZES.at(-1)!
     `${ratio.toFixed(2)} x`,
     `<= ${GROWTH_GOAL} x`,
     ratio <= GROWTH_GOAL,
+  )
+}
+{
+  // The same sizes through a bare dispatch loop (bench/_bare-dispatch.ts):
+  // how much the machine alone makes a run cost more as runs grow.
+  for (let i = 0; i < 5; i++) await bareDispatch(50_000)
+  const small: number[] = []
+  const atOnce: number[] = []
+  const inFlight: number[] = []
+  for (let i = 0; i < 5; i++) {
+    small.push(await bareDispatch(DISPATCH_SIZES[0]))
+    atOnce.push(await bareDispatch(windowed))
+    inFlight.push(await bareDispatch(windowed, WINDOW))
+  }
+  console.log(
+    `${`  bare dispatch loop, ${windowed.toLocaleString('en')} / ${DISPATCH_SIZES[0].toLocaleString('en')}: at once, in flight`.padEnd(46)} ${`${(median(atOnce) / median(small)).toFixed(2)} x`.padStart(16)}   ${(median(inFlight) / median(small)).toFixed(2)} x: the floor the machine sets (a record in a Map, a promise, a read)`,
   )
 }
 {
