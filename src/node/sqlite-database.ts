@@ -9,6 +9,9 @@
 import type { DatabaseSync } from 'node:sqlite'
 import { createTables } from '../runtime/tasks/sql/schema.ts'
 
+/** Pages of WAL that trigger a checkpoint (see `prepare`). */
+const WAL_CHECKPOINT_PAGES = 10_000
+
 /** The schema this release writes. Bump it, and add a step to `MIGRATIONS`, when the schema changes. */
 export const SCHEMA_VERSION = 1
 
@@ -57,6 +60,17 @@ function prepare(db: DatabaseSync, path: string, busyTimeoutMs: number, where: s
   // those index pages back to the file, doubling the cost of a run. The
   // cache fills only with the pages read, so a small file costs little.
   db.exec('PRAGMA cache_size = -32768')
+  // Checkpoint the WAL into the database file once it holds 10,000 pages
+  // (about 40 MiB) instead of SQLite's 1,000. A checkpoint runs inside the
+  // commit that crosses the mark, on this thread; with a batch of thousands
+  // of runs past 1,000 pages, every commit paid for one, and the pages that
+  // consecutive batches rewrite (the same index pages, a run's row at its
+  // start and at its end) were copied into the file again each time. Ten
+  // times the mark copies each such page once per ten times the writes: a
+  // sustained stream of runs costs about a quarter less per run. The WAL
+  // file grows to about 40 MiB before SQLite starts it over, and closing
+  // the last connection checkpoints it and deletes it.
+  db.exec(`PRAGMA wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`)
   db.exec('BEGIN IMMEDIATE')
   try {
     const version = Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version)

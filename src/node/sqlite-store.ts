@@ -352,12 +352,16 @@ export class SqliteRunStore implements RunStore {
   #write<T>(fn: () => T): Promise<T> {
     if (!this.#db) return Promise.reject(new Error(`${WHERE}: the store for ${this.path} is closed`))
     return this.#batch.write(() => {
-      const counts = this.#counts && { ...this.#counts }
+      // The counts as they were, field by field: a copy of the object would cost every write an allocation.
+      const counts = this.#counts
+      const total = counts?.total
+      const live = counts?.live
+      const lastFinished = counts?.lastFinished
       try {
         return fn()
       } catch (error) {
         // Its changes are rolled back: what it counted or cached is in doubt.
-        this.#counts = counts
+        this.#counts = counts && { total: total!, live: live!, lastFinished }
         this.#rows.clear()
         throw error
       }

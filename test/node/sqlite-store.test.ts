@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -68,6 +68,23 @@ describe('SqliteRunStore durability', () => {
     db.exec(`PRAGMA user_version = ${SCHEMA_VERSION + 1}`)
     db.close()
     expect(() => new SqliteRunStore({ path })).toThrow(/newer than the 1 this version of svc reads/)
+  })
+
+  it('checkpoints its WAL into the file past 10,000 pages, not past 1,000', async () => {
+    const path = dbFile()
+    const s = store({ path })
+    const fileSize = (suffix = '') => statSync(path + suffix).size
+    // Runs of about 100 KB each: a batch of 100 is some 2,500 pages of WAL.
+    const input = 'x'.repeat(100_000)
+    const batch = () => Promise.all(Array.from({ length: 100 }, () => s.createRun(makeRun({ input }))))
+    await batch()
+    expect(fileSize('-wal')).toBeGreaterThan(10_000_000)
+    // SQLite's default mark (1,000 pages) would have copied them into the file by now.
+    expect(fileSize()).toBeLessThan(1_000_000)
+    // Past 10,000 pages (about 40 MiB) the commit checkpoints: the file holds the runs.
+    for (let i = 0; i < 4; i++) await batch()
+    expect(fileSize()).toBeGreaterThan(40_000_000)
+    expect(s.size).toBe(500)
   })
 
   it('a closed store says so', async () => {
