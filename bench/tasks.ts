@@ -25,10 +25,16 @@
  *   dispatching a run and of reading a retained one.
  * Every figure measured at several sizes prints its cost per item at the
  * largest size as a ratio to the smallest: at most 1.5 (cost grows linearly).
+ *
+ *   npm run bench:tasks -- [--only dispatch,flow,replay,heap,sqlite,stores]
+ *
+ * `--only` runs the sections named (comma-separated) and skips the others.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { PerformanceObserver } from 'node:perf_hooks'
+import { parseArgs } from 'node:util'
 import { SqliteRunStore } from '../src/node/sqlite-store.ts'
 import { bareDispatch } from './_bare-dispatch.ts'
 import { sqliteFloor } from './_sqlite-floor.ts'
@@ -36,6 +42,14 @@ import { newRunId } from '../src/runtime/tasks/ids.ts'
 import { MemoryRunStore, createTaskRuntime } from '../src/runtime/tasks/index.ts'
 import type { RunStore } from '../src/runtime/tasks/store.ts'
 import type { Logger, RunRecord, RuntimeApiRoute, StepRecord, TaskContext } from '../src/types.ts'
+
+const SECTIONS = ['dispatch', 'flow', 'replay', 'heap', 'sqlite', 'stores']
+const { values: args } = parseArgs({ options: { only: { type: 'string' } } })
+const only = args.only?.split(',').map((name) => name.trim())
+for (const name of only ?? []) {
+  if (!SECTIONS.includes(name)) throw new RangeError(`bench:tasks --only takes ${SECTIONS.join(', ')} (got ${JSON.stringify(name)})`)
+}
+const section = (name: string) => only === undefined || only.includes(name)
 
 const RUNS = 10_000
 const ROUNDS = 7
@@ -52,6 +66,23 @@ const route = (name: string, POST: (ctx: TaskContext<any>) => unknown): RuntimeA
   path: `/api/${name}`,
   module: { kind: 'task', POST },
 })
+
+/**
+ * Milliseconds of garbage collection so far (`PerformanceObserver` 'gc'
+ * entries). Node queues an entry once its collection ends and hands it to
+ * observers a while later; `takeRecords()` after one turn has every entry
+ * queued by then.
+ */
+let gcMs = 0
+const collections = new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) gcMs += entry.duration
+})
+collections.observe({ entryTypes: ['gc'] })
+async function collectorMs(): Promise<number> {
+  await new Promise((resolve) => setImmediate(resolve))
+  for (const entry of collections.takeRecords()) gcMs += entry.duration
+  return gcMs
+}
 
 function report(label: string, value: string, goal: string, ok: boolean): void {
   console.log(`${label.padEnd(46)} ${value.padStart(16)}   goal ${goal.padEnd(14)} ${ok ? 'ok' : 'MISSED'}`)
@@ -85,6 +116,7 @@ async function dispatchRound(
     logger: quiet,
     env: {},
   })
+  const collected = await collectorMs()
   const start = performance.now()
   if (inFlight >= count) {
     const runs = await Promise.all(Array.from({ length: count }, () => rt.trigger('noop')))
@@ -100,9 +132,12 @@ async function dispatchRound(
     await Promise.all(Array.from({ length: inFlight }, lane))
   }
   const elapsed = performance.now() - start
+  lastCollectorShare = ((await collectorMs()) - collected) / elapsed
   await rt.close()
   return elapsed
 }
+/** The share of the last `dispatchRound` that the garbage collector took. */
+let lastCollectorShare = 0
 
 /**
  * The heap each run holds while in flight: `count` runs triggered at once
@@ -197,72 +232,87 @@ async function retainedHeap(): Promise<number> {
 
 console.log(`task runtime benchmark, Node ${process.version}\n`)
 
-const dispatchPerRun: number[] = []
-for (const size of DISPATCH_SIZES) {
-  const rounds = size >= 100_000 ? 3 : ROUNDS
-  // Warm-up: at least 50,000 runs, so that the JIT and the heap's young
-  // generation have settled (the first rounds of a process run at about half
-  // speed while V8 grows its semi-spaces).
-  for (let run = 0; run < 50_000; run += size) await dispatchRound(undefined, undefined, size)
-  const times: number[] = []
-  for (let i = 0; i < rounds; i++) times.push(await dispatchRound(undefined, undefined, size))
-  const ms = median(times)
-  const rate = (size / ms) * 1000
-  dispatchPerRun.push(ms / size)
-  const label = `dispatch ${size.toLocaleString('en')} no-op runs (median of ${rounds})`
-  if (size === RUNS) {
-    report(label, `${Math.round(rate).toLocaleString('en')} runs/s`, '>= 100,000/s', rate >= 100_000)
-  } else {
-    console.log(`${label.padEnd(46)} ${`${Math.round(rate).toLocaleString('en')} runs/s`.padStart(16)}`)
-  }
-}
-growth('dispatch at once', DISPATCH_SIZES, dispatchPerRun)
+/** Database files made so far: each round opens a new one. */
+let files = 0
 
-// The same 100,000 runs with at most 1,000 in flight: the store still ends
-// up retaining all of them, so against 1,000 at once this figure grows
-// only with the number of runs, and the line above adds the growth with
-// the number in flight at once.
-const WINDOW = 1_000
-const windowed = DISPATCH_SIZES.at(-1)!
-{
-  await dispatchRound(undefined, undefined, windowed, WINDOW) // warm-up
-  const times: number[] = []
-  for (let i = 0; i < 3; i++) times.push(await dispatchRound(undefined, undefined, windowed, WINDOW))
-  const ms = median(times)
-  console.log(
-    `${`dispatch ${windowed.toLocaleString('en')}, ${WINDOW.toLocaleString('en')} in flight (median of 3)`.padEnd(46)} ${`${Math.round((windowed / ms) * 1000).toLocaleString('en')} runs/s`.padStart(16)}   all retained: grows with runs, not with runs at once`,
-  )
-  const ratio = ms / windowed / dispatchPerRun[0]
-  report(
-    `  ${WINDOW.toLocaleString('en')} in flight, cost per run / ${DISPATCH_SIZES[0].toLocaleString('en')} at once`,
-    `${ratio.toFixed(2)} x`,
-    `<= ${GROWTH_GOAL} x`,
-    ratio <= GROWTH_GOAL,
-  )
-}
-{
-  // The same sizes through a bare dispatch loop (bench/_bare-dispatch.ts):
-  // how much the machine alone makes a run cost more as runs grow.
-  for (let i = 0; i < 5; i++) await bareDispatch(50_000)
-  const small: number[] = []
-  const atOnce: number[] = []
-  const inFlight: number[] = []
-  for (let i = 0; i < 5; i++) {
-    small.push(await bareDispatch(DISPATCH_SIZES[0]))
-    atOnce.push(await bareDispatch(windowed))
-    inFlight.push(await bareDispatch(windowed, WINDOW))
+if (section('dispatch')) {
+  const dispatchPerRun: number[] = []
+  for (const size of DISPATCH_SIZES) {
+    const rounds = size >= 100_000 ? 3 : ROUNDS
+    // Warm-up: at least 50,000 runs, so that the JIT and the heap's young
+    // generation have settled (the first rounds of a process run at about half
+    // speed while V8 grows its semi-spaces).
+    for (let run = 0; run < 50_000; run += size) await dispatchRound(undefined, undefined, size)
+    const times: number[] = []
+    const shares: number[] = []
+    for (let i = 0; i < rounds; i++) {
+      times.push(await dispatchRound(undefined, undefined, size))
+      shares.push(lastCollectorShare)
+    }
+    const ms = median(times)
+    const rate = (size / ms) * 1000
+    dispatchPerRun.push(ms / size)
+    const label = `dispatch ${size.toLocaleString('en')} no-op runs (median of ${rounds})`
+    const collector = `collector ${Math.round(median(shares) * 100)}%`
+    if (size === RUNS) {
+      report(label, `${Math.round(rate).toLocaleString('en')} runs/s`, '>= 100,000/s', rate >= 100_000)
+      console.log(`${''.padEnd(46)} ${collector.padStart(16)}`)
+    } else {
+      console.log(`${label.padEnd(46)} ${`${Math.round(rate).toLocaleString('en')} runs/s`.padStart(16)}   ${collector}`)
+    }
   }
-  console.log(
-    `${`  bare dispatch loop, ${windowed.toLocaleString('en')} / ${DISPATCH_SIZES[0].toLocaleString('en')}: at once, in flight`.padEnd(46)} ${`${(median(atOnce) / median(small)).toFixed(2)} x`.padStart(16)}   ${(median(inFlight) / median(small)).toFixed(2)} x: the floor the machine sets (a record in a Map, a promise, a read)`,
-  )
-}
-{
-  await inFlightHeap(10_000) // warm-up
-  const bytes: number[] = []
-  for (let i = 0; i < 3; i++) bytes.push(await inFlightHeap(windowed))
-  console.log(
-    `${`heap per run, ${windowed.toLocaleString('en')} runs in flight (median)`.padEnd(46)} ${`${Math.round(median(bytes)).toLocaleString('en')} bytes`.padStart(16)}   a held run with its waiter`,
-  )
+  growth('dispatch at once', DISPATCH_SIZES, dispatchPerRun)
+
+  // The same 100,000 runs with at most 1,000 in flight: the store still ends
+  // up retaining all of them, so against 1,000 at once this figure grows
+  // only with the number of runs, and the line above adds the growth with
+  // the number in flight at once.
+  const WINDOW = 1_000
+  const windowed = DISPATCH_SIZES.at(-1)!
+  {
+    await dispatchRound(undefined, undefined, windowed, WINDOW) // warm-up
+    const times: number[] = []
+    const shares: number[] = []
+    for (let i = 0; i < 3; i++) {
+      times.push(await dispatchRound(undefined, undefined, windowed, WINDOW))
+      shares.push(lastCollectorShare)
+    }
+    const ms = median(times)
+    console.log(
+      `${`dispatch ${windowed.toLocaleString('en')}, ${WINDOW.toLocaleString('en')} in flight (median of 3)`.padEnd(46)} ${`${Math.round((windowed / ms) * 1000).toLocaleString('en')} runs/s`.padStart(16)}   collector ${Math.round(median(shares) * 100)}%; all retained: grows with runs, not with runs at once`,
+    )
+    const ratio = ms / windowed / dispatchPerRun[0]
+    report(
+      `  ${WINDOW.toLocaleString('en')} in flight, cost per run / ${DISPATCH_SIZES[0].toLocaleString('en')} at once`,
+      `${ratio.toFixed(2)} x`,
+      `<= ${GROWTH_GOAL} x`,
+      ratio <= GROWTH_GOAL,
+    )
+  }
+  {
+    // The same sizes through a bare dispatch loop (bench/_bare-dispatch.ts):
+    // how much the machine alone makes a run cost more as runs grow.
+    for (let i = 0; i < 5; i++) await bareDispatch(50_000)
+    const small: number[] = []
+    const atOnce: number[] = []
+    const inFlight: number[] = []
+    for (let i = 0; i < 5; i++) {
+      small.push(await bareDispatch(DISPATCH_SIZES[0]))
+      atOnce.push(await bareDispatch(windowed))
+      inFlight.push(await bareDispatch(windowed, WINDOW))
+    }
+    console.log(
+      `${`  bare dispatch loop, ${windowed.toLocaleString('en')} / ${DISPATCH_SIZES[0].toLocaleString('en')}: at once, in flight`.padEnd(46)} ${`${(median(atOnce) / median(small)).toFixed(2)} x`.padStart(16)}   ${(median(inFlight) / median(small)).toFixed(2)} x: the floor the machine sets (a record in a Map, a promise, a read)`,
+    )
+  }
+  {
+    await inFlightHeap(10_000) // warm-up
+    const bytes: number[] = []
+    for (let i = 0; i < 3; i++) bytes.push(await inFlightHeap(windowed))
+    console.log(
+      `${`heap per run, ${windowed.toLocaleString('en')} runs in flight (median)`.padEnd(46)} ${`${Math.round(median(bytes)).toLocaleString('en')} bytes`.padStart(16)}   a held run with its waiter`,
+    )
+  }
 }
 
 /** `FLOW_RUNS` no-op runs of a task with flow control, all triggered at once, each with its own `input.i`. */
@@ -282,92 +332,99 @@ async function flowRound(config: Record<string, unknown>): Promise<number> {
 }
 
 // Flow control on the memory store, as a ratio to the same runs without limits.
-for (const [label, config] of [
-  ['concurrency 10', { concurrency: 10 }],
-  ['concurrency 1 per input.i', { concurrency: { limit: 1, key: 'input.i' } }],
-] as const) {
-  await flowRound(config)
-  const ratios: number[] = []
-  for (let i = 0; i < 3; i++) ratios.push((await flowRound(config)) / (await flowRound({})))
-  console.log(
-    `${`dispatch ${FLOW_RUNS.toLocaleString('en')} runs at once, ${label}`.padEnd(46)} ${`${median(ratios).toFixed(2)} x`.padStart(16)}   the time of unlimited runs`,
-  )
-}
-
-const replayPerStep: number[] = []
-for (const steps of REPLAY_SIZES) {
-  await replayRound(steps) // warm-up
-  const times: number[] = []
-  for (let i = 0; i < ROUNDS * 3; i++) times.push(await replayRound(steps))
-  const ms = median(times)
-  replayPerStep.push(ms / steps)
-  const label = `replay a run of ${steps.toLocaleString('en')} completed steps (median)`
-  if (steps === 1_000) report(label, `${ms.toFixed(2)} ms`, '<= 10 ms', ms <= 10)
-  else console.log(`${label.padEnd(46)} ${`${ms.toFixed(2)} ms`.padStart(16)}`)
-}
-growth('replay', REPLAY_SIZES, replayPerStep)
-
-const heapMb = await retainedHeap()
-report(`heap of ${RUNS.toLocaleString('en')} retained finished runs`, `${heapMb.toFixed(1)} MB`, '<= 50 MB', heapMb <= 50)
-
-const dir = mkdtempSync(join(tmpdir(), 'svc-bench-tasks-'))
-let files = 0
-/** One round on a fresh database file, so every round starts from the same size. */
-async function sqliteRound(handler?: (ctx: TaskContext<any>) => unknown): Promise<number> {
-  const store = new SqliteRunStore({ path: join(dir, `runs-${++files}.db`), maxRuns: RUNS })
-  try {
-    return await dispatchRound(store, handler)
-  } finally {
-    store.close()
-  }
-}
-const threeSteps = async (ctx: TaskContext<any>) => {
-  for (const key of ['a', 'b', 'c']) await ctx.step.run(key, () => key)
-}
-const SQLITE_ROUNDS = 5
-try {
-  for (const [label, handler, steps, goal] of [
-    ['no-op', undefined, 0, 0.5],
-    ['three step.run', threeSteps, 3, 0.25],
+if (section('flow')) {
+  for (const [label, config] of [
+    ['concurrency 10', { concurrency: 10 }],
+    ['concurrency 1 per input.i', { concurrency: { limit: 1, key: 'input.i' } }],
   ] as const) {
-    await sqliteRound(handler) // warm-up
-    sqliteFloor(dir, `floor-${++files}`, RUNS, steps)
-    // Each SQLite round is paired with a memory dispatch round run right
-    // before it and the floor right after, so a machine that gets busier
-    // partway through moves all three.
-    const rounds: number[] = []
+    await flowRound(config)
     const ratios: number[] = []
-    const floors: number[] = []
-    const floorRatios: number[] = []
-    const aboveFloor: number[] = []
-    for (let i = 0; i < SQLITE_ROUNDS; i++) {
-      const memory = await dispatchRound()
-      const sqlite = await sqliteRound(handler)
-      const floor = sqliteFloor(dir, `floor-${++files}`, RUNS, steps)
-      rounds.push(sqlite)
-      ratios.push(memory / sqlite)
-      floors.push(floor)
-      floorRatios.push(memory / floor)
-      aboveFloor.push(sqlite / floor)
-    }
-    const rate = (RUNS / median(rounds)) * 1000
-    const ratio = median(ratios)
+    for (let i = 0; i < 3; i++) ratios.push((await flowRound(config)) / (await flowRound({})))
     console.log(
-      `${`SqliteRunStore, ${label} runs (median of ${SQLITE_ROUNDS})`.padEnd(46)} ${`${Math.round(rate).toLocaleString('en')} runs/s`.padStart(16)}`,
-    )
-    report(`  ratio to memory dispatch, paired rounds`, `${ratio.toFixed(2)} x`, `>= ${goal} x`, ratio >= goal)
-    console.log(
-      `${'  its writes alone through node:sqlite'.padEnd(46)} ${`${((median(floors) / RUNS) * 1000).toFixed(1)} µs`.padStart(16)}   a run: the floor under any store on this file`,
-    )
-    console.log(
-      `${'  memory dispatch ÷ that floor, paired'.padEnd(46)} ${`${median(floorRatios).toFixed(2)} x`.padStart(16)}   the highest ratio a SQLite store could reach here`,
-    )
-    console.log(
-      `${'  SqliteRunStore ÷ that floor, paired'.padEnd(46)} ${`${median(aboveFloor).toFixed(2)} x`.padStart(16)}   the time of the bare writes`,
+      `${`dispatch ${FLOW_RUNS.toLocaleString('en')} runs at once, ${label}`.padEnd(46)} ${`${median(ratios).toFixed(2)} x`.padStart(16)}   the time of unlimited runs`,
     )
   }
-} finally {
-  rmSync(dir, { recursive: true, force: true })
+}
+
+if (section('replay')) {
+  const replayPerStep: number[] = []
+  for (const steps of REPLAY_SIZES) {
+    await replayRound(steps) // warm-up
+    const times: number[] = []
+    for (let i = 0; i < ROUNDS * 3; i++) times.push(await replayRound(steps))
+    const ms = median(times)
+    replayPerStep.push(ms / steps)
+    const label = `replay a run of ${steps.toLocaleString('en')} completed steps (median)`
+    if (steps === 1_000) report(label, `${ms.toFixed(2)} ms`, '<= 10 ms', ms <= 10)
+    else console.log(`${label.padEnd(46)} ${`${ms.toFixed(2)} ms`.padStart(16)}`)
+  }
+  growth('replay', REPLAY_SIZES, replayPerStep)
+}
+
+if (section('heap')) {
+  const heapMb = await retainedHeap()
+  report(`heap of ${RUNS.toLocaleString('en')} retained finished runs`, `${heapMb.toFixed(1)} MB`, '<= 50 MB', heapMb <= 50)
+}
+
+if (section('sqlite')) {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-tasks-'))
+  /** One round on a fresh database file, so every round starts from the same size. */
+  async function sqliteRound(handler?: (ctx: TaskContext<any>) => unknown): Promise<number> {
+    const store = new SqliteRunStore({ path: join(dir, `runs-${++files}.db`), maxRuns: RUNS })
+    try {
+      return await dispatchRound(store, handler)
+    } finally {
+      store.close()
+    }
+  }
+  const threeSteps = async (ctx: TaskContext<any>) => {
+    for (const key of ['a', 'b', 'c']) await ctx.step.run(key, () => key)
+  }
+  const SQLITE_ROUNDS = 5
+  try {
+    for (const [label, handler, steps, goal] of [
+      ['no-op', undefined, 0, 0.5],
+      ['three step.run', threeSteps, 3, 0.25],
+    ] as const) {
+      await sqliteRound(handler) // warm-up
+      sqliteFloor(dir, `floor-${++files}`, RUNS, steps)
+      // Each SQLite round is paired with a memory dispatch round run right
+      // before it and the floor right after, so a machine that gets busier
+      // partway through moves all three.
+      const rounds: number[] = []
+      const ratios: number[] = []
+      const floors: number[] = []
+      const floorRatios: number[] = []
+      const aboveFloor: number[] = []
+      for (let i = 0; i < SQLITE_ROUNDS; i++) {
+        const memory = await dispatchRound()
+        const sqlite = await sqliteRound(handler)
+        const floor = sqliteFloor(dir, `floor-${++files}`, RUNS, steps)
+        rounds.push(sqlite)
+        ratios.push(memory / sqlite)
+        floors.push(floor)
+        floorRatios.push(memory / floor)
+        aboveFloor.push(sqlite / floor)
+      }
+      const rate = (RUNS / median(rounds)) * 1000
+      const ratio = median(ratios)
+      console.log(
+        `${`SqliteRunStore, ${label} runs (median of ${SQLITE_ROUNDS})`.padEnd(46)} ${`${Math.round(rate).toLocaleString('en')} runs/s`.padStart(16)}`,
+      )
+      report(`  ratio to memory dispatch, paired rounds`, `${ratio.toFixed(2)} x`, `>= ${goal} x`, ratio >= goal)
+      console.log(
+        `${'  its writes alone through node:sqlite'.padEnd(46)} ${`${((median(floors) / RUNS) * 1000).toFixed(1)} µs`.padStart(16)}   a run: the floor under any store on this file`,
+      )
+      console.log(
+        `${'  memory dispatch ÷ that floor, paired'.padEnd(46)} ${`${median(floorRatios).toFixed(2)} x`.padStart(16)}   the highest ratio a SQLite store could reach here`,
+      )
+      console.log(
+        `${'  SqliteRunStore ÷ that floor, paired'.padEnd(46)} ${`${median(aboveFloor).toFixed(2)} x`.padStart(16)}   the time of the bare writes`,
+      )
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 }
 
 /**
@@ -375,110 +432,112 @@ try {
  * anything. Its id comes from the generator the engine uses, so a store's
  * indexes see the same keys as in production.
  */
-function finishedRun(n: number): RunRecord {
-  const now = new Date().toISOString()
-  return {
-    id: newRunId(),
-    taskName: 'noop',
-    status: 'completed',
-    trigger: 'manual',
-    input: { n },
-    ok: true,
-    result: { n },
-    attempts: [{ index: 1, startedAt: now, durationMs: 0 }],
-    steps: {},
-    createdAt: now,
-    startedAt: now,
-    finishedAt: now,
-  }
-}
-
-const BATCH = 2_000
-const retainedDir = mkdtempSync(join(tmpdir(), 'svc-bench-retained-'))
-/**
- * A store at its bound of `retained` finished runs: the time per run of
- * dispatching `BATCH` more (each evicts the oldest) and of reading `BATCH`
- * retained runs by id.
- */
-async function retainedRound(kind: 'memory' | 'sqlite', retained: number): Promise<{ dispatch: number; read: number }> {
-  const store =
-    kind === 'memory'
-      ? new MemoryRunStore({ maxRuns: retained })
-      : new SqliteRunStore({ path: join(retainedDir, `retained-${retained}-${++files}.db`), maxRuns: retained })
-  try {
-    const ids: string[] = []
-    for (let from = 0; from < retained; from += 10_000) {
-      const runs = Array.from({ length: Math.min(10_000, retained - from) }, (_, i) => finishedRun(from + i))
-      await Promise.all(runs.map((run) => store.createRun(run)))
-      for (const run of runs) ids.push(run.id)
+if (section('stores')) {
+  function finishedRun(n: number): RunRecord {
+    const now = new Date().toISOString()
+    return {
+      id: newRunId(),
+      taskName: 'noop',
+      status: 'completed',
+      trigger: 'manual',
+      input: { n },
+      ok: true,
+      result: { n },
+      attempts: [{ index: 1, startedAt: now, durationMs: 0 }],
+      steps: {},
+      createdAt: now,
+      startedAt: now,
+      finishedAt: now,
     }
-    await dispatchRound(store, undefined, BATCH) // warm-up, at the bound from here on
-    const dispatch = await dispatchRound(store, undefined, BATCH)
-    // The newest ids: the runs dispatched above evicted the oldest.
+  }
+
+  const BATCH = 2_000
+  const retainedDir = mkdtempSync(join(tmpdir(), 'svc-bench-retained-'))
+  /**
+   * A store at its bound of `retained` finished runs: the time per run of
+   * dispatching `BATCH` more (each evicts the oldest) and of reading `BATCH`
+   * retained runs by id.
+   */
+  async function retainedRound(kind: 'memory' | 'sqlite', retained: number): Promise<{ dispatch: number; read: number }> {
+    const store =
+      kind === 'memory'
+        ? new MemoryRunStore({ maxRuns: retained })
+        : new SqliteRunStore({ path: join(retainedDir, `retained-${retained}-${++files}.db`), maxRuns: retained })
+    try {
+      const ids: string[] = []
+      for (let from = 0; from < retained; from += 10_000) {
+        const runs = Array.from({ length: Math.min(10_000, retained - from) }, (_, i) => finishedRun(from + i))
+        await Promise.all(runs.map((run) => store.createRun(run)))
+        for (const run of runs) ids.push(run.id)
+      }
+      await dispatchRound(store, undefined, BATCH) // warm-up, at the bound from here on
+      const dispatch = await dispatchRound(store, undefined, BATCH)
+      // The newest ids: the runs dispatched above evicted the oldest.
+      const live = ids.slice(2 * BATCH)
+      const start = performance.now()
+      for (let i = 0; i < BATCH; i++) {
+        if (!(await store.getRun(live[(i * 7919) % live.length]))) throw new Error(`a retained run is missing from the ${kind} store`)
+      }
+      const read = performance.now() - start
+      return { dispatch: dispatch / BATCH, read: read / BATCH }
+    } finally {
+      if (store instanceof SqliteRunStore) store.close()
+    }
+  }
+
+  /**
+   * The floor under a memory store read: `Map.get` of a retained record by id
+   * in a Map of `retained` records, the same ids in the same order, with the
+   * same await per read and nothing else. What grows here between sizes is the
+   * machine's caches missing, not the store's work.
+   */
+  async function bareLookup(retained: number): Promise<number> {
+    const records = new Map<string, RunRecord>()
+    const ids: string[] = []
+    for (let i = 0; i < retained; i++) {
+      const run = finishedRun(i)
+      records.set(run.id, run)
+      ids.push(run.id)
+    }
     const live = ids.slice(2 * BATCH)
+    const get = async (id: string) => records.get(id)
     const start = performance.now()
     for (let i = 0; i < BATCH; i++) {
-      if (!(await store.getRun(live[(i * 7919) % live.length]))) throw new Error(`a retained run is missing from the ${kind} store`)
+      if (!(await get(live[(i * 7919) % live.length]))) throw new Error('a record is missing')
     }
-    const read = performance.now() - start
-    return { dispatch: dispatch / BATCH, read: read / BATCH }
-  } finally {
-    if (store instanceof SqliteRunStore) store.close()
+    return (performance.now() - start) / BATCH
   }
-}
 
-/**
- * The floor under a memory store read: `Map.get` of a retained record by id
- * in a Map of `retained` records, the same ids in the same order, with the
- * same await per read and nothing else. What grows here between sizes is the
- * machine's caches missing, not the store's work.
- */
-async function bareLookup(retained: number): Promise<number> {
-  const records = new Map<string, RunRecord>()
-  const ids: string[] = []
-  for (let i = 0; i < retained; i++) {
-    const run = finishedRun(i)
-    records.set(run.id, run)
-    ids.push(run.id)
+  const bare: number[] = []
+  for (const retained of RETAINED_SIZES) {
+    const rounds: number[] = []
+    for (let i = 0; i < 3; i++) rounds.push(await bareLookup(retained))
+    bare.push(median(rounds))
+    console.log(
+      `${`Map.get alone, ${retained.toLocaleString('en')} records`.padEnd(46)} ${`${(bare.at(-1)! * 1000).toFixed(2)} µs`.padStart(16)}   per read: the floor under a memory store read`,
+    )
   }
-  const live = ids.slice(2 * BATCH)
-  const get = async (id: string) => records.get(id)
-  const start = performance.now()
-  for (let i = 0; i < BATCH; i++) {
-    if (!(await get(live[(i * 7919) % live.length]))) throw new Error('a record is missing')
-  }
-  return (performance.now() - start) / BATCH
-}
-
-const bare: number[] = []
-for (const retained of RETAINED_SIZES) {
-  const rounds: number[] = []
-  for (let i = 0; i < 3; i++) rounds.push(await bareLookup(retained))
-  bare.push(median(rounds))
   console.log(
-    `${`Map.get alone, ${retained.toLocaleString('en')} records`.padEnd(46)} ${`${(bare.at(-1)! * 1000).toFixed(2)} µs`.padStart(16)}   per read: the floor under a memory store read`,
+    `${`  Map.get alone, cost per item ${RETAINED_SIZES.at(-1)!.toLocaleString('en')} / ${RETAINED_SIZES[0].toLocaleString('en')}`.padEnd(46)} ${`${(bare.at(-1)! / bare[0]).toFixed(2)} x`.padStart(16)}   for reference`,
   )
-}
-console.log(
-  `${`  Map.get alone, cost per item ${RETAINED_SIZES.at(-1)!.toLocaleString('en')} / ${RETAINED_SIZES[0].toLocaleString('en')}`.padEnd(46)} ${`${(bare.at(-1)! / bare[0]).toFixed(2)} x`.padStart(16)}   for reference`,
-)
 
-try {
-  for (const kind of ['memory', 'sqlite'] as const) {
-    const dispatch: number[] = []
-    const read: number[] = []
-    for (const retained of RETAINED_SIZES) {
-      const rounds: { dispatch: number; read: number }[] = []
-      for (let i = 0; i < 3; i++) rounds.push(await retainedRound(kind, retained))
-      dispatch.push(median(rounds.map((r) => r.dispatch)))
-      read.push(median(rounds.map((r) => r.read)))
-      console.log(
-        `${`${kind} store, ${retained.toLocaleString('en')} retained: dispatch, read`.padEnd(46)} ${`${(dispatch.at(-1)! * 1000).toFixed(1)} µs`.padStart(16)}   ${(read.at(-1)! * 1000).toFixed(1)} µs per run`,
-      )
+  try {
+    for (const kind of ['memory', 'sqlite'] as const) {
+      const dispatch: number[] = []
+      const read: number[] = []
+      for (const retained of RETAINED_SIZES) {
+        const rounds: { dispatch: number; read: number }[] = []
+        for (let i = 0; i < 3; i++) rounds.push(await retainedRound(kind, retained))
+        dispatch.push(median(rounds.map((r) => r.dispatch)))
+        read.push(median(rounds.map((r) => r.read)))
+        console.log(
+          `${`${kind} store, ${retained.toLocaleString('en')} retained: dispatch, read`.padEnd(46)} ${`${(dispatch.at(-1)! * 1000).toFixed(1)} µs`.padStart(16)}   ${(read.at(-1)! * 1000).toFixed(1)} µs per run`,
+        )
+      }
+      growth(`${kind} store dispatch`, RETAINED_SIZES, dispatch)
+      growth(`${kind} store read`, RETAINED_SIZES, read)
     }
-    growth(`${kind} store dispatch`, RETAINED_SIZES, dispatch)
-    growth(`${kind} store read`, RETAINED_SIZES, read)
+  } finally {
+    rmSync(retainedDir, { recursive: true, force: true })
   }
-} finally {
-  rmSync(retainedDir, { recursive: true, force: true })
 }
