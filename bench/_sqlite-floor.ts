@@ -11,7 +11,7 @@
 import { join } from 'node:path'
 import { openDatabase } from '../src/node/sqlite-database.ts'
 import { newRunId } from '../src/runtime/tasks/ids.ts'
-import { INSERT_RUN, UPDATE_RUN, UPDATE_RUN_RECORD } from '../src/runtime/tasks/sql/queries.ts'
+import { INSERT_RUN, UPDATE_RUN, UPSERT_STEP } from '../src/runtime/tasks/sql/queries.ts'
 
 /** Milliseconds for `count` runs of `steps` recorded steps each: created running, each step saved, ended. */
 export function sqliteFloor(dir: string, name: string, count: number, steps: number): number {
@@ -19,7 +19,7 @@ export function sqliteFloor(dir: string, name: string, count: number, steps: num
   try {
     const insert = db.prepare(INSERT_RUN)
     const update = db.prepare(UPDATE_RUN)
-    const saveRecord = db.prepare(UPDATE_RUN_RECORD)
+    const saveStep = db.prepare(UPSERT_STEP)
     const batch = (write: (i: number) => void) => {
       db.exec('BEGIN IMMEDIATE')
       for (let i = 0; i < count; i++) write(i)
@@ -43,9 +43,9 @@ export function sqliteFloor(dir: string, name: string, count: number, steps: num
       seqs.push(Number(insert.run(runs[i].id, 'noop', 'running', null, null, JSON.stringify(runs[i])).lastInsertRowid))
     })
     for (let step = 0; step < steps; step++) {
+      // A step is a row of its own; the run's row keeps `"steps":{}`.
       batch((i) => {
-        runs[i].steps[`s${step}`] = { status: 'completed', output: step }
-        saveRecord.run(JSON.stringify(runs[i]), seqs[i])
+        saveStep.run(seqs[i], `s${step}`, JSON.stringify({ status: 'completed', output: step }))
       })
     }
     batch((i) => {

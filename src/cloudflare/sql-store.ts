@@ -20,11 +20,9 @@ import {
   INSERT_TOKEN,
   LAST_FINISHED_SEQ,
   LIST_TIMERS,
-  listRunsQuery,
   RUN_EXISTS,
   type RunRow,
-  SELECT_RUN,
-  SELECT_RUN_BY_KEY,
+  runReads,
   SELECT_TOKEN,
   SETTLE_TOKEN,
   TAKE_TIMER,
@@ -77,6 +75,8 @@ export interface DurableObjectRunStoreOptions {
 }
 
 const WHERE = 'DurableObjectRunStore'
+// A record here holds its steps: whole records are read from the table itself.
+const READS = runReads('runs')
 
 // The tables of `SqliteRunStore`, plus each timer's due time, which the alarm is set from.
 const SCHEMA = createTables({ timerDueAt: true })
@@ -136,7 +136,7 @@ export class DurableObjectRunStore implements RunStore {
     const record = JSON.stringify(run)
     if (this.#all(RUN_EXISTS, run.id).length) throw new Error(`${WHERE}: run "${run.id}" already exists`)
     if (run.idempotencyKey !== undefined) {
-      const [holder] = this.#all(SELECT_RUN_BY_KEY, run.taskName, run.idempotencyKey)
+      const [holder] = this.#all(READS.byKey, run.taskName, run.idempotencyKey)
       if (holder) return { run: JSON.parse(holder.record as string) as RunRecord, created: false }
     }
     // Live runs are never evicted, so a store full of them can only refuse.
@@ -186,7 +186,7 @@ export class DurableObjectRunStore implements RunStore {
   }
 
   async listRuns(query: RunQuery = {}): Promise<RunRecord[]> {
-    const list = listRunsQuery(query)
+    const list = READS.list(query)
     if (!list) return []
     return this.#all(list.text, ...list.params).map((row) => JSON.parse(row.record as string) as RunRecord)
   }
@@ -238,7 +238,7 @@ export class DurableObjectRunStore implements RunStore {
 
   async debounceRun(run: RunRecord, keyPath: string | undefined): Promise<RunRecord> {
     const stored = this.#write(() => {
-      const held = run.idempotencyKey !== undefined && this.#all(SELECT_RUN_BY_KEY, run.taskName, run.idempotencyKey).length > 0
+      const held = run.idempotencyKey !== undefined && this.#all(READS.byKey, run.taskName, run.idempotencyKey).length > 0
       const join = held ? undefined : joinScheduledSql(this.#runner, run, keyPath)
       return join ? { run: join.joined, created: false } : this.#insertRun(run)
     })
@@ -247,6 +247,7 @@ export class DurableObjectRunStore implements RunStore {
   }
 
   readonly #runner: SqlRunner = {
+    reads: READS,
     all: (query, ...params) => this.#all(query, ...params),
     run: (query, ...params) => {
       this.#storage.sql.exec(query, ...params)
@@ -278,7 +279,7 @@ export class DurableObjectRunStore implements RunStore {
   }
 
   #row(id: string): RunRow | undefined {
-    return this.#all(SELECT_RUN, id)[0] as unknown as RunRow | undefined
+    return this.#all(READS.run, id)[0] as unknown as RunRow | undefined
   }
 
   #token(id: string): TokenRecord | undefined {

@@ -7,17 +7,25 @@
  * (`src/runtime/tasks/sql/schema.ts`).
  */
 import type { DatabaseSync } from 'node:sqlite'
-import { createTables } from '../runtime/tasks/sql/schema.ts'
+import { createTables, RUN_RECORDS_VIEW, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
 
 /** Pages of WAL that trigger a checkpoint (see `prepare`). */
 const WAL_CHECKPOINT_PAGES = 10_000
 
 /** The schema this release writes. Bump it, and add a step to `MIGRATIONS`, when the schema changes. */
-export const SCHEMA_VERSION = 1
+export const SCHEMA_VERSION = 2
 
 // Each entry moves a database from version `index` to `index + 1`. What an
 // entry runs must keep its meaning once released: files it migrated exist.
-const MIGRATIONS: readonly string[] = [createTables({ timerDueAt: false })]
+const MIGRATIONS: readonly string[] = [
+  createTables({ timerDueAt: false }),
+  // 2: steps move out of their run's record into the steps table, in the
+  // order the record's object held them (json_each walks it in order).
+  `${STEPS_TABLE}
+  INSERT INTO steps (run_seq, key, record)
+    SELECT runs.seq, step.key, step.value FROM runs, json_each(runs.record, '$.steps') AS step ORDER BY runs.seq, step.id;
+  UPDATE runs SET record = json_set(record, '$.steps', json('{}')) WHERE record -> '$.steps' <> '{}';`,
+]
 
 /**
  * Opens `path` and prepares the connection: waits up to `busyTimeoutMs` for
@@ -86,4 +94,5 @@ function prepare(db: DatabaseSync, path: string, busyTimeoutMs: number, where: s
     db.exec('ROLLBACK')
     throw error
   }
+  db.exec(RUN_RECORDS_VIEW)
 }

@@ -77,6 +77,16 @@ export class RowCache {
     if (this.#weight > this.#limit) this.#shrink()
   }
 
+  /** Adds `length` characters of text to a parsed row's weight: a step saved into its record. */
+  grow(id: string, length: number): void {
+    const row = this.#rows.get(id)
+    if (!row) return
+    const more = PARSED_FACTOR * length
+    row.weight += more
+    this.#weight += more
+    if (this.#weight > this.#limit) this.#shrink()
+  }
+
   delete(id: string): void {
     const row = this.#rows.get(id)
     if (!row) return

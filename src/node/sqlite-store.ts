@@ -16,6 +16,7 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import {
   applyRunPatch,
+  hasSteps,
   isFinished,
   settleTokenRecord,
   statusMatches,
@@ -30,21 +31,21 @@ import { StoreFullError } from '../runtime/errors.ts'
 import {
   COUNT_RUNS,
   EVICT_RUNS,
+  EVICT_STEPS,
   EVICT_TOKENS,
   INSERT_RUN,
   INSERT_TOKEN,
   LAST_FINISHED_SEQ,
   LIST_TIMERS,
-  listRunsQuery,
   RUN_EXISTS,
   type RunRow,
-  SELECT_RUN,
-  SELECT_RUN_BY_KEY,
+  runReads,
   SELECT_TOKEN,
   SETTLE_TOKEN,
   TAKE_TIMER,
   UPDATE_RUN,
   UPDATE_RUN_RECORD,
+  UPSERT_STEP,
   UPSERT_TIMER,
 } from '../runtime/tasks/sql/queries.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
@@ -63,6 +64,23 @@ const WHERE = 'SqliteRunStore'
 const SQLITE_CONSTRAINT_UNIQUE = 2067
 // The bound of the row cache, in characters of record text (see the class doc).
 const ROW_CACHE_WEIGHT = 64 * 1024 * 1024
+// Whole records, each with its steps from the steps table (schema.ts, RUN_RECORDS_VIEW).
+const READS = runReads('run_records')
+const NO_STEPS = Object.freeze({})
+
+/**
+ * A record's text for its row in `runs`: its steps are rows of their own
+ * (schema.ts, STEPS_TABLE), so that a write of the run costs its own size,
+ * however many steps it has recorded.
+ */
+function rowText(run: RunRecord): string {
+  return JSON.stringify(hasSteps(run) ? { ...run, steps: NO_STEPS } : run)
+}
+
+/** The whole record's text, steps included, as the row cache keeps a finished run; `row` is its `rowText`. */
+function wholeText(run: RunRecord, row: string): string {
+  return hasSteps(run) ? JSON.stringify(run) : row
+}
 
 /**
  * Row counts, read at the first need and kept up to date by this
@@ -177,12 +195,12 @@ export class SqliteRunStore implements RunStore {
 
   /** `createRun` inside a write. */
   #insertRun(run: RunRecord): RunRecord {
-    const record = JSON.stringify(run)
+    const record = rowText(run)
     // The record as the file holds it: the store's own, and the copy returned.
     const stored = jsonCopy(run)
     const exists = () => new Error(`${WHERE}: run "${run.id}" already exists`)
     if (run.idempotencyKey !== undefined) {
-      const holder = this.#sql(SELECT_RUN_BY_KEY).get(run.taskName, run.idempotencyKey) as { record: string } | undefined
+      const holder = this.#sql(READS.byKey).get(run.taskName, run.idempotencyKey) as { record: string } | undefined
       if (holder) {
         const held = JSON.parse(holder.record) as RunRecord
         if (held.id === run.id) throw exists()
@@ -205,7 +223,9 @@ export class SqliteRunStore implements RunStore {
       }
       throw error
     }
-    this.#cache(run.id, Number(inserted.lastInsertRowid), finishSeq, live ? stored : undefined, record)
+    const seq = Number(inserted.lastInsertRowid)
+    for (const key in stored.steps) this.#sql(UPSERT_STEP).run(seq, key, JSON.stringify(stored.steps[key]))
+    this.#cache(run.id, seq, finishSeq, live ? stored : undefined, live ? record : wholeText(stored, record))
     counts.total++
     if (live) counts.live++
     if (counts.total > this.maxRuns) this.#evictAtCommit = true
@@ -229,10 +249,10 @@ export class SqliteRunStore implements RunStore {
       const copied: Record<string, unknown> = {}
       for (const key in patch) copied[key] = jsonCopy((patch as Record<string, unknown>)[key])
       applyRunPatch(run, copied as RunPatch)
-      const record = JSON.stringify(run)
+      const record = rowText(run)
       const finishSeq = this.#finishSeq(run.status, row.finished_seq)
       this.#sql(UPDATE_RUN).run(run.status, finishSeq, record, row.seq)
-      this.#cache(id, row.seq, finishSeq, finishSeq === null ? run : undefined, record)
+      this.#cache(id, row.seq, finishSeq, finishSeq === null ? run : undefined, finishSeq === null ? record : wholeText(run, record))
       if ((finishSeq === null) !== (row.finished_seq === null) && this.#counts) this.#counts.live += finishSeq === null ? 1 : -1
       if (finishSeq !== null && row.finished_seq === null && this.#countsNow().total > this.maxRuns) this.#evictAtCommit = true
       // A finished run is cached as its text: the record is nobody else's.
@@ -244,14 +264,24 @@ export class SqliteRunStore implements RunStore {
     return this.#change(runId, (run) => run.attempts.push(jsonCopy(attempt)))
   }
 
+  /** One row of the steps table: a step costs its own size, not its run's. */
   async saveStep(runId: string, key: string, step: StepRecord): Promise<void> {
-    return this.#change(runId, (run) => {
-      run.steps[key] = jsonCopy(step)
+    const text = JSON.stringify(step)
+    return this.#write(() => {
+      const row = this.#row(runId)
+      if (!row) throw new Error(`${WHERE}: unknown run "${runId}"`)
+      this.#sql(UPSERT_STEP).run(row.seq, key, text)
+      // The cached record follows: a live run's parsed record takes the step,
+      // a finished run's text is read again when next asked for.
+      if (row.finished_seq !== null) return this.#rows.delete(runId)
+      const run = this.#parsed(runId, row)
+      run.steps[key] = JSON.parse(text) as StepRecord
+      this.#rows.grow(runId, text.length)
     })
   }
 
   async listRuns(query: RunQuery = {}): Promise<RunRecord[]> {
-    const list = listRunsQuery(query)
+    const list = READS.list(query)
     if (!list) return []
     const rows = this.#sql(list.text).all(...list.params) as unknown as { record: string }[]
     return rows.map((row) => JSON.parse(row.record) as RunRecord)
@@ -316,7 +346,7 @@ export class SqliteRunStore implements RunStore {
 
   async debounceRun(run: RunRecord, keyPath: string | undefined): Promise<RunRecord> {
     return this.#write(() => {
-      const held = run.idempotencyKey !== undefined && this.#sql(SELECT_RUN_BY_KEY).get(run.taskName, run.idempotencyKey)
+      const held = run.idempotencyKey !== undefined && this.#sql(READS.byKey).get(run.taskName, run.idempotencyKey)
       const join = held ? undefined : joinScheduledSql(this.#runner, run, keyPath)
       if (!join) return this.#insertRun(run)
       this.#cacheWritten(join.written)
@@ -326,6 +356,7 @@ export class SqliteRunStore implements RunStore {
 
   /** The statements of this connection, for the SQL shared with the Durable Object store. */
   readonly #runner: SqlRunner = {
+    reads: READS,
     all: (query, ...params) => this.#sql(query).all(...params) as Record<string, unknown>[],
     run: (query, ...params) => {
       this.#sql(query).run(...params)
@@ -388,7 +419,7 @@ export class SqliteRunStore implements RunStore {
     }
     const cached = this.#rows.get(id)
     if (cached) return cached
-    const row = this.#sql(SELECT_RUN).get(id) as RunRow | undefined
+    const row = this.#sql(READS.run).get(id) as RunRow | undefined
     return row && this.#cacheWritten({ id, row })
   }
 
@@ -433,9 +464,10 @@ export class SqliteRunStore implements RunStore {
       if (!row) throw new Error(`${WHERE}: unknown run "${runId}"`)
       const run = this.#parsed(runId, row)
       edit(run)
-      const record = JSON.stringify(run)
+      const record = rowText(run)
       this.#sql(UPDATE_RUN_RECORD).run(record, row.seq)
-      this.#cache(runId, row.seq, row.finished_seq, row.finished_seq === null ? run : undefined, record)
+      const live = row.finished_seq === null
+      this.#cache(runId, row.seq, row.finished_seq, live ? run : undefined, live ? record : wholeText(run, record))
     })
   }
 
@@ -460,6 +492,7 @@ export class SqliteRunStore implements RunStore {
     const excess = counts.total - this.maxRuns
     if (excess <= 0) return
     this.#sql(EVICT_TOKENS).run(excess)
+    this.#sql(EVICT_STEPS).run(excess)
     // RETURNING names the evicted runs, to drop them from the cache.
     const gone = this.#sql(`${EVICT_RUNS} RETURNING id`).all(excess) as unknown as { id: string }[]
     for (const { id } of gone) this.#rows.delete(id)

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
 import { SCHEMA_VERSION } from '../../src/node/sqlite-database.ts'
+import { createTables } from '../../src/runtime/tasks/sql/schema.ts'
 import { jsonCopy } from '../../src/runtime/tasks/json-copy.ts'
 import { RowCache } from '../../src/node/sqlite-row-cache.ts'
 import { createTaskRuntime } from '../../src/runtime/tasks/index.ts'
@@ -67,7 +68,7 @@ describe('SqliteRunStore durability', () => {
     expect(db.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' })
     db.exec(`PRAGMA user_version = ${SCHEMA_VERSION + 1}`)
     db.close()
-    expect(() => new SqliteRunStore({ path })).toThrow(/newer than the 1 this version of svc reads/)
+    expect(() => new SqliteRunStore({ path })).toThrow(`newer than the ${SCHEMA_VERSION} this version of svc reads`)
   })
 
   it('checkpoints its WAL into the file past 10,000 pages, not past 1,000', async () => {
@@ -92,6 +93,93 @@ describe('SqliteRunStore durability', () => {
     s.close()
     s.close()
     await expect(s.getRun('x')).rejects.toThrow(/store for :memory: is closed/)
+  })
+})
+
+describe('SqliteRunStore steps', () => {
+  const readFile = (path: string) => {
+    const { DatabaseSync } = process.getBuiltinModule('node:sqlite')
+    const db = new DatabaseSync(path, { readOnly: true })
+    try {
+      return {
+        runs: db.prepare('SELECT id, record FROM runs ORDER BY seq').all() as { id: string; record: string }[],
+        steps: db.prepare('SELECT run_seq, key, record FROM steps ORDER BY seq').all() as { key: string; record: string }[],
+      }
+    } finally {
+      db.close()
+    }
+  }
+
+  it("keeps each step in a row of its own, not in its run's record, and puts them back in order on every read", async () => {
+    const path = dbFile()
+    const s = store({ path })
+    const run = await s.createRun(makeRun({ steps: { first: { status: 'completed', output: 0 } } }))
+    await s.saveStep(run.id, 'b', { status: 'completed', output: { big: 'x'.repeat(1000) } })
+    await s.saveStep(run.id, 'a', { status: 'timed_out' })
+    // Saved again: the step keeps its place, as a key of an object does.
+    await s.saveStep(run.id, 'b', { status: 'completed', output: 2 })
+    const file = readFile(path)
+    expect(JSON.parse(file.runs[0].record).steps).toEqual({})
+    expect(file.steps.map((step) => step.key)).toEqual(['first', 'b', 'a'])
+    const steps = { first: { status: 'completed', output: 0 }, b: { status: 'completed', output: 2 }, a: { status: 'timed_out' } }
+    expect(Object.entries((await s.getRun(run.id))!.steps)).toEqual(Object.entries(steps))
+    // A fresh store reads them from the file: by id, by list, by key, through flow control.
+    s.close()
+    const again = store({ path })
+    expect(Object.entries((await again.getRun(run.id))!.steps)).toEqual(Object.entries(steps))
+    expect(Object.entries((await again.listRuns())[0].steps)).toEqual(Object.entries(steps))
+    const ended = await again.updateRun(run.id, { status: 'completed', attempt: { index: 1, startedAt: run.createdAt, durationMs: 1 } })
+    expect(ended!.steps).toEqual(steps)
+    expect(JSON.parse(readFile(path).runs[0].record).steps).toEqual({})
+    expect((await again.getRun(run.id))!.steps).toEqual(steps)
+  })
+
+  it('a run queued again keeps the steps it recorded when flow control starts it', async () => {
+    const s = store({ path: dbFile() })
+    const run = await s.createRun(makeRun({ status: 'queued' }))
+    await s.saveStep(run.id, 'a', { status: 'completed', output: 1 })
+    const { started } = await s.startQueued(run.taskName, { concurrency: { limit: 1 } } as never, new Date().toISOString())
+    expect(started.map((r) => [r.id, r.steps])).toEqual([[run.id, { a: { status: 'completed', output: 1 } }]])
+  })
+
+  it("evicts a run's steps with it", async () => {
+    const path = dbFile()
+    const s = store({ path, maxRuns: 1 })
+    const first = await s.createRun(makeRun())
+    await s.saveStep(first.id, 'a', { status: 'completed', output: 1 })
+    await s.updateRun(first.id, { status: 'completed' })
+    const second = await s.createRun(makeRun())
+    await s.saveStep(second.id, 'b', { status: 'completed', output: 2 })
+    expect(await s.getRun(first.id)).toBeUndefined()
+    expect(readFile(path).steps.map((step) => step.key)).toEqual(['b'])
+  })
+
+  it('moves the steps of a file written by schema version 1 into their table, in order', async () => {
+    const path = dbFile()
+    const { DatabaseSync } = process.getBuiltinModule('node:sqlite')
+    const db = new DatabaseSync(path)
+    db.exec(createTables({ timerDueAt: false }))
+    db.exec('PRAGMA user_version = 1')
+    const live = makeRun({ status: 'suspended', steps: { z: { status: 'completed', output: 'é\u2028' }, a: { status: 'timed_out' } } })
+    const done = makeRun({ status: 'completed', steps: { only: { status: 'completed', output: [1, 2] } } })
+    const bare = makeRun({ status: 'completed' })
+    const insert = db.prepare('INSERT INTO runs (id, task_name, status, finished_seq, record) VALUES (?, ?, ?, ?, ?)')
+    insert.run(live.id, live.taskName, live.status, null, JSON.stringify(live))
+    insert.run(done.id, done.taskName, done.status, 1, JSON.stringify(done))
+    insert.run(bare.id, bare.taskName, bare.status, 2, JSON.stringify(bare))
+    db.close()
+    const s = store({ path })
+    for (const run of [live, done, bare]) {
+      const read = (await s.getRun(run.id))!
+      expect(read).toEqual(run)
+      expect(Object.keys(read.steps)).toEqual(Object.keys(run.steps))
+    }
+    await s.saveStep(live.id, 'next', { status: 'completed', output: 3 })
+    expect(Object.keys((await s.getRun(live.id))!.steps)).toEqual(['z', 'a', 'next'])
+    s.close()
+    const file = readFile(path)
+    expect(file.runs.map((row) => JSON.parse(row.record).steps)).toEqual([{}, {}, {}])
+    expect(file.steps.map((step) => step.key)).toEqual(['z', 'a', 'only', 'next'])
   })
 })
 

@@ -257,6 +257,12 @@ export function isFinished(status: RunStatus): boolean {
   return FINISHED_STATUSES.includes(status)
 }
 
+/** Whether a run has recorded any step, without listing its keys. */
+export function hasSteps(run: Pick<RunRecord, 'steps'>): boolean {
+  for (const _ in run.steps) return true
+  return false
+}
+
 /** Whether `status` is the expected status, or one of them (the `expect` of `updateRun`). */
 export function statusMatches(status: RunStatus, expected: RunStatus | readonly RunStatus[]): boolean {
   return typeof expected === 'string' ? status === expected : expected.includes(status)

@@ -7,10 +7,11 @@
 import type { RunRecord } from '../../types.ts'
 import { type FlowLimits, flowKey, planStarts, startedRun } from '../flow.ts'
 import type { StartedRuns } from '../store.ts'
-import { type RunRow, SELECT_QUEUED_AND_RUNNING, SELECT_SCHEDULED, SELECT_STARTED_SINCE, UPDATE_RUN, UPDATE_RUN_RECORD } from './queries.ts'
+import { type RunReads, type RunRow, UPDATE_RUN, UPDATE_RUN_RECORD } from './queries.ts'
 
-/** How a store runs one statement: `all` reads rows, `run` writes. */
+/** How a store runs one statement: `all` reads rows, `run` writes; `reads` are its statements that read whole records. */
 export interface SqlRunner {
+  reads: RunReads
   all(query: string, ...params: (string | number | null)[]): Record<string, unknown>[]
   run(query: string, ...params: (string | number | null)[]): void
 }
@@ -28,12 +29,12 @@ export function startQueuedSql(
   limits: FlowLimits,
   now: string,
 ): { result: StartedRuns; written: WrittenRow[] } {
-  const rows = sql.all(SELECT_QUEUED_AND_RUNNING, taskName) as unknown as RunRow[]
+  const rows = sql.all(sql.reads.queuedAndRunning, taskName) as unknown as RunRow[]
   const runs = rows.map((row) => JSON.parse(row.record) as RunRecord)
   const nowMs = Date.parse(now)
   const started = limits.rateLimit
     ? sql
-        .all(SELECT_STARTED_SINCE, taskName, new Date(nowMs - limits.rateLimit.periodSeconds * 1000).toISOString())
+        .all(sql.reads.startedSince, taskName, new Date(nowMs - limits.rateLimit.periodSeconds * 1000).toISOString())
         .map((row) => JSON.parse(row.record as string) as RunRecord)
     : []
   const plan = planStarts(
@@ -69,7 +70,7 @@ export function joinScheduledSql(
   keyPath: string | undefined,
 ): { joined: RunRecord; written: WrittenRow } | undefined {
   const key = flowKey(run.input, keyPath)
-  for (const row of sql.all(SELECT_SCHEDULED, run.taskName) as unknown as RunRow[]) {
+  for (const row of sql.all(sql.reads.scheduled, run.taskName) as unknown as RunRow[]) {
     const waiting = JSON.parse(row.record) as RunRecord
     if (flowKey(waiting.input, keyPath) !== key) continue
     waiting.input = run.input

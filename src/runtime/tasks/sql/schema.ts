@@ -71,6 +71,40 @@ CREATE TABLE IF NOT EXISTS tokens (
 CREATE INDEX IF NOT EXISTS tokens_by_run ON tokens (run_id);
 `
 
+/**
+ * Schema version 2 of `SqliteRunStore`'s files: a run's steps in a table of
+ * their own, one row a step, so that saving a step writes that step alone
+ * rather than the whole record again (a run's thousandth step would
+ * otherwise rewrite the nine hundred and ninety-nine before it). `seq` is
+ * the order steps were first saved, the order of the record's `steps`
+ * object; the run's own `record` keeps `"steps":{}` in its place.
+ */
+export const STEPS_TABLE = `
+CREATE TABLE steps (
+  seq INTEGER PRIMARY KEY,
+  run_seq INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  record TEXT NOT NULL
+);
+CREATE UNIQUE INDEX steps_by_run ON steps (run_seq, key);
+`
+
+/**
+ * The whole records of `SqliteRunStore`'s runs, each with its steps put back
+ * in place from \`steps\` (\`runReads('run_records')\` in queries.ts). A
+ * temporary view, made by each connection: the file's own schema then holds
+ * nothing an older SQLite could not read (an aggregate's ORDER BY needs
+ * SQLite 3.44; node:sqlite has it from Node 22.13).
+ */
+export const RUN_RECORDS_VIEW = `
+CREATE TEMP VIEW IF NOT EXISTS run_records AS
+SELECT seq, id, task_name, status, idempotency_key, finished_seq,
+  json_set(record, '$.steps', (
+    SELECT json_group_object(key, json(steps.record) ORDER BY steps.seq) FROM steps WHERE steps.run_seq = runs.seq
+  )) AS record
+FROM runs;
+`
+
 /** The statements that create the runs, timers and tokens tables with their indexes. */
 export function createTables(options: TablesOptions): string {
   return RUNS + (options.timerDueAt ? TIMERS_WITH_DUE_AT : TIMERS) + TOKENS
