@@ -110,7 +110,8 @@ class Call<T> extends Expiring implements InvocationHandle {
   readonly #steps: Readonly<Record<string, StepRecord>> | undefined
   readonly #invoker: Invoker<T>
   readonly #token: T
-  readonly #startedAt = Date.now()
+  /** When the attempt started, in milliseconds since `ORIGIN`. */
+  readonly #startedAt = sinceOrigin()
   /** The step bookkeeping, created with the step API. */
   #inv: Invocation | undefined
   #step: StepApi | undefined
@@ -209,8 +210,8 @@ class Call<T> extends Expiring implements InvocationHandle {
     const startedAt = this.#startedAt
     const attempt: Attempt = {
       index: this.#attempt,
-      startedAt: isoAt(startedAt),
-      durationMs: Date.now() - startedAt,
+      startedAt: isoAt(ORIGIN + startedAt),
+      durationMs: sinceOrigin() - startedAt,
     }
     // A divergence fails the attempt even when the handler caught it and went on.
     if (inv?.mismatch) {
@@ -231,6 +232,24 @@ class Call<T> extends Expiring implements InvocationHandle {
     attempt.error = error
     return { kind: 'failed', error, attempt }
   }
+}
+
+/**
+ * Attempt times are kept as milliseconds since this instant: a number that
+ * size is a small integer to V8, held in the field itself, where an epoch
+ * time takes a 16-byte box of its own in every attempt in flight (up to
+ * 2^30 ms, twelve days after it; past that the numbers are boxed again).
+ */
+const ORIGIN = Date.now()
+
+/**
+ * Milliseconds since `ORIGIN`. `Math.floor` changes no value (both are
+ * whole): it makes the difference a small integer rather than the boxed
+ * number a subtraction of two epoch times yields, so the fields that hold
+ * it, `durationMs` of every recorded attempt among them, stay unboxed.
+ */
+function sinceOrigin(): number {
+  return Math.floor(Date.now() - ORIGIN)
 }
 
 const NO_STEPS: Readonly<Record<string, StepRecord>> = Object.freeze({})
