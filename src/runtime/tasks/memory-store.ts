@@ -68,7 +68,8 @@ export class MemoryRunStore implements RunStore {
       throw new StoreFullError('MemoryRunStore', this.maxRuns)
     }
     if (scoped !== undefined) this.#idempotency.set(scoped, run.id)
-    const stored: StoredRun = { ...run, attempts: run.attempts.map(copyAttempt), steps: StepLog.from(run.steps) }
+    const attempts = run.attempts.length === 0 ? NO_ATTEMPTS : run.attempts.map(copyAttempt)
+    const stored: StoredRun = { ...run, attempts, steps: StepLog.from(run.steps) }
     this.#runs.set(run.id, stored)
     this.#track(stored)
     if (isFinished(stored.status)) this.#finished.add(run.id)
@@ -278,6 +279,13 @@ const byCreation = (a: StoredRun, b: StoredRun) => (a.createdAt < b.createdAt ? 
 function idempotencyScope(taskName: string, key: string): string {
   return `${taskName}\u0000${key}`
 }
+
+/**
+ * The attempts of every stored run that has none yet, most runs in flight:
+ * one array for all of them. Nothing appends in place (`withAttempt` makes
+ * a new array), and every copy handed out is a new array.
+ */
+const NO_ATTEMPTS: Attempt[] = Object.freeze([]) as unknown as Attempt[]
 
 function copyAttempt(attempt: Attempt): Attempt {
   return { ...attempt }
