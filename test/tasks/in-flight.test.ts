@@ -2,6 +2,8 @@ import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { RunCancelledError } from '../../src/runtime/errors.ts'
+import { MemoryRunStore } from '../../src/runtime/tasks/index.ts'
+import type { RunRecord } from '../../src/types.ts'
 import { deferred, finished, runtime, sleep, task, until } from './_helpers.ts'
 
 describe('attempt timeouts', () => {
@@ -157,5 +159,45 @@ describe('waiters of a run in flight', () => {
     const waits = [rt.waitForRun(run.id), rt.waitForRun(run.id)]
     await until(async () => (await rt.getRun(run.id))?.status === 'completed')
     for (const end of await Promise.all(waits.map(finished))) expect(end).toMatchObject({ status: 'completed', result: 'done' })
+  })
+})
+
+describe('waiters of a run not in flight here', () => {
+  /** A memory store whose next read, once armed, answers only after `until` settles, with what it read before. */
+  class LateReads extends MemoryRunStore {
+    until: Promise<unknown> | undefined
+    override async getRun(id: string): Promise<RunRecord | undefined> {
+      const run = await super.getRun(id)
+      const until = this.until
+      this.until = undefined
+      if (until) await until
+      return run
+    }
+  }
+
+  it('a waiter whose read saw the run unfinished, and whose run then finished before it was registered, still gets the end', async () => {
+    const store = new LateReads()
+    const rt = runtime([task('later', () => 'done')], { store })
+    const run = await rt.trigger('later', undefined, { delaySeconds: 0.03 })
+    const ended = new Promise<void>((resolve) => {
+      rt.onRunChange!((change) => {
+        if (change.id === run.id && change.status === 'completed') resolve()
+      })
+    })
+    // The waiter's read sees the run scheduled, and answers only once the run has completed.
+    store.until = ended
+    const end = await finished(rt.waitForRun(run.id))
+    expect(end).toMatchObject({ id: run.id, status: 'completed', result: 'done' })
+  })
+
+  it('a waiter of a run that finished is answered after the runtime closed; one of a live run is rejected', async () => {
+    const rt = runtime([task('quick', () => 'done'), task('later', () => 'never')])
+    const done = await rt.trigger('quick')
+    await finished(rt.waitForRun(done.id))
+    const later = await rt.trigger('later', undefined, { delaySeconds: 60 })
+    await rt.close()
+    expect(await rt.waitForRun(done.id)).toMatchObject({ status: 'completed', result: 'done' })
+    await expect(rt.waitForRun(later.id)).rejects.toThrow('The task runtime closed before the run finished')
+    await expect(rt.waitForRun('nope')).rejects.toThrow('The task runtime closed before the run finished')
   })
 })

@@ -25,38 +25,53 @@ export class RunWaiters {
    * all its steps included.
    */
   wait(store: RunStore, id: string, live = false): Promise<RunRecord> {
-    const closed = this.#closed
-    if (closed) {
-      // Still answer for a run that has already finished.
-      return store.getRun(id).then((run) => {
-        if (run && isFinished(run.status)) return run
-        throw closed
-      })
-    }
+    if (live && this.#closed === undefined) return this.#register(id)
+    // Most waits that are not live are for a run that has already finished
+    // (a caller that triggers many runs and then waits for each): one read
+    // answers those, and nothing is registered for them.
+    return store.getRun(id).then((run) => {
+      if (run && isFinished(run.status)) return run
+      if (this.#closed) throw this.#closed
+      if (!run) throw unknownRun(id)
+      return this.#registerAndLook(store, id)
+    })
+  }
+
+  /** A waiter for a run that has not finished. */
+  #register(id: string): Promise<RunRecord> {
+    return new Promise((resolve) => this.#add(id, resolve))
+  }
+
+  /**
+   * Registers, then looks again: a run that finished after the first read
+   * and before this registration is caught by the second read, and one
+   * that finishes after it is settled here.
+   */
+  #registerAndLook(store: RunStore, id: string): Promise<RunRecord> {
     let resolve!: Resolve
     const promise = new Promise<RunRecord>((settle) => {
       resolve = settle
+      this.#add(id, settle)
     })
-    // Register first, then look: a run that finishes in between is caught
-    // by one of the two.
+    store.getRun(id).then(
+      (run) => {
+        if (run && !isFinished(run.status)) return
+        this.#drop(id, resolve)
+        resolve(run ?? rejection(unknownRun(id)))
+      },
+      (error: Error) => {
+        this.#drop(id, resolve)
+        resolve(rejection(error))
+      },
+    )
+    return promise
+  }
+
+  #add(id: string, resolve: Resolve): void {
     const list = this.#waiters.get(id)
     if (list === undefined) this.#waiters.set(id, resolve)
     else if (typeof list === 'function') this.#waiters.set(id, [list, resolve])
     else list.push(resolve)
-    if (!live) {
-      store.getRun(id).then(
-        (run) => {
-          if (run && !isFinished(run.status)) return
-          this.#drop(id, resolve)
-          resolve(run ?? rejection(new Error(`Unknown run "${id}"; it never existed or was evicted from the run store`)))
-        },
-        (error: Error) => {
-          this.#drop(id, resolve)
-          resolve(rejection(error))
-        },
-      )
-    }
-    return promise
   }
 
   /** Wakes the waiters of a finished run. */
@@ -98,6 +113,10 @@ export class RunWaiters {
     if (i >= 0) list.splice(i, 1)
     if (list.length === 0) this.#waiters.delete(id)
   }
+}
+
+function unknownRun(id: string): Error {
+  return new Error(`Unknown run "${id}"; it never existed or was evicted from the run store`)
 }
 
 /** A promise rejected with `error` that counts as handled: the waiters it resolves reject with it. */
