@@ -22,7 +22,8 @@ enableCompileCache?.()
 // SVC_SCAN_CACHE=0 turns that off. A library caller of `scanApp` opts in.
 process.env.SVC_SCAN_CACHE ??= '1'
 
-const { runCommand, renderUsage, showUsage } = await import('citty')
+const { importCitty } = await import('./_citty.ts')
+const { runCommand, renderUsage, showUsage } = await importCitty()
 const { ExitCode, isUsageError } = await import('./_errors.ts')
 const { loaders, summaries } = await import('./_commands.ts')
 

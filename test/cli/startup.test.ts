@@ -24,6 +24,8 @@ writeFileSync(
     'const loaded = []',
     'module.registerHooks({ load(url, context, next) { loaded.push(url); return next(url, context) } })',
     `process.on('exit', () => process.stderr.write('LOADED ' + JSON.stringify(loaded.filter((url) => url.startsWith(${JSON.stringify(REPO)})).map((url) => url.slice(${REPO.length}))) + '\\n'))`,
+    // Built-ins imported as ES modules: each builds a facade that reads every export.
+    `process.on('exit', () => process.stderr.write('BUILTINS ' + JSON.stringify(loaded.filter((url) => url.startsWith('node:'))) + '\\n'))`,
   ].join('\n'),
 )
 
@@ -32,16 +34,19 @@ mkdirSync(join(app, 'src/api/jobs'), { recursive: true })
 writeFileSync(join(app, 'src/api/hello.ts'), 'export function GET() {\n  return { hello: "world" }\n}\n')
 writeFileSync(join(app, 'src/api/jobs/notify.ts'), "export const route = { kind: 'task' } as const\nexport async function POST() {}\n")
 
-async function loadsOf(args: string[]): Promise<{ code: number | null; stdout: string; loaded: string[] }> {
+async function loadsOf(args: string[]): Promise<{ code: number | null; stdout: string; loaded: string[]; builtins: string[] }> {
   const child = spawn(process.execPath, ['--import', pathToFileURL(hook).href, BIN, ...args], { env: { ...process.env, NO_COLOR: '1' } })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (chunk) => (stdout += chunk))
   child.stderr.on('data', (chunk) => (stderr += chunk))
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  const line = stderr.split('\n').find((l) => l.startsWith('LOADED '))
-  if (!line) throw new Error(`no list of loaded modules:\n${stderr}`)
-  return { code, stdout, loaded: JSON.parse(line.slice('LOADED '.length)) }
+  const list = (label: string): string[] => {
+    const line = stderr.split('\n').find((l) => l.startsWith(`${label} `))
+    if (!line) throw new Error(`no list of loaded modules:\n${stderr}`)
+    return JSON.parse(line.slice(label.length + 1))
+  }
+  return { code, stdout, loaded: list('LOADED'), builtins: list('BUILTINS') }
 }
 
 describe('what a command loads', () => {
@@ -74,6 +79,14 @@ describe('what a command loads', () => {
     const scanning =
       /node_modules\/(oxc-parser|@oxc-parser|croner)\/.*\.(m?js|node)$|src\/manifest\/(scan-file|advisor|signals|literal)\.ts/
     expect(second.loaded.filter((url) => scanning.test(url))).toEqual([])
+  })
+
+  it('no command imports a built-in module as an ES module, whose facade would load what every one of its exports needs', async () => {
+    for (const args of [['--help'], ['tasks', 'list', '--root', app], ['routes', 'inspect', '--json', '--root', app]]) {
+      const { code, builtins } = await loadsOf(args)
+      expect(code, args.join(' ')).toBe(0)
+      expect(builtins, args.join(' ')).toEqual([])
+    }
   })
 
   it('the top-level help describes each command as its own help does', async () => {
