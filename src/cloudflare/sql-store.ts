@@ -15,22 +15,28 @@ import { DEFAULT_MAX_RUNS } from '../runtime/tasks/memory-store.ts'
 import {
   COUNT_RUNS,
   EVICT_RUNS,
+  EVICT_STEPS,
   EVICT_TOKENS,
   INSERT_RUN,
   INSERT_TOKEN,
   LAST_FINISHED_SEQ,
   LIST_TIMERS,
+  listRunsQuery,
   RUN_EXISTS,
   type RunRow,
-  runReads,
+  SELECT_RUN,
+  SELECT_RUN_BY_KEY,
+  SELECT_RUN_SEQ,
   SELECT_TOKEN,
   SETTLE_TOKEN,
   TAKE_TIMER,
   UPDATE_RUN,
   UPDATE_RUN_RECORD,
+  UPSERT_STEP,
   UPSERT_TIMER_WITH_DUE_AT,
 } from '../runtime/tasks/sql/queries.ts'
-import { createTables } from '../runtime/tasks/sql/schema.ts'
+import { createTables, MOVE_STEPS, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
+import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
 import { joinScheduledSql, type SqlRunner, startQueuedSql } from '../runtime/tasks/sql/flow.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
 import {
@@ -75,8 +81,6 @@ export interface DurableObjectRunStoreOptions {
 }
 
 const WHERE = 'DurableObjectRunStore'
-// A record here holds its steps: whole records are read from the table itself.
-const READS = runReads('runs')
 
 // The tables of `SqliteRunStore`, plus each timer's due time, which the alarm is set from.
 const SCHEMA = createTables({ timerDueAt: true })
@@ -107,7 +111,10 @@ export class DurableObjectRunStore implements RunStore {
     this.#storage = storage
     this.#onChange = options.onChange ?? (() => {})
     try {
+      // An object that held runs before steps had a table of their own moves them there, once.
+      const hadSteps = this.#all(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'steps'`).length > 0
       storage.sql.exec(SCHEMA)
+      if (!hadSteps) storage.transactionSync(() => storage.sql.exec(STEPS_TABLE + MOVE_STEPS))
     } catch (error) {
       // A class declared under new_classes has key-value storage only; the platform's message says how to switch.
       throw new Error(`${WHERE}: cannot create its tables: ${(error as Error).message}`, { cause: error })
@@ -133,10 +140,10 @@ export class DurableObjectRunStore implements RunStore {
 
   /** `createRun` inside a transaction; `created` is false when an idempotency key answered. */
   #insertRun(run: RunRecord): { run: RunRecord; created: boolean } {
-    const record = JSON.stringify(run)
+    const record = rowText(run)
     if (this.#all(RUN_EXISTS, run.id).length) throw new Error(`${WHERE}: run "${run.id}" already exists`)
     if (run.idempotencyKey !== undefined) {
-      const [holder] = this.#all(READS.byKey, run.taskName, run.idempotencyKey)
+      const [holder] = this.#all(SELECT_RUN_BY_KEY, run.taskName, run.idempotencyKey)
       if (holder) return { run: JSON.parse(holder.record as string) as RunRecord, created: false }
     }
     // Live runs are never evicted, so a store full of them can only refuse.
@@ -145,11 +152,20 @@ export class DurableObjectRunStore implements RunStore {
       throw new StoreFullError(WHERE, this.maxRuns)
     }
     const finishSeq = this.#finishSeq(run.status, null)
-    this.#storage.sql.exec(INSERT_RUN, run.id, run.taskName, run.status, run.idempotencyKey ?? null, finishSeq, record)
+    const [inserted] = this.#all(
+      `${INSERT_RUN} RETURNING seq`,
+      run.id,
+      run.taskName,
+      run.status,
+      run.idempotencyKey ?? null,
+      finishSeq,
+      record,
+    )
+    for (const key in run.steps) this.#storage.sql.exec(UPSERT_STEP, inserted.seq, key, JSON.stringify(run.steps[key]))
     tally.total++
     if (finishSeq === null) tally.live++
     this.#evict()
-    return { run: JSON.parse(record) as RunRecord, created: true }
+    return { run: JSON.parse(wholeText(run, record)) as RunRecord, created: true }
   }
 
   async getRun(id: string): Promise<RunRecord | undefined> {
@@ -164,12 +180,12 @@ export class DurableObjectRunStore implements RunStore {
       const run = JSON.parse(row.record) as RunRecord
       if (expect && !statusMatches(run.status, expect.status)) return undefined
       applyRunPatch(run, patch)
-      const record = JSON.stringify(run)
+      const record = rowText(run)
       const finishSeq = this.#finishSeq(run.status, row.finished_seq)
       this.#storage.sql.exec(UPDATE_RUN, run.status, finishSeq, record, row.seq)
       if ((finishSeq === null) !== (row.finished_seq === null)) this.#counts().live += finishSeq === null ? 1 : -1
       if (finishSeq !== null && row.finished_seq === null) this.#evict()
-      return JSON.parse(record) as RunRecord
+      return JSON.parse(wholeText(run, record)) as RunRecord
     })
     if (updated) this.#onChange(updated)
     return updated
@@ -179,14 +195,17 @@ export class DurableObjectRunStore implements RunStore {
     this.#change(runId, (run) => run.attempts.push(attempt))
   }
 
+  /** One row of the steps table: a step costs its own size, not its run's. */
   async saveStep(runId: string, key: string, step: StepRecord): Promise<void> {
-    this.#change(runId, (run) => {
-      run.steps[key] = step
+    this.#write(() => {
+      const [row] = this.#all(SELECT_RUN_SEQ, runId)
+      if (!row) throw new Error(`${WHERE}: unknown run "${runId}"`)
+      this.#storage.sql.exec(UPSERT_STEP, row.seq, key, JSON.stringify(step))
     })
   }
 
   async listRuns(query: RunQuery = {}): Promise<RunRecord[]> {
-    const list = READS.list(query)
+    const list = listRunsQuery(query)
     if (!list) return []
     return this.#all(list.text, ...list.params).map((row) => JSON.parse(row.record as string) as RunRecord)
   }
@@ -238,7 +257,7 @@ export class DurableObjectRunStore implements RunStore {
 
   async debounceRun(run: RunRecord, keyPath: string | undefined): Promise<RunRecord> {
     const stored = this.#write(() => {
-      const held = run.idempotencyKey !== undefined && this.#all(READS.byKey, run.taskName, run.idempotencyKey).length > 0
+      const held = run.idempotencyKey !== undefined && this.#all(SELECT_RUN_BY_KEY, run.taskName, run.idempotencyKey).length > 0
       const join = held ? undefined : joinScheduledSql(this.#runner, run, keyPath)
       return join ? { run: join.joined, created: false } : this.#insertRun(run)
     })
@@ -247,7 +266,6 @@ export class DurableObjectRunStore implements RunStore {
   }
 
   readonly #runner: SqlRunner = {
-    reads: READS,
     all: (query, ...params) => this.#all(query, ...params),
     run: (query, ...params) => {
       this.#storage.sql.exec(query, ...params)
@@ -279,7 +297,7 @@ export class DurableObjectRunStore implements RunStore {
   }
 
   #row(id: string): RunRow | undefined {
-    return this.#all(READS.run, id)[0] as unknown as RunRow | undefined
+    return this.#all(SELECT_RUN, id)[0] as unknown as RunRow | undefined
   }
 
   #token(id: string): TokenRecord | undefined {
@@ -293,7 +311,7 @@ export class DurableObjectRunStore implements RunStore {
       if (!row) throw new Error(`${WHERE}: unknown run "${runId}"`)
       const run = JSON.parse(row.record) as RunRecord
       edit(run)
-      this.#storage.sql.exec(UPDATE_RUN_RECORD, JSON.stringify(run), row.seq)
+      this.#storage.sql.exec(UPDATE_RUN_RECORD, rowText(run), row.seq)
     })
   }
 
@@ -310,6 +328,7 @@ export class DurableObjectRunStore implements RunStore {
     const excess = tally.total - this.maxRuns
     if (excess <= 0) return
     this.#storage.sql.exec(EVICT_TOKENS, excess)
+    this.#storage.sql.exec(EVICT_STEPS, excess)
     this.#storage.sql.exec(EVICT_RUNS, excess)
     // The oldest finished runs go, as many as there are up to the excess; live runs stay.
     tally.total -= Math.min(excess, tally.total - tally.live)

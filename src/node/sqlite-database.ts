@@ -7,7 +7,7 @@
  * (`src/runtime/tasks/sql/schema.ts`).
  */
 import type { DatabaseSync } from 'node:sqlite'
-import { createTables, RUN_RECORDS_VIEW, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
+import { createTables, MOVE_STEPS, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
 
 /** Pages of WAL that trigger a checkpoint (see `prepare`). */
 const WAL_CHECKPOINT_PAGES = 10_000
@@ -19,12 +19,8 @@ export const SCHEMA_VERSION = 2
 // entry runs must keep its meaning once released: files it migrated exist.
 const MIGRATIONS: readonly string[] = [
   createTables({ timerDueAt: false }),
-  // 2: steps move out of their run's record into the steps table, in the
-  // order the record's object held them (json_each walks it in order).
-  `${STEPS_TABLE}
-  INSERT INTO steps (run_seq, key, record)
-    SELECT runs.seq, step.key, step.value FROM runs, json_each(runs.record, '$.steps') AS step ORDER BY runs.seq, step.id;
-  UPDATE runs SET record = json_set(record, '$.steps', json('{}')) WHERE record -> '$.steps' <> '{}';`,
+  // 2: steps move out of their run's record into a table of their own.
+  STEPS_TABLE + MOVE_STEPS,
 ]
 
 /**
@@ -94,5 +90,4 @@ function prepare(db: DatabaseSync, path: string, busyTimeoutMs: number, where: s
     db.exec('ROLLBACK')
     throw error
   }
-  db.exec(RUN_RECORDS_VIEW)
 }

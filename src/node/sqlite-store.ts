@@ -16,7 +16,6 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import {
   applyRunPatch,
-  hasSteps,
   isFinished,
   settleTokenRecord,
   statusMatches,
@@ -37,9 +36,11 @@ import {
   INSERT_TOKEN,
   LAST_FINISHED_SEQ,
   LIST_TIMERS,
+  listRunsQuery,
   RUN_EXISTS,
   type RunRow,
-  runReads,
+  SELECT_RUN,
+  SELECT_RUN_BY_KEY,
   SELECT_TOKEN,
   SETTLE_TOKEN,
   TAKE_TIMER,
@@ -55,6 +56,7 @@ import { openDatabase } from './sqlite-database.ts'
 import { GroupCommit } from './sqlite-group-commit.ts'
 import { type CachedRun, RowCache } from './sqlite-row-cache.ts'
 import { jsonCopy } from '../runtime/tasks/json-copy.ts'
+import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
 import { resolveSqliteOptions, type SqliteRunStoreOptions } from './sqlite-options.ts'
 
 export type { SqliteRunStoreOptions } from './sqlite-options.ts'
@@ -64,23 +66,6 @@ const WHERE = 'SqliteRunStore'
 const SQLITE_CONSTRAINT_UNIQUE = 2067
 // The bound of the row cache, in characters of record text (see the class doc).
 const ROW_CACHE_WEIGHT = 64 * 1024 * 1024
-// Whole records, each with its steps from the steps table (schema.ts, RUN_RECORDS_VIEW).
-const READS = runReads('run_records')
-const NO_STEPS = Object.freeze({})
-
-/**
- * A record's text for its row in `runs`: its steps are rows of their own
- * (schema.ts, STEPS_TABLE), so that a write of the run costs its own size,
- * however many steps it has recorded.
- */
-function rowText(run: RunRecord): string {
-  return JSON.stringify(hasSteps(run) ? { ...run, steps: NO_STEPS } : run)
-}
-
-/** The whole record's text, steps included, as the row cache keeps a finished run; `row` is its `rowText`. */
-function wholeText(run: RunRecord, row: string): string {
-  return hasSteps(run) ? JSON.stringify(run) : row
-}
 
 /**
  * Row counts, read at the first need and kept up to date by this
@@ -200,7 +185,7 @@ export class SqliteRunStore implements RunStore {
     const stored = jsonCopy(run)
     const exists = () => new Error(`${WHERE}: run "${run.id}" already exists`)
     if (run.idempotencyKey !== undefined) {
-      const holder = this.#sql(READS.byKey).get(run.taskName, run.idempotencyKey) as { record: string } | undefined
+      const holder = this.#sql(SELECT_RUN_BY_KEY).get(run.taskName, run.idempotencyKey) as { record: string } | undefined
       if (holder) {
         const held = JSON.parse(holder.record) as RunRecord
         if (held.id === run.id) throw exists()
@@ -281,7 +266,7 @@ export class SqliteRunStore implements RunStore {
   }
 
   async listRuns(query: RunQuery = {}): Promise<RunRecord[]> {
-    const list = READS.list(query)
+    const list = listRunsQuery(query)
     if (!list) return []
     const rows = this.#sql(list.text).all(...list.params) as unknown as { record: string }[]
     return rows.map((row) => JSON.parse(row.record) as RunRecord)
@@ -346,7 +331,7 @@ export class SqliteRunStore implements RunStore {
 
   async debounceRun(run: RunRecord, keyPath: string | undefined): Promise<RunRecord> {
     return this.#write(() => {
-      const held = run.idempotencyKey !== undefined && this.#sql(READS.byKey).get(run.taskName, run.idempotencyKey)
+      const held = run.idempotencyKey !== undefined && this.#sql(SELECT_RUN_BY_KEY).get(run.taskName, run.idempotencyKey)
       const join = held ? undefined : joinScheduledSql(this.#runner, run, keyPath)
       if (!join) return this.#insertRun(run)
       this.#cacheWritten(join.written)
@@ -356,7 +341,6 @@ export class SqliteRunStore implements RunStore {
 
   /** The statements of this connection, for the SQL shared with the Durable Object store. */
   readonly #runner: SqlRunner = {
-    reads: READS,
     all: (query, ...params) => this.#sql(query).all(...params) as Record<string, unknown>[],
     run: (query, ...params) => {
       this.#sql(query).run(...params)
@@ -419,7 +403,7 @@ export class SqliteRunStore implements RunStore {
     }
     const cached = this.#rows.get(id)
     if (cached) return cached
-    const row = this.#sql(READS.run).get(id) as RunRow | undefined
+    const row = this.#sql(SELECT_RUN).get(id) as RunRow | undefined
     return row && this.#cacheWritten({ id, row })
   }
 

@@ -7,12 +7,13 @@
 import { randomUUID } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { Miniflare } from 'miniflare'
-import { afterAll, beforeAll } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { bundle } from '../../src/build/bundle.ts'
 import { callObject } from '../../src/cloudflare/rpc.ts'
 import type { RunStore } from '../../src/runtime/tasks/index.ts'
 import { flowStoreContract } from '../tasks/flow-store-contract.ts'
-import { runStoreContract } from '../tasks/store-contract.ts'
+import { makeRun, runStoreContract } from '../tasks/store-contract.ts'
+import { createTables } from '../../src/runtime/tasks/sql/schema.ts'
 
 const source = (file: string) => JSON.stringify(fileURLToPath(new URL(`../../src/cloudflare/${file}`, import.meta.url)))
 
@@ -24,6 +25,11 @@ export class StoreBridge {
   async fetch(request) {
     const maxRuns = new URL(request.url).searchParams.get('maxRuns')
     try {
+      // The object's tables as the file holds them, read or written around the store (tests only).
+      if (request.headers.get('x-raw-sql') !== null) {
+        const [query, ...params] = callArgs(await request.json())
+        return answer({ value: this.state.storage.sql.exec(query, ...params).toArray() })
+      }
       this.store ??= new DurableObjectRunStore(this.state.storage, maxRuns === null ? {} : { maxRuns: Number(maxRuns) })
       const call = await request.json()
       const args = callArgs(call)
@@ -58,13 +64,28 @@ afterAll(() => mf?.dispose())
 
 /** A store in a fresh object of its own; every method is a call to it. */
 function bridgeStore(options?: { maxRuns: number }): RunStore {
+  return bridge(options).store
+}
+
+/** `bridgeStore`, and `sql` to run a statement on the object's tables beside it. */
+function bridge(options?: { maxRuns: number }): {
+  store: RunStore
+  sql: (query: string, ...params: unknown[]) => Promise<Record<string, unknown>[]>
+} {
   const url = `http://bridge/${randomUUID()}${options ? `?maxRuns=${options.maxRuns}` : ''}`
-  const stub = {
+  const stubOf = (headers: Record<string, string> = {}) => ({
     async fetch(request: Request): Promise<Response> {
-      const res = await mf.dispatchFetch(url, { method: 'POST', headers: [...request.headers], body: await request.text() })
+      const res = await mf.dispatchFetch(url, {
+        method: 'POST',
+        headers: [...request.headers, ...Object.entries(headers)],
+        body: await request.text(),
+      })
       return new Response(await res.text(), { status: res.status, headers: [...res.headers] })
     },
-  }
+  })
+  const stub = stubOf()
+  const raw = stubOf({ 'x-raw-sql': '1' })
+  const sql = (query: string, ...params: unknown[]) => callObject(raw, 'sql', [query, ...params]) as Promise<Record<string, unknown>[]>
   const call =
     (method: string) =>
     (...args: unknown[]) => {
@@ -90,8 +111,41 @@ function bridgeStore(options?: { maxRuns: number }): RunStore {
     'startQueued',
     'debounceRun',
   ]
-  return Object.fromEntries([['durable', true], ...methods.map((method) => [method, call(method)])]) as RunStore
+  return { store: Object.fromEntries([['durable', true], ...methods.map((method) => [method, call(method)])]) as RunStore, sql }
 }
 
 runStoreContract('DurableObjectRunStore (a SQLite Durable Object in workerd)', (options) => bridgeStore(options))
 flowStoreContract('DurableObjectRunStore (a SQLite Durable Object in workerd)', () => bridgeStore())
+
+describe('DurableObjectRunStore steps', () => {
+  it("keeps each step in a row of its own, not in its run's record, and puts them back in order", async () => {
+    const { store, sql } = bridge()
+    const run = await store.createRun(makeRun({ steps: { first: { status: 'completed', output: 0 } } }))
+    await store.saveStep(run.id, 'b', { status: 'completed', output: 1 })
+    await store.saveStep(run.id, 'a', { status: 'timed_out' })
+    await store.saveStep(run.id, 'b', { status: 'completed', output: 2 })
+    const steps = { first: { status: 'completed', output: 0 }, b: { status: 'completed', output: 2 }, a: { status: 'timed_out' } }
+    expect(Object.entries((await store.getRun(run.id))!.steps)).toEqual(Object.entries(steps))
+    const ended = await store.updateRun(run.id, { status: 'completed' })
+    expect(Object.entries(ended!.steps)).toEqual(Object.entries(steps))
+    const [row] = await sql('SELECT record FROM runs')
+    expect(JSON.parse(row.record as string).steps).toEqual({})
+    expect((await sql('SELECT key FROM steps ORDER BY seq')).map((r) => r.key)).toEqual(['first', 'b', 'a'])
+  })
+
+  it('moves the steps of an object that held runs before steps had a table of their own', async () => {
+    const { store, sql } = bridge()
+    const run = makeRun({ status: 'suspended', steps: { z: { status: 'completed', output: 'é' }, a: { status: 'timed_out' } } })
+    for (const statement of createTables({ timerDueAt: true })
+      .split(';')
+      .filter((text) => text.trim()))
+      await sql(statement)
+    await sql('INSERT INTO runs (id, task_name, status, record) VALUES (?, ?, ?, ?)', run.id, run.taskName, run.status, JSON.stringify(run))
+    const read = (await store.getRun(run.id))!
+    expect(read).toEqual(run)
+    expect(Object.keys(read.steps)).toEqual(['z', 'a'])
+    const [row] = await sql('SELECT record FROM runs')
+    expect(JSON.parse(row.record as string).steps).toEqual({})
+    expect((await sql('SELECT key FROM steps ORDER BY seq')).map((r) => r.key)).toEqual(['z', 'a'])
+  })
+})

@@ -7,16 +7,16 @@
 import type { RunRecord } from '../../types.ts'
 import { type FlowLimits, flowKey, planStarts, startedRun } from '../flow.ts'
 import type { StartedRuns } from '../store.ts'
-import { type RunReads, type RunRow, UPDATE_RUN, UPDATE_RUN_RECORD } from './queries.ts'
+import { type RunRow, SELECT_QUEUED_AND_RUNNING, SELECT_SCHEDULED, SELECT_STARTED_SINCE, UPDATE_RUN, UPDATE_RUN_RECORD } from './queries.ts'
+import { rowText, wholeText } from './record-text.ts'
 
-/** How a store runs one statement: `all` reads rows, `run` writes; `reads` are its statements that read whole records. */
+/** How a store runs one statement: `all` reads rows, `run` writes. */
 export interface SqlRunner {
-  reads: RunReads
   all(query: string, ...params: (string | number | null)[]): Record<string, unknown>[]
   run(query: string, ...params: (string | number | null)[]): void
 }
 
-/** A run row as written: for a store that caches rows. */
+/** A run row as written, with the whole record's text: for a store that caches rows. */
 export interface WrittenRow {
   id: string
   row: RunRow
@@ -29,12 +29,12 @@ export function startQueuedSql(
   limits: FlowLimits,
   now: string,
 ): { result: StartedRuns; written: WrittenRow[] } {
-  const rows = sql.all(sql.reads.queuedAndRunning, taskName) as unknown as RunRow[]
+  const rows = sql.all(SELECT_QUEUED_AND_RUNNING, taskName) as unknown as RunRow[]
   const runs = rows.map((row) => JSON.parse(row.record) as RunRecord)
   const nowMs = Date.parse(now)
   const started = limits.rateLimit
     ? sql
-        .all(sql.reads.startedSince, taskName, new Date(nowMs - limits.rateLimit.periodSeconds * 1000).toISOString())
+        .all(SELECT_STARTED_SINCE, taskName, new Date(nowMs - limits.rateLimit.periodSeconds * 1000).toISOString())
         .map((row) => JSON.parse(row.record as string) as RunRecord)
     : []
   const plan = planStarts(
@@ -49,10 +49,10 @@ export function startQueuedSql(
   const written: WrittenRow[] = []
   for (const run of plan.start) {
     const next = startedRun(run, now)
-    const record = JSON.stringify(next)
+    const record = rowText(next)
     const seq = seqs.get(run.id)!
     sql.run(UPDATE_RUN, next.status, null, record, seq)
-    written.push({ id: run.id, row: { seq, record, finished_seq: null } })
+    written.push({ id: run.id, row: { seq, record: wholeText(next, record), finished_seq: null } })
     result.started.push(next)
   }
   if (plan.wake) result.wake = plan.wake
@@ -70,14 +70,15 @@ export function joinScheduledSql(
   keyPath: string | undefined,
 ): { joined: RunRecord; written: WrittenRow } | undefined {
   const key = flowKey(run.input, keyPath)
-  for (const row of sql.all(sql.reads.scheduled, run.taskName) as unknown as RunRow[]) {
+  for (const row of sql.all(SELECT_SCHEDULED, run.taskName) as unknown as RunRow[]) {
     const waiting = JSON.parse(row.record) as RunRecord
     if (flowKey(waiting.input, keyPath) !== key) continue
     waiting.input = run.input
     waiting.runAt = run.runAt
-    const record = JSON.stringify(waiting)
+    const record = rowText(waiting)
     sql.run(UPDATE_RUN_RECORD, record, row.seq)
-    return { joined: waiting, written: { id: waiting.id, row: { seq: Number(row.seq), record, finished_seq: row.finished_seq } } }
+    const whole = wholeText(waiting, record)
+    return { joined: waiting, written: { id: waiting.id, row: { seq: Number(row.seq), record: whole, finished_seq: row.finished_seq } } }
   }
   return undefined
 }

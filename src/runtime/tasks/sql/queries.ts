@@ -16,28 +16,21 @@ export interface RunRow {
 }
 
 /**
- * The statements that read whole run records, from `relation`: the `runs`
- * table itself where a record holds its steps (`DurableObjectRunStore`), or
- * a view that adds a run's steps from their own table (`SqliteRunStore`,
- * `RUN_RECORDS_VIEW` in schema.ts). Each has the table's columns and a
- * `record` column with the whole record.
+ * Whole run records: each row of `runs` with the run's steps put back in
+ * place from the steps table (schema.ts, STEPS_TABLE), in the order they
+ * were first saved. A subquery rather than a view: SQLite flattens it into
+ * each statement that reads from it, so the id, task and status indexes
+ * still serve, and the database holds nothing an older SQLite could not
+ * read (an aggregate's ORDER BY needs SQLite 3.44; node:sqlite has it from
+ * Node 22.13, and workerd has it).
  */
-export function runReads(relation: string) {
-  return {
-    run: `SELECT seq, record, finished_seq FROM ${relation} WHERE id = ?`,
-    byKey: `SELECT record FROM ${relation} WHERE task_name = ? AND idempotency_key = ?`,
-    // Flow control (flow.ts): a task's queued and running runs in creation
-    // order, its runs that first started after a moment (ISO text compares
-    // in time order), and its scheduled runs, which a debounced trigger may join.
-    queuedAndRunning: `SELECT seq, record, finished_seq FROM ${relation} WHERE task_name = ? AND status IN ('queued', 'running') ORDER BY seq`,
-    startedSince: `SELECT record FROM ${relation} WHERE task_name = ? AND json_extract(record, '$.startedAt') > ?`,
-    scheduled: `SELECT seq, record, finished_seq FROM ${relation} WHERE task_name = ? AND status = 'scheduled' ORDER BY seq`,
-    /** The statement and parameters that answer a `RunQuery` (see `listRunsQuery`). */
-    list: (query: RunQuery) => listRunsQuery(query, relation),
-  }
-}
+const RUN_RECORDS = `(SELECT seq, id, task_name, status, idempotency_key, finished_seq, json_set(record, '$.steps', (
+  SELECT json_group_object(key, json(steps.record) ORDER BY steps.seq) FROM steps WHERE steps.run_seq = runs.seq
+)) AS record FROM runs)`
 
-export type RunReads = ReturnType<typeof runReads>
+export const SELECT_RUN = `SELECT seq, record, finished_seq FROM ${RUN_RECORDS} WHERE id = ?`
+export const SELECT_RUN_BY_KEY = `SELECT record FROM ${RUN_RECORDS} WHERE task_name = ? AND idempotency_key = ?`
+export const SELECT_RUN_SEQ = 'SELECT seq FROM runs WHERE id = ?'
 
 export const RUN_EXISTS = 'SELECT 1 FROM runs WHERE id = ?'
 export const INSERT_RUN = 'INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record) VALUES (?, ?, ?, ?, ?, ?)'
@@ -47,11 +40,18 @@ export const UPDATE_RUN_RECORD = 'UPDATE runs SET record = ? WHERE seq = ?'
 export const COUNT_RUNS = 'SELECT count(*) AS total, count(*) - count(finished_seq) AS live FROM runs'
 export const LAST_FINISHED_SEQ = 'SELECT max(finished_seq) AS n FROM runs WHERE finished_seq IS NOT NULL'
 
+// Flow control (flow.ts): a task's queued and running runs in creation
+// order, its runs that first started after a moment (ISO text compares in
+// time order), and its scheduled runs, which a debounced trigger may join.
+export const SELECT_QUEUED_AND_RUNNING = `SELECT seq, record, finished_seq FROM ${RUN_RECORDS} WHERE task_name = ? AND status IN ('queued', 'running') ORDER BY seq`
+export const SELECT_STARTED_SINCE = "SELECT record FROM runs WHERE task_name = ? AND json_extract(record, '$.startedAt') > ?"
+export const SELECT_SCHEDULED = `SELECT seq, record, finished_seq FROM ${RUN_RECORDS} WHERE task_name = ? AND status = 'scheduled' ORDER BY seq`
+
 // Eviction takes the runs that finished longest ago; the one parameter is how many.
 const oldestFinished = (column: 'id' | 'seq') => `SELECT ${column} FROM runs WHERE finished_seq IS NOT NULL ORDER BY finished_seq LIMIT ?`
 const OLDEST_FINISHED = oldestFinished('id')
 export const EVICT_TOKENS = `DELETE FROM tokens WHERE run_id IN (${OLDEST_FINISHED})`
-/** `SqliteRunStore` keeps steps in a table of their own: they go with their run. */
+// A run's steps go with it.
 export const EVICT_STEPS = `DELETE FROM steps WHERE run_seq IN (${oldestFinished('seq')})`
 // Idempotency keys live on the run's row, so they go with it.
 export const EVICT_RUNS = `DELETE FROM runs WHERE id IN (${OLDEST_FINISHED})`
@@ -67,7 +67,7 @@ export const TAKE_TIMER = 'DELETE FROM timers WHERE id = ? RETURNING record'
 export const LIST_TIMERS = 'SELECT record FROM timers ORDER BY seq'
 
 // A step saved again keeps its row, so its place among the run's steps, as
-// an object keeps a key assigned again (schema.ts, STEPS_TABLE).
+// an object keeps a key assigned again.
 export const UPSERT_STEP =
   'INSERT INTO steps (run_seq, key, record) VALUES (?, ?, ?) ON CONFLICT (run_seq, key) DO UPDATE SET record = excluded.record'
 
@@ -77,11 +77,11 @@ export const SELECT_TOKEN = 'SELECT record FROM tokens WHERE id = ?'
 export const SETTLE_TOKEN = 'UPDATE tokens SET status = ?, record = ? WHERE id = ?'
 
 /**
- * The `SELECT record` statement on `relation` (see `runReads`) and its
- * parameters that answer `query`, or `undefined` when no run can match (an
- * empty status list, a limit of 0 or less).
+ * The `SELECT record` statement and its parameters that answer `query`, or
+ * `undefined` when no run can match (an empty status list, a limit of 0 or
+ * less).
  */
-function listRunsQuery(query: RunQuery, relation: string): { text: string; params: (string | number)[] } | undefined {
+export function listRunsQuery(query: RunQuery): { text: string; params: (string | number)[] } | undefined {
   const where: string[] = []
   const params: (string | number)[] = []
   if (query.taskName !== undefined) {
@@ -106,5 +106,5 @@ function listRunsQuery(query: RunQuery, relation: string): { text: string; param
   params.push(limit === Infinity ? -1 : Math.ceil(limit))
   const filter = where.length === 0 ? '' : `WHERE ${where.join(' AND ')} `
   // seq is the insertion order, as the memory store's Map: newest first, no ties.
-  return { text: `SELECT record FROM ${relation} ${filter}ORDER BY seq DESC LIMIT ?`, params }
+  return { text: `SELECT record FROM ${RUN_RECORDS} ${filter}ORDER BY seq DESC LIMIT ?`, params }
 }

@@ -72,8 +72,9 @@ CREATE INDEX IF NOT EXISTS tokens_by_run ON tokens (run_id);
 `
 
 /**
- * Schema version 2 of `SqliteRunStore`'s files: a run's steps in a table of
- * their own, one row a step, so that saving a step writes that step alone
+ * A run's steps in a table of their own, one row a step (schema version 2
+ * of `SqliteRunStore`'s files; created on its first start by a Durable
+ * Object that held runs before it), so that saving a step writes that step alone
  * rather than the whole record again (a run's thousandth step would
  * otherwise rewrite the nine hundred and ninety-nine before it). `seq` is
  * the order steps were first saved, the order of the record's `steps`
@@ -90,19 +91,15 @@ CREATE UNIQUE INDEX steps_by_run ON steps (run_seq, key);
 `
 
 /**
- * The whole records of `SqliteRunStore`'s runs, each with its steps put back
- * in place from \`steps\` (\`runReads('run_records')\` in queries.ts). A
- * temporary view, made by each connection: the file's own schema then holds
- * nothing an older SQLite could not read (an aggregate's ORDER BY needs
- * SQLite 3.44; node:sqlite has it from Node 22.13).
+ * Moves the steps held in each run's record into the steps table, in the
+ * order the record's object held them (json_each walks it in order), and
+ * leaves `"steps":{}` in the record: the upgrade of a database written
+ * before STEPS_TABLE existed.
  */
-export const RUN_RECORDS_VIEW = `
-CREATE TEMP VIEW IF NOT EXISTS run_records AS
-SELECT seq, id, task_name, status, idempotency_key, finished_seq,
-  json_set(record, '$.steps', (
-    SELECT json_group_object(key, json(steps.record) ORDER BY steps.seq) FROM steps WHERE steps.run_seq = runs.seq
-  )) AS record
-FROM runs;
+export const MOVE_STEPS = `
+INSERT INTO steps (run_seq, key, record)
+  SELECT runs.seq, step.key, step.value FROM runs, json_each(runs.record, '$.steps') AS step ORDER BY runs.seq, step.id;
+UPDATE runs SET record = json_set(record, '$.steps', json('{}')) WHERE record -> '$.steps' <> '{}';
 `
 
 /** The statements that create the runs, timers and tokens tables with their indexes. */
