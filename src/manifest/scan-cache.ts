@@ -4,6 +4,17 @@
  * and of the scanner's own code, so an entry is reused when the cache's format
  * and scanner fingerprint match and the file's text hashes the same.
  *
+ * The text is read only when the file's stat changed: an entry also keeps
+ * the size, modification and change times and inode number the file had
+ * when it was hashed, and a file that still has them is not read at all.
+ * Likewise the list of files comes from the cache while no folder walked for
+ * it has changed (a folder's times change when an entry is added, removed or
+ * renamed in it). A stat is kept only once it has settled, older than the
+ * scan by SETTLE_MS: a file edited again within the granularity of the file
+ * system's clock keeps its times, and is read and hashed until they are old.
+ * Any change, `touch` or `utimes` included, moves the change time, which no
+ * program can set.
+ *
  * The cache is a speed-up only: one that is missing, unreadable, corrupt,
  * from another scanner or in a folder that cannot be written is ignored, and
  * never changes a result. `SVC_DEBUG=1` prints why one was ignored.
@@ -15,13 +26,19 @@ import type { FileScan } from './scan-file.ts'
 const { readFileSync, writeFileSync, renameSync, mkdirSync, statSync, readdirSync, rmSync } = process.getBuiltinModule('node:fs')
 
 /** Bumped whenever the layout of the cache file changes. */
-const FORMAT = 1
+const FORMAT = 2
 /**
  * A cache longer than this (in UTF-16 code units, about bytes for this mostly
  * ASCII JSON) is not written: some 70,000 routes at about 1 KB each, past which reading it back
  * and holding it in memory costs more than it saves.
  */
 const MAX_LENGTH = 64 * 1024 * 1024
+/**
+ * How much older than the scan a file's or folder's times must be for its
+ * stat to stand for its content: more than the granularity of any local
+ * file system's times (2 s on FAT) and the lag of the kernel's coarse clock.
+ */
+export const SETTLE_MS = 3_000
 
 interface StoredError {
   file: string
@@ -33,6 +50,8 @@ interface StoredError {
 interface Entry {
   /** Hash of the file's text. */
   text: string
+  /** The file's settled stat when its text had that hash (see statKey), if it had settled. */
+  stat?: string
   value: unknown
   errors: StoredError[]
 }
@@ -40,10 +59,20 @@ interface Entry {
 interface CacheFile {
   format: number
   fingerprint: string
+  /** The settled stat of every folder walked, by path relative to the root (a missing one too). */
+  dirs: Record<string, string>
   entries: Record<string, Entry>
 }
 
 export interface ScanCache {
+  /**
+   * The source files under `dir` (relative to the root), as `walk` lists
+   * them, which is called only when a folder under `dir` changed since the
+   * cache was written; `walk` passes each folder to `visit` before reading it.
+   */
+  list(dir: string, walk: (dir: string, visit: (dir: string) => void) => string[]): string[]
+  /** The cached result for `file` when its stat is the one cached with it, or undefined: then read it and call get(). */
+  unchanged<T>(file: string): FileScan<T> | undefined
   /** The cached result for `file` with this text, or undefined. */
   get<T>(file: string, text: string): FileScan<T> | undefined
   /** Records a fresh result; every file scanned in this run is kept on save, every other one dropped. */
@@ -56,31 +85,73 @@ export interface ScanCache {
 export function openScanCache(root: string, fingerprint: string): ScanCache {
   const dir = `${root}/.svc`
   const path = `${dir}/scan-cache.json`
+  // Times at or after this are too recent to stand for content (see SETTLE_MS).
+  const settledBefore = Date.now() - SETTLE_MS
   const previous = readCache(path, fingerprint)
-  const next: Record<string, Entry> = {}
+  const entries: Record<string, Entry> = {}
+  const dirs: Record<string, string> = {}
   let changed = false
+  // The stat of the file unchanged() last looked at, for get() and set() on a miss.
+  let current: { file: string; stat: string | undefined } | undefined
   // A miss hashes the text in get() and again in set(): the second time is answered from here.
   let last: { text: string; hash: string } | undefined
   const textHash = (text: string) => {
     if (last?.text !== text) last = { text, hash: `${text.length}:${hash53(text)}` }
     return last.hash
   }
+  const statOf = (file: string) => (current?.file === file ? current.stat : undefined)
+  const revive = <T>(entry: Entry): FileScan<T> => ({ value: entry.value as T | null, errors: entry.errors.map(reviveError) })
 
   return {
+    list(area, walk) {
+      const recorded = previous && Object.keys(previous.dirs).filter((name) => name === area || name.startsWith(`${area}/`))
+      if (recorded?.length && recorded.every((name) => settledStat(`${root}/${name}`, settledBefore) === previous!.dirs[name])) {
+        for (const name of recorded) dirs[name] = previous!.dirs[name]
+        const prefix = `${area}/`
+        return Object.keys(previous!.entries)
+          .filter((file) => file.startsWith(prefix))
+          .map((file) => file.slice(prefix.length))
+          .sort()
+      }
+      // A folder that has not settled could still change unseen: none of this area's is kept.
+      const walked: Record<string, string> = {}
+      let settled = true
+      const files = walk(`${root}/${area}`, (folder) => {
+        const stat = settledStat(folder, settledBefore)
+        if (stat === undefined) settled = false
+        else walked[folder.slice(root.length + 1)] = stat
+      })
+      const kept = settled ? walked : {}
+      Object.assign(dirs, kept)
+      for (const name of recorded ?? []) if (kept[name] !== previous!.dirs[name]) changed = true
+      for (const name in kept) if (previous?.dirs[name] !== kept[name]) changed = true
+      return files
+    },
+    unchanged<T>(file: string): FileScan<T> | undefined {
+      const stat = settledStat(`${root}/${file}`, settledBefore)
+      current = { file, stat }
+      const entry = previous?.entries[file]
+      if (!entry || stat === undefined || entry.stat !== stat) return undefined
+      entries[file] = entry
+      return revive(entry)
+    },
     get<T>(file: string, text: string): FileScan<T> | undefined {
-      const entry = previous?.[file]
+      const entry = previous?.entries[file]
       if (!entry || entry.text !== textHash(text)) return undefined
-      next[file] = entry
-      return { value: entry.value as T | null, errors: entry.errors.map(reviveError) }
+      const stat = statOf(file)
+      // Kept with its new stat, so that the next scan need not read the file.
+      if (stat !== entry.stat) changed = true
+      entries[file] = stat === entry.stat ? entry : { ...entry, stat }
+      return revive(entry)
     },
     set<T>(file: string, text: string, scan: FileScan<T>): void {
-      next[file] = { text: textHash(text), value: scan.value, errors: scan.errors.map((error) => error.toJSON()) }
+      entries[file] = { text: textHash(text), stat: statOf(file), value: scan.value, errors: scan.errors.map((error) => error.toJSON()) }
       changed = true
     },
     save(): void {
-      // Entries of files that are gone (deleted, renamed) are left out of `next`.
-      if (!changed && previous && Object.keys(previous).length === Object.keys(next).length) return
-      const body = JSON.stringify({ format: FORMAT, fingerprint, entries: next } satisfies CacheFile)
+      // Entries of files that are gone (deleted, renamed) are left out of `entries`.
+      if (!changed && previous && Object.keys(previous.entries).length === Object.keys(entries).length) return
+      const body = JSON.stringify({ format: FORMAT, fingerprint, dirs, entries } satisfies CacheFile)
       if (body.length > MAX_LENGTH) {
         debug(`not written: it would be ${body.length} characters long, over ${MAX_LENGTH}`)
         return
@@ -100,7 +171,24 @@ export function openScanCache(root: string, fingerprint: string): ScanCache {
   }
 }
 
-function readCache(path: string, fingerprint: string): Record<string, Entry> | undefined {
+/**
+ * The size, modification and change times and inode number of `path`
+ * ("missing" when it does not exist), or undefined when they are too recent
+ * to stand for its content, or it cannot be read.
+ */
+function settledStat(path: string, settledBefore: number): string | undefined {
+  let stat: import('node:fs').Stats | undefined
+  try {
+    stat = statSync(path, { throwIfNoEntry: false })
+  } catch {
+    return undefined
+  }
+  if (stat === undefined) return 'missing'
+  if (stat.mtimeMs >= settledBefore || stat.ctimeMs >= settledBefore) return undefined
+  return `${stat.size} ${stat.mtimeMs} ${stat.ctimeMs} ${stat.ino}`
+}
+
+function readCache(path: string, fingerprint: string): CacheFile | undefined {
   let text: string
   try {
     text = readFileSync(path, 'utf8')
@@ -111,10 +199,11 @@ function readCache(path: string, fingerprint: string): Record<string, Entry> | u
     const data = JSON.parse(text) as CacheFile
     if (data?.format !== FORMAT || data.fingerprint !== fingerprint) return debug('ignored: written by another scanner version')
     if (typeof data.entries !== 'object' || data.entries === null) return debug('ignored: it has no entries')
+    if (typeof data.dirs !== 'object' || data.dirs === null) return debug('ignored: it has no folders')
     for (const entry of Object.values(data.entries)) {
       if (typeof entry?.text !== 'string' || !Array.isArray(entry.errors)) return debug('ignored: an entry is malformed')
     }
-    return data.entries
+    return data
   } catch (error) {
     return debug(`ignored: ${(error as Error).message}`)
   }
@@ -143,24 +232,32 @@ export function scannerFingerprint(): string {
   const files = import.meta.url.endsWith('.ts')
     ? [...sourceFiles(here), ...sourceFiles(new URL('../runtime/', here))]
     : [new URL(import.meta.url)]
+  const base = decodeURIComponent(new URL('..', here).pathname)
   return fingerprintOf(
     files.map((url) => decodeURIComponent(url.pathname)),
-    [packageVersion(here), parserVersion()],
+    [packageVersion(here), parserVersion(here)],
+    base,
   )
 }
 
-/** A hash of each file's path, size and modification time, and of `parts`. A file that cannot be read counts as missing. */
-export function fingerprintOf(files: string[], parts: string[] = []): string {
+/**
+ * Each file's path (after `base`), size and modification time, and `parts`,
+ * one a line. A file that cannot be read counts as missing. Kept as it is
+ * rather than hashed: a few kilobytes compare faster than a start-up's
+ * interpreted code hashes them.
+ */
+export function fingerprintOf(files: string[], parts: string[] = [], base = ''): string {
   const lines = [...parts]
   for (const file of files) {
+    const name = file.startsWith(base) ? file.slice(base.length) : file
     try {
       const stat = statSync(file)
-      lines.push(`${file} ${stat.size} ${stat.mtimeMs}`)
+      lines.push(`${name} ${stat.size} ${stat.mtimeMs}`)
     } catch {
-      lines.push(`${file} missing`)
+      lines.push(`${name} missing`)
     }
   }
-  return hash53(lines.join('\n'))
+  return lines.join('\n')
 }
 
 /**
@@ -206,16 +303,18 @@ function packageVersion(from: URL): string {
   return 'svc unknown'
 }
 
-/** The parser's version, from the package.json above its entry module (which is resolved, not loaded). */
-function parserVersion(): string {
-  try {
-    const entry = import.meta.resolve('oxc-parser')
-    for (const candidate of ['../package.json', '../../package.json']) {
-      try {
-        const pkg = JSON.parse(readFileSync(new URL(candidate, entry), 'utf8')) as { name?: string; version?: string }
-        if (pkg.name === 'oxc-parser') return `oxc-parser ${pkg.version}`
-      } catch {}
-    }
-  } catch {}
-  return 'oxc-parser unknown'
+/**
+ * The parser's version, from the package.json of the oxc-parser that Node
+ * resolves from `from`: the nearest `node_modules/oxc-parser` above it.
+ * Looked up directly: import.meta.resolve() costs several milliseconds of
+ * every scan's start.
+ */
+function parserVersion(from: URL): string {
+  for (let dir = new URL('./', from); ; dir = new URL('../', dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL('node_modules/oxc-parser/package.json', dir), 'utf8')) as { version?: string }
+      return `oxc-parser ${pkg.version}`
+    } catch {}
+    if (dir.pathname === '/') return 'oxc-parser unknown'
+  }
 }

@@ -23,8 +23,9 @@ const { isAbsolute, relative, resolve, sep } = process.getBuiltinModule('node:pa
  */
 export async function scanApp(options: ScanOptions): Promise<ScanResult> {
   const root = resolve(options.root)
-  const apiFiles = listSourceFiles(`${root}/${API_DIR}`)
-  const pageFiles = listSourceFiles(`${root}/${PAGES_DIR}`)
+  const cache = useCache(options) ? openScanCache(root, options.cacheFingerprint ?? scannerFingerprint()) : undefined
+  const apiFiles = cache ? cache.list(API_DIR, listSourceFiles) : listSourceFiles(`${root}/${API_DIR}`)
+  const pageFiles = cache ? cache.list(PAGES_DIR, listSourceFiles) : listSourceFiles(`${root}/${PAGES_DIR}`)
 
   // Files are read synchronously: for many small files fs.promises.readFile
   // costs several times the CPU (four thread-pool round trips per file), and
@@ -35,9 +36,11 @@ export async function scanApp(options: ScanOptions): Promise<ScanResult> {
   // once would keep every tree alive until the last one is parsed.
   //
   // The per-file scanner (scan-file.ts, the parser and some forty modules
-  // behind it) is loaded on the first file the cache does not hold.
-  const cache = useCache(options) ? openScanCache(root, options.cacheFingerprint ?? scannerFingerprint()) : undefined
+  // behind it) is loaded on the first file the cache does not hold. A file
+  // whose stat the cache holds is not even read.
   const scanOne = async <T>(file: string, scan: (file: string, text: string) => Promise<FileScan<T>>): Promise<FileScan<T>> => {
+    const unchanged = cache?.unchanged<T>(file)
+    if (unchanged) return unchanged
     const text = readFileSync(`${root}/${file}`, 'utf8')
     const hit = cache?.get<T>(file, text)
     if (hit) return hit

@@ -11,16 +11,18 @@ const { readdirSync } = process.getBuiltinModule('node:fs')
 /**
  * Paths relative to `dir`, with `/` separators. A missing folder gives an
  * empty list: an app may have API routes and no pages, or the reverse.
+ * `visit` is called with each folder walked (`dir` first, even when missing).
  */
-export function listSourceFiles(dir: string): string[] {
+export function listSourceFiles(dir: string, visit?: (dir: string) => void): string[] {
   const out: string[] = []
-  walk(dir, '', out)
+  walk(dir, '', out, visit)
   return out.sort()
 }
 
 // Synchronous: a thousand-file tree lists in a few milliseconds this way,
 // several times faster than with fs.promises.
-function walk(dir: string, prefix: string, out: string[]): void {
+function walk(dir: string, prefix: string, out: string[], visit?: (dir: string) => void): void {
+  visit?.(dir)
   let entries: Dirent[]
   try {
     entries = readdirSync(dir, { withFileTypes: true })
@@ -32,7 +34,7 @@ function walk(dir: string, prefix: string, out: string[]): void {
     if (entry.name.startsWith('_') || entry.name.startsWith('.')) continue
     if (entry.isDirectory()) {
       if (entry.name === 'node_modules') continue
-      walk(`${dir}/${entry.name}`, `${prefix}${entry.name}/`, out)
+      walk(`${dir}/${entry.name}`, `${prefix}${entry.name}/`, out, visit)
     } else if (entry.isFile() && isSourceFile(entry.name)) {
       out.push(prefix + entry.name)
     }

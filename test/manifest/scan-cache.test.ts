@@ -1,11 +1,23 @@
 import { execFileSync } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterEach, describe, expect, test } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
 import { ConfigError, scanApp } from '../../src/manifest.ts'
-import { fingerprintOf } from '../../src/manifest/scan-cache.ts'
+import { SETTLE_MS, fingerprintOf, scannerFingerprint } from '../../src/manifest/scan-cache.ts'
 import { svc } from '../cli/_svc.ts'
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url))
@@ -17,9 +29,9 @@ afterEach(() => {
 })
 
 /** A copy of a fixture app in a temporary folder, so that its `.svc/` is the test's own. */
-function copyApp(name: string): string {
+function copyApp(name: string, removeAfter = dirs): string {
   const dir = mkdtempSync(join(tmpdir(), 'svc-scan-cache-'))
-  dirs.push(dir)
+  removeAfter.push(dir)
   cpSync(fixture(name), dir, { recursive: true, filter: (source) => !source.includes('/.svc') })
   return dir
 }
@@ -175,4 +187,102 @@ describe('scanApp with the cache', () => {
     expect(run()).toEqual({ routes: 11, parser: true, scanner: true })
     expect(run()).toEqual({ routes: 11, parser: false, scanner: false })
   })
+})
+
+describe('a cache whose stats have settled', () => {
+  // The cache takes a file's or folder's stat for its content only once the
+  // stat is older than the scan by SETTLE_MS. Each app is copied, left to
+  // settle, scanned (which writes its cache), changed, and left to settle
+  // again, so that the change is noticed from the stats alone, as when svc
+  // runs again some time after an edit.
+  const changes: Record<string, (root: string) => void> = {
+    unchanged: () => {},
+    'edited in place': (root) => {
+      const file = join(root, 'src/api/health.mjs')
+      const before = statSync(file)
+      writeFileSync(file, readFileSync(file, 'utf8').replaceAll('GET', 'PUT'))
+      utimesSync(file, 1_700_000_000, 1_700_000_000)
+      expect(statSync(file)).toMatchObject({ size: before.size, mtimeMs: before.mtimeMs })
+    },
+    added: (root) => writeFileSync(join(root, 'src/api/ping.ts'), 'export function GET() {}\n'),
+    'added deep': (root) => writeFileSync(join(root, 'src/api/users/me.ts'), 'export function GET() {}\n'),
+    removed: (root) => rmSync(join(root, 'src/api/live/room.ts')),
+    'renamed private': (root) => renameSync(join(root, 'src/api/jobs'), join(root, 'src/api/_jobs')),
+  }
+  const apps = new Map<string, string>()
+  const copies: string[] = []
+  const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS + 200))
+  beforeAll(async () => {
+    for (const name of Object.keys(changes)) apps.set(name, copyApp('app-basic', copies))
+    // A modification time in whole seconds, which utimes can put back exactly.
+    utimesSync(join(apps.get('edited in place')!, 'src/api/health.mjs'), 1_700_000_000, 1_700_000_000)
+    await settle()
+    for (const root of apps.values()) await scanApp({ root, cache: true })
+    for (const [name, change] of Object.entries(changes)) change(apps.get(name)!)
+    await settle()
+  }, 4 * SETTLE_MS)
+  afterAll(() => {
+    for (const dir of copies) rmSync(dir, { recursive: true, force: true })
+  })
+
+  /** Scans `name`'s copy with its cache, checks the result against a scan without it, and gives the routes. */
+  const scan = async (name: string) => {
+    const root = apps.get(name)!
+    const cached = await scanApp({ root, cache: true })
+    expect(cached).toStrictEqual(await scanApp({ root }))
+    return cached.routes
+  }
+
+  test('keeps the stat of every file and of every folder it listed', () => {
+    const cache = readCache(apps.get('unchanged')!)
+    expect(Object.values(cache.entries).every((entry) => typeof (entry as { stat?: unknown }).stat === 'string')).toBe(true)
+    expect(Object.keys(cache.dirs).sort()).toEqual(
+      [
+        'src/api',
+        'src/api/(admin)',
+        'src/api/files',
+        'src/api/jobs',
+        'src/api/live',
+        'src/api/users',
+        'src/pages',
+        'src/pages/blog',
+      ].sort(),
+    )
+  })
+
+  test('answers an unchanged file from its stat, without reading it', async () => {
+    const root = apps.get('unchanged')!
+    // An entry whose text hash matches no text: only a file that is not read gets its result.
+    const cache = readCache(root)
+    cache.entries['src/api/health.mjs'].text = 'not the hash of any text'
+    cache.entries['src/api/health.mjs'].value.warnings = ['from the cache']
+    writeFileSync(cacheFile(root), JSON.stringify(cache))
+    const health = (await scanApp({ root, cache: true })).routes.find((r) => r.file === 'src/api/health.mjs')!
+    expect(health.warnings).toEqual(['from the cache'])
+  })
+
+  test('notices a file edited in place whose size and modification time were put back', async () => {
+    expect((await scan('edited in place')).find((r) => r.file === 'src/api/health.mjs')!.methods).toContain('PUT')
+  })
+
+  test('notices a new file in the routes folder', async () => {
+    expect((await scan('added')).map((r) => r.path)).toContain('/api/ping')
+  })
+
+  test('notices a new file in a folder below the routes folder', async () => {
+    expect((await scan('added deep')).map((r) => r.path)).toContain('/api/users/me')
+  })
+
+  test('notices a deleted file', async () => {
+    expect((await scan('removed')).map((r) => r.file)).not.toContain('src/api/live/room.ts')
+  })
+
+  test('notices a folder renamed to a private name', async () => {
+    expect((await scan('renamed private')).map((r) => r.file)).not.toContain('src/api/jobs/notify.ts')
+  })
+})
+
+test("the scanner's fingerprint holds the parser's version, so another parser drops every entry", () => {
+  const { version } = JSON.parse(readFileSync(new URL('../../node_modules/oxc-parser/package.json', import.meta.url), 'utf8'))
+  expect(scannerFingerprint()).toContain(`oxc-parser ${version}`)
 })
