@@ -83,7 +83,7 @@ export class TaskEngine {
   readonly #invoker: Invoker<InFlight>
   readonly #deadlines = new Deadlines()
   readonly #waits: Waits
-  readonly #waiters = new RunWaiters()
+  readonly #waiters: RunWaiters
   readonly #changes: RunChanges
   #closed = false
   /** Draining (on its way out): takes no more work from a shared store. */
@@ -105,6 +105,7 @@ export class TaskEngine {
     this.#tasks = options.tasks
     this.#logger = options.logger
     this.#changes = new RunChanges(options.logger)
+    this.#waiters = new RunWaiters(options.store)
     this.#waits = new Waits({
       store: this.#store,
       logger: this.#logger,
@@ -255,7 +256,9 @@ export class TaskEngine {
     if (parentRunId !== undefined) run.parentRunId = parentRunId
     if (replayOf !== undefined) run.replayOf = replayOf
     if (debounce) return this.#store.debounceRun(run, debounce.key).then((stored) => this.#created(run, stored, true))
-    return this.#store.createRun(run).then((stored) => this.#created(run, stored, false))
+    // A bound method rather than a closure: it takes less, and every run
+    // being recorded holds it until the store answers.
+    return this.#store.createRun(run).then(this.#created.bind(this, run))
   }
 
   /**
@@ -263,7 +266,7 @@ export class TaskEngine {
    * when that one holds the idempotency key, or when a debounced trigger
    * joined a scheduled run of its key.
    */
-  #created(run: RunRecord, stored: RunRecord, debounced: boolean): RunRecord | Promise<RunRecord> {
+  #created(run: RunRecord, stored: RunRecord, debounced = false): RunRecord | Promise<RunRecord> {
     if (stored.id !== run.id) {
       // A debounced trigger joined a scheduled run: it starts later, with this input.
       if (debounced && stored.status === 'scheduled' && stored.runAt === run.runAt) {
@@ -342,7 +345,7 @@ export class TaskEngine {
     // process's run, so only its running attempt counts there.
     const entry = this.#active.get(id)
     const live = entry !== undefined && !entry.stopped && !entry.ended && (entry.running || !this.#shared)
-    return this.#waiters.wait(this.#store, id, live)
+    return this.#waiters.wait(id, live)
   }
 
   completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult> {
@@ -445,7 +448,7 @@ export class TaskEngine {
       await this.#waits.armWaitpoint(run)
       if (!met) await shared.releaseLeases(this.#owner, [run.id])
     }
-    await this.#waiters.refresh(this.#store)
+    await this.#waiters.refresh()
     // A process that died between queuing a run and asking for its slot
     // left it for whichever process looks next.
     await this.#promoteQueued()

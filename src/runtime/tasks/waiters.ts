@@ -14,8 +14,13 @@ import { isFinished } from './store.ts'
 type Resolve = (run: RunRecord | PromiseLike<RunRecord>) => void
 
 export class RunWaiters {
+  readonly #store: RunStore
   #waiters = new Map<string, Resolve | Resolve[]>()
   #closed: Error | undefined
+
+  constructor(store: RunStore) {
+    this.#store = store
+  }
 
   /**
    * Resolves once the run is completed or failed; rejects for an unknown run
@@ -24,17 +29,22 @@ export class RunWaiters {
    * process), so the store need not be asked; a read would copy the run,
    * all its steps included.
    */
-  wait(store: RunStore, id: string, live = false): Promise<RunRecord> {
+  wait(id: string, live = false): Promise<RunRecord> {
     if (live && this.#closed === undefined) return this.#register(id)
     // Most waits that are not live are for a run that has already finished
     // (a caller that triggers many runs and then waits for each): one read
-    // answers those, and nothing is registered for them.
-    return store.getRun(id).then((run) => {
-      if (run && isFinished(run.status)) return run
-      if (this.#closed) throw this.#closed
-      if (!run) throw unknownRun(id)
-      return this.#registerAndLook(store, id)
-    })
+    // answers those, and nothing is registered for them. A bound method
+    // rather than a closure: it takes less, and every such wait holds it
+    // until its read is answered.
+    return this.#store.getRun(id).then(this.#read.bind(this, id))
+  }
+
+  /** The first read of a wait that is not live. */
+  #read(id: string, run: RunRecord | undefined): RunRecord | Promise<RunRecord> {
+    if (run && isFinished(run.status)) return run
+    if (this.#closed) throw this.#closed
+    if (!run) throw unknownRun(id)
+    return this.#registerAndLook(id)
   }
 
   /** A waiter for a run that has not finished. */
@@ -47,13 +57,13 @@ export class RunWaiters {
    * and before this registration is caught by the second read, and one
    * that finishes after it is settled here.
    */
-  #registerAndLook(store: RunStore, id: string): Promise<RunRecord> {
+  #registerAndLook(id: string): Promise<RunRecord> {
     let resolve!: Resolve
     const promise = new Promise<RunRecord>((settle) => {
       resolve = settle
       this.#add(id, settle)
     })
-    store.getRun(id).then(
+    this.#store.getRun(id).then(
       (run) => {
         if (run && !isFinished(run.status)) return
         this.#drop(id, resolve)
@@ -87,9 +97,9 @@ export class RunWaiters {
    * Wakes the waiters of runs that finished elsewhere: on a store that
    * several processes share, another process may have finished the run.
    */
-  async refresh(store: RunStore): Promise<void> {
+  async refresh(): Promise<void> {
     for (const id of [...this.#waiters.keys()]) {
-      const run = await store.getRun(id)
+      const run = await this.#store.getRun(id)
       if (run && isFinished(run.status)) this.settle(run)
     }
   }
