@@ -10,11 +10,15 @@
  * stop running meanwhile only leave a slot that the process which stopped
  * them asks for next. `planStarts` (flow.ts) makes the choice, as in every
  * store.
+ *
+ * The choice reads runs' rows without their steps (status, times, input are
+ * all it looks at); the runs handed back are read whole (records.ts).
  */
 import type { Sql, TransactionSql } from 'postgres'
 import type { RunRecord } from '../types.ts'
 import { type FlowLimits, flowKey, planStarts } from '../runtime/tasks/flow.ts'
 import type { StartedRuns } from '../runtime/tasks/store.ts'
+import { wholeRecord } from './records.ts'
 
 type Row = { record: RunRecord }
 
@@ -68,7 +72,7 @@ export function startQueuedPg(
         lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
         record = record || jsonb_build_object('status', 'running', 'startedAt', coalesce(record->'startedAt', to_jsonb(${now}::text)))
       WHERE id = ANY(${ids}::text[]) AND status = 'queued'
-      RETURNING record`
+      RETURNING ${wholeRecord(tx, schema)} AS record`
     // In creation order, as planned.
     const byId = new Map(rows.map((row) => [row.record.id, row.record]))
     result.started = ids.flatMap((id) => byId.get(id) ?? [])
@@ -105,7 +109,7 @@ export function debounceRunPg(
       const [joined] = await tx<Row[]>`
         UPDATE ${runs}.runs SET record = record || ${tx.json(change as never)}::jsonb
         WHERE id = ${record.id} AND status = 'scheduled'
-        RETURNING record`
+        RETURNING ${wholeRecord(tx, schema)} AS record`
       if (joined) return joined.record
     }
     return insert(tx)

@@ -4,7 +4,8 @@
  * processes that start together neither race to create the same tables nor
  * see half a migration. The version lives in `<schema>.migrations`.
  *
- * Records are kept whole as `jsonb`; the columns beside them are the ones
+ * Records are kept as `jsonb` (a run's steps as rows of their own, see
+ * `wholeRecord` in records.ts); the columns beside them are the ones
  * the store filters, orders, compares or (for the engine that shares due
  * work between processes) claims on.
  */
@@ -122,6 +123,23 @@ const MIGRATIONS: readonly string[] = [
     FOR EACH ROW EXECUTE FUNCTION $schema.count_runs();
   CREATE TRIGGER runs_live_counted AFTER UPDATE OF finished_seq ON $schema.runs
     FOR EACH ROW WHEN ((OLD.finished_seq IS NULL) <> (NEW.finished_seq IS NULL)) EXECUTE FUNCTION $schema.count_runs();
+  `,
+  `
+  -- A run's steps, one row a step, out of the run's record (which keeps
+  -- "steps": {}): saving a step writes that step, not every step its run
+  -- recorded before it again. The foreign key makes a step of an unknown
+  -- run an error and deletes a run's steps with it (eviction). No column
+  -- orders them: a jsonb object orders its keys its own way.
+  CREATE TABLE $schema.steps (
+    run_id text NOT NULL REFERENCES $schema.runs (id) ON DELETE CASCADE,
+    key text NOT NULL,
+    record jsonb NOT NULL,
+    PRIMARY KEY (run_id, key)
+  );
+  INSERT INTO $schema.steps (run_id, key, record)
+    SELECT runs.id, step.key, step.value FROM $schema.runs, jsonb_each(runs.record->'steps') AS step
+    WHERE jsonb_typeof(runs.record->'steps') = 'object';
+  UPDATE $schema.runs SET record = jsonb_set(record, '{steps}', '{}') WHERE record->'steps' <> '{}';
   `,
 ]
 

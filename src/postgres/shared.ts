@@ -20,6 +20,7 @@ import type { SharedWork, TimerRecord } from '../runtime/tasks/store.ts'
 import type { RunRecord } from '../types.ts'
 import { GroupCommit } from './group-commit.ts'
 import { notifyChannel } from './migrations.ts'
+import { wholeRecord } from './records.ts'
 
 type Row<T> = { record: T }
 
@@ -187,7 +188,7 @@ export class PostgresSharedWork implements SharedWork {
           ORDER BY r.seq LIMIT ${limit}
           FOR UPDATE OF r SKIP LOCKED
         )
-        RETURNING record`
+        RETURNING ${wholeRecord(sql, this.#schema)} AS record`
       return rows.map((row) => row.record)
     })
   }

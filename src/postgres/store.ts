@@ -11,9 +11,10 @@
  * re-check of a concurrently updated row (READ COMMITTED) do the rest: of
  * two processes racing for one transition, exactly one wins.
  *
- * Most changes are one round trip: the patch, the appended attempt or the
- * step is applied to the `jsonb` record inside the statement rather than
- * read, changed and written back.
+ * Most changes are one round trip: the patch or the appended attempt is
+ * applied to the `jsonb` record inside the statement rather than read,
+ * changed and written back. A step is a row of its own (records.ts), and
+ * every read of a record puts its run's steps back.
  */
 import postgres, { type Sql } from 'postgres'
 import { StoreFullError } from '../runtime/errors.ts'
@@ -29,6 +30,7 @@ import {
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { timerId } from '../runtime/tasks/ids.ts'
 import { migrate } from './migrations.ts'
+import { rowRecord, wholeRecord } from './records.ts'
 import { redact, resolvePostgresOptions, type PostgresRunStoreOptions } from './options.ts'
 import { PostgresSharedWork } from './shared.ts'
 import { debounceRunPg, startQueuedPg } from './flow.ts'
@@ -38,9 +40,11 @@ import type { StartedRuns } from '../runtime/tasks/store.ts'
 export type { PostgresRunStoreOptions } from './options.ts'
 
 const WHERE = 'PostgresRunStore'
-// SQLSTATE codes (Postgres manual, appendix A): unique_violation, and
+// SQLSTATE codes (Postgres manual, appendix A): unique_violation,
+// foreign_key_violation (a step of a run the store does not hold), and
 // untranslatable_character, which jsonb raises for \u0000 in a string.
 const UNIQUE_VIOLATION = '23505'
+const FOREIGN_KEY_VIOLATION = '23503'
 const UNTRANSLATABLE_CHARACTER = '22P05'
 
 type Row<T> = { record: T }
@@ -147,7 +151,8 @@ export class PostgresRunStore implements RunStore {
         if ((error as { constraint_name?: string }).constraint_name === 'runs_by_key') {
           // A finished run (inserted without the lock) raced another holder of its key.
           const [held] = await sql<Row<RunRecord>[]>`
-            SELECT record FROM ${sql(this.schema)}.runs WHERE task_name = ${run.taskName} AND idempotency_key = ${run.idempotencyKey!}`
+            SELECT ${wholeRecord(sql, this.schema)} AS record FROM ${sql(this.schema)}.runs
+            WHERE task_name = ${run.taskName} AND idempotency_key = ${run.idempotencyKey!}`
           if (held) return held.record
         }
         throw new Error(`${WHERE}: run "${run.id}" already exists`, { cause: error })
@@ -158,8 +163,9 @@ export class PostgresRunStore implements RunStore {
   /**
    * One statement: answers a held idempotency key with its run, refuses a
    * live run when live runs fill `maxRuns`, inserts, and evicts the runs
-   * that finished longest ago (with their tokens) past the bound; a
-   * delayed run gets its delay timer in the same statement. The
+   * that finished longest ago (with their tokens, and their steps through
+   * the foreign key) past the bound; a delayed run gets its delay timer,
+   * and a run given with steps their rows, in the same statement. The
    * counts come from `run_counts`, locked first: of processes inserting at
    * once, each compares with the count the one before it left. The
    * eviction deletes finished runs of the statement's snapshot; one that
@@ -177,7 +183,7 @@ export class PostgresRunStore implements RunStore {
         : undefined
     return sql<InsertRow[]>`
       WITH held AS (
-        SELECT record FROM ${runs}.runs
+        SELECT ${wholeRecord(sql, this.schema)} AS record FROM ${runs}.runs
         WHERE task_name = ${run.taskName} AND idempotency_key = ${run.idempotencyKey ?? null}
       ), counts AS (
         SELECT live, total FROM ${runs}.run_counts FOR UPDATE
@@ -186,10 +192,13 @@ export class PostgresRunStore implements RunStore {
         SELECT ${run.id}, ${run.taskName}, ${run.status}, ${run.idempotencyKey ?? null},
           CASE WHEN ${finished} THEN nextval(${`${this.schema}.runs_finished_seq`}::regclass) END,
           CASE WHEN ${run.status} = 'running' THEN now() + ${this.leaseMs} * interval '1 millisecond' END,
-          ${sql.json(run as never)}::jsonb
+          ${sql.json(rowRecord(run) as never)}::jsonb
         WHERE NOT EXISTS (SELECT 1 FROM held)
           AND (${finished} OR (SELECT live FROM counts) < ${this.maxRuns})
-        RETURNING record
+        RETURNING record || jsonb_build_object('steps', ${sql.json(run.steps as never)}::jsonb) AS record
+      ), inserted_steps AS (
+        INSERT INTO ${runs}.steps (run_id, key, record)
+        SELECT ${run.id}, step.key, step.value FROM inserted, jsonb_each(${sql.json(run.steps as never)}::jsonb) AS step
       ), delay AS (
         INSERT INTO ${runs}.timers (id, run_id, kind, due_at, record)
         SELECT ${delay?.id ?? null}, ${run.id}, 'delay', ${delay?.dueAt ?? null}::timestamptz, ${sql.json((delay ?? null) as never)}::jsonb
@@ -209,7 +218,8 @@ export class PostgresRunStore implements RunStore {
 
   async getRun(id: string): Promise<RunRecord | undefined> {
     return this.#run(async (sql) => {
-      const [row] = await sql<Row<RunRecord>[]>`SELECT record FROM ${sql(this.schema)}.runs WHERE id = ${id}`
+      const [row] = await sql<Row<RunRecord>[]>`
+        SELECT ${wholeRecord(sql, this.schema)} AS record FROM ${sql(this.schema)}.runs WHERE id = ${id}`
       return row?.record
     })
   }
@@ -242,7 +252,7 @@ export class PostgresRunStore implements RunStore {
           lease_expires_at = CASE WHEN ${status}::text = 'running' AND status <> 'running'
             THEN now() + ${this.leaseMs} * interval '1 millisecond' ELSE lease_expires_at END
         WHERE id = ${id} AND (${expected}::text[] IS NULL OR status = ANY(${expected}::text[]))
-        RETURNING record`
+        RETURNING ${wholeRecord(sql, this.schema)} AS record`
       // The process running a cancelled run's attempt learns of it when it
       // renews its lease (which then fails); waking the processes has them
       // renew now rather than within leaseMs / 3.
@@ -262,14 +272,17 @@ export class PostgresRunStore implements RunStore {
     })
   }
 
+  /** One row of the steps table, inserted or overwritten; the foreign key refuses a run the store does not hold. */
   async saveStep(runId: string, key: string, step: StepRecord): Promise<void> {
     return this.#run(async (sql) => {
-      const rows = await sql`
-        UPDATE ${sql(this.schema)}.runs
-        SET record = jsonb_set(record, '{steps}', coalesce(record->'steps', '{}') || jsonb_build_object(${key}::text, ${sql.json(step as never)}::jsonb))
-        WHERE id = ${runId}
-        RETURNING 1`
-      if (rows.length === 0) throw new Error(`${WHERE}: unknown run "${runId}"`)
+      try {
+        await sql`
+          INSERT INTO ${sql(this.schema)}.steps (run_id, key, record) VALUES (${runId}, ${key}, ${sql.json(step as never)}::jsonb)
+          ON CONFLICT (run_id, key) DO UPDATE SET record = excluded.record`
+      } catch (error) {
+        if ((error as { code?: string }).code !== FOREIGN_KEY_VIOLATION) throw error
+        throw new Error(`${WHERE}: unknown run "${runId}"`, { cause: error })
+      }
     })
   }
 
@@ -287,7 +300,7 @@ export class PostgresRunStore implements RunStore {
       const runs = sql(this.schema)
       const cursor = query.cursor ?? null
       const rows = await sql<Row<RunRecord>[]>`
-        SELECT record FROM ${runs}.runs
+        SELECT ${wholeRecord(sql, this.schema)} AS record FROM ${runs}.runs
         WHERE (${query.taskName ?? null}::text IS NULL OR task_name = ${query.taskName ?? null}::text)
           AND (${statuses}::text[] IS NULL OR status = ANY(${statuses}::text[]))
           AND (${cursor}::text IS NULL OR seq < (SELECT seq FROM ${runs}.runs WHERE id = ${cursor}::text))

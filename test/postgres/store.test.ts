@@ -97,12 +97,106 @@ describe('PostgresRunStore durability', () => {
   })
 })
 
+const STEP_A = { status: 'completed', output: { n: 1 } } as const
+const STEP_B = { status: 'completed', output: 'two' } as const
+
+/** The rows of a schema's steps table, and what its runs' own records hold of steps. */
+async function tables(schema: string) {
+  const steps = await admin.unsafe<{ run_id: string; key: string; record: unknown }[]>(
+    `SELECT run_id, key, record FROM ${schema}.steps ORDER BY run_id, key`,
+  )
+  const runs = await admin.unsafe<{ id: string; steps: unknown }[]>(`SELECT id, record->'steps' AS steps FROM ${schema}.runs ORDER BY seq`)
+  return { steps: steps.map((row) => ({ ...row })), runs: runs.map((row) => ({ ...row })) }
+}
+
+describe("PostgresRunStore: a run's steps as rows of their own", () => {
+  it("keeps each step in a row of the steps table, and none in the run's record", async () => {
+    const s = store()
+    const run = makeRun({ steps: { a: STEP_A } })
+    expect(await s.createRun(run)).toEqual(run)
+    await s.saveStep(run.id, 'b', STEP_B)
+    expect(await tables(s.schema)).toEqual({
+      steps: [
+        { run_id: run.id, key: 'a', record: STEP_A },
+        { run_id: run.id, key: 'b', record: STEP_B },
+      ],
+      runs: [{ id: run.id, steps: {} }],
+    })
+  })
+
+  it("saving a step writes its own row, not the run's; a step saved again is updated in its row", async () => {
+    const s = store()
+    const run = makeRun()
+    await s.createRun(run)
+    await s.saveStep(run.id, 'a', { status: 'timed_out' })
+    const version = () => admin.unsafe(`SELECT xmin::text AS version FROM ${s.schema}.runs WHERE id = '${run.id}'`)
+    const before = await version()
+    await s.saveStep(run.id, 'a', STEP_A)
+    await s.saveStep(run.id, 'b', STEP_B)
+    // xmin is the transaction that wrote the row's current version: the same one, so no new version was written.
+    expect(await version()).toEqual(before)
+    expect((await tables(s.schema)).steps).toEqual([
+      { run_id: run.id, key: 'a', record: STEP_A },
+      { run_id: run.id, key: 'b', record: STEP_B },
+    ])
+    expect((await s.getRun(run.id))?.steps).toEqual({ a: STEP_A, b: STEP_B })
+  })
+
+  it('a step of a run the store does not hold is refused as an unknown run, and leaves no row', async () => {
+    const s = store()
+    await expect(s.saveStep('nobody', 'a', STEP_A)).rejects.toThrow('PostgresRunStore: unknown run "nobody"')
+    expect((await tables(s.schema)).steps).toEqual([])
+  })
+
+  it('every read of a run hands back its steps', async () => {
+    const s = store()
+    const steps = { a: STEP_A, b: STEP_B }
+    const withSteps = async (overrides: Parameters<typeof makeRun>[0]) => {
+      const run = await s.createRun(makeRun(overrides))
+      await s.saveStep(run.id, 'a', STEP_A)
+      await s.saveStep(run.id, 'b', STEP_B)
+      return run
+    }
+    const run = await withSteps({ idempotencyKey: 'k' })
+    expect((await s.getRun(run.id))?.steps).toEqual(steps)
+    expect((await s.listRuns()).map((r) => r.steps)).toEqual([steps])
+    // The holder of an idempotency key.
+    expect((await s.createRun(makeRun({ idempotencyKey: 'k' }))).steps).toEqual(steps)
+    expect((await s.updateRun(run.id, { result: 1 }, { status: 'running' }))?.steps).toEqual(steps)
+    // A run whose lease was given up is claimed as an orphan.
+    expect(await s.shared.acquireLease('p1', run.id)).toBe(true)
+    await s.shared.releaseLeases('p1', [run.id])
+    expect((await s.shared.claimOrphanedRuns('p2', 10)).map((r) => [r.id, r.steps])).toEqual([[run.id, steps]])
+    // Flow control: a queued run started, a scheduled run joined by a debounced trigger.
+    const queued = await withSteps({ taskName: 'limited', status: 'queued' })
+    const { started } = await s.startQueued('limited', { concurrency: { limit: 1 } }, new Date().toISOString())
+    expect(started.map((r) => [r.id, r.steps])).toEqual([[queued.id, steps]])
+    const scheduled = await withSteps({ taskName: 'debounced', status: 'scheduled', runAt: '2030-01-01T00:00:00.000Z' })
+    const joined = await s.debounceRun(
+      makeRun({ taskName: 'debounced', status: 'scheduled', runAt: '2030-01-01T00:01:00.000Z' }),
+      undefined,
+    )
+    expect([joined.id, joined.steps]).toEqual([scheduled.id, steps])
+  })
+
+  it("evicts a run's steps with it", async () => {
+    const s = store({ maxRuns: 1 })
+    const first = await s.createRun(makeRun({ steps: { a: STEP_A } }))
+    await s.saveStep(first.id, 'b', STEP_B)
+    await s.updateRun(first.id, { status: 'completed' })
+    const second = await s.createRun(makeRun())
+    await s.saveStep(second.id, 'c', STEP_A)
+    expect(await s.getRun(first.id)).toBeUndefined()
+    expect((await tables(s.schema)).steps).toEqual([{ run_id: second.id, key: 'c', record: STEP_A }])
+  })
+})
+
 describe('PostgresRunStore migrations', () => {
   it('creates its tables in its schema and records the version', async () => {
     const s = store()
     await s.ready()
     const tables = await admin`SELECT table_name FROM information_schema.tables WHERE table_schema = ${s.schema} ORDER BY table_name`
-    expect(tables.map((t) => t.table_name)).toEqual(['cron_ticks', 'migrations', 'run_counts', 'runs', 'timers', 'tokens'])
+    expect(tables.map((t) => t.table_name)).toEqual(['cron_ticks', 'migrations', 'run_counts', 'runs', 'steps', 'timers', 'tokens'])
     const versions = await admin.unsafe(`SELECT version FROM ${s.schema}.migrations ORDER BY version`)
     expect(versions.map((v) => v.version)).toEqual(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1))
   })
@@ -132,6 +226,38 @@ describe('PostgresRunStore migrations', () => {
     expect(await s.getRun('old-2')).toBeUndefined()
     expect(await s.size()).toBe(3)
     await expect(s.createRun(makeRun({ id: 'new-2', status: 'running' }))).rejects.toBeInstanceOf(StoreFullError)
+  })
+
+  it('moves the steps that runs of a version 3 schema hold in their records into the steps table', async () => {
+    const schema = freshSchema()
+    const held = makeRun({ id: 'old-steps', steps: { a: STEP_A, b: STEP_B } })
+    const none = makeRun({ id: 'old-none', status: 'completed' })
+    const sql = postgres(url, { onnotice: () => {} })
+    try {
+      await migrate(sql, schema, 'test', 3)
+      for (const run of [held, none]) {
+        await sql`
+          INSERT INTO ${sql(schema)}.runs (id, task_name, status, finished_seq, record)
+          VALUES (${run.id}, ${run.taskName}, ${run.status}, ${run.status === 'completed' ? 1 : null}, ${sql.json(run as never)})`
+      }
+    } finally {
+      await sql.end()
+    }
+    const s = store({ schema })
+    expect(await s.getRun(held.id)).toEqual(held)
+    expect(await s.getRun(none.id)).toEqual(none)
+    expect(await tables(schema)).toEqual({
+      steps: [
+        { run_id: held.id, key: 'a', record: STEP_A },
+        { run_id: held.id, key: 'b', record: STEP_B },
+      ],
+      runs: [
+        { id: held.id, steps: {} },
+        { id: none.id, steps: {} },
+      ],
+    })
+    await s.saveStep(held.id, 'c', STEP_A)
+    expect((await s.getRun(held.id))?.steps).toEqual({ ...held.steps, c: STEP_A })
   })
 
   it('refuses a schema that a newer release migrated, telling to upgrade svc', async () => {
