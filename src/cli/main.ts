@@ -26,6 +26,7 @@ const { importCitty } = await import('./_citty.ts')
 const { runCommand, renderUsage, showUsage } = await importCitty()
 const { ExitCode, isUsageError } = await import('./_errors.ts')
 const { loaders, summaries } = await import('./_commands.ts')
+const { hasOpenResources } = await import('./_output.ts')
 
 const meta = async () => ({
   name: 'svc',
@@ -101,9 +102,10 @@ process.exitCode = code
 // but `svc tasks run` has imported the app's routes, and a module-scope timer
 // (a hot route's setInterval) or a handler that ignored its abort signal
 // would keep the process up forever: end it, once stdout and stderr have
-// flushed so that piped output is never cut short.
+// flushed so that piped output is never cut short. A process with nothing
+// open has made no stream, so nothing can be queued (see _output.ts).
 if (rawArgs.find((arg) => !arg.startsWith('-')) !== 'dev') {
-  await Promise.all([flushed(process.stdout), flushed(process.stderr)])
+  if (hasOpenResources()) await Promise.all([flushed(process.stdout), flushed(process.stderr)])
   process.exit(code)
 }
 
