@@ -42,7 +42,7 @@ import { checkTriggerOptions } from './options.ts'
 import { limitsStarts } from './flow.ts'
 import { Deadlines } from './deadlines.ts'
 import { InFlight } from './in-flight.ts'
-import type { InvocationOutcome, Invoker } from './runner.ts'
+import { invoke, type InvocationOutcome, type Invoker } from './runner.ts'
 import type { StepHost } from './steps.ts'
 import { isFinished, LIVE_STATUSES, type RunStore, type SharedWork } from './store.ts'
 import { Sweeper } from './sweeper.ts'
@@ -206,7 +206,7 @@ export class TaskEngine {
       // The handler may ignore its signal and carry on: from here on its
       // steps throw, and the engine records nothing of this attempt.
       entry.stopped = true
-      entry.abort(new RunCancelledError(id, `Run "${id}" of task "${run.taskName}" was cancelled`), 'was cancelled')
+      entry.handle?.abort(new RunCancelledError(id, `Run "${id}" of task "${run.taskName}" was cancelled`), 'was cancelled')
     }
     await this.#waits.dropRun(id)
     // Another process may run the attempt: woken, it renews its leases at
@@ -344,7 +344,7 @@ export class TaskEngine {
     // On a shared store an entry waiting for its lease may be another
     // process's run, so only its running attempt counts there.
     const entry = this.#active.get(id)
-    const live = entry !== undefined && !entry.stopped && !entry.ended && (entry.running || !this.#shared)
+    const live = entry !== undefined && !entry.stopped && !entry.ended && (entry.handle !== undefined || !this.#shared)
     return this.#waiters.wait(id, live)
   }
 
@@ -474,7 +474,7 @@ export class TaskEngine {
         `[svc] task runtime: lost the lease on run ${id} (this process stalled past leaseMs, or the run was cancelled); its attempt here is aborted and records nothing`,
       )
       entry.stopped = true
-      entry.abort(`The lease on run ${id} was lost (the run was cancelled, or this process stalled past leaseMs)`, 'lost its lease')
+      entry.handle?.abort(`The lease on run ${id} was lost (the run was cancelled, or this process stalled past leaseMs)`, 'lost its lease')
     }
   }
 
@@ -551,7 +551,7 @@ export class TaskEngine {
     this.#closed = true
     this.#changes.end()
     this.#waits.close()
-    for (const entry of this.#active.values()) entry.abort('The task runtime closed during this attempt')
+    for (const entry of this.#active.values()) entry.handle?.abort('The task runtime closed during this attempt')
     this.#deadlines.clear()
     this.#waiters.rejectAll(new Error('The task runtime closed before the run finished'))
     if (!this.#sweeper) return Promise.resolve()
@@ -629,8 +629,9 @@ export class TaskEngine {
         )
         return
       }
-      const outcome = entry.invoke(def, run, this.#invoker)
-      if (outcome !== undefined) this.#ended(entry, outcome)
+      const handle = invoke(def, run, this.#invoker, entry)
+      if (handle.outcome === undefined) entry.handle = handle
+      else this.#ended(entry, handle.outcome)
     } catch (error) {
       this.#failed(entry, error)
     }
@@ -638,6 +639,8 @@ export class TaskEngine {
 
   /** The attempt is over: records how it ended. */
   #ended(entry: InFlight, outcome: InvocationOutcome): void {
+    // From here, a waiter must look at the store.
+    entry.handle = undefined
     // Cancelled or taken over meanwhile: the run is not this attempt's to change.
     if (entry.stopped) {
       this.#over(entry)

@@ -1,15 +1,22 @@
 /**
  * The engine's entry for a run it dispatches: from the start of its attempt
  * to the end of what follows (the run's end written, a retry armed, a lease
- * released). It is the attempt's invocation too (`TaskCall`), so a run in
- * flight is one object: every field declared, and no promise of its own
- * until `drain()` or `sweep()` asks for one. With many runs in flight, what
- * each one holds is what the engine holds. Edge-safe.
+ * released). A plain object with every field declared, and no promise of
+ * its own until `drain()` or `sweep()` asks for one: with many runs in
+ * flight, what each one holds is what the engine holds. Edge-safe.
  */
 import type { RunRecord } from '../types.ts'
-import { TaskCall } from './runner.ts'
+import type { InvocationHandle } from './runner.ts'
 
-export class InFlight extends TaskCall {
+export class InFlight {
+  /**
+   * The run's id and task, not its record: the attempt holds what it needs
+   * of that, and a record the caller of `trigger()` let go is not kept.
+   */
+  readonly id: string
+  readonly taskName: string
+  /** The attempt, while it runs. */
+  handle: InvocationHandle | undefined = undefined
   /** Dispatch again once this invocation ends. */
   again = false
   /** On a shared store: the attempt runs under this engine's lease on the run. */
@@ -26,7 +33,8 @@ export class InFlight extends TaskCall {
   #done: Promise<void> | undefined = undefined
 
   constructor(run: RunRecord, leased: boolean) {
-    super(run)
+    this.id = run.id
+    this.taskName = run.taskName
     this.leased = leased
   }
 

@@ -26,21 +26,43 @@ export type InvocationOutcome =
    */
   | { kind: 'suspended'; signal: SuspendSignal; swallowed: boolean }
 
+/** Live invocations can be aborted from outside (runtime shutdown, a cancel, a lost lease). */
+export interface InvocationHandle {
+  /**
+   * How the invocation ended, when it ended before `invoke` returned: the
+   * handler returned a plain value (or threw) without touching `ctx.step`.
+   * Otherwise `undefined`, and the invoker's `ended` receives the outcome.
+   */
+  readonly outcome: InvocationOutcome | undefined
+  /**
+   * Aborts `ctx.signal` and ends the attempt as failed at once. A string
+   * becomes an `Error` named `AbortError`; an `Error` is the signal's reason
+   * as given. `why` ends the message of a step called afterwards
+   * ("… attempt 1 of task "x" was cancelled").
+   */
+  abort(reason: string | Error, why?: string): void
+}
+
 /**
  * What invocations need from the engine that starts them, one for all of
- * them: an attempt in flight holds this rather than callbacks of its own.
+ * them: an attempt in flight holds this and its own token (the engine's
+ * entry for the run) rather than callbacks of its own.
  */
-export interface Invoker<T extends TaskCall> {
+export interface Invoker<T> {
   readonly host: StepHost
   /** Where attempts wait for their timeout. */
   readonly deadlines: Deadlines
-  /** How an invocation that outlived `invoke` ended; called once, with the call that ended. */
-  ended(call: T, outcome: InvocationOutcome): void
+  /** How an invocation that outlived `invoke` ended; called once, with the token it was started with. */
+  ended(token: T, outcome: InvocationOutcome): void
 }
 
 /** The message of a timed-out attempt ("exceeds timeout" fails the attempt). */
 export function timeoutMessage(attempt: number, timeoutMs: number): string {
   return `Attempt ${attempt} timed out after ${timeoutMs} ms`
+}
+
+export function invoke<T>(def: TaskDefinition, run: RunRecord, invoker: Invoker<T>, token: T): InvocationHandle {
+  return new Call(def, run, invoker, token)
 }
 
 /**
@@ -53,9 +75,9 @@ class Context implements TaskContext {
   readonly input: unknown
   readonly runId: string
   readonly taskName: string
-  readonly #call: TaskCall
+  readonly #call: Call<unknown>
 
-  constructor(call: TaskCall, run: RunRecord, attempt: number) {
+  constructor(call: Call<unknown>, run: RunRecord, attempt: number) {
     this.attempt = attempt
     this.input = run.input
     this.runId = run.id
@@ -73,53 +95,37 @@ class Context implements TaskContext {
 }
 
 /**
- * The invocation of a run's handler, one attempt: the engine's entry for a
- * run it dispatches extends this, so an attempt in flight is one object
- * with the engine's flags, not two that point at each other. Its state is
- * fields rather than closures, for the same reason as `Context`, and its
- * timeout is a place in the engine's `Deadlines`. It keeps what it needs of
- * the run, not the run's record, which its other holders may let go of
- * while the attempt runs.
+ * One invocation in flight; its state is fields rather than closures, for
+ * the same reason, and its timeout is a place in the engine's `Deadlines`.
+ * It keeps what it needs of the run, not the run's record, which its other
+ * holders may let go of while the attempt runs.
  */
-export class TaskCall extends Expiring {
-  readonly id: string
-  readonly taskName: string
-  #def: TaskDefinition | undefined = undefined
-  #attempt = 0
+class Call<T> extends Expiring implements InvocationHandle {
+  outcome: InvocationOutcome | undefined
+  readonly #def: TaskDefinition
+  readonly #runId: string
+  readonly #taskName: string
+  readonly #attempt: number
   /** The steps recorded before this invocation, when there are any. */
-  #steps: Readonly<Record<string, StepRecord>> | undefined = undefined
-  #invoker: Invoker<TaskCall> | undefined = undefined
+  readonly #steps: Readonly<Record<string, StepRecord>> | undefined
+  readonly #invoker: Invoker<T>
+  readonly #token: T
   /** When the attempt started, in milliseconds since `ORIGIN`. */
-  #startedAt = 0
+  readonly #startedAt = sinceOrigin()
   /** The step bookkeeping, created with the step API. */
-  #inv: Invocation | undefined = undefined
-  #step: StepApi | undefined = undefined
-  #controller: AbortController | undefined = undefined
-  /** The invocation outlived `invoke` and has not ended yet. */
-  #running = false
+  #inv: Invocation | undefined
+  #step: StepApi | undefined
+  #controller: AbortController | undefined
+  #done = false
   #closedBy = 'ended'
 
-  constructor(run: RunRecord) {
+  constructor(def: TaskDefinition, run: RunRecord, invoker: Invoker<T>, token: T) {
     super()
-    this.id = run.id
-    this.taskName = run.taskName
-  }
-
-  /** Whether the invocation is in flight: it outlived `invoke` and has not ended. */
-  get running(): boolean {
-    return this.#running
-  }
-
-  /**
-   * Runs the handler, once per call. Returns how the invocation ended when
-   * it ended at once (the handler returned a plain value, or threw, without
-   * touching `ctx.step`); otherwise `undefined`, and `invoker.ended`
-   * receives the outcome later.
-   */
-  invoke(def: TaskDefinition, run: RunRecord, invoker: Invoker<this>): InvocationOutcome | undefined {
     this.#def = def
-    this.#invoker = invoker as Invoker<TaskCall>
-    this.#startedAt = sinceOrigin()
+    this.#invoker = invoker
+    this.#token = token
+    this.#runId = run.id
+    this.#taskName = run.taskName
     // Suspensions append no attempt, so every recorded attempt of a running
     // run is a failed one: the next is their count plus one.
     this.#attempt = run.attempts.length + 1
@@ -130,18 +136,22 @@ export class TaskCall extends Expiring {
       value = def.handler(ctx)
     } catch (error) {
       // A handler that threw before touching ctx.step left nothing in flight.
-      if (this.#step === undefined) return this.#end(false, error)
+      if (this.#step === undefined) {
+        this.outcome = this.#end(false, error)
+        return
+      }
       value = Promise.reject(error)
     }
     // A plain value returned by a handler that never touched ctx.step is the
     // outcome at once: nothing is left to time out.
-    if (this.#step === undefined && !isThenable(value)) return this.#end(true, value)
-    this.#running = true
+    if (this.#step === undefined && !isThenable(value)) {
+      this.outcome = this.#end(true, value)
+      return
+    }
     invoker.deadlines.add(this, def.timeout)
     // Bound methods rather than arrow functions: two of them take less than
     // two closures and the scope they share.
     ;(value instanceof Promise ? value : Promise.resolve(value)).then(this.#returned.bind(this), this.#threw.bind(this))
-    return undefined
   }
 
   #returned(result: unknown): void {
@@ -153,35 +163,28 @@ export class TaskCall extends Expiring {
   }
 
   step(): StepApi {
-    return (this.#step ??= createStepApi(this.#invocation(), this.#invoker!.host))
+    return (this.#step ??= createStepApi(this.#invocation(), this.#invoker.host))
   }
 
   signal(): AbortSignal {
     return (this.#controller ??= new AbortController()).signal
   }
 
-  /**
-   * Aborts `ctx.signal` and ends the attempt as failed at once; nothing
-   * when no invocation is in flight. A string becomes an `Error` named
-   * `AbortError`; an `Error` is the signal's reason as given. `why` ends
-   * the message of a step called afterwards ("… attempt 1 of task "x" was
-   * cancelled").
-   */
   abort(reason: string | Error, why = 'was stopped'): void {
     this.#abort(typeof reason === 'string' ? namedError(reason, 'AbortError') : reason, why)
   }
 
   #invocation(): Invocation {
-    return (this.#inv ??= createInvocation(this.id, this.taskName, this.#attempt, this.#steps ?? NO_STEPS))
+    return (this.#inv ??= createInvocation(this.#runId, this.#taskName, this.#attempt, this.#steps ?? NO_STEPS))
   }
 
   /** The attempt's timeout has passed. */
   expire(): void {
-    this.#abort(namedError(timeoutMessage(this.#attempt, this.#def!.timeout), 'TimeoutError'), 'timed out')
+    this.#abort(namedError(timeoutMessage(this.#attempt, this.#def.timeout), 'TimeoutError'), 'timed out')
   }
 
   #abort(error: Error, why: string): void {
-    if (!this.#running) return
+    if (this.#done) return
     this.#closedBy = why
     // Abort first so the handler sees `ctx.signal.aborted` by the time the
     // attempt is recorded as failed.
@@ -190,14 +193,13 @@ export class TaskCall extends Expiring {
   }
 
   #settle(returned: boolean, value: unknown): void {
-    if (!this.#running) return
-    this.#running = false
-    const invoker = this.#invoker!
-    invoker.deadlines.delete(this)
-    invoker.ended(this, this.#end(returned, value))
+    if (this.#done) return
+    this.#invoker.deadlines.delete(this)
+    this.#invoker.ended(this.#token, this.#end(returned, value))
   }
 
   #end(returned: boolean, value: unknown): InvocationOutcome {
+    this.#done = true
     const inv = this.#inv
     if (inv) {
       inv.closed = this.#closedBy
@@ -220,10 +222,10 @@ export class TaskCall extends Expiring {
       const problem = jsonProblem(value)
       if (problem === undefined) {
         // Steps recorded by earlier invocations and not reached by this one are reported.
-        if (inv !== undefined || this.#steps !== undefined) reportUnreachedSteps(this.#invocation(), this.#invoker!.host.logger)
+        if (inv !== undefined || this.#steps !== undefined) reportUnreachedSteps(this.#invocation(), this.#invoker.host.logger)
         return { kind: 'completed', result: value, attempt }
       }
-      value = new TypeError(`Task "${this.#def!.name}" returned a value that cannot be stored as JSON: ${problem}`)
+      value = new TypeError(`Task "${this.#def.name}" returned a value that cannot be stored as JSON: ${problem}`)
     }
     // Attempts record a message string only, never a stack.
     const error = errorMessage(value)
