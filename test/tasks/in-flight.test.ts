@@ -132,6 +132,38 @@ describe('ctx.signal, made on first use', () => {
   })
 })
 
+describe('steps after an attempt ended', () => {
+  it('a step called after its attempt timed out does not run, and says the attempt timed out', async () => {
+    const release = deferred()
+    let late: unknown
+    let ran = false
+    const rt = runtime([
+      task(
+        'slow',
+        async (ctx) => {
+          await ctx.step.run('first', () => 1)
+          await release.promise
+          try {
+            await ctx.step.run('second', () => {
+              ran = true
+            })
+          } catch (error) {
+            late = error
+          }
+        },
+        { route: { timeout: 30 } },
+      ),
+    ])
+    const run = await rt.trigger('slow')
+    const done = await finished(rt.waitForRun(run.id))
+    expect(done.attempts[0].error).toBe('Attempt 1 timed out after 30 ms')
+    release.resolve()
+    await until(() => late !== undefined)
+    expect((late as Error).message).toMatch(/ctx\.step\.run\("second"\) was called after attempt 1 of task "slow" timed out; the step did not run/)
+    expect(ran).toBe(false)
+  })
+})
+
 describe('waiters of a run in flight', () => {
   it('every waiter of a run gets its end, whether it asked before the attempt ended or after', async () => {
     const release = deferred()

@@ -629,9 +629,8 @@ export class TaskEngine {
         )
         return
       }
-      const handle = invoke(def, run, this.#invoker, entry)
-      if (handle.outcome === undefined) entry.handle = handle
-      else this.#ended(entry, handle.outcome)
+      // An invocation that ended at once has been through `#ended` already.
+      entry.handle = invoke(def, run, this.#invoker, entry)
     } catch (error) {
       this.#failed(entry, error)
     }

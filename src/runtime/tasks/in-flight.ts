@@ -29,8 +29,8 @@ export class InFlight {
   /** The run's end is written and its waiters answered: a later waiter reads the store. */
   ended = false
   #over = false
-  #resolve: (() => void) | undefined = undefined
-  #done: Promise<void> | undefined = undefined
+  /** What `done()` handed out, and how to settle it: made only when asked for. */
+  #drained: { promise: Promise<void>; resolve: () => void } | undefined = undefined
 
   constructor(run: RunRecord, leased: boolean) {
     this.id = run.id
@@ -41,14 +41,19 @@ export class InFlight {
   /** Settles once the dispatch is over: the invocation, its transition and any re-dispatch started. */
   done(): Promise<void> {
     if (this.#over) return Promise.resolve()
-    return (this.#done ??= new Promise((resolve) => {
-      this.#resolve = resolve
-    }))
+    if (this.#drained === undefined) {
+      let resolve!: () => void
+      const promise = new Promise<void>((settle) => {
+        resolve = settle
+      })
+      this.#drained = { promise, resolve }
+    }
+    return this.#drained.promise
   }
 
   /** The dispatch is over. */
   finish(): void {
     this.#over = true
-    this.#resolve?.()
+    this.#drained?.resolve()
   }
 }

@@ -29,12 +29,6 @@ export type InvocationOutcome =
 /** Live invocations can be aborted from outside (runtime shutdown, a cancel, a lost lease). */
 export interface InvocationHandle {
   /**
-   * How the invocation ended, when it ended before `invoke` returned: the
-   * handler returned a plain value (or threw) without touching `ctx.step`.
-   * Otherwise `undefined`, and the invoker's `ended` receives the outcome.
-   */
-  readonly outcome: InvocationOutcome | undefined
-  /**
    * Aborts `ctx.signal` and ends the attempt as failed at once. A string
    * becomes an `Error` named `AbortError`; an `Error` is the signal's reason
    * as given. `why` ends the message of a step called afterwards
@@ -43,16 +37,26 @@ export interface InvocationHandle {
   abort(reason: string | Error, why?: string): void
 }
 
+/** What an invocation knows of its run from the token it is started with. */
+export interface RunRef {
+  readonly id: string
+  readonly taskName: string
+}
+
 /**
  * What invocations need from the engine that starts them, one for all of
  * them: an attempt in flight holds this and its own token (the engine's
  * entry for the run) rather than callbacks of its own.
  */
-export interface Invoker<T> {
+export interface Invoker<T extends RunRef> {
   readonly host: StepHost
   /** Where attempts wait for their timeout. */
   readonly deadlines: Deadlines
-  /** How an invocation that outlived `invoke` ended; called once, with the token it was started with. */
+  /**
+   * How the invocation ended; called once, with the token it was started
+   * with. When the handler returned a plain value (or threw) without
+   * touching `ctx.step`, it is called before `invoke` returns.
+   */
   ended(token: T, outcome: InvocationOutcome): void
 }
 
@@ -61,8 +65,14 @@ export function timeoutMessage(attempt: number, timeoutMs: number): string {
   return `Attempt ${attempt} timed out after ${timeoutMs} ms`
 }
 
-export function invoke<T>(def: TaskDefinition, run: RunRecord, invoker: Invoker<T>, token: T): InvocationHandle {
-  return new Call(def, run, invoker, token)
+/**
+ * Runs one invocation of the run's handler. Returns its handle while it is
+ * in flight, or `undefined` when it ended at once (`invoker.ended` has had
+ * its outcome).
+ */
+export function invoke<T extends RunRef>(def: TaskDefinition, run: RunRecord, invoker: Invoker<T>, token: T): InvocationHandle | undefined {
+  const call = new Call(def, run, invoker, token)
+  return call.done ? undefined : call
 }
 
 /**
@@ -75,9 +85,9 @@ class Context implements TaskContext {
   readonly input: unknown
   readonly runId: string
   readonly taskName: string
-  readonly #call: Call<unknown>
+  readonly #call: Call<RunRef>
 
-  constructor(call: Call<unknown>, run: RunRecord, attempt: number) {
+  constructor(call: Call<RunRef>, run: RunRecord, attempt: number) {
     this.attempt = attempt
     this.input = run.input
     this.runId = run.id
@@ -100,15 +110,13 @@ class Context implements TaskContext {
  * It keeps what it needs of the run, not the run's record, which its other
  * holders may let go of while the attempt runs.
  */
-class Call<T> extends Expiring implements InvocationHandle {
-  outcome: InvocationOutcome | undefined
+class Call<T extends RunRef> extends Expiring implements InvocationHandle {
   readonly #def: TaskDefinition
-  readonly #runId: string
-  readonly #taskName: string
   readonly #attempt: number
   /** The steps recorded before this invocation, when there are any. */
   readonly #steps: Readonly<Record<string, StepRecord>> | undefined
   readonly #invoker: Invoker<T>
+  /** The engine's entry for the run; the run's id and task are read from it. */
   readonly #token: T
   /** When the attempt started, in milliseconds since `ORIGIN`. */
   readonly #startedAt = sinceOrigin()
@@ -116,16 +124,14 @@ class Call<T> extends Expiring implements InvocationHandle {
   #inv: Invocation | undefined
   #step: StepApi | undefined
   #controller: AbortController | undefined
-  #done = false
-  #closedBy = 'ended'
+  /** The invocation has ended (and `ended` was told). */
+  done = false
 
   constructor(def: TaskDefinition, run: RunRecord, invoker: Invoker<T>, token: T) {
     super()
     this.#def = def
     this.#invoker = invoker
     this.#token = token
-    this.#runId = run.id
-    this.#taskName = run.taskName
     // Suspensions append no attempt, so every recorded attempt of a running
     // run is a failed one: the next is their count plus one.
     this.#attempt = run.attempts.length + 1
@@ -137,7 +143,7 @@ class Call<T> extends Expiring implements InvocationHandle {
     } catch (error) {
       // A handler that threw before touching ctx.step left nothing in flight.
       if (this.#step === undefined) {
-        this.outcome = this.#end(false, error)
+        this.#settle(false, error)
         return
       }
       value = Promise.reject(error)
@@ -145,7 +151,7 @@ class Call<T> extends Expiring implements InvocationHandle {
     // A plain value returned by a handler that never touched ctx.step is the
     // outcome at once: nothing is left to time out.
     if (this.#step === undefined && !isThenable(value)) {
-      this.outcome = this.#end(true, value)
+      this.#settle(true, value)
       return
     }
     invoker.deadlines.add(this, def.timeout)
@@ -175,7 +181,8 @@ class Call<T> extends Expiring implements InvocationHandle {
   }
 
   #invocation(): Invocation {
-    return (this.#inv ??= createInvocation(this.#runId, this.#taskName, this.#attempt, this.#steps ?? NO_STEPS))
+    const token = this.#token
+    return (this.#inv ??= createInvocation(token.id, token.taskName, this.#attempt, this.#steps ?? NO_STEPS))
   }
 
   /** The attempt's timeout has passed. */
@@ -184,25 +191,25 @@ class Call<T> extends Expiring implements InvocationHandle {
   }
 
   #abort(error: Error, why: string): void {
-    if (this.#done) return
-    this.#closedBy = why
-    // Abort first so the handler sees `ctx.signal.aborted` by the time the
-    // attempt is recorded as failed.
+    if (this.done)
+      return // Abort first so the handler sees `ctx.signal.aborted` by the time the
+      // attempt is recorded as failed.
     ;(this.#controller ??= new AbortController()).abort(error)
-    this.#settle(false, error)
+    this.#settle(false, error, why)
   }
 
-  #settle(returned: boolean, value: unknown): void {
-    if (this.#done) return
+  /** Ends the invocation, once. `closedBy` ends the message of a step called afterwards. */
+  #settle(returned: boolean, value: unknown, closedBy = 'ended'): void {
+    if (this.done) return
+    this.done = true
     this.#invoker.deadlines.delete(this)
-    this.#invoker.ended(this.#token, this.#end(returned, value))
+    this.#invoker.ended(this.#token, this.#end(returned, value, closedBy))
   }
 
-  #end(returned: boolean, value: unknown): InvocationOutcome {
-    this.#done = true
+  #end(returned: boolean, value: unknown, closedBy: string): InvocationOutcome {
     const inv = this.#inv
     if (inv) {
-      inv.closed = this.#closedBy
+      inv.closed = closedBy
       if (inv.suspension) {
         return { kind: 'suspended', signal: inv.suspension, swallowed: returned || value !== inv.suspension }
       }
