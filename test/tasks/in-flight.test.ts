@@ -159,7 +159,9 @@ describe('steps after an attempt ended', () => {
     expect(done.attempts[0].error).toBe('Attempt 1 timed out after 30 ms')
     release.resolve()
     await until(() => late !== undefined)
-    expect((late as Error).message).toMatch(/ctx\.step\.run\("second"\) was called after attempt 1 of task "slow" timed out; the step did not run/)
+    expect((late as Error).message).toMatch(
+      /ctx\.step\.run\("second"\) was called after attempt 1 of task "slow" timed out; the step did not run/,
+    )
     expect(ran).toBe(false)
   })
 })
