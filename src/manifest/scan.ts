@@ -56,7 +56,6 @@ export async function scanApp(options: ScanOptions): Promise<ScanResult> {
   for (const name of pageFiles) {
     pageScans.push(await scanOne(`${PAGES_DIR}/${name}`, async (file, text) => (await scanner()).scanPageSource(file, text)))
   }
-  cache?.save()
 
   const errors: ConfigError[] = []
   const routes: ScannedRoute[] = []
@@ -74,6 +73,7 @@ export async function scanApp(options: ScanOptions): Promise<ScanResult> {
     compareUrlPaths(a.path, b.path) || (a.file < b.file ? -1 : a.file > b.file ? 1 : 0)
   routes.sort(byPath)
   pages.sort(byPath)
+  cache?.save([...routes, ...pages].map((item) => item.file))
   errors.push(...findDuplicates(routes, (r) => r.path, 'URL', urlShape), ...findDuplicates(pages, (p) => p.path, 'URL', urlShape))
   errors.push(
     ...findDuplicates(

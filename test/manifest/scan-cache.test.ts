@@ -117,6 +117,12 @@ describe('scanApp with the cache', () => {
     expect(scan.routes.find((r) => r.file === 'src/api/health.mjs')!.kind).toBe('task')
   })
 
+  test("keeps its entries in the order of the scan's result, which a scan answered from it then reads in order", async () => {
+    const root = copyApp('app-basic')
+    const scan = await scanApp({ root, cache: true })
+    expect(Object.keys(readCache(root).entries)).toEqual([...scan.routes, ...scan.pages].map((item) => item.file))
+  })
+
   test('entries of files that no longer exist are dropped, and no temporary file is left', async () => {
     const root = copyApp('app-basic')
     await scanApp({ root, cache: true })
