@@ -648,9 +648,11 @@ export class TaskEngine {
     try {
       if (outcome.kind === 'completed') {
         const { attempt, result } = outcome
+        // Bound methods rather than closures: with many runs dispatched at
+        // once, every run whose end is being written holds one.
         this.#finish(entry.id, { status: 'completed', ok: true, result, attempt }).then(
-          (done) => this.#written(entry, done),
-          (error: unknown) => this.#failed(entry, error),
+          this.#written.bind(this, entry),
+          this.#failed.bind(this, entry),
         )
       } else {
         this.#record(entry, outcome).then(
