@@ -300,13 +300,21 @@ if (section('dispatch')) {
     const small: number[] = []
     const atOnce: number[] = []
     const inFlight: number[] = []
+    const shares: number[] = []
     for (let i = 0; i < 5; i++) {
       small.push(await bareDispatch(DISPATCH_SIZES[0]))
+      const collected = await collectorMs()
       atOnce.push(await bareDispatch(windowed))
+      shares.push(((await collectorMs()) - collected) / ((atOnce.at(-1)! * windowed) / 1000))
       inFlight.push(await bareDispatch(windowed, WINDOW))
     }
     console.log(
       `${`  bare dispatch loop, ${windowed.toLocaleString('en')} / ${DISPATCH_SIZES[0].toLocaleString('en')}: at once, in flight`.padEnd(46)} ${`${(median(atOnce) / median(small)).toFixed(2)} x`.padStart(16)}   ${(median(inFlight) / median(small)).toFixed(2)} x: the floor the machine sets (a record in a Map, a promise, a read)`,
+    )
+    const bareGrowth = median(atOnce) / median(small)
+    const svcGrowth = dispatchPerRun.at(-1)! / dispatchPerRun[0]
+    console.log(
+      `${"  svc growth at once ÷ the bare loop's".padEnd(46)} ${`${(svcGrowth / bareGrowth).toFixed(2)} x`.padStart(16)}   the bare loop's collector at ${windowed.toLocaleString('en')} at once: ${Math.round(median(shares) * 100)}%`,
     )
   }
   {
