@@ -22,7 +22,12 @@ writeFileSync(
   [
     "import module from 'node:module'",
     'const loaded = []',
-    'module.registerHooks({ load(url, context, next) { loaded.push(url); return next(url, context) } })',
+    'const bare = []',
+    'module.registerHooks({',
+    '  load(url, context, next) { loaded.push(url); return next(url, context) },',
+    '  resolve(specifier, context, next) { if (/^[@a-z][^:]*$/i.test(specifier)) bare.push(specifier); return next(specifier, context) },',
+    '})',
+    `process.on('exit', () => process.stderr.write('BARE ' + JSON.stringify(bare) + '\\n'))`,
     `process.on('exit', () => process.stderr.write('LOADED ' + JSON.stringify(loaded.filter((url) => url.startsWith(${JSON.stringify(REPO)})).map((url) => url.slice(${REPO.length}))) + '\\n'))`,
     // Built-ins imported as ES modules: each builds a facade that reads every export.
     `process.on('exit', () => process.stderr.write('BUILTINS ' + JSON.stringify(loaded.filter((url) => url.startsWith('node:'))) + '\\n'))`,
@@ -34,7 +39,9 @@ mkdirSync(join(app, 'src/api/jobs'), { recursive: true })
 writeFileSync(join(app, 'src/api/hello.ts'), 'export function GET() {\n  return { hello: "world" }\n}\n')
 writeFileSync(join(app, 'src/api/jobs/notify.ts'), "export const route = { kind: 'task' } as const\nexport async function POST() {}\n")
 
-async function loadsOf(args: string[]): Promise<{ code: number | null; stdout: string; loaded: string[]; builtins: string[] }> {
+async function loadsOf(
+  args: string[],
+): Promise<{ code: number | null; stdout: string; loaded: string[]; builtins: string[]; bare: string[] }> {
   const child = spawn(process.execPath, ['--import', pathToFileURL(hook).href, BIN, ...args], { env: { ...process.env, NO_COLOR: '1' } })
   let stdout = ''
   let stderr = ''
@@ -46,7 +53,7 @@ async function loadsOf(args: string[]): Promise<{ code: number | null; stdout: s
     if (!line) throw new Error(`no list of loaded modules:\n${stderr}`)
     return JSON.parse(line.slice(label.length + 1))
   }
-  return { code, stdout, loaded: list('LOADED'), builtins: list('BUILTINS') }
+  return { code, stdout, loaded: list('LOADED'), builtins: list('BUILTINS'), bare: list('BARE') }
 }
 
 describe('what a command loads', () => {
@@ -86,6 +93,20 @@ describe('what a command loads', () => {
       const { code, builtins } = await loadsOf(args)
       expect(code, args.join(' ')).toBe(0)
       expect(builtins, args.join(' ')).toEqual([])
+    }
+  })
+
+  it('a command resolves the citty package once: each resolution of a package reads its exports map again', async () => {
+    for (const args of [
+      ['tasks', 'list', '--root', app],
+      ['routes', 'inspect', '--json', '--root', app],
+    ]) {
+      const { code, bare } = await loadsOf(args)
+      expect(code, args.join(' ')).toBe(0)
+      expect(
+        bare.filter((specifier) => specifier === 'citty'),
+        args.join(' '),
+      ).toEqual(['citty'])
     }
   })
 

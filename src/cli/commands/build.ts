@@ -1,5 +1,5 @@
 /** `svc build [--target node|cloudflare|lambda|vercel]`: bundle the app for a deployment target. */
-import { defineCommand } from 'citty'
+import { defineCommand } from '../_define.ts'
 import { checkArgs, resolveRoot, rootArg } from '../_args.ts'
 import { UsageError } from '../_errors.ts'
 import { formatTable, printLines } from '../_output.ts'

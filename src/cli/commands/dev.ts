@@ -1,5 +1,5 @@
 /** `svc dev [--port] [--host]`: serve the app in development mode and reload it on change. */
-import { defineCommand } from 'citty'
+import { defineCommand } from '../_define.ts'
 import { checkArgs, resolveRoot, rootArg } from '../_args.ts'
 import { UsageError } from '../_errors.ts'
 import { formatTable, printLines } from '../_output.ts'

@@ -1,9 +1,8 @@
 /** `svc routes inspect [--json]`: the manifest of an app's routes, read without running them. */
-import { defineCommand } from 'citty'
+import { defineCommand } from '../_define.ts'
 import { checkArgs, jsonArg, resolveRoot, rootArg } from '../_args.ts'
 import { formatTable, printJson, printLines } from '../_output.ts'
 import { scanValidApp } from '../_scan.ts'
-import { describeFlow } from '../../runtime/tasks/flow.ts'
 
 const inspectArgs = { ...rootArg, ...jsonArg }
 
@@ -23,6 +22,8 @@ const inspect = defineCommand({
       printLines('stdout', [`No routes found under ${root}/src/api or pages under ${root}/src/pages.`])
       return
     }
+    // Loaded for the table only: `--json` has no use for it.
+    const { describeFlow } = await import('../../runtime/tasks/flow.ts')
     const lines: string[] = []
     if (result.routes.length > 0) {
       lines.push(

@@ -1,5 +1,5 @@
 /** `svc runtime advise [--json]`: where each route should run, and why. */
-import { defineCommand } from 'citty'
+import { defineCommand } from '../_define.ts'
 import { checkArgs, jsonArg, resolveRoot, rootArg } from '../_args.ts'
 import { formatTable, printJson, printLines } from '../_output.ts'
 import { scanValidApp } from '../_scan.ts'

@@ -1,5 +1,5 @@
 /** `svc tasks list` and `svc tasks run <name>`: the app's tasks, from the command line. */
-import { defineCommand } from 'citty'
+import { defineCommand } from '../_define.ts'
 import type { ManifestRoute, RouteModule, RunRecord } from '../../types.ts'
 import { checkArgs, jsonArg, resolveRoot, rootArg } from '../_args.ts'
 import { ExitCode, UsageError } from '../_errors.ts'

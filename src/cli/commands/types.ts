@@ -1,6 +1,6 @@
 /** `svc types`: writes `.svc/types.d.ts`, the app's tasks as types for enqueue() and ctx.step. */
 import { relative } from 'node:path'
-import { defineCommand } from 'citty'
+import { defineCommand } from '../_define.ts'
 import { checkArgs, resolveRoot, rootArg } from '../_args.ts'
 import { printLines } from '../_output.ts'
 import { scanValidApp } from '../_scan.ts'
