@@ -9,10 +9,14 @@
  *   to the task starting, measured the same way (concurrency in
  *   bench/_store-anchors.ts);
  * - DBOS Transact on the same database: workflows/s of a workflow of three
- *   steps.
+ *   steps;
+ * - svc on Postgres recording one run of 100, 1,000 and 5,000 steps
+ *   (bench/_steps-growth.ts): the time a step takes at each size, each step
+ *   waiting for its commit.
  * Ratios and goals: Postgres no-op runs/s ÷ graphile-worker jobs/s ≥ 1.0;
  * Postgres p50 ÷ graphile-worker p50 ≤ 1.0; Postgres three-step runs/s ÷
- * DBOS workflows/s ≥ 1.0.
+ * DBOS workflows/s ≥ 1.0; a step of the 5,000-step run ÷ a step of the
+ * 100-step run ≤ 1.5 (a step costs no more the more steps its run holds).
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -24,10 +28,13 @@ import { MemoryRunStore, createTaskRuntime } from '../src/runtime/tasks/index.ts
 import type { RunStore } from '../src/runtime/tasks/store.ts'
 import type { Logger, RuntimeApiRoute, TaskContext } from '../src/types.ts'
 import { GRAPHILE_CONCURRENCY, measureDbos, measureGraphile } from './_store-anchors.ts'
-import { startLatency, throughput } from './_store-measure.ts'
+import { percentile, startLatency, throughput } from './_store-measure.ts'
+import { recordSteps } from './_steps-growth.ts'
 
 const RUNS = 2000
 const ROUNDS = 200
+const STEP_SIZES = [100, 1_000, 5_000]
+const STEP_GROWTH_GOAL = 1.5
 // Every run of a round is kept, so no store evicts or fills up mid-round.
 const MAX_RUNS = 100_000
 
@@ -92,6 +99,27 @@ async function measureSvc(open: (label: string) => Promise<{ store: RunStore; cl
   return { noop, threeSteps, p50Ms }
 }
 
+/** Median milliseconds a step at each of STEP_SIZES, a fresh schema per run; rounds alternate the sizes, so that a slower minute moves all three. */
+async function measureSteps(url: string): Promise<number[]> {
+  let schemas = 0
+  const measure = async (steps: number) => {
+    const store = new PostgresRunStore({ url, schema: `svc_steps_${++schemas}` })
+    try {
+      // The schema made and the connection and its statements ready, outside the time.
+      await recordSteps(store, 10)
+      return await recordSteps(store, steps)
+    } finally {
+      await store.close()
+    }
+  }
+  await measure(100) // warm-up
+  const times: number[][] = STEP_SIZES.map(() => [])
+  for (let round = 0; round < 3; round++) {
+    for (const [i, steps] of STEP_SIZES.entries()) times[i].push(await measure(steps))
+  }
+  return times.map((values) => percentile(values, 0.5))
+}
+
 const perSecond = (value: number) => `${Math.round(value).toLocaleString('en')}/s`
 const line = (label: string, value: string, ratio?: { of: number; goal: string; ok: boolean }) =>
   console.log(
@@ -116,6 +144,7 @@ try {
   })
   const graphile = await measureGraphile(pg.url, RUNS, ROUNDS)
   const dbos = await measureDbos(pg.url, RUNS)
+  const stepMs = await measureSteps(pg.url)
 
   for (const [name, figures] of [
     ['memory', memory],
@@ -134,6 +163,13 @@ try {
     line('svc Postgres: three-step runs', perSecond(postgres.threeSteps), { of: stepsRatio, goal: '>= 1.0', ok: stepsRatio >= 1 })
   } else {
     line('svc Postgres: three-step runs', perSecond(postgres.threeSteps))
+  }
+  // The largest size prints its step as a ratio to a step of the smallest.
+  const stepGrowth = stepMs[stepMs.length - 1] / stepMs[0]
+  for (const [i, steps] of STEP_SIZES.entries()) {
+    const ratio =
+      i === STEP_SIZES.length - 1 ? { of: stepGrowth, goal: `<= ${STEP_GROWTH_GOAL}`, ok: stepGrowth <= STEP_GROWTH_GOAL } : undefined
+    line(`svc Postgres: a step of a ${steps.toLocaleString('en')}-step run`, `${(stepMs[i] * 1000).toFixed(0)} µs`, ratio)
   }
   line(`graphile-worker (concurrency ${GRAPHILE_CONCURRENCY}): no-op jobs`, perSecond(graphile.jobsPerSecond))
   line('graphile-worker: p50 addJob → start', `${graphile.p50Ms.toFixed(2)} ms`)
