@@ -103,7 +103,10 @@ export function openScanCache(root: string, fingerprint: string): ScanCache {
     return last.hash
   }
   const statOf = (file: string) => (current?.file === file ? current.stat : undefined)
-  const revive = <T>(entry: Entry): FileScan<T> => ({ value: entry.value as T | null, errors: entry.errors.map(reviveError) })
+  const revive = <T>(entry: Entry): FileScan<T> => ({
+    value: entry.value as T | null,
+    errors: entry.errors.length === 0 ? NO_ERRORS : entry.errors.map(reviveError),
+  })
 
   return {
     list(area, walk) {
@@ -216,6 +219,9 @@ function readCache(path: string, fingerprint: string): CacheFile | undefined {
     return debug(`ignored: ${(error as Error).message}`)
   }
 }
+
+// Shared by every entry without errors: a scan only reads a FileScan's errors.
+const NO_ERRORS: ConfigError[] = Object.freeze([]) as unknown as ConfigError[]
 
 function reviveError(error: StoredError): ConfigError {
   return new ConfigError(error.file, error.line, error.column, error.message)

@@ -130,7 +130,8 @@ function findDuplicates<T extends { file: string }>(
  * from a single parameter).
  */
 function urlShape(path: string): string {
-  return path.replace(/\/:[^/]*?(\*?)(?=\/|$)/g, '/:$1')
+  // Most paths have no parameter: the regular expression is skipped for them.
+  return path.includes('/:') ? path.replace(/\/:[^/]*?(\*?)(?=\/|$)/g, '/:$1') : path
 }
 
 /**
