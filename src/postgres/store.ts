@@ -20,6 +20,7 @@ import postgres, { type Sql } from 'postgres'
 import { StoreFullError } from '../runtime/errors.ts'
 import {
   FINISHED_STATUSES,
+  hasSteps,
   isFinished,
   type RunPatch,
   type RunQuery,
@@ -181,6 +182,16 @@ export class PostgresRunStore implements RunStore {
       run.status === 'scheduled' && run.runAt !== undefined
         ? { id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt }
         : undefined
+    // A run given with steps (the engine creates runs with none) has their
+    // rows inserted in the same statement, and is handed back with them.
+    const steps = hasSteps(run) ? sql.json(run.steps as never) : undefined
+    const returned = steps ? sql`record || jsonb_build_object('steps', ${steps}::jsonb)` : sql`record`
+    const stepRows = steps
+      ? sql`inserted_steps AS (
+          INSERT INTO ${runs}.steps (run_id, key, record)
+          SELECT ${run.id}, step.key, step.value FROM inserted, jsonb_each(${steps}::jsonb) AS step
+        ),`
+      : sql``
     return sql<InsertRow[]>`
       WITH held AS (
         SELECT ${wholeRecord(sql, this.schema)} AS record FROM ${runs}.runs
@@ -195,11 +206,8 @@ export class PostgresRunStore implements RunStore {
           ${sql.json(rowRecord(run) as never)}::jsonb
         WHERE NOT EXISTS (SELECT 1 FROM held)
           AND (${finished} OR (SELECT live FROM counts) < ${this.maxRuns})
-        RETURNING record || jsonb_build_object('steps', ${sql.json(run.steps as never)}::jsonb) AS record
-      ), inserted_steps AS (
-        INSERT INTO ${runs}.steps (run_id, key, record)
-        SELECT ${run.id}, step.key, step.value FROM inserted, jsonb_each(${sql.json(run.steps as never)}::jsonb) AS step
-      ), delay AS (
+        RETURNING ${returned} AS record
+      ), ${stepRows} delay AS (
         INSERT INTO ${runs}.timers (id, run_id, kind, due_at, record)
         SELECT ${delay?.id ?? null}, ${run.id}, 'delay', ${delay?.dueAt ?? null}::timestamptz, ${sql.json((delay ?? null) as never)}::jsonb
         FROM inserted WHERE ${delay !== undefined}
