@@ -23,10 +23,10 @@ enableCompileCache?.()
 process.env.SVC_SCAN_CACHE ??= '1'
 
 const { importCitty } = await import('./_citty.ts')
-const { runCommand, renderUsage, showUsage } = await importCitty()
+const { runCommand, renderUsage } = await importCitty()
 const { ExitCode, isUsageError } = await import('./_errors.ts')
 const { loaders, summaries } = await import('./_commands.ts')
-const { hasOpenResources } = await import('./_output.ts')
+const { hasOpenResources, printLines } = await import('./_output.ts')
 
 const meta = async () => ({
   name: 'svc',
@@ -47,11 +47,13 @@ async function main(rawArgs: string[]): Promise<number> {
   try {
     if (rawArgs.some((arg) => arg === '--help' || arg === '-h')) {
       const [cmd, parent] = await resolveCommand(svc, rawArgs)
-      await showUsage(cmd === svc ? svcUsage : cmd, parent)
+      // As citty's showUsage() prints it (a blank line after), without the
+      // process.stdout its console.log would make for this one write.
+      printLines('stdout', [await renderUsage(cmd === svc ? svcUsage : cmd, parent), ''])
       return 0
     }
     if (rawArgs.length === 1 && (rawArgs[0] === '--version' || rawArgs[0] === '-v')) {
-      process.stdout.write(`${await version()}\n`)
+      printLines('stdout', [await version()])
       return 0
     }
     await runCommand(svc, { rawArgs })
@@ -64,11 +66,11 @@ async function main(rawArgs: string[]): Promise<number> {
     if (error instanceof ManifestError) {
       const lines = error.errors.map(String)
       lines.push(`${error.errors.length} config error${error.errors.length === 1 ? '' : 's'}`)
-      process.stderr.write(`${lines.join('\n')}\n`)
+      printLines('stderr', lines)
     } else if (isUsageError(error)) {
       // Usage goes to stderr with the error, so stdout stays clean for pipes.
       const [cmd, parent] = await resolveCommand(svc, rawArgs)
-      process.stderr.write(`${await renderUsage(cmd === svc ? svcUsage : cmd, parent)}\n\nerror: ${stripAnsi(error.message)}\n`)
+      printLines('stderr', [await renderUsage(cmd === svc ? svcUsage : cmd, parent), '', `error: ${stripAnsi(error.message)}`])
     } else {
       const message = error instanceof Error ? error.message : String(error)
       // The message only: a stack trace is noise for a user's mistake; SVC_DEBUG=1 shows it.

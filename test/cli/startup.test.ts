@@ -28,6 +28,9 @@ writeFileSync(
     '  resolve(specifier, context, next) { if (/^[@a-z][^:]*$/i.test(specifier)) bare.push(specifier); return next(specifier, context) },',
     '})',
     `process.on('exit', () => process.stderr.write('BARE ' + JSON.stringify(bare) + '\\n'))`,
+    // What is open as the process exits (read before this hook's own writes open stderr).
+    `const open = []; process.prependListener('exit', () => open.push(...process.getActiveResourcesInfo()))`,
+    `process.on('exit', () => process.stderr.write('OPEN ' + JSON.stringify(open) + '\\n'))`,
     `process.on('exit', () => process.stderr.write('LOADED ' + JSON.stringify(loaded.filter((url) => url.startsWith(${JSON.stringify(REPO)})).map((url) => url.slice(${REPO.length}))) + '\\n'))`,
     // Built-ins imported as ES modules: each builds a facade that reads every export.
     `process.on('exit', () => process.stderr.write('BUILTINS ' + JSON.stringify(loaded.filter((url) => url.startsWith('node:'))) + '\\n'))`,
@@ -41,7 +44,7 @@ writeFileSync(join(app, 'src/api/jobs/notify.ts'), "export const route = { kind:
 
 async function loadsOf(
   args: string[],
-): Promise<{ code: number | null; stdout: string; loaded: string[]; builtins: string[]; bare: string[] }> {
+): Promise<{ code: number | null; stdout: string; loaded: string[]; builtins: string[]; bare: string[]; open: string[] }> {
   const child = spawn(process.execPath, ['--import', pathToFileURL(hook).href, BIN, ...args], { env: { ...process.env, NO_COLOR: '1' } })
   let stdout = ''
   let stderr = ''
@@ -53,7 +56,7 @@ async function loadsOf(
     if (!line) throw new Error(`no list of loaded modules:\n${stderr}`)
     return JSON.parse(line.slice(label.length + 1))
   }
-  return { code, stdout, loaded: list('LOADED'), builtins: list('BUILTINS'), bare: list('BARE') }
+  return { code, stdout, loaded: list('LOADED'), builtins: list('BUILTINS'), bare: list('BARE'), open: list('OPEN') }
 }
 
 describe('what a command loads', () => {
@@ -107,6 +110,20 @@ describe('what a command loads', () => {
         bare.filter((specifier) => specifier === 'citty'),
         args.join(' '),
       ).toEqual(['citty'])
+    }
+  })
+
+  it('a command that prints once makes no stdout or stderr stream, and leaves nothing open', async () => {
+    for (const args of [
+      ['--help'],
+      ['routes', '--help'],
+      ['tasks', 'list', '--root', app],
+      ['routes', 'inspect', '--json', '--root', app],
+    ]) {
+      const { code, stdout, open } = await loadsOf(args)
+      expect(code, args.join(' ')).toBe(0)
+      expect(stdout, args.join(' ')).not.toBe('')
+      expect(open, args.join(' ')).toEqual([])
     }
   })
 
