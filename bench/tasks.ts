@@ -6,8 +6,12 @@
  *   and 100,000 runs all triggered at once: at least 100,000 runs/s at
  *   10,000; then 100,000 runs with at most 1,000 in flight at a time, which
  *   separates growth with the number of runs (the store retains them all)
- *   from growth with the number in flight at once; and the heap each run
- *   holds while it is in flight, with 100,000 in flight;
+ *   from growth with the number in flight at once; each size with the
+ *   share of its time the garbage collector took; next to them a bare
+ *   dispatch loop at the same sizes (bench/_bare-dispatch.ts), its
+ *   collector's share at 100,000 at once, and svc's growth at once as a
+ *   ratio to the loop's; and the heap each run holds while it is in
+ *   flight, with 100,000 in flight;
  * - replay of a run with 100, 1,000 and 5,000 completed steps, from
  *   re-dispatch to completed (median): at most 10 ms at 1,000;
  * - recording a run of 100, 1,000 and 5,000 steps, one after another, on
