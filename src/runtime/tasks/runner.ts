@@ -191,10 +191,11 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
   }
 
   #abort(error: Error, why: string): void {
-    if (this.done)
-      return // Abort first so the handler sees `ctx.signal.aborted` by the time the
-      // attempt is recorded as failed.
-    ;(this.#controller ??= new AbortController()).abort(error)
+    if (this.done) return
+    // Abort first so the handler sees `ctx.signal.aborted` by the time the
+    // attempt is recorded as failed.
+    this.#controller ??= new AbortController()
+    this.#controller.abort(error)
     this.#settle(false, error, why)
   }
 
