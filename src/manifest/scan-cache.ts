@@ -24,6 +24,7 @@ import type { FileScan } from './scan-file.ts'
 
 // Not `import`: see the note in scan.ts.
 const { readFileSync, writeFileSync, renameSync, mkdirSync, statSync, readdirSync, rmSync } = process.getBuiltinModule('node:fs')
+const { dirname, join, sep } = process.getBuiltinModule('node:path')
 
 /** Bumped whenever the layout of the cache file changes. */
 const FORMAT = 3
@@ -241,17 +242,14 @@ function debug(note: string): undefined {
  * file, whose own size and time stand for its code.
  */
 export function scannerFingerprint(): string {
-  const here = new URL('.', import.meta.url)
+  // Paths as strings rather than URLs: this runs at the start of every
+  // command that scans, where each URL is several objects to parse and keep.
+  const here = import.meta.dirname
   // The scanner is src/manifest/ and the runtime rules it shares (route kinds, cron, flow).
-  const files = import.meta.url.endsWith('.ts')
-    ? [...sourceFiles(here), ...sourceFiles(new URL('../runtime/', here))]
-    : [new URL(import.meta.url)]
-  const base = decodeURIComponent(new URL('..', here).pathname)
-  return fingerprintOf(
-    files.map((url) => decodeURIComponent(url.pathname)),
-    [packageVersion(here), parserVersion(here)],
-    base,
-  )
+  const files = import.meta.filename.endsWith('.ts')
+    ? [...sourceFiles(here), ...sourceFiles(join(here, '../runtime'))]
+    : [import.meta.filename]
+  return fingerprintOf(files, [packageVersion(here), parserVersion(here)], `${dirname(here)}${sep}`)
 }
 
 /**
@@ -293,7 +291,7 @@ function hash53(text: string): string {
 }
 
 /** The TypeScript files under `dir`, at any depth. */
-function sourceFiles(dir: URL, out: URL[] = []): URL[] {
+function sourceFiles(dir: string, out: string[] = []): string[] {
   let entries: import('node:fs').Dirent[]
   try {
     entries = readdirSync(dir, { withFileTypes: true })
@@ -301,16 +299,16 @@ function sourceFiles(dir: URL, out: URL[] = []): URL[] {
     return out
   }
   for (const entry of entries) {
-    if (entry.isDirectory()) sourceFiles(new URL(`${entry.name}/`, dir), out)
-    else if (entry.name.endsWith('.ts')) out.push(new URL(entry.name, dir))
+    if (entry.isDirectory()) sourceFiles(join(dir, entry.name), out)
+    else if (entry.name.endsWith('.ts')) out.push(join(dir, entry.name))
   }
   return out
 }
 
-function packageVersion(from: URL): string {
+function packageVersion(from: string): string {
   for (const candidate of ['../../package.json', '../package.json']) {
     try {
-      const pkg = JSON.parse(readFileSync(new URL(candidate, from), 'utf8')) as { name?: string; version?: string }
+      const pkg = JSON.parse(readFileSync(join(from, candidate), 'utf8')) as { name?: string; version?: string }
       if (pkg.name === 'svc') return `svc ${pkg.version}`
     } catch {}
   }
@@ -323,12 +321,12 @@ function packageVersion(from: URL): string {
  * Looked up directly: import.meta.resolve() costs several milliseconds of
  * every scan's start.
  */
-function parserVersion(from: URL): string {
-  for (let dir = new URL('./', from); ; dir = new URL('../', dir)) {
+function parserVersion(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
     try {
-      const pkg = JSON.parse(readFileSync(new URL('node_modules/oxc-parser/package.json', dir), 'utf8')) as { version?: string }
+      const pkg = JSON.parse(readFileSync(join(dir, 'node_modules/oxc-parser/package.json'), 'utf8')) as { version?: string }
       return `oxc-parser ${pkg.version}`
     } catch {}
-    if (dir.pathname === '/') return 'oxc-parser unknown'
+    if (dirname(dir) === dir) return 'oxc-parser unknown'
   }
 }
