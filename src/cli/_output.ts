@@ -20,7 +20,7 @@ export function formatTable(header: string[], rows: string[][]): string {
     .join('\n')
 }
 
-export function printLines(stream: 'stdout' | 'stderr', lines: string[]): void {
+export function printLines(stream: Stdio, lines: string[]): void {
   if (lines.length > 0) writeLine(stream, lines.join('\n'))
 }
 
@@ -38,7 +38,7 @@ export function hasOpenResources(): boolean {
  * parts, which V8 copies into one before it can encode it, some 10 ms for a
  * megabyte of JSON.
  */
-function writeLine(stream: 'stdout' | 'stderr', text: string): void {
+function writeLine(stream: Stdio, text: string): void {
   write(stream, text)
   write(stream, '\n')
 }
@@ -50,18 +50,44 @@ function writeLine(stream: 'stdout' | 'stderr', text: string): void {
  * something is open, a stream may have queued output, which this text must
  * follow, so it goes through the stream. So does whatever the descriptor does
  * not take at once: a pipe left non-blocking by another process and full
- * (EAGAIN), or a closed one, whose error the stream reports as it always does.
+ * (EAGAIN). A reader that has gone away (EPIPE: `svc … | head`) takes
+ * nothing more, and the rest is dropped without a word, as `head` expects.
  */
-function write(stream: 'stdout' | 'stderr', text: string): void {
+function write(stream: Stdio, text: string): void {
+  if (gone.has(stream)) return
   if (hasOpenResources()) {
-    process[stream].write(text)
+    stdio(stream).write(text)
     return
   }
   const bytes = Buffer.from(text)
   let written = 0
   try {
     while (written < bytes.length) written += writeSync(stream === 'stdout' ? 1 : 2, bytes, written)
-  } catch {
-    process[stream].write(bytes.subarray(written))
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EPIPE') gone.add(stream)
+    else stdio(stream).write(bytes.subarray(written))
   }
+}
+
+type Stdio = 'stdout' | 'stderr'
+
+/** The outputs whose reader has gone away. */
+const gone = new Set<Stdio>()
+const watched = new Set<Stdio>()
+
+/**
+ * `process.stdout` or `process.stderr`, whose EPIPE (its reader has gone
+ * away) ends what it prints quietly instead of as an unhandled error. Every
+ * write of the CLI's own to a stream goes through here.
+ */
+export function stdio(stream: Stdio): NodeJS.WriteStream {
+  const out = process[stream]
+  if (!watched.has(stream)) {
+    watched.add(stream)
+    out.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') throw error
+      gone.add(stream)
+    })
+  }
+  return out
 }

@@ -26,7 +26,7 @@ const { importCitty } = await import('./_citty.ts')
 const { runCommand, renderUsage } = await importCitty()
 const { ExitCode, isUsageError } = await import('./_errors.ts')
 const { loaders, summaries } = await import('./_commands.ts')
-const { hasOpenResources, printLines } = await import('./_output.ts')
+const { hasOpenResources, printLines, stdio } = await import('./_output.ts')
 
 const meta = async () => ({
   name: 'svc',
@@ -76,7 +76,7 @@ async function main(rawArgs: string[]): Promise<number> {
       // The message only: a stack trace is noise for a user's mistake; SVC_DEBUG=1 shows it.
       const { consola } = await import('consola')
       consola.error(message)
-      if (process.env.SVC_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`)
+      if (process.env.SVC_DEBUG && error instanceof Error && error.stack) stdio('stderr').write(`${error.stack}\n`)
     }
     return 1
   }
@@ -107,7 +107,7 @@ process.exitCode = code
 // flushed so that piped output is never cut short. A process with nothing
 // open has made no stream, so nothing can be queued (see _output.ts).
 if (rawArgs.find((arg) => !arg.startsWith('-')) !== 'dev') {
-  if (hasOpenResources()) await Promise.all([flushed(process.stdout), flushed(process.stderr)])
+  if (hasOpenResources()) await Promise.all([flushed(stdio('stdout')), flushed(stdio('stderr'))])
   process.exit(code)
 }
 

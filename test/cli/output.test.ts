@@ -40,6 +40,31 @@ describe('output', () => {
     expect(Buffer.concat(chunks).toString('utf8')).toBe(expected)
   })
 
+  it('ends quietly when its reader goes away before the output is written (svc … | head)', async () => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1' } })
+    // The read end closes at once: every write of the CLI meets EPIPE.
+    child.stdout.destroy()
+    let stderr = ''
+    child.stderr.on('data', (chunk) => (stderr += chunk))
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' })
+  })
+
+  it('ends quietly when its reader goes away while the stream still holds output', async () => {
+    // As in the first test: a non-blocking pipe that fills, so the rest waits in process.stdout.
+    const wrapper = `process.stdout; process.execve(process.execPath, [process.execPath, ${JSON.stringify(BIN)}, ...${JSON.stringify(args)}])`
+    const child = spawn(process.execPath, ['-e', wrapper], { env: { ...process.env, NO_COLOR: '1' } })
+    child.stdout.pause()
+    let stderr = ''
+    child.stderr.on('data', (chunk) => (stderr += chunk))
+    const closed = new Promise<number | null>((resolve) => child.on('close', resolve))
+    // The reader reads the first chunk, then goes away with the rest unread.
+    await new Promise<void>((resolve) => child.stdout.once('readable', () => resolve()))
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    child.stdout.destroy()
+    expect({ code: await closed, stderr }).toEqual({ code: 0, stderr: '' })
+  })
+
   it('prints the same bytes to a file as to a pipe', async () => {
     const file = join(app, 'out.json')
     const fd = openSync(file, 'w')
