@@ -2,14 +2,10 @@
  * A run's record as `PostgresRunStore` keeps it: its row in `runs` holds the
  * record with `"steps": {}`, and each step is a row of `steps` (run, key),
  * so that saving a step costs that step's size however many its run
- * recorded before. Writes of a run's record go through `rowRecord`; every
- * statement that hands a record back selects `wholeRecord`.
+ * recorded before. Writes of a run's record go through `withoutSteps`
+ * (store.ts); every statement that hands a record back selects `wholeRecord`.
  */
 import type { Fragment, Sql, TransactionSql } from 'postgres'
-import { hasSteps } from '../runtime/tasks/store.ts'
-import type { RunRecord } from '../types.ts'
-
-const NO_STEPS = Object.freeze({})
 
 /**
  * The record of the row `runs` (the runs table of `schema`, by that name,
@@ -19,9 +15,4 @@ const NO_STEPS = Object.freeze({})
 export function wholeRecord(sql: Sql | TransactionSql, schema: string): Fragment {
   return sql`runs.record || jsonb_build_object('steps', coalesce(
     (SELECT jsonb_object_agg(steps.key, steps.record) FROM ${sql(schema)}.steps WHERE steps.run_id = runs.id), '{}'))`
-}
-
-/** What a run's row holds of `run`: all of it but its steps, which are rows of their own. */
-export function rowRecord(run: RunRecord): RunRecord {
-  return hasSteps(run) ? { ...run, steps: NO_STEPS } : run
 }

@@ -27,11 +27,12 @@ import {
   type RunStore,
   type TimerRecord,
   type TokenRecord,
+  withoutSteps,
 } from '../runtime/tasks/store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { timerId } from '../runtime/tasks/ids.ts'
 import { migrate } from './migrations.ts'
-import { rowRecord, wholeRecord } from './records.ts'
+import { wholeRecord } from './records.ts'
 import { redact, resolvePostgresOptions, type PostgresRunStoreOptions } from './options.ts'
 import { PostgresSharedWork } from './shared.ts'
 import { debounceRunPg, startQueuedPg } from './flow.ts'
@@ -203,7 +204,7 @@ export class PostgresRunStore implements RunStore {
         SELECT ${run.id}, ${run.taskName}, ${run.status}, ${run.idempotencyKey ?? null},
           CASE WHEN ${finished} THEN nextval(${`${this.schema}.runs_finished_seq`}::regclass) END,
           CASE WHEN ${run.status} = 'running' THEN now() + ${this.leaseMs} * interval '1 millisecond' END,
-          ${sql.json(rowRecord(run) as never)}::jsonb
+          ${sql.json(withoutSteps(run) as never)}::jsonb
         WHERE NOT EXISTS (SELECT 1 FROM held)
           AND (${finished} OR (SELECT live FROM counts) < ${this.maxRuns})
         RETURNING ${returned} AS record

@@ -11,6 +11,7 @@ import { type Deadlines, Expiring } from './deadlines.ts'
 import { jsonProblem } from './json.ts'
 import { createInvocation, createStepApi, type Invocation, reportUnreachedSteps, type StepHost } from './steps.ts'
 import type { SuspendSignal } from './suspend.ts'
+import { hasSteps } from './store.ts'
 
 export type InvocationOutcome =
   | { kind: 'completed'; result: unknown; attempt: Attempt }
@@ -135,7 +136,7 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     // Suspensions append no attempt, so every recorded attempt of a running
     // run is a failed one: the next is their count plus one.
     this.#attempt = run.attempts.length + 1
-    this.#steps = hasKeys(run.steps) ? run.steps : undefined
+    this.#steps = hasSteps(run) ? run.steps : undefined
     const ctx = new Context(this, run, this.#attempt)
     let value: unknown
     try {
@@ -273,9 +274,4 @@ function isThenable(value: unknown): boolean {
   return (
     value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function'
   )
-}
-
-function hasKeys(record: object): boolean {
-  for (const _ in record) return true
-  return false
 }

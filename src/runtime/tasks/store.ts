@@ -263,6 +263,17 @@ export function hasSteps(run: Pick<RunRecord, 'steps'>): boolean {
   return false
 }
 
+const NO_STEPS = Object.freeze({})
+
+/**
+ * `run` as a durable store's row of it holds it: every field but its steps,
+ * which the SQL stores keep as rows of their own (`"steps": {}` in place).
+ * `run` itself when it has none.
+ */
+export function withoutSteps(run: RunRecord): RunRecord {
+  return hasSteps(run) ? { ...run, steps: NO_STEPS } : run
+}
+
 /** Whether `status` is the expected status, or one of them (the `expect` of `updateRun`). */
 export function statusMatches(status: RunStatus, expected: RunStatus | readonly RunStatus[]): boolean {
   return typeof expected === 'string' ? status === expected : expected.includes(status)

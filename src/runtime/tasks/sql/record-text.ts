@@ -5,13 +5,11 @@
  * steps it has recorded, and saving a step costs the step's. Edge-safe.
  */
 import type { RunRecord } from '../../../types.ts'
-import { hasSteps } from '../store.ts'
-
-const NO_STEPS = Object.freeze({})
+import { hasSteps, withoutSteps } from '../store.ts'
 
 /** The text of a run's row in `runs`: the record with its steps left out. */
 export function rowText(run: RunRecord): string {
-  return JSON.stringify(hasSteps(run) ? { ...run, steps: NO_STEPS } : run)
+  return JSON.stringify(withoutSteps(run))
 }
 
 /** The whole record's text, steps included; `row` is its `rowText`, which it is when there are none. */
