@@ -72,6 +72,42 @@ describe('how a handler ends its attempt', () => {
     expect(rt.logger.text('warn')).toContain(`run ${done.id} finished without reaching its recorded step "fetch"`)
   })
 
+  it('a retry that awaits before its first step still replays the steps an earlier attempt recorded, and one that never reaches them names them', async () => {
+    vi.useFakeTimers()
+    let ran = 0
+    const rt = runtime([
+      task(
+        'late',
+        async (ctx) => {
+          await Promise.resolve()
+          const value = await ctx.step.run('fetch', () => ++ran)
+          if (ctx.attempt === 1) throw new Error('boom')
+          return value
+        },
+        { route: { retries: 1 } },
+      ),
+      task(
+        'skips',
+        async (ctx) => {
+          if (ctx.attempt === 1) {
+            await ctx.step.run('fetch', () => 1)
+            throw new Error('boom')
+          }
+          await Promise.resolve()
+          return 'done'
+        },
+        { route: { retries: 1 } },
+      ),
+    ])
+    const late = await finishedAfter(rt, (await rt.trigger('late')).id, 100)
+    expect(late).toMatchObject({ status: 'completed', result: 1 })
+    expect(ran).toBe(1)
+    const skips = await finishedAfter(rt, (await rt.trigger('skips')).id, 100)
+    expect(skips).toMatchObject({ status: 'completed', result: 'done' })
+    expect(rt.logger.text('warn')).toContain(`run ${skips.id} finished without reaching its recorded step "fetch"`)
+    expect(rt.logger.text('warn')).not.toContain(`run ${late.id} finished without reaching`)
+  })
+
   it('an async handler past its timeout fails the attempt, and its signal is aborted', async () => {
     let signal: AbortSignal | undefined
     const rt = runtime([

@@ -114,8 +114,8 @@ class Context implements TaskContext {
 class Call<T extends RunRef> extends Expiring implements InvocationHandle {
   readonly #def: TaskDefinition
   readonly #attempt: number
-  /** The steps recorded before this invocation, when there are any. */
-  readonly #steps: Readonly<Record<string, StepRecord>> | undefined
+  /** The steps recorded before this invocation; undefined once known to be none. */
+  #steps: Readonly<Record<string, StepRecord>> | undefined
   readonly #invoker: Invoker<T>
   /** The engine's entry for the run; the run's id and task are read from it. */
   readonly #token: T
@@ -136,7 +136,7 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     // Suspensions append no attempt, so every recorded attempt of a running
     // run is a failed one: the next is their count plus one.
     this.#attempt = run.attempts.length + 1
-    this.#steps = hasSteps(run) ? run.steps : undefined
+    this.#steps = run.steps
     const ctx = new Context(this, run, this.#attempt)
     let value: unknown
     try {
@@ -149,6 +149,12 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
       }
       value = Promise.reject(error)
     }
+    // Whether the run has recorded steps is asked only of a handler that has
+    // not touched ctx.step, whose invocation would hold them: a replay asks
+    // for its first step at once, and telling whether a record of thousands
+    // of steps has any costs a pass over its keys (V8 keeps an object that
+    // large as a dictionary). A run without steps keeps no empty object.
+    if (this.#step === undefined && !hasSteps(run)) this.#steps = undefined
     // A plain value returned by a handler that never touched ctx.step is the
     // outcome at once: nothing is left to time out.
     if (this.#step === undefined && !isThenable(value)) {
