@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { copyFixtureApp } from '../targets/_app.ts'
+import { copyFixtureApp, writeApp } from '../targets/_app.ts'
 import { svc } from './_svc.ts'
 
 describe('svc tasks and svc build', () => {
@@ -11,7 +11,7 @@ describe('svc tasks and svc build', () => {
   })
   afterAll(() => app?.cleanup())
 
-  it('tasks list --json gives name, path, schedule, retries and timeout', async () => {
+  it('tasks list --json gives name, path, schedule, timezone, retries, timeout and flow limits', async () => {
     const { code, stdout } = await svc(['tasks', 'list', '--json', '--root', app.root])
     expect(code).toBe(0)
     const { tasks } = JSON.parse(stdout)
@@ -19,9 +19,44 @@ describe('svc tasks and svc build', () => {
       name: 'jobs.tick',
       path: '/api/jobs/tick',
       schedule: '*/10 * * * *',
+      timezone: null,
       retries: 0,
       timeout: 30000,
+      flow: {},
     })
+  })
+
+  it('tasks list shows a schedule with its timezone and the flow limits of each task', async () => {
+    const limited = await writeApp({
+      'src/api/digest.ts': `export const route = { kind: 'task', schedule: '0 9 * * *', timezone: 'Europe/Berlin' }
+export async function POST() {}
+`,
+      'src/api/sync.ts': `export const route = { kind: 'task', concurrency: { limit: 2, key: 'input.account' }, rateLimit: { limit: 10, periodSeconds: 60 }, debounce: { seconds: 5 } }
+export async function POST() {}
+`,
+    })
+    try {
+      const json = await svc(['tasks', 'list', '--json', '--root', limited.root])
+      expect(json.code).toBe(0)
+      const { tasks } = JSON.parse(json.stdout)
+      expect(tasks.map((t: { name: string; timezone: string | null }) => [t.name, t.timezone])).toEqual([
+        ['digest', 'Europe/Berlin'],
+        ['sync', null],
+      ])
+      expect(tasks[1].flow).toEqual({
+        concurrency: { limit: 2, key: 'input.account' },
+        rateLimit: { limit: 10, periodSeconds: 60 },
+        debounce: { seconds: 5 },
+      })
+      const text = await svc(['tasks', 'list', '--root', limited.root])
+      expect(text.code).toBe(0)
+      const lines = text.stdout.split('\n')
+      expect(lines[0]).toMatch(/^NAME\s+PATH\s+SCHEDULE\s+RETRIES\s+TIMEOUT\s+FLOW$/)
+      expect(lines.find((line) => line.startsWith('digest'))).toContain('0 9 * * * (Europe/Berlin)')
+      expect(lines.find((line) => line.startsWith('sync'))).toMatch(/concurrency 2 per input\.account.*10 .*60 s.*debounce 5 s/)
+    } finally {
+      await limited.cleanup()
+    }
   })
 
   it('tasks run --json prints the exact envelope and exits 0', async () => {

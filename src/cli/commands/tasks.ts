@@ -14,24 +14,36 @@ async function scanTasks(root: string): Promise<ManifestRoute[]> {
 }
 
 const list = defineCommand({
-  meta: { name: 'list', description: 'List the tasks with their schedule, retries and timeout' },
+  meta: { name: 'list', description: 'List the tasks with their schedule, retries, timeout and flow limits' },
   args: listArgs,
   async run({ args, rawArgs }) {
     checkArgs(rawArgs, listArgs)
     const tasks = await scanTasks(resolveRoot(args.root))
-    const rows = tasks.map(({ name, path, schedule, retries, timeout }) => ({
+    const rows = tasks.map(({ name, path, schedule, timezone, retries, timeout, flow }) => ({
       name: name!,
       path,
       schedule,
+      timezone,
       retries: retries!,
       timeout: timeout!,
+      flow,
     }))
     if (args.json) return printJson({ tasks: rows })
     if (rows.length === 0) return printLines('stdout', ['No tasks found.'])
+    // Loaded for the table only, and only when a task has limits (a task without any has `flow: {}`).
+    const limited = rows.some((t) => t.flow !== null && Object.keys(t.flow).length > 0)
+    const describeFlow = limited ? (await import('../../runtime/tasks/flow.ts')).describeFlow : () => '-'
     printLines('stdout', [
       formatTable(
-        ['name', 'path', 'schedule', 'retries', 'timeout'],
-        rows.map((t) => [t.name, t.path, t.schedule ?? '-', String(t.retries), `${t.timeout} ms`]),
+        ['name', 'path', 'schedule', 'retries', 'timeout', 'flow'],
+        rows.map((t) => [
+          t.name,
+          t.path,
+          t.schedule === null ? '-' : t.timezone === null ? t.schedule : `${t.schedule} (${t.timezone})`,
+          String(t.retries),
+          `${t.timeout} ms`,
+          describeFlow(t.flow),
+        ]),
       ),
     ])
   },
