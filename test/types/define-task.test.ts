@@ -42,4 +42,41 @@ describe('defineTask', () => {
       new TypeError('defineTask({ input }): input must be a Standard Schema or a defineSchema() object (got object)'),
     )
   })
+
+  const start = (module: RouteModule) =>
+    createTaskRuntime({ routes: [{ path: '/api/jobs/measure', module }], logger: recordingLogger(), env: {} })
+
+  it('a schema given to defineTask that the module does not export as input fails the task at start, rather than leave payloads unchecked', () => {
+    const input = v.object({ n: v.number() })
+    expect(() => start({ route: { kind: 'task' }, POST: defineTask({ input, handler: (ctx) => ctx.input.n }) })).toThrow(
+      /Task "jobs\.measure" \(\/api\/jobs\/measure\): defineTask\(\) was given an input schema, but the file does not export it as `input`/,
+    )
+  })
+
+  it('an input export other than the schema given to defineTask fails the task at start', () => {
+    const typed = v.object({ n: v.number() })
+    const exported = v.object({ n: v.string() })
+    expect(() =>
+      start({ route: { kind: 'task' }, input: exported, POST: defineTask({ input: typed, handler: (ctx) => ctx.input.n }) }),
+    ).toThrow(/the `input` export is not the schema given to defineTask\(\)/)
+  })
+
+  it('one handler given to defineTask with two schemas serves two tasks, each exporting its own', async () => {
+    const handler = (ctx: { input: unknown }) => ctx.input
+    const a = v.object({ n: v.number() })
+    const b = v.object({ s: v.string() })
+    const runtime = createTaskRuntime({
+      routes: [
+        { path: '/api/a', module: { route: { kind: 'task' }, input: a, POST: defineTask({ input: a, handler }) } },
+        { path: '/api/b', module: { route: { kind: 'task' }, input: b, POST: defineTask({ input: b, handler }) } },
+      ],
+      logger: recordingLogger(),
+      env: {},
+    })
+    try {
+      expect((await runtime.waitForRun((await runtime.trigger('b', { s: 'x' })).id)).result).toEqual({ s: 'x' })
+    } finally {
+      await runtime.close()
+    }
+  })
 })

@@ -32,5 +32,29 @@ export function defineTask<Schema extends StandardSchemaV1 | SchemaDefinition | 
   if (input !== undefined && !isStandardSchema(input) && !isSchemaDefinition(input)) {
     throw new TypeError(`defineTask({ input }): input must be a Standard Schema or a defineSchema() object (got ${describe(input)})`)
   }
+  if (input !== undefined) {
+    const schemas = declared.get(handler)
+    if (schemas) schemas.add(input)
+    else declared.set(handler, new Set([input]))
+  }
   return handler
+}
+
+/**
+ * The schemas `defineTask` typed each handler's `ctx.input` from. The
+ * runtime validates against the file's `input` export, so a schema given to
+ * `defineTask` and not exported (or another one exported) would leave
+ * `ctx.input` typed from a schema nothing checks: `taskInputProblem` finds
+ * that when the task is registered. A set, for a handler reused with
+ * several schemas; weak, so a handler dropped is not kept.
+ */
+const declared = new WeakMap<object, Set<unknown>>()
+
+/** Why the `input` export of a task module does not match what `defineTask` was given for its `POST`, or undefined. */
+export function taskInputProblem(handler: object, input: unknown): string | undefined {
+  const schemas = declared.get(handler)
+  if (schemas === undefined || schemas.has(input)) return undefined
+  return input === undefined || input === null
+    ? 'defineTask() was given an input schema, but the file does not export it as `input`, so payloads would reach the handler unchecked; add `export const input = …` with that schema'
+    : 'the `input` export is not the schema given to defineTask(), so ctx.input would be typed from one schema and payloads checked against another; pass the exported `input` to defineTask'
 }

@@ -18,6 +18,7 @@ import {
 } from '../rules.ts'
 import { isSchemaDefinition, isStandardSchema } from '../schema.ts'
 import { describe } from '../describe.ts'
+import { taskInputProblem } from './define-task.ts'
 import { type TaskFlow, taskFlow } from './flow.ts'
 
 export interface TaskDefinition {
@@ -69,6 +70,8 @@ export function defineTasks(routes: readonly RuntimeApiRoute[]): Map<string, Tas
     if (mod.input !== undefined && mod.input !== null && !isStandardSchema(mod.input) && !isSchemaDefinition(mod.input)) {
       throw new TypeError(`${where}: the "input" export must be a Standard Schema or a defineSchema() object`)
     }
+    const inputProblem = taskInputProblem(mod.POST, mod.input)
+    if (inputProblem) throw new TypeError(`${where}: ${inputProblem}`)
     const schedule = resolved.schedule === null ? null : normalizeCron(resolved.schedule)
     tasks.set(name, {
       name,
