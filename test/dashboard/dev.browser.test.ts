@@ -159,7 +159,86 @@ describe('the runs dashboard under svc dev', () => {
     await runs.getByLabel('Task').selectOption('jobs.nap')
     await expect.poll(async () => new Set(await runs.locator('tbody td:nth-child(2)').allTextContents())).toEqual(new Set(['jobs.nap']))
     await runs.getByLabel('Task').selectOption('')
-    await runs.getByLabel('Status').selectOption('completed')
+    await runs.getByRole('group', { name: 'Status' }).getByLabel('completed').check()
     await expect.poll(async () => new Set(await runs.locator('tbody .status').allTextContents())).toEqual(new Set(['completed']))
+  })
+
+  it('filters by several statuses at once: runs of each checked status, none of the others', async () => {
+    await trigger(dev.url, 'jobs.greet', { name: 'several' })
+    await trigger(dev.url, 'jobs.nap', {})
+    const cancelled = await trigger(dev.url, 'jobs.nap', {})
+    expect((await fetch(`${dev.url}/__tasks/runs/${cancelled}/cancel`, { method: 'POST' })).status).toBe(200)
+    const runs = page.getByRole('region', { name: 'Runs' })
+    const statuses = runs.getByRole('group', { name: 'Status' })
+    // Checked from the keyboard, as a checkbox is.
+    await statuses.getByLabel('suspended').focus()
+    await page.keyboard.press('Space')
+    await statuses.getByLabel('cancelled').check()
+    await expect
+      .poll(async () => new Set(await runs.locator('tbody .status').allTextContents()))
+      .toEqual(new Set(['suspended', 'cancelled']))
+    expect(await runs.locator('tbody tr').filter({ hasText: cancelled }).count()).toBe(1)
+    await statuses.getByLabel('suspended').uncheck()
+    await expect.poll(async () => new Set(await runs.locator('tbody .status').allTextContents())).toEqual(new Set(['cancelled']))
+  })
+
+  describe('with more runs than one page holds', () => {
+    // Started one after another, so that the first is the oldest run of the task.
+    const started: string[] = []
+    beforeAll(async () => {
+      for (let i = 0; i < 130; i++) started.push(await trigger(dev.url, 'jobs.greet', { name: `run ${i}` }))
+    }, 60_000)
+
+    const runs = () => page.getByRole('region', { name: 'Runs' })
+    const loadMore = () => runs().getByRole('button', { name: 'Load more' })
+    const shownIds = () =>
+      runs()
+        .locator('tbody tr')
+        .evaluateAll((rows) => rows.map((row) => row.getAttribute('data-run')))
+
+    it('shows the newest 100, and Load more appends older pages until the last, each run once', async () => {
+      await expect.poll(() => runs().locator('tbody tr').count()).toBe(100)
+      while ((await loadMore().count()) > 0) {
+        const before = (await shownIds()).length
+        // From the keyboard: the last page hides the button and moves focus to the first run it added.
+        await loadMore().press('Enter')
+        await expect.poll(async () => (await shownIds()).length).toBeGreaterThan(before)
+      }
+      const focused = await page.evaluate(() => document.activeElement?.closest('tr')?.getAttribute('data-run'))
+      expect(focused).toBe((await shownIds())[100 * Math.floor(((await shownIds()).length - 1) / 100)])
+      const all = (await (await fetch(`${dev.url}/__tasks/runs?limit=500`)).json()) as { runs: { id: string }[]; cursor?: string }
+      expect(all.cursor).toBeUndefined()
+      const ids = await shownIds()
+      expect(ids).toEqual(all.runs.map((run) => run.id))
+      expect(new Set(ids).size).toBe(ids.length)
+      expect(ids).toContain(started[0])
+      expect(await loadMore().count()).toBe(0)
+    })
+
+    it('keeps the pages loaded when the event stream refreshes the list, with new runs on top', async () => {
+      await expect.poll(() => page.locator('#live').textContent()).toBe('live')
+      await expect.poll(() => runs().locator('tbody tr').count()).toBe(100)
+      await loadMore().click()
+      await expect.poll(async () => (await shownIds()).length).toBeGreaterThan(100)
+      const shown = (await shownIds()).length
+      const fresh = await trigger(dev.url, 'jobs.greet', { name: 'fresh' })
+      await expect.poll(async () => (await shownIds())[0]).toBe(fresh)
+      const ids = await shownIds()
+      expect(ids.length).toBe(shown)
+      expect(new Set(ids).size).toBe(ids.length)
+    })
+
+    it('starts again from the first page when a filter changes', async () => {
+      await expect.poll(() => runs().locator('tbody tr').count()).toBe(100)
+      await loadMore().click()
+      await expect.poll(async () => (await shownIds()).length).toBeGreaterThan(100)
+      await runs().getByLabel('Task').selectOption('jobs.greet')
+      await expect.poll(async () => (await shownIds()).length).toBe(100)
+      expect(new Set(await runs().locator('tbody td:nth-child(2)').allTextContents())).toEqual(new Set(['jobs.greet']))
+      expect(await loadMore().count()).toBe(1)
+      await runs().getByRole('group', { name: 'Status' }).getByLabel('failed').check()
+      await expect.poll(() => runs().textContent()).toContain('No runs match.')
+      expect(await loadMore().count()).toBe(0)
+    })
   })
 })
