@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
 import { startChild } from '../postgres/_child.ts'
-import { until } from '../tasks/_helpers.ts'
+import { mostOpen, until } from '../tasks/_helpers.ts'
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/sqlite-flow/server.ts', import.meta.url))
 // Generous for two shared cores; only a hang reaches it.
@@ -64,23 +64,6 @@ async function cluster() {
   return { servers, store, events, allCompleted }
 }
 
-/** The most attempts open at once, in all and per key, in the order the log numbered them. */
-function overlap(rows: { key: string; event: string }[]): { all: number; perKey: Map<string, number> } {
-  let open = 0
-  let all = 0
-  const openByKey = new Map<string, number>()
-  const perKey = new Map<string, number>()
-  for (const row of rows) {
-    const delta = row.event === 'start' ? 1 : -1
-    open += delta
-    all = Math.max(all, open)
-    const n = (openByKey.get(row.key) ?? 0) + delta
-    openByKey.set(row.key, n)
-    perKey.set(row.key, Math.max(perKey.get(row.key) ?? 0, n))
-  }
-  return { all, perKey }
-}
-
 /** How many attempts each run started. */
 function startsPerRun(rows: { run_id: string; event: string }[]): Map<string, number> {
   const starts = new Map<string, number>()
@@ -98,7 +81,7 @@ describe('flow control across processes on one SQLite file', { timeout: 60_000 }
     await allCompleted('limited', 60)
     const rows = events(ids)
     // The three processes raced to start them as they were triggered.
-    expect(overlap(rows).all).toBe(2)
+    expect(mostOpen(rows).all).toBe(2)
     expect(startsPerRun(rows)).toEqual(new Map(ids.map((id) => [id, 1])))
   })
 
@@ -126,7 +109,7 @@ describe('flow control across processes on one SQLite file', { timeout: 60_000 }
     )
     await allCompleted('keyed', 30)
     const rows = events(ids)
-    expect(overlap(rows).perKey).toEqual(
+    expect(mostOpen(rows).perKey).toEqual(
       new Map([
         ['a', 1],
         ['b', 1],

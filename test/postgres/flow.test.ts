@@ -8,7 +8,7 @@ import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PostgresRunStore } from '../../src/postgres.ts'
 import { flowStoreContract } from '../tasks/flow-store-contract.ts'
-import { until } from '../tasks/_helpers.ts'
+import { mostOpen, until } from '../tasks/_helpers.ts'
 import { startChild } from './_child.ts'
 import { createDatabase } from './_pg.ts'
 
@@ -44,19 +44,7 @@ const startServer = () => startChild(SCRIPT, [url])
 async function overlap(ids: string[]): Promise<{ all: number; perKey: Map<string, number> }> {
   const rows = await db<{ key: string; event: string }[]>`
     SELECT key, event FROM attempts WHERE run_id = ANY(${ids}::text[]) ORDER BY seq`
-  let open = 0
-  let all = 0
-  const openByKey = new Map<string, number>()
-  const perKey = new Map<string, number>()
-  for (const row of rows) {
-    const delta = row.event === 'start' ? 1 : -1
-    open += delta
-    all = Math.max(all, open)
-    const n = (openByKey.get(row.key) ?? 0) + delta
-    openByKey.set(row.key, n)
-    perKey.set(row.key, Math.max(perKey.get(row.key) ?? 0, n))
-  }
-  return { all, perKey }
+  return mostOpen(rows)
 }
 
 async function allCompleted(task: string, count: number): Promise<void> {
