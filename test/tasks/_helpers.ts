@@ -64,23 +64,3 @@ export async function finishedAfter(rt: TaskRuntimeInstance, id: string, ms: num
   await vi.advanceTimersByTimeAsync(ms)
   return done
 }
-
-/**
- * The most attempts open at once, in all and per key, from their `start` and `end` events in
- * the order they happened (the attempt logs of the flow tests across processes).
- */
-export function mostOpen(events: readonly { key: string; event: string }[]): { all: number; perKey: Map<string, number> } {
-  let open = 0
-  let all = 0
-  const openByKey = new Map<string, number>()
-  const perKey = new Map<string, number>()
-  for (const { key, event } of events) {
-    const delta = event === 'start' ? 1 : -1
-    open += delta
-    all = Math.max(all, open)
-    const n = (openByKey.get(key) ?? 0) + delta
-    openByKey.set(key, n)
-    perKey.set(key, Math.max(perKey.get(key) ?? 0, n))
-  }
-  return { all, perKey }
-}
