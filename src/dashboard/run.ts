@@ -174,7 +174,24 @@ function parse(text: string): unknown {
 
 /** Attempts as a timeline: each bar starts and spans in proportion to the run's whole time. */
 function attempts(run: Run): Child {
-  if (run.attempts.length === 0) return h('p', { class: 'muted' }, 'No attempt yet.')
+  const live = liveAttempt(run)
+  if (run.attempts.length === 0) return h('p', { class: 'muted attempt-live' }, live ?? 'No attempt yet.')
+  return [attemptTable(run), live && h('p', { class: 'muted attempt-live' }, live)]
+}
+
+/**
+ * The attempt a running or suspended run is in. An attempt is recorded when
+ * it ends: a suspension ends none, and the attempt goes on, under the same
+ * number, once what the run waits on is met.
+ */
+function liveAttempt(run: Run): string | null {
+  const n = run.attempts.length + 1
+  if (run.status === 'running') return `Attempt ${n} is running; it is listed here once it ends.`
+  if (run.status === 'suspended') return `Attempt ${n} is suspended until what the run waits on is met; it is listed here once it ends.`
+  return null
+}
+
+function attemptTable(run: Run): Child {
   const start = Date.parse(run.attempts[0].startedAt)
   const end = Math.max(...run.attempts.map((a) => Date.parse(a.startedAt) + a.durationMs), start + 1)
   return dataTable(

@@ -122,10 +122,16 @@ describe('the runs dashboard under svc dev', () => {
       .toMatch(/:approval$/)
       .then(runId)
     expect(await runPanel().locator('.token-id').textContent()).toBe(`${id}:approval`)
+    // The first attempt ran up to the wait: it is suspended, not missing.
+    expect(await runPanel().locator('.attempt-live').textContent()).toBe(
+      'Attempt 1 is suspended until what the run waits on is met; it is listed here once it ends.',
+    )
     await page.getByLabel('Payload (JSON)').fill('{ "approved": true }')
     await page.getByRole('button', { name: 'Complete token' }).click()
     await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('completed')
     expect(await runPanel().textContent()).toContain('approved: true')
+    expect(await runPanel().locator('table.attempts tbody tr').count()).toBe(1)
+    expect(await runPanel().locator('.attempt-live').count()).toBe(0)
   })
 
   it('links a run waiting on a child run to that run, and the child back to its parent', async () => {
