@@ -10,15 +10,18 @@
  */
 import { join } from 'node:path'
 import { openDatabase } from '../src/node/sqlite-database.ts'
+import { INSERT_RUN_OWNED, UPDATE_RUN_OWNED } from '../src/node/sqlite-owners.ts'
 import { newRunId } from '../src/runtime/tasks/ids.ts'
-import { INSERT_RUN, UPDATE_RUN, UPSERT_STEP } from '../src/runtime/tasks/sql/queries.ts'
+import { UPSERT_STEP } from '../src/runtime/tasks/sql/queries.ts'
 
 /** Milliseconds for `count` runs of `steps` recorded steps each: created running, each step saved, ended. */
 export function sqliteFloor(dir: string, name: string, count: number, steps: number): number {
   const db = openDatabase(join(dir, `${name}.db`), 5000, 'bench')
   try {
-    const insert = db.prepare(INSERT_RUN)
-    const update = db.prepare(UPDATE_RUN)
+    // The statements the store runs, with the owner it records (sqlite-owners.ts).
+    const owner = 2 ** 52 + 1
+    const insert = db.prepare(INSERT_RUN_OWNED)
+    const update = db.prepare(UPDATE_RUN_OWNED)
     const saveStep = db.prepare(UPSERT_STEP)
     const batch = (write: (i: number) => void) => {
       db.exec('BEGIN IMMEDIATE')
@@ -40,7 +43,7 @@ export function sqliteFloor(dir: string, name: string, count: number, steps: num
     }))
     const seqs: number[] = []
     batch((i) => {
-      seqs.push(Number(insert.run(runs[i].id, 'noop', 'running', null, null, JSON.stringify(runs[i])).lastInsertRowid))
+      seqs.push(Number(insert.run(runs[i].id, 'noop', 'running', null, null, JSON.stringify(runs[i]), owner).lastInsertRowid))
     })
     for (let step = 0; step < steps; step++) {
       // A step is a row of its own; the run's row keeps `"steps":{}`.
@@ -52,7 +55,7 @@ export function sqliteFloor(dir: string, name: string, count: number, steps: num
       const run = runs[i]
       Object.assign(run, { status: 'completed', finishedAt: now })
       run.attempts.push({ index: 1, startedAt: now, durationMs: 0 })
-      update.run('completed', i + 1, JSON.stringify(run), seqs[i])
+      update.run('completed', i + 1, JSON.stringify(run), null, seqs[i])
     })
     return performance.now() - start
   } finally {

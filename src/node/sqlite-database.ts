@@ -8,12 +8,13 @@
  */
 import type { DatabaseSync } from 'node:sqlite'
 import { createTables, MOVE_STEPS, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
+import { OWNERS_TABLE } from './sqlite-owners.ts'
 
 /** Pages of WAL that trigger a checkpoint (see `prepare`). */
 const WAL_CHECKPOINT_PAGES = 10_000
 
 /** The schema this release writes. Bump it, and add a step to `MIGRATIONS`, when the schema changes. */
-export const SCHEMA_VERSION = 2
+export const SCHEMA_VERSION = 3
 
 // Each entry moves a database from version `index` to `index + 1`. What an
 // entry runs must keep its meaning once released: files it migrated exist.
@@ -21,6 +22,8 @@ const MIGRATIONS: readonly string[] = [
   createTables({ timerDueAt: false }),
   // 2: steps move out of their run's record into a table of their own.
   STEPS_TABLE + MOVE_STEPS,
+  // 3: the process that holds each running run, and the processes on the file (sqlite-owners.ts).
+  OWNERS_TABLE,
 ]
 
 /**

@@ -32,7 +32,6 @@ import {
   EVICT_RUNS,
   EVICT_STEPS,
   EVICT_TOKENS,
-  INSERT_RUN,
   INSERT_TOKEN,
   LAST_FINISHED_SEQ,
   LIST_TIMERS,
@@ -44,7 +43,6 @@ import {
   SELECT_TOKEN,
   SETTLE_TOKEN,
   TAKE_TIMER,
-  UPDATE_RUN,
   UPDATE_RUN_RECORD,
   UPSERT_STEP,
   UPSERT_TIMER,
@@ -58,6 +56,19 @@ import { type CachedRun, RowCache } from './sqlite-row-cache.ts'
 import { jsonCopy } from '../runtime/tasks/json-copy.ts'
 import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
 import { resolveSqliteOptions, type SqliteRunStoreOptions } from './sqlite-options.ts'
+import {
+  DELETE_OWNER,
+  HEARTBEAT_MS,
+  INSERT_RUN_OWNED,
+  isAlive,
+  type Owner,
+  ownIdentity,
+  SELECT_OWNERS,
+  SELECT_RUNNING_OWNER,
+  SET_OWNER,
+  UPDATE_RUN_OWNED,
+  UPSERT_OWNER,
+} from './sqlite-owners.ts'
 
 export type { SqliteRunStoreOptions } from './sqlite-options.ts'
 
@@ -106,9 +117,12 @@ interface Counts {
  * 2 MiB), for the index pages that eviction and inserts walk.
  *
  * Several processes may share one file. Each transition still happens
- * once, but a process only fires the timers it armed or found when it
- * started (`recover()`), and one that starts runs again the attempts the
- * others have in flight (at least once).
+ * once, and a process that starts (`recover()`) runs again only the
+ * attempts whose process is gone, not those another live process has in
+ * flight (`claimRunning`, sqlite-owners.ts). But a process only fires the
+ * timers it armed or found when it started, and the attempts of a process
+ * that dies are taken over at the next start of a process, not by the
+ * processes still running.
  *
  * Note: Node 22, 23 and earlier 24.x releases print "ExperimentalWarning:
  * SQLite is an experimental feature" the first time a store is created. The
@@ -133,6 +147,9 @@ export class SqliteRunStore implements RunStore {
    * the bound hold (they read committed state).
    */
   #evictAtCommit = false
+  /** This store in the file's `owners` table: the holder of the runs that enter `running` through it. */
+  readonly #self: Owner
+  #heartbeat: ReturnType<typeof setInterval> | undefined
 
   constructor(options: SqliteRunStoreOptions) {
     const { path, maxRuns, busyTimeoutMs } = resolveSqliteOptions(options, WHERE)
@@ -154,6 +171,55 @@ export class SqliteRunStore implements RunStore {
         this.#rows.clear()
       },
     })
+    this.#self = ownIdentity()
+    this.#register()
+    // Unref'd: a heartbeat never keeps the process alive.
+    this.#heartbeat = setInterval(() => {
+      this.#self.beat_at = Date.now()
+      this.#write(() => this.#register()).catch(() => {
+        // The next beat tries again; a file that refuses writes fails the store's other writes too.
+      })
+    }, HEARTBEAT_MS)
+    this.#heartbeat.unref?.()
+  }
+
+  /** The owner a write of `run` records: this store for a run written running (sqlite-owners.ts). */
+  #ownerOf(run: RunRecord): number | null {
+    return run.status === 'running' ? this.#self.owner : null
+  }
+
+  #register(): void {
+    const { owner, pid, host, ns, beat_at } = this.#self
+    this.#sql(UPSERT_OWNER).run(owner, pid, host, ns, beat_at)
+  }
+
+  /**
+   * Of these running runs, the ones no live process holds, taken for this
+   * store: `recover()` runs their attempts again. A run another live process
+   * has in flight stays with it (sqlite-owners.ts says how a process counts
+   * as gone). Owners found gone are removed.
+   */
+  async claimRunning(runIds: readonly string[]): Promise<string[]> {
+    if (runIds.length === 0) return []
+    return this.#write(() => {
+      const self = this.#self
+      const now = Date.now()
+      const owners = new Map<number, Owner>()
+      for (const row of this.#sql(SELECT_OWNERS).all() as unknown as Owner[]) owners.set(row.owner, row)
+      const claimed: string[] = []
+      for (const id of runIds) {
+        const row = this.#sql(SELECT_RUNNING_OWNER).get(id) as { seq: number; owner: number | null } | undefined
+        if (!row) continue
+        if (row.owner !== self.owner) {
+          const holder = row.owner === null ? undefined : owners.get(row.owner)
+          if (holder && isAlive(holder, self, now)) continue
+          this.#sql(SET_OWNER).run(self.owner, row.seq)
+        }
+        claimed.push(id)
+      }
+      for (const [owner, holder] of owners) if (owner !== self.owner && !isAlive(holder, self, now)) this.#sql(DELETE_OWNER).run(owner)
+      return claimed
+    })
   }
 
   /** Number of runs retained. */
@@ -168,7 +234,17 @@ export class SqliteRunStore implements RunStore {
   close(): void {
     const db = this.#db
     if (!db) return
+    clearInterval(this.#heartbeat)
     this.#batch.flush()
+    // Gone from the owners: a run still running here is the next starting
+    // process's to run again. Without waiting: while another connection
+    // holds the write lock, the heartbeat that stops here lapses instead.
+    try {
+      db.exec('PRAGMA busy_timeout = 0')
+      this.#sql(DELETE_OWNER).run(this.#self.owner)
+    } catch {
+      // Taken over once STALE_MS has passed.
+    }
     this.#db = undefined
     this.#statements.clear()
     db.close()
@@ -200,7 +276,15 @@ export class SqliteRunStore implements RunStore {
     const finishSeq = this.#finishSeq(run.status, null)
     let inserted: { lastInsertRowid: number | bigint }
     try {
-      inserted = this.#sql(INSERT_RUN).run(run.id, run.taskName, run.status, run.idempotencyKey ?? null, finishSeq, record)
+      inserted = this.#sql(INSERT_RUN_OWNED).run(
+        run.id,
+        run.taskName,
+        run.status,
+        run.idempotencyKey ?? null,
+        finishSeq,
+        record,
+        this.#ownerOf(run),
+      )
     } catch (error) {
       // The id's UNIQUE constraint is the existence check: one statement, not a lookup before it.
       if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE && this.#sql(RUN_EXISTS).get(run.id)) {
@@ -236,7 +320,7 @@ export class SqliteRunStore implements RunStore {
       applyRunPatch(run, copied as RunPatch)
       const record = rowText(run)
       const finishSeq = this.#finishSeq(run.status, row.finished_seq)
-      this.#sql(UPDATE_RUN).run(run.status, finishSeq, record, row.seq)
+      this.#sql(UPDATE_RUN_OWNED).run(run.status, finishSeq, record, this.#ownerOf(run), row.seq)
       this.#cache(id, row.seq, finishSeq, finishSeq === null ? run : undefined, finishSeq === null ? record : wholeText(run, record))
       if ((finishSeq === null) !== (row.finished_seq === null) && this.#counts) this.#counts.live += finishSeq === null ? 1 : -1
       if (finishSeq !== null && row.finished_seq === null && this.#countsNow().total > this.maxRuns) this.#evictAtCommit = true
@@ -324,7 +408,11 @@ export class SqliteRunStore implements RunStore {
     // Reads and writes share the batch's write lock: no other process can start a run in between.
     return this.#write(() => {
       const { result, written } = startQueuedSql(this.#runner, taskName, limits, now)
-      for (const row of written) this.#cacheWritten(row)
+      for (const row of written) {
+        // Started here: this store holds them (sqlite-owners.ts).
+        this.#sql(SET_OWNER).run(this.#self.owner, row.row.seq)
+        this.#cacheWritten(row)
+      }
       return result
     })
   }

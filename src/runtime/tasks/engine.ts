@@ -373,9 +373,10 @@ export class TaskEngine {
       if (delayed.has(run.id)) continue
       await this.#waits.arm({ id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt ?? run.createdAt })
     }
-    for (const run of await this.#store.listRuns({ status: 'running' })) {
-      if (!retrying.has(run.id)) this.#start(run)
-    }
+    const running = (await this.#store.listRuns({ status: 'running' })).filter((run) => !retrying.has(run.id))
+    // On a file other live processes share, the attempts they have in flight are theirs.
+    const ours = this.#store.claimRunning && new Set(await this.#store.claimRunning(running.map((run) => run.id)))
+    for (const run of running) if (!ours || ours.has(run.id)) this.#start(run)
     for (const run of await this.#store.listRuns({ status: 'suspended' })) await this.#waits.armWaitpoint(run)
     await this.#promoteQueued()
   }

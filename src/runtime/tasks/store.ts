@@ -103,6 +103,15 @@ export interface RunStore {
   readonly shared?: SharedWork
 
   /**
+   * Present on a store that processes may share without `shared`
+   * (`SqliteRunStore`): of these running runs, the ones whose process is
+   * gone, taken for this one. `recover()` runs again only those, leaving
+   * attempts another live process has in flight to it. Without it,
+   * `recover()` runs again every running run.
+   */
+  claimRunning?(runIds: readonly string[]): Promise<string[]>
+
+  /**
    * Inserts a new run and resolves to a copy of it. When the run carries an
    * `idempotencyKey` that a retained run of the same task already holds,
    * nothing is inserted and it resolves to that run instead (compare the

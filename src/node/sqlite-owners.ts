@@ -1,0 +1,75 @@
+/**
+ * Which process holds a running run on a SQLite file that several
+ * processes share. Each store registers itself in the `owners` table and
+ * renews a heartbeat there; a run written `running` by a store gets that
+ * store as its `owner`, in the same statement (`INSERT_RUN_OWNED`,
+ * `UPDATE_RUN_OWNED`; flow control's starts set it after). At start,
+ * `recover()` runs again only the running runs whose owner is gone
+ * (`SqliteRunStore.claimRunning`): a process that starts on the file
+ * leaves the other live processes' attempts to them.
+ *
+ * An owner is gone when its row is (a store that closed removes it), when
+ * its heartbeat is older than `STALE_MS`, or, for an owner in the same
+ * host and PID namespace (every process on one WAL file shares a host),
+ * when its process no longer exists: a process killed with `kill -9` is
+ * taken over at the next start, without waiting for its heartbeat to lapse.
+ */
+
+/** How often a store renews its heartbeat. */
+export const HEARTBEAT_MS = 5_000
+/** A heartbeat older than this is a process that stopped (or froze) without closing its store. */
+export const STALE_MS = 4 * HEARTBEAT_MS
+
+/** One store's entry in the `owners` table. */
+export interface Owner {
+  /** A random integer (a few bytes in each run's row, where a UUID's text would cost a tenth of a run's write). */
+  owner: number
+  pid: number
+  host: string
+  /** The PID namespace (`/proc/self/ns/pid` on Linux), '' where there is none to read. */
+  ns: string
+  /** Epoch milliseconds of the last heartbeat. */
+  beat_at: number
+}
+
+/** A store of this process as an owner, under a random id of 53 bits. */
+export function ownIdentity(): Owner {
+  const [high, low] = crypto.getRandomValues(new Uint32Array(2))
+  const id = (high & 0x1fffff) * 2 ** 32 + low
+  const { hostname } = process.getBuiltinModule('node:os')
+  let ns = ''
+  try {
+    ns = process.getBuiltinModule('node:fs').readlinkSync('/proc/self/ns/pid')
+  } catch {
+    // Not Linux: one namespace per host is what there is.
+  }
+  return { owner: id, pid: process.pid, host: hostname(), ns, beat_at: Date.now() }
+}
+
+/** Whether `other` may still be running the runs it holds, as `self` sees it at `now`. */
+export function isAlive(other: Owner, self: Owner, now: number): boolean {
+  if (now - Number(other.beat_at) > STALE_MS) return false
+  if (other.host !== self.host || other.ns !== self.ns) return true
+  try {
+    process.kill(Number(other.pid), 0)
+    return true
+  } catch (error) {
+    // EPERM: the process exists, under another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+export const OWNERS_TABLE = `
+  ALTER TABLE runs ADD COLUMN owner INTEGER;
+  CREATE TABLE owners (owner INTEGER PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, ns TEXT NOT NULL, beat_at INTEGER NOT NULL);`
+export const UPSERT_OWNER = 'INSERT OR REPLACE INTO owners (owner, pid, host, ns, beat_at) VALUES (?, ?, ?, ?, ?)'
+export const DELETE_OWNER = 'DELETE FROM owners WHERE owner = ?'
+export const SELECT_OWNERS = 'SELECT owner, pid, host, ns, beat_at FROM owners'
+export const SELECT_RUNNING_OWNER = "SELECT seq, owner FROM runs WHERE id = ? AND status = 'running'"
+export const SET_OWNER = 'UPDATE runs SET owner = ? WHERE seq = ?'
+// The shared INSERT_RUN and UPDATE_RUN (sql/queries.ts) with the owner as
+// well: `owner` is this store for a run written running, else NULL, which
+// keeps the owner a run had (it only counts while the run is running).
+export const INSERT_RUN_OWNED =
+  'INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record, owner) VALUES (?, ?, ?, ?, ?, ?, ?)'
+export const UPDATE_RUN_OWNED = 'UPDATE runs SET status = ?, finished_seq = ?, record = ?, owner = coalesce(?, owner) WHERE seq = ?'

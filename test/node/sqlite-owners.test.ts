@@ -1,0 +1,141 @@
+// Who runs again an attempt found running on a SQLite file that several
+// processes share: `claimRunning` hands a starting process only the runs
+// whose process is gone (its store closed, its heartbeat lapsed, or its
+// process no longer exists), and `recover()` leaves the others' attempts to
+// them. Real stores on one file; real child processes for the last case.
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { DatabaseSync } from 'node:sqlite'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { SqliteRunStore } from '../../src/node.ts'
+import { STALE_MS } from '../../src/node/sqlite-owners.ts'
+import { startChild } from '../postgres/_child.ts'
+import { until } from '../tasks/_helpers.ts'
+import { makeRun } from '../tasks/store-contract.ts'
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-sqlite-owners-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+let files = 0
+const dbFile = () => join(dir, `runs-${++files}.db`)
+
+const open: { close(): void }[] = []
+afterEach(() => {
+  for (const handle of open.splice(0).reverse()) handle.close()
+})
+function store(path: string): SqliteRunStore {
+  const s = new SqliteRunStore({ path })
+  open.push(s)
+  return s
+}
+function raw(path: string): DatabaseSync {
+  const db = new DatabaseSync(path)
+  db.exec('PRAGMA busy_timeout = 5000')
+  open.push(db)
+  return db
+}
+
+describe('SqliteRunStore.claimRunning', () => {
+  it('leaves a run to the live store it entered running through, and takes it once that store closes', async () => {
+    const path = dbFile()
+    const a = store(path)
+    const run = await a.createRun(makeRun({ status: 'queued' }))
+    await a.updateRun(run.id, { status: 'running' })
+    const b = store(path)
+    expect(await b.claimRunning([run.id])).toEqual([])
+    expect(await a.claimRunning([run.id])).toEqual([run.id])
+    a.close()
+    expect(await b.claimRunning([run.id])).toEqual([run.id])
+    // Now b's: a third store leaves it to b.
+    expect(await store(path).claimRunning([run.id])).toEqual([])
+  })
+
+  it('a run created running belongs to its store; runs not running, and unknown ids, are claimed by nobody', async () => {
+    const path = dbFile()
+    const a = store(path)
+    const running = await a.createRun(makeRun({ status: 'running' }))
+    const waiting = await a.createRun(makeRun({ status: 'suspended' }))
+    expect(await store(path).claimRunning([running.id, waiting.id, 'no-such-run'])).toEqual([])
+  })
+
+  it('takes the runs of a store whose heartbeat lapsed, and forgets that store', async () => {
+    const path = dbFile()
+    const a = store(path)
+    const run = await a.createRun(makeRun({ status: 'running' }))
+    const db = raw(path)
+    db.prepare('UPDATE owners SET beat_at = ?').run(Date.now() - STALE_MS - 1_000)
+    const b = store(path)
+    expect(await b.claimRunning([run.id])).toEqual([run.id])
+    expect(db.prepare('SELECT count(*) AS n FROM owners').get()).toEqual({ n: 1 })
+  })
+
+  it('takes the runs of a process that no longer exists at once, without waiting for its heartbeat to lapse', async () => {
+    const path = dbFile()
+    const a = store(path)
+    const run = await a.createRun(makeRun({ status: 'running' }))
+    // A process of this host that has exited: its pid names no process now.
+    const gone = spawnSync(process.execPath, ['-e', '0']).pid
+    raw(path).prepare('UPDATE owners SET pid = ?').run(gone)
+    expect(await store(path).claimRunning([run.id])).toEqual([run.id])
+  })
+
+  it('a process on another host (or PID namespace) counts as live while its heartbeat is fresh', async () => {
+    const path = dbFile()
+    const a = store(path)
+    const run = await a.createRun(makeRun({ status: 'running' }))
+    const db = raw(path)
+    db.prepare("UPDATE owners SET host = 'elsewhere', pid = ?").run(spawnSync(process.execPath, ['-e', '0']).pid)
+    expect(await store(path).claimRunning([run.id])).toEqual([])
+    db.prepare('UPDATE owners SET beat_at = ?').run(Date.now() - STALE_MS - 1_000)
+    expect(await store(path).claimRunning([run.id])).toEqual([run.id])
+  })
+
+  it("a file written by schema version 2 gains the owners; its running runs are anybody's", async () => {
+    const path = dbFile()
+    const a = store(path)
+    const run = await a.createRun(makeRun({ status: 'running' }))
+    a.close()
+    // Back to what version 2 wrote: no owner column, no owners table.
+    const db = new DatabaseSync(path)
+    db.exec('ALTER TABLE runs DROP COLUMN owner; DROP TABLE owners; PRAGMA user_version = 2')
+    db.close()
+    const b = store(path)
+    expect(await b.getRun(run.id)).toMatchObject({ status: 'running' })
+    expect(await b.claimRunning([run.id])).toEqual([run.id])
+  })
+})
+
+const SCRIPT = fileURLToPath(new URL('../fixtures/sqlite-flow/server.ts', import.meta.url))
+
+describe('a process that starts on a shared SQLite file', () => {
+  it("leaves a live process's attempt in flight alone, and runs it again once that process is killed", async () => {
+    const runsPath = dbFile()
+    const logPath = join(dir, `attempts-${files}.db`)
+    const log = raw(logPath)
+    log.exec(`PRAGMA journal_mode = WAL;
+      CREATE TABLE attempts (seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, key TEXT NOT NULL, event TEXT NOT NULL, pid INTEGER NOT NULL)`)
+    const starts = (id: string) =>
+      (log.prepare("SELECT pid FROM attempts WHERE run_id = ? AND event = 'start' ORDER BY seq").all(id) as { pid: number }[]).map(
+        (row) => row.pid,
+      )
+    const a = await startChild(SCRIPT, [runsPath, logPath])
+    const id = await a.call<string>('trigger', { task: 'limited', payload: { n: 1, hold: true } })
+    await until(async () => starts(id).length === 1, 30_000)
+    // b starts (recover()) while a holds the attempt: b leaves it to a.
+    const b = await startChild(SCRIPT, [runsPath, logPath])
+    expect(await b.call<boolean>('release', {})).toBe(true)
+    expect(starts(id)).toHaveLength(1)
+    await a.kill()
+    // c starts after a died: a's attempt is c's to run again.
+    const c = await startChild(SCRIPT, [runsPath, logPath])
+    await until(async () => starts(id).length === 2, 30_000)
+    expect(await c.call<boolean>('release', {})).toBe(true)
+    const s = store(runsPath)
+    await until(async () => (await s.getRun(id))?.status === 'completed', 30_000)
+    expect(starts(id)).toHaveLength(2)
+    expect((await s.getRun(id))?.result).toMatchObject({ n: 1 })
+    await Promise.all([b.kill(), c.kill()])
+  })
+})
