@@ -48,6 +48,10 @@ const WHERE = 'PostgresRunStore'
 const UNIQUE_VIOLATION = '23505'
 const FOREIGN_KEY_VIOLATION = '23503'
 const UNTRANSLATABLE_CHARACTER = '22P05'
+// deadlock_detected, the SQLSTATE of a deadlock's victim.
+const DEADLOCK_DETECTED = '40P01'
+/** Times a statement chosen as a deadlock's victim is run again before its error stands. */
+const DEADLOCK_RETRIES = 5
 
 type Row<T> = { record: T }
 type InsertRow = { held: RunRecord | null; inserted: RunRecord | null }
@@ -411,13 +415,31 @@ export class PostgresRunStore implements RunStore {
     )
   }
 
+  /**
+   * Runs `query` again when Postgres ends it as a deadlock's victim. A run's
+   * end (its row, then the `run_counts` row through the trigger) and an
+   * insert of the same idempotency key (`run_counts` first, then a wait on
+   * the row holding the key) can each wait for the other; Postgres aborts
+   * one, whose statement then had no effect, and the other goes on. Every
+   * query here is one statement or one transaction, so it is run again whole.
+   */
+  async #retryingDeadlocks<T>(query: (sql: Sql) => Promise<T>, sql: Sql): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await query(sql)
+      } catch (error) {
+        if ((error as { code?: string }).code !== DEADLOCK_DETECTED || attempt > DEADLOCK_RETRIES) throw error
+      }
+    }
+  }
+
   /** Runs `query` once the schema is ready, with errors that say what to do. */
   async #run<T>(query: (sql: Sql) => Promise<T>): Promise<T> {
     await this.#ready
     const sql = this.#sql
     if (!sql) throw new Error(`${WHERE}: the store for ${redact(this.#url)} is closed`)
     try {
-      return await query(sql)
+      return await this.#retryingDeadlocks(query, sql)
     } catch (error) {
       if ((error as { code?: string }).code === UNTRANSLATABLE_CHARACTER) {
         throw new Error(
