@@ -66,6 +66,7 @@ import {
   SELECT_OWNERS,
   SELECT_RUNNING_OWNER,
   SET_OWNER,
+  STALE_MS,
   UPDATE_RUN_OWNED,
   UPSERT_OWNER,
 } from './sqlite-owners.ts'
@@ -75,6 +76,8 @@ export type { SqliteRunStoreOptions } from './sqlite-options.ts'
 const WHERE = 'SqliteRunStore'
 // https://www.sqlite.org/rescode.html#constraint_unique
 const SQLITE_CONSTRAINT_UNIQUE = 2067
+// Past a holder's heartbeat lapsing, before its runs are asked about again.
+const RECHECK_MARGIN_MS = 1_000
 // The bound of the row cache, in characters of record text (see the class doc).
 const ROW_CACHE_WEIGHT = 64 * 1024 * 1024
 
@@ -199,26 +202,31 @@ export class SqliteRunStore implements RunStore {
    * has in flight stays with it (sqlite-owners.ts says how a process counts
    * as gone). Owners found gone are removed.
    */
-  async claimRunning(runIds: readonly string[]): Promise<string[]> {
-    if (runIds.length === 0) return []
+  async claimRunning(runIds: readonly string[]): Promise<{ claimed: string[]; recheckInMs?: number }> {
+    if (runIds.length === 0) return { claimed: [] }
     return this.#write(() => {
       const self = this.#self
       const now = Date.now()
       const owners = new Map<number, Owner>()
       for (const row of this.#sql(SELECT_OWNERS).all() as unknown as Owner[]) owners.set(row.owner, row)
       const claimed: string[] = []
+      // When the first heartbeat of a holder left alive lapses, unless renewed.
+      let lapses: number | undefined
       for (const id of runIds) {
         const row = this.#sql(SELECT_RUNNING_OWNER).get(id) as { seq: number; owner: number | null } | undefined
         if (!row) continue
         if (row.owner !== self.owner) {
           const holder = row.owner === null ? undefined : owners.get(row.owner)
-          if (holder && isAlive(holder, self, now)) continue
+          if (holder && isAlive(holder, self, now)) {
+            lapses = Math.min(lapses ?? Number.POSITIVE_INFINITY, Number(holder.beat_at) + STALE_MS)
+            continue
+          }
           this.#sql(SET_OWNER).run(self.owner, row.seq)
         }
         claimed.push(id)
       }
       for (const [owner, holder] of owners) if (owner !== self.owner && !isAlive(holder, self, now)) this.#sql(DELETE_OWNER).run(owner)
-      return claimed
+      return { claimed, recheckInMs: lapses === undefined ? undefined : Math.max(lapses - now, 0) + RECHECK_MARGIN_MS }
     })
   }
 

@@ -6,11 +6,12 @@
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { DatabaseSync } from 'node:sqlite'
-import { tmpdir } from 'node:os'
+import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
+import { createTaskRuntime } from '../../src/runtime/tasks/index.ts'
 import { STALE_MS } from '../../src/node/sqlite-owners.ts'
 import { startChild } from '../postgres/_child.ts'
 import { until } from '../tasks/_helpers.ts'
@@ -44,12 +45,12 @@ describe('SqliteRunStore.claimRunning', () => {
     const run = await a.createRun(makeRun({ status: 'queued' }))
     await a.updateRun(run.id, { status: 'running' })
     const b = store(path)
-    expect(await b.claimRunning([run.id])).toEqual([])
-    expect(await a.claimRunning([run.id])).toEqual([run.id])
+    expect((await b.claimRunning([run.id])).claimed).toEqual([])
+    expect((await a.claimRunning([run.id])).claimed).toEqual([run.id])
     a.close()
-    expect(await b.claimRunning([run.id])).toEqual([run.id])
+    expect((await b.claimRunning([run.id])).claimed).toEqual([run.id])
     // Now b's: a third store leaves it to b.
-    expect(await store(path).claimRunning([run.id])).toEqual([])
+    expect((await store(path).claimRunning([run.id])).claimed).toEqual([])
   })
 
   it('a run created running belongs to its store; runs not running, and unknown ids, are claimed by nobody', async () => {
@@ -57,7 +58,7 @@ describe('SqliteRunStore.claimRunning', () => {
     const a = store(path)
     const running = await a.createRun(makeRun({ status: 'running' }))
     const waiting = await a.createRun(makeRun({ status: 'suspended' }))
-    expect(await store(path).claimRunning([running.id, waiting.id, 'no-such-run'])).toEqual([])
+    expect((await store(path).claimRunning([running.id, waiting.id, 'no-such-run'])).claimed).toEqual([])
   })
 
   it('takes the runs of a store whose heartbeat lapsed, and forgets that store', async () => {
@@ -67,7 +68,7 @@ describe('SqliteRunStore.claimRunning', () => {
     const db = raw(path)
     db.prepare('UPDATE owners SET beat_at = ?').run(Date.now() - STALE_MS - 1_000)
     const b = store(path)
-    expect(await b.claimRunning([run.id])).toEqual([run.id])
+    expect((await b.claimRunning([run.id])).claimed).toEqual([run.id])
     expect(db.prepare('SELECT count(*) AS n FROM owners').get()).toEqual({ n: 1 })
   })
 
@@ -78,7 +79,7 @@ describe('SqliteRunStore.claimRunning', () => {
     // A process of this host that has exited: its pid names no process now.
     const gone = spawnSync(process.execPath, ['-e', '0']).pid
     raw(path).prepare('UPDATE owners SET pid = ?').run(gone)
-    expect(await store(path).claimRunning([run.id])).toEqual([run.id])
+    expect((await store(path).claimRunning([run.id])).claimed).toEqual([run.id])
   })
 
   it('a process on another host (or PID namespace) counts as live while its heartbeat is fresh', async () => {
@@ -87,9 +88,9 @@ describe('SqliteRunStore.claimRunning', () => {
     const run = await a.createRun(makeRun({ status: 'running' }))
     const db = raw(path)
     db.prepare("UPDATE owners SET host = 'elsewhere', pid = ?").run(spawnSync(process.execPath, ['-e', '0']).pid)
-    expect(await store(path).claimRunning([run.id])).toEqual([])
+    expect((await store(path).claimRunning([run.id])).claimed).toEqual([])
     db.prepare('UPDATE owners SET beat_at = ?').run(Date.now() - STALE_MS - 1_000)
-    expect(await store(path).claimRunning([run.id])).toEqual([run.id])
+    expect((await store(path).claimRunning([run.id])).claimed).toEqual([run.id])
   })
 
   it("a file written by schema version 2 gains the owners; its running runs are anybody's", async () => {
@@ -103,7 +104,40 @@ describe('SqliteRunStore.claimRunning', () => {
     db.close()
     const b = store(path)
     expect(await b.getRun(run.id)).toMatchObject({ status: 'running' })
-    expect(await b.claimRunning([run.id])).toEqual([run.id])
+    expect((await b.claimRunning([run.id])).claimed).toEqual([run.id])
+  })
+})
+
+describe('runs another live process held at start', () => {
+  it("are run once the holder's heartbeat lapses, as for a process restarted in another PID namespace", async () => {
+    const path = dbFile()
+    const a = store(path)
+    const run = await a.createRun(makeRun({ status: 'running', taskName: 'job' }))
+    // The holder: a process of this host in another PID namespace (its pid
+    // cannot be checked from here), whose last heartbeat lapses in 1.5 s.
+    const db = raw(path)
+    db.prepare("INSERT INTO owners (owner, pid, host, ns, beat_at) VALUES (7, 1, ?, 'pid:[elsewhere]', ?)").run(
+      hostname(),
+      Date.now() - STALE_MS + 1_500,
+    )
+    db.prepare('UPDATE runs SET owner = 7 WHERE id = ?').run(run.id)
+    const b = store(path)
+    expect(await b.claimRunning([run.id])).toMatchObject({ claimed: [], recheckInMs: expect.any(Number) })
+    let ran = 0
+    const runtime = createTaskRuntime({
+      routes: [{ path: '/api/job', module: { route: { kind: 'task' }, POST: () => ++ran } }],
+      store: b,
+      logger: { info() {}, warn() {}, error() {} },
+      env: {},
+    })
+    try {
+      await runtime.recover()
+      expect(ran).toBe(0)
+      await until(async () => (await b.getRun(run.id))?.status === 'completed', 10_000)
+      expect(ran).toBe(1)
+    } finally {
+      await runtime.close()
+    }
   })
 })
 

@@ -86,6 +86,8 @@ export class TaskEngine {
   readonly #waiters: RunWaiters
   readonly #changes: RunChanges
   #closed = false
+  /** The next look at running runs other processes held (`#claimRunning`). */
+  #recheck: ReturnType<typeof setTimeout> | undefined
   /** Draining (on its way out): takes no more work from a shared store. */
   #draining = false
   #noted = false
@@ -374,11 +376,42 @@ export class TaskEngine {
       await this.#waits.arm({ id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt ?? run.createdAt })
     }
     const running = (await this.#store.listRuns({ status: 'running' })).filter((run) => !retrying.has(run.id))
-    // On a file other live processes share, the attempts they have in flight are theirs.
-    const ours = this.#store.claimRunning && new Set(await this.#store.claimRunning(running.map((run) => run.id)))
-    for (const run of running) if (!ours || ours.has(run.id)) this.#start(run)
+    if (this.#store.claimRunning) await this.#claimRunning(running)
+    else for (const run of running) this.#start(run)
     for (const run of await this.#store.listRuns({ status: 'suspended' })) await this.#waits.armWaitpoint(run)
     await this.#promoteQueued()
+  }
+
+  /**
+   * Starts the running runs no live process holds (`RunStore.claimRunning`):
+   * on a file other live processes share, the attempts they have in flight
+   * are theirs. The others are asked about again when the store says their
+   * holder may have gone (its heartbeat lapsing), until none is left
+   * running: a holder that is a process restarted in another PID namespace
+   * (a container) can only be told gone that way.
+   */
+  async #claimRunning(running: RunRecord[]): Promise<void> {
+    const { claimed, recheckInMs } = await this.#store.claimRunning!(running.map((run) => run.id))
+    const ours = new Set(claimed)
+    for (const run of running) if (ours.has(run.id)) this.#start(run)
+    const left = running.filter((run) => !ours.has(run.id)).map((run) => run.id)
+    if (recheckInMs === undefined || left.length === 0 || this.#closed) return
+    clearTimeout(this.#recheck)
+    // Unref'd: runs other processes hold never keep this one alive.
+    this.#recheck = setTimeout(() => {
+      this.#recheck = undefined
+      this.#claimAgain(left).catch((error: unknown) =>
+        this.#logger.error(`[svc] task runtime: could not look again at runs other processes held: ${errorMessage(error)}`),
+      )
+    }, recheckInMs)
+    this.#recheck.unref?.()
+  }
+
+  async #claimAgain(ids: string[]): Promise<void> {
+    if (this.#closed) return
+    const runs = await Promise.all(ids.map((id) => this.#store.getRun(id)))
+    const running = runs.filter((run): run is RunRecord => run?.status === 'running')
+    if (running.length > 0) await this.#claimRunning(running)
   }
 
   /**
@@ -554,6 +587,7 @@ export class TaskEngine {
     this.#waits.close()
     for (const entry of this.#active.values()) entry.handle?.abort('The task runtime closed during this attempt')
     this.#deadlines.clear()
+    clearTimeout(this.#recheck)
     this.#waiters.rejectAll(new Error('The task runtime closed before the run finished'))
     if (!this.#sweeper) return Promise.resolve()
     return this.#handOver()

@@ -105,11 +105,12 @@ export interface RunStore {
   /**
    * Present on a store that processes may share without `shared`
    * (`SqliteRunStore`): of these running runs, the ones whose process is
-   * gone, taken for this one. `recover()` runs again only those, leaving
-   * attempts another live process has in flight to it. Without it,
-   * `recover()` runs again every running run.
+   * gone, taken for this one (`claimed`). `recover()` runs again only those,
+   * leaving attempts another live process has in flight to it, and asks
+   * about the others again after `recheckInMs`, when one of their holders
+   * may have gone. Without it, `recover()` runs again every running run.
    */
-  claimRunning?(runIds: readonly string[]): Promise<string[]>
+  claimRunning?(runIds: readonly string[]): Promise<{ claimed: string[]; recheckInMs?: number }>
 
   /**
    * Inserts a new run and resolves to a copy of it. When the run carries an
