@@ -6,7 +6,8 @@
  * `UPDATE_RUN_OWNED`; flow control's starts set it after). At start,
  * `recover()` runs again only the running runs whose owner is gone
  * (`SqliteRunStore.claimRunning`): a process that starts on the file
- * leaves the other live processes' attempts to them.
+ * leaves the other live processes' attempts to them, and looks at them
+ * again when their holder's heartbeat would lapse.
  *
  * An owner is gone when its row is (a store that closed removes it), when
  * its heartbeat is older than `STALE_MS`, or, for an owner in the same
