@@ -18,6 +18,7 @@ import {
   EVICT_STEPS,
   EVICT_TOKENS,
   INSERT_RUN,
+  insertRunValues,
   INSERT_TOKEN,
   LAST_FINISHED_SEQ,
   LIST_TIMERS,
@@ -152,15 +153,7 @@ export class DurableObjectRunStore implements RunStore {
       throw new StoreFullError(WHERE, this.maxRuns)
     }
     const finishSeq = this.#finishSeq(run.status, null)
-    const [inserted] = this.#all(
-      `${INSERT_RUN} RETURNING seq`,
-      run.id,
-      run.taskName,
-      run.status,
-      run.idempotencyKey ?? null,
-      finishSeq,
-      record,
-    )
+    const [inserted] = this.#all(`${INSERT_RUN} RETURNING seq`, ...insertRunValues(run, finishSeq, record))
     for (const key in run.steps) this.#storage.sql.exec(UPSERT_STEP, inserted.seq, key, JSON.stringify(run.steps[key]))
     tally.total++
     if (finishSeq === null) tally.live++

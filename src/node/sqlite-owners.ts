@@ -16,10 +16,14 @@
  * taken over at the next start, without waiting for its heartbeat to lapse.
  */
 
+import { RUN_COLUMNS, RUN_UPDATE_SET } from '../runtime/tasks/sql/queries.ts'
+
 /** How often a store renews its heartbeat. */
 export const HEARTBEAT_MS = 5_000
 /** A heartbeat older than this is a process that stopped (or froze) without closing its store. */
 export const STALE_MS = 4 * HEARTBEAT_MS
+/** Past a holder's heartbeat lapsing, before the runs it held are asked about again. */
+export const RECHECK_MARGIN_MS = 1_000
 
 /** One store's entry in the `owners` table. */
 export interface Owner {
@@ -71,6 +75,5 @@ export const SET_OWNER = 'UPDATE runs SET owner = ? WHERE seq = ?'
 // The shared INSERT_RUN and UPDATE_RUN (sql/queries.ts) with the owner as
 // well: `owner` is this store for a run written running, else NULL, which
 // keeps the owner a run had (it only counts while the run is running).
-export const INSERT_RUN_OWNED =
-  'INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record, owner) VALUES (?, ?, ?, ?, ?, ?, ?)'
-export const UPDATE_RUN_OWNED = 'UPDATE runs SET status = ?, finished_seq = ?, record = ?, owner = coalesce(?, owner) WHERE seq = ?'
+export const INSERT_RUN_OWNED = `INSERT INTO runs (${RUN_COLUMNS}, owner) VALUES (?, ?, ?, ?, ?, ?, ?)`
+export const UPDATE_RUN_OWNED = `UPDATE runs SET ${RUN_UPDATE_SET}, owner = coalesce(?, owner) WHERE seq = ?`

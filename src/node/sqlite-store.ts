@@ -29,6 +29,7 @@ import {
 import { StoreFullError } from '../runtime/errors.ts'
 import {
   COUNT_RUNS,
+  insertRunValues,
   EVICT_RUNS,
   EVICT_STEPS,
   EVICT_TOKENS,
@@ -66,6 +67,7 @@ import {
   SELECT_OWNERS,
   SELECT_RUNNING_OWNER,
   SET_OWNER,
+  RECHECK_MARGIN_MS,
   STALE_MS,
   UPDATE_RUN_OWNED,
   UPSERT_OWNER,
@@ -76,8 +78,6 @@ export type { SqliteRunStoreOptions } from './sqlite-options.ts'
 const WHERE = 'SqliteRunStore'
 // https://www.sqlite.org/rescode.html#constraint_unique
 const SQLITE_CONSTRAINT_UNIQUE = 2067
-// Past a holder's heartbeat lapsing, before its runs are asked about again.
-const RECHECK_MARGIN_MS = 1_000
 // The bound of the row cache, in characters of record text (see the class doc).
 const ROW_CACHE_WEIGHT = 64 * 1024 * 1024
 
@@ -284,15 +284,7 @@ export class SqliteRunStore implements RunStore {
     const finishSeq = this.#finishSeq(run.status, null)
     let inserted: { lastInsertRowid: number | bigint }
     try {
-      inserted = this.#sql(INSERT_RUN_OWNED).run(
-        run.id,
-        run.taskName,
-        run.status,
-        run.idempotencyKey ?? null,
-        finishSeq,
-        record,
-        this.#ownerOf(run),
-      )
+      inserted = this.#sql(INSERT_RUN_OWNED).run(...insertRunValues(run, finishSeq, record), this.#ownerOf(run))
     } catch (error) {
       // The id's UNIQUE constraint is the existence check: one statement, not a lookup before it.
       if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE && this.#sql(RUN_EXISTS).get(run.id)) {

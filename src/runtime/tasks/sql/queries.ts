@@ -5,7 +5,7 @@
  * writes, `DurableObjectRunStore` runs them in synchronous blocks.
  * Edge-safe: no `node:` import.
  */
-import type { RunStatus } from '../../../types.ts'
+import type { RunRecord, RunStatus } from '../../../types.ts'
 import type { RunQuery } from '../store.ts'
 
 /** The run columns a read-modify-write needs: `seq` (the rowid) addresses the update. */
@@ -33,9 +33,21 @@ export const SELECT_RUN_BY_KEY = `SELECT record FROM ${RUN_RECORDS} WHERE task_n
 export const SELECT_RUN_SEQ = 'SELECT seq FROM runs WHERE id = ?'
 
 export const RUN_EXISTS = 'SELECT 1 FROM runs WHERE id = ?'
-export const INSERT_RUN = 'INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record) VALUES (?, ?, ?, ?, ?, ?)'
+/** The columns a run's row is inserted with, in the order of `insertRunValues`. */
+export const RUN_COLUMNS = 'id, task_name, status, idempotency_key, finished_seq, record'
+export const INSERT_RUN = `INSERT INTO runs (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`
+/** The values of `RUN_COLUMNS` for `run`, whose row holds `record`. */
+export function insertRunValues(
+  run: RunRecord,
+  finishSeq: number | null,
+  record: string,
+): [string, string, string, string | null, number | null, string] {
+  return [run.id, run.taskName, run.status, run.idempotencyKey ?? null, finishSeq, record]
+}
+/** What `UPDATE_RUN` sets, for a store whose update sets more. */
+export const RUN_UPDATE_SET = 'status = ?, finished_seq = ?, record = ?'
 // By rowid, which the row carries: one b-tree lookup instead of two.
-export const UPDATE_RUN = 'UPDATE runs SET status = ?, finished_seq = ?, record = ? WHERE seq = ?'
+export const UPDATE_RUN = `UPDATE runs SET ${RUN_UPDATE_SET} WHERE seq = ?`
 export const UPDATE_RUN_RECORD = 'UPDATE runs SET record = ? WHERE seq = ?'
 export const COUNT_RUNS = 'SELECT count(*) AS total, count(*) - count(finished_seq) AS live FROM runs'
 export const LAST_FINISHED_SEQ = 'SELECT max(finished_seq) AS n FROM runs WHERE finished_seq IS NOT NULL'
