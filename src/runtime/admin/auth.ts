@@ -43,9 +43,29 @@ export function timingSafeEqual(given: string, expected: string): boolean {
   return diff === 0
 }
 
-// The whole rest of the header is the token: RFC 6750 tokens have no spaces,
-// but an operator's secret may, and enqueue() sends it verbatim.
-const BEARER = /^Bearer[ \t]+(.+?)[ \t]*$/i
+/**
+ * The credentials of `Authorization: Bearer <token>` (RFC 6750 §2.1), or
+ * `undefined` when the header is absent or of another scheme. The whole rest
+ * of the header, without the blanks around it, is the token: RFC 6750 tokens
+ * have no spaces, but an operator's secret may, and enqueue() sends it
+ * verbatim. A scan, not a regular expression: the header is the client's,
+ * and a lazy match followed by trailing blanks costs the square of its
+ * length before any secret is compared.
+ */
+export function bearerToken(header: string | null): string | undefined {
+  if (header === null || header.length < 8 || header.slice(0, 6).toLowerCase() !== 'bearer') return undefined
+  let start = 6
+  while (start < header.length && isBlank(header.charCodeAt(start))) start++
+  if (start === 6) return undefined
+  let end = header.length
+  while (end > start && isBlank(header.charCodeAt(end - 1))) end--
+  return end > start ? header.slice(start, end) : undefined
+}
+
+/** SP or HTAB (RFC 9110 §5.6.3). */
+function isBlank(c: number): boolean {
+  return c === 32 || c === 9
+}
 
 // Named in every message, the svc name first; THEN_TASK_SECRET is read too.
 const SECRET_NAMES = 'SVC_TASK_SECRET (or THEN_TASK_SECRET)'
@@ -54,11 +74,11 @@ const SECRET_NAMES = 'SVC_TASK_SECRET (or THEN_TASK_SECRET)'
 export function authorize(request: Request, info: RequestInfo | undefined, env: EnvLike, R: ResponseClass): Response | undefined {
   const secret = taskSecret(env)
   if (secret !== undefined) {
-    const match = BEARER.exec(request.headers.get('authorization') ?? '')
-    if (match && timingSafeEqual(match[1], secret)) return undefined
+    const token = bearerToken(request.headers.get('authorization'))
+    if (token !== undefined && timingSafeEqual(token, secret)) return undefined
     return unauthorized(
       R,
-      match
+      token !== undefined
         ? `The bearer token does not match the task secret, ${SECRET_NAMES}`
         : `Send Authorization: Bearer <secret>, the value of ${SECRET_NAMES} on the server`,
     )

@@ -26,6 +26,7 @@
 import type { EnqueueOptions, Logger, RequestInfo, TaskRuntime } from '../types.ts'
 import { internalError, jsonError, knownErrorResponse, methodNotAllowed } from '../app/errors.ts'
 import type { ResponseClass } from '../app/types.ts'
+import { trimTrailingSlashes } from '../app/path.ts'
 import { enqueueOptionsFromHeaders } from '../tasks/client.ts'
 import type { EnvLike } from '../env.ts'
 import { authorize } from './auth.ts'
@@ -56,7 +57,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
 
   async function route(request: Request, pathname: string, info: RequestInfo | undefined): Promise<Response> {
     const method = request.method
-    const rest = pathname.slice(TASKS_PREFIX.length).replace(/\/+$/, '')
+    const rest = trimTrailingSlashes(pathname.slice(TASKS_PREFIX.length))
     const segments = rest === '' ? [] : rest.slice(1).split('/').map(decodeSegment)
 
     if (segments.length === 0) {

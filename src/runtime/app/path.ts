@@ -45,3 +45,14 @@ function plainPath(raw: string): string | undefined {
   }
   return raw
 }
+
+/**
+ * `path` without its trailing slashes, in one backward scan. A regular
+ * expression such as `/\/+$/` is tried at every slash of a run, so a path of
+ * many slashes followed by anything else costs the square of its length.
+ */
+export function trimTrailingSlashes(path: string): string {
+  let end = path.length
+  while (end > 0 && path.charCodeAt(end - 1) === 47 /* / */) end--
+  return end === path.length ? path : path.slice(0, end)
+}

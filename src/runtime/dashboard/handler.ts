@@ -7,6 +7,7 @@
 import { authorize } from '../admin/auth.ts'
 import { jsonError, methodNotAllowed } from '../app/errors.ts'
 import type { ResponseClass } from '../app/types.ts'
+import { trimTrailingSlashes } from '../app/path.ts'
 import type { EnvLike } from '../env.ts'
 import type { RequestInfo, TaskRuntime } from '../types.ts'
 import { type DashboardAccess, servesDashboard } from './access.ts'
@@ -50,7 +51,7 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
   return (request, pathname, info) => {
     if (!servesDashboard(access, info)) return undefined
     const method = request.method
-    const path = pathname.replace(/\/+$/, '') || '/'
+    const path = trimTrailingSlashes(pathname) || '/'
     if (path === DASHBOARD_PATH) {
       if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed(R, method, pathname, 'GET, HEAD')
       if (!page) {

@@ -8,6 +8,7 @@
  */
 import type { Logger } from '../types.ts'
 import type { ResponseClass } from '../app/types.ts'
+import { trimTrailingSlashes } from '../app/path.ts'
 import { describe } from '../describe.ts'
 import { MemoryCacheStore, type CacheEntry, type CacheStore } from './cache-store.ts'
 
@@ -198,7 +199,7 @@ function canonicalKey(key: string): string {
     return key
   }
   let path = url.pathname
-  if (path.length > 1) path = path.replace(/\/+$/, '') || '/'
+  if (path.length > 1) path = trimTrailingSlashes(path) || '/'
   const segments = path.split('/').map((segment) => {
     try {
       return encodeURIComponent(decodeURIComponent(segment))
