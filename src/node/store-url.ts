@@ -6,7 +6,7 @@
  */
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { redact } from '../postgres/options.ts'
+import { redactUrl } from '../runtime/redact.ts'
 import { MemoryRunStore } from '../runtime/tasks/memory-store.ts'
 import type { RunStore } from '../runtime/tasks/store.ts'
 import { SqliteRunStore } from './sqlite-store.ts'
@@ -58,10 +58,10 @@ export async function storeFromEnv(env: Record<string, string | undefined>, opti
   if (scheme === 'sqlite' || scheme === 'file') {
     const path = sqlitePath(value.slice(scheme.length + 1))
     if (!path)
-      throw new TypeError(`${STORE_URL_ENV} must name a file after "${scheme}:" (got ${JSON.stringify(value)}); accepted: ${ACCEPTS}`)
+      throw new TypeError(`${STORE_URL_ENV} must name a file after "${scheme}:" (got ${JSON.stringify(redactUrl(value))}); accepted: ${ACCEPTS}`)
     return openSqlite(resolve(root, path))
   }
-  throw new TypeError(`${STORE_URL_ENV} must be one of ${ACCEPTS} (got ${JSON.stringify(redact(value))})`)
+  throw new TypeError(`${STORE_URL_ENV} must be one of ${ACCEPTS} (got ${JSON.stringify(redactUrl(value))})`)
 }
 
 /** `sqlite:data/runs.db`, `sqlite:/abs/runs.db`, and `file:` URLs (`file:///abs/runs.db`) alike. */
@@ -106,5 +106,5 @@ async function openPostgres(url: string): Promise<StoreFromEnv> {
       { cause: error },
     )
   }
-  return { store, description: `Postgres ${redact(url)}`, close: () => store.close() }
+  return { store, description: `Postgres ${redactUrl(url)}`, close: () => store.close() }
 }

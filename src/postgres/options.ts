@@ -1,6 +1,7 @@
 /** Options of `PostgresRunStore`, their defaults and their checks. */
 import { DEFAULT_MAX_RUNS } from '../runtime/tasks/memory-store.ts'
 import { describe } from '../runtime/describe.ts'
+import { redactUrl } from '../runtime/redact.ts'
 
 export interface PostgresRunStoreOptions {
   /**
@@ -79,16 +80,8 @@ function checkUrl(where: string, url: unknown): asserts url is string {
   if (typeof url !== 'string') throw new TypeError(`${expected} (got ${describe(url)})`)
   const parsed = URL.canParse(url) ? new URL(url) : undefined
   if (parsed?.protocol !== 'postgres:' && parsed?.protocol !== 'postgresql:') {
-    throw new TypeError(`${expected} (got ${describe(redact(url))})`)
+    throw new TypeError(`${expected} (got ${describe(redactUrl(url))})`)
   }
-}
-
-/** The URL without its password, for error messages. */
-export function redact(url: string): string {
-  if (!URL.canParse(url)) return url.replace(/:[^:@/]*@/, ':***@')
-  const parsed = new URL(url)
-  if (parsed.password) parsed.password = '***'
-  return parsed.href
 }
 
 function checkWholeNumber(where: string, name: string, value: unknown, min: number): void {
