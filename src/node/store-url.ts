@@ -58,7 +58,9 @@ export async function storeFromEnv(env: Record<string, string | undefined>, opti
   if (scheme === 'sqlite' || scheme === 'file') {
     const path = sqlitePath(value.slice(scheme.length + 1))
     if (!path)
-      throw new TypeError(`${STORE_URL_ENV} must name a file after "${scheme}:" (got ${JSON.stringify(redactUrl(value))}); accepted: ${ACCEPTS}`)
+      throw new TypeError(
+        `${STORE_URL_ENV} must name a file after "${scheme}:" (got ${JSON.stringify(redactUrl(value))}); accepted: ${ACCEPTS}`,
+      )
     return openSqlite(resolve(root, path))
   }
   throw new TypeError(`${STORE_URL_ENV} must be one of ${ACCEPTS} (got ${JSON.stringify(redactUrl(value))})`)

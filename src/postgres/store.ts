@@ -33,7 +33,8 @@ import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { timerId } from '../runtime/tasks/ids.ts'
 import { migrate } from './migrations.ts'
 import { wholeRecord } from './records.ts'
-import { redact, resolvePostgresOptions, type PostgresRunStoreOptions } from './options.ts'
+import { resolvePostgresOptions, type PostgresRunStoreOptions } from './options.ts'
+import { redactUrl } from '../runtime/redact.ts'
 import { PostgresSharedWork } from './shared.ts'
 import { debounceRunPg, startQueuedPg } from './flow.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
@@ -113,7 +114,7 @@ export class PostgresRunStore implements RunStore {
     this.#ready = migrate(sql, schema, WHERE).catch((error: unknown) => {
       throw (error as Error).message?.startsWith(WHERE)
         ? error
-        : new Error(`${WHERE}: cannot use ${redact(url)}: ${(error as Error).message}`, { cause: error })
+        : new Error(`${WHERE}: cannot use ${redactUrl(url)}: ${(error as Error).message}`, { cause: error })
     })
     // Reported by ready() and by every call; not an unhandled rejection meanwhile.
     this.#ready.catch(() => {})
@@ -437,7 +438,7 @@ export class PostgresRunStore implements RunStore {
   async #run<T>(query: (sql: Sql) => Promise<T>): Promise<T> {
     await this.#ready
     const sql = this.#sql
-    if (!sql) throw new Error(`${WHERE}: the store for ${redact(this.#url)} is closed`)
+    if (!sql) throw new Error(`${WHERE}: the store for ${redactUrl(this.#url)} is closed`)
     try {
       return await this.#retryingDeadlocks(query, sql)
     } catch (error) {

@@ -5,10 +5,10 @@ import { storeFromEnv } from '../../src/node.ts'
 import { redactUrl } from '../../src/runtime/redact.ts'
 
 // Each is written into the URL as is, not percent-encoded, as people do.
-export const PASSWORDS = ['hunter2/xyz', 'hun@ter2', 'hun:ter2', 'hun#ter2', 'hun%ter2', 'hun ter2', 'a/b@c:d#e%f g', 'hunter2@']
+const PASSWORDS = ['hunter2/xyz', 'hun@ter2', 'hun:ter2', 'hun#ter2', 'hun%ter2', 'hun ter2', 'a/b@c:d#e%f g', 'hunter2@']
 
 /** Every piece of `password` between its special characters, as a message must hold none of them. */
-export function pieces(password: string): string[] {
+function pieces(password: string): string[] {
   return password.split(/[/@:#% ]/).filter((piece) => piece.length > 1)
 }
 
