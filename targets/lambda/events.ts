@@ -102,6 +102,28 @@ function appPath(event: HttpEventV2): string {
   return event.rawPath.startsWith(`${prefix}/`) ? event.rawPath.slice(prefix.length) : event.rawPath
 }
 
+/**
+ * `request` with the scheme the client used. API Gateway and function URLs
+ * put it in X-Forwarded-Proto, as the header's last entry: one a client sent
+ * comes before it. srvx believes the header only behind a proxy named in
+ * `trustProxy`, and then also X-Forwarded-Host, which a client sets at will
+ * here; so the scheme alone is taken, from the last entry, and the URL set
+ * as srvx sets it for a trusted proxy.
+ */
+export function withForwardedProto(request: Request, headers: Record<string, string | undefined> | undefined): Request {
+  const value = headers?.['x-forwarded-proto'] ?? headers?.['X-Forwarded-Proto']
+  if (value === undefined) return request
+  const proto = value
+    .slice(value.lastIndexOf(',') + 1)
+    .trim()
+    .toLowerCase()
+  const url = request.url
+  const current = url.slice(0, url.indexOf(':'))
+  if ((proto !== 'http' && proto !== 'https') || proto === current) return request
+  Object.defineProperty(request, 'url', { value: `${proto}${url.slice(current.length)}`, enumerable: true, configurable: true })
+  return request
+}
+
 const TEXT_TYPE = /^(text\/|application\/(json|javascript|xml|x-www-form-urlencoded)|[^;]*\+(json|xml))/i
 
 /**

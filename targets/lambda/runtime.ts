@@ -8,7 +8,7 @@ import { processEnv } from '../../src/runtime/env.ts'
 import { functionHost, type FunctionApp, type TickSummary } from '../../src/node/function-host.ts'
 import type { AWSLambdaContext } from 'srvx'
 import { handleLambdaEvent } from 'srvx/aws-lambda'
-import { forSrvx, isHttpEventV2, isScheduleEvent, isTickEvent, toResult, type HttpResultV2 } from './events.ts'
+import { forSrvx, isHttpEventV2, isScheduleEvent, isTickEvent, toResult, type HttpResultV2, withForwardedProto } from './events.ts'
 
 export type { HttpEventV2, HttpResultV2, ScheduleEvent, TickEvent } from './events.ts'
 export type { TickSummary } from '../../src/node/function-host.ts'
@@ -53,7 +53,7 @@ export function createLambdaHandler(app: LambdaApp): LambdaHandler {
       // empty answer to convert, and the app's body is read once.
       await handleLambdaEvent(
         async (request) => {
-          response = await core.fetch(request, { waitUntil: (promise) => void pending.push(promise) })
+          response = await core.fetch(withForwardedProto(request, event.headers), { waitUntil: (promise) => void pending.push(promise) })
           return new Response(null, { status: 204 })
         },
         forSrvx(event),

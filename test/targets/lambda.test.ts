@@ -199,6 +199,21 @@ describe('svc build --target lambda', () => {
     expect(root.body).toContain('<h1>targets app</h1>')
   })
 
+  // API Gateway and function URLs write the scheme the client used as the last entry
+  // of X-Forwarded-Proto; an entry before it is the client's own and proves nothing.
+  it.each([
+    [undefined, 'https'],
+    ['http', 'http'],
+    ['https', 'https'],
+    ['https, http', 'http'],
+    ['http, https', 'https'],
+    ['gopher', 'https'],
+  ])('X-Forwarded-Proto %j gives the app the scheme %s', async (proto, scheme) => {
+    const headers: Record<string, string> = proto === undefined ? {} : { 'x-forwarded-proto': proto }
+    const result = await handler(httpEvent('GET', '/api/origin', { headers }))
+    expect(JSON.parse(result.body)).toEqual({ origin: `${scheme}://abc.lambda-url.eu-west-1.on.aws` })
+  })
+
   it('keeps a path whose first segment only looks like the stage', async () => {
     const event = httpEvent('GET', '/production/api/hello')
     const result = await handler({ ...event, requestContext: { ...event.requestContext, stage: 'prod' } })
