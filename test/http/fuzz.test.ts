@@ -44,7 +44,7 @@ async function startServer(mode: 'secret' | 'dev'): Promise<{ port: number; chil
   let err = ''
   child.stdout!.on('data', (c) => (out += c))
   child.stderr!.on('data', (c) => (err += c))
-  const port = Number(await until(() => /port (\d+)/.exec(out)?.[1], 15_000))
+  const port = Number(await until(() => /port (\d+)/.exec(out)?.[1], 60_000))
   return { port, child, stderr: () => err }
 }
 
