@@ -10,20 +10,35 @@
  * commit. Its promise settles only after the `COMMIT` that holds it, so a
  * caller never acts on a write a crash could still take back.
  *
- * A write that throws rejects at once, and the batch goes on with the
- * others' writes. It must leave nothing behind: SQLite undoes a failed
- * statement on its own (https://www.sqlite.org/lang_conflict.html, ABORT),
- * so a write of one statement needs nothing more. Work that spans the
- * batch's writes (the run store's eviction) runs once, in the `commit` hook.
+ * Each write is a savepoint of its own
+ * (https://www.sqlite.org/lang_savepoint.html): a write that throws is
+ * rolled back to where it began, whatever number of statements it had run,
+ * and rejects at once, while the batch goes on with the others' writes.
+ *
+ * Reads outside the writes (`read`) never see a batch before it has
+ * committed: while one is open, the connection would answer with its
+ * uncommitted rows, so such a read waits for the batch to end and runs
+ * right after it, before any other write can open the next one.
+ *
+ * On some errors SQLite rolls the whole transaction back itself
+ * (https://www.sqlite.org/lang_transaction.html, "Response To Errors Within
+ * A Transaction": SQLITE_FULL, SQLITE_IOERR, ...). Then every write of the
+ * batch is gone and rejects, and the next write opens a new batch: a write
+ * never runs outside a batch's transaction, where it would commit on its
+ * own.
+ *
+ * Work that spans the batch's writes (the run store's eviction) runs once,
+ * in the `commit` hook; when it throws, the whole batch is rolled back.
  */
 import { resolve } from 'node:path'
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
+import { mayEndTransaction } from './sqlite-errors.ts'
 
 // The open batch of each file in this process. A second connection to the
 // same file would wait in BEGIN IMMEDIATE for a lock that only this event
 // loop can release, blocking it: that batch commits first instead.
 const openBatches = new Map<string, GroupCommit>()
-// How many batches each file has committed in this process, so that a
+// How many batches each file has ended in this process, so that a
 // connection that caches what it read knows when another one here wrote.
 const commits = new Map<string, number>()
 
@@ -42,58 +57,98 @@ export interface BatchHooks {
    * throws, the batch is rolled back and every write in it rejects.
    */
   commit(): void
-  /** Runs when a batch ends, committed (`ok`) or not: what was cached for it is stale. */
+  /**
+   * Runs when a batch ends, committed (`ok`) or not, before any reader
+   * waiting for it: when not, what was cached or counted for its writes is
+   * stale.
+   */
   end(ok: boolean): void
+  /** The error a write or a read rejects with, for `error` it threw. */
+  error(error: unknown): unknown
 }
 
+type Statement = 'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'undo'
+
 export class GroupCommit {
-  #statements: Record<'begin' | 'commit' | 'rollback', StatementSync>
+  #db: DatabaseSync
+  #statements: Record<Statement, StatementSync>
   #waiters: Waiter[] = []
+  /** Reads waiting for the open batch to end. */
+  #readers: (() => void)[] = []
   #open = false
   #file: string | undefined
   #hooks: BatchHooks
+  readonly #flushLater = () => this.flush()
 
   constructor(db: DatabaseSync, path: string, hooks: BatchHooks) {
+    this.#db = db
     this.#file = path === ':memory:' ? undefined : resolve(path)
     this.#hooks = hooks
     this.#statements = {
       begin: db.prepare('BEGIN IMMEDIATE'),
       commit: db.prepare('COMMIT'),
       rollback: db.prepare('ROLLBACK'),
+      savepoint: db.prepare('SAVEPOINT write'),
+      release: db.prepare('RELEASE write'),
+      undo: db.prepare('ROLLBACK TO write'),
     }
   }
 
-  /** Runs `fn` in the open batch (opening one if needed); resolves to its result once committed. */
+  /**
+   * Runs `fn` in the open batch (opening one if needed), as one savepoint;
+   * resolves to its result once the batch has committed. When `fn` throws,
+   * what it wrote is undone and the promise rejects at once.
+   */
   write<T>(fn: () => T): Promise<T> {
     const s = this.#statements
     try {
-      if (!this.#open) {
-        if (this.#file !== undefined) {
-          openBatches.get(this.#file)?.flush()
-          openBatches.set(this.#file, this)
-        }
-        s.begin.run()
-        this.#open = true
-        this.#hooks.begin()
-        // After the current turn's microtasks, so every write they make joins this batch.
-        setImmediate(() => this.flush())
-      }
+      // Nothing outside a write runs a statement while a batch is open, so
+      // this only holds after a failure nobody saw: SAVEPOINT outside a
+      // transaction would start one that RELEASE commits on its own.
+      if (this.#open && this.#lost())
+        this.#abandon(new Error('SQLite ended the transaction of a batch before its commit: none of its writes was kept'))
+      if (!this.#open) this.#begin()
+      s.savepoint.run()
     } catch (error) {
-      if (this.#file !== undefined && openBatches.get(this.#file) === this) openBatches.delete(this.#file)
-      return Promise.reject(error)
+      return Promise.reject(this.#hooks.error(error))
     }
     let value: T
     try {
       value = fn()
+      s.release.run()
     } catch (error) {
-      return Promise.reject(error)
+      this.#undo(error)
+      return Promise.reject(this.#hooks.error(error))
     }
     return new Promise<T>((resolve, reject) => {
       this.#waiters.push({ resolve: resolve as (value: unknown) => void, reject, value })
     })
   }
 
-  /** The number of batches committed to this file from this process, by any connection (0 for `':memory:'`). */
+  /**
+   * Runs `fn`, a read, on what is committed: at once when no batch is open,
+   * else right after the open batch has ended.
+   */
+  read<T>(fn: () => T): Promise<T> {
+    if (!this.#open) {
+      try {
+        return Promise.resolve(fn())
+      } catch (error) {
+        return Promise.reject(this.#hooks.error(error))
+      }
+    }
+    return new Promise<T>((resolve, reject) => {
+      this.#readers.push(() => {
+        try {
+          resolve(fn())
+        } catch (error) {
+          reject(this.#hooks.error(error))
+        }
+      })
+    })
+  }
+
+  /** The number of batches ended on this file from this process, by any connection (0 for `':memory:'`). */
   get localCommits(): number {
     return this.#file === undefined ? 0 : (commits.get(this.#file) ?? 0)
   }
@@ -103,30 +158,93 @@ export class GroupCommit {
     return this.#open
   }
 
-  /** Commits the open batch now and settles its writes. Does nothing when none is open. */
+  /** Commits the open batch now and settles its writes and waiting reads. Does nothing when none is open. */
   flush(): void {
     if (!this.#open) return
-    this.#open = false
-    if (this.#file !== undefined && openBatches.get(this.#file) === this) openBatches.delete(this.#file)
-    const waiters = this.#waiters
-    this.#waiters = []
+    this.#close()
+    let ok = true
     let failure: unknown
     try {
       this.#hooks.commit()
       this.#statements.commit.run()
     } catch (error) {
+      ok = false
       failure = error
+      this.#rollback()
+    }
+    this.#settle(ok, failure)
+  }
+
+  #begin(): void {
+    if (this.#file !== undefined) openBatches.get(this.#file)?.flush()
+    this.#statements.begin.run()
+    try {
+      this.#hooks.begin()
+    } catch (error) {
+      this.#rollback()
+      throw error
+    }
+    this.#open = true
+    if (this.#file !== undefined) openBatches.set(this.#file, this)
+    // After the current turn's microtasks, so every write they make joins this batch.
+    setImmediate(this.#flushLater)
+  }
+
+  /** Undoes the write that threw `error`: back to its savepoint, or the whole batch when SQLite ended the transaction. */
+  #undo(error: unknown): void {
+    if (!this.#lost(error)) {
       try {
-        this.#statements.rollback.run()
+        this.#statements.undo.run()
+        this.#statements.release.run()
+        return
       } catch {
-        // SQLite already rolled back; the commit's error is the one to report.
+        // The savepoint went with the transaction: the batch is lost, below.
       }
     }
+    this.#abandon(error)
+  }
+
+  /** Whether the open batch's transaction is gone (SQLite rolled it back), `error` being what was just thrown. */
+  #lost(error?: unknown): boolean {
+    const open = (this.#db as { isTransaction?: boolean }).isTransaction
+    if (typeof open === 'boolean') return !open
+    return error !== undefined && mayEndTransaction(error)
+  }
+
+  /** Ends the batch without a commit: nothing of it is kept, and every write in it rejects with `error`. */
+  #abandon(error: unknown): void {
+    this.#close()
+    this.#rollback()
+    this.#settle(false, error)
+  }
+
+  #close(): void {
+    this.#open = false
+    if (this.#file !== undefined && openBatches.get(this.#file) === this) openBatches.delete(this.#file)
+  }
+
+  #rollback(): void {
+    try {
+      this.#statements.rollback.run()
+    } catch {
+      // SQLite already rolled back: the error that made it is the one reported.
+    }
+  }
+
+  /** Settles what waited for the batch that just ended: the `end` hook, the reads, then the writes. */
+  #settle(ok: boolean, failure: unknown): void {
+    const waiters = this.#waiters
+    const readers = this.#readers
+    this.#waiters = []
+    this.#readers = []
     if (this.#file !== undefined) commits.set(this.#file, (commits.get(this.#file) ?? 0) + 1)
-    this.#hooks.end(failure === undefined)
+    this.#hooks.end(ok)
+    // Before a write's caller can open the next batch: they see what is committed now.
+    for (const read of readers) read()
+    const error = ok ? undefined : this.#hooks.error(failure)
     for (const waiter of waiters) {
-      if (failure === undefined) waiter.resolve(waiter.value)
-      else waiter.reject(failure)
+      if (ok) waiter.resolve(waiter.value)
+      else waiter.reject(error)
     }
   }
 }

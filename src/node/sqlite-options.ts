@@ -23,7 +23,8 @@ export interface SqliteRunStoreOptions {
   maxRuns?: number
   /**
    * How long a write waits for another connection's lock (another process
-   * on the same file) before it fails with "database is locked".
+   * on the same file) before it fails with `StoreUnavailableError` (503
+   * `STORE_UNAVAILABLE`, SQLITE_BUSY).
    * Note: `node:sqlite` is synchronous, so the wait blocks this process's
    * event loop; keep it short.
    * @default 5000

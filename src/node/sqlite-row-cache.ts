@@ -18,6 +18,14 @@
  * committed (https://www.sqlite.org/pragma.html#pragma_data_version), so
  * the store checks it before trusting the cache and empties it when it
  * moved; this connection's own writes update the cache as they happen.
+ *
+ * So while a batch of writes is open (sqlite-group-commit.ts), the cache
+ * holds its writes before they are committed. Only the batch's own writes
+ * read it then, which must see them (a compare-and-set reads what the
+ * batch wrote before it); the store's reads wait for the batch to end. A
+ * batch that commits leaves the cache holding what is committed; a write
+ * that is undone, or a batch rolled back, empties it, since the rows it
+ * touched are in doubt.
  */
 import type { RunRecord } from '../types.ts'
 

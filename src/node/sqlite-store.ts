@@ -11,7 +11,17 @@
  * `updateRun` with `expect`, `takeTimer`, `putToken`, `settleToken`) runs
  * whole inside it: `DatabaseSync` is synchronous, so no other call on the
  * same connection can run in the middle of one, and the write lock keeps
- * other processes on the same file out until the batch commits.
+ * other processes on the same file out until the batch commits. Each write
+ * is a savepoint of its own, so one that fails (its run's steps with it,
+ * all of flow control's starts, all of a claim) leaves nothing behind.
+ *
+ * The store shows only what is durable: a read (`getRun`, `listRuns`,
+ * `getToken`, `listTimers`) asked while a batch is open is answered right
+ * after that batch ends, from what it committed, never from rows a
+ * rollback could still take back. A file that cannot take a write (full,
+ * locked past `busyTimeoutMs`, read-only, failing) makes the call reject
+ * with `StoreUnavailableError`, 503 `STORE_UNAVAILABLE` (sqlite-errors.ts),
+ * and the store takes writes again once it can.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import {
@@ -36,6 +46,7 @@ import {
   INSERT_TOKEN,
   LAST_FINISHED_SEQ,
   LIST_TIMERS,
+  countRunsByTaskQuery,
   listRunsQuery,
   RUN_EXISTS,
   type RunRow,
@@ -52,6 +63,7 @@ import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
 import { joinScheduledSql, type SqlRunner, startQueuedSql, type WrittenRow } from '../runtime/tasks/sql/flow.ts'
 import { openDatabase } from './sqlite-database.ts'
+import { storeError } from './sqlite-errors.ts'
 import { GroupCommit } from './sqlite-group-commit.ts'
 import { type CachedRun, RowCache } from './sqlite-row-cache.ts'
 import { jsonCopy } from '../runtime/tasks/json-copy.ts'
@@ -127,6 +139,13 @@ interface Counts {
  * that dies are taken over at the next start of a process, not by the
  * processes still running.
  *
+ * What it answers is durable: a read asked while writes wait for their
+ * commit is answered once they are committed, and a write that fails leaves
+ * nothing behind. While the file cannot take writes (a full disk, a lock
+ * held past `busyTimeoutMs`, a read-only file, a failing disk), calls reject
+ * with `StoreUnavailableError` (503 `STORE_UNAVAILABLE`) naming the cause;
+ * what was committed stays, and the store works again once the cause is gone.
+ *
  * Note: Node 22, 23 and earlier 24.x releases print "ExperimentalWarning:
  * SQLite is an experimental feature" the first time a store is created. The
  * store leaves the process's warning handling alone.
@@ -153,14 +172,17 @@ export class SqliteRunStore implements RunStore {
   /** This store in the file's `owners` table: the holder of the runs that enter `running` through it. */
   readonly #self: Owner
   #heartbeat: ReturnType<typeof setInterval> | undefined
+  readonly #busyTimeoutMs: number
 
   constructor(options: SqliteRunStoreOptions) {
     const { path, maxRuns, busyTimeoutMs } = resolveSqliteOptions(options, WHERE)
     this.path = path
     this.maxRuns = maxRuns
+    this.#busyTimeoutMs = busyTimeoutMs
     this.#db = openDatabase(path, busyTimeoutMs, WHERE)
     this.#rows = new RowCache(ROW_CACHE_WEIGHT)
     this.#batch = new GroupCommit(this.#db, path, {
+      error: (error) => this.#error(error),
       begin: () => this.#checkRows(),
       commit: () => {
         if (!this.#evictAtCommit) return
@@ -169,6 +191,7 @@ export class SqliteRunStore implements RunStore {
       },
       end: (ok) => {
         if (ok) return
+        // Rolled back: the cached rows and the counts may hold its writes.
         this.#evictAtCommit = false
         this.#counts = undefined
         this.#rows.clear()
@@ -230,9 +253,14 @@ export class SqliteRunStore implements RunStore {
     })
   }
 
-  /** Number of runs retained. */
+  /** Number of runs retained, committed: a batch still open is committed first. */
   get size(): number {
-    return Number((this.#sql(COUNT_RUNS).get() as unknown as Counts).total)
+    this.#batch.flush()
+    try {
+      return Number((this.#sql(COUNT_RUNS).get() as unknown as Counts).total)
+    } catch (error) {
+      throw this.#error(error)
+    }
   }
 
   /**
@@ -301,10 +329,12 @@ export class SqliteRunStore implements RunStore {
     return live ? jsonCopy(stored) : stored
   }
 
-  async getRun(id: string): Promise<RunRecord | undefined> {
-    const row = this.#row(id)
-    if (!row) return undefined
-    return row.run ? jsonCopy(row.run) : (JSON.parse(row.text!) as RunRecord)
+  getRun(id: string): Promise<RunRecord | undefined> {
+    return this.#batch.read(() => {
+      const row = this.#row(id)
+      if (!row) return undefined
+      return row.run ? jsonCopy(row.run) : (JSON.parse(row.text!) as RunRecord)
+    })
   }
 
   async updateRun(id: string, patch: RunPatch, expect?: { status: RunStatus | readonly RunStatus[] }): Promise<RunRecord | undefined> {
@@ -349,11 +379,22 @@ export class SqliteRunStore implements RunStore {
     })
   }
 
-  async listRuns(query: RunQuery = {}): Promise<RunRecord[]> {
-    const list = listRunsQuery(query)
-    if (!list) return []
-    const rows = this.#sql(list.text).all(...list.params) as unknown as { record: string }[]
-    return rows.map((row) => JSON.parse(row.record) as RunRecord)
+  listRuns(query: RunQuery = {}): Promise<RunRecord[]> {
+    return this.#batch.read(() => {
+      const list = listRunsQuery(query)
+      if (!list) return []
+      const rows = this.#sql(list.text).all(...list.params) as unknown as { record: string }[]
+      return rows.map((row) => JSON.parse(row.record) as RunRecord)
+    })
+  }
+
+  countRunsByTask(status: RunStatus | readonly RunStatus[]): Promise<{ taskName: string; count: number }[]> {
+    return this.#batch.read(() => {
+      const count = countRunsByTaskQuery(status)
+      if (!count) return []
+      const rows = this.#sql(count.text).all(...count.params) as unknown as { task_name: string; count: number }[]
+      return rows.map((row) => ({ taskName: row.task_name, count: Number(row.count) }))
+    })
   }
 
   async saveTimer(timer: TimerRecord): Promise<void> {
@@ -371,9 +412,11 @@ export class SqliteRunStore implements RunStore {
     })
   }
 
-  async listTimers(): Promise<TimerRecord[]> {
-    const rows = this.#sql(LIST_TIMERS).all() as unknown as { record: string }[]
-    return rows.map((row) => JSON.parse(row.record) as TimerRecord)
+  listTimers(): Promise<TimerRecord[]> {
+    return this.#batch.read(() => {
+      const rows = this.#sql(LIST_TIMERS).all() as unknown as { record: string }[]
+      return rows.map((row) => JSON.parse(row.record) as TimerRecord)
+    })
   }
 
   async putToken(token: TokenRecord): Promise<TokenRecord> {
@@ -384,8 +427,8 @@ export class SqliteRunStore implements RunStore {
     })
   }
 
-  async getToken(id: string): Promise<TokenRecord | undefined> {
-    return this.#token(id)
+  getToken(id: string): Promise<TokenRecord | undefined> {
+    return this.#batch.read(() => this.#token(id))
   }
 
   async settleToken(
@@ -449,8 +492,9 @@ export class SqliteRunStore implements RunStore {
   /**
    * Runs `fn` in the current batch's `BEGIN IMMEDIATE` transaction, so a
    * read inside `fn` cannot be overtaken by another process's write before
-   * `fn` writes back; resolves once the batch has committed. When `fn`
-   * throws, its own changes are undone and so are the counts it touched.
+   * `fn` writes back; resolves once the batch has committed. `fn` is one
+   * savepoint: when it throws, every statement it ran is undone, and so are
+   * the counts it touched.
    */
   #write<T>(fn: () => T): Promise<T> {
     if (!this.#db) return Promise.reject(new Error(`${WHERE}: the store for ${this.path} is closed`))
@@ -471,6 +515,11 @@ export class SqliteRunStore implements RunStore {
     })
   }
 
+  /** What a call rejects with for `error`: `StoreUnavailableError` for a file that cannot be used now. */
+  #error(error: unknown): unknown {
+    return storeError(error, WHERE, this.#busyTimeoutMs)
+  }
+
   /** The row counts, read at the first need since another connection wrote. */
   #countsNow(): Counts {
     this.#counts ??= this.#sql(COUNT_RUNS).get() as unknown as Counts
@@ -479,9 +528,10 @@ export class SqliteRunStore implements RunStore {
 
   #row(id: string): CachedRun | undefined {
     // Inside a batch the cache was checked when it took the write lock, and
-    // nobody else can write. Outside one, once per event-loop turn, and
-    // again whenever another connection in this process has committed: a
-    // read sees what other processes had committed when the turn began.
+    // nobody else can write. Outside one (a read, which runs only while no
+    // batch is open), once per event-loop turn, and again whenever another
+    // connection in this process has committed: a read sees what other
+    // processes had committed when the turn began.
     if (!this.#batch.open && (this.#rowsChecked === undefined || this.#rowsChecked !== this.#batch.localCommits)) {
       this.#checkRows()
       this.#rowsChecked = this.#batch.localCommits

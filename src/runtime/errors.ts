@@ -107,10 +107,12 @@ export class StoreFullError extends SvcError {
    * suspended runs answers 503 again, which is the truth.
    */
   readonly retryAfterSeconds = 30
-  constructor(store: string, maxRuns: number) {
+  /** `message` says which bound is full when it is another than `maxRuns` (the memory store's `maxBytes`). */
+  constructor(store: string, maxRuns: number, message?: string) {
     super(
-      `${store} is full: ${maxRuns} runs are live (scheduled, queued, running or suspended), its maxRuns bound. ` +
-        'No new run is accepted until some finish; retry later, or raise maxRuns',
+      message ??
+        `${store} is full: ${maxRuns} runs are live (scheduled, queued, running or suspended), its maxRuns bound. ` +
+          'No new run is accepted until some finish; retry later, or raise maxRuns',
       'STORE_FULL',
       503,
     )
@@ -173,4 +175,54 @@ export function errorMessage(error: unknown): string {
     // fall through: not serializable
   }
   return String(error)
+}
+
+/**
+ * A run store cannot read or write right now: its disk is full, its file is
+ * locked by another process for longer than the store waits, the file is
+ * read-only, or the disk failed. HTTP 503 `STORE_UNAVAILABLE`: the
+ * condition is expected to pass once the operator acts (RFC 9110 §15.6.4).
+ * The call that failed changed nothing in the store; `cause` is the
+ * driver's error.
+ */
+export class StoreUnavailableError extends SvcError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, 'STORE_UNAVAILABLE', 503)
+    if (options && 'cause' in options) this.cause = options.cause
+  }
+}
+
+/**
+ * A payload is over its byte limit (RFC 9110 §15.5.14): a request body
+ * over the body limit, or an input or token payload over the task
+ * runtime's `maxPayloadBytes`. HTTP 413 `PAYLOAD_TOO_LARGE`.
+ */
+export class PayloadTooLargeError extends SvcError {
+  readonly limit: number
+  /** Its size in bytes, when it was measured whole (a body is refused before it is read to the end). */
+  readonly bytes: number | undefined
+  constructor(limit: number, message = `Request body is larger than the ${limit}-byte limit`, bytes?: number) {
+    super(message, 'PAYLOAD_TOO_LARGE', 413)
+    this.limit = limit
+    this.bytes = bytes
+  }
+}
+
+/**
+ * A write of an attempt on a store that several processes share found that
+ * this process no longer holds the run's lease: another process took the
+ * run over after this one stalled past `leaseMs`, or the run was cancelled
+ * or made running again meanwhile. The write changed nothing; the engine
+ * aborts the attempt, which records nothing more. `code` `LEASE_LOST`.
+ */
+export class LeaseLostError extends SvcError {
+  readonly runId: string
+  constructor(runId: string) {
+    super(
+      `Run "${runId}" is no longer this process's to write: another process took it over after this one stalled past leaseMs, or it was cancelled; nothing was written`,
+      'LEASE_LOST',
+      409,
+    )
+    this.runId = runId
+  }
 }
