@@ -1,6 +1,7 @@
 import { defineBuildConfig } from 'unbuild'
 
 export default defineBuildConfig({
+  // One entry per `exports` subpath (test/package checks the two agree), plus the CLI.
   entries: [
     { input: 'src/index', name: 'index' },
     { input: 'src/node', name: 'node' },
@@ -17,6 +18,18 @@ export default defineBuildConfig({
   rollup: {
     emitCJS: false,
     inlineDependencies: false,
+    // Every module of svc is an ES module and dependencies stay external, so
+    // there is no CommonJS to convert. The plugin would still parse each
+    // module that mentions `module` or `require`, and its parser rejects the
+    // CLI's top-level await.
+    commonjs: false,
   },
   externals: [/^node:/],
+  hooks: {
+    // bin/svc.mjs runs the CLI; it exports nothing to type.
+    'rollup:dts:options'(_ctx, options) {
+      const input = options.input as Record<string, string>
+      delete input.cli
+    },
+  },
 })

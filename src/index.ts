@@ -2,6 +2,7 @@
  * `svc`: the edge-safe runtime API. Nothing reachable from here imports a
  * `node:` builtin; a test bundles this entry for workerd to keep it so.
  */
+import './runtime/node-version.ts'
 export type * from './types.ts'
 export { HTTP_METHODS, FUNCTION_MEMORY } from './types.ts'
 export {
@@ -12,9 +13,11 @@ export {
   StepMismatchError,
   HttpError,
   StoreFullError,
+  PayloadTooLargeError,
   RunNotFoundError,
   RunFinishedError,
   RunCancelledError,
+  LeaseLostError,
 } from './runtime/errors.ts'
 export { CronRunFailedError, type CronSummary } from './runtime/cron.ts'
 export { defineSchema } from './runtime/schema.ts'

@@ -3,6 +3,7 @@
  * reads their static config, normalizes it and advises on compute, without
  * importing or evaluating application code. Node-only.
  */
+import './runtime/node-version.ts'
 export { scanApp, scanFile } from './manifest/scan.ts'
 export { adviseRoute, adviseRoutes, type AdvisableRoute } from './manifest/advisor.ts'
 export { ConfigError, ManifestError, assertNoConfigErrors, formatConfigError } from './manifest/errors.ts'

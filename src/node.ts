@@ -1,4 +1,5 @@
 /** `svc/node`: the Node-only half (server, static files, loaders). */
+import './runtime/node-version.ts'
 export { startSvcServer } from './node/server.ts'
 export type { SvcServer, SvcServerOptions, WebSocketOptions } from './node/options.ts'
 export { DEFAULT_PORT, DEFAULT_SHUTDOWN_TIMEOUT_MS } from './node/options.ts'

@@ -1,2 +1,3 @@
 /** `svc/postgres`: the Postgres run store (Node-only; loads the `postgres` driver). */
+import './runtime/node-version.ts'
 export { PostgresRunStore, type PostgresRunStoreOptions } from './postgres/store.ts'

@@ -3,6 +3,7 @@
  * (v2) and function URL events, fires cron tasks for schedule events and
  * sweeps due work for the tick event.
  */
+import '../../src/runtime/node-version.ts'
 import type { CronSummary } from '../../src/runtime/cron.ts'
 import { processEnv } from '../../src/runtime/env.ts'
 import { functionHost, type FunctionApp, type TickSummary } from '../../src/node/function-host.ts'

@@ -4,6 +4,7 @@
  * interface), keeping runs in the store `SVC_STORE_URL` names, else in
  * `.svc/runs.db` under the working directory.
  */
+import '../../src/runtime/node-version.ts'
 import type { AddressInfo } from 'node:net'
 import type { SvcServer, SvcServerOptions } from '../../src/node/options.ts'
 import { startSvcServer } from '../../src/node/server.ts'

@@ -4,6 +4,7 @@
  * `crons` send to `/__svc/cron`: `?cron=<expression>` fires a schedule, and
  * the bare path is the one-minute tick that sweeps due work.
  */
+import '../../src/runtime/node-version.ts'
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import { FastResponse, NodeRequest, sendNodeResponse } from 'srvx/node'
 import { CronRunFailedError } from '../../src/runtime/cron.ts'
