@@ -14,6 +14,7 @@ import { StoreFullError } from '../runtime/errors.ts'
 import { DEFAULT_MAX_RUNS } from '../runtime/tasks/memory-store.ts'
 import {
   COUNT_RUNS,
+  countRunsByTaskQuery,
   EVICT_RUNS,
   EVICT_STEPS,
   EVICT_TOKENS,
@@ -49,6 +50,7 @@ import {
   type RunQuery,
   type RunStore,
   type StartedRuns,
+  type TaskRunCount,
   type TimerRecord,
   type TokenRecord,
 } from '../runtime/tasks/store.ts'
@@ -201,6 +203,12 @@ export class DurableObjectRunStore implements RunStore {
     const list = listRunsQuery(query)
     if (!list) return []
     return this.#all(list.text, ...list.params).map((row) => JSON.parse(row.record as string) as RunRecord)
+  }
+
+  async countRunsByTask(status: RunStatus | readonly RunStatus[]): Promise<TaskRunCount[]> {
+    const count = countRunsByTaskQuery(status)
+    if (!count) return []
+    return this.#all(count.text, ...count.params).map((row) => ({ taskName: row.task_name as string, count: Number(row.count) }))
   }
 
   async saveTimer(timer: TimerRecord): Promise<void> {

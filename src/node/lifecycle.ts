@@ -17,7 +17,7 @@ export interface RuntimeLifecycleOptions {
    * What a runtime the server creates is built from; `closeStore` closes a
    * store the server opened itself (from `SVC_STORE_URL`), after the runtime.
    */
-  create: { routes: RuntimeApiRoute[]; store?: TaskRuntime['store']; closeStore?: () => Promise<void> }
+  create: { routes: RuntimeApiRoute[]; store?: TaskRuntime['store']; closeStore?: () => Promise<void>; maxPayloadBytes?: number }
   env: Record<string, string | undefined>
   logger: Logger
   /** Keeps work alive until shutdown (the drain of a replaced runtime). */
@@ -52,7 +52,9 @@ export interface RuntimeLifecycle {
 export function createRuntimeLifecycle(options: RuntimeLifecycleOptions): RuntimeLifecycle {
   const { env, logger } = options
   const owned = options.runtime === undefined
-  const build = (routes: RuntimeApiRoute[], store: TaskRuntime['store'] | undefined) => createTaskRuntime({ routes, store, env, logger })
+  const { maxPayloadBytes } = options.create
+  const build = (routes: RuntimeApiRoute[], store: TaskRuntime['store'] | undefined) =>
+    createTaskRuntime({ routes, store, env, logger, maxPayloadBytes })
   let runtime: TaskRuntime = options.runtime ?? build(options.create.routes, options.create.store)
   const cronDisabled = isEnabled(env[DISABLE_CRON_ENV])
 

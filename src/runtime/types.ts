@@ -432,9 +432,17 @@ export interface TaskRuntime {
   /** Where runs, steps, timers and tokens are kept (the `store` option, or the default memory store). */
   readonly store: RunStore
   /**
+   * The largest input, result, step output and token payload a run may
+   * hold, in bytes of UTF-8 JSON (the `maxPayloadBytes` option). Absent on
+   * a runtime whose engine runs elsewhere (the worker side of the tasks
+   * Durable Object).
+   */
+  readonly maxPayloadBytes?: number
+  /**
    * Validates the payload and starts a run. Resolves as soon as the run is
    * recorded, not when it finishes. Rejects with `ValidationError`,
-   * `TaskNotFoundError`, or `StoreFullError` while the run store is full of
+   * `TaskNotFoundError`, `PayloadTooLargeError` for an input over
+   * `maxPayloadBytes`, or `StoreFullError` while the run store is full of
    * live runs. Cron runs skip validation.
    */
   trigger<N extends string>(name: TaskNameArg<N>, ...args: TaskPayloadArgs<N, TriggerOptions>): Promise<RunRecord>

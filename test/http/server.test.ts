@@ -72,6 +72,28 @@ describe('startSvcServer', () => {
     expect((await res.json()).code).toBe('PAYLOAD_TOO_LARGE')
   })
 
+  it('maxPayloadBytes: the runtime it creates takes task payloads that large, and request bodies may be that large', async () => {
+    const server = await serve({
+      maxPayloadBytes: 2 * 1024 * 1024,
+      apiRoutes: [{ path: '/api/echo', module: { kind: 'task', POST: (ctx: { input: unknown }) => ctx.input } }],
+    })
+    expect(server.runtime.maxPayloadBytes).toBe(2 * 1024 * 1024)
+    const post = (bytes: number) =>
+      fetch(`${server.url}/__tasks/echo`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify('z'.repeat(bytes - 2)),
+      })
+    // Past the default 1 MiB request body limit, within the payload limit.
+    expect((await post(1.5 * 1024 * 1024)).status).toBe(202)
+    const over = await post(2 * 1024 * 1024 + 1)
+    expect(over.status).toBe(413)
+    expect((await over.json()).code).toBe('PAYLOAD_TOO_LARGE')
+    await expect(startSvcServer({ apiRoutes: [], pages: [], installSignalHandlers: false, port: 0, maxPayloadBytes: 0 })).rejects.toThrow(
+      new RangeError('startSvcServer(): maxPayloadBytes must be a positive whole number of bytes (got 0)'),
+    )
+  })
+
   it('adds the stack to 500 bodies only with dev', async () => {
     const routes: RuntimeApiRoute[] = [
       {

@@ -102,6 +102,7 @@ function bridge(options?: { maxRuns: number }): {
     'appendAttempt',
     'saveStep',
     'listRuns',
+    'countRunsByTask',
     'saveTimer',
     'takeTimer',
     'listTimers',

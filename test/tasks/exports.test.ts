@@ -22,6 +22,8 @@ describe('public surface', () => {
       'DuplicateStepKeyError',
       'HttpError',
       'StoreFullError',
+      'PayloadTooLargeError',
+      'DEFAULT_MAX_PAYLOAD_BYTES',
       'RunNotFoundError',
       'RunFinishedError',
       'RunCancelledError',

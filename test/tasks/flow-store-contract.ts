@@ -43,6 +43,18 @@ export function flowStoreContract(name: string, createStore: () => RunStore | Pr
       expect(started.map((run) => run.id)).toEqual([runs[0].id, runs[2].id, runs[3].id])
     })
 
+    it('a key value that is an object is one bucket whatever the order of its keys (nested ones too; arrays keep their order)', async () => {
+      const store = await createStore()
+      const runs = [
+        makeRun({ status: 'queued', input: { who: { org: 'o', id: 1, tags: ['a', 'b'], more: { bb: 1, a: 2 } } } }),
+        makeRun({ status: 'queued', input: { who: { more: { a: 2, bb: 1 }, tags: ['a', 'b'], id: 1, org: 'o' } } }),
+        makeRun({ status: 'queued', input: { who: { org: 'o', id: 1, tags: ['b', 'a'], more: { bb: 1, a: 2 } } } }),
+      ]
+      for (const run of runs) await store.createRun(run)
+      const { started } = await store.startQueued('report', { concurrency: { limit: 1, key: 'input.who' } }, now)
+      expect(started.map((run) => run.id)).toEqual([runs[0].id, runs[2].id])
+    })
+
     it('a resumed run keeps its first start time', async () => {
       const store = await createStore()
       const earlier = '2025-01-01T00:00:00.000Z'
@@ -90,6 +102,24 @@ export function flowStoreContract(name: string, createStore: () => RunStore | Pr
       await store.updateRun(first.id, { status: 'running' })
       const next = makeRun({ status: 'scheduled', runAt: later, input: { user: 'a', n: 3 } })
       expect((await store.debounceRun(next, 'input.user')).id).toBe(next.id)
+    })
+
+    it('debounceRun joins a scheduled run whose key value holds the same keys in another order, or in the same one', async () => {
+      const store = await createStore()
+      const first = makeRun({ status: 'scheduled', runAt: now, input: { who: { org: 'o', id: 1 }, n: 1 } })
+      await store.debounceRun(first, 'input.who')
+      const later = '2025-01-01T00:11:00.000Z'
+      const same = await store.debounceRun(
+        makeRun({ status: 'scheduled', runAt: later, input: { who: { org: 'o', id: 1 }, n: 2 } }),
+        'input.who',
+      )
+      expect(same.id).toBe(first.id)
+      const swapped = await store.debounceRun(
+        makeRun({ status: 'scheduled', runAt: later, input: { n: 3, who: { id: 1, org: 'o' } } }),
+        'input.who',
+      )
+      expect(swapped).toMatchObject({ id: first.id, input: { n: 3, who: { id: 1, org: 'o' } } })
+      expect(await store.listRuns({ status: 'scheduled' })).toHaveLength(1)
     })
 
     it('debounceRun calls racing for one key leave one run', async () => {

@@ -105,6 +105,34 @@ describe.each([
     expect(await finished(rt.waitForRun(none2.id))).toMatchObject({ status: 'completed' })
   })
 
+  it('a key value that is an object is one bucket whatever the order of its keys', async () => {
+    const store = createStore()
+    const gates = new Map<string, ReturnType<typeof gate>>()
+    const rt = runtime(
+      [
+        task(
+          'sync',
+          async (ctx) => {
+            const g = gate()
+            gates.set(ctx.runId, g)
+            await g.promise
+          },
+          { route: { concurrency: { limit: 1, key: 'input' } } },
+        ),
+      ],
+      { store },
+    )
+    const first = await rt.trigger('sync', { a: 1, b: 2, nested: { x: [1, { p: 1, q: 2 }], y: 0 } })
+    const second = await rt.trigger('sync', { nested: { y: 0, x: [1, { q: 2, p: 1 }] }, b: 2, a: 1 })
+    const other = await rt.trigger('sync', { a: 1, b: 2, nested: { x: [{ p: 1, q: 2 }, 1], y: 0 } })
+    await until(() => gates.has(first.id) && gates.has(other.id))
+    expect(await status(store, second.id)).toBe('queued')
+    gates.get(first.id)!.open()
+    await until(() => gates.has(second.id))
+    for (const id of [second.id, other.id]) gates.get(id)!.open()
+    expect(await finished(rt.waitForRun(second.id))).toMatchObject({ status: 'completed' })
+  })
+
   it('a suspended run holds no slot, and waits for one again when its token comes', async () => {
     const store = createStore()
     const gates = new Map<number, ReturnType<typeof gate>>()

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { MemoryRunStore } from '../../src/runtime/tasks/index.ts'
+import { StoreFullError } from '../../src/runtime/errors.ts'
 import type { RunRecord } from '../../src/types.ts'
 import { makeRun, runStoreContract } from './store-contract.ts'
 
@@ -114,5 +115,84 @@ describe('MemoryRunStore bound', () => {
   it('an invalid bound is a TypeError naming the option', () => {
     expect(() => new MemoryRunStore({ maxRuns: 0 })).toThrow(/maxRuns must be a positive integer \(got 0\)/)
     expect(() => new MemoryRunStore({ maxRuns: 1.5 })).toThrow(TypeError)
+  })
+})
+
+describe('MemoryRunStore bound in bytes', () => {
+  const text = (n: number) => 'b'.repeat(n)
+
+  it('retains 256 MiB of JSON by default', () => {
+    expect(new MemoryRunStore().maxBytes).toBe(268_435_456)
+  })
+
+  it('past maxBytes, evicts the runs that finished longest ago first', async () => {
+    const store = new MemoryRunStore({ maxBytes: 35_000 })
+    const runs = [0, 1, 2].map(() => makeRun({ status: 'completed', input: text(10_000) }))
+    for (const run of runs) await store.createRun(run)
+    expect(store.size).toBe(3)
+    await store.createRun(makeRun({ status: 'completed', input: text(10_000) }))
+    expect(await store.getRun(runs[0].id)).toBeUndefined()
+    expect(await store.getRun(runs[1].id)).toBeDefined()
+    expect(store.size).toBe(3)
+    expect(store.bytes).toBeLessThanOrEqual(35_000)
+    expect(store.bytes).toBeGreaterThan(30_000)
+  })
+
+  it("a run's result, step outputs and token payloads count as they are recorded", async () => {
+    const store = new MemoryRunStore({ maxBytes: 40_000 })
+    const oldest = makeRun({ status: 'completed', input: text(12_000) })
+    const waiting = makeRun({ status: 'running', input: 1 })
+    const ending = makeRun({ status: 'running', input: 2 })
+    for (const run of [oldest, waiting, ending]) await store.createRun(run)
+    await store.saveStep(waiting.id, 'fetch', { status: 'completed', output: text(12_000) })
+    expect(await store.getRun(oldest.id)).toBeDefined()
+    await store.updateRun(ending.id, { status: 'completed', result: text(12_000) })
+    expect(await store.getRun(oldest.id)).toBeDefined()
+    await store.putToken({ id: 'tok', runId: waiting.id, stepKey: 'ok', status: 'waiting', createdAt: waiting.createdAt })
+    await store.settleToken('tok', 'completed', { note: text(12_000) })
+    // 48,000 bytes of payloads: the finished runs go, oldest first, until the rest fits.
+    expect(await store.getRun(oldest.id)).toBeUndefined()
+    expect(await store.getRun(ending.id)).toBeDefined()
+    expect(await store.getRun(waiting.id)).toBeDefined()
+    await store.saveStep(waiting.id, 'more', { status: 'completed', output: text(6_000) })
+    expect(await store.getRun(ending.id)).toBeUndefined()
+    expect(store.size).toBe(1)
+  })
+
+  it('refuses a new live run with StoreFullError (503) while live runs hold maxBytes, and evicts none of them', async () => {
+    const store = new MemoryRunStore({ maxBytes: 20_000 })
+    const live = [makeRun({ status: 'running', input: text(10_000) }), makeRun({ status: 'suspended', input: text(10_000) })]
+    for (const run of live) await store.createRun(run)
+    const error = await store.createRun(makeRun({ status: 'scheduled', input: 1 })).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(StoreFullError)
+    expect(error).toMatchObject({ code: 'STORE_FULL', status: 503 })
+    expect((error as Error).message).toMatch(
+      /^MemoryRunStore is full: its live runs \(scheduled, queued, running or suspended\) hold [\d,]+ bytes of JSON, its maxBytes bound of 20,000\. .*raise maxBytes$/,
+    )
+    for (const run of live) expect(await store.getRun(run.id)).toBeDefined()
+    expect(store.size).toBe(2)
+    // Once one finishes there is room again, and it is the one evicted.
+    await store.updateRun(live[0].id, { status: 'completed' })
+    const next = await store.createRun(makeRun({ status: 'running', input: text(5_000) }))
+    expect(await store.getRun(next.id)).toBeDefined()
+    expect(await store.getRun(live[0].id)).toBeUndefined()
+    expect(await store.getRun(live[1].id)).toBeDefined()
+  })
+
+  it('a debounced run that takes a new input is counted with it', async () => {
+    const store = new MemoryRunStore({ maxBytes: 20_000 })
+    const done = makeRun({ status: 'completed', input: 1 })
+    await store.createRun(done)
+    const first = makeRun({ status: 'scheduled', runAt: '2030-01-01T00:00:00.000Z', input: 1 })
+    await store.debounceRun(first, undefined)
+    await store.debounceRun(makeRun({ status: 'scheduled', runAt: '2030-01-01T00:00:00.000Z', input: text(25_000) }), undefined)
+    expect(await store.getRun(done.id)).toBeUndefined()
+    expect(store.bytes).toBeGreaterThan(25_000)
+    await expect(store.createRun(makeRun({ status: 'running' }))).rejects.toBeInstanceOf(StoreFullError)
+  })
+
+  it('an invalid bound is a TypeError naming the option', () => {
+    expect(() => new MemoryRunStore({ maxBytes: 0 })).toThrow(new TypeError('MemoryRunStore: maxBytes must be a positive integer (got 0)'))
+    expect(() => new MemoryRunStore({ maxBytes: Number.NaN })).toThrow(TypeError)
   })
 })

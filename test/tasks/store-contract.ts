@@ -215,6 +215,37 @@ export function runStoreContract(name: string, createStore: (options?: { maxRuns
       expect((await store.listRuns()).map((r) => r.id).sort()).toEqual([other.id, admitted.id].sort())
     })
 
+    it('countRunsByTask counts the runs of each task in a status, and follows their changes', async () => {
+      const store = await createStore()
+      const byName = (counts: { taskName: string; count: number }[]) => [...counts].sort((x, y) => (x.taskName < y.taskName ? -1 : 1))
+      const made: RunRecord[] = []
+      for (const [taskName, status] of [
+        ['a', 'queued'],
+        ['a', 'queued'],
+        ['constructor', 'queued'],
+        ['a', 'running'],
+        ['c', 'completed'],
+        ['constructor', 'scheduled'],
+      ] as const) {
+        made.push(await store.createRun(makeRun({ taskName, status })))
+      }
+      expect(byName(await store.countRunsByTask('queued'))).toEqual([
+        { taskName: 'a', count: 2 },
+        { taskName: 'constructor', count: 1 },
+      ])
+      expect(byName(await store.countRunsByTask(['queued', 'scheduled']))).toEqual([
+        { taskName: 'a', count: 2 },
+        { taskName: 'constructor', count: 2 },
+      ])
+      expect(await store.countRunsByTask('failed')).toEqual([])
+      expect(await store.countRunsByTask([])).toEqual([])
+      await store.updateRun(made[0].id, { status: 'running' })
+      expect(byName(await store.countRunsByTask('queued'))).toEqual([
+        { taskName: 'a', count: 1 },
+        { taskName: 'constructor', count: 1 },
+      ])
+    })
+
     it('keeps the replayOf and trigger of a replayed run', async () => {
       const store = await createStore()
       const source = makeRun({ status: 'failed' })

@@ -16,7 +16,8 @@
  *   log is the runs the store retains, so a store that evicted finished
  *   runs started within the window forgets those starts.
  * - A key names a bucket: a dotted path into the input. A run whose input
- *   has no value there (or `null`) falls in one shared bucket.
+ *   has no value there (or `null`) falls in one shared bucket. A value is
+ *   one bucket whatever the order of its objects' keys (`flowKey`).
  */
 import type { RouteConfig, RunRecord } from '../types.ts'
 
@@ -83,9 +84,10 @@ export function limitsStarts(flow: FlowLimits | undefined): flow is FlowLimits {
 }
 
 /**
- * The bucket of `input` under `path` (`input.userId`): the JSON text of the
- * value there, or `''` (the shared bucket) when the path is unset or the
- * input has no value there.
+ * The bucket of `input` under `path` (`input.userId`): the canonical JSON
+ * text of the value there, or `''` (the shared bucket) when the path is
+ * unset or the input has no value there. Every store computes buckets with
+ * this one function, on the input as it reads it back.
  */
 export function flowKey(input: unknown, path: string | undefined): string {
   if (!path) return ''
@@ -94,7 +96,23 @@ export function flowKey(input: unknown, path: string | undefined): string {
     if (value === null || typeof value !== 'object') return ''
     value = (value as Record<string, unknown>)[part]
   }
-  return value === undefined || value === null ? '' : JSON.stringify(value)
+  if (value === undefined || value === null) return ''
+  return typeof value === 'object' ? JSON.stringify(value, sortedKeys) : JSON.stringify(value)
+}
+
+/**
+ * A `JSON.stringify` replacer that writes every object's keys in sorted
+ * order, nested ones included (arrays keep theirs). Without it, `{ a, b }`
+ * and `{ b, a }` would be two buckets, and a caller could escape a per-key
+ * limit by reordering keys; Postgres's `jsonb` also hands objects back in
+ * an order of its own, not the one they were written in.
+ */
+function sortedKeys(_key: string, value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value
+  // No prototype: a key named `__proto__` stays a key.
+  const sorted: Record<string, unknown> = Object.create(null)
+  for (const key of Object.keys(value).sort()) sorted[key] = (value as Record<string, unknown>)[key]
+  return sorted
 }
 
 /** What `planStarts` weighs of a run; a store may pass its own records. */

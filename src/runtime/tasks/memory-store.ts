@@ -1,13 +1,16 @@
 /**
  * The in-memory run store, the default: runs live in the process and do not
- * survive a restart. It is bounded so a long-lived server does not grow forever:
- * finished runs are evicted, and new runs are refused while the live ones
- * fill the bound.
+ * survive a restart. It is bounded so a long-lived server does not grow forever,
+ * by a count of runs and by the JSON they hold (run-size.ts): finished runs
+ * are evicted, and new runs are refused while the live ones fill a bound.
  */
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { StoreFullError } from '../errors.ts'
-import type { RunPatch, RunQuery, RunStore, StartedRuns, TimerRecord, TokenRecord } from './store.ts'
+import type { RunPatch, RunQuery, RunStore, StartedRuns, TaskRunCount, TimerRecord, TokenRecord } from './store.ts'
 import { type FlowLimits, flowKey, planStarts, startedRun } from './flow.ts'
+import { jsonLength } from './json.ts'
+import { groupDigits } from './payload-limit.ts'
+import { attemptSize, runSize, stepSize, TOKEN_BASE } from './run-size.ts'
 import { StepLog } from './step-log.ts'
 import { applyRunPatch, isFinished, settleTokenRecord, statusMatches } from './store.ts'
 
@@ -21,13 +24,29 @@ export interface MemoryRunStoreOptions {
    * @default 10000
    */
   maxRuns?: number
+  /**
+   * How much JSON the retained runs may hold together, in bytes: each run
+   * counts its input, result, step outputs, tokens' payloads and attempt
+   * errors, measured as the length of their JSON text, plus a few hundred
+   * bytes for the rest of its record. Past it, finished runs are evicted
+   * as for `maxRuns`, longest finished first. Live runs are never evicted:
+   * once they hold `maxBytes` on their own, `createRun` rejects a new live
+   * run with `StoreFullError` (503 `STORE_FULL`) until some finish.
+   * Note: an estimate of the memory runs take, not an exact count.
+   * @default 268435456 (256 MiB)
+   */
+  maxBytes?: number
 }
 
 /** Default bound of the memory store. */
 export const DEFAULT_MAX_RUNS = 10_000
 
+/** Default bound of the memory store in bytes of JSON: 256 MiB. */
+export const DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+
 export class MemoryRunStore implements RunStore {
   readonly maxRuns: number
+  readonly maxBytes: number
   // Map iteration follows insertion order: `runs` is creation order and
   // `finished` is the order in which runs finished, oldest first.
   #runs = new Map<string, StoredRun>()
@@ -41,18 +60,33 @@ export class MemoryRunStore implements RunStore {
   // Kept only for tasks `startQueued` was asked about, the ones with limits:
   // for the others it would be one more entry per run in flight, never read.
   #inFlow = new Map<string, Set<string>>()
+  /** What each retained run weighs (run-size.ts), by id; kept beside the record so reads do not copy it. */
+  #sizes = new Map<string, number>()
+  #bytes = 0
+  /** The part of `#bytes` live runs hold: they are never evicted. */
+  #liveBytes = 0
 
   constructor(options: MemoryRunStoreOptions = {}) {
     const maxRuns = options.maxRuns ?? DEFAULT_MAX_RUNS
     if (!Number.isInteger(maxRuns) || maxRuns < 1) {
       throw new TypeError(`MemoryRunStore: maxRuns must be a positive integer (got ${String(maxRuns)})`)
     }
+    const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES
+    if (!Number.isInteger(maxBytes) || maxBytes < 1) {
+      throw new TypeError(`MemoryRunStore: maxBytes must be a positive integer (got ${String(maxBytes)})`)
+    }
     this.maxRuns = maxRuns
+    this.maxBytes = maxBytes
   }
 
   /** Number of runs retained. */
   get size(): number {
     return this.#runs.size
+  }
+
+  /** The JSON the retained runs hold, in bytes, as `maxBytes` counts it. */
+  get bytes(): number {
+    return this.#bytes
   }
 
   async createRun(run: RunRecord): Promise<RunRecord> {
@@ -64,15 +98,26 @@ export class MemoryRunStore implements RunStore {
       if (existing) return copyRun(existing)
     }
     // Live runs are never evicted, so a store full of them can only refuse.
-    if (!isFinished(run.status) && this.#runs.size - this.#finished.size >= this.maxRuns) {
+    const live = !isFinished(run.status)
+    if (live && this.#runs.size - this.#finished.size >= this.maxRuns) {
       throw new StoreFullError('MemoryRunStore', this.maxRuns)
+    }
+    if (live && this.#liveBytes >= this.maxBytes) {
+      throw new StoreFullError(
+        'MemoryRunStore',
+        this.maxRuns,
+        `MemoryRunStore is full: its live runs (scheduled, queued, running or suspended) hold ${groupDigits(this.#liveBytes)} bytes of JSON, ` +
+          `its maxBytes bound of ${groupDigits(this.maxBytes)}. No new run is accepted until some finish; retry later, or raise maxBytes`,
+      )
     }
     if (scoped !== undefined) this.#idempotency.set(scoped, run.id)
     const attempts = run.attempts.length === 0 ? NO_ATTEMPTS : run.attempts.map(copyAttempt)
     const stored: StoredRun = { ...run, attempts, steps: StepLog.from(run.steps) }
     this.#runs.set(run.id, stored)
     this.#track(stored)
-    if (isFinished(stored.status)) this.#finished.add(run.id)
+    this.#sizes.set(run.id, 0)
+    this.#grow(run.id, runSize(run), live)
+    if (!live) this.#finished.add(run.id)
     this.#evict()
     // The caller's record is not the stored one, so it serves as the copy.
     return run
@@ -87,31 +132,43 @@ export class MemoryRunStore implements RunStore {
     const run = this.#runs.get(id)
     if (!run) return undefined
     if (expect && !statusMatches(run.status, expect.status)) return undefined
+    const wasLive = !this.#finished.has(id)
+    let growth = 0
+    if ('result' in patch) growth += jsonLength(patch.result) - jsonLength(run.result)
     if (patch.attempt === undefined) applyRunPatch(run, patch)
     else {
+      growth += attemptSize(patch.attempt)
       run.attempts = withAttempt(run.attempts, patch.attempt)
       applyRunPatch(run, { ...patch, attempt: undefined })
     }
     this.#track(run)
-    if (isFinished(run.status)) {
-      if (!this.#finished.has(id)) {
-        this.#finished.add(id)
-        this.#evict()
-      }
-    } else {
-      this.#finished.delete(id)
+    const live = !isFinished(run.status)
+    if (live !== wasLive) {
+      // The run's whole weight moves between the live and the finished part.
+      const size = this.#sizes.get(id)!
+      this.#liveBytes += live ? size : -size
+      if (live) this.#finished.delete(id)
+      else this.#finished.add(id)
     }
+    this.#grow(id, growth, live)
+    if (!live || growth > 0) this.#evict()
     return copyRun(run)
   }
 
   async appendAttempt(runId: string, attempt: Attempt): Promise<void> {
     const run = this.#require(runId)
     run.attempts = withAttempt(run.attempts, attempt)
+    this.#grew(runId, attemptSize(attempt))
   }
 
   async saveStep(runId: string, key: string, step: StepRecord): Promise<void> {
     const run = this.#require(runId)
-    ;(run.steps ??= new StepLog()).set(key, step)
+    const steps = (run.steps ??= new StepLog())
+    const replaced = steps.get(key)
+    // Measured as given: the log keeps a copy of the output, which no check has measured.
+    const growth = stepSize(key, step) - (replaced === undefined ? 0 : stepSize(key, replaced))
+    steps.set(key, step)
+    this.#grew(runId, growth)
   }
 
   async listRuns(query: RunQuery = {}): Promise<RunRecord[]> {
@@ -131,6 +188,14 @@ export class MemoryRunStore implements RunStore {
       out.push(copyRun(run))
     }
     return out
+  }
+
+  async countRunsByTask(status: RunStatus | readonly RunStatus[]): Promise<TaskRunCount[]> {
+    const counts = new Map<string, number>()
+    for (const run of this.#runs.values()) {
+      if (statusMatches(run.status, status)) counts.set(run.taskName, (counts.get(run.taskName) ?? 0) + 1)
+    }
+    return Array.from(counts, ([taskName, count]) => ({ taskName, count }))
   }
 
   async saveTimer(timer: TimerRecord): Promise<void> {
@@ -154,6 +219,7 @@ export class MemoryRunStore implements RunStore {
     const ids = this.#tokensByRun.get(token.runId)
     if (ids) ids.push(token.id)
     else this.#tokensByRun.set(token.runId, [token.id])
+    if (this.#sizes.has(token.runId)) this.#grew(token.runId, TOKEN_BASE + jsonLength(token.payload))
     return { ...token }
   }
 
@@ -171,6 +237,7 @@ export class MemoryRunStore implements RunStore {
     if (!token) return undefined
     if (token.status !== 'waiting') return { settled: false, token: { ...token } }
     settleTokenRecord(token, status, payload)
+    if (this.#sizes.has(token.runId)) this.#grew(token.runId, jsonLength(token.payload))
     return { settled: true, token: { ...token } }
   }
 
@@ -212,8 +279,10 @@ export class MemoryRunStore implements RunStore {
       const key = flowKey(run.input, keyPath)
       for (const waiting of this.#runs.values()) {
         if (waiting.taskName !== run.taskName || waiting.status !== 'scheduled' || flowKey(waiting.input, keyPath) !== key) continue
+        const growth = jsonLength(run.input) - jsonLength(waiting.input)
         waiting.input = run.input
         waiting.runAt = run.runAt
+        this.#grew(waiting.id, growth)
         return copyRun(waiting)
       }
     }
@@ -239,20 +308,36 @@ export class MemoryRunStore implements RunStore {
     else ids.delete(run.id)
   }
 
+  /** Adds `growth` to the weight of a retained run, live or not. */
+  #grow(runId: string, growth: number, live: boolean): void {
+    if (growth === 0) return
+    this.#sizes.set(runId, this.#sizes.get(runId)! + growth)
+    this.#bytes += growth
+    if (live) this.#liveBytes += growth
+  }
+
+  /** `#grow` for a run whose status does not change, then the bound holds again. */
+  #grew(runId: string, growth: number): void {
+    this.#grow(runId, growth, !this.#finished.has(runId))
+    if (growth > 0) this.#evict()
+  }
+
   #require(runId: string): StoredRun {
     const run = this.#runs.get(runId)
     if (!run) throw new Error(`MemoryRunStore: unknown run "${runId}"`)
     return run
   }
 
-  /** Drops the runs that finished longest ago until the bound holds again. */
+  /** Drops the runs that finished longest ago until both bounds hold again (or no finished run is left). */
   #evict(): void {
-    if (this.#runs.size <= this.maxRuns) return
+    if (this.#runs.size <= this.maxRuns && this.#bytes <= this.maxBytes) return
     for (const id of this.#finished) {
-      if (this.#runs.size <= this.maxRuns) break
+      if (this.#runs.size <= this.maxRuns && this.#bytes <= this.maxBytes) break
       this.#finished.delete(id)
       const run = this.#runs.get(id)
       this.#runs.delete(id)
+      this.#bytes -= this.#sizes.get(id) ?? 0
+      this.#sizes.delete(id)
       if (run?.idempotencyKey !== undefined) {
         const scoped = idempotencyScope(run.taskName, run.idempotencyKey)
         if (this.#idempotency.get(scoped) === id) this.#idempotency.delete(scoped)

@@ -8,7 +8,8 @@ import { errorMessage } from '../errors.ts'
 import type { TaskDefinition } from './definitions.ts'
 import { isoAt } from './clock.ts'
 import { type Deadlines, Expiring } from './deadlines.ts'
-import { jsonProblem } from './json.ts'
+import { checkJson } from './json.ts'
+import { payloadError } from './payload-limit.ts'
 import { createInvocation, createStepApi, type Invocation, reportUnreachedSteps, type StepHost } from './steps.ts'
 import type { SuspendSignal } from './suspend.ts'
 import { hasSteps } from './store.ts'
@@ -234,13 +235,16 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
       return { kind: 'failed', error: attempt.error, attempt, final: true }
     }
     if (returned) {
-      const problem = jsonProblem(value)
-      if (problem === undefined) {
+      const maxBytes = this.#invoker.host.maxPayloadBytes
+      const fault = checkJson(value, maxBytes)
+      if (fault === undefined) {
         // Steps recorded by earlier invocations and not reached by this one are reported.
         if (inv !== undefined || this.#steps !== undefined) reportUnreachedSteps(this.#invocation(), this.#invoker.host.logger)
         return { kind: 'completed', result: value, attempt }
       }
-      value = new TypeError(`Task "${this.#def.name}" returned a value that cannot be stored as JSON: ${problem}`)
+      // A result too large fails the attempt like any error: retries apply.
+      const name = this.#def.name
+      value = payloadError(fault, maxBytes, `Task "${name}" returned a value that cannot be stored as JSON`, `Task "${name}" returned`)
     }
     // Attempts record a message string only, never a stack.
     const error = errorMessage(value)

@@ -10,6 +10,7 @@ import { TaskEngine } from './engine.ts'
 import { limitsStarts } from './flow.ts'
 import { processEnv } from '../env.ts'
 import { MemoryRunStore } from './memory-store.ts'
+import { checkMaxPayloadBytes } from './payload-limit.ts'
 import { describe } from '../describe.ts'
 import { TaskScheduler } from './scheduler.ts'
 import type { RunStore } from './store.ts'
@@ -38,6 +39,16 @@ export interface TaskRuntimeOptions {
    * @default 10000
    */
   maxRuns?: number
+  /**
+   * The largest input, result, step output and token payload a run may
+   * hold, in bytes of UTF-8 JSON, on every store. A trigger over it
+   * (`POST /__tasks/<name>`, `enqueue`, `trigger`, `ctx.step.enqueue`,
+   * `ctx.step.waitForTask`) and a token completion over it reject with
+   * `PayloadTooLargeError` (413 `PAYLOAD_TOO_LARGE`); a result or step
+   * output over it fails the attempt, and retries apply.
+   * @default 1048576
+   */
+  maxPayloadBytes?: number
   /**
    * Environment variables, read for `SVC_DISABLE_IN_PROCESS_CRON`. Edge
    * targets pass their bindings here.
@@ -70,14 +81,16 @@ export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntime {
   if (typeof unref !== 'boolean') {
     throw new TypeError(`createTaskRuntime(): unrefTimers must be a boolean (got ${describe(unref)})`)
   }
+  const maxPayloadBytes = checkMaxPayloadBytes(options.maxPayloadBytes, 'createTaskRuntime()')
   const store = options.store ?? new MemoryRunStore({ maxRuns: options.maxRuns })
   const tasks = defineTasks(options.routes)
-  const engine = new TaskEngine({ store, tasks, logger, unrefTimers: unref })
+  const engine = new TaskEngine({ store, tasks, logger, unrefTimers: unref, maxPayloadBytes })
   const scheduler = new TaskScheduler({ tasks, logger, unref, fire: (name, tick) => engine.fireScheduled(name, tick) })
 
   const runtime: TaskRuntime = {
     tasks,
     store,
+    maxPayloadBytes,
     trigger: (name: string, payload?: unknown, opts?: TriggerOptions) => engine.trigger(name, payload, opts),
     getRun: (id) => store.getRun(id),
     waitForRun: (id) => engine.waitForRun(id),
@@ -88,12 +101,13 @@ export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntime {
     onRunChange: (listener, onEnd) => engine.onRunChange(listener, onEnd),
 
     async listTasks(): Promise<TaskSummary[]> {
+      // Runs queue only behind a limit; the dashboard asks on every run
+      // change, so queues are counted, never read.
+      const counted = [...tasks.values()].some((def) => limitsStarts(def.flow)) ? store.countRunsByTask('queued') : []
+      const queuedBy = new Map((await counted).map(({ taskName, count }) => [taskName, count]))
       return Promise.all(
         [...tasks.values()].map(async (def) => {
-          const [[last], queued] = await Promise.all([
-            store.listRuns({ taskName: def.name, limit: 1 }),
-            limitsStarts(def.flow) ? store.listRuns({ taskName: def.name, status: 'queued' }) : [],
-          ])
+          const [last] = await store.listRuns({ taskName: def.name, limit: 1 })
           const { concurrency, rateLimit, debounce } = def.flow
           return {
             name: def.name,
@@ -104,7 +118,7 @@ export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntime {
             concurrency: concurrency ? { limit: concurrency.limit, key: concurrency.key ?? null } : null,
             rateLimit: rateLimit ? { limit: rateLimit.limit, periodSeconds: rateLimit.periodSeconds, key: rateLimit.key ?? null } : null,
             debounce: debounce ? { seconds: debounce.seconds, key: debounce.key ?? null } : null,
-            queued: queued.length,
+            queued: limitsStarts(def.flow) ? (queuedBy.get(def.name) ?? 0) : 0,
             lastRun: last ? { id: last.id, status: last.status, finishedAt: last.finishedAt ?? null } : null,
           }
         }),

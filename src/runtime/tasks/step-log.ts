@@ -60,6 +60,13 @@ export class StepLog {
     small[key] = step
   }
 
+  /** The step recorded under `key`, if any. */
+  get(key: string): StepRecord | undefined {
+    const small = this.#small
+    if (small === undefined) return this.#large!.get(key)
+    return Object.hasOwn(small, key) ? small[key] : undefined
+  }
+
   /** An object with every step, the caller's own. The step records in it are shared: they never change. */
   take(): Record<string, StepRecord> {
     if (this.#small !== undefined) return { ...this.#small }

@@ -26,9 +26,10 @@ import type {
 } from '../types.ts'
 import { DuplicateStepKeyError, StepMismatchError } from '../errors.ts'
 import { childIdempotencyKey, tokenIdFor } from './ids.ts'
-import { jsonProblem } from './json.ts'
+import { checkJson } from './json.ts'
 import { jsonCopy } from './json-copy.ts'
 import { checkEnqueueOptions } from './options.ts'
+import { payloadError } from './payload-limit.ts'
 import { describe } from '../describe.ts'
 import type { RunStore } from './store.ts'
 import { SuspendSignal } from './suspend.ts'
@@ -65,6 +66,8 @@ export interface StepHost {
   noteLocalWait(): void
   /** The runtime's logger, for the warning about recorded steps a replay did not reach. */
   logger: Logger
+  /** The largest input, result and step output, in bytes of UTF-8 JSON (`maxPayloadBytes`). */
+  maxPayloadBytes: number
 }
 
 export function createInvocation(
@@ -125,9 +128,14 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
         throw new TypeError(`ctx.step.run("${key}", fn): fn must be a function (got ${describe(fn)})`)
       }
       const output = await fn()
-      const problem = jsonProblem(output)
-      if (problem !== undefined) {
-        throw new TypeError(`ctx.step.run("${key}") returned a value that cannot be stored as JSON: ${problem}`)
+      const fault = checkJson(output, host.maxPayloadBytes)
+      if (fault !== undefined) {
+        throw payloadError(
+          fault,
+          host.maxPayloadBytes,
+          `ctx.step.run("${key}") returned a value that cannot be stored as JSON`,
+          `ctx.step.run("${key}") returned`,
+        )
       }
       await record(inv, host, key, 'run', output === undefined ? { status: 'completed' } : { status: 'completed', output })
       return output

@@ -14,7 +14,8 @@
 import type { ChildRunResult, CompleteTokenResult, Logger, RunRecord, StepRecord } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import { timerId } from './ids.ts'
-import { jsonProblem } from './json.ts'
+import { checkJson } from './json.ts'
+import { payloadError } from './payload-limit.ts'
 import { childRunResult, waitedStepKind } from './steps.ts'
 import { isFinished, type RunStore, type SharedWork, type TimerRecord, type TokenRecord, type TokenStatus } from './store.ts'
 import { createTimerSet, type TimerSet } from './timers.ts'
@@ -24,6 +25,8 @@ export interface WaitsOptions {
   logger: Logger
   /** Unreference in-process timers where the platform supports it. */
   unrefTimers: boolean
+  /** The largest token payload, in bytes of UTF-8 JSON (`maxPayloadBytes`). */
+  maxPayloadBytes: number
   /** Starts an invocation of a run that is now `running`, or looks for a slot for one now `queued`. */
   dispatch(run: RunRecord): void
   /**
@@ -50,6 +53,7 @@ export class Waits {
   readonly #timers: TimerSet
   readonly #shared: SharedWork | undefined
   readonly #owner: string
+  readonly #maxPayloadBytes: number
   #closed = false
   /** Runs waiting for a child they did not start, by child id (see `armWaitpoint`). */
   readonly #watchers = new Map<string, Set<string>>()
@@ -63,6 +67,7 @@ export class Waits {
     this.#timers = createTimerSet({ unref: options.unrefTimers })
     this.#shared = options.store.shared
     this.#owner = options.owner ?? ''
+    this.#maxPayloadBytes = options.maxPayloadBytes
   }
 
   /** Records a timer, then arms it in-process (not after `close()`: the record stays for a durable store). */
@@ -137,8 +142,15 @@ export class Waits {
       throw new TypeError(`completeToken(tokenId): tokenId must be a non-empty string (got ${typeof tokenId})`)
     }
     // The payload becomes the step's output in the run record.
-    const problem = jsonProblem(payload)
-    if (problem !== undefined) throw new TypeError(`completeToken("${tokenId}"): the payload cannot be stored as JSON: ${problem}`)
+    const fault = checkJson(payload, this.#maxPayloadBytes)
+    if (fault !== undefined) {
+      throw payloadError(
+        fault,
+        this.#maxPayloadBytes,
+        `completeToken("${tokenId}"): the payload cannot be stored as JSON`,
+        `The payload of token "${tokenId}" is`,
+      )
+    }
     // A deadline is armed as a timer only while the run is suspended on that
     // token; one that passed while the run waited elsewhere (parallel waits)
     // still wins over a late completion.

@@ -1,6 +1,6 @@
 /**
  * The statements the two SQLite run stores share, on the tables of
- * `schema.ts`, and the `listRuns` query built from a `RunQuery`. Each store
+ * `schema.ts`, and the `listRuns` and `countRunsByTask` queries. Each store
  * runs them its own way: `SqliteRunStore` prepares them once and batches
  * writes, `DurableObjectRunStore` runs them in synchronous blocks.
  * Edge-safe: no `node:` import.
@@ -87,6 +87,18 @@ export const UPSERT_STEP =
 export const INSERT_TOKEN = 'INSERT INTO tokens (id, run_id, status, record) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING'
 export const SELECT_TOKEN = 'SELECT record FROM tokens WHERE id = ?'
 export const SETTLE_TOKEN = 'UPDATE tokens SET status = ?, record = ? WHERE id = ?'
+
+/**
+ * The statement and parameters that answer `countRunsByTask(status)`, with
+ * rows `{ task_name, count }`, or `undefined` for an empty status list.
+ * The status index serves it; no record is read.
+ */
+export function countRunsByTaskQuery(status: RunStatus | readonly RunStatus[]): { text: string; params: string[] } | undefined {
+  const statuses: readonly RunStatus[] = typeof status === 'string' ? [status] : status
+  if (statuses.length === 0) return undefined
+  const text = `SELECT task_name, count(*) AS count FROM runs WHERE status IN (${statuses.map(() => '?').join(', ')}) GROUP BY task_name`
+  return { text, params: [...statuses] }
+}
 
 /**
  * The `SELECT record` statement and its parameters that answer `query`, or
