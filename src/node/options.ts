@@ -3,8 +3,10 @@ import type { Server as HttpServer } from 'node:http'
 import type { SvcHandler } from '../runtime/handler.ts'
 import type { SvcCacheConfig } from '../runtime/pages/isr.ts'
 import type { RunStore } from '../runtime/tasks/index.ts'
+import { checkRunEvents, type RunEventsOptions } from '../runtime/admin/events.ts'
 import { dashboardProblem } from '../runtime/dashboard/access.ts'
 import { describe } from '../runtime/describe.ts'
+import { checkMaxPayloadBytes } from '../runtime/tasks/payload-limit.ts'
 import type { GlobalHooks, Logger, RuntimeApiRoute, RuntimePage, TaskRuntime } from '../types.ts'
 
 export const DEFAULT_PORT = 3000
@@ -97,9 +99,16 @@ export interface SvcServerOptions {
   store?: RunStore
   /**
    * Largest request body, in bytes; larger ones get 413 `PAYLOAD_TOO_LARGE`.
-   * @default 1048576 (1 MiB)
+   * @default 1048576 (1 MiB), or the runtime's `maxPayloadBytes` when that is larger
    */
   bodyLimit?: number
+  /**
+   * The largest input, result, step output and token payload of a run, in
+   * bytes of UTF-8 JSON, for the runtime the server creates (see
+   * `TaskRuntimeOptions.maxPayloadBytes`). Ignored with `runtime`.
+   * @default 1048576
+   */
+  maxPayloadBytes?: number
   /**
    * Environment: THEN_TASK_SECRET/SVC_TASK_SECRET, NODE_ENV, HOST,
    * SVC_DISABLE_IN_PROCESS_CRON.
@@ -125,6 +134,14 @@ export interface SvcServerOptions {
    * @default true when SVC_DASHBOARD is 1; else, when NODE_ENV is development, served to loopback peers only; else off
    */
   dashboard?: boolean
+  /**
+   * `{ maxStreams?, maxQueuedBytes? }`: limits of `GET /__tasks/events`, the
+   * run-change stream. Past `maxStreams` open on the runtime, 503 with
+   * `Retry-After`; a client that leaves more than `maxQueuedBytes` unread is
+   * dropped.
+   * @default { maxStreams: 64, maxQueuedBytes: 262144 }
+   */
+  runEvents?: RunEventsOptions
 }
 
 export interface SvcServer {
@@ -197,8 +214,10 @@ export function checkServerOptions(options: SvcServerOptions, where: string): vo
       }
     }
   }
+  checkMaxPayloadBytes(o.maxPayloadBytes, where)
   const dashboard = dashboardProblem(o.dashboard)
   if (dashboard) throw new TypeError(`${where}: ${dashboard}`)
+  checkRunEvents(o.runEvents, where)
   if (o.runtime !== undefined && (o.runtime === null || typeof (o.runtime as TaskRuntime).trigger !== 'function')) {
     throw new TypeError(`${where}: runtime must be a TaskRuntime, such as createTaskRuntime() returns (got ${describe(o.runtime)})`)
   }

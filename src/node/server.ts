@@ -46,14 +46,21 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
   const logger = options.logger ?? console
   const host = resolveHost(options.host, env)
   const shutdownTimeoutMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS
-  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
+  // A trigger's body is its input: requests may be as large as a run's payloads.
+  const maxPayloadBytes = options.runtime?.maxPayloadBytes ?? options.maxPayloadBytes ?? 0
+  const bodyLimit = options.bodyLimit ?? Math.max(DEFAULT_BODY_LIMIT, maxPayloadBytes)
 
   // The store option, else SVC_STORE_URL, else memory; one opened here closes with the server.
   const opened = options.runtime || options.store ? undefined : await storeFromEnv(env, { defaultStore: 'memory' })
   const background = createBackground(logger)
   const lifecycle = createRuntimeLifecycle({
     runtime: options.runtime,
-    create: { routes: options.apiRoutes, store: options.store ?? opened?.store, closeStore: opened?.close },
+    create: {
+      routes: options.apiRoutes,
+      store: options.store ?? opened?.store,
+      closeStore: opened?.close,
+      maxPayloadBytes: options.maxPayloadBytes,
+    },
     env,
     logger,
     waitUntil: background.waitUntil,
@@ -78,6 +85,7 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
           dev: options.dev,
           dashboard: options.dashboard,
           dashboardPage: DASHBOARD_PAGE,
+          runEvents: options.runEvents,
           logger,
           fallback: staticFiles,
           // The process outlives each response; close() drains task attempts itself.

@@ -6,16 +6,20 @@
  */
 import type { GlobalHooks, Logger, RequestInfo, RuntimeApiRoute, RuntimePage, TaskRuntime } from './types.ts'
 import { DEFAULT_BODY_LIMIT } from './admin/body.ts'
+import { checkRunEvents, type RunEventsOptions } from './admin/events.ts'
 import { createAdminHandler, TASKS_PREFIX } from './admin/tasks.ts'
 import { dashboardAccess, dashboardProblem } from './dashboard/access.ts'
 import { createDashboardHandler, type DashboardPage, isDashboardPath } from './dashboard/handler.ts'
 import { buildApp, checkCommonOptions, type ApiApp } from './app/create.ts'
+import { jsonError } from './app/errors.ts'
 import { GlobalResponse } from './app/global-response.ts'
 import { requestPath } from './app/path.ts'
 import type { ResponseClass } from './app/types.ts'
+import { isWebSocketUpgrade } from './app/upgrade.ts'
 import { processEnv } from './env.ts'
 import { createIsrCache, type IsrCache, type SvcCacheConfig } from './pages/isr.ts'
 import { createTaskRuntime } from './tasks/index.ts'
+import { checkMaxPayloadBytes } from './tasks/payload-limit.ts'
 import { describe } from './describe.ts'
 
 export interface SvcHandlerOptions {
@@ -53,9 +57,19 @@ export interface SvcHandlerOptions {
   /**
    * Largest JSON body read by the admin surface, the revalidate endpoint and
    * `schema.body` validation; larger bodies get 413 `PAYLOAD_TOO_LARGE`.
+   * Note: without it, the admin surface reads bodies up to the runtime's
+   * `maxPayloadBytes` where that is larger, so any input a run may hold
+   * can be sent to `POST /__tasks/<name>`.
    * @default 1048576 (1 MiB)
    */
   bodyLimit?: number
+  /**
+   * The largest input, result, step output and token payload of a run, in
+   * bytes of UTF-8 JSON, for the runtime the handler creates (see
+   * `TaskRuntimeOptions.maxPayloadBytes`). Ignored with `runtime`.
+   * @default 1048576
+   */
+  maxPayloadBytes?: number
   /**
    * Adds the error message and stack to 500 bodies.
    * @default env.NODE_ENV === 'development'
@@ -98,6 +112,14 @@ export interface SvcHandlerOptions {
    * @default none: the page path answers 404 DASHBOARD_NOT_INCLUDED where it would be served
    */
   dashboardPage?: DashboardPage
+  /**
+   * `{ maxStreams?, maxQueuedBytes? }`: limits of `GET /__tasks/events`, the
+   * run-change stream. Past `maxStreams` open on the runtime, 503 with
+   * `Retry-After`; a client that leaves more than `maxQueuedBytes` unread is
+   * dropped.
+   * @default { maxStreams: 64, maxQueuedBytes: 262144 }
+   */
+  runEvents?: RunEventsOptions
 }
 
 export interface SvcHandler {
@@ -144,10 +166,20 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
   }
   const dashboardOption = dashboardProblem(options.dashboard)
   if (dashboardOption) throw new TypeError(`${where}: ${dashboardOption}`)
-  const runtime = options.runtime ?? createTaskRuntime({ routes: options.routes, env, logger })
+  checkRunEvents(options.runEvents, where)
+  const runtime =
+    options.runtime ??
+    createTaskRuntime({
+      routes: options.routes,
+      env,
+      logger,
+      maxPayloadBytes: checkMaxPayloadBytes(options.maxPayloadBytes, where),
+    })
   if (typeof runtime?.trigger !== 'function' || typeof runtime.getRun !== 'function') {
     throw new TypeError(`${where}: runtime must be a TaskRuntime, such as createTaskRuntime() returns (got ${describe(runtime)})`)
   }
+  // A trigger's body is its input: the admin surface reads as much as a run may hold.
+  const adminBodyLimit = options.bodyLimit ?? Math.max(bodyLimit, runtime.maxPayloadBytes ?? 0)
   const cache = createIsrCache(options.cache, where, logger)
 
   const { app, direct } = buildApp({
@@ -164,7 +196,16 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
     info: (c) => c.env as RequestInfo | undefined,
     fallback: options.fallback,
   })
-  const admin = createAdminHandler({ runtime, env, bodyLimit, R, logger, dev, holdRuns: options.holdRuns ?? true })
+  const admin = createAdminHandler({
+    runtime,
+    env,
+    bodyLimit: adminBodyLimit,
+    R,
+    logger,
+    dev,
+    holdRuns: options.holdRuns ?? true,
+    runEvents: options.runEvents,
+  })
   const dashboard = createDashboardHandler({
     access: dashboardAccess(options.dashboard, env),
     page: options.dashboardPage,
@@ -178,12 +219,21 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
     // The admin surface (`/__tasks`) and the dashboard (`/__svc/dashboard`)
     // both live under `/__`: other paths skip their checks.
     if (pathname.startsWith('/__')) {
-      if (
-        pathname.startsWith(TASKS_PREFIX) &&
-        (pathname.length === TASKS_PREFIX.length || pathname.charCodeAt(TASKS_PREFIX.length) === 47)
-      ) {
-        return admin(request, pathname, info)
+      const tasks =
+        pathname.startsWith(TASKS_PREFIX) && (pathname.length === TASKS_PREFIX.length || pathname.charCodeAt(TASKS_PREFIX.length) === 47)
+      // `/__tasks*` and `/__svc/*` speak plain HTTP. A WebSocket handshake is
+      // refused before any handler runs (RFC 6455 §4.2.2): a host that takes
+      // it as an upgrade (Node) writes the answer whole, and an event stream
+      // never ends.
+      if ((tasks || pathname.startsWith('/__svc/')) && isWebSocketUpgrade(request)) {
+        return jsonError(
+          R,
+          400,
+          'WEBSOCKET_NOT_SUPPORTED',
+          `${pathname} takes no WebSocket connections: the task admin surface and /__svc/* are plain HTTP (GET /__tasks/events streams run changes as Server-Sent Events)`,
+        )
       }
+      if (tasks) return admin(request, pathname, info)
       const page = isDashboardPath(pathname) ? dashboard(request, pathname, info) : undefined
       if (page) return page
     }

@@ -8,11 +8,11 @@ import { eventually } from '../dev/_helpers.ts'
 export const FIXTURE = fileURLToPath(new URL('../fixtures/dashboard-app', import.meta.url))
 const cli = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url))
 
-/** The system's Chromium (`apt-get install chromium`); no browser is ever downloaded. */
-export function launchChromium(): Promise<Browser> {
+/** The system's Chromium (`apt-get install chromium`); no browser is ever downloaded. `args` are added to its command line. */
+export function launchChromium(args: string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu'],
+    args: ['--headless', '--no-sandbox', '--disable-gpu', ...args],
   })
 }
 

@@ -69,7 +69,11 @@ describe('the runs dashboard under svc dev', () => {
     const id = await trigger(dev.url, 'jobs.approve', { from: 'elsewhere' })
     const row = page.getByRole('region', { name: 'Runs' }).getByRole('row').filter({ hasText: id })
     await expect.poll(() => row.locator('.status').textContent()).toBe('suspended')
-    const done = await fetch(`${dev.url}/__tasks/tokens/${id}:approval`, { method: 'POST', body: '{"approved":false}' })
+    const done = await fetch(`${dev.url}/__tasks/tokens/${id}:approval`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"approved":false}',
+    })
     expect(done.status).toBe(200)
     await expect.poll(() => row.locator('.status').textContent()).toBe('completed')
     expect(await stillSameDocument()).toBe(true)

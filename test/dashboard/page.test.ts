@@ -29,8 +29,9 @@ function handler(env: Record<string, string>, dashboard?: boolean): SvcHandler {
 
 const LOOPBACK = { remoteAddress: '127.0.0.1' }
 const REMOTE = { remoteAddress: '203.0.113.9' }
+// Asked by its loopback name: in development the page is served to requests made on this machine only.
 const page = (h: SvcHandler, info?: { remoteAddress: string }, init?: RequestInit) =>
-  h.fetch(new Request('http://app.test/__svc/dashboard', init), info)
+  h.fetch(new Request('http://localhost/__svc/dashboard', init), info)
 
 describe('the built page', () => {
   it('is the build of the current sources (run npm run build:dashboard after changing src/dashboard/)', async () => {
@@ -131,7 +132,7 @@ describe('where the page is served', () => {
 
 describe('GET /__svc/dashboard/tasks', () => {
   const tasks = (h: SvcHandler, info: { remoteAddress: string }, headers?: Record<string, string>) =>
-    h.fetch(new Request('http://app.test/__svc/dashboard/tasks', { headers }), info)
+    h.fetch(new Request('http://localhost/__svc/dashboard/tasks', { headers }), info)
 
   it('lists each task with the zone and next tick of its schedule', async () => {
     const res = await tasks(handler({ NODE_ENV: 'development' }), LOOPBACK)
@@ -163,7 +164,7 @@ describe('GET /__svc/dashboard/tasks', () => {
   })
 
   it('other paths under the dashboard are 404 NOT_FOUND naming the page', async () => {
-    const res = await handler({ NODE_ENV: 'development' }).fetch(new Request('http://app.test/__svc/dashboard/nope'), LOOPBACK)
+    const res = await handler({ NODE_ENV: 'development' }).fetch(new Request('http://localhost/__svc/dashboard/nope'), LOOPBACK)
     expect(res.status).toBe(404)
     expect(await res.json()).toMatchObject({ code: 'NOT_FOUND', error: expect.stringContaining('/__svc/dashboard') })
   })

@@ -73,7 +73,8 @@ function app({ apiRoutes, store, ...options }: AppOptions) {
   runtimes.add(handler.runtime)
   return {
     runtime: handler.runtime,
-    fetch: (path: string, init?: RequestInit) => handler.fetch(new Request(`http://svc${path}`, init), { remoteAddress: '127.0.0.1' }),
+    fetch: (path: string, init?: RequestInit) =>
+      handler.fetch(new Request(`http://localhost${path}`, init), { remoteAddress: '127.0.0.1' }),
     close: () => handler.runtime.close(),
   }
 }
@@ -355,6 +356,98 @@ describe('a full run store behind POST /__tasks/<name>', () => {
   })
 })
 
+describe('maxPayloadBytes on the task admin surface', () => {
+  const routes: RuntimeApiRoute[] = [
+    { path: '/api/echo', module: { kind: 'task', POST: (ctx: { input: unknown }) => ctx.input } },
+    {
+      path: '/api/approve',
+      module: {
+        kind: 'task',
+        POST: async (ctx: { step: { waitForToken(key: string): Promise<unknown> } }) => ctx.step.waitForToken('ok'),
+      },
+    },
+  ]
+
+  it('answers an input over the limit with 413 PAYLOAD_TOO_LARGE naming its size and the limit, and starts no run', async () => {
+    const store = new MemoryRunStore()
+    const svc = app({ apiRoutes: routes, runtime: createTaskRuntime({ routes, store, maxPayloadBytes: 200 }) })
+    const res = await svc.fetch('/__tasks/echo', { method: 'POST', headers: json, body: JSON.stringify({ text: 'x'.repeat(300) }) })
+    expect(res.status).toBe(413)
+    expect(await res.json()).toEqual({
+      code: 'PAYLOAD_TOO_LARGE',
+      error: 'The input of task "echo" is 311 bytes of JSON, over the 200-byte limit (maxPayloadBytes)',
+    })
+    expect(await store.listRuns()).toEqual([])
+    expect((await svc.fetch('/__tasks/echo', { method: 'POST', headers: json, body: '{"text":"x"}' })).status).toBe(202)
+  })
+
+  it('answers a token payload over the limit with 413 and leaves the token waiting', async () => {
+    const svc = app({ apiRoutes: routes, runtime: createTaskRuntime({ routes, maxPayloadBytes: 200 }) })
+    const { id } = await (await svc.fetch('/__tasks/approve', { method: 'POST' })).json()
+    await until(async () => (await getRun(svc, id)).status === 'suspended')
+    const url = `/__tasks/tokens/${encodeURIComponent(tokenIdFor(id, 'ok'))}`
+    const res = await svc.fetch(url, { method: 'POST', headers: json, body: JSON.stringify({ note: 'n'.repeat(300) }) })
+    expect(res.status).toBe(413)
+    expect((await res.json()).error).toMatch(
+      /^The payload of token ".+" is 311 bytes of JSON, over the 200-byte limit \(maxPayloadBytes\)$/,
+    )
+    expect((await getRun(svc, id)).status).toBe('suspended')
+    expect((await svc.fetch(url, { method: 'POST', headers: json, body: '{"note":"ok"}' })).status).toBe(200)
+  })
+
+  it('createSvcHandler passes maxPayloadBytes to the runtime it creates, and reads bodies that large', async () => {
+    const svc = app({ apiRoutes: routes, maxPayloadBytes: 3 * 1024 * 1024 })
+    expect(svc.runtime.maxPayloadBytes).toBe(3 * 1024 * 1024)
+    // Past the default 1 MiB body limit, within the payload limit.
+    const text = 'y'.repeat(2 * 1024 * 1024)
+    const res = await svc.fetch('/__tasks/echo', { method: 'POST', headers: json, body: JSON.stringify({ text }) })
+    expect(res.status).toBe(202)
+    const done = await svc.runtime.waitForRun((await res.json()).id)
+    expect((done.result as { text: string }).text).toHaveLength(text.length)
+    expect(() => createSvcHandler({ routes, maxPayloadBytes: -1 })).toThrow(
+      new RangeError('createSvcHandler(): maxPayloadBytes must be a positive whole number of bytes (got -1)'),
+    )
+  })
+})
+
+describe('GET /__tasks counts queued runs without loading them', () => {
+  it("reads each task's queued count from the store, never listing its queued runs", async () => {
+    const gate = deferred()
+    const limited: RuntimeApiRoute[] = [
+      { path: '/api/one', module: { route: { kind: 'task', concurrency: 1 }, POST: () => gate.promise } },
+      { path: '/api/two', module: { route: { kind: 'task', rateLimit: { limit: 1, periodSeconds: 3600 } }, POST: () => 'ok' } },
+      { path: '/api/free', module: { kind: 'task', POST: () => gate.promise } },
+    ]
+    const store = new MemoryRunStore()
+    const listed: unknown[] = []
+    const watched = new Proxy(store, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target)
+        if (name === 'listRuns') {
+          return (query?: unknown) => {
+            listed.push(query)
+            return target.listRuns(query as never)
+          }
+        }
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+    const svc = app({ apiRoutes: limited, store: watched })
+    for (let i = 0; i < 4; i++) await svc.runtime.trigger('one', { i })
+    for (let i = 0; i < 3; i++) await svc.runtime.trigger('two', { i })
+    await svc.runtime.trigger('free')
+    listed.length = 0
+    const res = await svc.fetch('/__tasks')
+    expect(res.status).toBe(200)
+    const { tasks } = (await res.json()) as { tasks: { name: string; queued: number }[] }
+    expect(Object.fromEntries(tasks.map((t) => [t.name, t.queued]))).toEqual({ one: 3, two: 2, free: 0 })
+    // The last run of each task is still read, one run each; no queue is listed.
+    expect(listed).toHaveLength(3)
+    for (const query of listed) expect(query).toMatchObject({ limit: 1 })
+    gate.resolve()
+  })
+})
+
 describe('completing tokens over POST /__tasks/tokens/<id>', () => {
   it('completes a waiting token with the body as payload (200), then 409 for a second completion', async () => {
     const svc = app({ apiRoutes: appRoutes().routes })
@@ -371,7 +464,7 @@ describe('completing tokens over POST /__tasks/tokens/<id>', () => {
     expect(await res.json()).toEqual({ ok: true, status: 'completed' })
     const done = await svc.runtime.waitForRun(id)
     expect(done.result).toEqual({ payload: { approved: true } })
-    const again = await svc.fetch(url, { method: 'POST', body: '{}' })
+    const again = await svc.fetch(url, { method: 'POST', headers: json, body: '{}' })
     expect(again.status).toBe(409)
     expect((await again.json()).code).toBe('TOKEN_ALREADY_COMPLETED')
   })
@@ -454,7 +547,7 @@ describe('admin auth', () => {
     const spoofed = new Request('http://svc/__tasks', { headers: { 'x-forwarded-for': '127.0.0.1' } })
     expect((await handler.fetch(spoofed, { remoteAddress: '203.0.113.9' })).status).toBe(401)
     expect((await handler.fetch(new Request('http://svc/__tasks'))).status).toBe(401)
-    expect((await handler.fetch(new Request('http://svc/__tasks'), { remoteAddress: '::ffff:127.0.0.1' })).status).toBe(200)
+    expect((await handler.fetch(new Request('http://localhost/__tasks'), { remoteAddress: '::ffff:127.0.0.1' })).status).toBe(200)
   })
 
   it('gates /__svc/revalidate like the admin surface, but not /__health', async () => {
@@ -468,7 +561,7 @@ describe('admin auth', () => {
     const ok = await svc.fetch(`/__svc/revalidate`, {
       method: 'POST',
       body: '{"paths":["/"]}',
-      headers: { authorization: 'Bearer tok' },
+      headers: { authorization: 'Bearer tok', ...json },
     })
     expect(ok.status).toBe(200)
   })

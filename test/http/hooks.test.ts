@@ -149,10 +149,12 @@ describe('global hooks', () => {
     const pages = [{ path: '/cached', mode: 'hybrid' as const, module: { default: () => 'cached' } }]
     const handler = createSvcHandler({ routes, pages, globalHooks: hooks, env: { NODE_ENV: 'test' }, logger: recordingLogger() })
     // A loopback peer in a test environment may use the admin surface without a secret.
-    const get = (path: string, init?: RequestInit) => handler.fetch(new Request(`http://svc${path}`, init), { remoteAddress: '127.0.0.1' })
+    const get = (path: string, init?: RequestInit) =>
+      handler.fetch(new Request(`http://localhost${path}`, init), { remoteAddress: '127.0.0.1' })
     expect((await get('/__health')).status).toBe(200)
     expect((await get('/__tasks')).status).toBe(200)
-    expect((await get('/__svc/revalidate', { method: 'POST', body: '{"paths":["/"]}' })).status).toBe(200)
+    const json = { 'content-type': 'application/json' }
+    expect((await get('/__svc/revalidate', { method: 'POST', headers: json, body: '{"paths":["/"]}' })).status).toBe(200)
     expect(seen).toEqual([])
     expect((await get('/api/hello')).status).toBe(401)
     expect(seen).toEqual(['/api/hello'])

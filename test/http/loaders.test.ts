@@ -39,7 +39,9 @@ describe('loadApiRoutes and loadPages', () => {
     expect(await blog.text()).toBe('<article>first</article>')
     expect(blog.headers.get('x-svc-cache')).toBe('MISS')
     expect((await fetch(`${server.url}/api/report`, { method: 'POST' })).status).toBe(404)
-    const run = await (await fetch(`${server.url}/__tasks/report`, { method: 'POST', body: '{"m":1}' })).json()
+    const run = await (
+      await fetch(`${server.url}/__tasks/report`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"m":1}' })
+    ).json()
     expect((await server.runtime.waitForRun(run.id)).result).toEqual({ report: { m: 1 } })
 
     const ws = new WebSocket(`${server.url.replace('http', 'ws')}/api/chat`, { headers: { origin: 'https://chat.example' } })
@@ -83,7 +85,8 @@ describe('an app loaded with loadApiRoutes and loadPages, from a fresh copy', ()
     onTestFinished(() => handler.runtime.close())
     return {
       runtime: handler.runtime,
-      fetch: (path: string, init?: RequestInit) => handler.fetch(new Request(`http://svc${path}`, init), { remoteAddress: '127.0.0.1' }),
+      fetch: (path: string, init?: RequestInit) =>
+        handler.fetch(new Request(`http://localhost${path}`, init), { remoteAddress: '127.0.0.1' }),
     }
   }
 
@@ -104,7 +107,13 @@ describe('an app loaded with loadApiRoutes and loadPages, from a fresh copy', ()
     expect(await add('pear')).toEqual({ count: 2 })
     expect(await (await svc.fetch('/api/count')).json()).toEqual({ count: 2 })
     expect(await (await svc.fetch('/')).text()).toBe('<ul><li>apple</li><li>pear</li></ul>')
-    const run = (await (await svc.fetch('/__tasks/jobs.remember', { method: 'POST', body: '{"name":"plum"}' })).json()) as {
+    const run = (await (
+      await svc.fetch('/__tasks/jobs.remember', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"name":"plum"}',
+      })
+    ).json()) as {
       id: string
     }
     expect((await svc.runtime.waitForRun(run.id)).result).toEqual({ count: 3 })

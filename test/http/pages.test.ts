@@ -12,7 +12,7 @@ import {
 } from '../../src/index.ts'
 import { deferred, recordingLogger, serve, sleep, until } from './_helpers.ts'
 
-const auth = { authorization: 'Bearer t' }
+const auth = { authorization: 'Bearer t', 'content-type': 'application/json' }
 const env = { NODE_ENV: 'production', THEN_TASK_SECRET: 't' }
 
 /** A page whose renders are counted and numbered, so a test can tell a cached body from a fresh one. */

@@ -76,7 +76,7 @@ const tooLarge = { status: 413, body: expect.stringContaining('"code":"PAYLOAD_T
 /** Writes a chunked request body (RFC 9112 §7.1) with no Content-Length, so the limit can only be found while reading. */
 function sendChunked(conn: RawConnection, path: string, bytes: number): void {
   // The helper parses answers in the order of the methods it was told about.
-  conn.send('POST', path, { 'transfer-encoding': 'chunked' })
+  conn.send('POST', path, { 'transfer-encoding': 'chunked', 'content-type': 'application/json' })
   const chunk = 'x'.repeat(64 * 1024)
   for (let sent = 0; sent < bytes; sent += chunk.length) conn.socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`)
   conn.socket.write('0\r\n\r\n')
@@ -154,7 +154,7 @@ describe('a body over the limit, still arriving when the 413 is sent', () => {
     server.server.on('connection', (socket) => sockets.push(socket))
     const conn = new RawConnection(server.port)
     await conn.ready()
-    conn.send('POST', '/__tasks/jobs.noop', { 'transfer-encoding': 'chunked' })
+    conn.send('POST', '/__tasks/jobs.noop', { 'transfer-encoding': 'chunked', 'content-type': 'application/json' })
     const frame = Buffer.concat([Buffer.from(`${CHUNK.length.toString(16)}\r\n`), CHUNK, Buffer.from('\r\n')])
     // Writes without end (up to 64 MiB, well past the budget) until the server closes.
     let sent = 0

@@ -7,15 +7,25 @@
  * - without one, only loopback peers pass, judged by the socket address the
  *   host reports (never by `X-Forwarded-For`, which any client can send),
  *   and only when `NODE_ENV` is `development` or `test`;
+ * - and only requests the developer made on this machine: a loopback host in
+ *   `Host`, no `Origin` but a loopback one, `Sec-Fetch-Site` absent,
+ *   `same-origin` or `none` (Fetch Metadata), and no `Forwarded`,
+ *   `X-Forwarded-For`, `X-Real-IP` or `Via`. A loopback peer that fails this
+ *   (a page of another site or port in the developer's browser, a
+ *   DNS-rebound name, a proxy on the same host) gets 403 `FORBIDDEN` naming
+ *   the header; see `loopback.ts`;
  * - anything else gets 401 with `WWW-Authenticate: Bearer` (RFC 6750 §3).
  * Edge and function targets report no socket address, so they always need
- * the secret.
+ * the secret. With a secret, only the bearer counts: browsers cannot attach
+ * it to another site's request, and the content-type rule (`content-type.ts`)
+ * keeps form and no-cors posts out in every mode.
  */
 import type { RequestInfo } from '../types.ts'
 import { jsonError } from '../app/errors.ts'
 import type { ResponseClass } from '../app/types.ts'
 import type { EnvLike } from '../env.ts'
 import { taskSecret } from '../rules.ts'
+import { foreignRequestProblem } from './loopback.ts'
 
 /** 127.0.0.0/8, ::1 and their IPv4-mapped IPv6 forms. */
 export function isLoopback(address: string | undefined): boolean {
@@ -70,7 +80,7 @@ function isBlank(c: number): boolean {
 // Named in every message, the svc name first; THEN_TASK_SECRET is read too.
 const SECRET_NAMES = 'SVC_TASK_SECRET (or THEN_TASK_SECRET)'
 
-/** `undefined` when the request may proceed, else the 401 to send. */
+/** `undefined` when the request may proceed, else the 401 or 403 to send. */
 export function authorize(request: Request, info: RequestInfo | undefined, env: EnvLike, R: ResponseClass): Response | undefined {
   const secret = taskSecret(env)
   if (secret !== undefined) {
@@ -85,7 +95,10 @@ export function authorize(request: Request, info: RequestInfo | undefined, env: 
   }
   const peer = info?.remoteAddress
   const nodeEnv = env.NODE_ENV
-  if ((nodeEnv === 'development' || nodeEnv === 'test') && isLoopback(peer)) return undefined
+  if ((nodeEnv === 'development' || nodeEnv === 'test') && isLoopback(peer)) {
+    const problem = foreignRequestProblem(request)
+    return problem === undefined ? undefined : forbidden(R, problem)
+  }
   const message = `No task secret is configured: set ${SECRET_NAMES} on the server and send Authorization: Bearer <secret>`
   // Hosts that report no peer address (edge and function targets) have no
   // loopback exemption, so the rule is not worth mentioning there.
@@ -99,4 +112,14 @@ export function authorize(request: Request, info: RequestInfo | undefined, env: 
 
 function unauthorized(R: ResponseClass, message: string): Response {
   return jsonError(R, 401, 'UNAUTHORIZED', message, { 'www-authenticate': 'Bearer realm="svc"' })
+}
+
+/** 403 for a loopback request that may be another site's or a proxy's: `problem` says which header, the rest what to do. */
+function forbidden(R: ResponseClass, problem: string): Response {
+  return jsonError(
+    R,
+    403,
+    'FORBIDDEN',
+    `${problem}. Without a task secret, only requests made on this machine by no other site and through no proxy are allowed; to use this server from elsewhere, set ${SECRET_NAMES} on the server and send Authorization: Bearer <secret>`,
+  )
 }

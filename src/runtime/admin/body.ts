@@ -3,20 +3,14 @@
  * the revalidate endpoint and `schema.body` validation. Edge-safe: it reads
  * the Web `ReadableStream`, so the limit holds on every target.
  */
-import { SvcError } from '../errors.ts'
+import { PayloadTooLargeError, SvcError } from '../errors.ts'
 import { isJsonTooDeep, MAX_JSON_DEPTH } from '../json-depth.ts'
 
 /** The documented default payload limit: 1 MiB. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
 
-/** HTTP 413 `PAYLOAD_TOO_LARGE`. */
-export class PayloadTooLargeError extends SvcError {
-  readonly limit: number
-  constructor(limit: number) {
-    super(`Request body is larger than the ${limit}-byte limit`, 'PAYLOAD_TOO_LARGE', 413)
-    this.limit = limit
-  }
-}
+/** HTTP 413 `PAYLOAD_TOO_LARGE`; the task runtime's payload limit raises it too. */
+export { PayloadTooLargeError }
 
 /** HTTP 400 `INVALID_JSON`: a body that is not JSON, or nests too deeply. */
 export class InvalidJsonError extends SvcError {
@@ -50,10 +44,13 @@ export async function readBodyText(request: Request, limit: number): Promise<str
 }
 
 /**
- * The JSON body, or `undefined` for an empty one. The body is parsed as JSON
- * whatever its declared type (clients such as `fetch` and `curl -d` send
- * `text/plain` or form types by default); anything else, and JSON nested
- * deeper than `MAX_JSON_DEPTH`, is `INVALID_JSON`.
+ * The JSON body, or `undefined` for an empty one. This reads the bytes as
+ * JSON and does not look at the declared type: the admin surface and
+ * `/__svc/*` refuse any type but JSON before they read (415, see
+ * `content-type.ts`), while `schema.body` routes take what clients such as
+ * `fetch` and `curl -d` send by default (`text/plain`, form types). Text
+ * that is not JSON, and JSON nested deeper than `MAX_JSON_DEPTH`, is
+ * `INVALID_JSON`.
  */
 export async function readJsonBody(request: Request, limit: number): Promise<{ text: string; value: unknown }> {
   const text = await readBodyText(request, limit)

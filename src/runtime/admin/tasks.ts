@@ -18,7 +18,8 @@
  * (task routes are one segment), and run ids are UUIDs, never these words.
  *
  * Every request is authorized first (see `auth.ts`). POST bodies are JSON,
- * at most `bodyLimit` bytes; the optional `Idempotency-Key` and
+ * sent as such (415 `UNSUPPORTED_MEDIA_TYPE` otherwise, see
+ * `content-type.ts`), at most `bodyLimit` bytes; the optional `Idempotency-Key` and
  * `Svc-Delay-Seconds` headers carry `EnqueueOptions` (400 `INVALID_OPTIONS`
  * when they break the enqueue rule). A run store full of live runs answers
  * 503 `STORE_FULL` with `Retry-After`.
@@ -31,7 +32,8 @@ import { enqueueOptionsFromHeaders } from '../tasks/client.ts'
 import type { EnvLike } from '../env.ts'
 import { authorize } from './auth.ts'
 import { readJsonBody } from './body.ts'
-import { runEventStream } from './events.ts'
+import { unsupportedContent } from './content-type.ts'
+import { openRunEventStream, type RunEventsOptions } from './events.ts'
 import { InvalidQueryError, parseRunsQuery, runSummary } from './runs-query.ts'
 
 export const TASKS_PREFIX = '/__tasks'
@@ -45,6 +47,8 @@ export interface AdminOptions {
   dev: boolean
   /** Hand each started run to `info.waitUntil` until it completes or fails. */
   holdRuns: boolean
+  /** Limits of `GET /__tasks/events`. */
+  runEvents?: RunEventsOptions
 }
 
 export type AdminHandler = (request: Request, pathname: string, info?: RequestInfo) => Promise<Response>
@@ -100,7 +104,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
           'This target runs tasks in another place (the SvcTasks Durable Object on Workers), whose run changes cannot be streamed from here; poll GET /__tasks/runs instead',
         )
       }
-      return runEventStream(listen, R)
+      return openRunEventStream(runtime, listen, R, logger, options.runEvents)
     }
 
     if (segments.length !== 1) return jsonError(R, 404, 'NOT_FOUND', `No admin endpoint matches ${method} ${pathname}`)
@@ -170,7 +174,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
 
   return async (request, pathname, info) => {
     try {
-      const denied = authorize(request, info, env, R)
+      const denied = authorize(request, info, env, R) ?? unsupportedContent(request, R)
       if (denied) return denied
       return await route(request, pathname, info)
     } catch (error) {

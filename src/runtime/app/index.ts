@@ -6,6 +6,7 @@ export { MemoryCacheStore, DEFAULT_MAX_ENTRIES } from '../pages/cache-store.ts'
 export type { CacheEntry, CacheStore, MemoryCacheStoreOptions } from '../pages/cache-store.ts'
 export type { SvcCacheConfig, RevalidateResult } from '../pages/isr.ts'
 export { DEFAULT_BODY_LIMIT } from '../admin/body.ts'
+export type { RunEventsOptions } from '../admin/events.ts'
 export type {
   ApiAppOptions,
   HotPeer,

@@ -5,12 +5,13 @@
  * everything from the admin surface with the user's credentials. Edge-safe.
  */
 import { authorize } from '../admin/auth.ts'
+import { unsupportedContent } from '../admin/content-type.ts'
 import { jsonError, methodNotAllowed } from '../app/errors.ts'
 import type { ResponseClass } from '../app/types.ts'
 import { trimTrailingSlashes } from '../app/path.ts'
 import type { EnvLike } from '../env.ts'
 import type { RequestInfo, TaskRuntime } from '../types.ts'
-import { type DashboardAccess, servesDashboard } from './access.ts'
+import { DASHBOARD_ENV, type DashboardAccess, dashboardRefusal, servesDashboard } from './access.ts'
 import { dashboardTasks } from './tasks.ts'
 
 export const DASHBOARD_PATH = '/__svc/dashboard'
@@ -50,6 +51,17 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
   const headers = page && pageHeaders(page)
   return (request, pathname, info) => {
     if (!servesDashboard(access, info)) return undefined
+    const refusal = dashboardRefusal(access, request)
+    if (refusal !== undefined) {
+      return jsonError(
+        R,
+        403,
+        'FORBIDDEN',
+        `${refusal}. In development the dashboard is served to requests made on this machine by no other site and through no proxy; to serve it elsewhere, set ${DASHBOARD_ENV}=1, and the page then asks for the task secret, SVC_TASK_SECRET`,
+      )
+    }
+    const unsupported = unsupportedContent(request, R)
+    if (unsupported) return unsupported
     const method = request.method
     const path = trimTrailingSlashes(pathname) || '/'
     if (path === DASHBOARD_PATH) {

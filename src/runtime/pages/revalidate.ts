@@ -1,6 +1,6 @@
 /**
- * `POST /__svc/revalidate`, gated like the
- * task admin surface. With an ISR cache it purges:
+ * `POST /__svc/revalidate`, gated like the task admin surface (its auth,
+ * and JSON bodies only). With an ISR cache it purges:
  *
  *   request  `{ "paths"?: string[], "tags"?: string[] }` (at least one entry)
  *   response 200 `{ "ok": true, "purged": string[], "paths": string[], "tags": string[] }`
@@ -12,6 +12,7 @@ import type { Logger, RequestInfo, ValidationIssue } from '../types.ts'
 import type { EnvLike } from '../env.ts'
 import { authorize } from '../admin/auth.ts'
 import { readJsonBody } from '../admin/body.ts'
+import { unsupportedContent } from '../admin/content-type.ts'
 import { internalError, knownErrorResponse, methodNotAllowed } from '../app/errors.ts'
 import type { Context } from 'hono'
 import type { ResponseClass, RevalidateWebhook } from '../app/types.ts'
@@ -42,7 +43,7 @@ export function revalidateHandler(options: RevalidateOptions): (c: Context) => P
   return async (c) => {
     const request = c.req.raw
     try {
-      const denied = authorize(request, options.info(c), options.env(c), R)
+      const denied = authorize(request, options.info(c), options.env(c), R) ?? unsupportedContent(request, R)
       if (denied) return denied
       if (request.method !== 'POST') return methodNotAllowed(R, request.method, REVALIDATE_PATH, 'POST')
       if (webhook) {
