@@ -131,6 +131,42 @@ describe('hot routes', () => {
     expect((await refusal(`${base}/api/plain`)).status).toBe(405)
   })
 
+  it('answers a handshake to a route that streams with the stream as it comes, and cancels it when the client goes', async () => {
+    const open = { streams: 0 }
+    const stream: RuntimeApiRoute = {
+      path: '/api/ticks',
+      module: {
+        GET: () => {
+          let timer: ReturnType<typeof setInterval> | undefined
+          const body = new ReadableStream<Uint8Array>({
+            start(controller) {
+              open.streams++
+              controller.enqueue(new TextEncoder().encode('data: first\n\n'))
+              timer = setInterval(() => controller.enqueue(new TextEncoder().encode(': tick\n\n')), 20)
+            },
+            cancel() {
+              clearInterval(timer)
+              open.streams--
+            },
+          })
+          return new Response(body, { headers: { 'content-type': 'text/event-stream' } })
+        },
+      },
+    }
+    const server = await serve({ apiRoutes: [stream] })
+    const socket = connect(server.port, '127.0.0.1')
+    let received = ''
+    socket.on('data', (chunk) => (received += chunk.toString('latin1')))
+    socket.write(
+      'GET /api/ticks HTTP/1.1\r\nhost: localhost\r\nconnection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    )
+    await until(() => received.includes('data: first'))
+    expect(received).toMatch(/^HTTP\/1\.1 200 /)
+    expect(open.streams).toBe(1)
+    socket.destroy()
+    await until(() => open.streams === 0)
+  })
+
   it('runs onRequest hooks on the handshake, so a session check can refuse it', async () => {
     const server = await serve({
       apiRoutes: [echo()],
