@@ -31,7 +31,8 @@ async function lock(tx: TransactionSql, schema: string, taskName: string, purpos
  * Starts the queued runs of `taskName` that its limits allow at `now`.
  * A started run gets the provisional lease of a run made `running`
  * (`leaseMs`), so no other process takes it for an orphan before the
- * starter acquires it.
+ * starter acquires it; like every claim, it moves the run's fence on
+ * (fences.ts).
  */
 export function startQueuedPg(
   sql: Sql,
@@ -70,6 +71,7 @@ export function startQueuedPg(
       UPDATE ${runs}.runs SET
         status = 'running',
         lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
+        lease_fence = lease_fence + 1,
         record = record || jsonb_build_object('status', 'running', 'startedAt', coalesce(record->'startedAt', to_jsonb(${now}::text)))
       WHERE id = ANY(${ids}::text[]) AND status = 'queued'
       RETURNING ${wholeRecord(tx, schema)} AS record`

@@ -141,6 +141,13 @@ const MIGRATIONS: readonly string[] = [
     WHERE jsonb_typeof(runs.record->'steps') = 'object';
   UPDATE $schema.runs SET record = jsonb_set(record, '{steps}', '{}') WHERE record->'steps' <> '{}';
   `,
+  `
+  -- The fencing token of a run's lease (fences.ts): every claim of the run
+  -- moves it on, and the writes of an attempt land only while it is still
+  -- the one their process's claim set. A constant default adds the column
+  -- without rewriting the table.
+  ALTER TABLE $schema.runs ADD COLUMN lease_fence bigint NOT NULL DEFAULT 0;
+  `,
 ]
 
 /** The schema version this release writes. */

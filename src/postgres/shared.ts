@@ -14,10 +14,24 @@
  * process that triggered or resumed a run is the one that runs it, unless
  * it dies first. A lease given up (`releaseLeases`) has no expiry: the
  * attempt is anyone's at once.
+ *
+ * Leases are fenced (fences.ts): every claim moves the run's `lease_fence`
+ * on and this process keeps the fence its own claims got, which the writes
+ * of its attempts then check in their statements. A process that stalls
+ * past `leaseMs` keeps running its attempt until it next renews or writes;
+ * by then another may have taken the run over, and none of the stalled
+ * attempt's writes lands. The check is a condition of the write's own
+ * statement: it costs no round trip.
+ *
+ * A process never takes as an orphan a run it holds itself: its own
+ * dispatch of it is still in flight, and either its lease is still good
+ * (nobody claimed the run, so renewing it works however late) or its next
+ * write finds out that it is not.
  */
 import type { Sql } from 'postgres'
 import type { SharedWork, TimerRecord } from '../runtime/tasks/store.ts'
 import type { RunRecord } from '../types.ts'
+import type { Fences } from './fences.ts'
 import { GroupCommit } from './group-commit.ts'
 import { notifyChannel } from './migrations.ts'
 import { wholeRecord } from './records.ts'
@@ -28,6 +42,8 @@ export interface PostgresSharedWorkOptions {
   schema: string
   leaseMs: number
   pollMs: number
+  /** The fences of the leases this process holds, which the store's writes check. */
+  fences: Fences
   /** Runs a query once the schema is ready (the store's own way in). */
   run<T>(query: (sql: Sql) => Promise<T>): Promise<T>
 }
@@ -53,6 +69,7 @@ export class PostgresSharedWork implements SharedWork {
   readonly pollMs: number
   readonly #schema: string
   readonly #run: PostgresSharedWorkOptions['run']
+  readonly #fences: Fences
   // Every run takes its lease: under load, many go together.
   readonly #acquire = new GroupCommit<Lease, boolean>((leases) => this.#acquireMany(leases))
 
@@ -61,6 +78,7 @@ export class PostgresSharedWork implements SharedWork {
     this.leaseMs = options.leaseMs
     this.pollMs = options.pollMs
     this.#run = options.run
+    this.#fences = options.fences
   }
 
   claimDueTimers(owner: string, now: string, limit: number): Promise<TimerRecord[]> {
@@ -117,18 +135,27 @@ export class PostgresSharedWork implements SharedWork {
       const runs = sql(this.#schema)
       const held = new Set<string>()
       for (const [owner, ids] of byOwner(leases)) {
-        const rows = await sql<{ id: string }[]>`
-          UPDATE ${runs}.runs SET lease_owner = ${owner}, lease_expires_at = now() + ${this.leaseMs} * interval '1 millisecond'
+        const rows = await sql<{ id: string; fence: string }[]>`
+          UPDATE ${runs}.runs SET lease_owner = ${owner}, lease_expires_at = now() + ${this.leaseMs} * interval '1 millisecond',
+            lease_fence = lease_fence + 1
           WHERE id IN (
             SELECT id FROM ${runs}.runs
             WHERE id = ANY(${ids}::text[]) AND status = 'running'
               AND (lease_owner IS NULL OR lease_owner = ${owner} OR lease_expires_at < now())
             ORDER BY id FOR UPDATE
           )
-          RETURNING id`
-        for (const row of rows) held.add(`${owner}\n${row.id}`)
+          RETURNING id, lease_fence::text AS fence`
+        for (const row of rows) {
+          held.add(`${owner}\n${row.id}`)
+          this.#fences.claimed(owner, row.id, row.fence)
+        }
       }
-      return leases.map((lease) => held.has(`${lease.owner}\n${lease.runId}`))
+      return leases.map((lease) => {
+        if (held.has(`${lease.owner}\n${lease.runId}`)) return true
+        // Another process holds it: a fence kept here from an earlier claim is void.
+        this.#fences.released(lease.owner, [lease.runId])
+        return false
+      })
     })
   }
 
@@ -144,6 +171,9 @@ export class PostgresSharedWork implements SharedWork {
   }
 
   releaseLeases(owner: string, runIds?: readonly string[]): Promise<void> {
+    // Forgotten first: once the attempt is over, what this process writes
+    // for the run is not the attempt's, even should the release fail.
+    this.#fences.released(owner, runIds)
     return this.#run(async (sql) => {
       const schema = sql(this.#schema)
       if (runIds !== undefined) {
@@ -165,18 +195,22 @@ export class PostgresSharedWork implements SharedWork {
   claimOrphanedRuns(owner: string, limit: number): Promise<RunRecord[]> {
     return this.#run(async (sql) => {
       const runs = sql(this.#schema)
+      const held = this.#fences.runIds(owner)
       // A running run with a retry timer is between attempts: the timer's
       // claimer starts the next one. A suspended run whose lease lapsed lost
       // its process between suspending and arming its waitpoint (the lease
       // is given up after both). A suspended run that waits for a child
       // which has finished was not resumed by the child's process: it waits
       // for a run it reached through an idempotency key, whose process
-      // only resumes the run that started it.
-      const rows = await sql<Row<RunRecord>[]>`
-        UPDATE ${runs}.runs SET lease_owner = ${owner}, lease_expires_at = now() + ${this.leaseMs} * interval '1 millisecond'
+      // only resumes the run that started it. Runs this process holds are
+      // its own dispatch's (see above).
+      const rows = await sql<(Row<RunRecord> & { fence: string })[]>`
+        UPDATE ${runs}.runs SET lease_owner = ${owner}, lease_expires_at = now() + ${this.leaseMs} * interval '1 millisecond',
+          lease_fence = lease_fence + 1
         WHERE id IN (
           SELECT r.id FROM ${runs}.runs r
-          WHERE (r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at < now())
+          WHERE r.id <> ALL(${held}::text[]) AND (
+            (r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at < now())
               AND NOT EXISTS (SELECT 1 FROM ${runs}.timers t WHERE t.run_id = r.id AND t.kind = 'retry'))
             OR (r.status = 'suspended' AND r.lease_owner IS NOT NULL AND r.lease_expires_at < now())
             OR (r.status = 'suspended' AND (r.lease_expires_at IS NULL OR r.lease_expires_at < now())
@@ -185,10 +219,12 @@ export class PostgresSharedWork implements SharedWork {
                 SELECT 1 FROM ${runs}.runs c
                 WHERE c.id = r.record #>> '{suspended,waitpoint,runId}' AND c.finished_seq IS NOT NULL
               ))
+          )
           ORDER BY r.seq LIMIT ${limit}
           FOR UPDATE OF r SKIP LOCKED
         )
-        RETURNING ${wholeRecord(sql, this.#schema)} AS record`
+        RETURNING ${wholeRecord(sql, this.#schema)} AS record, lease_fence::text AS fence`
+      for (const row of rows) this.#fences.claimed(owner, row.record.id, row.fence)
       return rows.map((row) => row.record)
     })
   }

@@ -15,9 +15,21 @@
  * applied to the `jsonb` record inside the statement rather than read,
  * changed and written back. A step is a row of its own (records.ts), and
  * every read of a record puts its run's steps back.
+ *
+ * The writes an attempt makes are fenced (fences.ts) while this process
+ * holds the run's lease: its steps, its end (`updateRun` expecting the
+ * run `running` and nothing else, `appendAttempt`), the children it starts
+ * (`createRun` with its `parentRunId`), its tokens (`putToken`) and the
+ * timers it sets for itself (`saveTimer` of a retry, a sleep or a token's
+ * timeout). Each checks the fence in its own statement and rejects with
+ * `LeaseLostError` when another claim moved it on. What the engine writes
+ * for a run outside its attempt is not fenced: a cancel (`updateRun` that
+ * expects any live status) wins over every lease and moves the fence on
+ * itself, and a met waitpoint (`updateRun` expecting `suspended`, and the
+ * waited step of a suspended run) resumes the run whoever met it.
  */
-import postgres, { type Sql } from 'postgres'
-import { StoreFullError } from '../runtime/errors.ts'
+import postgres, { type Fragment, type Sql, type TransactionSql } from 'postgres'
+import { LeaseLostError, StoreFullError } from '../runtime/errors.ts'
 import {
   FINISHED_STATUSES,
   hasSteps,
@@ -25,12 +37,14 @@ import {
   type RunPatch,
   type RunQuery,
   type RunStore,
+  type TimerKind,
   type TimerRecord,
   type TokenRecord,
   withoutSteps,
 } from '../runtime/tasks/store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { timerId } from '../runtime/tasks/ids.ts'
+import { type Fence, Fences } from './fences.ts'
 import { migrate } from './migrations.ts'
 import { wholeRecord } from './records.ts'
 import { resolvePostgresOptions, type PostgresRunStoreOptions } from './options.ts'
@@ -55,7 +69,21 @@ const DEADLOCK_DETECTED = '40P01'
 const DEADLOCK_RETRIES = 5
 
 type Row<T> = { record: T }
-type InsertRow = { held: RunRecord | null; inserted: RunRecord | null }
+type InsertRow = { held: RunRecord | null; inserted: RunRecord | null; leased: boolean }
+
+/** The timers an attempt sets for itself, fenced as its other writes: its retry's backoff, its sleeps' and token waits' deadlines. */
+const ATTEMPT_TIMERS: readonly TimerKind[] = ['retry', 'sleep', 'token-timeout']
+
+/**
+ * Whether an `updateRun` is an attempt's end: only the run's attempt
+ * expects the run `running` and nothing else (completed, failed, retried,
+ * suspended). A cancel expects any live status; a resume, `suspended`.
+ */
+function expectsRunning(expect: { status: RunStatus | readonly RunStatus[] } | undefined): boolean {
+  if (expect === undefined) return false
+  const { status } = expect
+  return typeof status === 'string' ? status === 'running' : status.length === 1 && status[0] === 'running'
+}
 
 /**
  * A durable run store in a Postgres database, for `startSvcServer({ store })`
@@ -80,7 +108,10 @@ type InsertRow = { held: RunRecord | null; inserted: RunRecord | null }
  * a running attempt holds a lease its process renews, and when a process
  * dies another takes its attempts over once their leases lapse
  * (`leaseMs`). Idle processes look for due work every `pollMs`, and wake at
- * once when another process shuts down and lets go of its attempts.
+ * once when another process shuts down and lets go of its attempts. A
+ * process that stalls past `leaseMs` and loses a run meanwhile writes
+ * nothing more for it (fenced leases, fences.ts). One store serves one task
+ * runtime: the fences it keeps are that runtime's leases.
  */
 export class PostgresRunStore implements RunStore {
   /** Records live in the database and survive a restart (`recover()` re-arms waits). */
@@ -96,6 +127,8 @@ export class PostgresRunStore implements RunStore {
   #url: string
   #sql: Sql | undefined
   #ready: Promise<void>
+  /** The fences of the leases this process holds, which its attempts' writes check. */
+  readonly #fences = new Fences()
 
   constructor(options: PostgresRunStoreOptions) {
     const { url, schema, maxRuns, leaseMs, pollMs } = resolvePostgresOptions(options, WHERE)
@@ -118,7 +151,7 @@ export class PostgresRunStore implements RunStore {
     })
     // Reported by ready() and by every call; not an unhandled rejection meanwhile.
     this.#ready.catch(() => {})
-    this.shared = new PostgresSharedWork({ schema, leaseMs, pollMs, run: (query) => this.#run(query) })
+    this.shared = new PostgresSharedWork({ schema, leaseMs, pollMs, fences: this.#fences, run: (query) => this.#run(query) })
   }
 
   /**
@@ -147,9 +180,11 @@ export class PostgresRunStore implements RunStore {
   }
 
   async createRun(run: RunRecord): Promise<RunRecord> {
+    const fence = this.#parentFence(run)
     return this.#run(async (sql) => {
       try {
-        const [row] = await this.#insert(sql, run)
+        const [row] = await this.#insert(sql, run, fence)
+        if (!row.leased) throw new LeaseLostError(run.parentRunId!)
         if (row.held) return row.held
         if (row.inserted) return row.inserted
         throw new StoreFullError(WHERE, this.maxRuns)
@@ -172,14 +207,16 @@ export class PostgresRunStore implements RunStore {
    * live run when live runs fill `maxRuns`, inserts, and evicts the runs
    * that finished longest ago (with their tokens, and their steps through
    * the foreign key) past the bound; a delayed run gets its delay timer,
-   * and a run given with steps their rows, in the same statement. The
+   * and a run given with steps their rows, in the same statement. A child
+   * that an attempt starts under `fence` is inserted only while the fence
+   * holds (`leased`). The
    * counts come from `run_counts`, locked first: of processes inserting at
    * once, each compares with the count the one before it left. The
    * eviction deletes finished runs of the statement's snapshot; one that
    * another process evicted meanwhile is skipped, and a later insert
    * catches up.
    */
-  #insert(sql: Sql, run: RunRecord) {
+  #insert(sql: Sql | TransactionSql, run: RunRecord, fence: Fence | undefined) {
     const runs = sql(this.schema)
     const finished = isFinished(run.status)
     // A delayed run and its timer are one write: a process that dies right
@@ -202,6 +239,8 @@ export class PostgresRunStore implements RunStore {
       WITH held AS (
         SELECT ${wholeRecord(sql, this.schema)} AS record FROM ${runs}.runs
         WHERE task_name = ${run.taskName} AND idempotency_key = ${run.idempotencyKey ?? null}
+      ), lease AS (
+        ${this.#leaseRow(sql, run.parentRunId, fence)}
       ), counts AS (
         SELECT live, total FROM ${runs}.run_counts FOR UPDATE
       ), inserted AS (
@@ -210,7 +249,7 @@ export class PostgresRunStore implements RunStore {
           CASE WHEN ${finished} THEN nextval(${`${this.schema}.runs_finished_seq`}::regclass) END,
           CASE WHEN ${run.status} = 'running' THEN now() + ${this.leaseMs} * interval '1 millisecond' END,
           ${sql.json(withoutSteps(run) as never)}::jsonb
-        WHERE NOT EXISTS (SELECT 1 FROM held)
+        WHERE NOT EXISTS (SELECT 1 FROM held) AND EXISTS (SELECT 1 FROM lease)
           AND (${finished} OR (SELECT live FROM counts) < ${this.maxRuns})
         RETURNING ${returned} AS record
       ), ${stepRows} delay AS (
@@ -227,7 +266,32 @@ export class PostgresRunStore implements RunStore {
       ), evicted_tokens AS (
         DELETE FROM ${runs}.tokens WHERE run_id IN (SELECT id FROM evicted)
       )
-      SELECT (SELECT record FROM held) AS held, (SELECT record FROM inserted) AS inserted`
+      SELECT (SELECT record FROM held) AS held, (SELECT record FROM inserted) AS inserted, EXISTS (SELECT 1 FROM lease) AS leased`
+  }
+
+  /** The fence of the lease held here on the run whose attempt starts `run` as its child, if any. */
+  #parentFence(run: RunRecord): Fence | undefined {
+    return run.parentRunId === undefined ? undefined : this.#fences.of(run.parentRunId)
+  }
+
+  /**
+   * A query that yields one row while `fence` is the lease on run `runId`,
+   * and none otherwise; with no fence, always one. The row is locked to the end of the statement's
+   * transaction with `FOR KEY SHARE`, the lock a step's foreign key takes
+   * anyway, which the `FOR UPDATE` of `acquireLease` and
+   * `claimOrphanedRuns` waits for (or skips): a claim that moves the fence
+   * comes after the write, or the write after the claim, and then sees the
+   * fence moved (READ COMMITTED checks a row again that changed while the
+   * write waited for it). A cancel or a resume, which move the fence too,
+   * take no such lock: what a write that races them leaves (a step of a
+   * cancelled run, a deadline timer of a resumed one) changes nothing.
+   */
+  #leaseRow(sql: Sql | TransactionSql, runId: string | undefined, fence: Fence | undefined): Fragment {
+    if (fence === undefined) return sql`SELECT 1`
+    return sql`
+      SELECT 1 FROM ${sql(this.schema)}.runs
+      WHERE id = ${runId!} AND lease_owner = ${fence.owner} AND lease_fence = ${fence.fence}::bigint
+      FOR KEY SHARE`
   }
 
   async getRun(id: string): Promise<RunRecord | undefined> {
@@ -239,6 +303,7 @@ export class PostgresRunStore implements RunStore {
   }
 
   async updateRun(id: string, patch: RunPatch, expect?: { status: RunStatus | readonly RunStatus[] }): Promise<RunRecord | undefined> {
+    const fence = expectsRunning(expect) ? this.#fences.of(id) : undefined
     return this.#run(async (sql) => {
       const removed: string[] = []
       const set: Record<string, unknown> = {}
@@ -254,7 +319,9 @@ export class PostgresRunStore implements RunStore {
       const expected = expect === undefined ? null : typeof expect.status === 'string' ? [expect.status] : [...expect.status]
       // The status check and the write are one statement: the compare-and-set.
       // A run that finishes takes the next eviction position; one that stays
-      // finished keeps its own; a live one has none.
+      // finished keeps its own; a live one has none. A run made running (its
+      // provisional lease) or cancelled moves its fence on: the attempt of
+      // whoever held it before writes nothing more.
       const [row] = await sql<Row<RunRecord>[]>`
         UPDATE ${sql(this.schema)}.runs SET
           record = jsonb_set(
@@ -264,9 +331,15 @@ export class PostgresRunStore implements RunStore {
           finished_seq = CASE WHEN coalesce(${status}::text, status) = ANY(${FINISHED_STATUSES as string[]}::text[])
             THEN coalesce(finished_seq, nextval(${`${this.schema}.runs_finished_seq`}::regclass)) END,
           lease_expires_at = CASE WHEN ${status}::text = 'running' AND status <> 'running'
-            THEN now() + ${this.leaseMs} * interval '1 millisecond' ELSE lease_expires_at END
+            THEN now() + ${this.leaseMs} * interval '1 millisecond' ELSE lease_expires_at END,
+          lease_fence = CASE WHEN ${status}::text IN ('running', 'cancelled') AND status <> ${status}::text
+            THEN lease_fence + 1 ELSE lease_fence END
         WHERE id = ${id} AND (${expected}::text[] IS NULL OR status = ANY(${expected}::text[]))
+          ${fence ? sql`AND lease_owner = ${fence.owner} AND lease_fence = ${fence.fence}::bigint` : sql``}
         RETURNING ${wholeRecord(sql, this.schema)} AS record`
+      // Under the lease the run is running: only a cancel, which moves the
+      // fence, changes the status of a running run from outside its attempt.
+      if (!row && fence) throw new LeaseLostError(id)
       // The process running a cancelled run's attempt learns of it when it
       // renews its lease (which then fails); waking the processes has them
       // renew now rather than within leaseMs / 3.
@@ -276,23 +349,49 @@ export class PostgresRunStore implements RunStore {
   }
 
   async appendAttempt(runId: string, attempt: Attempt): Promise<void> {
+    const fence = this.#fences.of(runId)
     return this.#run(async (sql) => {
       const rows = await sql`
         UPDATE ${sql(this.schema)}.runs
         SET record = jsonb_set(record, '{attempts}', coalesce(record->'attempts', '[]') || jsonb_build_array(${sql.json(attempt as never)}::jsonb))
-        WHERE id = ${runId}
+        WHERE id = ${runId} ${fence ? sql`AND lease_owner = ${fence.owner} AND lease_fence = ${fence.fence}::bigint` : sql``}
         RETURNING 1`
-      if (rows.length === 0) throw new Error(`${WHERE}: unknown run "${runId}"`)
+      if (rows.length > 0) return
+      throw fence ? new LeaseLostError(runId) : new Error(`${WHERE}: unknown run "${runId}"`)
     })
   }
 
-  /** One row of the steps table, inserted or overwritten; the foreign key refuses a run the store does not hold. */
+  /**
+   * One row of the steps table, inserted or overwritten; the foreign key
+   * refuses a run the store does not hold. Under a lease held here, only
+   * while its fence holds, but for the step a suspended run waits on:
+   * whoever met the wait records it (`Waits`), lease or not.
+   */
   async saveStep(runId: string, key: string, step: StepRecord): Promise<void> {
+    const fence = this.#fences.of(runId)
     return this.#run(async (sql) => {
       try {
-        await sql`
-          INSERT INTO ${sql(this.schema)}.steps (run_id, key, record) VALUES (${runId}, ${key}, ${sql.json(step as never)}::jsonb)
-          ON CONFLICT (run_id, key) DO UPDATE SET record = excluded.record`
+        const steps = sql(this.schema)
+        if (fence === undefined) {
+          await sql`
+            INSERT INTO ${steps}.steps (run_id, key, record) VALUES (${runId}, ${key}, ${sql.json(step as never)}::jsonb)
+            ON CONFLICT (run_id, key) DO UPDATE SET record = excluded.record`
+          return
+        }
+        // The lease row of #leaseRow, written out: every step of every
+        // attempt comes through here, and a statement built of fragments
+        // costs more to assemble.
+        const rows = await sql`
+          WITH lease AS (
+            SELECT 1 FROM ${steps}.runs
+            WHERE id = ${runId} AND ((lease_owner = ${fence.owner} AND lease_fence = ${fence.fence}::bigint)
+              OR (status = 'suspended' AND record #>> '{suspended,stepKey}' = ${key}))
+            FOR KEY SHARE
+          )
+          INSERT INTO ${steps}.steps (run_id, key, record) SELECT ${runId}, ${key}, ${sql.json(step as never)}::jsonb FROM lease
+          ON CONFLICT (run_id, key) DO UPDATE SET record = excluded.record
+          RETURNING 1`
+        if (rows.length === 0) throw new LeaseLostError(runId)
       } catch (error) {
         if ((error as { code?: string }).code !== FOREIGN_KEY_VIOLATION) throw error
         throw new Error(`${WHERE}: unknown run "${runId}"`, { cause: error })
@@ -324,14 +423,29 @@ export class PostgresRunStore implements RunStore {
     })
   }
 
+  async countRunsByTask(status: RunStatus | readonly RunStatus[]): Promise<{ taskName: string; count: number }[]> {
+    const statuses = typeof status === 'string' ? [status] : [...status]
+    if (statuses.length === 0) return []
+    return this.#run(async (sql) => {
+      // The status index serves it; no record is read.
+      const rows = await sql<{ task_name: string; count: string }[]>`
+        SELECT task_name, count(*) AS count FROM ${sql(this.schema)}.runs WHERE status = ANY(${statuses}::text[]) GROUP BY task_name`
+      return rows.map((row) => ({ taskName: row.task_name, count: Number(row.count) }))
+    })
+  }
+
   async saveTimer(timer: TimerRecord): Promise<void> {
+    const fence = ATTEMPT_TIMERS.includes(timer.kind) ? this.#fences.of(timer.runId) : undefined
     return this.#run(async (sql) => {
       // An upsert keeps the timer's place in listTimers, as Map#set does.
-      await sql`
+      const rows = await sql`
+        WITH lease AS (${this.#leaseRow(sql, timer.runId, fence)})
         INSERT INTO ${sql(this.schema)}.timers (id, run_id, kind, due_at, record)
-        VALUES (${timer.id}, ${timer.runId}, ${timer.kind}, ${timer.dueAt}::timestamptz, ${sql.json(timer as never)}::jsonb)
+        SELECT ${timer.id}, ${timer.runId}, ${timer.kind}, ${timer.dueAt}::timestamptz, ${sql.json(timer as never)}::jsonb FROM lease
         ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, kind = excluded.kind, due_at = excluded.due_at,
-          claimed_by = NULL, claim_expires_at = NULL, record = excluded.record`
+          claimed_by = NULL, claim_expires_at = NULL, record = excluded.record
+        RETURNING 1`
+      if (rows.length === 0) throw new LeaseLostError(timer.runId)
     })
   }
 
@@ -353,20 +467,21 @@ export class PostgresRunStore implements RunStore {
   }
 
   async putToken(token: TokenRecord): Promise<TokenRecord> {
+    const fence = this.#fences.of(token.runId)
     return this.#run(async (sql) => {
       const tokens = sql(this.schema)
       // DO NOTHING: a replay must not reset a token that was settled meanwhile.
-      const [row] = await sql<Row<TokenRecord>[]>`
-        WITH inserted AS (
+      const [row] = await sql<{ record: TokenRecord | null; leased: boolean }[]>`
+        WITH lease AS (${this.#leaseRow(sql, token.runId, fence)}), inserted AS (
           INSERT INTO ${tokens}.tokens (id, run_id, status, record)
-          VALUES (${token.id}, ${token.runId}, ${token.status}, ${sql.json(token as never)}::jsonb)
+          SELECT ${token.id}, ${token.runId}, ${token.status}, ${sql.json(token as never)}::jsonb FROM lease
           ON CONFLICT (id) DO NOTHING
           RETURNING record
         )
-        SELECT record FROM inserted
-        UNION ALL
-        SELECT record FROM ${tokens}.tokens WHERE id = ${token.id}`
-      if (row) return row.record
+        SELECT coalesce((SELECT record FROM inserted), (SELECT record FROM ${tokens}.tokens WHERE id = ${token.id})) AS record,
+          EXISTS (SELECT 1 FROM lease) AS leased`
+      if (!row.leased) throw new LeaseLostError(token.runId)
+      if (row.record) return row.record
       // The conflicting token was committed after this statement's snapshot
       // was taken, so the statement could not read it; a new one can.
       return (await this.getToken(token.id))!
@@ -406,9 +521,11 @@ export class PostgresRunStore implements RunStore {
 
   /** Flow control: see `RunStore.debounceRun`; the transaction is in flow.ts. */
   async debounceRun(run: RunRecord, keyPath: string | undefined): Promise<RunRecord> {
+    const fence = this.#parentFence(run)
     return this.#run((sql) =>
       debounceRunPg(sql, this.schema, run, keyPath, async (tx) => {
-        const [row] = await this.#insert(tx as unknown as Sql, run)
+        const [row] = await this.#insert(tx, run, fence)
+        if (!row.leased) throw new LeaseLostError(run.parentRunId!)
         if (row.held) return row.held
         if (row.inserted) return row.inserted
         throw new StoreFullError(WHERE, this.maxRuns)

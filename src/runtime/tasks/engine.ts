@@ -26,19 +26,23 @@
  * run, which it renews while the attempt runs and gives up when it ends;
  * due timers and attempts whose process died are swept up (`Sweeper`) by
  * whichever live process claims them first; and each cron tick is claimed
- * before it starts a run.
+ * before it starts a run. An attempt loses its lease when a renewal finds
+ * it gone, or, on a store that fences leases, when one of its writes
+ * rejects with `LeaseLostError`: either way it is aborted, logged once,
+ * and records nothing more.
  */
 import type { Attempt, CompleteTokenResult, Logger, RunChange, RunRecord, TriggerOptions } from '../types.ts'
 import { describe } from '../describe.ts'
 import { isoAt, isoNow } from './clock.ts'
-import { RunCancelledError, RunFinishedError, RunNotFoundError, TaskNotFoundError, errorMessage } from '../errors.ts'
+import { LeaseLostError, RunCancelledError, RunFinishedError, RunNotFoundError, TaskNotFoundError, errorMessage } from '../errors.ts'
 import { validateTaskInput } from '../schema.ts'
 import { backoffDelay } from './backoff.ts'
 import type { TaskDefinition } from './definitions.ts'
 import { RunChanges } from './events.ts'
 import { newRunId, timerId } from './ids.ts'
-import { jsonProblem } from './json.ts'
+import { checkJson } from './json.ts'
 import { checkTriggerOptions } from './options.ts'
+import { DEFAULT_MAX_PAYLOAD_BYTES, payloadError } from './payload-limit.ts'
 import { limitsStarts } from './flow.ts'
 import { Deadlines } from './deadlines.ts'
 import { InFlight } from './in-flight.ts'
@@ -56,6 +60,25 @@ function cronInput(): { _cron: true } {
 
 function isCronInput(input: unknown): boolean {
   return typeof input === 'object' && input !== null && Object.keys(input).length === 1 && (input as { _cron?: unknown })._cron === true
+}
+
+/**
+ * `store` as the steps of attempts reach it on a shared store: a write that
+ * finds the attempt's lease lost (`LeaseLostError`) tells `lost` before the
+ * handler sees the error, so the attempt is aborted at once, and a handler
+ * that catches the error runs no further step.
+ */
+function noticingLostLeases(store: RunStore, lost: (error: unknown) => never): RunStore {
+  return new Proxy(store, {
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key)
+      if (typeof value !== 'function') return value
+      return (...args: unknown[]) => {
+        const result: unknown = value.apply(target, args)
+        return result instanceof Promise ? result.catch(lost) : result
+      }
+    },
+  })
 }
 
 /** The expectation of every transition out of `running`. */
@@ -101,9 +124,19 @@ export class TaskEngine {
   readonly #sweeper: Sweeper | undefined
   /** Whether some task has `concurrency` or `rateLimit`. */
   readonly #limited: boolean
+  /** The largest input, result, step output and token payload, in bytes of UTF-8 JSON. */
+  readonly #maxPayloadBytes: number
 
-  constructor(options: { store: RunStore; tasks: ReadonlyMap<string, TaskDefinition>; logger: Logger; unrefTimers: boolean }) {
+  constructor(options: {
+    store: RunStore
+    tasks: ReadonlyMap<string, TaskDefinition>
+    logger: Logger
+    unrefTimers: boolean
+    /** @default DEFAULT_MAX_PAYLOAD_BYTES */
+    maxPayloadBytes?: number
+  }) {
     this.#store = options.store
+    const maxPayloadBytes = (this.#maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES)
     this.#tasks = options.tasks
     this.#logger = options.logger
     this.#changes = new RunChanges(options.logger)
@@ -112,6 +145,7 @@ export class TaskEngine {
       store: this.#store,
       logger: this.#logger,
       unrefTimers: options.unrefTimers,
+      maxPayloadBytes,
       dispatch: (run) => {
         this.#changes.emit(run)
         if (run.status === 'queued') this.#promoteLater(run.taskName)
@@ -135,10 +169,19 @@ export class TaskEngine {
         renew: () => this.#renew(),
       })
     }
+    // On a shared store, a write of an attempt whose lease another process
+    // took (its own steps, or a child it starts) aborts the attempt.
+    const lost = (error: unknown): never => {
+      if (error instanceof LeaseLostError) this.#loseLease(error.runId)
+      throw error
+    }
     this.#stepHost = {
-      store: this.#store,
-      trigger: (name, payload, opts) => this.trigger(name, payload, opts),
+      store: this.#shared ? noticingLostLeases(this.#store, lost) : this.#store,
+      trigger: this.#shared
+        ? (name, payload, opts) => this.trigger(name, payload, opts).catch(lost)
+        : (name, payload, opts) => this.trigger(name, payload, opts),
       logger: this.#logger,
+      maxPayloadBytes,
       noteLocalWait: () => {
         if (this.#noted || this.#store.durable) return
         this.#noted = true
@@ -239,8 +282,15 @@ export class TaskEngine {
   ): Promise<RunRecord> {
     const { name } = def
     const { delaySeconds, idempotencyKey, trigger = 'manual', parentRunId, replayOf } = options
-    const problem = jsonProblem(input)
-    if (problem !== undefined) throw new TypeError(`trigger("${name}"): the payload cannot be stored as JSON: ${problem}`)
+    const fault = checkJson(input, this.#maxPayloadBytes)
+    if (fault !== undefined) {
+      throw payloadError(
+        fault,
+        this.#maxPayloadBytes,
+        `trigger("${name}"): the payload cannot be stored as JSON`,
+        `The input of task "${name}" is`,
+      )
+    }
     const now = Date.now()
     const iso = isoAt(now)
     // A cron tick or a replay is a deliberate single run: it joins no other.
@@ -475,12 +525,9 @@ export class TaskEngine {
         this.#start(run, true)
         continue
       }
-      // A met wait for a child resumes the run at once, and the attempt
-      // takes its own lease: this claim goes first, or it would end that one.
-      const met = run.suspended?.waitpoint.type === 'task'
-      if (met) await shared.releaseLeases(this.#owner, [run.id])
-      await this.#waits.armWaitpoint(run)
-      if (!met) await shared.releaseLeases(this.#owner, [run.id])
+      await this.#armOrphan(run).catch((error: unknown) =>
+        this.#logger.error(`[svc] task "${run.taskName}": could not arm the wait of suspended run ${run.id}: ${errorMessage(error)}`),
+      )
     }
     await this.#waiters.refresh()
     // A process that died between queuing a run and asking for its slot
@@ -491,25 +538,55 @@ export class TaskEngine {
   }
 
   /**
+   * Arms the wait of a suspended run claimed as an orphan (its process died
+   * between suspending it and arming the wait), then gives the claim up,
+   * whatever happened: a claim kept would keep this process from taking
+   * the run again.
+   */
+  async #armOrphan(run: RunRecord): Promise<void> {
+    const shared = this.#shared!
+    // A met wait for a child resumes the run at once, and the attempt
+    // takes its own lease: this claim goes first, or it would end that one.
+    const met = run.suspended?.waitpoint.type === 'task'
+    if (met) await shared.releaseLeases(this.#owner, [run.id])
+    try {
+      await this.#waits.armWaitpoint(run)
+    } finally {
+      // Unless arming resumed the run and dispatched it here: that attempt
+      // took the lease for itself, and gives it up when it ends.
+      if (!met && !this.#active.has(run.id)) await shared.releaseLeases(this.#owner, [run.id])
+    }
+  }
+
+  /**
    * Renews the leases of the attempts in flight here. An attempt whose lease
-   * was lost (this process stalled past `leaseMs`, or the run was cancelled
-   * by another process) is logged and aborted, and records nothing: the run
-   * is another process's now, or over.
+   * was lost is aborted (`#loseLease`).
    */
   async #renew(): Promise<void> {
     const ids = [...this.#active.entries()].filter(([, entry]) => entry.leased && !entry.stopped).map(([id]) => id)
     if (ids.length === 0) return
     const held = new Set(await this.#shared!.renewLeases(this.#owner, ids))
-    for (const id of ids) {
-      if (held.has(id)) continue
-      const entry = this.#active.get(id)
-      if (!entry || entry.stopped) continue
-      this.#logger.warn(
-        `[svc] task runtime: lost the lease on run ${id} (this process stalled past leaseMs, or the run was cancelled); its attempt here is aborted and records nothing`,
-      )
-      entry.stopped = true
-      entry.handle?.abort(`The lease on run ${id} was lost (the run was cancelled, or this process stalled past leaseMs)`, 'lost its lease')
-    }
+    for (const id of ids) if (!held.has(id)) this.#loseLease(id)
+  }
+
+  /**
+   * The attempt of run `runId` here lost its lease: a renewal, or one of
+   * its writes (`LeaseLostError`), found that this process stalled past
+   * `leaseMs` and another took the run over, or that the run was
+   * cancelled. Logged once; the attempt is aborted and records nothing:
+   * the run is another process's now, or over.
+   */
+  #loseLease(runId: string): void {
+    const entry = this.#active.get(runId)
+    if (!entry || entry.stopped) return
+    this.#logger.warn(
+      `[svc] task runtime: lost the lease on run ${runId} (this process stalled past leaseMs, or the run was cancelled); its attempt here is aborted and records nothing`,
+    )
+    entry.stopped = true
+    entry.handle?.abort(
+      `The lease on run ${runId} was lost (the run was cancelled, or this process stalled past leaseMs)`,
+      'lost its lease',
+    )
   }
 
   /**
@@ -712,7 +789,10 @@ export class TaskEngine {
   }
 
   #failed(entry: InFlight, error: unknown): void {
-    this.#logger.error(`[svc] task "${entry.taskName}": run ${entry.id} could not be processed: ${errorMessage(error)}`)
+    // The attempt's end (or its retry, or its wait) found the run another
+    // process's: a lost lease, not a failure to process the run.
+    if (error instanceof LeaseLostError) this.#loseLease(entry.id)
+    else this.#logger.error(`[svc] task "${entry.taskName}": run ${entry.id} could not be processed: ${errorMessage(error)}`)
     this.#over(entry)
   }
 
@@ -850,7 +930,7 @@ export class TaskEngine {
   /** After a restart, and in each sweep of a shared store: starts the queued runs of every task whose limits allow it. */
   async #promoteQueued(): Promise<void> {
     if (!this.#limited) return
-    const tasks = new Set((await this.#store.listRuns({ status: 'queued' })).map((run) => run.taskName))
-    for (const name of tasks) await this.#promote(name)
+    // Counted, not listed: only which tasks have queued runs matters here.
+    for (const { taskName } of await this.#store.countRunsByTask('queued')) await this.#promote(taskName)
   }
 }

@@ -43,6 +43,12 @@ export interface RunQuery {
   cursor?: string
 }
 
+/** One task's count of runs, as `countRunsByTask` resolves to. */
+export interface TaskRunCount {
+  taskName: string
+  count: number
+}
+
 /** What a pending timer does when it fires. */
 export type TimerKind =
   /** A delayed run (`delaySeconds`) becomes due: `scheduled` → `running`. */
@@ -146,6 +152,14 @@ export interface RunStore {
   /** Runs, newest first. */
   listRuns(query?: RunQuery): Promise<RunRecord[]>
 
+  /**
+   * How many runs each task has in `status` (or one of these), in no
+   * particular order; a task with none is left out. A count, not a listing:
+   * `GET /__tasks` shows each task's queue length with it, without reading
+   * the runs queued behind a limit.
+   */
+  countRunsByTask(status: RunStatus | readonly RunStatus[]): Promise<TaskRunCount[]>
+
   /** Records a pending timer, replacing one with the same id. */
   saveTimer(timer: TimerRecord): Promise<void>
 
@@ -213,6 +227,21 @@ export interface StartedRuns {
  * is a compare-and-set: of several processes asking at once, one gets each
  * item. Claims and leases last `leaseMs`, so the work of a process that
  * dies goes back to the others once they lapse.
+ *
+ * A process that stalls (a pause of its event loop, a stopped container)
+ * past `leaseMs` loses its leases without knowing it until it next renews.
+ * A store whose leases are fenced (`PostgresRunStore`) closes that gap: it
+ * keeps, for each run this process holds, the fencing token its claim got,
+ * and the writes of the attempt (`saveStep`, `updateRun` expecting
+ * `running` only, `appendAttempt`, `createRun` of a child with its
+ * `parentRunId`, `putToken`, `saveTimer` of a retry, sleep or token
+ * timeout) check it in the same statement. Once another claim moved the
+ * token on, such a write changes nothing and rejects with `LeaseLostError`,
+ * and the engine aborts the attempt. Writes the engine makes outside an
+ * attempt are not fenced: a cancel (which moves the token on, so the
+ * attempt writes nothing more), and the resume of a suspended run by
+ * whoever met its waitpoint. A store serves one engine, the one of its
+ * process: the fences it keeps are that engine's.
  */
 export interface SharedWork {
   /** How long a lease on a running attempt, or a claim on a timer, lasts. */
@@ -243,7 +272,8 @@ export interface SharedWork {
    * mid-way: `running` runs that nobody holds (lapsed or released) and that
    * wait for no retry timer, and `suspended` runs whose lease lapsed (the
    * process died between suspending and arming the waitpoint; the claimer
-   * arms it and releases the lease).
+   * arms it and releases the lease). Never a run `owner` holds itself: its
+   * dispatch there is still in flight, however late its renewal.
    */
   claimOrphanedRuns(owner: string, limit: number): Promise<RunRecord[]>
 

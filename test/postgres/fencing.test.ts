@@ -1,0 +1,285 @@
+// Fenced leases on a shared PostgresRunStore. Every claim of a run moves
+// its fence on; the writes an attempt makes (steps, its end, children,
+// tokens, timers) land only while the fence is still the one its process's
+// claim got, so a process that stalled past leaseMs and lost the run to
+// another writes nothing once it goes on. First the store's rules, with two
+// stores on one schema standing for two processes; then the engine; then
+// real processes, one of them stopped (SIGSTOP) mid-attempt.
+import { fileURLToPath } from 'node:url'
+import postgres from 'postgres'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { PostgresRunStore } from '../../src/postgres.ts'
+import { LeaseLostError } from '../../src/runtime/errors.ts'
+import { createTaskRuntime } from '../../src/runtime/tasks/index.ts'
+import { LIVE_STATUSES } from '../../src/runtime/tasks/store.ts'
+import type { TaskContext, TaskRuntime } from '../../src/types.ts'
+import { makeRun } from '../tasks/store-contract.ts'
+import { deferred, recordingLogger, sleep, until } from '../tasks/_helpers.ts'
+import { type ChildServer, startChild } from './_child.ts'
+import { createDatabase } from './_pg.ts'
+
+const SCRIPT = fileURLToPath(new URL('../fixtures/postgres-fencing/server.ts', import.meta.url))
+const LEASE_MS = 400
+const POLL_MS = 100
+
+const startServer = (url: string): Promise<ChildServer> => startChild(SCRIPT, [url, String(LEASE_MS), String(POLL_MS)])
+
+let url: string
+let store: PostgresRunStore
+let db: postgres.Sql
+beforeAll(async () => {
+  url = await createDatabase('fencing')
+  store = new PostgresRunStore({ url })
+  await store.ready()
+  db = postgres(url, { onnotice: () => {} })
+  await db`CREATE TABLE effects (run_id text NOT NULL, step text NOT NULL, pid integer NOT NULL)`
+})
+afterAll(async () => {
+  await store.close()
+  await db.end()
+})
+
+const opened: { close(): Promise<void> }[] = []
+afterEach(async () => {
+  for (const item of opened.splice(0).reverse()) await item.close()
+})
+let schemas = 0
+
+/** Two stores on a fresh schema, as two processes would open it: A's lease lapses after 50 ms, B's lasts. */
+function twoProcesses(): { a: PostgresRunStore; b: PostgresRunStore; schema: string } {
+  const schema = `fence${++schemas}`
+  const a = new PostgresRunStore({ url, schema, leaseMs: 50 })
+  const b = new PostgresRunStore({ url, schema, leaseMs: 60_000 })
+  opened.push(a, b)
+  return { a, b, schema }
+}
+
+const LOST = { code: 'LEASE_LOST' }
+const now = () => new Date().toISOString()
+const attempt = { index: 1, startedAt: '2025-01-01T00:00:00.000Z', durationMs: 1, error: 'boom' }
+
+describe('fenced leases on PostgresRunStore', () => {
+  it('every write of an attempt whose lease another process took changes nothing and rejects with LeaseLostError', async () => {
+    const { a, b } = twoProcesses()
+    await a.createRun(makeRun({ id: 'r', status: 'running' }))
+    expect(await a.shared.acquireLease('owner-a', 'r')).toBe(true)
+    await a.saveStep('r', 'one', { status: 'completed', output: 'by a' })
+    await sleep(100)
+    expect((await b.shared.claimOrphanedRuns('owner-b', 10)).map((run) => run.id)).toEqual(['r'])
+
+    const lost = a.saveStep('r', 'two', { status: 'completed', output: 'by a' })
+    await expect(lost).rejects.toBeInstanceOf(LeaseLostError)
+    await expect(lost).rejects.toMatchObject({ ...LOST, runId: 'r' })
+    await expect(a.saveStep('r', 'one', { status: 'completed', output: 'by a again' })).rejects.toMatchObject(LOST)
+    await expect(a.appendAttempt('r', attempt)).rejects.toMatchObject(LOST)
+    await expect(a.updateRun('r', { status: 'completed', ok: true, result: 'by a' }, { status: 'running' })).rejects.toMatchObject(LOST)
+    await expect(a.updateRun('r', { status: 'suspended' }, { status: ['running'] })).rejects.toMatchObject(LOST)
+    await expect(a.createRun(makeRun({ id: 'kid', status: 'running', parentRunId: 'r' }))).rejects.toMatchObject(LOST)
+    await expect(a.putToken({ id: 'r:w', runId: 'r', stepKey: 'w', status: 'waiting', createdAt: now() })).rejects.toMatchObject(LOST)
+    for (const kind of ['sleep', 'token-timeout', 'retry'] as const) {
+      await expect(a.saveTimer({ id: `r:${kind}`, runId: 'r', kind, stepKey: 'w', dueAt: now() })).rejects.toMatchObject(LOST)
+    }
+
+    const run = (await b.getRun('r'))!
+    expect(run).toMatchObject({ status: 'running', attempts: [], steps: { one: { status: 'completed', output: 'by a' } } })
+    expect(Object.keys(run.steps)).toEqual(['one'])
+    expect(await b.getRun('kid')).toBeUndefined()
+    expect(await b.getToken('r:w')).toBeUndefined()
+    expect(await b.listTimers()).toEqual([])
+
+    // The process that took it over writes as before.
+    await b.saveStep('r', 'two', { status: 'completed', output: 'by b' })
+    expect((await b.createRun(makeRun({ id: 'kid', status: 'running', parentRunId: 'r' }))).id).toBe('kid')
+    expect(await b.updateRun('r', { status: 'completed', ok: true, result: 'by b' }, { status: 'running' })).toMatchObject({
+      status: 'completed',
+      result: 'by b',
+      steps: { one: { output: 'by a' }, two: { output: 'by b' } },
+    })
+  })
+
+  it('a process holding no lease on a run writes to it unfenced, and a lease given up fences nothing more', async () => {
+    const { a } = twoProcesses()
+    await a.createRun(makeRun({ id: 'r', status: 'running' }))
+    await a.saveStep('r', 'one', { status: 'completed' })
+    expect(await a.shared.acquireLease('owner-a', 'r')).toBe(true)
+    await a.shared.releaseLeases('owner-a', ['r'])
+    await a.saveStep('r', 'two', { status: 'completed' })
+    expect(await a.updateRun('r', { status: 'completed', ok: true }, { status: 'running' })).toMatchObject({ status: 'completed' })
+  })
+
+  it('cancel wins over every lease, and ends the right of the attempt in flight to write', async () => {
+    const { a, b } = twoProcesses()
+    await a.createRun(makeRun({ id: 'r', status: 'running' }))
+    expect(await a.shared.acquireLease('owner-a', 'r')).toBe(true)
+    expect(await b.updateRun('r', { status: 'cancelled', ok: false }, { status: LIVE_STATUSES })).toMatchObject({ status: 'cancelled' })
+    await expect(a.saveStep('r', 'one', { status: 'completed' })).rejects.toMatchObject(LOST)
+    expect(Object.keys((await a.getRun('r'))!.steps)).toEqual([])
+
+    // A process whose own lease was taken over still cancels.
+    await a.createRun(makeRun({ id: 's', status: 'running' }))
+    expect(await a.shared.acquireLease('owner-a', 's')).toBe(true)
+    await sleep(100)
+    expect((await b.shared.claimOrphanedRuns('owner-b', 10)).map((run) => run.id)).toEqual(['s'])
+    expect(await a.updateRun('s', { status: 'cancelled', ok: false }, { status: LIVE_STATUSES })).toMatchObject({ status: 'cancelled' })
+  })
+
+  it('a suspended run is resumed by whichever process meets its waitpoint, lease or not; its other steps stay fenced', async () => {
+    const { a, b } = twoProcesses()
+    await a.createRun(makeRun({ id: 'r', status: 'running' }))
+    expect(await a.shared.acquireLease('owner-a', 'r')).toBe(true)
+    const suspended = { stepKey: 'w', waitpoint: { type: 'token' as const, tokenId: 'r:w' } }
+    expect(await a.updateRun('r', { status: 'suspended', suspended }, { status: 'running' })).toMatchObject({ status: 'suspended' })
+    await sleep(100)
+    // A stalled between suspending and arming the wait: B takes the run to arm it.
+    expect((await b.shared.claimOrphanedRuns('owner-b', 10)).map((run) => run.id)).toEqual(['r'])
+    // The token is completed on A, which resumes the run.
+    await a.saveStep('r', 'w', { status: 'completed', output: 'yes', kind: 'waitForToken' })
+    await expect(a.saveStep('r', 'other', { status: 'completed' })).rejects.toMatchObject(LOST)
+    expect(await a.updateRun('r', { status: 'running', suspended: undefined }, { status: 'suspended' })).toMatchObject({
+      status: 'running',
+      steps: { w: { output: 'yes' } },
+    })
+  })
+
+  it('a run made running again moves its fence on: the process whose attempt suspended it writes nothing more for it', async () => {
+    const { a, b } = twoProcesses()
+    await a.createRun(makeRun({ id: 'r', status: 'running' }))
+    expect(await a.shared.acquireLease('owner-a', 'r')).toBe(true)
+    const suspended = { stepKey: 'w', waitpoint: { type: 'token' as const, tokenId: 'r:w', timeoutAt: now() } }
+    await a.updateRun('r', { status: 'suspended', suspended }, { status: 'running' })
+    // B completes the token and resumes the run before A armed the token's timeout.
+    await b.saveStep('r', 'w', { status: 'completed', kind: 'waitForToken' })
+    await b.updateRun('r', { status: 'running', suspended: undefined }, { status: 'suspended' })
+    await expect(
+      a.saveTimer({ id: 'r:t', runId: 'r', kind: 'token-timeout', stepKey: 'w', tokenId: 'r:w', dueAt: now() }),
+    ).rejects.toMatchObject(LOST)
+    expect(await b.listTimers()).toEqual([])
+  })
+
+  it('a process never takes as an orphan a run it holds itself, however late its renewal', async () => {
+    const { a, b } = twoProcesses()
+    await a.createRun(makeRun({ id: 'r', status: 'running' }))
+    expect(await a.shared.acquireLease('owner-a', 'r')).toBe(true)
+    await sleep(100)
+    expect(await a.shared.claimOrphanedRuns('owner-a', 10)).toEqual([])
+    expect((await b.shared.claimOrphanedRuns('owner-b', 10)).map((run) => run.id)).toEqual(['r'])
+  })
+
+  it('each claim moves the fence on', async () => {
+    const { a, b, schema } = twoProcesses()
+    const fence = async () => (await db.unsafe(`SELECT lease_fence::int AS f FROM ${schema}.runs WHERE id = 'r'`))[0].f as number
+    await a.createRun(makeRun({ id: 'r', status: 'queued' }))
+    const first = await fence()
+    await a.startQueued('report', { concurrency: { limit: 1 } }, now())
+    expect(await fence()).toBe(first + 1)
+    await a.shared.acquireLease('owner-a', 'r')
+    expect(await fence()).toBe(first + 2)
+    await sleep(100)
+    await b.shared.claimOrphanedRuns('owner-b', 10)
+    expect(await fence()).toBe(first + 3)
+    await b.updateRun('r', { status: 'suspended' }, { status: 'running' })
+    expect(await fence()).toBe(first + 3)
+    await b.updateRun('r', { status: 'running' }, { status: 'suspended' })
+    expect(await fence()).toBe(first + 4)
+    await b.updateRun('r', { status: 'cancelled' }, { status: LIVE_STATUSES })
+    expect(await fence()).toBe(first + 5)
+  })
+})
+
+describe('fenced leases in the task engine on PostgresRunStore', () => {
+  it('a write that finds the lease lost aborts the attempt at once: a handler that catches the error runs no further step', async () => {
+    const schema = `fence${++schemas}`
+    const shared = new PostgresRunStore({ url, schema, leaseMs: 60_000 })
+    const logger = recordingLogger()
+    const ran: string[] = []
+    const gate = deferred()
+    let signal: AbortSignal | undefined
+    const runtime: TaskRuntime = createTaskRuntime({
+      store: shared,
+      logger,
+      env: {},
+      routes: [
+        {
+          path: '/api/caught',
+          module: {
+            kind: 'task',
+            async POST(ctx: TaskContext) {
+              signal = ctx.signal
+              await ctx.step.run('one', () => ran.push('one'))
+              try {
+                await ctx.step.run('two', async () => {
+                  await gate.promise
+                  ran.push('two')
+                })
+              } catch {
+                // Carries on regardless, as a careless handler would.
+              }
+              await ctx.step.run('three', () => ran.push('three'))
+            },
+          },
+        },
+      ],
+    })
+    opened.push({ close: () => runtime.close() }, shared)
+    await runtime.recover()
+    const run = await runtime.trigger('caught')
+    await until(() => ran.includes('one') && signal !== undefined)
+    await until(async () => (await shared.getRun(run.id))?.steps.one !== undefined)
+    // Another process takes the run over while step "two" runs here.
+    await db.unsafe(`UPDATE ${schema}.runs SET lease_owner = 'thief', lease_fence = lease_fence + 1 WHERE id = $1`, [run.id])
+    gate.resolve()
+    await until(() => signal!.aborted)
+    await runtime.drain(5000)
+    expect(ran).toEqual(['one', 'two'])
+    const after = (await shared.getRun(run.id))!
+    expect(after).toMatchObject({ status: 'running', attempts: [] })
+    expect(Object.keys(after.steps)).toEqual(['one'])
+    const lost = logger.lines.filter((line) => line.text.includes(`lost the lease on run ${run.id}`))
+    expect(lost).toHaveLength(1)
+    expect(lost[0].level).toBe('warn')
+    expect(logger.text('error')).toBe('')
+  })
+})
+
+describe('fenced leases across processes on PostgresRunStore', () => {
+  it('a process stopped past leaseMs mid-attempt records nothing once continued: the run stays the one that took it over', async () => {
+    const [a, b] = await Promise.all([startServer(url), startServer(url)])
+    await a.call('hold')
+    const id = await a.call<string>('trigger', { task: 'three' })
+    const ran = async () => db<{ step: string; pid: number }[]>`SELECT step, pid FROM effects WHERE run_id = ${id}`
+    // A is inside step "two" (step "one" is recorded): stop it there.
+    await until(async () => (await ran()).some((row) => row.step === 'two' && row.pid === a.pid))
+    process.kill(a.pid, 'SIGSTOP')
+    try {
+      // B takes the attempt over once A's lease lapses, and finishes the run.
+      const done = await until(async () => {
+        const run = await store.getRun(id)
+        return run?.status === 'completed' && run
+      }, 10_000)
+      expect(done.result).toEqual({ one: a.pid, two: b.pid, three: b.pid, finishedBy: b.pid })
+    } finally {
+      process.kill(a.pid, 'SIGCONT')
+    }
+    // A's step "two" returns now; its attempt goes on with a lease B took.
+    await until(async () => (await a.call<string[]>('logs')).some((line) => line.includes(`lost the lease on run ${id}`)), 5000)
+    // Time for anything A would still write to land.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+
+    const run = (await store.getRun(id))!
+    expect(run.status).toBe('completed')
+    expect(run.result).toEqual({ one: a.pid, two: b.pid, three: b.pid, finishedBy: b.pid })
+    expect(Object.fromEntries(Object.entries(run.steps).map(([key, step]) => [key, step.output]))).toEqual({
+      one: a.pid,
+      two: b.pid,
+      three: b.pid,
+    })
+    // One attempt, B's: A's ended with nothing recorded.
+    expect(run.attempts).toHaveLength(1)
+    // "one" ran once, "two" in both (A was inside it when it stopped), "three" only in B.
+    const rows = (await ran()).map((row) => `${row.step} ${row.pid === a.pid ? 'A' : row.pid === b.pid ? 'B' : row.pid}`)
+    expect(rows.sort()).toEqual(['one A', 'three B', 'two A', 'two B'])
+    const lost = (await a.call<string[]>('logs')).filter((line) => line.includes('lost the lease'))
+    expect(lost).toHaveLength(1)
+    await Promise.all([a.close(), b.close()])
+  })
+})
