@@ -115,7 +115,7 @@ const target = fc
     fc.oneof({ weight: 9, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 20_000 }) }),
   )
   .map(([path, extra, query, repeat]) => {
-    let t = path + extra.join('') + (repeat ? '/'.repeat(repeat) + 'x' : '')
+    let t = path + extra.join('') + (repeat ? `${'/'.repeat(repeat)}x` : '')
     if (query) t += `?${query.join('&')}`
     // The request line holds no blanks or line breaks: those are what a mutation would split it at.
     return encodeURI(t).replace(/%25/g, '%')
