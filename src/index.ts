@@ -18,6 +18,7 @@ export {
   RunFinishedError,
   RunCancelledError,
   LeaseLostError,
+  StoreUnavailableError,
 } from './runtime/errors.ts'
 export { CronRunFailedError, type CronSummary } from './runtime/cron.ts'
 export { defineSchema } from './runtime/schema.ts'

@@ -23,6 +23,8 @@ describe('public surface', () => {
       'HttpError',
       'StoreFullError',
       'PayloadTooLargeError',
+      'StoreUnavailableError',
+      'LeaseLostError',
       'DEFAULT_MAX_PAYLOAD_BYTES',
       'RunNotFoundError',
       'RunFinishedError',
