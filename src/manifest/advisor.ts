@@ -1,7 +1,7 @@
 /**
  * The runtime advisor: from a route's declared config and the signals in its
- * source, where it should run and with what compute (README, `svc runtime
- * advise`). It never runs the route.
+ * source, where it should run and with what compute (docs/cli.md
+ * "svc runtime advise"). It never runs the route.
  *
  * - Persistent work (a WebSocket, a listening socket, a module-scope timer
  *   or loop, process state changed by handlers, or a task timeout past what

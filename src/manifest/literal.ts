@@ -1,6 +1,6 @@
 /**
  * The static-literal reader. Deployment config is a literal contract, read
- * without running the app (README "Route config"): strings, finite numbers
+ * without running the app (docs/routes.md "Route config"): strings, finite numbers
  * (numeric separators and a leading minus included), booleans, null, arrays
  * and nested objects, optionally wrapped in parentheses, `as const` or
  * `satisfies T`. Anything the scanner would have to evaluate (calls,

@@ -1,7 +1,7 @@
 /**
  * Reads a route file's deployment config from its exports: `route`, the
- * `kind` shorthand and `schedule`, all static literals (README "Route
- * config"). Defaults are applied here; the result is what the
+ * `kind` shorthand and `schedule`, all static literals (docs/routes.md
+ * "Route config"). Defaults are applied here; the result is what the
  * manifest reports.
  */
 import type { RouteKind } from '../runtime/types.ts'
@@ -29,7 +29,7 @@ import type { Reporter } from './reporter.ts'
 
 const ROUTE_FIELDS = ['kind', 'retries', 'timeout', 'compute', 'origins', 'schedule', 'timezone', 'concurrency', 'rateLimit', 'debounce']
 
-/** The flow-control fields of a task route, each with its rule (README "Flow control"). */
+/** The flow-control fields of a task route, each with its rule (docs/flow-control.md). */
 const FLOW_FIELDS = [
   ['concurrency', concurrencyProblem],
   ['rateLimit', rateLimitProblem],

@@ -1,5 +1,5 @@
 /**
- * The task runtime's life inside a server (README "startSvcServer"): it is
+ * The task runtime's life inside a server (docs/server.md "startSvcServer"): it is
  * the active runtime of the process (so `enqueue()` dispatches in-process),
  * recovers what a durable store holds, runs the in-process scheduler unless
  * `SVC_DISABLE_IN_PROCESS_CRON` is set, drains on shutdown and is closed

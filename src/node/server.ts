@@ -1,5 +1,5 @@
 /**
- * `startSvcServer()` (README "startSvcServer"): API routes, server and
+ * `startSvcServer()` (docs/server.md "startSvcServer"): API routes, server and
  * hybrid pages with the ISR cache, the task admin surface and scheduler,
  * WebSocket hot routes, static files and graceful shutdown on one port.
  *

@@ -1,5 +1,6 @@
 /**
- * The HTTP half of a graceful shutdown (README "close()"): every request is
+ * The HTTP half of a graceful shutdown (docs/internals/http-server.md
+ * "Shutdown"): every request is
  * counted while it is in flight, and once the drain begins a request that
  * arrives on a keep-alive connection still open gets a 503 it can retry on a
  * new connection instead of a reset. `close()` waits for the count to reach

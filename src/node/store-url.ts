@@ -1,5 +1,5 @@
 /**
- * The run store named by `SVC_STORE_URL` (README "Choosing a store"), so a
+ * The run store named by `SVC_STORE_URL` (docs/stores.md "Choosing a store"), so a
  * deployment picks where runs live without code. A value that names no store,
  * or a database that cannot be used, fails the start: falling back to memory
  * would lose runs the operator asked to keep.

@@ -1,5 +1,5 @@
 /**
- * WebSocket upgrades for hot routes, on crossws's Node adapter (README
+ * WebSocket upgrades for hot routes, on crossws's Node adapter (docs/routes.md
  * "Hot routes").
  *
  * Each upgrade request goes through the core handler first, like any

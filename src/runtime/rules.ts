@@ -9,7 +9,7 @@ import { describe } from './describe.ts'
 import type { EnvLike } from './env.ts'
 import { MAX_DELAY_SECONDS } from './tasks/options.ts'
 
-/** Task retries default to 0 extra attempts, and each attempt to 30 s (README "Route config"). */
+/** Task retries default to 0 extra attempts, and each attempt to 30 s (docs/routes.md "Route config"). */
 export const DEFAULT_RETRIES = 0
 export const DEFAULT_TIMEOUT_MS = 30_000
 

@@ -1,6 +1,6 @@
 /**
- * Auth of the task admin surface and the revalidate endpoint (README
- * "Task admin endpoints"):
+ * Auth of the task admin surface and the revalidate endpoint (docs/security.md,
+ * docs/http-api.md "Authentication"):
  * - with a secret (`SVC_TASK_SECRET`, or `THEN_TASK_SECRET`), every request
  *   needs `Authorization: Bearer <secret>` (RFC 6750 §2.1), compared in
  *   constant time;
