@@ -13,7 +13,12 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'svc', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/postgres/**'] },
+        test: { name: 'svc', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/postgres/**', 'test/package/**'] },
+      },
+      {
+        // svc as a user gets it, from one tarball that the global setup packs.
+        extends: true,
+        test: { name: 'package', include: ['test/package/**/*.test.ts'], globalSetup: ['test/package/_global-setup.ts'] },
       },
       {
         // Its own project so that the embedded Postgres starts only when

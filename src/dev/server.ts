@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { compareUrlPaths, scanApp } from '../manifest.ts'
 import { refreshTaskTypes } from '../manifest/task-types.ts'
@@ -118,7 +119,8 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
       env,
       dev: true,
       logger,
-      staticDirs: [join(root, 'public')],
+      // An app without public/ has nothing to serve, and is not warned about it at every start.
+      staticDirs: existsSync(join(root, 'public')) ? [join(root, 'public')] : [],
     })
   } catch (error) {
     await opened.close()

@@ -212,11 +212,9 @@ export interface Packed {
   app: string
 }
 
-/** Packs svc once and installs the tarball into a new app in the system temp directory. */
-export async function packAndInstall(): Promise<Packed> {
-  const dir = await mkdtemp(join(tmpdir(), 'svc-packed-'))
-  const env = userEnv()
-  const packed = await runOk('npm', ['pack', '--pack-destination', dir, '--json'], { cwd: REPO, env, boundMs: 300_000 })
+/** Runs `npm pack` on the package in `cwd` (svc by default; its prepack script builds dist/) and writes the tarball into `dir`. */
+export async function pack(dir: string, cwd = REPO): Promise<{ tarball: string; files: string[] }> {
+  const packed = await runOk('npm', ['pack', '--pack-destination', dir, '--json'], { cwd, env: userEnv(), boundMs: 300_000 })
   // Only the JSON goes to stdout; the prepack build writes to stderr.
   const [report] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as Array<{
     filename: string
@@ -224,6 +222,16 @@ export async function packAndInstall(): Promise<Packed> {
   }>
   const tarball = join(dir, report.filename)
   if (!existsSync(tarball)) throw new Error(`npm pack reported ${report.filename}, which is not in ${dir}`)
+  return { tarball, files: report.files.map((file) => file.path) }
+}
+
+/** Installs svc, as the project's global setup packed it, into a new app in the system temp directory. */
+export async function packAndInstall(): Promise<Packed> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-packed-'))
+  const env = userEnv()
+  // Imported here, not at the top: the global setup imports this module outside a test worker.
+  const { inject } = await import('vitest')
+  const { tarball, files } = inject('svcPack')
 
   const app = join(dir, 'app')
   for (const [file, contents] of Object.entries(APP_FILES)) {
@@ -233,7 +241,7 @@ export async function packAndInstall(): Promise<Packed> {
   // valibot at the version the repository tests with, for the task's input schema.
   const valibot = `valibot@${PKG.devDependencies.valibot}`
   await runOk('npm', ['install', tarball, valibot, '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app, env, boundMs: 300_000 })
-  return { dir, tarball, files: report.files.map((file) => file.path), app }
+  return { dir, tarball, files, app }
 }
 
 /** A Node older than package.json `engines` allows on this machine (the system's, beside the devDependency's 24), or undefined. */
