@@ -10,19 +10,20 @@
  */
 import { join } from 'node:path'
 import { openDatabase } from '../src/node/sqlite-database.ts'
-import { INSERT_RUN_OWNED, UPDATE_RUN_OWNED } from '../src/node/sqlite-owners.ts'
+import { UPDATE_RUN_FENCED, UPSERT_STEP_FENCED } from '../src/node/sqlite-fences.ts'
+import { INSERT_RUN_OWNED } from '../src/node/sqlite-owners.ts'
 import { newRunId } from '../src/runtime/tasks/ids.ts'
-import { UPSERT_STEP } from '../src/runtime/tasks/sql/queries.ts'
 
 /** Milliseconds for `count` runs of `steps` recorded steps each: created running, each step saved, ended. */
 export function sqliteFloor(dir: string, name: string, count: number, steps: number): number {
   const db = openDatabase(join(dir, `${name}.db`), 5000, 'bench')
   try {
-    // The statements the store runs, with the owner it records (sqlite-owners.ts).
+    // The statements the store runs, with the owner it records
+    // (sqlite-owners.ts) and the fence its attempt's writes check (sqlite-fences.ts).
     const owner = 2 ** 52 + 1
     const insert = db.prepare(INSERT_RUN_OWNED)
-    const update = db.prepare(UPDATE_RUN_OWNED)
-    const saveStep = db.prepare(UPSERT_STEP)
+    const update = db.prepare(UPDATE_RUN_FENCED)
+    const saveStep = db.prepare(UPSERT_STEP_FENCED)
     const batch = (write: (i: number) => void) => {
       db.exec('BEGIN IMMEDIATE')
       for (let i = 0; i < count; i++) write(i)
@@ -43,19 +44,20 @@ export function sqliteFloor(dir: string, name: string, count: number, steps: num
     }))
     const seqs: number[] = []
     batch((i) => {
-      seqs.push(Number(insert.run(runs[i].id, 'noop', 'running', null, null, JSON.stringify(runs[i]), owner).lastInsertRowid))
+      seqs.push(Number(insert.run(runs[i].id, 'noop', 'running', null, null, JSON.stringify(runs[i]), owner, 1).lastInsertRowid))
     })
     for (let step = 0; step < steps; step++) {
       // A step is a row of its own; the run's row keeps `"steps":{}`.
       batch((i) => {
-        saveStep.run(seqs[i], `s${step}`, JSON.stringify({ status: 'completed', output: step }))
+        const key = `s${step}`
+        saveStep.run(key, JSON.stringify({ status: 'completed', output: step }), seqs[i], owner, 1, key)
       })
     }
     batch((i) => {
       const run = runs[i]
       Object.assign(run, { status: 'completed', finishedAt: now })
       run.attempts.push({ index: 1, startedAt: now, durationMs: 0 })
-      update.run('completed', i + 1, JSON.stringify(run), null, seqs[i])
+      update.run('completed', i + 1, JSON.stringify(run), seqs[i], owner, 1)
     })
     return performance.now() - start
   } finally {

@@ -8,13 +8,13 @@
  */
 import type { DatabaseSync } from 'node:sqlite'
 import { createTables, MOVE_STEPS, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
-import { OWNERS_TABLE } from './sqlite-owners.ts'
+import { OWNER_FENCE_COLUMN, OWNERS_TABLE } from './sqlite-owners.ts'
 
 /** Pages of WAL that trigger a checkpoint (see `prepare`). */
 const WAL_CHECKPOINT_PAGES = 10_000
 
 /** The schema this release writes. Bump it, and add a step to `MIGRATIONS`, when the schema changes. */
-export const SCHEMA_VERSION = 3
+export const SCHEMA_VERSION = 4
 
 // Each entry moves a database from version `index` to `index + 1`. What an
 // entry runs must keep its meaning once released: files it migrated exist.
@@ -24,6 +24,8 @@ const MIGRATIONS: readonly string[] = [
   STEPS_TABLE + MOVE_STEPS,
   // 3: the process that holds each running run, and the processes on the file (sqlite-owners.ts).
   OWNERS_TABLE,
+  // 4: the fence of each running run's owner, which its attempt's writes check (sqlite-fences.ts).
+  OWNER_FENCE_COLUMN,
 ]
 
 /**

@@ -14,6 +14,11 @@
  * host and PID namespace (every process on one WAL file shares a host),
  * when its process no longer exists: a process killed with `kill -9` is
  * taken over at the next start, without waiting for its heartbeat to lapse.
+ *
+ * Every statement that makes a store a run's owner moves the run's
+ * `owner_fence` on and returns it: the writes of that store's attempt check
+ * both in their own statements (sqlite-fences.ts), so an owner that froze
+ * past `STALE_MS` and was taken over writes nothing once it thaws.
  */
 
 import { RUN_COLUMNS, RUN_UPDATE_SET } from '../runtime/tasks/sql/queries.ts'
@@ -67,13 +72,25 @@ export function isAlive(other: Owner, self: Owner, now: number): boolean {
 export const OWNERS_TABLE = `
   ALTER TABLE runs ADD COLUMN owner INTEGER;
   CREATE TABLE owners (owner INTEGER PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, ns TEXT NOT NULL, beat_at INTEGER NOT NULL);`
+/**
+ * Schema version 4: the fence of each run's owner (sqlite-fences.ts). A
+ * constant default adds the column without rewriting the table; a run
+ * running when the file is upgraded is fenced from its next claim.
+ */
+export const OWNER_FENCE_COLUMN = 'ALTER TABLE runs ADD COLUMN owner_fence INTEGER NOT NULL DEFAULT 0;'
 export const UPSERT_OWNER = 'INSERT OR REPLACE INTO owners (owner, pid, host, ns, beat_at) VALUES (?, ?, ?, ?, ?)'
 export const DELETE_OWNER = 'DELETE FROM owners WHERE owner = ?'
 export const SELECT_OWNERS = 'SELECT owner, pid, host, ns, beat_at FROM owners'
-export const SELECT_RUNNING_OWNER = "SELECT seq, owner FROM runs WHERE id = ? AND status = 'running'"
-export const SET_OWNER = 'UPDATE runs SET owner = ? WHERE seq = ?'
+export const SELECT_RUNNING_OWNER = "SELECT seq, owner, owner_fence FROM runs WHERE id = ? AND status = 'running'"
+/** Makes a store the run's owner, under the next fence, which it returns (claimRunning, flow control's starts). */
+export const SET_OWNER = 'UPDATE runs SET owner = ?, owner_fence = owner_fence + 1 WHERE seq = ? RETURNING owner_fence'
 // The shared INSERT_RUN and UPDATE_RUN (sql/queries.ts) with the owner as
 // well: `owner` is this store for a run written running, else NULL, which
-// keeps the owner a run had (it only counts while the run is running).
-export const INSERT_RUN_OWNED = `INSERT INTO runs (${RUN_COLUMNS}, owner) VALUES (?, ?, ?, ?, ?, ?, ?)`
+// keeps the owner a run had (it only counts while the run is running). A
+// run inserted running starts at fence 1, its first claim; any other at 0.
+export const INSERT_RUN_OWNED = `INSERT INTO runs (${RUN_COLUMNS}, owner, owner_fence) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 export const UPDATE_RUN_OWNED = `UPDATE runs SET ${RUN_UPDATE_SET}, owner = coalesce(?, owner) WHERE seq = ?`
+/** A run made running by this store (resumed, or its delay over): its owner, under the next fence, which it returns. */
+export const UPDATE_RUN_CLAIMED = `UPDATE runs SET ${RUN_UPDATE_SET}, owner = ?, owner_fence = owner_fence + 1 WHERE seq = ? RETURNING owner_fence`
+/** A run cancelled, from any process: the fence moves on, so the attempt in flight writes nothing more. */
+export const UPDATE_RUN_CANCELLED = `UPDATE runs SET ${RUN_UPDATE_SET}, owner_fence = owner_fence + 1 WHERE seq = ?`

@@ -36,7 +36,7 @@ import {
   type TimerRecord,
   type TokenRecord,
 } from '../runtime/tasks/store.ts'
-import { StoreFullError } from '../runtime/errors.ts'
+import { LeaseLostError, StoreFullError } from '../runtime/errors.ts'
 import {
   COUNT_RUNS,
   insertRunValues,
@@ -63,6 +63,7 @@ import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
 import { joinScheduledSql, type SqlRunner, startQueuedSql, type WrittenRow } from '../runtime/tasks/sql/flow.ts'
 import { openDatabase } from './sqlite-database.ts'
+import { ATTEMPT_TIMERS, expectsRunning, HELD, UPDATE_RUN_FENCED, UPDATE_RUN_RECORD_FENCED, UPSERT_STEP_FENCED } from './sqlite-fences.ts'
 import { storeError } from './sqlite-errors.ts'
 import { GroupCommit } from './sqlite-group-commit.ts'
 import { type CachedRun, RowCache } from './sqlite-row-cache.ts'
@@ -81,6 +82,8 @@ import {
   SET_OWNER,
   RECHECK_MARGIN_MS,
   STALE_MS,
+  UPDATE_RUN_CANCELLED,
+  UPDATE_RUN_CLAIMED,
   UPDATE_RUN_OWNED,
   UPSERT_OWNER,
 } from './sqlite-owners.ts'
@@ -137,7 +140,10 @@ interface Counts {
  * flight (`claimRunning`, sqlite-owners.ts). But a process only fires the
  * timers it armed or found when it started, and the attempts of a process
  * that dies are taken over at the next start of a process, not by the
- * processes still running.
+ * processes still running. Runs are fenced (sqlite-fences.ts): a process
+ * that froze past its heartbeat and whose attempt was taken over writes
+ * nothing more for that run once it goes on. One store serves one task
+ * runtime: the runs it holds are that runtime's attempts.
  *
  * What it answers is durable: a read asked while writes wait for their
  * commit is answered once they are committed, and a write that fails leaves
@@ -153,6 +159,8 @@ interface Counts {
 export class SqliteRunStore implements RunStore {
   /** Records live in a file and survive a restart (`recover()` re-arms waits). */
   readonly durable = true
+  /** The writes of an attempt check that this store still holds its run (sqlite-fences.ts). */
+  readonly fences = true
   readonly path: string
   readonly maxRuns: number
   #db: DatabaseSync | undefined
@@ -173,6 +181,13 @@ export class SqliteRunStore implements RunStore {
   readonly #self: Owner
   #heartbeat: ReturnType<typeof setInterval> | undefined
   readonly #busyTimeoutMs: number
+  /**
+   * The runs this store holds, by id, with the `owner_fence` its claim set
+   * (sqlite-fences.ts): from when a write makes the run running here to
+   * when one writes it out of `running`. A fence another process moved on
+   * stays until then: every later write of the attempt fails as the first.
+   */
+  readonly #fences = new Map<string, number>()
 
   constructor(options: SqliteRunStoreOptions) {
     const { path, maxRuns, busyTimeoutMs } = resolveSqliteOptions(options, WHERE)
@@ -233,22 +248,28 @@ export class SqliteRunStore implements RunStore {
       const owners = new Map<number, Owner>()
       for (const row of this.#sql(SELECT_OWNERS).all() as unknown as Owner[]) owners.set(row.owner, row)
       const claimed: string[] = []
+      const fences: number[] = []
       // When the first heartbeat of a holder left alive lapses, unless renewed.
       let lapses: number | undefined
       for (const id of runIds) {
-        const row = this.#sql(SELECT_RUNNING_OWNER).get(id) as { seq: number; owner: number | null } | undefined
+        const row = this.#sql(SELECT_RUNNING_OWNER).get(id) as { seq: number; owner: number | null; owner_fence: number } | undefined
         if (!row) continue
+        let fence = row.owner_fence
         if (row.owner !== self.owner) {
           const holder = row.owner === null ? undefined : owners.get(row.owner)
           if (holder && isAlive(holder, self, now)) {
             lapses = Math.min(lapses ?? Number.POSITIVE_INFINITY, Number(holder.beat_at) + STALE_MS)
             continue
           }
-          this.#sql(SET_OWNER).run(self.owner, row.seq)
+          // Taken over: the holder's attempt, should it go on, writes nothing more.
+          fence = (this.#sql(SET_OWNER).get(self.owner, row.seq) as { owner_fence: number }).owner_fence
         }
         claimed.push(id)
+        fences.push(fence)
       }
       for (const [owner, holder] of owners) if (owner !== self.owner && !isAlive(holder, self, now)) this.#sql(DELETE_OWNER).run(owner)
+      // Last: a statement that throws above undoes the claims, which then hold nothing here.
+      for (let i = 0; i < claimed.length; i++) this.#fences.set(claimed[i], fences[i])
       return { claimed, recheckInMs: lapses === undefined ? undefined : Math.max(lapses - now, 0) + RECHECK_MARGIN_MS }
     })
   }
@@ -283,6 +304,7 @@ export class SqliteRunStore implements RunStore {
     }
     this.#db = undefined
     this.#statements.clear()
+    this.#fences.clear()
     db.close()
   }
 
@@ -292,6 +314,8 @@ export class SqliteRunStore implements RunStore {
 
   /** `createRun` inside a write. */
   #insertRun(run: RunRecord): RunRecord {
+    // A child of an attempt's run: started only while the attempt holds it.
+    if (run.parentRunId !== undefined) this.#checkHeld(run.parentRunId)
     const record = rowText(run)
     // The record as the file holds it: the store's own, and the copy returned.
     const stored = jsonCopy(run)
@@ -310,9 +334,10 @@ export class SqliteRunStore implements RunStore {
     const live = !isFinished(run.status)
     if (live && counts.live >= this.maxRuns) throw new StoreFullError(WHERE, this.maxRuns)
     const finishSeq = this.#finishSeq(run.status, null)
+    const owner = this.#ownerOf(run)
     let inserted: { lastInsertRowid: number | bigint }
     try {
-      inserted = this.#sql(INSERT_RUN_OWNED).run(...insertRunValues(run, finishSeq, record), this.#ownerOf(run))
+      inserted = this.#sql(INSERT_RUN_OWNED).run(...insertRunValues(run, finishSeq, record), owner, owner === null ? 0 : 1)
     } catch (error) {
       // The id's UNIQUE constraint is the existence check: one statement, not a lookup before it.
       if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE && this.#sql(RUN_EXISTS).get(run.id)) {
@@ -322,11 +347,50 @@ export class SqliteRunStore implements RunStore {
     }
     const seq = Number(inserted.lastInsertRowid)
     for (const key in stored.steps) this.#sql(UPSERT_STEP).run(seq, key, JSON.stringify(stored.steps[key]))
+    if (owner !== null) this.#fences.set(run.id, 1)
     this.#cache(run.id, seq, finishSeq, live ? stored : undefined, live ? record : wholeText(stored, record))
     counts.total++
     if (live) counts.live++
     if (counts.total > this.maxRuns) this.#evictAtCommit = true
     return live ? jsonCopy(stored) : stored
+  }
+
+  /**
+   * The row write of `updateRun`, and what it does to the fences: a run
+   * made running here is held here under its next fence; a cancel moves
+   * the fence on; an attempt's end (`fence`) lands only while the run is
+   * still held under it. A run written out of running is no longer held.
+   */
+  #writeRun(
+    id: string,
+    seq: number,
+    was: RunStatus,
+    status: RunStatus,
+    finishSeq: number | null,
+    record: string,
+    fence: number | undefined,
+  ): void {
+    const owner = this.#self.owner
+    if (status === 'running' && was !== 'running') {
+      const claimed = this.#sql(UPDATE_RUN_CLAIMED).get(status, finishSeq, record, owner, seq) as { owner_fence: number }
+      this.#fences.set(id, claimed.owner_fence)
+      return
+    }
+    if (status === 'cancelled' && was !== 'cancelled') {
+      if (fence !== undefined) this.#checkHeld(id)
+      this.#sql(UPDATE_RUN_CANCELLED).run(status, finishSeq, record, seq)
+    } else if (fence === undefined) {
+      this.#sql(UPDATE_RUN_OWNED).run(status, finishSeq, record, status === 'running' ? owner : null, seq)
+    } else if (this.#sql(UPDATE_RUN_FENCED).run(status, finishSeq, record, seq, owner, fence).changes === 0) {
+      throw new LeaseLostError(id)
+    }
+    if (status !== 'running') this.#fences.delete(id)
+  }
+
+  /** Throws `LeaseLostError` unless this store still holds run `runId` under the fence it keeps; a run not held here passes. */
+  #checkHeld(runId: string): void {
+    const fence = this.#fences.get(runId)
+    if (fence !== undefined && this.#sql(HELD).get(runId, this.#self.owner, fence) === undefined) throw new LeaseLostError(runId)
   }
 
   getRun(id: string): Promise<RunRecord | undefined> {
@@ -339,18 +403,29 @@ export class SqliteRunStore implements RunStore {
 
   async updateRun(id: string, patch: RunPatch, expect?: { status: RunStatus | readonly RunStatus[] }): Promise<RunRecord | undefined> {
     return this.#write(() => {
+      // An attempt's end is fenced; a cancel or a resume is not.
+      const fence = expectsRunning(expect) ? this.#fences.get(id) : undefined
       const row = this.#row(id)
-      if (!row) return undefined
+      if (!row) {
+        if (fence !== undefined) throw new LeaseLostError(id)
+        return undefined
+      }
       const run = this.#parsed(id, row)
       // The check and the write share one transaction: the compare-and-set.
-      if (expect && !statusMatches(run.status, expect.status)) return undefined
+      if (expect && !statusMatches(run.status, expect.status)) {
+        // Held here, the run is running: only another process (a cancel,
+        // which moves the fence on) ends it outside its attempt.
+        if (fence !== undefined) throw new LeaseLostError(id)
+        return undefined
+      }
+      const was = run.status
       // Each value as JSON keeps it; undefined stays, to remove its field.
       const copied: Record<string, unknown> = {}
       for (const key in patch) copied[key] = jsonCopy((patch as Record<string, unknown>)[key])
       applyRunPatch(run, copied as RunPatch)
       const record = rowText(run)
       const finishSeq = this.#finishSeq(run.status, row.finished_seq)
-      this.#sql(UPDATE_RUN_OWNED).run(run.status, finishSeq, record, this.#ownerOf(run), row.seq)
+      this.#writeRun(id, row.seq, was, run.status, finishSeq, record, fence)
       this.#cache(id, row.seq, finishSeq, finishSeq === null ? run : undefined, finishSeq === null ? record : wholeText(run, record))
       if ((finishSeq === null) !== (row.finished_seq === null) && this.#counts) this.#counts.live += finishSeq === null ? 1 : -1
       if (finishSeq !== null && row.finished_seq === null && this.#countsNow().total > this.maxRuns) this.#evictAtCommit = true
@@ -359,17 +434,38 @@ export class SqliteRunStore implements RunStore {
     })
   }
 
+  /** Appends an attempt to the run's record; fenced while the store holds the run (an attempt's own). */
   async appendAttempt(runId: string, attempt: Attempt): Promise<void> {
-    return this.#change(runId, (run) => run.attempts.push(jsonCopy(attempt)))
+    return this.#write(() => {
+      const fence = this.#fences.get(runId)
+      const row = this.#row(runId)
+      if (!row) throw this.#unknownRun(runId, fence)
+      const run = this.#parsed(runId, row)
+      run.attempts.push(jsonCopy(attempt))
+      const record = rowText(run)
+      if (fence === undefined) this.#sql(UPDATE_RUN_RECORD).run(record, row.seq)
+      else if (this.#sql(UPDATE_RUN_RECORD_FENCED).run(record, row.seq, this.#self.owner, fence).changes === 0)
+        throw new LeaseLostError(runId)
+      const live = row.finished_seq === null
+      this.#cache(runId, row.seq, row.finished_seq, live ? run : undefined, live ? record : wholeText(run, record))
+    })
   }
 
-  /** One row of the steps table: a step costs its own size, not its run's. */
+  /**
+   * One row of the steps table: a step costs its own size, not its run's.
+   * Fenced while the store holds the run, but for the step a suspended run
+   * waits on: whoever met the wait records it.
+   */
   async saveStep(runId: string, key: string, step: StepRecord): Promise<void> {
     const text = JSON.stringify(step)
     return this.#write(() => {
+      const fence = this.#fences.get(runId)
       const row = this.#row(runId)
-      if (!row) throw new Error(`${WHERE}: unknown run "${runId}"`)
-      this.#sql(UPSERT_STEP).run(row.seq, key, text)
+      if (!row) throw this.#unknownRun(runId, fence)
+      if (fence === undefined) this.#sql(UPSERT_STEP).run(row.seq, key, text)
+      else if (this.#sql(UPSERT_STEP_FENCED).run(key, text, row.seq, this.#self.owner, fence, key).changes === 0) {
+        throw new LeaseLostError(runId)
+      }
       // The cached record follows: a live run's parsed record takes the step,
       // a finished run's text is read again when next asked for.
       if (row.finished_seq !== null) return this.#rows.delete(runId)
@@ -400,6 +496,7 @@ export class SqliteRunStore implements RunStore {
   async saveTimer(timer: TimerRecord): Promise<void> {
     const record = JSON.stringify(timer)
     return this.#write(() => {
+      if (ATTEMPT_TIMERS.has(timer.kind)) this.#checkHeld(timer.runId)
       this.#sql(UPSERT_TIMER).run(timer.id, timer.runId, record)
     })
   }
@@ -422,6 +519,7 @@ export class SqliteRunStore implements RunStore {
   async putToken(token: TokenRecord): Promise<TokenRecord> {
     const record = JSON.stringify(token)
     return this.#write(() => {
+      this.#checkHeld(token.runId)
       this.#sql(INSERT_TOKEN).run(token.id, token.runId, token.status, record)
       return this.#token(token.id)!
     })
@@ -451,17 +549,21 @@ export class SqliteRunStore implements RunStore {
     // Reads and writes share the batch's write lock: no other process can start a run in between.
     return this.#write(() => {
       const { result, written } = startQueuedSql(this.#runner, taskName, limits, now)
+      const fences: number[] = []
       for (const row of written) {
         // Started here: this store holds them (sqlite-owners.ts).
-        this.#sql(SET_OWNER).run(this.#self.owner, row.row.seq)
+        fences.push((this.#sql(SET_OWNER).get(this.#self.owner, row.row.seq) as { owner_fence: number }).owner_fence)
         this.#cacheWritten(row)
       }
+      for (let i = 0; i < written.length; i++) this.#fences.set(written[i].id, fences[i])
       return result
     })
   }
 
   async debounceRun(run: RunRecord, keyPath: string | undefined): Promise<RunRecord> {
     return this.#write(() => {
+      // A join, like an insert, is a child's start: only while its parent's attempt holds the parent.
+      if (run.parentRunId !== undefined) this.#checkHeld(run.parentRunId)
       const held = run.idempotencyKey !== undefined && this.#sql(SELECT_RUN_BY_KEY).get(run.taskName, run.idempotencyKey)
       const join = held ? undefined : joinScheduledSql(this.#runner, run, keyPath)
       if (!join) return this.#insertRun(run)
@@ -579,18 +681,9 @@ export class SqliteRunStore implements RunStore {
     return row && (JSON.parse(row.record) as TokenRecord)
   }
 
-  /** Read-modify-write of one run's record (attempts, steps). */
-  #change(runId: string, edit: (run: RunRecord) => void): Promise<void> {
-    return this.#write(() => {
-      const row = this.#row(runId)
-      if (!row) throw new Error(`${WHERE}: unknown run "${runId}"`)
-      const run = this.#parsed(runId, row)
-      edit(run)
-      const record = rowText(run)
-      this.#sql(UPDATE_RUN_RECORD).run(record, row.seq)
-      const live = row.finished_seq === null
-      this.#cache(runId, row.seq, row.finished_seq, live ? run : undefined, live ? record : wholeText(run, record))
-    })
+  /** What a write of a run the file no longer holds throws: gone while held here, it was taken over, finished and evicted. */
+  #unknownRun(runId: string, fence: number | undefined): Error {
+    return fence === undefined ? new Error(`${WHERE}: unknown run "${runId}"`) : new LeaseLostError(runId)
   }
 
   /**
@@ -617,7 +710,11 @@ export class SqliteRunStore implements RunStore {
     this.#sql(EVICT_STEPS).run(excess)
     // RETURNING names the evicted runs, to drop them from the cache.
     const gone = this.#sql(`${EVICT_RUNS} RETURNING id`).all(excess) as unknown as { id: string }[]
-    for (const { id } of gone) this.#rows.delete(id)
+    for (const { id } of gone) {
+      this.#rows.delete(id)
+      // Finished by another process after this one lost it: nothing more to fence.
+      this.#fences.delete(id)
+    }
     counts.total -= gone.length
   }
 }

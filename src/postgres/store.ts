@@ -116,6 +116,8 @@ function expectsRunning(expect: { status: RunStatus | readonly RunStatus[] } | u
 export class PostgresRunStore implements RunStore {
   /** Records live in the database and survive a restart (`recover()` re-arms waits). */
   readonly durable = true
+  /** The writes of an attempt check the fence of its lease (fences.ts). */
+  readonly fences = true
   readonly schema: string
   readonly maxRuns: number
   /** How long a lease on a running attempt (or a claim on a due timer) lasts. */

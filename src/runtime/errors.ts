@@ -219,7 +219,7 @@ export class LeaseLostError extends SvcError {
   readonly runId: string
   constructor(runId: string) {
     super(
-      `Run "${runId}" is no longer this process's to write: another process took it over after this one stalled past leaseMs, or it was cancelled; nothing was written`,
+      `Run "${runId}" is no longer this process's to write: another process took it over after this one stalled (past leaseMs on Postgres, past its heartbeat on a shared SQLite file), or it was cancelled; nothing was written`,
       'LEASE_LOST',
       409,
     )

@@ -98,9 +98,9 @@ describe('SqliteRunStore.claimRunning', () => {
     const a = store(path)
     const run = await a.createRun(makeRun({ status: 'running' }))
     a.close()
-    // Back to what version 2 wrote: no owner column, no owners table.
+    // Back to what version 2 wrote: no owner columns, no owners table.
     const db = new DatabaseSync(path)
-    db.exec('ALTER TABLE runs DROP COLUMN owner; DROP TABLE owners; PRAGMA user_version = 2')
+    db.exec('ALTER TABLE runs DROP COLUMN owner_fence; ALTER TABLE runs DROP COLUMN owner; DROP TABLE owners; PRAGMA user_version = 2')
     db.close()
     const b = store(path)
     expect(await b.getRun(run.id)).toMatchObject({ status: 'running' })

@@ -27,7 +27,8 @@
  * due timers and attempts whose process died are swept up (`Sweeper`) by
  * whichever live process claims them first; and each cron tick is claimed
  * before it starts a run. An attempt loses its lease when a renewal finds
- * it gone, or, on a store that fences leases, when one of its writes
+ * it gone, or, on a store that fences the runs it holds (`store.fences`,
+ * shared or a SQLite file several processes open), when one of its writes
  * rejects with `LeaseLostError`: either way it is aborted, logged once,
  * and records nothing more.
  */
@@ -63,7 +64,7 @@ function isCronInput(input: unknown): boolean {
 }
 
 /**
- * `store` as the steps of attempts reach it on a shared store: a write that
+ * `store` as the steps of attempts reach it on a fencing store: a write that
  * finds the attempt's lease lost (`LeaseLostError`) tells `lost` before the
  * handler sees the error, so the attempt is aborted at once, and a handler
  * that catches the error runs no further step.
@@ -89,7 +90,7 @@ const SWEEP_BATCH = 100
 
 /**
  * Logged once per runtime, the first time a wait suspends a run on a store
- * that is not durable (README "Durable runs on Node").
+ * that is not durable (docs/tasks.md "Waits and suspension").
  */
 export const LOCAL_WAIT_NOTE =
   '[svc] ctx.step waits run in-process here: sleeps, child-task waits and tokens are kept in memory and timers, and do not survive a restart. ' +
@@ -169,15 +170,16 @@ export class TaskEngine {
         renew: () => this.#renew(),
       })
     }
-    // On a shared store, a write of an attempt whose lease another process
-    // took (its own steps, or a child it starts) aborts the attempt.
+    // On a fencing store, a write of an attempt whose run another process
+    // took over (its own steps, or a child it starts) aborts the attempt.
     const lost = (error: unknown): never => {
       if (error instanceof LeaseLostError) this.#loseLease(error.runId)
       throw error
     }
+    const fenced = this.#store.fences === true
     this.#stepHost = {
-      store: this.#shared ? noticingLostLeases(this.#store, lost) : this.#store,
-      trigger: this.#shared
+      store: fenced ? noticingLostLeases(this.#store, lost) : this.#store,
+      trigger: fenced
         ? (name, payload, opts) => this.trigger(name, payload, opts).catch(lost)
         : (name, payload, opts) => this.trigger(name, payload, opts),
       logger: this.#logger,
@@ -580,11 +582,11 @@ export class TaskEngine {
     const entry = this.#active.get(runId)
     if (!entry || entry.stopped) return
     this.#logger.warn(
-      `[svc] task runtime: lost the lease on run ${runId} (this process stalled past leaseMs, or the run was cancelled); its attempt here is aborted and records nothing`,
+      `[svc] task runtime: lost the lease on run ${runId} (this process stalled long enough for another to take the run over, or the run was cancelled); its attempt here is aborted and records nothing`,
     )
     entry.stopped = true
     entry.handle?.abort(
-      `The lease on run ${runId} was lost (the run was cancelled, or this process stalled past leaseMs)`,
+      `The lease on run ${runId} was lost (the run was cancelled, or this process stalled long enough for another to take it over)`,
       'lost its lease',
     )
   }

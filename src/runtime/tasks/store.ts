@@ -119,6 +119,23 @@ export interface RunStore {
   claimRunning?(runIds: readonly string[]): Promise<{ claimed: string[]; recheckInMs?: number }>
 
   /**
+   * Set on a store that fences the runs its process holds
+   * (`PostgresRunStore`, `SqliteRunStore`): it keeps, for each run whose
+   * attempt runs here, the fencing token its claim got, and the writes of
+   * that attempt (`saveStep`, `updateRun` expecting `running` only,
+   * `appendAttempt`, `createRun` and `debounceRun` of a child with its
+   * `parentRunId`, `putToken`, `saveTimer` of a retry, sleep or token
+   * timeout) check it atomically with the write. Once another process took
+   * the run over (this one stalled) or cancelled it, such a write changes
+   * nothing and rejects with `LeaseLostError`, and the engine aborts the
+   * attempt, logs it once and records nothing more. Writes outside an
+   * attempt are not fenced: a cancel, and the resume of a suspended run by
+   * whoever met its waitpoint. A store serves one engine, the one of its
+   * process: the runs it holds are that engine's attempts.
+   */
+  readonly fences?: true
+
+  /**
    * Inserts a new run and resolves to a copy of it. When the run carries an
    * `idempotencyKey` that a retained run of the same task already holds,
    * nothing is inserted and it resolves to that run instead (compare the
@@ -222,26 +239,20 @@ export interface StartedRuns {
 }
 
 /**
- * How processes that share one store split the work (README "Several
- * processes on one store"). `owner` is one engine's random id. Every claim
+ * How processes that share one store split the work (docs/internals/postgres-store.md
+ * "Claims and leases"). `owner` is one engine's random id. Every claim
  * is a compare-and-set: of several processes asking at once, one gets each
  * item. Claims and leases last `leaseMs`, so the work of a process that
  * dies goes back to the others once they lapse.
  *
  * A process that stalls (a pause of its event loop, a stopped container)
  * past `leaseMs` loses its leases without knowing it until it next renews.
- * A store whose leases are fenced (`PostgresRunStore`) closes that gap: it
- * keeps, for each run this process holds, the fencing token its claim got,
- * and the writes of the attempt (`saveStep`, `updateRun` expecting
- * `running` only, `appendAttempt`, `createRun` of a child with its
- * `parentRunId`, `putToken`, `saveTimer` of a retry, sleep or token
- * timeout) check it in the same statement. Once another claim moved the
- * token on, such a write changes nothing and rejects with `LeaseLostError`,
- * and the engine aborts the attempt. Writes the engine makes outside an
- * attempt are not fenced: a cancel (which moves the token on, so the
- * attempt writes nothing more), and the resume of a suspended run by
- * whoever met its waitpoint. A store serves one engine, the one of its
- * process: the fences it keeps are that engine's.
+ * A store whose leases are fenced (`RunStore.fences`, as `PostgresRunStore`)
+ * closes that gap: every claim of a run moves its fencing token on, and
+ * the writes of an attempt check the token its process's claim got, so
+ * once another claim moved it on they change nothing and reject with
+ * `LeaseLostError`. A cancel moves the token on too, so the attempt writes
+ * nothing more.
  */
 export interface SharedWork {
   /** How long a lease on a running attempt, or a claim on a timer, lasts. */

@@ -1,0 +1,358 @@
+// Fenced runs on a SqliteRunStore file several processes share. Every
+// claim of a run (made running, taken over by `claimRunning`, started by
+// flow control) and every cancel moves its `owner_fence` on; the writes an
+// attempt makes (steps, its end, its attempts, children, tokens, timers)
+// land only while the run's owner and fence are still the ones this
+// store's claim set, so a process that stalled past its heartbeat and lost
+// the run to another writes nothing once it goes on. First the store's
+// rules, with two stores on one file standing for two processes; then the
+// engine; then real processes, one of them stopped (SIGSTOP) mid-attempt.
+import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { DatabaseSync } from 'node:sqlite'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { SqliteRunStore } from '../../src/node.ts'
+import { STALE_MS } from '../../src/node/sqlite-owners.ts'
+import { LeaseLostError } from '../../src/runtime/errors.ts'
+import { createTaskRuntime } from '../../src/runtime/tasks/index.ts'
+import { LIVE_STATUSES } from '../../src/runtime/tasks/store.ts'
+import type { TaskContext, TaskRuntime } from '../../src/types.ts'
+import { startChild } from '../postgres/_child.ts'
+import { deferred, recordingLogger, sleep, until } from '../tasks/_helpers.ts'
+import { makeRun } from '../tasks/store-contract.ts'
+
+const SCRIPT = fileURLToPath(new URL('../fixtures/sqlite-fencing/server.ts', import.meta.url))
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-sqlite-fencing-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+let files = 0
+const dbFile = () => join(dir, `runs-${++files}.db`)
+
+const open: { close(): void }[] = []
+afterEach(() => {
+  for (const handle of open.splice(0).reverse()) handle.close()
+})
+function store(path: string): SqliteRunStore {
+  const s = new SqliteRunStore({ path })
+  open.push(s)
+  return s
+}
+function raw(path: string): DatabaseSync {
+  const db = new DatabaseSync(path)
+  db.exec('PRAGMA busy_timeout = 5000')
+  open.push(db)
+  return db
+}
+
+/**
+ * Two stores on a fresh file, as two processes would open it. `takeOver`
+ * makes every other store's heartbeat stale, as a process stopped past
+ * STALE_MS leaves it, and has `b` claim the runs (what its `recover()`, or
+ * its look again after `recheckInMs`, does).
+ */
+function twoProcesses() {
+  const path = dbFile()
+  const a = store(path)
+  const b = store(path)
+  const db = raw(path)
+  const fence = (id: string) => (db.prepare('SELECT owner_fence AS f FROM runs WHERE id = ?').get(id) as { f: number }).f
+  const takeOver = async (...ids: string[]) => {
+    db.prepare('UPDATE owners SET beat_at = ?').run(Date.now() - STALE_MS - 1_000)
+    expect((await b.claimRunning(ids)).claimed).toEqual(ids)
+  }
+  return { a, b, db, path, fence, takeOver }
+}
+
+const LOST = { code: 'LEASE_LOST' }
+const now = () => new Date().toISOString()
+const attempt = { index: 1, startedAt: '2025-01-01T00:00:00.000Z', durationMs: 1, error: 'boom' }
+
+describe('fenced runs on a shared SqliteRunStore file', () => {
+  it('every write of an attempt whose run another process took over changes nothing and rejects with LeaseLostError', async () => {
+    const { a, b, takeOver } = twoProcesses()
+    await a.createRun(makeRun({ id: 'r', status: 'running' }))
+    await a.saveStep('r', 'one', { status: 'completed', output: 'by a' })
+    // Read here, so the run is in a's row cache when b takes it.
+    expect(await a.getRun('r')).toMatchObject({ status: 'running' })
+    await takeOver('r')
+
+    const lost = a.saveStep('r', 'two', { status: 'completed', output: 'by a' })
+    await expect(lost).rejects.toBeInstanceOf(LeaseLostError)
+    await expect(lost).rejects.toMatchObject({ ...LOST, runId: 'r' })
+    await expect(a.saveStep('r', 'one', { status: 'completed', output: 'by a again' })).rejects.toMatchObject(LOST)
+    await expect(a.appendAttempt('r', attempt)).rejects.toMatchObject(LOST)
+    await expect(a.updateRun('r', { status: 'completed', ok: true, result: 'by a' }, { status: 'running' })).rejects.toMatchObject(LOST)
+    await expect(a.updateRun('r', { status: 'suspended' }, { status: ['running'] })).rejects.toMatchObject(LOST)
+    await expect(a.createRun(makeRun({ id: 'kid', status: 'running', parentRunId: 'r' }))).rejects.toMatchObject(LOST)
+    await expect(a.debounceRun(makeRun({ id: 'kid2', status: 'scheduled', parentRunId: 'r' }), undefined)).rejects.toMatchObject(LOST)
+    await expect(a.putToken({ id: 'r:w', runId: 'r', stepKey: 'w', status: 'waiting', createdAt: now() })).rejects.toMatchObject(LOST)
+    for (const kind of ['sleep', 'token-timeout', 'retry'] as const) {
+      await expect(a.saveTimer({ id: `r:${kind}`, runId: 'r', kind, stepKey: 'w', dueAt: now() })).rejects.toMatchObject(LOST)
+    }
+
+    const run = (await b.getRun('r'))!
+    expect(run).toMatchObject({ status: 'running', attempts: [], steps: { one: { status: 'completed', output: 'by a' } } })
+    expect(Object.keys(run.steps)).toEqual(['one'])
+    expect(await b.getRun('kid')).toBeUndefined()
+    expect(await b.getRun('kid2')).toBeUndefined()
+    expect(await b.getToken('r:w')).toBeUndefined()
+    expect(await b.listTimers()).toEqual([])
+    expect(await a.getRun('r')).toEqual(run)
+
+    // The process that took it over writes as before.
+    await b.saveStep('r', 'two', { status: 'completed', output: 'by b' })
+    expect((await b.createRun(makeRun({ id: 'kid', status: 'running', parentRunId: 'r' }))).id).toBe('kid')
+    await b.appendAttempt('r', attempt)
+    expect(await b.updateRun('r', { status: 'completed', ok: true, result: 'by b' }, { status: 'running' })).toMatchObject({
+      status: 'completed',
+      result: 'by b',
+      steps: { one: { output: 'by a' }, two: { output: 'by b' } },
+    })
+  })
+
+  it("a write sees another process's claim committed in the same event-loop turn as its last read of the run", async () => {
+    const { a, db } = twoProcesses()
+    await a.createRun(makeRun({ id: 'r', status: 'running' }))
+    await a.createRun(makeRun({ id: 's', status: 'queued' }))
+    expect(await a.getRun('s')).toMatchObject({ status: 'queued' })
+    // No turn passes between a's read (which cached both runs) and its
+    // writes: only the batch, once it holds the write lock, can tell.
+    db.prepare("UPDATE runs SET owner = 7, owner_fence = owner_fence + 1 WHERE id = 'r'").run()
+    db.prepare(`UPDATE runs SET status = 'running', record = json_set(record, '$.status', 'running') WHERE id = 's'`).run()
+    const compared = a.updateRun('s', { status: 'cancelled' }, { status: 'queued' })
+    const fenced = a.saveStep('r', 'one', { status: 'completed' })
+    await expect(fenced).rejects.toMatchObject(LOST)
+    expect(await compared).toBeUndefined()
+    expect(await a.getRun('s')).toMatchObject({ status: 'running' })
+  })
+
+  it('a failed fenced write leaves the rest of its batch alone', async () => {
+    const { a, b, takeOver } = twoProcesses()
+    await a.createRun(makeRun({ id: 'r', status: 'running' }))
+    await a.createRun(makeRun({ id: 's', status: 'running' }))
+    await takeOver('r')
+    // One event-loop turn, one batch: s's step is kept, r's is not.
+    const writes = [a.saveStep('r', 'one', { status: 'completed' }), a.saveStep('s', 'one', { status: 'completed' })]
+    await expect(writes[0]).rejects.toMatchObject(LOST)
+    await writes[1]
+    expect(Object.keys((await b.getRun('s'))!.steps)).toEqual(['one'])
+    expect(Object.keys((await b.getRun('r'))!.steps)).toEqual([])
+  })
+
+  it('a store writes a run it does not hold unfenced, and forgets a run once it wrote it out of running', async () => {
+    const { a, b } = twoProcesses()
+    await a.createRun(makeRun({ id: 'r', status: 'running' }))
+    // b holds nothing of r: its writes are what they always were.
+    await b.saveStep('r', 'one', { status: 'completed' })
+    await b.appendAttempt('r', attempt)
+    // a's run ends; what a writes for it afterwards is no attempt's.
+    expect(await a.updateRun('r', { status: 'completed', ok: true }, { status: 'running' })).toMatchObject({ status: 'completed' })
+    await a.saveStep('r', 'late', { status: 'completed' })
+    expect(Object.keys((await b.getRun('r'))!.steps)).toEqual(['one', 'late'])
+  })
+
+  it('cancel wins from any process, and ends the right of the attempt in flight to write', async () => {
+    const { a, b, takeOver } = twoProcesses()
+    await a.createRun(makeRun({ id: 'r', status: 'running' }))
+    expect(await b.updateRun('r', { status: 'cancelled', ok: false }, { status: LIVE_STATUSES })).toMatchObject({ status: 'cancelled' })
+    await expect(a.saveStep('r', 'one', { status: 'completed' })).rejects.toMatchObject(LOST)
+    await expect(a.updateRun('r', { status: 'completed', ok: true }, { status: 'running' })).rejects.toMatchObject(LOST)
+    expect(await a.getRun('r')).toMatchObject({ status: 'cancelled', steps: {} })
+
+    // A process whose run was taken over still cancels it.
+    await a.createRun(makeRun({ id: 's', status: 'running' }))
+    await takeOver('s')
+    expect(await a.updateRun('s', { status: 'cancelled', ok: false }, { status: LIVE_STATUSES })).toMatchObject({ status: 'cancelled' })
+    await expect(b.saveStep('s', 'one', { status: 'completed' })).rejects.toMatchObject(LOST)
+  })
+
+  it('a suspended run is resumed by whichever process meets its wait, and is then that process’s', async () => {
+    const { a, b, takeOver } = twoProcesses()
+    await a.createRun(makeRun({ id: 'r', status: 'running' }))
+    await takeOver('r')
+    const suspended = { stepKey: 'w', waitpoint: { type: 'token' as const, tokenId: 'r:w' } }
+    expect(await b.updateRun('r', { status: 'suspended', suspended }, { status: 'running' })).toMatchObject({ status: 'suspended' })
+    // The token is completed on a, whose fence of r is stale: the waited step lands, no other.
+    await a.saveStep('r', 'w', { status: 'completed', output: 'yes', kind: 'waitForToken' })
+    await expect(a.saveStep('r', 'other', { status: 'completed' })).rejects.toMatchObject(LOST)
+    expect(await a.updateRun('r', { status: 'running', suspended: undefined }, { status: 'suspended' })).toMatchObject({
+      status: 'running',
+      steps: { w: { output: 'yes' } },
+    })
+    // a holds it again: its attempt writes, and b's writes are no attempt's.
+    await a.saveStep('r', 'after', { status: 'completed' })
+    expect(await a.updateRun('r', { status: 'completed', ok: true }, { status: 'running' })).toMatchObject({ status: 'completed' })
+  })
+
+  it('each claim, and each cancel, moves the fence on', async () => {
+    const { a, b, fence, takeOver } = twoProcesses()
+    await a.createRun(makeRun({ id: 'q', status: 'queued' }))
+    expect(fence('q')).toBe(0)
+    await a.startQueued('report', { concurrency: { limit: 1 } }, now())
+    expect(fence('q')).toBe(1)
+    await a.updateRun('q', { status: 'completed', ok: true }, { status: 'running' })
+
+    await a.createRun(makeRun({ id: 'r', status: 'running' }))
+    expect(fence('r')).toBe(1)
+    // A retry keeps the run running, and its fence.
+    await a.updateRun('r', { status: 'running' }, { status: 'running' })
+    expect(fence('r')).toBe(1)
+    await takeOver('r')
+    expect(fence('r')).toBe(2)
+    await b.updateRun('r', { status: 'suspended' }, { status: 'running' })
+    expect(fence('r')).toBe(2)
+    await b.updateRun('r', { status: 'running' }, { status: 'suspended' })
+    expect(fence('r')).toBe(3)
+    await b.updateRun('r', { status: 'cancelled' }, { status: LIVE_STATUSES })
+    expect(fence('r')).toBe(4)
+
+    await a.createRun(makeRun({ id: 'd', status: 'scheduled' }))
+    await a.updateRun('d', { status: 'running' }, { status: 'scheduled' })
+    expect(fence('d')).toBe(1)
+  })
+
+  it('a store that claims a run it holds keeps its fence, and a live holder keeps the run from the others', async () => {
+    const { a, b, fence } = twoProcesses()
+    await a.createRun(makeRun({ id: 'r', status: 'running' }))
+    expect((await a.claimRunning(['r'])).claimed).toEqual(['r'])
+    expect(fence('r')).toBe(1)
+    await a.saveStep('r', 'one', { status: 'completed' })
+    expect((await b.claimRunning(['r'])).claimed).toEqual([])
+  })
+
+  it('a file written by schema version 3 gains the fences; its running runs are fenced from their next claim', async () => {
+    const path = dbFile()
+    const a = new SqliteRunStore({ path })
+    const run = await a.createRun(makeRun({ status: 'running' }))
+    a.close()
+    // Back to what version 3 wrote: no owner_fence column.
+    const db = new DatabaseSync(path)
+    db.exec('ALTER TABLE runs DROP COLUMN owner_fence; PRAGMA user_version = 3')
+    db.close()
+    const b = store(path)
+    expect(await b.getRun(run.id)).toMatchObject({ status: 'running' })
+    const check = raw(path)
+    expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: 4 })
+    expect(check.prepare('SELECT owner_fence FROM runs').get()).toEqual({ owner_fence: 0 })
+    expect((await b.claimRunning([run.id])).claimed).toEqual([run.id])
+    expect(check.prepare('SELECT owner_fence FROM runs').get()).toEqual({ owner_fence: 1 })
+    await b.saveStep(run.id, 'one', { status: 'completed' })
+    expect(await b.updateRun(run.id, { status: 'completed', ok: true }, { status: 'running' })).toMatchObject({ status: 'completed' })
+  })
+})
+
+describe('fenced runs in the task engine on SqliteRunStore', () => {
+  it('a write that finds the run taken over aborts the attempt at once: a handler that catches the error runs no further step', async () => {
+    const path = dbFile()
+    const s = store(path)
+    const db = raw(path)
+    const logger = recordingLogger()
+    const ran: string[] = []
+    const gate = deferred()
+    let signal: AbortSignal | undefined
+    const runtime: TaskRuntime = createTaskRuntime({
+      store: s,
+      logger,
+      env: {},
+      routes: [
+        {
+          path: '/api/caught',
+          module: {
+            kind: 'task',
+            async POST(ctx: TaskContext) {
+              signal = ctx.signal
+              await ctx.step.run('one', () => ran.push('one'))
+              try {
+                await ctx.step.run('two', async () => {
+                  await gate.promise
+                  ran.push('two')
+                })
+              } catch {
+                // Carries on regardless, as a careless handler would.
+              }
+              await ctx.step.run('three', () => ran.push('three'))
+            },
+          },
+        },
+      ],
+    })
+    await runtime.recover()
+    const run = await runtime.trigger('caught')
+    try {
+      await until(async () => (await s.getRun(run.id))?.steps.one !== undefined)
+      // Another process takes the run over while step "two" runs here.
+      db.prepare('UPDATE runs SET owner = 7, owner_fence = owner_fence + 1 WHERE id = ?').run(run.id)
+      gate.resolve()
+      await until(() => signal!.aborted)
+      await runtime.drain(5000)
+    } finally {
+      await runtime.close()
+    }
+    expect(ran).toEqual(['one', 'two'])
+    const after = (await s.getRun(run.id))!
+    expect(after).toMatchObject({ status: 'running', attempts: [] })
+    expect(Object.keys(after.steps)).toEqual(['one'])
+    const lost = logger.lines.filter((line) => line.text.includes(`lost the lease on run ${run.id}`))
+    expect(lost).toHaveLength(1)
+    expect(lost[0].level).toBe('warn')
+    expect(logger.text('error')).toBe('')
+  })
+})
+
+describe('fenced runs across processes on one SQLite file', () => {
+  it('a process stopped past its heartbeat mid-attempt records nothing once continued: the run stays the one that took it over', async () => {
+    const path = dbFile()
+    const effects = join(dir, `effects-${files}.log`)
+    writeFileSync(effects, '')
+    const ran = (id: string) =>
+      readFileSync(effects, 'utf8')
+        .split('\n')
+        .filter((line) => line.startsWith(`${id} `))
+        .map((line) => line.split(' ').slice(1))
+    const a = await startChild(SCRIPT, [path, effects])
+    await a.call('hold')
+    const id = await a.call<string>('trigger', { task: 'three' })
+    // A is inside step "two" (step "one" is recorded): stop it there.
+    await until(() => ran(id).some(([step, pid]) => step === 'two' && Number(pid) === a.pid), 10_000)
+    process.kill(a.pid, 'SIGSTOP')
+    let b!: Awaited<ReturnType<typeof startChild>>
+    const s = store(path)
+    try {
+      // Stopped, A renews no heartbeat: time passing past STALE_MS leaves
+      // it as this does. B then starts on the file and takes the run over
+      // (recover(), claimRunning), and finishes it.
+      raw(path)
+        .prepare('UPDATE owners SET beat_at = ? WHERE pid = ?')
+        .run(Date.now() - STALE_MS - 1_000, a.pid)
+      b = await startChild(SCRIPT, [path, effects])
+      const done = await until(async () => {
+        const run = await s.getRun(id)
+        return run?.status === 'completed' && run
+      }, 10_000)
+      expect(done.result).toEqual({ one: a.pid, two: b.pid, three: b.pid, finishedBy: b.pid })
+    } finally {
+      process.kill(a.pid, 'SIGCONT')
+    }
+    // A's step "two" returns now; its attempt goes on with a run B took.
+    await until(async () => (await a.call<string[]>('logs')).some((line) => line.includes(`lost the lease on run ${id}`)), 5000)
+    // Time for anything A would still write to land.
+    await sleep(300)
+
+    const run = (await s.getRun(id))!
+    expect(run.status).toBe('completed')
+    expect(run.result).toEqual({ one: a.pid, two: b.pid, three: b.pid, finishedBy: b.pid })
+    expect(Object.fromEntries(Object.entries(run.steps).map(([key, step]) => [key, step.output]))).toEqual({
+      one: a.pid,
+      two: b.pid,
+      three: b.pid,
+    })
+    // "one" ran once, "two" in both (A was inside it when it stopped), "three" only in B.
+    const rows = ran(id).map(([step, pid]) => `${step} ${Number(pid) === a.pid ? 'A' : Number(pid) === b.pid ? 'B' : pid}`)
+    expect(rows.sort()).toEqual(['one A', 'three B', 'two A', 'two B'])
+    const lost = (await a.call<string[]>('logs')).filter((line) => line.includes('lost the lease'))
+    expect(lost).toHaveLength(1)
+    await Promise.all([a.close(), b.close()])
+  })
+})
