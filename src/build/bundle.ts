@@ -20,12 +20,16 @@ export interface BundleOptions {
   cwd?: string
   /** Exact module specifiers mapped to files, such as svc's own entry points. */
   alias?: Record<string, string>
+  /** Also return a source map, to attribute the bundle's bytes to modules. @default false */
+  sourcemap?: boolean
 }
 
 export interface BundleResult {
   code: string
   /** Every `node:` builtin the bundle imports (always empty for workers: they fail instead). */
   nodeImports: string[]
+  /** The source map's JSON, with `sourcemap: true`. */
+  map?: string
 }
 
 const BUILTINS = new Set(builtinModules)
@@ -45,6 +49,7 @@ export async function bundle(options: BundleOptions): Promise<BundleResult> {
   const nodeImports = new Set<string>()
   const offenders: string[] = []
   const worker = options.platform === 'worker'
+  const minify = options.minify ?? true
   const guard: Plugin = {
     name: 'svc:node-builtins',
     async resolveId(id, importer) {
@@ -89,7 +94,11 @@ export async function bundle(options: BundleOptions): Promise<BundleResult> {
       file: options.outFile,
       format: 'esm',
       codeSplitting: false,
-      minify: options.minify ?? true,
+      minify,
+      // A bundle is deployed as built, never bundled again: `@__PURE__` and
+      // JSDoc comments would only be bytes. License comments stay.
+      comments: minify ? { legal: true, annotation: false, jsdoc: false } : undefined,
+      sourcemap: options.sourcemap ? 'hidden' : false,
     },
   })
   if (offenders.length) {
@@ -99,5 +108,6 @@ export async function bundle(options: BundleOptions): Promise<BundleResult> {
     )
   }
   const chunk = output.output.find((item) => item.type === 'chunk')
-  return { code: chunk && 'code' in chunk ? chunk.code : '', nodeImports: [...nodeImports] }
+  if (chunk?.type !== 'chunk') return { code: '', nodeImports: [...nodeImports] }
+  return { code: chunk.code, nodeImports: [...nodeImports], map: chunk.map?.toString() }
 }
