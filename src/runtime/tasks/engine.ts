@@ -41,9 +41,8 @@ import { backoffDelay } from './backoff.ts'
 import type { TaskDefinition } from './definitions.ts'
 import { RunChanges } from './events.ts'
 import { newRunId, timerId } from './ids.ts'
-import { checkJson } from './json.ts'
 import { checkTriggerOptions } from './options.ts'
-import { DEFAULT_MAX_PAYLOAD_BYTES, payloadError } from './payload-limit.ts'
+import { assertPayload, DEFAULT_MAX_PAYLOAD_BYTES } from './payload-limit.ts'
 import { limitsStarts } from './flow.ts'
 import { Deadlines } from './deadlines.ts'
 import { InFlight } from './in-flight.ts'
@@ -284,15 +283,12 @@ export class TaskEngine {
   ): Promise<RunRecord> {
     const { name } = def
     const { delaySeconds, idempotencyKey, trigger = 'manual', parentRunId, replayOf } = options
-    const fault = checkJson(input, this.#maxPayloadBytes)
-    if (fault !== undefined) {
-      throw payloadError(
-        fault,
-        this.#maxPayloadBytes,
-        `trigger("${name}"): the payload cannot be stored as JSON`,
-        `The input of task "${name}" is`,
-      )
-    }
+    assertPayload(
+      input,
+      this.#maxPayloadBytes,
+      `trigger("${name}"): the payload cannot be stored as JSON`,
+      `The input of task "${name}" is`,
+    )
     const now = Date.now()
     const iso = isoAt(now)
     // A cron tick or a replay is a deliberate single run: it joins no other.

@@ -8,7 +8,7 @@
  */
 import { describe } from '../describe.ts'
 import { PayloadTooLargeError } from '../errors.ts'
-import type { JsonFault } from './json.ts'
+import { checkJson, type JsonFault } from './json.ts'
 
 /**
  * 1 MiB, the default request body limit of the admin surface: any input
@@ -38,6 +38,12 @@ export function payloadError(fault: JsonFault, maxBytes: number, notJson: string
     `${subject} ${groupDigits(fault.bytes)} bytes of JSON, over the ${groupDigits(maxBytes)}-byte limit (maxPayloadBytes)`,
     fault.bytes,
   )
+}
+
+/** Throws `payloadError` for `value` when JSON cannot hold it or it is over `maxBytes`. */
+export function assertPayload(value: unknown, maxBytes: number, notJson: string, subject: string): void {
+  const fault = checkJson(value, maxBytes)
+  if (fault !== undefined) throw payloadError(fault, maxBytes, notJson, subject)
 }
 
 /** `1048576` as `1,048,576`, the same in every locale. */

@@ -26,10 +26,9 @@ import type {
 } from '../types.ts'
 import { DuplicateStepKeyError, StepMismatchError } from '../errors.ts'
 import { childIdempotencyKey, tokenIdFor } from './ids.ts'
-import { checkJson } from './json.ts'
 import { jsonCopy } from './json-copy.ts'
 import { checkEnqueueOptions } from './options.ts'
-import { payloadError } from './payload-limit.ts'
+import { assertPayload } from './payload-limit.ts'
 import { describe } from '../describe.ts'
 import type { RunStore } from './store.ts'
 import { SuspendSignal } from './suspend.ts'
@@ -128,15 +127,12 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
         throw new TypeError(`ctx.step.run("${key}", fn): fn must be a function (got ${describe(fn)})`)
       }
       const output = await fn()
-      const fault = checkJson(output, host.maxPayloadBytes)
-      if (fault !== undefined) {
-        throw payloadError(
-          fault,
-          host.maxPayloadBytes,
-          `ctx.step.run("${key}") returned a value that cannot be stored as JSON`,
-          `ctx.step.run("${key}") returned`,
-        )
-      }
+      assertPayload(
+        output,
+        host.maxPayloadBytes,
+        `ctx.step.run("${key}") returned a value that cannot be stored as JSON`,
+        `ctx.step.run("${key}") returned`,
+      )
       await record(inv, host, key, 'run', output === undefined ? { status: 'completed' } : { status: 'completed', output })
       return output
     },

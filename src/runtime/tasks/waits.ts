@@ -14,8 +14,7 @@
 import type { ChildRunResult, CompleteTokenResult, Logger, RunRecord, StepRecord } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import { timerId } from './ids.ts'
-import { checkJson } from './json.ts'
-import { payloadError } from './payload-limit.ts'
+import { assertPayload } from './payload-limit.ts'
 import { childRunResult, waitedStepKind } from './steps.ts'
 import { isFinished, type RunStore, type SharedWork, type TimerRecord, type TokenRecord, type TokenStatus } from './store.ts'
 import { createTimerSet, type TimerSet } from './timers.ts'
@@ -142,15 +141,12 @@ export class Waits {
       throw new TypeError(`completeToken(tokenId): tokenId must be a non-empty string (got ${typeof tokenId})`)
     }
     // The payload becomes the step's output in the run record.
-    const fault = checkJson(payload, this.#maxPayloadBytes)
-    if (fault !== undefined) {
-      throw payloadError(
-        fault,
-        this.#maxPayloadBytes,
-        `completeToken("${tokenId}"): the payload cannot be stored as JSON`,
-        `The payload of token "${tokenId}" is`,
-      )
-    }
+    assertPayload(
+      payload,
+      this.#maxPayloadBytes,
+      `completeToken("${tokenId}"): the payload cannot be stored as JSON`,
+      `The payload of token "${tokenId}" is`,
+    )
     // A deadline is armed as a timer only while the run is suspended on that
     // token; one that passed while the run waited elsewhere (parallel waits)
     // still wins over a late completion.
