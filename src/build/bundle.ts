@@ -94,7 +94,11 @@ export async function bundle(options: BundleOptions): Promise<BundleResult> {
       file: options.outFile,
       format: 'esm',
       codeSplitting: false,
-      minify,
+      // Class names stay: svc's errors take their `name` from their class,
+      // and logs and `error.name` checks read it.
+      minify: minify
+        ? { compress: { keepNames: { function: false, class: true } }, mangle: { keepNames: { function: false, class: true } } }
+        : false,
       // A bundle is deployed as built, never bundled again: `@__PURE__` and
       // JSDoc comments would only be bytes. License comments stay.
       comments: minify ? { legal: true, annotation: false, jsdoc: false } : undefined,
