@@ -6,32 +6,16 @@
 // and takes writes again once it can. Real files, and SQLite's own limits:
 // `PRAGMA max_page_count` on the store's connection, another connection's
 // write lock, triggers that refuse a statement.
-import { mkdtempSync, rmSync } from 'node:fs'
 import { DatabaseSync } from 'node:sqlite'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import { SqliteRunStore, type SqliteRunStoreOptions } from '../../src/node.ts'
+import { describe, expect, it } from 'vitest'
+import type { SqliteRunStore } from '../../src/node.ts'
 import { createTaskRuntime } from '../../src/runtime/tasks/index.ts'
 import type { RunRecord } from '../../src/types.ts'
 import { serve } from '../http/_helpers.ts'
 import { makeRun } from '../tasks/store-contract.ts'
+import { sqliteFiles } from './_sqlite-files.ts'
 
-const dir = mkdtempSync(join(tmpdir(), 'svc-sqlite-durability-'))
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
-let files = 0
-const dbFile = () => join(dir, `runs-${++files}.db`)
-
-const open: { close(): void }[] = []
-afterEach(() => {
-  for (const handle of open.splice(0).reverse()) handle.close()
-})
-
-function store(path: string, options: Omit<SqliteRunStoreOptions, 'path'> = {}): SqliteRunStore {
-  const s = new SqliteRunStore({ path, ...options })
-  open.push(s)
-  return s
-}
+const { dbFile, store, track } = sqliteFiles('svc-sqlite-durability-')
 
 /**
  * A store and its own connection. `PRAGMA max_page_count` holds for the
@@ -355,7 +339,7 @@ describe('SqliteRunStore on a file that cannot take writes', () => {
     const run = await s.createRun(makeRun())
     // Another process's transaction, holding the write lock with the run's end not yet committed.
     const other = new DatabaseSync(path)
-    open.push(other)
+    track(other)
     other.exec('BEGIN IMMEDIATE')
     other
       .prepare('UPDATE runs SET status = ?, record = ? WHERE id = ?')

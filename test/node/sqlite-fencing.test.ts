@@ -7,12 +7,10 @@
 // the run to another writes nothing once it goes on. First the store's
 // rules, with two stores on one file standing for two processes; then the
 // engine; then real processes, one of them stopped (SIGSTOP) mid-attempt.
-import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { DatabaseSync } from 'node:sqlite'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
 import { STALE_MS } from '../../src/node/sqlite-owners.ts'
 import { LeaseLostError } from '../../src/runtime/errors.ts'
@@ -22,29 +20,11 @@ import type { TaskContext, TaskRuntime } from '../../src/types.ts'
 import { startChild } from '../postgres/_child.ts'
 import { deferred, recordingLogger, sleep, until } from '../tasks/_helpers.ts'
 import { makeRun } from '../tasks/store-contract.ts'
+import { sqliteFiles } from './_sqlite-files.ts'
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/sqlite-fencing/server.ts', import.meta.url))
 
-const dir = mkdtempSync(join(tmpdir(), 'svc-sqlite-fencing-'))
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
-let files = 0
-const dbFile = () => join(dir, `runs-${++files}.db`)
-
-const open: { close(): void }[] = []
-afterEach(() => {
-  for (const handle of open.splice(0).reverse()) handle.close()
-})
-function store(path: string): SqliteRunStore {
-  const s = new SqliteRunStore({ path })
-  open.push(s)
-  return s
-}
-function raw(path: string): DatabaseSync {
-  const db = new DatabaseSync(path)
-  db.exec('PRAGMA busy_timeout = 5000')
-  open.push(db)
-  return db
-}
+const { dbFile, store, raw } = sqliteFiles('svc-sqlite-fencing-')
 
 /**
  * Two stores on a fresh file, as two processes would open it. `takeOver`
@@ -304,7 +284,7 @@ describe('fenced runs in the task engine on SqliteRunStore', () => {
 describe('fenced runs across processes on one SQLite file', () => {
   it('a process stopped past its heartbeat mid-attempt records nothing once continued: the run stays the one that took it over', async () => {
     const path = dbFile()
-    const effects = join(dir, `effects-${files}.log`)
+    const effects = `${path}.effects.log`
     writeFileSync(effects, '')
     const ran = (id: string) =>
       readFileSync(effects, 'utf8')

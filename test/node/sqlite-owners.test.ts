@@ -4,39 +4,18 @@
 // process no longer exists), and `recover()` leaves the others' attempts to
 // them. Real stores on one file; real child processes for the last case.
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
 import { DatabaseSync } from 'node:sqlite'
-import { hostname, tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { hostname } from 'node:os'
 import { fileURLToPath } from 'node:url'
-import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import { SqliteRunStore } from '../../src/node.ts'
+import { describe, expect, it } from 'vitest'
 import { createTaskRuntime } from '../../src/runtime/tasks/index.ts'
 import { STALE_MS } from '../../src/node/sqlite-owners.ts'
 import { startChild } from '../postgres/_child.ts'
 import { until } from '../tasks/_helpers.ts'
 import { makeRun } from '../tasks/store-contract.ts'
+import { sqliteFiles } from './_sqlite-files.ts'
 
-const dir = mkdtempSync(join(tmpdir(), 'svc-sqlite-owners-'))
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
-let files = 0
-const dbFile = () => join(dir, `runs-${++files}.db`)
-
-const open: { close(): void }[] = []
-afterEach(() => {
-  for (const handle of open.splice(0).reverse()) handle.close()
-})
-function store(path: string): SqliteRunStore {
-  const s = new SqliteRunStore({ path })
-  open.push(s)
-  return s
-}
-function raw(path: string): DatabaseSync {
-  const db = new DatabaseSync(path)
-  db.exec('PRAGMA busy_timeout = 5000')
-  open.push(db)
-  return db
-}
+const { dbFile, store, raw } = sqliteFiles('svc-sqlite-owners-')
 
 describe('SqliteRunStore.claimRunning', () => {
   it('leaves a run to the live store it entered running through, and takes it once that store closes', async () => {
@@ -146,7 +125,7 @@ const SCRIPT = fileURLToPath(new URL('../fixtures/sqlite-flow/server.ts', import
 describe('a process that starts on a shared SQLite file', () => {
   it("leaves a live process's attempt in flight alone, and runs it again once that process is killed", async () => {
     const runsPath = dbFile()
-    const logPath = join(dir, `attempts-${files}.db`)
+    const logPath = `${runsPath}.attempts.db`
     const log = raw(logPath)
     log.exec(`PRAGMA journal_mode = WAL;
       CREATE TABLE attempts (seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, key TEXT NOT NULL, event TEXT NOT NULL, pid INTEGER NOT NULL)`)
