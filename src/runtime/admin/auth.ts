@@ -25,16 +25,9 @@ import { jsonError } from '../app/errors.ts'
 import type { ResponseClass } from '../app/types.ts'
 import type { EnvLike } from '../env.ts'
 import { taskSecret } from '../rules.ts'
-import { foreignRequestProblem } from './loopback.ts'
+import { foreignRequestProblem, isLoopback } from './loopback.ts'
 
-/** 127.0.0.0/8, ::1 and their IPv4-mapped IPv6 forms. */
-export function isLoopback(address: string | undefined): boolean {
-  if (!address) return false
-  const a = address.toLowerCase()
-  if (a === '::1' || a === '0:0:0:0:0:0:0:1') return true
-  const v4 = a.startsWith('::ffff:') ? a.slice(7) : a
-  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4)
-}
+export { isLoopback }
 
 const encoder = new TextEncoder()
 

@@ -56,6 +56,14 @@ export function foreignRequestProblem(request: Request): string | undefined {
   return undefined
 }
 
+/** A socket peer address in 127.0.0.0/8, `::1`, or their IPv4-mapped IPv6 forms. */
+export function isLoopback(address: string | undefined): boolean {
+  if (!address) return false
+  const a = address.toLowerCase()
+  if (a === '::1' || a === '0:0:0:0:0:0:0:1') return true
+  return isLoopbackIPv4(a.startsWith('::ffff:') ? a.slice(7) : a)
+}
+
 /**
  * `localhost`, a name under `.localhost`, a dotted address in 127.0.0.0/8 or
  * `[::1]`, each with an optional `:port`, as a `Host` header or a URL's host

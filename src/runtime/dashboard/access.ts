@@ -13,8 +13,7 @@
  * that fails it (a link or frame on a page of another site or port, a
  * DNS-rebound name, a proxy on the same host) gets 403 saying which header.
  */
-import { isLoopback } from '../admin/auth.ts'
-import { foreignRequestProblem } from '../admin/loopback.ts'
+import { foreignRequestProblem, isLoopback } from '../admin/loopback.ts'
 import { describe } from '../describe.ts'
 import type { EnvLike } from '../env.ts'
 import type { RequestInfo } from '../types.ts'
