@@ -7,8 +7,7 @@ import './runtime/node-version.ts'
 export { scanApp, scanFile } from './manifest/scan.ts'
 export { adviseRoute, adviseRoutes, type AdvisableRoute } from './manifest/advisor.ts'
 export { ConfigError, ManifestError, assertNoConfigErrors, formatConfigError } from './manifest/errors.ts'
-/** A problem message for a task schedule, or `null` when it is a valid five-field cron expression that fires. */
-export { scheduleProblem as checkCronExpression } from './runtime/rules.ts'
+export { checkCronExpression } from './manifest/route-config.ts'
 export { compareUrlPaths, urlFromFile } from './manifest/paths.ts'
 export type {
   RouteAdvice,

@@ -50,7 +50,7 @@ export function createObjectRuntime(routes: readonly RuntimeApiRoute[], stub: ()
     stopScheduler() {},
     scheduledJobs: () =>
       [...tasks.values()].flatMap((def) =>
-        def.schedule ? [{ task: def.name, schedule: def.schedule, timezone: 'UTC', nextRun: null }] : [],
+        def.schedule ? [{ task: def.name, schedule: def.schedule, timezone: 'UTC', nextRun: null, inProcess: false }] : [],
       ),
     // The object recovers on its own each time it wakes, and drains nothing an isolate holds.
     recover: async () => {},

@@ -4,6 +4,7 @@
  * "Route config"). Defaults are applied here; the result is what the
  * manifest reports.
  */
+import { cronerClock } from '../runtime/tasks/croner-clock.ts'
 import type { RouteKind } from '../runtime/types.ts'
 import type { ResolvedCompute } from './types.ts'
 import { ROUTE_KINDS } from '../runtime/route-config.ts'
@@ -241,10 +242,15 @@ function readSchedule(
 const scheduleChecks = new Map<string, string | null>()
 const MAX_SCHEDULE_CHECKS = 1_000
 
+/** A problem message for a task schedule, or `null` when it is a valid five-field cron expression that fires. */
+export function checkCronExpression(expression: unknown, timezone: string | null = null): string | null {
+  return scheduleProblem(expression, timezone, cronerClock)
+}
+
 function checkSchedule(expression: string): string | null {
   let problem = scheduleChecks.get(expression)
   if (problem === undefined) {
-    problem = scheduleProblem(expression)
+    problem = checkCronExpression(expression)
     if (scheduleChecks.size < MAX_SCHEDULE_CHECKS) scheduleChecks.set(expression, problem)
   }
   return problem

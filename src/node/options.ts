@@ -110,7 +110,7 @@ export interface SvcServerOptions {
    */
   maxPayloadBytes?: number
   /**
-   * Environment: THEN_TASK_SECRET/SVC_TASK_SECRET, NODE_ENV, HOST,
+   * Environment: SVC_TASK_SECRET, NODE_ENV, HOST,
    * SVC_DISABLE_IN_PROCESS_CRON.
    * @default process.env
    */

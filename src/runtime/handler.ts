@@ -18,7 +18,8 @@ import type { ResponseClass } from './app/types.ts'
 import { isWebSocketUpgrade } from './app/upgrade.ts'
 import { processEnv } from './env.ts'
 import { createIsrCache, type IsrCache, type SvcCacheConfig } from './pages/isr.ts'
-import { createTaskRuntime } from './tasks/index.ts'
+import type { CronClock } from './tasks/cron-clock.ts'
+import { createTaskRuntime } from './tasks/runtime.ts'
 import { checkMaxPayloadBytes } from './tasks/payload-limit.ts'
 import { describe } from './describe.ts'
 
@@ -45,11 +46,18 @@ export interface SvcHandlerOptions {
   /**
    * The task runtime behind `/__tasks`. Pass one to share it (with a
    * durable store, say); the handler never starts or stops its scheduler.
-   * @default createTaskRuntime({ routes, env, logger })
+   * @default createTaskRuntime({ routes, env, logger, cron })
    */
   runtime?: TaskRuntime
   /**
-   * Environment: `THEN_TASK_SECRET`/`SVC_TASK_SECRET`, `NODE_ENV`. Edge
+   * The cron clock of the runtime the handler creates (see
+   * `TaskRuntimeOptions.cron`): it checks schedules in full and gives the
+   * dashboard each one's next tick. Ignored with `runtime`.
+   * @default none, so that workers, whose platforms fire the schedules, leave croner out; pass cronerClock elsewhere
+   */
+  cron?: CronClock
+  /**
+   * Environment: `SVC_TASK_SECRET`, `NODE_ENV`. Edge
    * targets pass their bindings; the Node server passes `process.env`.
    * @default globalThis.process?.env, or {} where there is no `process`
    */
@@ -173,6 +181,7 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
       routes: options.routes,
       env,
       logger,
+      cron: options.cron,
       maxPayloadBytes: checkMaxPayloadBytes(options.maxPayloadBytes, where),
     })
   if (typeof runtime?.trigger !== 'function' || typeof runtime.getRun !== 'function') {

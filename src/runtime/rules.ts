@@ -4,8 +4,8 @@
  * the value is fine: the scanner reports it at `file:line:col`, the runtime
  * throws it naming the task. Edge-safe.
  */
-import { Cron } from 'croner'
 import { describe } from './describe.ts'
+import type { CronClock } from './tasks/cron-clock.ts'
 import type { EnvLike } from './env.ts'
 import { MAX_DELAY_SECONDS } from './tasks/options.ts'
 
@@ -52,22 +52,6 @@ function isTimeZone(zone: string): boolean {
 }
 
 /** The croner options of every schedule, so checking and firing agree. */
-export function cronOptions(timezone: string | null) {
-  return {
-    // UTC as an offset rather than a zone name: the same instants, without
-    // Intl.DateTimeFormat, whose first use loads the time zone data (tens of
-    // milliseconds at every start of a CLI command that checks a schedule).
-    ...(timezone === null ? { utcOffset: 0 } : { timezone }),
-    // Exactly the five standard fields.
-    mode: '5-part' as const,
-    // Vixie cron: when both day-of-month and day-of-week are restricted, a
-    // day matching either one fires.
-    domAndDow: false,
-    // Vixie cron's rule for which jobs run once across DST changes.
-    fixedTimeRule: 'no-wildcard' as const,
-  }
-}
-
 /** Collapses runs of whitespace, so two spellings of one expression compare equal. */
 export function normalizeCron(expression: string): string {
   return expression.trim().split(/\s+/).join(' ')
@@ -78,8 +62,10 @@ export function normalizeCron(expression: string): string {
  * month, day of week) and must fire at least once. croner alone would also
  * take seconds, years and nicknames such as `@daily`; schedules must run the
  * same on every target's scheduler, so only the five-field form passes.
+ * Without a `clock` only the fields are counted: a worker, whose platform
+ * reads the expression, runs what `svc build` checked in full.
  */
-export function scheduleProblem(expression: unknown, timezone: string | null = null): string | null {
+export function scheduleProblem(expression: unknown, timezone: string | null = null, clock?: Pick<CronClock, 'problem'>): string | null {
   if (typeof expression !== 'string') {
     return `schedule must be a cron expression string such as '0 * * * *' (got ${describe(expression)})`
   }
@@ -88,26 +74,34 @@ export function scheduleProblem(expression: unknown, timezone: string | null = n
   if (fields !== 5) {
     return `schedule "${expression}" must be a five-field cron expression (minute hour day-of-month month day-of-week), got ${fields} field${fields === 1 ? '' : 's'}`
   }
-  let job: Cron
-  try {
-    // Without a callback croner only parses; nothing is scheduled.
-    job = new Cron(normalized, cronOptions(timezone))
-  } catch (error) {
-    const reason = error instanceof Error ? error.message.replace(/^CronPattern:\s*/, '') : String(error)
-    return `schedule "${expression}" is not a valid cron expression: ${reason}`
-  }
-  // A pattern such as `0 0 31 2 *` parses but never fires.
-  return job.nextRun() === null ? `schedule "${expression}" never fires: no date matches it` : null
+  const problem = clock?.problem(normalized, timezone)
+  return problem ? `schedule "${expression}" ${problem}` : null
 }
+
+/** An older name of `SVC_TASK_SECRET`, still read so that deployments that set it keep working. */
+export const TASK_SECRET_ALIAS = 'THEN_TASK_SECRET'
+
+let aliasNoted = false
 
 /**
  * The secret of the task admin surface, which `enqueue()` and
- * `completeToken()` send too: `THEN_TASK_SECRET`, else `SVC_TASK_SECRET`.
- * An empty variable counts as unset, since it would accept
- * `Authorization: Bearer ` with nothing after it.
+ * `completeToken()` send too: `SVC_TASK_SECRET`, else its alias
+ * `THEN_TASK_SECRET`. The alias is noted once per process through `warn`,
+ * naming the variable to set instead. An empty variable counts as unset,
+ * since it would accept `Authorization: Bearer ` with nothing after it.
  */
-export function taskSecret(env: EnvLike): string | undefined {
-  return env.THEN_TASK_SECRET || env.SVC_TASK_SECRET || undefined
+export function taskSecret(env: EnvLike, warn: (message: string) => void = console.warn): string | undefined {
+  const secret = env.SVC_TASK_SECRET || undefined
+  const alias = env[TASK_SECRET_ALIAS] || undefined
+  if (alias !== undefined && !aliasNoted) {
+    aliasNoted = true
+    warn(
+      secret === undefined
+        ? `[svc] ${TASK_SECRET_ALIAS} is read as SVC_TASK_SECRET, an alias kept for older deployments: rename the variable to SVC_TASK_SECRET`
+        : `[svc] ${TASK_SECRET_ALIAS} is ignored, since SVC_TASK_SECRET is set: remove ${TASK_SECRET_ALIAS}`,
+    )
+  }
+  return secret ?? alias
 }
 
 /**

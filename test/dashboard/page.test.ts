@@ -6,7 +6,7 @@ import { gzipSync } from 'node:zlib'
 import { afterEach, describe, expect, it } from 'vitest'
 import { GENERATED_FILE, renderDashboardModule } from '../../scripts/build-dashboard.ts'
 import { bundle } from '../../src/build/bundle.ts'
-import { createSvcHandler, type RuntimeApiRoute, type SvcHandler } from '../../src/index.ts'
+import { createSvcHandler, cronerClock, type RuntimeApiRoute, type SvcHandler } from '../../src/index.ts'
 import { DASHBOARD_PAGE, startSvcServer } from '../../src/node.ts'
 import { DASHBOARD_CSP, DASHBOARD_HTML } from '../../src/runtime/dashboard/page.generated.ts'
 
@@ -22,7 +22,7 @@ afterEach(async () => {
 })
 
 function handler(env: Record<string, string>, dashboard?: boolean): SvcHandler {
-  const created = createSvcHandler({ routes, env, dashboard, dashboardPage: DASHBOARD_PAGE })
+  const created = createSvcHandler({ routes, env, dashboard, dashboardPage: DASHBOARD_PAGE, cron: cronerClock })
   handlers.push(created)
   return created
 }

@@ -494,9 +494,9 @@ describe('admin auth', () => {
     expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/)
     const body = await res.json()
     expect(body.code).toBe('UNAUTHORIZED')
-    expect(body.error).toBe('Send Authorization: Bearer <secret>, the value of SVC_TASK_SECRET (or THEN_TASK_SECRET) on the server')
+    expect(body.error).toBe('Send Authorization: Bearer <secret>, the value of SVC_TASK_SECRET on the server')
     const wrong = await svc.fetch(`/__tasks`, { headers: { authorization: 'Bearer nope' } })
-    expect((await wrong.json()).error).toBe('The bearer token does not match the task secret, SVC_TASK_SECRET (or THEN_TASK_SECRET)')
+    expect((await wrong.json()).error).toBe('The bearer token does not match the task secret, SVC_TASK_SECRET')
   })
 
   it('rejects a wrong token and accepts the right one, even from loopback', async () => {
@@ -524,7 +524,7 @@ describe('admin auth', () => {
       const res = await fetch(`${server.url}/__tasks`)
       expect(res.status).toBe(401)
       expect((await res.json()).error).toBe(
-        'No task secret is configured: set SVC_TASK_SECRET (or THEN_TASK_SECRET) on the server and send Authorization: Bearer <secret> ' +
+        'No task secret is configured: set SVC_TASK_SECRET on the server and send Authorization: Bearer <secret> ' +
           '(without a secret, only loopback requests are allowed, and only when NODE_ENV is development or test)',
       )
       await server.close()
@@ -537,7 +537,7 @@ describe('admin auth', () => {
       const res = await handler.fetch(new Request('http://svc/__tasks'), info)
       expect(res.status).toBe(401)
       expect((await res.json()).error).toBe(
-        'No task secret is configured: set SVC_TASK_SECRET (or THEN_TASK_SECRET) on the server and send Authorization: Bearer <secret>',
+        'No task secret is configured: set SVC_TASK_SECRET on the server and send Authorization: Bearer <secret>',
       )
     }
   })

@@ -215,14 +215,14 @@ describe('the task runtime of the server', () => {
   it('starts the scheduler', async () => {
     const runtime = createTaskRuntime({ routes, logger: recordingLogger() })
     await serve({ apiRoutes: routes, runtime })
-    expect(runtime.scheduledJobs()[0].nextRun).toEqual(expect.any(String))
+    expect(runtime.scheduledJobs()[0]).toMatchObject({ inProcess: true, nextRun: expect.any(String) })
   })
 
   for (const value of ['1', 'true']) {
     it(`leaves the scheduler off when SVC_DISABLE_IN_PROCESS_CRON=${value}`, async () => {
       const runtime = createTaskRuntime({ routes, logger: recordingLogger() })
       const server = await serve({ apiRoutes: routes, runtime, env: { NODE_ENV: 'test', SVC_DISABLE_IN_PROCESS_CRON: value } })
-      expect(runtime.scheduledJobs()[0].nextRun).toBeNull()
+      expect(runtime.scheduledJobs()[0].inProcess).toBe(false)
       expect(server.logger.text()).toContain('in-process cron is off')
     })
   }

@@ -139,11 +139,11 @@ describe('graceful shutdown', () => {
     ]
     const runtime = createTaskRuntime({ routes, logger: recordingLogger() })
     const server = await serve({ apiRoutes: routes, runtime })
-    expect(runtime.scheduledJobs()[0].nextRun).not.toBeNull()
+    expect(runtime.scheduledJobs()[0].inProcess).toBe(true)
     await runtime.trigger('nightly')
     await server.close()
     expect(finished).toBe(true)
-    expect(runtime.scheduledJobs()[0].nextRun).toBeNull()
+    expect(runtime.scheduledJobs()[0].inProcess).toBe(false)
     // A runtime passed in is the caller's: it is drained, not closed.
     const again = await runtime.trigger('nightly')
     expect((await runtime.waitForRun(again.id)).status).toBe('completed')

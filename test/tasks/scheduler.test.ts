@@ -1,6 +1,8 @@
 import { Cron } from 'croner'
-import { describe, expect, it } from 'vitest'
-import { cronOptions } from '../../src/runtime/rules.ts'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import type { CronClock, CronTicks } from '../../src/runtime/tasks/cron-clock.ts'
+import { cronOptions, cronerClock } from '../../src/runtime/tasks/croner-clock.ts'
+import { createTaskRuntime as createEdgeRuntime } from '../../src/runtime/tasks/runtime.ts'
 import { TaskEngine } from '../../src/runtime/tasks/engine.ts'
 import { MemoryRunStore, createTaskRuntime } from '../../src/runtime/tasks/index.ts'
 import { TaskScheduler } from '../../src/runtime/tasks/scheduler.ts'
@@ -13,16 +15,20 @@ describe('in-process scheduler', () => {
       task('hourly', () => 1, { route: { schedule: '0 * * * *' } }),
       task('manual', () => 1),
     ])
-    expect(rt.scheduledJobs().map((j) => [j.task, j.nextRun])).toEqual([
-      ['nightly', null],
-      ['hourly', null],
+    // The next tick is known before the scheduler starts: an external scheduler may fire it.
+    expect(rt.scheduledJobs().map((j) => [j.task, j.inProcess, new Date(j.nextRun!).getUTCMinutes()])).toEqual([
+      ['nightly', false, 0],
+      ['hourly', false, 0],
     ])
     rt.startScheduler()
     const jobs = rt.scheduledJobs()
-    expect(jobs.map((j) => j.task)).toEqual(['nightly', 'hourly'])
+    expect(jobs.map((j) => [j.task, j.inProcess])).toEqual([
+      ['nightly', true],
+      ['hourly', true],
+    ])
     for (const job of jobs) expect(Date.parse(job.nextRun!)).toBeGreaterThan(Date.now())
     rt.stopScheduler()
-    expect(rt.scheduledJobs().every((j) => j.nextRun === null)).toBe(true)
+    expect(rt.scheduledJobs().some((j) => j.inProcess)).toBe(false)
   })
 
   it.each(['1', 'true', 'TRUE'])('SVC_DISABLE_IN_PROCESS_CRON=%s turns it off', (value) => {
@@ -30,14 +36,14 @@ describe('in-process scheduler', () => {
       env: { SVC_DISABLE_IN_PROCESS_CRON: value },
     })
     rt.startScheduler()
-    expect(rt.scheduledJobs()[0].nextRun).toBeNull()
+    expect(rt.scheduledJobs()[0].inProcess).toBe(false)
     expect(rt.logger.text('info')).toContain('in-process cron is off (SVC_DISABLE_IN_PROCESS_CRON)')
   })
 
   it('SVC_DISABLE_IN_PROCESS_CRON=0 leaves it on', () => {
     const rt = runtime([task('nightly', () => 1, { schedule: '0 3 * * *' })], { env: { SVC_DISABLE_IN_PROCESS_CRON: '0' } })
     rt.startScheduler()
-    expect(rt.scheduledJobs()[0].nextRun).not.toBeNull()
+    expect(rt.scheduledJobs()[0].inProcess).toBe(true)
   })
 
   it('reads the schedule in the route timezone, UTC by default', () => {
@@ -65,6 +71,7 @@ describe('in-process scheduler', () => {
   })
 
   it('a croner tick fires the task with { _cron: true }', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: new Date('2026-03-02T10:03:00Z') })
     const inputs: unknown[] = []
     const store = new MemoryRunStore()
     const logger = recordingLogger()
@@ -75,9 +82,17 @@ describe('in-process scheduler', () => {
       env: {},
     })
     const engine = new TaskEngine({ store, tasks: rt.tasks, logger, unrefTimers: false })
-    const scheduler = new TaskScheduler({ tasks: rt.tasks, logger, unref: false, fire: (name, tick) => engine.fireScheduled(name, tick) })
+    const scheduler = new TaskScheduler({
+      tasks: rt.tasks,
+      logger,
+      clock: cronerClock,
+      unref: false,
+      fire: (name, tick) => engine.fireScheduled(name, tick),
+    })
     scheduler.start({})
-    await scheduler.jobs.get('tick')!.trigger()
+    // croner's own timer, moved past 10:05.
+    await vi.advanceTimersByTimeAsync(2 * 60_000 + 1_000)
+    vi.useRealTimers()
     scheduler.stop()
     const [run] = await store.listRuns({ taskName: 'tick' })
     await engine.waitForRun(run.id)
@@ -93,9 +108,11 @@ describe('in-process scheduler', () => {
       task('manual', () => 1),
     ])
     const ticks: Array<[string, Date]> = []
+    const clock = manualClock()
     const scheduler = new TaskScheduler({
       tasks: rt.tasks,
       logger: rt.logger,
+      clock,
       unref: false,
       fire: async (name, tick) => {
         ticks.push([name, tick])
@@ -103,16 +120,44 @@ describe('in-process scheduler', () => {
       },
     })
     scheduler.start({})
-    const job = scheduler.jobs.get('a')!
-    await job.trigger()
-    expect(ticks).toEqual([['a', job.currentRun()]])
+    expect(clock.started).toEqual(['*/5 * * * *', '*/5 * * * *'])
+    const instant = new Date('2026-03-02T10:05:00Z')
+    await clock.tick(0, instant)
+    expect(ticks).toEqual([['a', instant]])
     scheduler.stop()
+    expect(clock.stopped).toBe(2)
     ticks.length = 0
     // A tick the callback skips starts no run; one event is one instant for every task it fires.
     expect(await scheduler.runScheduled('*/5 * * * *')).toEqual([])
     expect(ticks.map(([name]) => name)).toEqual(['a', 'b'])
     expect(ticks[0][1]).toBeInstanceOf(Date)
     expect(ticks[1][1]).toBe(ticks[0][1])
+  })
+})
+
+describe('the cron clock', () => {
+  it('a runtime without one counts fields only, knows no next tick and refuses to tick in-process', () => {
+    const logger = recordingLogger()
+    const rt = createEdgeRuntime({ routes: [task('nightly', () => 1, { schedule: '0 0 31 2 *' })], logger, env: {} })
+    expect(rt.scheduledJobs()).toEqual([{ task: 'nightly', schedule: '0 0 31 2 *', timezone: 'UTC', nextRun: null, inProcess: false }])
+    expect(() => rt.startScheduler()).toThrow(/no cron clock, so it cannot fire nightly in-process.*runScheduled\(cron\)/)
+    expect(() => createEdgeRuntime({ routes: [task('bad', () => 1, { schedule: '0 0 * *' })], logger, env: {} })).toThrow(
+      /must be a five-field cron expression/,
+    )
+    return rt.close()
+  })
+
+  it("svc's createTaskRuntime reads schedules with croner: one that never fires is refused at start", () => {
+    expect(() => createTaskRuntime({ routes: [task('never', () => 1, { schedule: '0 0 31 2 *' })], env: {} })).toThrow(
+      'Task "never" (/api/never): schedule "0 0 31 2 *" never fires: no date matches it',
+    )
+    expect(() => createTaskRuntime({ routes: [task('bad', () => 1, { schedule: '61 * * * *' })], env: {} })).toThrow(
+      /schedule "61 \* \* \* \*" is not a valid cron expression/,
+    )
+  })
+
+  it('rejects a cron option that is not a clock', () => {
+    expect(() => createTaskRuntime({ routes: [], cron: {} as CronClock })).toThrow(/cron must be a cron clock such as cronerClock \(got/)
   })
 })
 
@@ -192,4 +237,30 @@ describe('runScheduled and the overlap guard', () => {
     expect(rt.logger.text('error')).toContain('scheduled task "cleanup" failed after 1 attempt')
     expect(rt.logger.text('error')).toContain('disk full')
   })
+})
+
+/** A clock whose ticks the test fires, for the scheduler's own bookkeeping. */
+function manualClock() {
+  const jobs: CronTicks[] = []
+  const started: string[] = []
+  let stopped = 0
+  const clock: CronClock & { started: string[]; stopped: number; tick(index: number, at: Date): Promise<unknown> } = {
+    started,
+    get stopped() {
+      return stopped
+    },
+    problem: () => null,
+    next: () => null,
+    start(expression, _timezone, ticks) {
+      started.push(expression)
+      jobs.push(ticks)
+      return { next: () => null, stop: () => void stopped++ }
+    },
+    tick: (index, at) => jobs[index].onTick(at),
+  }
+  return clock
+}
+
+afterEach(() => {
+  vi.useRealTimers()
 })

@@ -1,7 +1,7 @@
 /**
  * Auth of the task admin surface and the revalidate endpoint (docs/security.md,
  * docs/http-api.md "Authentication"):
- * - with a secret (`SVC_TASK_SECRET`, or `THEN_TASK_SECRET`), every request
+ * - with a secret (`SVC_TASK_SECRET`), every request
  *   needs `Authorization: Bearer <secret>` (RFC 6750 §2.1), compared in
  *   constant time;
  * - without one, only loopback peers pass, judged by the socket address the
@@ -70,8 +70,8 @@ function isBlank(c: number): boolean {
   return c === 32 || c === 9
 }
 
-// Named in every message, the svc name first; THEN_TASK_SECRET is read too.
-const SECRET_NAMES = 'SVC_TASK_SECRET (or THEN_TASK_SECRET)'
+// Named in every message; its alias THEN_TASK_SECRET is read too, but not advertised.
+const SECRET_NAMES = 'SVC_TASK_SECRET'
 
 /** `undefined` when the request may proceed, else the 401 or 403 to send. */
 export function authorize(request: Request, info: RequestInfo | undefined, env: EnvLike, R: ResponseClass): Response | undefined {

@@ -94,7 +94,7 @@ export interface ApiAppOptions {
    */
   revalidateWebhook?: RevalidateWebhook
   /**
-   * Environment read for `THEN_TASK_SECRET`/`SVC_TASK_SECRET` and `NODE_ENV`.
+   * Environment read for `SVC_TASK_SECRET` and `NODE_ENV`.
    * The `env` argument of `fetch` (edge bindings) is read too and wins.
    * @default globalThis.process?.env, or {} where there is no `process`
    */

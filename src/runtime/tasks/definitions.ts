@@ -20,6 +20,7 @@ import { isSchemaDefinition, isStandardSchema } from '../schema.ts'
 import { describe } from '../describe.ts'
 import { taskInputProblem } from './define-task.ts'
 import { type TaskFlow, taskFlow } from './flow.ts'
+import type { CronClock } from './cron-clock.ts'
 
 export interface TaskDefinition {
   /** Dot-form name (`jobs.notify`). */
@@ -41,7 +42,8 @@ export interface TaskDefinition {
   flow: TaskFlow
 }
 
-export function defineTasks(routes: readonly RuntimeApiRoute[]): Map<string, TaskDefinition> {
+/** `clock` checks each schedule in full; without one, only its fields are counted (see `scheduleProblem`). */
+export function defineTasks(routes: readonly RuntimeApiRoute[], clock?: CronClock): Map<string, TaskDefinition> {
   if (!Array.isArray(routes)) throw new TypeError(`createTaskRuntime(): routes must be an array (got ${describe(routes)})`)
   const tasks = new Map<string, TaskDefinition>()
   for (const route of routes) {
@@ -62,7 +64,7 @@ export function defineTasks(routes: readonly RuntimeApiRoute[]): Map<string, Tas
       retriesProblem(retries) ??
       timeoutProblem(timeout) ??
       (timezone === null ? null : timezoneProblem(timezone)) ??
-      (resolved.schedule === null ? null : scheduleProblem(resolved.schedule, timezone)) ??
+      (resolved.schedule === null ? null : scheduleProblem(resolved.schedule, timezone, clock)) ??
       (config.concurrency === undefined ? null : concurrencyProblem(config.concurrency)) ??
       (config.rateLimit === undefined ? null : rateLimitProblem(config.rateLimit)) ??
       (config.debounce === undefined ? null : debounceProblem(config.debounce))

@@ -25,7 +25,7 @@ import { checkEnqueueOptions } from './options.ts'
  *
  * In-process when a task runtime is active in this process; otherwise it
  * POSTs to `${SVC_TASK_URL ?? 'http://127.0.0.1:' + (PORT ?? 3000)}/__tasks/<name>`
- * with `Authorization: Bearer <SVC_TASK_SECRET or THEN_TASK_SECRET>` when a
+ * with `Authorization: Bearer <SVC_TASK_SECRET>` when a
  * secret is set.
  *
  * Options are checked first: a `TypeError` or `RangeError` names the bad

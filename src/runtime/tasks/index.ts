@@ -1,5 +1,7 @@
 // Public exports of the task runtime.
-export { createTaskRuntime } from './runtime.ts'
+export { createTaskRuntime } from './public-runtime.ts'
+export { cronerClock } from './croner-clock.ts'
+export type { CronClock, CronJob, CronTicks } from './cron-clock.ts'
 export type { TaskRuntimeInstance, TaskRuntimeOptions } from './runtime.ts'
 export type { TaskDefinition } from './definitions.ts'
 export type { ScheduledJob } from './scheduler.ts'

@@ -14,6 +14,7 @@ import { checkMaxPayloadBytes } from './payload-limit.ts'
 import { describe } from '../describe.ts'
 import { TaskScheduler } from './scheduler.ts'
 import type { RunStore } from './store.ts'
+import type { CronClock } from './cron-clock.ts'
 
 export interface TaskRuntimeOptions {
   /**
@@ -50,6 +51,15 @@ export interface TaskRuntimeOptions {
    */
   maxPayloadBytes?: number
   /**
+   * Reads the schedules: checks each one in full at start, says when it
+   * next fires, and fires it while `startScheduler()` runs. Without one, a
+   * schedule is only checked for its five fields, `scheduledJobs()` has no
+   * next tick and `startScheduler()` throws, which suits a platform that
+   * fires the schedules itself and calls `runScheduled(cron)`.
+   * @default cronerClock, from the `svc` entry; none from the edge targets' runtimes
+   */
+  cron?: CronClock
+  /**
    * Environment variables, read for `SVC_DISABLE_IN_PROCESS_CRON`. Edge
    * targets pass their bindings here.
    * @default globalThis.process?.env, or {} where there is no `process`
@@ -83,9 +93,13 @@ export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntime {
   }
   const maxPayloadBytes = checkMaxPayloadBytes(options.maxPayloadBytes, 'createTaskRuntime()')
   const store = options.store ?? new MemoryRunStore({ maxRuns: options.maxRuns })
-  const tasks = defineTasks(options.routes)
+  const clock = options.cron
+  if (clock !== undefined && (clock === null || typeof clock.start !== 'function')) {
+    throw new TypeError(`createTaskRuntime(): cron must be a cron clock such as cronerClock (got ${describe(clock)})`)
+  }
+  const tasks = defineTasks(options.routes, clock)
   const engine = new TaskEngine({ store, tasks, logger, unrefTimers: unref, maxPayloadBytes })
-  const scheduler = new TaskScheduler({ tasks, logger, unref, fire: (name, tick) => engine.fireScheduled(name, tick) })
+  const scheduler = new TaskScheduler({ tasks, logger, clock, unref, fire: (name, tick) => engine.fireScheduled(name, tick) })
 
   const runtime: TaskRuntime = {
     tasks,

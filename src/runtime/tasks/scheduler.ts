@@ -1,15 +1,14 @@
 /**
- * The in-process cron engine. One croner
- * job per scheduled task, started explicitly by the server (never at
- * import). Platforms that fire the cron themselves (edge scheduled events,
+ * The in-process cron engine. One job of the runtime's cron clock per
+ * scheduled task, started explicitly by the server (never at import). Platforms that fire the cron themselves (edge scheduled events,
  * function platforms) call `runScheduled(cron)` instead; both paths end
  * in the one `fire(name, tick)` callback, where the engine applies the
  * overlap guard, so ticks behave the same on every path.
  */
-import { Cron } from 'croner'
 import type { Logger, RunRecord } from '../types.ts'
 import { errorMessage } from '../errors.ts'
-import { cronOptions, normalizeCron } from '../rules.ts'
+import { normalizeCron } from '../rules.ts'
+import type { CronClock, CronJob } from './cron-clock.ts'
 import type { TaskDefinition } from './definitions.ts'
 import { isEnabled, type EnvLike } from '../env.ts'
 
@@ -20,15 +19,26 @@ export interface ScheduledJob {
   task: string
   schedule: string
   timezone: string
-  /** ISO timestamp of the next tick, or null when the scheduler is not running. */
+  /**
+   * ISO timestamp of the next tick, whether this process fires it or an
+   * external scheduler does; `null` where the runtime has no cron clock.
+   */
   nextRun: string | null
+  /**
+   * Whether this process fires it: false before `startScheduler()`, after
+   * `stopScheduler()`, with `SVC_DISABLE_IN_PROCESS_CRON`, and where the
+   * platform fires the schedules.
+   */
+  inProcess: boolean
 }
 
 export interface TaskSchedulerOptions {
   /** The registered tasks; each one with a schedule gets a job. */
   tasks: ReadonlyMap<string, TaskDefinition>
   logger: Logger
-  /** Unreference the croner timers where the platform supports it. */
+  /** Reads, and fires, the schedules; without one, only `runScheduled` fires them. */
+  clock: CronClock | undefined
+  /** Unreference the cron timers where the platform supports it. */
   unref: boolean
   /**
    * Starts the run of one tick of a task's schedule. `tick` is the instant
@@ -41,14 +51,16 @@ export interface TaskSchedulerOptions {
 export class TaskScheduler {
   readonly #scheduled: TaskDefinition[]
   readonly #logger: Logger
+  readonly #clock: CronClock | undefined
   readonly #unref: boolean
   readonly #fire: (name: string, tick: Date) => Promise<RunRecord | undefined>
-  readonly #jobs = new Map<string, Cron>()
+  readonly #jobs = new Map<string, CronJob>()
   #started = false
 
   constructor(options: TaskSchedulerOptions) {
     this.#scheduled = [...options.tasks.values()].filter((def) => def.schedule !== null)
     this.#logger = options.logger
+    this.#clock = options.clock
     this.#unref = options.unref
     this.#fire = options.fire
   }
@@ -57,8 +69,8 @@ export class TaskScheduler {
     return this.#jobs.size > 0
   }
 
-  /** The croner jobs by task name, while started. */
-  get jobs(): ReadonlyMap<string, Cron> {
+  /** The cron jobs by task name, while started. */
+  get jobs(): ReadonlyMap<string, CronJob> {
     return this.#jobs
   }
 
@@ -72,19 +84,20 @@ export class TaskScheduler {
       )
       return
     }
+    const clock = this.#clock
+    if (!clock) {
+      throw new Error(
+        `startScheduler(): this task runtime has no cron clock, so it cannot fire ${scheduled.map((def) => def.name).join(', ')} in-process. ` +
+          `Where the platform fires schedules (Cron Triggers, EventBridge, Vercel cron), it calls runScheduled(cron); elsewhere, pass createTaskRuntime({ cron: cronerClock }) (both from 'svc')`,
+      )
+    }
     this.#started = true
     for (const def of scheduled) {
-      const job = new Cron(
-        def.schedule!,
-        {
-          ...cronOptions(def.timezone),
-          unref: this.#unref,
-          catch: (error: unknown) => this.#logger.error(`[svc] scheduled task "${def.name}": tick failed: ${errorMessage(error)}`),
-        },
-        async (job: Cron) => {
-          await this.#fire(def.name, job.currentRun() ?? new Date())
-        },
-      )
+      const job = clock.start(def.schedule!, def.timezone, {
+        unref: this.#unref,
+        onTick: (tick) => this.#fire(def.name, tick),
+        onError: (error) => this.#logger.error(`[svc] scheduled task "${def.name}": tick failed: ${errorMessage(error)}`),
+      })
       this.#jobs.set(def.name, job)
     }
   }
@@ -95,11 +108,18 @@ export class TaskScheduler {
     this.#started = false
   }
 
-  /** Every scheduled task, with its next tick while the scheduler runs. */
+  /** Every scheduled task, with its next tick. */
   list(): ScheduledJob[] {
     return this.#scheduled.map((def) => {
-      const next = this.#jobs.get(def.name)?.nextRun()
-      return { task: def.name, schedule: def.schedule!, timezone: def.timezone ?? 'UTC', nextRun: next?.toISOString() ?? null }
+      const job = this.#jobs.get(def.name)
+      const next = job ? job.next() : this.#clock?.next(def.schedule!, def.timezone)
+      return {
+        task: def.name,
+        schedule: def.schedule!,
+        timezone: def.timezone ?? 'UTC',
+        nextRun: next?.toISOString() ?? null,
+        inProcess: job !== undefined,
+      }
     })
   }
 
