@@ -13,8 +13,8 @@ import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
 import { bundle } from '../src/build/bundle.ts'
 import { appSource } from '../src/build/entry.ts'
-import { selfAliases } from '../src/build/self.ts'
 import { scanApp } from '../src/manifest.ts'
+import { selfAliases } from '../src/node/self.ts'
 import { cloudflareTarget } from '../targets/cloudflare/build.ts'
 
 export interface BundlePart {

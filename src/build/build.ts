@@ -3,12 +3,12 @@ import { dirname, join, relative, resolve } from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { assertNoConfigErrors, scanApp } from '../manifest.ts'
 import { writeTaskTypes } from '../manifest/task-types.ts'
+import { selfAliases } from '../node/self.ts'
 import { appDependencies } from './app-package.ts'
 import { bundle } from './bundle.ts'
 import { appSource } from './entry.ts'
 import { nameSome, publicFiles } from './public-files.ts'
-import { selfAliases } from './self.ts'
-import { TARGETS } from './targets.ts'
+import { isTargetName, loadTarget, TARGET_NAMES } from './targets.ts'
 import type { BuiltFile, TargetName } from './target.ts'
 
 export interface BuildOptions {
@@ -34,10 +34,10 @@ export interface BuildResult {
 export async function buildApp(options: BuildOptions = {}): Promise<BuildResult> {
   const root = resolve(options.root ?? '.')
   const targetName = options.target ?? 'node'
-  const target = TARGETS[targetName]
-  if (!target) {
-    throw new TypeError(`Unknown target "${targetName}"; use one of ${Object.keys(TARGETS).join(', ')}`)
+  if (!isTargetName(targetName)) {
+    throw new TypeError(`Unknown target "${targetName}"; use one of ${TARGET_NAMES.join(', ')}`)
   }
+  const target = await loadTarget(targetName)
   const scan = await scanApp({ root })
   // Throws a ManifestError carrying every config error, not only the first.
   assertNoConfigErrors(scan)

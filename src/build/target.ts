@@ -1,7 +1,8 @@
+import type { TargetName } from '../node/self.ts'
 import type { ManifestPage, ManifestRoute } from '../types.ts'
 import type { BundlePlatform } from './bundle.ts'
 
-export type TargetName = 'node' | 'cloudflare' | 'lambda' | 'vercel'
+export type { TargetName } from '../node/self.ts'
 
 /** A file the build wrote, for the size report. */
 export interface BuiltFile {

@@ -12,9 +12,9 @@ import { createRequire } from 'node:module'
 import { resolve, sep } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { createJiti, type Jiti } from 'jiti'
-import { selfAliases } from '../build/self.ts'
 import { ManifestError, scanApp } from '../manifest.ts'
 import type { PageModule, RouteModule, RuntimeApiRoute, RuntimePage } from '../types.ts'
+import { selfAliases } from './self.ts'
 
 export interface LoadOptions {
   /** The app directory: routes come from `<root>/src/api`, pages from `<root>/src/pages`. */

@@ -1,6 +1,6 @@
 import { join } from 'node:path'
-import type { TargetDescriptor } from '../../src/build/target.ts'
-import { TASKS_BINDING, TASKS_CLASS } from '../../src/cloudflare/binding.ts'
+import type { TargetDescriptor } from '#svc/build/target.ts'
+import { TASKS_BINDING, TASKS_CLASS } from '#svc/cloudflare/binding.ts'
 
 /**
  * Compatibility date written to wrangler.json: the workerd release the worker

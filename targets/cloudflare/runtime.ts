@@ -4,18 +4,18 @@
  * live in the `SvcTasks` Durable Object (`createTasksObject`) when the worker
  * binds it as `SVC_TASKS`, and in the isolate's memory otherwise.
  */
-import { MISSING_BINDING_WARNING, tasksNamespace, tasksStub } from '../../src/cloudflare/binding.ts'
-import { createObjectRuntime, type ObjectTaskRuntime } from '../../src/cloudflare/object-runtime.ts'
-import { fireCron } from '../../src/runtime/cron.ts'
-import { stringBindings } from '../../src/runtime/env.ts'
-import { createSvcHandler, type SvcHandler, type SvcHandlerOptions } from '../../src/runtime/handler.ts'
-import { setActiveTaskRuntime } from '../../src/runtime/tasks/active.ts'
+import { MISSING_BINDING_WARNING, tasksNamespace, tasksStub } from '#svc/cloudflare/binding.ts'
+import { createObjectRuntime, type ObjectTaskRuntime } from '#svc/cloudflare/object-runtime.ts'
+import { fireCron } from '#svc/runtime/cron.ts'
+import { stringBindings } from '#svc/runtime/env.ts'
+import { createSvcHandler, type SvcHandler, type SvcHandlerOptions } from '#svc/runtime/handler.ts'
+import { setActiveTaskRuntime } from '#svc/runtime/tasks/active.ts'
 
-export { createTasksObject } from '../../src/cloudflare/tasks-object.ts'
-export type { TasksObjectApp, TasksObjectClass, TasksObjectOptions, DurableObjectStateLike } from '../../src/cloudflare/tasks-object.ts'
-export { DurableObjectRunStore } from '../../src/cloudflare/sql-store.ts'
-export type { DurableObjectRunStoreOptions } from '../../src/cloudflare/sql-store.ts'
-export { TASKS_BINDING, TASKS_CLASS } from '../../src/cloudflare/binding.ts'
+export { createTasksObject } from '#svc/cloudflare/tasks-object.ts'
+export type { TasksObjectApp, TasksObjectClass, TasksObjectOptions, DurableObjectStateLike } from '#svc/cloudflare/tasks-object.ts'
+export { DurableObjectRunStore } from '#svc/cloudflare/sql-store.ts'
+export type { DurableObjectRunStoreOptions } from '#svc/cloudflare/sql-store.ts'
+export { TASKS_BINDING, TASKS_CLASS } from '#svc/cloudflare/binding.ts'
 
 /** The parts of the Workers `ExecutionContext` the shim uses. */
 export interface ExecutionContextLike {

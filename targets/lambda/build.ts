@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import type { TargetDescriptor } from '../../src/build/target.ts'
+import type { TargetDescriptor } from '#svc/build/target.ts'
 import { lambdaSchedules } from './schedules.ts'
 
 /** `.output/lambda/index.mjs` exporting `handler`, and `schedules.json` listing every schedule and, when the app has tasks, the one-minute tick. */

@@ -1,4 +1,4 @@
-import type { ManifestRoute } from '../../src/types.ts'
+import type { ManifestRoute } from '#svc/types.ts'
 
 /** One entry of `schedules.json`: what to create in EventBridge Scheduler for a scheduled task. */
 export interface LambdaSchedule {

@@ -1,6 +1,6 @@
 import { join } from 'node:path'
-import type { TargetDescriptor } from '../../src/build/target.ts'
-import { appDependencies, appLockFile, readAppPackage } from '../../src/build/app-package.ts'
+import type { TargetDescriptor } from '#svc/build/target.ts'
+import { appDependencies, appLockFile, readAppPackage } from '#svc/build/app-package.ts'
 
 /** `.output/node/server.mjs`: the whole app on one Node server, plus a package.json and a Dockerfile. */
 export const nodeTarget: TargetDescriptor = {

@@ -4,12 +4,12 @@
  * interface), keeping runs in the store `SVC_STORE_URL` names, else in
  * `.svc/runs.db` under the working directory.
  */
-import '../../src/runtime/node-version.ts'
+import '#svc/runtime/node-version.ts'
 import type { AddressInfo } from 'node:net'
-import type { SvcServer, SvcServerOptions } from '../../src/node/options.ts'
-import { startSvcServer } from '../../src/node/server.ts'
-import { storeFromEnv } from '../../src/node/store-url.ts'
-import type { RuntimeApiRoute, RuntimePage } from '../../src/types.ts'
+import type { SvcServer, SvcServerOptions } from '#svc/node/options.ts'
+import { startSvcServer } from '#svc/node/server.ts'
+import { storeFromEnv } from '#svc/node/store-url.ts'
+import type { RuntimeApiRoute, RuntimePage } from '#svc/types.ts'
 
 export interface NodeApp {
   routes: RuntimeApiRoute[]

@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import type { TargetDescriptor } from '../../src/build/target.ts'
+import type { TargetDescriptor } from '#svc/build/target.ts'
 
 /** Node.js version of the generated function. */
 export const VERCEL_NODE_RUNTIME = 'nodejs22.x'

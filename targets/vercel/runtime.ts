@@ -4,14 +4,14 @@
  * `crons` send to `/__svc/cron`: `?cron=<expression>` fires a schedule, and
  * the bare path is the one-minute tick that sweeps due work.
  */
-import '../../src/runtime/node-version.ts'
+import '#svc/runtime/node-version.ts'
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import { FastResponse, NodeRequest, sendNodeResponse } from 'srvx/node'
-import { CronRunFailedError } from '../../src/runtime/cron.ts'
-import { processEnv } from '../../src/runtime/env.ts'
-import { functionHost, type FunctionApp } from '../../src/node/function-host.ts'
-import { timingSafeEqual } from '../../src/runtime/admin/auth.ts'
-import { taskSecret } from '../../src/runtime/rules.ts'
+import { CronRunFailedError } from '#svc/runtime/cron.ts'
+import { processEnv } from '#svc/runtime/env.ts'
+import { functionHost, type FunctionApp } from '#svc/node/function-host.ts'
+import { timingSafeEqual } from '#svc/runtime/admin/auth.ts'
+import { taskSecret } from '#svc/runtime/rules.ts'
 
 /** The path that Vercel's cron requests hit; `?cron=<expression>` names the schedule, its absence is the tick. */
 export const CRON_PATH = '/__svc/cron'

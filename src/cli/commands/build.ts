@@ -1,10 +1,9 @@
-/** `svc build [--target node|cloudflare|lambda|vercel]`: bundle the app for a deployment target. */
+/** `svc build [--target <name>]`: bundle the app for a deployment target, one of `TARGET_NAMES`. */
+import { isTargetName, TARGET_NAMES } from '../../build/targets.ts'
 import { defineCommand } from '../_define.ts'
 import { checkArgs, resolveRoot, rootArg } from '../_args.ts'
 import { UsageError } from '../_errors.ts'
 import { formatTable, printLines } from '../_output.ts'
-
-const TARGET_NAMES = ['node', 'cloudflare', 'lambda', 'vercel'] as const
 
 const buildArgs = {
   ...rootArg,
@@ -22,8 +21,8 @@ export default defineCommand({
   async run({ args, rawArgs }) {
     checkArgs(rawArgs, buildArgs)
     const root = resolveRoot(args.root)
-    const target = args.target as (typeof TARGET_NAMES)[number]
-    if (!TARGET_NAMES.includes(target)) {
+    const target = args.target
+    if (!isTargetName(target)) {
       throw new UsageError(`--target must be one of ${TARGET_NAMES.join(', ')} (got "${args.target}")`)
     }
     const { buildApp } = await import('../../build/build.ts')

@@ -1,0 +1,83 @@
+/**
+ * svc's own package: where it is installed, whether it runs from its
+ * TypeScript sources or from `dist/`, and its public entry points, the
+ * build targets' included. The app loader and the build both alias app
+ * imports of `svc/*` through this, so it sits below both.
+ */
+import { existsSync, readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+/**
+ * Every deployment target, and the one list of them. `targets/<name>/` holds
+ * a target whole: `build.ts` exports its `TargetDescriptor` as `<name>Target`,
+ * and `runtime.ts` is its runtime entry, published as `svc/<name>`. The
+ * target type, the build's loader, the CLI's `--target`, the aliases below
+ * and build.config.ts derive from this list; package.json `exports` and
+ * tsconfig.json `paths`, which cannot import it, are checked against it by
+ * test/build/target-lists.test.ts.
+ */
+export const TARGET_NAMES = ['node', 'cloudflare', 'lambda', 'vercel'] as const
+
+export type TargetName = (typeof TARGET_NAMES)[number]
+
+/** The subpath of svc a target's runtime entry is published at, and its file name in `dist/`. */
+export type TargetEntry<Name extends TargetName = TargetName> = Name extends 'node' ? 'node-target' : Name
+
+/** `<name>`, except `node-target` for node: `svc/node` is the Node server's API. */
+export function targetEntry<Name extends TargetName>(name: Name): TargetEntry<Name> {
+  return (name === 'node' ? 'node-target' : name) as TargetEntry<Name>
+}
+
+export type SelfEntry = 'svc' | 'svc/node' | 'svc/manifest' | `svc/${TargetEntry}`
+
+/**
+ * svc's own public entry points, as app code and generated entries import
+ * them: the source file and the built file of each. Builds alias these to
+ * this copy of svc, so an app and the server that runs it share one runtime
+ * (one active task runtime, one registry). The app loader hands app code the
+ * modules this process already loaded for the main ones.
+ */
+export const SELF_ENTRIES: Readonly<Record<SelfEntry, readonly [source: string, dist: string]>> = {
+  svc: ['src/index.ts', 'dist/index.mjs'],
+  'svc/node': ['src/node.ts', 'dist/node.mjs'],
+  'svc/manifest': ['src/manifest.ts', 'dist/manifest.mjs'],
+  ...targetRuntimeEntries(),
+}
+
+function targetRuntimeEntries(): Record<`svc/${TargetEntry}`, readonly [source: string, dist: string]> {
+  const out = {} as Record<`svc/${TargetEntry}`, readonly [source: string, dist: string]>
+  for (const name of TARGET_NAMES) out[`svc/${targetEntry(name)}`] = [`targets/${name}/runtime.ts`, `dist/${targetEntry(name)}.mjs`]
+  return out
+}
+
+let cachedRoot: string | undefined
+
+/** The directory of svc's own package.json. */
+export function packageRoot(): string {
+  if (cachedRoot) return cachedRoot
+  const start = dirname(fileURLToPath(import.meta.url))
+  for (let dir = start; ; dir = dirname(dir)) {
+    const manifest = join(dir, 'package.json')
+    if (existsSync(manifest) && JSON.parse(readFileSync(manifest, 'utf8')).name === 'svc') return (cachedRoot = dir)
+    if (dirname(dir) === dir) throw new Error(`Cannot find the svc package root above ${start}`)
+  }
+}
+
+/** Whether svc itself runs from its TypeScript sources (a checkout) rather than `dist/`. */
+export function runningFromSource(): boolean {
+  return import.meta.url.endsWith('.ts')
+}
+
+/** Absolute file of one of svc's entry points, sources or dist to match how svc runs. */
+export function selfEntry(name: SelfEntry): string {
+  const [source, dist] = SELF_ENTRIES[name]
+  return join(packageRoot(), runningFromSource() ? source : dist)
+}
+
+/** Alias map from every public specifier of svc to its file. */
+export function selfAliases(): Record<SelfEntry, string> {
+  const out = {} as Record<SelfEntry, string>
+  for (const name of Object.keys(SELF_ENTRIES) as SelfEntry[]) out[name] = selfEntry(name)
+  return out
+}
