@@ -1,7 +1,6 @@
 /**
- * The public types of svc: the runtime half's (`src/runtime/types.ts`) and
- * the manifest entries the scanner produces and the runtime consumes
- * (`src/manifest/types.ts`).
+ * The public types of svc: the runtime half's (`src/runtime/types.ts`),
+ * which include the manifest entries the scanner produces and the runtime
+ * consumes.
  */
 export * from './runtime/types.ts'
-export type { Confidence, ManifestPage, ManifestRoute, Provider, ResolvedCompute } from './manifest/types.ts'

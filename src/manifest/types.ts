@@ -1,70 +1,14 @@
 /**
- * Types of the build-time half: what the scanner reports (the manifest's
- * routes and pages), static signals and advice.
+ * Types of the build-time half: what the scanner reports, static signals and
+ * advice. The manifest's routes and pages are the runtime's to define, since
+ * the runtime consumes them (`src/runtime/types/manifest.ts`); they are
+ * re-exported here for the scanner's modules.
  */
-import type { ComputeClass, FunctionMemory, HttpMethod, PageMode, RouteKind } from '../runtime/types.ts'
-import type { TaskFlow } from '../runtime/tasks/flow.ts'
+import type { ManifestPage, ManifestRoute, ResolvedCompute, Provider, Confidence } from '../runtime/types/manifest.ts'
+import type { FunctionMemory, RouteKind } from '../runtime/types/routes.ts'
 import type { ConfigError } from './errors.ts'
 
-/** The effective compute contract of a route, as the manifest reports it. */
-export interface ResolvedCompute {
-  class: ComputeClass
-  memory: string | null
-  cpu: number | null
-  /**
-   * Legacy sizing shape carried by dedicated routes during the compatibility
-   * window (`'2gb'` is `memoryMb: 2048`). Absent for `function` routes.
-   */
-  machine?: { memoryMb: number | null; cpus: number | null }
-}
-
-/** Where the advisor says a route should run. */
-export type Provider = 'function-platform' | 'persistent-host' | 'edge-worker'
-
-export type Confidence = 'high' | 'medium' | 'low'
-
-/** One API route as the scanner reports it (`svc routes inspect --json`). */
-export interface ManifestRoute {
-  /** URL pattern, such as `/api/users/:id`. */
-  path: string
-  /** Source file, relative to the app root, with `/` separators. */
-  file: string
-  kind: RouteKind
-  /** Dot-form task name (`jobs.notify`); null for routes that are not tasks. */
-  name: string | null
-  methods: HttpMethod[]
-  websocket: boolean
-  schedule: string | null
-  timezone: string | null
-  /** Tasks only; null otherwise. */
-  retries: number | null
-  /** Tasks only, in milliseconds; null otherwise. */
-  timeout: number | null
-  /** Tasks only: `route.concurrency`, `route.rateLimit` and `route.debounce`, resolved (each absent when unset); null otherwise. */
-  flow: TaskFlow | null
-  /** Normalized origins (`https://example.com`); null when unset. */
-  origins: string[] | null
-  /** Whether the file exports `input` (tasks). */
-  hasInput: boolean
-  /** Whether the file exports `schema`. */
-  hasSchema: boolean
-  compute: ResolvedCompute
-  provider: Provider
-  confidence: Confidence
-  reasons: string[]
-  warnings: string[]
-}
-
-/** One page as the scanner reports it. */
-export interface ManifestPage {
-  path: string
-  file: string
-  /** @default 'server' */
-  mode: PageMode
-  /** Hybrid pages: seconds an entry stays fresh. */
-  revalidate: number | null
-  tags: string[]
-}
+export type { Confidence, ManifestPage, ManifestRoute, Provider, ResolvedCompute }
 
 /** What a route's source shows about where it can run, read from its syntax tree. */
 export type SignalKind =

@@ -16,7 +16,6 @@ import type { ResponseClass } from '../runtime/app/types.ts'
 import { DASHBOARD_PAGE } from '../runtime/dashboard/page.ts'
 import { createSvcHandler } from '../runtime/handler.ts'
 import { describe } from '../runtime/describe.ts'
-import { createReloadableHandler } from '../dev/reload.ts'
 import { createBackground } from './background.ts'
 import { refuseConnect } from './connect.ts'
 import { resolveHost } from './host.ts'
@@ -30,6 +29,7 @@ import {
   type SvcServer,
   type SvcServerOptions,
 } from './options.ts'
+import { createReloadableHandler } from './reload.ts'
 import { NodeRequestInfo } from './request-info.ts'
 import { SvcServerResponse } from './response.ts'
 import { createDrain, within } from './shutdown.ts'

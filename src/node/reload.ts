@@ -6,8 +6,8 @@
  * is swapped, so a bad route leaves the old app serving.
  */
 import type { SvcHandler } from '../runtime/handler.ts'
-import { checkServerOptions, type SvcServerOptions } from '../node/options.ts'
-import type { RuntimeLifecycle } from '../node/lifecycle.ts'
+import { checkServerOptions, type SvcServerOptions } from './options.ts'
+import type { RuntimeLifecycle } from './lifecycle.ts'
 import type { RuntimeApiRoute, RuntimePage, TaskRuntime } from '../types.ts'
 
 export interface ReloadableApp {

@@ -1,0 +1,66 @@
+/** What a route or page file declares: its kind, methods, compute and task options, and a page's render mode. */
+
+/** How a route is invoked. `serverless` is the default when a file declares nothing. */
+export type RouteKind = 'serverless' | 'hot' | 'task'
+
+/** HTTP method handlers a route file may export; `HTTP_METHODS` lists them. */
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH' | 'HEAD' | 'OPTIONS'
+
+/** Memory sizes a `function`-class route may select; `FUNCTION_MEMORY` lists them. */
+export type FunctionMemory = '1gb' | '4gb' | '6gb' | '8gb' | '12gb'
+
+/** Where a route runs. */
+export type ComputeClass = 'function' | 'dedicated'
+
+/** The `compute` object as a route file declares it. */
+export interface ComputeConfig {
+  /** @default 'function' (hot routes: 'dedicated') */
+  class?: ComputeClass
+  /**
+   * `function`: one of `1gb`, `4gb`, `6gb`, `8gb`, `12gb`.
+   * `dedicated`: any size such as `'512mb'` or `'2gb'`; preserved as declared.
+   * @default '1gb' for `function`
+   */
+  memory?: string
+  /** Dedicated only: whole CPUs, preserved in the manifest. */
+  cpu?: number
+}
+
+/** The exported `route` object of a route file. Every field must be a static literal. */
+export interface RouteConfig {
+  /** @default 'serverless' */
+  kind?: RouteKind
+  /** Task only: extra attempts after the first failure. @default 0 */
+  retries?: number
+  /** Task only: per-attempt timeout in milliseconds. @default 30000 */
+  timeout?: number
+  /** @default { class: 'function', memory: '1gb' } */
+  compute?: ComputeConfig
+  /** Hot only: Origin allowlist for the WebSocket handshake. Unset means open. */
+  origins?: string[]
+  /** Task only: five-field cron expression (may also be a top-level `schedule` export). */
+  schedule?: string
+  /** Task only: IANA time zone the schedule is read in. @default 'UTC' */
+  timezone?: string
+  /**
+   * Task only: at most this many attempts of the task run at once (per value
+   * of `key`, a dotted path into the input such as `'input.userId'`); runs
+   * beyond it wait as `queued` and start in order of creation. A run with no
+   * value at `key` shares one bucket with every other such run.
+   */
+  concurrency?: number | { limit: number; key?: string }
+  /**
+   * Task only: at most `limit` run starts per `periodSeconds` (a sliding
+   * window), per value of `key`; runs beyond it wait as `queued`.
+   */
+  rateLimit?: { limit: number; periodSeconds: number; key?: string }
+  /**
+   * Task only: triggers within `seconds` of the last one for the same `key`
+   * value collapse into one run, with the latest input, started `seconds`
+   * after the last trigger.
+   */
+  debounce?: { seconds: number; key?: string }
+}
+
+/** Page render modes. Only `server` and `hybrid` render at request time. */
+export type PageMode = 'static' | 'client' | 'server' | 'hybrid'

@@ -1,0 +1,129 @@
+/**
+ * Task runs: the record a store keeps and `GET /__tasks/<id>` returns, its
+ * attempts, recorded steps and waitpoints, and what starting, cancelling and
+ * resuming a run answers.
+ */
+
+/**
+ * Run states. `scheduled` is a delayed run that has not started yet.
+ * `queued` waits for a slot of its task's `concurrency` or `rateLimit`.
+ * `completed`, `failed` and `cancelled` are finished: a finished run never
+ * changes status again. `cancelled` comes from `cancel()` (`cancelRun`,
+ * `POST /__tasks/runs/<id>/cancel`).
+ */
+export type RunStatus = 'scheduled' | 'queued' | 'running' | 'suspended' | 'completed' | 'failed' | 'cancelled'
+
+/** How a run started. `replay`: `replay()` started it with the input of run `replayOf`. */
+export type RunTrigger = 'manual' | 'cron' | 'enqueue' | 'child' | 'replay'
+
+export interface Attempt {
+  /** 1-based. */
+  index: number
+  /** ISO timestamp. */
+  startedAt: string
+  durationMs: number
+  /** Present when the attempt failed. Message only, never a stack trace. */
+  error?: string
+}
+
+/**
+ * The kind of call that recorded a step. `sleep` and `sleepUntil` are one
+ * kind: both wait for an instant and replay the same way.
+ */
+export type StepKind = 'run' | 'enqueue' | 'waitForTask' | 'sleep' | 'waitForToken'
+
+export interface StepRecord {
+  status: 'completed' | 'timed_out'
+  output?: unknown
+  /**
+   * The call that recorded the step; a replay that reaches the key through
+   * another kind fails with `StepMismatchError`. Absent in records written
+   * before kinds were kept: such a step matches any call.
+   */
+  kind?: StepKind
+}
+
+/**
+ * What a suspended run waits for (`RunEnvelope.suspended.waitpoint`):
+ * - `sleep`: `step.sleep`/`step.sleepUntil`; resumes at `until`.
+ * - `task`: `step.waitForTask`; resumes when child run `runId` of `task`
+ *   completes or fails.
+ * - `token`: `step.waitForToken`; resumes when token `tokenId` is completed
+ *   (`completeToken`, `POST /__tasks/tokens/<tokenId>`) or at `timeoutAt`.
+ *   Token ids are `<runId>:<stepKey>` (see `tokenIdFor`).
+ */
+export type Waitpoint =
+  | { type: 'sleep' /** ISO timestamp */; until: string }
+  | { type: 'task'; task: string; runId: string }
+  | { type: 'token'; tokenId: string /** ISO timestamp */; timeoutAt?: string }
+
+/** The run envelope, as the spec defines it. */
+export interface RunEnvelope {
+  ok: boolean
+  taskName: string
+  attempts: Attempt[]
+  /** Present when the run completed. */
+  result?: unknown
+  /** Present while a step has suspended the run. */
+  suspended?: { stepKey: string; waitpoint: Waitpoint }
+  steps: Record<string, StepRecord>
+}
+
+/** A run as the store keeps it and `GET /__tasks/<id>` returns it. */
+export interface RunRecord extends RunEnvelope {
+  id: string
+  status: RunStatus
+  trigger: RunTrigger
+  input: unknown
+  /** ISO timestamps. */
+  createdAt: string
+  startedAt?: string
+  finishedAt?: string
+  /** Delayed runs: when the run is due. */
+  runAt?: string
+  idempotencyKey?: string
+  parentRunId?: string
+  /** Runs started by `replay()`: the run whose task and input this one repeats. */
+  replayOf?: string
+}
+
+export interface EnqueueOptions {
+  /** Delay before the task runs. Durable only with a durable store. */
+  delaySeconds?: number
+  /** Enqueues with a key already seen return the existing run. */
+  idempotencyKey?: string
+}
+
+/** Options of `TaskRuntime.trigger`. */
+export interface TriggerOptions extends EnqueueOptions {
+  /** @default 'manual' */
+  trigger?: RunTrigger
+  /** Parent run, for child runs started by `step.waitForTask`/`step.enqueue`. */
+  parentRunId?: string
+}
+
+/** What `enqueue()` returns. Extra fields are preserved. */
+export interface EnqueueResult {
+  runId: string
+  status: RunStatus
+  [field: string]: unknown
+}
+
+/** What `cancelRun()` resolves to, and the body of `POST /__tasks/runs/<id>/cancel`. */
+export interface CancelRunResult {
+  id: string
+  status: 'cancelled'
+}
+
+/** One change of a run, as `onRunChange` listeners and `GET /__tasks/events` see it. */
+export interface RunChange {
+  id: string
+  taskName: string
+  status: RunStatus
+}
+
+/**
+ * Result of completing a `waitForToken` token. `run_cancelled`: the run that
+ * waited on it was cancelled, so nothing changed.
+ */
+export type CompleteTokenResult = 'completed' | 'not_found' | 'already_completed' | 'timed_out' | 'run_cancelled'

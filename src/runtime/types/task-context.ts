@@ -1,0 +1,57 @@
+/** What a task's handler is given: `ctx`, and the durable steps of `ctx.step`. */
+import type { EnqueueOptions } from './runs.ts'
+import type { TaskNameArg, TaskPayloadArgs, TaskResult } from './task-registry.ts'
+
+/** The argument of a task's `POST(ctx)` handler. */
+export interface TaskContext<Input = unknown> {
+  /** 1-based attempt number; suspensions do not count. */
+  attempt: number
+  /** The validated payload; `{ _cron: true }` for scheduled runs. */
+  input: Input
+  step: StepApi
+  /**
+   * Aborted when the attempt times out (reason: an `Error` named
+   * `TimeoutError`), when the run is cancelled (a `RunCancelledError`), or
+   * when the runtime closes or loses the run's lease on a shared store (an
+   * `Error` named `AbortError`). Once it is aborted, nothing the handler
+   * does changes the run: later steps throw and their outputs are dropped.
+   */
+  signal: AbortSignal
+  runId: string
+  taskName: string
+}
+
+/**
+ * `ctx.step`: durable steps whose outputs are recorded and replayed.
+ * An unmet wait (`waitForTask`, `sleep`, `sleepUntil`, `waitForToken`)
+ * unwinds the handler with an internal suspend signal that is not an
+ * `Error`. A `try/catch` around a step call should rethrow it:
+ * `if (isSuspension(error)) throw error`. (A swallowed signal still
+ * suspends the run, with a warning.)
+ */
+export interface StepApi {
+  run<T>(key: string, fn: () => T | Promise<T>): Promise<T>
+  enqueue<N extends string>(key: string, task: TaskNameArg<N>, ...args: TaskPayloadArgs<N, EnqueueOptions>): Promise<{ runId: string }>
+  waitForTask<N extends string>(
+    key: string,
+    task: TaskNameArg<N>,
+    ...args: TaskPayloadArgs<N, EnqueueOptions>
+  ): Promise<ChildRunResult<TaskResult<N>>>
+  sleep(key: string, seconds: number): Promise<void>
+  sleepUntil(key: string, date: Date | string): Promise<void>
+  waitForToken<T = unknown>(key: string, opts?: { timeoutSeconds?: number }): Promise<{ payload?: T } | { timedOut: true }>
+}
+
+/**
+ * What `step.waitForTask` resolves to. A child's failure is returned, never
+ * thrown. A cancelled child resolves to `{ ok: false, cancelled: true,
+ * error: 'Run <id> of task "<name>" was cancelled' }`.
+ */
+export interface ChildRunResult<Result = unknown> {
+  ok: boolean
+  /** The child's result; typed by task name once `.svc/types.d.ts` registers the task. */
+  result?: Result
+  error?: string
+  /** Present, `true`, when the child run was cancelled. */
+  cancelled?: true
+}

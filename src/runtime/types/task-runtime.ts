@@ -1,0 +1,143 @@
+/** `TaskRuntime`, and the summary it gives of each task. */
+import type { TaskDefinition } from '../tasks/definitions.ts'
+import type { ScheduledJob } from '../tasks/scheduler.ts'
+import type { RunQuery, RunStore } from '../tasks/store.ts'
+import type { CompleteTokenResult, RunChange, RunRecord, RunStatus, TriggerOptions } from './runs.ts'
+import type { TaskNameArg, TaskPayloadArgs } from './task-registry.ts'
+
+/**
+ * The task runtime: registers the task routes of an app and runs them.
+ * `createTaskRuntime()` returns one. Edge-safe; the Node server, the edge
+ * and function targets and the CLI all drive the same implementation.
+ */
+export interface TaskRuntime {
+  /** Registered tasks by dot-form name. */
+  readonly tasks: ReadonlyMap<string, TaskDefinition>
+  /** Where runs, steps, timers and tokens are kept (the `store` option, or the default memory store). */
+  readonly store: RunStore
+  /**
+   * The largest input, result, step output and token payload a run may
+   * hold, in bytes of UTF-8 JSON (the `maxPayloadBytes` option). Absent on
+   * a runtime whose engine runs elsewhere (the worker side of the tasks
+   * Durable Object).
+   */
+  readonly maxPayloadBytes?: number
+  /**
+   * Validates the payload and starts a run. Resolves as soon as the run is
+   * recorded, not when it finishes. Rejects with `ValidationError`,
+   * `TaskNotFoundError`, `PayloadTooLargeError` for an input over
+   * `maxPayloadBytes`, or `StoreFullError` while the run store is full of
+   * live runs. Cron runs skip validation.
+   */
+  trigger<N extends string>(name: TaskNameArg<N>, ...args: TaskPayloadArgs<N, TriggerOptions>): Promise<RunRecord>
+  /** The run record, or `undefined` for a run the store does not hold. */
+  getRun(id: string): Promise<RunRecord | undefined>
+  /**
+   * Runs, newest first. `query.cursor`, the id of the last run of the
+   * previous page, lists the page after it.
+   */
+  listRuns(query?: RunQuery): Promise<RunRecord[]>
+  /**
+   * Resolves when the run is `completed`, `failed` or `cancelled`. Rejects for an unknown
+   * run, and after `close()` for a run that has not finished.
+   */
+  waitForRun(id: string): Promise<RunRecord>
+  /** Completes a `waitForToken` token and resumes its run. */
+  completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult>
+  /**
+   * Cancels a live run (scheduled, queued, running or suspended) and resolves to it,
+   * now `cancelled`: aborts the signal of its attempt in flight, removes its
+   * timers, makes its tokens answer `run_cancelled`, resolves `waitForRun`
+   * callers with it and resumes a parent waiting on it (with a
+   * `ChildRunResult` marked `cancelled`). Its recorded steps stay.
+   * Rejects with `RunNotFoundError` (404 `RUN_NOT_FOUND`) for a run the
+   * store does not hold and `RunFinishedError` (409 `RUN_FINISHED`) for a
+   * run that already finished.
+   */
+  cancel(id: string): Promise<RunRecord>
+  /**
+   * Starts a new run of the run's task with its input (validated again
+   * against the task's current schema; a scheduled run's input stays
+   * `{ _cron: true }`), with `trigger: 'replay'` and `replayOf: id`.
+   * Rejects with `RunNotFoundError`, `TaskNotFoundError` when the task is no
+   * longer registered, `ValidationError` or `StoreFullError`.
+   */
+  replay(id: string): Promise<RunRecord>
+  /**
+   * Calls `listener` with `{ id, taskName, status }` each time this
+   * runtime's engine changes a run (created, started, suspended, resumed,
+   * retried, finished, cancelled), and `onEnd` once when the runtime drains
+   * or closes, after which nothing more is reported. Returns the function
+   * that stops listening. Changes another process makes on a shared store
+   * are not reported. Absent on a runtime whose engine lives elsewhere (a
+   * worker's view of the Durable Object).
+   */
+  onRunChange?(listener: (change: RunChange) => void, onEnd?: () => void): () => void
+  /** Every task, with its last run, as `GET /__tasks` lists them. */
+  listTasks(): Promise<TaskSummary[]>
+  /**
+   * Fires every task whose schedule is exactly `cron` (whitespace aside),
+   * for platforms that fire cron themselves. With `timezone`, only the tasks
+   * whose schedule is read in that zone (default UTC).
+   */
+  runScheduled(cron: string, timezone?: string): Promise<RunRecord[]>
+  /**
+   * Starts one cron job per scheduled task, unless `SVC_DISABLE_IN_PROCESS_CRON`
+   * is on in the runtime's `env`. Never called at import.
+   */
+  startScheduler(): void
+  stopScheduler(): void
+  /** Scheduled tasks and, while the scheduler runs, their next tick. */
+  scheduledJobs(): ScheduledJob[]
+  /**
+   * Re-arms what a durable store holds after a restart: pending timers,
+   * running runs (re-dispatched) and the waitpoints of suspended runs.
+   * Nothing to do with the memory store, which starts empty.
+   */
+  recover(): Promise<void>
+  /**
+   * Waits for in-flight attempts, including the work they start meanwhile
+   * (a retry, a resumed parent), at most `timeoutMs`; logs a warning when
+   * some are still in flight then. `timeoutMs` defaults to 30000.
+   */
+  drain(timeoutMs?: number): Promise<void>
+  /**
+   * One tick for a host with no process between invocations (a function
+   * platform's scheduled call). On a shared store (`PostgresRunStore`), one
+   * sweep claims the due timers (delays, retries, ends of sleeps, token
+   * timeouts) and the attempts whose lease lapsed, and starts what they
+   * stand for; then it waits for the attempts in flight in this runtime,
+   * and the work they start, until none is left or the deadline `untilMs`
+   * (epoch ms) passes, renewing their leases meanwhile; what is still in
+   * flight then goes on in the background. `claim: false` only waits (an
+   * invocation holding the run its request started to its end or first
+   * wait). On a store that is not shared, every timer is armed in this
+   * process already, so it only waits. Absent on a runtime whose engine
+   * lives elsewhere.
+   */
+  sweep?(options: { untilMs: number; claim?: boolean }): Promise<{ inFlight: number }>
+  /**
+   * Stops the scheduler, clears every pending in-process timer (delays,
+   * backoff, sleeps, token timeouts) so nothing keeps the process alive,
+   * aborts the signal of in-flight attempts and rejects pending
+   * `waitForRun` calls. Call `drain()` first for a graceful shutdown. If
+   * this runtime is the active one, it is no longer. Idempotent.
+   */
+  close(): Promise<void>
+}
+
+/** A task as `GET /__tasks` and `svc tasks list` describe it. */
+export interface TaskSummary {
+  name: string
+  path: string
+  schedule: string | null
+  retries: number
+  timeout: number
+  /** Flow control from the route config (`route.concurrency`, `rateLimit`, `debounce`); null when unset. */
+  concurrency: { limit: number; key: string | null } | null
+  rateLimit: { limit: number; periodSeconds: number; key: string | null } | null
+  debounce: { seconds: number; key: string | null } | null
+  /** Runs of the task waiting for a slot. */
+  queued: number
+  lastRun: { id: string; status: RunStatus; finishedAt: string | null } | null
+}
