@@ -11,7 +11,7 @@
  * Edge-safe: no `node:` import.
  */
 import { StoreFullError } from '../runtime/errors.ts'
-import { DEFAULT_MAX_RUNS } from '../runtime/tasks/memory-store.ts'
+import { DEFAULT_MAX_RUNS } from '../runtime/tasks/store-limits.ts'
 import {
   COUNT_RUNS,
   countRunsByTaskQuery,
@@ -39,7 +39,8 @@ import {
 } from '../runtime/tasks/sql/queries.ts'
 import { createTables, MOVE_STEPS, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
 import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
-import { joinScheduledSql, type SqlRunner, startQueuedSql } from '../runtime/tasks/sql/flow.ts'
+import { joinScheduledSql, startQueuedSql } from '../runtime/tasks/sql/flow.ts'
+import { runProcedure, type SqlRunner } from '../runtime/tasks/sql/procedure.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
 import {
   applyRunPatch,
@@ -251,7 +252,7 @@ export class DurableObjectRunStore implements RunStore {
   }
 
   async startQueued(taskName: string, limits: FlowLimits, now: string): Promise<StartedRuns> {
-    const { result } = this.#write(() => startQueuedSql(this.#runner, taskName, limits, now))
+    const { result } = this.#write(() => runProcedure(startQueuedSql(taskName, limits, now), this.#runner))
     for (const run of result.started) this.#onChange(run)
     return result
   }
@@ -259,7 +260,7 @@ export class DurableObjectRunStore implements RunStore {
   async debounceRun(run: RunRecord, keyPath: string | undefined): Promise<RunRecord> {
     const stored = this.#write(() => {
       const held = run.idempotencyKey !== undefined && this.#all(SELECT_RUN_BY_KEY, run.taskName, run.idempotencyKey).length > 0
-      const join = held ? undefined : joinScheduledSql(this.#runner, run, keyPath)
+      const join = held ? undefined : runProcedure(joinScheduledSql(run, keyPath), this.#runner)
       return join ? { run: join.joined, created: false } : this.#insertRun(run)
     })
     if (stored.created) this.#onChange(stored.run)
@@ -267,8 +268,8 @@ export class DurableObjectRunStore implements RunStore {
   }
 
   readonly #runner: SqlRunner = {
-    all: (query, ...params) => this.#all(query, ...params),
-    run: (query, ...params) => {
+    all: (query, params) => this.#all(query, ...params),
+    run: (query, params) => {
       this.#storage.sql.exec(query, ...params)
     },
   }

@@ -1,5 +1,5 @@
 /** Options of `SqliteRunStore`, their defaults and their checks. */
-import { DEFAULT_MAX_RUNS } from '../runtime/tasks/memory-store.ts'
+import { DEFAULT_MAX_RUNS } from '../runtime/tasks/store-limits.ts'
 import { describe } from '../runtime/describe.ts'
 
 export interface SqliteRunStoreOptions {

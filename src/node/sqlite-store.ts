@@ -61,7 +61,8 @@ import {
 } from '../runtime/tasks/sql/queries.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
-import { joinScheduledSql, type SqlRunner, startQueuedSql, type WrittenRow } from '../runtime/tasks/sql/flow.ts'
+import { joinScheduledSql, startQueuedSql, type WrittenRow } from '../runtime/tasks/sql/flow.ts'
+import { runProcedure, type SqlRunner } from '../runtime/tasks/sql/procedure.ts'
 import { openDatabase } from './sqlite-database.ts'
 import { ATTEMPT_TIMERS, expectsRunning, HELD, UPDATE_RUN_FENCED, UPDATE_RUN_RECORD_FENCED, UPSERT_STEP_FENCED } from './sqlite-fences.ts'
 import { storeError } from './sqlite-errors.ts'
@@ -548,7 +549,7 @@ export class SqliteRunStore implements RunStore {
   async startQueued(taskName: string, limits: FlowLimits, now: string): Promise<StartedRuns> {
     // Reads and writes share the batch's write lock: no other process can start a run in between.
     return this.#write(() => {
-      const { result, written } = startQueuedSql(this.#runner, taskName, limits, now)
+      const { result, written } = runProcedure(startQueuedSql(taskName, limits, now), this.#runner)
       const fences: number[] = []
       for (const row of written) {
         // Started here: this store holds them (sqlite-owners.ts).
@@ -565,7 +566,7 @@ export class SqliteRunStore implements RunStore {
       // A join, like an insert, is a child's start: only while its parent's attempt holds the parent.
       if (run.parentRunId !== undefined) this.#checkHeld(run.parentRunId)
       const held = run.idempotencyKey !== undefined && this.#sql(SELECT_RUN_BY_KEY).get(run.taskName, run.idempotencyKey)
-      const join = held ? undefined : joinScheduledSql(this.#runner, run, keyPath)
+      const join = held ? undefined : runProcedure(joinScheduledSql(run, keyPath), this.#runner)
       if (!join) return this.#insertRun(run)
       this.#cacheWritten(join.written)
       return join.joined
@@ -574,8 +575,8 @@ export class SqliteRunStore implements RunStore {
 
   /** The statements of this connection, for the SQL shared with the Durable Object store. */
   readonly #runner: SqlRunner = {
-    all: (query, ...params) => this.#sql(query).all(...params) as Record<string, unknown>[],
-    run: (query, ...params) => {
+    all: (query, params) => this.#sql(query).all(...params) as Record<string, unknown>[],
+    run: (query, params) => {
       this.#sql(query).run(...params)
     },
   }

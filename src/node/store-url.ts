@@ -16,8 +16,6 @@ export const STORE_URL_ENV = 'SVC_STORE_URL'
 /** Where `defaultStore: 'sqlite'` keeps runs, under `root`. */
 export const DEFAULT_SQLITE_PATH = '.svc/runs.db'
 
-const ACCEPTS = `postgres://…, postgresql://…, sqlite:<path>, file:<path> or memory`
-
 export interface StoreFromEnvOptions {
   /**
    * What relative SQLite paths, and the default SQLite file, are resolved against.
@@ -39,6 +37,44 @@ export interface StoreFromEnv {
   close(): Promise<void>
 }
 
+/** What a scheme's factory is given. */
+interface SchemeInput {
+  /** The whole value of `SVC_STORE_URL`, trimmed. */
+  value: string
+  /** The scheme as written in the value, lowercased. */
+  scheme: string
+  /** What follows `<scheme>:`; empty for a store named by a word alone. */
+  rest: string
+  /** What relative paths resolve against. */
+  root: string
+}
+
+/** One kind of value of `SVC_STORE_URL`, and how it opens its store. */
+interface StoreScheme {
+  /** How the value is written, in the list of accepted values. */
+  form: string
+  /** Named by this word alone, exactly (`memory`), rather than by a `<scheme>:` prefix. */
+  word?: true
+  open(input: SchemeInput): StoreFromEnv | Promise<StoreFromEnv>
+}
+
+/**
+ * Every value `SVC_STORE_URL` accepts, by scheme, in the order the error
+ * lists them. A new store is one entry here; a factory that needs a driver
+ * imports it when it is called, so `svc/node` loads none it does not use.
+ * Schemes are case-insensitive (RFC 3986, section 3.1).
+ */
+const SCHEMES: ReadonlyMap<string, StoreScheme> = new Map<string, StoreScheme>([
+  ['postgres', { form: 'postgres://…', open: ({ value }) => openPostgres(value) }],
+  ['postgresql', { form: 'postgresql://…', open: ({ value }) => openPostgres(value) }],
+  ['sqlite', { form: 'sqlite:<path>', open: openSqliteUrl }],
+  ['file', { form: 'file:<path>', open: openSqliteUrl }],
+  ['memory', { form: 'memory', word: true, open: memory }],
+])
+
+const forms = [...SCHEMES.values()].map((scheme) => scheme.form)
+const ACCEPTS = `${forms.slice(0, -1).join(', ')} or ${forms.at(-1)}`
+
 /**
  * Opens the store `env.SVC_STORE_URL` names, or the default. A Postgres store
  * is ready (tables made, database reached) when this resolves; the driver is
@@ -52,18 +88,30 @@ export async function storeFromEnv(env: Record<string, string | undefined>, opti
     if (options.defaultStore === 'memory') return memory()
     throw new TypeError(`storeFromEnv(): defaultStore must be 'memory' or 'sqlite' (got ${JSON.stringify(options.defaultStore)})`)
   }
-  if (value === 'memory') return memory()
-  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(value)?.[1]?.toLowerCase()
-  if (scheme === 'postgres' || scheme === 'postgresql') return openPostgres(value)
-  if (scheme === 'sqlite' || scheme === 'file') {
-    const path = sqlitePath(value.slice(scheme.length + 1))
-    if (!path)
-      throw new TypeError(
-        `${STORE_URL_ENV} must name a file after "${scheme}:" (got ${JSON.stringify(redactUrl(value))}); accepted: ${ACCEPTS}`,
-      )
-    return openSqlite(resolve(root, path))
+  const named = schemeOf(value)
+  if (!named) throw new TypeError(`${STORE_URL_ENV} must be one of ${ACCEPTS} (got ${JSON.stringify(redactUrl(value))})`)
+  return named.store.open({ value, scheme: named.scheme, rest: named.rest, root })
+}
+
+/** The entry of `SCHEMES` that `value` names, with its scheme and what follows it. */
+function schemeOf(value: string): { store: StoreScheme; scheme: string; rest: string } | undefined {
+  const prefix = /^([a-z][a-z0-9+.-]*):/i.exec(value)
+  if (!prefix) {
+    const store = SCHEMES.get(value)
+    return store?.word ? { store, scheme: value, rest: '' } : undefined
   }
-  throw new TypeError(`${STORE_URL_ENV} must be one of ${ACCEPTS} (got ${JSON.stringify(redactUrl(value))})`)
+  const scheme = prefix[1].toLowerCase()
+  const store = SCHEMES.get(scheme)
+  return store && !store.word ? { store, scheme, rest: value.slice(prefix[0].length) } : undefined
+}
+
+function openSqliteUrl({ value, scheme, rest, root }: SchemeInput): StoreFromEnv {
+  const path = sqlitePath(rest)
+  if (!path)
+    throw new TypeError(
+      `${STORE_URL_ENV} must name a file after "${scheme}:" (got ${JSON.stringify(redactUrl(value))}); accepted: ${ACCEPTS}`,
+    )
+  return openSqlite(resolve(root, path))
 }
 
 /** `sqlite:data/runs.db`, `sqlite:/abs/runs.db`, and `file:` URLs (`file:///abs/runs.db`) alike. */

@@ -4,21 +4,21 @@
 // attempt makes (steps, its end, its attempts, children, tokens, timers)
 // land only while the run's owner and fence are still the ones this
 // store's claim set, so a process that stalled past its heartbeat and lost
-// the run to another writes nothing once it goes on. First the store's
-// rules, with two stores on one file standing for two processes; then the
-// engine; then real processes, one of them stopped (SIGSTOP) mid-attempt.
+// the run to another writes nothing once it goes on. First the fenced store
+// contract and the rules of this store's own, with two stores on one file
+// standing for two processes; then the engine; then real processes, one of
+// them stopped (SIGSTOP) mid-attempt.
 import { readFileSync, writeFileSync } from 'node:fs'
 import { DatabaseSync } from 'node:sqlite'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
 import { STALE_MS } from '../../src/node/sqlite-owners.ts'
-import { LeaseLostError } from '../../src/runtime/errors.ts'
 import { createTaskRuntime } from '../../src/runtime/tasks/index.ts'
-import { LIVE_STATUSES } from '../../src/runtime/tasks/store.ts'
 import type { TaskContext, TaskRuntime } from '../../src/types.ts'
 import { startChild } from '../postgres/_child.ts'
 import { deferred, recordingLogger, sleep, until } from '../tasks/_helpers.ts'
+import { fencedStoreContract } from '../tasks/fenced-store-contract.ts'
 import { makeRun } from '../tasks/store-contract.ts'
 import { sqliteFiles } from './_sqlite-files.ts'
 
@@ -45,51 +45,28 @@ function twoProcesses() {
   return { a, b, db, path, fence, takeOver }
 }
 
+fencedStoreContract('SqliteRunStore (two stores on one file)', () => {
+  const { a, b, fence, takeOver } = twoProcesses()
+  return {
+    a,
+    b,
+    // The write that made the run running made it the store's (sqlite-owners.ts).
+    hold: async () => {},
+    // Writing the run out of running let it go.
+    release: async () => {},
+    takeOver,
+    fence: async (id) => fence(id),
+  }
+})
+
 const LOST = { code: 'LEASE_LOST' }
-const now = () => new Date().toISOString()
-const attempt = { index: 1, startedAt: '2025-01-01T00:00:00.000Z', durationMs: 1, error: 'boom' }
 
 describe('fenced runs on a shared SqliteRunStore file', () => {
-  it('every write of an attempt whose run another process took over changes nothing and rejects with LeaseLostError', async () => {
-    const { a, b, takeOver } = twoProcesses()
+  it('a run inserted running starts at fence 1, its first claim; one inserted otherwise at 0', async () => {
+    const { a, fence } = twoProcesses()
     await a.createRun(makeRun({ id: 'r', status: 'running' }))
-    await a.saveStep('r', 'one', { status: 'completed', output: 'by a' })
-    // Read here, so the run is in a's row cache when b takes it.
-    expect(await a.getRun('r')).toMatchObject({ status: 'running' })
-    await takeOver('r')
-
-    const lost = a.saveStep('r', 'two', { status: 'completed', output: 'by a' })
-    await expect(lost).rejects.toBeInstanceOf(LeaseLostError)
-    await expect(lost).rejects.toMatchObject({ ...LOST, runId: 'r' })
-    await expect(a.saveStep('r', 'one', { status: 'completed', output: 'by a again' })).rejects.toMatchObject(LOST)
-    await expect(a.appendAttempt('r', attempt)).rejects.toMatchObject(LOST)
-    await expect(a.updateRun('r', { status: 'completed', ok: true, result: 'by a' }, { status: 'running' })).rejects.toMatchObject(LOST)
-    await expect(a.updateRun('r', { status: 'suspended' }, { status: ['running'] })).rejects.toMatchObject(LOST)
-    await expect(a.createRun(makeRun({ id: 'kid', status: 'running', parentRunId: 'r' }))).rejects.toMatchObject(LOST)
-    await expect(a.debounceRun(makeRun({ id: 'kid2', status: 'scheduled', parentRunId: 'r' }), undefined)).rejects.toMatchObject(LOST)
-    await expect(a.putToken({ id: 'r:w', runId: 'r', stepKey: 'w', status: 'waiting', createdAt: now() })).rejects.toMatchObject(LOST)
-    for (const kind of ['sleep', 'token-timeout', 'retry'] as const) {
-      await expect(a.saveTimer({ id: `r:${kind}`, runId: 'r', kind, stepKey: 'w', dueAt: now() })).rejects.toMatchObject(LOST)
-    }
-
-    const run = (await b.getRun('r'))!
-    expect(run).toMatchObject({ status: 'running', attempts: [], steps: { one: { status: 'completed', output: 'by a' } } })
-    expect(Object.keys(run.steps)).toEqual(['one'])
-    expect(await b.getRun('kid')).toBeUndefined()
-    expect(await b.getRun('kid2')).toBeUndefined()
-    expect(await b.getToken('r:w')).toBeUndefined()
-    expect(await b.listTimers()).toEqual([])
-    expect(await a.getRun('r')).toEqual(run)
-
-    // The process that took it over writes as before.
-    await b.saveStep('r', 'two', { status: 'completed', output: 'by b' })
-    expect((await b.createRun(makeRun({ id: 'kid', status: 'running', parentRunId: 'r' }))).id).toBe('kid')
-    await b.appendAttempt('r', attempt)
-    expect(await b.updateRun('r', { status: 'completed', ok: true, result: 'by b' }, { status: 'running' })).toMatchObject({
-      status: 'completed',
-      result: 'by b',
-      steps: { one: { output: 'by a' }, two: { output: 'by b' } },
-    })
+    await a.createRun(makeRun({ id: 'q', status: 'queued' }))
+    expect([fence('r'), fence('q')]).toEqual([1, 0])
   })
 
   it("a write sees another process's claim committed in the same event-loop turn as its last read of the run", async () => {
@@ -119,78 +96,6 @@ describe('fenced runs on a shared SqliteRunStore file', () => {
     await writes[1]
     expect(Object.keys((await b.getRun('s'))!.steps)).toEqual(['one'])
     expect(Object.keys((await b.getRun('r'))!.steps)).toEqual([])
-  })
-
-  it('a store writes a run it does not hold unfenced, and forgets a run once it wrote it out of running', async () => {
-    const { a, b } = twoProcesses()
-    await a.createRun(makeRun({ id: 'r', status: 'running' }))
-    // b holds nothing of r: its writes are what they always were.
-    await b.saveStep('r', 'one', { status: 'completed' })
-    await b.appendAttempt('r', attempt)
-    // a's run ends; what a writes for it afterwards is no attempt's.
-    expect(await a.updateRun('r', { status: 'completed', ok: true }, { status: 'running' })).toMatchObject({ status: 'completed' })
-    await a.saveStep('r', 'late', { status: 'completed' })
-    expect(Object.keys((await b.getRun('r'))!.steps)).toEqual(['one', 'late'])
-  })
-
-  it('cancel wins from any process, and ends the right of the attempt in flight to write', async () => {
-    const { a, b, takeOver } = twoProcesses()
-    await a.createRun(makeRun({ id: 'r', status: 'running' }))
-    expect(await b.updateRun('r', { status: 'cancelled', ok: false }, { status: LIVE_STATUSES })).toMatchObject({ status: 'cancelled' })
-    await expect(a.saveStep('r', 'one', { status: 'completed' })).rejects.toMatchObject(LOST)
-    await expect(a.updateRun('r', { status: 'completed', ok: true }, { status: 'running' })).rejects.toMatchObject(LOST)
-    expect(await a.getRun('r')).toMatchObject({ status: 'cancelled', steps: {} })
-
-    // A process whose run was taken over still cancels it.
-    await a.createRun(makeRun({ id: 's', status: 'running' }))
-    await takeOver('s')
-    expect(await a.updateRun('s', { status: 'cancelled', ok: false }, { status: LIVE_STATUSES })).toMatchObject({ status: 'cancelled' })
-    await expect(b.saveStep('s', 'one', { status: 'completed' })).rejects.toMatchObject(LOST)
-  })
-
-  it('a suspended run is resumed by whichever process meets its wait, and is then that process’s', async () => {
-    const { a, b, takeOver } = twoProcesses()
-    await a.createRun(makeRun({ id: 'r', status: 'running' }))
-    await takeOver('r')
-    const suspended = { stepKey: 'w', waitpoint: { type: 'token' as const, tokenId: 'r:w' } }
-    expect(await b.updateRun('r', { status: 'suspended', suspended }, { status: 'running' })).toMatchObject({ status: 'suspended' })
-    // The token is completed on a, whose fence of r is stale: the waited step lands, no other.
-    await a.saveStep('r', 'w', { status: 'completed', output: 'yes', kind: 'waitForToken' })
-    await expect(a.saveStep('r', 'other', { status: 'completed' })).rejects.toMatchObject(LOST)
-    expect(await a.updateRun('r', { status: 'running', suspended: undefined }, { status: 'suspended' })).toMatchObject({
-      status: 'running',
-      steps: { w: { output: 'yes' } },
-    })
-    // a holds it again: its attempt writes, and b's writes are no attempt's.
-    await a.saveStep('r', 'after', { status: 'completed' })
-    expect(await a.updateRun('r', { status: 'completed', ok: true }, { status: 'running' })).toMatchObject({ status: 'completed' })
-  })
-
-  it('each claim, and each cancel, moves the fence on', async () => {
-    const { a, b, fence, takeOver } = twoProcesses()
-    await a.createRun(makeRun({ id: 'q', status: 'queued' }))
-    expect(fence('q')).toBe(0)
-    await a.startQueued('report', { concurrency: { limit: 1 } }, now())
-    expect(fence('q')).toBe(1)
-    await a.updateRun('q', { status: 'completed', ok: true }, { status: 'running' })
-
-    await a.createRun(makeRun({ id: 'r', status: 'running' }))
-    expect(fence('r')).toBe(1)
-    // A retry keeps the run running, and its fence.
-    await a.updateRun('r', { status: 'running' }, { status: 'running' })
-    expect(fence('r')).toBe(1)
-    await takeOver('r')
-    expect(fence('r')).toBe(2)
-    await b.updateRun('r', { status: 'suspended' }, { status: 'running' })
-    expect(fence('r')).toBe(2)
-    await b.updateRun('r', { status: 'running' }, { status: 'suspended' })
-    expect(fence('r')).toBe(3)
-    await b.updateRun('r', { status: 'cancelled' }, { status: LIVE_STATUSES })
-    expect(fence('r')).toBe(4)
-
-    await a.createRun(makeRun({ id: 'd', status: 'scheduled' }))
-    await a.updateRun('d', { status: 'running' }, { status: 'scheduled' })
-    expect(fence('d')).toBe(1)
   })
 
   it('a store that claims a run it holds keeps its fence, and a live holder keeps the run from the others', async () => {

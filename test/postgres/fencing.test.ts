@@ -2,17 +2,19 @@
 // its fence on; the writes an attempt makes (steps, its end, children,
 // tokens, timers) land only while the fence is still the one its process's
 // claim got, so a process that stalled past leaseMs and lost the run to
-// another writes nothing once it goes on. First the store's rules, with two
-// stores on one schema standing for two processes; then the engine; then
-// real processes, one of them stopped (SIGSTOP) mid-attempt.
+// another writes nothing once it goes on. First the fenced store contract,
+// with two stores on one schema standing for two processes (the rules of
+// leases themselves are in the SharedWork contract, store.test.ts); then
+// the engine; then real processes, one of them stopped (SIGSTOP)
+// mid-attempt.
 import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { PostgresRunStore } from '../../src/postgres.ts'
-import { LeaseLostError } from '../../src/runtime/errors.ts'
 import { createTaskRuntime } from '../../src/runtime/tasks/index.ts'
-import { LIVE_STATUSES } from '../../src/runtime/tasks/store.ts'
+import type { RunStore } from '../../src/runtime/tasks/store.ts'
 import type { TaskContext, TaskRuntime } from '../../src/types.ts'
+import { fencedStoreContract } from '../tasks/fenced-store-contract.ts'
 import { makeRun } from '../tasks/store-contract.ts'
 import { deferred, recordingLogger, sleep, until } from '../tasks/_helpers.ts'
 import { type ChildServer, startChild } from './_child.ts'
@@ -54,135 +56,41 @@ function twoProcesses(): { a: PostgresRunStore; b: PostgresRunStore; schema: str
   return { a, b, schema }
 }
 
-const LOST = { code: 'LEASE_LOST' }
-const now = () => new Date().toISOString()
-const attempt = { index: 1, startedAt: '2025-01-01T00:00:00.000Z', durationMs: 1, error: 'boom' }
+/** The owner each store of `twoProcesses` claims as, as its engine would. */
+const owners = new WeakMap<RunStore, string>()
+
+fencedStoreContract('PostgresRunStore (two stores on one schema)', () => {
+  const { a, b, schema } = twoProcesses()
+  owners.set(a, 'owner-a').set(b, 'owner-b')
+  return {
+    a,
+    b,
+    hold: async (s, id) => {
+      expect(await (s as PostgresRunStore).shared.acquireLease(owners.get(s)!, id)).toBe(true)
+    },
+    release: (s, id) => (s as PostgresRunStore).shared.releaseLeases(owners.get(s)!, [id]),
+    takeOver: async (...ids) => {
+      // A's lease lapses after 50 ms; B's sweep claims what it held.
+      await sleep(100)
+      expect((await b.shared.claimOrphanedRuns('owner-b', 10)).map((run) => run.id).sort()).toEqual([...ids].sort())
+    },
+    fence: async (id) => (await db.unsafe(`SELECT lease_fence::int AS f FROM ${schema}.runs WHERE id = $1`, [id]))[0].f as number,
+  }
+})
 
 describe('fenced leases on PostgresRunStore', () => {
-  it('every write of an attempt whose lease another process took changes nothing and rejects with LeaseLostError', async () => {
-    const { a, b } = twoProcesses()
-    await a.createRun(makeRun({ id: 'r', status: 'running' }))
-    expect(await a.shared.acquireLease('owner-a', 'r')).toBe(true)
-    await a.saveStep('r', 'one', { status: 'completed', output: 'by a' })
-    await sleep(100)
-    expect((await b.shared.claimOrphanedRuns('owner-b', 10)).map((run) => run.id)).toEqual(['r'])
-
-    const lost = a.saveStep('r', 'two', { status: 'completed', output: 'by a' })
-    await expect(lost).rejects.toBeInstanceOf(LeaseLostError)
-    await expect(lost).rejects.toMatchObject({ ...LOST, runId: 'r' })
-    await expect(a.saveStep('r', 'one', { status: 'completed', output: 'by a again' })).rejects.toMatchObject(LOST)
-    await expect(a.appendAttempt('r', attempt)).rejects.toMatchObject(LOST)
-    await expect(a.updateRun('r', { status: 'completed', ok: true, result: 'by a' }, { status: 'running' })).rejects.toMatchObject(LOST)
-    await expect(a.updateRun('r', { status: 'suspended' }, { status: ['running'] })).rejects.toMatchObject(LOST)
-    await expect(a.createRun(makeRun({ id: 'kid', status: 'running', parentRunId: 'r' }))).rejects.toMatchObject(LOST)
-    await expect(a.putToken({ id: 'r:w', runId: 'r', stepKey: 'w', status: 'waiting', createdAt: now() })).rejects.toMatchObject(LOST)
-    for (const kind of ['sleep', 'token-timeout', 'retry'] as const) {
-      await expect(a.saveTimer({ id: `r:${kind}`, runId: 'r', kind, stepKey: 'w', dueAt: now() })).rejects.toMatchObject(LOST)
-    }
-
-    const run = (await b.getRun('r'))!
-    expect(run).toMatchObject({ status: 'running', attempts: [], steps: { one: { status: 'completed', output: 'by a' } } })
-    expect(Object.keys(run.steps)).toEqual(['one'])
-    expect(await b.getRun('kid')).toBeUndefined()
-    expect(await b.getToken('r:w')).toBeUndefined()
-    expect(await b.listTimers()).toEqual([])
-
-    // The process that took it over writes as before.
-    await b.saveStep('r', 'two', { status: 'completed', output: 'by b' })
-    expect((await b.createRun(makeRun({ id: 'kid', status: 'running', parentRunId: 'r' }))).id).toBe('kid')
-    expect(await b.updateRun('r', { status: 'completed', ok: true, result: 'by b' }, { status: 'running' })).toMatchObject({
-      status: 'completed',
-      result: 'by b',
-      steps: { one: { output: 'by a' }, two: { output: 'by b' } },
-    })
-  })
-
-  it('a process holding no lease on a run writes to it unfenced, and a lease given up fences nothing more', async () => {
-    const { a } = twoProcesses()
-    await a.createRun(makeRun({ id: 'r', status: 'running' }))
-    await a.saveStep('r', 'one', { status: 'completed' })
-    expect(await a.shared.acquireLease('owner-a', 'r')).toBe(true)
-    await a.shared.releaseLeases('owner-a', ['r'])
-    await a.saveStep('r', 'two', { status: 'completed' })
-    expect(await a.updateRun('r', { status: 'completed', ok: true }, { status: 'running' })).toMatchObject({ status: 'completed' })
-  })
-
-  it('cancel wins over every lease, and ends the right of the attempt in flight to write', async () => {
-    const { a, b } = twoProcesses()
-    await a.createRun(makeRun({ id: 'r', status: 'running' }))
-    expect(await a.shared.acquireLease('owner-a', 'r')).toBe(true)
-    expect(await b.updateRun('r', { status: 'cancelled', ok: false }, { status: LIVE_STATUSES })).toMatchObject({ status: 'cancelled' })
-    await expect(a.saveStep('r', 'one', { status: 'completed' })).rejects.toMatchObject(LOST)
-    expect(Object.keys((await a.getRun('r'))!.steps)).toEqual([])
-
-    // A process whose own lease was taken over still cancels.
-    await a.createRun(makeRun({ id: 's', status: 'running' }))
-    expect(await a.shared.acquireLease('owner-a', 's')).toBe(true)
-    await sleep(100)
-    expect((await b.shared.claimOrphanedRuns('owner-b', 10)).map((run) => run.id)).toEqual(['s'])
-    expect(await a.updateRun('s', { status: 'cancelled', ok: false }, { status: LIVE_STATUSES })).toMatchObject({ status: 'cancelled' })
-  })
-
-  it('a suspended run is resumed by whichever process meets its waitpoint, lease or not; its other steps stay fenced', async () => {
-    const { a, b } = twoProcesses()
-    await a.createRun(makeRun({ id: 'r', status: 'running' }))
-    expect(await a.shared.acquireLease('owner-a', 'r')).toBe(true)
-    const suspended = { stepKey: 'w', waitpoint: { type: 'token' as const, tokenId: 'r:w' } }
-    expect(await a.updateRun('r', { status: 'suspended', suspended }, { status: 'running' })).toMatchObject({ status: 'suspended' })
-    await sleep(100)
-    // A stalled between suspending and arming the wait: B takes the run to arm it.
-    expect((await b.shared.claimOrphanedRuns('owner-b', 10)).map((run) => run.id)).toEqual(['r'])
-    // The token is completed on A, which resumes the run.
-    await a.saveStep('r', 'w', { status: 'completed', output: 'yes', kind: 'waitForToken' })
-    await expect(a.saveStep('r', 'other', { status: 'completed' })).rejects.toMatchObject(LOST)
-    expect(await a.updateRun('r', { status: 'running', suspended: undefined }, { status: 'suspended' })).toMatchObject({
-      status: 'running',
-      steps: { w: { output: 'yes' } },
-    })
-  })
-
-  it('a run made running again moves its fence on: the process whose attempt suspended it writes nothing more for it', async () => {
-    const { a, b } = twoProcesses()
-    await a.createRun(makeRun({ id: 'r', status: 'running' }))
-    expect(await a.shared.acquireLease('owner-a', 'r')).toBe(true)
-    const suspended = { stepKey: 'w', waitpoint: { type: 'token' as const, tokenId: 'r:w', timeoutAt: now() } }
-    await a.updateRun('r', { status: 'suspended', suspended }, { status: 'running' })
-    // B completes the token and resumes the run before A armed the token's timeout.
-    await b.saveStep('r', 'w', { status: 'completed', kind: 'waitForToken' })
-    await b.updateRun('r', { status: 'running', suspended: undefined }, { status: 'suspended' })
-    await expect(
-      a.saveTimer({ id: 'r:t', runId: 'r', kind: 'token-timeout', stepKey: 'w', tokenId: 'r:w', dueAt: now() }),
-    ).rejects.toMatchObject(LOST)
-    expect(await b.listTimers()).toEqual([])
-  })
-
-  it('a process never takes as an orphan a run it holds itself, however late its renewal', async () => {
-    const { a, b } = twoProcesses()
-    await a.createRun(makeRun({ id: 'r', status: 'running' }))
-    expect(await a.shared.acquireLease('owner-a', 'r')).toBe(true)
-    await sleep(100)
-    expect(await a.shared.claimOrphanedRuns('owner-a', 10)).toEqual([])
-    expect((await b.shared.claimOrphanedRuns('owner-b', 10)).map((run) => run.id)).toEqual(['r'])
-  })
-
-  it('each claim moves the fence on', async () => {
+  it('taking a lease and claiming an orphan each move the fence on; renewing it does not', async () => {
     const { a, b, schema } = twoProcesses()
     const fence = async () => (await db.unsafe(`SELECT lease_fence::int AS f FROM ${schema}.runs WHERE id = 'r'`))[0].f as number
-    await a.createRun(makeRun({ id: 'r', status: 'queued' }))
+    await a.createRun(makeRun({ id: 'r', status: 'running' }))
     const first = await fence()
-    await a.startQueued('report', { concurrency: { limit: 1 } }, now())
+    expect(await a.shared.acquireLease('owner-a', 'r')).toBe(true)
     expect(await fence()).toBe(first + 1)
-    await a.shared.acquireLease('owner-a', 'r')
-    expect(await fence()).toBe(first + 2)
+    expect(await a.shared.renewLeases('owner-a', ['r'])).toEqual(['r'])
+    expect(await fence()).toBe(first + 1)
     await sleep(100)
-    await b.shared.claimOrphanedRuns('owner-b', 10)
-    expect(await fence()).toBe(first + 3)
-    await b.updateRun('r', { status: 'suspended' }, { status: 'running' })
-    expect(await fence()).toBe(first + 3)
-    await b.updateRun('r', { status: 'running' }, { status: 'suspended' })
-    expect(await fence()).toBe(first + 4)
-    await b.updateRun('r', { status: 'cancelled' }, { status: LIVE_STATUSES })
-    expect(await fence()).toBe(first + 5)
+    expect((await b.shared.claimOrphanedRuns('owner-b', 10)).map((run) => run.id)).toEqual(['r'])
+    expect(await fence()).toBe(first + 2)
   })
 })
 

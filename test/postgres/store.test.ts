@@ -4,8 +4,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { PostgresRunStore } from '../../src/postgres.ts'
 import { StoreFullError } from '../../src/runtime/errors.ts'
 import { migrate, SCHEMA_VERSION } from '../../src/postgres/migrations.ts'
+import { sharedWorkContract } from '../tasks/shared-work-contract.ts'
 import { makeRun, runStoreContract } from '../tasks/store-contract.ts'
-import { until } from '../tasks/_helpers.ts'
 import { createDatabase } from './_pg.ts'
 
 let url: string
@@ -411,105 +411,9 @@ describe('PostgresRunStore: stores sharing a schema', () => {
   })
 })
 
-describe('PostgresRunStore: how stores sharing a schema split the work', () => {
-  it('each due timer is claimed by one store; a timer not yet due, or under a live claim, by none', async () => {
-    const schema = freshSchema()
-    const stores = [store({ schema }), store({ schema }), store({ schema })]
-    const past = new Date(Date.now() - 1000).toISOString()
-    for (let i = 0; i < 60; i++) await stores[0].saveTimer({ id: `t${i}`, runId: `r${i}`, kind: 'sleep', stepKey: 'nap', dueAt: past })
-    await stores[0].saveTimer({ id: 'later', runId: 'r', kind: 'sleep', stepKey: 'nap', dueAt: '2099-01-01T00:00:00.000Z' })
-    const now = new Date().toISOString()
-    const claims = await Promise.all(
-      stores.flatMap((s, i) => Array.from({ length: 4 }, () => s.shared.claimDueTimers(`owner${i}`, now, 10))),
-    )
-    const ids = claims.flat().map((timer) => timer.id)
-    expect(ids.sort()).toEqual(Array.from({ length: 60 }, (_, i) => `t${i}`).sort())
-    // Claimed, not gone: another owner cannot take them while the claims live.
-    expect(await stores[1].shared.claimDueTimers('other', now, 100)).toEqual([])
-    expect(await stores[1].shared.claimTimer('other', 't0')).toBeUndefined()
-    expect(await stores[1].shared.nextDueAt()).toBe('2099-01-01T00:00:00.000Z')
-  })
-
-  it('a claim that lapses goes back; a finished timer is gone, and one saved again since its claim stays', async () => {
-    const schema = freshSchema()
-    const [a, b] = [store({ schema, leaseMs: 200 }), store({ schema, leaseMs: 200 })]
-    const past = new Date(Date.now() - 1000).toISOString()
-    await a.saveTimer({ id: 'x', runId: 'r', kind: 'retry', dueAt: past })
-    await a.saveTimer({ id: 'y', runId: 'r2', kind: 'retry', dueAt: past })
-    expect((await a.shared.claimDueTimers('a', new Date().toISOString(), 10)).map((t) => t.id).sort()).toEqual(['x', 'y'])
-    // a saves y again (the next retry) before it finishes the old one.
-    await a.saveTimer({ id: 'y', runId: 'r2', kind: 'retry', dueAt: past })
-    await a.shared.finishTimer('a', 'y')
-    expect((await a.listTimers()).map((t) => t.id).sort()).toEqual(['x', 'y'])
-    // b cannot finish what a claimed; once a's claim on x lapses, b may claim it.
-    await b.shared.finishTimer('b', 'x')
-    await until(async () => (await b.shared.claimTimer('b', 'x')) !== undefined)
-    await b.shared.finishTimer('b', 'x')
-    expect((await a.listTimers()).map((t) => t.id)).toEqual(['y'])
-  })
-
-  it('a running run is leased by one owner at a time, until its lease lapses or is released', async () => {
-    const schema = freshSchema()
-    const [a, b] = [store({ schema, leaseMs: 300 }), store({ schema, leaseMs: 300 })]
-    await a.createRun(makeRun({ id: 'run', status: 'running' }))
-    await a.createRun(makeRun({ id: 'waiting', status: 'running' }))
-    await a.saveTimer({ id: 'waiting:retry', runId: 'waiting', kind: 'retry', dueAt: '2099-01-01T00:00:00.000Z' })
-    await a.createRun(makeRun({ id: 'asleep', status: 'suspended' }))
-    const won = await Promise.all([a.shared.acquireLease('a', 'run'), b.shared.acquireLease('b', 'run')])
-    expect(won.filter(Boolean)).toHaveLength(1)
-    const [holder, other] = won[0] ? (['a', 'b'] as const) : (['b', 'a'] as const)
-    const stores = { a, b }
-    expect(await stores[other].shared.acquireLease(other, 'run')).toBe(false)
-    expect(await stores[holder].shared.renewLeases(holder, ['run'])).toEqual(['run'])
-    expect(await stores[other].shared.renewLeases(other, ['run'])).toEqual([])
-    // Released: taken over at once, as an orphan (a run waiting for its retry timer, or not running, never is).
-    await stores[holder].shared.releaseLeases(holder)
-    expect((await stores[other].shared.claimOrphanedRuns(other, 10)).map((run) => run.id)).toEqual(['run'])
-    expect(await stores[holder].shared.acquireLease(holder, 'run')).toBe(false)
-    // Lapsed: the other owner's lease, never renewed, goes back after leaseMs.
-    const taken = await until(async () => {
-      const ids = (await stores[holder].shared.claimOrphanedRuns(holder, 10)).map((run) => run.id)
-      return ids.length > 0 && ids
-    }, 5000)
-    expect(taken).toEqual(['run'])
-    expect(await a.shared.acquireLease('a', 'asleep')).toBe(false)
-  })
-
-  it('a suspended run whose lease lapsed (its process died while suspending) is claimed; one whose lease was given up is not', async () => {
-    const schema = freshSchema()
-    const [a, b] = [store({ schema, leaseMs: 200 }), store({ schema, leaseMs: 200 })]
-    for (const id of ['cut', 'done']) {
-      await a.createRun(makeRun({ id, status: 'running' }))
-      expect(await a.shared.acquireLease('a', id)).toBe(true)
-      await a.updateRun(id, { status: 'suspended' }, { status: 'running' })
-    }
-    await a.shared.releaseLeases('a', ['done'])
-    const taken = await until(async () => {
-      const ids = (await b.shared.claimOrphanedRuns('b', 10)).map((run) => run.id)
-      return ids.length > 0 && ids
-    }, 5000)
-    expect(taken).toEqual(['cut'])
-  })
-
-  it('each tick of a task is claimed once, however many stores claim it at once', async () => {
-    const schema = freshSchema()
-    const stores = [store({ schema }), store({ schema }), store({ schema })]
-    const tick = '2030-01-01T12:00:00.000Z'
-    const claims = await Promise.all(stores.flatMap((s) => [s.shared.claimTick('nightly', tick), s.shared.claimTick('nightly', tick)]))
-    expect(claims.filter(Boolean)).toHaveLength(1)
-    expect(await stores[0].shared.claimTick('other', tick)).toBe(true)
-    expect(await stores[1].shared.claimTick('nightly', '2030-01-01T12:01:00.000Z')).toBe(true)
-  })
-
-  it('wake() on one store reaches every store that subscribed', async () => {
-    const schema = freshSchema()
-    const [a, b, c] = [store({ schema }), store({ schema }), store({ schema })]
-    let woken = 0
-    const stops = await Promise.all([b, c].map((s) => s.shared.subscribe(() => woken++)))
-    await a.shared.wake()
-    await until(() => woken === 2)
-    await Promise.all(stops.map((stop) => stop()))
-  })
+sharedWorkContract('PostgresRunStore (stores on one schema)', () => {
+  const schema = freshSchema()
+  return (options) => store({ schema, ...options })
 })
 
 describe('PostgresRunStore options', () => {

@@ -13,6 +13,7 @@ import { groupDigits } from './payload-limit.ts'
 import { attemptSize, runSize, stepSize, TOKEN_BASE } from './run-size.ts'
 import { StepLog } from './step-log.ts'
 import { applyRunPatch, isFinished, settleTokenRecord, statusMatches } from './store.ts'
+import { DEFAULT_MAX_RUNS } from './store-limits.ts'
 
 export interface MemoryRunStoreOptions {
   /**
@@ -37,9 +38,6 @@ export interface MemoryRunStoreOptions {
    */
   maxBytes?: number
 }
-
-/** Default bound of the memory store. */
-export const DEFAULT_MAX_RUNS = 10_000
 
 /** Default bound of the memory store in bytes of JSON: 256 MiB. */
 export const DEFAULT_MAX_BYTES = 256 * 1024 * 1024

@@ -274,16 +274,23 @@ export interface SharedWork {
 
   /** Takes the lease on a `running` run, unless another owner holds a live one. */
   acquireLease(owner: string, runId: string): Promise<boolean>
-  /** Extends the owner's leases on these runs; resolves to the ids it still holds. */
+  /** Extends the owner's leases on these runs; resolves to the ids it still holds (a cancelled run is not: its attempt is to stop). */
   renewLeases(owner: string, runIds: readonly string[]): Promise<string[]>
-  /** Gives up the owner's leases on these runs (all of them when omitted), so others may take the attempts over at once. */
+  /**
+   * Gives up the owner's leases on these runs, so others may take the
+   * attempts over at once. Without `runIds` (the process shuts down), all
+   * of its leases, and its claims on timers it did not finish.
+   */
   releaseLeases(owner: string, runIds?: readonly string[]): Promise<void>
   /**
    * Takes the lease on up to `limit` runs whose process died or shut down
    * mid-way: `running` runs that nobody holds (lapsed or released) and that
    * wait for no retry timer, and `suspended` runs whose lease lapsed (the
    * process died between suspending and arming the waitpoint; the claimer
-   * arms it and releases the lease). Never a run `owner` holds itself: its
+   * arms it and releases the lease). Also `suspended` runs that nobody
+   * holds and whose `task` waitpoint's child has finished: a child reached
+   * through an idempotency key resumes only the run that started it, so
+   * the claimer resumes the others. Never a run `owner` holds itself: its
    * dispatch there is still in flight, however late its renewal.
    */
   claimOrphanedRuns(owner: string, limit: number): Promise<RunRecord[]>

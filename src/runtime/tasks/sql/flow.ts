@@ -1,20 +1,16 @@
 /**
- * Flow control on the tables of `schema.ts`, shared by the two SQLite run
- * stores: each calls these inside its own atomic block (the Node store's
- * write transaction, the Durable Object's `transactionSync`), so the reads
+ * Flow control on the tables of `schema.ts`, shared by the SQLite-family
+ * run stores as procedures (procedure.ts): each store runs them inside its
+ * own atomic block (the Node store's write transaction, the Durable
+ * Object's `transactionSync`, an async store's transaction), so the reads
  * and the writes cannot be split by another caller. Edge-safe.
  */
 import type { RunRecord } from '../../types.ts'
 import { type FlowLimits, flowKey, planStarts, startedRun } from '../flow.ts'
 import type { StartedRuns } from '../store.ts'
+import { read, type SqlProcedure, type SqlRows, type SqlStatement, write } from './procedure.ts'
 import { type RunRow, SELECT_QUEUED_AND_RUNNING, SELECT_SCHEDULED, SELECT_STARTED_SINCE, UPDATE_RUN, UPDATE_RUN_RECORD } from './queries.ts'
 import { rowText, wholeText } from './record-text.ts'
-
-/** How a store runs one statement: `all` reads rows, `run` writes. */
-export interface SqlRunner {
-  all(query: string, ...params: (string | number | null)[]): Record<string, unknown>[]
-  run(query: string, ...params: (string | number | null)[]): void
-}
 
 /** A run row as written, with the whole record's text: for a store that caches rows. */
 export interface WrittenRow {
@@ -22,41 +18,71 @@ export interface WrittenRow {
   row: RunRow
 }
 
-/** `RunStore.startQueued` on the SQL tables; `written` lists the rows it changed. */
-export function startQueuedSql(
-  sql: SqlRunner,
-  taskName: string,
+/** What `startQueuedSql` resolves to: the store's answer, and the rows it changed. */
+export interface QueuedStarts {
+  result: StartedRuns
+  written: WrittenRow[]
+}
+
+/** What a procedure hands back when it read nothing. */
+const NO_ROWS: SqlRows = []
+
+/**
+ * `RunStore.startQueued` on the SQL tables: two reads, then one write per
+ * run it starts. The choice between them is `planQueuedStarts`, a plain
+ * function, so that the procedure itself does no more than hand statements
+ * over.
+ */
+export function* startQueuedSql(taskName: string, limits: FlowLimits, now: string): SqlProcedure<QueuedStarts> {
+  const rows = (yield read(SELECT_QUEUED_AND_RUNNING, taskName)) as unknown as RunRow[]
+  const nowMs = Date.parse(now)
+  const since = limits.rateLimit && new Date(nowMs - limits.rateLimit.periodSeconds * 1000).toISOString()
+  const started = since ? yield read(SELECT_STARTED_SINCE, taskName, since) : NO_ROWS
+  const starts = planQueuedStarts(rows, started, limits, now, nowMs)
+  for (const statement of starts.writes) yield statement
+  return starts
+}
+
+/**
+ * Of a task's queued and running rows (creation order) and its rows started
+ * within the rate limit's window, the runs `planStarts` lets start at
+ * `now`, and the statements that start them.
+ */
+function planQueuedStarts(
+  rows: RunRow[],
+  startedRows: SqlRows,
   limits: FlowLimits,
   now: string,
-): { result: StartedRuns; written: WrittenRow[] } {
-  const rows = sql.all(SELECT_QUEUED_AND_RUNNING, taskName) as unknown as RunRow[]
+  nowMs: number,
+): QueuedStarts & { writes: SqlStatement[] } {
   const runs = rows.map((row) => JSON.parse(row.record) as RunRecord)
-  const nowMs = Date.parse(now)
-  const started = limits.rateLimit
-    ? sql
-        .all(SELECT_STARTED_SINCE, taskName, new Date(nowMs - limits.rateLimit.periodSeconds * 1000).toISOString())
-        .map((row) => JSON.parse(row.record as string) as RunRecord)
-    : []
   const plan = planStarts(
     limits,
     runs.filter((run) => run.status === 'queued'),
     runs.filter((run) => run.status === 'running'),
-    started,
+    startedRows.map((row) => JSON.parse(row.record as string) as RunRecord),
     nowMs,
   )
   const seqs = new Map(runs.map((run, i) => [run.id, Number(rows[i].seq)]))
   const result: StartedRuns = { started: [] }
   const written: WrittenRow[] = []
+  const writes: SqlStatement[] = []
   for (const run of plan.start) {
     const next = startedRun(run, now)
     const record = rowText(next)
     const seq = seqs.get(run.id)!
-    sql.run(UPDATE_RUN, next.status, null, record, seq)
+    writes.push(write(UPDATE_RUN, next.status, null, record, seq))
     written.push({ id: run.id, row: { seq, record: wholeText(next, record), finished_seq: null } })
     result.started.push(next)
   }
   if (plan.wake) result.wake = plan.wake
-  return { result, written }
+  return { result, written, writes }
+}
+
+/** What `joinScheduledSql` resolves to when `run` joined a scheduled run. */
+export interface ScheduledJoin {
+  joined: RunRecord
+  written: WrittenRow
 }
 
 /**
@@ -64,21 +90,28 @@ export function startQueuedSql(
  * joined run and its row, or `undefined` when none has `run`'s key (the
  * store then inserts `run`, in the same atomic block).
  */
-export function joinScheduledSql(
-  sql: SqlRunner,
-  run: RunRecord,
-  keyPath: string | undefined,
-): { joined: RunRecord; written: WrittenRow } | undefined {
+export function* joinScheduledSql(run: RunRecord, keyPath: string | undefined): SqlProcedure<ScheduledJoin | undefined> {
+  const join = scheduledJoin((yield read(SELECT_SCHEDULED, run.taskName)) as unknown as RunRow[], run, keyPath)
+  if (!join) return undefined
+  yield join.write
+  return join
+}
+
+/** Of a task's scheduled rows (creation order), the first that holds `run`'s key, joined, and the statement that writes it. */
+function scheduledJoin(rows: RunRow[], run: RunRecord, keyPath: string | undefined): (ScheduledJoin & { write: SqlStatement }) | undefined {
   const key = flowKey(run.input, keyPath)
-  for (const row of sql.all(SELECT_SCHEDULED, run.taskName) as unknown as RunRow[]) {
+  for (const row of rows) {
     const waiting = JSON.parse(row.record) as RunRecord
     if (flowKey(waiting.input, keyPath) !== key) continue
     waiting.input = run.input
     waiting.runAt = run.runAt
     const record = rowText(waiting)
-    sql.run(UPDATE_RUN_RECORD, record, row.seq)
     const whole = wholeText(waiting, record)
-    return { joined: waiting, written: { id: waiting.id, row: { seq: Number(row.seq), record: whole, finished_seq: row.finished_seq } } }
+    return {
+      joined: waiting,
+      written: { id: waiting.id, row: { seq: Number(row.seq), record: whole, finished_seq: row.finished_seq } },
+      write: write(UPDATE_RUN_RECORD, record, row.seq),
+    }
   }
   return undefined
 }

@@ -1,0 +1,272 @@
+/**
+ * The SharedWork contract (src/runtime/tasks/store.ts): how processes that
+ * share one store split due timers, running attempts and cron ticks, and
+ * how the leases on attempts fence their writes. Every store with `shared`
+ * runs it:
+ *
+ * ```ts
+ * sharedWorkContract('SomeStore', () => {
+ *   const database = freshDatabase()
+ *   return (options) => new SomeStore({ database, ...options })
+ * })
+ * ```
+ *
+ * Each call of the outer function is a fresh database; each call of the
+ * function it returns opens a store on it, which stands for one process,
+ * with `leaseMs` when given. Owners are named for the store they claim
+ * through, as one engine per process is. The rules every fenced store
+ * shares, with or without `shared`, are in fenced-store-contract.ts.
+ */
+import { describe, expect, it } from 'vitest'
+import type { RunStore, SharedWork } from '../../src/runtime/tasks/store.ts'
+import { LIVE_STATUSES } from '../../src/runtime/tasks/store.ts'
+import { sleep, until } from './_helpers.ts'
+import { makeRun } from './store-contract.ts'
+
+export type SharedStore = RunStore & { readonly shared: SharedWork }
+export type OpenSharedStore = (options?: { leaseMs?: number }) => SharedStore
+
+const LOST = { code: 'LEASE_LOST' }
+const FAR = '2099-01-01T00:00:00.000Z'
+const isoNow = () => new Date().toISOString()
+const ago = (ms: number) => new Date(Date.now() - ms).toISOString()
+
+export function sharedWorkContract(name: string, database: () => OpenSharedStore | Promise<OpenSharedStore>): void {
+  describe(`SharedWork contract: ${name}`, () => {
+    describe('due timers', () => {
+      it('each due timer is claimed by one store; a timer not yet due, or under a live claim, by none', async () => {
+        const open = await database()
+        const stores = [open(), open(), open()]
+        const past = ago(1000)
+        for (let i = 0; i < 60; i++) await stores[0].saveTimer({ id: `t${i}`, runId: `r${i}`, kind: 'sleep', stepKey: 'nap', dueAt: past })
+        await stores[0].saveTimer({ id: 'later', runId: 'r', kind: 'sleep', stepKey: 'nap', dueAt: FAR })
+        const now = isoNow()
+        const claims = await Promise.all(
+          stores.flatMap((s, i) => Array.from({ length: 4 }, () => s.shared.claimDueTimers(`owner${i}`, now, 10))),
+        )
+        const ids = claims.flat().map((timer) => timer.id)
+        expect(ids.sort()).toEqual(Array.from({ length: 60 }, (_, i) => `t${i}`).sort())
+        // Claimed, not gone: another owner cannot take them while the claims live.
+        expect(await stores[1].shared.claimDueTimers('other', now, 100)).toEqual([])
+        expect(await stores[1].shared.claimTimer('other', 't0')).toBeUndefined()
+        expect(await stores[1].shared.nextDueAt()).toBe(FAR)
+      })
+
+      it('claims at most limit timers, the earliest first, and nextDueAt names the earliest unclaimed one', async () => {
+        const s = (await database())()
+        expect(await s.shared.nextDueAt()).toBeUndefined()
+        const due = [ago(1000), ago(3000), ago(2000)]
+        for (const [i, dueAt] of due.entries()) await s.saveTimer({ id: `t${i}`, runId: `r${i}`, kind: 'retry', dueAt })
+        expect(await s.shared.nextDueAt()).toBe(due[1])
+        const first = await s.shared.claimDueTimers('a', isoNow(), 2)
+        expect(first.map((timer) => timer.id)).toEqual(['t1', 't2'])
+        expect(first[0]).toEqual({ id: 't1', runId: 'r1', kind: 'retry', dueAt: due[1] })
+        expect(await s.shared.nextDueAt()).toBe(due[0])
+        // A timer that is not due at `now` is not claimed, however early the call.
+        expect(await s.shared.claimDueTimers('a', ago(5000), 10)).toEqual([])
+        expect((await s.shared.claimTimer('a', 't0'))?.id).toBe('t0')
+        expect(await s.shared.nextDueAt()).toBeUndefined()
+        expect(await s.shared.claimTimer('a', 'gone')).toBeUndefined()
+      })
+
+      it('a claim that lapses goes back; a finished timer is gone, and one saved again since its claim stays', async () => {
+        const open = await database()
+        const [a, b] = [open({ leaseMs: 200 }), open({ leaseMs: 200 })]
+        const past = ago(1000)
+        await a.saveTimer({ id: 'x', runId: 'r', kind: 'retry', dueAt: past })
+        await a.saveTimer({ id: 'y', runId: 'r2', kind: 'retry', dueAt: past })
+        expect((await a.shared.claimDueTimers('a', isoNow(), 10)).map((t) => t.id).sort()).toEqual(['x', 'y'])
+        // a saves y again (the next retry) before it finishes the old one.
+        await a.saveTimer({ id: 'y', runId: 'r2', kind: 'retry', dueAt: past })
+        await a.shared.finishTimer('a', 'y')
+        expect((await a.listTimers()).map((t) => t.id).sort()).toEqual(['x', 'y'])
+        // b cannot finish what a claimed; once a's claim on x lapses, b may claim it.
+        await b.shared.finishTimer('b', 'x')
+        await until(async () => (await b.shared.claimTimer('b', 'x')) !== undefined)
+        await b.shared.finishTimer('b', 'x')
+        expect((await a.listTimers()).map((t) => t.id)).toEqual(['y'])
+      })
+
+      it('an owner that lets go of everything gives back the timers it claimed and did not finish', async () => {
+        const open = await database()
+        const [a, b] = [open(), open()]
+        await a.saveTimer({ id: 'x', runId: 'r', kind: 'delay', dueAt: ago(1000) })
+        expect((await a.shared.claimDueTimers('a', isoNow(), 10)).map((t) => t.id)).toEqual(['x'])
+        expect(await b.shared.claimTimer('b', 'x')).toBeUndefined()
+        await a.shared.releaseLeases('a')
+        expect((await b.shared.claimTimer('b', 'x'))?.id).toBe('x')
+      })
+    })
+
+    describe('leases on running attempts', () => {
+      it('a running run is leased by one owner at a time, until its lease lapses or is released', async () => {
+        const open = await database()
+        const [a, b] = [open({ leaseMs: 300 }), open({ leaseMs: 300 })]
+        await a.createRun(makeRun({ id: 'run', status: 'running' }))
+        await a.createRun(makeRun({ id: 'waiting', status: 'running' }))
+        await a.saveTimer({ id: 'waiting:retry', runId: 'waiting', kind: 'retry', dueAt: FAR })
+        await a.createRun(makeRun({ id: 'asleep', status: 'suspended' }))
+        const won = await Promise.all([a.shared.acquireLease('a', 'run'), b.shared.acquireLease('b', 'run')])
+        expect(won.filter(Boolean)).toHaveLength(1)
+        const [holder, other] = won[0] ? (['a', 'b'] as const) : (['b', 'a'] as const)
+        const stores = { a, b }
+        expect(await stores[other].shared.acquireLease(other, 'run')).toBe(false)
+        expect(await stores[holder].shared.renewLeases(holder, ['run'])).toEqual(['run'])
+        expect(await stores[other].shared.renewLeases(other, ['run'])).toEqual([])
+        // Released: taken over at once, as an orphan (a run waiting for its retry timer, or not running, never is).
+        await stores[holder].shared.releaseLeases(holder)
+        expect((await stores[other].shared.claimOrphanedRuns(other, 10)).map((run) => run.id)).toEqual(['run'])
+        expect(await stores[holder].shared.acquireLease(holder, 'run')).toBe(false)
+        // Lapsed: the other owner's lease, never renewed, goes back after leaseMs.
+        const taken = await until(async () => {
+          const ids = (await stores[holder].shared.claimOrphanedRuns(holder, 10)).map((run) => run.id)
+          return ids.length > 0 && ids
+        }, 5000)
+        expect(taken).toEqual(['run'])
+        expect(await a.shared.acquireLease('a', 'asleep')).toBe(false)
+      })
+
+      it('claimOrphanedRuns takes at most limit runs, and never one under a live lease', async () => {
+        const open = await database()
+        const [a, b] = [open({ leaseMs: 50 }), open()]
+        for (const id of ['o1', 'o2', 'o3', 'held']) await a.createRun(makeRun({ id, status: 'running' }))
+        expect(await b.shared.acquireLease('b', 'held')).toBe(true)
+        // Made running by a, whose provisional lease lapses unless a takes it.
+        await sleep(100)
+        const first = (await b.shared.claimOrphanedRuns('c', 2)).map((run) => run.id)
+        expect(first).toHaveLength(2)
+        const second = (await b.shared.claimOrphanedRuns('c', 10)).map((run) => run.id)
+        expect([...first, ...second].sort()).toEqual(['o1', 'o2', 'o3'])
+      })
+
+      it('a renewal drops a run that was cancelled meanwhile: its attempt is to stop', async () => {
+        const open = await database()
+        const [a, b] = [open(), open()]
+        await a.createRun(makeRun({ id: 'r', status: 'running' }))
+        await a.createRun(makeRun({ id: 's', status: 'running' }))
+        expect(await a.shared.acquireLease('a', 'r')).toBe(true)
+        expect(await a.shared.acquireLease('a', 's')).toBe(true)
+        expect(await b.updateRun('r', { status: 'cancelled', ok: false }, { status: LIVE_STATUSES })).toMatchObject({ status: 'cancelled' })
+        expect(await a.shared.renewLeases('a', ['r', 's'])).toEqual(['s'])
+        expect(await a.shared.renewLeases('a', [])).toEqual([])
+      })
+
+      it('a suspended run whose lease lapsed (its process died while suspending) is claimed; one whose lease was given up is not', async () => {
+        const open = await database()
+        const [a, b] = [open({ leaseMs: 200 }), open({ leaseMs: 200 })]
+        for (const id of ['cut', 'done']) {
+          await a.createRun(makeRun({ id, status: 'running' }))
+          expect(await a.shared.acquireLease('a', id)).toBe(true)
+          await a.updateRun(id, { status: 'suspended' }, { status: 'running' })
+        }
+        await a.shared.releaseLeases('a', ['done'])
+        const taken = await until(async () => {
+          const ids = (await b.shared.claimOrphanedRuns('b', 10)).map((run) => run.id)
+          return ids.length > 0 && ids
+        }, 5000)
+        expect(taken).toEqual(['cut'])
+      })
+
+      it('a suspended run that waits for a child which has finished is claimed, so that it resumes', async () => {
+        const open = await database()
+        const s = open()
+        const waitingFor = (child: string) => ({ stepKey: 'w', waitpoint: { type: 'task' as const, task: 'report', runId: child } })
+        await s.createRun(makeRun({ id: 'finished-child', status: 'completed' }))
+        await s.createRun(makeRun({ id: 'running-child', status: 'running' }))
+        await s.createRun(makeRun({ id: 'met', status: 'suspended', suspended: waitingFor('finished-child') }))
+        await s.createRun(makeRun({ id: 'unmet', status: 'suspended', suspended: waitingFor('running-child') }))
+        expect((await open().shared.claimOrphanedRuns('other', 10)).map((run) => run.id)).toEqual(['met'])
+      })
+
+      it('a process never takes as an orphan a run it holds itself, however late its renewal', async () => {
+        const open = await database()
+        const [a, b] = [open({ leaseMs: 50 }), open()]
+        await a.createRun(makeRun({ id: 'r', status: 'running' }))
+        expect(await a.shared.acquireLease('owner-a', 'r')).toBe(true)
+        await sleep(100)
+        expect(await a.shared.claimOrphanedRuns('owner-a', 10)).toEqual([])
+        expect((await b.shared.claimOrphanedRuns('owner-b', 10)).map((run) => run.id)).toEqual(['r'])
+      })
+    })
+
+    describe('fenced leases', () => {
+      it('a process holding no lease on a run writes to it unfenced, and a lease given up fences nothing more', async () => {
+        const a = (await database())({ leaseMs: 50 })
+        await a.createRun(makeRun({ id: 'r', status: 'running' }))
+        await a.saveStep('r', 'one', { status: 'completed' })
+        expect(await a.shared.acquireLease('owner-a', 'r')).toBe(true)
+        await a.shared.releaseLeases('owner-a', ['r'])
+        await a.saveStep('r', 'two', { status: 'completed' })
+        expect(await a.updateRun('r', { status: 'completed', ok: true }, { status: 'running' })).toMatchObject({ status: 'completed' })
+      })
+
+      it('a suspended run claimed as an orphan is still resumed by whichever process meets its wait; its other steps stay fenced', async () => {
+        const open = await database()
+        const [a, b] = [open({ leaseMs: 50 }), open()]
+        await a.createRun(makeRun({ id: 'r', status: 'running' }))
+        expect(await a.shared.acquireLease('owner-a', 'r')).toBe(true)
+        const suspended = { stepKey: 'w', waitpoint: { type: 'token' as const, tokenId: 'r:w' } }
+        expect(await a.updateRun('r', { status: 'suspended', suspended }, { status: 'running' })).toMatchObject({ status: 'suspended' })
+        await sleep(100)
+        // A stalled between suspending and arming the wait: B takes the run to arm it.
+        expect((await b.shared.claimOrphanedRuns('owner-b', 10)).map((run) => run.id)).toEqual(['r'])
+        // The token is completed on A, which resumes the run.
+        await a.saveStep('r', 'w', { status: 'completed', output: 'yes', kind: 'waitForToken' })
+        await expect(a.saveStep('r', 'other', { status: 'completed' })).rejects.toMatchObject(LOST)
+        expect(await a.updateRun('r', { status: 'running', suspended: undefined }, { status: 'suspended' })).toMatchObject({
+          status: 'running',
+          steps: { w: { output: 'yes' } },
+        })
+      })
+
+      it('a run made running again moves its fence on: the process whose attempt suspended it writes nothing more for it', async () => {
+        const open = await database()
+        const [a, b] = [open({ leaseMs: 50 }), open()]
+        await a.createRun(makeRun({ id: 'r', status: 'running' }))
+        expect(await a.shared.acquireLease('owner-a', 'r')).toBe(true)
+        const suspended = { stepKey: 'w', waitpoint: { type: 'token' as const, tokenId: 'r:w', timeoutAt: isoNow() } }
+        await a.updateRun('r', { status: 'suspended', suspended }, { status: 'running' })
+        // B completes the token and resumes the run before A armed the token's timeout.
+        await b.saveStep('r', 'w', { status: 'completed', kind: 'waitForToken' })
+        await b.updateRun('r', { status: 'running', suspended: undefined }, { status: 'suspended' })
+        await expect(
+          a.saveTimer({ id: 'r:t', runId: 'r', kind: 'token-timeout', stepKey: 'w', tokenId: 'r:w', dueAt: isoNow() }),
+        ).rejects.toMatchObject(LOST)
+        expect(await b.listTimers()).toEqual([])
+      })
+    })
+
+    describe('cron ticks and wake-ups', () => {
+      it('each tick of a task is claimed once, however many stores claim it at once', async () => {
+        const open = await database()
+        const stores = [open(), open(), open()]
+        const tick = '2030-01-01T12:00:00.000Z'
+        const claims = await Promise.all(stores.flatMap((s) => [s.shared.claimTick('nightly', tick), s.shared.claimTick('nightly', tick)]))
+        expect(claims.filter(Boolean)).toHaveLength(1)
+        expect(await stores[0].shared.claimTick('other', tick)).toBe(true)
+        expect(await stores[1].shared.claimTick('nightly', '2030-01-01T12:01:00.000Z')).toBe(true)
+      })
+
+      it('wake() on one store reaches every store that subscribed, until it stops listening', async () => {
+        const open = await database()
+        const [a, b, c] = [open(), open(), open()]
+        const woken = { b: 0, c: 0 }
+        const stopB = await b.shared.subscribe(() => woken.b++)
+        const stopC = await c.shared.subscribe(() => woken.c++)
+        await a.shared.wake()
+        await until(() => woken.b === 1 && woken.c === 1)
+        await stopB()
+        await a.shared.wake()
+        await until(() => woken.c === 2)
+        expect(woken.b).toBe(1)
+        await stopC()
+      })
+
+      it('says how long its leases last and how often an idle process looks for work', async () => {
+        const { shared } = (await database())({ leaseMs: 1234 })
+        expect(shared.leaseMs).toBe(1234)
+        expect(shared.pollMs).toBeGreaterThan(0)
+      })
+    })
+  })
+}
