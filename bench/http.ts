@@ -14,6 +14,11 @@
  *   generator is `wrk` (native, one thread); without it, autocannon, which
  *   runs in JavaScript and may saturate before a server does. Goal: svc ≥
  *   0.95 × raw.
+ * - HTTP on Bun and Deno: the same route through the server `svc build
+ *   --target bun|deno` runs (bench/_runtime-servers.ts) against Hono on
+ *   the same runtime's own server (`Bun.serve`, `Deno.serve`), as svc /
+ *   hono per runtime. The runtimes are the npm packages among svc's
+ *   devDependencies; a runtime whose package is missing is left out.
  * - WebSocket: echo messages/s of a hot route against a plain `ws` server.
  *   The load generator is bench/ws-load.c (C, epoll, one thread), compiled
  *   with `cc` on first use (bench/_ws-load.ts); without a C compiler, two
@@ -32,7 +37,9 @@
  * reported: one run on a shared machine means little.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { createRequire } from 'node:module'
 import { availableParallelism } from 'node:os'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { parseProcCpu, procCpu } from './_proc-cpu.ts'
@@ -67,6 +74,7 @@ if (values['ws-client'] !== undefined && values['ws-client'] !== 'native' && val
 const HTTP_GOAL = 0.95
 const WS_GOAL = 0.9
 const SERVER_ENTRY = fileURLToPath(new URL('./_http-servers.ts', import.meta.url))
+const RUNTIME_SERVER_ENTRY = fileURLToPath(new URL('./_runtime-servers.ts', import.meta.url))
 const WS_CLIENT = fileURLToPath(new URL('./_http-ws-client.ts', import.meta.url))
 
 const has = (command: string, args: string[]) => {
@@ -104,6 +112,35 @@ function chooseWsClient(): { command: string[]; processes: number; label: string
 }
 const wsClient = runWs ? chooseWsClient() : undefined
 
+/** A runtime other than Node, and the command that runs a contender file on it. */
+interface OtherRuntime {
+  name: 'bun' | 'deno'
+  command: (file: string) => string[]
+}
+
+/** Bun and Deno from their npm packages (devDependencies of svc), those that are installed. */
+function otherRuntimes(): OtherRuntime[] {
+  const require = createRequire(import.meta.url)
+  const arch = process.arch === 'x64' ? 'x64' : 'aarch64'
+  const binary = (pkg: string, file: string) => {
+    try {
+      return join(dirname(require.resolve(`${pkg}/package.json`)), file)
+    } catch {
+      return undefined
+    }
+  }
+  const bun = binary(`@oven/bun-${process.platform}-${arch.replace('aarch64', 'arm64')}`, 'bin/bun')
+  const deno = binary(`@deno/${process.platform}-${arch}${process.platform === 'linux' ? '-glibc' : ''}`, 'deno')
+  return [
+    ...(bun ? [{ name: 'bun' as const, command: (file: string) => [bun, file] }] : []),
+    // svc's dependencies are in this repository's node_modules.
+    ...(deno
+      ? [{ name: 'deno' as const, command: (file: string) => [deno, 'run', '--allow-all', '--node-modules-dir=manual', file] }]
+      : []),
+  ]
+}
+const runtimes = runHttp ? otherRuntimes() : []
+
 if (pinned) {
   // Every thread of this process (autocannon, when it runs) on the load-generator core.
   execFileSync('taskset', ['-a', '-p', '-c', LOADGEN_CORE, String(process.pid)], { stdio: 'ignore' })
@@ -123,8 +160,8 @@ interface Measured {
   serverCpu: number
 }
 
-async function startServer(kind: string): Promise<{ port: number; child: ChildProcess }> {
-  const args = [process.execPath, SERVER_ENTRY, kind]
+async function startServer(kind: string, runtime?: OtherRuntime): Promise<{ port: number; child: ChildProcess }> {
+  const args = runtime ? [...runtime.command(RUNTIME_SERVER_ENTRY), kind] : [process.execPath, SERVER_ENTRY, kind]
   const command = pinned ? ['taskset', '-c', SERVER_CORE, ...args] : args
   const child = spawn(command[0], command.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] })
   const port = await new Promise<number>((resolve, reject) => {
@@ -182,8 +219,8 @@ async function autocannon(url: string, seconds: number): Promise<{ rate: number;
   return { rate: result.requests.average, cpu: (used.user + used.system) / 1e6 }
 }
 
-async function httpRate(kind: string): Promise<Measured> {
-  const { port, child } = await startServer(kind)
+async function httpRate(kind: string, runtime?: OtherRuntime): Promise<Measured> {
+  const { port, child } = await startServer(kind, runtime)
   const load = hasWrk ? wrk : autocannon
   const url = `http://127.0.0.1:${port}/api/hello`
   try {
@@ -250,7 +287,8 @@ async function main(): Promise<void> {
       (pinned
         ? `servers on core ${SERVER_CORE}, load generators on core ${LOADGEN_CORE} (taskset)`
         : 'NOT pinned (taskset missing or one core): figures are indicative only') +
-      `; node ${process.version}`,
+      `; node ${process.version}` +
+      runtimes.map((runtime) => `; ${runtime.name} ${runtimeVersion(runtime)}`).join(''),
   )
   console.log('CPU is a share of one core over the measured window: a generator near 100% is the bottleneck of its round.\n')
   const http = { raw: [] as number[], hono: [] as number[], svc: [] as number[] }
@@ -262,6 +300,9 @@ async function main(): Promise<void> {
     svcRawPerCpu: [] as number[],
     svcWsPerCpu: [] as number[],
   }
+  const onRuntime = Object.fromEntries(
+    runtimes.map((runtime) => [runtime.name, { hono: [] as number[], svc: [] as number[], ratio: [] as number[], perCpu: [] as number[] }]),
+  )
   const perCpu = (m: Measured) => m.rate / m.serverCpu
   const orders = [
     ['raw', 'hono', 'svc'],
@@ -280,6 +321,19 @@ async function main(): Promise<void> {
       ratios.svcRawPerCpu.push(perCpu(rates.svc) / perCpu(rates.raw))
       console.log(
         `round ${round + 1}  req/s: ${show('raw', rates.raw)}, ${show('hono', rates.hono)}, ${show('svc', rates.svc)}; svc/raw ${(rates.svc.rate / rates.raw.rate).toFixed(3)}, per server CPU-second ${ratios.svcRawPerCpu.at(-1)!.toFixed(3)}`,
+      )
+    }
+    for (const runtime of runtimes) {
+      const order = round % 2 === 0 ? (['hono', 'svc'] as const) : (['svc', 'hono'] as const)
+      const rates: Record<string, Measured> = {}
+      for (const kind of order) rates[kind] = await httpRate(kind, runtime)
+      const row = onRuntime[runtime.name]
+      row.hono.push(rates.hono.rate)
+      row.svc.push(rates.svc.rate)
+      row.ratio.push(rates.svc.rate / rates.hono.rate)
+      row.perCpu.push(perCpu(rates.svc) / perCpu(rates.hono))
+      console.log(
+        `        req/s on ${runtime.name}: ${show('hono', rates.hono)}, ${show('svc', rates.svc)}; svc/hono ${row.ratio.at(-1)!.toFixed(3)}, per server CPU-second ${row.perCpu.at(-1)!.toFixed(3)}`,
       )
     }
     if (runWs) {
@@ -304,6 +358,12 @@ async function main(): Promise<void> {
     console.log(`  svc / raw      ${svcRaw.toFixed(3)}   goal >= ${HTTP_GOAL} ${svcRaw >= HTTP_GOAL ? 'met' : 'NOT met'}`)
     console.log(`  per server CPU-second: svc / raw ${median(ratios.svcRawPerCpu).toFixed(3)}`)
     console.log(`  hono / raw     ${median(ratios.honoRaw).toFixed(3)}`)
+    for (const runtime of runtimes) {
+      const row = onRuntime[runtime.name]
+      console.log(`  HTTP req/s on ${runtime.name}   hono ${fmt(median(row.hono))}   svc ${fmt(median(row.svc))}`)
+      console.log(`  svc / hono on ${runtime.name}  ${median(row.ratio).toFixed(3)}`)
+      console.log(`  per server CPU-second: svc / hono on ${runtime.name} ${median(row.perCpu).toFixed(3)}`)
+    }
   }
   if (runWs) {
     const svcWs = median(ratios.svcWs)
@@ -311,6 +371,15 @@ async function main(): Promise<void> {
     console.log(`  svc / ws       ${svcWs.toFixed(3)}   goal >= ${WS_GOAL} ${svcWs >= WS_GOAL ? 'met' : 'NOT met'}`)
     console.log(`  per server CPU-second: svc / ws ${median(ratios.svcWsPerCpu).toFixed(3)}`)
   }
+}
+
+/** `bun 1.4.5`, `deno 2.9.6`: the first line the runtime prints for --version, minus its name. */
+function runtimeVersion(runtime: OtherRuntime): string {
+  const [binary] = runtime.command('')
+  return execFileSync(binary, ['--version'], { encoding: 'utf8' })
+    .split('\n')[0]
+    .replace(/^deno /, '')
+    .split(' ')[0]
 }
 
 await main()

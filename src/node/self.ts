@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url'
  * tsconfig.json `paths`, which cannot import it, are checked against it by
  * test/build/target-lists.test.ts.
  */
-export const TARGET_NAMES = ['node', 'cloudflare', 'lambda', 'vercel'] as const
+export const TARGET_NAMES = ['node', 'cloudflare', 'lambda', 'vercel', 'bun', 'deno'] as const
 
 export type TargetName = (typeof TARGET_NAMES)[number]
 

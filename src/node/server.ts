@@ -19,6 +19,7 @@ import { describe } from '../runtime/describe.ts'
 import { createBackground } from './background.ts'
 import { refuseConnect } from './connect.ts'
 import { resolveHost } from './host.ts'
+import { refuseOtherRuntimes } from './runtime-guard.ts'
 import { createRuntimeLifecycle } from './lifecycle.ts'
 import {
   checkServerOptions,
@@ -41,6 +42,7 @@ import { closeIfBodyUnread } from './unread-body.ts'
 import { checkCloseCode, createWebSocketLayer, DEFAULT_CLOSE_CODE } from './websocket.ts'
 
 export async function startSvcServer(options: SvcServerOptions): Promise<SvcServer> {
+  refuseOtherRuntimes('startSvcServer()')
   checkServerOptions(options, 'startSvcServer()')
   const env = options.env ?? process.env
   const logger = options.logger ?? console

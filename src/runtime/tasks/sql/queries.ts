@@ -24,9 +24,12 @@ export interface RunRow {
  * read (an aggregate's ORDER BY needs SQLite 3.44; node:sqlite has it from
  * Node 22.13, and workerd has it).
  */
-const RUN_RECORDS = `(SELECT seq, id, task_name, status, idempotency_key, finished_seq, json_set(record, '$.steps', (
+// The subquery's object is wrapped in json() so json_set embeds it as JSON:
+// SQLite 3.54 (Bun's) hands a subquery's JSON back as text, which json_set
+// would then store as one string.
+const RUN_RECORDS = `(SELECT seq, id, task_name, status, idempotency_key, finished_seq, json_set(record, '$.steps', json((
   SELECT json_group_object(key, json(steps.record) ORDER BY steps.seq) FROM steps WHERE steps.run_seq = runs.seq
-)) AS record FROM runs)`
+))) AS record FROM runs)`
 
 export const SELECT_RUN = `SELECT seq, record, finished_seq FROM ${RUN_RECORDS} WHERE id = ?`
 export const SELECT_RUN_BY_KEY = `SELECT record FROM ${RUN_RECORDS} WHERE task_name = ? AND idempotency_key = ?`

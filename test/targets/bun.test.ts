@@ -1,0 +1,3 @@
+import { serverRuntimeSuites } from './_server-runtime.ts'
+
+serverRuntimeSuites('bun')
