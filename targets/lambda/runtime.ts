@@ -15,6 +15,7 @@ export type { HttpEventV2, HttpResultV2, ScheduleEvent, TickEvent } from './even
 export type { TickSummary } from '#svc/node/function-host.ts'
 
 export type LambdaApp = FunctionApp
+export type { FunctionApp }
 
 export type LambdaHandler = (event: unknown, context?: unknown) => Promise<HttpResultV2 | CronSummary | TickSummary>
 

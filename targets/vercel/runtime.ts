@@ -40,6 +40,7 @@ export type NodeRequestLike = IncomingMessage
 export type NodeResponseLike = ServerResponse
 
 export type VercelApp = FunctionApp
+export type { FunctionApp }
 
 interface VercelRequestContext {
   get?: () => { waitUntil?: (promise: Promise<unknown>) => void } | undefined

@@ -8,7 +8,19 @@ export type { ScheduledJob } from './scheduler.ts'
 export { MemoryRunStore, DEFAULT_MAX_BYTES } from './memory-store.ts'
 export { DEFAULT_MAX_RUNS } from './store-limits.ts'
 export type { MemoryRunStoreOptions } from './memory-store.ts'
-export type { RunStore, RunPatch, RunQuery, TaskRunCount, TimerRecord, TimerKind, TokenRecord, TokenStatus } from './store.ts'
+export type {
+  RunStore,
+  RunPatch,
+  RunQuery,
+  SharedWork,
+  StartedRuns,
+  TaskRunCount,
+  TimerRecord,
+  TimerKind,
+  TokenRecord,
+  TokenStatus,
+} from './store.ts'
+export type { FlowLimits } from './flow.ts'
 export { DEFAULT_MAX_PAYLOAD_BYTES } from './payload-limit.ts'
 export { enqueue, completeToken, cancelRun, runScheduledTasks } from './enqueue.ts'
 export { setActiveTaskRuntime, getActiveTaskRuntime } from './active.ts'
