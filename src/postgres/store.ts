@@ -367,7 +367,7 @@ export class PostgresRunStore implements RunStore {
    * One row of the steps table, inserted or overwritten; the foreign key
    * refuses a run the store does not hold. Under a lease held here, only
    * while its fence holds, but for the step a suspended run waits on:
-   * whoever met the wait records it (`Waits`), lease or not.
+   * whoever met the wait records it (`Waitpoints`), lease or not.
    */
   async saveStep(runId: string, key: string, step: StepRecord): Promise<void> {
     const fence = this.#fences.of(runId)

@@ -8,7 +8,8 @@
  *   export const POST = defineTask({ input, handler: async (ctx) => ctx.input.email })
  */
 import type { StandardSchemaV1 } from '@standard-schema/spec'
-import type { SchemaDefinition, SchemaOutput, TaskContext } from '../types.ts'
+import type { SchemaDefinition, SchemaOutput } from '../types/schema.ts'
+import type { TaskContext } from '../types/task-context.ts'
 import { describe } from '../describe.ts'
 import { isSchemaDefinition, isStandardSchema } from '../schema.ts'
 

@@ -4,7 +4,8 @@
  * `input` its schema (other top-level exports of a task file). Hand-written routes are checked here, at startup, so a bad
  * option fails loudly instead of at the first run.
  */
-import type { RuntimeApiRoute, TaskContext } from '../types.ts'
+import type { RuntimeApiRoute } from '../types/modules.ts'
+import type { TaskContext } from '../types/task-context.ts'
 import { resolveRoute } from '../route-config.ts'
 import {
   concurrencyProblem,
@@ -19,28 +20,11 @@ import {
 import { isSchemaDefinition, isStandardSchema } from '../schema.ts'
 import { describe } from '../describe.ts'
 import { taskInputProblem } from './define-task.ts'
-import { type TaskFlow, taskFlow } from './flow.ts'
+import { taskFlow } from './flow.ts'
+import type { TaskDefinition } from '../types/task-definition.ts'
 import type { CronClock } from './cron-clock.ts'
 
-export interface TaskDefinition {
-  /** Dot-form name (`jobs.notify`). */
-  name: string
-  /** Route path (`/api/jobs/notify`). */
-  path: string
-  handler: (ctx: TaskContext) => unknown
-  /** The `input` export: a Standard Schema or a `defineSchema()` object. */
-  input: unknown
-  /** Extra attempts after the first failure. */
-  retries: number
-  /** Per-attempt timeout, milliseconds. */
-  timeout: number
-  /** Five-field cron expression, normalized to single spaces. */
-  schedule: string | null
-  /** IANA time zone of the schedule; `null` means UTC. */
-  timezone: string | null
-  /** `route.concurrency`, `route.rateLimit` and `route.debounce`, each absent when unset. */
-  flow: TaskFlow
-}
+export type { TaskDefinition } from '../types/task-definition.ts'
 
 /** `clock` checks each schedule in full; without one, only its fields are counted (see `scheduleProblem`). */
 export function defineTasks(routes: readonly RuntimeApiRoute[], clock?: CronClock): Map<string, TaskDefinition> {

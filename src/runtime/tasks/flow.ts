@@ -19,35 +19,11 @@
  *   has no value there (or `null`) falls in one shared bucket. A value is
  *   one bucket whatever the order of its objects' keys (`flowKey`).
  */
-import type { RouteConfig, RunRecord } from '../types.ts'
+import type { RouteConfig } from '../types/routes.ts'
+import type { RunRecord } from '../types/runs.ts'
+import type { FlowLimits, TaskFlow } from '../types/flow.ts'
 
-export interface ConcurrencyLimit {
-  limit: number
-  /** Dotted path into the input, such as `input.userId`. */
-  key?: string
-}
-
-export interface RateLimit {
-  limit: number
-  periodSeconds: number
-  key?: string
-}
-
-export interface Debounce {
-  seconds: number
-  key?: string
-}
-
-/** The limits `RunStore.startQueued` applies to one task. */
-export interface FlowLimits {
-  concurrency?: ConcurrencyLimit
-  rateLimit?: RateLimit
-}
-
-/** What a route config says about flow control, in resolved form. */
-export interface TaskFlow extends FlowLimits {
-  debounce?: Debounce
-}
+export type { ConcurrencyLimit, Debounce, FlowLimits, RateLimit, TaskFlow } from '../types/flow.ts'
 
 /** Reads the (already checked) flow fields of a route config. */
 export function taskFlow(config: RouteConfig): TaskFlow {

@@ -1,12 +1,13 @@
 /**
- * The engine's entry for a run it dispatches: from the start of its attempt
- * to the end of what follows (the run's end written, a retry armed, a lease
- * released). A plain object with every field declared, and no promise of
- * its own until `drain()` or `sweep()` asks for one: with many runs in
- * flight, what each one holds is what the engine holds. Edge-safe.
+ * The entry of a run the engine dispatches (`Dispatcher`, dispatch.ts):
+ * from the start of its attempt to the end of what follows (the run's end
+ * written, a retry armed, a lease released). A plain object with every
+ * field declared, and no promise of its own until `drain()` or `sweep()`
+ * asks for one: with many runs in flight, what each one holds is what the
+ * engine holds. Edge-safe.
  */
 import type { RunRecord } from '../types.ts'
-import type { InvocationHandle } from './runner.ts'
+import type { InvocationHandle } from './handler-call.ts'
 
 export class InFlight {
   /**

@@ -8,7 +8,7 @@
  * `trigger` and the `Idempotency-Key`/`Svc-Delay-Seconds` headers of the
  * task admin surface (which answers 400 `INVALID_OPTIONS` with the message).
  */
-import type { EnqueueOptions, RunTrigger, TriggerOptions } from '../types.ts'
+import type { EnqueueOptions, RunTrigger, TriggerOptions } from '../types/runs.ts'
 import { describe } from '../describe.ts'
 import { childIdempotencyKey } from './ids.ts'
 

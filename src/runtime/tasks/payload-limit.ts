@@ -2,8 +2,9 @@
  * The payload limit of the task runtime (`maxPayloadBytes`): how large an
  * input, a result, a step output or a token payload may be, in bytes of
  * UTF-8 JSON. It is checked in the core, where each value enters a run
- * (the engine for inputs, the runner for results, `ctx.step.run` for step
- * outputs, `Waits` for token payloads), so every store holds to it.
+ * (the engine for inputs, the handler call for results, `ctx.step.run`
+ * for step outputs, `Waitpoints` for token payloads), so every store holds
+ * to it.
  * Edge-safe.
  */
 import { describe } from '../describe.ts'

@@ -5,7 +5,9 @@
  * in the one `fire(name, tick)` callback, where the engine applies the
  * overlap guard, so ticks behave the same on every path.
  */
-import type { Logger, RunRecord } from '../types.ts'
+import type { Logger } from '../types/logger.ts'
+import type { RunRecord } from '../types/runs.ts'
+import type { ScheduledJob } from '../types/task-runtime.ts'
 import { errorMessage } from '../errors.ts'
 import { normalizeCron } from '../rules.ts'
 import type { CronClock, CronJob } from './cron-clock.ts'
@@ -15,22 +17,7 @@ import { isEnabled, type EnvLike } from '../env.ts'
 /** Turns the in-process scheduler off, for external schedulers. */
 export const DISABLE_CRON_ENV = 'SVC_DISABLE_IN_PROCESS_CRON'
 
-export interface ScheduledJob {
-  task: string
-  schedule: string
-  timezone: string
-  /**
-   * ISO timestamp of the next tick, whether this process fires it or an
-   * external scheduler does; `null` where the runtime has no cron clock.
-   */
-  nextRun: string | null
-  /**
-   * Whether this process fires it: false before `startScheduler()`, after
-   * `stopScheduler()`, with `SVC_DISABLE_IN_PROCESS_CRON`, and where the
-   * platform fires the schedules.
-   */
-  inProcess: boolean
-}
+export type { ScheduledJob } from '../types/task-runtime.ts'
 
 export interface TaskSchedulerOptions {
   /** The registered tasks; each one with a schedule gets a job. */

@@ -5,9 +5,9 @@
  * It is deliberately not an `Error`: generic error handling (`instanceof
  * Error` checks, error reporters) should not mistake it for one. It can
  * still be caught by a bare `try { … } catch {}` around a `ctx.step` call,
- * so the runner also remembers the first suspension of an invocation and
- * treats the invocation as suspended even when the handler swallowed the
- * signal and returned. Handlers that wrap steps in `try/catch` should
+ * so the handler call (`handler-call.ts`) also remembers the first
+ * suspension of an invocation and treats the invocation as suspended even
+ * when the handler swallowed the signal and returned. Handlers that wrap steps in `try/catch` should
  * rethrow it: `if (isSuspension(error)) throw error`.
  */
 import type { Waitpoint } from '../types.ts'

@@ -4,7 +4,8 @@
  * the earliest timer when that comes before the next poll; and it renews
  * its leases every third of `leaseMs`, so a live process never loses one,
  * and whenever another process wakes it (a run may have been cancelled
- * there). What a sweep does is the engine's: it passes it in as a callback.
+ * there). What a sweep does is `SharedWorkClaims.claimDueWork`
+ * (`shared-work.ts`), passed in as a callback.
  */
 import type { Logger } from '../types.ts'
 import { errorMessage } from '../errors.ts'
@@ -15,9 +16,9 @@ export interface SweeperOptions {
   logger: Logger
   unref: boolean
   /** Claims and runs what is due; resolves to when the next timer is due (epoch ms), if known. */
-  sweep(): Promise<number | undefined>
+  claimDueWork(): Promise<number | undefined>
   /** Renews the leases of the attempts in flight. */
-  renew(): Promise<void>
+  renewLeases(): Promise<void>
 }
 
 type Handle = ReturnType<typeof setTimeout>
@@ -57,7 +58,7 @@ export class Sweeper {
     } catch (error) {
       logger.warn(`[svc] task runtime: cannot listen for wake-ups (${errorMessage(error)}); polling every ${shared.pollMs} ms instead`)
     }
-    this.#renew = this.#every(Math.max(1, Math.floor(shared.leaseMs / 3)), () => this.#options.renew())
+    this.#renew = this.#every(Math.max(1, Math.floor(shared.leaseMs / 3)), () => this.#options.renewLeases())
     this.wake()
   }
 
@@ -80,7 +81,7 @@ export class Sweeper {
     }
     if (this.#poll !== undefined) clearTimeout(this.#poll)
     this.#poll = undefined
-    this.#running = this.#sweep().finally(() => {
+    this.#running = this.#sweepOnce().finally(() => {
       this.#running = undefined
       if (this.#again) {
         this.#again = false
@@ -107,10 +108,11 @@ export class Sweeper {
     return running !== undefined
   }
 
-  async #sweep(): Promise<void> {
+  /** One sweep, then the next one armed: at the next poll, or when the next timer is due if sooner. */
+  async #sweepOnce(): Promise<void> {
     let next: number | undefined
     try {
-      next = await this.#options.sweep()
+      next = await this.#options.claimDueWork()
     } catch (error) {
       this.#options.logger.error(`[svc] task runtime: looking for due work failed: ${errorMessage(error)}`)
     }
@@ -135,7 +137,9 @@ export class Sweeper {
 
   #renewNow(): void {
     if (this.#stopped) return
-    this.#options.renew().catch((error) => this.#options.logger.error(`[svc] task runtime: renewing leases failed: ${errorMessage(error)}`))
+    this.#options
+      .renewLeases()
+      .catch((error) => this.#options.logger.error(`[svc] task runtime: renewing leases failed: ${errorMessage(error)}`))
   }
 
   #timeout(ms: number, fn: () => void): Handle {

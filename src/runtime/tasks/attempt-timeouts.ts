@@ -1,7 +1,9 @@
 /**
- * The per-attempt timeouts of an engine, on one timer per distinct timeout
- * rather than one per attempt. With many attempts in flight, a timer each
- * (a Node `Timeout` and its callback) was most of what an attempt held.
+ * Attempt timeouts: how long one attempt of a handler may run (its task's
+ * `timeout`), on one timer per distinct timeout rather than one per
+ * attempt. With many attempts in flight, a timer each (a Node `Timeout`
+ * and its callback) was most of what an attempt held. The timers of runs
+ * that wait (delays, backoff, sleeps) are elsewhere: `waitpoints.ts`.
  *
  * Attempts with the same timeout come due in the order they started, so
  * each timeout keeps its attempts in a list, oldest first, linked through
@@ -20,18 +22,18 @@ export abstract class Expiring {
   /** Its neighbours in its list, and the list, while it is in one. */
   prevDue: Expiring | undefined = undefined
   nextDue: Expiring | undefined = undefined
-  dueIn: DeadlineList | undefined = undefined
+  dueIn: TimeoutList | undefined = undefined
   /** Called once its deadline has passed, after it left its list. */
   abstract expire(): void
 }
 
-export class Deadlines {
-  readonly #lists = new Map<number, DeadlineList>()
+export class AttemptTimeouts {
+  readonly #lists = new Map<number, TimeoutList>()
 
   /** `item` expires `ms` milliseconds from now, unless it is removed first. */
   add(item: Expiring, ms: number): void {
     let list = this.#lists.get(ms)
-    if (list === undefined) this.#lists.set(ms, (list = new DeadlineList(ms)))
+    if (list === undefined) this.#lists.set(ms, (list = new TimeoutList(ms)))
     list.push(item)
   }
 
@@ -47,7 +49,7 @@ export class Deadlines {
 }
 
 /** The attempts of one timeout, oldest first, and the timer of the oldest. */
-class DeadlineList {
+class TimeoutList {
   readonly #ms: number
   #head: Expiring | undefined
   #tail: Expiring | undefined

@@ -1,6 +1,8 @@
 /**
- * In-process `waitForRun()` callers, woken when their run completes or
- * fails (a CLI runs a task to its end this way).
+ * The callers of `waitForRun()` in this process, woken when their run
+ * completes, fails or is cancelled (a CLI runs a task to its end this
+ * way). They wait for a run's end; what a run itself waits for is
+ * `waitpoints.ts`.
  */
 import type { RunRecord } from '../types.ts'
 import type { RunStore } from './store.ts'
@@ -23,7 +25,7 @@ export class RunWaiters {
   }
 
   /**
-   * Resolves once the run is completed or failed; rejects for an unknown run
+   * Resolves once the run is completed, failed or cancelled; rejects for an unknown run
    * or after `rejectAll`. `live`: the caller knows the run is live and that
    * its end will be settled here (its attempt is in flight in this
    * process), so the store need not be asked; a read would copy the run,

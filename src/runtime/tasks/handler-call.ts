@@ -1,13 +1,14 @@
 /**
- * Runs one invocation of a task handler: builds `ctx`, enforces the
- * per-attempt timeout, and classifies how the invocation ended. It does not
- * touch run state; the runtime turns the outcome into a transition.
+ * One call of a task handler, for one attempt of a run: builds `ctx`,
+ * enforces the attempt's timeout, and classifies how the call ended. It
+ * does not touch run state: the engine's dispatch (`dispatch.ts`) turns the
+ * outcome into a transition.
  */
 import type { Attempt, RunRecord, StepApi, StepRecord, TaskContext } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import type { TaskDefinition } from './definitions.ts'
 import { isoAt } from './clock.ts'
-import { type Deadlines, Expiring } from './deadlines.ts'
+import { type AttemptTimeouts, Expiring } from './attempt-timeouts.ts'
 import { checkJson } from './json.ts'
 import { payloadError } from './payload-limit.ts'
 import { createInvocation, createStepApi, type Invocation, reportUnreachedSteps, type StepHost } from './steps.ts'
@@ -28,7 +29,7 @@ export type InvocationOutcome =
    */
   | { kind: 'suspended'; signal: SuspendSignal; swallowed: boolean }
 
-/** Live invocations can be aborted from outside (runtime shutdown, a cancel, a lost lease). */
+/** A call in flight can be aborted from outside (the engine closing, a cancel, a lost lease). */
 export interface InvocationHandle {
   /**
    * Aborts `ctx.signal` and ends the attempt as failed at once. A string
@@ -53,7 +54,7 @@ export interface RunRef {
 export interface Invoker<T extends RunRef> {
   readonly host: StepHost
   /** Where attempts wait for their timeout. */
-  readonly deadlines: Deadlines
+  readonly timeouts: AttemptTimeouts
   /**
    * How the invocation ended; called once, with the token it was started
    * with. When the handler returned a plain value (or threw) without
@@ -108,7 +109,7 @@ class Context implements TaskContext {
 
 /**
  * One invocation in flight; its state is fields rather than closures, for
- * the same reason, and its timeout is a place in the engine's `Deadlines`.
+ * the same reason, and its timeout is a place in the engine's `AttemptTimeouts`.
  * It keeps what it needs of the run, not the run's record, which its other
  * holders may let go of while the attempt runs.
  */
@@ -162,7 +163,7 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
       this.#settle(true, value)
       return
     }
-    invoker.deadlines.add(this, def.timeout)
+    invoker.timeouts.add(this, def.timeout)
     // Bound methods rather than arrow functions: two of them take less than
     // two closures and the scope they share.
     ;(value instanceof Promise ? value : Promise.resolve(value)).then(this.#returned.bind(this), this.#threw.bind(this))
@@ -211,7 +212,7 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
   #settle(returned: boolean, value: unknown, closedBy = 'ended'): void {
     if (this.done) return
     this.done = true
-    this.#invoker.deadlines.delete(this)
+    this.#invoker.timeouts.delete(this)
     this.#invoker.ended(this.#token, this.#end(returned, value, closedBy))
   }
 

@@ -1,7 +1,8 @@
 /**
- * In-process timers for delayed runs, backoff, sleeps and token timeouts.
- * Every timer is tracked so `close()` can clear them all and a shut-down
- * process is not kept alive by a sleeping run.
+ * The in-process side of the timers a store keeps (`waitpoints.ts`):
+ * delayed runs, backoff, sleeps and token timeouts, one `setTimeout` per
+ * timer id. Every timer is tracked so `close()` can clear them all and a
+ * shut-down process is not kept alive by a sleeping run.
  */
 
 // setTimeout fires at once (with a warning in Node) for delays longer than

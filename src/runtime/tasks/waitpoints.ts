@@ -1,15 +1,18 @@
 /**
- * Waitpoints and timers: how a run that waits comes back (suspended →
- * running when the waitpoint completes). A timer,
- * a child's completion or a token's completion records the awaited step and
- * hands the same run back to the engine, which replays it from its first
- * line. Delays and retry backoff are timers too.
+ * What brings a waiting run back. A suspended run's waitpoint (a sleep, a
+ * child run, a token) records the awaited step once it is met and hands
+ * the same run back to the engine, which replays it from its first line
+ * (suspended → running, or queued under a limit). A scheduled run's delay,
+ * a retry's backoff and a rate window freeing a place are timers too.
  *
- * Every timer is recorded in the store before it is armed in-process, so a
- * durable store can re-arm it after a restart (`rearm`).
+ * Every timer is recorded in the store before it is armed in-process
+ * (`in-process-timers.ts`), so a durable store can re-arm it after a
+ * restart (`rearm`), and on a shared store the process that claims it acts
+ * on it. Callers of `waitForRun()`, who wait for a run's end rather than
+ * a run that waits, are `wait-for-run.ts`.
  *
- * The engine creates one `Waits` and owns it; waits reach the engine only
- * through the `dispatch` callback it passes in.
+ * The engine creates one `Waitpoints`; it reaches the rest of the engine
+ * only through the callbacks it is given.
  */
 import type { ChildRunResult, CompleteTokenResult, Logger, RunRecord, StepRecord } from '../types.ts'
 import { errorMessage } from '../errors.ts'
@@ -17,9 +20,9 @@ import { timerId } from './ids.ts'
 import { assertPayload } from './payload-limit.ts'
 import { childRunResult, waitedStepKind } from './steps.ts'
 import { isFinished, type RunStore, type SharedWork, type TimerRecord, type TokenRecord, type TokenStatus } from './store.ts'
-import { createTimerSet, type TimerSet } from './timers.ts'
+import { createTimerSet, type TimerSet } from './in-process-timers.ts'
 
-export interface WaitsOptions {
+export interface WaitpointsOptions {
   store: RunStore
   logger: Logger
   /** Unreference in-process timers where the platform supports it. */
@@ -34,7 +37,7 @@ export interface WaitsOptions {
    */
   startStatus(taskName: string): 'running' | 'queued'
   /** A rate limit's window of this run's task freed a place (a `queue` timer). */
-  promote(runId: string): Promise<void>
+  windowFreed(runId: string): Promise<void>
   /**
    * On a shared store, the engine's id: a timer is claimed under it, acted
    * on, then removed, so one that a process claimed and never finished
@@ -43,12 +46,12 @@ export interface WaitsOptions {
   owner?: string
 }
 
-export class Waits {
+export class Waitpoints {
   readonly #store: RunStore
   readonly #logger: Logger
   readonly #dispatch: (run: RunRecord) => void
   readonly #startStatus: (taskName: string) => 'running' | 'queued'
-  readonly #promote: (runId: string) => Promise<void>
+  readonly #windowFreed: (runId: string) => Promise<void>
   readonly #timers: TimerSet
   readonly #shared: SharedWork | undefined
   readonly #owner: string
@@ -57,12 +60,12 @@ export class Waits {
   /** Runs waiting for a child they did not start, by child id (see `armWaitpoint`). */
   readonly #watchers = new Map<string, Set<string>>()
 
-  constructor(options: WaitsOptions) {
+  constructor(options: WaitpointsOptions) {
     this.#store = options.store
     this.#logger = options.logger
     this.#dispatch = options.dispatch
     this.#startStatus = options.startStatus
-    this.#promote = options.promote
+    this.#windowFreed = options.windowFreed
     this.#timers = createTimerSet({ unref: options.unrefTimers })
     this.#shared = options.store.shared
     this.#owner = options.owner ?? ''
@@ -279,7 +282,7 @@ export class Waits {
         return
       }
       case 'queue':
-        await this.#promote(timer.runId)
+        await this.#windowFreed(timer.runId)
         return
       case 'retry': {
         const run = await this.#store.getRun(timer.runId)

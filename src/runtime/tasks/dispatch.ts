@@ -1,0 +1,283 @@
+/**
+ * The dispatch of one attempt: from a run that is `running` to the end of
+ * what its attempt leaves behind. Each run with a dispatch in flight has an
+ * `InFlight` entry here, and the dispatch is a chain of callbacks on it:
+ *
+ * 1. `start`: the entry is made; on a store several processes share, the
+ *    attempt first takes the run's lease (another process may hold it).
+ * 2. `callHandler`: the handler is called (`handler-call.ts`), under the
+ *    attempt's timeout.
+ * 3. `attemptEnded`: the outcome is written (`attempt-outcome.ts`): a
+ *    result completes the run, a failure arms a retry or fails the run, an
+ *    unmet wait suspends it and arms its waitpoint; `endWritten` then
+ *    announces a run's end.
+ * 4. `releaseDispatch`: the lease goes back, then `removeEntry` drops the
+ *    entry and dispatches the run again if something asked meanwhile.
+ *
+ * A chain, not an async method: every run in flight would hold that
+ * method's frame, and the promises it awaits.
+ *
+ * An attempt whose run is cancelled, or whose lease is lost, is stopped: it
+ * is aborted, and records nothing of how it ends. A lease is lost when a
+ * renewal (`shared-work.ts`) finds it gone, or, on a store that fences the
+ * runs it holds (`store.fences`), when one of the attempt's writes rejects
+ * with `LeaseLostError`; either way it is logged once.
+ */
+import type { Logger, RunRecord } from '../types.ts'
+import { LeaseLostError, RunCancelledError, errorMessage } from '../errors.ts'
+import { OutcomeRecorder, type OutcomeRecorderOptions } from './attempt-outcome.ts'
+import { AttemptTimeouts } from './attempt-timeouts.ts'
+import type { TaskDefinition } from './definitions.ts'
+import { invoke, type InvocationOutcome, type Invoker } from './handler-call.ts'
+import { InFlight } from './in-flight.ts'
+import type { StepHost } from './steps.ts'
+import type { RunStore, SharedWork } from './store.ts'
+
+export interface DispatcherOptions extends OutcomeRecorderOptions {
+  /** What the steps of every attempt reach. */
+  host: StepHost
+  /** On a store several processes share: how they split the work, and this engine's id there. */
+  shared: SharedWork | undefined
+  owner: string
+}
+
+export class Dispatcher {
+  readonly #store: RunStore
+  readonly #tasks: ReadonlyMap<string, TaskDefinition>
+  readonly #logger: Logger
+  /** What each attempt's outcome writes. */
+  readonly #outcomes: OutcomeRecorder
+  readonly #shared: SharedWork | undefined
+  readonly #owner: string
+  /** Runs with a dispatch in flight, by id. */
+  readonly #inFlight = new Map<string, InFlight>()
+  readonly #timeouts = new AttemptTimeouts()
+  /** What every attempt started here shares, its timeouts among them. */
+  readonly #invoker: Invoker<InFlight>
+  #closed = false
+
+  constructor(options: DispatcherOptions) {
+    this.#store = options.store
+    this.#tasks = options.tasks
+    this.#logger = options.logger
+    this.#outcomes = new OutcomeRecorder(options)
+    this.#shared = options.shared
+    this.#owner = options.owner
+    this.#invoker = {
+      host: options.host,
+      timeouts: this.#timeouts,
+      ended: (entry, outcome) => this.#attemptEnded(entry, outcome),
+    }
+  }
+
+  /** How many runs have a dispatch in flight here. */
+  get size(): number {
+    return this.#inFlight.size
+  }
+
+  has(runId: string): boolean {
+    return this.#inFlight.has(runId)
+  }
+
+  /**
+   * Whether the end of run `runId` will be settled here, so that a
+   * `waitForRun` caller need not read the store. So it will while its
+   * attempt runs here: whatever that attempt ends with, or a cancel, which
+   * stops it. So will it while the attempt's end is being written, which a
+   * store read could see before the write has committed (SQLite's batch): a
+   * waiter answered from that read would learn of an end a crash can still
+   * undo. On a shared store an entry waiting for its lease may be another
+   * process's run, so only its running attempt counts there.
+   */
+  endsHere(runId: string): boolean {
+    const entry = this.#inFlight.get(runId)
+    return entry !== undefined && !entry.stopped && !entry.ended && (entry.handle !== undefined || !this.#shared)
+  }
+
+  /** The runs whose attempts here run under this engine's lease, to renew. */
+  leasedRunIds(): string[] {
+    return [...this.#inFlight.entries()].filter(([, entry]) => entry.leased && !entry.stopped).map(([id]) => id)
+  }
+
+  /**
+   * Starts a dispatch of a running run. If one is in flight already (a
+   * waitpoint met while the run was still suspending, say), the run is
+   * dispatched again as soon as that one ends. `leased`: this engine already
+   * holds the run's lease (it claimed an orphaned attempt).
+   */
+  start(run: RunRecord, leased = false): void {
+    if (this.#closed) return
+    const current = this.#inFlight.get(run.id)
+    if (current) {
+      current.again = true
+      return
+    }
+    const entry = new InFlight(run, leased)
+    this.#inFlight.set(run.id, entry)
+    // Another live process may hold the run: then the attempt is theirs.
+    if (!this.#shared || leased) {
+      this.#callHandler(entry, run)
+      return
+    }
+    this.#shared.acquireLease(this.#owner, run.id).then(
+      (held) => {
+        entry.leased = held
+        if (held) this.#callHandler(entry, run)
+        else this.#releaseDispatch(entry)
+      },
+      (error: unknown) => this.#dispatchFailed(entry, error),
+    )
+  }
+
+  /**
+   * The run was cancelled: its attempt here, if any, is aborted with
+   * `RunCancelledError`. The handler may ignore its signal and carry on:
+   * from here on its steps throw, and nothing of this attempt is recorded.
+   */
+  cancelAttempt(run: RunRecord): void {
+    const entry = this.#inFlight.get(run.id)
+    if (!entry) return
+    entry.stopped = true
+    entry.handle?.abort(new RunCancelledError(run.id, `Run "${run.id}" of task "${run.taskName}" was cancelled`), 'was cancelled')
+  }
+
+  /**
+   * The attempt of run `runId` here lost its lease: a renewal, or one of
+   * its writes (`LeaseLostError`), found that this process stalled past
+   * `leaseMs` and another took the run over, or that the run was
+   * cancelled. Logged once; the attempt is aborted and records nothing:
+   * the run is another process's now, or over.
+   */
+  abortLostLease(runId: string): void {
+    const entry = this.#inFlight.get(runId)
+    if (!entry || entry.stopped) return
+    this.#logger.warn(
+      `[svc] task runtime: lost the lease on run ${runId} (this process stalled long enough for another to take the run over, or the run was cancelled); its attempt here is aborted and records nothing`,
+    )
+    entry.stopped = true
+    entry.handle?.abort(
+      `The lease on run ${runId} was lost (the run was cancelled, or this process stalled long enough for another to take it over)`,
+      'lost its lease',
+    )
+  }
+
+  /** Resolves once every dispatch in flight now is over, or after `ms`, whichever comes first. */
+  async allOver(ms: number): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const lapse = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms)
+    })
+    await Promise.race([Promise.allSettled([...this.#inFlight.values()].map((entry) => entry.done())), lapse])
+    clearTimeout(timer)
+  }
+
+  /** Starts nothing more, aborts the attempts in flight and clears their timeouts. */
+  close(): void {
+    this.#closed = true
+    this.#outcomes.close()
+    for (const entry of this.#inFlight.values()) entry.handle?.abort('The task runtime closed during this attempt')
+    this.#timeouts.clear()
+  }
+
+  #callHandler(entry: InFlight, run: RunRecord): void {
+    try {
+      if (entry.stopped) {
+        this.#releaseDispatch(entry)
+        return
+      }
+      const def = this.#tasks.get(run.taskName)
+      if (!def) {
+        const missing = `Task "${run.taskName}" is not registered in this runtime`
+        this.#outcomes.finishRun(run.id, { status: 'failed', ok: false }).then(
+          (done) => this.#endWritten(entry, done, missing),
+          (error: unknown) => this.#dispatchFailed(entry, error),
+        )
+        return
+      }
+      // A call that ended at once has been through `#attemptEnded` already.
+      entry.handle = invoke(def, run, this.#invoker, entry)
+    } catch (error) {
+      this.#dispatchFailed(entry, error)
+    }
+  }
+
+  /** The attempt is over: records how it ended. */
+  #attemptEnded(entry: InFlight, outcome: InvocationOutcome): void {
+    // From here, a waiter must look at the store.
+    entry.handle = undefined
+    // Cancelled or taken over meanwhile: the run is not this attempt's to change.
+    if (entry.stopped) {
+      this.#releaseDispatch(entry)
+      return
+    }
+    try {
+      if (outcome.kind === 'completed') {
+        const { attempt, result } = outcome
+        // Bound methods rather than closures: with many runs dispatched at
+        // once, every run whose end is being written holds one.
+        this.#outcomes
+          .finishRun(entry.id, { status: 'completed', ok: true, result, attempt })
+          .then(this.#endWritten.bind(this, entry), this.#dispatchFailed.bind(this, entry))
+      } else {
+        this.#outcomes.recordFailedOrSuspended(entry, outcome).then(
+          () => this.#releaseDispatch(entry),
+          (error: unknown) => this.#dispatchFailed(entry, error),
+        )
+      }
+    } catch (error) {
+      this.#dispatchFailed(entry, error)
+    }
+  }
+
+  /** The run's end is written (or it was no longer running): what follows it, then the dispatch is over. */
+  #endWritten(entry: InFlight, done: RunRecord | undefined, error?: string): void {
+    try {
+      this.#outcomes.announceEnd(entry, done, error)
+    } catch (thrown) {
+      this.#dispatchFailed(entry, thrown)
+      return
+    }
+    this.#releaseDispatch(entry)
+  }
+
+  /** A step of the dispatch threw or rejected: logged, and the dispatch is over. */
+  #dispatchFailed(entry: InFlight, error: unknown): void {
+    // The attempt's end (or its retry, or its wait) found the run another
+    // process's: a lost lease, not a failure to process the run.
+    if (error instanceof LeaseLostError) this.abortLostLease(entry.id)
+    else this.#logger.error(`[svc] task "${entry.taskName}": run ${entry.id} could not be processed: ${errorMessage(error)}`)
+    this.#releaseDispatch(entry)
+  }
+
+  /** Ends a dispatch: gives its lease up, then removes its entry. */
+  #releaseDispatch(entry: InFlight): void {
+    if (!entry.leased) {
+      this.#removeEntry(entry)
+      return
+    }
+    this.#shared!.releaseLeases(this.#owner, [entry.id])
+      .catch((error: unknown) =>
+        this.#logger.error(`[svc] task "${entry.taskName}": could not release the lease on run ${entry.id}: ${errorMessage(error)}`),
+      )
+      .then(() => this.#removeEntry(entry))
+  }
+
+  /** Removes the run's entry, and dispatches the run again if something asked for it meanwhile. */
+  #removeEntry(entry: InFlight): void {
+    this.#inFlight.delete(entry.id)
+    if (!entry.again) {
+      entry.finish()
+      return
+    }
+    this.#store
+      .getRun(entry.id)
+      .then(
+        (latest) => {
+          if (latest?.status === 'running') this.start(latest)
+        },
+        (error: unknown) =>
+          this.#logger.error(`[svc] task "${entry.taskName}": run ${entry.id} could not be dispatched again: ${errorMessage(error)}`),
+      )
+      .finally(() => entry.finish())
+  }
+}
