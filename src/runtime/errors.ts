@@ -1,4 +1,4 @@
-import type { ValidationIssue } from './types.ts'
+import type { ValidationIssue } from './types/schema.ts'
 
 /**
  * Base class of the errors svc raises on purpose. `code` is the stable,

@@ -1,4 +1,5 @@
-import type { RouteKind, RuntimeApiRoute } from './types.ts'
+import type { RuntimeApiRoute } from './types/modules.ts'
+import type { RouteKind } from './types/routes.ts'
 import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_MS } from './rules.ts'
 
 /**

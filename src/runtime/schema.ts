@@ -1,5 +1,5 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec'
-import type { SchemaDefinition, SchemaLike, ValidationIssue, ValidationTarget } from './types.ts'
+import type { SchemaDefinition, SchemaLike, ValidationIssue, ValidationTarget } from './types/schema.ts'
 import { ValidationError } from './errors.ts'
 
 const DEFINED = Symbol.for('svc.schema')

@@ -4,7 +4,7 @@
  * plus its module. They live here, in the lowest layer, so that the runtime
  * never imports the build-time half.
  */
-import type { TaskFlow } from '../tasks/flow.ts'
+import type { TaskFlow } from './flow.ts'
 import type { ComputeClass, HttpMethod, PageMode, RouteKind } from './routes.ts'
 
 /** The effective compute contract of a route, as the manifest reports it. */

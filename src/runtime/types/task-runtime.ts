@@ -1,7 +1,6 @@
 /** `TaskRuntime`, and the summary it gives of each task. */
-import type { TaskDefinition } from '../tasks/definitions.ts'
-import type { ScheduledJob } from '../tasks/scheduler.ts'
-import type { RunQuery, RunStore } from '../tasks/store.ts'
+import type { TaskDefinition } from './task-definition.ts'
+import type { RunQuery, RunStore } from './run-store.ts'
 import type { CompleteTokenResult, RunChange, RunRecord, RunStatus, TriggerOptions } from './runs.ts'
 import type { TaskNameArg, TaskPayloadArgs } from './task-registry.ts'
 
@@ -140,4 +139,22 @@ export interface TaskSummary {
   /** Runs of the task waiting for a slot. */
   queued: number
   lastRun: { id: string; status: RunStatus; finishedAt: string | null } | null
+}
+
+/** A scheduled task as `scheduledJobs()` lists it. */
+export interface ScheduledJob {
+  task: string
+  schedule: string
+  timezone: string
+  /**
+   * ISO timestamp of the next tick, whether this process fires it or an
+   * external scheduler does; `null` where the runtime has no cron clock.
+   */
+  nextRun: string | null
+  /**
+   * Whether this process fires it: false before `startScheduler()`, after
+   * `stopScheduler()`, with `SVC_DISABLE_IN_PROCESS_CRON`, and where the
+   * platform fires the schedules.
+   */
+  inProcess: boolean
 }

@@ -1,0 +1,28 @@
+/** Flow control as a task's route config resolves to it (see `src/runtime/tasks/flow.ts`). */
+export interface ConcurrencyLimit {
+  limit: number
+  /** Dotted path into the input, such as `input.userId`. */
+  key?: string
+}
+
+export interface RateLimit {
+  limit: number
+  periodSeconds: number
+  key?: string
+}
+
+export interface Debounce {
+  seconds: number
+  key?: string
+}
+
+/** The limits `RunStore.startQueued` applies to one task. */
+export interface FlowLimits {
+  concurrency?: ConcurrencyLimit
+  rateLimit?: RateLimit
+}
+
+/** What a route config says about flow control, in resolved form. */
+export interface TaskFlow extends FlowLimits {
+  debounce?: Debounce
+}

@@ -1,0 +1,294 @@
+/**
+ * The run store's interface: where runs, attempts, steps, waitpoints,
+ * timers, tokens and idempotency keys live (see `src/runtime/tasks/store.ts`
+ * for what every store shares, and the contract suites in `test/tasks/`).
+ */
+import type { FlowLimits } from './flow.ts'
+import type { Attempt, RunRecord, RunStatus, StepRecord } from './runs.ts'
+
+/**
+ * Fields of a run that `updateRun` may change. A key that is present with the
+ * value `undefined` removes the field (for example `suspended: undefined`
+ * when a run resumes). `attempt` is appended to the run's `attempts` in the
+ * same write, so an attempt that ends the run costs one write, not two.
+ */
+export type RunPatch = Partial<Pick<RunRecord, 'status' | 'ok' | 'result' | 'suspended' | 'startedAt' | 'finishedAt' | 'runAt'>> & {
+  attempt?: Attempt
+}
+
+export interface RunQuery {
+  /** Only runs of this task. */
+  taskName?: string
+  /** Only runs in this status (or one of these). */
+  status?: RunStatus | readonly RunStatus[]
+  /** At most this many runs, newest first. @default unlimited */
+  limit?: number
+  /**
+   * The id of the last run of the previous page: only runs after it in the
+   * store's newest-first order are listed (keyset paging, so runs created
+   * meanwhile neither shift nor repeat a page). A cursor naming a run the
+   * store does not hold lists none.
+   */
+  cursor?: string
+}
+
+/** One task's count of runs, as `countRunsByTask` resolves to. */
+export interface TaskRunCount {
+  taskName: string
+  count: number
+}
+
+/** What a pending timer does when it fires. */
+export type TimerKind =
+  /** A delayed run (`delaySeconds`) becomes due: `scheduled` → `running`. */
+  | 'delay'
+  /** Backoff elapsed: the next attempt of a `running` run starts. */
+  | 'retry'
+  /** A `step.sleep`/`step.sleepUntil` waitpoint is reached. */
+  | 'sleep'
+  /** A rate limit's window frees a place: the queued runs of the run's task are looked at again. */
+  | 'queue'
+  /** A `step.waitForToken` timeout: the token times out. */
+  | 'token-timeout'
+
+/** A pending in-process (or broker) timer. */
+export interface TimerRecord {
+  id: string
+  runId: string
+  kind: TimerKind
+  /** ISO timestamp. */
+  dueAt: string
+  /** `sleep` and `token-timeout`: the step that waits. */
+  stepKey?: string
+  /** `token-timeout`: the token that times out. */
+  tokenId?: string
+}
+
+export type TokenStatus = 'waiting' | 'completed' | 'timed_out'
+
+/** A token created by `step.waitForToken`. */
+export interface TokenRecord {
+  id: string
+  runId: string
+  stepKey: string
+  status: TokenStatus
+  /** ISO timestamps. */
+  createdAt: string
+  timeoutAt?: string
+  settledAt?: string
+  /** The payload it was completed with. */
+  payload?: unknown
+}
+
+export interface RunStore {
+  /**
+   * Whether records survive a restart of the process. With a durable store,
+   * waits are still timed in-process, but `recover()` re-arms them after a
+   * restart, so the note about in-process waits is not logged.
+   * @default false
+   */
+  readonly durable?: boolean
+
+  /**
+   * Present on a store that several processes share (`PostgresRunStore`):
+   * how they split due work, leases on running attempts and cron ticks
+   * between them. Without it the engine times every wait in-process, as
+   * the memory and SQLite stores need.
+   */
+  readonly shared?: SharedWork
+
+  /**
+   * Present on a store that processes may share without `shared`
+   * (`SqliteRunStore`): of these running runs, the ones whose process is
+   * gone, taken for this one (`claimed`). `recover()` runs again only those,
+   * leaving attempts another live process has in flight to it, and asks
+   * about the others again after `recheckInMs`, when one of their holders
+   * may have gone. Without it, `recover()` runs again every running run.
+   */
+  claimRunning?(runIds: readonly string[]): Promise<{ claimed: string[]; recheckInMs?: number }>
+
+  /**
+   * Set on a store that fences the runs its process holds
+   * (`PostgresRunStore`, `SqliteRunStore`): it keeps, for each run whose
+   * attempt runs here, the fencing token its claim got, and the writes of
+   * that attempt (`saveStep`, `updateRun` expecting `running` only,
+   * `appendAttempt`, `createRun` and `debounceRun` of a child with its
+   * `parentRunId`, `putToken`, `saveTimer` of a retry, sleep or token
+   * timeout) check it atomically with the write. Once another process took
+   * the run over (this one stalled) or cancelled it, such a write changes
+   * nothing and rejects with `LeaseLostError`, and the engine aborts the
+   * attempt, logs it once and records nothing more. Writes outside an
+   * attempt are not fenced: a cancel, and the resume of a suspended run by
+   * whoever met its waitpoint. A store serves one engine, the one of its
+   * process: the runs it holds are that engine's attempts.
+   */
+  readonly fences?: true
+
+  /**
+   * Inserts a new run and resolves to a copy of it. When the run carries an
+   * `idempotencyKey` that a retained run of the same task already holds,
+   * nothing is inserted and it resolves to that run instead (compare the
+   * ids). Keys are scoped to their task and live as long as their run is
+   * retained. Inserting an existing id is an error.
+   *
+   * A store is bounded: it evicts finished runs, never live ones (any
+   * status but completed, failed and cancelled). When as many runs as its bound are
+   * live, inserting another live run rejects with `StoreFullError` and
+   * changes nothing; a held idempotency key still resolves to its run.
+   */
+  createRun(run: RunRecord): Promise<RunRecord>
+
+  /** A copy of the run; changing it does not change the store. */
+  getRun(id: string): Promise<RunRecord | undefined>
+
+  /**
+   * Applies `patch` and resolves to a copy of the updated run. With `expect`,
+   * the update happens only when the run's current status is the expected
+   * one (or one of them); otherwise nothing changes and it resolves to
+   * `undefined`. Unknown ids resolve to `undefined`.
+   */
+  updateRun(id: string, patch: RunPatch, expect?: { status: RunStatus | readonly RunStatus[] }): Promise<RunRecord | undefined>
+
+  /** Appends one element to the run's `attempts`. */
+  appendAttempt(runId: string, attempt: Attempt): Promise<void>
+
+  /** Records (or overwrites) one entry of the run's `steps`. */
+  saveStep(runId: string, key: string, step: StepRecord): Promise<void>
+
+  /** Runs, newest first. */
+  listRuns(query?: RunQuery): Promise<RunRecord[]>
+
+  /**
+   * How many runs each task has in `status` (or one of these), in no
+   * particular order; a task with none is left out. A count, not a listing:
+   * `GET /__tasks` shows each task's queue length with it, without reading
+   * the runs queued behind a limit.
+   */
+  countRunsByTask(status: RunStatus | readonly RunStatus[]): Promise<TaskRunCount[]>
+
+  /** Records a pending timer, replacing one with the same id. */
+  saveTimer(timer: TimerRecord): Promise<void>
+
+  /**
+   * Removes a timer and resolves to it, or to `undefined` when it is gone
+   * (already fired or cancelled). Whoever takes it acts on it.
+   */
+  takeTimer(id: string): Promise<TimerRecord | undefined>
+
+  /** Every pending timer, to re-arm them after a restart. */
+  listTimers(): Promise<TimerRecord[]>
+
+  /**
+   * Inserts a token unless one with the same id exists, and resolves to the
+   * stored token either way (a replay must not reset a waiting token).
+   */
+  putToken(token: TokenRecord): Promise<TokenRecord>
+
+  getToken(id: string): Promise<TokenRecord | undefined>
+
+  /**
+   * Moves a `waiting` token to `completed` (with `payload`) or `timed_out`.
+   * Resolves to `undefined` for an unknown id; otherwise to the token after
+   * the call and whether this call settled it (`false` when it was already
+   * completed or timed out, in which case nothing changed).
+   */
+  settleToken(
+    id: string,
+    status: 'completed' | 'timed_out',
+    payload?: unknown,
+  ): Promise<{ settled: boolean; token: TokenRecord } | undefined>
+
+  /**
+   * Flow control (`route.concurrency`, `route.rateLimit`): moves the queued
+   * runs of `taskName` that `planStarts` (flow.ts) lets start at `now` (ISO)
+   * to `running`, setting `startedAt` where it is unset, and resolves to
+   * them and to when the rate limit frees a place for one it blocked. The
+   * read and the writes are one atomic step, so callers racing in any
+   * process never start more than the limits allow.
+   */
+  startQueued(taskName: string, limits: FlowLimits, now: string): Promise<StartedRuns>
+
+  /**
+   * Flow control (`route.debounce`): `run` is a `scheduled` run with
+   * `runAt`. When a `scheduled` run of the same task holds the same
+   * `flowKey` of its input under `keyPath`, that run takes `run`'s input
+   * and `runAt` and resolves (compare the ids); otherwise `run` is created
+   * as `createRun` does (an idempotency key held resolves to its run).
+   * Atomic, like `createRun`.
+   */
+  debounceRun(run: RunRecord, keyPath: string | undefined): Promise<RunRecord>
+}
+
+/** What `startQueued` resolves to. */
+export interface StartedRuns {
+  /** The runs it moved to `running`, in creation order. */
+  started: RunRecord[]
+  /** When the rate limit frees a place for a run it blocked (ISO), and that run. */
+  wake?: { at: string; runId: string }
+}
+
+/**
+ * How processes that share one store split the work (docs/internals/postgres-store.md
+ * "Claims and leases"). `owner` is one engine's random id. Every claim
+ * is a compare-and-set: of several processes asking at once, one gets each
+ * item. Claims and leases last `leaseMs`, so the work of a process that
+ * dies goes back to the others once they lapse.
+ *
+ * A process that stalls (a pause of its event loop, a stopped container)
+ * past `leaseMs` loses its leases without knowing it until it next renews.
+ * A store whose leases are fenced (`RunStore.fences`, as `PostgresRunStore`)
+ * closes that gap: every claim of a run moves its fencing token on, and
+ * the writes of an attempt check the token its process's claim got, so
+ * once another claim moved it on they change nothing and reject with
+ * `LeaseLostError`. A cancel moves the token on too, so the attempt writes
+ * nothing more.
+ */
+export interface SharedWork {
+  /** How long a lease on a running attempt, or a claim on a timer, lasts. */
+  readonly leaseMs: number
+  /** How often an idle process looks for due work when nothing woke it. */
+  readonly pollMs: number
+
+  /**
+   * Claims up to `limit` timers due at `now` (ISO) that no live claim holds,
+   * earliest first. The claimer acts on each, then calls `finishTimer`.
+   */
+  claimDueTimers(owner: string, now: string, limit: number): Promise<TimerRecord[]>
+  /** Claims one timer (an in-process timer fired), unless a live claim holds it or it is gone. */
+  claimTimer(owner: string, id: string): Promise<TimerRecord | undefined>
+  /** Removes a timer its owner acted on; one saved again since (unclaimed) stays. */
+  finishTimer(owner: string, id: string): Promise<void>
+  /** When the earliest unclaimed timer is due (ISO), if any. */
+  nextDueAt(): Promise<string | undefined>
+
+  /** Takes the lease on a `running` run, unless another owner holds a live one. */
+  acquireLease(owner: string, runId: string): Promise<boolean>
+  /** Extends the owner's leases on these runs; resolves to the ids it still holds (a cancelled run is not: its attempt is to stop). */
+  renewLeases(owner: string, runIds: readonly string[]): Promise<string[]>
+  /**
+   * Gives up the owner's leases on these runs, so others may take the
+   * attempts over at once. Without `runIds` (the process shuts down), all
+   * of its leases, and its claims on timers it did not finish.
+   */
+  releaseLeases(owner: string, runIds?: readonly string[]): Promise<void>
+  /**
+   * Takes the lease on up to `limit` runs whose process died or shut down
+   * mid-way: `running` runs that nobody holds (lapsed or released) and that
+   * wait for no retry timer, and `suspended` runs whose lease lapsed (the
+   * process died between suspending and arming the waitpoint; the claimer
+   * arms it and releases the lease). Also `suspended` runs that nobody
+   * holds and whose `task` waitpoint's child has finished: a child reached
+   * through an idempotency key resumes only the run that started it, so
+   * the claimer resumes the others. Never a run `owner` holds itself: its
+   * dispatch there is still in flight, however late its renewal.
+   */
+  claimOrphanedRuns(owner: string, limit: number): Promise<RunRecord[]>
+
+  /** Claims one tick (ISO) of a task's schedule; true for exactly one caller per pair. */
+  claimTick(taskName: string, tick: string): Promise<boolean>
+
+  /** Tells every process listening (`subscribe`) that work may be waiting. */
+  wake(): Promise<void>
+  /** Calls `onWake` whenever some process calls `wake()`; resolves to the way to stop. */
+  subscribe(onWake: () => void): Promise<() => Promise<void>>
+}

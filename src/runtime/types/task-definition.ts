@@ -1,0 +1,23 @@
+/** A task as the runtime registers it from its route (see `defineTasks`, `src/runtime/tasks/definitions.ts`). */
+import type { TaskFlow } from './flow.ts'
+import type { TaskContext } from './task-context.ts'
+
+export interface TaskDefinition {
+  /** Dot-form name (`jobs.notify`). */
+  name: string
+  /** Route path (`/api/jobs/notify`). */
+  path: string
+  handler: (ctx: TaskContext) => unknown
+  /** The `input` export: a Standard Schema or a `defineSchema()` object. */
+  input: unknown
+  /** Extra attempts after the first failure. */
+  retries: number
+  /** Per-attempt timeout, milliseconds. */
+  timeout: number
+  /** Five-field cron expression, normalized to single spaces. */
+  schedule: string | null
+  /** IANA time zone of the schedule; `null` means UTC. */
+  timezone: string | null
+  /** `route.concurrency`, `route.rateLimit` and `route.debounce`, each absent when unset. */
+  flow: TaskFlow
+}
