@@ -1,6 +1,6 @@
 /** What only the Node host knows about a request, handed to the core handler. */
 import type { ServerRequest } from 'srvx'
-import { RAW_TARGET } from '../runtime/app/path.ts'
+import { RAW_TARGET } from '../runtime/http/path.ts'
 import type { RequestInfo } from '../types.ts'
 
 /** Read lazily: the peer address costs a syscall, and most requests never ask for it. */

@@ -21,8 +21,8 @@
  * keeps form and no-cors posts out in every mode.
  */
 import type { RequestInfo } from '../types.ts'
-import { jsonError } from '../app/errors.ts'
-import type { ResponseClass } from '../app/types.ts'
+import { jsonError } from '../http/errors.ts'
+import type { ResponseClass } from '../http/types.ts'
 import type { EnvLike } from '../env.ts'
 import { taskSecret } from '../rules.ts'
 import { foreignRequestProblem, isLoopback } from './loopback.ts'

@@ -16,8 +16,8 @@
  * in-process has neither, so there a `Content-Type` counts as a body, as
  * `fetch` sets one for a string or form body.
  */
-import { jsonError } from '../app/errors.ts'
-import type { ResponseClass } from '../app/types.ts'
+import { jsonError } from '../http/errors.ts'
+import type { ResponseClass } from '../http/types.ts'
 
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 

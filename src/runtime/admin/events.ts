@@ -15,8 +15,8 @@
  * strategy (WHATWG Streams, `desiredSize`).
  */
 import type { Logger, RunChange, TaskRuntime } from '../types.ts'
-import { jsonError } from '../app/errors.ts'
-import type { ResponseClass } from '../app/types.ts'
+import { jsonError } from '../http/errors.ts'
+import type { ResponseClass } from '../http/types.ts'
 import { describe } from '../describe.ts'
 
 /** How often an idle event stream sends a comment. */

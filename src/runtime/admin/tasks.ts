@@ -25,13 +25,13 @@
  * 503 `STORE_FULL` with `Retry-After`.
  */
 import type { EnqueueOptions, Logger, RequestInfo, TaskRuntime } from '../types.ts'
-import { internalError, jsonError, knownErrorResponse, methodNotAllowed } from '../app/errors.ts'
-import type { ResponseClass } from '../app/types.ts'
-import { trimTrailingSlashes } from '../app/path.ts'
+import { internalError, jsonError, knownErrorResponse, methodNotAllowed } from '../http/errors.ts'
+import type { ResponseClass } from '../http/types.ts'
+import { trimTrailingSlashes } from '../http/path.ts'
+import { readJsonBody } from '../http/body.ts'
 import { enqueueOptionsFromHeaders } from '../tasks/client.ts'
 import type { EnvLike } from '../env.ts'
 import { authorize } from './auth.ts'
-import { readJsonBody } from './body.ts'
 import { unsupportedContent } from './content-type.ts'
 import { openRunEventStream, type RunEventsOptions } from './events.ts'
 import { InvalidQueryError, parseRunsQuery, runSummary } from './runs-query.ts'

@@ -10,21 +10,22 @@
  */
 import { Hono, type Context } from 'hono'
 import type { GlobalHooks, Logger, RequestInfo, RuntimeApiRoute, RuntimePage } from '../types.ts'
-import { DEFAULT_BODY_LIMIT } from '../admin/body.ts'
+import { DEFAULT_BODY_LIMIT } from '../http/body.ts'
 import type { EnvLike } from '../env.ts'
 import { processEnv, stringBindings } from '../env.ts'
 import type { IsrCache } from '../pages/isr.ts'
 import { mountPages, planPages } from '../pages/render.ts'
-import { REVALIDATE_PATH, revalidateHandler } from '../pages/revalidate.ts'
+import { REVALIDATE_PATH, type RevalidateWebhook, revalidateHandler } from '../pages/revalidate.ts'
 import { describe } from '../describe.ts'
+import { methodNotAllowed, notFound } from '../http/errors.ts'
+import { honoRequestPath } from '../http/path.ts'
+import type { ResponseClass } from '../http/types.ts'
 import { type DirectRoutes, directRoutes } from './direct.ts'
-import { methodNotAllowed, notFound } from './errors.ts'
 import { GlobalResponse } from './global-response.ts'
 import { HEALTH_PATH, healthResponse } from './health.ts'
 import { createErrorResponder, hasHooks, hooksMiddleware, normalizeHooks } from './hooks.ts'
-import { honoRequestPath } from './path.ts'
 import { mountRoutes } from './routes.ts'
-import type { ApiAppOptions, ResponseClass, RevalidateWebhook } from './types.ts'
+import type { ApiAppOptions } from './types.ts'
 
 /** The app `createApiApp` returns: a Hono app, with the standard `fetch(request, env?, ctx?)`. */
 export type ApiApp = Hono

@@ -6,7 +6,7 @@
  * `instanceof` its current global: a response built with the class captured
  * earlier is taken for a value (h3 sends it as 200 "[object Response]").
  */
-import type { ResponseClass } from './types.ts'
+import type { ResponseClass } from '../http/types.ts'
 
 export const GlobalResponse = class {
   constructor(body?: BodyInit | null, init?: ResponseInit) {

@@ -3,7 +3,7 @@
  * Answers without credentials and without running global hooks, so a
  * session check in `onRequest` cannot make a healthy process look dead.
  */
-import type { ResponseClass } from './types.ts'
+import type { ResponseClass } from '../http/types.ts'
 
 /** The `framework` value of the health body. */
 export const FRAMEWORK = 'svc'

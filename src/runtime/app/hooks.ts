@@ -12,8 +12,8 @@
 import type { MiddlewareHandler } from 'hono'
 import type { GlobalHooks, Logger } from '../types.ts'
 import { describe } from '../describe.ts'
-import { internalError, knownErrorResponse } from './errors.ts'
-import type { ResponseClass, SvcRequest } from './types.ts'
+import { type ErrorResponder, internalError, knownErrorResponse } from '../http/errors.ts'
+import type { ResponseClass } from '../http/types.ts'
 import { isAcceptedUpgrade } from './upgrade.ts'
 
 export interface NormalizedHooks {
@@ -48,9 +48,6 @@ export function normalizeHooks(hooks: GlobalHooks | undefined, where: string): N
 export function hasHooks(hooks: NormalizedHooks): boolean {
   return hooks.onRequest.length > 0 || hooks.onResponse.length > 0
 }
-
-/** Takes the request as Hono's request wrapper, or anything that holds it (a Hono `Context`). */
-export type ErrorResponder = (error: unknown, at: SvcRequest | { req: SvcRequest }) => Promise<Response>
 
 /**
  * Turns anything thrown into a response: a thrown `Response` is sent as is,

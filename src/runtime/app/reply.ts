@@ -3,7 +3,8 @@
  * headers a handler sets and builds the response with the app's `Response`
  * constructor, so on Node responses take srvx's fast path.
  */
-import type { Reply, ResponseClass } from './types.ts'
+import type { ResponseClass } from '../http/types.ts'
+import type { Reply } from './types.ts'
 
 // Shared, never mutated: the common case (plain JSON, default status)
 // allocates no header object per request. Headers as name-value pairs:

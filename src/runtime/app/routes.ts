@@ -10,10 +10,11 @@ import { isOriginAllowed } from '../origins.ts'
 import { resolveRoute } from '../route-config.ts'
 import { isSchemaDefinition, isStandardSchema } from '../schema.ts'
 import { describe } from '../describe.ts'
-import { jsonError, methodNotAllowed } from './errors.ts'
-import type { ErrorResponder } from './hooks.ts'
+import { type ErrorResponder, jsonError, methodNotAllowed } from '../http/errors.ts'
+import { toHonoPath } from '../http/path.ts'
+import type { ResponseClass, SvcRequest } from '../http/types.ts'
 import { ReplyImpl } from './reply.ts'
-import type { ResponseClass, RouteHandler, SvcRequest, WebSocketHandler } from './types.ts'
+import type { RouteHandler, WebSocketHandler } from './types.ts'
 import { acceptUpgrade, canUpgrade, isWebSocketUpgrade } from './upgrade.ts'
 import { validateRequest } from './validation.ts'
 
@@ -21,14 +22,6 @@ export interface MountContext {
   R: ResponseClass
   fail: ErrorResponder
   bodyLimit: number
-}
-
-/**
- * A manifest URL pattern as a Hono path: the scanner writes a catch-all
- * `[...rest]` as `:rest*`, which is `:rest{.+}` to Hono (one segment or more).
- */
-export function toHonoPath(path: string): string {
-  return path.replace(/:([A-Za-z_$][\w$]*)\*(?=\/|$)/g, ':$1{.+}')
 }
 
 /** Checks a route entry; bad ones fail at startup with the route named. */

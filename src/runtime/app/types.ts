@@ -1,18 +1,10 @@
 /**
- * Public types of the HTTP surface: handlers, the `reply` helper, hot-route
- * peers and the options of `createApiApp`.
+ * Public types of the API application: route handlers, the `reply` helper,
+ * hot-route peers and the options of `createApiApp`.
  */
-import type { HonoRequest } from 'hono'
 import type { GlobalHooks, Logger, RuntimeApiRoute } from '../types.ts'
-
-/**
- * The request object route handlers, page renderers and `websocket()` get:
- * Hono's request. `param()`, `query()`, `header()`, `json()`, `text()`,
- * `raw` (the Web `Request`) and `valid(target)` for the values a route's
- * `schema` validated (`'json'`, `'query'`, `'param'`, `'header'`).
- */
-// biome-ignore lint/suspicious/noExplicitAny: `valid(target)` returns what the route's own schema produced
-export type SvcRequest = HonoRequest<string, any>
+import type { ResponseClass, SvcRequest } from '../http/types.ts'
+import type { RevalidateWebhook } from '../pages/revalidate.ts'
 
 /**
  * The second argument of a route handler. Builds the response; `status()`
@@ -70,15 +62,6 @@ export interface HotPeer {
 
 /** A hot route's `websocket` export. Called once per connection, on open. */
 export type WebSocketHandler = (peer: HotPeer, req: SvcRequest) => unknown
-
-/**
- * The `createApiApp` revalidation webhook. It gets the request (after the
- * task-secret check) and answers with a status and an optional JSON body.
- */
-export type RevalidateWebhook = (req: SvcRequest) => Promise<{ status: number; body?: unknown }>
-
-/** A `Response` constructor; `startSvcServer` passes srvx's `FastResponse`. */
-export type ResponseClass = new (body?: BodyInit | null, init?: ResponseInit) => Response
 
 export interface ApiAppOptions {
   /** API routes with loaded module exports. Task-kind routes are skipped. */

@@ -9,7 +9,8 @@
  * upgrade. Hosts that never register requests (edge and function targets)
  * get 426 from hot routes.
  */
-import type { SvcRequest, WebSocketHandler } from './types.ts'
+import type { SvcRequest } from '../http/types.ts'
+import type { WebSocketHandler } from './types.ts'
 
 /** What a hot route hands to the host on an accepted handshake. */
 export interface AcceptedUpgrade {

@@ -5,10 +5,10 @@
  * reach the handler through `req.valid('json' | 'query' | 'param' | 'header')`.
  */
 import type { SchemaDefinition, ValidationIssue } from '../types.ts'
-import { readJsonBody } from '../admin/body.ts'
+import { readJsonBody } from '../http/body.ts'
 import { ValidationError } from '../errors.ts'
 import { validate } from '../schema.ts'
-import type { SvcRequest } from './types.ts'
+import type { SvcRequest } from '../http/types.ts'
 
 /** POST, PUT and PATCH always have their body validated; DELETE only when it carries one (RFC 9110 §9.3.5). */
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])

@@ -6,9 +6,9 @@
  */
 import { authorize } from '../admin/auth.ts'
 import { unsupportedContent } from '../admin/content-type.ts'
-import { jsonError, methodNotAllowed } from '../app/errors.ts'
-import type { ResponseClass } from '../app/types.ts'
-import { trimTrailingSlashes } from '../app/path.ts'
+import { jsonError, methodNotAllowed } from '../http/errors.ts'
+import type { ResponseClass } from '../http/types.ts'
+import { trimTrailingSlashes } from '../http/path.ts'
 import type { EnvLike } from '../env.ts'
 import type { RequestInfo, TaskRuntime } from '../types.ts'
 import { DASHBOARD_ENV, type DashboardAccess, dashboardRefusal, servesDashboard } from './access.ts'

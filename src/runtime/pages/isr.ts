@@ -7,8 +7,8 @@
  * Purges (by path or by tag) delete entries, so the next request renders.
  */
 import type { Logger } from '../types.ts'
-import type { ResponseClass } from '../app/types.ts'
-import { trimTrailingSlashes } from '../app/path.ts'
+import type { ResponseClass } from '../http/types.ts'
+import { trimTrailingSlashes } from '../http/path.ts'
 import { describe } from '../describe.ts'
 import { MemoryCacheStore, type CacheEntry, type CacheStore } from './cache-store.ts'
 

@@ -4,10 +4,9 @@
  */
 import type { Context, Hono } from 'hono'
 import type { PageMode, RequestInfo, RuntimePage } from '../types.ts'
-import { methodNotAllowed } from '../app/errors.ts'
-import type { ErrorResponder } from '../app/hooks.ts'
-import { toHonoPath } from '../app/routes.ts'
-import type { ResponseClass, SvcRequest } from '../app/types.ts'
+import { type ErrorResponder, methodNotAllowed } from '../http/errors.ts'
+import { toHonoPath } from '../http/path.ts'
+import type { ResponseClass, SvcRequest } from '../http/types.ts'
 import { describe } from '../describe.ts'
 import type { IsrCache, PageCacheInfo, Rendered } from './isr.ts'
 

@@ -11,15 +11,21 @@
 import type { Logger, RequestInfo, ValidationIssue } from '../types.ts'
 import type { EnvLike } from '../env.ts'
 import { authorize } from '../admin/auth.ts'
-import { readJsonBody } from '../admin/body.ts'
 import { unsupportedContent } from '../admin/content-type.ts'
-import { internalError, knownErrorResponse, methodNotAllowed } from '../app/errors.ts'
+import { readJsonBody } from '../http/body.ts'
+import { internalError, knownErrorResponse, methodNotAllowed } from '../http/errors.ts'
 import type { Context } from 'hono'
-import type { ResponseClass, RevalidateWebhook } from '../app/types.ts'
+import type { ResponseClass, SvcRequest } from '../http/types.ts'
 import { ValidationError } from '../errors.ts'
 import type { IsrCache, RevalidateResult } from './isr.ts'
 
 export const REVALIDATE_PATH = '/__svc/revalidate'
+
+/**
+ * The `createApiApp` revalidation webhook. It gets the request (after the
+ * task-secret check) and answers with a status and an optional JSON body.
+ */
+export type RevalidateWebhook = (req: SvcRequest) => Promise<{ status: number; body?: unknown }>
 
 export interface RevalidateOptions {
   R: ResponseClass

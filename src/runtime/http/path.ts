@@ -1,6 +1,7 @@
 /**
- * The path a request is routed by: the path of `request.url`, normalized and
- * decoded (RFC 3986 §5.2.4) by Hono's `getPath`.
+ * Request paths and route patterns. The path a request is routed by is the
+ * path of `request.url`, normalized and decoded (RFC 3986 §5.2.4) by Hono's
+ * `getPath`.
  *
  * Reading `request.url` is a measurable share of a small request's cost on
  * Node, where srvx builds the URL lazily. A host that built the request from
@@ -55,4 +56,12 @@ export function trimTrailingSlashes(path: string): string {
   let end = path.length
   while (end > 0 && path.charCodeAt(end - 1) === 47 /* / */) end--
   return end === path.length ? path : path.slice(0, end)
+}
+
+/**
+ * A manifest URL pattern as a Hono path: the scanner writes a catch-all
+ * `[...rest]` as `:rest*`, which is `:rest{.+}` to Hono (one segment or more).
+ */
+export function toHonoPath(path: string): string {
+  return path.replace(/:([A-Za-z_$][\w$]*)\*(?=\/|$)/g, ':$1{.+}')
 }

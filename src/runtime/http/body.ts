@@ -47,7 +47,7 @@ export async function readBodyText(request: Request, limit: number): Promise<str
  * The JSON body, or `undefined` for an empty one. This reads the bytes as
  * JSON and does not look at the declared type: the admin surface and
  * `/__svc/*` refuse any type but JSON before they read (415, see
- * `content-type.ts`), while `schema.body` routes take what clients such as
+ * `admin/content-type.ts`), while `schema.body` routes take what clients such as
  * `fetch` and `curl -d` send by default (`text/plain`, form types). Text
  * that is not JSON, and JSON nested deeper than `MAX_JSON_DEPTH`, is
  * `INVALID_JSON`.

@@ -4,9 +4,16 @@
  * status and body, so routes, pages and the admin surface answer alike.
  */
 import { StoreFullError, SvcError } from '../errors.ts'
-import type { ResponseClass } from './types.ts'
+import type { ResponseClass, SvcRequest } from './types.ts'
 
 const JSON_TYPE = 'application/json'
+
+/**
+ * Turns anything thrown while answering a request into the response to send.
+ * Takes the request as Hono's request wrapper, or anything that holds it (a
+ * Hono `Context`).
+ */
+export type ErrorResponder = (error: unknown, at: SvcRequest | { req: SvcRequest }) => Promise<Response>
 
 /** A JSON error response. `headers` are extra headers, such as `Allow`. */
 export function jsonError(
