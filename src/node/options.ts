@@ -144,22 +144,25 @@ export interface SvcServerOptions {
   runEvents?: RunEventsOptions
 }
 
-export interface SvcServer {
-  /** The underlying Node `http.Server`. */
-  readonly server: HttpServer
+/** A server that runs: what `startSvcServer`, `startBunServer` and `startDenoServer` resolve with. */
+export interface RunningServer {
   /** The port actually bound. */
   readonly port: number
-  /** `http://<host>:<port>`. */
+  /**
+   * `http://<host>:<port>`. Note: on Node the host is the one the server was
+   * asked to bind; on Bun and Deno, the address the runtime bound (a HOST
+   * such as `localhost` resolved).
+   */
   readonly url: string
-  /** The task runtime behind `/__tasks` and the scheduler (replaced by `reload` when the server created it). */
+  /** The task runtime behind `/__tasks` and the scheduler (on Node, replaced by `reload` when the server created it). */
   readonly runtime: TaskRuntime
-  /** The core fetch handler the server mounts (replaced by `reload`). */
+  /** The core fetch handler the server mounts (on Node, replaced by `reload`). */
   readonly handler: SvcHandler
   /**
-   * Stops accepting connections; answers requests that arrive on open
-   * keep-alive connections with 503 `Connection: close`; closes WebSockets
-   * with 1001; stops the scheduler; waits for in-flight requests and task
-   * attempts up to `shutdownTimeoutMs`, then forces. Idempotent.
+   * Stops accepting connections; answers requests that still arrive (on
+   * open keep-alive connections) with 503 `Connection: close`; closes
+   * WebSockets with 1001; stops the scheduler; waits for in-flight requests
+   * and task attempts up to `shutdownTimeoutMs`, then forces. Idempotent.
    */
   close(): Promise<void>
   /**
@@ -168,6 +171,11 @@ export interface SvcServer {
    * @param code @default 1001
    */
   closeWebSockets(code?: number, reason?: string, filter?: (route: string) => boolean): void
+}
+
+export interface SvcServer extends RunningServer {
+  /** The underlying Node `http.Server`. */
+  readonly server: HttpServer
   /**
    * Swaps in new routes and pages without dropping a connection (the dev
    * server calls it on file changes). Requests already running finish on

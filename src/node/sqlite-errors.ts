@@ -14,10 +14,36 @@ const SQLITE_INTERRUPT = 9
 const SQLITE_IOERR = 10
 const SQLITE_FULL = 13
 
-/** The primary result code of an error `node:sqlite` threw (its `errcode` may be an extended code), else undefined. */
+/**
+ * What SQLite says of each primary result code svc looks at
+ * (`sqlite3_errstr`, https://www.sqlite.org/c3ref/errcode.html).
+ */
+const MESSAGES: ReadonlyMap<string, number> = new Map([
+  ['database is locked', SQLITE_BUSY],
+  ['out of memory', SQLITE_NOMEM],
+  ['attempt to write a readonly database', SQLITE_READONLY],
+  ['interrupted', SQLITE_INTERRUPT],
+  ['disk I/O error', SQLITE_IOERR],
+  ['database or disk is full', SQLITE_FULL],
+])
+
+/**
+ * The result code of an error `node:sqlite` threw: its `errcode`, which may
+ * be an extended code, else undefined. Deno's `node:sqlite` leaves `errcode`
+ * off the errors of `DatabaseSync#exec` (those of its statements carry it),
+ * with no other property that holds the code: there it is read back from
+ * the message, which for the codes above is SQLite's own text for the code.
+ */
+function errorCode(error: unknown): number | undefined {
+  const { errcode, code, message } = (error ?? {}) as { errcode?: unknown; code?: unknown; message?: unknown }
+  if (typeof errcode === 'number') return errcode
+  return code === 'ERR_SQLITE_ERROR' && typeof message === 'string' ? MESSAGES.get(message) : undefined
+}
+
+/** The primary result code of an error `node:sqlite` threw, else undefined. */
 function resultCode(error: unknown): number | undefined {
-  const code = (error as { errcode?: unknown } | null | undefined)?.errcode
-  return typeof code === 'number' ? code & 0xff : undefined
+  const code = errorCode(error)
+  return code === undefined ? undefined : code & 0xff
 }
 
 /**
@@ -50,7 +76,7 @@ export function storeError(error: unknown, where: string, busyTimeoutMs: number)
     case SQLITE_IOERR:
       return unavailable(
         'reading or writing the database file failed',
-        `SQLITE_IOERR, code ${(error as { errcode: number }).errcode}`,
+        `SQLITE_IOERR, code ${errorCode(error)}`,
         'check the disk and the file, then retry',
       )
     default:

@@ -2,6 +2,7 @@
 import bunAdapter from 'crossws/adapters/bun'
 import type { ServerHandler } from 'srvx'
 import { serve } from 'srvx/bun'
+import { LISTEN_OPTIONS } from '../node/listen.ts'
 import type { WebHost } from './host.ts'
 
 /** Bun's reason for a connection it closed over a message past `maxPayloadLength`; the client gets 1009. */
@@ -23,13 +24,9 @@ export const bunHost: WebHost = {
       },
     })
     const server = serve({
+      ...LISTEN_OPTIONS,
       port: options.port,
       hostname: options.hostname,
-      // Listening waits for serve() below, where a failure to bind rejects.
-      manual: true,
-      silent: true,
-      // startWebServer drains itself: 503 to late requests, WebSockets, task attempts.
-      gracefulShutdown: false,
       fetch: options.fetch as ServerHandler,
       // Bun refuses a message past maxPayloadLength as it arrives and closes with 1009 (RFC 6455 §7.4.1).
       bun: { websocket: { ...ws.websocket, maxPayloadLength: options.maxMessageBytes } },

@@ -2,6 +2,7 @@
 import denoAdapter from 'crossws/adapters/deno'
 import type { ServerHandler } from 'srvx'
 import { serve } from 'srvx/deno'
+import { LISTEN_OPTIONS } from '../node/listen.ts'
 import type { WebHost } from './host.ts'
 
 export const denoHost: WebHost = {
@@ -33,13 +34,9 @@ export const denoHost: WebHost = {
       },
     })
     const server = serve({
+      ...LISTEN_OPTIONS,
       port: options.port,
       hostname: options.hostname,
-      // Listening waits for serve() below, where a failure to bind rejects.
-      manual: true,
-      silent: true,
-      // startWebServer drains itself: 503 to late requests, WebSockets, task attempts.
-      gracefulShutdown: false,
       fetch: options.fetch as ServerHandler,
     })
     await server.serve()

@@ -4,14 +4,14 @@
  * interface), keeping runs in the store `SVC_STORE_URL` names, else in
  * `.svc/runs.db` under the working directory.
  */
-import { type BuiltApp, serveBuiltApp } from '#svc/serve/app.ts'
+import { type BuiltApp, serveOnHost } from '#svc/serve/app.ts'
 import { bunHost } from '#svc/serve/bun.ts'
 import { startWebServer, type WebServer, type WebServerOptions } from '#svc/serve/server.ts'
 
 export type { BuiltApp as BunApp, WebServer as BunServer, WebServerOptions as BunServerOptions }
 
 export function serveApp(app: BuiltApp): Promise<WebServer> {
-  return serveBuiltApp(app, bunHost)
+  return serveOnHost(app, bunHost)
 }
 
 /** `startSvcServer` on Bun: the same options and the same behaviour, on `Bun.serve`. */

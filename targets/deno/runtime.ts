@@ -4,14 +4,14 @@
  * interface), keeping runs in the store `SVC_STORE_URL` names, else in
  * `.svc/runs.db` under the working directory.
  */
-import { type BuiltApp, serveBuiltApp } from '#svc/serve/app.ts'
+import { type BuiltApp, serveOnHost } from '#svc/serve/app.ts'
 import { denoHost } from '#svc/serve/deno.ts'
 import { startWebServer, type WebServer, type WebServerOptions } from '#svc/serve/server.ts'
 
 export type { BuiltApp as DenoApp, WebServer as DenoServer, WebServerOptions as DenoServerOptions }
 
 export function serveApp(app: BuiltApp): Promise<WebServer> {
-  return serveBuiltApp(app, denoHost)
+  return serveOnHost(app, denoHost)
 }
 
 /** `startSvcServer` on Deno: the same options and the same behaviour, on `Deno.serve`. */

@@ -149,6 +149,6 @@ export async function POST() {}
   it('build rejects an unknown target', async () => {
     const { code, stderr } = await svc(['build', '--target', 'mars', '--root', app.root])
     expect(code).toBe(1)
-    expect(stderr).toContain('--target must be one of node, cloudflare, lambda, vercel (got "mars")')
+    expect(stderr).toContain('--target must be one of node, cloudflare, lambda, vercel, bun, deno (got "mars")')
   })
 })

@@ -4,7 +4,8 @@
  * file against the runtime itself: the built server is started with the
  * runtime's binary (an npm package among svc's devDependencies) as a child
  * process, on an ephemeral port, and spoken to over real HTTP and real
- * WebSockets.
+ * WebSockets. The node target's suite (node.test.ts) drives its built
+ * server through the same `contractTarget` and `stop`.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
@@ -19,12 +20,13 @@ import { buildApp } from '../../src/build/build.ts'
 import type { TargetName } from '../../src/build/target.ts'
 import type { RunRecord } from '../../src/types.ts'
 import { until } from '../tasks/_helpers.ts'
-import { builtOnce, pollRun, waitForOutput, writeApp, ZONED_TASKS } from './_app.ts'
-import { TASK_SECRET, targetContract } from './contract.ts'
+import { type BuiltApp, builtOnce, pollRun, waitForOutput, writeApp, ZONED_TASKS } from './_app.ts'
+import { type RunningTarget, TASK_SECRET, targetContract } from './contract.ts'
 
 export type ServerRuntime = 'bun' | 'deno'
 
-interface Spawned {
+/** A built server.mjs running as a child process. */
+export interface BuiltServer {
   child: ChildProcess
   base: string
   output: () => string
@@ -56,7 +58,7 @@ async function startBuilt(
   file: string,
   env: Record<string, string | undefined>,
   options: { cronOnDemand?: boolean; cwd?: string } = {},
-): Promise<Spawned> {
+): Promise<BuiltServer> {
   const pkg = JSON.parse(await readFile(join(dirname(file), 'package.json'), 'utf8')) as { scripts: { start: string } }
   const [command, ...args] = pkg.scripts.start.split(' ')
   expect(command).toBe(runtime)
@@ -80,7 +82,7 @@ async function startBuilt(
   let output = ''
   let asked = 0
   const answers = new Map<number, (answer: { runs?: Array<{ id: string; taskName: string; status: string }>; error?: string }) => void>()
-  const fireCron: Spawned['fireCron'] = (cron) =>
+  const fireCron: BuiltServer['fireCron'] = (cron) =>
     new Promise((resolve, reject) => {
       const id = ++asked
       answers.set(id, (answer) => (answer.error ? reject(new Error(answer.error)) : resolve(answer.runs!)))
@@ -109,7 +111,7 @@ async function startBuilt(
 }
 
 /** Ends a server with `signal` (SIGKILL unless told) and resolves with the signal it ended by. */
-async function stop(server: Spawned | undefined, signal: NodeJS.Signals = 'SIGKILL'): Promise<NodeJS.Signals | null> {
+export async function stop(server: BuiltServer | undefined, signal: NodeJS.Signals = 'SIGKILL'): Promise<NodeJS.Signals | null> {
   if (!server || server.child.exitCode !== null || server.child.signalCode !== null) return server?.child.signalCode ?? null
   const exited = new Promise<NodeJS.Signals | null>((resolve) => server.child.once('exit', (_code, ended) => resolve(ended)))
   server.child.kill(signal)
@@ -147,6 +149,85 @@ function runScript(runtime: ServerRuntime, file: string): Promise<{ code: number
   return new Promise((resolve) => child.once('exit', (code) => resolve({ code, output })))
 }
 
+/**
+ * The target contract's view of a built server started with `cronOnDemand`:
+ * requests go to it over HTTP, and cron schedules are fired in its process.
+ * A server has no platform scheduler to report to: it reports a failed
+ * scheduled run as an error line on stderr, naming the task and the run,
+ * for the process manager's log.
+ */
+export function contractTarget(server: BuiltServer): RunningTarget {
+  return {
+    async fetch(request) {
+      const url = new URL(request.url)
+      const body = request.body ? await request.arrayBuffer() : undefined
+      return fetch(`${server.base}${url.pathname}${url.search}`, {
+        method: request.method,
+        headers: request.headers,
+        body,
+        redirect: 'manual',
+      })
+    },
+    async cron(expression) {
+      const runs = await server.fireCron(expression)
+      const failed = runs.filter((run) => run.status === 'failed')
+      if (failed.length === 0) return { ok: true }
+      const lines = await Promise.all(
+        failed.map(
+          async (run) => (await waitForOutput(server.output, new RegExp(`^\\[svc\\] scheduled task .*\\(run ${run.id}\\).*$`, 'm')))[0],
+        ),
+      )
+      return { ok: false, error: lines.join('\n') }
+    },
+    close: async () => void (await stop(server)),
+  }
+}
+
+/**
+ * What every server target's build keeps, on the targets app (which has no
+ * public/ folder) built for `target` and its server, started.
+ */
+export function builtServerCases(target: 'node' | ServerRuntime, built: () => Promise<BuiltApp>, server: () => BuiltServer): void {
+  const out = async () => join((await built()).root, `.output/${target}`)
+
+  it('keeps every route, hot ones included, without a warning', async () => {
+    expect((await built()).build.warnings).toEqual([])
+  })
+
+  it(`writes server.mjs, a package.json whose start script runs it on ${target}, and a Dockerfile`, async () => {
+    expect((await stat(join(await out(), 'server.mjs'))).size).toBeGreaterThan(0)
+    const pkg = JSON.parse(await readFile(join(await out(), 'package.json'), 'utf8'))
+    expect(pkg).toMatchObject({ type: 'module', main: 'server.mjs', dependencies: {} })
+    expect(pkg.scripts.start).toMatch(new RegExp(`^${target} .*server\\.mjs$`))
+    const dockerfile = (await readFile(join(await out(), 'Dockerfile'), 'utf8')).split('\n')
+    expect(dockerfile.find((line) => line.startsWith('CMD '))).toMatch(new RegExp(`^CMD \\["${target}",.*"server\\.mjs"\\]$`))
+    expect(dockerfile).toContain(`USER ${target}`)
+  })
+
+  it('serves the hot route over WebSocket', async () => {
+    const ws = await openSocket(`${server().base.replace('http', 'ws')}/api/live`)
+    ws.send('ping')
+    expect((await nextMessage(ws)).data).toBe('ping')
+    ws.close()
+  })
+
+  // Naming a public/ folder that is not there would only make every start warn that it does not exist.
+  it('starts an app without public/ with no static directory and no warning about one', async () => {
+    expect(await readFile(join(await out(), 'server.mjs'), 'utf8')).not.toContain('./public')
+    expect((await fetch(`${server().base}/missing.txt`)).status).toBe(404)
+    expect(server().output()).not.toMatch(/staticDirs|is not a directory/)
+  })
+
+  it('applies task time zones in its own scheduler, without a warning', async () => {
+    const app = await writeApp(ZONED_TASKS)
+    try {
+      expect((await buildApp({ root: app.root, target })).warnings).toEqual([])
+    } finally {
+      await app.cleanup()
+    }
+  })
+}
+
 export function serverRuntimeSuites(runtime: ServerRuntime): void {
   const target = runtime as TargetName
   const outDir = `.output/${runtime}`
@@ -167,79 +248,19 @@ export function serverRuntimeSuites(runtime: ServerRuntime): void {
         { NODE_ENV: 'production', THEN_TASK_SECRET: TASK_SECRET, SVC_DISABLE_IN_PROCESS_CRON: '1' },
         { cronOnDemand: true },
       )
-      return {
-        async fetch(request) {
-          const url = new URL(request.url)
-          const body = request.body ? await request.arrayBuffer() : undefined
-          return fetch(`${server.base}${url.pathname}${url.search}`, {
-            method: request.method,
-            headers: request.headers,
-            body,
-            redirect: 'manual',
-          })
-        },
-        // As on Node, the server reports a failed scheduled run as an error
-        // line on stderr, naming the task and the run.
-        async cron(expression) {
-          const runs = await server.fireCron(expression)
-          const failed = runs.filter((run) => run.status === 'failed')
-          if (failed.length === 0) return { ok: true }
-          const lines = await Promise.all(
-            failed.map(
-              async (run) => (await waitForOutput(server.output, new RegExp(`^\\[svc\\] scheduled task .*\\(run ${run.id}\\).*$`, 'm')))[0],
-            ),
-          )
-          return { ok: false, error: lines.join('\n') }
-        },
-        close: async () => void (await stop(server)),
-      }
+      return contractTarget(server)
     },
   })
 
   describe(`svc build --target ${runtime}`, () => {
-    let server: Spawned
+    let server: BuiltServer
 
     beforeAll(async () => {
       server = await startBuilt(runtime, await serverFile(), { NODE_ENV: 'production', THEN_TASK_SECRET: TASK_SECRET })
     })
     afterAll(() => stop(server))
 
-    it('keeps every route, hot ones included, without a warning', async () => {
-      expect((await built()).build.warnings).toEqual([])
-    })
-
-    it(`writes server.mjs, a package.json whose start script runs it on ${runtime}, and a Dockerfile`, async () => {
-      const out = join((await built()).root, outDir)
-      expect((await stat(join(out, 'server.mjs'))).size).toBeGreaterThan(0)
-      const pkg = JSON.parse(await readFile(join(out, 'package.json'), 'utf8'))
-      expect(pkg).toMatchObject({ type: 'module', main: 'server.mjs', dependencies: {} })
-      expect(pkg.scripts.start).toMatch(new RegExp(`^${runtime} .*server\\.mjs$`))
-      const dockerfile = (await readFile(join(out, 'Dockerfile'), 'utf8')).split('\n')
-      expect(dockerfile.find((line) => line.startsWith('CMD '))).toMatch(new RegExp(`^CMD \\["${runtime}",.*"server\\.mjs"\\]$`))
-      expect(dockerfile).toContain(`USER ${runtime}`)
-    })
-
-    it('serves the hot route over WebSocket', async () => {
-      const ws = await openSocket(`${server.base.replace('http', 'ws')}/api/live`)
-      ws.send('ping')
-      expect((await nextMessage(ws)).data).toBe('ping')
-      ws.close()
-    })
-
-    it('starts an app without public/ with no static directory and no warning about one', async () => {
-      expect(await readFile(await serverFile(), 'utf8')).not.toContain('./public')
-      expect((await fetch(`${server.base}/missing.txt`)).status).toBe(404)
-      expect(server.output()).not.toMatch(/staticDirs|is not a directory/)
-    })
-
-    it('applies task time zones in its own scheduler, without a warning', async () => {
-      const app = await writeApp(ZONED_TASKS)
-      try {
-        expect((await buildApp({ root: app.root, target })).warnings).toEqual([])
-      } finally {
-        await app.cleanup()
-      }
-    })
+    builtServerCases(runtime, built, () => server)
 
     // Docker cannot run here: the Dockerfile's health check command is run as it would run inside the container.
     it(`writes a Dockerfile whose HEALTHCHECK asks /__health with ${runtime}, the image having no curl`, async () => {
@@ -272,13 +293,13 @@ export function serverRuntimeSuites(runtime: ServerRuntime): void {
   })
 
   describe(`the server built for ${runtime}`, () => {
-    const servers: Spawned[] = []
+    const servers: BuiltServer[] = []
     const start = async (env: Record<string, string | undefined> = {}) => {
       const server = await startBuilt(runtime, await webServerFile(), { NODE_ENV: 'production', THEN_TASK_SECRET: TASK_SECRET, ...env })
       servers.push(server)
       return server
     }
-    let server: Spawned
+    let server: BuiltServer
     const ws = (path: string, origin?: string) => openSocket(`${server.base.replace('http', 'ws')}${path}`, origin)
     const closes = async () => ((await (await fetch(`${server.base}/api/closes`)).json()) as { closes: Array<[number, string]> }).closes
 
@@ -416,7 +437,7 @@ export function serverRuntimeSuites(runtime: ServerRuntime): void {
     })
     afterAll(() => rm(dir, { recursive: true, force: true }))
 
-    const trigger = async (server: Spawned, task: string) => {
+    const trigger = async (server: BuiltServer, task: string) => {
       const res = await fetch(`${server.base}/__tasks/${task}`, {
         method: 'POST',
         headers: { ...AUTH, 'content-type': 'application/json' },
@@ -425,7 +446,7 @@ export function serverRuntimeSuites(runtime: ServerRuntime): void {
       expect(res.status).toBe(202)
       return ((await res.json()) as { id: string }).id
     }
-    const getRun = async (server: Spawned, id: string) =>
+    const getRun = async (server: BuiltServer, id: string) =>
       (await (await fetch(`${server.base}/__tasks/${id}`, { headers: AUTH })).json()) as RunRecord
 
     it('loses no run and runs no recorded step again: steps cut off run again on the next process, sleeps end there', async () => {

@@ -1,20 +1,13 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { cp, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/build/build.ts'
-import { builtOnce, copyFixtureApp, waitForOutput, writeApp, ZONED_TASKS } from './_app.ts'
+import { builtOnce, copyFixtureApp } from './_app.ts'
 import { TASK_SECRET, targetContract } from './contract.ts'
-
-interface BuiltServer {
-  child: ChildProcess
-  base: string
-  output: () => string
-  /** Fires `cron` in the server process (only when started with `cronOnDemand`) and resolves with the runs once they ended. */
-  fireCron: (cron: string) => Promise<Array<{ id: string; taskName: string; status: string }>>
-}
+import { type BuiltServer, builtServerCases, contractTarget, stop } from './_server-runtime.ts'
 
 const cronPreload = new URL('./_node-cron.mjs', import.meta.url).href
 
@@ -56,14 +49,6 @@ function startBuilt(file: string, env: Record<string, string | undefined>, optio
   })
 }
 
-/** Stops a server started by `startBuilt` and waits for its process to end. */
-async function stop(server: BuiltServer | undefined): Promise<void> {
-  if (!server || server.child.exitCode !== null || server.child.signalCode !== null) return
-  const exited = new Promise((resolve) => server.child.once('exit', resolve))
-  server.child.kill('SIGKILL')
-  await exited
-}
-
 const built = builtOnce('node')
 const serverFile = async () => join((await built()).root, '.output/node/server.mjs')
 
@@ -78,33 +63,7 @@ targetContract({
       { NODE_ENV: 'production', THEN_TASK_SECRET: TASK_SECRET, SVC_DISABLE_IN_PROCESS_CRON: '1' },
       { cronOnDemand: true },
     )
-    return {
-      async fetch(request) {
-        const url = new URL(request.url)
-        const body = request.body ? await request.arrayBuffer() : undefined
-        return fetch(`${server.base}${url.pathname}${url.search}`, {
-          method: request.method,
-          headers: request.headers,
-          body,
-          redirect: 'manual',
-        })
-      },
-      // A Node host has no scheduler of its own to report to: the server
-      // reports a failed scheduled run as an error line on stderr, naming the
-      // task and the run, for the process manager's log.
-      async cron(expression) {
-        const runs = await server.fireCron(expression)
-        const failed = runs.filter((run) => run.status === 'failed')
-        if (failed.length === 0) return { ok: true }
-        const lines = await Promise.all(
-          failed.map(
-            async (run) => (await waitForOutput(server.output, new RegExp(`^\\[svc\\] scheduled task .*\\(run ${run.id}\\).*$`, 'm')))[0],
-          ),
-        )
-        return { ok: false, error: lines.join('\n') }
-      },
-      close: () => stop(server),
-    }
+    return contractTarget(server)
   },
 })
 
@@ -116,44 +75,7 @@ describe('svc build --target node', () => {
   })
   afterAll(() => stop(server))
 
-  it('keeps every route, hot ones included, without a warning', async () => {
-    expect((await built()).build.warnings).toEqual([])
-  })
-
-  it('writes server.mjs, a package.json and a Dockerfile', async () => {
-    const out = join((await built()).root, '.output/node')
-    expect((await stat(join(out, 'server.mjs'))).size).toBeGreaterThan(0)
-    const pkg = JSON.parse(await readFile(join(out, 'package.json'), 'utf8'))
-    expect(pkg).toMatchObject({ type: 'module', main: 'server.mjs', dependencies: {} })
-    expect(await readFile(join(out, 'Dockerfile'), 'utf8')).toMatch(/CMD \["node", "server\.mjs"\]/)
-  })
-
-  it('serves the hot route over WebSocket', async () => {
-    const ws = new WebSocket(`${server.base.replace('http', 'ws')}/api/live`)
-    const echoed = await new Promise<string>((resolve, reject) => {
-      ws.onopen = () => ws.send('ping')
-      ws.onmessage = (event) => resolve(String(event.data))
-      ws.onerror = () => reject(new Error('WebSocket failed'))
-    })
-    ws.close()
-    expect(echoed).toBe('ping')
-  })
-
-  // The targets app has no public/ folder: naming one would only make every start warn that it does not exist.
-  it('starts an app without public/ with no static directory and no warning about one', async () => {
-    expect(await readFile(await serverFile(), 'utf8')).not.toContain('./public')
-    expect((await fetch(`${server.base}/missing.txt`)).status).toBe(404)
-    expect(server.output()).not.toMatch(/staticDirs|is not a directory/)
-  })
-
-  it('applies task time zones in its own scheduler, without a warning', async () => {
-    const app = await writeApp(ZONED_TASKS)
-    try {
-      expect((await buildApp({ root: app.root, target: 'node' })).warnings).toEqual([])
-    } finally {
-      await app.cleanup()
-    }
-  })
+  builtServerCases('node', built, () => server)
 
   // Last: it ends the server.
   it('drains on SIGTERM, then ends with that signal', async () => {

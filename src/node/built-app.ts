@@ -1,0 +1,72 @@
+/**
+ * The runtime entry of a target whose output is one long-lived server
+ * (node: targets/node/runtime.ts; bun and deno: src/serve/app.ts): a built
+ * app served on `PORT` (default 3000) and `HOST` (default every interface),
+ * keeping runs in the store `SVC_STORE_URL` names, else in `.svc/runs.db`
+ * under the working directory.
+ */
+import type { RuntimeApiRoute, RuntimePage } from '../types.ts'
+import type { RunningServer, SvcServerOptions } from './options.ts'
+import { storeFromEnv } from './store-url.ts'
+
+/** What the generated server.mjs hands to `serveApp`. */
+export interface BuiltApp {
+  routes: RuntimeApiRoute[]
+  pages: RuntimePage[]
+  cache?: SvcServerOptions['cache']
+  staticDirs?: string[]
+}
+
+/**
+ * A built server is a deployment artifact: in a container or on a VM its
+ * clients arrive on a non-loopback interface, so it binds all of them unless
+ * `HOST` says otherwise, whatever `NODE_ENV` is (as Nitro's and Next's
+ * standalone servers do). `startSvcServer`'s own default stays loopback
+ * outside production, for servers started from code during development.
+ */
+const ALL_INTERFACES = '0.0.0.0'
+
+/**
+ * Serves `app` with `start`, and logs the address it listens on, `boundUrl`
+ * of the server: what a supervisor waits for.
+ */
+export async function serveBuiltApp<S extends RunningServer>(
+  app: BuiltApp,
+  start: (options: SvcServerOptions) => Promise<S>,
+  boundUrl: (server: S) => string = (server) => server.url,
+): Promise<S> {
+  const raw = process.env.PORT
+  const port = raw === undefined || raw === '' ? 3000 : Number(raw)
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new RangeError(`PORT must be a whole number from 0 to 65535 (got "${raw}")`)
+  }
+  // A persistent host keeps runs across restarts by default. The working
+  // directory, not the output folder: `svc build` empties that folder, and the
+  // Dockerfile's WORKDIR is where the server runs.
+  const opened = await storeFromEnv(process.env, { root: process.cwd(), defaultStore: 'sqlite' })
+  // Logged before the listening line, which is what a supervisor waits for.
+  console.log(`svc runs: ${opened.description} (SVC_STORE_URL picks another store)`)
+  let server: S
+  try {
+    server = await start({
+      apiRoutes: app.routes,
+      pages: app.pages,
+      cache: app.cache,
+      staticDirs: app.staticDirs,
+      port,
+      host: process.env.HOST || ALL_INTERFACES,
+      store: opened.store,
+    })
+  } catch (error) {
+    await opened.close()
+    throw error
+  }
+  const close = server.close
+  // The server closes only what it opened; this store is ours to close after it.
+  server.close = async () => {
+    await close()
+    await opened.close()
+  }
+  console.log(`svc listening on ${boundUrl(server)}`)
+  return server
+}
