@@ -35,4 +35,4 @@ export type { CacheEntry, CacheStore, MemoryCacheStoreOptions } from './runtime/
 export type { SvcCacheConfig, RevalidateResult } from './runtime/pages/isr.ts'
 export type { RevalidateWebhook } from './runtime/pages/revalidate.ts'
 export type { RunEventsOptions } from './runtime/admin/events.ts'
-export type { DashboardPage } from './runtime/dashboard/handler.ts'
+export type { DashboardPage } from './runtime/dashboard/route.ts'

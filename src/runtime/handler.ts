@@ -9,7 +9,7 @@ import { DEFAULT_BODY_LIMIT } from './http/body.ts'
 import { checkRunEvents, type RunEventsOptions } from './admin/events.ts'
 import { createAdminHandler, TASKS_PREFIX } from './admin/tasks.ts'
 import { dashboardAccess, dashboardProblem } from './dashboard/access.ts'
-import { createDashboardHandler, type DashboardPage, isDashboardPath } from './dashboard/handler.ts'
+import { type DashboardPage, dashboardNotIncluded, isDashboardPath } from './dashboard/route.ts'
 import { buildApp, checkCommonOptions, type ApiApp } from './app/create.ts'
 import { jsonError } from './http/errors.ts'
 import { GlobalResponse } from './app/global-response.ts'
@@ -117,7 +117,7 @@ export interface SvcHandlerOptions {
    * The dashboard page to serve. `startSvcServer` passes the one svc ships
    * (`DASHBOARD_PAGE` from `svc/node`); it is an option so that edge and
    * function bundles, which do not serve the page, do not carry it.
-   * @default none: the page path answers 404 DASHBOARD_NOT_INCLUDED where it would be served
+   * @default none: the dashboard's paths answer 404 DASHBOARD_NOT_INCLUDED
    */
   dashboardPage?: DashboardPage
   /**
@@ -215,13 +215,9 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
     holdRuns: options.holdRuns ?? true,
     runEvents: options.runEvents,
   })
-  const dashboard = createDashboardHandler({
-    access: dashboardAccess(options.dashboard, env),
-    page: options.dashboardPage,
-    runtime,
-    env,
-    R,
-  })
+  const dashboard = options.dashboardPage
+    ? options.dashboardPage.createHandler({ access: dashboardAccess(options.dashboard, env), runtime, env, R })
+    : dashboardNotIncluded(R)
 
   const handle = (request: Request, info?: RequestInfo): Response | Promise<Response> => {
     const pathname = requestPath(request, info)

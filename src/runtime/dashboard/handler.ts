@@ -14,25 +14,15 @@ import type { RequestInfo, TaskRuntime } from '../types.ts'
 import { DASHBOARD_ENV, type DashboardAccess, dashboardRefusal, servesDashboard } from './access.ts'
 import { dashboardTasks } from './tasks.ts'
 
-export const DASHBOARD_PATH = '/__svc/dashboard'
-
-/** The built page: its HTML and the Content-Security-Policy that allows its inline script and style. */
-export interface DashboardPage {
-  html: string
-  csp: string
-}
+import { DASHBOARD_PATH, type DashboardHandler, type DashboardPage } from './route.ts'
 
 export interface DashboardOptions {
   access: DashboardAccess
-  /** Absent where the host does not ship the page (edge and function bundles leave it out). */
-  page: DashboardPage | undefined
+  page: DashboardPage
   runtime: TaskRuntime
   env: EnvLike
   R: ResponseClass
 }
-
-/** Answers a dashboard path, or `undefined` where the page is not served (the request then goes on to the app, which has no such route). */
-export type DashboardHandler = (request: Request, pathname: string, info?: RequestInfo) => Response | Promise<Response> | undefined
 
 const pageHeaders = (page: DashboardPage) => ({
   'content-type': 'text/html; charset=utf-8',
@@ -42,13 +32,9 @@ const pageHeaders = (page: DashboardPage) => ({
   'x-content-type-options': 'nosniff',
 })
 
-export function isDashboardPath(pathname: string): boolean {
-  return pathname === DASHBOARD_PATH || pathname.startsWith(`${DASHBOARD_PATH}/`)
-}
-
 export function createDashboardHandler(options: DashboardOptions): DashboardHandler {
   const { access, page, runtime, env, R } = options
-  const headers = page && pageHeaders(page)
+  const headers = pageHeaders(page)
   return (request, pathname, info) => {
     if (!servesDashboard(access, info)) return undefined
     const refusal = dashboardRefusal(access, request)
@@ -66,14 +52,6 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
     const path = trimTrailingSlashes(pathname) || '/'
     if (path === DASHBOARD_PATH) {
       if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed(R, method, pathname, 'GET, HEAD')
-      if (!page) {
-        return jsonError(
-          R,
-          404,
-          'DASHBOARD_NOT_INCLUDED',
-          'This host does not ship the dashboard page: startSvcServer, svc dev and the node build serve it; elsewhere pass dashboardPage: DASHBOARD_PAGE (from svc/node) to createSvcHandler',
-        )
-      }
       return new R(method === 'HEAD' ? null : page.html, { status: 200, headers })
     }
     if (path === `${DASHBOARD_PATH}/tasks`) {
