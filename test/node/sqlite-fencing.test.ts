@@ -14,11 +14,10 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
 import { STALE_MS } from '../../src/node/sqlite-owners.ts'
-import { createTaskRuntime } from '../../src/runtime/tasks/index.ts'
-import type { TaskContext, TaskRuntime } from '../../src/types.ts'
 import { startChild } from '../postgres/_child.ts'
-import { deferred, recordingLogger, sleep, until } from '../tasks/_helpers.ts'
+import { sleep, until } from '../tasks/_helpers.ts'
 import { fencedStoreContract } from '../tasks/fenced-store-contract.ts'
+import { lostAttemptStopsAtOnce } from '../tasks/_lost-attempt.ts'
 import { makeRun } from '../tasks/store-contract.ts'
 import { sqliteFiles } from './_sqlite-files.ts'
 
@@ -131,58 +130,10 @@ describe('fenced runs on a shared SqliteRunStore file', () => {
 describe('fenced runs in the task engine on SqliteRunStore', () => {
   it('a write that finds the run taken over aborts the attempt at once: a handler that catches the error runs no further step', async () => {
     const path = dbFile()
-    const s = store(path)
     const db = raw(path)
-    const logger = recordingLogger()
-    const ran: string[] = []
-    const gate = deferred()
-    let signal: AbortSignal | undefined
-    const runtime: TaskRuntime = createTaskRuntime({
-      store: s,
-      logger,
-      env: {},
-      routes: [
-        {
-          path: '/api/caught',
-          module: {
-            kind: 'task',
-            async POST(ctx: TaskContext) {
-              signal = ctx.signal
-              await ctx.step.run('one', () => ran.push('one'))
-              try {
-                await ctx.step.run('two', async () => {
-                  await gate.promise
-                  ran.push('two')
-                })
-              } catch {
-                // Carries on regardless, as a careless handler would.
-              }
-              await ctx.step.run('three', () => ran.push('three'))
-            },
-          },
-        },
-      ],
-    })
-    await runtime.recover()
-    const run = await runtime.trigger('caught')
-    try {
-      await until(async () => (await s.getRun(run.id))?.steps.one !== undefined)
-      // Another process takes the run over while step "two" runs here.
-      db.prepare('UPDATE runs SET owner = 7, owner_fence = owner_fence + 1 WHERE id = ?').run(run.id)
-      gate.resolve()
-      await until(() => signal!.aborted)
-      await runtime.drain(5000)
-    } finally {
-      await runtime.close()
-    }
-    expect(ran).toEqual(['one', 'two'])
-    const after = (await s.getRun(run.id))!
-    expect(after).toMatchObject({ status: 'running', attempts: [] })
-    expect(Object.keys(after.steps)).toEqual(['one'])
-    const lost = logger.lines.filter((line) => line.text.includes(`lost the lease on run ${run.id}`))
-    expect(lost).toHaveLength(1)
-    expect(lost[0].level).toBe('warn')
-    expect(logger.text('error')).toBe('')
+    await lostAttemptStopsAtOnce(store(path), (id) =>
+      db.prepare('UPDATE runs SET owner = 7, owner_fence = owner_fence + 1 WHERE id = ?').run(id),
+    )
   })
 })
 

@@ -11,12 +11,11 @@ import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { PostgresRunStore } from '../../src/postgres.ts'
-import { createTaskRuntime } from '../../src/runtime/tasks/index.ts'
 import type { RunStore } from '../../src/runtime/tasks/store.ts'
-import type { TaskContext, TaskRuntime } from '../../src/types.ts'
 import { fencedStoreContract } from '../tasks/fenced-store-contract.ts'
 import { makeRun } from '../tasks/store-contract.ts'
-import { deferred, recordingLogger, sleep, until } from '../tasks/_helpers.ts'
+import { sleep, until } from '../tasks/_helpers.ts'
+import { lostAttemptStopsAtOnce } from '../tasks/_lost-attempt.ts'
 import { type ChildServer, startChild } from './_child.ts'
 import { createDatabase } from './_pg.ts'
 
@@ -98,54 +97,10 @@ describe('fenced leases in the task engine on PostgresRunStore', () => {
   it('a write that finds the lease lost aborts the attempt at once: a handler that catches the error runs no further step', async () => {
     const schema = `fence${++schemas}`
     const shared = new PostgresRunStore({ url, schema, leaseMs: 60_000 })
-    const logger = recordingLogger()
-    const ran: string[] = []
-    const gate = deferred()
-    let signal: AbortSignal | undefined
-    const runtime: TaskRuntime = createTaskRuntime({
-      store: shared,
-      logger,
-      env: {},
-      routes: [
-        {
-          path: '/api/caught',
-          module: {
-            kind: 'task',
-            async POST(ctx: TaskContext) {
-              signal = ctx.signal
-              await ctx.step.run('one', () => ran.push('one'))
-              try {
-                await ctx.step.run('two', async () => {
-                  await gate.promise
-                  ran.push('two')
-                })
-              } catch {
-                // Carries on regardless, as a careless handler would.
-              }
-              await ctx.step.run('three', () => ran.push('three'))
-            },
-          },
-        },
-      ],
-    })
-    opened.push({ close: () => runtime.close() }, shared)
-    await runtime.recover()
-    const run = await runtime.trigger('caught')
-    await until(() => ran.includes('one') && signal !== undefined)
-    await until(async () => (await shared.getRun(run.id))?.steps.one !== undefined)
-    // Another process takes the run over while step "two" runs here.
-    await db.unsafe(`UPDATE ${schema}.runs SET lease_owner = 'thief', lease_fence = lease_fence + 1 WHERE id = $1`, [run.id])
-    gate.resolve()
-    await until(() => signal!.aborted)
-    await runtime.drain(5000)
-    expect(ran).toEqual(['one', 'two'])
-    const after = (await shared.getRun(run.id))!
-    expect(after).toMatchObject({ status: 'running', attempts: [] })
-    expect(Object.keys(after.steps)).toEqual(['one'])
-    const lost = logger.lines.filter((line) => line.text.includes(`lost the lease on run ${run.id}`))
-    expect(lost).toHaveLength(1)
-    expect(lost[0].level).toBe('warn')
-    expect(logger.text('error')).toBe('')
+    opened.push(shared)
+    await lostAttemptStopsAtOnce(shared, (id) =>
+      db.unsafe(`UPDATE ${schema}.runs SET lease_owner = 'thief', lease_fence = lease_fence + 1 WHERE id = $1`, [id]),
+    )
   })
 })
 
