@@ -91,7 +91,7 @@ export interface SvcServerOptions {
   /**
    * Run store for the runtime the server creates. Ignored with `runtime`.
    * Without it, the store `env.SVC_STORE_URL` names (`postgres://…`,
-   * `postgresql://…`, `sqlite:<path>`, `file:<path>` or `memory`; see
+   * `postgresql://…`, `sqlite:<path>[?shared]`, `file:<path>[?shared]` or `memory`; see
    * `storeFromEnv`), which the server opens before it listens and closes on
    * `close()`. A store passed here is the caller's to close.
    * @default the store SVC_STORE_URL names, else a MemoryRunStore

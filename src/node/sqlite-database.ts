@@ -8,13 +8,14 @@
  */
 import type { DatabaseSync } from 'node:sqlite'
 import { createTables, MOVE_STEPS, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
+import { LEASE_COLUMNS } from './sqlite-leases.ts'
 import { OWNER_FENCE_COLUMN, OWNERS_TABLE } from './sqlite-owners.ts'
 
 /** Pages of WAL that trigger a checkpoint (see `prepare`). */
 const WAL_CHECKPOINT_PAGES = 10_000
 
 /** The schema this release writes. Bump it, and add a step to `MIGRATIONS`, when the schema changes. */
-export const SCHEMA_VERSION = 4
+export const SCHEMA_VERSION = 5
 
 // Each entry moves a database from version `index` to `index + 1`. What an
 // entry runs must keep its meaning once released: files it migrated exist.
@@ -26,6 +27,8 @@ const MIGRATIONS: readonly string[] = [
   OWNERS_TABLE,
   // 4: the fence of each running run's owner, which its attempt's writes check (sqlite-fences.ts).
   OWNER_FENCE_COLUMN,
+  // 5: leases, timer claims, cron ticks and wake-ups, for processes that share the work (sqlite-leases.ts).
+  LEASE_COLUMNS,
 ]
 
 /**

@@ -1,5 +1,5 @@
 /** Options of `SqliteRunStore`, their defaults and their checks. */
-import { DEFAULT_MAX_RUNS } from '../runtime/tasks/store-limits.ts'
+import { checkWholeNumber, DEFAULT_LEASE_MS, DEFAULT_MAX_RUNS, DEFAULT_POLL_MS } from '../runtime/tasks/store-limits.ts'
 import { describe } from '../runtime/describe.ts'
 
 export interface SqliteRunStoreOptions {
@@ -30,6 +30,32 @@ export interface SqliteRunStoreOptions {
    * @default 5000
    */
   busyTimeoutMs?: number
+  /**
+   * Share the work with the other processes that open the file with
+   * `shared: true`, as processes on one Postgres database do: due timers,
+   * the attempts of a process that died and cron ticks are claimed by
+   * whichever live process comes first, and each running attempt holds a
+   * lease its process renews (docs/stores.md "Several processes on one
+   * SQLite file"). Without it, a process fires only the timers it armed,
+   * and the attempts of a process that died are taken over at the next
+   * start of a process.
+   * Note: every process on the file must open it the same way.
+   * @default false
+   */
+  shared?: boolean
+  /**
+   * With `shared`: how long a process's claim on a running attempt (or a
+   * due timer) lasts before another process may take it over. A process
+   * renews its leases every third of it, so a live one never loses them.
+   * @default 30000
+   */
+  leaseMs?: number
+  /**
+   * With `shared`: how often an idle process looks for due work (timers,
+   * lapsed leases) when no other process woke it.
+   * @default 1000
+   */
+  pollMs?: number
 }
 
 /** Default of `busyTimeoutMs`. */
@@ -40,17 +66,21 @@ export function resolveSqliteOptions(options: SqliteRunStoreOptions, where: stri
   if (options === null || typeof options !== 'object') {
     throw new TypeError(`${where}: options must be an object with a path (got ${describe(options)})`)
   }
-  const { path, maxRuns = DEFAULT_MAX_RUNS, busyTimeoutMs = DEFAULT_BUSY_TIMEOUT_MS } = options
+  const {
+    path,
+    maxRuns = DEFAULT_MAX_RUNS,
+    busyTimeoutMs = DEFAULT_BUSY_TIMEOUT_MS,
+    shared = false,
+    leaseMs = DEFAULT_LEASE_MS,
+    pollMs = DEFAULT_POLL_MS,
+  } = options
   if (typeof path !== 'string' || path === '') {
     throw new TypeError(`${where}: path must be a database file path or ':memory:' (got ${describe(path)})`)
   }
   checkWholeNumber(where, 'maxRuns', maxRuns, 1)
   checkWholeNumber(where, 'busyTimeoutMs', busyTimeoutMs, 0)
-  return { path, maxRuns, busyTimeoutMs }
-}
-
-function checkWholeNumber(where: string, name: string, value: unknown, min: number): void {
-  const message = `${where}: ${name} must be a whole number, ${min} or more (got ${describe(value)})`
-  if (typeof value !== 'number') throw new TypeError(message)
-  if (!Number.isInteger(value) || value < min) throw new RangeError(message)
+  if (typeof shared !== 'boolean') throw new TypeError(`${where}: shared must be true or false (got ${describe(shared)})`)
+  checkWholeNumber(where, 'leaseMs', leaseMs, 1)
+  checkWholeNumber(where, 'pollMs', pollMs, 1)
+  return { path, maxRuns, busyTimeoutMs, shared, leaseMs, pollMs }
 }

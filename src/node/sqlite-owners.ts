@@ -40,10 +40,12 @@ export interface Owner {
   ns: string
   /** Epoch milliseconds of the last heartbeat. */
   beat_at: number
+  /** 1 for a store opened with `shared: true` (sqlite-shared-work.ts), else 0. */
+  shared: number
 }
 
 /** A store of this process as an owner, under a random id of 53 bits. */
-export function ownIdentity(): Owner {
+export function ownIdentity(shared: boolean): Owner {
   const [high, low] = crypto.getRandomValues(new Uint32Array(2))
   const id = (high & 0x1fffff) * 2 ** 32 + low
   const { hostname } = process.getBuiltinModule('node:os')
@@ -53,7 +55,7 @@ export function ownIdentity(): Owner {
   } catch {
     // Not Linux: one namespace per host is what there is.
   }
-  return { owner: id, pid: process.pid, host: hostname(), ns, beat_at: Date.now() }
+  return { owner: id, pid: process.pid, host: hostname(), ns, beat_at: Date.now(), shared: shared ? 1 : 0 }
 }
 
 /** Whether `other` may still be running the runs it holds, as `self` sees it at `now`. */
@@ -78,9 +80,11 @@ export const OWNERS_TABLE = `
  * running when the file is upgraded is fenced from its next claim.
  */
 export const OWNER_FENCE_COLUMN = 'ALTER TABLE runs ADD COLUMN owner_fence INTEGER NOT NULL DEFAULT 0;'
-export const UPSERT_OWNER = 'INSERT OR REPLACE INTO owners (owner, pid, host, ns, beat_at) VALUES (?, ?, ?, ?, ?)'
+export const UPSERT_OWNER = 'INSERT OR REPLACE INTO owners (owner, pid, host, ns, beat_at, shared) VALUES (?, ?, ?, ?, ?, ?)'
 export const DELETE_OWNER = 'DELETE FROM owners WHERE owner = ?'
-export const SELECT_OWNERS = 'SELECT owner, pid, host, ns, beat_at FROM owners'
+export const SELECT_OWNERS = 'SELECT owner, pid, host, ns, beat_at, shared FROM owners'
+/** The other stores on the file opened the other way (`shared` or not than `?`). */
+export const SELECT_OWNERS_OF_OTHER_MODE = 'SELECT owner, pid, host, ns, beat_at, shared FROM owners WHERE shared <> ? AND owner <> ?'
 export const SELECT_RUNNING_OWNER = "SELECT seq, owner, owner_fence FROM runs WHERE id = ? AND status = 'running'"
 /** Makes a store the run's owner, under the next fence, which it returns (claimRunning, flow control's starts). */
 export const SET_OWNER = 'UPDATE runs SET owner = ?, owner_fence = owner_fence + 1 WHERE seq = ? RETURNING owner_fence'

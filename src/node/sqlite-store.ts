@@ -57,7 +57,6 @@ import {
   TAKE_TIMER,
   UPDATE_RUN_RECORD,
   UPSERT_STEP,
-  UPSERT_TIMER,
 } from '../runtime/tasks/sql/queries.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
@@ -71,6 +70,8 @@ import { type CachedRun, RowCache } from './sqlite-row-cache.ts'
 import { jsonCopy } from '../runtime/tasks/json-copy.ts'
 import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
 import { resolveSqliteOptions, type SqliteRunStoreOptions } from './sqlite-options.ts'
+import { PROVISIONAL_LEASE, UPSERT_TIMER_DUE } from './sqlite-leases.ts'
+import { SqliteSharedWork } from './sqlite-shared-work.ts'
 import {
   DELETE_OWNER,
   HEARTBEAT_MS,
@@ -79,6 +80,7 @@ import {
   type Owner,
   ownIdentity,
   SELECT_OWNERS,
+  SELECT_OWNERS_OF_OTHER_MODE,
   SELECT_RUNNING_OWNER,
   SET_OWNER,
   RECHECK_MARGIN_MS,
@@ -138,10 +140,12 @@ interface Counts {
  * Several processes may share one file. Each transition still happens
  * once, and a process that starts (`recover()`) runs again only the
  * attempts whose process is gone, not those another live process has in
- * flight (`claimRunning`, sqlite-owners.ts). But a process only fires the
- * timers it armed or found when it started, and the attempts of a process
- * that dies are taken over at the next start of a process, not by the
- * processes still running. Runs are fenced (sqlite-fences.ts): a process
+ * flight (`claimRunning`, sqlite-owners.ts). By default a process only
+ * fires the timers it armed or found when it started, and the attempts of
+ * a process that dies are taken over at the next start of a process. With
+ * `shared: true` the processes split the work as on Postgres (`shared`,
+ * sqlite-shared-work.ts): the live ones claim due timers, cron ticks and
+ * the attempts of one that died, once its lease lapses. Runs are fenced (sqlite-fences.ts): a process
  * that froze past its heartbeat and whose attempt was taken over writes
  * nothing more for that run once it goes on. One store serves one task
  * runtime: the runs it holds are that runtime's attempts.
@@ -164,6 +168,8 @@ export class SqliteRunStore implements RunStore {
   readonly fences = true
   readonly path: string
   readonly maxRuns: number
+  /** With `shared: true`: how the processes on the file split the work. */
+  readonly shared?: SqliteSharedWork
   #db: DatabaseSync | undefined
   #statements = new Map<string, StatementSync>()
   #batch: GroupCommit
@@ -182,16 +188,21 @@ export class SqliteRunStore implements RunStore {
   readonly #self: Owner
   #heartbeat: ReturnType<typeof setInterval> | undefined
   readonly #busyTimeoutMs: number
+  /** With `shared`: how long the lease a run gets when it is made running lasts, before anyone's dispatch takes it. */
+  #leaseMs: number | undefined
   /**
    * The runs this store holds, by id, with the `owner_fence` its claim set
    * (sqlite-fences.ts): from when a write makes the run running here to
-   * when one writes it out of `running`. A fence another process moved on
-   * stays until then: every later write of the attempt fails as the first.
+   * when one writes it out of `running`; with `shared`, from when its
+   * engine takes the run's lease to when it gives it up (as on Postgres,
+   * the attempt's writes after suspending are fenced too). A fence another
+   * process moved on stays until then: every later write of the attempt
+   * fails as the first.
    */
   readonly #fences = new Map<string, number>()
 
   constructor(options: SqliteRunStoreOptions) {
-    const { path, maxRuns, busyTimeoutMs } = resolveSqliteOptions(options, WHERE)
+    const { path, maxRuns, busyTimeoutMs, shared, leaseMs, pollMs } = resolveSqliteOptions(options, WHERE)
     this.path = path
     this.maxRuns = maxRuns
     this.#busyTimeoutMs = busyTimeoutMs
@@ -213,8 +224,25 @@ export class SqliteRunStore implements RunStore {
         this.#rows.clear()
       },
     })
-    this.#self = ownIdentity()
-    this.#register()
+    this.#self = ownIdentity(shared)
+    this.#join()
+    if (shared) {
+      this.#leaseMs = leaseMs
+      this.shared = new SqliteSharedWork(
+        {
+          write: (fn) => this.#write(fn),
+          read: (fn) => this.#batch.read(fn),
+          sql: (text) => this.#sql(text),
+          owner: this.#self.owner,
+          fences: this.#fences,
+          run: (id) => {
+            const row = this.#row(id)
+            return row && jsonCopy(this.#parsed(id, row))
+          },
+        },
+        { leaseMs, pollMs },
+      )
+    }
     // Unref'd: a heartbeat never keeps the process alive.
     this.#heartbeat = setInterval(() => {
       this.#self.beat_at = Date.now()
@@ -231,8 +259,43 @@ export class SqliteRunStore implements RunStore {
   }
 
   #register(): void {
-    const { owner, pid, host, ns, beat_at } = this.#self
-    this.#sql(UPSERT_OWNER).run(owner, pid, host, ns, beat_at)
+    const { owner, pid, host, ns, beat_at, shared } = this.#self
+    this.#sql(UPSERT_OWNER).run(owner, pid, host, ns, beat_at, shared)
+  }
+
+  /**
+   * Registers this store among the file's owners, unless a live store of
+   * another process opened the file the other way (`shared` or not): a
+   * shared process would take a plain process's attempts, which hold no
+   * lease, for orphans. Throws, closing the database, if one did.
+   */
+  #join(): void {
+    const db = this.#db!
+    try {
+      db.exec('BEGIN IMMEDIATE')
+      try {
+        this.#register()
+        const now = Date.now()
+        const others = this.#sql(SELECT_OWNERS_OF_OTHER_MODE).all(this.#self.shared, this.#self.owner) as unknown as Owner[]
+        const other = others.find((owner) => isAlive(owner, this.#self, now))
+        if (other) {
+          const how = other.shared ? 'with' : 'without'
+          throw new Error(
+            `${WHERE}: ${this.path} is open ${how} shared: true in process ${other.pid} on ${other.host}; ` +
+              `every process on a file must open it the same way (shared: ${Boolean(other.shared)}, or ${other.shared ? '' : 'no '}?shared in SVC_STORE_URL)`,
+          )
+        }
+        db.exec('COMMIT')
+      } catch (error) {
+        db.exec('ROLLBACK')
+        throw error
+      }
+    } catch (error) {
+      this.#db = undefined
+      this.#statements.clear()
+      db.close()
+      throw this.#error(error)
+    }
   }
 
   /**
@@ -293,6 +356,7 @@ export class SqliteRunStore implements RunStore {
     const db = this.#db
     if (!db) return
     clearInterval(this.#heartbeat)
+    this.shared?.stop()
     this.#batch.flush()
     // Gone from the owners: a run still running here is the next starting
     // process's to run again. Without waiting: while another connection
@@ -348,7 +412,7 @@ export class SqliteRunStore implements RunStore {
     }
     const seq = Number(inserted.lastInsertRowid)
     for (const key in stored.steps) this.#sql(UPSERT_STEP).run(seq, key, JSON.stringify(stored.steps[key]))
-    if (owner !== null) this.#fences.set(run.id, 1)
+    if (owner !== null) this.#madeRunning(run.id, seq, 1)
     this.#cache(run.id, seq, finishSeq, live ? stored : undefined, live ? record : wholeText(stored, record))
     counts.total++
     if (live) counts.live++
@@ -374,7 +438,7 @@ export class SqliteRunStore implements RunStore {
     const owner = this.#self.owner
     if (status === 'running' && was !== 'running') {
       const claimed = this.#sql(UPDATE_RUN_CLAIMED).get(status, finishSeq, record, owner, seq) as { owner_fence: number }
-      this.#fences.set(id, claimed.owner_fence)
+      this.#madeRunning(id, seq, claimed.owner_fence)
       return
     }
     if (status === 'cancelled' && was !== 'cancelled') {
@@ -385,7 +449,18 @@ export class SqliteRunStore implements RunStore {
     } else if (this.#sql(UPDATE_RUN_FENCED).run(status, finishSeq, record, seq, owner, fence).changes === 0) {
       throw new LeaseLostError(id)
     }
-    if (status !== 'running') this.#fences.delete(id)
+    if (status !== 'running' && !this.shared) this.#fences.delete(id)
+  }
+
+  /**
+   * A run made running here (created, resumed, started by flow control),
+   * under `fence`: this store holds it; with `shared`, it gets a lease
+   * nobody holds, which a dispatch then takes (`acquireLease`), as on
+   * Postgres, and only that lease fences the attempt's writes.
+   */
+  #madeRunning(id: string, seq: number, fence: number): void {
+    if (this.#leaseMs === undefined) this.#fences.set(id, fence)
+    else this.#sql(PROVISIONAL_LEASE).run(Date.now() + this.#leaseMs, seq)
   }
 
   /** Throws `LeaseLostError` unless this store still holds run `runId` under the fence it keeps; a run not held here passes. */
@@ -403,6 +478,15 @@ export class SqliteRunStore implements RunStore {
   }
 
   async updateRun(id: string, patch: RunPatch, expect?: { status: RunStatus | readonly RunStatus[] }): Promise<RunRecord | undefined> {
+    const updated = await this.#updateRun(id, patch, expect)
+    // The process running a cancelled run's attempt learns of it when it
+    // renews its lease (which then fails); waking the processes has them
+    // renew now rather than within leaseMs / 3.
+    if (this.shared && patch.status === 'cancelled' && updated?.status === 'cancelled') await this.shared.wake()
+    return updated
+  }
+
+  #updateRun(id: string, patch: RunPatch, expect?: { status: RunStatus | readonly RunStatus[] }): Promise<RunRecord | undefined> {
     return this.#write(() => {
       // An attempt's end is fenced; a cancel or a resume is not.
       const fence = expectsRunning(expect) ? this.#fences.get(id) : undefined
@@ -498,7 +582,7 @@ export class SqliteRunStore implements RunStore {
     const record = JSON.stringify(timer)
     return this.#write(() => {
       if (ATTEMPT_TIMERS.has(timer.kind)) this.#checkHeld(timer.runId)
-      this.#sql(UPSERT_TIMER).run(timer.id, timer.runId, record)
+      this.#sql(UPSERT_TIMER_DUE).run(timer.id, timer.runId, timer.dueAt, record)
     })
   }
 
@@ -556,7 +640,8 @@ export class SqliteRunStore implements RunStore {
         fences.push((this.#sql(SET_OWNER).get(this.#self.owner, row.row.seq) as { owner_fence: number }).owner_fence)
         this.#cacheWritten(row)
       }
-      for (let i = 0; i < written.length; i++) this.#fences.set(written[i].id, fences[i])
+      // Last: a statement that throws above undoes the claims, which then hold nothing here.
+      for (let i = 0; i < written.length; i++) this.#madeRunning(written[i].id, Number(written[i].row.seq), fences[i])
       return result
     })
   }

@@ -9,6 +9,7 @@ import { dirname, resolve } from 'node:path'
 import { redactUrl } from '../runtime/redact.ts'
 import { MemoryRunStore } from '../runtime/tasks/memory-store.ts'
 import type { RunStore } from '../runtime/tasks/store.ts'
+import type { SqliteRunStoreOptions } from './sqlite-options.ts'
 import { SqliteRunStore } from './sqlite-store.ts'
 
 export const STORE_URL_ENV = 'SVC_STORE_URL'
@@ -67,8 +68,8 @@ interface StoreScheme {
 const SCHEMES: ReadonlyMap<string, StoreScheme> = new Map<string, StoreScheme>([
   ['postgres', { form: 'postgres://…', open: ({ value }) => openPostgres(value) }],
   ['postgresql', { form: 'postgresql://…', open: ({ value }) => openPostgres(value) }],
-  ['sqlite', { form: 'sqlite:<path>', open: openSqliteUrl }],
-  ['file', { form: 'file:<path>', open: openSqliteUrl }],
+  ['sqlite', { form: 'sqlite:<path>[?shared]', open: openSqliteUrl }],
+  ['file', { form: 'file:<path>[?shared]', open: openSqliteUrl }],
   ['memory', { form: 'memory', word: true, open: memory }],
 ])
 
@@ -106,12 +107,39 @@ function schemeOf(value: string): { store: StoreScheme; scheme: string; rest: st
 }
 
 function openSqliteUrl({ value, scheme, rest, root }: SchemeInput): StoreFromEnv {
-  const path = sqlitePath(rest)
+  const query = rest.indexOf('?')
+  const path = sqlitePath(query < 0 ? rest : rest.slice(0, query))
   if (!path)
     throw new TypeError(
       `${STORE_URL_ENV} must name a file after "${scheme}:" (got ${JSON.stringify(redactUrl(value))}); accepted: ${ACCEPTS}`,
     )
-  return openSqlite(resolve(root, path))
+  return openSqlite(resolve(root, path), query < 0 ? {} : sqliteParams(rest.slice(query + 1)))
+}
+
+/** The SQLite store's options a URL's query may set: a number each, but `shared`. */
+const SQLITE_PARAMS = ['shared', 'leaseMs', 'pollMs', 'busyTimeoutMs', 'maxRuns'] as const
+
+/**
+ * `?shared` (or `shared=true`, `=1`; `=false`, `=0` for off), and the
+ * numeric options by name (`?shared&leaseMs=10000`). Anything else is an
+ * error: a misspelt `?shard` must not open a file that shares nothing.
+ */
+function sqliteParams(query: string): Omit<SqliteRunStoreOptions, 'path'> {
+  const options: Record<string, boolean | number> = {}
+  for (const [name, raw] of new URLSearchParams(query)) {
+    if (!(SQLITE_PARAMS as readonly string[]).includes(name)) {
+      throw new TypeError(`${STORE_URL_ENV}: unknown SQLite option "${name}"; accepted: ${SQLITE_PARAMS.join(', ')}`)
+    }
+    if (name === 'shared') {
+      const on = ['', 'true', '1'].includes(raw)
+      if (!on && !['false', '0'].includes(raw)) throw new TypeError(`${STORE_URL_ENV}: shared must be true, false, 1 or 0 (got "${raw}")`)
+      options.shared = on
+      continue
+    }
+    // The store checks the number itself, naming the option.
+    options[name] = raw.trim() === '' ? Number.NaN : Number(raw)
+  }
+  return options
 }
 
 /** `sqlite:data/runs.db`, `sqlite:/abs/runs.db`, and `file:` URLs (`file:///abs/runs.db`) alike. */
@@ -128,11 +156,12 @@ function memory(): StoreFromEnv {
   return { store: new MemoryRunStore(), description: 'memory', close: async () => {} }
 }
 
-function openSqlite(path: string): StoreFromEnv {
+function openSqlite(path: string, options: Omit<SqliteRunStoreOptions, 'path'> = {}): StoreFromEnv {
   try {
     mkdirSync(dirname(path), { recursive: true })
-    const store = new SqliteRunStore({ path })
-    return { store, description: `SQLite ${path}`, close: async () => store.close() }
+    const store = new SqliteRunStore({ path, ...options })
+    const description = `SQLite ${path}${options.shared ? ' (shared by processes)' : ''}`
+    return { store, description, close: async () => store.close() }
   } catch (error) {
     throw new Error(`${STORE_URL_ENV}: cannot open the SQLite run store at ${path}: ${(error as Error).message}`, { cause: error })
   }

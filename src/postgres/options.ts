@@ -1,5 +1,5 @@
 /** Options of `PostgresRunStore`, their defaults and their checks. */
-import { DEFAULT_MAX_RUNS } from '../runtime/tasks/store-limits.ts'
+import { checkWholeNumber, DEFAULT_LEASE_MS, DEFAULT_MAX_RUNS, DEFAULT_POLL_MS } from '../runtime/tasks/store-limits.ts'
 import { describe } from '../runtime/describe.ts'
 import { redactUrl } from '../runtime/redact.ts'
 
@@ -50,8 +50,6 @@ export interface PostgresRunStoreOptions {
 export type ResolvedPostgresOptions = Required<PostgresRunStoreOptions>
 
 export const DEFAULT_SCHEMA = 'svc'
-export const DEFAULT_LEASE_MS = 30_000
-export const DEFAULT_POLL_MS = 1000
 
 // Unquoted identifiers only, so the name can be spliced into DDL as is and
 // means the same thing in psql (Postgres folds unquoted names to lowercase).
@@ -82,10 +80,4 @@ function checkUrl(where: string, url: unknown): asserts url is string {
   if (parsed?.protocol !== 'postgres:' && parsed?.protocol !== 'postgresql:') {
     throw new TypeError(`${expected} (got ${describe(redactUrl(url))})`)
   }
-}
-
-function checkWholeNumber(where: string, name: string, value: unknown, min: number): void {
-  const message = `${where}: ${name} must be a whole number, ${min} or more (got ${describe(value)})`
-  if (typeof value !== 'number') throw new TypeError(message)
-  if (!Number.isInteger(value) || value < min) throw new RangeError(message)
 }

@@ -40,3 +40,24 @@ export function sqliteFiles(prefix: string) {
     },
   }
 }
+
+/**
+ * What each schema version added, undone: `asVersion` turns a file this
+ * release wrote back into what an earlier one wrote, to test its migration.
+ */
+const UNDO: Record<number, string> = {
+  5: `ALTER TABLE owners DROP COLUMN shared; DROP TABLE wakes; DROP TABLE cron_ticks; DROP INDEX timers_by_due_at;
+    ALTER TABLE timers DROP COLUMN claim_until; ALTER TABLE timers DROP COLUMN claimed_by; ALTER TABLE timers DROP COLUMN due_at;
+    ALTER TABLE runs DROP COLUMN lease_until; ALTER TABLE runs DROP COLUMN lease_owner;`,
+  4: 'ALTER TABLE runs DROP COLUMN owner_fence;',
+  3: 'ALTER TABLE runs DROP COLUMN owner; DROP TABLE owners;',
+}
+
+/** Makes the closed file at `path` what schema `version` (2 or later) wrote. */
+export function asVersion(path: string, version: number): void {
+  const db = new DatabaseSync(path)
+  const current = Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version)
+  for (let v = current; v > version; v--) db.exec(UNDO[v])
+  db.exec(`PRAGMA user_version = ${version}`)
+  db.close()
+}

@@ -9,17 +9,17 @@
 // standing for two processes; then the engine; then real processes, one of
 // them stopped (SIGSTOP) mid-attempt.
 import { readFileSync, writeFileSync } from 'node:fs'
-import { DatabaseSync } from 'node:sqlite'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
+import { SCHEMA_VERSION } from '../../src/node/sqlite-database.ts'
 import { STALE_MS } from '../../src/node/sqlite-owners.ts'
 import { startChild } from '../postgres/_child.ts'
 import { sleep, until } from '../tasks/_helpers.ts'
 import { fencedStoreContract } from '../tasks/fenced-store-contract.ts'
 import { lostAttemptStopsAtOnce } from '../tasks/_lost-attempt.ts'
 import { makeRun } from '../tasks/store-contract.ts'
-import { sqliteFiles } from './_sqlite-files.ts'
+import { asVersion, sqliteFiles } from './_sqlite-files.ts'
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/sqlite-fencing/server.ts', import.meta.url))
 
@@ -112,13 +112,11 @@ describe('fenced runs on a shared SqliteRunStore file', () => {
     const run = await a.createRun(makeRun({ status: 'running' }))
     a.close()
     // Back to what version 3 wrote: no owner_fence column.
-    const db = new DatabaseSync(path)
-    db.exec('ALTER TABLE runs DROP COLUMN owner_fence; PRAGMA user_version = 3')
-    db.close()
+    asVersion(path, 3)
     const b = store(path)
     expect(await b.getRun(run.id)).toMatchObject({ status: 'running' })
     const check = raw(path)
-    expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: 4 })
+    expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: SCHEMA_VERSION })
     expect(check.prepare('SELECT owner_fence FROM runs').get()).toEqual({ owner_fence: 0 })
     expect((await b.claimRunning([run.id])).claimed).toEqual([run.id])
     expect(check.prepare('SELECT owner_fence FROM runs').get()).toEqual({ owner_fence: 1 })

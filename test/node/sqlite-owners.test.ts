@@ -4,7 +4,6 @@
 // process no longer exists), and `recover()` leaves the others' attempts to
 // them. Real stores on one file; real child processes for the last case.
 import { spawnSync } from 'node:child_process'
-import { DatabaseSync } from 'node:sqlite'
 import { hostname } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
@@ -13,7 +12,7 @@ import { STALE_MS } from '../../src/node/sqlite-owners.ts'
 import { startChild } from '../postgres/_child.ts'
 import { until } from '../tasks/_helpers.ts'
 import { makeRun } from '../tasks/store-contract.ts'
-import { sqliteFiles } from './_sqlite-files.ts'
+import { asVersion, sqliteFiles } from './_sqlite-files.ts'
 
 const { dbFile, store, raw } = sqliteFiles('svc-sqlite-owners-')
 
@@ -78,9 +77,7 @@ describe('SqliteRunStore.claimRunning', () => {
     const run = await a.createRun(makeRun({ status: 'running' }))
     a.close()
     // Back to what version 2 wrote: no owner columns, no owners table.
-    const db = new DatabaseSync(path)
-    db.exec('ALTER TABLE runs DROP COLUMN owner_fence; ALTER TABLE runs DROP COLUMN owner; DROP TABLE owners; PRAGMA user_version = 2')
-    db.close()
+    asVersion(path, 2)
     const b = store(path)
     expect(await b.getRun(run.id)).toMatchObject({ status: 'running' })
     expect((await b.claimRunning([run.id])).claimed).toEqual([run.id])

@@ -28,7 +28,7 @@ describe('SVC_STORE_URL schemes', () => {
       const error = await storeFromEnv({ SVC_STORE_URL: value }, { defaultStore: 'memory' }).catch((e) => e)
       expect(error).toBeInstanceOf(TypeError)
       expect(error.message).toBe(
-        `SVC_STORE_URL must be one of postgres://…, postgresql://…, sqlite:<path>, file:<path> or memory (got ${JSON.stringify(value)})`,
+        `SVC_STORE_URL must be one of postgres://…, postgresql://…, sqlite:<path>[?shared], file:<path>[?shared] or memory (got ${JSON.stringify(value)})`,
       )
     },
   )

@@ -44,6 +44,28 @@ describe('storeFromEnv', () => {
     expect(existsSync(url)).toBe(true)
   })
 
+  it('?shared opens the file shared by processes, with the options the query names', async () => {
+    const path = join(freshDir(), 'runs.db')
+    const opened = await open(`sqlite:${path}?shared`)
+    expect(opened.description).toBe(`SQLite ${path} (shared by processes)`)
+    expect((opened.store as SqliteRunStore).shared).toMatchObject({ leaseMs: 30_000, pollMs: 1000 })
+    const tuned = (await open(`${pathToFileURL(path).href}?shared=1&leaseMs=5000&pollMs=200`)).store as SqliteRunStore
+    expect([tuned.path, tuned.shared?.leaseMs, tuned.shared?.pollMs]).toEqual([path, 5000, 200])
+    expect(((await open(`sqlite:${join(freshDir(), 'plain.db')}?shared=false`)).store as SqliteRunStore).shared).toBeUndefined()
+  })
+
+  it.each([
+    ['?shard', /unknown SQLite option "shard"; accepted: shared, leaseMs, pollMs, busyTimeoutMs, maxRuns/],
+    ['?shared=yes', /shared must be true, false, 1 or 0 \(got "yes"\)/],
+    ['?shared&leaseMs=soon', /leaseMs must be a whole number, 1 or more \(got NaN\)/],
+  ])('sqlite:<path>%s fails naming SVC_STORE_URL and the option', async (query, message) => {
+    const error = await storeFromEnv({ SVC_STORE_URL: `sqlite:${join(freshDir(), 'x.db')}${query}` }, { defaultStore: 'memory' }).catch(
+      (e) => e,
+    )
+    expect(error.message).toMatch(/^SVC_STORE_URL/)
+    expect(error.message).toMatch(message)
+  })
+
   it('memory opens a MemoryRunStore', async () => {
     expect((await open('memory')).store).toBeInstanceOf(MemoryRunStore)
   })
@@ -62,7 +84,9 @@ describe('storeFromEnv', () => {
     async (value) => {
       const error = await storeFromEnv({ SVC_STORE_URL: value }, { defaultStore: 'sqlite', root: freshDir() }).catch((e) => e)
       expect(error).toBeInstanceOf(TypeError)
-      expect(error.message).toMatch(/^SVC_STORE_URL must be one of postgres:\/\/…, postgresql:\/\/…, sqlite:<path>, file:<path> or memory/)
+      expect(error.message).toMatch(
+        /^SVC_STORE_URL must be one of postgres:\/\/…, postgresql:\/\/…, sqlite:<path>\[\?shared\], file:<path>\[\?shared\] or memory/,
+      )
       expect(error.message).toContain(`(got "${value}")`)
     },
   )
