@@ -72,24 +72,8 @@ import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
 import { resolveSqliteOptions, type SqliteRunStoreOptions } from './sqlite-options.ts'
 import { PROVISIONAL_LEASE, UPSERT_TIMER_DUE } from './sqlite-leases.ts'
 import { SqliteSharedWork } from './sqlite-shared-work.ts'
-import {
-  DELETE_OWNER,
-  HEARTBEAT_MS,
-  INSERT_RUN_OWNED,
-  isAlive,
-  type Owner,
-  ownIdentity,
-  SELECT_OWNERS,
-  SELECT_OWNERS_OF_OTHER_MODE,
-  SELECT_RUNNING_OWNER,
-  SET_OWNER,
-  RECHECK_MARGIN_MS,
-  STALE_MS,
-  UPDATE_RUN_CANCELLED,
-  UPDATE_RUN_CLAIMED,
-  UPDATE_RUN_OWNED,
-  UPSERT_OWNER,
-} from './sqlite-owners.ts'
+import { INSERT_RUN_OWNED, SET_OWNER, UPDATE_RUN_CANCELLED, UPDATE_RUN_CLAIMED, UPDATE_RUN_OWNED } from './sqlite-owners.ts'
+import { Membership } from './sqlite-membership.ts'
 
 export type { SqliteRunStoreOptions } from './sqlite-options.ts'
 
@@ -184,9 +168,10 @@ export class SqliteRunStore implements RunStore {
    * the bound hold (they read committed state).
    */
   #evictAtCommit = false
-  /** This store in the file's `owners` table: the holder of the runs that enter `running` through it. */
-  readonly #self: Owner
-  #heartbeat: ReturnType<typeof setInterval> | undefined
+  /** This store among the stores on the file (sqlite-membership.ts). */
+  readonly #membership: Membership
+  /** This store's id in the file's `owners` table: the holder of the runs that enter `running` through it. */
+  readonly #owner: number
   readonly #busyTimeoutMs: number
   /** With `shared`: how long the lease a run gets when it is made running lasts, before anyone's dispatch takes it. */
   #leaseMs: number | undefined
@@ -224,8 +209,16 @@ export class SqliteRunStore implements RunStore {
         this.#rows.clear()
       },
     })
-    this.#self = ownIdentity(shared)
-    this.#join()
+    const db = this.#db
+    try {
+      this.#membership = new Membership({ where: WHERE, path, db, sql: (text) => this.#sql(text), write: (fn) => this.#write(fn) }, shared)
+    } catch (error) {
+      this.#db = undefined
+      this.#statements.clear()
+      db.close()
+      throw this.#error(error)
+    }
+    this.#owner = this.#membership.self.owner
     if (shared) {
       this.#leaseMs = leaseMs
       this.shared = new SqliteSharedWork(
@@ -233,7 +226,7 @@ export class SqliteRunStore implements RunStore {
           write: (fn) => this.#write(fn),
           read: (fn) => this.#batch.read(fn),
           sql: (text) => this.#sql(text),
-          owner: this.#self.owner,
+          owner: this.#owner,
           fences: this.#fences,
           run: (id) => {
             const row = this.#row(id)
@@ -243,98 +236,24 @@ export class SqliteRunStore implements RunStore {
         { leaseMs, pollMs },
       )
     }
-    // Unref'd: a heartbeat never keeps the process alive.
-    this.#heartbeat = setInterval(() => {
-      this.#self.beat_at = Date.now()
-      this.#write(() => this.#register()).catch(() => {
-        // The next beat tries again; a file that refuses writes fails the store's other writes too.
-      })
-    }, HEARTBEAT_MS)
-    this.#heartbeat.unref?.()
   }
 
   /** The owner a write of `run` records: this store for a run written running (sqlite-owners.ts). */
   #ownerOf(run: RunRecord): number | null {
-    return run.status === 'running' ? this.#self.owner : null
-  }
-
-  #register(): void {
-    const { owner, pid, host, ns, beat_at, shared } = this.#self
-    this.#sql(UPSERT_OWNER).run(owner, pid, host, ns, beat_at, shared)
-  }
-
-  /**
-   * Registers this store among the file's owners, unless a live store of
-   * another process opened the file the other way (`shared` or not): a
-   * shared process would take a plain process's attempts, which hold no
-   * lease, for orphans. Throws, closing the database, if one did.
-   */
-  #join(): void {
-    const db = this.#db!
-    try {
-      db.exec('BEGIN IMMEDIATE')
-      try {
-        this.#register()
-        const now = Date.now()
-        const others = this.#sql(SELECT_OWNERS_OF_OTHER_MODE).all(this.#self.shared, this.#self.owner) as unknown as Owner[]
-        const other = others.find((owner) => isAlive(owner, this.#self, now))
-        if (other) {
-          const how = other.shared ? 'with' : 'without'
-          throw new Error(
-            `${WHERE}: ${this.path} is open ${how} shared: true in process ${other.pid} on ${other.host}; ` +
-              `every process on a file must open it the same way (shared: ${Boolean(other.shared)}, or ${other.shared ? '' : 'no '}?shared in SVC_STORE_URL)`,
-          )
-        }
-        db.exec('COMMIT')
-      } catch (error) {
-        db.exec('ROLLBACK')
-        throw error
-      }
-    } catch (error) {
-      this.#db = undefined
-      this.#statements.clear()
-      db.close()
-      throw this.#error(error)
-    }
+    return run.status === 'running' ? this.#owner : null
   }
 
   /**
    * Of these running runs, the ones no live process holds, taken for this
-   * store: `recover()` runs their attempts again. A run another live process
-   * has in flight stays with it (sqlite-owners.ts says how a process counts
-   * as gone). Owners found gone are removed.
+   * store: `recover()` runs their attempts again (sqlite-membership.ts).
    */
   async claimRunning(runIds: readonly string[]): Promise<{ claimed: string[]; recheckInMs?: number }> {
     if (runIds.length === 0) return { claimed: [] }
     return this.#write(() => {
-      const self = this.#self
-      const now = Date.now()
-      const owners = new Map<number, Owner>()
-      for (const row of this.#sql(SELECT_OWNERS).all() as unknown as Owner[]) owners.set(row.owner, row)
-      const claimed: string[] = []
-      const fences: number[] = []
-      // When the first heartbeat of a holder left alive lapses, unless renewed.
-      let lapses: number | undefined
-      for (const id of runIds) {
-        const row = this.#sql(SELECT_RUNNING_OWNER).get(id) as { seq: number; owner: number | null; owner_fence: number } | undefined
-        if (!row) continue
-        let fence = row.owner_fence
-        if (row.owner !== self.owner) {
-          const holder = row.owner === null ? undefined : owners.get(row.owner)
-          if (holder && isAlive(holder, self, now)) {
-            lapses = Math.min(lapses ?? Number.POSITIVE_INFINITY, Number(holder.beat_at) + STALE_MS)
-            continue
-          }
-          // Taken over: the holder's attempt, should it go on, writes nothing more.
-          fence = (this.#sql(SET_OWNER).get(self.owner, row.seq) as { owner_fence: number }).owner_fence
-        }
-        claimed.push(id)
-        fences.push(fence)
-      }
-      for (const [owner, holder] of owners) if (owner !== self.owner && !isAlive(holder, self, now)) this.#sql(DELETE_OWNER).run(owner)
+      const { claimed, fences, recheckInMs } = this.#membership.claimRunning(runIds)
       // Last: a statement that throws above undoes the claims, which then hold nothing here.
       for (let i = 0; i < claimed.length; i++) this.#fences.set(claimed[i], fences[i])
-      return { claimed, recheckInMs: lapses === undefined ? undefined : Math.max(lapses - now, 0) + RECHECK_MARGIN_MS }
+      return { claimed, recheckInMs }
     })
   }
 
@@ -355,18 +274,9 @@ export class SqliteRunStore implements RunStore {
   close(): void {
     const db = this.#db
     if (!db) return
-    clearInterval(this.#heartbeat)
     this.shared?.stop()
     this.#batch.flush()
-    // Gone from the owners: a run still running here is the next starting
-    // process's to run again. Without waiting: while another connection
-    // holds the write lock, the heartbeat that stops here lapses instead.
-    try {
-      db.exec('PRAGMA busy_timeout = 0')
-      this.#sql(DELETE_OWNER).run(this.#self.owner)
-    } catch {
-      // Taken over once STALE_MS has passed.
-    }
+    this.#membership.leave()
     this.#db = undefined
     this.#statements.clear()
     this.#fences.clear()
@@ -435,7 +345,7 @@ export class SqliteRunStore implements RunStore {
     record: string,
     fence: number | undefined,
   ): void {
-    const owner = this.#self.owner
+    const owner = this.#owner
     if (status === 'running' && was !== 'running') {
       const claimed = this.#sql(UPDATE_RUN_CLAIMED).get(status, finishSeq, record, owner, seq) as { owner_fence: number }
       this.#madeRunning(id, seq, claimed.owner_fence)
@@ -466,7 +376,7 @@ export class SqliteRunStore implements RunStore {
   /** Throws `LeaseLostError` unless this store still holds run `runId` under the fence it keeps; a run not held here passes. */
   #checkHeld(runId: string): void {
     const fence = this.#fences.get(runId)
-    if (fence !== undefined && this.#sql(HELD).get(runId, this.#self.owner, fence) === undefined) throw new LeaseLostError(runId)
+    if (fence !== undefined && this.#sql(HELD).get(runId, this.#owner, fence) === undefined) throw new LeaseLostError(runId)
   }
 
   getRun(id: string): Promise<RunRecord | undefined> {
@@ -529,8 +439,7 @@ export class SqliteRunStore implements RunStore {
       run.attempts.push(jsonCopy(attempt))
       const record = rowText(run)
       if (fence === undefined) this.#sql(UPDATE_RUN_RECORD).run(record, row.seq)
-      else if (this.#sql(UPDATE_RUN_RECORD_FENCED).run(record, row.seq, this.#self.owner, fence).changes === 0)
-        throw new LeaseLostError(runId)
+      else if (this.#sql(UPDATE_RUN_RECORD_FENCED).run(record, row.seq, this.#owner, fence).changes === 0) throw new LeaseLostError(runId)
       const live = row.finished_seq === null
       this.#cache(runId, row.seq, row.finished_seq, live ? run : undefined, live ? record : wholeText(run, record))
     })
@@ -548,7 +457,7 @@ export class SqliteRunStore implements RunStore {
       const row = this.#row(runId)
       if (!row) throw this.#unknownRun(runId, fence)
       if (fence === undefined) this.#sql(UPSERT_STEP).run(row.seq, key, text)
-      else if (this.#sql(UPSERT_STEP_FENCED).run(key, text, row.seq, this.#self.owner, fence, key).changes === 0) {
+      else if (this.#sql(UPSERT_STEP_FENCED).run(key, text, row.seq, this.#owner, fence, key).changes === 0) {
         throw new LeaseLostError(runId)
       }
       // The cached record follows: a live run's parsed record takes the step,
@@ -637,7 +546,7 @@ export class SqliteRunStore implements RunStore {
       const fences: number[] = []
       for (const row of written) {
         // Started here: this store holds them (sqlite-owners.ts).
-        fences.push((this.#sql(SET_OWNER).get(this.#self.owner, row.row.seq) as { owner_fence: number }).owner_fence)
+        fences.push((this.#sql(SET_OWNER).get(this.#owner, row.row.seq) as { owner_fence: number }).owner_fence)
         this.#cacheWritten(row)
       }
       // Last: a statement that throws above undoes the claims, which then hold nothing here.
