@@ -8,6 +8,7 @@
  */
 import type { DatabaseSync } from 'node:sqlite'
 import { createTables, MOVE_STEPS, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
+import { commitOpenBatch } from './sqlite-group-commit.ts'
 import { LEASE_COLUMNS } from './sqlite-leases.ts'
 import { OWNER_FENCE_COLUMN, OWNERS_TABLE } from './sqlite-owners.ts'
 
@@ -83,6 +84,7 @@ function prepare(db: DatabaseSync, path: string, busyTimeoutMs: number, where: s
   // file grows to about 40 MiB before SQLite starts it over, and closing
   // the last connection checkpoints it and deletes it.
   db.exec(`PRAGMA wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`)
+  commitOpenBatch(path)
   db.exec('BEGIN IMMEDIATE')
   try {
     const version = Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version)

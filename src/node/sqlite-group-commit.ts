@@ -42,6 +42,16 @@ const openBatches = new Map<string, GroupCommit>()
 // connection that caches what it read knows when another one here wrote.
 const commits = new Map<string, number>()
 
+/**
+ * Commits the batch this process has open on `path`, if any: for a write
+ * outside the batches (opening a store, which migrates the file and joins
+ * its owners) that would otherwise wait for the batch's lock with this
+ * event loop blocked.
+ */
+export function commitOpenBatch(path: string): void {
+  if (path !== ':memory:') openBatches.get(resolve(path))?.flush()
+}
+
 interface Waiter {
   resolve(value: unknown): void
   reject(error: unknown): void
@@ -176,7 +186,7 @@ export class GroupCommit {
   }
 
   #begin(): void {
-    if (this.#file !== undefined) openBatches.get(this.#file)?.flush()
+    if (this.#file !== undefined) commitOpenBatch(this.#file)
     this.#statements.begin.run()
     try {
       this.#hooks.begin()

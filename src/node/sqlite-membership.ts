@@ -5,6 +5,7 @@
  * (`claimRunning`), and leaves when it closes.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
+import { commitOpenBatch } from './sqlite-group-commit.ts'
 import {
   DELETE_OWNER,
   HEARTBEAT_MS,
@@ -46,6 +47,7 @@ export class Membership {
     this.#host = host
     this.self = ownIdentity(shared)
     const { db } = host
+    commitOpenBatch(host.path)
     db.exec('BEGIN IMMEDIATE')
     try {
       this.#register()
@@ -125,6 +127,7 @@ export class Membership {
    */
   leave(): void {
     clearInterval(this.#heartbeat)
+    commitOpenBatch(this.#host.path)
     try {
       this.#host.db.exec('PRAGMA busy_timeout = 0')
       this.#host.sql(DELETE_OWNER).run(this.self.owner)

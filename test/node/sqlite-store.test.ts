@@ -393,6 +393,19 @@ describe('SqliteRunStore: several stores on one file', () => {
     expect(await a.settleToken('tok', 'timed_out')).toMatchObject({ settled: false, token: { status: 'completed', payload: 1 } })
     expect(await a.takeTimer('none')).toBeUndefined()
   })
+
+  it("opens and closes a store on a file while another store of this process has a batch open, without waiting for that batch's lock", async () => {
+    const path = dbFile()
+    const a = store({ path, busyTimeoutMs: 200 })
+    // The batch holds the file's write lock until the end of this turn;
+    // the event loop cannot end it while a constructor waits for the lock.
+    const written = a.createRun(makeRun({ id: 'r' }))
+    const b = store({ path, busyTimeoutMs: 200 })
+    const later = a.createRun(makeRun({ id: 's' }))
+    b.close()
+    await Promise.all([written, later])
+    expect((await store({ path }).listRuns()).map((run) => run.id).sort()).toEqual(['r', 's'])
+  })
 })
 
 describe('SqliteRunStore group commit', () => {
