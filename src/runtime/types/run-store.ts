@@ -90,16 +90,17 @@ export interface RunStore {
   readonly durable?: boolean
 
   /**
-   * Present on a store that several processes share (`PostgresRunStore`):
-   * how they split due work, leases on running attempts and cron ticks
-   * between them. Without it the engine times every wait in-process, as
-   * the memory and SQLite stores need.
+   * Present on a store that several processes share (`PostgresRunStore`,
+   * `SqliteRunStore` with `shared: true`): how they split due work, leases
+   * on running attempts and cron ticks between them. Without it the engine
+   * times every wait in-process, as the memory store and a SQLite file
+   * opened without `shared` need.
    */
   readonly shared?: SharedWork
 
   /**
    * Present on a store that processes may share without `shared`
-   * (`SqliteRunStore`): of these running runs, the ones whose process is
+   * (`SqliteRunStore` without `shared: true`): of these running runs, the ones whose process is
    * gone, taken for this one (`claimed`). `recover()` runs again only those,
    * leaving attempts another live process has in flight to it, and asks
    * about the others again after `recheckInMs`, when one of their holders
