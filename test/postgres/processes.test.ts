@@ -1,232 +1,31 @@
-// One engine across processes: several servers share one PostgresRunStore,
-// as they would behind a load balancer. Each is a real child process on the
-// run's embedded Postgres; side effects are counted in a table, so the test
-// sees every execution of every step in every process, including one that
-// was killed.
-import { fileURLToPath } from 'node:url'
+// One engine across processes on PostgresRunStore (processes-contract.ts):
+// the servers share one database of the run's embedded Postgres and record
+// their effects in a table of it.
 import postgres from 'postgres'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PostgresRunStore } from '../../src/postgres.ts'
-import type { RunRecord } from '../../src/types.ts'
-import { until } from '../tasks/_helpers.ts'
-import { type ChildServer, startChild } from './_child.ts'
+import { type Effect, processesContract } from '../tasks/processes-contract.ts'
 import { createDatabase } from './_pg.ts'
 
-const SCRIPT = fileURLToPath(new URL('../fixtures/postgres-cluster/server.ts', import.meta.url))
-const LEASE_MS = 1500
-
-interface ServerOptions {
-  leaseMs?: number
-  pollMs?: number
-  /** Run the in-process cron scheduler (off unless a test is about it). */
-  cron?: boolean
-}
-
-function startServer(url: string, { leaseMs = LEASE_MS, pollMs = 200, cron = false }: ServerOptions = {}): Promise<ChildServer> {
-  return startChild(SCRIPT, [url, String(leaseMs), String(pollMs)], { ...process.env, SVC_DISABLE_IN_PROCESS_CRON: cron ? '' : '1' })
-}
-
-let url: string
-let store: PostgresRunStore
-let db: postgres.Sql
-beforeAll(async () => {
-  url = await createDatabase('processes')
-  store = new PostgresRunStore({ url })
+processesContract('PostgresRunStore', async () => {
+  const url = await createDatabase('processes')
+  const store = new PostgresRunStore({ url })
   await store.ready()
-  db = postgres(url, { onnotice: () => {} })
+  const db = postgres(url, { onnotice: () => {} })
   await db`CREATE TABLE effects (run_id text NOT NULL, step text NOT NULL, pid integer NOT NULL)`
-})
-afterAll(async () => {
-  await store.close()
-  await db.end()
-})
-
-const recorded = (run: RunRecord) => ['a', 'b', 'c'].filter((key) => run.steps[key]?.status === 'completed')
-
-describe('one engine across processes on PostgresRunStore', () => {
-  it('300 runs on three processes all complete when one is killed mid-way, and no recorded step runs again', async () => {
-    const servers = await Promise.all([startServer(url), startServer(url), startServer(url)])
-    const count = 300
-    const ids: string[] = []
-    for (let i = 0; i < count; i++) ids.push(await servers[i % 3].call<string>('trigger', { task: 'chain' }))
-
-    const victim = servers[0]
-    // Killed once some runs are past their first sleep: by then the others
-    // are sleeping or inside a step, on every process.
-    await until(async () => {
-      const [{ n }] = await db<{ n: number }[]>`SELECT count(*)::int AS n FROM effects WHERE step = 'b' AND pid = ${victim.pid}`
-      return n >= 10
-    }, 30_000)
-    await victim.kill()
-    const before = new Map((await store.listRuns({ taskName: 'chain' })).map((run) => [run.id, run]))
-    // The kill did land mid-way: the dead process held runs that were not finished.
-    const effectsBefore = await db<{ run_id: string }[]>`SELECT DISTINCT run_id FROM effects WHERE pid = ${victim.pid}`
-    expect(effectsBefore.some(({ run_id }) => before.get(run_id)?.status !== 'completed')).toBe(true)
-
-    const done = await until(async () => {
-      const runs = await store.listRuns({ taskName: 'chain', status: 'completed' })
-      return runs.length === count && runs
-    }, 60_000).catch(async (error) => {
-      // Say which runs are stuck where, with their leases and timers.
-      const stuck =
+  return {
+    runs: url,
+    effects: url,
+    store,
+    ran: () => db<Effect[]>`SELECT run_id, step, pid FROM effects`,
+    async unfinished() {
+      const runs =
         await db`SELECT id, status, lease_owner, lease_expires_at, record->'suspended' AS suspended, now() AS now FROM svc.runs WHERE status <> 'completed'`
       const timers = await db`SELECT id, due_at, claimed_by, claim_expires_at FROM svc.timers`
-      throw new Error(`${error.message}\nunfinished: ${JSON.stringify(stuck)}\ntimers: ${JSON.stringify(timers)}`)
-    })
-    for (const run of done) expect(run.result).toEqual({ steps: ['A', 'B', 'C'] })
-
-    const ran = await db<{ run_id: string; step: string; pid: number }[]>`SELECT run_id, step, pid FROM effects`
-    const byStep = new Map<string, { pid: number }[]>()
-    for (const row of ran) {
-      const key = `${row.run_id} ${row.step}`
-      byStep.set(key, [...(byStep.get(key) ?? []), row])
-    }
-    for (const id of ids) {
-      for (const step of ['a', 'b', 'c']) expect(byStep.get(`${id} ${step}`)?.length, `${id} ${step}`).toBeGreaterThanOrEqual(1)
-      // A step recorded when the process died ran exactly once.
-      for (const step of recorded(before.get(id)!)) expect(byStep.get(`${id} ${step}`), `${id} ${step}`).toHaveLength(1)
-    }
-    // Runs the killed process had started were taken over by the others:
-    // every step still unrecorded when it died ran in a survivor.
-    const survivors = new Set([servers[1].pid, servers[2].pid])
-    const takenOver = ids.filter((id) => {
-      const run = before.get(id)!
-      return run.status !== 'completed' && recorded(run).length < 3 && ran.some((row) => row.run_id === id && row.pid === victim.pid)
-    })
-    expect(takenOver.length).toBeGreaterThan(0)
-    for (const id of takenOver) {
-      const left = ['a', 'b', 'c'].filter((step) => !recorded(before.get(id)!).includes(step))
-      for (const step of left) {
-        expect(
-          ran.some((row) => row.run_id === id && row.step === step && survivors.has(row.pid)),
-          `${id} ${step}`,
-        ).toBe(true)
-      }
-    }
-    // Only steps in flight at the kill ran twice, and each at most twice.
-    for (const [key, rows] of byStep) expect(rows.length, key).toBeLessThanOrEqual(2)
-    await Promise.all([servers[1].close(), servers[2].close()])
-  }, 120_000)
-
-  it('a process that shuts down mid-attempt hands the attempt to another at once, not after its lease', async () => {
-    // A lease and a poll far longer than the test: only the handover, and
-    // the notification that comes with it, explain the takeover.
-    const [first, second] = await Promise.all([
-      startServer(url, { leaseMs: 600_000, pollMs: 600_000 }),
-      startServer(url, { leaseMs: 600_000, pollMs: 600_000 }),
-    ])
-    const id = await first.call<string>('trigger', { task: 'slow', payload: { ms: 2000 } })
-    await until(async () => (await db`SELECT 1 FROM effects WHERE run_id = ${id}`).length > 0)
-    await first.close()
-    const run = await until(async () => {
-      const latest = await store.getRun(id)
-      return latest?.status === 'completed' && latest
-    }, 10_000)
-    expect(run.result).toEqual({ by: second.pid })
-    const ran = await db<{ pid: number }[]>`SELECT pid FROM effects WHERE run_id = ${id} ORDER BY pid = ${first.pid} DESC`
-    expect(ran.map((row) => row.pid)).toEqual([first.pid, second.pid])
-    await second.close()
-  })
-
-  it('an attempt that outlasts leaseMs on a live process stays with it: the lease is renewed, never taken over', async () => {
-    const [a, b] = await Promise.all([startServer(url), startServer(url)])
-    const id = await a.call<string>('trigger', { task: 'slow', payload: { ms: LEASE_MS * 3 } })
-    const run = await until(async () => {
-      const latest = await store.getRun(id)
-      return latest?.status === 'completed' && latest
-    }, 15_000)
-    expect(run.result).toEqual({ by: a.pid })
-    expect((await db<{ pid: number }[]>`SELECT pid FROM effects WHERE run_id = ${id}`).map((row) => row.pid)).toEqual([a.pid])
-    await Promise.all([a.close(), b.close()])
-  })
-
-  it('waitForRun on one process answers when the run finishes on another', async () => {
-    const [a, b] = await Promise.all([startServer(url), startServer(url)])
-    const id = await a.call<string>('trigger', { task: 'approval' })
-    await until(async () => (await store.getRun(id))?.status === 'suspended')
-    const waited = a.call<string>('wait', { run: id })
-    expect(await b.call('complete', { token: `${id}:approval`, payload: 'yes' })).toBe('completed')
-    expect(await waited).toBe('completed')
-    await Promise.all([a.close(), b.close()])
-  })
-
-  it('a token completed on any process resumes its run, and a parent resumes when its child finishes on another process', async () => {
-    const [a, b, c] = await Promise.all([startServer(url), startServer(url), startServer(url)])
-    const waiting = await a.call<string>('trigger', { task: 'approval' })
-    await until(async () => (await store.getRun(waiting))?.status === 'suspended')
-    expect(await b.call('complete', { token: `${waiting}:approval`, payload: 'from b' })).toBe('completed')
-    // Completing it again on a third process finds it settled.
-    expect(await c.call('complete', { token: `${waiting}:approval`, payload: 'from c' })).toBe('already_completed')
-    const resumed = await until(async () => {
-      const run = await store.getRun(waiting)
-      return run?.status === 'completed' && run
-    })
-    // It continues on whichever live process takes it: usually b, which resumed it.
-    const pids = [a.pid, b.pid, c.pid]
-    expect(resumed.result).toEqual({ answer: { payload: 'from b' }, started: a.pid, finishedBy: expect.toBeOneOf(pids) })
-
-    const parentId = await a.call<string>('trigger', { task: 'parent' })
-    const child = await until(async () => {
-      const [kid] = (await store.listRuns({ taskName: 'approval' })).filter((run) => run.parentRunId === parentId)
-      return kid?.status === 'suspended' && kid
-    })
-    // The child finishes on c, after its token is completed there.
-    expect(await c.call('complete', { token: `${child.id}:approval`, payload: 'child done' })).toBe('completed')
-    const parent = await until(async () => {
-      const run = await store.getRun(parentId)
-      return run?.status === 'completed' && run
-    })
-    expect(parent.result).toEqual({
-      child: { ok: true, result: { answer: { payload: 'child done' }, started: a.pid, finishedBy: expect.toBeOneOf(pids) } },
-      started: a.pid,
-      finishedBy: expect.toBeOneOf(pids),
-    })
-    await Promise.all([a.close(), b.close(), c.close()])
-  })
-
-  it('an idempotency key names one run, whichever processes trigger with it at once', async () => {
-    const servers = await Promise.all([startServer(url), startServer(url), startServer(url)])
-    for (let round = 0; round < 5; round++) {
-      const idempotencyKey = `order-${round}`
-      const ids = await Promise.all(servers.map((server) => server.call<string>('trigger', { task: 'once', opts: { idempotencyKey } })))
-      expect(new Set(ids).size).toBe(1)
-      const runs = (await store.listRuns({ taskName: 'once' })).filter((run) => run.idempotencyKey === idempotencyKey)
-      expect(runs.map((run) => run.id)).toEqual([ids[0]])
-    }
-    await Promise.all(servers.map((server) => server.close()))
-  })
-
-  it('a tick fired by three processes at once starts one run', async () => {
-    const servers = await Promise.all([startServer(url), startServer(url), startServer(url)])
-    // Fired well inside one minute, so the three calls stand for one tick.
-    await until(() => new Date().getSeconds() < 50, 15_000)
-    const fired = await Promise.all(servers.map((server) => server.call<string[]>('fire')))
-    expect(fired.flat()).toHaveLength(1)
-    const runs = (await store.listRuns({ taskName: 'tick' })).filter((run) => run.trigger === 'cron')
-    expect(runs.map((run) => run.id)).toEqual(fired.flat())
-    // The same minute fired again, anywhere, starts nothing more.
-    const again = await Promise.all(servers.map((server) => server.call<string[]>('fire')))
-    expect(again.flat()).toEqual([])
-    await Promise.all(servers.map((server) => server.close()))
-  })
-
-  it('three processes running the cron scheduler start one run per tick across a minute boundary', async () => {
-    const servers = await Promise.all([
-      startServer(url, { cron: true }),
-      startServer(url, { cron: true }),
-      startServer(url, { cron: true }),
-    ])
-    const cronRuns = async () => (await store.listRuns({ taskName: 'tick' })).filter((run) => run.trigger === 'cron')
-    const before = new Set((await cronRuns()).map((run) => run.id))
-    await until(async () => (await cronRuns()).some((run) => !before.has(run.id)), 65_000)
-    // The other two processes fired the same tick within moments; give them time to have started a run.
-    await new Promise((resolve) => setTimeout(resolve, 2000))
-    const fresh = (await cronRuns()).filter((run) => !before.has(run.id))
-    const minutes = fresh.map((run) => run.createdAt.slice(0, 16))
-    expect(fresh).toHaveLength(new Set(minutes).size)
-    await until(async () => (await Promise.all(fresh.map((run) => store.getRun(run.id)))).every((run) => run?.status === 'completed'))
-    const finishers = (await Promise.all(fresh.map((run) => store.getRun(run.id)))).map((run) => run!.result)
-    for (const pid of finishers) expect(servers.map((server) => server.pid)).toContain(pid)
-    await Promise.all(servers.map((server) => server.close()))
-  }, 90_000)
+      return `unfinished: ${JSON.stringify(runs)}\ntimers: ${JSON.stringify(timers)}`
+    },
+    async close() {
+      await store.close()
+      await db.end()
+    },
+  }
 })
