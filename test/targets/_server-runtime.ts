@@ -53,7 +53,7 @@ export function runtimeBinary(runtime: ServerRuntime): string {
  * the address it listens on. With `cronOnDemand`, ./_web-cron.ts is loaded
  * first, which fires a cron schedule when asked on stdin.
  */
-async function startBuilt(
+export async function startBuilt(
   runtime: ServerRuntime,
   file: string,
   env: Record<string, string | undefined>,
