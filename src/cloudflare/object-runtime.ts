@@ -38,6 +38,8 @@ export function createObjectRuntime(routes: readonly RuntimeApiRoute[], stub: ()
     listRuns: (query) => call('listRuns', query),
     waitForRun: (id) => call('waitForRun', id),
     completeToken: (tokenId, payload) => call('completeToken', tokenId, payload),
+    sendEvent: (name, data, options) => call('sendEvent', name, data, options),
+    sendEvents: (events) => call('sendEvents', events),
     cancel: (id) => call('cancel', id),
     replay: (id) => call('replay', id),
     // No onRunChange: the engine's changes happen in the object, and a

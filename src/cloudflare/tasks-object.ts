@@ -131,6 +131,10 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
           return runtime.waitForRun(a)
         case 'completeToken':
           return runtime.completeToken(a, b)
+        case 'sendEvent':
+          return runtime.sendEvent(a, b, c)
+        case 'sendEvents':
+          return runtime.sendEvents(a)
         case 'cancel':
           return runtime.cancel(a)
         case 'replay':

@@ -9,6 +9,8 @@
  * every problem in a file is reported at once.
  */
 import { type Node, nameOf, unwrap } from './ast.ts'
+import type { ExportEntry } from './module-exports.ts'
+import type { Reporter } from './reporter.ts'
 
 /** A literal value together with the syntax it was read from, for positions. */
 export interface StaticValue {
@@ -90,6 +92,34 @@ export function readStaticLiteral(node: Node, label: string, source: string, pro
     default:
       return reject(inner, `${label} must be a static literal, not ${describe(inner)} (${snippet(source, inner)})`)
   }
+}
+
+/**
+ * Reads an exported binding as a static literal. The value must be written
+ * in this file: the scanner never follows imports, so a re-exported config
+ * cannot be checked.
+ */
+export function readExportLiteral(
+  entry: ExportEntry | undefined,
+  label: string,
+  source: string,
+  report: Reporter,
+): StaticValue | undefined {
+  if (!entry) return undefined
+  if (entry.init) {
+    const problems: LiteralProblem[] = []
+    const value = readStaticLiteral(entry.init, label, source, problems)
+    for (const problem of problems) report.error(problem.node, problem.message)
+    return value
+  }
+  const where =
+    entry.binding === 'import' || entry.binding === 're-export'
+      ? 'is imported from another module; declare it in this file, the scanner does not follow imports'
+      : entry.binding === 'function' || entry.binding === 'class'
+        ? `is a ${entry.binding}; export a literal instead`
+        : `has no value the scanner can read; write export const ${label} = <literal>`
+  report.error(entry.node, `${label} ${where}`)
+  return undefined
 }
 
 function readArray(node: Node, label: string, source: string, problems: LiteralProblem[]): StaticValue {

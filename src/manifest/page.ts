@@ -7,10 +7,9 @@
  */
 import type { PageMode } from '../runtime/types.ts'
 import { unwrap } from './ast.ts'
-import { type LiteralProblem, type StaticValue, readStaticLiteral, snippet } from './literal.ts'
+import { type LiteralProblem, type StaticValue, readExportLiteral, readStaticLiteral, snippet } from './literal.ts'
 import type { ModuleExports } from './module-exports.ts'
 import type { Reporter } from './reporter.ts'
-import { readExportLiteral } from './route-config.ts'
 
 const PAGE_MODES: readonly PageMode[] = ['static', 'client', 'server', 'hybrid']
 /** Fields read as deployment config; every other field belongs to the renderer. */

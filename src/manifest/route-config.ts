@@ -1,6 +1,6 @@
 /**
  * Reads a route file's deployment config from its exports: `route`, the
- * `kind` shorthand and `schedule`, all static literals (docs/routes.md
+ * `kind` shorthand, `schedule` and `on`, all static literals (docs/routes.md
  * "Route config"). Defaults are applied here; the result is what the
  * manifest reports.
  */
@@ -22,13 +22,25 @@ import {
   timezoneProblem,
 } from '../runtime/rules.ts'
 import { type TaskFlow, taskFlow } from '../runtime/tasks/flow.ts'
-import type { Node } from './ast.ts'
 import { normalizeCompute } from './compute.ts'
-import { type StaticValue, readStaticLiteral, snippet } from './literal.ts'
+import { type StaticValue, readExportLiteral, snippet } from './literal.ts'
 import type { ExportEntry, ModuleExports } from './module-exports.ts'
 import type { Reporter } from './reporter.ts'
+import { readEventTriggers } from './event-triggers.ts'
 
-const ROUTE_FIELDS = ['kind', 'retries', 'timeout', 'compute', 'origins', 'schedule', 'timezone', 'concurrency', 'rateLimit', 'debounce']
+const ROUTE_FIELDS = [
+  'kind',
+  'retries',
+  'timeout',
+  'compute',
+  'origins',
+  'schedule',
+  'timezone',
+  'on',
+  'concurrency',
+  'rateLimit',
+  'debounce',
+]
 
 /** The flow-control fields of a task route, each with its rule (docs/flow-control.md). */
 const FLOW_FIELDS = [
@@ -47,6 +59,8 @@ export interface RouteConfigResult {
   timeout: number | null
   schedule: string | null
   timezone: string | null
+  /** Tasks only: the events that start a run (`on` or `route.on`), as a list; null when none. */
+  on: string[] | null
   origins: string[] | null
   compute: ResolvedCompute
   /** Whether the file declared `route.compute` at all. */
@@ -94,6 +108,7 @@ export function readRouteConfig(exports: ModuleExports, source: string, report: 
 
   const schedule = readSchedule(fields.get('schedule')?.value, exports.names.get('schedule'), isTask, source, report)
   const timezone = readTimezone(fields.get('timezone')?.value, isTask, report)
+  const on = readEventTriggers(fields.get('on')?.value, exports.names.get('on'), isTask, source, report)
   const origins = readOrigins(fields.get('origins')?.value, kind, report)
   const compute = normalizeCompute(kind, fields.get('compute')?.value, report)
   const flow = readFlow(fields, isTask, report)
@@ -106,6 +121,7 @@ export function readRouteConfig(exports: ModuleExports, source: string, report: 
     timeout: isTask ? (timeout ?? DEFAULT_TIMEOUT_MS) : null,
     schedule,
     timezone,
+    on,
     origins,
     compute,
     computeDeclared: fields.has('compute'),
@@ -131,34 +147,6 @@ function readFlow(fields: Map<string, { value: StaticValue }>, isTask: boolean, 
     config[name] = value.value
   }
   return isTask ? taskFlow(config) : null
-}
-
-/**
- * Reads an exported binding as a static literal. The value must be written
- * in this file: the scanner never follows imports, so a re-exported config
- * cannot be checked.
- */
-export function readExportLiteral(
-  entry: ExportEntry | undefined,
-  label: string,
-  source: string,
-  report: Reporter,
-): StaticValue | undefined {
-  if (!entry) return undefined
-  if (entry.init) {
-    const problems: { node: Node; message: string }[] = []
-    const value = readStaticLiteral(entry.init, label, source, problems)
-    for (const problem of problems) report.error(problem.node, problem.message)
-    return value
-  }
-  const where =
-    entry.binding === 'import' || entry.binding === 're-export'
-      ? 'is imported from another module; declare it in this file, the scanner does not follow imports'
-      : entry.binding === 'function' || entry.binding === 'class'
-        ? `is a ${entry.binding}; export a literal instead`
-        : `has no value the scanner can read; write export const ${label} = <literal>`
-  report.error(entry.node, `${label} ${where}`)
-  return undefined
 }
 
 function readKind(value: StaticValue | undefined, label: string, report: Reporter): RouteKind | undefined {

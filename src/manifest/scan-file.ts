@@ -108,6 +108,7 @@ function readRoute(ctx: Context, program: Node, path: string): ScannedRoute {
     methods: methods as HttpMethod[],
     websocket,
     schedule: config.kind === 'task' ? config.schedule : null,
+    on: config.on,
     timezone: config.timezone,
     retries: config.retries,
     timeout: config.timeout,

@@ -8,6 +8,7 @@ import type { GlobalHooks, Logger, RequestInfo, RuntimeApiRoute, RuntimePage, Ta
 import { DEFAULT_BODY_LIMIT } from './http/body.ts'
 import { checkRunEvents, type RunEventsOptions } from './admin/events.ts'
 import { createAdminHandler, TASKS_PREFIX } from './admin/tasks.ts'
+import { createSendEventsHandler, isEventsPath } from './admin/send-events.ts'
 import { dashboardAccess, dashboardProblem } from './dashboard/access.ts'
 import { type DashboardPage, dashboardNotIncluded, isDashboardPath } from './dashboard/route.ts'
 import { buildApp, checkCommonOptions, type ApiApp } from './app/create.ts'
@@ -215,6 +216,7 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
     holdRuns: options.holdRuns ?? true,
     runEvents: options.runEvents,
   })
+  const sendEvents = createSendEventsHandler({ runtime, env, bodyLimit: adminBodyLimit, R, logger, dev })
   const dashboard = options.dashboardPage
     ? options.dashboardPage.createHandler({ access: dashboardAccess(options.dashboard, env), runtime, env, R })
     : dashboardNotIncluded(R)
@@ -239,6 +241,7 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
         )
       }
       if (tasks) return admin(request, pathname, info)
+      if (isEventsPath(pathname)) return sendEvents(request, pathname, info)
       const page = isDashboardPath(pathname) ? dashboard(request, pathname, info) : undefined
       if (page) return page
     }

@@ -21,6 +21,8 @@ export interface ResolvedRoute {
   timeout: number
   schedule: string | null
   timezone: string | null
+  /** The `on` export or `route.on`, as written (a name or a list), unchecked. */
+  on: unknown
   origins: string[] | null
 }
 
@@ -42,6 +44,7 @@ export function resolveRoute(route: RuntimeApiRoute): ResolvedRoute {
     timeout: route.timeout ?? config.timeout ?? DEFAULT_TIMEOUT_MS,
     schedule: route.schedule ?? config.schedule ?? mod.schedule ?? null,
     timezone: route.timezone ?? config.timezone ?? null,
+    on: route.on ?? config.on ?? mod.on ?? null,
     origins: route.origins !== undefined ? route.origins : (config.origins ?? null),
   }
 }

@@ -5,6 +5,7 @@
  * host types, the logger, and the manifest entries the scanner produces for
  * the runtime.
  */
+export type * from './types/events.ts'
 export type * from './types/http.ts'
 export type * from './types/logger.ts'
 export type * from './types/manifest.ts'

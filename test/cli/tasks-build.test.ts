@@ -11,7 +11,7 @@ describe('svc tasks and svc build', () => {
   })
   afterAll(() => app?.cleanup())
 
-  it('tasks list --json gives name, path, schedule, timezone, retries, timeout and flow limits', async () => {
+  it('tasks list --json gives name, path, schedule, timezone, events, retries, timeout and flow limits', async () => {
     const { code, stdout } = await svc(['tasks', 'list', '--json', '--root', app.root])
     expect(code).toBe(0)
     const { tasks } = JSON.parse(stdout)
@@ -20,6 +20,7 @@ describe('svc tasks and svc build', () => {
       path: '/api/jobs/tick',
       schedule: '*/10 * * * *',
       timezone: null,
+      on: null,
       retries: 0,
       timeout: 30000,
       flow: {},
@@ -51,11 +52,40 @@ export async function POST() {}
       const text = await svc(['tasks', 'list', '--root', limited.root])
       expect(text.code).toBe(0)
       const lines = text.stdout.split('\n')
-      expect(lines[0]).toMatch(/^NAME\s+PATH\s+SCHEDULE\s+RETRIES\s+TIMEOUT\s+FLOW$/)
+      expect(lines[0]).toMatch(/^NAME\s+PATH\s+SCHEDULE\s+ON\s+RETRIES\s+TIMEOUT\s+FLOW$/)
       expect(lines.find((line) => line.startsWith('digest'))).toContain('0 9 * * * (Europe/Berlin)')
       expect(lines.find((line) => line.startsWith('sync'))).toMatch(/concurrency 2 per input\.account.*10 .*60 s.*debounce 5 s/)
     } finally {
       await limited.cleanup()
+    }
+  })
+
+  it('tasks list shows the events that start each task next to its schedule', async () => {
+    const events = await writeApp({
+      'src/api/cleanup.ts': `export const kind = 'task'\nexport const schedule = '0 3 * * *'\nexport async function POST() {}\n`,
+      'src/api/orders/receipt.ts': `export const kind = 'task'\nexport const on = ['order.paid', 'order.refunded']\nexport async function POST() {}\n`,
+      'src/api/orders/ship.ts': `export const route = { kind: 'task', schedule: '0 * * * *', on: 'order.paid' }\nexport async function POST() {}\n`,
+    })
+    try {
+      const text = await svc(['tasks', 'list', '--root', events.root])
+      expect(text.code).toBe(0)
+      expect(text.stdout).toBe(
+        [
+          'NAME            PATH                 SCHEDULE   ON                         RETRIES  TIMEOUT   FLOW',
+          'cleanup         /api/cleanup         0 3 * * *  -                          0        30000 ms  -',
+          'orders.receipt  /api/orders/receipt  -          order.paid,order.refunded  0        30000 ms  -',
+          'orders.ship     /api/orders/ship     0 * * * *  order.paid                 0        30000 ms  -',
+          '',
+        ].join('\n'),
+      )
+      const json = await svc(['tasks', 'list', '--json', '--root', events.root])
+      expect(JSON.parse(json.stdout).tasks.map((t: { name: string; on: string[] | null }) => [t.name, t.on])).toEqual([
+        ['cleanup', null],
+        ['orders.receipt', ['order.paid', 'order.refunded']],
+        ['orders.ship', ['order.paid']],
+      ])
+    } finally {
+      await events.cleanup()
     }
   })
 

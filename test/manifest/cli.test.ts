@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url'
 import { describe, expect, test } from 'vitest'
 import { svc } from '../cli/_svc.ts'
+import { writeApp } from '../targets/_app.ts'
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url))
 
@@ -20,6 +21,7 @@ describe('svc routes inspect', () => {
       methods: ['POST'],
       websocket: false,
       schedule: '30 2 * * *',
+      on: null,
       retries: 2,
       timeout: 120000,
       origins: null,
@@ -44,12 +46,36 @@ describe('svc routes inspect', () => {
     const { code, stdout, stderr } = await svc(['routes', 'inspect', '--root', fixture('app-basic')])
     expect(code).toBe(0)
     const lines = stdout.split('\n')
-    expect(lines[0]).toMatch(/^PATH\s+KIND\s+NAME\s+METHODS\s+SCHEDULE\s+FLOW\s+COMPUTE\s+PROVIDER\s+CONFIDENCE$/)
-    expect(stdout).toMatch(/\/api\/report\s+task\s+report\s+POST\s+30 2 \* \* \*\s+-\s+function 1gb/)
-    expect(stdout).toMatch(/\/api\/chat\s+hot\s+-\s+GET,WS\s+-\s+-\s+dedicated\s+persistent-host\s+high/)
+    expect(lines[0]).toMatch(/^PATH\s+KIND\s+NAME\s+METHODS\s+SCHEDULE\s+ON\s+FLOW\s+COMPUTE\s+PROVIDER\s+CONFIDENCE$/)
+    expect(stdout).toMatch(/\/api\/report\s+task\s+report\s+POST\s+30 2 \* \* \*\s+-\s+-\s+function 1gb/)
+    expect(stdout).toMatch(/\/api\/chat\s+hot\s+-\s+GET,WS\s+-\s+-\s+-\s+dedicated\s+persistent-host\s+high/)
     expect(stdout).toMatch(/PAGE\s+MODE\s+REVALIDATE\s+TAGS/)
     expect(stdout).toMatch(/\/about\s+hybrid\s+60s\s+about,team/)
     expect(stderr).toContain("src/api/counter.ts: warning: advisor: set compute: { class: 'dedicated' }")
+  })
+
+  test('a task started by events shows them in the ON column, and --json as the on list', async () => {
+    const app = await writeApp({
+      'src/api/orders/receipt.ts': `export const kind = 'task'\nexport const on = ['order.paid', 'order.refunded']\nexport async function POST() {}\n`,
+      'src/api/orders/ship.ts': `export const route = { kind: 'task', schedule: '0 * * * *', on: 'order.paid' }\nexport async function POST() {}\n`,
+    })
+    try {
+      const text = await svc(['routes', 'inspect', '--root', app.root])
+      expect(text.stderr).toBe('')
+      expect(text.stdout.split('\n')).toEqual([
+        'PATH                 KIND  NAME            METHODS  SCHEDULE   ON                         FLOW  COMPUTE       PROVIDER     CONFIDENCE',
+        '/api/orders/receipt  task  orders.receipt  POST     -          order.paid,order.refunded  -     function 1gb  edge-worker  high',
+        '/api/orders/ship     task  orders.ship     POST     0 * * * *  order.paid                 -     function 1gb  edge-worker  high',
+        '',
+      ])
+      const json = await svc(['routes', 'inspect', '--json', '--root', app.root])
+      expect(JSON.parse(json.stdout).routes.map((r: { name: string; on: string[] | null }) => [r.name, r.on])).toEqual([
+        ['orders.receipt', ['order.paid', 'order.refunded']],
+        ['orders.ship', ['order.paid']],
+      ])
+    } finally {
+      await app.cleanup()
+    }
   })
 
   test('config errors: all of them on stderr as file:line:col, exit code 1, nothing on stdout', async () => {

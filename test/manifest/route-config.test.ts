@@ -246,6 +246,142 @@ describe('schedule', () => {
   })
 })
 
+describe('on', () => {
+  const RULE = `an event name is 1 to 128 letters, digits, '.', '-', '_' or '/', such as 'order.paid'`
+  const task = (on: string) => `export const kind = 'task'\nexport const on = ${on}\nexport async function POST() {}\n`
+
+  test('one event name is read as a list of one', async () => {
+    const { route, errors } = await scanRoute(task(`'order.paid'`))
+    expect(errors).toEqual([])
+    expect(route.on).toEqual(['order.paid'])
+  })
+
+  test('a list of event names is read in its order', async () => {
+    const { route, errors } = await scanRoute(task(`['order.paid', 'order.refunded', 'stripe/invoice.paid'] as const`))
+    expect(errors).toEqual([])
+    expect(route.on).toEqual(['order.paid', 'order.refunded', 'stripe/invoice.paid'])
+  })
+
+  test('on may also sit inside route', async () => {
+    const { route, errors } = await scanRoute(
+      `export const route = { kind: 'task', on: ['user.signed_up'] }\nexport async function POST() {}\n`,
+    )
+    expect(errors).toEqual([])
+    expect(route.warnings).toEqual([])
+    expect(route.on).toEqual(['user.signed_up'])
+  })
+
+  test('a task without on has none, and so does a route that is not a task', async () => {
+    expect((await scanRoute(`export const kind = 'task'\nexport async function POST() {}\n`)).route.on).toBeNull()
+    expect((await scanRoute(`export function GET() {}\n`)).route.on).toBeNull()
+  })
+
+  test('a bad event name is an error at the name that states the rule', async () => {
+    const source = task(`'order paid'`)
+    const { route, errors } = await scanRoute(source)
+    expect(errors).toEqual([`src/api/route.ts:2:19: on: ${RULE} (got "order paid")`])
+    expect(route.on).toBeNull()
+  })
+
+  test('a bad name in a list is an error at that entry', async () => {
+    const source = task(`['order.paid', 'order/paid?']`)
+    const { errors } = await scanRoute(source)
+    expect(errors).toEqual([`src/api/route.ts:${at(source, `'order/paid?'`)}: on: ${RULE} (got "order/paid?")`])
+  })
+
+  test.each([
+    ['an empty string', `''`, `on: ${RULE} (got "")`],
+    ['a name past 128 characters', `'${'a'.repeat(129)}'`, `on: ${RULE} (got "${'a'.repeat(57)}...")`],
+    [
+      'a number',
+      `5`,
+      `on must be an event name or a non-empty list of them, such as 'order.paid' or ['order.paid', 'order.refunded'] (got 5)`,
+    ],
+  ])('%s is rejected with the rule', async (_, value, message) => {
+    const { errors } = await scanRoute(task(value))
+    expect(errors).toEqual([`src/api/route.ts:2:19: ${message}`])
+  })
+
+  test('an empty list is an error: it would start the task on nothing', async () => {
+    const { route, errors } = await scanRoute(`export const route = { kind: 'task', on: [] }\nexport async function POST() {}\n`)
+    expect(errors).toEqual([
+      `src/api/route.ts:1:42: on must be an event name or a non-empty list of them, such as 'order.paid' or ['order.paid', 'order.refunded'] (got an array)`,
+    ])
+    expect(route.on).toBeNull()
+  })
+
+  test('a name listed twice is an error at its second entry', async () => {
+    const source = task(`['order.paid', 'order.refunded', 'order.paid']`)
+    const { errors } = await scanRoute(source)
+    expect(errors).toEqual([`src/api/route.ts:${at(source, `'order.paid'`, `'order.refunded'`)}: on names the event "order.paid" twice`])
+  })
+
+  test.each([
+    [
+      'a variable',
+      `const EVENTS = ['order.paid']\n`,
+      'EVENTS',
+      'on must be a static literal, not a reference to EVENTS; write the value inline',
+    ],
+    ['a call', '', `events('order')`, `on must be a static literal, not a call (events('order')); write the value itself`],
+    [
+      'a template with an expression',
+      `const kind = 'paid'\n`,
+      '`order.${kind}`',
+      'on must be a quoted string, not a template literal (`order.${kind}`)',
+    ],
+    [
+      'a variable in a list',
+      `const PAID = 'order.paid'\n`,
+      `['order.refunded', PAID]`,
+      'on[1] must be a static literal, not a reference to PAID; write the value inline',
+    ],
+  ])('%s is not static, and is an error at the value', async (_, before, value, message) => {
+    const source = `${before}export const route = { kind: 'task' }\nexport const on = ${value}\nexport async function POST() {}\n`
+    const { route, errors } = await scanRoute(source)
+    const needle = value.startsWith('[') ? 'PAID]' : value
+    expect(errors).toEqual([`src/api/route.ts:${at(source, needle, 'export const on')}: ${message}`])
+    expect(route.on).toBeNull()
+  })
+
+  test('an on export that is imported is an error: the scanner does not follow imports', async () => {
+    const { errors } = await scanRoute(`import { on } from './events.ts'\nexport const kind = 'task'\nexport { on }\n`)
+    expect(errors).toEqual([
+      'src/api/route.ts:3:10: on is imported from another module; declare it in this file, the scanner does not follow imports',
+    ])
+  })
+
+  test('on on a route that is not a task is an error at the value', async () => {
+    const source = `export const on = 'order.paid'\nexport const route = { compute: { class: 'function' }, on: ['order.paid'] }\nexport function GET() {}\n`
+    const { route, errors } = await scanRoute(source)
+    expect(errors).toEqual([
+      `src/api/route.ts:1:19: on names the events that start a task, and this route is not a task; add kind: 'task' if it is one, or remove on`,
+      `src/api/route.ts:${at(source, `['order.paid']`)}: route.on names the events that start a task, and this route is not a task; add kind: 'task' if it is one, or remove route.on`,
+    ])
+    expect(route.on).toBeNull()
+  })
+
+  test('route.on and an on export that differ: route.on wins, with a warning', async () => {
+    const { route, errors } = await scanRoute(
+      `export const route = { kind: 'task', on: ['order.refunded'] }\nexport const on = 'order.paid'\nexport async function POST() {}\n`,
+    )
+    expect(errors).toEqual([])
+    expect(route.on).toEqual(['order.refunded'])
+    expect(route.warnings).toEqual([
+      `route.on (['order.refunded']) and the on export ('order.paid') differ; route.on wins, remove one of them`,
+    ])
+  })
+
+  test('route.on and an on export that name the same events in another order do not conflict', async () => {
+    const { route, errors } = await scanRoute(
+      `export const route = { kind: 'task', on: ['b.done', 'a.done'] }\nexport const on = ['a.done', 'b.done']\nexport async function POST() {}\n`,
+    )
+    expect(errors).toEqual([])
+    expect(route.warnings).toEqual([])
+    expect(route.on).toEqual(['b.done', 'a.done'])
+  })
+})
+
 describe('timezone', () => {
   test('an IANA zone is kept for tasks', async () => {
     const { route } = await scanRoute(

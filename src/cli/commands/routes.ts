@@ -28,13 +28,14 @@ const inspect = defineCommand({
     if (result.routes.length > 0) {
       lines.push(
         formatTable(
-          ['path', 'kind', 'name', 'methods', 'schedule', 'flow', 'compute', 'provider', 'confidence'],
+          ['path', 'kind', 'name', 'methods', 'schedule', 'on', 'flow', 'compute', 'provider', 'confidence'],
           result.routes.map((r) => [
             r.path,
             r.kind,
             r.name ?? '-',
             [...r.methods, ...(r.websocket ? ['WS'] : [])].join(',') || '-',
             r.schedule ?? '-',
+            r.on?.join(',') ?? '-',
             describeFlow(r.flow),
             [r.compute.class, r.compute.memory, r.compute.cpu ? `${r.compute.cpu}cpu` : null].filter(Boolean).join(' '),
             r.provider,

@@ -14,16 +14,17 @@ async function scanTasks(root: string): Promise<ManifestRoute[]> {
 }
 
 const list = defineCommand({
-  meta: { name: 'list', description: 'List the tasks with their schedule, retries, timeout and flow limits' },
+  meta: { name: 'list', description: 'List the tasks with their schedule, events, retries, timeout and flow limits' },
   args: listArgs,
   async run({ args, rawArgs }) {
     checkArgs(rawArgs, listArgs)
     const tasks = await scanTasks(resolveRoot(args.root))
-    const rows = tasks.map(({ name, path, schedule, timezone, retries, timeout, flow }) => ({
+    const rows = tasks.map(({ name, path, schedule, timezone, on, retries, timeout, flow }) => ({
       name: name!,
       path,
       schedule,
       timezone,
+      on,
       retries: retries!,
       timeout: timeout!,
       flow,
@@ -35,11 +36,12 @@ const list = defineCommand({
     const describeFlow = limited ? (await import('../../runtime/tasks/flow.ts')).describeFlow : () => '-'
     printLines('stdout', [
       formatTable(
-        ['name', 'path', 'schedule', 'retries', 'timeout', 'flow'],
+        ['name', 'path', 'schedule', 'on', 'retries', 'timeout', 'flow'],
         rows.map((t) => [
           t.name,
           t.path,
           t.schedule === null ? '-' : t.timezone === null ? t.schedule : `${t.schedule} (${t.timezone})`,
+          t.on?.join(',') ?? '-',
           String(t.retries),
           `${t.timeout} ms`,
           describeFlow(t.flow),

@@ -1,9 +1,9 @@
 /**
- * The HTTP side of `enqueue()`, `completeToken()` and `cancelRun()`, used when no task
+ * The HTTP side of `enqueue()`, `completeToken()`, `cancelRun()` and `sendEvents()`, used when no task
  * runtime is active in this process: they call the task admin surface of the
  * server that runs the tasks.
  */
-import type { CancelRunResult, CompleteTokenResult, EnqueueOptions, EnqueueResult } from '../types.ts'
+import type { CancelRunResult, CompleteTokenResult, EnqueueOptions, EnqueueResult, EventInput, SentEvent } from '../types.ts'
 import { HttpError, errorMessage } from '../errors.ts'
 import { processEnv, type EnvLike } from '../env.ts'
 import { taskSecret } from '../rules.ts'
@@ -142,6 +142,19 @@ export async function cancelRunOverHttp(runId: string, env: EnvLike = processEnv
     )
   }
   return { id: runId, status: 'cancelled' }
+}
+
+/** `POST /__events`: 202 `{ events }`; any other answer is an `HttpError` with its code. */
+export async function sendEventsOverHttp(events: readonly EventInput[], where: string, env: EnvLike = processEnv()): Promise<SentEvent[]> {
+  const url = `${taskServerUrl(env)}/__events`
+  const text = payloadText(where, events)
+  const headers = { ...authHeaders(env), 'content-type': 'application/json' }
+  const { response, body } = await send(where, url, taskRequestTimeout(env), { method: 'POST', headers, body: text })
+  if (!response.ok) throw httpError(response, body)
+  if (!isObject(body) || !Array.isArray(body.events)) {
+    throw new HttpError(response.status, `${where}: ${url} answered ${response.status} without an { events } JSON body`, 'BAD_RESPONSE')
+  }
+  return body.events as SentEvent[]
 }
 
 /**

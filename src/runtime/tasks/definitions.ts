@@ -23,6 +23,7 @@ import { taskInputProblem } from './define-task.ts'
 import { taskFlow } from './flow.ts'
 import type { TaskDefinition } from '../types/task-definition.ts'
 import type { CronClock } from './cron-clock.ts'
+import { eventListProblem, eventNames } from '../events/rules.ts'
 
 export type { TaskDefinition } from '../types/task-definition.ts'
 
@@ -51,7 +52,8 @@ export function defineTasks(routes: readonly RuntimeApiRoute[], clock?: CronCloc
       (resolved.schedule === null ? null : scheduleProblem(resolved.schedule, timezone, clock)) ??
       (config.concurrency === undefined ? null : concurrencyProblem(config.concurrency)) ??
       (config.rateLimit === undefined ? null : rateLimitProblem(config.rateLimit)) ??
-      (config.debounce === undefined ? null : debounceProblem(config.debounce))
+      (config.debounce === undefined ? null : debounceProblem(config.debounce)) ??
+      (resolved.on === null ? null : eventListProblem(resolved.on))
     if (problem) throw new TypeError(`${where}: ${problem}`)
     if (mod.input !== undefined && mod.input !== null && !isStandardSchema(mod.input) && !isSchemaDefinition(mod.input)) {
       throw new TypeError(`${where}: the "input" export must be a Standard Schema or a defineSchema() object`)
@@ -68,6 +70,7 @@ export function defineTasks(routes: readonly RuntimeApiRoute[], clock?: CronCloc
       timeout,
       schedule,
       timezone,
+      on: resolved.on === null ? [] : eventNames(resolved.on as string | string[]),
       flow: route.flow ?? taskFlow(config),
     })
   }

@@ -43,6 +43,8 @@ import { createStepHost } from './step-host.ts'
 import { LIVE_STATUSES, type RunStore, type SharedWork } from './store.ts'
 import { RunWaiters } from './wait-for-run.ts'
 import { Waitpoints } from './waitpoints.ts'
+import { EventStarts, type EventTrigger } from './event-starts.ts'
+import type { EventInput, SentEvent } from '../types/events.ts'
 
 export class TaskEngine {
   readonly #store: RunStore
@@ -60,6 +62,7 @@ export class TaskEngine {
   /** On a store several processes share: how they split the work, and this engine's claims there. */
   readonly #shared: SharedWork | undefined
   readonly #sharedWork: SharedWorkClaims | undefined
+  readonly #events: EventStarts
   #closed = false
 
   constructor(options: {
@@ -120,6 +123,44 @@ export class TaskEngine {
     this.#sharedWork = sharedWork
     this.#recovery = new Recovery({ store, logger, waitpoints, dispatch, flow, sharedWork })
     this.#scheduled = new ScheduledRuns({ store, logger, shared, trigger: (name) => this.trigger(name, undefined, { trigger: 'cron' }) })
+    this.#events = new EventStarts({
+      tasks,
+      maxPayloadBytes,
+      start: (def, input, { idempotencyKey, event }) =>
+        this.#create(def, input, { delaySeconds: 0, trigger: 'event', idempotencyKey, event }),
+      reject: (def, data, trigger, message) => this.#reject(def, data, trigger, message),
+    })
+  }
+
+  /** See `TaskRuntime.sendEvents`; `call` names the caller in errors. */
+  sendEvents(events: readonly EventInput[], call: string): Promise<SentEvent[]> {
+    if (this.#closed) return Promise.reject(new Error(`${call}: the task runtime is closed`))
+    return this.#events.send(events, call)
+  }
+
+  /** A run an event could not start (its data broke the task's input): recorded failed, once per event and task. */
+  async #reject(def: TaskDefinition, data: unknown, trigger: EventTrigger, message: string): Promise<RunRecord> {
+    const iso = isoNow()
+    const run: RunRecord = {
+      id: newRunId(),
+      taskName: def.name,
+      status: 'failed',
+      trigger: 'event',
+      input: data,
+      ok: false,
+      attempts: [{ index: 1, startedAt: iso, durationMs: 0, error: message }],
+      steps: {},
+      createdAt: iso,
+      finishedAt: iso,
+      idempotencyKey: trigger.idempotencyKey,
+      event: trigger.event,
+    }
+    const stored = await this.#store.createRun(run)
+    if (stored.id === run.id) {
+      this.#logger.warn(`[svc] task "${def.name}" run ${run.id} failed: ${message}`)
+      this.#changes.emit(stored)
+    }
+    return stored
   }
 
   trigger(name: string, payload?: unknown, opts?: TriggerOptions): Promise<RunRecord> {
@@ -254,10 +295,10 @@ export class TaskEngine {
   #create(
     def: TaskDefinition,
     input: unknown,
-    options: Omit<TriggerOptions, 'delaySeconds'> & { delaySeconds: number; replayOf?: string },
+    options: Omit<TriggerOptions, 'delaySeconds'> & { delaySeconds: number; replayOf?: string; event?: RunRecord['event'] },
   ): Promise<RunRecord> {
     const { name } = def
-    const { delaySeconds, idempotencyKey, trigger = 'manual', parentRunId, replayOf } = options
+    const { delaySeconds, idempotencyKey, trigger = 'manual', parentRunId, replayOf, event } = options
     assertPayload(
       input,
       this.#maxPayloadBytes,
@@ -266,8 +307,8 @@ export class TaskEngine {
     )
     const now = Date.now()
     const iso = isoAt(now)
-    // A cron tick or a replay is a deliberate single run: it joins no other.
-    const debounce = trigger === 'cron' || trigger === 'replay' ? undefined : def.flow.debounce
+    // A cron tick, a replay or an event's run is a deliberate single run: it joins no other.
+    const debounce = trigger === 'cron' || trigger === 'replay' || trigger === 'event' ? undefined : def.flow.debounce
     const delay = debounce ? Math.max(delaySeconds, debounce.seconds) : delaySeconds
     const delayed = delay > 0
     const status = delayed ? 'scheduled' : this.#flow.startStatus(name)
@@ -280,6 +321,7 @@ export class TaskEngine {
     if (idempotencyKey !== undefined) run.idempotencyKey = idempotencyKey
     if (parentRunId !== undefined) run.parentRunId = parentRunId
     if (replayOf !== undefined) run.replayOf = replayOf
+    if (event !== undefined) run.event = event
     if (debounce) return this.#store.debounceRun(run, debounce.key).then((stored) => this.#created(run, stored, true))
     // A bound method rather than a closure: it takes less, and every run
     // being recorded holds it until the store answers.

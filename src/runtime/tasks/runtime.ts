@@ -109,6 +109,15 @@ export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntime {
     getRun: (id) => store.getRun(id),
     waitForRun: (id) => engine.waitForRun(id),
     completeToken: (tokenId, payload) => engine.completeToken(tokenId, payload),
+    sendEvent: async (name, data, options) => {
+      const call = `sendEvent(${describe(name)})`
+      if (options !== undefined && (options === null || typeof options !== 'object')) {
+        throw new TypeError(`${call}: options must be an object such as { id } (got ${describe(options)})`)
+      }
+      const [sent] = await engine.sendEvents([{ name, data, id: options?.id }], call)
+      return sent
+    },
+    sendEvents: (events) => engine.sendEvents(events, 'sendEvents()'),
     listRuns: (query) => store.listRuns(query),
     cancel: (id) => engine.cancel(id),
     replay: (id) => engine.replay(id),

@@ -37,6 +37,8 @@ export interface ManifestRoute {
   websocket: boolean
   schedule: string | null
   timezone: string | null
+  /** Tasks only: the events that start a run (`on`), as a list; null when none. */
+  on: string[] | null
   /** Tasks only; null otherwise. */
   retries: number | null
   /** Tasks only, in milliseconds; null otherwise. */

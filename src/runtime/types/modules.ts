@@ -19,6 +19,7 @@ export interface RouteModule {
   route?: RouteConfig
   kind?: RouteKind
   schedule?: string
+  on?: string | string[]
   input?: SchemaLike
   schema?: SchemaDefinition
   websocket?: ModuleFunction

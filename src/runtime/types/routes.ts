@@ -43,6 +43,12 @@ export interface RouteConfig {
   /** Task only: IANA time zone the schedule is read in. @default 'UTC' */
   timezone?: string
   /**
+   * Task only: the events that start a run of this task, one name or a list
+   * (may also be a top-level `on` export). Each event sent starts one run,
+   * with the event's data as input (docs/events.md).
+   */
+  on?: string | string[]
+  /**
    * Task only: at most this many attempts of the task run at once (per value
    * of `key`, a dotted path into the input such as `'input.userId'`); runs
    * beyond it wait as `queued` and start in order of creation. A run with no

@@ -14,7 +14,7 @@
 export type RunStatus = 'scheduled' | 'queued' | 'running' | 'suspended' | 'completed' | 'failed' | 'cancelled'
 
 /** How a run started. `replay`: `replay()` started it with the input of run `replayOf`. */
-export type RunTrigger = 'manual' | 'cron' | 'enqueue' | 'child' | 'replay'
+export type RunTrigger = 'manual' | 'cron' | 'enqueue' | 'child' | 'replay' | 'event'
 
 export interface Attempt {
   /** 1-based. */
@@ -85,6 +85,8 @@ export interface RunRecord extends RunEnvelope {
   parentRunId?: string
   /** Runs started by `replay()`: the run whose task and input this one repeats. */
   replayOf?: string
+  /** Runs started by an event (`trigger: 'event'`): which one. */
+  event?: { id: string; name: string }
 }
 
 export interface EnqueueOptions {

@@ -18,6 +18,8 @@ export interface TaskDefinition {
   schedule: string | null
   /** IANA time zone of the schedule; `null` means UTC. */
   timezone: string | null
+  /** The events that start a run of the task (`on`); empty when none. */
+  on: string[]
   /** `route.concurrency`, `route.rateLimit` and `route.debounce`, each absent when unset. */
   flow: TaskFlow
 }

@@ -3,6 +3,7 @@ import type { TaskDefinition } from './task-definition.ts'
 import type { RunQuery, RunStore } from './run-store.ts'
 import type { CompleteTokenResult, RunChange, RunRecord, RunStatus, TriggerOptions } from './runs.ts'
 import type { TaskNameArg, TaskPayloadArgs } from './task-registry.ts'
+import type { EventInput, SendEventOptions, SentEvent } from './events.ts'
 
 /**
  * The task runtime: registers the task routes of an app and runs them.
@@ -43,6 +44,19 @@ export interface TaskRuntime {
   waitForRun(id: string): Promise<RunRecord>
   /** Completes a `waitForToken` token and resumes its run. */
   completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult>
+  /**
+   * Sends an event: starts one run of every task whose `on` names it, with
+   * `data` as its input, and resolves to the event's id and those runs.
+   * Sending an `id` again starts nothing more and answers with the runs the
+   * first send started. Data that does not fit a task's `input` records a
+   * failed run of that task naming the event; the other tasks still start.
+   * Throws a `TypeError` for a bad name or id, and rejects with
+   * `PayloadTooLargeError` for data over `maxPayloadBytes`
+   * (docs/events.md).
+   */
+  sendEvent(name: string, data?: unknown, options?: SendEventOptions): Promise<SentEvent>
+  /** Sends up to 100 events, each as `sendEvent` does; every event is checked before any is sent. */
+  sendEvents(events: readonly EventInput[]): Promise<SentEvent[]>
   /**
    * Cancels a live run (scheduled, queued, running or suspended) and resolves to it,
    * now `cancelled`: aborts the signal of its attempt in flight, removes its

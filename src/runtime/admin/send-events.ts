@@ -1,0 +1,99 @@
+/**
+ * Sending events over HTTP, under the task admin surface's auth
+ * (`auth.ts`) and body rules (JSON, at most `bodyLimit` bytes):
+ *
+ * | Method | Path                | Body | Answer |
+ * |--------|---------------------|------|--------|
+ * | POST   | `/__events/<name>`  | the event's data (empty: none) | 202 `{ id, name, runs }`; the `Idempotency-Key` header is the event's id |
+ * | POST   | `/__events`         | `[{ name, data?, id? }, …]`, at most 100 | 202 `{ events: [{ id, name, runs }, …] }` |
+ *
+ * A bad name, id or list is 400 `INVALID_EVENT`, and nothing is sent: each
+ * event of a list is checked before any is sent (docs/events.md).
+ */
+import type { RequestInfo, TaskRuntime } from '../types.ts'
+import type { EventInput } from '../types/events.ts'
+import type { EnvLike } from '../env.ts'
+import type { Logger } from '../types/logger.ts'
+import { internalError, jsonError, knownErrorResponse, methodNotAllowed } from '../http/errors.ts'
+import type { ResponseClass } from '../http/types.ts'
+import { trimTrailingSlashes } from '../http/path.ts'
+import { readJsonBody } from '../http/body.ts'
+import { describe } from '../describe.ts'
+import { authorize } from './auth.ts'
+import { unsupportedContent } from './content-type.ts'
+
+export const EVENTS_PREFIX = '/__events'
+
+/** Whether `pathname` is `/__events` or below it. */
+export function isEventsPath(pathname: string): boolean {
+  return (
+    pathname.startsWith(EVENTS_PREFIX) && (pathname.length === EVENTS_PREFIX.length || pathname.charCodeAt(EVENTS_PREFIX.length) === 47)
+  )
+}
+
+export interface SendEventsOptions {
+  runtime: TaskRuntime
+  env: EnvLike
+  bodyLimit: number
+  R: ResponseClass
+  logger: Logger
+  dev: boolean
+}
+
+export function createSendEventsHandler(options: SendEventsOptions) {
+  const { runtime, env, bodyLimit, R, logger, dev } = options
+  const json = (status: number, body: unknown) => new R(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
+
+  async function route(request: Request, pathname: string): Promise<Response> {
+    if (request.method !== 'POST') return methodNotAllowed(R, request.method, pathname, 'POST')
+    const rest = trimTrailingSlashes(pathname.slice(EVENTS_PREFIX.length))
+    const { value } = await readJsonBody(request, bodyLimit)
+    if (rest === '') {
+      if (!Array.isArray(value)) {
+        return jsonError(
+          R,
+          400,
+          'INVALID_EVENT',
+          `POST ${EVENTS_PREFIX} takes a JSON array of { name, data?, id? } (got ${describe(value)})`,
+        )
+      }
+      return json(202, { events: await runtime.sendEvents(value as EventInput[]) })
+    }
+    // One segment: '/' in a name arrives percent-encoded (stripe%2Finvoice.paid).
+    const segment = rest.slice(1)
+    if (segment.includes('/')) {
+      return jsonError(
+        R,
+        404,
+        'NOT_FOUND',
+        `No such path: ${pathname}. Send an event with POST ${EVENTS_PREFIX}/<name>, percent-encoding any '/' in the name`,
+      )
+    }
+    const name = decode(segment)
+    const id = request.headers.get('idempotency-key') ?? undefined
+    return json(202, await runtime.sendEvent(name, value, { id }))
+  }
+
+  return async (request: Request, pathname: string, info?: RequestInfo): Promise<Response> => {
+    try {
+      const denied = authorize(request, info, env, R) ?? unsupportedContent(request, R)
+      if (denied) return denied
+      return await route(request, pathname)
+    } catch (error) {
+      // A bad name, id or list: the message says which and why.
+      if (error instanceof TypeError || error instanceof RangeError) return jsonError(R, 400, 'INVALID_EVENT', error.message)
+      const known = knownErrorResponse(R, error)
+      if (known) return known
+      logger.error(`[svc] ${request.method} ${pathname} failed:`, error)
+      return internalError(R, error, dev)
+    }
+  }
+}
+
+function decode(segment: string): string {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}

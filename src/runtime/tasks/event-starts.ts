@@ -1,0 +1,121 @@
+/**
+ * Sending events: each event starts one run of every task whose `on`
+ * names it (docs/events.md). Exactly once per (task, event id), whatever
+ * the number of sends or processes: the run carries the idempotency key
+ * `event:<id>`, which every store holds to one run per task, so sending an
+ * id again answers with the runs it started the first time.
+ *
+ * An event whose data does not fit a task's `input` still leaves a trace
+ * there: a failed run naming the event and the problem, under the same
+ * key, while the other tasks on the event start as usual. Edge-safe.
+ */
+import type { TaskDefinition } from './definitions.ts'
+import { assertPayload } from './payload-limit.ts'
+import type { EventInput, SentEvent } from '../types/events.ts'
+import type { RunRecord } from '../types/runs.ts'
+import { describe } from '../describe.ts'
+import { validateTaskInput } from '../schema.ts'
+import { errorMessage } from '../errors.ts'
+import { eventIdProblem, eventNameProblem } from '../events/rules.ts'
+
+/** The idempotency key of the run event `id` starts, per task. */
+export function eventRunKey(id: string): string {
+  return `event:${id}`
+}
+
+/** Most events one `sendEvents` call (or one `POST /__events`) may carry. */
+export const MAX_EVENTS_PER_SEND = 100
+
+/** The event's trigger, as the engine records it on the runs it starts. */
+export interface EventTrigger {
+  idempotencyKey: string
+  event: { id: string; name: string }
+}
+
+export interface EventStartsOptions {
+  tasks: ReadonlyMap<string, TaskDefinition>
+  maxPayloadBytes: number
+  /** Records and starts a run of `def` with an input already validated. */
+  start(def: TaskDefinition, input: unknown, trigger: EventTrigger): Promise<RunRecord>
+  /** Records a failed run of `def` that the event could not start, with `message`. */
+  reject(def: TaskDefinition, data: unknown, trigger: EventTrigger, message: string): Promise<RunRecord>
+}
+
+/** A checked event, ready to start runs. */
+interface CheckedEvent {
+  id: string
+  name: string
+  data: unknown
+}
+
+export class EventStarts {
+  readonly #options: EventStartsOptions
+  /** The tasks on each event name, in the order they were registered. */
+  readonly #listeners = new Map<string, TaskDefinition[]>()
+
+  constructor(options: EventStartsOptions) {
+    this.#options = options
+    for (const def of options.tasks.values()) {
+      for (const name of def.on) {
+        const defs = this.#listeners.get(name)
+        if (defs) defs.push(def)
+        else this.#listeners.set(name, [def])
+      }
+    }
+  }
+
+  /** The names some task listens on. */
+  get names(): string[] {
+    return [...this.#listeners.keys()]
+  }
+
+  /**
+   * Checks every event first (a bad one throws a `TypeError` or
+   * `RangeError` naming it, and none is sent), then starts the runs of
+   * each, event by event.
+   */
+  async send(events: readonly EventInput[], call: string): Promise<SentEvent[]> {
+    if (!Array.isArray(events)) throw new TypeError(`${call}: events must be an array of { name, data?, id? } (got ${describe(events)})`)
+    if (events.length > MAX_EVENTS_PER_SEND) {
+      throw new RangeError(`${call}: at most ${MAX_EVENTS_PER_SEND} events go in one send (got ${events.length}); send them in batches`)
+    }
+    const checked = events.map((event, i) => this.#check(event, events.length === 1 ? call : `${call}: event ${i}`))
+    const sent: SentEvent[] = []
+    for (const event of checked) sent.push(await this.#start(event))
+    return sent
+  }
+
+  #check(event: EventInput, where: string): CheckedEvent {
+    if (event === null || typeof event !== 'object' || Array.isArray(event)) {
+      throw new TypeError(`${where}: an event is an object { name, data?, id? } (got ${describe(event)})`)
+    }
+    const { name, data, id = crypto.randomUUID() } = event
+    const problem = eventNameProblem(name) ?? eventIdProblem(id)
+    if (problem) throw new TypeError(`${where}: ${problem}`)
+    assertPayload(
+      data,
+      this.#options.maxPayloadBytes,
+      `${where}: the data of event "${name}" cannot be stored as JSON`,
+      `The data of event "${name}" is`,
+    )
+    return { id, name, data }
+  }
+
+  async #start(event: CheckedEvent): Promise<SentEvent> {
+    const trigger: EventTrigger = { idempotencyKey: eventRunKey(event.id), event: { id: event.id, name: event.name } }
+    const defs = this.#listeners.get(event.name) ?? []
+    const runs = await Promise.all(defs.map((def) => this.#startOne(def, event, trigger)))
+    return { id: event.id, name: event.name, runs: runs.map((run) => ({ taskName: run.taskName, id: run.id, status: run.status })) }
+  }
+
+  async #startOne(def: TaskDefinition, event: CheckedEvent, trigger: EventTrigger): Promise<RunRecord> {
+    let input: unknown
+    try {
+      input = await validateTaskInput(def.input, event.data)
+    } catch (error) {
+      const message = `event "${event.name}" (id ${event.id}) does not fit the input of task "${def.name}": ${errorMessage(error)}`
+      return this.#options.reject(def, event.data, trigger, message)
+    }
+    return this.#options.start(def, input, trigger)
+  }
+}

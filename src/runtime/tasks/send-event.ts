@@ -1,0 +1,34 @@
+/**
+ * `sendEvent` and `sendEvents`, exported from `svc`: in-process when a
+ * task runtime is active in this process, otherwise `POST /__events` on
+ * the task server (`SVC_TASK_URL`, with `SVC_TASK_SECRET`), as `enqueue()`
+ * does (docs/events.md).
+ */
+import { getActiveTaskRuntime } from './active.ts'
+import { sendEventsOverHttp } from './client.ts'
+import { describe } from '../describe.ts'
+import type { EventInput, SendEventOptions, SentEvent } from '../types/events.ts'
+
+/**
+ * Sends event `name` with `data`: starts one run of every task whose `on`
+ * names it, and resolves to `{ id, name, runs }`. An `id` sent before is
+ * the same event: it starts nothing more and answers with the runs it
+ * started. See `TaskRuntime.sendEvent`.
+ */
+export async function sendEvent(name: string, data?: unknown, options?: SendEventOptions): Promise<SentEvent> {
+  const runtime = getActiveTaskRuntime()
+  if (runtime) return runtime.sendEvent(name, data, options)
+  const call = `sendEvent(${describe(name)})`
+  if (options !== undefined && (options === null || typeof options !== 'object')) {
+    throw new TypeError(`${call}: options must be an object such as { id } (got ${describe(options)})`)
+  }
+  const [sent] = await sendEventsOverHttp([{ name, data, ...(options?.id === undefined ? {} : { id: options.id }) }], call)
+  return sent
+}
+
+/** Sends up to 100 events, each as `sendEvent` does; every event is checked before any is sent. */
+export async function sendEvents(events: readonly EventInput[]): Promise<SentEvent[]> {
+  const runtime = getActiveTaskRuntime()
+  if (runtime) return runtime.sendEvents(events)
+  return sendEventsOverHttp(events, 'sendEvents()')
+}
