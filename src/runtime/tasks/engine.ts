@@ -129,6 +129,8 @@ export class TaskEngine {
       start: (def, input, { idempotencyKey, event }) =>
         this.#create(def, input, { delaySeconds: 0, trigger: 'event', idempotencyKey, event }),
       reject: (def, data, trigger, message) => this.#reject(def, data, trigger, message),
+      record: async (event) => (store.putEvent ? (await store.putEvent(event)).event : event),
+      deliver: (event) => waitpoints.deliverEvent(event),
     })
   }
 

@@ -13,6 +13,7 @@ import type { TaskDefinition } from './definitions.ts'
 import { assertPayload } from './payload-limit.ts'
 import type { EventInput, SentEvent } from '../types/events.ts'
 import type { RunRecord } from '../types/runs.ts'
+import type { EventRecord } from './store.ts'
 import { describe } from '../describe.ts'
 import { validateTaskInput } from '../schema.ts'
 import { errorMessage } from '../errors.ts'
@@ -39,6 +40,10 @@ export interface EventStartsOptions {
   start(def: TaskDefinition, input: unknown, trigger: EventTrigger): Promise<RunRecord>
   /** Records a failed run of `def` that the event could not start, with `message`. */
   reject(def: TaskDefinition, data: unknown, trigger: EventTrigger, message: string): Promise<RunRecord>
+  /** Records the event in the store, unless its id is held: resolves to the event held. */
+  record(event: EventRecord): Promise<EventRecord>
+  /** Resumes the runs waiting for the event (`ctx.step.waitForEvent`): resolves to their ids. */
+  deliver(event: EventRecord): Promise<string[]>
 }
 
 /** A checked event, ready to start runs. */
@@ -101,14 +106,29 @@ export class EventStarts {
     return { id, name, data }
   }
 
-  async #start(event: CheckedEvent): Promise<SentEvent> {
+  /**
+   * Records the event, then starts its tasks' runs and resumes the waits it
+   * meets. An id sent again is the event held: its name and data, not the
+   * ones sent now. Each step is idempotent, so a send cut off (a crash
+   * between recording and starting) is finished by sending the id again.
+   */
+  async #start(checked: CheckedEvent): Promise<SentEvent> {
+    const sent: EventRecord = { id: checked.id, name: checked.name, time: new Date().toISOString() }
+    if (checked.data !== undefined) sent.data = checked.data
+    const event = await this.#options.record(sent)
     const trigger: EventTrigger = { idempotencyKey: eventRunKey(event.id), event: { id: event.id, name: event.name } }
     const defs = this.#listeners.get(event.name) ?? []
     const runs = await Promise.all(defs.map((def) => this.#startOne(def, event, trigger)))
-    return { id: event.id, name: event.name, runs: runs.map((run) => ({ taskName: run.taskName, id: run.id, status: run.status })) }
+    const resumed = await this.#options.deliver(event)
+    return {
+      id: event.id,
+      name: event.name,
+      runs: runs.map((run) => ({ taskName: run.taskName, id: run.id, status: run.status })),
+      resumed,
+    }
   }
 
-  async #startOne(def: TaskDefinition, event: CheckedEvent, trigger: EventTrigger): Promise<RunRecord> {
+  async #startOne(def: TaskDefinition, event: EventRecord, trigger: EventTrigger): Promise<RunRecord> {
     let input: unknown
     try {
       input = await validateTaskInput(def.input, event.data)

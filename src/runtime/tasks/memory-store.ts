@@ -6,7 +6,7 @@
  */
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { StoreFullError } from '../errors.ts'
-import type { RunPatch, RunQuery, RunStore, StartedRuns, TaskRunCount, TimerRecord, TokenRecord } from './store.ts'
+import type { EventRecord, RunPatch, RunQuery, RunStore, StartedRuns, TaskRunCount, TimerRecord, TokenRecord } from './store.ts'
 import { type FlowLimits, flowKey, planStarts, startedRun } from './flow.ts'
 import { jsonLength } from './json.ts'
 import { groupDigits } from './payload-limit.ts'
@@ -14,6 +14,7 @@ import { attemptSize, runSize, stepSize, TOKEN_BASE } from './run-size.ts'
 import { StepLog } from './step-log.ts'
 import { applyRunPatch, isFinished, settleTokenRecord, statusMatches } from './store.ts'
 import { DEFAULT_MAX_RUNS } from './store-limits.ts'
+import { MemoryEventLog } from './memory-events.ts'
 
 export interface MemoryRunStoreOptions {
   /**
@@ -37,6 +38,12 @@ export interface MemoryRunStoreOptions {
    * @default 268435456 (256 MiB)
    */
   maxBytes?: number
+  /**
+   * How many events to hold (`sendEvent`); past it the oldest go first.
+   * Events also go once `EVENT_RETENTION_MS` (a day) old.
+   * @default 10000
+   */
+  maxEvents?: number
 }
 
 /** Default bound of the memory store in bytes of JSON: 256 MiB. */
@@ -53,6 +60,7 @@ export class MemoryRunStore implements RunStore {
   #timers = new Map<string, TimerRecord>()
   #tokens = new Map<string, TokenRecord>()
   #tokensByRun = new Map<string, string[]>()
+  readonly #events: MemoryEventLog
   // Per task, the ids of its queued and running runs: what `startQueued`
   // weighs under a concurrency limit, without a pass over every retained run.
   // Kept only for tasks `startQueued` was asked about, the ones with limits:
@@ -73,8 +81,21 @@ export class MemoryRunStore implements RunStore {
     if (!Number.isInteger(maxBytes) || maxBytes < 1) {
       throw new TypeError(`MemoryRunStore: maxBytes must be a positive integer (got ${String(maxBytes)})`)
     }
+    const maxEvents = options.maxEvents ?? DEFAULT_MAX_RUNS
+    if (!Number.isInteger(maxEvents) || maxEvents < 1) {
+      throw new TypeError(`MemoryRunStore: maxEvents must be a positive integer (got ${String(maxEvents)})`)
+    }
     this.maxRuns = maxRuns
     this.maxBytes = maxBytes
+    this.#events = new MemoryEventLog(maxEvents)
+  }
+
+  async putEvent(event: EventRecord): Promise<{ event: EventRecord; created: boolean }> {
+    return this.#events.put(event)
+  }
+
+  async eventsSince(name: string, since: string, limit: number): Promise<EventRecord[]> {
+    return this.#events.since(name, since, limit)
   }
 
   /** Number of runs retained. */

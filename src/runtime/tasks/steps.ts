@@ -22,9 +22,11 @@ import type {
   StepKind,
   StepRecord,
   TriggerOptions,
+  WaitForEventOptions,
   Waitpoint,
 } from '../types.ts'
 import { DuplicateStepKeyError, StepMismatchError } from '../errors.ts'
+import { beginEventWait, eventResult } from './wait-for-event.ts'
 import { childIdempotencyKey, tokenIdFor } from './ids.ts'
 import { jsonCopy } from './json-copy.ts'
 import { checkEnqueueOptions } from './options.ts'
@@ -89,8 +91,15 @@ export function createInvocation(
 }
 
 /** The step kind a waitpoint stands for: the kind its step is recorded with once the wait is met. */
+const WAITED_STEP_KINDS: Record<Waitpoint['type'], StepKind> = {
+  sleep: 'sleep',
+  task: 'waitForTask',
+  token: 'waitForToken',
+  event: 'waitForEvent',
+}
+
 export function waitedStepKind(waitpoint: Waitpoint): StepKind {
-  return waitpoint.type === 'sleep' ? 'sleep' : waitpoint.type === 'task' ? 'waitForTask' : 'waitForToken'
+  return WAITED_STEP_KINDS[waitpoint.type]
 }
 
 /**
@@ -217,6 +226,16 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
         key,
         token.timeoutAt === undefined ? { type: 'token', tokenId } : { type: 'token', tokenId, timeoutAt: token.timeoutAt },
       )
+    },
+
+    // The result is the recorded event, kept as JSON; its data's type is the caller's.
+    async waitForEvent<T = unknown>(key: string, name: string, opts?: WaitForEventOptions) {
+      const recorded = begin(inv, key, 'waitForEvent', 'waitForEvent')
+      if (recorded) return eventResult<T>(recorded)
+      const wait = await beginEventWait(host.store, inv.runId, key, name, opts)
+      if ('waitpoint' in wait) suspend(inv, host, key, wait.waitpoint)
+      await record(inv, host, key, 'waitForEvent', wait.step)
+      return eventResult<T>(wait.step)
     },
   }
 }

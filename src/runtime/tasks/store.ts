@@ -28,7 +28,17 @@ export type {
   RunStore,
   StartedRuns,
   SharedWork,
+  EventRecord,
 } from '../types/run-store.ts'
+
+/**
+ * How long a store holds an event after its `time`: the window in which an
+ * id sent again is the same event, and the longest `lookbackSeconds` of
+ * `ctx.step.waitForEvent`.
+ */
+export const EVENT_RETENTION_MS = 24 * 60 * 60 * 1000
+/** Most expired events one `putEvent` removes, so a send never pays for a large backlog at once. */
+export const EVENT_PRUNE_BATCH = 100
 
 /** Statuses in which a run is over; it never changes status again. */
 export const FINISHED_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled']

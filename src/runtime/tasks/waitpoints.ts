@@ -19,8 +19,21 @@ import { errorMessage } from '../errors.ts'
 import { timerId } from './ids.ts'
 import { assertPayload } from './payload-limit.ts'
 import { childRunResult, waitedStepKind } from './steps.ts'
-import { isFinished, type RunStore, type SharedWork, type TimerRecord, type TokenRecord, type TokenStatus } from './store.ts'
+import {
+  type EventRecord,
+  isFinished,
+  type RunStore,
+  type SharedWork,
+  type TimerRecord,
+  type TokenRecord,
+  type TokenStatus,
+} from './store.ts'
 import { createTimerSet, type TimerSet } from './in-process-timers.ts'
+import { matchesEvent } from '../events/match.ts'
+import { eventWaitStep, settleFromRecorded, settleWith } from './wait-for-event.ts'
+
+/** How many suspended runs one read of `deliverEvent` looks at. */
+const DELIVERY_PAGE = 500
 
 export interface WaitpointsOptions {
   store: RunStore
@@ -97,18 +110,15 @@ export class Waitpoints {
       const id = timerId(run.id, 'sleep', stepKey)
       await this.arm({ id, runId: run.id, kind: 'sleep', stepKey, dueAt: waitpoint.until })
     } else if (waitpoint.type === 'token') {
-      if (waitpoint.timeoutAt !== undefined) {
-        await this.arm({
-          id: timerId(run.id, 'token-timeout', stepKey),
-          runId: run.id,
-          kind: 'token-timeout',
-          stepKey,
-          tokenId: waitpoint.tokenId,
-          dueAt: waitpoint.timeoutAt,
-        })
-      }
+      if (waitpoint.timeoutAt !== undefined) await this.arm(tokenTimeout(run.id, stepKey, waitpoint.tokenId, waitpoint.timeoutAt))
       const token = await this.#store.getToken(waitpoint.tokenId)
       if (token && token.status !== 'waiting') await this.#resume(run.id, stepKey, tokenStep(token.status, token.payload))
+    } else if (waitpoint.type === 'event') {
+      if (waitpoint.timeoutAt !== undefined) await this.arm(tokenTimeout(run.id, stepKey, waitpoint.tokenId, waitpoint.timeoutAt))
+      // The second look (wait-for-event.ts): an event sent while the run was suspending meets it now.
+      const token = await this.#store.getToken(waitpoint.tokenId)
+      const settled = token?.status === 'waiting' ? await settleFromRecorded(this.#store, waitpoint) : token
+      if (settled && settled.status !== 'waiting') await this.#eventWaitMet(run.id, stepKey, settled)
     } else {
       let child = await this.#store.getRun(waitpoint.runId)
       if (child && !isFinished(child.status) && child.parentRunId !== run.id) {
@@ -154,6 +164,8 @@ export class Waitpoints {
     // token; one that passed while the run waited elsewhere (parallel waits)
     // still wins over a late completion.
     const waiting = await this.#store.getToken(tokenId)
+    // An event wait's token is settled by a matching event only.
+    if (waiting?.kind === 'event') return 'not_found'
     // A cancelled run takes no more input; its token stays as it was.
     if (waiting?.status === 'waiting' && (await this.#store.getRun(waiting.runId))?.status === 'cancelled') return 'run_cancelled'
     if (waiting?.status === 'waiting' && waiting.timeoutAt !== undefined && Date.parse(waiting.timeoutAt) <= Date.now()) {
@@ -171,6 +183,36 @@ export class Waitpoints {
     await this.#dropTokenTimer(token)
     await this.#resume(token.runId, token.stepKey, tokenStep('completed', payload))
     return 'completed'
+  }
+
+  /**
+   * Resumes every run suspended on a wait that `event` meets: its name,
+   * sent within the wait's window, with data that holds the wait's match.
+   * Each wait's token is settled once, by whichever event or look comes
+   * first; resolves to the runs this call resumed. Reads the suspended
+   * runs page by page, on any store.
+   */
+  async deliverEvent(event: EventRecord): Promise<string[]> {
+    const resumed: string[] = []
+    const sent = Date.parse(event.time)
+    for (let cursor: string | undefined; ; ) {
+      const page = await this.#store.listRuns({ status: 'suspended', limit: DELIVERY_PAGE, cursor })
+      for (const run of page) {
+        const wait = run.suspended
+        if (wait?.waitpoint.type !== 'event' || wait.waitpoint.name !== event.name || sent < Date.parse(wait.waitpoint.since)) continue
+        if (!matchesEvent(wait.waitpoint.match, event.data)) continue
+        const token = await settleWith(this.#store, wait.waitpoint.tokenId, event)
+        if (token && token.status !== 'waiting' && (await this.#eventWaitMet(run.id, wait.stepKey, token))) resumed.push(run.id)
+      }
+      if (page.length < DELIVERY_PAGE) return resumed
+      cursor = page[page.length - 1].id
+    }
+  }
+
+  /** An event wait's token is settled: its deadline goes, and the run resumes with what settled it. */
+  async #eventWaitMet(runId: string, stepKey: string, token: TokenRecord): Promise<boolean> {
+    await this.#dropTokenTimer(token)
+    return this.#resume(runId, stepKey, eventWaitStep(token))
   }
 
   /**
@@ -311,6 +353,11 @@ export class Waitpoints {
 function childResult(child: RunRecord): ChildRunResult {
   if (child.status !== 'cancelled') return childRunResult(child)
   return { ok: false, cancelled: true, error: `Run ${child.id} of task "${child.taskName}" was cancelled` }
+}
+
+/** The timer that times out a token wait at `dueAt`. */
+function tokenTimeout(runId: string, stepKey: string, tokenId: string, dueAt: string): TimerRecord {
+  return { id: timerId(runId, 'token-timeout', stepKey), runId, kind: 'token-timeout', stepKey, tokenId, dueAt }
 }
 
 function tokenStep(status: Exclude<TokenStatus, 'waiting'>, payload: unknown): StepRecord {

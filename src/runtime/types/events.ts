@@ -35,4 +35,6 @@ export interface SentEvent {
   name: string
   /** One run per task whose `on` names the event, in the order the tasks were registered. */
   runs: EventRun[]
+  /** The runs whose `ctx.step.waitForEvent` this send met and resumed. */
+  resumed: string[]
 }

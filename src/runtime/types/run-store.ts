@@ -78,6 +78,8 @@ export interface TokenRecord {
   settledAt?: string
   /** The payload it was completed with. */
   payload?: unknown
+  /** `'event'` for the token of a `waitForEvent`, which only a matching event settles (never `completeToken`). */
+  kind?: 'event'
 }
 
 export interface RunStore {
@@ -218,6 +220,33 @@ export interface RunStore {
    * Atomic, like `createRun`.
    */
   debounceRun(run: RunRecord, keyPath: string | undefined): Promise<RunRecord>
+
+  /**
+   * Events (docs/events.md): records `event` unless an event with its id
+   * is held, and resolves to the event held (the first send's, for an id
+   * sent again) and whether this call recorded it. Atomic, like
+   * `createRun`: of processes racing with one id, one records it. Events
+   * are held for `EVENT_RETENTION_MS` after their `time`; each call may
+   * remove a bounded batch of older ones. A store may also bound how many
+   * it holds, removing the oldest first.
+   */
+  putEvent?(event: EventRecord): Promise<{ event: EventRecord; created: boolean }>
+
+  /**
+   * The held events named `name` whose `time` is `since` (ISO) or later,
+   * oldest first (in the order they were recorded), at most `limit`.
+   */
+  eventsSince?(name: string, since: string, limit: number): Promise<EventRecord[]>
+}
+
+/** An event as a store holds it. */
+export interface EventRecord {
+  id: string
+  name: string
+  /** Absent when the event was sent without data. */
+  data?: unknown
+  /** When it was first sent (ISO). */
+  time: string
 }
 
 /** What `startQueued` resolves to. */

@@ -30,7 +30,7 @@ export interface Attempt {
  * The kind of call that recorded a step. `sleep` and `sleepUntil` are one
  * kind: both wait for an instant and replay the same way.
  */
-export type StepKind = 'run' | 'enqueue' | 'waitForTask' | 'sleep' | 'waitForToken'
+export type StepKind = 'run' | 'enqueue' | 'waitForTask' | 'sleep' | 'waitForToken' | 'waitForEvent'
 
 export interface StepRecord {
   status: 'completed' | 'timed_out'
@@ -56,6 +56,19 @@ export type Waitpoint =
   | { type: 'sleep' /** ISO timestamp */; until: string }
   | { type: 'task'; task: string; runId: string }
   | { type: 'token'; tokenId: string /** ISO timestamp */; timeoutAt?: string }
+  | {
+      type: 'event'
+      /** The event's name. */
+      name: string
+      /** Data paths and the values the event must hold there. */
+      match?: Record<string, unknown>
+      /** Events sent at this time (ISO) or later satisfy the wait: its start, less its lookback. */
+      since: string
+      /** The wait's token, which the event that meets it settles (once). */
+      tokenId: string
+      /** ISO timestamp. */
+      timeoutAt?: string
+    }
 
 /** The run envelope, as the spec defines it. */
 export interface RunEnvelope {

@@ -40,6 +40,41 @@ export interface StepApi {
   sleep(key: string, seconds: number): Promise<void>
   sleepUntil(key: string, date: Date | string): Promise<void>
   waitForToken<T = unknown>(key: string, opts?: { timeoutSeconds?: number }): Promise<{ payload?: T } | { timedOut: true }>
+  /**
+   * Waits for an event named `name` whose data holds every value of
+   * `match` at its path, and resolves to `{ event }` (its id, name, data and
+   * time), or to `{ timedOut: true }` after `timeoutSeconds`. An event sent
+   * up to `lookbackSeconds` before the wait began (default 0, at most a
+   * day) also meets it, so an event sent just before the wait is not lost
+   * (docs/events.md).
+   */
+  waitForEvent<T = unknown>(
+    key: string,
+    name: string,
+    opts?: WaitForEventOptions,
+  ): Promise<{ event: ReceivedEvent<T> } | { timedOut: true }>
+}
+
+/** Options of `ctx.step.waitForEvent`. */
+export interface WaitForEventOptions {
+  /** Data paths and the values the event must hold there, such as `{ orderId: ctx.input.orderId }`. */
+  match?: Record<string, unknown>
+  /** How long to wait, in seconds; without it, the wait has no end. */
+  timeoutSeconds?: number
+  /**
+   * How far back, in seconds, an event sent before the wait began still meets it (at most a day).
+   * @default 0
+   */
+  lookbackSeconds?: number
+}
+
+/** The event a `waitForEvent` resolved with. */
+export interface ReceivedEvent<T = unknown> {
+  id: string
+  name: string
+  data?: T
+  /** When it was sent (ISO). */
+  time: string
 }
 
 /**
