@@ -1,8 +1,9 @@
 /**
  * `DurableObjectRunStore`: a durable `RunStore` on a SQLite-backed Durable
  * Object's storage (`ctx.storage.sql`). It keeps the tables of
- * `SqliteRunStore` (runs with their JSON record, timers, tokens), plus each
- * timer's due time as a number, which the object's alarm is set from.
+ * `SqliteRunStore` (runs with their JSON record, timers, tokens, events),
+ * plus each timer's due time as a number, which the object's alarm is set
+ * from.
  *
  * The SQL API is synchronous and a Durable Object runs one piece of
  * JavaScript at a time, so every compare-and-set point of the `RunStore`
@@ -40,10 +41,12 @@ import {
 import { createTables, MOVE_STEPS, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
 import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
 import { joinScheduledSql, startQueuedSql } from '../runtime/tasks/sql/flow.ts'
+import { EVENTS_TABLE, eventsSinceSql, putEventSql } from '../runtime/tasks/sql/events.ts'
 import { runProcedure, type SqlRunner } from '../runtime/tasks/sql/procedure.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
 import {
   applyRunPatch,
+  type EventRecord,
   isFinished,
   settleTokenRecord,
   statusMatches,
@@ -87,7 +90,7 @@ export interface DurableObjectRunStoreOptions {
 const WHERE = 'DurableObjectRunStore'
 
 // The tables of `SqliteRunStore`, plus each timer's due time, which the alarm is set from.
-const SCHEMA = createTables({ timerDueAt: true })
+const SCHEMA = createTables({ timerDueAt: true }) + EVENTS_TABLE
 
 export class DurableObjectRunStore implements RunStore {
   /** Records live in the object's storage and survive eviction and restarts. */
@@ -265,6 +268,15 @@ export class DurableObjectRunStore implements RunStore {
     })
     if (stored.created) this.#onChange(stored.run)
     return stored.run
+  }
+
+  /** One synchronous transaction: the prune, the insert and the read of the held event commit together. */
+  async putEvent(event: EventRecord): Promise<{ event: EventRecord; created: boolean }> {
+    return this.#write(() => runProcedure(putEventSql(event, Date.now()), this.#runner))
+  }
+
+  async eventsSince(name: string, since: string, limit: number): Promise<EventRecord[]> {
+    return runProcedure(eventsSinceSql(name, since, limit), this.#runner)
   }
 
   readonly #runner: SqlRunner = {

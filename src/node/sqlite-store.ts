@@ -8,7 +8,7 @@
  * event-loop turn share one `BEGIN IMMEDIATE` transaction and one commit,
  * and each resolves once that commit is on disk. Every compare-and-set
  * point of the `RunStore` contract (`createRun` with an idempotency key,
- * `updateRun` with `expect`, `takeTimer`, `putToken`, `settleToken`) runs
+ * `updateRun` with `expect`, `takeTimer`, `putToken`, `settleToken`, `putEvent`) runs
  * whole inside it: `DatabaseSync` is synchronous, so no other call on the
  * same connection can run in the middle of one, and the write lock keeps
  * other processes on the same file out until the batch commits. Each write
@@ -26,6 +26,7 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import {
   applyRunPatch,
+  type EventRecord,
   isFinished,
   settleTokenRecord,
   statusMatches,
@@ -61,6 +62,7 @@ import {
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
 import { joinScheduledSql, startQueuedSql, type WrittenRow } from '../runtime/tasks/sql/flow.ts'
+import { eventsSinceSql, putEventSql } from '../runtime/tasks/sql/events.ts'
 import { runProcedure, type SqlRunner } from '../runtime/tasks/sql/procedure.ts'
 import { openDatabase } from './sqlite-database.ts'
 import { ATTEMPT_TIMERS, expectsRunning, HELD, UPDATE_RUN_FENCED, UPDATE_RUN_RECORD_FENCED, UPSERT_STEP_FENCED } from './sqlite-fences.ts'
@@ -565,6 +567,18 @@ export class SqliteRunStore implements RunStore {
       this.#cacheWritten(join.written)
       return join.joined
     })
+  }
+
+  /**
+   * Inside the batch's write lock, so of stores racing with one id on the
+   * file, whatever their process, the first to take the lock records it.
+   */
+  async putEvent(event: EventRecord): Promise<{ event: EventRecord; created: boolean }> {
+    return this.#write(() => runProcedure(putEventSql(event, Date.now()), this.#runner))
+  }
+
+  eventsSince(name: string, since: string, limit: number): Promise<EventRecord[]> {
+    return this.#batch.read(() => runProcedure(eventsSinceSql(name, since, limit), this.#runner))
   }
 
   /** The statements of this connection, for the SQL shared with the Durable Object store. */

@@ -1,8 +1,9 @@
 /**
- * The RunStore contract, run against `DurableObjectRunStore` on a real
- * SQLite-backed Durable Object in workerd. A small worker bundles the store
- * and hands each call to one object per store; the suite's store calls it
- * over Miniflare, with errors rebuilt as the worker's own rpc rebuilds them.
+ * The RunStore contracts (runs, flow control, events), run against
+ * `DurableObjectRunStore` on a real SQLite-backed Durable Object in workerd.
+ * A small worker bundles the store and hands each call to one object per
+ * store; the suite's store calls it over Miniflare, with errors rebuilt as
+ * the worker's own rpc rebuilds them.
  */
 import { randomUUID } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
@@ -11,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { bundle } from '../../src/build/bundle.ts'
 import { callObject } from '../../src/cloudflare/rpc.ts'
 import type { RunStore } from '../../src/runtime/tasks/index.ts'
+import { eventStoreContract } from '../tasks/event-store-contract.ts'
 import { flowStoreContract } from '../tasks/flow-store-contract.ts'
 import { makeRun, runStoreContract } from '../tasks/store-contract.ts'
 import { createTables } from '../../src/runtime/tasks/sql/schema.ts'
@@ -111,12 +113,15 @@ function bridge(options?: { maxRuns: number }): {
     'settleToken',
     'startQueued',
     'debounceRun',
+    'putEvent',
+    'eventsSince',
   ]
   return { store: Object.fromEntries([['durable', true], ...methods.map((method) => [method, call(method)])]) as RunStore, sql }
 }
 
 runStoreContract('DurableObjectRunStore (a SQLite Durable Object in workerd)', (options) => bridgeStore(options))
 flowStoreContract('DurableObjectRunStore (a SQLite Durable Object in workerd)', () => bridgeStore())
+eventStoreContract('DurableObjectRunStore (a SQLite Durable Object in workerd)', () => bridgeStore())
 
 describe('DurableObjectRunStore steps', () => {
   it("keeps each step in a row of its own, not in its run's record, and puts them back in order", async () => {
@@ -148,5 +153,18 @@ describe('DurableObjectRunStore steps', () => {
     const [row] = await sql('SELECT record FROM runs')
     expect(JSON.parse(row.record as string).steps).toEqual({})
     expect((await sql('SELECT key FROM steps ORDER BY seq')).map((r) => r.key)).toEqual(['z', 'a'])
+  })
+})
+
+describe('DurableObjectRunStore events', () => {
+  it('an object that held runs before events had a table gains it when it next wakes', async () => {
+    const { store, sql } = bridge()
+    for (const statement of createTables({ timerDueAt: true })
+      .split(';')
+      .filter((text) => text.trim()))
+      await sql(statement)
+    const event = { id: 'e', name: 'order.paid', time: new Date().toISOString() }
+    expect(await store.putEvent!(event)).toEqual({ event, created: true })
+    expect(await sql('SELECT id, name, time FROM events')).toEqual([event])
   })
 })

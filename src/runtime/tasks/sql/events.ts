@@ -1,0 +1,83 @@
+/**
+ * Events (`RunStore.putEvent`, `eventsSince`; docs/events.md) on the
+ * SQLite-family run stores: the table, and the two operations as
+ * procedures (procedure.ts) that each store runs inside its own atomic
+ * block (the Node store's write transaction, the Durable Object's
+ * `transactionSync`). Edge-safe: no `node:` import.
+ */
+import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS, type EventRecord } from '../store.ts'
+import { read, type SqlProcedure, write } from './procedure.ts'
+
+/**
+ * The events table: schema version 6 of `SqliteRunStore`'s files, and part
+ * of what a Durable Object creates on every wake (hence `IF NOT EXISTS`).
+ * `seq` is the rowid, the order events were recorded; `time` is ISO text in
+ * UTC (`sortableTime`), which compares as the instants do; `record` is the
+ * whole event as JSON.
+ */
+export const EVENTS_TABLE = `
+CREATE TABLE IF NOT EXISTS events (
+  seq INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  time TEXT NOT NULL,
+  record TEXT NOT NULL
+);
+-- eventsSince: the events of a name from a time on.
+CREATE INDEX IF NOT EXISTS events_by_name ON events (name, time);
+-- The prune: the events past their retention, oldest first.
+CREATE INDEX IF NOT EXISTS events_by_time ON events (time);
+`
+
+// RETURNING answers with a row only when the row went in: of callers racing
+// with one id inside the write lock, the one that gets it recorded the event.
+const INSERT_EVENT = 'INSERT INTO events (id, name, time, record) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING seq'
+const SELECT_EVENT = 'SELECT record FROM events WHERE id = ?'
+// In time order, not seq order: the time index hands over the expired rows
+// and stops at the batch, whereas with ORDER BY seq SQLite walks the whole
+// table in rowid order on every send that finds nothing expired.
+const PRUNE_EVENTS = 'DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE time < ? ORDER BY time LIMIT ?)'
+const EVENTS_SINCE = 'SELECT record FROM events WHERE name = ? AND time >= ? ORDER BY seq LIMIT ?'
+
+/**
+ * `RunStore.putEvent`: removes up to `EVENT_PRUNE_BATCH` events past their
+ * retention at `now` (epoch ms), then records `event` unless its id is
+ * held, and resolves to the event held and whether this call recorded it.
+ */
+export function* putEventSql(event: EventRecord, now: number): SqlProcedure<{ event: EventRecord; created: boolean }> {
+  yield write(PRUNE_EVENTS, new Date(now - EVENT_RETENTION_MS).toISOString(), EVENT_PRUNE_BATCH)
+  // JSON leaves out `data` when it is undefined: an event sent without data has no data field.
+  const record = JSON.stringify({ id: event.id, name: event.name, data: event.data, time: event.time })
+  // An event's own time that is no instant is kept as given.
+  const time = sortableTime(event.time) ?? event.time
+  const inserted = yield read(INSERT_EVENT, event.id, event.name, time, record)
+  if (inserted.length > 0) return { event: JSON.parse(record) as EventRecord, created: true }
+  const [held] = yield read(SELECT_EVENT, event.id)
+  return { event: JSON.parse(held.record as string) as EventRecord, created: false }
+}
+
+/**
+ * `RunStore.eventsSince`: the events named `name` whose time is `since` or
+ * later, in the order they were recorded, at most `limit` (a fractional
+ * limit rounds up, as the memory store's count does; 0 or less is none).
+ */
+export function* eventsSinceSql(name: string, since: string, limit: number): SqlProcedure<EventRecord[]> {
+  if (!(limit > 0)) return []
+  const from = sortableTime(since)
+  // A time that is no instant matches nothing, as `Date.parse` makes it in the memory store.
+  if (from === undefined) return []
+  // -1 is SQLite's "no limit".
+  const rows = yield read(EVENTS_SINCE, name, from, limit === Infinity ? -1 : Math.ceil(limit))
+  return rows.map((row) => JSON.parse(row.record as string) as EventRecord)
+}
+
+/**
+ * `time` as `toISOString` writes it, so that comparing the text compares
+ * the instants: the same instant written with an offset, or without its
+ * milliseconds, would sort elsewhere. `undefined` for a time that is no
+ * instant.
+ */
+function sortableTime(time: string): string | undefined {
+  const ms = Date.parse(time)
+  return Number.isNaN(ms) ? undefined : new Date(ms).toISOString()
+}
