@@ -148,6 +148,22 @@ const MIGRATIONS: readonly string[] = [
   -- without rewriting the table.
   ALTER TABLE $schema.runs ADD COLUMN lease_fence bigint NOT NULL DEFAULT 0;
   `,
+  `
+  -- Events (events.ts), held for a day after their time. seq is the order
+  -- they were recorded, which eventsSince reads in; data is SQL NULL for an
+  -- event sent without data, the jsonb null for one sent with data: null.
+  CREATE TABLE $schema.events (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id text NOT NULL UNIQUE,
+    name text NOT NULL,
+    time timestamptz NOT NULL,
+    data jsonb
+  );
+  -- eventsSince: the events of a name from a time on.
+  CREATE INDEX events_by_name ON $schema.events (name, time);
+  -- The prune: the events past their retention, oldest first.
+  CREATE INDEX events_by_time ON $schema.events (time);
+  `,
 ]
 
 /** The schema version this release writes. */

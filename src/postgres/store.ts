@@ -1,7 +1,7 @@
 /**
  * `PostgresRunStore`: a durable `RunStore` on Postgres, through the
- * `postgres` driver. Runs, steps, timers, tokens and idempotency keys live
- * in one database that any number of processes may share.
+ * `postgres` driver. Runs, steps, timers, tokens, idempotency keys and
+ * events live in one database that any number of processes may share.
  *
  * Every compare-and-set point of the `RunStore` contract is one statement
  * (`UPDATE … WHERE status = ANY(expected) RETURNING`, `INSERT … ON CONFLICT`,
@@ -31,6 +31,7 @@
 import postgres, { type Fragment, type Sql, type TransactionSql } from 'postgres'
 import { LeaseLostError, StoreFullError } from '../runtime/errors.ts'
 import {
+  type EventRecord,
   FINISHED_STATUSES,
   hasSteps,
   isFinished,
@@ -51,6 +52,7 @@ import { resolvePostgresOptions, type PostgresRunStoreOptions } from './options.
 import { redactUrl } from '../runtime/redact.ts'
 import { PostgresSharedWork } from './shared.ts'
 import { debounceRunPg, startQueuedPg } from './flow.ts'
+import { eventsSincePg, putEventPg } from './events.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
 import type { StartedRuns } from '../runtime/tasks/store.ts'
 
@@ -533,6 +535,16 @@ export class PostgresRunStore implements RunStore {
         throw new StoreFullError(WHERE, this.maxRuns)
       }),
     )
+  }
+
+  /** Events: see `RunStore.putEvent`; the statement is in events.ts. */
+  async putEvent(event: EventRecord): Promise<{ event: EventRecord; created: boolean }> {
+    return this.#run((sql) => putEventPg(sql, this.schema, WHERE, event))
+  }
+
+  /** Events: see `RunStore.eventsSince`; the query is in events.ts. */
+  async eventsSince(name: string, since: string, limit: number): Promise<EventRecord[]> {
+    return this.#run((sql) => eventsSincePg(sql, this.schema, name, since, limit))
   }
 
   /**

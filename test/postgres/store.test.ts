@@ -3,7 +3,9 @@ import postgres from 'postgres'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { PostgresRunStore } from '../../src/postgres.ts'
 import { StoreFullError } from '../../src/runtime/errors.ts'
+import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS } from '../../src/runtime/tasks/store.ts'
 import { migrate, SCHEMA_VERSION } from '../../src/postgres/migrations.ts'
+import { eventStoreContract } from '../tasks/event-store-contract.ts'
 import { sharedWorkContract } from '../tasks/shared-work-contract.ts'
 import { makeRun, runStoreContract } from '../tasks/store-contract.ts'
 import { createDatabase } from './_pg.ts'
@@ -18,6 +20,7 @@ afterAll(() => admin.end())
 
 let schemas = 0
 const freshSchema = () => `s${++schemas}`
+const EPOCH = new Date(0).toISOString()
 
 const open: PostgresRunStore[] = []
 function store(options: Partial<ConstructorParameters<typeof PostgresRunStore>[0]> = {}): PostgresRunStore {
@@ -30,6 +33,7 @@ afterEach(async () => {
 })
 
 runStoreContract('PostgresRunStore', (options) => store(options))
+eventStoreContract('PostgresRunStore', () => store())
 
 describe('PostgresRunStore durability', () => {
   it('keeps runs, steps, attempts, timers and tokens after closing and opening the store again', async () => {
@@ -196,7 +200,16 @@ describe('PostgresRunStore migrations', () => {
     const s = store()
     await s.ready()
     const tables = await admin`SELECT table_name FROM information_schema.tables WHERE table_schema = ${s.schema} ORDER BY table_name`
-    expect(tables.map((t) => t.table_name)).toEqual(['cron_ticks', 'migrations', 'run_counts', 'runs', 'steps', 'timers', 'tokens'])
+    expect(tables.map((t) => t.table_name)).toEqual([
+      'cron_ticks',
+      'events',
+      'migrations',
+      'run_counts',
+      'runs',
+      'steps',
+      'timers',
+      'tokens',
+    ])
     const versions = await admin.unsafe(`SELECT version FROM ${s.schema}.migrations ORDER BY version`)
     expect(versions.map((v) => v.version)).toEqual(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1))
   })
@@ -408,6 +421,83 @@ describe('PostgresRunStore: stores sharing a schema', () => {
     const read = (await a.getRun(run.id))!
     expect(Object.keys(read.steps)).toHaveLength(20)
     expect(read.attempts.map((x) => x.index).sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i))
+  })
+})
+
+describe('PostgresRunStore events', () => {
+  it('of stores on one schema sending one event id at once, exactly one records it, and each answers with its event', async () => {
+    for (let round = 0; round < 3; round++) {
+      const schema = freshSchema()
+      const stores = [store({ schema }), store({ schema })]
+      // Several connections per store open first, so the sends below run side by side.
+      await Promise.all(stores.flatMap((s) => Array.from({ length: 8 }, () => s.eventsSince('warm-up', EPOCH, 1))))
+      const time = new Date().toISOString()
+      const results = await Promise.all(
+        stores.flatMap((s, i) =>
+          Array.from({ length: 8 }, (_, j) => s.putEvent({ id: 'delivery-1', name: 'order.paid', data: { i, j }, time })),
+        ),
+      )
+      expect(results.filter((result) => result.created)).toHaveLength(1)
+      const winner = results.find((result) => result.created)!.event
+      for (const result of results) expect(result.event).toEqual(winner)
+      for (const s of stores) expect(await s.eventsSince('order.paid', EPOCH, 10)).toEqual([winner])
+    }
+  })
+
+  it('keeps data: null apart from no data, and hands times back as they were sent', async () => {
+    const s = store()
+    const time = '2026-11-26T23:10:00.000Z'
+    const sent = [
+      { id: 'null', name: 'n', data: null, time },
+      { id: 'none', name: 'n', time },
+      { id: 'zero', name: 'n', data: 0, time: new Date(Date.parse(time) + 1).toISOString() },
+    ]
+    for (const event of sent) expect(await s.putEvent(event)).toEqual({ event, created: true })
+    const read = await s.eventsSince('n', time, 10)
+    expect(read).toEqual(sent)
+    expect('data' in read[0]).toBe(true)
+    expect('data' in read[1]).toBe(false)
+    const rows = await admin.unsafe(`SELECT id, data IS NULL AS absent, pg_typeof(time)::text AS type FROM ${s.schema}.events ORDER BY seq`)
+    expect(rows.map((row) => ({ ...row }))).toEqual([
+      { id: 'null', absent: false, type: 'timestamp with time zone' },
+      { id: 'none', absent: true, type: 'timestamp with time zone' },
+      { id: 'zero', absent: false, type: 'timestamp with time zone' },
+    ])
+  })
+
+  it('an event past its retention frees its id: sent again, it is recorded anew, after the events recorded since', async () => {
+    const s = store()
+    const old = new Date(Date.now() - EVENT_RETENTION_MS - 60_000).toISOString()
+    await s.putEvent({ id: 'a', name: 'tick', time: old })
+    await s.putEvent({ id: 'b', name: 'tick', time: old })
+    const between = { id: 'c', name: 'tick', time: new Date().toISOString() }
+    await s.putEvent(between)
+    const again = { id: 'a', name: 'tick', data: 'again', time: new Date().toISOString() }
+    // The send of `a` takes its expired row over; `c`'s send pruned `b`.
+    expect(await s.putEvent(again)).toEqual({ event: again, created: true })
+    expect(await s.eventsSince('tick', EPOCH, 10)).toEqual([between, again])
+  })
+
+  it('prunes at most a batch of expired events a send, oldest first', async () => {
+    const s = store()
+    await s.ready()
+    const old = Date.now() - EVENT_RETENTION_MS - 60_000
+    await admin.unsafe(
+      `INSERT INTO ${s.schema}.events (id, name, time)
+       SELECT 'old-' || i, 'tick', to_timestamp(${old / 1000}) + i * interval '1 millisecond' FROM generate_series(1, ${EVENT_PRUNE_BATCH + 5}) AS i`,
+    )
+    await s.putEvent({ id: 'new', name: 'tick', time: new Date().toISOString() })
+    const left = await s.eventsSince('tick', EPOCH, 1000)
+    expect(left.map((event) => event.id)).toEqual(['old-101', 'old-102', 'old-103', 'old-104', 'old-105', 'new'])
+  })
+
+  it('a time that is no instant is refused when sent and matches nothing when read', async () => {
+    const s = store()
+    await expect(s.putEvent({ id: 'x', name: 'n', time: 'yesterday' })).rejects.toThrow(
+      'PostgresRunStore: event "x" needs a time that is an ISO timestamp (got "yesterday")',
+    )
+    expect(await s.eventsSince('n', 'yesterday', 10)).toEqual([])
+    expect(await s.eventsSince('n', EPOCH, 0)).toEqual([])
   })
 })
 
