@@ -78,6 +78,68 @@ export function processesContract(name: string, setup: () => Promise<ProcessesCl
       return (await cluster.ran()).filter((row) => fields.every(([field, value]) => row[field] === value))
     }
 
+    it('an event send killed after recording the event, or after meeting a wait, is finished by sending its id again on another process: each task starts once, each wait resumes once', async () => {
+      const [a, b, c] = await Promise.all([startServer(), startServer(), startServer()])
+      const gone = (pid: number) =>
+        until(() => {
+          try {
+            process.kill(pid, 0)
+            return false
+          } catch {
+            return true
+          }
+        })
+      const suspended = (id: string) => until(async () => (await store.getRun(id))?.status === 'suspended')
+      const completed = (id: string) =>
+        until(async () => {
+          const run = await store.getRun(id)
+          return run?.status === 'completed' && run
+        }, 15_000)
+
+      // Killed once the event is recorded: nothing started, nothing resumed.
+      const first = await b.call<string>('trigger', { task: 'paid.await', payload: { order: 'o-1' } })
+      await suspended(first)
+      a.call('send', { name: 'crash.paid', data: { order: 'o-1', crash: 'after-record' }, eventId: 'evt-1' }).catch(() => {})
+      await gone(a.pid)
+      expect((await store.getRun(first))?.status).toBe('suspended')
+      const resent = await b.call<{ runs: { id: string }[]; resumed: string[] }>('send', {
+        name: 'crash.paid',
+        data: { order: 'o-1', crash: 'after-record' },
+        eventId: 'evt-1',
+      })
+      expect(resent.resumed).toEqual([first])
+
+      // Killed once the wait's token is settled: its run is still suspended, met.
+      const second = await b.call<string>('trigger', { task: 'paid.await', payload: { order: 'o-2' } })
+      await suspended(second)
+      c.call('send', { name: 'crash.paid', data: { order: 'o-2', crash: 'after-settle' }, eventId: 'evt-2' }).catch(() => {})
+      await gone(c.pid)
+      expect((await store.getRun(second))?.status).toBe('suspended')
+      const again = await b.call<{ runs: { id: string }[]; resumed: string[] }>('send', {
+        name: 'crash.paid',
+        data: { order: 'o-2' },
+        eventId: 'evt-2',
+      })
+      expect(again.resumed).toEqual([second])
+
+      for (const id of [first, second]) {
+        const run = await completed(id)
+        expect(run.result).toMatchObject({ after: 'AFTER', paid: { event: { name: 'crash.paid' } } })
+      }
+      const receipts = [resent.runs[0].id, again.runs[0].id]
+      for (const id of receipts) expect((await completed(id)).result).toBe('RECEIPT')
+      // Each task started once per event, and each step body ran once, but
+      // the receipt of evt-2: c started it before it died, and a step in
+      // flight then may run again where the run is taken over (at least once).
+      const runsOf = async (taskName: string) => (await store.listRuns({ taskName })).map((run) => run.id).sort()
+      expect(await runsOf('paid.receipt')).toEqual([...receipts].sort())
+      for (const id of [receipts[0], first, second]) expect(await effects({ run_id: id }), id).toHaveLength(1)
+      const cutOff = (await effects({ run_id: receipts[1] })).map((row) => row.pid)
+      expect(cutOff.length).toBeGreaterThanOrEqual(1)
+      expect(new Set(cutOff).size, 'no process ran it twice').toBe(cutOff.length)
+      await b.close()
+    }, 60_000)
+
     it('300 runs on three processes all complete when one is killed mid-way, and no recorded step runs again', async () => {
       const servers = await Promise.all([startServer(), startServer(), startServer()])
       const count = 300
