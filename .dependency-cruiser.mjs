@@ -20,6 +20,8 @@ const TIERS = [
     // The dashboard's browser code: scripts/build-dashboard.ts bundles it
     // into src/runtime/dashboard/page.generated.ts, and no module imports it.
     dashboard: { path: ['^src/dashboard/'], edge: true, leaf: true },
+    // `svc/client`, browser code for an app's pages: it imports nothing of svc but types.
+    client: { path: ['^src/client/', '^src/client\\.ts$'], edge: true },
   },
   {
     postgres: { path: ['^src/postgres/', '^src/postgres\\.ts$'] },

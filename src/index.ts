@@ -38,4 +38,5 @@ export type { CacheEntry, CacheStore, MemoryCacheStoreOptions } from './runtime/
 export type { SvcCacheConfig, RevalidateResult } from './runtime/pages/isr.ts'
 export type { RevalidateWebhook } from './runtime/pages/revalidate.ts'
 export type { RunEventsOptions } from './runtime/admin/events.ts'
+export { createRunToken, type RunTokenOptions } from './runtime/admin/create-run-token.ts'
 export type { DashboardPage } from './runtime/dashboard/route.ts'

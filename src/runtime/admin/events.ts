@@ -1,23 +1,26 @@
 /**
- * `GET /__tasks/events`: the runtime's run changes as Server-Sent Events
- * (WHATWG HTML, "Server-sent events"). Each change is one `data:` line of
- * JSON, `{ id, taskName, status }`; a comment line every
- * `SSE_HEARTBEAT_MS` keeps proxies from closing an idle stream. The stream
- * ends when the client goes away, and when the runtime drains or closes,
- * so an open stream never holds a server's graceful shutdown.
+ * Event streams of the admin surface, as Server-Sent Events (WHATWG HTML,
+ * "Server-sent events"): `GET /__tasks/events`, every run change of the
+ * runtime, each one `data:` line of JSON `{ id, taskName, status }`; and
+ * the stream of one run (`run-stream.ts`), which feeds the same machinery.
+ * A comment line every `SSE_HEARTBEAT_MS` keeps proxies from closing an
+ * idle stream. A stream ends when the client goes away, and when the
+ * runtime drains or closes, so an open stream never holds a server's
+ * graceful shutdown.
  *
  * Two bounds keep the streams from holding memory without end (`runEvents`):
- * at most `maxStreams` are open on one runtime, and the next request gets 503
- * `TOO_MANY_EVENT_STREAMS` with `Retry-After`; and a stream whose client
- * does not read, so that more than `maxQueuedBytes` of events wait in its
- * queue (past what the host's socket buffers took), is dropped and stops
- * listening. The queue is the stream's own, measured in bytes by its queuing
- * strategy (WHATWG Streams, `desiredSize`).
+ * at most `maxStreams` are open on one runtime, whichever kind they are, and
+ * the next request gets 503 `TOO_MANY_EVENT_STREAMS` with `Retry-After`; and
+ * a stream whose client does not read, so that more than `maxQueuedBytes` of
+ * events wait in its queue (past what the host's socket buffers took), is
+ * dropped and stops listening. The queue is the stream's own, measured in
+ * bytes by its queuing strategy (WHATWG Streams, `desiredSize`).
  */
 import type { Logger, RunChange, TaskRuntime } from '../types.ts'
 import { jsonError } from '../http/errors.ts'
 import type { ResponseClass } from '../http/types.ts'
 import { describe } from '../describe.ts'
+import { isOriginEntry } from './cors.ts'
 
 /** How often an idle event stream sends a comment. */
 export const SSE_HEARTBEAT_MS = 15_000
@@ -26,11 +29,12 @@ export const DEFAULT_MAX_QUEUED_EVENT_BYTES = 256 * 1024
 /** `Retry-After` of the 503 past `maxStreams`: a tab that closes frees its place at once. */
 export const EVENT_STREAMS_RETRY_AFTER_SECONDS = 10
 
-/** Limits of `GET /__tasks/events`, the run-change stream. */
+/** Limits of the event streams: `GET /__tasks/events` and `GET /__tasks/runs/<id>/stream`. */
 export interface RunEventsOptions {
   /**
-   * Most run-change streams open at once on one task runtime (so in one
-   * process, where the server owns the runtime). One more gets 503
+   * Most event streams open at once on one task runtime (so in one
+   * process, where the server owns the runtime), run-change streams and
+   * streams of one run together. One more gets 503
    * `TOO_MANY_EVENT_STREAMS` with `Retry-After`.
    * @default 64
    */
@@ -39,31 +43,99 @@ export interface RunEventsOptions {
    * Most bytes of events that may wait for one client that is not reading.
    * Past this the stream is dropped (its connection cut) and stops listening
    * to the runtime. Note: the host's socket buffers take some bytes before
-   * they count here.
+   * they count here, and one event larger than this is let through alone.
    * @default 262144 (256 KiB)
    */
   maxQueuedBytes?: number
+  /**
+   * Origins whose pages may read a run's stream
+   * (`GET /__tasks/runs/<id>/stream`) from another origin, such as
+   * `['https://app.example.com']`; `['*']` allows every origin. Note: they
+   * still need a run token (`createRunToken`) or the task secret; this only
+   * lets the browser hand them the answer (CORS).
+   * @default the origins of SVC_REALTIME_ORIGINS, separated by commas; none without it
+   */
+  origins?: readonly string[]
 }
 
 /** Throws a `TypeError` or `RangeError` naming the field when `value` is not a `RunEventsOptions`. */
 export function checkRunEvents(value: unknown, where: string): void {
   if (value === undefined) return
   if (value === null || typeof value !== 'object') {
-    throw new TypeError(`${where}: runEvents must be an object with maxStreams and maxQueuedBytes (got ${describe(value)})`)
+    throw new TypeError(`${where}: runEvents must be an object with maxStreams, maxQueuedBytes and origins (got ${describe(value)})`)
   }
-  const { maxStreams, maxQueuedBytes } = value as Record<string, unknown>
+  const { maxStreams, maxQueuedBytes, origins } = value as Record<string, unknown>
   if (maxStreams !== undefined && !(Number.isInteger(maxStreams) && (maxStreams as number) > 0)) {
     throw new RangeError(`${where}: runEvents.maxStreams must be a positive whole number (got ${describe(maxStreams)})`)
   }
   if (maxQueuedBytes !== undefined && !(Number.isInteger(maxQueuedBytes) && (maxQueuedBytes as number) > 0)) {
     throw new RangeError(`${where}: runEvents.maxQueuedBytes must be a positive whole number of bytes (got ${describe(maxQueuedBytes)})`)
   }
+  if (origins !== undefined && !Array.isArray(origins)) {
+    throw new TypeError(
+      `${where}: runEvents.origins must be an array of origins such as ['https://app.example.com'] (got ${describe(origins)})`,
+    )
+  }
+  const bad = (origins as unknown[] | undefined)?.find((entry) => !isOriginEntry(entry))
+  if (bad !== undefined) {
+    throw new TypeError(
+      `${where}: runEvents.origins entries must be http(s) origins such as 'https://app.example.com', or '*' for every origin (got ${describe(bad)})`,
+    )
+  }
+}
+
+/**
+ * What feeds one stream. It starts at once: `send` writes an event of
+ * `data` (one line: JSON has no raw line break), with the SSE `id` when
+ * given; `end` closes the stream, once the feed has nothing more to say.
+ * It returns the way to stop it, called once whatever ended the stream.
+ */
+export type EventFeed = (send: (data: string, id?: string) => void, end: () => void) => () => void
+
+/** One stream that `openEventStream` counts against `maxStreams`. */
+export interface CountedStream {
+  feed: EventFeed
+  /** The request it answers, as the warnings name it: `GET /__tasks/events`. */
+  label: string
+  /** What to do instead, said by the 503 past `maxStreams`: `poll GET /__tasks/runs`. */
+  instead: string
+  /** Headers of every answer, the 503 included (CORS). */
+  headers?: Record<string, string>
 }
 
 /** Streams open on each runtime: handlers rebuilt over the same runtime (a dev reload) share its count. */
 const openStreams = new WeakMap<TaskRuntime, number>()
 
-/** The stream of `runtime`'s changes (`listen` is its `onRunChange`), or 503 when `maxStreams` are open on it already. */
+/** The stream of `stream.feed` on `runtime`, or 503 when `maxStreams` are open on it already. */
+export function openEventStream(
+  runtime: TaskRuntime,
+  R: ResponseClass,
+  logger: Logger,
+  options: RunEventsOptions | undefined,
+  stream: CountedStream,
+): Response {
+  const maxStreams = options?.maxStreams ?? DEFAULT_MAX_EVENT_STREAMS
+  const open = openStreams.get(runtime) ?? 0
+  if (open >= maxStreams) {
+    return jsonError(
+      R,
+      503,
+      'TOO_MANY_EVENT_STREAMS',
+      `${open} event streams are open, the limit (runEvents.maxStreams); close one, or ${stream.instead}`,
+      { ...stream.headers, 'retry-after': String(EVENT_STREAMS_RETRY_AFTER_SECONDS) },
+    )
+  }
+  openStreams.set(runtime, open + 1)
+  return eventStream(stream.feed, R, SSE_HEARTBEAT_MS, {
+    maxQueuedBytes: options?.maxQueuedBytes,
+    logger,
+    label: stream.label,
+    headers: stream.headers,
+    onClose: () => openStreams.set(runtime, (openStreams.get(runtime) ?? 1) - 1),
+  })
+}
+
+/** `GET /__tasks/events`: the stream of `runtime`'s changes (`listen` is its `onRunChange`), or 503 past `maxStreams`. */
 export function openRunEventStream(
   runtime: TaskRuntime,
   listen: NonNullable<TaskRuntime['onRunChange']>,
@@ -71,22 +143,10 @@ export function openRunEventStream(
   logger: Logger,
   options: RunEventsOptions = {},
 ): Response {
-  const maxStreams = options.maxStreams ?? DEFAULT_MAX_EVENT_STREAMS
-  const open = openStreams.get(runtime) ?? 0
-  if (open >= maxStreams) {
-    return jsonError(
-      R,
-      503,
-      'TOO_MANY_EVENT_STREAMS',
-      `${open} run-change streams are open, the limit (runEvents.maxStreams); close one, or poll GET /__tasks/runs`,
-      { 'retry-after': String(EVENT_STREAMS_RETRY_AFTER_SECONDS) },
-    )
-  }
-  openStreams.set(runtime, open + 1)
-  return runEventStream(listen, R, SSE_HEARTBEAT_MS, {
-    maxQueuedBytes: options.maxQueuedBytes,
-    logger,
-    onClose: () => openStreams.set(runtime, (openStreams.get(runtime) ?? 1) - 1),
+  return openEventStream(runtime, R, logger, options, {
+    feed: changeFeed(listen),
+    label: 'GET /__tasks/events',
+    instead: 'poll GET /__tasks/runs',
   })
 }
 
@@ -97,17 +157,31 @@ export interface EventStreamOptions {
   logger?: Logger
   /** Called once when the stream ends, whatever ended it. */
   onClose?: () => void
+  /** The request the stream answers, as the warnings name it. @default 'GET /__tasks/events' */
+  label?: string
+  /** Headers added to the response's own. */
+  headers?: Record<string, string>
 }
 
-const encoder = new TextEncoder()
-
-/** `listen` is the runtime's `onRunChange`. */
+/** The run-change stream of `listen`, the runtime's `onRunChange`, without a count. */
 export function runEventStream(
   listen: NonNullable<TaskRuntime['onRunChange']>,
   R: ResponseClass,
   heartbeatMs = SSE_HEARTBEAT_MS,
   options: EventStreamOptions = {},
 ): Response {
+  return eventStream(changeFeed(listen), R, heartbeatMs, options)
+}
+
+/** Every change `listen` reports, as `{ id, taskName, status }`. */
+function changeFeed(listen: NonNullable<TaskRuntime['onRunChange']>): EventFeed {
+  return (send, end) => listen((change: RunChange) => send(JSON.stringify(change)), end)
+}
+
+const encoder = new TextEncoder()
+
+/** A `text/event-stream` response of what `feed` sends, with heartbeats and the bound on unread bytes. */
+export function eventStream(feed: EventFeed, R: ResponseClass, heartbeatMs = SSE_HEARTBEAT_MS, options: EventStreamOptions = {}): Response {
   const maxQueuedBytes = options.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_EVENT_BYTES
   let closed = false
   let stop: (() => void) | undefined
@@ -123,32 +197,35 @@ export function runEventStream(
   }
   const source: UnderlyingDefaultSource<Uint8Array> = {
     start(controller) {
-      const send = (text: string) => {
+      const write = (text: string) => {
         if (closed) return
+        const before = controller.desiredSize ?? 0
         controller.enqueue(encoder.encode(text))
         // A chunk a reader waits for skips the queue: only unread bytes count.
         const room = controller.desiredSize ?? 0
-        if (room >= 0) return
+        // An event alone in the queue passes whatever its size: the client
+        // has read everything before it, and the run it describes may be large.
+        if (room >= 0 || before >= maxQueuedBytes) return
         const queued = maxQueuedBytes - room
         ;(options.logger ?? console).warn(
-          `[svc] GET /__tasks/events: a client is not reading; ${queued} bytes are queued for it, past runEvents.maxQueuedBytes (${maxQueuedBytes}); dropping the stream`,
+          `[svc] ${options.label ?? 'GET /__tasks/events'}: a client is not reading; ${queued} bytes are queued for it, past runEvents.maxQueuedBytes (${maxQueuedBytes}); dropping the stream`,
         )
         cleanup()
         // An error rather than a close, which would keep the queue until it is read.
-        controller.error(new Error(`The client of this run-change stream left ${queued} bytes unread`))
+        controller.error(new Error(`The client of this event stream left ${queued} bytes unread`))
       }
       const end = () => {
         if (cleanup()) controller.close()
       }
       // A first comment sends the headers at once, so a client knows it is subscribed.
-      send(': subscribed\n\n')
-      stop = listen((change: RunChange) => send(`data: ${JSON.stringify(change)}\n\n`), end)
+      write(': subscribed\n\n')
+      stop = feed((data, id) => write(id === undefined ? `data: ${data}\n\n` : `id: ${id}\ndata: ${data}\n\n`), end)
       if (closed) {
-        // The runtime had already ended its changes (end ran before stop was set).
+        // The feed had already ended (end ran before stop was set).
         stop()
         return
       }
-      heartbeat = setInterval(() => send(': heartbeat\n\n'), heartbeatMs)
+      heartbeat = setInterval(() => write(': heartbeat\n\n'), heartbeatMs)
       // `unref` exists in Node and Deno, not in workers: a stream alone must not keep a process alive.
       ;(heartbeat as { unref?: () => void }).unref?.()
     },
@@ -159,6 +236,11 @@ export function runEventStream(
   const body = new ReadableStream<Uint8Array>(source, { highWaterMark: maxQueuedBytes, size: (chunk) => chunk.byteLength })
   return new R(body, {
     status: 200,
-    headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' },
+    headers: {
+      ...options.headers,
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+    },
   })
 }

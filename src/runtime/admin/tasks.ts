@@ -12,12 +12,16 @@
  * | POST   | `/__tasks/runs/<id>/cancel`   | 200 `{ id, status: 'cancelled' }`; 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED` |
  * | POST   | `/__tasks/runs/<id>/replay`   | 202 `{ id, status }` of the new run; 404 `RUN_NOT_FOUND` / `TASK_NOT_FOUND` |
  * | GET    | `/__tasks/events`             | 200 `text/event-stream` of `{ id, taskName, status }`; 501 `NOT_IMPLEMENTED` where the engine runs elsewhere |
+ * | GET    | `/__tasks/runs/<id>/stream`   | 200 `text/event-stream` of the run's `RunProgress` until it finishes (`run-stream.ts`); 404 `RUN_NOT_FOUND`; 501 as above |
+ * | GET    | `/__tasks/<id>/stream`        | as `GET /__tasks/runs/<id>/stream` |
  *
  * `runs`, `events` and `tokens` are words of the surface only on GET or
  * below themselves: `POST /__tasks/runs` still starts a task named `runs`
  * (task routes are one segment), and run ids are UUIDs, never these words.
  *
- * Every request is authorized first (see `auth.ts`). POST bodies are JSON,
+ * Every request is authorized first (see `auth.ts`), but for a run's
+ * stream, which also takes a run token and answers pages of other origins
+ * (`run-access.ts`, `cors.ts`), and so authorizes itself. POST bodies are JSON,
  * sent as such (415 `UNSUPPORTED_MEDIA_TYPE` otherwise, see
  * `content-type.ts`), at most `bodyLimit` bytes; the optional `Idempotency-Key` and
  * `Svc-Delay-Seconds` headers carry `EnqueueOptions` (400 `INVALID_OPTIONS`
@@ -34,6 +38,8 @@ import type { EnvLike } from '../env.ts'
 import { authorize } from './auth.ts'
 import { unsupportedContent } from './content-type.ts'
 import { openRunEventStream, type RunEventsOptions } from './events.ts'
+import { registerTokenSecret } from './create-run-token.ts'
+import { createRunStreamHandler } from './run-stream.ts'
 import { InvalidQueryError, parseRunsQuery, runSummary } from './runs-query.ts'
 
 export const TASKS_PREFIX = '/__tasks'
@@ -58,6 +64,9 @@ const JSON_HEADERS = { 'content-type': 'application/json' }
 export function createAdminHandler(options: AdminOptions): AdminHandler {
   const { runtime, env, bodyLimit, R, logger, dev, holdRuns } = options
   const json = (status: number, body: unknown) => new R(JSON.stringify(body), { status, headers: JSON_HEADERS })
+  const runStream = createRunStreamHandler({ runtime, env, R, logger, dev, runEvents: options.runEvents })
+  // createRunToken() signs with the secret this surface checks, while its runtime is the active one.
+  registerTokenSecret(runtime, env)
 
   async function route(request: Request, pathname: string, info: RequestInfo | undefined): Promise<Response> {
     const method = request.method
@@ -173,6 +182,8 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
   }
 
   return async (request, pathname, info) => {
+    const streamOf = streamedRun(pathname)
+    if (streamOf !== undefined) return runStream(request, streamOf, info)
     try {
       const denied = authorize(request, info, env, R) ?? unsupportedContent(request, R)
       if (denied) return denied
@@ -186,6 +197,22 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
     }
   }
 }
+
+/**
+ * The run id of `/__tasks/runs/<id>/stream` or `/__tasks/<id>/stream`, else
+ * `undefined`. `<id>` of the short form is never a word of the surface:
+ * `/__tasks/runs/stream` asks for the record of run id `stream`.
+ */
+function streamedRun(pathname: string): string | undefined {
+  const rest = trimTrailingSlashes(pathname.slice(TASKS_PREFIX.length))
+  if (!rest.endsWith('/stream')) return undefined
+  const segments = rest.slice(1).split('/')
+  if (segments.length === 3 && segments[0] === 'runs') return decodeSegment(segments[1])
+  if (segments.length === 2 && !SURFACE_WORDS.has(segments[0])) return decodeSegment(segments[0])
+  return undefined
+}
+
+const SURFACE_WORDS = new Set(['runs', 'events', 'tokens'])
 
 function decodeSegment(segment: string): string {
   try {

@@ -138,6 +138,31 @@ export interface RunChange {
 }
 
 /**
+ * One run's progress, as `GET /__tasks/runs/<id>/stream` sends it and
+ * `subscribeRun` (from `svc/client`) hands it over: what a page shows of a
+ * run, without its input or step outputs.
+ */
+export interface RunProgress {
+  id: string
+  taskName: string
+  status: RunStatus
+  /** Each recorded step by key: how it ended, and the call that recorded it. */
+  steps: Record<string, { status: StepRecord['status']; kind?: StepKind }>
+  /** How many attempts have ended (a running attempt is not counted yet). */
+  attempts: number
+  /** ISO timestamps, those the run has. */
+  createdAt: string
+  startedAt?: string
+  finishedAt?: string
+  /** Delayed runs: when the run is due. */
+  runAt?: string
+  /** Present once the run completed: its result. */
+  result?: unknown
+  /** Present once the run failed: the message of its last attempt's error. */
+  error?: string
+}
+
+/**
  * Result of completing a `waitForToken` token. `run_cancelled`: the run that
  * waited on it was cancelled, so nothing changed.
  */

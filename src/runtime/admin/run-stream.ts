@@ -1,0 +1,197 @@
+/**
+ * `GET /__tasks/runs/<id>/stream`, and `GET /__tasks/<id>/stream`: one
+ * run's progress as Server-Sent Events, for an app's pages
+ * (docs/realtime.md). Each event is one `data:` line of JSON, a
+ * `RunProgress`:
+ * - the first is the run as it is now;
+ * - then one each time it changes. The runtime's run changes for this run
+ *   (`onRunChange`) are read back from the store at once; a read every
+ *   `RUN_STREAM_REFRESH_MS` catches what that feed does not report: steps
+ *   recorded while the status stays, and changes another process makes on
+ *   a shared store. A read equal to the last event sends nothing;
+ * - the event of a finished status carries `id: done`, and the stream ends
+ *   after it. `EventSource` connects again after any end, sending
+ *   `Last-Event-ID: done`; that request is answered 204, which tells it to
+ *   stop (WHATWG HTML, "Server-sent events").
+ *
+ * A stream also ends when the run token it was opened with expires, when
+ * the run leaves the store, and when the runtime drains or closes. It
+ * counts against the limits of every event stream (`events.ts`). Who may
+ * read is `run-access.ts`; which pages may, `cors.ts`.
+ */
+import type { Logger, RequestInfo, RunRecord, TaskRuntime } from '../types.ts'
+import type { EnvLike } from '../env.ts'
+import { errorMessage } from '../errors.ts'
+import { internalError, jsonError, knownErrorResponse } from '../http/errors.ts'
+import type { ResponseClass } from '../http/types.ts'
+import { isFinished } from '../tasks/store.ts'
+import { allowedOrigins, corsHeaders, preflight, withHeaders } from './cors.ts'
+import { type EventFeed, openEventStream, type RunEventsOptions } from './events.ts'
+import { runAccess } from './run-access.ts'
+import { runProgress } from './run-progress.ts'
+
+/** How often an open stream reads its run again, for changes the runtime does not report. */
+export const RUN_STREAM_REFRESH_MS = 1000
+
+/** The SSE id of the last event, the one of a finished run. */
+const DONE = 'done'
+
+const METHODS = 'GET, HEAD'
+
+export interface RunStreamOptions {
+  runtime: TaskRuntime
+  env: EnvLike
+  R: ResponseClass
+  logger: Logger
+  dev: boolean
+  runEvents?: RunEventsOptions
+}
+
+export type RunStreamHandler = (request: Request, runId: string, info?: RequestInfo) => Promise<Response>
+
+export function createRunStreamHandler(options: RunStreamOptions): RunStreamHandler {
+  const { runtime, env, R, logger, dev } = options
+  const allowed = allowedOrigins(options.runEvents?.origins, env)
+
+  async function answer(request: Request, runId: string, info: RequestInfo | undefined, cors: Record<string, string>): Promise<Response> {
+    const method = request.method
+    if (method === 'OPTIONS') return preflight(request, allowed, R, METHODS)
+    if (method !== 'GET' && method !== 'HEAD') {
+      return jsonError(R, 405, 'METHOD_NOT_ALLOWED', `${method} is not allowed on a run's stream; allowed: ${METHODS}, OPTIONS`, {
+        ...cors,
+        allow: `${METHODS}, OPTIONS`,
+      })
+    }
+    // An EventSource that saw the run finish: 204 tells it not to connect again.
+    if (request.headers.get('last-event-id') === DONE) return new R(null, { status: 204, headers: cors })
+    const access = await runAccess(request, runId, info, env, R, cors)
+    if (!access.ok) return access.response
+    const listen = runtime.onRunChange?.bind(runtime)
+    if (!listen) {
+      return jsonError(
+        R,
+        501,
+        'NOT_IMPLEMENTED',
+        `This target runs tasks in another place (the SvcTasks Durable Object on Workers), whose run changes cannot be streamed from here; poll GET /__tasks/runs/${runId} instead`,
+        cors,
+      )
+    }
+    const run = await runtime.getRun(runId)
+    if (!run) return jsonError(R, 404, 'RUN_NOT_FOUND', `No run has id "${runId}"`, cors)
+    if (method === 'HEAD') {
+      return new R(null, {
+        status: 200,
+        headers: { ...cors, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store' },
+      })
+    }
+    const feed = runFeed(runtime, listen, run, access.expiresAt, logger)
+    return openEventStream(runtime, R, logger, options.runEvents, {
+      feed,
+      label: `GET /__tasks/runs/${runId}/stream`,
+      instead: `poll GET /__tasks/runs/${runId}`,
+      headers: cors,
+    })
+  }
+
+  return async (request, runId, info) => {
+    const cors = corsHeaders(request, allowed)
+    try {
+      return await answer(request, runId, info, cors)
+    } catch (error) {
+      const known = knownErrorResponse(R, error)
+      if (!known) logger.error(`[svc] ${request.method} stream of run ${runId} failed:`, error)
+      return withHeaders(R, known ?? internalError(R, error, dev), cors)
+    }
+  }
+}
+
+/**
+ * The events of run `first.id`: `first` at once, then the run as the store
+ * holds it after each change, until it finishes. `expiresAt` (Unix
+ * seconds) ends it when the token that opened it expires.
+ */
+function runFeed(
+  runtime: TaskRuntime,
+  listen: NonNullable<TaskRuntime['onRunChange']>,
+  first: RunRecord,
+  expiresAt: number | undefined,
+  logger: Logger,
+): EventFeed {
+  const runId = first.id
+  return (send, end) => {
+    let over = false
+    let last = ''
+    // One read at a time; a change during a read asks for one more after it.
+    let reading = false
+    let again = false
+    let unlisten: (() => void) | undefined
+    let refresh: ReturnType<typeof setInterval> | undefined
+    let expiry: ReturnType<typeof setTimeout> | undefined
+
+    const stop = () => {
+      if (over) return
+      over = true
+      unlisten?.()
+      clearInterval(refresh)
+      clearTimeout(expiry)
+    }
+    const finish = () => {
+      stop()
+      end()
+    }
+    const show = (run: RunRecord) => {
+      const text = JSON.stringify(runProgress(run))
+      const done = isFinished(run.status)
+      if (text !== last) {
+        last = text
+        send(text, done ? DONE : undefined)
+      }
+      if (done) finish()
+    }
+    const read = async () => {
+      if (over) return
+      if (reading) {
+        again = true
+        return
+      }
+      reading = true
+      try {
+        do {
+          again = false
+          const run = await runtime.getRun(runId)
+          if (over) return
+          // Only finished runs leave a store: this one will not change again.
+          if (!run) return finish()
+          show(run)
+        } while (again && !over)
+      } catch (error) {
+        // The client connects again and starts from a fresh read.
+        logger.error(`[svc] GET /__tasks/runs/${runId}/stream: reading the run failed, ending the stream: ${errorMessage(error)}`)
+        finish()
+      } finally {
+        reading = false
+      }
+    }
+
+    show(first)
+    if (over) return stop
+    // Subscribed after the first read: the read below catches a change made in between.
+    unlisten = listen((change) => {
+      if (change.id === runId) void read()
+    }, finish)
+    if (over) return stop
+    refresh = setInterval(() => void read(), RUN_STREAM_REFRESH_MS)
+    unref(refresh)
+    if (expiresAt !== undefined) {
+      expiry = setTimeout(finish, Math.max(0, expiresAt * 1000 - Date.now()))
+      unref(expiry)
+    }
+    void read()
+    return stop
+  }
+}
+
+/** `unref` exists in Node and Deno, not in workers: a stream alone must not keep a process alive. */
+function unref(timer: ReturnType<typeof setTimeout>): void {
+  ;(timer as { unref?: () => void }).unref?.()
+}

@@ -1,0 +1,150 @@
+/**
+ * Run tokens: `createRunToken()` signs a claim to read one run, and the
+ * task server's check lets through that run only, until the token
+ * expires, signed with its own secret. Malformed and oversized tokens are
+ * refused before any signature work.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { createRunToken, createSvcHandler, setActiveTaskRuntime } from '../../src/index.ts'
+import { MAX_RUN_TOKEN_SECONDS } from '../../src/runtime/admin/create-run-token.ts'
+import { MAX_RUN_TOKEN_LENGTH, signRunToken, verifyRunToken } from '../../src/runtime/admin/run-token.ts'
+
+const SECRET = 'task-secret'
+const RUN = '0195f3a2-7c1e-7b4a-9f00-5d8e2c1a4b6d'
+const OTHER = '0195f3a2-7c1e-7b4a-9f00-000000000000'
+
+afterEach(() => {
+  setActiveTaskRuntime(null)
+  vi.unstubAllEnvs()
+})
+
+describe('a run token', () => {
+  it('lets its holder read its run, until it expires', async () => {
+    const token = await createRunToken(RUN, { secret: SECRET })
+    const check = await verifyRunToken(token, RUN, SECRET)
+    expect(check).toMatchObject({ ok: true, run: RUN })
+    // One hour by default.
+    const expiresAt = (check as { expiresAt: number }).expiresAt
+    expect(Math.abs(expiresAt - (Date.now() / 1000 + 3600))).toBeLessThan(5)
+  })
+
+  it('is compact and URL-safe: rt1.<payload>.<signature> in base64url', async () => {
+    const token = await createRunToken(RUN, { secret: SECRET })
+    expect(token).toMatch(/^rt1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/)
+    expect(encodeURIComponent(token)).toBe(token)
+    expect(token.length).toBeLessThan(150)
+  })
+
+  it('lasts expiresIn seconds, and is refused as RUN_TOKEN_EXPIRED after that', async () => {
+    const token = await createRunToken(RUN, { secret: SECRET, expiresIn: 60 })
+    expect((await verifyRunToken(token, RUN, SECRET, Date.now() + 30_000)).ok).toBe(true)
+    const late = await verifyRunToken(token, RUN, SECRET, Date.now() + 61_000)
+    expect(late).toMatchObject({ ok: false, code: 'RUN_TOKEN_EXPIRED' })
+    expect((late as { message: string }).message).toMatch(/expired at \d{4}-\d\d-\d\dT.*ask the app for a new one/)
+  })
+
+  it('does not read another run: RUN_TOKEN_WRONG_RUN', async () => {
+    const token = await createRunToken(RUN, { secret: SECRET })
+    expect(await verifyRunToken(token, OTHER, SECRET)).toMatchObject({ ok: false, code: 'RUN_TOKEN_WRONG_RUN' })
+  })
+
+  it('signed with another secret, or altered in any part, is RUN_TOKEN_INVALID', async () => {
+    const token = await createRunToken(RUN, { secret: SECRET })
+    expect(await verifyRunToken(token, RUN, 'another-secret')).toMatchObject({ ok: false, code: 'RUN_TOKEN_INVALID' })
+    const [prefix, payload, signature] = token.split('.')
+    // A payload claiming another run, with the original signature.
+    const forged = btoa(JSON.stringify({ run: OTHER, exp: 9_999_999_999 })).replace(/=+$/, '')
+    expect(await verifyRunToken(`${prefix}.${forged}.${signature}`, OTHER, SECRET)).toMatchObject({
+      ok: false,
+      code: 'RUN_TOKEN_INVALID',
+      message: expect.stringMatching(/not signed with the task secret/),
+    })
+    // One character changed anywhere in the signature or the payload.
+    const flip = (text: string, at: number) => text.slice(0, at) + (text[at] === 'A' ? 'B' : 'A') + text.slice(at + 1)
+    for (const changed of [`${prefix}.${payload}.${flip(signature, 5)}`, `${prefix}.${flip(payload, 3)}.${signature}`]) {
+      expect(await verifyRunToken(changed, RUN, SECRET)).toMatchObject({ ok: false, code: 'RUN_TOKEN_INVALID' })
+    }
+  })
+
+  it.each([
+    ['empty', ''],
+    ['the task secret itself', SECRET],
+    ['without the format prefix', 'rt0.abc.def'],
+    ['without a signature', 'rt1.eyJydW4iOiJ4In0'],
+    ['with a part too many', 'rt1.a.b.c'],
+    ['not base64url', 'rt1.a+b/.c=='],
+    ['a signature of the wrong length', 'rt1.eyJydW4iOiJ4In0.AAAA'],
+    ['blanks inside', 'rt1.eyJy dW4i.AAAA'],
+  ])('malformed (%s) is RUN_TOKEN_INVALID', async (_, token) => {
+    expect(await verifyRunToken(token, RUN, SECRET)).toMatchObject({ ok: false, code: 'RUN_TOKEN_INVALID' })
+  })
+
+  it('signed, but whose payload is not { run, exp }, is RUN_TOKEN_INVALID', async () => {
+    const token = await signRunToken(RUN, 1.5, SECRET)
+    expect(await verifyRunToken(token, RUN, SECRET)).toMatchObject({
+      ok: false,
+      code: 'RUN_TOKEN_INVALID',
+      message: expect.stringMatching(/payload/),
+    })
+  })
+
+  it('is refused unread past MAX_RUN_TOKEN_LENGTH, however it is made, in time that does not grow with it', async () => {
+    const valid = await createRunToken(RUN, { secret: SECRET })
+    const oversized = `${valid}${'A'.repeat(MAX_RUN_TOKEN_LENGTH)}`
+    expect(await verifyRunToken(oversized, RUN, SECRET)).toMatchObject({
+      ok: false,
+      code: 'RUN_TOKEN_INVALID',
+      message: expect.stringMatching(/more than/),
+    })
+    const huge = `rt1.${'.'.repeat(5_000_000)}`
+    const started = performance.now()
+    expect(await verifyRunToken(huge, RUN, SECRET)).toMatchObject({ ok: false, code: 'RUN_TOKEN_INVALID' })
+    expect(performance.now() - started).toBeLessThan(50)
+  })
+})
+
+describe('createRunToken() arguments', () => {
+  it('checks the run id, the options and expiresIn, naming the bad value', async () => {
+    await expect(createRunToken('', { secret: SECRET })).rejects.toThrow(/runId must be a run id, a non-empty string .* \(got ""\)/)
+    await expect(createRunToken(42 as never, { secret: SECRET })).rejects.toThrow(TypeError)
+    await expect(createRunToken('x'.repeat(129), { secret: SECRET })).rejects.toThrow(/at most 128 characters/)
+    await expect(createRunToken(RUN, 'soon' as never)).rejects.toThrow(/options must be an object .* \(got "soon"\)/)
+    await expect(createRunToken(RUN, { secret: SECRET, expiresIn: '60' as never })).rejects.toThrow(
+      new TypeError('createRunToken(): expiresIn must be a number of seconds (got "60")'),
+    )
+    for (const bad of [0, -1, 1.5, Number.NaN, MAX_RUN_TOKEN_SECONDS + 1]) {
+      const error = await createRunToken(RUN, { secret: SECRET, expiresIn: bad }).catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(RangeError)
+      expect((error as Error).message).toMatch(/expiresIn must be a whole number of seconds from 1 to 604800 \(7 days\) \(got /)
+    }
+    await expect(createRunToken(RUN, { secret: '' })).rejects.toThrow(/secret must be a non-empty string/)
+  })
+
+  it('takes up to 7 days', async () => {
+    const token = await createRunToken(RUN, { secret: SECRET, expiresIn: MAX_RUN_TOKEN_SECONDS })
+    expect((await verifyRunToken(token, RUN, SECRET, Date.now() + (MAX_RUN_TOKEN_SECONDS - 60) * 1000)).ok).toBe(true)
+  })
+})
+
+describe('the secret createRunToken() signs with', () => {
+  it('is, without `secret`, the one the task server in this process checks', async () => {
+    vi.stubEnv('SVC_TASK_SECRET', '')
+    const handler = createSvcHandler({ routes: [], env: { SVC_TASK_SECRET: 'the-server-secret' } })
+    setActiveTaskRuntime(handler.runtime)
+    const token = await createRunToken(RUN)
+    expect((await verifyRunToken(token, RUN, 'the-server-secret')).ok).toBe(true)
+    await handler.runtime.close()
+  })
+
+  it('is, without a server in this process, SVC_TASK_SECRET of the environment', async () => {
+    vi.stubEnv('SVC_TASK_SECRET', 'from-the-environment')
+    const token = await createRunToken(RUN)
+    expect((await verifyRunToken(token, RUN, 'from-the-environment')).ok).toBe(true)
+  })
+
+  it('must exist: without one, the error says to set SVC_TASK_SECRET or pass { secret }', async () => {
+    vi.stubEnv('SVC_TASK_SECRET', '')
+    vi.stubEnv('THEN_TASK_SECRET', '')
+    await expect(createRunToken(RUN)).rejects.toThrow(/no task secret to sign the token with\. Set SVC_TASK_SECRET .*or pass \{ secret \}/)
+  })
+})
