@@ -135,3 +135,24 @@ describe('the task engine on a shared PostgresRunStore', () => {
     expect(ran).toEqual(['orphan'])
   })
 })
+
+describe('events on a shared PostgresRunStore', () => {
+  it('an event sent the moment a run suspends resumes it once, though the wait looks for it while the send delivers it, in the process that still holds the run', async () => {
+    const route: RuntimeApiRoute = {
+      path: '/api/waiter',
+      module: {
+        route: { kind: 'task' },
+        POST: (ctx: TaskContext<{ i: number }>) => ctx.step.waitForEvent('e', 'go', { match: { i: ctx.input.i } }),
+      },
+    }
+    const { runtime } = await engine(`e${++schemas}`, [route])
+    for (let i = 0; i < 30; i++) {
+      const run = await runtime.trigger('waiter', { i })
+      // Sent as soon as the run reads as suspended: its process has not yet
+      // armed the wait nor given up the run's lease.
+      while ((await runtime.getRun(run.id))?.status !== 'suspended') await new Promise((resolve) => setImmediate(resolve))
+      await runtime.sendEvent('go', { i })
+      expect((await runtime.waitForRun(run.id)).result).toMatchObject({ event: { name: 'go', data: { i } } })
+    }
+  })
+})

@@ -15,7 +15,7 @@
  * only through the callbacks it is given.
  */
 import type { ChildRunResult, CompleteTokenResult, Logger, RunRecord, StepRecord } from '../types.ts'
-import { errorMessage } from '../errors.ts'
+import { errorMessage, LeaseLostError } from '../errors.ts'
 import { timerId } from './ids.ts'
 import { assertPayload } from './payload-limit.ts'
 import { childRunResult, waitedStepKind } from './steps.ts'
@@ -241,7 +241,15 @@ export class Waitpoints {
   async #resume(runId: string, stepKey: string, step: StepRecord): Promise<boolean> {
     const run = await this.#store.getRun(runId)
     if (run?.status !== 'suspended' || run.suspended?.stepKey !== stepKey) return false
-    await this.#store.saveStep(runId, stepKey, { ...step, kind: waitedStepKind(run.suspended.waitpoint) })
+    try {
+      await this.#store.saveStep(runId, stepKey, { ...step, kind: waitedStepKind(run.suspended.waitpoint) })
+    } catch (error) {
+      // This process still held the run from the attempt that suspended it,
+      // and another path resumed it in between (a send and the wait's own
+      // look, say), which moved its fence on: that path resumes it.
+      if (error instanceof LeaseLostError) return false
+      throw error
+    }
     const status = this.#startStatus(run.taskName)
     const resumed = await this.#store.updateRun(runId, { status, suspended: undefined }, { status: 'suspended' })
     if (!resumed) return false
