@@ -30,10 +30,21 @@ export async function startLatency(
   rounds: number,
   trigger: () => Promise<() => Promise<unknown>>,
   arm: (started: () => void) => void,
+  /** `trigger` only prepares, untimed; the clock starts when the function it returns is called, which does the timed part and finishes the item. */
+  prepared = false,
 ): Promise<number> {
   const samples: number[] = []
   for (let i = 0; i < rounds; i++) {
     const { promise, resolve } = deferred<number>()
+    if (prepared) {
+      const act = await trigger()
+      arm(() => resolve(performance.now()))
+      const t0 = performance.now()
+      const finished = act()
+      samples.push((await promise) - t0)
+      await finished
+      continue
+    }
     arm(() => resolve(performance.now()))
     const t0 = performance.now()
     const finished = await trigger()

@@ -17,6 +17,10 @@
  * Postgres p50 ÷ graphile-worker p50 ≤ 1.0; Postgres three-step runs/s ÷
  * DBOS workflows/s ≥ 1.0; a step of the 5,000-step run ÷ a step of the
  * 100-step run ≤ 1.5 (a step costs no more the more steps its run holds).
+ * Events, on each store, as ratios to trigger() on the same store: events/s
+ * sent with one task on the event (÷ no-op runs/s), p50 from sendEvent() to
+ * the started run's first line and p50 from sendEvent() to a waiting run's
+ * resumption (÷ p50 trigger → start). They have no goal yet.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -44,6 +48,12 @@ interface StoreFigures {
   noop: number
   threeSteps: number
   p50Ms: number
+  /** Events sent per second, each starting one no-op run, from the first send to the last run's end. */
+  events: number
+  /** p50 from `sendEvent()` to the first line of the run it starts. */
+  eventStartMs: number
+  /** p50 from `sendEvent()` to the line after the `waitForEvent` of a run suspended on it. */
+  eventResumeMs: number
 }
 
 /** The three svc figures on stores made by `open`, a fresh one per measurement. */
@@ -51,6 +61,17 @@ async function measureSvc(open: (label: string) => Promise<{ store: RunStore; cl
   let onStart: () => void = () => {}
   const routes: RuntimeApiRoute[] = [
     { path: '/api/noop', module: { kind: 'task', POST: () => onStart() } },
+    { path: '/api/on-event', module: { route: { kind: 'task', on: 'bench.event' }, POST: () => onStart() } },
+    {
+      path: '/api/waiter',
+      module: {
+        kind: 'task',
+        POST: async (ctx: TaskContext<{ i: number }>) => {
+          await ctx.step.waitForEvent('e', 'bench.resume', { match: { i: ctx.input.i } })
+          onStart()
+        },
+      },
+    },
     {
       path: '/api/steps',
       module: {
@@ -96,7 +117,40 @@ async function measureSvc(open: (label: string) => Promise<{ store: RunStore; cl
       },
     ),
   )
-  return { noop, threeSteps, p50Ms }
+  const sendAndWait = async (rt: ReturnType<typeof createTaskRuntime>) => {
+    const sent = await rt.sendEvent('bench.event')
+    return () => rt.waitForRun(sent.runs[0].id)
+  }
+  const events = await withRuntime('events', (rt) => throughput(RUNS, () => sendAndWait(rt)))
+  const eventStartMs = await withRuntime('event_latency', (rt) =>
+    startLatency(
+      ROUNDS,
+      () => sendAndWait(rt),
+      (started) => {
+        onStart = started
+      },
+    ),
+  )
+  const eventResumeMs = await withRuntime('event_resume', async (rt) => {
+    let i = 0
+    return startLatency(
+      ROUNDS / 2,
+      async () => {
+        // Suspended on its wait before the clock starts: what is timed is the send and the resumption.
+        const run = await rt.trigger('waiter', { i: ++i })
+        while ((await rt.getRun(run.id))?.status !== 'suspended') await new Promise((resolve) => setTimeout(resolve, 1))
+        return async () => {
+          await rt.sendEvent('bench.resume', { i })
+          await rt.waitForRun(run.id)
+        }
+      },
+      (started) => {
+        onStart = started
+      },
+      true,
+    )
+  })
+  return { noop, threeSteps, p50Ms, events, eventStartMs, eventResumeMs }
 }
 
 /** Median milliseconds a step at each of STEP_SIZES, a fresh schema per run; rounds alternate the sizes, so that a slower minute moves all three. */
@@ -121,9 +175,9 @@ async function measureSteps(url: string): Promise<number[]> {
 }
 
 const perSecond = (value: number) => `${Math.round(value).toLocaleString('en')}/s`
-const line = (label: string, value: string, ratio?: { of: number; goal: string; ok: boolean }) =>
+const line = (label: string, value: string, ratio?: { of: number; goal?: string; ok?: boolean }) =>
   console.log(
-    `${label.padEnd(44)} ${value.padStart(12)}${ratio ? `   ${ratio.of.toFixed(2)} x   goal ${ratio.goal.padEnd(7)} ${ratio.ok ? 'ok' : 'MISSED'}` : ''}`,
+    `${label.padEnd(44)} ${value.padStart(12)}${ratio ? `   ${ratio.of.toFixed(2)} x` : ''}${ratio?.goal ? `   goal ${ratio.goal.padEnd(7)} ${ratio.ok ? 'ok' : 'MISSED'}` : ''}`,
   )
 
 console.log(`durable store benchmark, Node ${process.version}, ${RUNS.toLocaleString('en')} runs a round, p50 of ${ROUNDS} one at a time\n`)
@@ -153,6 +207,20 @@ try {
     line(`svc ${name}: no-op runs`, perSecond(figures.noop))
     line(`svc ${name}: three-step runs`, perSecond(figures.threeSteps))
     line(`svc ${name}: p50 trigger → start`, `${figures.p50Ms.toFixed(2)} ms`)
+  }
+  // Events on each store, as ratios to trigger() on the same store in the same run.
+  for (const [name, figures] of [
+    ['memory', memory],
+    ['SQLite', sqlite],
+    ['Postgres', postgres],
+  ] as const) {
+    line(`svc ${name}: events sent (one task on it)`, perSecond(figures.events), { of: figures.events / figures.noop })
+    line(`svc ${name}: p50 sendEvent → run start`, `${figures.eventStartMs.toFixed(2)} ms`, {
+      of: figures.eventStartMs / figures.p50Ms,
+    })
+    line(`svc ${name}: p50 sendEvent → wait resumed`, `${figures.eventResumeMs.toFixed(2)} ms`, {
+      of: figures.eventResumeMs / figures.p50Ms,
+    })
   }
   const noopRatio = postgres.noop / graphile.jobsPerSecond
   line('svc Postgres: no-op runs', perSecond(postgres.noop), { of: noopRatio, goal: '>= 1.0', ok: noopRatio >= 1 })
