@@ -37,6 +37,6 @@ export { MemoryCacheStore, DEFAULT_MAX_ENTRIES } from './runtime/pages/cache-sto
 export type { CacheEntry, CacheStore, MemoryCacheStoreOptions } from './runtime/pages/cache-store.ts'
 export type { SvcCacheConfig, RevalidateResult } from './runtime/pages/isr.ts'
 export type { RevalidateWebhook } from './runtime/pages/revalidate.ts'
-export type { RunEventsOptions } from './runtime/admin/events.ts'
+export type { RunEventsOptions } from './runtime/admin/streams.ts'
 export { createRunToken, type RunTokenOptions } from './runtime/admin/create-run-token.ts'
 export type { DashboardPage } from './runtime/dashboard/route.ts'

@@ -14,7 +14,7 @@ import type { Logger, RunRecord, RuntimeApiRoute, TaskRuntime } from '../types.t
 import { fireCron } from '../runtime/cron.ts'
 import { stringBindings } from '../runtime/env.ts'
 import { setActiveTaskRuntime } from '../runtime/tasks/active.ts'
-import { createTaskRuntime } from '../runtime/tasks/runtime.ts'
+import { createCoreRuntime } from '../runtime/tasks/runtime.ts'
 import { AlarmClock, type AlarmStorageLike } from './alarm.ts'
 import { tasksNamespace, tasksStub } from './binding.ts'
 import { createObjectRuntime } from './object-runtime.ts'
@@ -88,7 +88,8 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
         },
       })
       this.#clock = new AlarmClock(state.storage, store, logger)
-      this.#runtime = createTaskRuntime({ routes: app.routes, store, logger, env: stringBindings(env) })
+      // The object alone holds its store: no claims of shared work.
+      this.#runtime = createCoreRuntime({ routes: app.routes, store, logger, env: stringBindings(env) })
       // enqueue() and completeToken() in task code go through the object's
       // stub, as they do in the worker: an isolate may host both, and each
       // must reach the object the same way.

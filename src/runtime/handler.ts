@@ -2,11 +2,16 @@
  * `createSvcHandler()`: the whole HTTP surface as one fetch function, which
  * `startSvcServer` and every target mount. Targets only turn their
  * platform's events into `Request`s, so all HTTP behaviour lives here and is
- * proven once. Edge-safe.
+ * proven once. The Cloudflare worker mounts it as `createCoreHandler()`,
+ * without the parts it cannot reach (`HostParts`), which its bundle then
+ * leaves out. Edge-safe.
  */
 import type { GlobalHooks, Logger, RequestInfo, RuntimeApiRoute, RuntimePage, TaskRuntime } from './types.ts'
 import { DEFAULT_BODY_LIMIT } from './http/body.ts'
-import { checkRunEvents, type RunEventsOptions } from './admin/events.ts'
+import type { LoopbackExemption } from './admin/auth.ts'
+import { EVENT_STREAMS } from './admin/event-streams.ts'
+import { loopbackExemption } from './admin/loopback-exemption.ts'
+import { checkRunEvents, type EventStreams, type RunEventsOptions } from './admin/streams.ts'
 import { createAdminHandler, TASKS_PREFIX } from './admin/tasks.ts'
 import { createSendEventsHandler, isEventsPath } from './admin/send-events.ts'
 import { dashboardAccess, dashboardProblem } from './dashboard/access.ts'
@@ -20,7 +25,7 @@ import { isWebSocketUpgrade } from './app/upgrade.ts'
 import { processEnv } from './env.ts'
 import { createIsrCache, type IsrCache, type SvcCacheConfig } from './pages/isr.ts'
 import type { CronClock } from './tasks/cron-clock.ts'
-import { createTaskRuntime } from './tasks/runtime.ts'
+import { createCoreRuntime } from './tasks/runtime.ts'
 import { checkMaxPayloadBytes } from './tasks/payload-limit.ts'
 import { describe } from './describe.ts'
 
@@ -152,12 +157,40 @@ export interface SvcHandler {
 }
 
 /**
+ * What only some hosts reach, which the others leave out of their bundles.
+ * `createSvcHandler` passes both.
+ */
+export interface HostParts {
+  /**
+   * The event streams, `GET /__tasks/events` and a run's stream
+   * (`EVENT_STREAMS`).
+   * @default none: both answer 501 `NOT_IMPLEMENTED`, as where the runs change in another place
+   */
+  streams?: EventStreams
+  /**
+   * The development exemption from the task secret (`loopbackExemption`),
+   * which only requests with a peer address (`RequestInfo.remoteAddress`) reach.
+   * @default none: without a secret, every request gets 401
+   */
+  loopback?: LoopbackExemption
+}
+
+/**
  * Serves, in order: `/__tasks*` (auth-gated task admin surface),
  * `/__svc/dashboard*` (where it is served), `/__health`, `/__svc/revalidate` (when a cache is on and a page is
  * hybrid), then global hooks
  * around API routes, server/hybrid pages and the fallback, then 404.
  */
 export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
+  return createCoreHandler(options, { streams: EVENT_STREAMS, loopback: loopbackExemption })
+}
+
+/**
+ * `createSvcHandler` with only the `parts` a host gives. The Cloudflare
+ * worker gives none: its runs change in the tasks Durable Object, out of its
+ * reach, and it reports no peer address.
+ */
+export function createCoreHandler(options: SvcHandlerOptions, parts: HostParts = {}): SvcHandler {
   const where = 'createSvcHandler()'
   checkCommonOptions(options, where)
   const env = options.env ?? processEnv()
@@ -176,9 +209,10 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
   const dashboardOption = dashboardProblem(options.dashboard)
   if (dashboardOption) throw new TypeError(`${where}: ${dashboardOption}`)
   checkRunEvents(options.runEvents, where)
+  // A runtime of its own keeps its runs in memory, which no other process shares.
   const runtime =
     options.runtime ??
-    createTaskRuntime({
+    createCoreRuntime({
       routes: options.routes,
       env,
       logger,
@@ -204,6 +238,7 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
     cache,
     env: () => env,
     info: (c) => c.env as RequestInfo | undefined,
+    loopback: parts.loopback,
     fallback: options.fallback,
   })
   const admin = createAdminHandler({
@@ -215,8 +250,10 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
     dev,
     holdRuns: options.holdRuns ?? true,
     runEvents: options.runEvents,
+    streams: parts.streams,
+    loopback: parts.loopback,
   })
-  const sendEvents = createSendEventsHandler({ runtime, env, bodyLimit: adminBodyLimit, R, logger, dev })
+  const sendEvents = createSendEventsHandler({ runtime, env, bodyLimit: adminBodyLimit, R, logger, dev, loopback: parts.loopback })
   const dashboard = options.dashboardPage
     ? options.dashboardPage.createHandler({ access: dashboardAccess(options.dashboard, env), runtime, env, R })
     : dashboardNotIncluded(R)

@@ -8,7 +8,7 @@ import { MISSING_BINDING_WARNING, tasksNamespace, tasksStub } from '#svc/cloudfl
 import { createObjectRuntime, type ObjectTaskRuntime } from '#svc/cloudflare/object-runtime.ts'
 import { fireCron } from '#svc/runtime/cron.ts'
 import { stringBindings } from '#svc/runtime/env.ts'
-import { createSvcHandler, type SvcHandler, type SvcHandlerOptions } from '#svc/runtime/handler.ts'
+import { createCoreHandler, type SvcHandler, type SvcHandlerOptions } from '#svc/runtime/handler.ts'
 import { setActiveTaskRuntime } from '#svc/runtime/tasks/active.ts'
 
 export { createTasksObject } from '#svc/cloudflare/tasks-object.ts'
@@ -52,9 +52,9 @@ export function createWorker(app: WorkerApp): SvcWorker {
     if (ns) {
       objectRuntime = createObjectRuntime(app.routes, () => tasksStub(ns))
       // The run lives in the object, not under this request's waitUntil.
-      handler = createSvcHandler({ ...app, env: bindings, runtime: objectRuntime, holdRuns: false })
+      handler = createCoreHandler({ ...app, env: bindings, runtime: objectRuntime, holdRuns: false })
     } else {
-      handler = createSvcHandler({ ...app, env: bindings })
+      handler = createCoreHandler({ ...app, env: bindings })
       if (handler.runtime.tasks.size > 0) (app.logger ?? console).warn(MISSING_BINDING_WARNING)
     }
     setActiveTaskRuntime(handler.runtime)

@@ -86,6 +86,17 @@ describe('svc build --target cloudflare', () => {
     expect(res.status).toBe(404)
   })
 
+  // The runs change in the tasks object and the worker reports no peer
+  // address: what serves the streams, checks run tokens, exempts loopback
+  // peers or claims a shared store's work is dead weight there.
+  it('leaves out the event streams, run tokens, the loopback exemption and the claims of shared work', async () => {
+    const worker = await readFile(join((await built()).root, '.output/cloudflare/index.mjs'), 'utf8')
+    for (const part of ['TOO_MANY_EVENT_STREAMS', 'RUN_TOKEN_INVALID', 'is not a loopback name', 'SharedWorkClaims']) {
+      expect(worker, part).not.toContain(part)
+    }
+    expect(worker).toContain('NOT_IMPLEMENTED')
+  })
+
   it('writes wrangler.json with main, compatibility date and every schedule once as a cron trigger', async () => {
     const wrangler = JSON.parse(await readFile(join((await built()).root, '.output/cloudflare/wrangler.json'), 'utf8'))
     expect(wrangler.main).toBe('index.mjs')

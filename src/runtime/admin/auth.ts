@@ -16,7 +16,8 @@
  *   the header; see `loopback.ts`;
  * - anything else gets 401 with `WWW-Authenticate: Bearer` (RFC 6750 §3).
  * Edge and function targets report no socket address, so they always need
- * the secret. With a secret, only the bearer counts: browsers cannot attach
+ * the secret. The exemption comes from the host (`loopback-exemption.ts`,
+ * which `createSvcHandler` passes), so the worker's bundle leaves it out. With a secret, only the bearer counts: browsers cannot attach
  * it to another site's request, and the content-type rule (`content-type.ts`)
  * keeps form and no-cors posts out in every mode.
  */
@@ -25,9 +26,8 @@ import { jsonError } from '../http/errors.ts'
 import type { ResponseClass } from '../http/types.ts'
 import type { EnvLike } from '../env.ts'
 import { taskSecret } from '../rules.ts'
-import { foreignRequestProblem, isLoopback } from './loopback.ts'
 
-export { isLoopback }
+export { isLoopback } from './loopback.ts'
 
 const encoder = new TextEncoder()
 
@@ -71,10 +71,26 @@ function isBlank(c: number): boolean {
 }
 
 // Named in every message; its alias THEN_TASK_SECRET is read too, but not advertised.
-const SECRET_NAMES = 'SVC_TASK_SECRET'
+export const SECRET_NAMES = 'SVC_TASK_SECRET'
+
+/** What a request without credentials is told where there is no secret. */
+export const NO_SECRET = `No task secret is configured: set ${SECRET_NAMES} on the server and send Authorization: Bearer <secret>`
+
+/**
+ * The development exemption (`loopbackExemption`): the answer to a request
+ * without a secret on a host that reported its peer address, `peer`, or
+ * `undefined` to let it in.
+ */
+export type LoopbackExemption = (request: Request, peer: string, env: EnvLike, R: ResponseClass) => Response | undefined
 
 /** `undefined` when the request may proceed, else the 401 or 403 to send. */
-export function authorize(request: Request, info: RequestInfo | undefined, env: EnvLike, R: ResponseClass): Response | undefined {
+export function authorize(
+  request: Request,
+  info: RequestInfo | undefined,
+  env: EnvLike,
+  R: ResponseClass,
+  loopback?: LoopbackExemption,
+): Response | undefined {
   const secret = taskSecret(env)
   if (secret !== undefined) {
     const token = bearerToken(request.headers.get('authorization'))
@@ -87,32 +103,12 @@ export function authorize(request: Request, info: RequestInfo | undefined, env: 
     )
   }
   const peer = info?.remoteAddress
-  const nodeEnv = env.NODE_ENV
-  if ((nodeEnv === 'development' || nodeEnv === 'test') && isLoopback(peer)) {
-    const problem = foreignRequestProblem(request)
-    return problem === undefined ? undefined : forbidden(R, problem)
-  }
-  const message = `No task secret is configured: set ${SECRET_NAMES} on the server and send Authorization: Bearer <secret>`
   // Hosts that report no peer address (edge and function targets) have no
   // loopback exemption, so the rule is not worth mentioning there.
-  return unauthorized(
-    R,
-    peer === undefined
-      ? message
-      : `${message} (without a secret, only loopback requests are allowed, and only when NODE_ENV is development or test)`,
-  )
+  return peer !== undefined && loopback ? loopback(request, peer, env, R) : unauthorized(R, NO_SECRET)
 }
 
-function unauthorized(R: ResponseClass, message: string): Response {
+/** 401 with the Bearer challenge (RFC 6750 §3), saying `message`. */
+export function unauthorized(R: ResponseClass, message: string): Response {
   return jsonError(R, 401, 'UNAUTHORIZED', message, { 'www-authenticate': 'Bearer realm="svc"' })
-}
-
-/** 403 for a loopback request that may be another site's or a proxy's: `problem` says which header, the rest what to do. */
-function forbidden(R: ResponseClass, problem: string): Response {
-  return jsonError(
-    R,
-    403,
-    'FORBIDDEN',
-    `${problem}. Without a task secret, only requests made on this machine by no other site and through no proxy are allowed; to use this server from elsewhere, set ${SECRET_NAMES} on the server and send Authorization: Bearer <secret>`,
-  )
 }

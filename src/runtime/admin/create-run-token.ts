@@ -4,12 +4,11 @@
  * secret, found the way `enqueue()` finds its task server: the one this
  * process serves, else the environment.
  */
-import type { TaskRuntime } from '../types.ts'
 import { describe } from '../describe.ts'
-import { type EnvLike, processEnv } from '../env.ts'
+import { processEnv } from '../env.ts'
 import { taskSecret } from '../rules.ts'
-import { getActiveTaskRuntime } from '../tasks/active.ts'
 import { MAX_RUN_ID_LENGTH, signRunToken } from './run-token.ts'
+import { activeSecret } from './token-secret.ts'
 
 /** How long a run token lasts when `expiresIn` is not given: one hour. */
 export const DEFAULT_RUN_TOKEN_SECONDS = 3600
@@ -30,22 +29,6 @@ export interface RunTokenOptions {
    * @default the task secret of the server this process runs, else SVC_TASK_SECRET of the environment
    */
   secret?: string
-}
-
-// Kept on globalThis under a registered symbol, as the active runtime is
-// (`tasks/active.ts`), so that two copies of this module in one process agree.
-const KEY: unique symbol = Symbol.for('svc.runToken.env')
-
-type Holder = { [KEY]?: WeakMap<TaskRuntime, EnvLike> }
-
-/**
- * Records that the admin surface over `runtime` checks the task secret of
- * `env`, so that `createRunToken()` signs with that secret while `runtime`
- * is the active one. The admin surface calls it as it is built.
- */
-export function registerTokenSecret(runtime: TaskRuntime, env: EnvLike): void {
-  const holder = globalThis as Holder
-  ;(holder[KEY] ??= new WeakMap()).set(runtime, env)
 }
 
 /**
@@ -84,11 +67,4 @@ export async function createRunToken(runId: string, options: RunTokenOptions = {
     )
   }
   return signRunToken(runId, Math.floor(Date.now() / 1000) + expiresIn, secret)
-}
-
-/** The task secret of the admin surface over the active runtime, when this process serves one and it has a secret. */
-function activeSecret(): string | undefined {
-  const runtime = getActiveTaskRuntime()
-  const env = runtime && (globalThis as Holder)[KEY]?.get(runtime)
-  return env ? taskSecret(env) : undefined
 }

@@ -19,8 +19,7 @@
 import type { Logger, RunChange, TaskRuntime } from '../types.ts'
 import { jsonError } from '../http/errors.ts'
 import type { ResponseClass } from '../http/types.ts'
-import { describe } from '../describe.ts'
-import { isOriginEntry } from './cors.ts'
+import type { RunEventsOptions } from './streams.ts'
 
 /** How often an idle event stream sends a comment. */
 export const SSE_HEARTBEAT_MS = 15_000
@@ -28,61 +27,6 @@ export const DEFAULT_MAX_EVENT_STREAMS = 64
 export const DEFAULT_MAX_QUEUED_EVENT_BYTES = 256 * 1024
 /** `Retry-After` of the 503 past `maxStreams`: a tab that closes frees its place at once. */
 export const EVENT_STREAMS_RETRY_AFTER_SECONDS = 10
-
-/** Limits of the event streams: `GET /__tasks/events` and `GET /__tasks/runs/<id>/stream`. */
-export interface RunEventsOptions {
-  /**
-   * Most event streams open at once on one task runtime (so in one
-   * process, where the server owns the runtime), run-change streams and
-   * streams of one run together. One more gets 503
-   * `TOO_MANY_EVENT_STREAMS` with `Retry-After`.
-   * @default 64
-   */
-  maxStreams?: number
-  /**
-   * Most bytes of events that may wait for one client that is not reading.
-   * Past this the stream is dropped (its connection cut) and stops listening
-   * to the runtime. Note: the host's socket buffers take some bytes before
-   * they count here, and one event larger than this is let through alone.
-   * @default 262144 (256 KiB)
-   */
-  maxQueuedBytes?: number
-  /**
-   * Origins whose pages may read a run's stream
-   * (`GET /__tasks/runs/<id>/stream`) from another origin, such as
-   * `['https://app.example.com']`; `['*']` allows every origin. Note: they
-   * still need a run token (`createRunToken`) or the task secret; this only
-   * lets the browser hand them the answer (CORS).
-   * @default the origins of SVC_REALTIME_ORIGINS, separated by commas; none without it
-   */
-  origins?: readonly string[]
-}
-
-/** Throws a `TypeError` or `RangeError` naming the field when `value` is not a `RunEventsOptions`. */
-export function checkRunEvents(value: unknown, where: string): void {
-  if (value === undefined) return
-  if (value === null || typeof value !== 'object') {
-    throw new TypeError(`${where}: runEvents must be an object with maxStreams, maxQueuedBytes and origins (got ${describe(value)})`)
-  }
-  const { maxStreams, maxQueuedBytes, origins } = value as Record<string, unknown>
-  if (maxStreams !== undefined && !(Number.isInteger(maxStreams) && (maxStreams as number) > 0)) {
-    throw new RangeError(`${where}: runEvents.maxStreams must be a positive whole number (got ${describe(maxStreams)})`)
-  }
-  if (maxQueuedBytes !== undefined && !(Number.isInteger(maxQueuedBytes) && (maxQueuedBytes as number) > 0)) {
-    throw new RangeError(`${where}: runEvents.maxQueuedBytes must be a positive whole number of bytes (got ${describe(maxQueuedBytes)})`)
-  }
-  if (origins !== undefined && !Array.isArray(origins)) {
-    throw new TypeError(
-      `${where}: runEvents.origins must be an array of origins such as ['https://app.example.com'] (got ${describe(origins)})`,
-    )
-  }
-  const bad = (origins as unknown[] | undefined)?.find((entry) => !isOriginEntry(entry))
-  if (bad !== undefined) {
-    throw new TypeError(
-      `${where}: runEvents.origins entries must be http(s) origins such as 'https://app.example.com', or '*' for every origin (got ${describe(bad)})`,
-    )
-  }
-}
 
 /**
  * What feeds one stream. It starts at once: `send` writes an event of
@@ -178,11 +122,10 @@ function changeFeed(listen: NonNullable<TaskRuntime['onRunChange']>): EventFeed 
   return (send, end) => listen((change: RunChange) => send(JSON.stringify(change)), end)
 }
 
-const encoder = new TextEncoder()
-
 /** A `text/event-stream` response of what `feed` sends, with heartbeats and the bound on unread bytes. */
 export function eventStream(feed: EventFeed, R: ResponseClass, heartbeatMs = SSE_HEARTBEAT_MS, options: EventStreamOptions = {}): Response {
   const maxQueuedBytes = options.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_EVENT_BYTES
+  const encoder = new TextEncoder()
   let closed = false
   let stop: (() => void) | undefined
   let heartbeat: ReturnType<typeof setInterval> | undefined

@@ -16,7 +16,7 @@ import type { EnvLike } from '../env.ts'
 import { jsonError } from '../http/errors.ts'
 import type { ResponseClass } from '../http/types.ts'
 import { taskSecret } from '../rules.ts'
-import { authorize, bearerToken, timingSafeEqual } from './auth.ts'
+import { authorize, bearerToken, type LoopbackExemption, timingSafeEqual } from './auth.ts'
 import { withHeaders } from './cors.ts'
 import { verifyRunToken } from './run-token.ts'
 
@@ -30,6 +30,7 @@ export async function runAccess(
   env: EnvLike,
   R: ResponseClass,
   headers: Record<string, string>,
+  loopback?: LoopbackExemption,
 ): Promise<RunAccess> {
   const secret = taskSecret(env)
   const bearer = bearerToken(request.headers.get('authorization'))
@@ -45,7 +46,7 @@ export async function runAccess(
       )
     }
     // No secret: the developer's own requests pass, as on the rest of the surface.
-    const denied = authorize(request, info, env, R)
+    const denied = authorize(request, info, env, R, loopback)
     return denied === undefined ? { ok: true } : { ok: false, response: await withHeaders(R, denied, headers) }
   }
   if (secret === undefined) {

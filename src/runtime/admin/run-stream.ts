@@ -19,66 +19,34 @@
  * counts against the limits of every event stream (`events.ts`). Who may
  * read is `run-access.ts`; which pages may, `cors.ts`.
  */
-import type { Logger, RequestInfo, RunRecord, TaskRuntime } from '../types.ts'
-import type { EnvLike } from '../env.ts'
+import type { Logger, RunRecord, TaskRuntime } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import { internalError, jsonError, knownErrorResponse } from '../http/errors.ts'
-import type { ResponseClass } from '../http/types.ts'
 import { isFinished } from '../tasks/store.ts'
-import { allowedOrigins, corsHeaders, preflight, withHeaders } from './cors.ts'
-import { type EventFeed, openEventStream, type RunEventsOptions } from './events.ts'
+import { allowedOrigins, corsHeaders, withHeaders } from './cors.ts'
+import { type EventFeed, openEventStream } from './events.ts'
 import { runAccess } from './run-access.ts'
 import { runProgress } from './run-progress.ts'
+import { DONE, notStreamed, RUNS_ELSEWHERE, type RunStreamHandler, runStreamPreamble, type StreamsOptions } from './streams.ts'
 
 /** How often an open stream reads its run again, for changes the runtime does not report. */
 export const RUN_STREAM_REFRESH_MS = 1000
 
-/** The SSE id of the last event, the one of a finished run. */
-const DONE = 'done'
-
-const METHODS = 'GET, HEAD'
-
-export interface RunStreamOptions {
-  runtime: TaskRuntime
-  env: EnvLike
-  R: ResponseClass
-  logger: Logger
-  dev: boolean
-  runEvents?: RunEventsOptions
-}
-
-export type RunStreamHandler = (request: Request, runId: string, info?: RequestInfo) => Promise<Response>
-
-export function createRunStreamHandler(options: RunStreamOptions): RunStreamHandler {
-  const { runtime, env, R, logger, dev } = options
+export function createRunStreamHandler(options: StreamsOptions): RunStreamHandler {
+  const { runtime, env, R, logger, dev, loopback } = options
   const allowed = allowedOrigins(options.runEvents?.origins, env)
 
-  async function answer(request: Request, runId: string, info: RequestInfo | undefined, cors: Record<string, string>): Promise<Response> {
-    const method = request.method
-    if (method === 'OPTIONS') return preflight(request, allowed, R, METHODS)
-    if (method !== 'GET' && method !== 'HEAD') {
-      return jsonError(R, 405, 'METHOD_NOT_ALLOWED', `${method} is not allowed on a run's stream; allowed: ${METHODS}, OPTIONS`, {
-        ...cors,
-        allow: `${METHODS}, OPTIONS`,
-      })
-    }
-    // An EventSource that saw the run finish: 204 tells it not to connect again.
-    if (request.headers.get('last-event-id') === DONE) return new R(null, { status: 204, headers: cors })
-    const access = await runAccess(request, runId, info, env, R, cors)
+  const answer: RunStreamHandler = async (request, runId, info) => {
+    const cors = corsHeaders(request, allowed)
+    const early = runStreamPreamble(request, allowed, R, cors)
+    if (early) return early
+    const access = await runAccess(request, runId, info, env, R, cors, loopback)
     if (!access.ok) return access.response
     const listen = runtime.onRunChange?.bind(runtime)
-    if (!listen) {
-      return jsonError(
-        R,
-        501,
-        'NOT_IMPLEMENTED',
-        `This target runs tasks in another place (the SvcTasks Durable Object on Workers), whose run changes cannot be streamed from here; poll GET /__tasks/runs/${runId} instead`,
-        cors,
-      )
-    }
+    if (!listen) return notStreamed(R, RUNS_ELSEWHERE, runId, cors)
     const run = await runtime.getRun(runId)
     if (!run) return jsonError(R, 404, 'RUN_NOT_FOUND', `No run has id "${runId}"`, cors)
-    if (method === 'HEAD') {
+    if (request.method === 'HEAD') {
       return new R(null, {
         status: 200,
         headers: { ...cors, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store' },
@@ -94,13 +62,12 @@ export function createRunStreamHandler(options: RunStreamOptions): RunStreamHand
   }
 
   return async (request, runId, info) => {
-    const cors = corsHeaders(request, allowed)
     try {
-      return await answer(request, runId, info, cors)
+      return await answer(request, runId, info)
     } catch (error) {
       const known = knownErrorResponse(R, error)
       if (!known) logger.error(`[svc] ${request.method} stream of run ${runId} failed:`, error)
-      return withHeaders(R, known ?? internalError(R, error, dev), cors)
+      return withHeaders(R, known ?? internalError(R, error, dev), corsHeaders(request, allowed))
     }
   }
 }

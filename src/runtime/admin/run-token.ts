@@ -33,16 +33,14 @@ export type RunTokenProblem = 'RUN_TOKEN_INVALID' | 'RUN_TOKEN_EXPIRED' | 'RUN_T
 
 export type RunTokenCheck = { ok: true; run: string; expiresAt: number } | { ok: false; code: RunTokenProblem; message: string }
 
-const encoder = new TextEncoder()
-const decoder = new TextDecoder('utf-8', { fatal: true })
 const BASE64URL = /^[A-Za-z0-9_-]*$/
 /** Bytes of an HMAC-SHA-256. */
 const SIGNATURE_BYTES = 32
 
 /** The signed token for `runId`, valid until `expiresAt` (Unix seconds). */
 export async function signRunToken(runId: string, expiresAt: number, secret: string): Promise<string> {
-  const signed = RUN_TOKEN_PREFIX + toBase64url(encoder.encode(JSON.stringify({ run: runId, exp: expiresAt })))
-  const signature = await crypto.subtle.sign('HMAC', await hmacKey(secret), encoder.encode(signed))
+  const signed = RUN_TOKEN_PREFIX + toBase64url(utf8(JSON.stringify({ run: runId, exp: expiresAt })))
+  const signature = await crypto.subtle.sign('HMAC', await hmacKey(secret), utf8(signed))
   return `${signed}.${toBase64url(new Uint8Array(signature))}`
 }
 
@@ -61,7 +59,7 @@ export async function verifyRunToken(token: string, runId: string, secret: strin
   if (signature === undefined || signature.length !== SIGNATURE_BYTES || !BASE64URL.test(token.slice(RUN_TOKEN_PREFIX.length, dot))) {
     return invalid('The run token is not rt1.<payload>.<signature> in base64url')
   }
-  const valid = await crypto.subtle.verify('HMAC', await hmacKey(secret), signature, encoder.encode(token.slice(0, dot)))
+  const valid = await crypto.subtle.verify('HMAC', await hmacKey(secret), signature, utf8(token.slice(0, dot)))
   if (!valid) {
     return invalid(
       'The run token was not signed with the task secret of this server (SVC_TASK_SECRET): it was altered, or signed with another secret',
@@ -91,7 +89,7 @@ function parseClaim(payload: string): { run: string; exp: number } | undefined {
   if (bytes === undefined) return undefined
   let value: unknown
   try {
-    value = JSON.parse(decoder.decode(bytes))
+    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes))
   } catch {
     return undefined
   }
@@ -106,10 +104,16 @@ let cached: { secret: string; key: Promise<CryptoKey> } | undefined
 
 function hmacKey(secret: string): Promise<CryptoKey> {
   if (cached?.secret !== secret) {
-    const key = crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify'])
+    const key = crypto.subtle.importKey('raw', utf8(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify'])
     cached = { secret, key }
   }
   return cached.key
+}
+
+// Encoders are made per call, not at import: a bundle that carries this
+// module only for its constants then keeps none of it.
+function utf8(text: string): Uint8Array<ArrayBuffer> {
+  return new TextEncoder().encode(text)
 }
 
 function toBase64url(bytes: Uint8Array): string {

@@ -19,7 +19,7 @@ import type { ResponseClass } from '../http/types.ts'
 import { trimTrailingSlashes } from '../http/path.ts'
 import { readJsonBody } from '../http/body.ts'
 import { describe } from '../describe.ts'
-import { authorize } from './auth.ts'
+import { authorize, type LoopbackExemption } from './auth.ts'
 import { unsupportedContent } from './content-type.ts'
 
 export const EVENTS_PREFIX = '/__events'
@@ -38,10 +38,12 @@ export interface SendEventsOptions {
   R: ResponseClass
   logger: Logger
   dev: boolean
+  /** The development exemption of the auth, where the host reports peer addresses. */
+  loopback?: LoopbackExemption
 }
 
 export function createSendEventsHandler(options: SendEventsOptions) {
-  const { runtime, env, bodyLimit, R, logger, dev } = options
+  const { runtime, env, bodyLimit, R, logger, dev, loopback } = options
   const json = (status: number, body: unknown) => new R(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
 
   async function route(request: Request, pathname: string): Promise<Response> {
@@ -76,7 +78,7 @@ export function createSendEventsHandler(options: SendEventsOptions) {
 
   return async (request: Request, pathname: string, info?: RequestInfo): Promise<Response> => {
     try {
-      const denied = authorize(request, info, env, R) ?? unsupportedContent(request, R)
+      const denied = authorize(request, info, env, R, loopback) ?? unsupportedContent(request, R)
       if (denied) return denied
       return await route(request, pathname)
     } catch (error) {

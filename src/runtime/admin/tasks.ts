@@ -11,7 +11,7 @@
  * | GET    | `/__tasks/runs/<id>`          | as `GET /__tasks/<id>` |
  * | POST   | `/__tasks/runs/<id>/cancel`   | 200 `{ id, status: 'cancelled' }`; 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED` |
  * | POST   | `/__tasks/runs/<id>/replay`   | 202 `{ id, status }` of the new run; 404 `RUN_NOT_FOUND` / `TASK_NOT_FOUND` |
- * | GET    | `/__tasks/events`             | 200 `text/event-stream` of `{ id, taskName, status }`; 501 `NOT_IMPLEMENTED` where the engine runs elsewhere |
+ * | GET    | `/__tasks/events`             | 200 `text/event-stream` of `{ id, taskName, status }`; 501 `NOT_IMPLEMENTED` where the engine runs elsewhere, or the host serves no streams (`streams.ts`) |
  * | GET    | `/__tasks/runs/<id>/stream`   | 200 `text/event-stream` of the run's `RunProgress` until it finishes (`run-stream.ts`); 404 `RUN_NOT_FOUND`; 501 as above |
  * | GET    | `/__tasks/<id>/stream`        | as `GET /__tasks/runs/<id>/stream` |
  *
@@ -35,12 +35,11 @@ import { trimTrailingSlashes } from '../http/path.ts'
 import { readJsonBody } from '../http/body.ts'
 import { enqueueOptionsFromHeaders } from '../tasks/client.ts'
 import type { EnvLike } from '../env.ts'
-import { authorize } from './auth.ts'
+import { authorize, type LoopbackExemption } from './auth.ts'
 import { unsupportedContent } from './content-type.ts'
-import { openRunEventStream, type RunEventsOptions } from './events.ts'
-import { registerTokenSecret } from './create-run-token.ts'
-import { createRunStreamHandler } from './run-stream.ts'
 import { InvalidQueryError, parseRunsQuery, runSummary } from './runs-query.ts'
+import { type EventStreams, NO_STREAMS, type RunEventsOptions } from './streams.ts'
+import { registerTokenSecret } from './token-secret.ts'
 
 export const TASKS_PREFIX = '/__tasks'
 
@@ -53,8 +52,15 @@ export interface AdminOptions {
   dev: boolean
   /** Hand each started run to `info.waitUntil` until it completes or fails. */
   holdRuns: boolean
-  /** Limits of `GET /__tasks/events`. */
+  /** Limits of the event streams. */
   runEvents?: RunEventsOptions
+  /**
+   * The part that serves the event streams (`EVENT_STREAMS`).
+   * @default none: both streams answer 501 `NOT_IMPLEMENTED`
+   */
+  streams?: EventStreams
+  /** The development exemption of the auth, where the host reports peer addresses. */
+  loopback?: LoopbackExemption
 }
 
 export type AdminHandler = (request: Request, pathname: string, info?: RequestInfo) => Promise<Response>
@@ -62,9 +68,9 @@ export type AdminHandler = (request: Request, pathname: string, info?: RequestIn
 const JSON_HEADERS = { 'content-type': 'application/json' }
 
 export function createAdminHandler(options: AdminOptions): AdminHandler {
-  const { runtime, env, bodyLimit, R, logger, dev, holdRuns } = options
+  const { runtime, env, bodyLimit, R, logger, dev, holdRuns, loopback } = options
   const json = (status: number, body: unknown) => new R(JSON.stringify(body), { status, headers: JSON_HEADERS })
-  const runStream = createRunStreamHandler({ runtime, env, R, logger, dev, runEvents: options.runEvents })
+  const streams = (options.streams ?? NO_STREAMS).create({ runtime, env, R, logger, dev, runEvents: options.runEvents, loopback })
   // createRunToken() signs with the secret this surface checks, while its runtime is the active one.
   registerTokenSecret(runtime, env)
 
@@ -103,18 +109,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
 
     const isRead = method === 'GET' || method === 'HEAD'
     if (segments[0] === 'runs' && (segments.length > 1 || isRead)) return runs(request, pathname, segments.slice(1), info)
-    if (segments.length === 1 && segments[0] === 'events' && isRead) {
-      const listen = runtime.onRunChange?.bind(runtime)
-      if (!listen) {
-        return jsonError(
-          R,
-          501,
-          'NOT_IMPLEMENTED',
-          'This target runs tasks in another place (the SvcTasks Durable Object on Workers), whose run changes cannot be streamed from here; poll GET /__tasks/runs instead',
-        )
-      }
-      return openRunEventStream(runtime, listen, R, logger, options.runEvents)
-    }
+    if (segments.length === 1 && segments[0] === 'events' && isRead) return streams.events()
 
     if (segments.length !== 1) return jsonError(R, 404, 'NOT_FOUND', `No admin endpoint matches ${method} ${pathname}`)
 
@@ -183,9 +178,9 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
 
   return async (request, pathname, info) => {
     const streamOf = streamedRun(pathname)
-    if (streamOf !== undefined) return runStream(request, streamOf, info)
+    if (streamOf !== undefined) return streams.run(request, streamOf, info)
     try {
-      const denied = authorize(request, info, env, R) ?? unsupportedContent(request, R)
+      const denied = authorize(request, info, env, R, loopback) ?? unsupportedContent(request, R)
       if (denied) return denied
       return await route(request, pathname, info)
     } catch (error) {

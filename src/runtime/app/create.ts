@@ -11,6 +11,8 @@
 import { Hono, type Context } from 'hono'
 import type { GlobalHooks, Logger, RequestInfo, RuntimeApiRoute, RuntimePage } from '../types.ts'
 import { DEFAULT_BODY_LIMIT } from '../http/body.ts'
+import type { LoopbackExemption } from '../admin/auth.ts'
+import { loopbackExemption } from '../admin/loopback-exemption.ts'
 import type { EnvLike } from '../env.ts'
 import { processEnv, stringBindings } from '../env.ts'
 import type { IsrCache } from '../pages/isr.ts'
@@ -44,6 +46,8 @@ export interface BuildAppOptions {
   /** Secret and NODE_ENV for the revalidate endpoint, per request. */
   env: (c: Context) => EnvLike
   info: (c: Context) => RequestInfo | undefined
+  /** The development exemption of the revalidate endpoint's auth, where the host reports peer addresses. */
+  loopback?: LoopbackExemption
   fallback?: (request: Request) => Promise<Response | undefined>
 }
 
@@ -76,6 +80,7 @@ export function buildApp(o: BuildAppOptions): BuiltApp {
       info: o.info,
       cache: o.cache,
       webhook: o.webhook,
+      loopback: o.loopback,
     })
     app.all(REVALIDATE_PATH, revalidate)
   }
@@ -150,6 +155,7 @@ export function createApiApp(options: ApiAppOptions): ApiApp {
       return Object.keys(bindings).length > 0 ? { ...baseEnv, ...bindings } : baseEnv
     },
     info: (c) => ({ remoteAddress: remoteAddressOf(c) }),
+    loopback: loopbackExemption,
   })
   return app
 }

@@ -6,11 +6,12 @@
  */
 import { authorize } from '../admin/auth.ts'
 import { unsupportedContent } from '../admin/content-type.ts'
+import { loopbackExemption } from '../admin/loopback-exemption.ts'
 import { jsonError, methodNotAllowed } from '../http/errors.ts'
 import type { ResponseClass } from '../http/types.ts'
 import { trimTrailingSlashes } from '../http/path.ts'
 import type { EnvLike } from '../env.ts'
-import type { RequestInfo, TaskRuntime } from '../types.ts'
+import type { TaskRuntime } from '../types.ts'
 import { DASHBOARD_ENV, type DashboardAccess, dashboardRefusal, servesDashboard } from './access.ts'
 import { dashboardTasks } from './tasks.ts'
 
@@ -55,7 +56,8 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
       return new R(method === 'HEAD' ? null : page.html, { status: 200, headers })
     }
     if (path === `${DASHBOARD_PATH}/tasks`) {
-      const denied = authorize(request, info, env, R)
+      // Only servers import the page, so it brings the development exemption along.
+      const denied = authorize(request, info, env, R, loopbackExemption)
       if (denied) return denied
       if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed(R, method, pathname, 'GET, HEAD')
       return dashboardTasks(runtime).then(

@@ -10,7 +10,7 @@
  */
 import type { Logger, RequestInfo, ValidationIssue } from '../types.ts'
 import type { EnvLike } from '../env.ts'
-import { authorize } from '../admin/auth.ts'
+import { authorize, type LoopbackExemption } from '../admin/auth.ts'
 import { unsupportedContent } from '../admin/content-type.ts'
 import { readJsonBody } from '../http/body.ts'
 import { internalError, knownErrorResponse, methodNotAllowed } from '../http/errors.ts'
@@ -37,6 +37,8 @@ export interface RevalidateOptions {
   info: (c: Context) => RequestInfo | undefined
   cache?: IsrCache
   webhook?: RevalidateWebhook
+  /** The development exemption of the auth, where the host reports peer addresses. */
+  loopback?: LoopbackExemption
 }
 
 export function revalidateHandler(options: RevalidateOptions): (c: Context) => Promise<Response> {
@@ -49,7 +51,7 @@ export function revalidateHandler(options: RevalidateOptions): (c: Context) => P
   return async (c) => {
     const request = c.req.raw
     try {
-      const denied = authorize(request, options.info(c), options.env(c), R) ?? unsupportedContent(request, R)
+      const denied = authorize(request, options.info(c), options.env(c), R, options.loopback) ?? unsupportedContent(request, R)
       if (denied) return denied
       if (request.method !== 'POST') return methodNotAllowed(R, request.method, REVALIDATE_PATH, 'POST')
       if (webhook) {

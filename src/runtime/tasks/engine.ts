@@ -22,7 +22,10 @@
  * `FlowPromotion` starts queued runs, `Waitpoints` brings waiting runs
  * back, `Recovery` picks up what a durable store holds, `SharedWorkClaims`
  * (shared-work.ts) claims work on a store several processes share, and
- * `ScheduledRuns` starts the runs of a schedule's ticks.
+ * `ScheduledRuns` starts the runs of a schedule's ticks. `SharedWorkClaims`
+ * comes as an option: `createTaskRuntime` passes it, while the runtimes the
+ * Cloudflare worker makes itself, whose stores no other process shares,
+ * leave it out of its bundle.
  */
 import type { CompleteTokenResult, Logger, RunChange, RunRecord, TriggerOptions } from '../types.ts'
 import { describe } from '../describe.ts'
@@ -38,7 +41,7 @@ import { checkTriggerOptions } from './options.ts'
 import { assertPayload, DEFAULT_MAX_PAYLOAD_BYTES } from './payload-limit.ts'
 import { Recovery } from './recovery.ts'
 import { cronInput, isCronInput, ScheduledRuns } from './scheduled-runs.ts'
-import { SharedWorkClaims } from './shared-work.ts'
+import type { SharedWorkClaims, SharedWorkClaimsOptions } from './shared-work.ts'
 import { createStepHost } from './step-host.ts'
 import { LIVE_STATUSES, type RunStore, type SharedWork } from './store.ts'
 import { RunWaiters } from './wait-for-run.ts'
@@ -72,10 +75,18 @@ export class TaskEngine {
     unrefTimers: boolean
     /** @default DEFAULT_MAX_PAYLOAD_BYTES */
     maxPayloadBytes?: number
+    /** The claims of the work on a store several processes share; required with such a store. */
+    sharedWork?: new (
+      options: SharedWorkClaimsOptions,
+    ) => SharedWorkClaims
   }) {
     const { store, tasks, logger, unrefTimers } = options
     const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES
     const shared = store.shared
+    const Claims = options.sharedWork
+    if (shared && !Claims) {
+      throw new TypeError('This task runtime cannot run on a store several processes share; create it with createTaskRuntime() from svc')
+    }
     const owner = newRunId()
     this.#store = store
     this.#tasks = tasks
@@ -116,7 +127,7 @@ export class TaskEngine {
       lostLease: (runId) => dispatch.abortLostLease(runId),
     })
     const dispatch: Dispatcher = new Dispatcher({ store, tasks, logger, changes, waiters, waitpoints, flow, host, shared, owner })
-    const sharedWork = shared && new SharedWorkClaims({ shared, owner, logger, unrefTimers, dispatch, waitpoints, waiters, flow })
+    const sharedWork = shared && Claims && new Claims({ shared, owner, logger, unrefTimers, dispatch, waitpoints, waiters, flow })
     this.#waitpoints = waitpoints
     this.#flow = flow
     this.#dispatch = dispatch

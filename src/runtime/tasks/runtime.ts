@@ -1,12 +1,16 @@
 /**
  * `createTaskRuntime()`: registers the task routes of an app and runs them.
  * Edge-safe: the Node server, the edge and function targets and the CLI all
- * drive this same implementation.
+ * drive this same implementation. The runtimes a handler makes for itself
+ * and the Cloudflare Durable Object's are `createCoreRuntime()`: their
+ * stores are never shared, so their bundles leave the claims of shared work
+ * out.
  */
 import type { Logger, RuntimeApiRoute, TaskRuntime, TaskSummary, TriggerOptions } from '../types.ts'
 import { getActiveTaskRuntime, setActiveTaskRuntime } from './active.ts'
 import { defineTasks } from './definitions.ts'
 import { TaskEngine } from './engine.ts'
+import { SharedWorkClaims } from './shared-work.ts'
 import { limitsStarts } from './flow.ts'
 import { processEnv } from '../env.ts'
 import { MemoryRunStore } from './memory-store.ts'
@@ -82,6 +86,14 @@ export interface TaskRuntimeOptions {
 export type TaskRuntimeInstance = TaskRuntime
 
 export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntime {
+  return createCoreRuntime(options, SharedWorkClaims)
+}
+
+/**
+ * `createTaskRuntime` with the claims of shared work only when given
+ * `sharedWork`: without them, a store several processes share is refused.
+ */
+export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: typeof SharedWorkClaims): TaskRuntime {
   if (options === null || typeof options !== 'object') {
     throw new TypeError(`createTaskRuntime(options): options must be an object with routes (got ${describe(options)})`)
   }
@@ -98,7 +110,7 @@ export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntime {
     throw new TypeError(`createTaskRuntime(): cron must be a cron clock such as cronerClock (got ${describe(clock)})`)
   }
   const tasks = defineTasks(options.routes, clock)
-  const engine = new TaskEngine({ store, tasks, logger, unrefTimers: unref, maxPayloadBytes })
+  const engine = new TaskEngine({ store, tasks, logger, unrefTimers: unref, maxPayloadBytes, sharedWork })
   const scheduler = new TaskScheduler({ tasks, logger, clock, unref, fire: (name, tick) => engine.fireScheduled(name, tick) })
 
   const runtime: TaskRuntime = {

@@ -13,7 +13,9 @@ import { read, type SqlProcedure, write } from './procedure.ts'
  * of what a Durable Object creates on every wake (hence `IF NOT EXISTS`).
  * `seq` is the rowid, the order events were recorded; `time` is ISO text in
  * UTC (`sortableTime`), which compares as the instants do; `record` is the
- * whole event as JSON.
+ * whole event as JSON. `events_by_name` serves `eventsSince`, the events of
+ * a name from a time on; `events_by_time` the prune, the events past their
+ * retention, oldest first.
  */
 export const EVENTS_TABLE = `
 CREATE TABLE IF NOT EXISTS events (
@@ -23,9 +25,7 @@ CREATE TABLE IF NOT EXISTS events (
   time TEXT NOT NULL,
   record TEXT NOT NULL
 );
--- eventsSince: the events of a name from a time on.
 CREATE INDEX IF NOT EXISTS events_by_name ON events (name, time);
--- The prune: the events past their retention, oldest first.
 CREATE INDEX IF NOT EXISTS events_by_time ON events (time);
 `
 

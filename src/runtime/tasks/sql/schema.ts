@@ -20,11 +20,15 @@ export interface TablesOptions {
   timerDueAt: boolean
 }
 
-// `CREATE … IF NOT EXISTS`: a Durable Object runs this on every wake.
+// `CREATE … IF NOT EXISTS`: a Durable Object runs this on every wake. The
+// notes on the statements stay out of the SQL text, which every worker
+// bundle carries:
+// - `seq` is the rowid: creation order, which listRuns walks newest first.
+// - `finished_seq` orders runs by when they finished (eviction order) and is
+//   NULL while a run is live, so live runs are never evicted.
+// - `runs_by_key`: keys are scoped to their task and held as long as their
+//   run is retained.
 const RUNS = `
--- seq is the rowid: creation order, which listRuns walks newest first.
--- finished_seq orders runs by when they finished (eviction order) and is
--- NULL while a run is live, so live runs are never evicted.
 CREATE TABLE IF NOT EXISTS runs (
   seq INTEGER PRIMARY KEY,
   id TEXT NOT NULL UNIQUE,
@@ -37,7 +41,6 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_by_task ON runs (task_name, seq);
 CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, seq);
 CREATE INDEX IF NOT EXISTS runs_by_finish ON runs (finished_seq) WHERE finished_seq IS NOT NULL;
--- Keys are scoped to their task and held as long as their run is retained.
 CREATE UNIQUE INDEX IF NOT EXISTS runs_by_key ON runs (task_name, idempotency_key) WHERE idempotency_key IS NOT NULL;
 `
 
