@@ -41,7 +41,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<BuildResult>
   const scan = await scanApp({ root })
   // Throws a ManifestError carrying every config error, not only the first.
   assertNoConfigErrors(scan)
-  writeTaskTypes(root, scan.routes)
+  writeTaskTypes(root, scan.routes, scan.events)
 
   const warnings: string[] = []
   const excluded = target.hot ? [] : scan.routes.filter((route) => route.kind === 'hot')
@@ -83,7 +83,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<BuildResult>
     routes,
     pages,
     crons: [...new Set(routes.flatMap((route) => (route.kind === 'task' && route.schedule ? [route.schedule] : [])))],
-    appSource: appSource(root, routes, pages),
+    appSource: appSource(root, routes, pages, scan.events),
     async bundle(source, outFile) {
       await mkdir(dirname(outFile), { recursive: true })
       await bundle({

@@ -1,13 +1,15 @@
 import { join } from 'node:path'
 import type { ManifestPage, ManifestRoute } from '../types.ts'
+import type { ManifestEvents } from '../manifest/events-file.ts'
 
 /**
  * The source of a generated entry's first half: one static import per route
- * and page module, and `const app = { routes, pages, cache }` pairing each
- * manifest entry with its module. Static imports let the bundler see (and
+ * and page module, and `const app = { routes, pages, events, cache }`
+ * pairing each manifest entry with its module, and the `events` export of
+ * the app's event schemas (`src/events.ts`) when it has them. Static imports let the bundler see (and
  * tree-shake) the whole app; the target appends the line that serves `app`.
  */
-export function appSource(root: string, routes: ManifestRoute[], pages: ManifestPage[]): string {
+export function appSource(root: string, routes: ManifestRoute[], pages: ManifestPage[], events?: ManifestEvents): string {
   const lines: string[] = []
   const routeItems = routes.map((route, i) => {
     lines.push(`import * as route${i} from ${JSON.stringify(join(root, route.file))}`)
@@ -18,12 +20,14 @@ export function appSource(root: string, routes: ManifestRoute[], pages: Manifest
     const { path, file, mode, revalidate, tags } = page
     return `  { ...${JSON.stringify({ path, file, mode, revalidate, tags })}, module: page${i} },`
   })
+  if (events) lines.push(`import { events as appEvents } from ${JSON.stringify(join(root, events.file))}`)
   const cache = pages.some((page) => page.mode === 'hybrid') ? `{ store: 'memory' }` : 'undefined'
   return [
     ...lines,
     `const app = {`,
     `  routes: [\n${routeItems.join('\n')}\n  ],`,
     `  pages: [\n${pageItems.join('\n')}\n  ],`,
+    ...(events ? ['  events: appEvents,'] : []),
     `  cache: ${cache},`,
     `}`,
     '',

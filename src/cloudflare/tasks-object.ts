@@ -12,6 +12,7 @@
  */
 import type { Logger, RunRecord, RuntimeApiRoute, TaskRuntime } from '../types.ts'
 import { fireCron } from '../runtime/cron.ts'
+import type { EventSchemas } from '../runtime/events/schemas.ts'
 import { stringBindings } from '../runtime/env.ts'
 import { setActiveTaskRuntime } from '../runtime/tasks/active.ts'
 import { createCoreRuntime } from '../runtime/tasks/runtime.ts'
@@ -30,6 +31,8 @@ export interface DurableObjectStateLike {
 export interface TasksObjectApp {
   /** The app's API routes; the task routes among them run in the object. */
   routes: readonly RuntimeApiRoute[]
+  /** The app's event schemas (the `events` export of `src/events.ts`), which check the events sent to the object. */
+  events?: EventSchemas
 }
 
 export interface TasksObjectOptions {
@@ -89,7 +92,7 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
       })
       this.#clock = new AlarmClock(state.storage, store, logger)
       // The object alone holds its store: no claims of shared work.
-      this.#runtime = createCoreRuntime({ routes: app.routes, store, logger, env: stringBindings(env) })
+      this.#runtime = createCoreRuntime({ routes: app.routes, events: app.events, store, logger, env: stringBindings(env) })
       // enqueue() and completeToken() in task code go through the object's
       // stub, as they do in the worker: an isolate may host both, and each
       // must reach the object the same way.

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { ManifestPage, ManifestRoute, PageModule, RouteModule, RuntimeApiRoute, RuntimePage } from '../types.ts'
 import { createAppImporter, forgetAppModules } from '../node/loaders.ts'
+import type { EventSchemas } from '../runtime/events/schemas.ts'
 
 interface Loaded {
   hash: string
@@ -12,6 +13,8 @@ interface Loaded {
 export interface LoadResult {
   routes: RuntimeApiRoute[]
   pages: RuntimePage[]
+  /** The `events` export of the app's event schemas file, when it has one. */
+  events?: EventSchemas
   /** Files whose module was (re)imported by this load. */
   reloaded: string[]
   /** Files that failed to import; their previous version, if any, stays. */
@@ -34,7 +37,7 @@ export class AppModules {
   }
 
   async load(
-    scanned: { routes: ManifestRoute[]; pages: ManifestPage[] },
+    scanned: { routes: ManifestRoute[]; pages: ManifestPage[]; eventsFile?: string },
     options: { broken?: Set<string>; reimportAll?: boolean } = {},
   ): Promise<LoadResult> {
     const importer = createAppImporter(this.root)
@@ -84,10 +87,11 @@ export class AppModules {
       const module = await resolveModule<PageModule>(page.file)
       if (module) pages.push({ ...page, module })
     }
+    const events = scanned.eventsFile ? (await resolveModule<{ events?: EventSchemas }>(scanned.eventsFile))?.events : undefined
     const gone = [...this.#loaded.keys()].filter((file) => !seen.has(file))
     for (const file of gone) this.#loaded.delete(file)
     forgetAppModules(this.root, gone)
-    return { routes, pages, reloaded, failed }
+    return { routes, pages, events, reloaded, failed }
   }
 
   /** Whether `file` (relative to the root) is a route or page this set has loaded. */

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { compareUrlPaths, scanApp } from '../manifest.ts'
+import { EVENTS_FILES } from '../manifest/events-file.ts'
 import { refreshTaskTypes } from '../manifest/task-types.ts'
 import type { ConfigError } from '../manifest.ts'
 import { startSvcServer } from '../node/server.ts'
@@ -91,7 +92,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     const broken = new Set(scan.errors.map((error) => error.file))
     const routes = withLastGood(scan.routes, app.routes, broken)
     const pages = withLastGood(scan.pages, app.pages, broken)
-    refreshTaskTypes(root, routes, logger)
+    refreshTaskTypes(root, routes, scan.events, logger)
     const appFiles = new Set([...routes, ...pages].map((entry) => entry.file))
     // A change to anything that is not a route or page (a shared helper) may
     // affect any module. A route or page loaded before and gone now (deleted,
@@ -99,7 +100,9 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     // is a folder, or a file no module can import (an editor's backup or swap file).
     const reimportAll =
       changedFiles?.some((file) => IMPORTABLE.test(file) && !appFiles.has(`src/${file}`) && !modules.has(`src/${file}`)) ?? false
-    const result = await modules.load({ routes, pages }, { broken, reimportAll })
+    // Broken event schemas keep serving their last good version, as routes do.
+    const eventsFile = scan.events?.file ?? EVENTS_FILES.find((file) => broken.has(file))
+    const result = await modules.load({ routes, pages, eventsFile }, { broken, reimportAll })
     for (const failure of result.failed) logger.error(`${failure.file}: ${failure.message}`)
     return result
   }
@@ -114,6 +117,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
       store: opened.store,
       apiRoutes: first.routes,
       pages: first.pages,
+      events: first.events,
       port: options.port ?? 3000,
       host: options.host ?? 'localhost',
       env,
@@ -140,7 +144,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
           .filter((route) => route.module.websocket !== undefined && current.get(route.path)?.module !== route.module)
           .map((route) => route.path),
       )
-      await server.reload({ apiRoutes: result.routes, pages: result.pages })
+      await server.reload({ apiRoutes: result.routes, pages: result.pages, events: result.events })
       app = { routes: result.routes, pages: result.pages }
       if (stale.size) server.closeWebSockets(RELOAD_CLOSE_CODE, 'Route reloaded', (path) => stale.has(path))
       if (result.reloaded.length) logger.info(`[svc] reloaded ${result.reloaded.join(', ')}`)

@@ -1,5 +1,5 @@
 /**
- * Scans one route or page file: parse, read the static config, normalize it,
+ * Scans one route, page or event schemas file: parse, read the static config, normalize it,
  * detect signals and advise. Pure over (path, text): the dev server re-runs it
  * on each change, and `scanApp` runs it for every file.
  */
@@ -9,6 +9,7 @@ import { adviseRoute } from './advisor.ts'
 import type { Node } from './ast.ts'
 import { ConfigError, compareConfigErrors } from './errors.ts'
 import { type Locator, createLocator } from './location.ts'
+import { type ManifestEvents, readEventSchemaNames } from './events-file.ts'
 import { readExports } from './module-exports.ts'
 import { readPageConfig } from './page.ts'
 import { SOURCE_LANG, readSource } from './parse.ts'
@@ -150,6 +151,18 @@ export async function scanPageSource(file: string, text: string): Promise<FileSc
     ...readPageConfig(readExports(program, source), source, ctx.report),
   }))
   return { value: page, errors: ctx.errors.sort(compareConfigErrors) }
+}
+
+/** Scans an app's event schemas (`events-file.ts`): `file` is relative to the app root. */
+export async function scanEventsSource(file: string, text: string): Promise<FileScan<ManifestEvents>> {
+  const source = withoutBom(text)
+  const ctx = createContext(file, source)
+  const outcome = await readSource(source, file, SOURCE_LANG[sourceExtension(file) ?? '.ts'], (program) =>
+    readEventSchemaNames(readExports(program, source), ctx.report),
+  )
+  if (!outcome.ok) ctx.at(outcome.offset, outcome.message)
+  const names = outcome.ok ? outcome.value : []
+  return { value: ctx.errors.length === 0 ? { file, names } : null, errors: ctx.errors.sort(compareConfigErrors) }
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import type { ManifestPage } from './types.ts'
 import { ConfigError, compareConfigErrors } from './errors.ts'
+import { EVENTS_FILES } from './events-file.ts'
 import { API_DIR, PAGES_DIR, compareUrlPaths, isSourceFile } from './paths.ts'
 import { openScanCache, scannerFingerprint } from './scan-cache.ts'
 import type { FileScan } from './scan-file.ts'
@@ -14,7 +15,7 @@ import { listSourceFiles } from './walk.ts'
 // From process.getBuiltinModule() rather than `import`, which would load
 // fs.promises and some thirty built-ins behind it at the start of every
 // command that scans (see bin/svc.mjs).
-const { readFileSync } = process.getBuiltinModule('node:fs')
+const { existsSync, readFileSync } = process.getBuiltinModule('node:fs')
 const { isAbsolute, relative, resolve, sep } = process.getBuiltinModule('node:path')
 
 /**
@@ -57,7 +58,15 @@ export async function scanApp(options: ScanOptions): Promise<ScanResult> {
     pageScans.push(await scanOne(`${PAGES_DIR}/${name}`, async (file, text) => (await scanner()).scanPageSource(file, text)))
   }
 
-  const errors: ConfigError[] = []
+  const eventFiles = EVENTS_FILES.filter((file) => existsSync(`${root}/${file}`))
+  const eventsScan = eventFiles[0]
+    ? await scanOne(eventFiles[0], async (file, text) => (await scanner()).scanEventsSource(file, text))
+    : undefined
+
+  const errors: ConfigError[] = [...(eventsScan?.errors ?? [])]
+  if (eventFiles.length > 1) {
+    errors.push(new ConfigError(eventFiles[1], 1, 1, `event schemas are declared by both ${eventFiles.join(' and ')}; keep one of them`))
+  }
   const routes: ScannedRoute[] = []
   const pages: ManifestPage[] = []
   for (const scan of routeScans) {
@@ -73,7 +82,7 @@ export async function scanApp(options: ScanOptions): Promise<ScanResult> {
     compareUrlPaths(a.path, b.path) || (a.file < b.file ? -1 : a.file > b.file ? 1 : 0)
   routes.sort(byPath)
   pages.sort(byPath)
-  cache?.save([...routes, ...pages].map((item) => item.file))
+  cache?.save([...routes, ...pages, ...(eventsScan?.value ? [eventsScan.value] : [])].map((item) => item.file))
   errors.push(...findDuplicates(routes, (r) => r.path, 'URL', urlShape), ...findDuplicates(pages, (p) => p.path, 'URL', urlShape))
   errors.push(
     ...findDuplicates(
@@ -83,7 +92,9 @@ export async function scanApp(options: ScanOptions): Promise<ScanResult> {
     ),
   )
   errors.sort(compareConfigErrors)
-  return { root, routes, pages, errors }
+  const result: ScanResult = { root, routes, pages, errors }
+  if (eventsScan?.value) result.events = eventsScan.value
+  return result
 }
 
 /** `options.cache`, else `SVC_SCAN_CACHE=1` turns the cache on (the CLI sets it unless it is 0). */

@@ -7,6 +7,7 @@
 import type { ManifestPage, ManifestRoute, ResolvedCompute, Provider, Confidence } from '../runtime/types/manifest.ts'
 import type { FunctionMemory, RouteKind } from '../runtime/types/routes.ts'
 import type { ConfigError } from './errors.ts'
+import type { ManifestEvents } from './events-file.ts'
 
 export type { Confidence, ManifestPage, ManifestRoute, Provider, ResolvedCompute }
 
@@ -68,6 +69,8 @@ export interface ScanResult {
   pages: ManifestPage[]
   /** Every config error in every file, sorted by file and position. Empty when the app is valid. */
   errors: ConfigError[]
+  /** The app's event schemas (`src/events.ts`), when it declares them and they scan clean. */
+  events?: ManifestEvents
 }
 
 export interface ScanFileOptions {

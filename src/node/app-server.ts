@@ -102,6 +102,7 @@ export async function openAppServer(options: SvcServerOptions, { where, response
     runtime: options.runtime,
     create: {
       routes: options.apiRoutes,
+      events: options.events,
       store: options.store ?? opened?.store,
       closeStore: opened?.close,
       maxPayloadBytes: options.maxPayloadBytes,
@@ -114,7 +115,7 @@ export async function openAppServer(options: SvcServerOptions, { where, response
   const staticFiles = options.staticDirs ? createStaticHandler(options.staticDirs, logger) : undefined
   let closing: Promise<void> | undefined
   const app = createReloadableHandler(
-    { apiRoutes: options.apiRoutes, pages: options.pages },
+    { apiRoutes: options.apiRoutes, pages: options.pages, events: options.events },
     {
       lifecycle,
       closing: () => closing !== undefined,

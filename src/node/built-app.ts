@@ -13,6 +13,8 @@ import { storeFromEnv } from './store-url.ts'
 export interface BuiltApp {
   routes: RuntimeApiRoute[]
   pages: RuntimePage[]
+  /** The `events` export of the app's `src/events.ts`, when it has one. */
+  events?: SvcServerOptions['events']
   cache?: SvcServerOptions['cache']
   staticDirs?: string[]
 }
@@ -51,6 +53,7 @@ export async function serveBuiltApp<S extends RunningServer>(
     server = await start({
       apiRoutes: app.routes,
       pages: app.pages,
+      events: app.events,
       cache: app.cache,
       staticDirs: app.staticDirs,
       port,

@@ -6,6 +6,7 @@
  * only when the server created it, with the store when the server opened it.
  */
 import { isEnabled } from '../runtime/env.ts'
+import type { EventSchemas } from '../runtime/events/schemas.ts'
 import { createTaskRuntime, getActiveTaskRuntime, setActiveTaskRuntime } from '../runtime/tasks/index.ts'
 import { DISABLE_CRON_ENV } from '../runtime/tasks/scheduler.ts'
 import type { Logger, RuntimeApiRoute, TaskRuntime } from '../types.ts'
@@ -17,7 +18,13 @@ export interface RuntimeLifecycleOptions {
    * What a runtime the server creates is built from; `closeStore` closes a
    * store the server opened itself (from `SVC_STORE_URL`), after the runtime.
    */
-  create: { routes: RuntimeApiRoute[]; store?: TaskRuntime['store']; closeStore?: () => Promise<void>; maxPayloadBytes?: number }
+  create: {
+    routes: RuntimeApiRoute[]
+    events?: EventSchemas
+    store?: TaskRuntime['store']
+    closeStore?: () => Promise<void>
+    maxPayloadBytes?: number
+  }
   env: Record<string, string | undefined>
   logger: Logger
   /** Keeps work alive until shutdown (the drain of a replaced runtime). */
@@ -36,7 +43,7 @@ export interface RuntimeLifecycle {
    * server created the current one, else the caller's own, unchanged (its
    * tasks are theirs to change). Nothing runs until `adopt()`.
    */
-  successor(routes: RuntimeApiRoute[]): TaskRuntime
+  successor(routes: RuntimeApiRoute[], events?: EventSchemas): TaskRuntime
   /**
    * Serves `next` from now on. Attempts in flight finish on the old runtime;
    * both share the store, so `next` then re-arms the waits the old one held.
@@ -53,9 +60,9 @@ export function createRuntimeLifecycle(options: RuntimeLifecycleOptions): Runtim
   const { env, logger } = options
   const owned = options.runtime === undefined
   const { maxPayloadBytes } = options.create
-  const build = (routes: RuntimeApiRoute[], store: TaskRuntime['store'] | undefined) =>
-    createTaskRuntime({ routes, store, env, logger, maxPayloadBytes })
-  let runtime: TaskRuntime = options.runtime ?? build(options.create.routes, options.create.store)
+  const build = (routes: RuntimeApiRoute[], events: EventSchemas | undefined, store: TaskRuntime['store'] | undefined) =>
+    createTaskRuntime({ routes, events, store, env, logger, maxPayloadBytes })
+  let runtime: TaskRuntime = options.runtime ?? build(options.create.routes, options.create.events, options.create.store)
   const cronDisabled = isEnabled(env[DISABLE_CRON_ENV])
 
   return {
@@ -71,8 +78,8 @@ export function createRuntimeLifecycle(options: RuntimeLifecycleOptions): Runtim
         runtime.startScheduler()
       }
     },
-    successor(routes) {
-      return owned ? build(routes, runtime.store) : runtime
+    successor(routes, events) {
+      return owned ? build(routes, events, runtime.store) : runtime
     },
     adopt(next) {
       if (next === runtime) return

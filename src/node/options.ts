@@ -6,6 +6,7 @@ import type { RunStore } from '../runtime/tasks/index.ts'
 import { checkRunEvents, type RunEventsOptions } from '../runtime/admin/streams.ts'
 import { dashboardProblem } from '../runtime/dashboard/access.ts'
 import { describe } from '../runtime/describe.ts'
+import type { EventSchemas } from '../runtime/events/schemas.ts'
 import { checkMaxPayloadBytes } from '../runtime/tasks/payload-limit.ts'
 import type { GlobalHooks, Logger, RuntimeApiRoute, RuntimePage, TaskRuntime } from '../types.ts'
 
@@ -43,6 +44,11 @@ export interface SvcServerOptions {
    * time; static and client pages are served from `staticDirs`.
    */
   pages: RuntimePage[]
+  /**
+   * The app's event schemas (the `events` export of `src/events.ts`) for
+   * the runtime the server creates; see `TaskRuntimeOptions.events`.
+   */
+  events?: EventSchemas
   /**
    * Port to listen on; `0` picks an ephemeral port (read it from `port`).
    * @default 3000
@@ -183,7 +189,7 @@ export interface SvcServer extends RunningServer {
    * runtime the server created is replaced by one built from the new task
    * routes over the same run store; in-flight attempts finish on the old one.
    */
-  reload(app: { apiRoutes: RuntimeApiRoute[]; pages: RuntimePage[] }): Promise<void>
+  reload(app: { apiRoutes: RuntimeApiRoute[]; pages: RuntimePage[]; events?: EventSchemas }): Promise<void>
 }
 
 export function checkServerOptions(options: SvcServerOptions, where: string): void {

@@ -9,10 +9,12 @@ import type { SvcHandler } from '../runtime/handler.ts'
 import { checkServerOptions, type SvcServerOptions } from './options.ts'
 import type { RuntimeLifecycle } from './lifecycle.ts'
 import type { RuntimeApiRoute, RuntimePage, TaskRuntime } from '../types.ts'
+import type { EventSchemas } from '../runtime/events/schemas.ts'
 
 export interface ReloadableApp {
   apiRoutes: RuntimeApiRoute[]
   pages: RuntimePage[]
+  events?: EventSchemas
 }
 
 export interface ReloadableHandler {
@@ -40,7 +42,7 @@ export function createReloadableHandler(app: ReloadableApp, options: ReloadableH
     async reload(next) {
       if (options.closing()) throw new Error('reload(): the server is closing')
       checkServerOptions({ apiRoutes: next?.apiRoutes, pages: next?.pages } as SvcServerOptions, 'reload()')
-      const runtime = lifecycle.successor(next.apiRoutes)
+      const runtime = lifecycle.successor(next.apiRoutes, next.events)
       current = build(next, runtime)
       lifecycle.adopt(runtime)
     },

@@ -28,10 +28,17 @@ import type { CronClock } from './tasks/cron-clock.ts'
 import { createCoreRuntime } from './tasks/runtime.ts'
 import { checkMaxPayloadBytes } from './tasks/payload-limit.ts'
 import { describe } from './describe.ts'
+import type { EventSchemas } from './events/schemas.ts'
 
 export interface SvcHandlerOptions {
   /** API routes with loaded modules; task routes feed the task runtime. */
   routes: readonly RuntimeApiRoute[]
+  /**
+   * The app's event schemas (the `events` export of `src/events.ts`), for
+   * the task runtime this handler makes; see `TaskRuntimeOptions.events`.
+   * Ignored with `runtime`, which has its own.
+   */
+  events?: EventSchemas
   /**
    * Pages with loaded modules. Server and hybrid pages render here; static
    * and client pages are left to the host's static files.
@@ -218,6 +225,7 @@ export function createCoreHandler(options: SvcHandlerOptions, parts: HostParts =
       logger,
       cron: options.cron,
       maxPayloadBytes: checkMaxPayloadBytes(options.maxPayloadBytes, where),
+      events: options.events,
     })
   if (typeof runtime?.trigger !== 'function' || typeof runtime.getRun !== 'function') {
     throw new TypeError(`${where}: runtime must be a TaskRuntime, such as createTaskRuntime() returns (got ${describe(runtime)})`)

@@ -6,6 +6,7 @@
  * the runtime.
  */
 export type * from './types/events.ts'
+export type * from './types/event-registry.ts'
 export type * from './types/http.ts'
 export type * from './types/logger.ts'
 export type * from './types/manifest.ts'

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -123,6 +123,27 @@ describe('svc dev', () => {
     })
     again.close()
     expect(reply).toBe('v2:new')
+  })
+
+  it('checks events against src/events.ts, and picks up a change to it on reload', async () => {
+    const schema = (field: string) =>
+      `export const events = { 'order.paid': { '~standard': { version: 1, vendor: 't', validate: (v: any) => typeof v?.${field} === 'string' ? { value: v } : { issues: [{ message: '${field} must be a string', path: ['${field}'] }] } } } }\n`
+    await write(root, 'src/events.ts', schema('orderId'))
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: recordingLogger(), watch: false })
+    const send = (data: unknown) =>
+      fetch(`${dev!.url}/__events/order.paid`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(data),
+      })
+    expect((await send({ orderId: 'o-1' })).status).toBe(202)
+    expect(await (await send({ ref: 'r-1' })).json()).toMatchObject({ code: 'VALIDATION_FAILED', details: [{ path: ['orderId'] }] })
+    await write(root, 'src/events.ts', schema('ref'))
+    await dev.reload(['events.ts'])
+    expect((await send({ ref: 'r-1' })).status).toBe(202)
+    expect((await send({ orderId: 'o-1' })).status).toBe(400)
+    // The types know the event too.
+    expect(await readFile(join(root, '.svc/types.d.ts'), 'utf8')).toContain('"order.paid": {')
   })
 
   it('opens the task admin surface to localhost without a secret', async () => {

@@ -174,6 +174,24 @@ export function targetContract(driver: TargetDriver): void {
       expect(await res.json()).toMatchObject({ code: 'VALIDATION_FAILED', details: [{ path: ['n'], message: 'n must be a number' }] })
     })
 
+    it("checks an event's data against the app's schema in src/events.ts: 400 VALIDATION_FAILED, else the run gets what the schema outputs", async () => {
+      const bad = await admin('/__events/order.paid', json({ orderId: 7 }))
+      expect(bad.status).toBe(400)
+      expect(await bad.json()).toMatchObject({
+        code: 'VALIDATION_FAILED',
+        details: [{ path: ['orderId'], message: 'orderId must be a string' }],
+      })
+      const res = await admin('/__events/order.paid', json({ orderId: 'o-1' }))
+      expect(res.status).toBe(202)
+      const sent = (await res.json()) as { runs: Array<{ id: string; taskName: string }> }
+      expect(sent.runs.map((run) => run.taskName)).toEqual(['jobs.paid'])
+      expect(await pollRun((id) => admin(`/__tasks/${id}`), sent.runs[0].id)).toMatchObject({
+        status: 'completed',
+        trigger: 'event',
+        result: { orderId: 'o-1', checked: true },
+      })
+    })
+
     it('lists the tasks with their schedules on GET /__tasks', async () => {
       const res = await admin('/__tasks')
       expect(res.status).toBe(200)
@@ -183,6 +201,7 @@ export function targetContract(driver: TargetDriver): void {
         'jobs.fail',
         'jobs.import',
         'jobs.nap',
+        'jobs.paid',
         'jobs.report',
         'jobs.slow',
         'jobs.tick',

@@ -55,14 +55,23 @@ describe('svc types', () => {
     const first = await svc(['types', '--root', root])
     expect(first.stderr).toBe('')
     expect(first.code).toBe(0)
-    expect(first.stdout).toMatch(/^Wrote .*\.svc\/types\.d\.ts \(5 tasks\)\n$/)
+    expect(first.stdout).toMatch(/^Wrote .*\.svc\/types\.d\.ts \(6 tasks, 3 events\)\n$/)
     const text = readFileSync(join(root, '.svc/types.d.ts'), 'utf8')
     expect(text).toContain("declare module 'svc' {")
     for (const name of ['double', 'email', 'ping', 'report', 'tag']) {
       expect(text).toContain(`"jobs.${name}": {\n      input: TaskModuleInput<typeof import("../src/api/jobs/${name}.ts")>`)
     }
+    // A task on an event, without an input schema, takes the event's data.
+    expect(text).toContain(
+      `"jobs.receipt": {\n      input: TaskModuleInput<typeof import("../src/api/jobs/receipt.ts"), ReceivedEventData<"order.paid">>`,
+    )
+    for (const name of ['order.paid', 'order/refunded', 'cache.cleared']) {
+      expect(text).toContain(
+        `${JSON.stringify(name)}: {\n      data: EventModuleData<typeof import("../src/events.ts"), ${JSON.stringify(name)}>`,
+      )
+    }
     const again = await svc(['types', '--root', root])
-    expect(again.stdout).toMatch(/^Up to date: .*\(5 tasks\)\n$/)
+    expect(again.stdout).toMatch(/^Up to date: .*\(6 tasks, 3 events\)\n$/)
   })
 
   it('fails on config errors, as every command that scans does', async () => {

@@ -47,6 +47,7 @@ import { LIVE_STATUSES, type RunStore, type SharedWork } from './store.ts'
 import { RunWaiters } from './wait-for-run.ts'
 import { Waitpoints } from './waitpoints.ts'
 import { EventStarts, type EventTrigger } from './event-starts.ts'
+import type { EventSchemas } from '../events/schemas.ts'
 import type { EventInput, SentEvent } from '../types/events.ts'
 
 export class TaskEngine {
@@ -75,6 +76,8 @@ export class TaskEngine {
     unrefTimers: boolean
     /** @default DEFAULT_MAX_PAYLOAD_BYTES */
     maxPayloadBytes?: number
+    /** The app's event schemas, which check the data of the events sent through this engine. */
+    eventSchemas?: EventSchemas
     /** The claims of the work on a store several processes share; required with such a store. */
     sharedWork?: new (
       options: SharedWorkClaimsOptions,
@@ -136,6 +139,7 @@ export class TaskEngine {
     this.#scheduled = new ScheduledRuns({ store, logger, shared, trigger: (name) => this.trigger(name, undefined, { trigger: 'cron' }) })
     this.#events = new EventStarts({
       tasks,
+      schemas: options.eventSchemas,
       maxPayloadBytes,
       start: (def, input, { idempotencyKey, event }) =>
         this.#create(def, input, { delaySeconds: 0, trigger: 'event', idempotencyKey, event }),

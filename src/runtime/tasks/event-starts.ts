@@ -18,6 +18,7 @@ import { describe } from '../describe.ts'
 import { validateTaskInput } from '../schema.ts'
 import { errorMessage } from '../errors.ts'
 import { eventIdProblem, eventNameProblem } from '../events/rules.ts'
+import { type EventSchemas, eventData } from '../events/schemas.ts'
 
 /** The idempotency key of the run event `id` starts, per task. */
 export function eventRunKey(id: string): string {
@@ -35,6 +36,8 @@ export interface EventTrigger {
 
 export interface EventStartsOptions {
   tasks: ReadonlyMap<string, TaskDefinition>
+  /** The app's event schemas (`src/events.ts`), which check the data of the names they have. */
+  schemas?: EventSchemas
   maxPayloadBytes: number
   /** Records and starts a run of `def` with an input already validated. */
   start(def: TaskDefinition, input: unknown, trigger: EventTrigger): Promise<RunRecord>
@@ -75,16 +78,23 @@ export class EventStarts {
   }
 
   /**
-   * Checks every event first (a bad one throws a `TypeError` or
-   * `RangeError` naming it, and none is sent), then starts the runs of
-   * each, event by event.
+   * Checks every event first (a bad one throws a `TypeError`, a
+   * `RangeError` or, for data its schema refuses, a `ValidationError`
+   * naming it, and none is sent), then starts the runs of each, event by
+   * event.
    */
   async send(events: readonly EventInput[], call: string): Promise<SentEvent[]> {
     if (!Array.isArray(events)) throw new TypeError(`${call}: events must be an array of { name, data?, id? } (got ${describe(events)})`)
     if (events.length > MAX_EVENTS_PER_SEND) {
       throw new RangeError(`${call}: at most ${MAX_EVENTS_PER_SEND} events go in one send (got ${events.length}); send them in batches`)
     }
-    const checked = events.map((event, i) => this.#check(event, events.length === 1 ? call : `${call}: event ${i}`))
+    const where = (i: number) => (events.length === 1 ? call : `${call}: event ${i}`)
+    const checked = events.map((event, i) => this.#check(event, where(i)))
+    // Then the data, as the app's schema for the name outputs it.
+    for (const [i, event] of checked.entries()) {
+      event.data = await eventData(this.#options.schemas, event.name, event.data, where(i))
+      this.#checkSize(event, where(i))
+    }
     const sent: SentEvent[] = []
     for (const event of checked) sent.push(await this.#start(event))
     return sent
@@ -97,13 +107,16 @@ export class EventStarts {
     const { name, data, id = crypto.randomUUID() } = event
     const problem = eventNameProblem(name) ?? eventIdProblem(id)
     if (problem) throw new TypeError(`${where}: ${problem}`)
+    return { id, name, data }
+  }
+
+  #checkSize({ name, data }: CheckedEvent, where: string): void {
     assertPayload(
       data,
       this.#options.maxPayloadBytes,
       `${where}: the data of event "${name}" cannot be stored as JSON`,
       `The data of event "${name}" is`,
     )
-    return { id, name, data }
   }
 
   /**

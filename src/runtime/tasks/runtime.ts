@@ -10,6 +10,7 @@ import type { Logger, RuntimeApiRoute, TaskRuntime, TaskSummary, TriggerOptions 
 import { getActiveTaskRuntime, setActiveTaskRuntime } from './active.ts'
 import { defineTasks } from './definitions.ts'
 import { TaskEngine } from './engine.ts'
+import { checkEventSchemas, type EventSchemas } from '../events/schemas.ts'
 import { SharedWorkClaims } from './shared-work.ts'
 import { limitsStarts } from './flow.ts'
 import { processEnv } from '../env.ts'
@@ -77,6 +78,13 @@ export interface TaskRuntimeOptions {
    * @default false
    */
   unrefTimers?: boolean
+  /**
+   * The app's event schemas, event name → Standard Schema (the `events`
+   * export of `src/events.ts`): `sendEvent` and `POST /__events` check the
+   * data of each event whose name has one (docs/events.md "Typed events").
+   * @default none: event data is checked against no schema
+   */
+  events?: EventSchemas
 }
 
 /**
@@ -110,7 +118,8 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
     throw new TypeError(`createTaskRuntime(): cron must be a cron clock such as cronerClock (got ${describe(clock)})`)
   }
   const tasks = defineTasks(options.routes, clock)
-  const engine = new TaskEngine({ store, tasks, logger, unrefTimers: unref, maxPayloadBytes, sharedWork })
+  checkEventSchemas(options.events, 'createTaskRuntime()')
+  const engine = new TaskEngine({ store, tasks, logger, unrefTimers: unref, maxPayloadBytes, sharedWork, eventSchemas: options.events })
   const scheduler = new TaskScheduler({ tasks, logger, clock, unref, fire: (name, tick) => engine.fireScheduled(name, tick) })
 
   const runtime: TaskRuntime = {

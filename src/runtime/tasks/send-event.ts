@@ -8,13 +8,16 @@ import { getActiveTaskRuntime } from './active.ts'
 import { sendEventsOverHttp } from './client.ts'
 import { describe } from '../describe.ts'
 import type { EventInput, SendEventOptions, SentEvent } from '../types/events.ts'
+import type { EventDataArgs, EventNameArg, TypedEventInput } from '../types/event-registry.ts'
 
 /**
  * Sends event `name` with `data`: starts one run of every task whose `on`
  * names it, and resolves to `{ id, name, runs }`. An `id` sent before is
  * the same event: it starts nothing more and answers with the runs it
- * started. See `TaskRuntime.sendEvent`.
+ * started. See `TaskRuntime.sendEvent`. With the app's event schemas
+ * typed (`svc types`), a declared name takes data of its schema's type.
  */
+export function sendEvent<N extends string>(name: EventNameArg<N>, ...args: EventDataArgs<N, SendEventOptions>): Promise<SentEvent>
 export async function sendEvent(name: string, data?: unknown, options?: SendEventOptions): Promise<SentEvent> {
   const runtime = getActiveTaskRuntime()
   if (runtime) return runtime.sendEvent(name, data, options)
@@ -27,8 +30,8 @@ export async function sendEvent(name: string, data?: unknown, options?: SendEven
 }
 
 /** Sends up to 100 events, each as `sendEvent` does; every event is checked before any is sent. */
-export async function sendEvents(events: readonly EventInput[]): Promise<SentEvent[]> {
+export async function sendEvents(events: readonly TypedEventInput[]): Promise<SentEvent[]> {
   const runtime = getActiveTaskRuntime()
-  if (runtime) return runtime.sendEvents(events)
-  return sendEventsOverHttp(events, 'sendEvents()')
+  if (runtime) return runtime.sendEvents(events as readonly EventInput[])
+  return sendEventsOverHttp(events as readonly EventInput[], 'sendEvents()')
 }

@@ -5,7 +5,7 @@ import type { StandardSchemaV1 } from '@standard-schema/spec'
 export type SchemaLike<T = unknown> = StandardSchemaV1<unknown, T>
 
 /** Where a validation issue was found. */
-export type ValidationTarget = 'body' | 'query' | 'params' | 'headers' | 'input'
+export type ValidationTarget = 'body' | 'query' | 'params' | 'headers' | 'input' | 'data'
 
 /** Schemas for each part of a request; built with `defineSchema`. */
 export interface SchemaDefinition {

@@ -1,6 +1,7 @@
 /** What a task's handler is given: `ctx`, and the durable steps of `ctx.step`. */
 import type { EnqueueOptions } from './runs.ts'
 import type { TaskNameArg, TaskPayloadArgs, TaskResult } from './task-registry.ts'
+import type { EventNameArg, ReceivedEventData } from './event-registry.ts'
 
 /** The argument of a task's `POST(ctx)` handler. */
 export interface TaskContext<Input = unknown> {
@@ -46,13 +47,15 @@ export interface StepApi {
    * time), or to `{ timedOut: true }` after `timeoutSeconds`. An event sent
    * up to `lookbackSeconds` before the wait began (default 0, at most a
    * day) also meets it, so an event sent just before the wait is not lost
-   * (docs/events.md).
+   * (docs/events.md). With the app's event schemas typed (`svc types`), the
+   * data of a declared name has its schema's output type; `T` says
+   * otherwise.
    */
-  waitForEvent<T = unknown>(
+  waitForEvent<T = never, N extends string = string>(
     key: string,
-    name: string,
+    name: EventNameArg<N>,
     opts?: WaitForEventOptions,
-  ): Promise<{ event: ReceivedEvent<T> } | { timedOut: true }>
+  ): Promise<{ event: ReceivedEvent<[T] extends [never] ? ReceivedEventData<N> : T> } | { timedOut: true }>
 }
 
 /** Options of `ctx.step.waitForEvent`. */

@@ -43,10 +43,10 @@ export type TaskPayloadArgs<N extends string, Options> =
 
 /**
  * The type a task's `input` export accepts (`StandardSchemaV1.InferInput`,
- * or the `body` schema of a `defineSchema()` object); `unknown` without one.
+ * or the `body` schema of a `defineSchema()` object); `Fallback` without one.
  * `M` is the module's type: `typeof import('./src/api/jobs/notify.ts')`.
  */
-export type TaskModuleInput<M> = M extends { input: infer Schema } ? SchemaInput<Schema> : unknown
+export type TaskModuleInput<M, Fallback = unknown> = M extends { input: infer Schema } ? SchemaInput<Schema> : Fallback
 
 /** The awaited return of a task module's `POST` export. */
 // biome-ignore lint/suspicious/noExplicitAny: any handler parameters
