@@ -38,5 +38,6 @@ export type { CacheEntry, CacheStore, MemoryCacheStoreOptions } from './runtime/
 export type { SvcCacheConfig, RevalidateResult } from './runtime/pages/isr.ts'
 export type { RevalidateWebhook } from './runtime/pages/revalidate.ts'
 export type { RunEventsOptions } from './runtime/admin/streams.ts'
+export type { EventSchemas } from './runtime/events/schemas.ts'
 export { createRunToken, type RunTokenOptions } from './runtime/admin/create-run-token.ts'
 export type { DashboardPage } from './runtime/dashboard/route.ts'

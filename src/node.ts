@@ -3,4 +3,4 @@ import './runtime/node-version.ts'
 // A new export goes in node/api.ts: app code that imports `svc/node` gets
 // that module's exports and the loaders' (node/loaders.ts).
 export * from './node/api.ts'
-export { loadApiRoutes, loadPages, type LoadOptions } from './node/loaders.ts'
+export { loadApiRoutes, loadEvents, loadPages, type LoadOptions } from './node/loaders.ts'

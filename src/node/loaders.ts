@@ -14,6 +14,7 @@ import { pathToFileURL } from 'node:url'
 import { createJiti, type Jiti } from 'jiti'
 import { ManifestError, scanApp } from '../manifest.ts'
 import type { PageModule, RouteModule, RuntimeApiRoute, RuntimePage } from '../types.ts'
+import type { EventSchemas } from '../runtime/events/schemas.ts'
 import { selfAliases } from './self.ts'
 
 export interface LoadOptions {
@@ -125,6 +126,18 @@ export async function loadApiRoutes(options: LoadOptions): Promise<RuntimeApiRou
   const { routes } = await scan(root)
   const load = createAppImporter(root)
   return Promise.all(routes.map(async (route) => ({ ...route, module: await load<RouteModule>(route.file) })))
+}
+
+/**
+ * The app's event schemas: the `events` export of its `src/events.ts`
+ * (docs/events.md "Typed events"), for `startSvcServer({ events })`, or
+ * `undefined` when the app has none.
+ */
+export async function loadEvents(options: LoadOptions): Promise<EventSchemas | undefined> {
+  const root = checkRoot(options, 'loadEvents()')
+  const { events } = await scan(root)
+  if (!events) return undefined
+  return (await createAppImporter(root)<{ events: EventSchemas }>(events.file)).events
 }
 
 /** The app's pages: each manifest entry plus its loaded module (the default export renders). */
