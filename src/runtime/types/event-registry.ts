@@ -4,6 +4,7 @@
  * from it (docs/events.md "Typed events").
  */
 import type { StandardSchemaV1 } from '@standard-schema/spec'
+import type { NameArg, RegisteredName, RegistryField } from './task-registry.ts'
 
 /**
  * Event name → `{ data, received }`: what a send takes (the input type of
@@ -16,28 +17,16 @@ import type { StandardSchemaV1 } from '@standard-schema/spec'
 export interface EventRegistry {}
 
 /** The declared event names; `string` while the registry is empty. */
-export type EventName = [keyof EventRegistry] extends [never] ? string : Extract<keyof EventRegistry, string>
+export type EventName = RegisteredName<EventRegistry>
 
-/**
- * An event name argument: a declared name, or a name held in a plain
- * `string` (read from a request, say), which cannot be checked before it
- * runs and takes `unknown` data.
- */
-export type EventNameArg<N extends string> = string extends N ? N : N extends EventName ? N : EventName
+/** An event name argument: a declared name, or one in a plain `string`, which takes `unknown` data. */
+export type EventNameArg<N extends string> = NameArg<N, EventName>
 
 /** What a send of event `N` takes as data: the input type of its schema; `unknown` for undeclared names. */
-export type EventData<N extends string> = N extends keyof EventRegistry
-  ? EventRegistry[N] extends { data: infer Data }
-    ? Data
-    : unknown
-  : unknown
+export type EventData<N extends string> = RegistryField<EventRegistry, N, 'data'>
 
 /** The data a wait for event `N`, or a run it starts, receives: the output type of its schema; `unknown` for undeclared names. */
-export type ReceivedEventData<N extends string> = N extends keyof EventRegistry
-  ? EventRegistry[N] extends { received: infer Data }
-    ? Data
-    : unknown
-  : unknown
+export type ReceivedEventData<N extends string> = RegistryField<EventRegistry, N, 'received'>
 
 /** `data, options` after an event name: the data may be left out only when the name's schema accepts `undefined`. */
 export type EventDataArgs<N extends string, Options> =
@@ -57,19 +46,12 @@ export type TypedEventInput = [keyof EventRegistry] extends [never]
  * The input type of the schema of event `N` in an events module `M`
  * (`typeof import('./src/events.ts')`).
  */
-export type EventModuleData<M, N extends string> = M extends { events: infer Events }
-  ? N extends keyof Events
-    ? Events[N] extends StandardSchemaV1
-      ? StandardSchemaV1.InferInput<Events[N]>
-      : unknown
-    : unknown
-  : unknown
+export type EventModuleData<M, N extends string> =
+  EventModuleSchema<M, N> extends infer Schema extends StandardSchemaV1 ? StandardSchemaV1.InferInput<Schema> : unknown
 
 /** The output type of the schema of event `N` in an events module `M`. */
-export type EventModuleReceived<M, N extends string> = M extends { events: infer Events }
-  ? N extends keyof Events
-    ? Events[N] extends StandardSchemaV1
-      ? StandardSchemaV1.InferOutput<Events[N]>
-      : unknown
-    : unknown
-  : unknown
+export type EventModuleReceived<M, N extends string> =
+  EventModuleSchema<M, N> extends infer Schema extends StandardSchemaV1 ? StandardSchemaV1.InferOutput<Schema> : unknown
+
+// The schema of event `N` in an events module `M`, or `unknown`.
+type EventModuleSchema<M, N extends string> = M extends { events: infer Events } ? (N extends keyof Events ? Events[N] : unknown) : unknown

@@ -13,29 +13,34 @@ import type { StandardSchemaV1 } from '@standard-schema/spec'
 // biome-ignore lint/suspicious/noEmptyInterface: filled in by declaration merging
 export interface TaskRegistry {}
 
-/** The registered task names; `string` while the registry is empty. */
-export type TaskName = [keyof TaskRegistry] extends [never] ? string : Extract<keyof TaskRegistry, string>
+/** The names a registry (`TaskRegistry`, `EventRegistry`) holds; `string` while it is empty. */
+export type RegisteredName<Registry> = [keyof Registry] extends [never] ? string : Extract<keyof Registry, string>
 
 /**
- * A task name argument: a registered name, or a name held in a plain
- * `string` (read from a request, say), which cannot be checked before it runs
- * and takes an `unknown` payload.
+ * A name argument of a registry's names `Names`: a registered name, or a
+ * name held in a plain `string` (read from a request, say), which cannot be
+ * checked before it runs.
  */
-export type TaskNameArg<N extends string> = string extends N ? N : N extends TaskName ? N : TaskName
+export type NameArg<N extends string, Names extends string> = string extends N ? N : N extends Names ? N : Names
+
+/** Field `Field` of name `N`'s entry in `Registry`; `unknown` for unregistered names. */
+export type RegistryField<Registry, N extends string, Field extends string> = N extends keyof Registry
+  ? Registry[N] extends { [K in Field]: infer Value }
+    ? Value
+    : unknown
+  : unknown
+
+/** The registered task names; `string` while the registry is empty. */
+export type TaskName = RegisteredName<TaskRegistry>
+
+/** A task name argument: a registered name, or one in a plain `string`, which takes an `unknown` payload. */
+export type TaskNameArg<N extends string> = NameArg<N, TaskName>
 
 /** What a payload for task `N` must be: the input type of its `input` schema; `unknown` for unregistered names. */
-export type TaskInput<N extends string> = N extends keyof TaskRegistry
-  ? TaskRegistry[N] extends { input: infer Input }
-    ? Input
-    : unknown
-  : unknown
+export type TaskInput<N extends string> = RegistryField<TaskRegistry, N, 'input'>
 
 /** The awaited return of task `N`'s handler; `unknown` for unregistered names. */
-export type TaskResult<N extends string> = N extends keyof TaskRegistry
-  ? TaskRegistry[N] extends { result: infer Result }
-    ? Result
-    : unknown
-  : unknown
+export type TaskResult<N extends string> = RegistryField<TaskRegistry, N, 'result'>
 
 /** `payload, opts` after a task name: the payload may be left out only when the task's input accepts `undefined`. */
 export type TaskPayloadArgs<N extends string, Options> =
