@@ -4,4 +4,4 @@
  * dependency: it runs in browsers, workers and Node alike.
  */
 export { RunStreamError, type RunSubscription, type SubscribeRunOptions, subscribeRun } from './client/subscribe-run.ts'
-export type { RunProgress, RunStatus, StepKind } from './runtime/types/runs.ts'
+export type { RunChunk, RunProgress, RunStatus, StepKind } from './runtime/types/runs.ts'

@@ -2,7 +2,9 @@ import { fileURLToPath } from 'node:url'
 import WebSocket from 'ws'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { scanApp } from '../src/manifest.ts'
-import { loadApiRoutes, loadPages, startSvcServer, type SvcServer } from '../src/node.ts'
+import type { Browser } from 'playwright-core'
+import { loadApiRoutes, loadEvents, loadPages, startSvcServer, type SvcServer } from '../src/node.ts'
+import { launchChromium } from './dashboard/_browser.ts'
 
 const root = fileURLToPath(new URL('../playground', import.meta.url))
 
@@ -14,6 +16,7 @@ describe('the playground app', () => {
     server = await startSvcServer({
       apiRoutes: await loadApiRoutes({ root }),
       pages: await loadPages({ root }),
+      events: await loadEvents({ root }),
       port: 0,
       host: '127.0.0.1',
       staticDirs: [`${root}/public`],
@@ -63,6 +66,51 @@ describe('the playground app', () => {
     expect(run).toMatchObject({ status: 'completed', result: { emailed: true, account: { email: 'ada@example.com' } } })
     expect(Object.keys(run.steps)).toEqual(['create-account', 'settle', 'welcome-email'])
   })
+
+  it('places an order that waits for its payment event, which a webhook sends once however often it is delivered', async () => {
+    const order = (await (await fetch(`${base}/api/orders`, { method: 'POST' })).json()) as { orderId: string; runId: string }
+    await expect.poll(async () => (await server.runtime.getRun(order.runId))?.status).toBe('suspended')
+    expect((await server.runtime.getRun(order.runId))?.suspended?.waitpoint).toMatchObject({ type: 'event', name: 'order.paid' })
+    const pay = (body: unknown) =>
+      fetch(`${base}/api/webhooks/payment`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'webhook-id': `pay-${order.orderId}` },
+        body: JSON.stringify(body),
+      })
+    // The event's schema (src/events.ts) refuses a payment without an amount.
+    expect((await pay({ orderId: order.orderId })).status).toBe(400)
+    expect(await (await pay({ orderId: order.orderId, amount: 42 })).json()).toEqual({ event: `pay-${order.orderId}`, resumed: 1 })
+    // The provider delivers it again: the same event, which resumes nothing more.
+    expect(await (await pay({ orderId: order.orderId, amount: 42 })).json()).toEqual({ event: `pay-${order.orderId}`, resumed: 0 })
+    const run = await server.runtime.waitForRun(order.runId)
+    expect(run).toMatchObject({ status: 'completed', result: { orderId: order.orderId, status: 'shipped', amount: 42 } })
+    // Each progress chunk once, though the handler ran again from the top after the wait.
+    expect(run.chunks?.kept.map((chunk) => chunk.data)).toEqual([
+      { stage: 'awaiting payment', percent: 25 },
+      { stage: 'packed', percent: 50 },
+      { stage: 'labelled', percent: 75 },
+      { stage: 'shipped', percent: 100 },
+    ])
+  })
+
+  it('shows the order page in Chromium: its progress streams live and ends once the payment is sent', async () => {
+    let browser: Browser | undefined
+    try {
+      browser = await launchChromium()
+      const page = await browser.newPage()
+      await page.goto(`${base}/order.html`)
+      await page.click('#place')
+      await page.waitForFunction(() => document.getElementById('stage')?.textContent === 'awaiting payment')
+      expect(await page.locator('#bar').evaluate((bar) => (bar as HTMLProgressElement).value)).toBe(25)
+      await page.click('#pay-now')
+      await page.waitForFunction(() => document.getElementById('result')?.textContent?.startsWith('Done'))
+      expect(await page.locator('#stage').textContent()).toBe('shipped')
+      expect(await page.locator('#bar').evaluate((bar) => (bar as HTMLProgressElement).value)).toBe(100)
+      expect(await page.locator('#status').textContent()).toBe('completed')
+    } finally {
+      await browser?.close()
+    }
+  }, 60_000)
 
   it('caches the hybrid home page', async () => {
     const first = await fetch(`${base}/`)

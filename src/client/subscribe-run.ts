@@ -10,8 +10,13 @@
  * starts with the run as it is then, so nothing is missed. It stops once
  * the run has finished, when aborted, and on an answer that another try
  * would not change (a bad or expired token, an unknown run).
+ *
+ * The run's data chunks (`ctx.stream`) come as `event: chunk` with their
+ * `seq` as the event id. A new connection sends the last seq handed over
+ * as `Last-Event-ID`, so the server starts after it, and a chunk whose seq
+ * is not above it is not handed over again.
  */
-import type { RunProgress } from '../runtime/types/runs.ts'
+import type { RunChunk, RunProgress } from '../runtime/types/runs.ts'
 import { EventStreamReader } from './event-stream.ts'
 
 export interface SubscribeRunOptions {
@@ -24,6 +29,13 @@ export interface SubscribeRunOptions {
   token: string | (() => string | Promise<string>)
   /** Called with the run's progress: first as it is now, then after each change, the last time with a finished status. */
   onUpdate: (run: RunProgress) => void
+  /**
+   * Called with each data chunk the run sends (`ctx.stream`), in order of
+   * `seq`, once each: first those the run keeps (its last 100), then each
+   * new one, before the progress read with them. Note: a `seq` that skips
+   * numbers means chunks were dropped before they could be handed over.
+   */
+  onChunk?: (chunk: RunChunk) => void
   /**
    * Called once when the subscription stops on an error: an answer another
    * try would not change (401 with a `RUN_TOKEN_*` code, 404
@@ -89,6 +101,9 @@ export function subscribeRun(url: string | URL, options: SubscribeRunOptions): R
     throw new TypeError(`${where}: token must be a run token from createRunToken(), or a function that returns one (got ${typeof token})`)
   }
   if (typeof onUpdate !== 'function') throw new TypeError(`${where}: onUpdate must be a function (got ${typeof onUpdate})`)
+  if (options.onChunk !== undefined && typeof options.onChunk !== 'function') {
+    throw new TypeError(`${where}: onChunk must be a function (got ${typeof options.onChunk})`)
+  }
   if (options.onError !== undefined && typeof options.onError !== 'function') {
     throw new TypeError(`${where}: onError must be a function (got ${typeof options.onError})`)
   }
@@ -96,6 +111,7 @@ export function subscribeRun(url: string | URL, options: SubscribeRunOptions): R
   const first = delayOption(options.retryDelayMs, 500, 'retryDelayMs')
   const most = Math.max(first, delayOption(options.maxRetryDelayMs, 10_000, 'maxRetryDelayMs'))
   const onError = options.onError ?? ((error: RunStreamError) => console.error(error))
+  const onChunk = options.onChunk
 
   const stopper = new AbortController()
   const stop = () => stopper.abort()
@@ -103,6 +119,8 @@ export function subscribeRun(url: string | URL, options: SubscribeRunOptions): R
   signal?.addEventListener('abort', stop, { once: true })
   const stopped = stopper.signal
   let last: RunProgress | undefined
+  /** The seq of the last chunk handed over. */
+  let lastSeq = 0
   /** Whether the current connection has brought an event: a connection that did resets the backoff, however it ended. */
   let heard = false
 
@@ -113,8 +131,10 @@ export function subscribeRun(url: string | URL, options: SubscribeRunOptions): R
    */
   async function connect(): Promise<{ finished: boolean; retryAfterMs?: number }> {
     const bearer = await tokenOf(token)
+    const headers: Record<string, string> = { accept: 'text/event-stream', authorization: `Bearer ${bearer}` }
+    if (lastSeq > 0) headers['last-event-id'] = String(lastSeq)
     const response = await fetch(url, {
-      headers: { accept: 'text/event-stream', authorization: `Bearer ${bearer}` },
+      headers,
       cache: 'no-store',
       signal: stopped,
     })
@@ -135,6 +155,16 @@ export function subscribeRun(url: string | URL, options: SubscribeRunOptions): R
         const { value, done } = await reader.read()
         if (done) return { finished: false }
         for (const event of events.push(value)) {
+          if (event.event === 'chunk') {
+            const chunk = parseChunk(event.data)
+            heard = true
+            if (chunk.seq <= lastSeq) continue
+            lastSeq = chunk.seq
+            if (onChunk) deliver(onChunk, chunk)
+            continue
+          }
+          // A type this client does not know is for a later one.
+          if (event.event !== 'message') continue
           const run = parseProgress(event.data)
           last = run
           heard = true
@@ -207,6 +237,24 @@ function parseProgress(data: string): RunProgress {
     throw new RunStreamError(200, 'BAD_EVENT', `The run stream sent an event that is not a run's progress: ${data.slice(0, 200)}`)
   }
   return run as RunProgress
+}
+
+function parseChunk(data: string): RunChunk {
+  let chunk: unknown
+  try {
+    chunk = JSON.parse(data)
+  } catch {
+    chunk = undefined
+  }
+  if (
+    chunk === null ||
+    typeof chunk !== 'object' ||
+    !Number.isSafeInteger((chunk as RunChunk).seq) ||
+    typeof (chunk as RunChunk).name !== 'string'
+  ) {
+    throw new RunStreamError(200, 'BAD_EVENT', `The run stream sent a chunk event that is not a run's chunk: ${data.slice(0, 200)}`)
+  }
+  return chunk as RunChunk
 }
 
 /** Calls a callback of the page; what it throws is reported as an uncaught error, as an event listener's is, and the subscription goes on. */

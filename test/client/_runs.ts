@@ -1,7 +1,7 @@
 /** What the run-stream suites share: an app whose tasks have steps and wait where a test says, a reader of event streams, and a relay that drops them. */
 import { createServer, request } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { RunProgress, RuntimeApiRoute, TaskContext } from '../../src/index.ts'
+import type { RunChunk, RunProgress, RuntimeApiRoute, TaskContext } from '../../src/index.ts'
 import { deferred } from '../http/_helpers.ts'
 
 export const SECRET = 'realtime-secret'
@@ -10,10 +10,13 @@ export const SECRET = 'realtime-secret'
  * `jobs.report`: a step, a wait for the token `approve`, then a step held
  * until `gates.render` is let go. `jobs.doomed` records a step and fails.
  * `jobs.progress` records its steps one by one, each after a gate, without
- * changing status in between.
+ * changing status in between. `jobs.write` sends the chunks 'Hello' and
+ * ', ', then 'world' after `gates.world`, and ends after `gates.finish`.
+ * `jobs.chatty` sends 150 chunks without waiting, then waits for the token
+ * `quiet`.
  */
 export function reportApp() {
-  const gates = { render: deferred(), second: deferred(), third: deferred() }
+  const gates = { render: deferred(), second: deferred(), third: deferred(), world: deferred(), finish: deferred() }
   const routes: RuntimeApiRoute[] = [
     {
       path: '/api/jobs/report',
@@ -54,13 +57,46 @@ export function reportApp() {
         },
       },
     },
+    {
+      path: '/api/jobs/write',
+      module: {
+        kind: 'task',
+        POST: async (ctx: TaskContext) => {
+          await ctx.stream('text', 'Hello')
+          await ctx.stream('text', ', ')
+          await gates.world.promise
+          await ctx.stream('text', 'world')
+          await gates.finish.promise
+          return 'written'
+        },
+      },
+    },
+    {
+      path: '/api/jobs/chatty',
+      module: {
+        kind: 'task',
+        POST: async (ctx: TaskContext) => {
+          for (let n = 1; n <= 150; n++) void ctx.stream('n', n)
+          await ctx.step.waitForToken('quiet')
+        },
+      },
+    },
   ]
   return { routes, gates }
 }
 
 export interface StreamEvent {
   id?: string
+  /** The event's type, when it names one (`chunk`). */
+  event?: string
+  /** A `RunProgress`; a `RunChunk` for an `event: chunk` (`chunkOf`). */
   data: RunProgress
+}
+
+/** The chunk an `event: chunk` carries. */
+export function chunkOf(event: StreamEvent | undefined): RunChunk {
+  if (event?.event !== 'chunk') throw new Error(`not a chunk event: ${JSON.stringify(event)}`)
+  return event.data as unknown as RunChunk
 }
 
 /** Reads a `text/event-stream` body: `next()` is its next event, or `undefined` once the stream has ended. */
@@ -76,14 +112,19 @@ export function eventReader(body: ReadableStream<Uint8Array>): { next(): Promise
           const block = buffer.slice(0, end)
           buffer = buffer.slice(end + 2)
           let id: string | undefined
+          let type: string | undefined
           let data: string | undefined
           for (const line of block.split('\n')) {
             if (line.startsWith('id: ')) id = line.slice(4)
+            if (line.startsWith('event: ')) type = line.slice(7)
             if (line.startsWith('data: ')) data = line.slice(6)
           }
           // Comments (subscribed, heartbeats) carry no data.
-          if (data !== undefined) return id === undefined ? { data: JSON.parse(data) } : { id, data: JSON.parse(data) }
-          continue
+          if (data === undefined) continue
+          const event: StreamEvent = { data: JSON.parse(data) }
+          if (id !== undefined) event.id = id
+          if (type !== undefined) event.event = type
+          return event
         }
         const { value, done } = await reader.read()
         if (done) return undefined
@@ -101,6 +142,8 @@ export interface Relay {
   streams: number
   /** The method and path of every request, in order. */
   requests: string[]
+  /** The `Last-Event-ID` of every stream request, in order (`null` without one). */
+  lastEventIds: (string | null)[]
   /** Cuts the next stream's connection a moment after its first event has passed. */
   dropNext(): void
   /** Answers the next stream request itself, with this status and headers. */
@@ -123,7 +166,10 @@ export async function relay(target: string): Promise<Relay> {
   const server = createServer((req, res) => {
     state.requests.push(`${req.method} ${req.url?.replace(/\?.*/, '')}`)
     const isStream = req.method === 'GET' && /\/stream\/?(\?|$)/.test(req.url ?? '')
-    if (isStream) state.streams++
+    if (isStream) {
+      state.streams++
+      state.lastEventIds.push((req.headers['last-event-id'] as string | undefined) ?? null)
+    }
     const refusal = isStream ? refusals.shift() : undefined
     if (refusal) {
       res.writeHead(refusal.status, { 'content-type': 'application/json', ...refusal.headers })
@@ -158,6 +204,7 @@ export async function relay(target: string): Promise<Relay> {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     streams: 0,
     requests: [],
+    lastEventIds: [],
     dropNext: () => void drops++,
     refuseNext: (status, headers = {}) => void refusals.push({ status, headers }),
     close: () =>

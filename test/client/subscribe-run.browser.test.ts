@@ -1,7 +1,7 @@
 // A page in Chromium on one origin follows a run whose task server is on
 // another, with `svc/client` as the page loads it: the preflight, the
-// stream through a connection the relay drops once, the run's end, and a
-// refusal the page can read.
+// stream through a connection the relay drops once, the run's end, the
+// data chunks it shows as they come, and a refusal the page can read.
 import { createServer, type Server as HttpServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
@@ -16,16 +16,21 @@ import { type Relay, relay, reportApp, SECRET } from './_runs.ts'
 const ADMIN = { authorization: `Bearer ${SECRET}` }
 
 /** The page: it follows the run its query names, and keeps what it is told where the test can read it. */
-const PAGE = `<!doctype html><title>run</title><script type="module">
+const PAGE = `<!doctype html><title>run</title><p id="text"></p><script type="module">
 import { subscribeRun } from '/svc-client.mjs'
 const params = new URLSearchParams(location.search)
 window.updates = []
+window.chunks = []
 window.errors = []
 window.ended = undefined
 subscribeRun(params.get('stream'), {
   token: params.get('token'),
   retryDelayMs: 100,
   onUpdate: (run) => window.updates.push(run),
+  onChunk: (chunk) => {
+    window.chunks.push(chunk.seq)
+    document.getElementById('text').textContent += chunk.data
+  },
   onError: (error) => window.errors.push({ name: error.name, status: error.status, code: error.code, message: error.message }),
 }).closed.then((last) => (window.ended = last ?? null))
 </script>`
@@ -116,6 +121,29 @@ describe('svc/client in Chromium, on another origin than the task server', () =>
     expect(Object.keys(last.steps)).toEqual(['fetch', 'approve', 'render'])
     expect(await errors(page)).toEqual([])
     expect(front.streams).toBe(2)
+  })
+
+  it('shows the chunks of a run as they come, none twice through a dropped connection', async () => {
+    const { server, front, gates, trigger } = await start(pageOrigin)
+    const id = await trigger('jobs.write')
+    await until(async () => {
+      const run = (await (await fetch(`${server.url}/__tasks/${id}`, { headers: ADMIN })).json()) as { chunks?: { kept: unknown[] } }
+      return run.chunks?.kept.length === 2
+    })
+    front.dropNext()
+    const page = await follow(front, id, await createRunToken(id, { secret: SECRET }))
+    const text = () => page.textContent('#text')
+
+    await expect.poll(text, { timeout: 10_000 }).toBe('Hello, ')
+    await expect.poll(() => front.streams, { timeout: 10_000 }).toBe(2)
+    gates.world.resolve()
+    await expect.poll(text).toBe('Hello, world')
+    gates.finish.resolve()
+    await expect.poll(() => ended(page), { timeout: 10_000 }).toMatchObject({ status: 'completed', result: 'written' })
+    expect(await page.evaluate(() => (window as unknown as { chunks: number[] }).chunks)).toEqual([1, 2, 3])
+    expect(await text()).toBe('Hello, world')
+    expect(front.lastEventIds).toEqual([null, '2'])
+    expect(await errors(page)).toEqual([])
   })
 
   it('reads the refusal of a token signed with another secret, and stops', async () => {

@@ -1,13 +1,13 @@
 /**
  * `subscribeRun` from `svc/client`, in Node against a real server on port
  * 0 behind a relay that can cut or refuse a stream: it hands over the run
- * as it is and then each change, connects again after a drop or a 5xx,
- * stops for good on a refusal another try would not change, and stops
- * when aborted.
+ * as it is and then each change, and each data chunk once, connects again
+ * after a drop or a 5xx, stops for good on a refusal another try would not
+ * change, and stops when aborted.
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { RunStreamError, subscribeRun } from '../../src/client.ts'
-import { createRunToken, type RunProgress, tokenIdFor } from '../../src/index.ts'
+import { createRunToken, type RunChunk, type RunProgress, tokenIdFor } from '../../src/index.ts'
 import { serve, until } from '../http/_helpers.ts'
 import { type Relay, relay, reportApp, SECRET } from './_runs.ts'
 
@@ -29,6 +29,9 @@ async function start() {
   }
   const status = async (id: string) =>
     ((await (await fetch(`${server.url}/__tasks/${id}`, { headers: ADMIN })).json()) as RunProgress).status
+  const chunks = async (id: string) =>
+    ((await (await fetch(`${server.url}/__tasks/${id}`, { headers: ADMIN })).json()) as { chunks?: { kept: RunChunk[] } }).chunks?.kept ??
+    []
   const approve = async (id: string) => {
     const res = await fetch(`${server.url}/__tasks/tokens/${encodeURIComponent(tokenIdFor(id, 'approve'))}`, {
       method: 'POST',
@@ -36,7 +39,16 @@ async function start() {
     })
     expect(res.status).toBe(200)
   }
-  return { server, front, gates: app.gates, trigger, status, approve, streamOf: (id: string) => `${front.url}/__tasks/runs/${id}/stream` }
+  return {
+    server,
+    front,
+    gates: app.gates,
+    trigger,
+    status,
+    chunks,
+    approve,
+    streamOf: (id: string) => `${front.url}/__tasks/runs/${id}/stream`,
+  }
 }
 
 /** Every update and error a subscription hands over. */
@@ -85,6 +97,31 @@ describe('subscribeRun', () => {
     gates.render.resolve()
     expect((await subscription.closed)?.status).toBe('completed')
     expect(front.streams).toBe(2)
+    expect(seen.errors).toEqual([])
+  })
+
+  it('hands each data chunk to onChunk once, in order, through a dropped connection, asking the server to start after the last', async () => {
+    const { front, trigger, chunks, gates, streamOf } = await start()
+    const id = await trigger('jobs.write')
+    await until(async () => (await chunks(id)).length === 2)
+    front.dropNext()
+    const seen = recorder()
+    const received: RunChunk[] = []
+    const subscription = subscribeRun(streamOf(id), {
+      token: await createRunToken(id, { secret: SECRET }),
+      retryDelayMs: 50,
+      onChunk: (chunk) => void received.push(chunk),
+      ...seen,
+    })
+    // The first connection brought both chunks and the progress, then was cut.
+    await until(() => front.streams === 2 && seen.updates.length >= 2)
+    expect(front.lastEventIds).toEqual([null, '2'])
+    gates.world.resolve()
+    await until(() => received.length === 3)
+    gates.finish.resolve()
+    expect(await subscription.closed).toMatchObject({ status: 'completed', result: 'written' })
+    expect(received.map((chunk) => `${chunk.seq} ${chunk.data}`)).toEqual(['1 Hello', '2 , ', '3 world'])
+    expect(received[0]).toEqual({ seq: 1, name: 'text', data: 'Hello', at: expect.any(String) })
     expect(seen.errors).toEqual([])
   })
 
@@ -176,6 +213,9 @@ describe('subscribeRun', () => {
     expect(() => subscribeRun(42 as never, { token: 't', onUpdate })).toThrow(/url must be the run's stream URL/)
     expect(() => subscribeRun('http://x/s', { token: '', onUpdate })).toThrow(/token must be a run token from createRunToken\(\)/)
     expect(() => subscribeRun('http://x/s', { token: 't' } as never)).toThrow(/onUpdate must be a function/)
+    expect(() => subscribeRun('http://x/s', { token: 't', onUpdate, onChunk: 'yes' as never })).toThrow(
+      new TypeError('subscribeRun(): onChunk must be a function (got string)'),
+    )
     expect(() => subscribeRun('http://x/s', { token: 't', onUpdate, retryDelayMs: -1 })).toThrow(
       new RangeError('subscribeRun(): retryDelayMs must be a number of milliseconds, 0 or more (got -1)'),
     )

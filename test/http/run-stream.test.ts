@@ -2,13 +2,14 @@
  * `GET /__tasks/runs/<id>/stream` over a real server on port 0: one run's
  * progress as Server-Sent Events (its state, then each change, ending
  * once it finishes), who may read it (a run token for that run, or the
- * admin's own auth), the pages of other origins that may (CORS), and the
- * limits it shares with `GET /__tasks/events`.
+ * admin's own auth), the pages of other origins that may (CORS), the
+ * limits it shares with `GET /__tasks/events`, and the data chunks the run
+ * sends (`ctx.stream`) as `event: chunk`.
  */
 import { describe, expect, it } from 'vitest'
 import { createRunToken, createTaskRuntime, type RunStatus, tokenIdFor } from '../../src/index.ts'
 import { signRunToken } from '../../src/runtime/admin/run-token.ts'
-import { eventReader, reportApp, SECRET, type StreamEvent } from '../client/_runs.ts'
+import { chunkOf, eventReader, reportApp, SECRET, type StreamEvent } from '../client/_runs.ts'
 import { serve, type TestServerOptions, until } from './_helpers.ts'
 
 type Server = Awaited<ReturnType<typeof serve>>
@@ -429,5 +430,69 @@ describe('limits and ends of a run stream', () => {
       await server.close()
       await runtime.close()
     }
+  })
+})
+
+describe('data chunks (ctx.stream)', () => {
+  const chunksOf = async (server: Server, id: string) =>
+    ((await (await fetch(`${server.url}/__tasks/${id}`, { headers: ADMIN })).json()) as { chunks?: { kept: unknown[] } }).chunks?.kept ?? []
+
+  it('sends a late subscriber the chunks the run keeps, then each new one as it is stored, each before the progress read with it', async () => {
+    const { server, gates } = await start()
+    const id = await trigger(server, 'jobs.write')
+    await until(async () => (await chunksOf(server, id)).length === 2)
+    const events = eventReader((await stream(server, id, bearer(await createRunToken(id, { secret: SECRET })))).body!)
+
+    const [hello, comma, progress] = [await events.next(), await events.next(), await events.next()]
+    expect(hello).toMatchObject({ event: 'chunk', id: '1' })
+    expect(chunkOf(hello)).toEqual({ seq: 1, name: 'text', data: 'Hello', at: expect.any(String) })
+    expect(comma).toMatchObject({ event: 'chunk', id: '2', data: { seq: 2, data: ', ' } })
+    expect(progress?.event).toBeUndefined()
+    expect(progress?.data).toMatchObject({ id, status: 'running' })
+    // The progress stays free of the chunks.
+    expect(JSON.stringify(progress?.data)).not.toMatch(/Hello|chunks/)
+
+    // A chunk stored in this process is read at once, not at the stream's next refresh.
+    const sent = Date.now()
+    gates.world.resolve()
+    const world = await events.next()
+    expect(Date.now() - sent).toBeLessThan(500)
+    expect(chunkOf(world)).toMatchObject({ seq: 3, name: 'text', data: 'world' })
+
+    gates.finish.resolve()
+    const last = await events.next()
+    expect(last).toMatchObject({ id: 'done', data: { status: 'completed', result: 'written' } })
+    expect(await events.next()).toBeUndefined()
+  })
+
+  it('starts after the chunk a client that connects again saw (Last-Event-ID), and sends every kept chunk before the end', async () => {
+    const { server, gates } = await start()
+    const id = await trigger(server, 'jobs.write')
+    gates.world.resolve()
+    gates.finish.resolve()
+    await reached(server, id, 'completed')
+    const token = await createRunToken(id, { secret: SECRET })
+    const read = async (headers: Record<string, string>) => {
+      const events = eventReader((await stream(server, id, { ...bearer(token), ...headers })).body!)
+      const all: StreamEvent[] = []
+      for (let event = await events.next(); event; event = await events.next()) all.push(event)
+      return all.map((event) => (event.event === 'chunk' ? `chunk ${event.id}` : `${event.data.status} ${event.id}`))
+    }
+    expect(await read({})).toEqual(['chunk 1', 'chunk 2', 'chunk 3', 'completed done'])
+    expect(await read({ 'last-event-id': '2' })).toEqual(['chunk 3', 'completed done'])
+    expect(await read({ 'last-event-id': '3' })).toEqual(['completed done'])
+    // An id the stream never sent starts from the first kept chunk.
+    expect(await read({ 'last-event-id': 'somewhere' })).toEqual(['chunk 1', 'chunk 2', 'chunk 3', 'completed done'])
+  })
+
+  it('sends the last 100 chunks the run keeps: the seq of the first tells how many were dropped', async () => {
+    const { server } = await start()
+    const id = await trigger(server, 'jobs.chatty')
+    await reached(server, id, 'suspended')
+    const events = eventReader((await stream(server, id, bearer(await createRunToken(id, { secret: SECRET })))).body!)
+    const chunks = (await readUntil(events, (event) => event.event === undefined)).slice(0, -1).map(chunkOf)
+    expect(chunks.map((chunk) => chunk.seq)).toEqual(Array.from({ length: 100 }, (_, i) => i + 51))
+    expect(chunks.map((chunk) => chunk.data)).toEqual(Array.from({ length: 100 }, (_, i) => i + 51))
+    await events.cancel()
   })
 })

@@ -246,6 +246,23 @@ export function runStoreContract(name: string, createStore: (options?: { maxRuns
       ])
     })
 
+    it('keeps the chunks a patch writes, and keeps them through later patches and steps (ctx.stream)', async () => {
+      const store = await createStore()
+      const run = makeRun({ status: 'running' })
+      await store.createRun(run)
+      const at = '2025-01-01T00:00:00.000Z'
+      const chunks = { kept: [{ seq: 1, name: 'text', data: { t: 'hé' }, at }], bytes: 11, calls: 1 }
+      expect((await store.updateRun(run.id, { chunks }, { status: 'running' }))?.chunks).toEqual(chunks)
+      const more = { kept: [...chunks.kept, { seq: 2, name: 'text', data: 'llo', at }], bytes: 16, calls: 2 }
+      await store.updateRun(run.id, { chunks: more }, { status: 'running' })
+      await store.saveStep(run.id, 'a', { status: 'completed', output: 1 })
+      const done = await store.updateRun(run.id, { status: 'completed', ok: true, result: 'x' }, { status: 'running' })
+      expect(done?.chunks).toEqual(more)
+      // A run no longer running takes none.
+      expect(await store.updateRun(run.id, { chunks }, { status: 'running' })).toBeUndefined()
+      expect((await store.getRun(run.id))?.chunks).toEqual(more)
+    })
+
     it('keeps the replayOf and trigger of a replayed run', async () => {
       const store = await createStore()
       const source = makeRun({ status: 'failed' })

@@ -30,11 +30,12 @@ export const EVENT_STREAMS_RETRY_AFTER_SECONDS = 10
 
 /**
  * What feeds one stream. It starts at once: `send` writes an event of
- * `data` (one line: JSON has no raw line break), with the SSE `id` when
- * given; `end` closes the stream, once the feed has nothing more to say.
- * It returns the way to stop it, called once whatever ended the stream.
+ * `data` (one line: JSON has no raw line break), with the SSE `id` and
+ * `event` type when given; `end` closes the stream, once the feed has
+ * nothing more to say. It returns the way to stop it, called once whatever
+ * ended the stream.
  */
-export type EventFeed = (send: (data: string, id?: string) => void, end: () => void) => () => void
+export type EventFeed = (send: (data: string, id?: string, event?: string) => void, end: () => void) => () => void
 
 /** One stream that `openEventStream` counts against `maxStreams`. */
 export interface CountedStream {
@@ -162,7 +163,11 @@ export function eventStream(feed: EventFeed, R: ResponseClass, heartbeatMs = SSE
       }
       // A first comment sends the headers at once, so a client knows it is subscribed.
       write(': subscribed\n\n')
-      stop = feed((data, id) => write(id === undefined ? `data: ${data}\n\n` : `id: ${id}\ndata: ${data}\n\n`), end)
+      stop = feed(
+        (data, id, event) =>
+          write(`${event === undefined ? '' : `event: ${event}\n`}${id === undefined ? '' : `id: ${id}\n`}data: ${data}\n\n`),
+        end,
+      )
       if (closed) {
         // The feed had already ended (end ran before stop was set).
         stop()

@@ -3,7 +3,8 @@
  * steps without their outputs, its timestamps, and its result or error
  * once it has finished. Input and step outputs stay on the server: a run
  * token is often handed to a browser, and it should show no more than
- * progress.
+ * progress. The chunks the run sent for its pages (`ctx.stream`) go in
+ * events of their own (`run-stream.ts`), so that progress stays small.
  */
 import type { RunProgress, RunRecord } from '../types.ts'
 

@@ -14,6 +14,13 @@
  *   `Last-Event-ID: done`; that request is answered 204, which tells it to
  *   stop (WHATWG HTML, "Server-sent events").
  *
+ * The data chunks the run sends (`ctx.stream`, run-chunks.ts) come as
+ * events of their own, `event: chunk` with `id: <seq>` and the `RunChunk`
+ * as data, before the progress read with them: first those the run keeps,
+ * then each new one, read again at once when this process stored it. The
+ * id is the last event id a client sends back when it connects again
+ * (`Last-Event-ID: <seq>`), and the stream then starts after that chunk.
+ *
  * A stream also ends when the run token it was opened with expires, when
  * the run leaves the store, and when the runtime drains or closes. It
  * counts against the limits of every event stream (`events.ts`). Who may
@@ -27,6 +34,7 @@ import { allowedOrigins, corsHeaders, withHeaders } from './cors.ts'
 import { type EventFeed, openEventStream } from './events.ts'
 import { runAccess } from './run-access.ts'
 import { runProgress } from './run-progress.ts'
+import { onChunksStored } from '../tasks/run-chunks.ts'
 import { DONE, notStreamed, RUNS_ELSEWHERE, type RunStreamHandler, runStreamPreamble, type StreamsOptions } from './streams.ts'
 
 /** How often an open stream reads its run again, for changes the runtime does not report. */
@@ -52,7 +60,7 @@ export function createRunStreamHandler(options: StreamsOptions): RunStreamHandle
         headers: { ...cors, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store' },
       })
     }
-    const feed = runFeed(runtime, listen, run, access.expiresAt, logger)
+    const feed = runFeed(runtime, listen, run, access.expiresAt, logger, chunksSeen(request))
     return openEventStream(runtime, R, logger, options.runEvents, {
       feed,
       label: `GET /__tasks/runs/${runId}/stream`,
@@ -72,10 +80,20 @@ export function createRunStreamHandler(options: StreamsOptions): RunStreamHandle
   }
 }
 
+/** The SSE type of a chunk's event. */
+export const CHUNK_EVENT = 'chunk'
+
+/** The seq of the last chunk a client that connects again has seen (its `Last-Event-ID`), or 0. */
+function chunksSeen(request: Request): number {
+  const id = request.headers.get('last-event-id')
+  return id !== null && /^\d{1,15}$/.test(id) ? Number(id) : 0
+}
+
 /**
  * The events of run `first.id`: `first` at once, then the run as the store
- * holds it after each change, until it finishes. `expiresAt` (Unix
- * seconds) ends it when the token that opened it expires.
+ * holds it after each change, until it finishes; the chunks after `seen`
+ * before each. `expiresAt` (Unix seconds) ends it when the token that
+ * opened it expires.
  */
 function runFeed(
   runtime: TaskRuntime,
@@ -83,15 +101,18 @@ function runFeed(
   first: RunRecord,
   expiresAt: number | undefined,
   logger: Logger,
+  seen: number,
 ): EventFeed {
   const runId = first.id
   return (send, end) => {
     let over = false
     let last = ''
+    let lastSeq = seen
     // One read at a time; a change during a read asks for one more after it.
     let reading = false
     let again = false
     let unlisten: (() => void) | undefined
+    let unwatch: (() => void) | undefined
     let refresh: ReturnType<typeof setInterval> | undefined
     let expiry: ReturnType<typeof setTimeout> | undefined
 
@@ -99,6 +120,7 @@ function runFeed(
       if (over) return
       over = true
       unlisten?.()
+      unwatch?.()
       clearInterval(refresh)
       clearTimeout(expiry)
     }
@@ -107,6 +129,11 @@ function runFeed(
       end()
     }
     const show = (run: RunRecord) => {
+      for (const chunk of run.chunks?.kept ?? []) {
+        if (chunk.seq <= lastSeq) continue
+        lastSeq = chunk.seq
+        send(JSON.stringify(chunk), String(chunk.seq), CHUNK_EVENT)
+      }
       const text = JSON.stringify(runProgress(run))
       const done = isFinished(run.status)
       if (text !== last) {
@@ -147,6 +174,7 @@ function runFeed(
       if (change.id === runId) void read()
     }, finish)
     if (over) return stop
+    unwatch = onChunksStored(runId, () => void read())
     refresh = setInterval(() => void read(), RUN_STREAM_REFRESH_MS)
     unref(refresh)
     if (expiresAt !== undefined) {

@@ -2,7 +2,8 @@
  * One call of a task handler, for one attempt of a run: builds `ctx`,
  * enforces the attempt's timeout, and classifies how the call ended. It
  * does not touch run state: the engine's dispatch (`dispatch.ts`) turns the
- * outcome into a transition.
+ * outcome into a transition. (The chunks of `ctx.stream` are written by
+ * their own writer, `run-chunks.ts`, before the outcome is handed over.)
  */
 import type { Attempt, RunRecord, StepApi, StepRecord, TaskContext } from '../types.ts'
 import { errorMessage } from '../errors.ts'
@@ -11,6 +12,7 @@ import { isoAt } from './clock.ts'
 import { type AttemptTimeouts, Expiring } from './attempt-timeouts.ts'
 import { checkJson } from './json.ts'
 import { payloadError } from './payload-limit.ts'
+import { MAX_RUN_CHUNK_BYTES, RunChunkWriter } from './run-chunks.ts'
 import { createInvocation, createStepApi, type Invocation, reportUnreachedSteps, type StepHost } from './steps.ts'
 import type { SuspendSignal } from './suspend.ts'
 import { hasSteps } from './store.ts'
@@ -71,7 +73,7 @@ export function timeoutMessage(attempt: number, timeoutMs: number): string {
 /**
  * Runs one invocation of the run's handler. Returns its handle while it is
  * in flight, or `undefined` when it ended at once (`invoker.ended` has had
- * its outcome).
+ * its outcome, or has it once the chunks the handler sent are written).
  */
 export function invoke<T extends RunRef>(def: TaskDefinition, run: RunRecord, invoker: Invoker<T>, token: T): InvocationHandle | undefined {
   const call = new Call(def, run, invoker, token)
@@ -105,6 +107,10 @@ class Context implements TaskContext {
   get signal(): AbortSignal {
     return this.#call.signal()
   }
+
+  stream(name: string, data: unknown): Promise<void> {
+    return this.#call.stream(name, data)
+  }
 }
 
 /**
@@ -127,8 +133,13 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
   #inv: Invocation | undefined
   #step: StepApi | undefined
   #controller: AbortController | undefined
-  /** The invocation has ended (and `ended` was told). */
+  /** The run's chunks when the invocation began, until `ctx.stream` makes their writer. */
+  #chunkLog: RunRecord['chunks']
+  #chunks: RunChunkWriter | undefined
+  /** The invocation has ended (and `ended` was told, or will be once its chunks are written). */
   done = false
+  /** How it ended, for the message of a `ctx.stream` call made afterwards. */
+  #closedBy: string | undefined
 
   constructor(def: TaskDefinition, run: RunRecord, invoker: Invoker<T>, token: T) {
     super()
@@ -139,6 +150,7 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     // run is a failed one: the next is their count plus one.
     this.#attempt = run.attempts.length + 1
     this.#steps = run.steps
+    this.#chunkLog = run.chunks
     const ctx = new Context(this, run, this.#attempt)
     let value: unknown
     try {
@@ -185,6 +197,25 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     return (this.#controller ??= new AbortController()).signal
   }
 
+  stream(name: string, data: unknown): Promise<void> {
+    if (this.#closedBy !== undefined) {
+      const token = this.#token
+      throw new Error(
+        `ctx.stream(${JSON.stringify(name)}) was called after attempt ${this.#attempt} of task "${token.taskName}" ${this.#closedBy}; the chunk was not sent`,
+      )
+    }
+    const host = this.#invoker.host
+    this.#chunks ??= new RunChunkWriter({
+      runId: this.#token.id,
+      taskName: this.#token.taskName,
+      log: this.#chunkLog,
+      store: host.store,
+      logger: host.logger,
+      maxBytes: Math.min(MAX_RUN_CHUNK_BYTES, host.maxPayloadBytes),
+    })
+    return this.#chunks.send(name, data, (this.#inv?.stepsRunning ?? 0) === 0)
+  }
+
   abort(reason: string | Error, why = 'was stopped'): void {
     this.#abort(typeof reason === 'string' ? namedError(reason, 'AbortError') : reason, why)
   }
@@ -212,8 +243,14 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
   #settle(returned: boolean, value: unknown, closedBy = 'ended'): void {
     if (this.done) return
     this.done = true
+    this.#closedBy = closedBy
     this.#invoker.timeouts.delete(this)
-    this.#invoker.ended(this.#token, this.#end(returned, value, closedBy))
+    const outcome = this.#end(returned, value, closedBy)
+    // The chunks sent before the end are written before it, so that the
+    // end's write does not race theirs; it never rejects.
+    const writing = this.#chunks?.writing()
+    if (writing === undefined) this.#invoker.ended(this.#token, outcome)
+    else writing.then(() => this.#invoker.ended(this.#token, outcome))
   }
 
   #end(returned: boolean, value: unknown, closedBy: string): InvocationOutcome {

@@ -154,6 +154,7 @@ export class MemoryRunStore implements RunStore {
     const wasLive = !this.#finished.has(id)
     let growth = 0
     if ('result' in patch) growth += jsonLength(patch.result) - jsonLength(run.result)
+    if ('chunks' in patch) growth += (patch.chunks?.bytes ?? 0) - (run.chunks?.bytes ?? 0)
     if (patch.attempt === undefined) applyRunPatch(run, patch)
     else {
       growth += attemptSize(patch.attempt)

@@ -50,6 +50,8 @@ export interface Invocation {
   seen: Set<string> | undefined
   /** How many of the recorded steps this invocation met. */
   met: number
+  /** How many `step.run` functions of this invocation are running: `ctx.stream` counts only the calls made outside them (run-chunks.ts). */
+  stepsRunning: number
   /** The first suspension raised, kept even if the handler swallows it. */
   suspension: SuspendSignal | undefined
   /** The first divergence met, kept even if the handler catches it: it fails the attempt. */
@@ -84,6 +86,7 @@ export function createInvocation(
     steps,
     seen: undefined,
     met: 0,
+    stepsRunning: 0,
     suspension: undefined,
     mismatch: undefined,
     closed: undefined,
@@ -135,7 +138,13 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       if (typeof fn !== 'function') {
         throw new TypeError(`ctx.step.run("${key}", fn): fn must be a function (got ${describe(fn)})`)
       }
-      const output = await fn()
+      let output: Awaited<T>
+      inv.stepsRunning++
+      try {
+        output = await fn()
+      } finally {
+        inv.stepsRunning--
+      }
       assertPayload(
         output,
         host.maxPayloadBytes,

@@ -12,7 +12,9 @@ import type { Attempt, RunRecord, RunStatus, StepRecord } from './runs.ts'
  * when a run resumes). `attempt` is appended to the run's `attempts` in the
  * same write, so an attempt that ends the run costs one write, not two.
  */
-export type RunPatch = Partial<Pick<RunRecord, 'status' | 'ok' | 'result' | 'suspended' | 'startedAt' | 'finishedAt' | 'runAt'>> & {
+export type RunPatch = Partial<
+  Pick<RunRecord, 'status' | 'ok' | 'result' | 'suspended' | 'startedAt' | 'finishedAt' | 'runAt' | 'chunks'>
+> & {
   attempt?: Attempt
 }
 

@@ -100,6 +100,36 @@ export interface RunRecord extends RunEnvelope {
   replayOf?: string
   /** Runs started by an event (`trigger: 'event'`): which one. */
   event?: { id: string; name: string }
+  /** The last data chunks the run sent with `ctx.stream`, once it sent one. */
+  chunks?: RunChunkLog
+}
+
+/**
+ * One data chunk a run sent with `ctx.stream(name, data)`, as its stream
+ * (`GET /__tasks/runs/<id>/stream`, an `event: chunk`) and `subscribeRun`'s
+ * `onChunk` hand it over.
+ */
+export interface RunChunk {
+  /** Its place among the run's chunks, from 1, with no gap: a first kept chunk above 1 means earlier ones were dropped. */
+  seq: number
+  name: string
+  data: unknown
+  /** When it was sent (ISO). */
+  at: string
+}
+
+/**
+ * The chunks a run keeps (`RunRecord.chunks`): the last ones sent, so that a
+ * subscriber that comes late catches up. Bounded by `MAX_RUN_CHUNKS` and
+ * `MAX_RUN_CHUNK_BYTES` (run-chunks.ts): the oldest go first.
+ */
+export interface RunChunkLog {
+  /** Oldest first. */
+  kept: RunChunk[]
+  /** Bytes of UTF-8 JSON of the data of `kept`. */
+  bytes: number
+  /** How many `ctx.stream` calls made outside a running `ctx.step.run` the run recorded: a replay skips as many. */
+  calls: number
 }
 
 export interface EnqueueOptions {

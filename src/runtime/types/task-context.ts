@@ -20,6 +20,30 @@ export interface TaskContext<Input = unknown> {
   signal: AbortSignal
   runId: string
   taskName: string
+  /**
+   * Sends a named chunk of data to the run's subscribers
+   * (`subscribeRun`'s `onChunk`, `GET /__tasks/runs/<id>/stream`), for a
+   * progress bar or generated text (docs/realtime.md "Sending data as the
+   * run goes"). `name` is 1 to 64 letters, digits, '.', '-' or '_';
+   * `data` is a JSON value of at most 64 KiB. A bad argument throws a
+   * `TypeError` (a `RangeError` for a chunk too large) at once.
+   *
+   * The run keeps its last 100 chunks, and at most 64 KiB of their data,
+   * so a late subscriber catches up; older ones are dropped, and each
+   * chunk's `seq` tells how many came before it. The promise resolves once
+   * the chunk is stored; chunks sent without waiting for it are stored
+   * together, in order, and before the run's end.
+   *
+   * A handler runs again from the top on a retry and on a resume: the
+   * calls made outside a running `ctx.step.run` are counted in order, and
+   * those the run has recorded already are skipped, so a replay sends
+   * nothing twice. Calls made while a `ctx.step.run` function runs send
+   * their chunks whenever that function runs: a step replayed from its
+   * record sends none, a step run again (a retry) sends them again. Called
+   * once the attempt is over (ended, timed out, cancelled), it throws as a
+   * step would.
+   */
+  stream(name: string, data: unknown): Promise<void>
 }
 
 /**
