@@ -40,6 +40,7 @@ export function createObjectRuntime(routes: readonly RuntimeApiRoute[], stub: ()
     completeToken: (tokenId, payload) => call('completeToken', tokenId, payload),
     sendEvent: (name, data, options) => call('sendEvent', name, data, options),
     sendEvents: (events) => call('sendEvents', events),
+    listEvents: (query) => call('listEvents', query),
     cancel: (id) => call('cancel', id),
     replay: (id) => call('replay', id),
     // No onRunChange: the engine's changes happen in the object, and a

@@ -41,7 +41,14 @@ import {
 import { createTables, MOVE_STEPS, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
 import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
 import { joinScheduledSql, startQueuedSql } from '../runtime/tasks/sql/flow.ts'
-import { EVENTS_TABLE, eventsSinceSql, putEventSql } from '../runtime/tasks/sql/events.ts'
+import {
+  EVENTS_BY_NAME_SEQ,
+  EVENTS_TABLE,
+  eventsSinceSql,
+  listEventsSql,
+  noteEventEffectsSql,
+  putEventSql,
+} from '../runtime/tasks/sql/events.ts'
 import { runProcedure, type SqlRunner } from '../runtime/tasks/sql/procedure.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
 import {
@@ -59,6 +66,7 @@ import {
   type TokenRecord,
 } from '../runtime/tasks/store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
+import type { EventEffects, EventListQuery } from '../runtime/types/run-store.ts'
 import { describe } from '../runtime/describe.ts'
 
 /** The parts of a Durable Object's `SqlStorage` the store uses. */
@@ -90,7 +98,7 @@ export interface DurableObjectRunStoreOptions {
 const WHERE = 'DurableObjectRunStore'
 
 // The tables of `SqliteRunStore`, plus each timer's due time, which the alarm is set from.
-const SCHEMA = createTables({ timerDueAt: true }) + EVENTS_TABLE
+const SCHEMA = createTables({ timerDueAt: true }) + EVENTS_TABLE + EVENTS_BY_NAME_SEQ
 
 export class DurableObjectRunStore implements RunStore {
   /** Records live in the object's storage and survive eviction and restarts. */
@@ -277,6 +285,15 @@ export class DurableObjectRunStore implements RunStore {
 
   async eventsSince(name: string, since: string, limit: number): Promise<EventRecord[]> {
     return runProcedure(eventsSinceSql(name, since, limit), this.#runner)
+  }
+
+  async listEvents(query: EventListQuery): Promise<{ events: EventRecord[]; cursor?: string }> {
+    return runProcedure(listEventsSql(query, `${WHERE}.listEvents`), this.#runner)
+  }
+
+  /** One synchronous transaction: the read of the event and its write. */
+  async noteEventEffects(id: string, effects: EventEffects): Promise<void> {
+    this.#write(() => runProcedure(noteEventEffectsSql(id, effects), this.#runner))
   }
 
   readonly #runner: SqlRunner = {

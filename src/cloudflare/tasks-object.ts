@@ -139,6 +139,8 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
           return runtime.sendEvent(a, b, c)
         case 'sendEvents':
           return runtime.sendEvents(a)
+        case 'listEvents':
+          return runtime.listEvents(a)
         case 'cancel':
           return runtime.cancel(a)
         case 'replay':

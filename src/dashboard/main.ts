@@ -8,6 +8,7 @@ import { fill, h } from './dom.ts'
 import { runView } from './run.ts'
 import { runsView } from './runs.ts'
 import { errorView, tasksTable, triggerForm } from './tasks.ts'
+import { eventsView } from './events.ts'
 import type { DashboardTask } from './types.ts'
 
 const root = document.getElementById('app')!
@@ -16,6 +17,7 @@ const signOut = document.getElementById('sign-out') as HTMLButtonElement
 let stopEvents: AbortController | undefined
 
 const runs = runsView((id) => openRun(id))
+const events = eventsView((id) => openRun(id))
 const run = runView(
   (id) => openRun(id),
   () => refreshSoon(),
@@ -43,7 +45,7 @@ function refreshSoon(): void {
   pending = true
   setTimeout(() => {
     pending = false
-    void Promise.all([loadTasks().catch(() => undefined), runs.refresh(), run.refresh()])
+    void Promise.all([loadTasks().catch(() => undefined), runs.refresh(), run.refresh(), events.refresh()])
   }, 50)
 }
 
@@ -62,6 +64,8 @@ async function start(): Promise<void> {
     h('section', { 'aria-labelledby': 'tasks-heading' }, h('h2', { id: 'tasks-heading' }, 'Tasks'), tasksSection),
     h('section', { 'aria-labelledby': 'trigger-heading' }, h('h2', { id: 'trigger-heading' }, 'Trigger a run'), triggerSection),
     h('section', { 'aria-labelledby': 'runs-heading' }, h('h2', { id: 'runs-heading' }, 'Runs'), runs.element),
+    h('section', { 'aria-labelledby': 'events-heading' }, h('h2', { id: 'events-heading' }, 'Events'), events.element),
+    h('section', { 'aria-labelledby': 'send-heading' }, h('h2', { id: 'send-heading' }, 'Send an event'), events.sendForm),
     run.element,
   )
   fill(triggerSection, triggerForm(tasks, openRun))
@@ -75,7 +79,7 @@ async function start(): Promise<void> {
     },
     stopEvents.signal,
   )
-  await runs.refresh()
+  await Promise.all([runs.refresh(), events.refresh()])
   const match = /^#run\/(.+)$/.exec(location.hash)
   if (match) await run.show(decodeURIComponent(match[1]))
 }

@@ -1,6 +1,8 @@
 /** The shapes the page reads from the admin surface. */
 import type { RunRecord } from '../runtime/types.ts'
 export type { DashboardTask } from '../runtime/dashboard/tasks.ts'
+/** One event of `GET /__events`. */
+export type { ListedEvent as EventRow } from '../runtime/types/events.ts'
 
 /** One row of `GET /__tasks/runs`. */
 export interface RunRow {

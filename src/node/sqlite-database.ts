@@ -7,7 +7,7 @@
  * (`src/runtime/tasks/sql/schema.ts`, `sql/events.ts`).
  */
 import type { DatabaseSync } from 'node:sqlite'
-import { EVENTS_TABLE } from '../runtime/tasks/sql/events.ts'
+import { EVENTS_BY_NAME_SEQ, EVENTS_TABLE } from '../runtime/tasks/sql/events.ts'
 import { createTables, MOVE_STEPS, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
 import { commitOpenBatch } from './sqlite-group-commit.ts'
 import { LEASE_COLUMNS } from './sqlite-leases.ts'
@@ -17,7 +17,7 @@ import { OWNER_FENCE_COLUMN, OWNERS_TABLE } from './sqlite-owners.ts'
 const WAL_CHECKPOINT_PAGES = 10_000
 
 /** The schema this release writes. Bump it, and add a step to `MIGRATIONS`, when the schema changes. */
-export const SCHEMA_VERSION = 6
+export const SCHEMA_VERSION = 7
 
 // Each entry moves a database from version `index` to `index + 1`. What an
 // entry runs must keep its meaning once released: files it migrated exist.
@@ -33,6 +33,8 @@ const MIGRATIONS: readonly string[] = [
   LEASE_COLUMNS,
   // 6: events, held for their retention (sql/events.ts).
   EVENTS_TABLE,
+  // 7: the events of one name, newest first, for listEvents (sql/events.ts).
+  EVENTS_BY_NAME_SEQ,
 ]
 
 /**

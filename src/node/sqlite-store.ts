@@ -60,9 +60,10 @@ import {
   UPSERT_STEP,
 } from '../runtime/tasks/sql/queries.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
+import type { EventEffects, EventListQuery } from '../runtime/types/run-store.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
 import { joinScheduledSql, startQueuedSql, type WrittenRow } from '../runtime/tasks/sql/flow.ts'
-import { eventsSinceSql, putEventSql } from '../runtime/tasks/sql/events.ts'
+import { eventsSinceSql, listEventsSql, noteEventEffectsSql, putEventSql } from '../runtime/tasks/sql/events.ts'
 import { runProcedure, type SqlRunner } from '../runtime/tasks/sql/procedure.ts'
 import { openDatabase } from './sqlite-database.ts'
 import { ATTEMPT_TIMERS, expectsRunning, HELD, UPDATE_RUN_FENCED, UPDATE_RUN_RECORD_FENCED, UPSERT_STEP_FENCED } from './sqlite-fences.ts'
@@ -579,6 +580,15 @@ export class SqliteRunStore implements RunStore {
 
   eventsSince(name: string, since: string, limit: number): Promise<EventRecord[]> {
     return this.#batch.read(() => runProcedure(eventsSinceSql(name, since, limit), this.#runner))
+  }
+
+  listEvents(query: EventListQuery): Promise<{ events: EventRecord[]; cursor?: string }> {
+    return this.#batch.read(() => runProcedure(listEventsSql(query, `${WHERE}.listEvents`), this.#runner))
+  }
+
+  /** Inside the batch's write lock: the read of the event and its write are one step for every process on the file. */
+  async noteEventEffects(id: string, effects: EventEffects): Promise<void> {
+    return this.#write(() => runProcedure(noteEventEffectsSql(id, effects), this.#runner))
   }
 
   /** The statements of this connection, for the SQL shared with the Durable Object store. */

@@ -1,9 +1,10 @@
 /**
- * Events on Postgres (`RunStore.putEvent`, `eventsSince` of
- * `PostgresRunStore`; docs/events.md), in the `events` table of schema
- * version 6 (migrations.ts). `data` is SQL NULL for an event sent without
- * data and the jsonb `null` for one sent with `data: null`, so each comes
- * back as it was sent.
+ * Events on Postgres (`RunStore.putEvent`, `eventsSince`, `listEvents`,
+ * `noteEventEffects` of `PostgresRunStore`; docs/events.md), in the
+ * `events` table of schema version 6, with the `runs` and `resumed` columns
+ * of version 7 (migrations.ts). `data` is SQL NULL for an event sent
+ * without data and the jsonb `null` for one sent with `data: null`, so
+ * each comes back as it was sent.
  *
  * Retention is measured on the database's clock (`now()`) against each
  * event's own `time`: every process sharing the schema then lets go of an
@@ -11,8 +12,10 @@
  */
 import type { Sql } from 'postgres'
 import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS, type EventRecord } from '../runtime/tasks/store.ts'
+import type { EventEffects, EventListQuery } from '../runtime/types/run-store.ts'
+import { eventCursor, listingBounds, missing } from '../runtime/tasks/event-list.ts'
 
-type EventRow = { id: string; name: string; time: Date; data: unknown; has_data: boolean }
+type EventRow = { id: string; name: string; time: Date; data: unknown; has_data: boolean; runs: string[]; resumed: string[] }
 type PutRow = EventRow & { created: boolean }
 
 /**
@@ -65,20 +68,21 @@ export async function putEventPg(
         )
       ), inserted AS (
         INSERT INTO ${events} (id, name, time, data) VALUES (${event.id}, ${event.name}, ${time}::timestamptz, ${data}::text::jsonb)
-        ON CONFLICT (id) DO UPDATE SET seq = DEFAULT, name = excluded.name, time = excluded.time, data = excluded.data
+        ON CONFLICT (id) DO UPDATE SET seq = DEFAULT, name = excluded.name, time = excluded.time, data = excluded.data,
+          runs = '{}', resumed = '{}'
           WHERE events.time < (SELECT at FROM cutoff)
-        RETURNING id, name, time, data, data IS NOT NULL AS has_data
+        RETURNING id, name, time, data, data IS NOT NULL AS has_data, runs, resumed
       ), held AS (
         -- Only an unexpired holder: an expired one in this snapshot was taken
         -- over, by this statement or by a racing one, and is read again.
-        SELECT id, name, time, data, data IS NOT NULL AS has_data FROM ${events}
+        SELECT id, name, time, data, data IS NOT NULL AS has_data, runs, resumed FROM ${events}
         WHERE id = ${event.id} AND time >= (SELECT at FROM cutoff)
       )
       SELECT true AS created, * FROM inserted
       UNION ALL SELECT false AS created, * FROM held WHERE NOT EXISTS (SELECT 1 FROM inserted)`
     if (row) return { event: toEvent(row), created: row.created }
     const [held] = await sql<EventRow[]>`
-      SELECT id, name, time, data, data IS NOT NULL AS has_data FROM ${events} WHERE id = ${event.id}`
+      SELECT id, name, time, data, data IS NOT NULL AS has_data, runs, resumed FROM ${events} WHERE id = ${event.id}`
     if (held) return { event: toEvent(held), created: false }
     if (attempt >= PUT_ATTEMPTS) {
       throw new Error(`${where}: event "${event.id}" was neither recorded nor held after ${PUT_ATTEMPTS} tries; send it again`)
@@ -97,11 +101,55 @@ export async function eventsSincePg(sql: Sql, schema: string, name: string, sinc
   // A time that is no instant matches nothing, as `Date.parse` makes it in the memory store.
   if (from === undefined) return []
   const rows = await sql<EventRow[]>`
-    SELECT id, name, time, data, data IS NOT NULL AS has_data FROM ${sql(schema)}.events
+    SELECT id, name, time, data, data IS NOT NULL AS has_data, runs, resumed FROM ${sql(schema)}.events
     WHERE name = ${name} AND time >= ${from}::timestamptz
     ORDER BY seq
     LIMIT ${limit === Infinity ? null : Math.ceil(limit)}::bigint`
   return rows.map(toEvent)
+}
+
+/**
+ * `RunStore.listEvents`: a page of events, newest first, by the primary key
+ * or `events_by_name_seq`; one more is read than the page holds, to know
+ * whether another follows.
+ */
+export async function listEventsPg(
+  sql: Sql,
+  schema: string,
+  where: string,
+  query: EventListQuery,
+): Promise<{ events: EventRecord[]; cursor?: string }> {
+  const { name, limit, before } = listingBounds(query, where)
+  const rows = await sql<(EventRow & { seq: string })[]>`
+    SELECT seq, id, name, time, data, data IS NOT NULL AS has_data, runs, resumed FROM ${sql(schema)}.events
+    WHERE true ${name === undefined ? sql`` : sql`AND name = ${name}`} ${before === undefined ? sql`` : sql`AND seq < ${before}`}
+    ORDER BY seq DESC
+    LIMIT ${limit + 1}`
+  const page = rows.slice(0, limit)
+  const events = page.map(toEvent)
+  return rows.length > limit ? { events, cursor: eventCursor(page[limit - 1].seq) } : { events }
+}
+
+/**
+ * `RunStore.noteEventEffects`, one statement: appends to the event's
+ * `runs` and `resumed` the ids they lack, in order. Of updates of one row
+ * racing from several processes, each waits for the one before it to
+ * commit and then adds to the row as that one left it (an `UPDATE` under
+ * READ COMMITTED reads the row's latest version again), so every id lands
+ * once. A note that adds nothing writes nothing.
+ */
+export async function noteEventEffectsPg(sql: Sql, schema: string, id: string, effects: EventEffects): Promise<void> {
+  // As JSON text, cast in the statement: a list of text with no type to infer when empty.
+  const runs = JSON.stringify(missing(undefined, effects.runs))
+  const resumed = JSON.stringify(missing(undefined, effects.resumed))
+  if (runs === '[]' && resumed === '[]') return
+  const added = (list: string, column: 'runs' | 'resumed') => sql`
+    ARRAY(SELECT added.id FROM jsonb_array_elements_text(${list}::text::jsonb) WITH ORDINALITY AS added (id, i)
+      WHERE added.id <> ALL (e.${sql(column)}) ORDER BY added.i)`
+  const list = (ids: string) => sql`ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb))`
+  await sql`
+    UPDATE ${sql(schema)}.events AS e SET runs = e.runs || ${added(runs, 'runs')}, resumed = e.resumed || ${added(resumed, 'resumed')}
+    WHERE e.id = ${id} AND NOT (e.runs @> ${list(runs)} AND e.resumed @> ${list(resumed)})`
 }
 
 /**
@@ -118,5 +166,7 @@ function instant(time: string): string | undefined {
 function toEvent(row: EventRow): EventRecord {
   const event: EventRecord = { id: row.id, name: row.name, time: row.time.toISOString() }
   if (row.has_data) event.data = row.data
+  if (row.runs.length > 0) event.runs = row.runs
+  if (row.resumed.length > 0) event.resumed = row.resumed
   return event
 }

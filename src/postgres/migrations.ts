@@ -164,6 +164,14 @@ const MIGRATIONS: readonly string[] = [
   -- The prune: the events past their retention, oldest first.
   CREATE INDEX events_by_time ON $schema.events (time);
   `,
+  `
+  -- What each event did (events.ts, noteEventEffects): the runs it started
+  -- and the runs whose waits it met, in the order they were noted. Constant
+  -- defaults add the columns without rewriting the table.
+  ALTER TABLE $schema.events ADD COLUMN runs text[] NOT NULL DEFAULT '{}', ADD COLUMN resumed text[] NOT NULL DEFAULT '{}';
+  -- listEvents: the events of one name, newest first (every name walks the primary key).
+  CREATE INDEX events_by_name_seq ON $schema.events (name, seq);
+  `,
 ]
 
 /** The schema version this release writes. */

@@ -44,6 +44,7 @@ import {
   withoutSteps,
 } from '../runtime/tasks/store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
+import type { EventEffects, EventListQuery } from '../runtime/types/run-store.ts'
 import { timerId } from '../runtime/tasks/ids.ts'
 import { type Fence, Fences } from './fences.ts'
 import { migrate } from './migrations.ts'
@@ -52,7 +53,7 @@ import { resolvePostgresOptions, type PostgresRunStoreOptions } from './options.
 import { redactUrl } from '../runtime/redact.ts'
 import { PostgresSharedWork } from './shared.ts'
 import { debounceRunPg, startQueuedPg } from './flow.ts'
-import { eventsSincePg, putEventPg } from './events.ts'
+import { eventsSincePg, listEventsPg, noteEventEffectsPg, putEventPg } from './events.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
 import type { StartedRuns } from '../runtime/tasks/store.ts'
 
@@ -545,6 +546,16 @@ export class PostgresRunStore implements RunStore {
   /** Events: see `RunStore.eventsSince`; the query is in events.ts. */
   async eventsSince(name: string, since: string, limit: number): Promise<EventRecord[]> {
     return this.#run((sql) => eventsSincePg(sql, this.schema, name, since, limit))
+  }
+
+  /** Events: see `RunStore.listEvents`; the query is in events.ts. */
+  async listEvents(query: EventListQuery): Promise<{ events: EventRecord[]; cursor?: string }> {
+    return this.#run((sql) => listEventsPg(sql, this.schema, `${WHERE}.listEvents`, query))
+  }
+
+  /** Events: see `RunStore.noteEventEffects`; the statement is in events.ts. */
+  async noteEventEffects(id: string, effects: EventEffects): Promise<void> {
+    return this.#run((sql) => noteEventEffectsPg(sql, this.schema, id, effects))
   }
 
   /**

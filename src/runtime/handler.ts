@@ -14,6 +14,7 @@ import { loopbackExemption } from './admin/loopback-exemption.ts'
 import { checkRunEvents, type EventStreams, type RunEventsOptions } from './admin/streams.ts'
 import { createAdminHandler, TASKS_PREFIX } from './admin/tasks.ts'
 import { createSendEventsHandler, isEventsPath } from './admin/send-events.ts'
+import { createListEventsHandler, isEventListing } from './admin/list-events.ts'
 import { dashboardAccess, dashboardProblem } from './dashboard/access.ts'
 import { type DashboardPage, dashboardNotIncluded, isDashboardPath } from './dashboard/route.ts'
 import { buildApp, checkCommonOptions, type ApiApp } from './app/create.ts'
@@ -262,6 +263,7 @@ export function createCoreHandler(options: SvcHandlerOptions, parts: HostParts =
     loopback: parts.loopback,
   })
   const sendEvents = createSendEventsHandler({ runtime, env, bodyLimit: adminBodyLimit, R, logger, dev, loopback: parts.loopback })
+  const listEvents = createListEventsHandler({ runtime, env, R, logger, dev, loopback: parts.loopback })
   const dashboard = options.dashboardPage
     ? options.dashboardPage.createHandler({ access: dashboardAccess(options.dashboard, env), runtime, env, R })
     : dashboardNotIncluded(R)
@@ -286,7 +288,9 @@ export function createCoreHandler(options: SvcHandlerOptions, parts: HostParts =
         )
       }
       if (tasks) return admin(request, pathname, info)
-      if (isEventsPath(pathname)) return sendEvents(request, pathname, info)
+      if (isEventsPath(pathname)) {
+        return isEventListing(request, pathname) ? listEvents(request, pathname, info) : sendEvents(request, pathname, info)
+      }
       const page = isDashboardPath(pathname) ? dashboard(request, pathname, info) : undefined
       if (page) return page
     }

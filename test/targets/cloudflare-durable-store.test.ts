@@ -115,6 +115,8 @@ function bridge(options?: { maxRuns: number }): {
     'debounceRun',
     'putEvent',
     'eventsSince',
+    'listEvents',
+    'noteEventEffects',
   ]
   return { store: Object.fromEntries([['durable', true], ...methods.map((method) => [method, call(method)])]) as RunStore, sql }
 }

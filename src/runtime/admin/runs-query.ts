@@ -38,18 +38,10 @@ export class InvalidQueryError extends SvcError {
 
 /** The `RunQuery` the search parameters ask for, with `limit` the page size (the store is asked for one more). */
 export function parseRunsQuery(params: URLSearchParams): RunQuery & { limit: number } {
-  for (const name of params.keys()) {
-    if (!PARAMETERS.has(name)) {
-      throw new InvalidQueryError(`Unknown query parameter "${name}"; GET /__tasks/runs takes task, status (repeatable), limit and cursor`)
-    }
-  }
-  const query: RunQuery & { limit: number } = { limit: DEFAULT_RUNS_LIMIT }
-  const tasks = params.getAll('task')
-  if (tasks.length > 1) throw new InvalidQueryError(`task may be given once (got ${tasks.length} values)`)
-  if (tasks.length === 1) {
-    if (tasks[0] === '') throw new InvalidQueryError('task must be a task name (got an empty value)')
-    query.taskName = tasks[0]
-  }
+  checkParameters(params, PARAMETERS, 'GET /__tasks/runs takes task, status (repeatable), limit and cursor')
+  const query: RunQuery & { limit: number } = { limit: limitParameter(params, DEFAULT_RUNS_LIMIT, MAX_RUNS_LIMIT) }
+  const task = oneParameter(params, 'task', 'a task name')
+  if (task !== undefined) query.taskName = task
   const statuses = params.getAll('status')
   if (statuses.length > 0) {
     for (const status of statuses) {
@@ -59,20 +51,33 @@ export function parseRunsQuery(params: URLSearchParams): RunQuery & { limit: num
     }
     query.status = statuses as RunStatus[]
   }
-  const limit = params.get('limit')
-  if (limit !== null) {
-    const n = /^\d{1,4}$/.test(limit) ? Number(limit) : Number.NaN
-    if (!(n >= 1 && n <= MAX_RUNS_LIMIT)) {
-      throw new InvalidQueryError(`limit must be a whole number from 1 to ${MAX_RUNS_LIMIT} (got ${JSON.stringify(limit)})`)
-    }
-    query.limit = n
-  }
-  const cursor = params.get('cursor')
-  if (cursor !== null) {
-    if (cursor === '') throw new InvalidQueryError('cursor must be the cursor of the previous page (got an empty value)')
-    query.cursor = cursor
-  }
+  const cursor = oneParameter(params, 'cursor', 'the cursor of the previous page')
+  if (cursor !== undefined) query.cursor = cursor
   return query
+}
+
+/** Refuses a parameter not in `known`; `usage` says what the endpoint takes. */
+export function checkParameters(params: URLSearchParams, known: ReadonlySet<string>, usage: string): void {
+  for (const name of params.keys()) {
+    if (!known.has(name)) throw new InvalidQueryError(`Unknown query parameter "${name}"; ${usage}`)
+  }
+}
+
+/** The `limit` parameter, a whole number from 1 to `max`; `fallback` when absent. */
+export function limitParameter(params: URLSearchParams, fallback: number, max: number): number {
+  const limit = params.get('limit')
+  if (limit === null) return fallback
+  const n = /^\d{1,4}$/.test(limit) ? Number(limit) : Number.NaN
+  if (!(n >= 1 && n <= max)) throw new InvalidQueryError(`limit must be a whole number from 1 to ${max} (got ${JSON.stringify(limit)})`)
+  return n
+}
+
+/** A parameter given at most once and never empty (`what` it must be, for the message), or `undefined`. */
+export function oneParameter(params: URLSearchParams, name: string, what: string): string | undefined {
+  const values = params.getAll(name)
+  if (values.length > 1) throw new InvalidQueryError(`${name} may be given once (got ${values.length} values)`)
+  if (values[0] === '') throw new InvalidQueryError(`${name} must be ${what} (got an empty value)`)
+  return values[0]
 }
 
 export function runSummary(run: RunRecord): RunSummary {

@@ -47,8 +47,9 @@ export function createSendEventsHandler(options: SendEventsOptions) {
   const json = (status: number, body: unknown) => new R(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
 
   async function route(request: Request, pathname: string): Promise<Response> {
-    if (request.method !== 'POST') return methodNotAllowed(R, request.method, pathname, 'POST')
     const rest = trimTrailingSlashes(pathname.slice(EVENTS_PREFIX.length))
+    // `/__events` itself is listed too (`list-events.ts`).
+    if (request.method !== 'POST') return methodNotAllowed(R, request.method, pathname, rest === '' ? 'GET, HEAD, POST' : 'POST')
     const { value } = await readJsonBody(request, bodyLimit)
     if (rest === '') {
       if (!Array.isArray(value)) {

@@ -146,6 +146,7 @@ export class TaskEngine {
       reject: (def, data, trigger, message) => this.#reject(def, data, trigger, message),
       record: async (event) => (store.putEvent ? (await store.putEvent(event)).event : event),
       deliver: (event) => waitpoints.deliverEvent(event),
+      note: store.noteEventEffects && ((id, effects) => store.noteEventEffects!(id, effects)),
     })
   }
 

@@ -14,6 +14,7 @@ import { assertPayload } from './payload-limit.ts'
 import type { EventInput, SentEvent } from '../types/events.ts'
 import type { RunRecord } from '../types/runs.ts'
 import type { EventRecord } from './store.ts'
+import type { EventEffects } from '../types/run-store.ts'
 import { describe } from '../describe.ts'
 import { validateTaskInput } from '../schema.ts'
 import { errorMessage } from '../errors.ts'
@@ -47,6 +48,8 @@ export interface EventStartsOptions {
   record(event: EventRecord): Promise<EventRecord>
   /** Resumes the runs waiting for the event (`ctx.step.waitForEvent`): resolves to their ids. */
   deliver(event: EventRecord): Promise<string[]>
+  /** Notes on the recorded event the runs it started and the waits it met (`RunStore.noteEventEffects`), for listings. */
+  note?(id: string, effects: EventEffects): Promise<void>
 }
 
 /** A checked event, ready to start runs. */
@@ -133,6 +136,11 @@ export class EventStarts {
     const defs = this.#listeners.get(event.name) ?? []
     const runs = await Promise.all(defs.map((def) => this.#startOne(def, event, trigger)))
     const resumed = await this.#options.deliver(event)
+    // Last, so a listing shows what the send did once it is done. A send cut
+    // off before it leaves the event listed without some of that: sending
+    // the id again notes the runs it started, and the waits it met whose
+    // runs have not resumed yet, but not the ones that resumed in between.
+    if (runs.length > 0 || resumed.length > 0) await this.#options.note?.(event.id, { runs: runs.map((run) => run.id), resumed })
     return {
       id: event.id,
       name: event.name,

@@ -15,6 +15,7 @@ import { StepLog } from './step-log.ts'
 import { applyRunPatch, isFinished, settleTokenRecord, statusMatches } from './store.ts'
 import { DEFAULT_MAX_RUNS } from './store-limits.ts'
 import { MemoryEventLog } from './memory-events.ts'
+import type { EventEffects, EventListQuery } from '../types/run-store.ts'
 
 export interface MemoryRunStoreOptions {
   /**
@@ -96,6 +97,14 @@ export class MemoryRunStore implements RunStore {
 
   async eventsSince(name: string, since: string, limit: number): Promise<EventRecord[]> {
     return this.#events.since(name, since, limit)
+  }
+
+  async listEvents(query: EventListQuery): Promise<{ events: EventRecord[]; cursor?: string }> {
+    return this.#events.list(query)
+  }
+
+  async noteEventEffects(id: string, effects: EventEffects): Promise<void> {
+    this.#events.noteEffects(id, effects)
   }
 
   /** Number of runs retained. */

@@ -18,6 +18,7 @@ import { MemoryRunStore } from './memory-store.ts'
 import { checkMaxPayloadBytes } from './payload-limit.ts'
 import { describe } from '../describe.ts'
 import { TaskScheduler } from './scheduler.ts'
+import { listEventPage } from './event-list.ts'
 import type { RunStore } from './store.ts'
 import type { CronClock } from './cron-clock.ts'
 
@@ -139,6 +140,7 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
       return sent
     },
     sendEvents: (events) => engine.sendEvents(events, 'sendEvents()'),
+    listEvents: (query) => listEventPage(store, query),
     listRuns: (query) => store.listRuns(query),
     cancel: (id) => engine.cancel(id),
     replay: (id) => engine.replay(id),

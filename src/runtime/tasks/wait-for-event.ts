@@ -12,7 +12,9 @@
  * event before it looks for waits, and a wait looks for recorded events
  * (from when it began, less `lookbackSeconds`) once before it suspends and
  * again once its waitpoint is armed (`Waitpoints.armWaitpoint`), so
- * whichever comes second finds the other. Edge-safe.
+ * whichever comes second finds the other. A look that meets the wait notes
+ * it on the event (`RunStore.noteEventEffects`), as the send does for the
+ * waits it meets, so a listing of events shows it either way. Edge-safe.
  */
 import type { ReceivedEvent, StepRecord, WaitForEventOptions, Waitpoint } from '../types.ts'
 import { describe } from '../describe.ts'
@@ -85,7 +87,16 @@ export async function settleFromRecorded(
   if (!store.eventsSince) return undefined
   const events = await store.eventsSince(waitpoint.name, waitpoint.since, LOOK_LIMIT)
   const event = events.find((candidate) => matchesEvent(waitpoint.match as EventMatch | undefined, candidate.data))
-  return event ? settleWith(store, waitpoint.tokenId, event) : undefined
+  if (!event) return undefined
+  const token = await settleWith(store, waitpoint.tokenId, event)
+  // Noted on the event, as a send notes the waits it meets, for listings.
+  if (token && metBy(token, event)) await store.noteEventEffects?.(event.id, { resumed: [token.runId] })
+  return token
+}
+
+/** Whether the wait of `token` resolved with `event`. */
+export function metBy(token: TokenRecord, event: EventRecord): boolean {
+  return token.status === 'completed' && (token.payload as ReceivedEvent | undefined)?.id === event.id
 }
 
 /** Settles the wait's token with `event` unless it is settled already; resolves to the token as it ends up, if it exists. */

@@ -30,7 +30,7 @@ import {
 } from './store.ts'
 import { createTimerSet, type TimerSet } from './in-process-timers.ts'
 import { matchesEvent } from '../events/match.ts'
-import { eventWaitStep, settleFromRecorded, settleWith } from './wait-for-event.ts'
+import { eventWaitStep, metBy, settleFromRecorded, settleWith } from './wait-for-event.ts'
 
 /** How many suspended runs one read of `deliverEvent` looks at. */
 const DELIVERY_PAGE = 500
@@ -189,8 +189,9 @@ export class Waitpoints {
    * Resumes every run suspended on a wait that `event` meets: its name,
    * sent within the wait's window, with data that holds the wait's match.
    * Each wait's token is settled once, by whichever event or look comes
-   * first; resolves to the runs this call resumed. Reads the suspended
-   * runs page by page, on any store.
+   * first; resolves to the runs whose wait `event` met (the wait's own
+   * second look may be the one to resume it). Reads the suspended runs
+   * page by page, on any store.
    */
   async deliverEvent(event: EventRecord): Promise<string[]> {
     const resumed: string[] = []
@@ -202,7 +203,9 @@ export class Waitpoints {
         if (wait?.waitpoint.type !== 'event' || wait.waitpoint.name !== event.name || sent < Date.parse(wait.waitpoint.since)) continue
         if (!matchesEvent(wait.waitpoint.match, event.data)) continue
         const token = await settleWith(this.#store, wait.waitpoint.tokenId, event)
-        if (token && token.status !== 'waiting' && (await this.#eventWaitMet(run.id, wait.stepKey, token))) resumed.push(run.id)
+        if (!token || token.status === 'waiting') continue
+        await this.#eventWaitMet(run.id, wait.stepKey, token)
+        if (metBy(token, event)) resumed.push(run.id)
       }
       if (page.length < DELIVERY_PAGE) return resumed
       cursor = page[page.length - 1].id

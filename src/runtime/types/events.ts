@@ -35,6 +35,42 @@ export interface SentEvent {
   name: string
   /** One run per task whose `on` names the event, in the order the tasks were registered. */
   runs: EventRun[]
-  /** The runs whose `ctx.step.waitForEvent` this send met and resumed. */
+  /**
+   * The runs whose `ctx.step.waitForEvent` this send met: resumed by it, or
+   * by the wait's own look when the run was still suspending.
+   */
   resumed: string[]
+}
+
+/** What `TaskRuntime.listEvents` lists. */
+export interface ListEventsQuery {
+  /** Only events of this name. */
+  name?: string
+  /**
+   * Most events on the page, from 1 to 200.
+   * @default 50
+   */
+  limit?: number
+  /** The `cursor` of the page before. */
+  cursor?: string
+}
+
+/** One event as `TaskRuntime.listEvents` and `GET /__events` list it. */
+export interface ListedEvent {
+  id: string
+  name: string
+  /** Absent when the event was sent without data. */
+  data?: unknown
+  /** When it was first sent (ISO). */
+  time: string
+  /** The runs it started that the store still holds, with their status now. */
+  runs: EventRun[]
+  /** The runs whose `ctx.step.waitForEvent` it met. */
+  resumed: string[]
+}
+
+/** A page of events, newest first; `cursor` is set when more follow. */
+export interface EventPage {
+  events: ListedEvent[]
+  cursor?: string
 }

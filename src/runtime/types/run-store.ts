@@ -239,6 +239,44 @@ export interface RunStore {
    * oldest first (in the order they were recorded), at most `limit`.
    */
   eventsSince?(name: string, since: string, limit: number): Promise<EventRecord[]>
+
+  /**
+   * The held events, newest first (in the reverse of the order they were
+   * recorded), only those named `query.name` when it is set, at most
+   * `query.limit` (a whole number from 1). `cursor` is set when more
+   * follow: passed back as `query.cursor`, it lists the page after. A
+   * cursor stays valid while the events it follows are pruned. Each event
+   * carries what it did as noted (`noteEventEffects`). Throws a
+   * `RangeError` for a bad limit and a `TypeError` for a cursor no listing
+   * handed out.
+   */
+  listEvents?(query: EventListQuery): Promise<{ events: EventRecord[]; cursor?: string }>
+
+  /**
+   * Adds to a held event's `runs` and `resumed` the ids of `effects` it
+   * does not hold yet, keeping their order; an event the store no longer
+   * holds is left alone. Atomic, like `createRun`: notes racing from
+   * several processes all land.
+   */
+  noteEventEffects?(id: string, effects: EventEffects): Promise<void>
+}
+
+/** What `RunStore.listEvents` lists. */
+export interface EventListQuery {
+  /** Only events of this name. */
+  name?: string
+  /** Most events on the page. */
+  limit: number
+  /** The `cursor` of the page before. */
+  cursor?: string
+}
+
+/** What one event did, as `RunStore.noteEventEffects` adds it to the event. */
+export interface EventEffects {
+  /** Ids of the runs it started. */
+  runs?: string[]
+  /** Ids of the runs whose `ctx.step.waitForEvent` it met. */
+  resumed?: string[]
 }
 
 /** An event as a store holds it. */
@@ -249,6 +287,10 @@ export interface EventRecord {
   data?: unknown
   /** When it was first sent (ISO). */
   time: string
+  /** Ids of the runs it started, once noted (`noteEventEffects`). */
+  runs?: string[]
+  /** Ids of the runs whose `ctx.step.waitForEvent` it met, once noted. */
+  resumed?: string[]
 }
 
 /** What `startQueued` resolves to. */

@@ -3,7 +3,7 @@ import type { TaskDefinition } from './task-definition.ts'
 import type { RunQuery, RunStore } from './run-store.ts'
 import type { CompleteTokenResult, RunChange, RunRecord, RunStatus, TriggerOptions } from './runs.ts'
 import type { TaskNameArg, TaskPayloadArgs } from './task-registry.ts'
-import type { EventInput, SendEventOptions, SentEvent } from './events.ts'
+import type { EventInput, EventPage, ListEventsQuery, SendEventOptions, SentEvent } from './events.ts'
 
 /**
  * The task runtime: registers the task routes of an app and runs them.
@@ -57,6 +57,15 @@ export interface TaskRuntime {
   sendEvent(name: string, data?: unknown, options?: SendEventOptions): Promise<SentEvent>
   /** Sends up to 100 events, each as `sendEvent` does; every event is checked before any is sent. */
   sendEvents(events: readonly EventInput[]): Promise<SentEvent[]>
+  /**
+   * The events the store holds, newest first, a page at a time: each with
+   * the runs it started (their task and status now) and the runs whose
+   * `ctx.step.waitForEvent` it met. Pass a page's `cursor` back to list
+   * the page after. Rejects with a `TypeError` or `RangeError` for a bad
+   * query, and with `SvcError` `NOT_IMPLEMENTED` (501) when the store keeps
+   * no list of events (docs/events.md).
+   */
+  listEvents(query?: ListEventsQuery): Promise<EventPage>
   /**
    * Cancels a live run (scheduled, queued, running or suspended) and resolves to it,
    * now `cancelled`: aborts the signal of its attempt in flight, removes its

@@ -1,11 +1,15 @@
 /**
- * Events (`RunStore.putEvent`, `eventsSince`; docs/events.md) on the
- * SQLite-family run stores: the table, and the two operations as
- * procedures (procedure.ts) that each store runs inside its own atomic
- * block (the Node store's write transaction, the Durable Object's
- * `transactionSync`). Edge-safe: no `node:` import.
+ * Events (`RunStore.putEvent`, `eventsSince`, `listEvents`,
+ * `noteEventEffects`; docs/events.md) on the SQLite-family run stores: the
+ * table, and the operations as procedures (procedure.ts) that each store
+ * runs inside its own atomic block (the Node store's write transaction,
+ * the Durable Object's `transactionSync`). What an event did is kept in its
+ * `record` with the rest of it, so noting it needs no column of its own.
+ * Edge-safe: no `node:` import.
  */
 import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS, type EventRecord } from '../store.ts'
+import type { EventEffects, EventListQuery } from '../../types/run-store.ts'
+import { addEffects, eventCursor, listingBounds } from '../event-list.ts'
 import { read, type SqlProcedure, write } from './procedure.ts'
 
 /**
@@ -29,6 +33,17 @@ CREATE INDEX IF NOT EXISTS events_by_name ON events (name, time);
 CREATE INDEX IF NOT EXISTS events_by_time ON events (time);
 `
 
+/**
+ * The index `listEvents` walks for the events of one name, newest first:
+ * schema version 7 of `SqliteRunStore`'s files, and run by a Durable Object
+ * on every wake after `EVENTS_TABLE` (an index, unlike a column, is added
+ * to a table that exists by `IF NOT EXISTS` alone). The list of every name
+ * walks the rowid.
+ */
+export const EVENTS_BY_NAME_SEQ = `
+CREATE INDEX IF NOT EXISTS events_by_name_seq ON events (name, seq);
+`
+
 // RETURNING answers with a row only when the row went in: of callers racing
 // with one id inside the write lock, the one that gets it recorded the event.
 const INSERT_EVENT = 'INSERT INTO events (id, name, time, record) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING seq'
@@ -38,6 +53,9 @@ const SELECT_EVENT = 'SELECT record FROM events WHERE id = ?'
 // table in rowid order on every send that finds nothing expired.
 const PRUNE_EVENTS = 'DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE time < ? ORDER BY time LIMIT ?)'
 const EVENTS_SINCE = 'SELECT record FROM events WHERE name = ? AND time >= ? ORDER BY seq LIMIT ?'
+const LIST_EVENTS = 'SELECT seq, record FROM events WHERE seq < ? ORDER BY seq DESC LIMIT ?'
+const LIST_NAMED_EVENTS = 'SELECT seq, record FROM events WHERE name = ? AND seq < ? ORDER BY seq DESC LIMIT ?'
+const UPDATE_RECORD = 'UPDATE events SET record = ? WHERE id = ?'
 
 /**
  * `RunStore.putEvent`: removes up to `EVENT_PRUNE_BATCH` events past their
@@ -69,6 +87,30 @@ export function* eventsSinceSql(name: string, since: string, limit: number): Sql
   // -1 is SQLite's "no limit".
   const rows = yield read(EVENTS_SINCE, name, from, limit === Infinity ? -1 : Math.ceil(limit))
   return rows.map((row) => JSON.parse(row.record as string) as EventRecord)
+}
+
+/**
+ * `RunStore.listEvents`: a page of events, newest first, one more read than
+ * the page holds to know whether another follows.
+ */
+export function* listEventsSql(query: EventListQuery, where: string): SqlProcedure<{ events: EventRecord[]; cursor?: string }> {
+  const { name, limit, before = Number.MAX_SAFE_INTEGER } = listingBounds(query, where)
+  const rows = name === undefined ? yield read(LIST_EVENTS, before, limit + 1) : yield read(LIST_NAMED_EVENTS, name, before, limit + 1)
+  const page = rows.slice(0, limit)
+  const events = page.map((row) => JSON.parse(row.record as string) as EventRecord)
+  return rows.length > limit ? { events, cursor: eventCursor(page[limit - 1].seq as number) } : { events }
+}
+
+/**
+ * `RunStore.noteEventEffects`: reads the held event and writes it back with
+ * the ids it lacked, inside the store's write lock, so notes racing from
+ * several stores on one file all land.
+ */
+export function* noteEventEffectsSql(id: string, effects: EventEffects): SqlProcedure<void> {
+  const [held] = yield read(SELECT_EVENT, id)
+  if (!held) return
+  const event = JSON.parse(held.record as string) as EventRecord
+  if (addEffects(event, effects)) yield write(UPDATE_RECORD, JSON.stringify(event), id)
 }
 
 /**

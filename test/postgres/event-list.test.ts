@@ -1,0 +1,64 @@
+// Listing events on PostgresRunStore beyond the contract: stores on one schema, each with
+// connections of its own as separate processes have, noting what one event did at once;
+// and a schema an earlier release left at version 6, which gains the columns of what
+// events did with its events kept.
+import postgres from 'postgres'
+import { afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { PostgresRunStore } from '../../src/postgres.ts'
+import { migrate } from '../../src/postgres/migrations.ts'
+import { createDatabase } from './_pg.ts'
+
+let url: string
+beforeAll(async () => {
+  url = await createDatabase('event_list')
+})
+
+let schemas = 0
+const freshSchema = () => `s${++schemas}`
+const open: PostgresRunStore[] = []
+function store(schema: string): PostgresRunStore {
+  const s = new PostgresRunStore({ url, schema })
+  open.push(s)
+  return s
+}
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((s) => s.close()))
+})
+
+describe('PostgresRunStore event listing', () => {
+  it('of stores on one schema noting what one event did at once, every id lands once', async () => {
+    const schema = freshSchema()
+    const stores = [store(schema), store(schema)]
+    await stores[0].putEvent({ id: 'paid', name: 'order.paid', time: new Date().toISOString() })
+    // Several connections per store open first, so the notes below run side by side.
+    await Promise.all(stores.flatMap((s) => Array.from({ length: 6 }, () => s.listEvents({ limit: 1 }))))
+    await Promise.all(
+      Array.from({ length: 24 }, (_, i) =>
+        stores[i % 2].noteEventEffects('paid', { runs: [`r${i % 12}`], resumed: i % 3 === 0 ? [`w${i % 4}`] : [] }),
+      ),
+    )
+    for (const s of stores) {
+      const [event] = (await s.listEvents({ limit: 1 })).events
+      expect([...event.runs!].sort()).toEqual(Array.from({ length: 12 }, (_, i) => `r${i}`).sort())
+      expect([...event.resumed!].sort()).toEqual(['w0', 'w1', 'w2', 'w3'])
+    }
+  })
+
+  it('a schema at version 6 gains what events did, its events kept and listed', async () => {
+    const schema = freshSchema()
+    const sql = postgres(url, { onnotice: () => {} })
+    const time = new Date().toISOString()
+    try {
+      await migrate(sql, schema, 'test', 6)
+      await sql`INSERT INTO ${sql(schema)}.events (id, name, time, data) VALUES ('old', 'order.paid', ${time}::timestamptz, '{"n":1}')`
+    } finally {
+      await sql.end()
+    }
+    const s = store(schema)
+    expect((await s.listEvents({ limit: 5, name: 'order.paid' })).events).toEqual([{ id: 'old', name: 'order.paid', data: { n: 1 }, time }])
+    await s.noteEventEffects('old', { runs: ['r1'], resumed: ['w1'] })
+    expect((await s.listEvents({ limit: 5 })).events).toEqual([
+      { id: 'old', name: 'order.paid', data: { n: 1 }, time, runs: ['r1'], resumed: ['w1'] },
+    ])
+  })
+})
