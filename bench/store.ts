@@ -54,7 +54,12 @@ interface StoreFigures {
   eventStartMs: number
   /** p50 from `sendEvent()` to the line after the `waitForEvent` of a run suspended on it. */
   eventResumeMs: number
+  /** The same, with `CROWD` other runs suspended on a sleep. */
+  eventResumeCrowdedMs: number
 }
+
+/** Runs suspended on a sleep beside the one a send resumes, in the crowded measurement. */
+const CROWD = 5000
 
 /** The three svc figures on stores made by `open`, a fresh one per measurement. */
 async function measureSvc(open: (label: string) => Promise<{ store: RunStore; close(): Promise<void> }>): Promise<StoreFigures> {
@@ -72,6 +77,7 @@ async function measureSvc(open: (label: string) => Promise<{ store: RunStore; cl
         },
       },
     },
+    { path: '/api/sleeper', module: { kind: 'task', POST: (ctx: TaskContext) => ctx.step.sleep('nap', 3600) } },
     {
       path: '/api/steps',
       module: {
@@ -131,9 +137,9 @@ async function measureSvc(open: (label: string) => Promise<{ store: RunStore; cl
       },
     ),
   )
-  const eventResumeMs = await withRuntime('event_resume', async (rt) => {
-    let i = 0
-    return startLatency(
+  let i = 0
+  const resumeLatency = (rt: ReturnType<typeof createTaskRuntime>) =>
+    startLatency(
       ROUNDS / 2,
       async () => {
         // Suspended on its wait before the clock starts: what is timed is the send and the resumption.
@@ -149,8 +155,14 @@ async function measureSvc(open: (label: string) => Promise<{ store: RunStore; cl
       },
       true,
     )
+  const eventResumeMs = await withRuntime('event_resume', resumeLatency)
+  const eventResumeCrowdedMs = await withRuntime('event_resume_crowded', async (rt) => {
+    for (let n = 0; n < CROWD; n++) await rt.trigger('sleeper')
+    const asleep = async () => (await rt.store.countRunsByTask('suspended')).find((count) => count.taskName === 'sleeper')?.count ?? 0
+    while ((await asleep()) < CROWD) await new Promise((resolve) => setTimeout(resolve, 20))
+    return resumeLatency(rt)
   })
-  return { noop, threeSteps, p50Ms, events, eventStartMs, eventResumeMs }
+  return { noop, threeSteps, p50Ms, events, eventStartMs, eventResumeMs, eventResumeCrowdedMs }
 }
 
 /** Median milliseconds a step at each of STEP_SIZES, a fresh schema per run; rounds alternate the sizes, so that a slower minute moves all three. */
@@ -220,6 +232,9 @@ try {
     })
     line(`svc ${name}: p50 sendEvent → wait resumed`, `${figures.eventResumeMs.toFixed(2)} ms`, {
       of: figures.eventResumeMs / figures.p50Ms,
+    })
+    line(`svc ${name}: the same, ${CROWD} other runs asleep`, `${figures.eventResumeCrowdedMs.toFixed(2)} ms`, {
+      of: figures.eventResumeCrowdedMs / figures.eventResumeMs,
     })
   }
   const noopRatio = postgres.noop / graphile.jobsPerSecond

@@ -26,6 +26,7 @@ import {
   LIST_TIMERS,
   listRunsQuery,
   RUN_EXISTS,
+  RUNS_BY_EVENT_WAIT,
   type RunRow,
   SELECT_RUN,
   SELECT_RUN_BY_KEY,
@@ -98,7 +99,7 @@ export interface DurableObjectRunStoreOptions {
 const WHERE = 'DurableObjectRunStore'
 
 // The tables of `SqliteRunStore`, plus each timer's due time, which the alarm is set from.
-const SCHEMA = createTables({ timerDueAt: true }) + EVENTS_TABLE + EVENTS_BY_NAME_SEQ
+const SCHEMA = createTables({ timerDueAt: true }) + EVENTS_TABLE + EVENTS_BY_NAME_SEQ + RUNS_BY_EVENT_WAIT
 
 export class DurableObjectRunStore implements RunStore {
   /** Records live in the object's storage and survive eviction and restarts. */

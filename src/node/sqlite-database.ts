@@ -8,7 +8,9 @@
  */
 import type { DatabaseSync } from 'node:sqlite'
 import { EVENTS_BY_NAME_SEQ, EVENTS_TABLE } from '../runtime/tasks/sql/events.ts'
+import { RUNS_BY_EVENT_WAIT } from '../runtime/tasks/sql/queries.ts'
 import { createTables, MOVE_STEPS, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
+import { CHANGES_TABLE } from './sqlite-changes.ts'
 import { commitOpenBatch } from './sqlite-group-commit.ts'
 import { LEASE_COLUMNS } from './sqlite-leases.ts'
 import { OWNER_FENCE_COLUMN, OWNERS_TABLE } from './sqlite-owners.ts'
@@ -17,7 +19,7 @@ import { OWNER_FENCE_COLUMN, OWNERS_TABLE } from './sqlite-owners.ts'
 const WAL_CHECKPOINT_PAGES = 10_000
 
 /** The schema this release writes. Bump it, and add a step to `MIGRATIONS`, when the schema changes. */
-export const SCHEMA_VERSION = 7
+export const SCHEMA_VERSION = 9
 
 // Each entry moves a database from version `index` to `index + 1`. What an
 // entry runs must keep its meaning once released: files it migrated exist.
@@ -35,6 +37,10 @@ const MIGRATIONS: readonly string[] = [
   EVENTS_TABLE,
   // 7: the events of one name, newest first, for listEvents (sql/events.ts).
   EVENTS_BY_NAME_SEQ,
+  // 8: run changes, for the processes that share the file to hear of each other's (sqlite-changes.ts).
+  CHANGES_TABLE,
+  // 9: the suspended runs that wait for an event, by its name (sql/queries.ts).
+  RUNS_BY_EVENT_WAIT,
 ]
 
 /**

@@ -13,11 +13,13 @@
  *
  * SQLite has no LISTEN/NOTIFY: `wake()` counts up a row, and a store with
  * subscribers reads it every `WAKE_POLL_MS`, which costs one read of one
- * row of a page that stays in memory.
+ * row of a page that stays in memory. Run changes between the processes
+ * go through a table in the same way (sqlite-changes.ts).
  */
 import type { StatementSync } from 'node:sqlite'
 import type { SharedWork, TimerRecord } from '../runtime/tasks/store.ts'
-import type { RunRecord } from '../types.ts'
+import type { RunChange, RunRecord } from '../types.ts'
+import { SqliteChangeLog } from './sqlite-changes.ts'
 import {
   ACQUIRE_LEASE,
   CLAIM_DUE_TIMERS,
@@ -68,11 +70,14 @@ export class SqliteSharedWork implements SharedWork {
   /** The count of wake-ups last seen, read before the first subscription resolves. */
   #wakes: number | undefined
   #baseline: Promise<unknown> | undefined
+  /** Run changes between the processes on the file. */
+  readonly #changes: SqliteChangeLog
 
   constructor(host: SqliteSharedHost, options: SqliteSharedWorkOptions) {
     this.#host = host
     this.leaseMs = options.leaseMs
     this.pollMs = options.pollMs
+    this.#changes = new SqliteChangeLog(host)
   }
 
   claimDueTimers(owner: string, now: string, limit: number): Promise<TimerRecord[]> {
@@ -191,10 +196,33 @@ export class SqliteSharedWork implements SharedWork {
     }
   }
 
-  /** Stops listening for wake-ups (the store closes). */
+  publishChanges(owner: string, changes: readonly RunChange[]): Promise<void> {
+    return this.#changes.publish(owner, changes)
+  }
+
+  onChanges(owner: string, listener: (changes: RunChange[]) => void): Promise<() => Promise<void>> {
+    return this.#changes.listen(owner, listener)
+  }
+
+  /** The store's commit hook, right before each batch's COMMIT: the changes published since become rows of it. */
+  beforeCommit(): void {
+    this.#changes.beforeCommit()
+  }
+
+  /** The store's end hook, when a batch has ended, committed (`ok`) or not. */
+  batchEnded(ok: boolean): void {
+    this.#changes.batchEnded(ok)
+  }
+
+  /**
+   * Stops listening for wake-ups and changes (the store closes); the
+   * changes still waiting go into a last batch, which the store commits
+   * right after.
+   */
   stop(): void {
     clearInterval(this.#poll)
     this.#poll = undefined
+    this.#changes.stop()
   }
 
   #readWakes(): Promise<number> {

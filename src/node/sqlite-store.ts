@@ -200,11 +200,14 @@ export class SqliteRunStore implements RunStore {
       error: (error) => this.#error(error),
       begin: () => this.#checkRows(),
       commit: () => {
+        // With `shared`: the run changes published since the last batch go out with this one (sqlite-changes.ts).
+        this.shared?.beforeCommit()
         if (!this.#evictAtCommit) return
         this.#evictAtCommit = false
         this.#evict()
       },
       end: (ok) => {
+        this.shared?.batchEnded(ok)
         if (ok) return
         // Rolled back: the cached rows and the counts may hold its writes.
         this.#evictAtCommit = false

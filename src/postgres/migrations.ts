@@ -27,6 +27,13 @@ export function notifyChannel(schema: string): string {
 export const LOCK_CLASS = 0x737663
 
 /**
+ * The event a suspended run waits for, as `runs_by_event_wait` (version 9)
+ * indexes it: `listRuns` with `waitingForEvent` writes the same expression,
+ * for the index to serve it. Only event waitpoints have a name.
+ */
+export const EVENT_WAIT_NAME = "record #>> '{suspended,waitpoint,name}'"
+
+/**
  * Each entry moves a schema from version `index` to `index + 1`. `$schema`
  * stands for the schema's name (checked to be a plain identifier). Never
  * edit a released entry: add one.
@@ -171,6 +178,19 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE $schema.events ADD COLUMN runs text[] NOT NULL DEFAULT '{}', ADD COLUMN resumed text[] NOT NULL DEFAULT '{}';
   -- listEvents: the events of one name, newest first (every name walks the primary key).
   CREATE INDEX events_by_name_seq ON $schema.events (name, seq);
+  `,
+  `
+  -- The owners that listen for run changes (change-listeners.ts), each
+  -- until its row lapses: a process publishes none while nobody does.
+  CREATE TABLE $schema.change_listeners (
+    owner text PRIMARY KEY,
+    expires_at timestamptz NOT NULL
+  );
+  `,
+  `
+  -- The suspended runs that wait for an event, by its name (listRuns with
+  -- waitingForEvent, what a send reads; EVENT_WAIT_NAME).
+  CREATE INDEX runs_by_event_wait ON $schema.runs ((${EVENT_WAIT_NAME}), seq) WHERE status = 'suspended';
   `,
 ]
 

@@ -1,6 +1,7 @@
 /**
  * `SharedWork` on Postgres: how processes on one database split due timers,
- * running attempts and cron ticks. Each claim is one statement. Rows that
+ * running attempts and cron ticks, and hear of each other's run changes
+ * (changes.ts). Each claim is one statement. Rows that
  * another process is claiming right now are skipped (`FOR UPDATE SKIP
  * LOCKED`), not waited for, so a sweep never queues behind another; the
  * claim columns (`claimed_by`, `claim_expires_at`, `lease_owner`,
@@ -30,7 +31,8 @@
  */
 import type { Sql } from 'postgres'
 import type { SharedWork, TimerRecord } from '../runtime/tasks/store.ts'
-import type { RunRecord } from '../types.ts'
+import type { RunChange, RunRecord } from '../types.ts'
+import { PostgresChanges } from './changes.ts'
 import type { Fences } from './fences.ts'
 import { GroupCommit } from './group-commit.ts'
 import { notifyChannel } from './migrations.ts'
@@ -72,6 +74,8 @@ export class PostgresSharedWork implements SharedWork {
   readonly #fences: Fences
   // Every run takes its lease: under load, many go together.
   readonly #acquire = new GroupCommit<Lease, boolean>((leases) => this.#acquireMany(leases))
+  /** Run changes between the processes (changes.ts). */
+  readonly #changes: PostgresChanges
 
   constructor(options: PostgresSharedWorkOptions) {
     this.#schema = options.schema
@@ -79,6 +83,7 @@ export class PostgresSharedWork implements SharedWork {
     this.pollMs = options.pollMs
     this.#run = options.run
     this.#fences = options.fences
+    this.#changes = new PostgresChanges({ schema: options.schema, run: options.run })
   }
 
   claimDueTimers(owner: string, now: string, limit: number): Promise<TimerRecord[]> {
@@ -255,5 +260,18 @@ export class PostgresSharedWork implements SharedWork {
       const { unlisten } = await sql.listen(notifyChannel(this.#schema), () => onWake())
       return unlisten
     })
+  }
+
+  publishChanges(owner: string, changes: readonly RunChange[]): Promise<void> {
+    return this.#changes.publish(owner, changes)
+  }
+
+  onChanges(owner: string, listener: (changes: RunChange[]) => void): Promise<() => Promise<void>> {
+    return this.#changes.listen(owner, listener)
+  }
+
+  /** Sends the changes still waiting to be published, and stops renewing this process's listeners; the store calls it before it closes its connections. */
+  closeChanges(): Promise<void> {
+    return this.#changes.close()
   }
 }

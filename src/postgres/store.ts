@@ -47,7 +47,7 @@ import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import type { EventEffects, EventListQuery } from '../runtime/types/run-store.ts'
 import { timerId } from '../runtime/tasks/ids.ts'
 import { type Fence, Fences } from './fences.ts'
-import { migrate } from './migrations.ts'
+import { EVENT_WAIT_NAME, migrate } from './migrations.ts'
 import { wholeRecord } from './records.ts'
 import { resolvePostgresOptions, type PostgresRunStoreOptions } from './options.ts'
 import { redactUrl } from '../runtime/redact.ts'
@@ -180,6 +180,8 @@ export class PostgresRunStore implements RunStore {
   async close(): Promise<void> {
     const sql = this.#sql
     if (!sql) return
+    // The last run changes go out first: the engine publishes them after the writes that made them.
+    await this.shared.closeChanges()
     this.#sql = undefined
     await sql.end({ timeout: 5 })
   }
@@ -417,10 +419,17 @@ export class PostgresRunStore implements RunStore {
       // (none when the store does not hold it: the comparison is NULL).
       const runs = sql(this.schema)
       const cursor = query.cursor ?? null
+      // Written as `runs_by_event_wait` indexes it (migrations.ts), and only
+      // when asked: a condition that a null parameter turns off would keep
+      // a generic plan from the index.
+      const eventWait =
+        query.waitingForEvent === undefined
+          ? sql``
+          : sql`AND status = 'suspended' AND ${sql.unsafe(EVENT_WAIT_NAME)} = ${query.waitingForEvent}::text`
       const rows = await sql<Row<RunRecord>[]>`
         SELECT ${wholeRecord(sql, this.schema)} AS record FROM ${runs}.runs
         WHERE (${query.taskName ?? null}::text IS NULL OR task_name = ${query.taskName ?? null}::text)
-          AND (${statuses}::text[] IS NULL OR status = ANY(${statuses}::text[]))
+          AND (${statuses}::text[] IS NULL OR status = ANY(${statuses}::text[])) ${eventWait}
           AND (${cursor}::text IS NULL OR seq < (SELECT seq FROM ${runs}.runs WHERE id = ${cursor}::text))
         ORDER BY seq DESC
         LIMIT ${limit === Infinity ? null : Math.ceil(limit)}::bigint`

@@ -46,6 +46,8 @@ export function sqliteFiles(prefix: string) {
  * release wrote back into what an earlier one wrote, to test its migration.
  */
 const UNDO: Record<number, string> = {
+  9: 'DROP INDEX runs_by_event_wait;',
+  8: 'DROP TABLE changes; DROP TABLE change_listeners;',
   7: 'DROP INDEX events_by_name_seq;',
   6: 'DROP TABLE events;',
   5: `ALTER TABLE owners DROP COLUMN shared; DROP TABLE wakes; DROP TABLE cron_ticks; DROP INDEX timers_by_due_at;

@@ -3,6 +3,7 @@
 // the index a file written by schema version 6 gains.
 import { describe, expect, it } from 'vitest'
 import { SCHEMA_VERSION } from '../../src/node/sqlite-database.ts'
+import { listRunsQuery } from '../../src/runtime/tasks/sql/queries.ts'
 import { asVersion, sqliteFiles } from './_sqlite-files.ts'
 
 const { dbFile, store, raw } = sqliteFiles('svc-sqlite-event-list-')
@@ -49,5 +50,20 @@ describe('SqliteRunStore event listing', () => {
     expect((await second.listEvents({ limit: 5, name: 'order.paid' })).events).toEqual([
       { id: 'old', name: 'order.paid', data: 1, time: expect.any(String), runs: ['r1'] },
     ])
+  })
+})
+
+describe('the runs waiting for an event', () => {
+  it('are found through runs_by_event_wait, not by reading every suspended run', async () => {
+    const path = dbFile()
+    await store(path).listRuns()
+    const query = listRunsQuery({ status: 'suspended', waitingForEvent: 'order.paid', limit: 500, cursor: 'run-1' })!
+    const plan = raw(path)
+      .prepare(`EXPLAIN QUERY PLAN ${query.text}`)
+      .all(...query.params)
+      .map((row) => String(row.detail))
+    expect(plan).toContain('SEARCH runs USING INDEX runs_by_event_wait (<expr>=?)')
+    // No step of it reads the table whole.
+    expect(plan.filter((step) => step.startsWith('SCAN'))).toEqual([])
   })
 })

@@ -5,7 +5,7 @@
 import postgres from 'postgres'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { PostgresRunStore } from '../../src/postgres.ts'
-import { migrate } from '../../src/postgres/migrations.ts'
+import { EVENT_WAIT_NAME, migrate } from '../../src/postgres/migrations.ts'
 import { createDatabase } from './_pg.ts'
 
 let url: string
@@ -60,5 +60,41 @@ describe('PostgresRunStore event listing', () => {
     expect((await s.listEvents({ limit: 5 })).events).toEqual([
       { id: 'old', name: 'order.paid', data: { n: 1 }, time, runs: ['r1'], resumed: ['w1'] },
     ])
+  })
+})
+
+describe('the runs waiting for an event', () => {
+  it('are found through runs_by_event_wait, the expression listRuns writes', async () => {
+    const schema = freshSchema()
+    const s = store(schema)
+    const waiting = {
+      id: 'w',
+      taskName: 't',
+      status: 'suspended' as const,
+      trigger: 'manual' as const,
+      input: null,
+      ok: true,
+      attempts: [],
+      steps: {},
+      createdAt: new Date().toISOString(),
+      suspended: {
+        stepKey: 'paid',
+        waitpoint: { type: 'event' as const, name: 'order.paid', since: new Date().toISOString(), tokenId: 'tk' },
+      },
+    }
+    await s.createRun(waiting)
+    expect((await s.listRuns({ waitingForEvent: 'order.paid' })).map((run) => run.id)).toEqual(['w'])
+    expect(await s.listRuns({ waitingForEvent: 'order.shipped' })).toEqual([])
+    const sql = postgres(url, { max: 1, onnotice: () => {} })
+    try {
+      // With sequential scans priced out, the plan says whether the index can serve the expression at all.
+      await sql`SET enable_seqscan = off`
+      const plan = await sql.unsafe(
+        `EXPLAIN SELECT id FROM ${schema}.runs WHERE status = 'suspended' AND ${EVENT_WAIT_NAME} = 'order.paid' ORDER BY seq DESC`,
+      )
+      expect(plan.map((row) => Object.values(row)[0]).join('\n')).toContain('runs_by_event_wait')
+    } finally {
+      await sql.end()
+    }
   })
 })

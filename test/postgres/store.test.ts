@@ -201,6 +201,7 @@ describe('PostgresRunStore migrations', () => {
     await s.ready()
     const tables = await admin`SELECT table_name FROM information_schema.tables WHERE table_schema = ${s.schema} ORDER BY table_name`
     expect(tables.map((t) => t.table_name)).toEqual([
+      'change_listeners',
       'cron_ticks',
       'events',
       'migrations',

@@ -17,12 +17,14 @@
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RunStore } from '../../src/runtime/tasks/store.ts'
-import type { RunRecord } from '../../src/types.ts'
+import type { RunChange, RunRecord } from '../../src/types.ts'
 import { type ChildServer, startChild } from './_child-server.ts'
 import { until } from './_helpers.ts'
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/cluster/server.ts', import.meta.url))
 const LEASE_MS = 1500
+/** The servers' `SVC_TASK_SECRET`, for the tests that call their admin surface. */
+const SECRET = 'cluster-secret'
 
 /** One execution of a step body: a row of the `effects` table. */
 export interface Effect {
@@ -69,7 +71,37 @@ export function processesContract(name: string, setup: () => Promise<ProcessesCl
       return startChild(SCRIPT, [cluster.runs, cluster.effects, String(leaseMs), String(pollMs)], {
         ...process.env,
         SVC_DISABLE_IN_PROCESS_CRON: cron ? '' : '1',
+        SVC_TASK_SECRET: SECRET,
       })
+    }
+
+    /** `GET /__tasks/events` of `server`: the changes it streams, as they come, until `close`. */
+    async function runEvents(server: ChildServer): Promise<{ changes: RunChange[]; close(): void }> {
+      const port = await server.call<number>('port')
+      const abort = new AbortController()
+      const response = await fetch(`http://127.0.0.1:${port}/__tasks/events`, {
+        headers: { authorization: `Bearer ${SECRET}` },
+        signal: abort.signal,
+      })
+      expect(response.status).toBe(200)
+      const changes: RunChange[] = []
+      const read = async () => {
+        const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+        let text = ''
+        for (;;) {
+          const { done, value } = await reader.read()
+          if (done) return
+          text += value
+          let end: number
+          while ((end = text.indexOf('\n\n')) >= 0) {
+            for (const line of text.slice(0, end).split('\n')) if (line.startsWith('data:')) changes.push(JSON.parse(line.slice(5)))
+            text = text.slice(end + 2)
+          }
+        }
+      }
+      // Ends with an AbortError when the test closes the stream.
+      read().catch(() => {})
+      return { changes, close: () => abort.abort() }
     }
 
     /** The effects recorded so far that match `where` in every field it names. */
@@ -240,6 +272,27 @@ export function processesContract(name: string, setup: () => Promise<ProcessesCl
       const waited = a.call<string>('wait', { run: id })
       expect(await b.call('complete', { token: `${id}:approval`, payload: 'yes' })).toBe('completed')
       expect(await waited).toBe('completed')
+      await Promise.all([a.close(), b.close()])
+    })
+
+    it("a server's GET /__tasks/events streams the changes of a run triggered and completed on another process", async () => {
+      const [a, b] = await Promise.all([startServer(), startServer()])
+      const events = await runEvents(a)
+      const seen = (id: string) => events.changes.filter((change) => change.id === id).map((change) => change.status)
+      // a listens for the others' changes from its stream's start, a moment after it opened: until a hears of one, b triggers probes.
+      const probes: string[] = []
+      await until(async () => {
+        if (probes.some((probe) => seen(probe).length > 0)) return true
+        probes.push(await b.call<string>('trigger', { task: 'once' }))
+        await new Promise((resolve) => setTimeout(resolve, 100))
+        return false
+      }, 10_000)
+      const id = await b.call<string>('trigger', { task: 'once' })
+      await until(() => seen(id).includes('completed'), 10_000)
+      expect(seen(id)).toEqual(['running', 'completed'])
+      expect(events.changes.find((change) => change.id === id)).toEqual({ id, taskName: 'once', status: 'running' })
+      expect((await store.getRun(id))?.result).toBe(b.pid)
+      events.close()
       await Promise.all([a.close(), b.close()])
     })
 

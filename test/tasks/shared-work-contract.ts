@@ -1,8 +1,8 @@
 /**
  * The SharedWork contract (src/runtime/tasks/store.ts): how processes that
- * share one store split due timers, running attempts and cron ticks, and
- * how the leases on attempts fence their writes. Every store with `shared`
- * runs it:
+ * share one store split due timers, running attempts and cron ticks, how
+ * the leases on attempts fence their writes, and how run changes reach the
+ * other processes. Every store with `shared` runs it:
  *
  * ```ts
  * sharedWorkContract('SomeStore', () => {
@@ -19,6 +19,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import type { RunStore, SharedWork } from '../../src/runtime/tasks/store.ts'
+import type { RunChange } from '../../src/types.ts'
 import { LIVE_STATUSES } from '../../src/runtime/tasks/store.ts'
 import { sleep, until } from './_helpers.ts'
 import { makeRun } from './store-contract.ts'
@@ -266,6 +267,74 @@ export function sharedWorkContract(name: string, database: () => OpenSharedStore
         const { shared } = (await database())({ leaseMs: 1234 })
         expect(shared.leaseMs).toBe(1234)
         expect(shared.pollMs).toBeGreaterThan(0)
+      })
+    })
+
+    describe('run changes', () => {
+      const change = (id: string, status: RunChange['status'], taskName = 'report'): RunChange => ({ id, taskName, status })
+
+      /** Every change `store` hears of as `owner`, in the order heard, and the way to stop. */
+      async function listen(store: SharedStore, owner: string) {
+        const heard: RunChange[] = []
+        const stop = await store.shared.onChanges!(owner, (changes) => heard.push(...changes))
+        return { heard, stop }
+      }
+
+      it('changes one store publishes reach every other store listening, in the order published, and never the publisher itself', async () => {
+        const open = await database()
+        const [a, b, c] = [open(), open(), open()]
+        const onA = await listen(a, 'owner-a')
+        const onB = await listen(b, 'owner-b')
+        const onC = await listen(c, 'owner-c')
+        const first = [change('r1', 'running'), change('r1', 'completed')]
+        await a.shared.publishChanges!('owner-a', first)
+        await a.shared.publishChanges!('owner-a', [change('r2', 'queued', 'other')])
+        const all = [...first, change('r2', 'queued', 'other')]
+        await until(() => onB.heard.length === 3 && onC.heard.length === 3)
+        expect(onB.heard).toEqual(all)
+        expect(onC.heard).toEqual(all)
+        // c's change comes after a's: by the time a hears it, a would have heard its own.
+        await c.shared.publishChanges!('owner-c', [change('r3', 'failed')])
+        await until(() => onA.heard.length > 0 && onB.heard.length === 4)
+        expect(onA.heard).toEqual([change('r3', 'failed')])
+        expect(onC.heard).toEqual(all)
+        await Promise.all([onA.stop(), onB.stop(), onC.stop()])
+      })
+
+      it('a listener that stopped hears nothing more; the others still do', async () => {
+        const open = await database()
+        const [a, b] = [open(), open()]
+        const first = await listen(b, 'owner-b')
+        const second = await listen(b, 'owner-b2')
+        await a.shared.publishChanges!('owner-a', [change('r1', 'running')])
+        await until(() => first.heard.length === 1 && second.heard.length === 1)
+        await first.stop()
+        await a.shared.publishChanges!('owner-a', [change('r1', 'completed')])
+        await until(() => second.heard.length === 2)
+        await sleep(100)
+        expect(first.heard).toEqual([change('r1', 'running')])
+        await second.stop()
+        // No listener left: published all the same, heard by none.
+        await a.shared.publishChanges!('owner-a', [change('r2', 'running')])
+        const again = await listen(b, 'owner-b')
+        await a.shared.publishChanges!('owner-a', [change('r3', 'running')])
+        await until(() => again.heard.length > 0)
+        expect(again.heard).toEqual([change('r3', 'running')])
+        await again.stop()
+      })
+
+      it('a thousand changes published at once, and changes published from several calls together, arrive whole and in order', async () => {
+        const open = await database()
+        const [a, b] = [open(), open()]
+        const onB = await listen(b, 'owner-b')
+        const many = Array.from({ length: 1000 }, (_, i) => change(`run-${i}`, i % 2 ? 'completed' : 'running', `task-${i % 7}`))
+        await a.shared.publishChanges!('owner-a', many)
+        // Calls in one turn go out together.
+        const calls = Array.from({ length: 20 }, (_, i) => change(`call-${i}`, 'running'))
+        await Promise.all(calls.map((one) => a.shared.publishChanges!('owner-a', [one])))
+        await until(() => onB.heard.length === 1020)
+        expect(onB.heard).toEqual([...many, ...calls])
+        await onB.stop()
       })
     })
   })

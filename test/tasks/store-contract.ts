@@ -192,6 +192,31 @@ export function runStoreContract(name: string, createStore: (options?: { maxRuns
       expect(await store.listRuns({ cursor: 'no-such-run' })).toEqual([])
     })
 
+    it('lists the runs suspended on an event of a name (waitingForEvent), newest first, paged, and none once they resume', async () => {
+      const store = await createStore()
+      const onEvent = (name: string) =>
+        makeRun({
+          status: 'suspended',
+          suspended: { stepKey: 'paid', waitpoint: { type: 'event', name, since: '2025-01-01T00:00:00.000Z', tokenId: `t-${seq}` } },
+        })
+      const paid = [onEvent('order.paid'), onEvent('order.paid'), onEvent('order.paid')]
+      const others = [
+        onEvent('order.refunded'),
+        makeRun({ status: 'suspended', suspended: { stepKey: 'nap', waitpoint: { type: 'sleep', until: '2025-01-02T00:00:00.000Z' } } }),
+        makeRun({ status: 'running' }),
+      ]
+      for (const run of [paid[0], others[0], paid[1], others[1], paid[2], others[2]]) await store.createRun(run)
+      const ids = (runs: RunRecord[]) => runs.map((r) => r.id)
+      expect(ids(await store.listRuns({ waitingForEvent: 'order.paid' }))).toEqual(ids(paid).reverse())
+      const first = await store.listRuns({ status: 'suspended', waitingForEvent: 'order.paid', limit: 2 })
+      expect(ids(first)).toEqual([paid[2].id, paid[1].id])
+      expect(ids(await store.listRuns({ waitingForEvent: 'order.paid', limit: 2, cursor: first[1].id }))).toEqual([paid[0].id])
+      expect(await store.listRuns({ waitingForEvent: 'order.shipped' })).toEqual([])
+      // Resumed, it waits no more.
+      await store.updateRun(paid[1].id, { status: 'running', suspended: undefined }, { status: 'suspended' })
+      expect(ids(await store.listRuns({ waitingForEvent: 'order.paid' }))).toEqual([paid[2].id, paid[0].id])
+    })
+
     it('cancelled is a finished status: it frees room for live runs, is evicted like other finished runs, and keeps its steps', async () => {
       const store = await createStore({ maxRuns: 2 })
       const sleeping = makeRun({ status: 'suspended', steps: { a: { status: 'completed', output: 1 } } })

@@ -5,10 +5,11 @@
  * `RunProgress`:
  * - the first is the run as it is now;
  * - then one each time it changes. The runtime's run changes for this run
- *   (`onRunChange`) are read back from the store at once; a read every
+ *   (`onRunChange`, which on a shared store carries the other processes'
+ *   too) are read back from the store at once; a read every
  *   `RUN_STREAM_REFRESH_MS` catches what that feed does not report: steps
- *   recorded while the status stays, and changes another process makes on
- *   a shared store. A read equal to the last event sends nothing;
+ *   recorded while the status stays, and any change of another process
+ *   that feed missed. A read equal to the last event sends nothing;
  * - the event of a finished status carries `id: done`, and the stream ends
  *   after it. `EventSource` connects again after any end, sending
  *   `Last-Event-ID: done`; that request is answered 204, which tells it to

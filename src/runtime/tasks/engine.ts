@@ -96,7 +96,8 @@ export class TaskEngine {
     this.#logger = logger
     this.#maxPayloadBytes = maxPayloadBytes
     this.#shared = shared
-    const changes = (this.#changes = new RunChanges(logger))
+    // On a shared store, the other processes' changes too (events.ts).
+    const changes = (this.#changes = new RunChanges(logger, shared && { shared, owner }))
     const waiters = (this.#waiters = new RunWaiters(store))
     // The parts call each other through these callbacks, which run only
     // once every part exists.

@@ -12,7 +12,7 @@ import { jsonLength } from './json.ts'
 import { groupDigits } from './payload-limit.ts'
 import { attemptSize, runSize, stepSize, TOKEN_BASE } from './run-size.ts'
 import { StepLog } from './step-log.ts'
-import { applyRunPatch, isFinished, settleTokenRecord, statusMatches } from './store.ts'
+import { applyRunPatch, isFinished, settleTokenRecord, statusMatches, waitsForEvent } from './store.ts'
 import { DEFAULT_MAX_RUNS } from './store-limits.ts'
 import { MemoryEventLog } from './memory-events.ts'
 import type { EventEffects, EventListQuery } from '../types/run-store.ts'
@@ -214,6 +214,7 @@ export class MemoryRunStore implements RunStore {
       const run = all[i]
       if (query.taskName !== undefined && run.taskName !== query.taskName) continue
       if (statuses !== undefined && !statusMatches(run.status, statuses)) continue
+      if (query.waitingForEvent !== undefined && !waitsForEvent(run, query.waitingForEvent)) continue
       out.push(copyRun(run))
     }
     return out

@@ -73,6 +73,12 @@ export function statusMatches(status: RunStatus, expected: RunStatus | readonly 
   return typeof expected === 'string' ? status === expected : expected.includes(status)
 }
 
+/** Whether `run` is suspended on an event named `name` (`RunQuery.waitingForEvent`). */
+export function waitsForEvent(run: Pick<RunRecord, 'status' | 'suspended'>, name: string): boolean {
+  const waitpoint = run.status === 'suspended' ? run.suspended?.waitpoint : undefined
+  return waitpoint?.type === 'event' && waitpoint.name === name
+}
+
 /** Settles a waiting token in place, as `settleToken` does: its status, when, and a completion's payload. */
 export function settleTokenRecord(token: TokenRecord, status: 'completed' | 'timed_out', payload?: unknown): void {
   token.status = status

@@ -190,14 +190,16 @@ export class Waitpoints {
    * sent within the wait's window, with data that holds the wait's match.
    * Each wait's token is settled once, by whichever event or look comes
    * first; resolves to the runs whose wait `event` met (the wait's own
-   * second look may be the one to resume it). Reads the suspended runs
-   * page by page, on any store.
+   * second look may be the one to resume it). Reads the runs suspended on
+   * an event of its name page by page (`RunQuery.waitingForEvent`, indexed
+   * on the durable stores); a store that does not know the filter lists
+   * every suspended run, which the checks here then sort out.
    */
   async deliverEvent(event: EventRecord): Promise<string[]> {
     const resumed: string[] = []
     const sent = Date.parse(event.time)
     for (let cursor: string | undefined; ; ) {
-      const page = await this.#store.listRuns({ status: 'suspended', limit: DELIVERY_PAGE, cursor })
+      const page = await this.#store.listRuns({ status: 'suspended', waitingForEvent: event.name, limit: DELIVERY_PAGE, cursor })
       for (const run of page) {
         const wait = run.suspended
         if (wait?.waitpoint.type !== 'event' || wait.waitpoint.name !== event.name || sent < Date.parse(wait.waitpoint.since)) continue

@@ -4,7 +4,7 @@
  * for what every store shares, and the contract suites in `test/tasks/`).
  */
 import type { FlowLimits } from './flow.ts'
-import type { Attempt, RunRecord, RunStatus, StepRecord } from './runs.ts'
+import type { Attempt, RunChange, RunRecord, RunStatus, StepRecord } from './runs.ts'
 
 /**
  * Fields of a run that `updateRun` may change. A key that is present with the
@@ -23,6 +23,13 @@ export interface RunQuery {
   taskName?: string
   /** Only runs in this status (or one of these). */
   status?: RunStatus | readonly RunStatus[]
+  /**
+   * Only suspended runs whose waitpoint is an event of this name
+   * (`ctx.step.waitForEvent`): what a send reads to find the waits it may
+   * meet, through an index on the durable stores, so its cost follows the
+   * waits on that name and not every suspended run.
+   */
+  waitingForEvent?: string
   /** At most this many runs, newest first. @default unlimited */
   limit?: number
   /**
@@ -365,4 +372,22 @@ export interface SharedWork {
   wake(): Promise<void>
   /** Calls `onWake` whenever some process calls `wake()`; resolves to the way to stop. */
   subscribe(onWake: () => void): Promise<() => Promise<void>>
+
+  /**
+   * Optional, with `onChanges`: tells the other processes of these run
+   * changes, which `owner` made (`onRunChange` there reports them). Cheap
+   * enough to call for every change: a store sends nothing while no other
+   * owner listens, and sends the changes of a few milliseconds, or of one
+   * commit, together. Resolves once they are sent (or dropped, unheard); a
+   * change is not durable, and an owner that listens only from later on
+   * never sees it.
+   */
+  publishChanges?(owner: string, changes: readonly RunChange[]): Promise<void>
+  /**
+   * Calls `listener` with the changes other owners publish once it has
+   * resolved, in the order each owner published them, skipping those
+   * `owner` published itself; resolves to the way to stop once every
+   * publisher knows of it. `listener` must not throw.
+   */
+  onChanges?(owner: string, listener: (changes: RunChange[]) => void): Promise<() => Promise<void>>
 }

@@ -90,9 +90,12 @@ export interface TaskRuntime {
    * runtime's engine changes a run (created, started, suspended, resumed,
    * retried, finished, cancelled), and `onEnd` once when the runtime drains
    * or closes, after which nothing more is reported. Returns the function
-   * that stops listening. Changes another process makes on a shared store
-   * are not reported. Absent on a runtime whose engine lives elsewhere (a
-   * worker's view of the Durable Object).
+   * that stops listening. On a store several processes share
+   * (`PostgresRunStore`, `SqliteRunStore` with `shared: true`) the other
+   * processes' changes are reported too, a few milliseconds later; the
+   * changes of a run that moves between processes may then arrive out of
+   * order. Absent on a runtime whose engine lives elsewhere (a worker's
+   * view of the Durable Object).
    */
   onRunChange?(listener: (change: RunChange) => void, onEnd?: () => void): () => void
   /** Every task, with its last run, as `GET /__tasks` lists them. */

@@ -32,6 +32,19 @@ const RUN_RECORDS = `(SELECT seq, id, task_name, status, idempotency_key, finish
 ))) AS record FROM runs)`
 
 export const SELECT_RUN = `SELECT seq, record, finished_seq FROM ${RUN_RECORDS} WHERE id = ?`
+
+// The event a suspended run waits for, as `runs_by_event_wait` indexes it:
+// a query must write the same expression for the index to serve it.
+const EVENT_WAIT_NAME = "json_extract(record, '$.suspended.waitpoint.name')"
+
+/**
+ * The suspended runs that wait for an event, by its name
+ * (`RunQuery.waitingForEvent`): SQLite schema version 9, and what a Durable
+ * Object creates on every wake. Only event waitpoints have a `name`.
+ */
+export const RUNS_BY_EVENT_WAIT = `
+CREATE INDEX IF NOT EXISTS runs_by_event_wait ON runs (${EVENT_WAIT_NAME}, seq) WHERE status = 'suspended';
+`
 export const SELECT_RUN_BY_KEY = `SELECT record FROM ${RUN_RECORDS} WHERE task_name = ? AND idempotency_key = ?`
 export const SELECT_RUN_SEQ = 'SELECT seq FROM runs WHERE id = ?'
 
@@ -120,6 +133,12 @@ export function listRunsQuery(query: RunQuery): { text: string; params: (string 
     if (statuses.length === 0) return undefined
     where.push(`status IN (${statuses.map(() => '?').join(', ')})`)
     params.push(...statuses)
+  }
+  if (query.waitingForEvent !== undefined) {
+    // On the table itself, where `runs_by_event_wait` serves it; the list of
+    // seqs then drives lookups by primary key.
+    where.push(`seq IN (SELECT seq FROM runs WHERE status = 'suspended' AND ${EVENT_WAIT_NAME} = ?)`)
+    params.push(query.waitingForEvent)
   }
   if (query.cursor !== undefined) {
     // A cursor the table does not hold makes the comparison NULL: no row, as in the memory store.
