@@ -30,7 +30,7 @@ export const COMMANDS: Record<string, CommandEntry> = {
     load: () => import('./commands/tasks.ts').then((m) => m.default as CommandDef),
   },
   types: {
-    description: 'Write .svc/types.d.ts: task names, inputs and results as types',
+    description: 'Write .svc/types.d.ts: task names, inputs and results, and event names and data, as types',
     load: () => import('./commands/types.ts').then((m) => m.default as CommandDef),
   },
   dev: {
