@@ -1,5 +1,7 @@
 import { afterEach, vi } from 'vitest'
 import { createTaskRuntime, type TaskRuntimeInstance, type TaskRuntimeOptions } from '../../src/runtime/tasks/index.ts'
+import { MemoryRunStore } from '../../src/runtime/tasks/memory-store.ts'
+import type { EventRecord } from '../../src/runtime/tasks/store.ts'
 import type { RouteConfig, RouteModule, RunRecord, RuntimeApiRoute, TaskContext } from '../../src/types.ts'
 import { type RecordingLogger, recordingLogger, wallClock } from '../_helpers.ts'
 
@@ -63,4 +65,23 @@ export async function finishedAfter(rt: TaskRuntimeInstance, id: string, ms: num
   for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve))
   await vi.advanceTimersByTimeAsync(ms)
   return done
+}
+
+/**
+ * A memory store on which the first look of a `waitForEvent` at the events
+ * already recorded finds nothing, and `sendDuring` runs right then: an
+ * event sent while the run is suspending, which the send cannot meet yet.
+ */
+export function storeSendingDuringFirstLook(sendDuring: () => Promise<void>): MemoryRunStore {
+  let first = true
+  return new (class extends MemoryRunStore {
+    override async eventsSince(name: string, since: string, limit: number): Promise<EventRecord[]> {
+      const found = await super.eventsSince(name, since, limit)
+      if (first) {
+        first = false
+        await sendDuring()
+      }
+      return found
+    }
+  })()
 }

@@ -7,9 +7,8 @@
 import { describe, expect, it } from 'vitest'
 import { SvcError } from '../../src/runtime/errors.ts'
 import { MemoryRunStore } from '../../src/runtime/tasks/memory-store.ts'
-import type { EventRecord } from '../../src/runtime/tasks/store.ts'
 import type { TaskContext } from '../../src/types.ts'
-import { finished, runtime, task, until } from './_helpers.ts'
+import { finished, runtime, storeSendingDuringFirstLook, task, until } from './_helpers.ts'
 
 const receipt = task('orders.receipt', (ctx: TaskContext) => ctx.input, { route: { on: 'order.paid' } })
 const audit = task('orders.audit', () => 'seen', { route: { on: ['order.paid', 'order.refunded'] } })
@@ -64,20 +63,13 @@ describe('TaskRuntime.listEvents', () => {
 
   it('a wait met by an event sent while its run was suspending is listed under that event', async () => {
     let rt!: ReturnType<typeof runtime>
-    let sendDuringFirstLook = true
     // The wait's first look finds nothing, and the event is sent right then:
     // the send finds no run waiting, and the look once the wait is armed meets it.
-    class RacingStore extends MemoryRunStore {
-      override async eventsSince(name: string, since: string, limit: number): Promise<EventRecord[]> {
-        const found = await super.eventsSince(name, since, limit)
-        if (sendDuringFirstLook) {
-          sendDuringFirstLook = false
-          expect((await rt.sendEvent('order.paid', { orderId: 'o-9' }, { id: 'evt-between' })).resumed).toEqual([])
-        }
-        return found
-      }
-    }
-    rt = runtime([fulfil], { store: new RacingStore() })
+    rt = runtime([fulfil], {
+      store: storeSendingDuringFirstLook(async () => {
+        expect((await rt.sendEvent('order.paid', { orderId: 'o-9' }, { id: 'evt-between' })).resumed).toEqual([])
+      }),
+    })
     const run = await rt.trigger('orders.fulfil', { orderId: 'o-9' })
     await finished(rt.waitForRun(run.id))
     expect((await rt.listEvents()).events).toMatchObject([{ id: 'evt-between', resumed: [run.id] }])

@@ -5,11 +5,9 @@
  * while the run was suspending, is not lost.
  */
 import { describe, expect, it } from 'vitest'
-import { MemoryRunStore } from '../../src/runtime/tasks/memory-store.ts'
-import type { EventRecord } from '../../src/runtime/tasks/store.ts'
 import { eventWaitTokenId } from '../../src/runtime/tasks/wait-for-event.ts'
 import type { TaskContext, WaitForEventOptions } from '../../src/types.ts'
-import { finished, runtime, task, until } from './_helpers.ts'
+import { finished, runtime, storeSendingDuringFirstLook, task, until } from './_helpers.ts'
 
 interface Input {
   orderId: string
@@ -66,20 +64,13 @@ describe('ctx.step.waitForEvent', () => {
 
   it('an event sent while the run is suspending is found when its wait is armed', async () => {
     let rt!: ReturnType<typeof runtime>
-    let sendDuringFirstLook = true
     // The wait's first look finds nothing, and the event is sent right
     // then, before the run is suspended: the send finds no run waiting.
-    class RacingStore extends MemoryRunStore {
-      override async eventsSince(name: string, since: string, limit: number): Promise<EventRecord[]> {
-        const found = await super.eventsSince(name, since, limit)
-        if (sendDuringFirstLook) {
-          sendDuringFirstLook = false
-          expect((await rt.sendEvent('order.paid', { orderId: 'o-9' }, { id: 'evt-between' })).resumed).toEqual([])
-        }
-        return found
-      }
-    }
-    rt = runtime([waiting()], { store: new RacingStore() })
+    rt = runtime([waiting()], {
+      store: storeSendingDuringFirstLook(async () => {
+        expect((await rt.sendEvent('order.paid', { orderId: 'o-9' }, { id: 'evt-between' })).resumed).toEqual([])
+      }),
+    })
     const run = await rt.trigger('orders.fulfil', { orderId: 'o-9' })
     expect((await finished(rt.waitForRun(run.id))).result).toMatchObject({ event: { id: 'evt-between' } })
   })
