@@ -6,6 +6,10 @@ export default defineConfig({
     hookTimeout: 30_000,
     // The suites start real servers, child processes and workerd; two cores are plenty busy.
     pool: 'forks',
+    // Two files at a time. Vitest's default is one fewer than the cores, so
+    // one at a time on a two-core machine, while most of the long files
+    // (processes, workerd, Postgres, Chromium) spend their time waiting.
+    maxWorkers: 2,
     env: { NODE_ENV: 'test' },
     // Fake clocks move the timers a task sets (backoff, sleeps, deadlines) and
     // Date; setImmediate stays real, since stores use it to batch their I/O.

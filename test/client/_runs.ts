@@ -146,6 +146,8 @@ export interface Relay {
   lastEventIds: (string | null)[]
   /** Cuts the next stream's connection a moment after its first event has passed. */
   dropNext(): void
+  /** Cuts the connection of every stream open now. */
+  dropOpen(): void
   /** Answers the next stream request itself, with this status and headers. */
   refuseNext(status: number, headers?: Record<string, string>): void
   close(): Promise<void>
@@ -162,6 +164,7 @@ const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade']
  */
 export async function relay(target: string): Promise<Relay> {
   let drops = 0
+  const open = new Set<() => void>()
   const refusals: { status: number; headers: Record<string, string> }[] = []
   const server = createServer((req, res) => {
     state.requests.push(`${req.method} ${req.url?.replace(/\?.*/, '')}`)
@@ -177,6 +180,14 @@ export async function relay(target: string): Promise<Relay> {
       return
     }
     const drop = isStream && drops > 0 && drops-- > 0
+    const cut = () => {
+      req.socket.destroy()
+      upstream.destroy()
+    }
+    if (isStream) {
+      open.add(cut)
+      res.on('close', () => open.delete(cut))
+    }
     const upstream = request(
       new URL(req.url!, target),
       { method: req.method, headers: { ...req.headers, host: new URL(target).host } },
@@ -186,11 +197,7 @@ export async function relay(target: string): Promise<Relay> {
         answer.on('data', (chunk: Buffer) => {
           res.write(chunk)
           // A moment after the first event, so that the client has surely read it.
-          if (drop && chunk.includes('data:'))
-            setTimeout(() => {
-              req.socket.destroy()
-              upstream.destroy()
-            }, 200)
+          if (drop && chunk.includes('data:')) setTimeout(cut, 200)
         })
         answer.on('end', () => res.end())
       },
@@ -206,6 +213,9 @@ export async function relay(target: string): Promise<Relay> {
     requests: [],
     lastEventIds: [],
     dropNext: () => void drops++,
+    dropOpen: () => {
+      for (const cut of [...open]) cut()
+    },
     refuseNext: (status, headers = {}) => void refusals.push({ status, headers }),
     close: () =>
       new Promise<void>((resolve) => {

@@ -130,11 +130,12 @@ describe('svc/client in Chromium, on another origin than the task server', () =>
       const run = (await (await fetch(`${server.url}/__tasks/${id}`, { headers: ADMIN })).json()) as { chunks?: { kept: unknown[] } }
       return run.chunks?.kept.length === 2
     })
-    front.dropNext()
     const page = await follow(front, id, await createRunToken(id, { secret: SECRET }))
     const text = () => page.textContent('#text')
 
     await expect.poll(text, { timeout: 10_000 }).toBe('Hello, ')
+    // Cut once the page has shown both chunks, so that it says so when it connects again.
+    front.dropOpen()
     await expect.poll(() => front.streams, { timeout: 10_000 }).toBe(2)
     gates.world.resolve()
     await expect.poll(text).toBe('Hello, world')
