@@ -23,28 +23,17 @@
 import type { Sql } from 'postgres'
 import type { RunChange } from '../types.ts'
 import { ChangeListeners } from './change-listeners.ts'
+import { schemaChannel } from './migrations.ts'
 
 /** How long a change waits for others to go in the same notification. */
 export const COALESCE_MS = 5
 /** The largest payload of one notification, in bytes of UTF-8: under Postgres's 8000, with room to spare. */
 export const MAX_PAYLOAD_BYTES = 7900
-/** Postgres truncates longer identifiers, and `pg_notify` refuses longer channel names. */
-const MAX_CHANNEL_BYTES = 63
-
 const encoder = new TextEncoder()
 
-/**
- * The channel of the run changes of `schema`, `<schema>_changes`. A schema
- * name too long for that keeps its first 46 characters and gains a hash of
- * the whole, so two long names that start alike still get channels of their own.
- */
+/** The channel of the run changes of `schema`, `<schema>_changes` (`schemaChannel`). */
 export function changesChannel(schema: string): string {
-  const channel = `${schema}_changes`
-  if (channel.length <= MAX_CHANNEL_BYTES) return channel
-  // FNV-1a, 32 bits: short and stable across processes and releases.
-  let hash = 0x811c9dc5
-  for (let i = 0; i < schema.length; i++) hash = Math.imul(hash ^ schema.charCodeAt(i), 0x01000193)
-  return `${schema.slice(0, 46)}_${(hash >>> 0).toString(16).padStart(8, '0')}_changes`
+  return schemaChannel(schema, 'changes')
 }
 
 /**

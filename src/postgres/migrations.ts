@@ -13,10 +13,29 @@ import type { Sql } from 'postgres'
 
 /**
  * The channel on which a process wakes the others (`NOTIFY`) when work is
- * theirs to take, `<schema>_wake`: attempts it let go of as it shut down.
+ * theirs to take, `<schema>_wake` (`schemaChannel`): attempts it let go of
+ * as it shut down.
  */
 export function notifyChannel(schema: string): string {
-  return `${schema}_wake`
+  return schemaChannel(schema, 'wake')
+}
+
+/** Postgres truncates longer identifiers, and `pg_notify` refuses longer channel names. */
+const MAX_CHANNEL_BYTES = 63
+
+/**
+ * The notification channel `<schema>_<topic>` of a schema. A schema name
+ * too long for that (a name is at most 63 bytes, as the channel) keeps its
+ * first characters and gains a hash of the whole, so two long names that
+ * start alike still get channels of their own.
+ */
+export function schemaChannel(schema: string, topic: string): string {
+  const channel = `${schema}_${topic}`
+  if (channel.length <= MAX_CHANNEL_BYTES) return channel
+  // FNV-1a, 32 bits: short and stable across processes and releases.
+  let hash = 0x811c9dc5
+  for (let i = 0; i < schema.length; i++) hash = Math.imul(hash ^ schema.charCodeAt(i), 0x01000193)
+  return `${schema.slice(0, MAX_CHANNEL_BYTES - topic.length - 10)}_${(hash >>> 0).toString(16).padStart(8, '0')}_${topic}`
 }
 
 /**

@@ -8,6 +8,7 @@ import { PostgresRunStore } from '../../src/postgres.ts'
 import { changePayloads, changesChannel, MAX_PAYLOAD_BYTES, readPayload } from '../../src/postgres/changes.ts'
 import type { RunChange } from '../../src/types.ts'
 import { sleep, until } from '../tasks/_helpers.ts'
+import { notifyChannel } from '../../src/postgres/migrations.ts'
 import { createDatabase } from './_pg.ts'
 
 let url: string
@@ -91,5 +92,21 @@ describe('publishing on Postgres', () => {
     } finally {
       await raw.end()
     }
+  })
+})
+
+describe('wake-ups on a schema with a long name', () => {
+  it('reach the other stores, on a channel within the 63 bytes of an identifier', async () => {
+    // 63 characters: the longest schema name, whose `<schema>_wake` pg_notify would refuse.
+    const schema = `wake_${'x'.repeat(56)}${++schemas}`.slice(0, 63)
+    const [a, b] = [open(schema), open(schema)]
+    await Promise.all([a.ready(), b.ready()])
+    let woken = 0
+    const stop = await b.shared.subscribe(() => woken++)
+    await a.shared.wake()
+    await until(async () => woken > 0)
+    await stop()
+    expect(notifyChannel(schema)).toHaveLength(63)
+    expect(notifyChannel('svc')).toBe('svc_wake')
   })
 })
