@@ -227,34 +227,26 @@ async function tokenOf(token: SubscribeRunOptions['token']): Promise<string> {
 }
 
 function parseProgress(data: string): RunProgress {
-  let run: unknown
-  try {
-    run = JSON.parse(data)
-  } catch {
-    run = undefined
-  }
-  if (run === null || typeof run !== 'object' || typeof (run as RunProgress).status !== 'string') {
-    throw new RunStreamError(200, 'BAD_EVENT', `The run stream sent an event that is not a run's progress: ${data.slice(0, 200)}`)
-  }
-  return run as RunProgress
+  return parseEvent(data, (run) => typeof (run as RunProgress).status === 'string', "an event that is not a run's progress")
 }
 
 function parseChunk(data: string): RunChunk {
-  let chunk: unknown
+  const isChunk = (chunk: object) => Number.isSafeInteger((chunk as RunChunk).seq) && typeof (chunk as RunChunk).name === 'string'
+  return parseEvent(data, isChunk, "a chunk event that is not a run's chunk")
+}
+
+/** The JSON object of an event's `data` when `fits` it, else a `RunStreamError` saying the stream sent `what`. */
+function parseEvent<T>(data: string, fits: (value: object) => boolean, what: string): T {
+  let value: unknown
   try {
-    chunk = JSON.parse(data)
+    value = JSON.parse(data)
   } catch {
-    chunk = undefined
+    value = undefined
   }
-  if (
-    chunk === null ||
-    typeof chunk !== 'object' ||
-    !Number.isSafeInteger((chunk as RunChunk).seq) ||
-    typeof (chunk as RunChunk).name !== 'string'
-  ) {
-    throw new RunStreamError(200, 'BAD_EVENT', `The run stream sent a chunk event that is not a run's chunk: ${data.slice(0, 200)}`)
+  if (value === null || typeof value !== 'object' || !fits(value)) {
+    throw new RunStreamError(200, 'BAD_EVENT', `The run stream sent ${what}: ${data.slice(0, 200)}`)
   }
-  return chunk as RunChunk
+  return value as T
 }
 
 /** Calls a callback of the page; what it throws is reported as an uncaught error, as an event listener's is, and the subscription goes on. */
