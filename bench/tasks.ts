@@ -34,7 +34,7 @@
  * Every figure measured at several sizes prints its cost per item at the
  * largest size as a ratio to the smallest: at most 1.5 (cost grows linearly).
  *
- *   npm run bench:tasks -- [--only dispatch,flow,replay,steps,heap,sqlite,stores]
+ *   npm run bench:tasks -- [--only dispatch,flow,replay,steps,heap,sqlite,stores,telemetry]
  *
  * `--only` runs the sections named (comma-separated) and skips the others.
  */
@@ -51,8 +51,12 @@ import { newRunId } from '../src/runtime/tasks/ids.ts'
 import { MemoryRunStore, createTaskRuntime } from '../src/runtime/tasks/index.ts'
 import type { RunStore } from '../src/runtime/tasks/store.ts'
 import type { Logger, RunRecord, RuntimeApiRoute, StepRecord, TaskContext } from '../src/types.ts'
+import * as otelApi from '@opentelemetry/api'
+import { otelTelemetry } from '../src/runtime/telemetry/otel.ts'
+import type { Telemetry } from '../src/runtime/telemetry/types.ts'
+import { profileOf, registerDroppingSdk } from './_telemetry.ts'
 
-const SECTIONS = ['dispatch', 'flow', 'replay', 'steps', 'heap', 'sqlite', 'stores']
+const SECTIONS = ['dispatch', 'flow', 'replay', 'steps', 'heap', 'sqlite', 'stores', 'telemetry']
 const { values: args } = parseArgs({ options: { only: { type: 'string' } } })
 const only = args.only?.split(',').map((name) => name.trim())
 for (const name of only ?? []) {
@@ -120,12 +124,14 @@ async function dispatchRound(
   handler: (ctx: TaskContext<any>) => unknown = () => undefined,
   count = RUNS,
   inFlight = count,
+  telemetry?: Telemetry,
 ): Promise<number> {
   const rt = createTaskRuntime({
     routes: [route('noop', handler)],
     store: store ?? new MemoryRunStore({ maxRuns: Math.max(count, RUNS) }),
     logger: quiet,
     env: {},
+    telemetry,
   })
   const collected = await collectorMs()
   const start = performance.now()
@@ -599,5 +605,46 @@ if (section('stores')) {
     }
   } finally {
     rmSync(retainedDir, { recursive: true, force: true })
+  }
+}
+
+// The cost of tracing: runs of three steps on the memory store, with the
+// OpenTelemetry API and no SDK, then with the SDK and exporters that drop
+// everything, each as a ratio to the same runs without telemetry, rounds
+// taking turns. Then where the time of the last goes.
+if (section('telemetry')) {
+  const TRACED_RUNS = 5_000
+  const threeSteps = async (ctx: TaskContext) => {
+    await ctx.step.run('a', () => 1)
+    await ctx.step.run('b', () => 2)
+    await ctx.step.run('c', () => 3)
+  }
+  const round = (telemetry?: Telemetry) => dispatchRound(undefined, threeSteps, TRACED_RUNS, 100, telemetry)
+  const compare = async (label: string, goal: number | undefined) => {
+    const telemetry = otelTelemetry(otelApi)
+    for (let i = 0; i < 2; i++) await round(telemetry), await round()
+    // Pairs in alternating order: a round after another runs faster or slower
+    // with the heap the other left, whichever the two are.
+    const ratios: number[] = []
+    for (let i = 0; i < 2 * ROUNDS + 1; i++) {
+      const [traced, bare] = i % 2 === 0 ? [await round(telemetry), await round()] : [await round(), await round(telemetry)].reverse()
+      ratios.push(traced / bare)
+    }
+    const ratio = median(ratios)
+    if (goal === undefined) {
+      console.log(`${label.padEnd(46)} ${`${ratio.toFixed(2)} x`.padStart(16)}   the time without telemetry`)
+    } else report(label, `${ratio.toFixed(2)} x`, `<= ${goal} x`, ratio <= goal)
+    return telemetry
+  }
+  await compare(`${TRACED_RUNS.toLocaleString('en')} runs of 3 steps, API and no SDK`, 1.03)
+  const unregister = registerDroppingSdk()
+  try {
+    const telemetry = await compare(`${TRACED_RUNS.toLocaleString('en')} runs of 3 steps, SDK, dropping exporter`, undefined)
+    console.log('  where its time goes (self time, top functions):')
+    for (const [share, name] of await profileOf(() => round(telemetry))) {
+      console.log(`    ${`${(share * 100).toFixed(1)} %`.padStart(7)}  ${name}`)
+    }
+  } finally {
+    await unregister()
   }
 }

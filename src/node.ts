@@ -4,3 +4,4 @@ import './runtime/node-version.ts'
 // that module's exports and the loaders' (node/loaders.ts).
 export * from './node/api.ts'
 export { loadApiRoutes, loadEvents, loadPages, type LoadOptions } from './node/loaders.ts'
+export { loadTelemetry, TELEMETRY_ENV } from './node/telemetry.ts'

@@ -1,5 +1,6 @@
-/** Helpers every suite shares: waiting on a condition and a logger that records instead of printing. */
-import type { Logger } from '../src/types.ts'
+/** Helpers every suite shares: waiting on a condition, a logger that records instead of printing, and step records without their timings. */
+import { expect } from 'vitest'
+import type { Logger, StepRecord } from '../src/types.ts'
 
 type Level = 'info' | 'warn' | 'error'
 
@@ -56,4 +57,22 @@ export async function until<T>(check: () => T | Promise<T>, timeoutMs = 5000): P
     if (wallClock.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for a condition`)
     await new Promise((resolve) => wallClock.setTimeout(resolve, 10))
   }
+}
+
+/**
+ * `step` without its timing (`startedAt`, `durationMs`), once both are
+ * checked: an ISO time and a whole number of milliseconds, 0 or more.
+ * Tests compare the rest of a record exactly.
+ */
+export function untimed(step: StepRecord | undefined): Omit<StepRecord, 'startedAt' | 'durationMs'> | undefined {
+  if (step === undefined) return undefined
+  const { startedAt, durationMs, ...rest } = step
+  expect(startedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+  expect(Number.isInteger(durationMs) && durationMs! >= 0).toBe(true)
+  return rest
+}
+
+/** Each step of `steps` `untimed`. */
+export function untimedSteps(steps: Record<string, StepRecord>): Record<string, Omit<StepRecord, 'startedAt' | 'durationMs'>> {
+  return Object.fromEntries(Object.entries(steps).map(([key, step]) => [key, untimed(step)!]))
 }

@@ -5,6 +5,7 @@
  * lifecycle, the core handler with static files and the dashboard, and the
  * order of a graceful shutdown (docs/server.md "startSvcServer").
  */
+import { loadTelemetry } from './telemetry.ts'
 import { DEFAULT_BODY_LIMIT } from '../runtime/http/body.ts'
 import type { ResponseClass } from '../runtime/http/types.ts'
 import { DASHBOARD_PAGE } from '../runtime/dashboard/page.ts'
@@ -97,6 +98,7 @@ export async function openAppServer(options: SvcServerOptions, { where, response
 
   // The store option, else SVC_STORE_URL, else memory; one opened here closes with the server.
   const opened = options.runtime || options.store ? undefined : await storeFromEnv(env, { defaultStore: 'memory' })
+  const telemetry = options.telemetry === undefined ? await loadTelemetry(env) : options.telemetry || undefined
   const background = createBackground(logger)
   const lifecycle = createRuntimeLifecycle({
     runtime: options.runtime,
@@ -106,6 +108,7 @@ export async function openAppServer(options: SvcServerOptions, { where, response
       store: options.store ?? opened?.store,
       closeStore: opened?.close,
       maxPayloadBytes: options.maxPayloadBytes,
+      telemetry,
     },
     env,
     logger,
@@ -137,6 +140,7 @@ export async function openAppServer(options: SvcServerOptions, { where, response
           // The process outlives each response; close() drains task attempts itself.
           holdRuns: false,
           responseClass,
+          telemetry,
         }),
     },
   )

@@ -5,6 +5,7 @@
  * `SVC_DISABLE_IN_PROCESS_CRON` is set, drains on shutdown and is closed
  * only when the server created it, with the store when the server opened it.
  */
+import type { Telemetry } from '../runtime/telemetry/types.ts'
 import { isEnabled } from '../runtime/env.ts'
 import type { EventSchemas } from '../runtime/events/schemas.ts'
 import { createTaskRuntime, getActiveTaskRuntime, setActiveTaskRuntime } from '../runtime/tasks/index.ts'
@@ -24,6 +25,7 @@ export interface RuntimeLifecycleOptions {
     store?: TaskRuntime['store']
     closeStore?: () => Promise<void>
     maxPayloadBytes?: number
+    telemetry?: Telemetry
   }
   env: Record<string, string | undefined>
   logger: Logger
@@ -59,9 +61,9 @@ export interface RuntimeLifecycle {
 export function createRuntimeLifecycle(options: RuntimeLifecycleOptions): RuntimeLifecycle {
   const { env, logger } = options
   const owned = options.runtime === undefined
-  const { maxPayloadBytes } = options.create
+  const { maxPayloadBytes, telemetry } = options.create
   const build = (routes: RuntimeApiRoute[], events: EventSchemas | undefined, store: TaskRuntime['store'] | undefined) =>
-    createTaskRuntime({ routes, events, store, env, logger, maxPayloadBytes })
+    createTaskRuntime({ routes, events, store, env, logger, maxPayloadBytes, telemetry })
   let runtime: TaskRuntime = options.runtime ?? build(options.create.routes, options.create.events, options.create.store)
   const cronDisabled = isEnabled(env[DISABLE_CRON_ENV])
 

@@ -1,4 +1,5 @@
 /** Options and result of `startSvcServer()`. */
+import { type Telemetry, telemetryOptionProblem } from '../runtime/telemetry/types.ts'
 import type { Server as HttpServer } from 'node:http'
 import type { SvcHandler } from '../runtime/handler.ts'
 import type { SvcCacheConfig } from '../runtime/pages/isr.ts'
@@ -49,6 +50,14 @@ export interface SvcServerOptions {
    * the runtime the server creates; see `TaskRuntimeOptions.events`.
    */
   events?: EventSchemas
+  /**
+   * Where spans, metrics and log records go (docs/observability.md). By
+   * default, OpenTelemetry when `@opentelemetry/api` is installed (and
+   * `SVC_TELEMETRY` is not `off`): requests and the runs of the runtime the
+   * server creates are traced and measured through the providers the app
+   * registers. `false` turns it off.
+   */
+  telemetry?: Telemetry | false
   /**
    * Port to listen on; `0` picks an ephemeral port (read it from `port`).
    * @default 3000
@@ -202,6 +211,8 @@ export function checkServerOptions(options: SvcServerOptions, where: string): vo
   if (o.port !== undefined && !(Number.isInteger(o.port) && (o.port as number) >= 0 && (o.port as number) <= 65535)) {
     throw new RangeError(`${where}: port must be a whole number from 0 to 65535 (got ${describe(o.port)})`)
   }
+  const telemetryProblem = o.telemetry === false ? null : telemetryOptionProblem(o.telemetry)
+  if (telemetryProblem) throw new TypeError(`${where}: ${telemetryProblem}, or false`)
   if (o.host !== undefined && (typeof o.host !== 'string' || o.host === '')) {
     throw new TypeError(`${where}: host must be a non-empty string (got ${describe(o.host)})`)
   }

@@ -6,6 +6,7 @@
  * without the parts it cannot reach (`HostParts`), which its bundle then
  * leaves out. Edge-safe.
  */
+import { type RequestSpan, type Telemetry, telemetryOptionProblem } from './telemetry/types.ts'
 import type { GlobalHooks, Logger, RequestInfo, RuntimeApiRoute, RuntimePage, TaskRuntime } from './types.ts'
 import { DEFAULT_BODY_LIMIT } from './http/body.ts'
 import type { LoopbackExemption } from './admin/auth.ts'
@@ -40,6 +41,14 @@ export interface SvcHandlerOptions {
    * Ignored with `runtime`, which has its own.
    */
   events?: EventSchemas
+  /**
+   * Where spans, metrics and log records go (docs/observability.md), such
+   * as `otelTelemetry(api)`: each request is served under a server span,
+   * and the task runtime this handler makes (not one given as `runtime`)
+   * traces its runs.
+   * @default none
+   */
+  telemetry?: Telemetry
   /**
    * Pages with loaded modules. Server and hybrid pages render here; static
    * and client pages are left to the host's static files.
@@ -201,6 +210,8 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
 export function createCoreHandler(options: SvcHandlerOptions, parts: HostParts = {}): SvcHandler {
   const where = 'createSvcHandler()'
   checkCommonOptions(options, where)
+  const telemetryProblem = telemetryOptionProblem(options.telemetry)
+  if (telemetryProblem) throw new TypeError(`${where}: ${telemetryProblem}`)
   const env = options.env ?? processEnv()
   const logger = options.logger ?? console
   const R = options.responseClass ?? GlobalResponse
@@ -227,6 +238,7 @@ export function createCoreHandler(options: SvcHandlerOptions, parts: HostParts =
       cron: options.cron,
       maxPayloadBytes: checkMaxPayloadBytes(options.maxPayloadBytes, where),
       events: options.events,
+      telemetry: options.telemetry,
     })
   if (typeof runtime?.trigger !== 'function' || typeof runtime.getRun !== 'function') {
     throw new TypeError(`${where}: runtime must be a TaskRuntime, such as createTaskRuntime() returns (got ${describe(runtime)})`)
@@ -234,6 +246,8 @@ export function createCoreHandler(options: SvcHandlerOptions, parts: HostParts =
   // A trigger's body is its input: the admin surface reads as much as a run may hold.
   const adminBodyLimit = options.bodyLimit ?? Math.max(bodyLimit, runtime.maxPayloadBytes ?? 0)
   const cache = createIsrCache(options.cache, where, logger)
+  const telemetry = options.telemetry
+  const requestSpans = new WeakMap<Request, RequestSpan>()
 
   const { app, direct } = buildApp({
     where,
@@ -249,6 +263,7 @@ export function createCoreHandler(options: SvcHandlerOptions, parts: HostParts =
     info: (c) => c.env as RequestInfo | undefined,
     loopback: parts.loopback,
     fallback: options.fallback,
+    noteRoute: telemetry && ((request, pattern) => requestSpans.get(request)?.route(pattern)),
   })
   const admin = createAdminHandler({
     runtime,
@@ -268,7 +283,7 @@ export function createCoreHandler(options: SvcHandlerOptions, parts: HostParts =
     ? options.dashboardPage.createHandler({ access: dashboardAccess(options.dashboard, env), runtime, env, R })
     : dashboardNotIncluded(R)
 
-  const handle = (request: Request, info?: RequestInfo): Response | Promise<Response> => {
+  const serve = (request: Request, info?: RequestInfo): Response | Promise<Response> => {
     const pathname = requestPath(request, info)
     // The admin surface (`/__tasks`) and the dashboard (`/__svc/dashboard`)
     // both live under `/__`: other paths skip their checks.
@@ -297,6 +312,16 @@ export function createCoreHandler(options: SvcHandlerOptions, parts: HostParts =
     // Hono's `env` argument carries the request info to the built-ins.
     return direct(request, pathname) ?? app.fetch(request, info)
   }
+
+  // Each request under a server span, which the route that answers it names.
+  const handle =
+    telemetry === undefined
+      ? serve
+      : (request: Request, info?: RequestInfo) =>
+          telemetry.request(request, (span) => {
+            if (span !== undefined) requestSpans.set(request, span)
+            return serve(request, info)
+          })
 
   return {
     runtime,

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import type { RunRecord } from '../../src/types.ts'
-import { until } from '../tasks/_helpers.ts'
+import { until, untimedSteps } from '../tasks/_helpers.ts'
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/sqlite-restart/server.ts', import.meta.url))
 const SECRET = 'restart-test-secret'
@@ -102,7 +102,10 @@ describe('SqliteRunStore across a restart', () => {
     expect(done.ok).toBe(true)
     // The process that finished the run is the second one.
     expect(done.result).toEqual({ a: 'A', finishedBy: second.pid })
-    expect(done.steps).toEqual({ a: { status: 'completed', output: 'A', kind: 'run' }, nap: { status: 'completed', kind: 'sleep' } })
+    expect(untimedSteps(done.steps)).toEqual({
+      a: { status: 'completed', output: 'A', kind: 'run' },
+      nap: { status: 'completed', kind: 'sleep' },
+    })
     expect(done.suspended).toBeUndefined()
     // Step a ran once, in the first process.
     expect(executions(effects)).toEqual([`a ${first.pid}`])
@@ -134,7 +137,7 @@ describe('SqliteRunStore across a restart', () => {
 
     const done = await runIn(second, id, 'completed')
     expect(done.result).toEqual({ a: 'APPROVAL-A', answer: { payload: { approved: true } }, finishedBy: second.pid })
-    expect(done.steps).toEqual({
+    expect(untimedSteps(done.steps)).toEqual({
       a: { status: 'completed', output: 'APPROVAL-A', kind: 'run' },
       approve: { status: 'completed', output: { approved: true }, kind: 'waitForToken' },
     })

@@ -5,7 +5,7 @@ import type { EventRecord } from '../../src/runtime/tasks/store.ts'
 import type { RouteConfig, RouteModule, RunRecord, RuntimeApiRoute, TaskContext } from '../../src/types.ts'
 import { type RecordingLogger, recordingLogger, wallClock } from '../_helpers.ts'
 
-export { type RecordingLogger, recordingLogger, sleep, until } from '../_helpers.ts'
+export { type RecordingLogger, recordingLogger, sleep, until, untimed, untimedSteps } from '../_helpers.ts'
 
 /** A promise and the function that resolves it, for a test to release a handler when it chooses. */
 export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {

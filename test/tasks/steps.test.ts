@@ -7,7 +7,7 @@ import { DuplicateStepKeyError, StepMismatchError } from '../../src/runtime/erro
 import { MemoryRunStore, enqueue, isSuspension, setActiveTaskRuntime, tokenIdFor, type RunPatch } from '../../src/runtime/tasks/index.ts'
 import { LOCAL_WAIT_NOTE } from '../../src/runtime/tasks/step-host.ts'
 import type { RunRecord, RunStatus, TaskContext } from '../../src/types.ts'
-import { finishedAfter, finished, runtime, sleep, task, until } from './_helpers.ts'
+import { finishedAfter, finished, runtime, sleep, task, until, untimed, untimedSteps } from './_helpers.ts'
 
 describe('step.run and replay', () => {
   it('on replay the body re-runs from the first line but completed step functions do not', async () => {
@@ -26,7 +26,7 @@ describe('step.run and replay', () => {
     expect(done.result).toEqual({ a: 1, b: 2 })
     expect(body).toEqual([1, 1]) // two invocations, both attempt 1
     expect(fns).toEqual(['a', 'b'])
-    expect(done.steps).toEqual({
+    expect(untimedSteps(done.steps)).toEqual({
       a: { status: 'completed', output: 1, kind: 'run' },
       pause: { status: 'completed', kind: 'sleep' },
       b: { status: 'completed', output: 2, kind: 'run' },
@@ -59,7 +59,7 @@ describe('step.run and replay', () => {
           [1, 2],
         ])
         expect(done.result).toEqual([1, 2, 3])
-        expect(done.steps.a).toEqual({ status: 'completed', output: [1, 2], kind: 'run' })
+        expect(untimed(done.steps.a)).toEqual({ status: 'completed', output: [1, 2], kind: 'run' })
       } finally {
         await rt.close()
         rmSync(dir, { recursive: true, force: true })
@@ -103,7 +103,7 @@ describe('step.run and replay', () => {
     ])
     const done = await finishedAfter(rt, (await rt.trigger('flaky-step')).id, 100) // the backoff before attempt 2
     expect(done.attempts.map((a) => a.error)).toEqual(['503', undefined])
-    expect(done.steps.call).toEqual({ status: 'completed', output: 'ok', kind: 'run' })
+    expect(untimed(done.steps.call)).toEqual({ status: 'completed', output: 'ok', kind: 'run' })
   })
 
   it('reusing a key in one run throws DuplicateStepKeyError naming the key', async () => {
@@ -169,7 +169,7 @@ describe('suspension', () => {
     })
     expect(suspended.ok).toBe(true)
     expect(suspended.attempts).toEqual([])
-    expect(suspended.steps).toEqual({ first: { status: 'completed', output: 'one', kind: 'run' } })
+    expect(untimedSteps(suspended.steps)).toEqual({ first: { status: 'completed', output: 'one', kind: 'run' } })
     expect(suspended.suspended?.stepKey).toBe('long')
     expect(suspended.suspended?.waitpoint.type).toBe('sleep')
     const until1 = Date.parse((suspended.suspended!.waitpoint as { until: string }).until)
@@ -293,7 +293,7 @@ describe('sleep and sleepUntil', () => {
   it('sleepUntil with a past instant completes without suspending', async () => {
     const rt = runtime([task('past', async (ctx) => ctx.step.sleepUntil('p', '2000-01-01T00:00:00Z'))])
     const done = await rt.waitForRun((await rt.trigger('past')).id)
-    expect(done.steps.p).toEqual({ status: 'completed', kind: 'sleep' })
+    expect(untimed(done.steps.p)).toEqual({ status: 'completed', kind: 'sleep' })
     expect(rt.logger.text()).not.toContain('in-process')
   })
 
@@ -331,7 +331,7 @@ describe('waitForTask and enqueue steps', () => {
     expect((await rt.getRun(childId))?.parentRunId).toBe(run.id)
     const done = await rt.waitForRun(run.id)
     expect(done.result).toEqual({ ok: true, result: 42 })
-    expect(done.steps.double).toEqual({ status: 'completed', output: { ok: true, result: 42 }, kind: 'waitForTask' })
+    expect(untimed(done.steps.double)).toEqual({ status: 'completed', output: { ok: true, result: 42 }, kind: 'waitForTask' })
   })
 
   it('a failed child is returned to the parent, never thrown', async () => {
@@ -494,7 +494,7 @@ describe('waitForToken', () => {
     expect(await rt.completeToken(waitpoint.tokenId, { approved: true })).toBe('completed')
     const done = await rt.waitForRun(run.id)
     expect(done.result).toEqual({ payload: { approved: true } })
-    expect(done.steps.approval).toEqual({ status: 'completed', output: { approved: true }, kind: 'waitForToken' })
+    expect(untimed(done.steps.approval)).toEqual({ status: 'completed', output: { approved: true }, kind: 'waitForToken' })
     expect(await rt.completeToken(waitpoint.tokenId, { approved: false })).toBe('already_completed')
     expect(await rt.completeToken('no-such-token')).toBe('not_found')
   })
@@ -504,7 +504,7 @@ describe('waitForToken', () => {
     const run = await rt.trigger('expire')
     const done = await rt.waitForRun(run.id)
     expect(done.result).toEqual({ timedOut: true })
-    expect(done.steps.t).toEqual({ status: 'timed_out', kind: 'waitForToken' })
+    expect(untimed(done.steps.t)).toEqual({ status: 'timed_out', kind: 'waitForToken' })
     expect(await rt.completeToken(tokenIdFor(run.id, 't'), 1)).toBe('timed_out')
   })
 
@@ -573,7 +573,11 @@ describe('waitForToken', () => {
       expect(done.result).toEqual({ approval: { payload: 'yes' }, receipt: { timedOut: true } })
       const receiptWaits = store.suspensions.filter((s) => s.stepKey === 'receipt')
       expect(receiptWaits).toEqual([
-        { stepKey: 'receipt', waitpoint: { type: 'token', tokenId: tokenIdFor(run.id, 'receipt'), timeoutAt: receipt!.timeoutAt } },
+        {
+          stepKey: 'receipt',
+          waitpoint: { type: 'token', tokenId: tokenIdFor(run.id, 'receipt'), timeoutAt: receipt!.timeoutAt },
+          since: expect.any(String),
+        },
       ])
     })
 
@@ -597,7 +601,7 @@ describe('waitForToken', () => {
       expect(await rt.completeToken(tokenIdFor(run.id, 'approval'), 'yes')).toBe('completed')
       const done = await rt.waitForRun(run.id)
       expect(done.result).toEqual({ approval: { payload: 'yes' }, receipt: { timedOut: true } })
-      expect(done.steps.receipt).toEqual({ status: 'timed_out', kind: 'waitForToken' })
+      expect(untimed(done.steps.receipt)).toEqual({ status: 'timed_out', kind: 'waitForToken' })
     })
   })
 })
@@ -667,7 +671,7 @@ describe('replay divergence', () => {
         // retries: 2, yet one attempt: the same code would meet the same record again.
         expect(done.attempts).toHaveLength(1)
         expect(done.attempts[0].error).toMatch(/Step "charge" was recorded as ctx\.step\.run but is now reached through ctx\.step\.sleep/)
-        expect(done.steps.charge).toEqual({ status: 'completed', output: 'receipt', kind: 'run' })
+        expect(untimed(done.steps.charge)).toEqual({ status: 'completed', output: 'receipt', kind: 'run' })
       })
 
       it('a waited step resumed by the runtime keeps its kind: a replay through run() is a mismatch', async () => {

@@ -11,6 +11,7 @@
  * | GET    | `/__tasks/runs/<id>`          | as `GET /__tasks/<id>` |
  * | POST   | `/__tasks/runs/<id>/cancel`   | 200 `{ id, status: 'cancelled' }`; 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED` |
  * | POST   | `/__tasks/runs/<id>/replay`   | 202 `{ id, status }` of the new run; 404 `RUN_NOT_FOUND` / `TASK_NOT_FOUND` |
+ * | GET    | `/__tasks/runs/<id>/logs`     | 200 a page of the run's `ctx.log` entries (`?after=&limit=`, `run-logs.ts`); 404 `RUN_NOT_FOUND`; 400 `INVALID_QUERY` |
  * | GET    | `/__tasks/events`             | 200 `text/event-stream` of `{ id, taskName, status }`; 501 `NOT_IMPLEMENTED` where the engine runs elsewhere, or the host serves no streams (`streams.ts`) |
  * | GET    | `/__tasks/runs/<id>/stream`   | 200 `text/event-stream` of the run's `RunProgress` until it finishes (`run-stream.ts`); 404 `RUN_NOT_FOUND`; 501 as above |
  * | GET    | `/__tasks/<id>/stream`        | as `GET /__tasks/runs/<id>/stream` |
@@ -38,6 +39,7 @@ import type { EnvLike } from '../env.ts'
 import { authorize, type LoopbackExemption } from './auth.ts'
 import { unsupportedContent } from './content-type.ts'
 import { InvalidQueryError, parseRunsQuery, runSummary } from './runs-query.ts'
+import { runLogPage } from './run-logs.ts'
 import { type EventStreams, NO_STREAMS, type RunEventsOptions } from './streams.ts'
 import { registerTokenSecret } from './token-secret.ts'
 
@@ -146,8 +148,14 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
     if (rest.length === 0) return isRead ? listRuns(new URL(request.url).searchParams) : methodNotAllowed(R, method, pathname, 'GET, HEAD')
     if (rest.length === 1) return isRead ? runRecord(rest[0]) : methodNotAllowed(R, method, pathname, 'GET, HEAD')
     const [id, action] = rest
-    if (rest.length !== 2 || (action !== 'cancel' && action !== 'replay')) {
-      return jsonError(R, 404, 'NOT_FOUND', `No admin endpoint matches ${method} ${pathname}; a run's actions are cancel and replay`)
+    if (rest.length !== 2 || (action !== 'cancel' && action !== 'replay' && action !== 'logs')) {
+      return jsonError(R, 404, 'NOT_FOUND', `No admin endpoint matches ${method} ${pathname}; a run's actions are cancel, replay and logs`)
+    }
+    if (action === 'logs') {
+      if (!isRead) return methodNotAllowed(R, method, pathname, 'GET, HEAD')
+      const run = await runtime.getRun(id)
+      if (!run) return jsonError(R, 404, 'RUN_NOT_FOUND', `No run has id "${id}"`)
+      return json(200, runLogPage(run, new URL(request.url).searchParams))
     }
     if (method !== 'POST') return methodNotAllowed(R, method, pathname, 'POST')
     if (action === 'cancel') {

@@ -49,6 +49,8 @@ export interface BuildAppOptions {
   /** The development exemption of the revalidate endpoint's auth, where the host reports peer addresses. */
   loopback?: LoopbackExemption
   fallback?: (request: Request) => Promise<Response | undefined>
+  /** Told of the route pattern that answers each request (telemetry's `http.route`). */
+  noteRoute?: (request: Request, pattern: string) => void
 }
 
 export interface BuiltApp {
@@ -87,7 +89,7 @@ export function buildApp(o: BuildAppOptions): BuiltApp {
   // Without hooks, no middleware is registered: a route is then the only
   // handler its path matches, which keeps Hono on its single-handler path.
   if (hasHooks(hooks)) app.use('*', hooksMiddleware(hooks, fail, o.logger))
-  const mounted = mountRoutes(app, o.routes, { R, fail, bodyLimit: o.bodyLimit }, o.where)
+  const mounted = mountRoutes(app, o.routes, { R, fail, bodyLimit: o.bodyLimit, noteRoute: o.noteRoute }, o.where)
   mountPages(app, pages, { R, fail, cache: o.cache })
 
   const fallback = o.fallback

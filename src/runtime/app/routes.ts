@@ -22,6 +22,8 @@ export interface MountContext {
   R: ResponseClass
   fail: ErrorResponder
   bodyLimit: number
+  /** Told of the route pattern that answers each request (telemetry's `http.route`). */
+  noteRoute?: (request: Request, pattern: string) => void
 }
 
 /** Checks a route entry; bad ones fail at startup with the route named. */
@@ -69,7 +71,15 @@ export function mountRoutes(app: Hono, routes: readonly RuntimeApiRoute[], ctx: 
       throw new TypeError(`${where}: route ${route.path}: the websocket export must be a function (got ${describe(websocket)})`)
     }
     const schema = readSchema(route, where)
-    const serve = routeHandler(route.path, handlers, websocket as WebSocketHandler | undefined, resolved.origins, schema, ctx)
+    const routed = routeHandler(route.path, handlers, websocket as WebSocketHandler | undefined, resolved.origins, schema, ctx)
+    const note = ctx.noteRoute
+    const serve: RouteServe =
+      note === undefined
+        ? routed
+        : (req) => {
+            note(req.raw, route.path)
+            return routed(req)
+          }
     const handler = (c: Context) => serve(c.req)
     app.all(toHonoPath(route.path), handler)
     mounted.push({ path: route.path, handler, serve })

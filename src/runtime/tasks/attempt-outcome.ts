@@ -21,6 +21,7 @@ import type { InFlight } from './in-flight.ts'
 import type { RunStore } from './store.ts'
 import type { RunWaiters } from './wait-for-run.ts'
 import type { Waitpoints } from './waitpoints.ts'
+import type { Telemetry } from '../telemetry/types.ts'
 
 /** The expectation of every transition out of `running`. */
 const RUNNING = Object.freeze({ status: 'running' as const })
@@ -33,6 +34,8 @@ export interface OutcomeRecorderOptions {
   waiters: RunWaiters
   waitpoints: Waitpoints
   flow: FlowPromotion
+  /** Told of each run that finishes here. */
+  telemetry?: Telemetry | undefined
 }
 
 export class OutcomeRecorder {
@@ -43,6 +46,7 @@ export class OutcomeRecorder {
   readonly #waiters: RunWaiters
   readonly #waitpoints: Waitpoints
   readonly #flow: FlowPromotion
+  readonly #telemetry: Telemetry | undefined
   #closed = false
 
   constructor(options: OutcomeRecorderOptions) {
@@ -53,6 +57,7 @@ export class OutcomeRecorder {
     this.#waiters = options.waiters
     this.#waitpoints = options.waitpoints
     this.#flow = options.flow
+    this.#telemetry = options.telemetry
   }
 
   /**
@@ -75,6 +80,7 @@ export class OutcomeRecorder {
   announceEnd(entry: InFlight, done: RunRecord | undefined, error?: string, attempts?: number): void {
     if (!done) return
     entry.ended = true
+    this.#telemetry?.runFinished(done)
     this.#changes.emit(done)
     if (done.status === 'failed') {
       // A background failure is never silent: it is logged with the task it came from.
@@ -125,7 +131,11 @@ export class OutcomeRecorder {
         `[svc] task "${entry.taskName}": the handler caught the suspension of step "${stepKey}" instead of letting it unwind; the run is suspended anyway. Rethrow it from catch blocks: if (isSuspension(error)) throw error`,
       )
     }
-    const saved = await this.#store.updateRun(entry.id, { status: 'suspended', suspended: { stepKey, waitpoint } }, { status: 'running' })
+    const saved = await this.#store.updateRun(
+      entry.id,
+      { status: 'suspended', suspended: { stepKey, waitpoint, since: isoNow() } },
+      { status: 'running' },
+    )
     if (!saved) return
     this.#changes.emit(saved)
     // A suspended run holds no slot.

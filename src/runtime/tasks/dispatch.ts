@@ -31,7 +31,8 @@ import type { TaskDefinition } from './definitions.ts'
 import { invoke, type InvocationOutcome, type Invoker } from './handler-call.ts'
 import { InFlight } from './in-flight.ts'
 import type { StepHost } from './steps.ts'
-import type { RunStore, SharedWork } from './store.ts'
+import { hasSteps, type RunStore, type SharedWork } from './store.ts'
+import type { ExecutionEnd, Telemetry } from '../telemetry/types.ts'
 
 export interface DispatcherOptions extends OutcomeRecorderOptions {
   /** What the steps of every attempt reach. */
@@ -39,6 +40,8 @@ export interface DispatcherOptions extends OutcomeRecorderOptions {
   /** On a store several processes share: how they split the work, and this engine's id there. */
   shared: SharedWork | undefined
   owner: string
+  /** Where each execution's span goes. */
+  telemetry?: Telemetry | undefined
 }
 
 export class Dispatcher {
@@ -49,6 +52,7 @@ export class Dispatcher {
   readonly #outcomes: OutcomeRecorder
   readonly #shared: SharedWork | undefined
   readonly #owner: string
+  readonly #telemetry: Telemetry | undefined
   /** Runs with a dispatch in flight, by id. */
   readonly #inFlight = new Map<string, InFlight>()
   readonly #timeouts = new AttemptTimeouts()
@@ -63,6 +67,7 @@ export class Dispatcher {
     this.#outcomes = new OutcomeRecorder(options)
     this.#shared = options.shared
     this.#owner = options.owner
+    this.#telemetry = options.telemetry
     this.#invoker = {
       host: options.host,
       timeouts: this.#timeouts,
@@ -195,7 +200,14 @@ export class Dispatcher {
         return
       }
       // A call that ended at once has been through `#attemptEnded` already.
-      entry.handle = invoke(def, run, this.#invoker, entry)
+      const attempts = run.attempts.length
+      const span = this.#telemetry?.execution(run, attempts + 1, attempts === 0 && !hasSteps(run))
+      if (span === undefined) {
+        entry.handle = invoke(def, run, this.#invoker, entry)
+        return
+      }
+      entry.span = span
+      entry.handle = span.run(() => invoke(def, run, this.#invoker, entry))
     } catch (error) {
       this.#dispatchFailed(entry, error)
     }
@@ -205,6 +217,10 @@ export class Dispatcher {
   #attemptEnded(entry: InFlight, outcome: InvocationOutcome): void {
     // From here, a waiter must look at the store.
     entry.handle = undefined
+    if (entry.span !== undefined) {
+      entry.span.end(executionEnd(entry, outcome))
+      entry.span = undefined
+    }
     // Cancelled or taken over meanwhile: the run is not this attempt's to change.
     if (entry.stopped) {
       this.#releaseDispatch(entry)
@@ -280,4 +296,11 @@ export class Dispatcher {
       )
       .finally(() => entry.finish())
   }
+}
+
+/** How an execution ended, as its span records it. */
+function executionEnd(entry: InFlight, outcome: InvocationOutcome): ExecutionEnd {
+  if (entry.stopped) return { kind: 'stopped', why: 'the run was cancelled, or its lease lost' }
+  if (outcome.kind === 'suspended') return { kind: 'suspended', stepKey: outcome.signal.stepKey, waitpoint: outcome.signal.waitpoint }
+  return outcome.kind === 'failed' ? { kind: 'failed', error: outcome.error } : { kind: 'completed' }
 }

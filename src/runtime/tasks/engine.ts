@@ -49,11 +49,14 @@ import { Waitpoints } from './waitpoints.ts'
 import { EventStarts, type EventTrigger } from './event-starts.ts'
 import type { EventSchemas } from '../events/schemas.ts'
 import type { EventInput, SentEvent } from '../types/events.ts'
+import type { Telemetry } from '../telemetry/types.ts'
+import { runLogSink } from './run-logs.ts'
 
 export class TaskEngine {
   readonly #store: RunStore
   readonly #tasks: ReadonlyMap<string, TaskDefinition>
   readonly #logger: Logger
+  readonly #telemetry: Telemetry | undefined
   /** The largest input, result, step output and token payload, in bytes of UTF-8 JSON. */
   readonly #maxPayloadBytes: number
   readonly #changes: RunChanges
@@ -78,12 +81,17 @@ export class TaskEngine {
     maxPayloadBytes?: number
     /** The app's event schemas, which check the data of the events sent through this engine. */
     eventSchemas?: EventSchemas
+    /** Where spans, metrics and log records go (`otelTelemetry`); none by default. */
+    telemetry?: Telemetry
+    /** Print each entry a run logs (`ctx.log`) to `logger`, as `svc dev` does. */
+    printRunLogs?: boolean
     /** The claims of the work on a store several processes share; required with such a store. */
     sharedWork?: new (
       options: SharedWorkClaimsOptions,
     ) => SharedWorkClaims
   }) {
-    const { store, tasks, logger, unrefTimers } = options
+    const { tasks, logger, unrefTimers, telemetry } = options
+    const store = telemetry === undefined ? options.store : telemetry.store(options.store)
     const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES
     const shared = store.shared
     const Claims = options.sharedWork
@@ -94,6 +102,7 @@ export class TaskEngine {
     this.#store = store
     this.#tasks = tasks
     this.#logger = logger
+    this.#telemetry = telemetry
     this.#maxPayloadBytes = maxPayloadBytes
     this.#shared = shared
     // On a shared store, the other processes' changes too (events.ts).
@@ -129,8 +138,21 @@ export class TaskEngine {
       maxPayloadBytes,
       trigger: (name, payload, opts) => this.trigger(name, payload, opts),
       lostLease: (runId) => dispatch.abortLostLease(runId),
+      runLog: runLogSink(logger, options.printRunLogs === true, telemetry),
     })
-    const dispatch: Dispatcher = new Dispatcher({ store, tasks, logger, changes, waiters, waitpoints, flow, host, shared, owner })
+    const dispatch: Dispatcher = new Dispatcher({
+      store,
+      tasks,
+      logger,
+      changes,
+      waiters,
+      waitpoints,
+      flow,
+      host,
+      shared,
+      owner,
+      telemetry,
+    })
     const sharedWork = shared && Claims && new Claims({ shared, owner, logger, unrefTimers, dispatch, waitpoints, waiters, flow })
     this.#waitpoints = waitpoints
     this.#flow = flow
@@ -221,6 +243,7 @@ export class TaskEngine {
       if (!current) throw new RunNotFoundError(id)
       throw new RunFinishedError(id, current.status)
     }
+    this.#telemetry?.runFinished(run)
     this.#dispatch.cancelAttempt(run)
     await this.#waitpoints.dropRun(id)
     // Another process may run the attempt: woken, it renews its leases at
@@ -341,6 +364,8 @@ export class TaskEngine {
     if (parentRunId !== undefined) run.parentRunId = parentRunId
     if (replayOf !== undefined) run.replayOf = replayOf
     if (event !== undefined) run.event = event
+    const trace = this.#telemetry?.runCreated(run, options.trace)
+    if (trace !== undefined) run.trace = trace
     if (debounce) return this.#store.debounceRun(run, debounce.key).then((stored) => this.#created(run, stored, true))
     // A bound method rather than a closure: it takes less, and every run
     // being recorded holds it until the store answers.

@@ -2,19 +2,23 @@
  * One call of a task handler, for one attempt of a run: builds `ctx`,
  * enforces the attempt's timeout, and classifies how the call ended. It
  * does not touch run state: the engine's dispatch (`dispatch.ts`) turns the
- * outcome into a transition. (The chunks of `ctx.stream` are written by
- * their own writer, `run-chunks.ts`, before the outcome is handed over.)
+ * outcome into a transition. (The chunks of `ctx.stream` and the entries
+ * of `ctx.log` are written by their own writer, `run-output.ts`, before the
+ * outcome is handed over.)
  */
-import type { Attempt, RunRecord, StepApi, StepRecord, TaskContext } from '../types.ts'
+import type { Attempt, RunLogEntry, RunLogger, RunLogLevel, RunRecord, StepApi, StepRecord, TaskContext } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import type { TaskDefinition } from './definitions.ts'
 import { isoAt } from './clock.ts'
 import { type AttemptTimeouts, Expiring } from './attempt-timeouts.ts'
 import { checkJson } from './json.ts'
 import { payloadError } from './payload-limit.ts'
-import { MAX_RUN_CHUNK_BYTES, RunChunkWriter } from './run-chunks.ts'
+import { MAX_RUN_CHUNK_BYTES } from './run-chunks.ts'
+import { logLine } from './run-logs.ts'
+import { RunOutputWriter } from './run-output.ts'
 import { createInvocation, createStepApi, type Invocation, reportUnreachedSteps, type StepHost } from './steps.ts'
 import type { SuspendSignal } from './suspend.ts'
+import type { ExecutionSpan } from '../telemetry/types.ts'
 import { hasSteps } from './store.ts'
 
 export type InvocationOutcome =
@@ -46,6 +50,8 @@ export interface InvocationHandle {
 export interface RunRef {
   readonly id: string
   readonly taskName: string
+  /** With telemetry: the span of this execution, which its steps' spans are children of. */
+  readonly span?: ExecutionSpan | undefined
 }
 
 /**
@@ -111,6 +117,10 @@ class Context implements TaskContext {
   stream(name: string, data: unknown): Promise<void> {
     return this.#call.stream(name, data)
   }
+
+  get log(): RunLogger {
+    return this.#call.logger()
+  }
 }
 
 /**
@@ -133,9 +143,11 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
   #inv: Invocation | undefined
   #step: StepApi | undefined
   #controller: AbortController | undefined
-  /** The run's chunks when the invocation began, until `ctx.stream` makes their writer. */
+  /** The run's chunks and log entries when the invocation began, until `ctx.stream` or `ctx.log` makes their writer. */
   #chunkLog: RunRecord['chunks']
-  #chunks: RunChunkWriter | undefined
+  #logLog: RunRecord['logs']
+  #output: RunOutputWriter | undefined
+  #logger: RunLogger | undefined
   /** The invocation has ended (and `ended` was told, or will be once its chunks are written). */
   done = false
   /** How it ended, for the message of a `ctx.stream` call made afterwards. */
@@ -151,6 +163,7 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     this.#attempt = run.attempts.length + 1
     this.#steps = run.steps
     this.#chunkLog = run.chunks
+    this.#logLog = run.logs
     const ctx = new Context(this, run, this.#attempt)
     let value: unknown
     try {
@@ -204,16 +217,46 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
         `ctx.stream(${JSON.stringify(name)}) was called after attempt ${this.#attempt} of task "${token.taskName}" ${this.#closedBy}; the chunk was not sent`,
       )
     }
+    return this.#writer().stream(name, data, (this.#inv?.stepsRunning ?? 0) === 0)
+  }
+
+  logger(): RunLogger {
+    return (this.#logger ??= {
+      info: (message, attributes) => this.#log('info', message, attributes),
+      warn: (message, attributes) => this.#log('warn', message, attributes),
+      error: (message, attributes) => this.#log('error', message, attributes),
+    })
+  }
+
+  #log(level: RunLogLevel, message: unknown, attributes: unknown): void {
+    if (this.#closedBy !== undefined) {
+      // Logging never throws: an entry after the end goes to the process's log, saying so.
+      const token = this.#token
+      this.#invoker.host.logger.warn(
+        `[svc] task "${token.taskName}": run ${token.id}: ctx.log.${level} was called after attempt ${this.#attempt} ${this.#closedBy}; not kept: ${logLine(level, message, undefined).message}`,
+      )
+      return
+    }
+    const inv = this.#inv
+    void this.#writer().log(logLine(level, message, attributes), (inv?.stepsRunning ?? 0) === 0, inv?.running)
+  }
+
+  #writer(): RunOutputWriter {
+    if (this.#output !== undefined) return this.#output
     const host = this.#invoker.host
-    this.#chunks ??= new RunChunkWriter({
-      runId: this.#token.id,
-      taskName: this.#token.taskName,
-      log: this.#chunkLog,
+    const token = this.#token
+    const runLog = host.runLog
+    return (this.#output = new RunOutputWriter({
+      runId: token.id,
+      taskName: token.taskName,
+      attempt: this.#attempt,
+      chunks: this.#chunkLog,
+      logs: this.#logLog,
       store: host.store,
       logger: host.logger,
-      maxBytes: Math.min(MAX_RUN_CHUNK_BYTES, host.maxPayloadBytes),
-    })
-    return this.#chunks.send(name, data, (this.#inv?.stepsRunning ?? 0) === 0)
+      maxChunkBytes: Math.min(MAX_RUN_CHUNK_BYTES, host.maxPayloadBytes),
+      ...(runLog === undefined ? {} : { onLog: (entry: RunLogEntry) => runLog(token.taskName, token.id, entry) }),
+    }))
   }
 
   abort(reason: string | Error, why = 'was stopped'): void {
@@ -222,7 +265,7 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
 
   #invocation(): Invocation {
     const token = this.#token
-    return (this.#inv ??= createInvocation(token.id, token.taskName, this.#attempt, this.#steps ?? NO_STEPS))
+    return (this.#inv ??= createInvocation(token.id, token.taskName, this.#attempt, this.#steps ?? NO_STEPS, token.span))
   }
 
   /** The attempt's timeout has passed. */
@@ -246,9 +289,9 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     this.#closedBy = closedBy
     this.#invoker.timeouts.delete(this)
     const outcome = this.#end(returned, value, closedBy)
-    // The chunks sent before the end are written before it, so that the
+    // The chunks and entries sent before the end are written before it, so that the
     // end's write does not race theirs; it never rejects.
-    const writing = this.#chunks?.writing()
+    const writing = this.#output?.writing()
     if (writing === undefined) this.#invoker.ended(this.#token, outcome)
     else writing.then(() => this.#invoker.ended(this.#token, outcome))
   }

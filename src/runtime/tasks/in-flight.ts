@@ -8,6 +8,7 @@
  */
 import type { RunRecord } from '../types.ts'
 import type { InvocationHandle } from './handler-call.ts'
+import type { ExecutionSpan } from '../telemetry/types.ts'
 
 export class InFlight {
   /**
@@ -18,6 +19,8 @@ export class InFlight {
   readonly taskName: string
   /** The attempt, while it runs. */
   handle: InvocationHandle | undefined = undefined
+  /** With telemetry: the span of the execution under way. */
+  span: ExecutionSpan | undefined = undefined
   /** Dispatch again once this invocation ends. */
   again = false
   /** On a shared store: the attempt runs under this engine's lease on the run. */

@@ -19,7 +19,9 @@ export type {
   TimerKind,
   TokenRecord,
   TokenStatus,
+  EventRecord,
 } from './store.ts'
+export type { EventEffects, EventListQuery } from '../types/run-store.ts'
 export type { FlowLimits } from './flow.ts'
 export { DEFAULT_MAX_PAYLOAD_BYTES } from './payload-limit.ts'
 export { enqueue, completeToken, cancelRun, runScheduledTasks } from './enqueue.ts'

@@ -8,7 +8,7 @@
  * `trigger` and the `Idempotency-Key`/`Svc-Delay-Seconds` headers of the
  * task admin surface (which answers 400 `INVALID_OPTIONS` with the message).
  */
-import type { EnqueueOptions, RunTrigger, TriggerOptions } from '../types/runs.ts'
+import type { EnqueueOptions, RunTrace, RunTrigger, TriggerOptions } from '../types/runs.ts'
 import { describe } from '../describe.ts'
 import { childIdempotencyKey } from './ids.ts'
 
@@ -35,6 +35,7 @@ export interface CheckedTriggerOptions {
   idempotencyKey: string | undefined
   trigger: RunTrigger
   parentRunId: string | undefined
+  trace: RunTrace | undefined
 }
 
 const DEFAULTS: CheckedTriggerOptions = Object.freeze({
@@ -42,6 +43,7 @@ const DEFAULTS: CheckedTriggerOptions = Object.freeze({
   idempotencyKey: undefined,
   trigger: 'manual',
   parentRunId: undefined,
+  trace: undefined,
 })
 
 /**
@@ -53,7 +55,7 @@ export function checkTriggerOptions(opts: TriggerOptions | undefined, call: stri
   // Built only when needed: this runs on every dispatch.
   const where = () => `${call}("${taskName}")`
   if (typeof opts !== 'object') throw new TypeError(`${where()}: options must be an object (got ${describe(opts)})`)
-  const { delaySeconds = 0, idempotencyKey, trigger = 'manual', parentRunId } = opts
+  const { delaySeconds = 0, idempotencyKey, trigger = 'manual', parentRunId, trace } = opts
   checkDelaySeconds(delaySeconds, where)
   // The key derived for a child run (`step:<parent>:<step key>`) grows with
   // the step key; the length limit is for keys that callers choose.
@@ -66,7 +68,10 @@ export function checkTriggerOptions(opts: TriggerOptions | undefined, call: stri
   if (parentRunId !== undefined && typeof parentRunId !== 'string') {
     throw new TypeError(`${where()}: parentRunId must be a run id string (got ${describe(parentRunId)})`)
   }
-  return { delaySeconds, idempotencyKey, trigger, parentRunId }
+  if (trace !== undefined && (trace === null || typeof trace !== 'object' || typeof trace.traceparent !== 'string')) {
+    throw new TypeError(`${where()}: trace must be { traceparent, tracestate? } (got ${describe(trace)})`)
+  }
+  return { delaySeconds, idempotencyKey, trigger, parentRunId, trace }
 }
 
 /** Validates the `EnqueueOptions` a caller passed to `where` (such as `ctx.step.enqueue("key")`). */

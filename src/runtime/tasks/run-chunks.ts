@@ -5,26 +5,16 @@
  * the record, and a subscriber that comes late catches up; the log is
  * bounded (`MAX_RUN_CHUNKS`, `MAX_RUN_CHUNK_BYTES`), dropping the oldest.
  *
- * Each execution of a handler has one `RunChunkWriter`. It writes the whole
- * log with `updateRun` expecting the run `running`, the write that ends an
- * attempt, so a store that fences an attempt's writes fences these too; one
- * write at a time, in order, and the chunks sent while one is under way go
- * together in the next. The attempt's end waits for the last of them
- * (`handler-call.ts`), so its write never races theirs.
- *
- * A replay runs the handler from the top: the calls made outside a running
- * `ctx.step.run` are counted, and those the run has recorded (`calls`) are
- * skipped. A call made while a step's function runs is always sent: such
- * a function runs again only when its step was not recorded.
+ * They are written with the run's log entries by the execution's
+ * `RunOutputWriter` (`run-output.ts`), which also skips on a replay the
+ * calls the run has recorded.
  * Edge-safe: no `node:` import.
  */
-import type { Logger, RunChunk, RunChunkLog, RunRecord } from '../types.ts'
+import type { RunChunk, RunChunkLog } from '../types.ts'
 import { describe } from '../describe.ts'
-import { errorMessage, LeaseLostError } from '../errors.ts'
-import { isoNow } from './clock.ts'
 import { checkJson, utf8Length } from './json.ts'
 import { groupDigits } from './payload-limit.ts'
-import type { RunStore } from './store.ts'
+import { appendBounded } from './bounded-log.ts'
 
 /** Most chunks a run keeps. */
 export const MAX_RUN_CHUNKS = 100
@@ -73,20 +63,14 @@ export function chunkData(name: unknown, data: unknown, maxBytes: number): { dat
  * records (`step-log.ts`).
  */
 export function withChunk(log: RunChunkLog | undefined, chunk: RunChunk, bytes: number, calls?: number): RunChunkLog {
-  const kept = log === undefined ? [] : log.kept.slice()
-  kept.push(Object.freeze(chunk))
-  let total = (log?.bytes ?? 0) + bytes
-  let dropped = 0
-  // The newest stays whatever happens: no chunk is over MAX_RUN_CHUNK_BYTES.
-  while (kept.length - dropped > 1 && (kept.length - dropped > MAX_RUN_CHUNKS || total > MAX_RUN_CHUNK_BYTES)) {
-    total -= utf8Length(JSON.stringify(kept[dropped].data) ?? '')
-    dropped++
-  }
-  return Object.freeze({
-    kept: Object.freeze(dropped === 0 ? kept : kept.slice(dropped)) as RunChunk[],
-    bytes: Math.max(total, bytes),
-    calls: calls ?? log?.calls ?? 0,
-  })
+  const next = appendBounded(log?.kept, log?.bytes ?? 0, chunk, bytes, CHUNK_BOUNDS, chunkBytes)
+  return Object.freeze({ kept: next.kept, bytes: next.bytes, calls: calls ?? log?.calls ?? 0 })
+}
+
+const CHUNK_BOUNDS = { count: MAX_RUN_CHUNKS, bytes: MAX_RUN_CHUNK_BYTES }
+
+function chunkBytes(chunk: RunChunk): number {
+  return utf8Length(JSON.stringify(chunk.data) ?? '')
 }
 
 /** Listeners of the runs whose chunks were stored in this process, by run id. */
@@ -107,113 +91,9 @@ export function onChunksStored(runId: string, listener: () => void): () => void 
   }
 }
 
-function chunksStored(runId: string): void {
+/** Tells the listeners of run `runId` that its chunks were stored. */
+export function chunksStored(runId: string): void {
   const set = listeners.get(runId)
   if (set === undefined) return
   for (const listener of [...set]) listener()
-}
-
-/** What one execution's writer needs to know of its run. */
-export interface ChunkWriterOptions {
-  runId: string
-  taskName: string
-  /** The run's log when the execution began. */
-  log: RunChunkLog | undefined
-  store: RunStore
-  logger: Logger
-  /** The largest chunk, in bytes of UTF-8 JSON. */
-  maxBytes: number
-}
-
-const RUNNING = { status: 'running' } as const
-
-/** The callers waiting for one write. */
-interface Callers {
-  promise: Promise<void>
-  resolve: () => void
-  reject: (error: unknown) => void
-}
-
-/** The chunks of one execution of a handler, written to its run in order. */
-export class RunChunkWriter {
-  readonly #options: ChunkWriterOptions
-  #log: RunChunkLog | undefined
-  /** How many counted calls the run had recorded when the execution began. */
-  readonly #recorded: number
-  /** Counted calls made by this execution. */
-  #calls = 0
-  /** The callers of the chunks the next write carries. */
-  #next: Callers | undefined
-  /** The writes under way, until none is left. */
-  #writing: Promise<void> | undefined
-
-  constructor(options: ChunkWriterOptions) {
-    this.#options = options
-    this.#log = options.log
-    this.#recorded = options.log?.calls ?? 0
-  }
-
-  /**
-   * Sends one chunk; `counted` when no `ctx.step.run` function runs, so
-   * that a replay skips it. Throws for a bad argument; resolves once the
-   * chunk is stored, at once for one a replay skips.
-   */
-  send(name: string, data: unknown, counted: boolean): Promise<void> {
-    const chunk = chunkData(name, data, this.#options.maxBytes)
-    let calls: number | undefined
-    if (counted) {
-      calls = ++this.#calls
-      if (calls <= this.#recorded) return Promise.resolve()
-    }
-    const seq = (this.#log?.kept.at(-1)?.seq ?? 0) + 1
-    this.#log = withChunk(this.#log, { seq, name, data: chunk.data, at: isoNow() }, chunk.bytes, calls)
-    let next = this.#next
-    if (next === undefined) {
-      let resolve!: () => void
-      let reject!: (error: unknown) => void
-      const promise = new Promise<void>((yes, no) => {
-        resolve = yes
-        reject = no
-      })
-      // A chunk sent without waiting must not bring the process down when
-      // its write fails: the failure is logged (`#write`) either way.
-      promise.catch(() => {})
-      next = this.#next = { promise, resolve, reject }
-    }
-    this.#writing ??= this.#drain()
-    return next.promise
-  }
-
-  /** Resolves once every chunk sent so far is written (or failed to be); `undefined` when none is under way. */
-  writing(): Promise<void> | undefined {
-    return this.#writing
-  }
-
-  async #drain(): Promise<void> {
-    // The chunks a handler sends in one go, without waiting, go in one write.
-    await Promise.resolve()
-    for (let next = this.#next; next !== undefined; next = this.#next) {
-      this.#next = undefined
-      await this.#write(next)
-    }
-    this.#writing = undefined
-  }
-
-  async #write(callers: Callers): Promise<void> {
-    const { runId, taskName, store, logger } = this.#options
-    let run: RunRecord | undefined
-    try {
-      // A run no longer running (cancelled) takes nothing: its attempt is being stopped.
-      run = await store.updateRun(runId, { chunks: this.#log }, RUNNING)
-    } catch (error) {
-      // A lost lease is logged once, by the dispatch that the step host tells of it (`step-host.ts`).
-      if (!(error instanceof LeaseLostError)) {
-        logger.error(`[svc] task "${taskName}": run ${runId}: ctx.stream could not store its chunks: ${errorMessage(error)}`)
-      }
-      callers.reject(error)
-      return
-    }
-    callers.resolve()
-    if (run !== undefined) chunksStored(runId)
-  }
 }

@@ -21,6 +21,7 @@ import { TaskScheduler } from './scheduler.ts'
 import { listEventPage } from './event-list.ts'
 import type { RunStore } from './store.ts'
 import type { CronClock } from './cron-clock.ts'
+import { type Telemetry, telemetryOptionProblem } from '../telemetry/types.ts'
 
 export interface TaskRuntimeOptions {
   /**
@@ -86,6 +87,19 @@ export interface TaskRuntimeOptions {
    * @default none: event data is checked against no schema
    */
   events?: EventSchemas
+  /**
+   * Where spans, metrics and log records go (docs/observability.md), such
+   * as `otelTelemetry(api)` on the OpenTelemetry API; the Node server loads
+   * that itself when `@opentelemetry/api` is installed.
+   * @default none: nothing is traced or measured
+   */
+  telemetry?: Telemetry
+  /**
+   * Print each entry a run logs with `ctx.log` to `logger`, with its task
+   * and run id.
+   * @default true when `NODE_ENV` is `development` (`svc dev`), else false
+   */
+  printRunLogs?: boolean
 }
 
 /**
@@ -120,7 +134,25 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
   }
   const tasks = defineTasks(options.routes, clock)
   checkEventSchemas(options.events, 'createTaskRuntime()')
-  const engine = new TaskEngine({ store, tasks, logger, unrefTimers: unref, maxPayloadBytes, sharedWork, eventSchemas: options.events })
+  const telemetry = options.telemetry
+  const telemetryProblem = telemetryOptionProblem(telemetry)
+  if (telemetryProblem) throw new TypeError(`createTaskRuntime(): ${telemetryProblem}`)
+  const printRunLogs = options.printRunLogs ?? env.NODE_ENV === 'development'
+  if (typeof printRunLogs !== 'boolean') {
+    throw new TypeError(`createTaskRuntime(): printRunLogs must be a boolean (got ${describe(printRunLogs)})`)
+  }
+  const engine = new TaskEngine({
+    store,
+    tasks,
+    logger,
+    unrefTimers: unref,
+    maxPayloadBytes,
+    sharedWork,
+    eventSchemas: options.events,
+    telemetry,
+    printRunLogs,
+  })
+  telemetry?.observeRuns((status) => store.countRunsByTask(status))
   const scheduler = new TaskScheduler({ tasks, logger, clock, unref, fire: (name, tick) => engine.fireScheduled(name, tick) })
 
   const runtime: TaskRuntime = {

@@ -30,6 +30,8 @@ export interface StepHostOptions {
   trigger(name: string, payload: unknown, opts: TriggerOptions): Promise<RunRecord>
   /** A write of the attempt of run `runId` found its lease lost. */
   lostLease(runId: string): void
+  /** Where each entry a run logs goes besides its record. */
+  runLog?: StepHost['runLog']
 }
 
 export function createStepHost(options: StepHostOptions): StepHost {
@@ -45,6 +47,7 @@ export function createStepHost(options: StepHostOptions): StepHost {
     trigger: fenced ? (name, payload, opts) => trigger(name, payload, opts).catch(lost) : trigger,
     logger,
     maxPayloadBytes: options.maxPayloadBytes,
+    runLog: options.runLog,
     noteLocalWait: () => {
       if (noted || store.durable) return
       noted = true

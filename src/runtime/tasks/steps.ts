@@ -17,6 +17,7 @@ import type {
   ChildRunResult,
   EnqueueOptions,
   Logger,
+  RunLogEntry,
   RunRecord,
   StepApi,
   StepKind,
@@ -34,6 +35,7 @@ import { assertPayload } from './payload-limit.ts'
 import { describe } from '../describe.ts'
 import type { RunStore } from './store.ts'
 import { SuspendSignal } from './suspend.ts'
+import type { ExecutionSpan } from '../telemetry/types.ts'
 
 /** One execution of a handler: an attempt, or the replay of one after a resume. */
 export interface Invocation {
@@ -52,12 +54,16 @@ export interface Invocation {
   met: number
   /** How many `step.run` functions of this invocation are running: `ctx.stream` counts only the calls made outside them (run-chunks.ts). */
   stepsRunning: number
+  /** The key of the `step.run` whose function runs, while exactly one does (`ctx.log` entries name it). */
+  running: string | undefined
   /** The first suspension raised, kept even if the handler swallows it. */
   suspension: SuspendSignal | undefined
   /** The first divergence met, kept even if the handler catches it: it fails the attempt. */
   mismatch: StepMismatchError | undefined
   /** Set once the attempt is over (returned, failed or timed out). */
   closed: string | undefined
+  /** With telemetry: the execution's span, which each step's is a child of. */
+  span: ExecutionSpan | undefined
 }
 
 /** What steps need from the runtime. */
@@ -71,6 +77,8 @@ export interface StepHost {
   logger: Logger
   /** The largest input, result and step output, in bytes of UTF-8 JSON (`maxPayloadBytes`). */
   maxPayloadBytes: number
+  /** Told of each entry a run logs with `ctx.log` (and keeps): printed by `svc dev`, exported by telemetry. */
+  runLog?: (taskName: string, runId: string, entry: RunLogEntry) => void
 }
 
 export function createInvocation(
@@ -78,6 +86,7 @@ export function createInvocation(
   taskName: string,
   attempt: number,
   steps: Readonly<Record<string, StepRecord>>,
+  span?: ExecutionSpan,
 ): Invocation {
   return {
     runId,
@@ -87,10 +96,17 @@ export function createInvocation(
     seen: undefined,
     met: 0,
     stepsRunning: 0,
+    running: undefined,
     suspension: undefined,
     mismatch: undefined,
     closed: undefined,
+    span,
   }
+}
+
+/** The timing fields of a step that began at `began` and ended at `ended` (ms since the epoch). */
+export function stepTiming(began: number, ended: number): { startedAt: string; durationMs: number } {
+  return { startedAt: new Date(began).toISOString(), durationMs: Math.max(0, ended - began) }
 }
 
 /** The step kind a waitpoint stands for: the kind its step is recorded with once the wait is met. */
@@ -139,19 +155,26 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
         throw new TypeError(`ctx.step.run("${key}", fn): fn must be a function (got ${describe(fn)})`)
       }
       let output: Awaited<T>
+      const began = Date.now()
+      const span = inv.span?.step(key, 'run')
       inv.stepsRunning++
+      inv.running = inv.stepsRunning === 1 ? key : undefined
       try {
-        output = await fn()
+        output = await (span === undefined ? fn() : span.run(fn))
+      } catch (error) {
+        span?.end(error)
+        throw error
       } finally {
-        inv.stepsRunning--
+        if (--inv.stepsRunning === 0) inv.running = undefined
       }
+      span?.end()
       assertPayload(
         output,
         host.maxPayloadBytes,
         `ctx.step.run("${key}") returned a value that cannot be stored as JSON`,
         `ctx.step.run("${key}") returned`,
       )
-      await record(inv, host, key, 'run', output === undefined ? { status: 'completed' } : { status: 'completed', output })
+      await record(inv, host, key, 'run', output === undefined ? { status: 'completed' } : { status: 'completed', output }, began)
       return output
     },
 
@@ -159,9 +182,10 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       const recorded = begin(inv, key, 'enqueue', 'enqueue')
       if (recorded) return recorded.output as { runId: string }
       checkEnqueueOptions(opts, `ctx.step.enqueue("${key}")`)
+      const began = Date.now()
       const child = await host.trigger(task, payload, childOptions(inv, key, opts, 'enqueue'))
       const output = { runId: child.id }
-      await record(inv, host, key, 'enqueue', { status: 'completed', output })
+      await record(inv, host, key, 'enqueue', { status: 'completed', output }, began)
       return output
     },
 
@@ -173,10 +197,11 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       // The child keeps its idempotency key across replays, so a replay finds
       // the child it started instead of starting another.
       checkEnqueueOptions(opts, `ctx.step.waitForTask("${key}")`)
+      const began = Date.now()
       const child = await host.trigger(task, payload, childOptions(inv, key, opts, 'child'))
       if (child.status === 'completed' || child.status === 'failed') {
         const output = childRunResult(child)
-        await record(inv, host, key, 'waitForTask', { status: 'completed', output })
+        await record(inv, host, key, 'waitForTask', { status: 'completed', output }, began)
         return output as ChildRunResult<never>
       }
       suspend(inv, host, key, { type: 'task', task, runId: child.id })
@@ -206,6 +231,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
           `ctx.step.waitForToken("${key}"): timeoutSeconds must be a positive finite number (got ${describe(timeoutSeconds)})`,
         )
       }
+      const began = Date.now()
       const tokenId = tokenIdFor(inv.runId, key)
       const timeoutAt = timeoutSeconds === undefined ? undefined : new Date(Date.now() + timeoutSeconds * 1000).toISOString()
       const token = await host.store.putToken({
@@ -224,7 +250,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
             : token.payload === undefined
               ? { status: 'completed' }
               : { status: 'completed', output: token.payload }
-        await record(inv, host, key, 'waitForToken', step)
+        await record(inv, host, key, 'waitForToken', step, began)
         return tokenResult<T>(step)
       }
       // The deadline is the one the token was created with: a replay that
@@ -241,9 +267,10 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
     async waitForEvent<T = unknown>(key: string, name: string, opts?: WaitForEventOptions) {
       const recorded = begin(inv, key, 'waitForEvent', 'waitForEvent')
       if (recorded) return eventResult<T>(recorded)
+      const began = Date.now()
       const wait = await beginEventWait(host.store, inv.runId, key, name, opts)
       if ('waitpoint' in wait) suspend(inv, host, key, wait.waitpoint)
-      await record(inv, host, key, 'waitForEvent', wait.step)
+      await record(inv, host, key, 'waitForEvent', wait.step, began)
       return eventResult<T>(wait.step)
     },
   }
@@ -275,6 +302,7 @@ function begin(inv: Invocation, key: string, call: string, kind: StepKind): Step
   // One lookup for a key never recorded; an inherited property is none.
   if (recorded === undefined || !Object.hasOwn(inv.steps, key)) return undefined
   inv.met++
+  inv.span?.replayed(key, recorded.kind)
   // A record without a kind was written before kinds were kept: it matches any call.
   if (recorded.kind !== undefined && recorded.kind !== kind) throw (inv.mismatch = new StepMismatchError(key, recorded.kind, call))
   // The handler gets an output of its own, as on the first run: one it
@@ -284,7 +312,8 @@ function begin(inv: Invocation, key: string, call: string, kind: StepKind): Step
   return output !== null && typeof output === 'object' ? { ...recorded, output: jsonCopy(output) } : recorded
 }
 
-async function record(inv: Invocation, host: StepHost, key: string, kind: StepKind, step: StepRecord): Promise<void> {
+/** Records step `key`, which began at `began` (ms since the epoch) and ends now. */
+async function record(inv: Invocation, host: StepHost, key: string, kind: StepKind, step: StepRecord, began: number): Promise<void> {
   if (inv.closed !== undefined) {
     // The attempt ended (timed out, typically) while the step ran: its output
     // is dropped and the step runs again on the next attempt (rule 4).
@@ -292,12 +321,13 @@ async function record(inv: Invocation, host: StepHost, key: string, kind: StepKi
       `Step "${key}" finished after attempt ${inv.attempt} of task "${inv.taskName}" ${inv.closed}; its output was not recorded`,
     )
   }
-  await host.store.saveStep(inv.runId, key, { ...step, kind })
+  await host.store.saveStep(inv.runId, key, { ...step, kind, ...stepTiming(began, Date.now()) })
 }
 
 async function sleepTo(inv: Invocation, host: StepHost, key: string, until: number): Promise<void> {
   // A wait that is already met does not suspend (only an unmet wait does).
-  if (until <= Date.now()) return record(inv, host, key, 'sleep', { status: 'completed' })
+  const now = Date.now()
+  if (until <= now) return record(inv, host, key, 'sleep', { status: 'completed' }, now)
   suspend(inv, host, key, { type: 'sleep', until: new Date(until).toISOString() })
 }
 
@@ -313,6 +343,7 @@ function childOptions(inv: Invocation, key: string, opts: EnqueueOptions | undef
     idempotencyKey: opts?.idempotencyKey ?? childIdempotencyKey(inv.runId, key),
     trigger,
     parentRunId: inv.runId,
+    trace: inv.span?.trace(),
   }
 }
 

@@ -18,7 +18,7 @@ import type { ChildRunResult, CompleteTokenResult, Logger, RunRecord, StepRecord
 import { errorMessage, LeaseLostError } from '../errors.ts'
 import { timerId } from './ids.ts'
 import { assertPayload } from './payload-limit.ts'
-import { childRunResult, waitedStepKind } from './steps.ts'
+import { childRunResult, stepTiming, waitedStepKind } from './steps.ts'
 import {
   type EventRecord,
   isFinished,
@@ -247,7 +247,10 @@ export class Waitpoints {
     const run = await this.#store.getRun(runId)
     if (run?.status !== 'suspended' || run.suspended?.stepKey !== stepKey) return false
     try {
-      await this.#store.saveStep(runId, stepKey, { ...step, kind: waitedStepKind(run.suspended.waitpoint) })
+      // A wait lasts from the suspension (records written before it was kept have no time).
+      const since = Date.parse(run.suspended.since ?? '')
+      const timing = Number.isNaN(since) ? {} : stepTiming(since, Date.now())
+      await this.#store.saveStep(runId, stepKey, { ...step, kind: waitedStepKind(run.suspended.waitpoint), ...timing })
     } catch (error) {
       // This process still held the run from the attempt that suspended it,
       // and another path resumed it in between (a send and the wait's own

@@ -41,6 +41,15 @@ export interface StepRecord {
    * before kinds were kept: such a step matches any call.
    */
   kind?: StepKind
+  /**
+   * When the step began (ISO): for `run`, when its function started; for
+   * `enqueue`, when the child was asked for; for a wait, when the call
+   * first reached it (the run's suspension, when it suspended). Absent in
+   * records written before timings were kept.
+   */
+  startedAt?: string
+  /** How long the step took, in milliseconds: its function's run, or how long the wait lasted. Present with `startedAt`. */
+  durationMs?: number
 }
 
 /**
@@ -77,8 +86,11 @@ export interface RunEnvelope {
   attempts: Attempt[]
   /** Present when the run completed. */
   result?: unknown
-  /** Present while a step has suspended the run. */
-  suspended?: { stepKey: string; waitpoint: Waitpoint }
+  /**
+   * Present while a step has suspended the run; `since` is when it
+   * suspended (ISO; absent in records written before it was kept).
+   */
+  suspended?: { stepKey: string; waitpoint: Waitpoint; since?: string }
   steps: Record<string, StepRecord>
 }
 
@@ -102,6 +114,58 @@ export interface RunRecord extends RunEnvelope {
   event?: { id: string; name: string }
   /** The last data chunks the run sent with `ctx.stream`, once it sent one. */
   chunks?: RunChunkLog
+  /** The last entries the run logged with `ctx.log`, once it logged one. */
+  logs?: RunLogs
+  /** With OpenTelemetry tracing: the trace context its attempts continue (docs/observability.md). */
+  trace?: RunTrace
+}
+
+/**
+ * The W3C trace context a run keeps (`RunRecord.trace`): the span its
+ * attempts are children of, so that every attempt of the run, whichever
+ * process runs it and however long after, is part of one trace.
+ */
+export interface RunTrace {
+  traceparent: string
+  tracestate?: string
+}
+
+/** The level of a run's log entry. */
+export type RunLogLevel = 'info' | 'warn' | 'error'
+
+/**
+ * One entry a run logged with `ctx.log.info|warn|error(message, attributes?)`,
+ * as `GET /__tasks/runs/<id>/logs` and the run's record hand it over.
+ */
+export interface RunLogEntry {
+  /** Its place among the run's entries, from 1, with no gap: a first kept entry above 1 means earlier ones were dropped. */
+  seq: number
+  level: RunLogLevel
+  message: string
+  /** JSON attributes given with the message. */
+  attributes?: Record<string, unknown>
+  /** When it was logged (ISO). */
+  at: string
+  /** The attempt that logged it. */
+  attempt: number
+  /** The key of the `ctx.step.run` whose function logged it, when one (and only one) was running. */
+  step?: string
+}
+
+/**
+ * The entries a run keeps (`RunRecord.logs`): the last ones logged, bounded
+ * by `MAX_RUN_LOGS` entries and `MAX_RUN_LOG_BYTES` (run-logs.ts); the
+ * oldest go first, and `dropped` counts them.
+ */
+export interface RunLogs {
+  /** Oldest first. */
+  kept: RunLogEntry[]
+  /** Bytes of UTF-8 JSON of `kept`. */
+  bytes: number
+  /** How many `ctx.log` calls made outside a running `ctx.step.run` the run recorded: a replay skips as many. */
+  calls: number
+  /** How many entries were dropped to keep the bounds. */
+  dropped: number
 }
 
 /**
@@ -145,6 +209,8 @@ export interface TriggerOptions extends EnqueueOptions {
   trigger?: RunTrigger
   /** Parent run, for child runs started by `step.waitForTask`/`step.enqueue`. */
   parentRunId?: string
+  /** The trace context the run's trace continues; by default, the active span's (with OpenTelemetry). */
+  trace?: RunTrace
 }
 
 /** What `enqueue()` returns. Extra fields are preserved. */

@@ -44,6 +44,27 @@ export interface TaskContext<Input = unknown> {
    * step would.
    */
   stream(name: string, data: unknown): Promise<void>
+  /**
+   * Logs kept with the run (docs/observability.md "Logs kept with each
+   * run"): each entry records its time, the attempt and the `ctx.step.run`
+   * whose function logged it, and shows in `GET /__tasks/runs/<id>/logs`,
+   * the run's record, the dashboard, `svc runs logs` and `svc dev`'s
+   * output; with OpenTelemetry set up, each is also a log record.
+   *
+   * The run keeps its last 500 entries (at most 128 KiB); older ones are
+   * dropped and counted. A message is cut at 4,096 characters; `attributes`
+   * is an object of JSON values of at most 8 KiB, else a note replaces it.
+   * Logging never throws, and a replay logs nothing twice, as
+   * `ctx.stream` sends nothing twice.
+   */
+  readonly log: RunLogger
+}
+
+/** `ctx.log`: each method keeps an entry with the run, and returns at once. */
+export interface RunLogger {
+  info(message: string, attributes?: Record<string, unknown>): void
+  warn(message: string, attributes?: Record<string, unknown>): void
+  error(message: string, attributes?: Record<string, unknown>): void
 }
 
 /**
