@@ -29,6 +29,10 @@ export const COMMANDS: Record<string, CommandEntry> = {
     description: 'List and run the app tasks',
     load: () => import('./commands/tasks.ts').then((m) => m.default as CommandDef),
   },
+  runs: {
+    description: 'Read and control the task runs of a running server',
+    load: () => import('./commands/runs.ts').then((m) => m.default as CommandDef),
+  },
   types: {
     description: 'Write .svc/types.d.ts: task names, inputs and results, and event names and data, as types',
     load: () => import('./commands/types.ts').then((m) => m.default as CommandDef),

@@ -1,0 +1,185 @@
+/**
+ * `svc runs list|get|logs|cancel|replay`: the task runs of a running svc
+ * server, read and controlled over its task admin surface
+ * (docs/http-api.md). Nothing here scans or imports the app.
+ */
+import type { ArgsDef } from 'citty'
+import type { RunLogPage } from '../../runtime/admin/run-logs.ts'
+import type { RunSummary } from '../../runtime/admin/runs-query.ts'
+import { isFinished } from '../../runtime/tasks/store.ts'
+import type { CancelRunResult, RunRecord, RunStatus } from '../../types.ts'
+import { checkArgs, jsonArg } from '../_args.ts'
+import { defineCommand } from '../_define.ts'
+import { formatTable, printJson, printLines } from '../_output.ts'
+import { runsClient } from '../runs-client.ts'
+import { droppedNote, formatDuration, formatInstant, formatLogEntry, msBetween } from '../runs-format.ts'
+
+const urlArg = {
+  url: {
+    type: 'string',
+    description: 'The server address (default: SVC_TASK_URL, else http://127.0.0.1:<PORT or 3000>)',
+    valueHint: 'url',
+  },
+} as const satisfies ArgsDef
+
+const idArg = { id: { type: 'positional', description: 'The run id', required: true } } as const satisfies ArgsDef
+
+/** `/__tasks/runs/<id>` and what follows it. */
+function runPath(id: string, action = ''): string {
+  return `/__tasks/runs/${encodeURIComponent(id)}${action}`
+}
+
+const listArgs = {
+  task: { type: 'string', description: 'Only the runs of this task (dot form, such as jobs.notify)', valueHint: 'name' },
+  status: {
+    type: 'string',
+    description: 'Only the runs in this status; repeat the flag or separate statuses with commas',
+    valueHint: 'status',
+  },
+  limit: { type: 'string', description: 'Runs to list, from 1 to 500 (default 50)', valueHint: 'n' },
+  cursor: { type: 'string', description: 'Where the page starts: the cursor the previous page printed', valueHint: 'cursor' },
+  ...urlArg,
+  ...jsonArg,
+} as const satisfies ArgsDef
+
+const list = defineCommand({
+  meta: { name: 'list', description: 'List runs, newest first' },
+  args: listArgs,
+  async run({ args, rawArgs }) {
+    checkArgs(rawArgs, listArgs)
+    const client = runsClient('svc runs list', args.url)
+    const query = new URLSearchParams()
+    if (args.task !== undefined) query.set('task', args.task)
+    for (const status of flagValues(rawArgs, 'status').flatMap((value) => value.split(','))) {
+      if (status.trim() !== '') query.append('status', status.trim())
+    }
+    if (args.limit !== undefined) query.set('limit', args.limit)
+    if (args.cursor !== undefined) query.set('cursor', args.cursor)
+    const page = await client.get<{ runs: RunSummary[]; cursor?: string }>('/__tasks/runs', query)
+    if (args.json) return printJson(page)
+    if (page.runs.length === 0) return printLines('stdout', [query.size > 0 ? 'No runs match.' : 'No runs.'])
+    const table = formatTable(
+      ['id', 'task', 'status', 'trigger', 'created', 'duration', 'attempts'],
+      page.runs.map((run) => {
+        const took = run.finishedAt === undefined ? undefined : msBetween(run.startedAt, run.finishedAt)
+        return [
+          run.id,
+          run.taskName,
+          run.status,
+          run.trigger,
+          formatInstant(run.createdAt),
+          took === undefined ? '-' : formatDuration(took),
+          String(run.attempts),
+        ]
+      }),
+    )
+    const lines = [table]
+    if (page.cursor !== undefined) lines.push('', `More runs: add --cursor ${page.cursor}`)
+    printLines('stdout', lines)
+  },
+})
+
+/** Every value given to `--<name>`, in order: citty keeps only the last of a repeated flag. */
+function flagValues(rawArgs: readonly string[], name: string): string[] {
+  const values: string[] = []
+  for (let i = 0; i < rawArgs.length; i++) {
+    const arg = rawArgs[i]
+    if (arg === '--') break
+    if (arg === `--${name}`) values.push(rawArgs[++i])
+    else if (arg.startsWith(`--${name}=`)) values.push(arg.slice(name.length + 3))
+  }
+  return values
+}
+
+const getArgs = { ...idArg, ...urlArg, ...jsonArg } as const satisfies ArgsDef
+
+const get = defineCommand({
+  meta: { name: 'get', description: 'Show a run: its summary, a timeline of its attempts and steps, and its last log entries' },
+  args: getArgs,
+  async run({ args, rawArgs }) {
+    checkArgs(rawArgs, getArgs)
+    const run = await runsClient('svc runs get', args.url).get<RunRecord>(runPath(args.id))
+    if (args.json) return printJson(run)
+    // Loaded for the text only: `--json` has no use for it.
+    const { describeRunRecord } = await import('../runs-timeline.ts')
+    printLines('stdout', describeRunRecord(run))
+  },
+})
+
+/** Entries asked for at once: the endpoint's largest page. */
+const LOGS_PAGE = 1000
+/** How often `--follow` asks for new entries. */
+const FOLLOW_INTERVAL_MS = 500
+
+const logsArgs = {
+  ...idArg,
+  follow: {
+    type: 'boolean',
+    alias: 'f',
+    description: 'Keep printing new entries until the run has finished',
+    default: false,
+  },
+  ...urlArg,
+} as const satisfies ArgsDef
+
+const logs = defineCommand({
+  meta: { name: 'logs', description: 'Print the entries a run logged with ctx.log, oldest first' },
+  args: logsArgs,
+  async run({ args, rawArgs }) {
+    checkArgs(rawArgs, logsArgs)
+    const client = runsClient('svc runs logs', args.url)
+    // The seq of the last entry printed: entries are numbered from 1 with no
+    // gap, so a first entry past `after + 1` means the ones between are gone.
+    let after = 0
+    for (;;) {
+      const query = new URLSearchParams({ after: String(after), limit: String(LOGS_PAGE) })
+      const page = await client.get<RunLogPage>(runPath(args.id, '/logs'), query)
+      const first = page.entries[0]
+      if (first !== undefined && first.seq > after + 1) printLines('stderr', [droppedNote(first.seq - after - 1)])
+      printLines('stdout', page.entries.map(formatLogEntry))
+      if (page.entries.length > 0) after = page.entries[page.entries.length - 1].seq
+      if (page.cursor !== undefined) {
+        after = page.cursor
+        continue
+      }
+      if (!args.follow || isFinished(page.status)) {
+        if (after === 0 && page.dropped === 0) {
+          printLines('stderr', [`Run ${page.id} (${page.taskName}, ${page.status}) has logged nothing.`])
+        }
+        return
+      }
+      await new Promise((resolve) => setTimeout(resolve, FOLLOW_INTERVAL_MS))
+    }
+  },
+})
+
+const cancelArgs = { ...idArg, ...urlArg, ...jsonArg } as const satisfies ArgsDef
+
+const cancel = defineCommand({
+  meta: { name: 'cancel', description: 'Cancel a run that has not finished' },
+  args: cancelArgs,
+  async run({ args, rawArgs }) {
+    checkArgs(rawArgs, cancelArgs)
+    const result = await runsClient('svc runs cancel', args.url).post<CancelRunResult>(runPath(args.id, '/cancel'))
+    if (args.json) return printJson(result)
+    printLines('stdout', [`Cancelled run ${result.id}.`])
+  },
+})
+
+const replayArgs = { ...idArg, ...urlArg, ...jsonArg } as const satisfies ArgsDef
+
+const replay = defineCommand({
+  meta: { name: 'replay', description: 'Start a new run of the same task with the same input' },
+  args: replayArgs,
+  async run({ args, rawArgs }) {
+    checkArgs(rawArgs, replayArgs)
+    const result = await runsClient('svc runs replay', args.url).post<{ id: string; status: RunStatus }>(runPath(args.id, '/replay'))
+    if (args.json) return printJson(result)
+    printLines('stdout', [`Replayed run ${args.id} as run ${result.id} (${result.status}).`])
+  },
+})
+
+export default defineCommand({
+  meta: { name: 'runs', description: 'Read and control the task runs of a running server' },
+  subCommands: { list, get, logs, cancel, replay },
+})

@@ -1,0 +1,108 @@
+/**
+ * The runs endpoints of a task server (`/__tasks/runs…`, docs/http-api.md)
+ * as `svc runs` calls them. The server is found as `enqueue()` finds it
+ * (`SVC_TASK_URL`, else port `PORT` on this machine) and the secret sent as
+ * it sends it. Every failure is an `Error` whose message names the URL and
+ * what it answered, for `main` to print.
+ */
+import { type EnvLike, processEnv } from '../runtime/env.ts'
+import { errorMessage } from '../runtime/errors.ts'
+import { taskSecret } from '../runtime/rules.ts'
+import { taskRequestTimeout, taskServerUrl } from '../runtime/tasks/client.ts'
+import { UsageError } from './_errors.ts'
+
+export interface RunsClient {
+  /** The server's base URL, without a trailing slash. */
+  readonly base: string
+  /** `GET <base><path>`, resolving with the JSON body of a 2xx answer. */
+  get<T>(path: string, query?: URLSearchParams): Promise<T>
+  /** `POST <base><path>` without a body, resolving with the JSON body of a 2xx answer. */
+  post<T>(path: string): Promise<T>
+}
+
+/**
+ * A client for the server at `url` (the `--url` flag), else the one the
+ * environment names. `where` starts every error message (`svc runs get`).
+ */
+export function runsClient(where: string, url: string | undefined, env: EnvLike = processEnv()): RunsClient {
+  const base = taskServerUrl(url === undefined ? env : { ...env, SVC_TASK_URL: url })
+  // `host:port` without a scheme parses as a URL whose scheme is the host.
+  if (!/^https?:\/\/[^/]/.test(base)) {
+    const rule = "must be the server's address, starting with http:// or https://"
+    if (url !== undefined) throw new UsageError(`--url (got ${JSON.stringify(url)}) ${rule}`)
+    throw new Error(`${where}: SVC_TASK_URL (got ${JSON.stringify(env.SVC_TASK_URL)}) ${rule}`)
+  }
+  const secret = taskSecret(env)
+  const timeoutMs = taskRequestTimeout(env)
+  const headers: Record<string, string> = secret === undefined ? {} : { authorization: `Bearer ${secret}` }
+
+  async function call<T>(method: 'GET' | 'POST', path: string, query?: URLSearchParams): Promise<T> {
+    const search = query?.size ? `?${query}` : ''
+    const target = `${base}${path}${search}`
+    let response: Response
+    let text: string
+    try {
+      // Redirects are not followed: 301-303 would turn a POST into a GET.
+      response = await fetch(target, { method, headers, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) })
+      text = await response.text()
+    } catch (cause) {
+      if ((cause as Error)?.name === 'TimeoutError') {
+        throw new Error(`${where}: ${target} did not answer within ${timeoutMs} ms (SVC_TASK_TIMEOUT_MS)`, { cause })
+      }
+      throw new Error(
+        `${where}: could not reach ${target}: ${networkProblem(cause)}. Is the svc server running? Set SVC_TASK_URL (or --url) to its address`,
+        { cause },
+      )
+    }
+    const body = parseJson(text)
+    if (!response.ok) {
+      throw new Error(`${where}: ${target} answered ${response.status} ${answerText(response, body, text)}${hint(response.status, secret)}`)
+    }
+    if (body === undefined) {
+      throw new Error(
+        `${where}: ${target} answered ${response.status} without a JSON body; is it the svc server? Set SVC_TASK_URL (or --url) to its address`,
+      )
+    }
+    return body as T
+  }
+
+  return {
+    base,
+    get: (path, query) => call('GET', path, query),
+    post: (path) => call('POST', path),
+  }
+}
+
+/** `CODE: message` of an error body (`{ error, code }`), else its status text or the start of its text. */
+function answerText(response: Response, body: unknown, text: string): string {
+  if (isObject(body) && typeof body.code === 'string') return typeof body.error === 'string' ? `${body.code}: ${body.error}` : body.code
+  const snippet = text.trim().slice(0, 200)
+  return snippet ? `${response.statusText || 'error'}: ${snippet}` : response.statusText || 'with no body'
+}
+
+/** What to do about an answer the server refused, when the status says. */
+function hint(status: number, secret: string | undefined): string {
+  if (status !== 401) return ''
+  return secret === undefined
+    ? '. The task secret is missing: set SVC_TASK_SECRET to the secret the server has'
+    : '. The task secret is wrong: set SVC_TASK_SECRET to the secret the server has'
+}
+
+/** Why a request got no answer: fetch's own message is "fetch failed", with the reason as its cause. */
+function networkProblem(error: unknown): string {
+  const cause = (error as { cause?: unknown })?.cause
+  return errorMessage(cause instanceof Error ? cause : error)
+}
+
+function parseJson(text: string): unknown {
+  if (!text) return undefined
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
