@@ -55,9 +55,12 @@ export function time(iso: string | null | undefined): Child {
   return h('time', { datetime: iso, title: iso }, today ? date.toLocaleTimeString() : date.toLocaleString())
 }
 
-/** Milliseconds as people read them: `850 ms`, `30 s`, `1.5 s`. */
+/** Milliseconds as people read them: `850 ms`, `1.5 s`, `30 s`, `2 min`, `1.5 h`. */
 export function duration(ms: number): string {
-  return ms < 1000 ? `${ms} ms` : `${Number((ms / 1000).toFixed(1))} s`
+  if (ms < 1000) return `${Math.round(ms)} ms`
+  if (ms < 60_000) return `${Number((ms / 1000).toFixed(1))} s`
+  if (ms < 3_600_000) return `${Number((ms / 60_000).toFixed(1))} min`
+  return `${Number((ms / 3_600_000).toFixed(1))} h`
 }
 
 export function statusBadge(status: string): HTMLElement {

@@ -4,6 +4,7 @@
  * secret the user enters here.
  */
 import { ApiError, api, secret, watchEvents } from './api.ts'
+import { chartsView } from './charts.ts'
 import { fill, h } from './dom.ts'
 import { runView } from './run.ts'
 import { runsView } from './runs.ts'
@@ -18,6 +19,7 @@ let stopEvents: AbortController | undefined
 
 const runs = runsView((id) => openRun(id))
 const events = eventsView((id) => openRun(id))
+const charts = chartsView()
 const run = runView(
   (id) => openRun(id),
   () => refreshSoon(),
@@ -35,6 +37,7 @@ async function loadTasks(): Promise<DashboardTask[]> {
   const { tasks } = await api<{ tasks: DashboardTask[] }>('GET', '/__svc/dashboard/tasks')
   fill(tasksSection, tasksTable(tasks, openRun))
   runs.setTasks(tasks.map((task) => task.name))
+  charts.setTasks(tasks.map((task) => task.name))
   return tasks
 }
 
@@ -45,7 +48,7 @@ function refreshSoon(): void {
   pending = true
   setTimeout(() => {
     pending = false
-    void Promise.all([loadTasks().catch(() => undefined), runs.refresh(), run.refresh(), events.refresh()])
+    void Promise.all([loadTasks().catch(() => undefined), runs.refresh(), run.refresh(), events.refresh(), charts.refresh()])
   }, 50)
 }
 
@@ -63,6 +66,7 @@ async function start(): Promise<void> {
     root,
     h('section', { 'aria-labelledby': 'tasks-heading' }, h('h2', { id: 'tasks-heading' }, 'Tasks'), tasksSection),
     h('section', { 'aria-labelledby': 'trigger-heading' }, h('h2', { id: 'trigger-heading' }, 'Trigger a run'), triggerSection),
+    h('section', { 'aria-labelledby': 'charts-heading' }, h('h2', { id: 'charts-heading' }, 'Task charts'), charts.element),
     h('section', { 'aria-labelledby': 'runs-heading' }, h('h2', { id: 'runs-heading' }, 'Runs'), runs.element),
     h('section', { 'aria-labelledby': 'events-heading' }, h('h2', { id: 'events-heading' }, 'Events'), events.element),
     h('section', { 'aria-labelledby': 'send-heading' }, h('h2', { id: 'send-heading' }, 'Send an event'), events.sendForm),

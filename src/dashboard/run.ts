@@ -1,8 +1,10 @@
-/** One run: what it was given and gave back, its attempts and steps, what it waits on, and the actions on it. */
+/** One run: what it was given and gave back, its timeline, logs, attempts and steps, what it waits on, and the actions on it. */
 import { api } from './api.ts'
 import { type Child, click, dataTable, duration, fill, h, statusBadge, time } from './dom.ts'
 import { jsonView } from './json.ts'
+import { logsTable } from './logs.ts'
 import { errorView } from './tasks.ts'
+import { timelineView } from './timeline.ts'
 import { FINISHED, type Run } from './types.ts'
 
 export interface RunView {
@@ -20,6 +22,9 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
   const payload = h('textarea', { id: 'token-payload', rows: 3, spellcheck: 'false', value: '{}' })
   let current: string | null = null
   const opened = new Set<string>()
+  let allSteps = false
+  // Drawn at its own width, and kept across refreshes with its scroll position.
+  const timeline = timelineView()
 
   const act = async (fn: () => Promise<unknown>) => {
     fill(problems)
@@ -34,6 +39,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
   const render = (run: Run) => {
     const live = !FINISHED.has(run.status)
     const last = run.attempts.at(-1)
+    timeline.show(run)
     fill(
       element,
       h('h2', { id: 'run-heading' }, 'Run ', h('code', { class: 'run-id' }, run.id)),
@@ -84,10 +90,17 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
         : last?.error && !live
           ? [h('h3', null, 'Error'), h('pre', { class: 'error' }, last.error)]
           : null,
+      h('h3', null, 'Timeline'),
+      timeline.element,
+      h('h3', null, 'Logs'),
+      logsTable(run),
       h('h3', null, 'Attempts'),
       attempts(run),
       h('h3', null, 'Steps'),
-      steps(run, opened),
+      steps(run, opened, allSteps, () => {
+        allSteps = true
+        render(run)
+      }),
     )
   }
 
@@ -97,7 +110,10 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
       return current
     },
     async show(id) {
-      if (id !== current) opened.clear()
+      if (id !== current) {
+        opened.clear()
+        allSteps = false
+      }
       current = id
       element.hidden = id === null
       if (id === null) return
@@ -213,14 +229,18 @@ function attemptTable(run: Run): Child {
   )
 }
 
+/** Steps listed before "Show all": a run of thousands of steps draws its timeline, not thousands of folds. */
+const STEPS_SHOWN = 100
+
 /** Steps fold; the ones the user opened stay open when the run is drawn again. */
-function steps(run: Run, opened: Set<string>): Child {
+function steps(run: Run, opened: Set<string>, all: boolean, showAll: () => void): Child {
   const entries = Object.entries(run.steps)
   if (entries.length === 0) return h('p', { class: 'muted' }, 'No step recorded.')
-  return h(
+  const shown = all ? entries : entries.slice(0, STEPS_SHOWN)
+  const list = h(
     'ul',
     { class: 'steps' },
-    entries.map(([key, step]) => {
+    shown.map(([key, step]) => {
       const details = h(
         'details',
         { class: 'step', open: opened.has(key) },
@@ -231,6 +251,8 @@ function steps(run: Run, opened: Set<string>): Child {
       return h('li', null, details)
     }),
   )
+  if (shown.length === entries.length) return list
+  return [list, h('button', { type: 'button', class: 'more', onclick: showAll }, `Show all ${entries.length} steps`)]
 }
 
 /** Positioned through the CSSOM: the page's CSP allows no style attributes. */
