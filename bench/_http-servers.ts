@@ -4,7 +4,8 @@
  *   node bench/_http-servers.ts <kind>
  *
  * kinds: raw (node:http), hono (Hono on @hono/node-server), svc
- * (startSvcServer), ws (a plain `ws` echo server), svc-ws (a hot route that
+ * (startSvcServer; svc-untraced with telemetry off, svc-sdk with the
+ * OpenTelemetry SDK registered and dropping what it is handed), ws (a plain `ws` echo server), svc-ws (a hot route that
  * echoes). Each serves `GET /api/hello` → `{"hello":"world"}` (or echoes
  * WebSocket frames on `/api/echo`), listens on an ephemeral port on
  * 127.0.0.1 and prints the port on stdout.
@@ -39,9 +40,13 @@ async function main(): Promise<number> {
       return new Promise((resolve) => serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => resolve(info.port)))
     }
     case 'svc':
+    case 'svc-untraced':
+    case 'svc-sdk':
     case 'svc-ws': {
       const { startSvcServer } = await import('../src/node.ts')
+      if (kind === 'svc-sdk') (await import('./_telemetry.ts')).registerDroppingSdk()
       const server = await startSvcServer({
+        ...(kind === 'svc-untraced' ? { telemetry: false } : {}),
         port: 0,
         host: '127.0.0.1',
         pages: [],

@@ -2,10 +2,10 @@
  * HTTP and WebSocket throughput of startSvcServer against baselines. Not a
  * test: a measurement.
  *
- *   npm run bench:http -- [--only http|ws] [--rounds 5] [--duration 5] [--connections 50]
+ *   npm run bench:http -- [--only http|ws|tracing] [--rounds 5] [--duration 5] [--connections 50]
  *                          [--ws-client native|node] [--ws-processes N] [--ws-connections 50]
  *
- * `--only` runs one half. `--ws-client node` takes the Node clients even
+ * `--only` runs one part. `--ws-client node` takes the Node clients even
  * when the native one is available; `--ws-processes` defaults to 1 for the
  * native client and 2 for the Node one.
  *
@@ -25,6 +25,11 @@
  *   Node client processes (bench/_http-ws-client.ts), which may saturate
  *   before a server does. Both play ping-pong with one precomputed frame.
  *   Goal: svc ≥ 0.90 × ws.
+ * - Tracing: the same route through startSvcServer with the OpenTelemetry
+ *   API installed and no SDK registered (what `svc` is above, since svc's
+ *   devDependencies install the API), and with the SDK registered and
+ *   exporters that drop everything, each as a ratio to a server with
+ *   telemetry off. Goal for the first: at least 1 / 1.03 of its requests/s.
  *
  * Each server runs in its own process pinned to one core and the load
  * generator on another (taskset). Every line shows the CPU the generator and
@@ -62,11 +67,12 @@ const duration = Number(values.duration)
 const warmup = Number(values.warmup)
 const connections = Number(values.connections)
 const wsConnections = Number(values['ws-connections'])
-if (values.only !== undefined && values.only !== 'http' && values.only !== 'ws') {
-  throw new RangeError(`bench:http --only must be "http" or "ws" (got ${JSON.stringify(values.only)})`)
+if (values.only !== undefined && values.only !== 'http' && values.only !== 'ws' && values.only !== 'tracing') {
+  throw new RangeError(`bench:http --only must be "http", "ws" or "tracing" (got ${JSON.stringify(values.only)})`)
 }
-const runHttp = values.only !== 'ws'
-const runWs = values.only !== 'http'
+const runHttp = values.only === undefined || values.only === 'http'
+const runWs = values.only === undefined || values.only === 'ws'
+const runTracing = values.only === undefined || values.only === 'tracing'
 if (values['ws-client'] !== undefined && values['ws-client'] !== 'native' && values['ws-client'] !== 'node') {
   throw new RangeError(`bench:http --ws-client must be "native" or "node" (got ${JSON.stringify(values['ws-client'])})`)
 }
@@ -303,6 +309,7 @@ async function main(): Promise<void> {
   const onRuntime = Object.fromEntries(
     runtimes.map((runtime) => [runtime.name, { hono: [] as number[], svc: [] as number[], ratio: [] as number[], perCpu: [] as number[] }]),
   )
+  const tracing = { api: [] as number[], sdk: [] as number[] }
   const perCpu = (m: Measured) => m.rate / m.serverCpu
   const orders = [
     ['raw', 'hono', 'svc'],
@@ -336,6 +343,19 @@ async function main(): Promise<void> {
         `        req/s on ${runtime.name}: ${show('hono', rates.hono)}, ${show('svc', rates.svc)}; svc/hono ${row.ratio.at(-1)!.toFixed(3)}, per server CPU-second ${row.perCpu.at(-1)!.toFixed(3)}`,
       )
     }
+    if (runTracing) {
+      const kinds = ['svc-untraced', 'svc', 'svc-sdk'] as const
+      const rates: Record<string, Measured> = {}
+      for (let i = 0; i < kinds.length; i++) {
+        const kind = kinds[(i + round) % kinds.length]
+        rates[kind] = await httpRate(kind)
+      }
+      tracing.api.push(rates.svc.rate / rates['svc-untraced'].rate)
+      tracing.sdk.push(rates['svc-sdk'].rate / rates['svc-untraced'].rate)
+      console.log(
+        `        tracing req/s: ${show('off', rates['svc-untraced'])}, ${show('API, no SDK', rates.svc)}, ${show('SDK', rates['svc-sdk'])}`,
+      )
+    }
     if (runWs) {
       const wsOrder = round % 2 === 0 ? (['ws', 'svc-ws'] as const) : (['svc-ws', 'ws'] as const)
       const echo: Record<string, Measured> = {}
@@ -364,6 +384,13 @@ async function main(): Promise<void> {
       console.log(`  svc / hono on ${runtime.name}  ${median(row.ratio).toFixed(3)}`)
       console.log(`  per server CPU-second: svc / hono on ${runtime.name} ${median(row.perCpu).toFixed(3)}`)
     }
+  }
+  if (runTracing) {
+    const api = median(tracing.api)
+    console.log(
+      `  tracing: API, no SDK / off   ${api.toFixed(3)}   goal >= ${(1 / 1.03).toFixed(3)} ${api >= 1 / 1.03 ? 'met' : 'NOT met'}`,
+    )
+    console.log(`  tracing: SDK, dropping / off ${median(tracing.sdk).toFixed(3)}`)
   }
   if (runWs) {
     const svcWs = median(ratios.svcWs)

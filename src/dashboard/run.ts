@@ -159,7 +159,9 @@ function waitpoint(
       ? ['Sleeping until ', time(wait.until)]
       : wait.type === 'task'
         ? ['Waiting for run ', runLink(wait.runId, openRun), ' of ', h('code', null, wait.task)]
-        : ['Waiting for token ', h('code', { class: 'token-id' }, wait.tokenId), wait.timeoutAt ? [' until ', time(wait.timeoutAt)] : null]
+        : wait.type === 'event'
+          ? ['Waiting for event ', h('code', null, wait.name), wait.timeoutAt ? [' until ', time(wait.timeoutAt)] : null]
+          : ['Waiting for token ', h('code', { class: 'token-id' }, wait.tokenId), wait.timeoutAt ? [' until ', time(wait.timeoutAt)] : null]
   const complete =
     wait.type === 'token'
       ? h(
