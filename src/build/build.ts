@@ -6,7 +6,7 @@ import { writeTaskTypes } from '../manifest/task-types.ts'
 import { selfAliases } from '../node/self.ts'
 import { appDependencies } from './app-package.ts'
 import { bundle } from './bundle.ts'
-import { appSource } from './entry.ts'
+import { appSource, appTelemetry } from './entry.ts'
 import { nameSome, publicFiles } from './public-files.ts'
 import { isTargetName, loadTarget, TARGET_NAMES } from './targets.ts'
 import type { BuiltFile, TargetName } from './target.ts'
@@ -73,7 +73,8 @@ export async function buildApp(options: BuildOptions = {}): Promise<BuildResult>
   await rm(outDir, { recursive: true, force: true })
   await mkdir(outDir, { recursive: true })
 
-  const external = target.platform === 'node' ? Object.keys(await appDependencies(root)) : []
+  const dependencies = await appDependencies(root)
+  const external = target.platform === 'node' ? Object.keys(dependencies) : []
   const report = async (file: string): Promise<BuiltFile> => {
     const bytes = (await stat(file)).size
     return { path: relative(root, file), bytes }
@@ -83,7 +84,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<BuildResult>
     routes,
     pages,
     crons: [...new Set(routes.flatMap((route) => (route.kind === 'task' && route.schedule ? [route.schedule] : [])))],
-    appSource: appSource(root, routes, pages, scan.events),
+    appSource: appSource(root, routes, pages, scan.events, appTelemetry(root, dependencies)),
     async bundle(source, outFile) {
       await mkdir(dirname(outFile), { recursive: true })
       await bundle({

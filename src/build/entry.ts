@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import type { ManifestPage, ManifestRoute } from '../types.ts'
 import type { ManifestEvents } from '../manifest/events-file.ts'
@@ -9,8 +10,20 @@ import type { ManifestEvents } from '../manifest/events-file.ts'
  * the app's event schemas (`src/events.ts`) when it has them. Static imports let the bundler see (and
  * tree-shake) the whole app; the target appends the line that serves `app`.
  */
-export function appSource(root: string, routes: ManifestRoute[], pages: ManifestPage[], events?: ManifestEvents): string {
+export function appSource(
+  root: string,
+  routes: ManifestRoute[],
+  pages: ManifestPage[],
+  events?: ManifestEvents,
+  telemetry: AppTelemetry = {},
+): string {
   const lines: string[] = []
+  // The app's instrumentation comes first, so its providers are registered
+  // before any module of the app or of svc asks for a tracer.
+  if (telemetry.instrumentation) lines.push(`import ${JSON.stringify(join(root, telemetry.instrumentation))}`)
+  if (telemetry.otel) {
+    lines.push(`import * as otelApi from '@opentelemetry/api'`, `import { otelTelemetry } from 'svc'`)
+  }
   const routeItems = routes.map((route, i) => {
     lines.push(`import * as route${i} from ${JSON.stringify(join(root, route.file))}`)
     return `  { ...${JSON.stringify(runtimeFields(route))}, module: route${i} },`
@@ -28,11 +41,28 @@ export function appSource(root: string, routes: ManifestRoute[], pages: Manifest
     `  routes: [\n${routeItems.join('\n')}\n  ],`,
     `  pages: [\n${pageItems.join('\n')}\n  ],`,
     ...(events ? ['  events: appEvents,'] : []),
+    ...(telemetry.otel ? ['  telemetry: otelTelemetry(otelApi),'] : []),
     `  cache: ${cache},`,
     `}`,
     '',
   ].join('\n')
 }
+
+/** What a built app takes of OpenTelemetry (docs/observability.md "Every target"). */
+export interface AppTelemetry {
+  /** `src/instrumentation.ts` (or `.js`, `.mjs`, `.mts`), from the app root, when the app has one: imported first. */
+  instrumentation?: string
+  /** The app depends on `@opentelemetry/api`: the entry hands `otelTelemetry(api)` to the runtime. */
+  otel?: boolean
+}
+
+/** The instrumentation file of the app at `root`, and whether it depends on the OpenTelemetry API. */
+export function appTelemetry(root: string, dependencies: Record<string, string>): AppTelemetry {
+  const instrumentation = INSTRUMENTATION_FILES.find((file) => existsSync(join(root, file)))
+  return { instrumentation, otel: Object.hasOwn(dependencies, '@opentelemetry/api') }
+}
+
+const INSTRUMENTATION_FILES = ['src/instrumentation.ts', 'src/instrumentation.mts', 'src/instrumentation.js', 'src/instrumentation.mjs']
 
 /**
  * The manifest fields the runtime acts on. The advisor's findings (reasons,

@@ -16,6 +16,7 @@ import type { EventSchemas } from '../runtime/events/schemas.ts'
 import { stringBindings } from '../runtime/env.ts'
 import { setActiveTaskRuntime } from '../runtime/tasks/active.ts'
 import { createCoreRuntime } from '../runtime/tasks/runtime.ts'
+import type { Telemetry } from '../runtime/telemetry/types.ts'
 import { AlarmClock, type AlarmStorageLike } from './alarm.ts'
 import { tasksNamespace, tasksStub } from './binding.ts'
 import { createObjectRuntime } from './object-runtime.ts'
@@ -33,6 +34,8 @@ export interface TasksObjectApp {
   routes: readonly RuntimeApiRoute[]
   /** The app's event schemas (the `events` export of `src/events.ts`), which check the events sent to the object. */
   events?: EventSchemas
+  /** Where the spans, metrics and log records of the runs in the object go (`otelTelemetry(api)`; docs/observability.md). */
+  telemetry?: Telemetry
 }
 
 export interface TasksObjectOptions {
@@ -92,7 +95,14 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
       })
       this.#clock = new AlarmClock(state.storage, store, logger)
       // The object alone holds its store: no claims of shared work.
-      this.#runtime = createCoreRuntime({ routes: app.routes, events: app.events, store, logger, env: stringBindings(env) })
+      this.#runtime = createCoreRuntime({
+        routes: app.routes,
+        events: app.events,
+        store,
+        logger,
+        env: stringBindings(env),
+        telemetry: app.telemetry,
+      })
       // enqueue() and completeToken() in task code go through the object's
       // stub, as they do in the worker: an isolate may host both, and each
       // must reach the object the same way.

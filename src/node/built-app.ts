@@ -17,6 +17,8 @@ export interface BuiltApp {
   events?: SvcServerOptions['events']
   cache?: SvcServerOptions['cache']
   staticDirs?: string[]
+  /** `otelTelemetry(api)`, when the app depends on `@opentelemetry/api`. */
+  telemetry?: SvcServerOptions['telemetry']
 }
 
 /**
@@ -56,6 +58,7 @@ export async function serveBuiltApp<S extends RunningServer>(
       events: app.events,
       cache: app.cache,
       staticDirs: app.staticDirs,
+      telemetry: app.telemetry,
       port,
       host: process.env.HOST || ALL_INTERFACES,
       store: opened.store,

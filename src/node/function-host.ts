@@ -57,7 +57,7 @@ export function functionHost(platform: string, app: FunctionApp, env: Record<str
   async function open(): Promise<SvcHandler> {
     const { store } = await storeFromEnv(env, { defaultStore: 'memory' })
     shared = store.shared !== undefined
-    const runtime = createTaskRuntime({ routes: app.routes, events: app.events, env, logger: app.logger, store })
+    const runtime = createTaskRuntime({ routes: app.routes, events: app.events, env, logger: app.logger, store, telemetry: app.telemetry })
     // On a shared store, settle() holds a run to its first wait; the handler
     // would hold it through its sleeps.
     const core = createSvcHandler({ ...app, env, runtime, holdRuns: !shared })

@@ -276,6 +276,7 @@ export function createCoreHandler(options: SvcHandlerOptions, parts: HostParts =
     runEvents: options.runEvents,
     streams: parts.streams,
     loopback: parts.loopback,
+    traceOf: telemetry && ((request) => requestSpans.get(request)?.trace()),
   })
   const sendEvents = createSendEventsHandler({ runtime, env, bodyLimit: adminBodyLimit, R, logger, dev, loopback: parts.loopback })
   const listEvents = createListEventsHandler({ runtime, env, R, logger, dev, loopback: parts.loopback })

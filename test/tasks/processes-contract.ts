@@ -121,7 +121,7 @@ export function processesContract(name: string, setup: () => Promise<ProcessesCl
             return true
           }
         })
-      const suspended = (id: string) => until(async () => (await store.getRun(id))?.status === 'suspended')
+      const suspended = (id: string) => until(async () => (await store.getRun(id))?.status === 'suspended', 15_000)
       const completed = (id: string) =>
         until(async () => {
           const run = await store.getRun(id)

@@ -29,7 +29,7 @@
  * when they break the enqueue rule). A run store full of live runs answers
  * 503 `STORE_FULL` with `Retry-After`.
  */
-import type { EnqueueOptions, Logger, RequestInfo, TaskRuntime } from '../types.ts'
+import type { EnqueueOptions, Logger, RequestInfo, RunTrace, TaskRuntime } from '../types.ts'
 import { internalError, jsonError, knownErrorResponse, methodNotAllowed } from '../http/errors.ts'
 import type { ResponseClass } from '../http/types.ts'
 import { trimTrailingSlashes } from '../http/path.ts'
@@ -63,6 +63,12 @@ export interface AdminOptions {
   streams?: EventStreams
   /** The development exemption of the auth, where the host reports peer addresses. */
   loopback?: LoopbackExemption
+  /**
+   * With telemetry: the trace context of a request's span, which a run it
+   * starts continues. Handed over rather than read from the active context,
+   * which a host without a context manager (a worker) does not keep.
+   */
+  traceOf?: (request: Request) => RunTrace | undefined
 }
 
 export type AdminHandler = (request: Request, pathname: string, info?: RequestInfo) => Promise<Response>
@@ -70,7 +76,7 @@ export type AdminHandler = (request: Request, pathname: string, info?: RequestIn
 const JSON_HEADERS = { 'content-type': 'application/json' }
 
 export function createAdminHandler(options: AdminOptions): AdminHandler {
-  const { runtime, env, bodyLimit, R, logger, dev, holdRuns, loopback } = options
+  const { runtime, env, bodyLimit, R, logger, dev, holdRuns, loopback, traceOf } = options
   const json = (status: number, body: unknown) => new R(JSON.stringify(body), { status, headers: JSON_HEADERS })
   const streams = (options.streams ?? NO_STREAMS).create({ runtime, env, R, logger, dev, runEvents: options.runEvents, loopback })
   // createRunToken() signs with the secret this surface checks, while its runtime is the active one.
@@ -125,7 +131,8 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
         return jsonError(R, 400, 'INVALID_OPTIONS', (error as Error).message)
       }
       const { value } = await readJsonBody(request, bodyLimit)
-      const run = await runtime.trigger(target, value, opts)
+      const trace = traceOf?.(request)
+      const run = await runtime.trigger(target, value, trace === undefined ? opts : { ...opts, trace })
       // Platforms that freeze or recycle after the response (workers, function
       // platforms) keep the run alive through waitUntil until it settles.
       if (holdRuns && run.status === 'running') info?.waitUntil?.(runtime.waitForRun(run.id).catch(() => undefined))

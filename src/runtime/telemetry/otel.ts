@@ -153,6 +153,7 @@ export function otelTelemetry(api: OtelApi): Telemetry {
           span.setAttribute('http.route', pattern)
           span.updateName(`${method} ${pattern}`)
         },
+        trace: () => traceOf(span),
       }
       const done = (response: Response): Response => {
         span.setAttribute('http.response.status_code', response.status)

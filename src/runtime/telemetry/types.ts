@@ -39,6 +39,8 @@ export interface ExecutionSpan {
 export interface RequestSpan {
   /** The route pattern that matched, as `http.route`. */
   route(pattern: string): void
+  /** The span's trace context, which a run the request starts continues. */
+  trace(): RunTrace | undefined
 }
 
 export interface Telemetry {
