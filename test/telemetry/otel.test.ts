@@ -170,7 +170,31 @@ describe('OpenTelemetry, with the SDK registered', () => {
     expect(points(resource, 'svc.run.queue_wait').length).toBeGreaterThan(0)
     const writes = points(resource, 'svc.store.write.duration').map((p) => p.attributes['svc.store.operation'])
     expect(writes).toEqual(expect.arrayContaining(['createRun', 'saveStep', 'updateRun']))
-    expect(points(resource, 'svc.runs.running')).toEqual([])
+  })
+
+  it('reports the runs running and queued, by task, when metrics are collected', async () => {
+    let release!: () => void
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const rt = createTaskRuntime({
+      routes: [task('jobs.held', () => held, { route: { concurrency: 1 } })],
+      env: {},
+      logger: recordingLogger(),
+      telemetry: otelTelemetry(api),
+    })
+    try {
+      const runs = [await rt.trigger('jobs.held'), await rt.trigger('jobs.held')]
+      const statuses = async () => (await Promise.all(runs.map((run) => rt.getRun(run.id)))).map((run) => run?.status).sort()
+      await until(async () => JSON.stringify(await statuses()) === '["queued","running"]')
+      const resource = await sdk.metrics()
+      const gauge = (name: string) => points(resource, name).filter((p) => p.attributes['svc.task.name'] === 'jobs.held')
+      expect(gauge('svc.runs.running').map((p) => p.value)).toEqual([1])
+      expect(gauge('svc.runs.queued').map((p) => p.value)).toEqual([1])
+    } finally {
+      release()
+      await rt.close()
+    }
   })
 
   it('names the server span of an API route by its pattern, as http.route', async () => {

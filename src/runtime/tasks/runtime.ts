@@ -152,7 +152,7 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
     telemetry,
     printRunLogs,
   })
-  telemetry?.observeRuns((status) => store.countRunsByTask(status))
+  const unobserve = telemetry?.observeRuns((status) => store.countRunsByTask(status))
   const scheduler = new TaskScheduler({ tasks, logger, clock, unref, fire: (name, tick) => engine.fireScheduled(name, tick) })
 
   const runtime: TaskRuntime = {
@@ -213,6 +213,7 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
 
     async close(): Promise<void> {
       scheduler.stop()
+      unobserve?.()
       await engine.close()
       if (getActiveTaskRuntime() === runtime) setActiveTaskRuntime(null)
     },

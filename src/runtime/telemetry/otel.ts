@@ -52,9 +52,9 @@ interface Instruments {
   storeWrite: Api.Histogram
 }
 
-function instruments(meter: Api.Meter, countRuns: RunCounter | undefined): Instruments {
+function instruments(meter: Api.Meter, counters: readonly RunCounter[]): Instruments {
   const seconds = (name: string, description: string) => meter.createHistogram(name, { description, unit: 's' })
-  if (countRuns !== undefined) observeRuns(meter, countRuns)
+  observeRuns(meter, counters)
   return {
     created: meter.createCounter('svc.runs.created', { description: 'Runs created, by task and trigger' }),
     started: meter.createCounter('svc.runs.started', { description: 'Runs whose first attempt began, by task' }),
@@ -73,10 +73,17 @@ function instruments(meter: Api.Meter, countRuns: RunCounter | undefined): Instr
 
 type RunCounter = (status: RunStatus) => Promise<{ taskName: string; count: number }[]>
 
-/** The gauges of the runs queued and running, by task, read from the store whenever metrics are collected. */
-function observeRuns(meter: Api.Meter, count: RunCounter): void {
+/**
+ * The gauges of the runs queued and running, by task, read whenever metrics
+ * are collected from the store of the runtime that registered last and is
+ * still open: a server that reloads its tasks has two runtimes on one store
+ * for a while, which must not count its runs twice.
+ */
+function observeRuns(meter: Api.Meter, counters: readonly RunCounter[]): void {
   const gauge = (status: RunStatus, name: string, description: string) =>
     meter.createObservableGauge(name, { description }).addCallback(async (result) => {
+      const count = counters.at(-1)
+      if (count === undefined) return
       for (const { taskName, count: n } of await count(status)) result.observe(n, { 'svc.task.name': taskName })
     })
   gauge('queued', 'svc.runs.queued', 'Runs waiting for a slot of their task (concurrency, rate limit), by task')
@@ -99,13 +106,13 @@ export function otelTelemetry(api: OtelApi): Telemetry {
   const noMeter = api.createNoopMeter()
   let meterProvider: Api.MeterProvider | undefined
   let measured: Instruments | undefined
-  let countRuns: RunCounter | undefined
+  const counters: RunCounter[] = []
   const metrics = (): Instruments | undefined => {
     const provider = api.metrics.getMeterProvider()
     if (provider !== meterProvider) {
       meterProvider = provider
       const meter = provider.getMeter(SCOPE)
-      measured = meter === noMeter ? undefined : instruments(meter, countRuns)
+      measured = meter === noMeter ? undefined : instruments(meter, counters)
     }
     return measured
   }
@@ -315,10 +322,11 @@ export function otelTelemetry(api: OtelApi): Telemetry {
     },
 
     observeRuns(count) {
-      countRuns = count
-      // A meter already in use gets its gauges now; one registered later, when it is first used.
-      const provider = meterProvider
-      if (provider !== undefined && measured !== undefined) observeRuns(provider.getMeter(SCOPE), count)
+      counters.push(count)
+      return () => {
+        const index = counters.indexOf(count)
+        if (index !== -1) counters.splice(index, 1)
+      }
     },
   }
 }

@@ -56,8 +56,8 @@ export interface Telemetry {
   log(taskName: string, runId: string, entry: RunLogEntry): void
   /** `store` with its writes timed; the store itself when nothing measures them. */
   store(store: RunStore): RunStore
-  /** Reports the runs queued and running, by task, whenever the metrics are read. */
-  observeRuns(count: (status: RunStatus) => Promise<{ taskName: string; count: number }[]>): void
+  /** Reports the runs queued and running, by task, whenever the metrics are read, until the function it returns is called. */
+  observeRuns(count: (status: RunStatus) => Promise<{ taskName: string; count: number }[]>): () => void
 }
 
 /** Why `value` is not a `telemetry` option (absent is one), or `null`. */
