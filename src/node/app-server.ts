@@ -109,6 +109,8 @@ export async function openAppServer(options: SvcServerOptions, { where, response
       closeStore: opened?.close,
       maxPayloadBytes: options.maxPayloadBytes,
       telemetry,
+      // A development server prints what runs log, with their task and run id.
+      printRunLogs: options.dev ?? env.NODE_ENV === 'development',
     },
     env,
     logger,

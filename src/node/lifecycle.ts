@@ -26,6 +26,8 @@ export interface RuntimeLifecycleOptions {
     closeStore?: () => Promise<void>
     maxPayloadBytes?: number
     telemetry?: Telemetry
+    /** Print each entry a run logs (`ctx.log`), as a development server does. */
+    printRunLogs?: boolean
   }
   env: Record<string, string | undefined>
   logger: Logger
@@ -61,9 +63,9 @@ export interface RuntimeLifecycle {
 export function createRuntimeLifecycle(options: RuntimeLifecycleOptions): RuntimeLifecycle {
   const { env, logger } = options
   const owned = options.runtime === undefined
-  const { maxPayloadBytes, telemetry } = options.create
+  const { maxPayloadBytes, telemetry, printRunLogs } = options.create
   const build = (routes: RuntimeApiRoute[], events: EventSchemas | undefined, store: TaskRuntime['store'] | undefined) =>
-    createTaskRuntime({ routes, events, store, env, logger, maxPayloadBytes, telemetry })
+    createTaskRuntime({ routes, events, store, env, logger, maxPayloadBytes, telemetry, printRunLogs })
   let runtime: TaskRuntime = options.runtime ?? build(options.create.routes, options.create.events, options.create.store)
   const cronDisabled = isEnabled(env[DISABLE_CRON_ENV])
 

@@ -131,7 +131,8 @@ export interface SvcServerOptions {
    */
   env?: Record<string, string | undefined>
   /**
-   * Adds the error message and stack to 500 bodies.
+   * Adds the error message and stack to 500 bodies, and prints each entry a
+   * run of the runtime the server creates logs with `ctx.log`.
    * @default env.NODE_ENV === 'development'
    */
   dev?: boolean

@@ -146,6 +146,19 @@ describe('svc dev', () => {
     expect(await readFile(join(root, '.svc/types.d.ts'), 'utf8')).toContain('"order.paid": {')
   })
 
+  it('prints what a run logs with ctx.log, with its task and run id', async () => {
+    await write(
+      root,
+      'src/api/jobs/tell.ts',
+      `export const kind = 'task'\nexport async function POST(ctx: any) { ctx.log.warn('low stock', { sku: 'a-1' }); await ctx.step.run('count', () => ctx.log.info('counted')) }\n`,
+    )
+    const logger = recordingLogger()
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger, watch: false })
+    const { id } = (await (await fetch(`${dev.url}/__tasks/jobs.tell`, { method: 'POST' })).json()) as { id: string }
+    await eventually(async () => expect(logger.text('info')).toContain(`[jobs.tell ${id} attempt 1 step count] counted`))
+    expect(logger.text('warn')).toContain(`[jobs.tell ${id} attempt 1] low stock {"sku":"a-1"}`)
+  })
+
   it('opens the task admin surface to localhost without a secret', async () => {
     await write(root, 'src/api/job.ts', `export const kind = 'task'\nexport async function POST() { return 'done' }\n`)
     dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: recordingLogger(), watch: false })
