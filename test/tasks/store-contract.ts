@@ -123,6 +123,38 @@ export function runStoreContract(name: string, createStore: (options?: { maxRuns
       expect(read.steps).toEqual({ a: { status: 'completed', output: { x: 1 } }, b: { status: 'timed_out' } })
     })
 
+    it("keeps a step's timing and kind, the run's logs and trace, and when its suspension began", async () => {
+      const store = await createStore()
+      const run = makeRun()
+      await store.createRun({
+        ...run,
+        trace: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: 'k=v' },
+      })
+      const step = { status: 'completed', output: 1, kind: 'run', startedAt: '2026-01-02T03:04:05.678Z', durationMs: 42 } as const
+      await store.saveStep(run.id, 'a', step)
+      const entry = {
+        seq: 1,
+        level: 'warn',
+        message: 'slow',
+        attributes: { n: 1 },
+        at: '2026-01-02T03:04:05.700Z',
+        attempt: 1,
+        step: 'a',
+      } as const
+      const logs = { kept: [entry], bytes: JSON.stringify(entry).length, calls: 0, dropped: 0 }
+      const since = '2026-01-02T03:04:06.000Z'
+      await store.updateRun(run.id, {
+        logs,
+        status: 'suspended',
+        suspended: { stepKey: 'nap', waitpoint: { type: 'sleep', until: since }, since },
+      })
+      const read = (await store.getRun(run.id))!
+      expect(read.steps.a).toEqual(step)
+      expect(read.logs).toEqual(logs)
+      expect(read.trace).toEqual({ traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: 'k=v' })
+      expect(read.suspended?.since).toBe(since)
+    })
+
     it('appends the attempt of a patch to attempts in the same update, and only when the update happens', async () => {
       const store = await createStore()
       const run = makeRun()
