@@ -161,7 +161,11 @@ function waitpoint(
         ? ['Waiting for run ', runLink(wait.runId, openRun), ' of ', h('code', null, wait.task)]
         : wait.type === 'event'
           ? ['Waiting for event ', h('code', null, wait.name), wait.timeoutAt ? [' until ', time(wait.timeoutAt)] : null]
-          : ['Waiting for token ', h('code', { class: 'token-id' }, wait.tokenId), wait.timeoutAt ? [' until ', time(wait.timeoutAt)] : null]
+          : [
+              'Waiting for token ',
+              h('code', { class: 'token-id' }, wait.tokenId),
+              wait.timeoutAt ? [' until ', time(wait.timeoutAt)] : null,
+            ]
   const complete =
     wait.type === 'token'
       ? h(

@@ -33,7 +33,10 @@ it("a run resumed by another process after the first is killed continues the run
     return run.status === 'completed' ? run : undefined
   }, 20_000)
   expect(done.result).toBe(`rows: 42, rendered by ${second.child.pid}`)
-  await until(() => ofRun('second').filter((span) => span.name === 'process jobs.report' || span.name === 'step render').length === 2, 15_000)
+  await until(
+    () => ofRun('second').filter((span) => span.name === 'process jobs.report' || span.name === 'step render').length === 2,
+    15_000,
+  )
   const executions = ofRun().filter((span) => span.name === 'process jobs.report')
   expect(executions.map((span) => span.from)).toEqual(['first', 'second'])
   for (const span of [...executions, ...ofRun('second')]) {
