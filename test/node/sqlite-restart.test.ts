@@ -161,7 +161,9 @@ describe('SqliteRunStore across a restart', () => {
     expect(done.result).toEqual({ a: 'WORK-A', b: 'WORK-B', finishedBy: second.pid })
     // Steps run at least once: step b had not been recorded, so it runs again
     // (at least once); step a had been, so it does not.
-    expect(executions(effects)).toEqual([`work-a ${first.pid}`, `work-b ${first.pid}`, `work-b ${second.pid}`])
+    // It is given the same idempotency key on both processes.
+    const key = `svc:${id}:b`
+    expect(executions(effects)).toEqual([`work-a ${first.pid}`, `work-b ${first.pid} ${key}`, `work-b ${second.pid} ${key}`])
     // The attempt the kill cut off left no record; the one that finished did.
     expect(done.attempts.map((a) => [a.index, a.error])).toEqual([[1, undefined]])
     await second.kill()
@@ -180,7 +182,7 @@ describe('SqliteRunStore across a restart', () => {
     const second = await startServer(db, effects)
     const done = await runIn(second, id, 'completed')
     expect(done.result).toEqual({ a: 'WORK-A', b: 'WORK-B', finishedBy: second.pid })
-    expect(executions(effects)).toEqual([`work-a ${second.pid}`, `work-b ${second.pid}`])
+    expect(executions(effects)).toEqual([`work-a ${second.pid}`, `work-b ${second.pid} svc:${id}:b`])
     await second.kill()
   })
 })

@@ -10,6 +10,36 @@ import type { RunRecord, RunStatus, TaskContext } from '../../src/types.ts'
 import { finishedAfter, finished, runtime, sleep, task, until, untimed, untimedSteps } from './_helpers.ts'
 
 describe('step.run and replay', () => {
+  it("gives each step's function its key, attempt and an idempotency key that a retry keeps and no other step or run shares", async () => {
+    const seen: { key: string; attempt: number; idempotencyKey: string }[] = []
+    const rt = runtime([
+      task(
+        'charge',
+        async (ctx) => {
+          await ctx.step.run('charge', (step) => {
+            seen.push(step)
+            if (step.attempt === 1) throw new Error('the network dropped after the charge')
+            return 'ch_1'
+          })
+          await ctx.step.run('email', (step) => {
+            seen.push(step)
+          })
+        },
+        { route: { retries: 1 } },
+      ),
+    ])
+    const first = await finished(rt.waitForRun((await rt.trigger('charge')).id))
+    const second = await finished(rt.waitForRun((await rt.trigger('charge')).id))
+    expect([first.status, second.status]).toEqual(['completed', 'completed'])
+    const ofRun = (id: string) => seen.filter((step) => step.idempotencyKey.includes(id))
+    expect(ofRun(first.id)).toEqual([
+      { key: 'charge', attempt: 1, idempotencyKey: `svc:${first.id}:charge` },
+      { key: 'charge', attempt: 2, idempotencyKey: `svc:${first.id}:charge` },
+      { key: 'email', attempt: 2, idempotencyKey: `svc:${first.id}:email` },
+    ])
+    expect(new Set(seen.map((step) => step.idempotencyKey)).size).toBe(4)
+  })
+
   it('on replay the body re-runs from the first line but completed step functions do not', async () => {
     const body: number[] = []
     const fns: string[] = []

@@ -78,6 +78,16 @@ export function childIdempotencyKey(parentRunId: string, stepKey: string): strin
   return `step:${parentRunId}:${stepKey}`
 }
 
+/**
+ * The idempotency key a `ctx.step.run` function is given for the effects it
+ * asks other services for (a payment, an email): the same for every attempt
+ * and replay of the step, and for no other step or run. `svc:` keeps it
+ * apart from the step's token id, which completes a wait.
+ */
+export function stepIdempotencyKey(runId: string, stepKey: string): string {
+  return `svc:${runId}:${stepKey}`
+}
+
 /** Timer ids: one pending timer per run and purpose. */
 export function timerId(runId: string, purpose: 'delay' | 'retry' | 'sleep' | 'token-timeout', stepKey?: string): string {
   return stepKey === undefined ? `${runId}:${purpose}` : `${runId}:${purpose}:${stepKey}`

@@ -21,6 +21,7 @@ import type {
   RunRecord,
   StepApi,
   StepKind,
+  StepInfo,
   StepRecord,
   TriggerOptions,
   WaitForEventOptions,
@@ -28,7 +29,7 @@ import type {
 } from '../types.ts'
 import { DuplicateStepKeyError, StepMismatchError } from '../errors.ts'
 import { beginEventWait, eventResult } from './wait-for-event.ts'
-import { childIdempotencyKey, tokenIdFor } from './ids.ts'
+import { childIdempotencyKey, stepIdempotencyKey, tokenIdFor } from './ids.ts'
 import { jsonCopy } from './json-copy.ts'
 import { checkEnqueueOptions } from './options.ts'
 import { assertPayload } from './payload-limit.ts'
@@ -148,7 +149,7 @@ export function childRunResult(child: RunRecord): ChildRunResult {
 
 export function createStepApi(inv: Invocation, host: StepHost): StepApi {
   return {
-    async run<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
+    async run<T>(key: string, fn: (step: StepInfo) => T | Promise<T>): Promise<T> {
       const recorded = begin(inv, key, 'run', 'run')
       if (recorded) return recorded.output as T
       if (typeof fn !== 'function') {
@@ -160,7 +161,8 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       inv.stepsRunning++
       inv.running = inv.stepsRunning === 1 ? key : undefined
       try {
-        output = await (span === undefined ? fn() : span.run(fn))
+        const step: StepInfo = { key, attempt: inv.attempt, idempotencyKey: stepIdempotencyKey(inv.runId, key) }
+        output = await (span === undefined ? fn(step) : span.run(() => fn(step)))
       } catch (error) {
         span?.end(error)
         throw error

@@ -76,7 +76,12 @@ export interface RunLogger {
  * suspends the run, with a warning.)
  */
 export interface StepApi {
-  run<T>(key: string, fn: () => T | Promise<T>): Promise<T>
+  /**
+   * Runs `fn` once and records its output: a replay returns the output
+   * without running it. `fn` is given the step's `StepInfo`, whose
+   * `idempotencyKey` is for the effects it asks other services for.
+   */
+  run<T>(key: string, fn: (step: StepInfo) => T | Promise<T>): Promise<T>
   enqueue<N extends string>(key: string, task: TaskNameArg<N>, ...args: TaskPayloadArgs<N, EnqueueOptions>): Promise<{ runId: string }>
   waitForTask<N extends string>(
     key: string,
@@ -101,6 +106,24 @@ export interface StepApi {
     name: EventNameArg<N>,
     opts?: WaitForEventOptions,
   ): Promise<{ event: ReceivedEvent<[T] extends [never] ? ReceivedEventData<N> : T> } | { timedOut: true }>
+}
+
+/** What a `ctx.step.run` function is given. */
+export interface StepInfo {
+  /** The step's key. */
+  key: string
+  /** The attempt the function runs in (1-based). */
+  attempt: number
+  /**
+   * A key for the effect the function asks another service for, such as
+   * Stripe's `Idempotency-Key` or an email API's: the same for every
+   * attempt, replay and process that runs this step of this run, and for
+   * no other step or run (`svc:<run id>:<step key>`). A step whose record
+   * was lost (the process died after the effect, before the record) runs
+   * again with the same key, and the service answers it as it did
+   * (docs/tasks.md "Effects exactly once: idempotency keys").
+   */
+  idempotencyKey: string
 }
 
 /** Options of `ctx.step.waitForEvent`. */
