@@ -11,6 +11,7 @@ export {
   TaskNotFoundError,
   DuplicateStepKeyError,
   StepMismatchError,
+  PatchRemovedError,
   HttpError,
   StoreFullError,
   PayloadTooLargeError,

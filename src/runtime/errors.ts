@@ -93,6 +93,22 @@ export class StepMismatchError extends SvcError {
 }
 
 /**
+ * A replay met `ctx.deprecatePatch(id)` in a run that passed that point on
+ * the patch's old branch, which the code no longer has: it cannot go on as
+ * it went. Fails the attempt without a retry, as `StepMismatchError` does.
+ */
+export class PatchRemovedError extends StepMismatchError {
+  readonly patchId: string
+  constructor(patchId: string, stepKey: string) {
+    super(stepKey, 'patch', 'deprecatePatch')
+    this.patchId = patchId
+    this.message =
+      `This run passed patch "${patchId}" on its old branch, which this code no longer has (ctx.deprecatePatch("${patchId}")): ` +
+      'keep the old branch behind ctx.patched() until no run that started before the patch is left, or cancel this run'
+  }
+}
+
+/**
  * A run store holds as many live runs (scheduled, queued, running or suspended) as
  * its `maxRuns` bound allows, and live runs are never evicted, so it takes
  * no new run until some finish. HTTP 503 `STORE_FULL`: the condition is

@@ -16,7 +16,7 @@ import { payloadError } from './payload-limit.ts'
 import { MAX_RUN_CHUNK_BYTES } from './run-chunks.ts'
 import { logLine } from './run-logs.ts'
 import { RunOutputWriter } from './run-output.ts'
-import { createInvocation, createStepApi, type Invocation, reportUnreachedSteps, type StepHost } from './steps.ts'
+import { createInvocation, createStepApi, type Invocation, patched, reportUnreachedSteps, type StepHost } from './steps.ts'
 import type { SuspendSignal } from './suspend.ts'
 import type { ExecutionSpan } from '../telemetry/types.ts'
 import { hasSteps } from './store.ts'
@@ -121,6 +121,14 @@ class Context implements TaskContext {
   get log(): RunLogger {
     return this.#call.logger()
   }
+
+  patched(id: string): Promise<boolean> {
+    return this.#call.patched(id, false)
+  }
+
+  async deprecatePatch(id: string): Promise<void> {
+    await this.#call.patched(id, true)
+  }
 }
 
 /**
@@ -218,6 +226,10 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
       )
     }
     return this.#writer().stream(name, data, (this.#inv?.stepsRunning ?? 0) === 0)
+  }
+
+  patched(id: string, deprecated: boolean): Promise<boolean> {
+    return patched(this.#invocation(), this.#invoker.host, id, deprecated)
   }
 
   logger(): RunLogger {

@@ -27,7 +27,7 @@ import type {
   WaitForEventOptions,
   Waitpoint,
 } from '../types.ts'
-import { DuplicateStepKeyError, StepMismatchError } from '../errors.ts'
+import { DuplicateStepKeyError, PatchRemovedError, StepMismatchError } from '../errors.ts'
 import { beginEventWait, eventResult } from './wait-for-event.ts'
 import { childIdempotencyKey, stepIdempotencyKey, tokenIdFor } from './ids.ts'
 import { jsonCopy } from './json-copy.ts'
@@ -65,6 +65,8 @@ export interface Invocation {
   closed: string | undefined
   /** With telemetry: the execution's span, which each step's is a child of. */
   span: ExecutionSpan | undefined
+  /** The answers of `ctx.patched` in this invocation, by patch id. */
+  patches: Map<string, boolean> | undefined
 }
 
 /** What steps need from the runtime. */
@@ -102,6 +104,7 @@ export function createInvocation(
     mismatch: undefined,
     closed: undefined,
     span,
+    patches: undefined,
   }
 }
 
@@ -132,7 +135,8 @@ export function reportUnreachedSteps(inv: Invocation, logger: Logger): void {
   // Every recorded key met is the common case: no lookup per key then.
   if (recorded.length === inv.met) return
   const seen = inv.seen
-  const unreached = seen === undefined ? recorded : recorded.filter((key) => !seen.has(key))
+  // A patch's answer left behind is code that no longer asks: not a step skipped.
+  const unreached = recorded.filter((key) => !seen?.has(key) && inv.steps[key].kind !== 'patch')
   if (unreached.length === 0) return
   logger.warn(
     `[svc] task "${inv.taskName}": run ${inv.runId} finished without reaching its recorded step${unreached.length === 1 ? '' : 's'} ` +
@@ -276,6 +280,47 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       return eventResult<T>(wait.step)
     },
   }
+}
+
+/**
+ * `ctx.patched(id)` (`deprecated`: `ctx.deprecatePatch(id)`), docs/tasks.md
+ * "Changing a task under running runs". Whether this run takes the new
+ * branch of patch `id`, recorded as a step (`patch:<id>`) so the answer never
+ * changes within the run: a recorded answer comes back; otherwise the run
+ * is new here when the invocation has met every step its run recorded
+ * (true), and passed this point before the patch existed when recorded
+ * steps are still ahead of it (false). `deprecatePatch` fails the attempt
+ * with `PatchRemovedError` where the answer is false.
+ */
+export async function patched(inv: Invocation, host: StepHost, id: string, deprecated = false): Promise<boolean> {
+  const call = deprecated ? 'deprecatePatch' : 'patched'
+  if (typeof id !== 'string' || id === '') throw new TypeError(`ctx.${call}(id): id must be a non-empty string (got ${describe(id)})`)
+  const key = patchKey(id)
+  let answer = inv.patches?.get(id)
+  if (answer === undefined) {
+    const recorded = begin(inv, key, call, 'patch')
+    if (recorded) answer = recorded.output === true
+    else {
+      // Steps the run recorded that this invocation has not met yet lie ahead:
+      // the run went past this point on code without the patch.
+      answer = inv.met >= recordedCount(inv)
+      await record(inv, host, key, 'patch', { status: 'completed', output: answer }, Date.now())
+    }
+    ;(inv.patches ??= new Map()).set(id, answer)
+  }
+  if (deprecated && !answer) throw (inv.mismatch ??= new PatchRemovedError(id, key))
+  return answer
+}
+
+/** The step key a patch's answer is recorded under. */
+export function patchKey(id: string): string {
+  return `patch:${id}`
+}
+
+function recordedCount(inv: Invocation): number {
+  let count = 0
+  for (const key in inv.steps) if (Object.hasOwn(inv.steps, key)) count++
+  return count
 }
 
 /**

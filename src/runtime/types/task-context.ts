@@ -58,6 +58,26 @@ export interface TaskContext<Input = unknown> {
    * `ctx.stream` sends nothing twice.
    */
   readonly log: RunLogger
+  /**
+   * Whether this run takes the new branch of patch `id`, for changing a
+   * task while runs of it are in flight (docs/tasks.md "Changing a task
+   * under running runs"): `true` for a run that reaches this point on code
+   * that has the patch, `false` for one that passed this point before it
+   * did. The answer is recorded like a step (`patch:<id>`), so it never
+   * changes within a run.
+   *
+   * ```ts
+   * if (await ctx.patched('notify-by-task')) await ctx.step.enqueue('notify', 'jobs.email', { to })
+   * else await ctx.step.run('notify', () => sendEmail(to))
+   * ```
+   */
+  patched(id: string): Promise<boolean>
+  /**
+   * Marks patch `id` whose old branch is removed: a run that passed this
+   * point on the old branch fails its attempt with `PatchRemovedError`
+   * rather than go on another way; any other run goes on.
+   */
+  deprecatePatch(id: string): Promise<void>
 }
 
 /** `ctx.log`: each method keeps an entry with the run, and returns at once. */
