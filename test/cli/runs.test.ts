@@ -135,12 +135,12 @@ describe('svc runs get', () => {
     expect(stdout).toContain('Result     {"saved":3}')
     const timeline = stdout.slice(stdout.indexOf('\nTimeline')).trim().split('\n').slice(1)
     const labels = timeline.map((line) => line.trim().split(/\s{2,}/)[1])
-    expect(labels).toEqual(['step fetch', 'step parse', 'wait nap (sleep)', 'attempt 1', 'step save'])
+    expect(labels).toEqual(['attempt 1', 'step fetch', 'step parse', 'wait nap (sleep)', 'step save'])
     for (const line of timeline) {
       expect(line).toMatch(/^ {2}\+[\d.]+ (ms|s) +.+ {2} *[\d.]+ (ms|s) {2} *[█░]+$/)
       expect(line.length).toBeLessThanOrEqual(80)
     }
-    expect(timeline[2]).toMatch(/░+$/)
+    expect(timeline[3]).toMatch(/░+$/)
     expect(timeline[0]).toMatch(/█+$/)
   })
 

@@ -173,5 +173,11 @@ describe('step timings', () => {
     expect(nap.durationMs).toBeGreaterThanOrEqual(140)
     expect(Date.parse(nap.startedAt!)).toBeGreaterThanOrEqual(Date.parse(slow.startedAt!) + slow.durationMs!)
     expect(Date.parse(quick.startedAt!)).toBeGreaterThanOrEqual(Date.parse(nap.startedAt!) + nap.durationMs!)
+    // The attempt spans its executions and the wait between them, from its first start to its end.
+    const [attempt] = done.attempts
+    expect(Date.parse(attempt.startedAt)).toBeLessThanOrEqual(Date.parse(slow.startedAt!))
+    expect(Date.parse(attempt.startedAt) + attempt.durationMs).toBeGreaterThanOrEqual(Date.parse(quick.startedAt!) + quick.durationMs!)
+    expect(suspended.attemptStarted).toEqual({ attempt: 1, at: attempt.startedAt })
+    expect(done.attemptStarted).toBeUndefined()
   })
 })

@@ -69,7 +69,7 @@ export class OutcomeRecorder {
     runId: string,
     patch: { status: 'completed' | 'failed'; ok: boolean; result?: unknown; attempt?: Attempt },
   ): Promise<RunRecord | undefined> {
-    return this.#store.updateRun(runId, { ...patch, finishedAt: isoNow(), suspended: undefined }, RUNNING)
+    return this.#store.updateRun(runId, { ...patch, finishedAt: isoNow(), suspended: undefined, attemptStarted: undefined }, RUNNING)
   }
 
   /**
@@ -133,7 +133,7 @@ export class OutcomeRecorder {
     }
     const saved = await this.#store.updateRun(
       entry.id,
-      { status: 'suspended', suspended: { stepKey, waitpoint, since: isoNow() } },
+      { status: 'suspended', suspended: { stepKey, waitpoint, since: isoNow() }, attemptStarted: outcome.attemptStarted },
       { status: 'running' },
     )
     if (!saved) return

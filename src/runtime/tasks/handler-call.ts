@@ -33,7 +33,7 @@ export type InvocationOutcome =
    * `swallowed` is true when the handler caught the signal instead of
    * letting it unwind; the run suspends anyway.
    */
-  | { kind: 'suspended'; signal: SuspendSignal; swallowed: boolean }
+  | { kind: 'suspended'; signal: SuspendSignal; swallowed: boolean; attemptStarted: { attempt: number; at: string } }
 
 /** A call in flight can be aborted from outside (the engine closing, a cancel, a lost lease). */
 export interface InvocationHandle {
@@ -145,8 +145,12 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
   readonly #invoker: Invoker<T>
   /** The engine's entry for the run; the run's id and task are read from it. */
   readonly #token: T
-  /** When the attempt started, in milliseconds since `ORIGIN`. */
-  readonly #startedAt = sinceOrigin()
+  /**
+   * When the attempt started, in milliseconds since `ORIGIN`: this
+   * invocation's start, or, for the replay after a resume, the start the
+   * run kept for its attempt (`attemptStarted`), which may be older.
+   */
+  readonly #startedAt: number
   /** The step bookkeeping, created with the step API. */
   #inv: Invocation | undefined
   #step: StepApi | undefined
@@ -169,6 +173,8 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     // Suspensions append no attempt, so every recorded attempt of a running
     // run is a failed one: the next is their count plus one.
     this.#attempt = run.attempts.length + 1
+    const kept = run.attemptStarted
+    this.#startedAt = kept !== undefined && kept.attempt === this.#attempt ? Math.floor(Date.parse(kept.at) - ORIGIN) : sinceOrigin()
     this.#steps = run.steps
     this.#chunkLog = run.chunks
     this.#logLog = run.logs
@@ -313,7 +319,12 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     if (inv) {
       inv.closed = closedBy
       if (inv.suspension) {
-        return { kind: 'suspended', signal: inv.suspension, swallowed: returned || value !== inv.suspension }
+        return {
+          kind: 'suspended',
+          signal: inv.suspension,
+          swallowed: returned || value !== inv.suspension,
+          attemptStarted: { attempt: this.#attempt, at: isoAt(ORIGIN + this.#startedAt) },
+        }
       }
     }
     const startedAt = this.#startedAt

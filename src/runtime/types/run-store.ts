@@ -13,7 +13,7 @@ import type { Attempt, RunChange, RunRecord, RunStatus, StepRecord } from './run
  * same write, so an attempt that ends the run costs one write, not two.
  */
 export type RunPatch = Partial<
-  Pick<RunRecord, 'status' | 'ok' | 'result' | 'suspended' | 'startedAt' | 'finishedAt' | 'runAt' | 'chunks' | 'logs'>
+  Pick<RunRecord, 'status' | 'ok' | 'result' | 'suspended' | 'startedAt' | 'finishedAt' | 'runAt' | 'chunks' | 'logs' | 'attemptStarted'>
 > & {
   attempt?: Attempt
 }

@@ -118,6 +118,11 @@ export interface RunRecord extends RunEnvelope {
   logs?: RunLogs
   /** With OpenTelemetry tracing: the trace context its attempts continue (docs/observability.md). */
   trace?: RunTrace
+  /**
+   * When the attempt that suspended the run began (ISO), kept while it
+   * waits: the attempt's record, once it ends, spans its waits too.
+   */
+  attemptStarted?: { attempt: number; at: string }
 }
 
 /**
