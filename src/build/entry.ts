@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs'
 import { join } from 'node:path'
+import { instrumentationFile } from '../manifest/instrumentation-file.ts'
 import type { ManifestPage, ManifestRoute } from '../types.ts'
 import type { ManifestEvents } from '../manifest/events-file.ts'
 
@@ -58,11 +58,8 @@ export interface AppTelemetry {
 
 /** The instrumentation file of the app at `root`, and whether it depends on the OpenTelemetry API. */
 export function appTelemetry(root: string, dependencies: Record<string, string>): AppTelemetry {
-  const instrumentation = INSTRUMENTATION_FILES.find((file) => existsSync(join(root, file)))
-  return { instrumentation, otel: Object.hasOwn(dependencies, '@opentelemetry/api') }
+  return { instrumentation: instrumentationFile(root), otel: Object.hasOwn(dependencies, '@opentelemetry/api') }
 }
-
-const INSTRUMENTATION_FILES = ['src/instrumentation.ts', 'src/instrumentation.mts', 'src/instrumentation.js', 'src/instrumentation.mjs']
 
 /**
  * The manifest fields the runtime acts on. The advisor's findings (reasons,

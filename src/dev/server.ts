@@ -2,11 +2,14 @@ import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { compareUrlPaths, scanApp } from '../manifest.ts'
 import { EVENTS_FILES } from '../manifest/events-file.ts'
+import { instrumentationFile } from '../manifest/instrumentation-file.ts'
 import { refreshTaskTypes } from '../manifest/task-types.ts'
 import type { ConfigError } from '../manifest.ts'
 import { startSvcServer } from '../node/server.ts'
 import type { SvcServer } from '../node/options.ts'
 import { storeFromEnv } from '../node/store-url.ts'
+import { createAppImporter } from '../node/loaders.ts'
+import { errorMessage } from '../runtime/errors.ts'
 import type { Logger, RuntimeApiRoute, RuntimePage } from '../types.ts'
 import { AppModules } from './modules.ts'
 import { watchTree, type Watcher } from './watch.ts'
@@ -107,6 +110,16 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     return result
   }
 
+  // The app's providers are registered before any of its modules runs, once:
+  // a change to the file takes a restart of svc dev.
+  const instrumentation = instrumentationFile(root)
+  if (instrumentation) {
+    try {
+      await createAppImporter(root)(instrumentation)
+    } catch (error) {
+      logger.error(`${instrumentation}: ${errorMessage(error)}`)
+    }
+  }
   const first = await scanAndLoad(undefined)
   app = { routes: first.routes, pages: first.pages }
   // Runs outlive a restart of `svc dev` unless SVC_STORE_URL names another store.

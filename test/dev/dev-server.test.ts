@@ -159,6 +159,20 @@ describe('svc dev', () => {
     expect(logger.text('warn')).toContain(`[jobs.tell ${id} attempt 1] low stock {"sku":"a-1"}`)
   })
 
+  it('imports src/instrumentation.ts before any route, once, and reports one that fails without stopping', async () => {
+    await write(root, 'src/instrumentation.ts', `;(globalThis as any).__svcSetUp = ((globalThis as any).__svcSetUp ?? 0) + 1\n`)
+    await write(root, 'src/api/setup.ts', `const seen = (globalThis as any).__svcSetUp\nexport function GET() { return { seen } }\n`)
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: recordingLogger(), watch: false })
+    expect((await get('/api/setup')).body).toEqual({ seen: 1 })
+    await dev.close()
+
+    await write(root, 'src/instrumentation.ts', `throw new Error('no collector configured')\n`)
+    const logger = recordingLogger()
+    dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger, watch: false })
+    expect(logger.text('error')).toMatch(/src\/instrumentation\.ts: .*no collector configured/)
+    expect((await get('/api/hello')).body).toEqual({ version: 1 })
+  })
+
   it('opens the task admin surface to localhost without a secret', async () => {
     await write(root, 'src/api/job.ts', `export const kind = 'task'\nexport async function POST() { return 'done' }\n`)
     dev = await startDevServer({ root, port: 0, host: '127.0.0.1', logger: recordingLogger(), watch: false })
