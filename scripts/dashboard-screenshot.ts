@@ -25,7 +25,12 @@ const browser = await chromium.launch({
 })
 try {
   const start = async (task: string, input: unknown) => {
-    const res = await fetch(`${server.url}/__tasks/${task}`, { method: 'POST', body: JSON.stringify(input) })
+    const res = await fetch(`${server.url}/__tasks/${task}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(input),
+    })
+    if (!res.ok) throw new Error(`POST /__tasks/${task} answered ${res.status}: ${await res.text()}`)
     return ((await res.json()) as { id: string }).id
   }
   const settled = async (id: string) => {
