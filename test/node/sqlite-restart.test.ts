@@ -166,6 +166,8 @@ describe('SqliteRunStore across a restart', () => {
     expect(executions(effects)).toEqual([`work-a ${first.pid}`, `work-b ${first.pid} ${key}`, `work-b ${second.pid} ${key}`])
     // The attempt the kill cut off left no record; the one that finished did.
     expect(done.attempts.map((a) => [a.index, a.error])).toEqual([[1, undefined]])
+    // What it logged before the kill was kept, and the run on the next process did not log it again.
+    expect(done.logs?.kept.map((entry) => [entry.seq, entry.message])).toEqual([[1, 'work begins']])
     await second.kill()
   })
 
