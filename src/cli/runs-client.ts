@@ -8,7 +8,7 @@
 import { type EnvLike, processEnv } from '../runtime/env.ts'
 import { errorMessage } from '../runtime/errors.ts'
 import { taskSecret } from '../runtime/rules.ts'
-import { taskRequestTimeout, taskServerUrl } from '../runtime/tasks/client.ts'
+import { authHeaders, fetchAnswer, isObject, type TaskServerAnswer, taskRequestTimeout, taskServerUrl } from '../runtime/tasks/client.ts'
 import { UsageError } from './_errors.ts'
 
 export interface RunsClient {
@@ -34,17 +34,15 @@ export function runsClient(where: string, url: string | undefined, env: EnvLike 
   }
   const secret = taskSecret(env)
   const timeoutMs = taskRequestTimeout(env)
-  const headers: Record<string, string> = secret === undefined ? {} : { authorization: `Bearer ${secret}` }
+  const headers = authHeaders(env)
 
   async function call<T>(method: 'GET' | 'POST', path: string, query?: URLSearchParams): Promise<T> {
     const search = query?.size ? `?${query}` : ''
     const target = `${base}${path}${search}`
-    let response: Response
-    let text: string
+    let answer: TaskServerAnswer
     try {
       // Redirects are not followed: 301-303 would turn a POST into a GET.
-      response = await fetch(target, { method, headers, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) })
-      text = await response.text()
+      answer = await fetchAnswer(new Request(target, { method, headers, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) }))
     } catch (cause) {
       if ((cause as Error)?.name === 'TimeoutError') {
         throw new Error(`${where}: ${target} did not answer within ${timeoutMs} ms (SVC_TASK_TIMEOUT_MS)`, { cause })
@@ -54,7 +52,7 @@ export function runsClient(where: string, url: string | undefined, env: EnvLike 
         { cause },
       )
     }
-    const body = parseJson(text)
+    const { response, text, json: body } = answer
     if (!response.ok) {
       throw new Error(`${where}: ${target} answered ${response.status} ${answerText(response, body, text)}${hint(response.status, secret)}`)
     }
@@ -92,17 +90,4 @@ function hint(status: number, secret: string | undefined): string {
 function networkProblem(error: unknown): string {
   const cause = (error as { cause?: unknown })?.cause
   return errorMessage(cause instanceof Error ? cause : error)
-}
-
-function parseJson(text: string): unknown {
-  if (!text) return undefined
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }

@@ -71,7 +71,8 @@ export function taskRequestTimeout(env: EnvLike = processEnv()): number {
   return ms
 }
 
-function authHeaders(env: EnvLike): Record<string, string> {
+/** The `authorization` header of the task secret, or none without one. */
+export function authHeaders(env: EnvLike): Record<string, string> {
   const secret = taskSecret(env)
   return secret ? { authorization: `Bearer ${secret}` } : {}
 }
@@ -185,11 +186,9 @@ async function send(where: string, url: string, timeoutMs: number, init: Request
       `${where}: cannot build a request to ${url}: the task server URL (SVC_TASK_URL) must start with http:// or https://`,
     )
   }
-  let response: Response
-  let text: string
+  let answer: TaskServerAnswer
   try {
-    response = await fetch(request)
-    text = await response.text()
+    answer = await fetchAnswer(request)
   } catch (cause) {
     if ((cause as Error)?.name === 'TimeoutError') {
       const error = new HttpError(
@@ -209,15 +208,34 @@ async function send(where: string, url: string, timeoutMs: number, init: Request
     error.cause = cause
     throw error
   }
-  let body: unknown = text
+  // Not JSON: the text, for the error message.
+  return { response: answer.response, body: answer.json === undefined ? answer.text : answer.json }
+}
+
+/** A task server's answer: the response, its text, and that text parsed when it is JSON. */
+export interface TaskServerAnswer {
+  response: Response
+  text: string
+  json: unknown
+}
+
+/**
+ * Sends `request` and reads its answer whole. Rejects as `fetch` does (no
+ * answer, or `request`'s signal aborted it): each caller says what that
+ * means for it.
+ */
+export async function fetchAnswer(request: Request): Promise<TaskServerAnswer> {
+  const response = await fetch(request)
+  const text = await response.text()
+  let json: unknown
   if (text) {
     try {
-      body = JSON.parse(text)
+      json = JSON.parse(text)
     } catch {
-      // Not JSON: keep the text for the error message.
+      // Not JSON: `text` is what there is.
     }
   }
-  return { response, body }
+  return { response, text, json }
 }
 
 /** The answer's error text (`error`, else `message`, else the raw text) and code. */
@@ -234,6 +252,6 @@ function httpError(response: Response, body: unknown): HttpError {
   return new HttpError(response.status, text, code)
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
