@@ -2,6 +2,9 @@
 // the docs' OpenTelemetry setup creates a run and its first execution, and
 // is killed (SIGKILL) while the run sleeps; another server on the same
 // database resumes it, and its execution continues the trace the run kept.
+// The second server starts only once the first is dead, and the sleep is
+// long enough that the first cannot resume the run itself on a slow
+// machine: which process runs each execution is fixed, not raced.
 import { expect, it } from 'vitest'
 import type { RunRecord } from '../../src/types.ts'
 import { until } from '../_helpers.ts'
@@ -12,13 +15,12 @@ it("a run resumed by another process after the first is killed continues the run
   const storeUrl = await createDatabase('telemetry')
   const receiver = await otlpReceiver()
   const first = await tracedServer(receiver.endpoint('first'), { SVC_STORE_URL: storeUrl })
-  const second = await tracedServer(receiver.endpoint('second'), { SVC_STORE_URL: storeUrl })
   const auth = { authorization: 'Bearer s' }
 
   const res = await fetch(`${first.url}/__tasks/jobs.report`, {
     method: 'POST',
     headers: { ...auth, 'content-type': 'application/json' },
-    body: JSON.stringify({ sleep: 1 }),
+    body: JSON.stringify({ sleep: 4 }),
   })
   const { id } = (await res.json()) as { id: string }
   const ofRun = (from?: string) =>
@@ -27,6 +29,7 @@ it("a run resumed by another process after the first is killed continues the run
   await until(() => ofRun('first').some((span) => span.name === 'process jobs.report'), 15_000)
   const created = ofRun('first').find((span) => span.name === 'create jobs.report')!
   first.child.kill('SIGKILL')
+  const second = await tracedServer(receiver.endpoint('second'), { SVC_STORE_URL: storeUrl })
 
   const done = await until(async () => {
     const run = (await (await fetch(`${second.url}/__tasks/${id}`, { headers: auth })).json()) as RunRecord
@@ -43,4 +46,4 @@ it("a run resumed by another process after the first is killed continues the run
     expect(span.traceId).toBe(created.traceId)
   }
   for (const execution of executions) expect(execution.parentSpanId).toBe(created.spanId)
-})
+}, 60_000)
