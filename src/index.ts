@@ -12,6 +12,7 @@ export {
   DuplicateStepKeyError,
   StepMismatchError,
   PatchRemovedError,
+  TransactionUnsupportedError,
   HttpError,
   StoreFullError,
   PayloadTooLargeError,

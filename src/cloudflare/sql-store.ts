@@ -51,6 +51,7 @@ import {
   putEventSql,
 } from '../runtime/tasks/sql/events.ts'
 import { runProcedure, type SqlRunner } from '../runtime/tasks/sql/procedure.ts'
+import { runSqlTransaction } from '../runtime/tasks/sql/transaction.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
 import {
   applyRunPatch,
@@ -71,6 +72,9 @@ import type { EventEffects, EventListQuery } from '../runtime/types/run-store.ts
 import { describe } from '../runtime/describe.ts'
 
 /** The parts of a Durable Object's `SqlStorage` the store uses. */
+/** How many rows the last statement inserted, updated or deleted. */
+const CHANGES = 'SELECT changes() AS n'
+
 export interface SqlStorageLike {
   exec(query: string, ...bindings: unknown[]): { toArray(): Record<string, unknown>[] }
 }
@@ -209,6 +213,33 @@ export class DurableObjectRunStore implements RunStore {
       const [row] = this.#all(SELECT_RUN_SEQ, runId)
       if (!row) throw new Error(`${WHERE}: unknown run "${runId}"`)
       this.#storage.sql.exec(UPSERT_STEP, row.seq, key, JSON.stringify(step))
+    })
+  }
+
+  /**
+   * `ctx.step.transaction`: `work` runs in the step's `transactionSync`
+   * with the record, on the object's SQL storage; the handler runs in this
+   * object, which runs nothing else meanwhile.
+   */
+  async transactStep<T>(runId: string, key: string, work: (tx: unknown) => T | Promise<T>, record: (output: T) => StepRecord): Promise<T> {
+    const sql = this.#storage.sql
+    return this.#write(() => {
+      const [row] = this.#all(SELECT_RUN_SEQ, runId)
+      if (!row) throw new Error(`${WHERE}: unknown run "${runId}"`)
+      const output = runSqlTransaction(
+        {
+          query: (text, params) => sql.exec(text, ...params).toArray(),
+          run: (text, params) => {
+            sql.exec(text, ...params).toArray()
+            return Number(sql.exec(CHANGES).toArray()[0].n)
+          },
+        },
+        key,
+        'a Durable Object',
+        work,
+      )
+      sql.exec(UPSERT_STEP, row.seq, key, JSON.stringify(record(output)))
+      return output
     })
   }
 

@@ -38,6 +38,7 @@ import {
   type TokenRecord,
 } from '../runtime/tasks/store.ts'
 import { LeaseLostError, StoreFullError } from '../runtime/errors.ts'
+import { runSqlTransaction, type SqlConnection } from '../runtime/tasks/sql/transaction.ts'
 import {
   COUNT_RUNS,
   insertRunValues,
@@ -458,21 +459,49 @@ export class SqliteRunStore implements RunStore {
    */
   async saveStep(runId: string, key: string, step: StepRecord): Promise<void> {
     const text = JSON.stringify(step)
+    return this.#write(() => this.#putStep(runId, key, text, true))
+  }
+
+  /**
+   * `ctx.step.transaction`: `work` runs inside the batch's transaction, in
+   * a savepoint of its own with the step's record, after the fence is
+   * checked; the app's statements go through the store's connection, so
+   * they commit with the record and nothing else can write in between.
+   */
+  async transactStep<T>(runId: string, key: string, work: (tx: unknown) => T | Promise<T>, record: (output: T) => StepRecord): Promise<T> {
     return this.#write(() => {
-      const fence = this.#fences.get(runId)
-      const row = this.#row(runId)
-      if (!row) throw this.#unknownRun(runId, fence)
-      if (fence === undefined) this.#sql(UPSERT_STEP).run(row.seq, key, text)
-      else if (this.#sql(UPSERT_STEP_FENCED).run(key, text, row.seq, this.#owner, fence, key).changes === 0) {
-        throw new LeaseLostError(runId)
-      }
-      // The cached record follows: a live run's parsed record takes the step,
-      // a finished run's text is read again when next asked for.
-      if (row.finished_seq !== null) return this.#rows.delete(runId)
-      const run = this.#parsed(runId, row)
-      run.steps[key] = JSON.parse(text) as StepRecord
-      this.#rows.grow(runId, text.length)
+      this.#checkHeld(runId)
+      const output = runSqlTransaction(this.#appConnection(), key, 'SQLite', work)
+      this.#putStep(runId, key, JSON.stringify(record(output)), false)
+      return output
     })
+  }
+
+  /** Statements of the app's own, on the store's connection: prepared each time, since their text is the app's. */
+  #appConnection(): SqlConnection {
+    const db = this.#db
+    if (!db) throw new Error(`${WHERE}: the store for ${this.path} is closed`)
+    return {
+      query: (text, params) => db.prepare(text).all(...params) as Record<string, unknown>[],
+      run: (text, params) => Number(db.prepare(text).run(...params).changes),
+    }
+  }
+
+  /** Writes step `key` of run `runId` (`fenced`: under the fence this store holds it with) and keeps the cache in step. */
+  #putStep(runId: string, key: string, text: string, fenced: boolean): void {
+    const fence = fenced ? this.#fences.get(runId) : undefined
+    const row = this.#row(runId)
+    if (!row) throw this.#unknownRun(runId, fence)
+    if (fence === undefined) this.#sql(UPSERT_STEP).run(row.seq, key, text)
+    else if (this.#sql(UPSERT_STEP_FENCED).run(key, text, row.seq, this.#owner, fence, key).changes === 0) {
+      throw new LeaseLostError(runId)
+    }
+    // The cached record follows: a live run's parsed record takes the step,
+    // a finished run's text is read again when next asked for.
+    if (row.finished_seq !== null) return void this.#rows.delete(runId)
+    const run = this.#parsed(runId, row)
+    run.steps[key] = JSON.parse(text) as StepRecord
+    this.#rows.grow(runId, text.length)
   }
 
   listRuns(query: RunQuery = {}): Promise<RunRecord[]> {

@@ -406,6 +406,37 @@ export class PostgresRunStore implements RunStore {
     })
   }
 
+  /**
+   * `ctx.step.transaction`: one Postgres transaction that runs `work`,
+   * then writes the step's record in a statement that locks the run's row
+   * `FOR SHARE` under the fence this process holds it with. Once the
+   * fence has moved on (another process claimed the run), the statement
+   * writes nothing and it all rolls back; a claim that comes later waits
+   * for the commit (the lock conflicts with its update), so the process
+   * that claimed the run reads the step as recorded. The lock is held from
+   * the record to the commit only, not while `work` runs. A failure of any
+   * part rolls all of it back, and is not retried here: the attempt fails.
+   */
+  async transactStep<T>(runId: string, key: string, work: (tx: unknown) => T | Promise<T>, record: (output: T) => StepRecord): Promise<T> {
+    const fence = this.#fences.of(runId)
+    return this.#run(
+      (sql) =>
+        sql.begin(async (tx) => {
+          const output = await work(tx)
+          const schema = tx(this.schema)
+          const held = fence === undefined ? tx`` : tx`AND lease_owner = ${fence.owner} AND lease_fence = ${fence.fence}::bigint`
+          const rows = await tx`
+            WITH lease AS (SELECT 1 FROM ${schema}.runs WHERE id = ${runId} ${held} FOR SHARE)
+            INSERT INTO ${schema}.steps (run_id, key, record) SELECT ${runId}, ${key}, ${tx.json(record(output) as never)}::jsonb FROM lease
+            ON CONFLICT (run_id, key) DO UPDATE SET record = excluded.record
+            RETURNING 1`
+          if (rows.length === 0) throw fence === undefined ? new Error(`${WHERE}: unknown run "${runId}"`) : new LeaseLostError(runId)
+          return output
+        }) as Promise<T>,
+      true,
+    )
+  }
+
   async listRuns(query: RunQuery = {}): Promise<RunRecord[]> {
     return this.#run(async (sql) => {
       const statuses = query.status === undefined ? null : typeof query.status === 'string' ? [query.status] : [...query.status]
@@ -585,13 +616,17 @@ export class PostgresRunStore implements RunStore {
     }
   }
 
-  /** Runs `query` once the schema is ready, with errors that say what to do. */
-  async #run<T>(query: (sql: Sql) => Promise<T>): Promise<T> {
+  /**
+   * Runs `query` once the schema is ready, with errors that say what to do;
+   * one a deadlock aborted runs again, unless `once` (the app's own work is
+   * in it).
+   */
+  async #run<T>(query: (sql: Sql) => Promise<T>, once = false): Promise<T> {
     await this.#ready
     const sql = this.#sql
     if (!sql) throw new Error(`${WHERE}: the store for ${redactUrl(this.#url)} is closed`)
     try {
-      return await this.#retryingDeadlocks(query, sql)
+      return await (once ? query(sql) : this.#retryingDeadlocks(query, sql))
     } catch (error) {
       if ((error as { code?: string }).code === UNTRANSLATABLE_CHARACTER) {
         throw new Error(

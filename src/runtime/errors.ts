@@ -109,6 +109,22 @@ export class PatchRemovedError extends StepMismatchError {
 }
 
 /**
+ * `ctx.step.transaction` on a run store with no database of its own to
+ * share with the app (the memory store). `TRANSACTION_UNSUPPORTED`.
+ */
+export class TransactionUnsupportedError extends SvcError {
+  constructor(stepKey: string, store: string) {
+    super(
+      `ctx.step.transaction("${stepKey}"): the run store (${store}) keeps runs in memory, with no database to commit the step's writes in. ` +
+        'Transactional steps need a store on a database: SQLite (SVC_STORE_URL=file:…, the default of svc dev and the node server), ' +
+        'Postgres (SVC_STORE_URL=postgres://…) or the tasks Durable Object on Cloudflare',
+      'TRANSACTION_UNSUPPORTED',
+      500,
+    )
+  }
+}
+
+/**
  * A run store holds as many live runs (scheduled, queued, running or suspended) as
  * its `maxRuns` bound allows, and live runs are never evicted, so it takes
  * no new run until some finish. HTTP 503 `STORE_FULL`: the condition is

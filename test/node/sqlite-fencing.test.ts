@@ -17,6 +17,7 @@ import { STALE_MS } from '../../src/node/sqlite-owners.ts'
 import { startChild } from '../postgres/_child.ts'
 import { sleep, until } from '../tasks/_helpers.ts'
 import { fencedStoreContract } from '../tasks/fenced-store-contract.ts'
+import { sqliteItems } from '../tasks/transaction-contract.ts'
 import { lostAttemptStopsAtOnce } from '../tasks/_lost-attempt.ts'
 import { makeRun } from '../tasks/store-contract.ts'
 import { asVersion, sqliteFiles } from './_sqlite-files.ts'
@@ -45,10 +46,11 @@ function twoProcesses() {
 }
 
 fencedStoreContract('SqliteRunStore (two stores on one file)', () => {
-  const { a, b, fence, takeOver } = twoProcesses()
+  const { a, b, db, fence, takeOver } = twoProcesses()
   return {
     a,
     b,
+    app: sqliteItems(db),
     // The write that made the run running made it the store's (sqlite-owners.ts).
     hold: async () => {},
     // Writing the run out of running let it go.

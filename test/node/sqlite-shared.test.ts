@@ -13,6 +13,7 @@ import { createTaskRuntime } from '../../src/runtime/tasks/public-runtime.ts'
 import type { TaskContext } from '../../src/types.ts'
 import { sleep, until } from '../tasks/_helpers.ts'
 import { fencedStoreContract } from '../tasks/fenced-store-contract.ts'
+import { sqliteItems } from '../tasks/transaction-contract.ts'
 import { sharedWorkContract } from '../tasks/shared-work-contract.ts'
 import { makeRun, runStoreContract } from '../tasks/store-contract.ts'
 import { asVersion, sqliteFiles } from './_sqlite-files.ts'
@@ -51,6 +52,7 @@ fencedStoreContract('SqliteRunStore (two stores on one shared file)', () => {
       expect((await b.shared.claimOrphanedRuns('owner-b', 10)).map((run) => run.id).sort()).toEqual([...ids].sort())
     },
     fence: async (id) => (db.prepare('SELECT owner_fence AS f FROM runs WHERE id = ?').get(id) as { f: number }).f,
+    app: sqliteItems(db),
   }
 })
 

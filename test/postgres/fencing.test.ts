@@ -13,6 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { PostgresRunStore } from '../../src/postgres.ts'
 import type { RunStore } from '../../src/runtime/tasks/store.ts'
 import { fencedStoreContract } from '../tasks/fenced-store-contract.ts'
+import { postgresItems } from '../tasks/transaction-contract.ts'
 import { makeRun } from '../tasks/store-contract.ts'
 import { sleep, until } from '../tasks/_helpers.ts'
 import { lostAttemptStopsAtOnce } from '../tasks/_lost-attempt.ts'
@@ -58,7 +59,7 @@ function twoProcesses(): { a: PostgresRunStore; b: PostgresRunStore; schema: str
 /** The owner each store of `twoProcesses` claims as, as its engine would. */
 const owners = new WeakMap<RunStore, string>()
 
-fencedStoreContract('PostgresRunStore (two stores on one schema)', () => {
+fencedStoreContract('PostgresRunStore (two stores on one schema)', async () => {
   const { a, b, schema } = twoProcesses()
   owners.set(a, 'owner-a').set(b, 'owner-b')
   return {
@@ -74,6 +75,7 @@ fencedStoreContract('PostgresRunStore (two stores on one schema)', () => {
       expect((await b.shared.claimOrphanedRuns('owner-b', 10)).map((run) => run.id).sort()).toEqual([...ids].sort())
     },
     fence: async (id) => (await db.unsafe(`SELECT lease_fence::int AS f FROM ${schema}.runs WHERE id = $1`, [id]))[0].f as number,
+    app: await postgresItems(db),
   }
 })
 

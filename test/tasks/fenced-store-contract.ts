@@ -34,6 +34,12 @@ export interface FencedStores {
   takeOver(...ids: string[]): Promise<void>
   /** The run's fence as the database keeps it. */
   fence(id: string): Promise<number>
+  /**
+   * The app's table on the same database, for a store with `transactStep`:
+   * `insert` writes an id into it through a step's `tx` (a value, or a
+   * promise where the store allows one), `ids` reads it back.
+   */
+  app?: { insert(tx: unknown, id: string): unknown; ids(): Promise<string[]> }
 }
 
 const LOST = { code: 'LEASE_LOST' }
@@ -84,6 +90,22 @@ export function fencedStoreContract(name: string, open: () => FencedStores | Pro
         attempts: [attempt],
         steps: { one: { output: 'by a' }, two: { output: 'by b' } },
       })
+    })
+
+    it("a transactional step of an attempt whose run another process took over commits neither the app's writes nor the record", async () => {
+      const { a, b, hold, takeOver, app } = await open()
+      if (!app || !a.transactStep) return expect(app).toBeUndefined()
+      await a.createRun(makeRun({ id: 'r', status: 'running' }))
+      await hold(a, 'r')
+      const record = () => ({ status: 'completed' as const, kind: 'transaction' as const })
+      await a.transactStep('r', 'first', (tx) => app.insert(tx, 'by a'), record)
+      await takeOver('r')
+      const lost = a.transactStep('r', 'second', (tx) => app.insert(tx, 'by a, too late'), record)
+      await expect(lost).rejects.toMatchObject({ ...LOST, runId: 'r' })
+      expect(await app.ids()).toEqual(['by a'])
+      expect(Object.keys((await b.getRun('r'))!.steps)).toEqual(['first'])
+      await b.transactStep!('r', 'second', (tx) => app.insert(tx, 'by b'), record)
+      expect((await app.ids()).sort()).toEqual(['by a', 'by b'])
     })
 
     it('a store writes a run it does not hold unfenced, and a run whose attempt ended takes its later writes', async () => {

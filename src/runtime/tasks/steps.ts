@@ -27,7 +27,7 @@ import type {
   WaitForEventOptions,
   Waitpoint,
 } from '../types.ts'
-import { DuplicateStepKeyError, PatchRemovedError, StepMismatchError } from '../errors.ts'
+import { DuplicateStepKeyError, PatchRemovedError, StepMismatchError, TransactionUnsupportedError } from '../errors.ts'
 import { beginEventWait, eventResult } from './wait-for-event.ts'
 import { childIdempotencyKey, stepIdempotencyKey, tokenIdFor } from './ids.ts'
 import { jsonCopy } from './json-copy.ts'
@@ -159,21 +159,9 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       if (typeof fn !== 'function') {
         throw new TypeError(`ctx.step.run("${key}", fn): fn must be a function (got ${describe(fn)})`)
       }
-      let output: Awaited<T>
       const began = Date.now()
-      const span = inv.span?.step(key, 'run')
-      inv.stepsRunning++
-      inv.running = inv.stepsRunning === 1 ? key : undefined
-      try {
-        const step: StepInfo = { key, attempt: inv.attempt, idempotencyKey: stepIdempotencyKey(inv.runId, key) }
-        output = await (span === undefined ? fn(step) : span.run(() => fn(step)))
-      } catch (error) {
-        span?.end(error)
-        throw error
-      } finally {
-        if (--inv.stepsRunning === 0) inv.running = undefined
-      }
-      span?.end()
+      const step: StepInfo = { key, attempt: inv.attempt, idempotencyKey: stepIdempotencyKey(inv.runId, key) }
+      const output = await runStep(inv, key, 'run', () => fn(step))
       assertPayload(
         output,
         host.maxPayloadBytes,
@@ -182,6 +170,38 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       )
       await record(inv, host, key, 'run', output === undefined ? { status: 'completed' } : { status: 'completed', output }, began)
       return output
+    },
+
+    async transaction<T, Tx>(key: string, fn: (tx: Tx, step: StepInfo) => T | Promise<T>): Promise<Awaited<T>> {
+      const recorded = begin(inv, key, 'transaction', 'transaction')
+      if (recorded) return recorded.output as Awaited<T>
+      if (typeof fn !== 'function') {
+        throw new TypeError(`ctx.step.transaction("${key}", fn): fn must be a function (got ${describe(fn)})`)
+      }
+      const store = host.store
+      if (store.transactStep === undefined) throw new TransactionUnsupportedError(key, store.constructor?.name ?? 'a store')
+      const began = Date.now()
+      const step: StepInfo = { key, attempt: inv.attempt, idempotencyKey: stepIdempotencyKey(inv.runId, key) }
+      // The record is built inside the transaction: an output that cannot be
+      // stored, or an attempt that ended meanwhile, rolls the writes back.
+      const toRecord = (output: Awaited<T>): StepRecord => {
+        if (inv.closed !== undefined) {
+          throw new Error(
+            `Step "${key}" finished after attempt ${inv.attempt} of task "${inv.taskName}" ${inv.closed}; its transaction was rolled back`,
+          )
+        }
+        assertPayload(
+          output,
+          host.maxPayloadBytes,
+          `ctx.step.transaction("${key}") returned a value that cannot be stored as JSON`,
+          `ctx.step.transaction("${key}") returned`,
+        )
+        const ended = { status: 'completed', kind: 'transaction', ...stepTiming(began, Date.now()) } as const
+        return output === undefined ? ended : { ...ended, output }
+      }
+      return runStep(inv, key, 'transaction', () =>
+        store.transactStep!(inv.runId, key, (tx) => fn(tx as Tx, step) as Awaited<T> | Promise<Awaited<T>>, toRecord),
+      )
     },
 
     async enqueue(key: string, task: string, payload?: unknown, opts?: EnqueueOptions) {
@@ -280,6 +300,28 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       return eventResult<T>(wait.step)
     },
   }
+}
+
+/**
+ * Runs a step's function (`ctx.step.run`, `ctx.step.transaction`) in its
+ * span, counted as running (`ctx.stream` and `ctx.log` tell its calls from
+ * the handler's).
+ */
+async function runStep<T>(inv: Invocation, key: string, kind: 'run' | 'transaction', fn: () => T | Promise<T>): Promise<Awaited<T>> {
+  const span = inv.span?.step(key, kind)
+  inv.stepsRunning++
+  inv.running = inv.stepsRunning === 1 ? key : undefined
+  let output: Awaited<T>
+  try {
+    output = await (span === undefined ? fn() : span.run(fn))
+  } catch (error) {
+    span?.end(error)
+    throw error
+  } finally {
+    if (--inv.stepsRunning === 0) inv.running = undefined
+  }
+  span?.end()
+  return output
 }
 
 /**

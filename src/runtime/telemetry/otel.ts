@@ -31,6 +31,7 @@ const STORE_WRITES = new Set([
   'updateRun',
   'appendAttempt',
   'saveStep',
+  'transactStep',
   'saveTimer',
   'takeTimer',
   'putToken',

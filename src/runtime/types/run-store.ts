@@ -167,6 +167,18 @@ export interface RunStore {
   /** Records (or overwrites) one entry of the run's `steps`. */
   saveStep(runId: string, key: string, step: StepRecord): Promise<void>
 
+  /**
+   * Present on a store whose database the app's own tables can share
+   * (`ctx.step.transaction`): opens a transaction on it, runs `work` with a
+   * handle on it, builds the step's record from what `work` returned
+   * (`record`), and writes the record in the same transaction, fenced as
+   * `saveStep` is. It resolves to `work`'s output only once that committed.
+   * When `work` or `record` throws, or the run is no longer this process's
+   * (`LeaseLostError`, checked before `work` runs and held until the
+   * commit), nothing of it commits and it rejects.
+   */
+  transactStep?<T>(runId: string, key: string, work: (tx: unknown) => T | Promise<T>, record: (output: T) => StepRecord): Promise<T>
+
   /** Runs, newest first. */
   listRuns(query?: RunQuery): Promise<RunRecord[]>
 

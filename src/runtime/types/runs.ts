@@ -30,7 +30,7 @@ export interface Attempt {
  * The kind of call that recorded a step. `sleep` and `sleepUntil` are one
  * kind: both wait for an instant and replay the same way.
  */
-export type StepKind = 'run' | 'enqueue' | 'waitForTask' | 'sleep' | 'waitForToken' | 'waitForEvent' | 'patch'
+export type StepKind = 'run' | 'transaction' | 'enqueue' | 'waitForTask' | 'sleep' | 'waitForToken' | 'waitForEvent' | 'patch'
 
 export interface StepRecord {
   status: 'completed' | 'timed_out'

@@ -102,6 +102,26 @@ export interface StepApi {
    * `idempotencyKey` is for the effects it asks other services for.
    */
   run<T>(key: string, fn: (step: StepInfo) => T | Promise<T>): Promise<T>
+  /**
+   * Runs `fn` in a transaction on the run store's own database and records
+   * the step in that same transaction, so the app's writes and the step's
+   * record commit together or not at all: a replay returns the recorded
+   * output and runs nothing, and a failure rolls back both (docs/tasks.md
+   * "Transactional steps"). `tx` is the store's:
+   * - SQLite and a Durable Object: a `SqlTransaction`, and `fn` must be
+   *   synchronous (both databases run statements synchronously);
+   * - Postgres: a `postgres` transaction (`PostgresTransaction`), and `fn`
+   *   may be async.
+   *
+   * The memory store has no database to share, and the call fails there.
+   *
+   * ```ts
+   * await ctx.step.transaction('record-order', (tx: SqlTransaction) => {
+   *   tx.run('INSERT INTO orders (id, total) VALUES (?, ?)', ctx.input.id, ctx.input.total)
+   * })
+   * ```
+   */
+  transaction<T, Tx = SqlTransaction>(key: string, fn: (tx: Tx, step: StepInfo) => T | Promise<T>): Promise<Awaited<T>>
   enqueue<N extends string>(key: string, task: TaskNameArg<N>, ...args: TaskPayloadArgs<N, EnqueueOptions>): Promise<{ runId: string }>
   waitForTask<N extends string>(
     key: string,
@@ -126,6 +146,23 @@ export interface StepApi {
     name: EventNameArg<N>,
     opts?: WaitForEventOptions,
   ): Promise<{ event: ReceivedEvent<[T] extends [never] ? ReceivedEventData<N> : T> } | { timedOut: true }>
+}
+
+/** A value a SQL statement's `?` parameter takes, on SQLite and on a Durable Object. */
+export type SqlParam = string | number | bigint | null | Uint8Array
+
+/**
+ * The handle `ctx.step.transaction` gives its function on SQLite and on a
+ * Durable Object: statements on the store's database, inside the
+ * transaction that records the step. It works only while the function runs;
+ * `BEGIN`, `COMMIT`, `ROLLBACK`, `SAVEPOINT` and `RELEASE` are refused, since
+ * the transaction is the step's.
+ */
+export interface SqlTransaction {
+  /** Runs one statement and returns its rows, as objects by column name. */
+  query<Row extends Record<string, unknown> = Record<string, unknown>>(sql: string, ...params: SqlParam[]): Row[]
+  /** Runs one statement that writes; `changes` is how many rows it inserted, updated or deleted. */
+  run(sql: string, ...params: SqlParam[]): { changes: number }
 }
 
 /** What a `ctx.step.run` function is given. */

@@ -1,0 +1,125 @@
+/**
+ * `ctx.step.transaction` on SQLite (the contract, then what the SQL
+ * handle allows) and on the memory store, which has no database to share.
+ * Postgres runs the contract in test/postgres/transactions.test.ts, the
+ * Durable Object in test/targets/cloudflare-transactions.test.ts.
+ */
+import { describe, expect, it } from 'vitest'
+import { firstKeyword } from '../../src/runtime/tasks/sql/transaction.ts'
+import type { SqlTransaction } from '../../src/types.ts'
+import { sqliteFiles } from '../node/_sqlite-files.ts'
+import { finished, runtime, task } from './_helpers.ts'
+import { sqliteItems, transactionContract } from './transaction-contract.ts'
+
+const { dbFile, store, raw } = sqliteFiles('svc-transactions-')
+
+function sqlite(options: { shared?: true } = {}) {
+  const path = dbFile()
+  const items = sqliteItems(raw(path))
+  return { store: store(path, options), ids: items.ids, insert: items.insert }
+}
+
+transactionContract('SqliteRunStore (file)', { open: async () => sqlite() })
+transactionContract('SqliteRunStore (shared file)', { open: async () => sqlite({ shared: true }) })
+
+describe('the SQL handle of a transactional step on SQLite', () => {
+  it("reads its own writes, and the rows it returns are the step's output", async () => {
+    const { store: s, ids } = sqlite()
+    const order = task('orders.total', async (ctx) =>
+      ctx.step.transaction('add', (tx: SqlTransaction) => {
+        tx.run('INSERT INTO items (id) VALUES (?), (?)', 'a', 'b')
+        return tx.query<{ n: number }>('SELECT count(*) AS n FROM items')[0].n
+      }),
+    )
+    const rt = runtime([order], { store: s })
+    const run = await finished(rt.waitForRun((await rt.trigger('orders.total')).id))
+    expect(run).toMatchObject({ status: 'completed', result: 2 })
+    expect(await ids()).toEqual(['a', 'b'])
+  })
+
+  it('an async function fails the attempt with a clear error, and what it wrote before its first await is rolled back', async () => {
+    const { store: s, ids } = sqlite()
+    let late: unknown
+    const order = task('orders.async', async (ctx) =>
+      ctx.step.transaction('save', async (tx: SqlTransaction) => {
+        tx.run('INSERT INTO items (id) VALUES (?)', 'before-await')
+        await Promise.resolve()
+        try {
+          tx.run('INSERT INTO items (id) VALUES (?)', 'after-await')
+        } catch (error) {
+          late = error
+        }
+      }),
+    )
+    const rt = runtime([order], { store: s })
+    const run = await finished(rt.waitForRun((await rt.trigger('orders.async')).id))
+    expect(run.status).toBe('failed')
+    expect(run.attempts[0].error).toMatch(
+      /ctx\.step\.transaction\("save"\): on SQLite the step's function must be synchronous \(it returned a promise\)/,
+    )
+    expect(String(late)).toMatch(/its transaction is over/)
+    expect(run.steps).toEqual({})
+    expect(await ids()).toEqual([])
+  })
+
+  it("refuses statements that would end the step's transaction, and the run's other writes stay", async () => {
+    const { store: s, ids } = sqlite()
+    const refused: string[] = []
+    const order = task('orders.commit', async (ctx) => {
+      await ctx.step.run('first', () => 1)
+      return ctx.step.transaction('save', (tx: SqlTransaction) => {
+        tx.run('INSERT INTO items (id) VALUES (?)', 'kept')
+        for (const sql of ['COMMIT', '  /* a note */ -- another\n rollback', 'END TRANSACTION', 'savepoint x', 'RELEASE x', 'begin']) {
+          try {
+            tx.run(sql)
+          } catch (error) {
+            refused.push((error as Error).message)
+          }
+        }
+        return 'saved'
+      })
+    })
+    const rt = runtime([order], { store: s })
+    const run = await finished(rt.waitForRun((await rt.trigger('orders.commit')).id))
+    expect(run).toMatchObject({ status: 'completed', result: 'saved' })
+    expect(refused).toHaveLength(6)
+    expect(refused[0]).toMatch(/COMMIT is not allowed inside a transactional step/)
+    expect(refused[1]).toMatch(/ROLLBACK is not allowed/)
+    expect(await ids()).toEqual(['kept'])
+    expect(Object.keys(run.steps)).toEqual(['first', 'save'])
+  })
+
+  it("a SQL error in the app's statement rolls the step back and fails the attempt with it", async () => {
+    const { store: s, ids } = sqlite()
+    const order = task('orders.dup', async (ctx) =>
+      ctx.step.transaction('save', (tx: SqlTransaction) => {
+        tx.run('INSERT INTO items (id) VALUES (?)', 'x')
+        tx.run('INSERT INTO items (id) VALUES (?)', 'x')
+      }),
+    )
+    const rt = runtime([order], { store: s })
+    const run = await finished(rt.waitForRun((await rt.trigger('orders.dup')).id))
+    expect(run.status).toBe('failed')
+    expect(run.attempts[0].error).toMatch(/UNIQUE constraint failed: items\.id/)
+    expect(await ids()).toEqual([])
+  })
+
+  it("finds a statement's first keyword past whitespace and comments, in one pass", () => {
+    expect(firstKeyword('  -- c\n/* d */ Commit;')).toBe('commit')
+    expect(firstKeyword('/* unterminated')).toBe('')
+    expect(firstKeyword('INSERT INTO t VALUES (1)')).toBe('insert')
+    // Many comment openers on one line: a backtracking pattern would take exponential time here.
+    expect(firstKeyword(`${'-- '.repeat(200_000)}\nrelease x`)).toBe('release')
+  })
+})
+
+describe('a transactional step on the memory store', () => {
+  it('fails the attempt with an error naming the stores that support it', async () => {
+    const order = task('orders.memory', async (ctx) => ctx.step.transaction('save', () => 1))
+    const rt = runtime([order])
+    const run = await finished(rt.waitForRun((await rt.trigger('orders.memory')).id))
+    expect(run.status).toBe('failed')
+    expect(run.attempts[0].error).toMatch(/ctx\.step\.transaction\("save"\): the run store \(MemoryRunStore\) keeps runs in memory/)
+    expect(run.attempts[0].error).toMatch(/SQLite .*Postgres .*Durable Object/)
+  })
+})
