@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RunStore } from '../../src/runtime/tasks/store.ts'
 import type { RunChange, RunRecord } from '../../src/types.ts'
 import { type ChildServer, startChild } from './_child-server.ts'
-import { until } from './_helpers.ts'
+import { sleep, until } from './_helpers.ts'
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/cluster/server.ts', import.meta.url))
 const LEASE_MS = 1500
@@ -230,6 +230,45 @@ export function processesContract(name: string, setup: () => Promise<ProcessesCl
       for (const [key, rows] of byStep) expect(rows.length, key).toBeLessThanOrEqual(2)
       await Promise.all([servers[1].close(), servers[2].close()])
     }, 120_000)
+
+    it('1,000 runs that each write a row in a transactional step, on processes killed (SIGKILL) at random points, leave exactly 1,000 rows and 1,000 completed runs', async () => {
+      const servers = await Promise.all([startServer(), startServer(), startServer()])
+      const count = 1000
+      const trigger = (server: ChildServer) => server.call<string>('trigger', { task: 'ledger' })
+      // Three quarters at once, on every server; the last quarter one at a
+      // time on the first, which is never killed, while the others are.
+      const ids = (await Promise.all(servers.map((server) => Promise.all(Array.from({ length: count / 4 }, () => trigger(server)))))).flat()
+      const late = (async () => {
+        for (let i = 0; i < count / 4; i++) ids.push(await trigger(servers[0]))
+      })()
+      const completed = async () => (await store.listRuns({ taskName: 'ledger', status: 'completed' })).length
+      let landedMidway = 0
+      for (let kill = 0; kill < 4; kill++) {
+        await sleep(150 + Math.random() * 450)
+        const index = 1 + Math.floor(Math.random() * 2)
+        if ((await completed()) < count) landedMidway++
+        await servers[index].kill()
+        servers[index] = await startServer()
+      }
+      expect(landedMidway).toBeGreaterThan(0)
+      await late
+      expect(new Set(ids).size).toBe(count)
+
+      const done = await until(async () => {
+        const runs = await store.listRuns({ taskName: 'ledger', status: 'completed' })
+        return runs.length === count && runs
+      }, 90_000).catch(async (error) => {
+        const stuck = await cluster.unfinished().catch((cause: Error) => `(they could not be listed: ${cause.message})`)
+        throw new Error(`${error.message}\n${stuck}`)
+      })
+      const rows = await servers[0].call<[string, number][]>('ledger')
+      expect(rows).toHaveLength(count)
+      const byRun = new Map(rows)
+      expect(new Set(byRun.keys())).toEqual(new Set(ids))
+      // Each run's recorded step and its row came from one commit: the same process.
+      for (const run of done) expect(run.result, run.id).toEqual({ pid: byRun.get(run.id) })
+      await Promise.all(servers.map((server) => server.close()))
+    }, 150_000)
 
     it('a process that shuts down mid-attempt hands the attempt to another at once, not after its lease', async () => {
       // A lease and a poll far longer than the test: only the handover, and
