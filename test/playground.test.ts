@@ -1,15 +1,19 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import WebSocket from 'ws'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { scanApp } from '../src/manifest.ts'
 import type { Browser } from 'playwright-core'
-import { loadApiRoutes, loadEvents, loadPages, startSvcServer, type SvcServer } from '../src/node.ts'
+import { loadApiRoutes, loadEvents, loadPages, SqliteRunStore, startSvcServer, type SvcServer } from '../src/node.ts'
 import { launchChromium } from './dashboard/_browser.ts'
 
 const root = fileURLToPath(new URL('../playground', import.meta.url))
 
 describe('the playground app', () => {
   let server: SvcServer
+  const dir = mkdtempSync(join(tmpdir(), 'svc-playground-'))
   let base: string
 
   beforeAll(async () => {
@@ -17,6 +21,8 @@ describe('the playground app', () => {
       apiRoutes: await loadApiRoutes({ root }),
       pages: await loadPages({ root }),
       events: await loadEvents({ root }),
+      // Runs in a SQLite file, as `svc dev` keeps them: the order's transactional step writes there.
+      store: new SqliteRunStore({ path: join(dir, 'runs.db') }),
       port: 0,
       host: '127.0.0.1',
       staticDirs: [`${root}/public`],
@@ -24,7 +30,10 @@ describe('the playground app', () => {
     })
     base = `http://127.0.0.1:${server.port}`
   })
-  afterAll(() => server?.close())
+  afterAll(async () => {
+    await server?.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
 
   it('scans clean and uses every kind', async () => {
     const scan = await scanApp({ root })
@@ -83,7 +92,8 @@ describe('the playground app', () => {
     // The provider delivers it again: the same event, which resumes nothing more.
     expect(await (await pay({ orderId: order.orderId, amount: 42 })).json()).toEqual({ event: `pay-${order.orderId}`, resumed: 0 })
     const run = await server.runtime.waitForRun(order.runId)
-    expect(run).toMatchObject({ status: 'completed', result: { orderId: order.orderId, status: 'shipped', amount: 42 } })
+    expect(run).toMatchObject({ status: 'completed', result: { orderId: order.orderId, status: 'shipped', amount: 42, booked: 42 } })
+    expect(run.steps.book).toMatchObject({ kind: 'transaction', output: 42 })
     // Each progress chunk once, though the handler ran again from the top after the wait.
     expect(run.chunks?.kept.map((chunk) => chunk.data)).toEqual([
       { stage: 'awaiting payment', percent: 25 },

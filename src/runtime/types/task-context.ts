@@ -107,7 +107,7 @@ export interface StepApi {
    * the step in that same transaction, so the app's writes and the step's
    * record commit together or not at all: a replay returns the recorded
    * output and runs nothing, and a failure rolls back both (docs/tasks.md
-   * "Transactional steps"). `tx` is the store's:
+   * "Effects exactly once: transactional steps"). `tx` is the store's:
    * - SQLite and a Durable Object: a `SqlTransaction`, and `fn` must be
    *   synchronous (both databases run statements synchronously);
    * - Postgres: a `postgres` transaction (`PostgresTransaction`), and `fn`
