@@ -461,6 +461,7 @@ export class PostgresRunStore implements RunStore {
         SELECT ${wholeRecord(sql, this.schema)} AS record FROM ${runs}.runs
         WHERE (${query.taskName ?? null}::text IS NULL OR task_name = ${query.taskName ?? null}::text)
           AND (${statuses}::text[] IS NULL OR status = ANY(${statuses}::text[])) ${eventWait}
+          ${query.version === undefined ? sql`` : sql`AND record->>'version' = ${query.version}::text`}
           AND (${cursor}::text IS NULL OR seq < (SELECT seq FROM ${runs}.runs WHERE id = ${cursor}::text))
         ORDER BY seq DESC
         LIMIT ${limit === Infinity ? null : Math.ceil(limit)}::bigint`

@@ -109,6 +109,26 @@ export class PatchRemovedError extends StepMismatchError {
 }
 
 /**
+ * A run whose version of its task's code no live process serves any more,
+ * found due by a process of another version with `versionPolicy: 'fail'`:
+ * the run fails with it (docs/deploys.md). `RUN_VERSION_RETIRED`.
+ */
+export class RunVersionError extends SvcError {
+  readonly runId: string
+  readonly version: string
+  constructor(runId: string, taskName: string, version: string) {
+    super(
+      `Run ${runId} of task "${taskName}" started on version ${version}, which no live process serves any more, and versionPolicy is 'fail'; ` +
+        "start a new run, or deploy with versionPolicy 'migrate' to move such runs to the newest version",
+      'RUN_VERSION_RETIRED',
+      409,
+    )
+    this.runId = runId
+    this.version = version
+  }
+}
+
+/**
  * `ctx.step.transaction` on a run store with no database of its own to
  * share with the app (the memory store). `TRANSACTION_UNSUPPORTED`.
  */

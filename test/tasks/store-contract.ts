@@ -224,6 +224,19 @@ export function runStoreContract(name: string, createStore: (options?: { maxRuns
       expect(await store.listRuns({ cursor: 'no-such-run' })).toEqual([])
     })
 
+    it("keeps a run's version and its migrations, and lists the runs of a version", async () => {
+      const store = await createStore()
+      const [v1, v2, none] = [makeRun({ version: 'v1' }), makeRun({ version: 'v2' }), makeRun()]
+      for (const run of [v1, v2, none]) await store.createRun(run)
+      expect((await store.listRuns({ version: 'v1' })).map((run) => run.id)).toEqual([v1.id])
+      const migrations = [{ from: 'v1', to: 'v2', at: '2025-01-01T00:00:00.000Z' }]
+      expect(await store.updateRun(v1.id, { version: 'v2', migrations })).toMatchObject({ version: 'v2', migrations })
+      expect((await store.listRuns({ version: 'v2' })).map((run) => run.id)).toEqual([v2.id, v1.id])
+      expect((await store.listRuns({ version: 'v2', limit: 1 })).map((run) => run.id)).toEqual([v2.id])
+      expect(await store.listRuns({ version: 'v1' })).toEqual([])
+      expect((await store.getRun(none.id))?.version).toBeUndefined()
+    })
+
     it('lists the runs suspended on an event of a name (waitingForEvent), newest first, paged, and none once they resume', async () => {
       const store = await createStore()
       const onEvent = (name: string) =>

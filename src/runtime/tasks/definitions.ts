@@ -24,11 +24,12 @@ import { taskFlow } from './flow.ts'
 import type { TaskDefinition } from '../types/task-definition.ts'
 import type { CronClock } from './cron-clock.ts'
 import { eventListProblem, eventNames } from '../events/rules.ts'
+import { versionProblem } from './versions.ts'
 
 export type { TaskDefinition } from '../types/task-definition.ts'
 
 /** `clock` checks each schedule in full; without one, only its fields are counted (see `scheduleProblem`). */
-export function defineTasks(routes: readonly RuntimeApiRoute[], clock?: CronClock): Map<string, TaskDefinition> {
+export function defineTasks(routes: readonly RuntimeApiRoute[], clock?: CronClock, appVersion?: string): Map<string, TaskDefinition> {
   if (!Array.isArray(routes)) throw new TypeError(`createTaskRuntime(): routes must be an array (got ${describe(routes)})`)
   const tasks = new Map<string, TaskDefinition>()
   for (const route of routes) {
@@ -53,7 +54,8 @@ export function defineTasks(routes: readonly RuntimeApiRoute[], clock?: CronCloc
       (config.concurrency === undefined ? null : concurrencyProblem(config.concurrency)) ??
       (config.rateLimit === undefined ? null : rateLimitProblem(config.rateLimit)) ??
       (config.debounce === undefined ? null : debounceProblem(config.debounce)) ??
-      (resolved.on === null ? null : eventListProblem(resolved.on))
+      (resolved.on === null ? null : eventListProblem(resolved.on)) ??
+      (route.version === undefined ? null : versionProblem(route.version))
     if (problem) throw new TypeError(`${where}: ${problem}`)
     if (mod.input !== undefined && mod.input !== null && !isStandardSchema(mod.input) && !isSchemaDefinition(mod.input)) {
       throw new TypeError(`${where}: the "input" export must be a Standard Schema or a defineSchema() object`)
@@ -72,6 +74,7 @@ export function defineTasks(routes: readonly RuntimeApiRoute[], clock?: CronCloc
       timezone,
       on: resolved.on === null ? [] : eventNames(resolved.on as string | string[]),
       flow: route.flow ?? taskFlow(config),
+      ...((appVersion ?? route.version) === undefined ? {} : { version: appVersion ?? route.version }),
     })
   }
   return tasks

@@ -33,6 +33,7 @@ import { InFlight } from './in-flight.ts'
 import type { StepHost } from './steps.ts'
 import { hasSteps, type RunStore, type SharedWork } from './store.ts'
 import type { ExecutionEnd, Telemetry } from '../telemetry/types.ts'
+import type { RunVersions } from './versions.ts'
 
 export interface DispatcherOptions extends OutcomeRecorderOptions {
   /** What the steps of every attempt reach. */
@@ -42,6 +43,8 @@ export interface DispatcherOptions extends OutcomeRecorderOptions {
   owner: string
   /** Where each execution's span goes. */
   telemetry?: Telemetry | undefined
+  /** Whether a run's version is this process's to run (versions.ts). */
+  versions: RunVersions
 }
 
 export class Dispatcher {
@@ -53,6 +56,7 @@ export class Dispatcher {
   readonly #shared: SharedWork | undefined
   readonly #owner: string
   readonly #telemetry: Telemetry | undefined
+  readonly #versions: RunVersions
   /** Runs with a dispatch in flight, by id. */
   readonly #inFlight = new Map<string, InFlight>()
   readonly #timeouts = new AttemptTimeouts()
@@ -68,6 +72,7 @@ export class Dispatcher {
     this.#shared = options.shared
     this.#owner = options.owner
     this.#telemetry = options.telemetry
+    this.#versions = options.versions
     this.#invoker = {
       host: options.host,
       timeouts: this.#timeouts,
@@ -199,6 +204,31 @@ export class Dispatcher {
         )
         return
       }
+      if (!this.#versions.matches(run)) {
+        // Another version's run: handed to a process of it, moved to this one, or failed (versions.ts).
+        this.#versions.check(run).then(
+          (checked) => {
+            if (checked.kind === 'run') this.#invoke(entry, def, checked.run)
+            else if (checked.kind === 'hand-over') this.#handOver(entry)
+            else this.#endWritten(entry, checked.run, checked.error)
+          },
+          (error: unknown) => this.#dispatchFailed(entry, error),
+        )
+        return
+      }
+      this.#invoke(entry, def, run)
+    } catch (error) {
+      this.#dispatchFailed(entry, error)
+    }
+  }
+
+  /** Calls the handler of `def` for `run`, in an execution span with telemetry. */
+  #invoke(entry: InFlight, def: TaskDefinition, run: RunRecord): void {
+    try {
+      if (entry.stopped) {
+        this.#releaseDispatch(entry)
+        return
+      }
       // A call that ended at once has been through `#attemptEnded` already.
       const attempts = run.attempts.length
       const span = this.#telemetry?.execution(run, attempts + 1, attempts === 0 && !hasSteps(run))
@@ -263,6 +293,23 @@ export class Dispatcher {
     if (error instanceof LeaseLostError) this.abortLostLease(entry.id)
     else this.#logger.error(`[svc] task "${entry.taskName}": run ${entry.id} could not be processed: ${errorMessage(error)}`)
     this.#releaseDispatch(entry)
+  }
+
+  /**
+   * Leaves a run of another version to a live process of that version: its
+   * lease goes (the run is anyone's at once, and only that version's
+   * processes claim it), then they are woken to look.
+   */
+  #handOver(entry: InFlight): void {
+    const shared = this.#shared!
+    entry.leased = false
+    shared
+      .releaseLeases(this.#owner, [entry.id])
+      .then(() => shared.wake())
+      .catch((error: unknown) =>
+        this.#logger.error(`[svc] task "${entry.taskName}": could not hand run ${entry.id} over to its version: ${errorMessage(error)}`),
+      )
+      .then(() => this.#removeEntry(entry))
   }
 
   /** Ends a dispatch: gives its lease up, then removes its entry. */

@@ -27,6 +27,7 @@
  * Cloudflare worker makes itself, whose stores no other process shares,
  * leave it out of its bundle.
  */
+import { RunVersions, type VersionPolicy } from './versions.ts'
 import type { CompleteTokenResult, Logger, RunChange, RunRecord, TriggerOptions } from '../types.ts'
 import { describe } from '../describe.ts'
 import { isoAt, isoNow } from './clock.ts'
@@ -85,6 +86,8 @@ export class TaskEngine {
     telemetry?: Telemetry
     /** Print each entry a run logs (`ctx.log`) to `logger`, as `svc dev` does. */
     printRunLogs?: boolean
+    /** What happens to a run whose version no live process serves (versions.ts). @default 'migrate' */
+    versionPolicy?: VersionPolicy
     /** The claims of the work on a store several processes share; required with such a store. */
     sharedWork?: new (
       options: SharedWorkClaimsOptions,
@@ -140,7 +143,9 @@ export class TaskEngine {
       lostLease: (runId) => dispatch.abortLostLease(runId),
       runLog: runLogSink(logger, options.printRunLogs === true, telemetry),
     })
+    const versions = new RunVersions({ store, shared, owner, tasks, policy: options.versionPolicy ?? 'migrate', logger })
     const dispatch: Dispatcher = new Dispatcher({
+      versions,
       store,
       tasks,
       logger,
@@ -153,7 +158,7 @@ export class TaskEngine {
       owner,
       telemetry,
     })
-    const sharedWork = shared && Claims && new Claims({ shared, owner, logger, unrefTimers, dispatch, waitpoints, waiters, flow })
+    const sharedWork = shared && Claims && new Claims({ shared, owner, logger, unrefTimers, dispatch, waitpoints, waiters, flow, versions })
     this.#waitpoints = waitpoints
     this.#flow = flow
     this.#dispatch = dispatch
@@ -195,6 +200,7 @@ export class TaskEngine {
       finishedAt: iso,
       idempotencyKey: trigger.idempotencyKey,
       event: trigger.event,
+      ...(def.version === undefined ? {} : { version: def.version }),
     }
     const stored = await this.#store.createRun(run)
     if (stored.id === run.id) {
@@ -364,6 +370,7 @@ export class TaskEngine {
     if (parentRunId !== undefined) run.parentRunId = parentRunId
     if (replayOf !== undefined) run.replayOf = replayOf
     if (event !== undefined) run.event = event
+    if (def.version !== undefined) run.version = def.version
     const trace = this.#telemetry?.runCreated(run, options.trace)
     if (trace !== undefined) run.trace = trace
     if (debounce) return this.#store.debounceRun(run, debounce.key).then((stored) => this.#created(run, stored, true))

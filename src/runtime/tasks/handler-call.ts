@@ -96,6 +96,7 @@ class Context implements TaskContext {
   readonly input: unknown
   readonly runId: string
   readonly taskName: string
+  readonly version: string | undefined
   readonly #call: Call<RunRef>
 
   constructor(call: Call<RunRef>, run: RunRecord, attempt: number) {
@@ -103,6 +104,7 @@ class Context implements TaskContext {
     this.input = run.input
     this.runId = run.id
     this.taskName = run.taskName
+    this.version = run.version
     this.#call = call
   }
 

@@ -215,6 +215,7 @@ export class MemoryRunStore implements RunStore {
       if (query.taskName !== undefined && run.taskName !== query.taskName) continue
       if (statuses !== undefined && !statusMatches(run.status, statuses)) continue
       if (query.waitingForEvent !== undefined && !waitsForEvent(run, query.waitingForEvent)) continue
+      if (query.version !== undefined && run.version !== query.version) continue
       out.push(copyRun(run))
     }
     return out

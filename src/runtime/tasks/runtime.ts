@@ -22,6 +22,7 @@ import { listEventPage } from './event-list.ts'
 import type { RunStore } from './store.ts'
 import type { CronClock } from './cron-clock.ts'
 import { type Telemetry, telemetryOptionProblem } from '../telemetry/types.ts'
+import { resolveVersionPolicy, type VersionPolicy, versionProblem } from './versions.ts'
 
 export interface TaskRuntimeOptions {
   /**
@@ -100,6 +101,20 @@ export interface TaskRuntimeOptions {
    * @default true when `NODE_ENV` is `development` (`svc dev`), else false
    */
   printRunLogs?: boolean
+  /**
+   * The version of the app's code that every task here records on its
+   * runs, in place of each route's own `version` (docs/deploys.md).
+   * @default env.SVC_VERSION, else each route's `version`
+   */
+  version?: string
+  /**
+   * What happens to a run whose version no live process serves any more,
+   * when a process of another version finds it due: `'migrate'` moves it
+   * to the newest live version, recorded in `RunRecord.migrations`, and
+   * runs it there; `'fail'` fails it with a `RunVersionError`.
+   * @default env.SVC_VERSION_POLICY, else 'migrate'
+   */
+  versionPolicy?: VersionPolicy
 }
 
 /**
@@ -132,7 +147,11 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
   if (clock !== undefined && (clock === null || typeof clock.start !== 'function')) {
     throw new TypeError(`createTaskRuntime(): cron must be a cron clock such as cronerClock (got ${describe(clock)})`)
   }
-  const tasks = defineTasks(options.routes, clock)
+  const version = options.version ?? (env.SVC_VERSION || undefined)
+  const badVersion = version === undefined ? null : versionProblem(version)
+  if (badVersion) throw new TypeError(`createTaskRuntime(): ${options.version === undefined ? 'SVC_VERSION' : 'version'}: ${badVersion}`)
+  const versionPolicy = resolveVersionPolicy(options.versionPolicy, env)
+  const tasks = defineTasks(options.routes, clock, version)
   checkEventSchemas(options.events, 'createTaskRuntime()')
   const telemetry = options.telemetry
   const telemetryProblem = telemetryOptionProblem(telemetry)
@@ -151,6 +170,7 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
     eventSchemas: options.events,
     telemetry,
     printRunLogs,
+    versionPolicy,
   })
   const unobserve = telemetry?.observeRuns((status) => store.countRunsByTask(status))
   const scheduler = new TaskScheduler({ tasks, logger, clock, unref, fire: (name, tick) => engine.fireScheduled(name, tick) })

@@ -21,6 +21,7 @@ import type { Dispatcher } from './dispatch.ts'
 import type { FlowPromotion } from './flow-promotion.ts'
 import type { SharedWork } from './store.ts'
 import { Sweeper } from './sweeper.ts'
+import type { RunVersions } from './versions.ts'
 import type { RunWaiters } from './wait-for-run.ts'
 import type { Waitpoints } from './waitpoints.ts'
 
@@ -37,6 +38,8 @@ export interface SharedWorkClaimsOptions {
   waitpoints: Waitpoints
   waiters: RunWaiters
   flow: FlowPromotion
+  /** The versions this process serves, which it registers, and the others' it leaves to them (versions.ts). */
+  versions: RunVersions
 }
 
 export class SharedWorkClaims {
@@ -47,6 +50,7 @@ export class SharedWorkClaims {
   readonly #waitpoints: Waitpoints
   readonly #waiters: RunWaiters
   readonly #flow: FlowPromotion
+  readonly #versions: RunVersions
   readonly #sweeper: Sweeper
   #closed = false
   /** Draining (on its way out): takes no more work from the store. */
@@ -60,6 +64,7 @@ export class SharedWorkClaims {
     this.#waitpoints = options.waitpoints
     this.#waiters = options.waiters
     this.#flow = options.flow
+    this.#versions = options.versions
     this.#sweeper = new Sweeper({
       shared: options.shared,
       logger: options.logger,
@@ -80,7 +85,8 @@ export class SharedWorkClaims {
   }
 
   /** Starts sweeping and renewing, until `handOver`. */
-  start(): Promise<void> {
+  async start(): Promise<void> {
+    await this.#versions.register()
     return this.#sweeper.start()
   }
 
@@ -106,7 +112,7 @@ export class SharedWorkClaims {
       if (timers.length < SWEEP_BATCH || !this.takingWork) break
     }
     if (!this.takingWork) return undefined
-    const orphans = await shared.claimOrphanedRuns(this.#owner, SWEEP_BATCH)
+    const orphans = await shared.claimOrphanedRuns(this.#owner, SWEEP_BATCH, await this.#versions.skipped())
     if (!this.takingWork) {
       // Claimed by a sweep that was under way when the engine began to drain: they go back.
       if (orphans.length > 0) {
@@ -140,6 +146,7 @@ export class SharedWorkClaims {
    * lease was lost is aborted (`Dispatcher.abortLostLease`).
    */
   async renewLeases(): Promise<void> {
+    await this.#versions.register()
     const ids = this.#dispatch.leasedRunIds()
     if (ids.length === 0) return
     const held = new Set(await this.#shared.renewLeases(this.#owner, ids))
@@ -169,6 +176,7 @@ export class SharedWorkClaims {
       // sweep in progress and for UNLISTEN takes round trips the others
       // need not wait for.
       const stopped = this.#sweeper.stop()
+      await this.#versions.unregister()
       await shared.releaseLeases(this.#owner)
       await shared.wake()
       if (await stopped) {

@@ -29,6 +29,7 @@ export type {
   StartedRuns,
   SharedWork,
   EventRecord,
+  LiveVersions,
 } from '../types/run-store.ts'
 
 /**

@@ -41,6 +41,12 @@ export interface RouteModule {
 export interface RuntimeApiRoute extends Partial<ManifestRoute> {
   path: string
   module: RouteModule
+  /**
+   * Task routes: the version of the task's code, which each run records
+   * (`RunRecord.version`); `svc build` and `svc dev` set it to a digest of
+   * the task's module. `SVC_VERSION` (or the runtime's `version`) wins.
+   */
+  version?: string
 }
 
 /** A page module: the default export renders. */

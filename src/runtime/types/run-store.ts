@@ -13,7 +13,21 @@ import type { Attempt, RunChange, RunRecord, RunStatus, StepRecord } from './run
  * same write, so an attempt that ends the run costs one write, not two.
  */
 export type RunPatch = Partial<
-  Pick<RunRecord, 'status' | 'ok' | 'result' | 'suspended' | 'startedAt' | 'finishedAt' | 'runAt' | 'chunks' | 'logs' | 'attemptStarted'>
+  Pick<
+    RunRecord,
+    | 'status'
+    | 'ok'
+    | 'result'
+    | 'suspended'
+    | 'startedAt'
+    | 'finishedAt'
+    | 'runAt'
+    | 'chunks'
+    | 'logs'
+    | 'attemptStarted'
+    | 'version'
+    | 'migrations'
+  >
 > & {
   attempt?: Attempt
 }
@@ -30,6 +44,8 @@ export interface RunQuery {
    * waits on that name and not every suspended run.
    */
   waitingForEvent?: string
+  /** Only runs that started on (or moved to) this version of their task (`RunRecord.version`). */
+  version?: string
   /** At most this many runs, newest first. @default unlimited */
   limit?: number
   /**
@@ -312,6 +328,12 @@ export interface EventRecord {
   resumed?: string[]
 }
 
+/** A live process and the `<task>@<version>` keys it serves (`SharedWork.liveVersions`). */
+export interface LiveVersions {
+  owner: string
+  versions: string[]
+}
+
 /** What `startQueued` resolves to. */
 export interface StartedRuns {
   /** The runs it moved to `running`, in creation order. */
@@ -373,9 +395,23 @@ export interface SharedWork {
    * holds and whose `task` waitpoint's child has finished: a child reached
    * through an idempotency key resumes only the run that started it, so
    * the claimer resumes the others. Never a run `owner` holds itself: its
-   * dispatch there is still in flight, however late its renewal.
+   * dispatch there is still in flight, however late its renewal. Nor a
+   * run whose task and version make one of the `skip` keys
+   * (`<task>@<version>`): another live process serves that version.
    */
-  claimOrphanedRuns(owner: string, limit: number): Promise<RunRecord[]>
+  claimOrphanedRuns(owner: string, limit: number, skip?: readonly string[]): Promise<RunRecord[]>
+
+  /**
+   * Optional, the three together: which process serves which versions
+   * (docs/deploys.md). `register` says `owner` is live and serves these
+   * `<task>@<version>` keys; it is called again on every lease renewal, and
+   * an owner not heard from for `leaseMs` is gone. `unregister` says it is
+   * gone at once (it shuts down). `liveVersions` lists the live owners,
+   * the one registered first last (newest first).
+   */
+  register?(owner: string, versions: readonly string[]): Promise<void>
+  unregister?(owner: string): Promise<void>
+  liveVersions?(): Promise<LiveVersions[]>
 
   /** Claims one tick (ISO) of a task's schedule; true for exactly one caller per pair. */
   claimTick(taskName: string, tick: string): Promise<boolean>

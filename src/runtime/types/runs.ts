@@ -123,6 +123,24 @@ export interface RunRecord extends RunEnvelope {
    * waits: the attempt's record, once it ends, spans its waits too.
    */
   attemptStarted?: { attempt: number; at: string }
+  /**
+   * The version of its task's code the run started on (docs/deploys.md):
+   * `SVC_VERSION` when set, else the digest of the task's module that
+   * `svc build` and `svc dev` compute. A run is resumed only by a process
+   * of that version while one is live; `migrations` records each move to
+   * another.
+   */
+  version?: string
+  /** Each time the run moved to another version because no live process served its own (`versionPolicy: 'migrate'`). */
+  migrations?: RunMigration[]
+}
+
+/** A run's move from one version of its task to another (`RunRecord.migrations`). */
+export interface RunMigration {
+  from: string
+  to: string
+  /** When (ISO). */
+  at: string
 }
 
 /**

@@ -20,6 +20,8 @@ export interface TaskContext<Input = unknown> {
   signal: AbortSignal
   runId: string
   taskName: string
+  /** The version of the task's code this run started on, or moved to (`RunRecord.version`; docs/deploys.md); absent when the app sets none. */
+  version: string | undefined
   /**
    * Sends a named chunk of data to the run's subscribers
    * (`subscribeRun`'s `onChunk`, `GET /__tasks/runs/<id>/stream`), for a

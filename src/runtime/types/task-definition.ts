@@ -22,4 +22,6 @@ export interface TaskDefinition {
   on: string[]
   /** `route.concurrency`, `route.rateLimit` and `route.debounce`, each absent when unset. */
   flow: TaskFlow
+  /** The version of its code that runs record (`RunRecord.version`), when the app sets one. */
+  version?: string
 }

@@ -142,6 +142,10 @@ export function listRunsQuery(query: RunQuery): { text: string; params: (string 
     where.push(`status IN (${statuses.map(() => '?').join(', ')})`)
     params.push(...statuses)
   }
+  if (query.version !== undefined) {
+    where.push("json_extract(record, '$.version') = ?")
+    params.push(query.version)
+  }
   if (query.cursor !== undefined) {
     // A cursor the table does not hold makes the comparison NULL: no row, as in the memory store.
     where.push('seq < (SELECT seq FROM runs WHERE id = ?)')

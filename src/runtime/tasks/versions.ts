@@ -1,0 +1,182 @@
+/**
+ * Runs pinned to the version of the code they started on (docs/deploys.md).
+ *
+ * Each run records its task's version (`RunRecord.version`). Before an
+ * attempt runs here, the dispatch asks `RunVersions.check` whether the
+ * run's version is this process's for its task:
+ *
+ * - it is (or the run or the task has none): the attempt runs here;
+ * - on a store several processes share, a live process of the run's
+ *   version is registered (`SharedWork.liveVersions`): the run is handed
+ *   over, that is, left running with no lease, which that process's sweep
+ *   claims (the others' sweeps skip it: `skipped`);
+ * - no live process serves it: the run follows `versionPolicy`. `migrate`
+ *   moves it to the newest live version of its task (the one of the
+ *   process registered last), recorded in `RunRecord.migrations`, and runs
+ *   it here when that is this process's version, else hands it over;
+ *   `fail` fails it with `RunVersionError`.
+ *
+ * A process registers the versions it serves (`SharedWork.register`) as it
+ * starts, and again on every lease renewal; one not heard from for
+ * `leaseMs` is gone. Edge-safe: no `node:` import.
+ */
+import type { Logger, RunMigration, RunRecord } from '../types.ts'
+import { RunVersionError } from '../errors.ts'
+import { describe } from '../describe.ts'
+import type { TaskDefinition } from './definitions.ts'
+import type { LiveVersions, RunStore, SharedWork } from './store.ts'
+
+export type VersionPolicy = 'migrate' | 'fail'
+
+export const VERSION_POLICIES: readonly VersionPolicy[] = ['migrate', 'fail']
+
+/** The longest version a run records. */
+export const MAX_VERSION_LENGTH = 128
+
+/** How a registry names a task's version: `<task>@<version>` (a task name has no `@`). */
+export function versionKey(taskName: string, version: string): string {
+  return `${taskName}@${version}`
+}
+
+/** What is wrong with `version` as a task's version, or null. */
+export function versionProblem(version: unknown): string | null {
+  if (typeof version !== 'string' || version.length === 0 || version.length > MAX_VERSION_LENGTH) {
+    return `a version must be a string of 1 to ${MAX_VERSION_LENGTH} characters (got ${describe(version)})`
+  }
+  // Printable ASCII without spaces: it goes into logs, URLs and SQL keys as it is.
+  if (!/^[\x21-\x7e]+$/.test(version))
+    return `a version holds only printable ASCII characters without spaces (got ${JSON.stringify(version)})`
+  return null
+}
+
+/** What an attempt about to run here does, by its run's version. */
+export type VersionCheck =
+  /** Run it here: `run` is the record to run (moved to this version when it was migrated). */
+  | { kind: 'run'; run: RunRecord }
+  /** Another live process serves the run's version: leave the run to it. */
+  | { kind: 'hand-over' }
+  /** The run was failed (`versionPolicy: 'fail'`), or is no longer running: nothing to do. */
+  | { kind: 'done'; run: RunRecord | undefined; error?: string }
+
+export interface RunVersionsOptions {
+  store: RunStore
+  shared: SharedWork | undefined
+  owner: string
+  tasks: ReadonlyMap<string, TaskDefinition>
+  policy: VersionPolicy
+  logger: Logger
+}
+
+export class RunVersions {
+  readonly #store: RunStore
+  readonly #shared: SharedWork | undefined
+  readonly #owner: string
+  readonly #tasks: ReadonlyMap<string, TaskDefinition>
+  readonly #policy: VersionPolicy
+  readonly #logger: Logger
+  /** The `task@version` keys this process serves; empty when no task has a version. */
+  readonly served: readonly string[]
+
+  constructor(options: RunVersionsOptions) {
+    this.#store = options.store
+    this.#shared = options.shared
+    this.#owner = options.owner
+    this.#tasks = options.tasks
+    this.#policy = options.policy
+    this.#logger = options.logger
+    this.served = [...options.tasks.values()].flatMap((def) => (def.version === undefined ? [] : [versionKey(def.name, def.version)]))
+  }
+
+  /** Whether runs are pinned here: some task has a version, and the store tells live processes apart. */
+  get registers(): boolean {
+    return this.served.length > 0 && this.#shared?.register !== undefined
+  }
+
+  /** Whether `run` may run here as it is: it or its task has no version, or they are the same. */
+  matches(run: RunRecord): boolean {
+    const mine = this.#tasks.get(run.taskName)?.version
+    return run.version === undefined || mine === undefined || run.version === mine
+  }
+
+  /** Registers (again) this process as live, serving its versions. */
+  async register(): Promise<void> {
+    if (this.registers) await this.#shared!.register!(this.#owner, this.served)
+  }
+
+  /** Says this process is gone, so its runs go to the policy at once rather than after `leaseMs`. */
+  async unregister(): Promise<void> {
+    if (this.registers) await this.#shared!.unregister!(this.#owner)
+  }
+
+  /**
+   * The `task@version` keys that other live processes serve and this one
+   * does not: an orphan of one of those is theirs to claim.
+   */
+  async skipped(): Promise<string[]> {
+    if (!this.registers) return []
+    const mine = new Set(this.served)
+    const skip = new Set<string>()
+    for (const live of await this.#shared!.liveVersions!()) {
+      if (live.owner === this.#owner) continue
+      for (const key of live.versions) if (!mine.has(key)) skip.add(key)
+    }
+    return [...skip]
+  }
+
+  /** What to do with `run`, which `matches` said is not this process's version, before its attempt runs here. */
+  async check(run: RunRecord): Promise<VersionCheck> {
+    const from = run.version!
+    const mine = this.#tasks.get(run.taskName)!.version!
+    const live = this.registers ? await this.#shared!.liveVersions!() : []
+    const others = live.filter((entry) => entry.owner !== this.#owner)
+    if (others.some((entry) => entry.versions.includes(versionKey(run.taskName, from)))) return { kind: 'hand-over' }
+    if (this.#policy === 'fail') {
+      const error = new RunVersionError(run.id, run.taskName, from).message
+      const failed = await this.#store.updateRun(
+        run.id,
+        {
+          status: 'failed',
+          ok: false,
+          finishedAt: new Date().toISOString(),
+          suspended: undefined,
+          attemptStarted: undefined,
+          attempt: { index: run.attempts.length + 1, startedAt: new Date().toISOString(), durationMs: 0, error },
+        },
+        { status: 'running' },
+      )
+      return { kind: 'done', run: failed, error }
+    }
+    const to = newestVersion(live, run.taskName) ?? mine
+    const migration: RunMigration = { from, to, at: new Date().toISOString() }
+    const moved = await this.#store.updateRun(
+      run.id,
+      { version: to, migrations: [...(run.migrations ?? []), migration] },
+      { status: 'running' },
+    )
+    if (!moved) return { kind: 'done', run: undefined }
+    this.#logger.warn(
+      `[svc] task "${run.taskName}": run ${run.id} started on version ${from}, which no live process serves any more; it moved to version ${to}`,
+    )
+    return to === mine ? { kind: 'run', run: moved } : { kind: 'hand-over' }
+  }
+}
+
+/** The version of `taskName` that the newest of the live processes serves (they come newest first). */
+function newestVersion(live: readonly LiveVersions[], taskName: string): string | undefined {
+  const prefix = `${taskName}@`
+  for (const entry of live) {
+    const key = entry.versions.find((candidate) => candidate.startsWith(prefix))
+    if (key !== undefined) return key.slice(prefix.length)
+  }
+  return undefined
+}
+
+/** The version policy of `createTaskRuntime`, from its option or `SVC_VERSION_POLICY`. */
+export function resolveVersionPolicy(option: unknown, env: Record<string, string | undefined>): VersionPolicy {
+  const value = option ?? (env.SVC_VERSION_POLICY || undefined) ?? 'migrate'
+  if (!VERSION_POLICIES.includes(value as VersionPolicy)) {
+    const from = option === undefined ? 'SVC_VERSION_POLICY' : 'versionPolicy'
+    throw new TypeError(`createTaskRuntime(): ${from} must be 'migrate' or 'fail' (got ${describe(value)})`)
+  }
+  return value as VersionPolicy
+}
