@@ -12,14 +12,14 @@ import { RUNS_BY_EVENT_WAIT } from '../runtime/tasks/sql/queries.ts'
 import { createTables, MOVE_STEPS, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
 import { CHANGES_TABLE } from './sqlite-changes.ts'
 import { commitOpenBatch } from './sqlite-group-commit.ts'
-import { LEASE_COLUMNS } from './sqlite-leases.ts'
+import { LEASE_COLUMNS, PROCESSES_TABLE } from './sqlite-leases.ts'
 import { OWNER_FENCE_COLUMN, OWNERS_TABLE } from './sqlite-owners.ts'
 
 /** Pages of WAL that trigger a checkpoint (see `prepare`). */
 const WAL_CHECKPOINT_PAGES = 10_000
 
 /** The schema this release writes. Bump it, and add a step to `MIGRATIONS`, when the schema changes. */
-export const SCHEMA_VERSION = 9
+export const SCHEMA_VERSION = 10
 
 // Each entry moves a database from version `index` to `index + 1`. What an
 // entry runs must keep its meaning once released: files it migrated exist.
@@ -41,6 +41,8 @@ const MIGRATIONS: readonly string[] = [
   CHANGES_TABLE,
   // 9: the suspended runs that wait for an event, by its name (sql/queries.ts).
   RUNS_BY_EVENT_WAIT,
+  // 10: the processes that share the file, and the versions of the tasks each serves (sqlite-leases.ts).
+  PROCESSES_TABLE,
 ]
 
 /**

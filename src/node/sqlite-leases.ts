@@ -100,7 +100,8 @@ export const CLAIM_ORPHANED_RUNS = `UPDATE runs SET lease_owner = ?1, lease_unti
           SELECT 1 FROM runs c
           WHERE c.id = json_extract(r.record, '$.suspended.waitpoint.runId') AND c.finished_seq IS NOT NULL
         ))
-    )
+    ) AND (json_extract(r.record, '$.version') IS NULL
+      OR r.task_name || '@' || json_extract(r.record, '$.version') NOT IN (SELECT value FROM json_each(?6)))
     ORDER BY r.seq LIMIT ?5
   )
   RETURNING id, owner_fence`
@@ -111,3 +112,19 @@ export const CLAIM_TICK = 'INSERT OR IGNORE INTO cron_ticks (task_name, tick) VA
 
 export const WAKE = 'UPDATE wakes SET n = n + 1'
 export const WAKES = 'SELECT n FROM wakes'
+
+/**
+ * The processes on the file that serve versions of their tasks
+ * (docs/deploys.md), each with the `<task>@<version>` keys it serves (a
+ * JSON array), when it registered first and when last (ms since the
+ * epoch). A process not heard from for `leaseMs` is gone.
+ */
+export const PROCESSES_TABLE = `
+  CREATE TABLE processes (owner TEXT PRIMARY KEY, versions TEXT NOT NULL, started_at INTEGER NOT NULL, beat_at INTEGER NOT NULL) WITHOUT ROWID;`
+
+export const REGISTER_PROCESS = `INSERT INTO processes (owner, versions, started_at, beat_at) VALUES (?1, ?2, ?3, ?3)
+  ON CONFLICT (owner) DO UPDATE SET versions = excluded.versions, beat_at = excluded.beat_at`
+/** Rows of processes gone for an hour go as others register. */
+export const PRUNE_PROCESSES = 'DELETE FROM processes WHERE beat_at < ?'
+export const UNREGISTER_PROCESS = 'DELETE FROM processes WHERE owner = ?'
+export const LIVE_PROCESSES = 'SELECT owner, versions FROM processes WHERE beat_at >= ? ORDER BY started_at DESC, owner'

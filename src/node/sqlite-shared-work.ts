@@ -17,7 +17,7 @@
  * go through a table in the same way (sqlite-changes.ts).
  */
 import type { StatementSync } from 'node:sqlite'
-import type { SharedWork, TimerRecord } from '../runtime/tasks/store.ts'
+import type { LiveVersions, SharedWork, TimerRecord } from '../runtime/tasks/store.ts'
 import type { RunChange, RunRecord } from '../types.ts'
 import { SqliteChangeLog } from './sqlite-changes.ts'
 import {
@@ -27,12 +27,16 @@ import {
   CLAIM_TICK,
   CLAIM_TIMER,
   FINISH_TIMER,
+  LIVE_PROCESSES,
   NEXT_DUE_AT,
+  PRUNE_PROCESSES,
   PRUNE_TICKS,
+  REGISTER_PROCESS,
   RELEASE_ALL_LEASES,
   RELEASE_LEASES,
   RELEASE_TIMER_CLAIMS,
   RENEW_LEASES,
+  UNREGISTER_PROCESS,
   WAKE,
   WAKES,
 } from './sqlite-leases.ts'
@@ -40,6 +44,7 @@ import {
 /** How often a store with subscribers looks for a `wake()` of any process. */
 export const WAKE_POLL_MS = 25
 const DAY_MS = 24 * 60 * 60 * 1000
+const HOUR_MS = 60 * 60 * 1000
 
 /** What the shared work needs of its store. */
 export interface SqliteSharedHost {
@@ -145,11 +150,11 @@ export class SqliteSharedWork implements SharedWork {
     })
   }
 
-  claimOrphanedRuns(owner: string, limit: number): Promise<RunRecord[]> {
+  claimOrphanedRuns(owner: string, limit: number, skip: readonly string[] = []): Promise<RunRecord[]> {
     const host = this.#host
     return host.write(() => {
       const at = Date.now()
-      const rows = host.sql(CLAIM_ORPHANED_RUNS).all(owner, at + this.leaseMs, at, host.owner, limit) as {
+      const rows = host.sql(CLAIM_ORPHANED_RUNS).all(owner, at + this.leaseMs, at, host.owner, limit, JSON.stringify(skip)) as {
         id: string
         owner_fence: number
       }[]
@@ -161,6 +166,29 @@ export class SqliteSharedWork implements SharedWork {
       }
       return runs
     })
+  }
+
+  register(owner: string, versions: readonly string[]): Promise<void> {
+    return this.#host.write(() => {
+      const at = Date.now()
+      this.#host.sql(PRUNE_PROCESSES).run(at - HOUR_MS)
+      this.#host.sql(REGISTER_PROCESS).run(owner, JSON.stringify(versions), at)
+    })
+  }
+
+  unregister(owner: string): Promise<void> {
+    return this.#host.write(() => {
+      this.#host.sql(UNREGISTER_PROCESS).run(owner)
+    })
+  }
+
+  liveVersions(): Promise<LiveVersions[]> {
+    return this.#host.read(() =>
+      (this.#host.sql(LIVE_PROCESSES).all(Date.now() - this.leaseMs) as { owner: string; versions: string }[]).map((row) => ({
+        owner: row.owner,
+        versions: JSON.parse(row.versions) as string[],
+      })),
+    )
   }
 
   claimTick(taskName: string, tick: string): Promise<boolean> {

@@ -211,6 +211,17 @@ const MIGRATIONS: readonly string[] = [
   -- waitingForEvent, what a send reads; EVENT_WAIT_NAME).
   CREATE INDEX runs_by_event_wait ON $schema.runs ((${EVENT_WAIT_NAME}), seq) WHERE status = 'suspended';
   `,
+  `
+  -- The processes that share the database and the versions of the tasks
+  -- each serves, as <task>@<version> keys (docs/deploys.md): one not heard
+  -- from for leaseMs is gone.
+  CREATE TABLE $schema.processes (
+    owner text PRIMARY KEY,
+    versions text[] NOT NULL,
+    started_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    beat_at timestamptz NOT NULL DEFAULT now()
+  );
+  `,
 ]
 
 /** The schema version this release writes. */

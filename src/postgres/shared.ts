@@ -30,7 +30,7 @@
  * write finds out that it is not.
  */
 import type { Sql } from 'postgres'
-import type { SharedWork, TimerRecord } from '../runtime/tasks/store.ts'
+import type { LiveVersions, SharedWork, TimerRecord } from '../runtime/tasks/store.ts'
 import type { RunChange, RunRecord } from '../types.ts'
 import { PostgresChanges } from './changes.ts'
 import type { Fences } from './fences.ts'
@@ -197,7 +197,7 @@ export class PostgresSharedWork implements SharedWork {
     })
   }
 
-  claimOrphanedRuns(owner: string, limit: number): Promise<RunRecord[]> {
+  claimOrphanedRuns(owner: string, limit: number, skip: readonly string[] = []): Promise<RunRecord[]> {
     return this.#run(async (sql) => {
       const runs = sql(this.#schema)
       const held = this.#fences.runIds(owner)
@@ -225,12 +225,40 @@ export class PostgresSharedWork implements SharedWork {
                 WHERE c.id = r.record #>> '{suspended,waitpoint,runId}' AND c.finished_seq IS NOT NULL
               ))
           )
+          AND (r.record->>'version' IS NULL OR r.task_name || '@' || (r.record->>'version') <> ALL(${skip as string[]}::text[]))
           ORDER BY r.seq LIMIT ${limit}
           FOR UPDATE OF r SKIP LOCKED
         )
         RETURNING ${wholeRecord(sql, this.#schema)} AS record, lease_fence::text AS fence`
       for (const row of rows) this.#fences.claimed(owner, row.record.id, row.fence)
       return rows.map((row) => row.record)
+    })
+  }
+
+  register(owner: string, versions: readonly string[]): Promise<void> {
+    return this.#run(async (sql) => {
+      const schema = sql(this.#schema)
+      // Rows of processes gone for an hour go as others register.
+      await sql`
+        WITH pruned AS (DELETE FROM ${schema}.processes WHERE beat_at < now() - interval '1 hour')
+        INSERT INTO ${schema}.processes (owner, versions) VALUES (${owner}, ${versions as string[]}::text[])
+        ON CONFLICT (owner) DO UPDATE SET versions = excluded.versions, beat_at = now()`
+    })
+  }
+
+  unregister(owner: string): Promise<void> {
+    return this.#run(async (sql) => {
+      await sql`DELETE FROM ${sql(this.#schema)}.processes WHERE owner = ${owner}`
+    })
+  }
+
+  liveVersions(): Promise<LiveVersions[]> {
+    return this.#run(async (sql) => {
+      const rows = await sql<LiveVersions[]>`
+        SELECT owner, versions FROM ${sql(this.#schema)}.processes
+        WHERE beat_at >= now() - ${this.leaseMs} * interval '1 millisecond'
+        ORDER BY started_at DESC, owner`
+      return rows.map((row) => ({ owner: row.owner, versions: row.versions }))
     })
   }
 

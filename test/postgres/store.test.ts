@@ -205,6 +205,7 @@ describe('PostgresRunStore migrations', () => {
       'cron_ticks',
       'events',
       'migrations',
+      'processes',
       'run_counts',
       'runs',
       'steps',

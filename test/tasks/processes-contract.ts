@@ -53,6 +53,8 @@ interface ServerOptions {
   pollMs?: number
   /** Run the in-process cron scheduler (off unless a test is about it). */
   cron?: boolean
+  /** The version of the app's code the server serves (`SVC_VERSION`). */
+  version?: string
 }
 
 const recorded = (run: RunRecord) => ['a', 'b', 'c'].filter((key) => run.steps[key]?.status === 'completed')
@@ -67,11 +69,12 @@ export function processesContract(name: string, setup: () => Promise<ProcessesCl
     })
     afterAll(() => cluster?.close())
 
-    function startServer({ leaseMs = LEASE_MS, pollMs = 200, cron = false }: ServerOptions = {}): Promise<ChildServer> {
+    function startServer({ leaseMs = LEASE_MS, pollMs = 200, cron = false, version }: ServerOptions = {}): Promise<ChildServer> {
       return startChild(SCRIPT, [cluster.runs, cluster.effects, String(leaseMs), String(pollMs)], {
         ...process.env,
         SVC_DISABLE_IN_PROCESS_CRON: cron ? '' : '1',
         SVC_TASK_SECRET: SECRET,
+        SVC_VERSION: version ?? '',
       })
     }
 
@@ -269,6 +272,46 @@ export function processesContract(name: string, setup: () => Promise<ProcessesCl
       for (const run of done) expect(run.result, run.id).toEqual({ pid: byRun.get(run.id) })
       await Promise.all(servers.map((server) => server.close()))
     }, 150_000)
+
+    it('a rolling deploy: runs of each version are resumed only by processes of their own; once the old processes stop, their runs move to the new version', async () => {
+      const old = await Promise.all([startServer({ version: 'v1' }), startServer({ version: 'v1' })])
+      const current = await Promise.all([startServer({ version: 'v2' }), startServer({ version: 'v2' })])
+      const pids = (servers: ChildServer[]) => new Set(servers.map((server) => server.pid))
+      const trigger = (server: ChildServer, sleep: number) => server.call<string>('trigger', { task: 'versioned', payload: { sleep } })
+      // Side by side: each server triggers runs, which wake while every process looks for due work.
+      const side = await Promise.all([...old, ...current].flatMap((server) => Array.from({ length: 6 }, () => trigger(server, 0.5))))
+      // Runs of v1 that wake only after the old processes are gone.
+      const stranded = await Promise.all(Array.from({ length: 6 }, (_, i) => trigger(old[i % 2], 4)))
+      const completed = (ids: string[]) =>
+        until(async () => {
+          const runs = await Promise.all(ids.map((id) => store.getRun(id)))
+          return runs.every((run) => run?.status === 'completed') && (runs as RunRecord[])
+        }, 30_000)
+      const sideRuns = await completed(side)
+      const ran = await effects()
+      for (const run of sideRuns) {
+        const mine = run.version === 'v1' ? pids(old) : pids(current)
+        const steps = ran.filter((row) => row.run_id === run.id)
+        // A step in flight on a process that stalls past its lease may run again (at least once); never on another version.
+        expect([...new Set(steps.map((row) => row.step))].sort(), run.id).toEqual([`after@${run.version}`, `before@${run.version}`])
+        for (const row of steps) expect(mine.has(row.pid), `${run.id} ${row.step} ran on ${row.pid}`).toBe(true)
+        expect(run.migrations).toBeUndefined()
+      }
+      expect(new Set(sideRuns.map((run) => run.version))).toEqual(new Set(['v1', 'v2']))
+
+      // The old processes stop (as a deploy stops them); their sleeping runs move to v2 when they wake.
+      await Promise.all(old.map((server) => server.close()))
+      const moved = await completed(stranded)
+      const after = await effects()
+      for (const run of moved) {
+        expect(run).toMatchObject({ version: 'v2', result: { version: 'v2' } })
+        expect(run.migrations).toEqual([{ from: 'v1', to: 'v2', at: expect.any(String) }])
+        const steps = after.filter((row) => row.run_id === run.id)
+        expect([...new Set(steps.map((row) => row.step))].sort()).toEqual(['after@v2', 'before@v1'])
+        expect(pids(current).has(steps.find((row) => row.step === 'after@v2')!.pid)).toBe(true)
+      }
+      await Promise.all(current.map((server) => server.close()))
+    }, 90_000)
 
     it('a process that shuts down mid-attempt hands the attempt to another at once, not after its lease', async () => {
       // A lease and a poll far longer than the test: only the handover, and

@@ -140,6 +140,20 @@ export function sharedWorkContract(name: string, database: () => OpenSharedStore
         expect([...first, ...second].sort()).toEqual(['o1', 'o2', 'o3'])
       })
 
+      it('claimOrphanedRuns leaves the runs whose task and version make one of the skipped keys', async () => {
+        const open = await database()
+        const [a, b] = [open({ leaseMs: 50 }), open()]
+        await a.createRun(makeRun({ id: 'v1', taskName: 'report', version: 'v1', status: 'running' }))
+        await a.createRun(makeRun({ id: 'v2', taskName: 'report', version: 'v2', status: 'running' }))
+        await a.createRun(makeRun({ id: 'other', taskName: 'mail', version: 'v1', status: 'running' }))
+        await a.createRun(makeRun({ id: 'none', taskName: 'report', status: 'running' }))
+        await sleep(100)
+        const claimed = await b.shared.claimOrphanedRuns('c', 10, ['report@v1', 'mail@v9'])
+        expect(claimed.map((run) => run.id).sort()).toEqual(['none', 'other', 'v2'])
+        expect((await b.shared.claimOrphanedRuns('c', 10, ['report@v1'])).map((run) => run.id)).toEqual([])
+        expect((await b.shared.claimOrphanedRuns('d', 10)).map((run) => run.id)).toEqual(['v1'])
+      })
+
       it('a renewal drops a run that was cancelled meanwhile: its attempt is to stop', async () => {
         const open = await database()
         const [a, b] = [open(), open()]
@@ -238,6 +252,29 @@ export function sharedWorkContract(name: string, database: () => OpenSharedStore
     })
 
     describe('cron ticks and wake-ups', () => {
+      it('registers the live processes and the versions each serves, newest first, until they unregister or go quiet past leaseMs', async () => {
+        const open = await database()
+        const [a, b] = [open({ leaseMs: 300 }), open({ leaseMs: 300 })]
+        expect(await a.shared.liveVersions!()).toEqual([])
+        await a.shared.register!('old', ['report@v1'])
+        await sleep(20)
+        await b.shared.register!('new', ['report@v2', 'mail@v2'])
+        expect(await a.shared.liveVersions!()).toEqual([
+          { owner: 'new', versions: ['report@v2', 'mail@v2'] },
+          { owner: 'old', versions: ['report@v1'] },
+        ])
+        // Registering again keeps its place and takes the versions it now serves.
+        await a.shared.register!('old', ['report@v1b'])
+        expect((await b.shared.liveVersions!()).map((live) => live.versions)).toEqual([['report@v2', 'mail@v2'], ['report@v1b']])
+        await b.shared.unregister!('new')
+        expect((await a.shared.liveVersions!()).map((live) => live.owner)).toEqual(['old'])
+        // Not heard from for leaseMs: gone.
+        await sleep(400)
+        expect(await a.shared.liveVersions!()).toEqual([])
+        await a.shared.register!('old', ['report@v1b'])
+        expect((await a.shared.liveVersions!()).map((live) => live.owner)).toEqual(['old'])
+      })
+
       it('each tick of a task is claimed once, however many stores claim it at once', async () => {
         const open = await database()
         const stores = [open(), open(), open()]
