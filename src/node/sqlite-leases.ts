@@ -115,7 +115,7 @@ export const WAKES = 'SELECT n FROM wakes'
 
 /**
  * The processes on the file that serve versions of their tasks
- * (docs/deploys.md), each with the `<task>@<version>` keys it serves (a
+ * (docs/deploying.md "Runs across deploys"), each with the `<task>@<version>` keys it serves (a
  * JSON array), when it registered first and when last (ms since the
  * epoch). A process not heard from for `leaseMs` is gone.
  */

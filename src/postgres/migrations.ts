@@ -213,7 +213,7 @@ const MIGRATIONS: readonly string[] = [
   `,
   `
   -- The processes that share the database and the versions of the tasks
-  -- each serves, as <task>@<version> keys (docs/deploys.md): one not heard
+  -- each serves, as <task>@<version> keys (docs/deploying.md "Runs across deploys"): one not heard
   -- from for leaseMs is gone.
   CREATE TABLE $schema.processes (
     owner text PRIMARY KEY,

@@ -111,7 +111,7 @@ export class PatchRemovedError extends StepMismatchError {
 /**
  * A run whose version of its task's code no live process serves any more,
  * found due by a process of another version with `versionPolicy: 'fail'`:
- * the run fails with it (docs/deploys.md). `RUN_VERSION_RETIRED`.
+ * the run fails with it (docs/deploying.md "Runs across deploys"). `RUN_VERSION_RETIRED`.
  */
 export class RunVersionError extends SvcError {
   readonly runId: string

@@ -1,5 +1,5 @@
 /**
- * Runs pinned to the version of their task's code (docs/deploys.md): each
+ * Runs pinned to the version of their task's code (docs/deploying.md "Runs across deploys"): each
  * run records its version; a process of another version that finds it due
  * moves it to its own ('migrate', recorded) or fails it ('fail'), when no
  * live process serves its version. Here one process at a time on one SQLite

@@ -103,7 +103,7 @@ export interface TaskRuntimeOptions {
   printRunLogs?: boolean
   /**
    * The version of the app's code that every task here records on its
-   * runs, in place of each route's own `version` (docs/deploys.md).
+   * runs, in place of each route's own `version` (docs/deploying.md "Runs across deploys").
    * @default env.SVC_VERSION, else each route's `version`
    */
   version?: string

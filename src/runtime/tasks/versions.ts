@@ -1,5 +1,5 @@
 /**
- * Runs pinned to the version of the code they started on (docs/deploys.md).
+ * Runs pinned to the version of the code they started on (docs/deploying.md "Runs across deploys").
  *
  * Each run records its task's version (`RunRecord.version`). Before an
  * attempt runs here, the dispatch asks `RunVersions.check` whether the

@@ -403,7 +403,7 @@ export interface SharedWork {
 
   /**
    * Optional, the three together: which process serves which versions
-   * (docs/deploys.md). `register` says `owner` is live and serves these
+   * (docs/deploying.md "Runs across deploys"). `register` says `owner` is live and serves these
    * `<task>@<version>` keys; it is called again on every lease renewal, and
    * an owner not heard from for `leaseMs` is gone. `unregister` says it is
    * gone at once (it shuts down). `liveVersions` lists the live owners,

@@ -124,7 +124,7 @@ export interface RunRecord extends RunEnvelope {
    */
   attemptStarted?: { attempt: number; at: string }
   /**
-   * The version of its task's code the run started on (docs/deploys.md):
+   * The version of its task's code the run started on (docs/deploying.md "Runs across deploys"):
    * `SVC_VERSION` when set, else the digest of the task's module that
    * `svc build` and `svc dev` compute. A run is resumed only by a process
    * of that version while one is live; `migrations` records each move to

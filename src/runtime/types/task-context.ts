@@ -20,7 +20,7 @@ export interface TaskContext<Input = unknown> {
   signal: AbortSignal
   runId: string
   taskName: string
-  /** The version of the task's code this run started on, or moved to (`RunRecord.version`; docs/deploys.md); absent when the app sets none. */
+  /** The version of the task's code this run started on, or moved to (`RunRecord.version`; docs/deploying.md "Runs across deploys"); absent when the app sets none. */
   version: string | undefined
   /**
    * Sends a named chunk of data to the run's subscribers
