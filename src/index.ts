@@ -13,6 +13,7 @@ export {
   StepMismatchError,
   PatchRemovedError,
   TransactionUnsupportedError,
+  RunVersionError,
   HttpError,
   StoreFullError,
   PayloadTooLargeError,

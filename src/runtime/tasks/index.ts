@@ -20,7 +20,9 @@ export type {
   TokenRecord,
   TokenStatus,
   EventRecord,
+  LiveVersions,
 } from './store.ts'
+export { type VersionPolicy, MAX_VERSION_LENGTH } from './versions.ts'
 export type { EventEffects, EventListQuery } from '../types/run-store.ts'
 export type { FlowLimits } from './flow.ts'
 export { DEFAULT_MAX_PAYLOAD_BYTES } from './payload-limit.ts'
