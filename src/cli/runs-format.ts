@@ -24,6 +24,15 @@ export function formatInstant(iso: string): string {
   return iso.replace(/\.\d+Z$/, 'Z')
 }
 
+/** The widest version a table shows: a longer one is cut, and `svc runs get` shows it whole. */
+const SHORT_VERSION = 12
+
+/** A run's version as a table cell: cut to `SHORT_VERSION` characters, `-` when the run has none. */
+export function shortVersion(version: string | undefined): string {
+  if (version === undefined) return '-'
+  return version.length > SHORT_VERSION ? `${version.slice(0, SHORT_VERSION - 1)}…` : version
+}
+
 /** `value` as JSON on one line, cut to `max` characters. */
 export function oneLine(value: unknown, max: number): string {
   const text = JSON.stringify(value) ?? String(value)

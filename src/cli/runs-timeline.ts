@@ -41,8 +41,10 @@ function summary(run: RunRecord, now: number): string[] {
     ['Task', run.taskName],
     ['Status', run.status],
     ['Trigger', trigger(run)],
-    ['Created', formatInstant(run.createdAt)],
   ]
+  if (run.version !== undefined) rows.push(['Version', run.version])
+  for (const { from, to, at } of run.migrations ?? []) rows.push(['', `moved from ${from} to ${to} at ${formatInstant(at)}`])
+  rows.push(['Created', formatInstant(run.createdAt)])
   if (run.runAt !== undefined) rows.push(['Due', formatInstant(run.runAt)])
   if (run.startedAt !== undefined) rows.push(['Started', formatInstant(run.startedAt)])
   if (run.finishedAt !== undefined) {

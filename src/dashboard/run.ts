@@ -76,6 +76,8 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
         fact('Task', h('code', null, run.taskName)),
         fact('Status', statusBadge(run.status)),
         fact('Trigger', run.trigger),
+        run.version ? fact('Version', h('code', null, run.version)) : null,
+        run.migrations?.length ? fact('Moved', moves(run)) : null,
         run.replayOf ? fact('Replay of', runLink(run.replayOf, openRun)) : null,
         run.parentRunId ? fact('Parent run', runLink(run.parentRunId, openRun)) : null,
         fact('Created', time(run.createdAt)),
@@ -141,6 +143,17 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
 
 function fact(name: string, value: Child): Child {
   return [h('dt', null, name), h('dd', null, value)]
+}
+
+/** Each move of the run to another version, because no live process served its own. */
+function moves(run: Run): HTMLElement {
+  return h(
+    'ul',
+    { class: 'moves' },
+    run.migrations!.map((move) =>
+      h('li', null, 'from ', h('code', null, move.from), ' to ', h('code', null, move.to), ' at ', time(move.at)),
+    ),
+  )
 }
 
 function runLink(id: string, openRun: (id: string) => void): HTMLElement {

@@ -15,6 +15,7 @@ export interface RunRow {
   finishedAt?: string
   attempts: number
   ok: boolean
+  version?: string
 }
 
 export type Run = Omit<RunRecord, 'status' | 'trigger'> & { status: string; trigger: string; replayOf?: string }

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { MemoryRunStore } from '../../src/index.ts'
 import { loadApiRoutes, type SvcServer, startSvcServer } from '../../src/node.ts'
 import { describeRunRecord } from '../../src/cli/runs-timeline.ts'
 import type { RunRecord, RuntimeApiRoute } from '../../src/types.ts'
@@ -76,17 +77,17 @@ function ids(stdout: string): string[] {
 }
 
 describe('svc runs list', () => {
-  it('prints a table of the runs, newest first, with their duration and attempts', async () => {
+  it('prints a table of the runs, newest first, with their version (- for none), duration and attempts', async () => {
     const first = await trigger('pipeline', { size: 2 })
     await finished(first)
     const second = await trigger('flaky')
     await finished(second)
     const { code, stdout } = await runs(['list'])
     expect(code).toBe(0)
-    expect(stdout.split('\n')[0].split(/\s{2,}/)).toEqual(['ID', 'TASK', 'STATUS', 'TRIGGER', 'CREATED', 'DURATION', 'ATTEMPTS'])
+    expect(stdout.split('\n')[0].split(/\s{2,}/)).toEqual(['ID', 'TASK', 'VERSION', 'STATUS', 'TRIGGER', 'CREATED', 'DURATION', 'ATTEMPTS'])
     expect(ids(stdout)).toEqual([second, first])
-    expect(stdout).toMatch(new RegExp(`${first}\\s+pipeline\\s+completed\\s+manual\\s+\\S+Z\\s+\\d+ ms\\s+1\\n`))
-    expect(stdout).toMatch(new RegExp(`${second}\\s+flaky\\s+failed\\s+manual\\s+\\S+Z\\s+\\d+ ms\\s+2$`, 'm'))
+    expect(stdout).toMatch(new RegExp(`${first}\\s+pipeline\\s+-\\s+completed\\s+manual\\s+\\S+Z\\s+\\d+ ms\\s+1\\n`))
+    expect(stdout).toMatch(new RegExp(`${second}\\s+flaky\\s+-\\s+failed\\s+manual\\s+\\S+Z\\s+\\d+ ms\\s+2$`, 'm'))
   })
 
   it('filters by task and by status, a status given twice or with commas', async () => {
@@ -216,6 +217,99 @@ describe('the timeline of svc runs get', () => {
       expect.stringMatching(/ {2}\+1 s +wait a-step-… \(event order\.paid\) +1 s {2} {11}░{12}$/),
     ])
     for (const line of lines) expect(line.length).toBeLessThanOrEqual(80)
+  })
+})
+
+describe('versions in svc runs', () => {
+  const LONG = 'release-2025-06-01-4f3c2a1b'
+  let store: MemoryRunStore
+
+  // Runs of pipeline are on v1, runs of flaky on a version too long for the table, the others on none.
+  beforeEach(async () => {
+    await server.close()
+    store = new MemoryRunStore()
+    const versioned = apiRoutes.map((route) =>
+      route.path === '/api/pipeline' ? { ...route, version: 'v1' } : route.path === '/api/flaky' ? { ...route, version: LONG } : route,
+    )
+    server = await startSvcServer({
+      apiRoutes: versioned,
+      pages: [],
+      port: 0,
+      env: { SVC_TASK_SECRET: SECRET, NODE_ENV: 'test' },
+      installSignalHandlers: false,
+      logger: recordingLogger(),
+      store,
+    })
+  })
+
+  /** The cells of the row of run `id`. */
+  function row(stdout: string, id: string): string[] {
+    return (
+      stdout
+        .split('\n')
+        .find((line) => line.startsWith(id))
+        ?.split(/\s{2,}/) ?? []
+    )
+  }
+
+  it("list shows each run's version, cut to 12 characters, and - for none", async () => {
+    const [piped, failed, plain] = [await trigger('pipeline'), await trigger('flaky'), await trigger('chatty')]
+    await Promise.all([finished(piped), finished(failed), finished(plain)])
+    const { code, stdout } = await runs(['list'])
+    expect(code).toBe(0)
+    expect(row(stdout, piped).slice(1, 3)).toEqual(['pipeline', 'v1'])
+    expect(row(stdout, failed).slice(1, 3)).toEqual(['flaky', 'release-202…'])
+    expect(row(stdout, plain).slice(1, 3)).toEqual(['chatty', '-'])
+    const json = JSON.parse((await runs(['list', '--json'])).stdout)
+    expect(json.runs.find((run: { id: string }) => run.id === failed).version).toBe(LONG)
+  })
+
+  it('list --version keeps the runs on that version, with the other filters', async () => {
+    const [piped, failed, plain] = [await trigger('pipeline'), await trigger('flaky'), await trigger('chatty')]
+    await Promise.all([finished(piped), finished(failed), finished(plain)])
+    expect(ids((await runs(['list', '--version', 'v1'])).stdout)).toEqual([piped])
+    expect(ids((await runs(['list', `--version=${LONG}`, '--status', 'failed'])).stdout)).toEqual([failed])
+    expect(await runs(['list', '--version', 'v1', '--task', 'flaky'])).toMatchObject({ code: 0, stdout: 'No runs match.\n' })
+  })
+
+  it("a bad --version is the server's 400 INVALID_QUERY, and exit code 1", async () => {
+    const { code, stderr } = await runs(['list', '--version', 'v 1'])
+    expect(code).toBe(1)
+    expect(stderr).toContain('answered 400 INVALID_QUERY: version must be 1 to 128 printable ASCII characters without spaces (got "v 1")')
+  })
+
+  it('get shows the version, and each move of the run to another version', async () => {
+    const id = await trigger('pipeline')
+    await finished(id)
+    expect((await runs(['get', id])).stdout).toMatch(
+      new RegExp(`^Run +${id}\\nTask +pipeline\\nStatus +completed\\nTrigger +manual\\nVersion +v1\\nCreated `),
+    )
+    const moved = await store.createRun({
+      id: 'moved-run',
+      taskName: 'pipeline',
+      status: 'completed',
+      trigger: 'manual',
+      input: null,
+      ok: true,
+      attempts: [],
+      steps: {},
+      createdAt: '2025-01-01T00:00:00.000Z',
+      version: 'v3',
+      migrations: [
+        { from: 'v1', to: 'v2', at: '2025-01-01T00:00:01.000Z' },
+        { from: 'v2', to: 'v3', at: '2025-01-01T00:00:02.500Z' },
+      ],
+    })
+    const { code, stdout } = await runs(['get', moved.id])
+    expect(code).toBe(0)
+    expect(stdout).toContain(
+      [
+        'Version    v3',
+        '           moved from v1 to v2 at 2025-01-01T00:00:01Z',
+        '           moved from v2 to v3 at 2025-01-01T00:00:02Z',
+        'Created    2025-01-01T00:00:00Z',
+      ].join('\n'),
+    )
   })
 })
 

@@ -128,9 +128,66 @@ describe('GET /__tasks/runs', () => {
     expect(await res.json()).toEqual({ runs: [] })
   })
 
+  it('filters by version, lists the version of each run that has one, and the record carries its migrations', async () => {
+    const store = new MemoryRunStore()
+    const server = await serve({
+      apiRoutes: [
+        { path: '/api/jobs/old', version: 'v1', module: { kind: 'task', POST: async () => 'old' } },
+        { path: '/api/jobs/new', version: 'v2', module: { kind: 'task', POST: async () => 'new' } },
+        { path: '/api/jobs/plain', module: { kind: 'task', POST: async () => 'plain' } },
+      ],
+      env: { NODE_ENV: 'test' },
+      store,
+    })
+    const old = await trigger(server, 'jobs.old')
+    await reached(server, old, 'completed')
+    const plain = await trigger(server, 'jobs.plain')
+    await reached(server, plain, 'completed')
+    const fresh = await trigger(server, 'jobs.new')
+    await reached(server, fresh, 'completed')
+    const moved = '00000000-0000-7000-8000-000000000001'
+    const migrations = [{ from: 'v1', to: 'v2', at: '2025-01-01T00:00:01.000Z' }]
+    await store.createRun({
+      id: moved,
+      taskName: 'jobs.new',
+      status: 'completed',
+      trigger: 'manual',
+      input: null,
+      ok: true,
+      attempts: [],
+      steps: {},
+      createdAt: '2025-01-01T00:00:00.000Z',
+      version: 'v2',
+      migrations,
+    })
+
+    const all = await (await get(server, '/__tasks/runs')).json()
+    const versions = Object.fromEntries(all.runs.map((r: { id: string; version?: string }) => [r.id, r.version]))
+    expect(versions).toEqual({ [old]: 'v1', [plain]: undefined, [fresh]: 'v2', [moved]: 'v2' })
+    expect(all.runs.find((r: { id: string }) => r.id === plain)).not.toHaveProperty('version')
+
+    const v2 = await (await get(server, '/__tasks/runs?version=v2')).json()
+    expect(v2.runs.map((r: { id: string }) => r.id).sort()).toEqual([fresh, moved].sort())
+    const v1 = await (await get(server, '/__tasks/runs?version=v1&task=jobs.old&status=completed')).json()
+    expect(v1.runs.map((r: { id: string }) => r.id)).toEqual([old])
+    expect(await (await get(server, '/__tasks/runs?version=v3')).json()).toEqual({ runs: [] })
+    const paged = await (await get(server, '/__tasks/runs?version=v2&limit=1')).json()
+    const next = await (await get(server, `/__tasks/runs?version=v2&limit=1&cursor=${encodeURIComponent(paged.cursor)}`)).json()
+    expect([...paged.runs, ...next.runs].map((r: { id: string }) => r.id).sort()).toEqual([fresh, moved].sort())
+    expect(next.cursor).toBeUndefined()
+
+    expect(await runOf(server, moved)).toMatchObject({ version: 'v2', migrations })
+    expect(await runOf(server, old)).toMatchObject({ version: 'v1' })
+  })
+
   it('answers a bad parameter with 400 INVALID_QUERY naming it', async () => {
     const server = await start()
     const cases: [string, RegExp][] = [
+      ['version=', /version must be a version of a task \(got an empty value\)/],
+      ['version=v1&version=v2', /version may be given once/],
+      ['version=v%201', /version must be 1 to 128 printable ASCII characters without spaces \(got "v 1"\)/],
+      ['version=caf%C3%A9', /version must be 1 to 128 printable ASCII characters without spaces \(got "café"\)/],
+      [`version=${'v'.repeat(129)}`, /version must be 1 to 128 printable ASCII characters/],
       ['status=sleeping', /status must be one of scheduled, queued, running, suspended, completed, failed, cancelled \(got "sleeping"\)/],
       ['limit=0', /limit must be a whole number from 1 to 500 \(got "0"\)/],
       ['limit=501', /limit must be a whole number from 1 to 500/],

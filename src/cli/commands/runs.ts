@@ -12,7 +12,7 @@ import { checkArgs, jsonArg } from '../_args.ts'
 import { defineCommand } from '../_define.ts'
 import { formatTable, printJson, printLines } from '../_output.ts'
 import { runsClient } from '../runs-client.ts'
-import { droppedNote, formatDuration, formatInstant, formatLogEntry, msBetween } from '../runs-format.ts'
+import { droppedNote, formatDuration, formatInstant, formatLogEntry, msBetween, shortVersion } from '../runs-format.ts'
 
 const urlArg = {
   url: {
@@ -36,6 +36,7 @@ const listArgs = {
     description: 'Only the runs in this status; repeat the flag or separate statuses with commas',
     valueHint: 'status',
   },
+  version: { type: 'string', description: "Only the runs on this version of their task's code", valueHint: 'version' },
   limit: { type: 'string', description: 'Runs to list, from 1 to 500 (default 50)', valueHint: 'n' },
   cursor: { type: 'string', description: 'Where the page starts: the cursor the previous page printed', valueHint: 'cursor' },
   ...urlArg,
@@ -53,18 +54,20 @@ const list = defineCommand({
     for (const status of flagValues(rawArgs, 'status').flatMap((value) => value.split(','))) {
       if (status.trim() !== '') query.append('status', status.trim())
     }
+    if (args.version !== undefined) query.set('version', args.version)
     if (args.limit !== undefined) query.set('limit', args.limit)
     if (args.cursor !== undefined) query.set('cursor', args.cursor)
     const page = await client.get<{ runs: RunSummary[]; cursor?: string }>('/__tasks/runs', query)
     if (args.json) return printJson(page)
     if (page.runs.length === 0) return printLines('stdout', [query.size > 0 ? 'No runs match.' : 'No runs.'])
     const table = formatTable(
-      ['id', 'task', 'status', 'trigger', 'created', 'duration', 'attempts'],
+      ['id', 'task', 'version', 'status', 'trigger', 'created', 'duration', 'attempts'],
       page.runs.map((run) => {
         const took = run.finishedAt === undefined ? undefined : msBetween(run.startedAt, run.finishedAt)
         return [
           run.id,
           run.taskName,
+          shortVersion(run.version),
           run.status,
           run.trigger,
           formatInstant(run.createdAt),

@@ -6,7 +6,9 @@
  */
 import type { RunRecord, RunStatus, RunTrigger } from '../types.ts'
 import { SvcError } from '../errors.ts'
+import { describe } from '../describe.ts'
 import { FINISHED_STATUSES, LIVE_STATUSES, type RunQuery } from '../tasks/store.ts'
+import { MAX_VERSION_LENGTH, versionProblem } from '../tasks/versions.ts'
 
 /** Runs per page when the query sets no `limit`. */
 export const DEFAULT_RUNS_LIMIT = 50
@@ -14,9 +16,9 @@ export const DEFAULT_RUNS_LIMIT = 50
 export const MAX_RUNS_LIMIT = 500
 
 const STATUSES: readonly RunStatus[] = [...LIVE_STATUSES, ...FINISHED_STATUSES]
-const PARAMETERS = new Set(['task', 'status', 'limit', 'cursor'])
+const PARAMETERS = new Set(['task', 'status', 'version', 'limit', 'cursor'])
 
-/** One run as `GET /__tasks/runs` lists it: `attempts` is their count. */
+/** One run as `GET /__tasks/runs` lists it: `attempts` is their count, `version` the run's (absent when it has none). */
 export interface RunSummary {
   id: string
   taskName: string
@@ -27,6 +29,7 @@ export interface RunSummary {
   finishedAt?: string
   attempts: number
   ok: boolean
+  version?: string
 }
 
 /** A bad parameter of the runs list. HTTP 400 `INVALID_QUERY`. */
@@ -38,7 +41,7 @@ export class InvalidQueryError extends SvcError {
 
 /** The `RunQuery` the search parameters ask for, with `limit` the page size (the store is asked for one more). */
 export function parseRunsQuery(params: URLSearchParams): RunQuery & { limit: number } {
-  checkParameters(params, PARAMETERS, 'GET /__tasks/runs takes task, status (repeatable), limit and cursor')
+  checkParameters(params, PARAMETERS, 'GET /__tasks/runs takes task, status (repeatable), version, limit and cursor')
   const query: RunQuery & { limit: number } = { limit: limitParameter(params, DEFAULT_RUNS_LIMIT, MAX_RUNS_LIMIT) }
   const task = oneParameter(params, 'task', 'a task name')
   if (task !== undefined) query.taskName = task
@@ -50,6 +53,16 @@ export function parseRunsQuery(params: URLSearchParams): RunQuery & { limit: num
       }
     }
     query.status = statuses as RunStatus[]
+  }
+  const version = oneParameter(params, 'version', 'a version of a task')
+  if (version !== undefined) {
+    // Checked as runs record it: a value no run can hold is a mistake, not an empty page.
+    if (versionProblem(version) !== null) {
+      throw new InvalidQueryError(
+        `version must be 1 to ${MAX_VERSION_LENGTH} printable ASCII characters without spaces (got ${describe(version)})`,
+      )
+    }
+    query.version = version
   }
   const cursor = oneParameter(params, 'cursor', 'the cursor of the previous page')
   if (cursor !== undefined) query.cursor = cursor
@@ -92,5 +105,6 @@ export function runSummary(run: RunRecord): RunSummary {
   }
   if (run.startedAt !== undefined) summary.startedAt = run.startedAt
   if (run.finishedAt !== undefined) summary.finishedAt = run.finishedAt
+  if (run.version !== undefined) summary.version = run.version
   return summary
 }

@@ -7,7 +7,7 @@
  * | POST   | `/__tasks/<name>`             | 202 `{ id, status }`, before the handler finishes |
  * | GET    | `/__tasks/<id>`               | 200 the run record; 404 `RUN_NOT_FOUND` |
  * | POST   | `/__tasks/tokens/<token>`     | 200 `{ ok, status: 'completed' }`; 404 `TOKEN_NOT_FOUND`; 409 `TOKEN_ALREADY_COMPLETED` / `TOKEN_TIMED_OUT` / `RUN_CANCELLED` |
- * | GET    | `/__tasks/runs`               | 200 `{ runs: RunSummary[], cursor? }`, newest first (`?task=&status=&limit=&cursor=`); 400 `INVALID_QUERY` |
+ * | GET    | `/__tasks/runs`               | 200 `{ runs: RunSummary[], cursor? }`, newest first (`?task=&status=&version=&limit=&cursor=`); 400 `INVALID_QUERY` |
  * | GET    | `/__tasks/runs/<id>`          | as `GET /__tasks/<id>` |
  * | POST   | `/__tasks/runs/<id>/cancel`   | 200 `{ id, status: 'cancelled' }`; 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED` |
  * | POST   | `/__tasks/runs/<id>/replay`   | 202 `{ id, status }` of the new run; 404 `RUN_NOT_FOUND` / `TASK_NOT_FOUND` |

@@ -23,7 +23,7 @@
 import type { Logger, RunMigration, RunRecord } from '../types.ts'
 import { RunVersionError } from '../errors.ts'
 import { describe } from '../describe.ts'
-import type { TaskDefinition } from './definitions.ts'
+import type { TaskDefinition } from '../types/task-definition.ts'
 import type { LiveVersions, RunStore, SharedWork } from './store.ts'
 
 export type VersionPolicy = 'migrate' | 'fail'
