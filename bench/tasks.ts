@@ -34,11 +34,12 @@
  * Every figure measured at several sizes prints its cost per item at the
  * largest size as a ratio to the smallest: at most 1.5 (cost grows linearly).
  *
- *   npm run bench:tasks -- [--only dispatch,flow,replay,steps,heap,sqlite,stores,telemetry]
+ *   npm run bench:tasks -- [--only dispatch,flow,replay,steps,heap,sqlite,stores,telemetry,transaction]
  *
  * `--only` runs the sections named (comma-separated) and skips the others.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
+import { DatabaseSync } from 'node:sqlite'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PerformanceObserver } from 'node:perf_hooks'
@@ -50,13 +51,13 @@ import { recordSteps } from './_steps-growth.ts'
 import { newRunId } from '../src/runtime/tasks/ids.ts'
 import { MemoryRunStore, createTaskRuntime } from '../src/runtime/tasks/index.ts'
 import type { RunStore } from '../src/runtime/tasks/store.ts'
-import type { Logger, RunRecord, RuntimeApiRoute, StepRecord, TaskContext } from '../src/types.ts'
+import type { Logger, RunRecord, RuntimeApiRoute, SqlTransaction, StepRecord, TaskContext } from '../src/types.ts'
 import * as otelApi from '@opentelemetry/api'
 import { otelTelemetry } from '../src/runtime/telemetry/otel.ts'
 import type { Telemetry } from '../src/runtime/telemetry/types.ts'
 import { profileOf, registerDroppingSdk } from './_telemetry.ts'
 
-const SECTIONS = ['dispatch', 'flow', 'replay', 'steps', 'heap', 'sqlite', 'stores', 'telemetry']
+const SECTIONS = ['dispatch', 'flow', 'replay', 'steps', 'heap', 'sqlite', 'stores', 'telemetry', 'transaction']
 const { values: args } = parseArgs({ options: { only: { type: 'string' } } })
 const only = args.only?.split(',').map((name) => name.trim())
 for (const name of only ?? []) {
@@ -646,5 +647,63 @@ if (section('telemetry')) {
     }
   } finally {
     await unregister()
+  }
+}
+
+// Transactional steps (docs/tasks.md "Effects exactly once: transactional
+// steps") on a SQLite file with its durable settings: runs whose one step
+// writes a row of the app's, each as a ratio to the same runs whose step
+// writes nothing. In a ctx.step.transaction the row and the step's record
+// commit together, in the store's group commit. In a ctx.step.run through a
+// connection of the app's own (another file, WAL, synchronous=FULL as the
+// store's), each row commits on its own and is not exactly once: a crash
+// between the row and the record writes it twice.
+if (section('transaction')) {
+  const TX_RUNS = 5_000
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-tx-'))
+  type Kind = 'nothing' | 'transaction' | 'own connection'
+  async function txRound(kind: Kind): Promise<number> {
+    const path = join(dir, `runs-${++files}.db`)
+    const app = new DatabaseSync(kind === 'own connection' ? join(dir, `app-${files}.db`) : path)
+    app.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000')
+    app.exec('CREATE TABLE items (id TEXT PRIMARY KEY)')
+    const insert = app.prepare('INSERT INTO items (id) VALUES (?)')
+    const store = new SqliteRunStore({ path, maxRuns: TX_RUNS })
+    const handler =
+      kind === 'nothing'
+        ? (ctx: TaskContext) => ctx.step.run('write', () => ctx.runId)
+        : kind === 'transaction'
+          ? (ctx: TaskContext) =>
+              ctx.step.transaction('write', (tx: SqlTransaction) => tx.run('INSERT INTO items (id) VALUES (?)', ctx.runId).changes)
+          : (ctx: TaskContext) => ctx.step.run('write', () => insert.run(ctx.runId).changes)
+    try {
+      return await dispatchRound(store, handler, TX_RUNS)
+    } finally {
+      store.close()
+      app.close()
+    }
+  }
+  try {
+    const kinds: Kind[] = ['nothing', 'transaction', 'own connection']
+    for (const kind of kinds) await txRound(kind) // warm-up
+    const times = new Map<Kind, number[]>(kinds.map((kind) => [kind, []]))
+    for (let i = 0; i < ROUNDS; i++) {
+      // Rotated, so that no kind always runs first.
+      for (let k = 0; k < kinds.length; k++) {
+        const kind = kinds[(i + k) % kinds.length]
+        times.get(kind)!.push(await txRound(kind))
+      }
+    }
+    const base = median(times.get('nothing')!)
+    console.log(`\n${TX_RUNS.toLocaleString('en')} runs of one step on a SQLite file, medians of ${ROUNDS} rounds`)
+    for (const kind of kinds) {
+      const ms = median(times.get(kind)!)
+      const perSecond = Math.round((TX_RUNS / ms) * 1000)
+      console.log(
+        `  ${`step writes ${kind === 'nothing' ? 'nothing' : `a row, ${kind === 'transaction' ? 'ctx.step.transaction' : 'ctx.step.run + own connection'}`}`.padEnd(60)} ${`${perSecond.toLocaleString('en')} runs/s`.padStart(14)}   ${(ms / base).toFixed(2)} x the time`,
+      )
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
   }
 }
