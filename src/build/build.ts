@@ -8,6 +8,7 @@ import { appDependencies } from './app-package.ts'
 import { bundle } from './bundle.ts'
 import { appSource, appTelemetry } from './entry.ts'
 import { nameSome, publicFiles } from './public-files.ts'
+import { taskVersions } from './task-versions.ts'
 import { isTargetName, loadTarget, TARGET_NAMES } from './targets.ts'
 import type { BuiltFile, TargetName } from './target.ts'
 
@@ -29,7 +30,8 @@ export interface BuildResult {
 /**
  * Scans the app, fails on config errors, leaves out hot routes the target
  * cannot host (with the documented warning), then bundles the app behind the
- * target's generated entry and writes its platform files.
+ * target's generated entry, each task route carrying its version, and writes
+ * its platform files.
  */
 export async function buildApp(options: BuildOptions = {}): Promise<BuildResult> {
   const root = resolve(options.root ?? '.')
@@ -75,6 +77,8 @@ export async function buildApp(options: BuildOptions = {}): Promise<BuildResult>
 
   const dependencies = await appDependencies(root)
   const external = target.platform === 'node' ? Object.keys(dependencies) : []
+  // Each task route's version: a digest of its module and what it imports (task-versions.ts).
+  const versions = taskVersions(root, routes)
   const report = async (file: string): Promise<BuiltFile> => {
     const bytes = (await stat(file)).size
     return { path: relative(root, file), bytes }
@@ -84,7 +88,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<BuildResult>
     routes,
     pages,
     crons: [...new Set(routes.flatMap((route) => (route.kind === 'task' && route.schedule ? [route.schedule] : [])))],
-    appSource: appSource(root, routes, pages, scan.events, appTelemetry(root, dependencies)),
+    appSource: appSource(root, versions.routes, pages, scan.events, appTelemetry(root, dependencies)),
     async bundle(source, outFile) {
       await mkdir(dirname(outFile), { recursive: true })
       await bundle({
@@ -95,6 +99,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<BuildResult>
         cwd: root,
         alias: selfAliases(),
         external: external.map((name) => new RegExp(`^${escapeRegExp(name)}(/|$)`)),
+        plugins: [versions.plugin],
       })
       const built = await report(outFile)
       return { ...built, gzipBytes: gzipSync(await readFile(outFile)).length }

@@ -22,6 +22,8 @@ export interface BundleOptions {
   alias?: Record<string, string>
   /** Also return a source map, to attribute the bundle's bytes to modules. @default false */
   sourcemap?: boolean
+  /** More bundler plugins, after svc's own: the build's task versions. */
+  plugins?: Plugin[]
 }
 
 export interface BundleResult {
@@ -79,6 +81,7 @@ export async function bundle(options: BundleOptions): Promise<BundleResult> {
       load: (id) => (id === options.input ? source : null),
     })
   }
+  plugins.push(...(options.plugins ?? []))
   const output = await build({
     input: options.input,
     cwd: options.cwd,

@@ -1,7 +1,8 @@
 import { join } from 'node:path'
 import { instrumentationFile } from '../manifest/instrumentation-file.ts'
-import type { ManifestPage, ManifestRoute } from '../types.ts'
+import type { ManifestPage } from '../types.ts'
 import type { ManifestEvents } from '../manifest/events-file.ts'
+import type { VersionedRoute } from './task-versions.ts'
 
 /**
  * The source of a generated entry's first half: one static import per route
@@ -12,7 +13,7 @@ import type { ManifestEvents } from '../manifest/events-file.ts'
  */
 export function appSource(
   root: string,
-  routes: ManifestRoute[],
+  routes: VersionedRoute[],
   pages: ManifestPage[],
   events?: ManifestEvents,
   telemetry: AppTelemetry = {},
@@ -62,10 +63,24 @@ export function appTelemetry(root: string, dependencies: Record<string, string>)
 }
 
 /**
- * The manifest fields the runtime acts on. The advisor's findings (reasons,
- * signals, provider) stay out of deployed bundles.
+ * The manifest fields the runtime acts on, and a task's version when it has
+ * one. The advisor's findings (reasons, signals, provider) stay out of
+ * deployed bundles.
  */
-function runtimeFields(route: ManifestRoute): Partial<ManifestRoute> {
-  const { path, file, kind, name, methods, websocket, schedule, timezone, retries, timeout, origins } = route
-  return { path, file, kind, name, methods, websocket, schedule, timezone, retries, timeout, origins }
+function runtimeFields(route: VersionedRoute): Partial<VersionedRoute> {
+  const { path, file, kind, name, methods, websocket, schedule, timezone, retries, timeout, origins, version } = route
+  return {
+    path,
+    file,
+    kind,
+    name,
+    methods,
+    websocket,
+    schedule,
+    timezone,
+    retries,
+    timeout,
+    origins,
+    ...(version === undefined ? {} : { version }),
+  }
 }

@@ -1,13 +1,15 @@
-import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { ManifestPage, ManifestRoute, PageModule, RouteModule, RuntimeApiRoute, RuntimePage } from '../types.ts'
 import { createAppImporter, forgetAppModules } from '../node/loaders.ts'
 import type { EventSchemas } from '../runtime/events/schemas.ts'
+import { contentHash, helpersDigest, taskVersion } from './task-versions.ts'
 
 interface Loaded {
   hash: string
   module: RouteModule | PageModule
+  /** A task's version, of the code it was imported from (task-versions.ts). */
+  version?: string
 }
 
 export interface LoadResult {
@@ -26,7 +28,8 @@ export interface LoadResult {
  * only the files whose content changed, so unchanged routes keep their
  * module (and its module-scope state, and the WebSockets attached to it).
  * When a file that is not a route or page changes (a shared helper), every
- * module is imported again, since any of them may use it.
+ * module is imported again, since any of them may use it. Each task route
+ * carries the version of the code it was imported from.
  */
 export class AppModules {
   readonly root: string
@@ -50,44 +53,51 @@ export class AppModules {
     const failed: LoadResult['failed'] = []
     const seen = new Set<string>()
 
-    const resolveModule = async <M>(file: string): Promise<M | undefined> => {
+    // Read once per load, and only when a task is imported.
+    const modules = new Set([...scanned.routes, ...scanned.pages].map((entry) => entry.file))
+    let helpers: string | undefined
+    const versionOf = (file: string, hash: string) => taskVersion(file, hash, (helpers ??= helpersDigest(this.root, modules)))
+
+    const resolveModule = async (file: string, task = false): Promise<Loaded | undefined> => {
       seen.add(file)
       const previous = this.#loaded.get(file)
       // A file with config errors keeps serving its last good version, if it had one.
-      if (options.broken?.has(file)) return previous?.module as M | undefined
+      if (options.broken?.has(file)) return previous
       let hash: string
       try {
-        hash = createHash('sha1')
-          .update(readFileSync(join(this.root, file)))
-          .digest('hex')
+        hash = contentHash(readFileSync(join(this.root, file)))
       } catch {
         return undefined // deleted between the scan and now
       }
-      if (previous && previous.hash === hash && !options.reimportAll) return previous.module as M
+      if (previous && previous.hash === hash && !options.reimportAll) return previous
       // Only this file is evaluated again; the helpers it imports are the cached ones.
       forgetAppModules(this.root, [file])
       try {
-        const module = await importer<M & (RouteModule | PageModule)>(file)
-        this.#loaded.set(file, { hash, module })
+        const module = await importer<RouteModule | PageModule>(file)
+        const loaded: Loaded = { hash, module, ...(task ? { version: versionOf(file, hash) } : {}) }
+        this.#loaded.set(file, loaded)
         reloaded.push(file)
-        return module
+        return loaded
       } catch (error) {
         failed.push({ file, message: error instanceof Error ? error.message : String(error) })
-        return previous?.module as M | undefined
+        return previous
       }
     }
 
     const routes: RuntimeApiRoute[] = []
     for (const route of scanned.routes) {
-      const module = await resolveModule<RouteModule>(route.file)
-      if (module) routes.push({ ...route, module })
+      const task = route.kind === 'task'
+      const loaded = await resolveModule(route.file, task)
+      if (loaded) routes.push({ ...route, module: loaded.module as RouteModule, version: task ? loaded.version : undefined })
     }
     const pages: RuntimePage[] = []
     for (const page of scanned.pages) {
-      const module = await resolveModule<PageModule>(page.file)
-      if (module) pages.push({ ...page, module })
+      const loaded = await resolveModule(page.file)
+      if (loaded) pages.push({ ...page, module: loaded.module as PageModule })
     }
-    const events = scanned.eventsFile ? (await resolveModule<{ events?: EventSchemas }>(scanned.eventsFile))?.events : undefined
+    const events = scanned.eventsFile
+      ? ((await resolveModule(scanned.eventsFile))?.module as { events?: EventSchemas } | undefined)?.events
+      : undefined
     const gone = [...this.#loaded.keys()].filter((file) => !seen.has(file))
     for (const file of gone) this.#loaded.delete(file)
     forgetAppModules(this.root, gone)
