@@ -14,7 +14,8 @@
  * The choice reads runs' rows without their steps (status, times, input are
  * all it looks at); the runs handed back are read whole (records.ts).
  */
-import type { Sql, TransactionSql } from 'postgres'
+import { inTransaction } from './transaction.ts'
+import type { Sql } from 'postgres'
 import type { RunRecord } from '../types.ts'
 import { type FlowLimits, flowKey, planStarts } from '../runtime/tasks/flow.ts'
 import type { StartedRuns } from '../runtime/tasks/store.ts'
@@ -23,7 +24,7 @@ import { wholeRecord } from './records.ts'
 type Row = { record: RunRecord }
 
 /** Takes the advisory lock of (schema, task, purpose) until the transaction ends. */
-async function lock(tx: TransactionSql, schema: string, taskName: string, purpose: 'start' | 'debounce'): Promise<void> {
+async function lock(tx: Sql, schema: string, taskName: string, purpose: 'start' | 'debounce'): Promise<void> {
   await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${schema}/${purpose}/${taskName}`}, 0))`
 }
 
@@ -42,7 +43,7 @@ export function startQueuedPg(
   limits: FlowLimits,
   now: string,
 ): Promise<StartedRuns> {
-  return sql.begin(async (tx) => {
+  return inTransaction(sql, async (tx) => {
     await lock(tx, schema, taskName, 'start')
     const runs = tx(schema)
     const live = await tx<Row[]>`
@@ -92,9 +93,9 @@ export function debounceRunPg(
   schema: string,
   run: RunRecord,
   keyPath: string | undefined,
-  insert: (tx: TransactionSql) => Promise<RunRecord>,
+  insert: (tx: Sql) => Promise<RunRecord>,
 ): Promise<RunRecord> {
-  return sql.begin(async (tx) => {
+  return inTransaction(sql, async (tx) => {
     await lock(tx, schema, run.taskName, 'debounce')
     const runs = tx(schema)
     if (run.idempotencyKey !== undefined) {

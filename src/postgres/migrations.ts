@@ -9,6 +9,7 @@
  * the store filters, orders, compares or (for the engine that shares due
  * work between processes) claims on.
  */
+import { inTransaction } from './transaction.ts'
 import type { Sql } from 'postgres'
 
 /**
@@ -234,7 +235,7 @@ export const SCHEMA_VERSION = MIGRATIONS.length
  * know; writing to them could corrupt runs the newer release relies on).
  */
 export async function migrate(sql: Sql, schema: string, where: string, version = SCHEMA_VERSION): Promise<void> {
-  await sql.begin(async (tx) => {
+  await inTransaction(sql, async (tx) => {
     // Held to the end of the transaction: a process that starts at the same
     // moment waits here, then finds the schema already migrated.
     await tx`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${`${schema}.migrations`}))`

@@ -49,6 +49,7 @@ import { timerId } from '../runtime/tasks/ids.ts'
 import { type Fence, Fences } from './fences.ts'
 import { EVENT_WAIT_NAME, migrate } from './migrations.ts'
 import { wholeRecord } from './records.ts'
+import { inTransaction, stepTransaction } from './transaction.ts'
 import { resolvePostgresOptions, type PostgresRunStoreOptions } from './options.ts'
 import { redactUrl } from '../runtime/redact.ts'
 import { PostgresSharedWork } from './shared.ts'
@@ -421,8 +422,8 @@ export class PostgresRunStore implements RunStore {
     const fence = this.#fences.of(runId)
     return this.#run(
       (sql) =>
-        sql.begin(async (tx) => {
-          const output = await work(tx)
+        inTransaction(sql, async (tx) => {
+          const output = await work(stepTransaction(tx, key))
           const schema = tx(this.schema)
           const held = fence === undefined ? tx`` : tx`AND lease_owner = ${fence.owner} AND lease_fence = ${fence.fence}::bigint`
           const rows = await tx`

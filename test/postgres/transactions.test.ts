@@ -4,6 +4,7 @@
 import postgres from 'postgres'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { PostgresRunStore, type PostgresTransaction } from '../../src/postgres.ts'
+import { makeRun } from '../tasks/store-contract.ts'
 import { finished, runtime, task } from '../tasks/_helpers.ts'
 import { postgresItems, transactionContract } from '../tasks/transaction-contract.ts'
 import { createDatabase } from './_pg.ts'
@@ -47,5 +48,50 @@ describe('a transactional step on Postgres', () => {
     expect(run).toMatchObject({ status: 'completed', result: 1 })
     expect(seenOutside).toEqual([0])
     expect((await db`SELECT amount FROM ledger WHERE id = 'L-1'`).map((row) => row.amount)).toEqual([5])
+  })
+
+  it("commits each of 400 runs' steps once, among reads of the same runs on the same pool", async () => {
+    const s = store()
+    const items = await postgresItems(db)
+    const runs = Array.from({ length: 400 }, () => makeRun({ status: 'running' }))
+    await Promise.all(runs.map((run) => s.createRun(run)))
+    const record = () => ({ status: 'completed' as const, kind: 'transaction' as const })
+    await Promise.all(
+      runs.flatMap((run) => [
+        s.getRun(run.id),
+        s.listRuns({ limit: 5 }),
+        s.transactStep(run.id, 'book', (tx) => items.insert(tx, run.id), record),
+        s.getRun(run.id),
+        s.listRuns({ limit: 5 }),
+      ]),
+    )
+    expect((await items.ids()).sort()).toEqual(runs.map((run) => run.id).sort())
+    for (const run of runs) expect(Object.keys((await s.getRun(run.id))!.steps)).toEqual(['book'])
+  })
+
+  it("refuses the calls that would leave the step's transaction or its connection", async () => {
+    const refused: string[] = []
+    const order = task('orders.escape', async (ctx) =>
+      ctx.step.transaction('book', async (tx: PostgresTransaction) => {
+        for (const call of [
+          () => tx.begin(async () => {}),
+          () => (tx as unknown as { release(): void }).release(),
+          () => tx.reserve(),
+          () => tx.end(),
+        ]) {
+          try {
+            await call()
+          } catch (error) {
+            refused.push((error as Error).message)
+          }
+        }
+        return (await tx`SELECT 1 AS one`)[0].one as number
+      }),
+    )
+    const rt = runtime([order], { store: store() })
+    const run = await finished(rt.waitForRun((await rt.trigger('orders.escape')).id))
+    expect(run).toMatchObject({ status: 'completed', result: 1 })
+    expect(refused).toHaveLength(4)
+    expect(refused[0]).toMatch(/ctx\.step\.transaction\("book"\): tx\.begin\(\) is not available inside a transactional step/)
   })
 })

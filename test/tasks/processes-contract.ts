@@ -262,7 +262,12 @@ export function processesContract(name: string, setup: () => Promise<ProcessesCl
         return runs.length === count && runs
       }, 90_000).catch(async (error) => {
         const stuck = await cluster.unfinished().catch((cause: Error) => `(they could not be listed: ${cause.message})`)
-        throw new Error(`${error.message}\n${stuck}`)
+        const failed = (await store.listRuns({ taskName: 'ledger', status: 'failed' })).map((run) => ({
+          id: run.id,
+          attempts: run.attempts,
+          steps: run.steps,
+        }))
+        throw new Error(`${error.message}\n${stuck}\nfailed: ${JSON.stringify(failed)}`)
       })
       const rows = await servers[0].call<[string, number][]>('ledger')
       expect(rows).toHaveLength(count)

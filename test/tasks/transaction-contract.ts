@@ -6,7 +6,7 @@
  * the harness's (SQL on SQLite, the `postgres` driver on Postgres).
  */
 import type { DatabaseSync } from 'node:sqlite'
-import type { Sql, TransactionSql } from 'postgres'
+import type { Sql } from 'postgres'
 import { describe, expect, it } from 'vitest'
 import type { RunStore } from '../../src/runtime/tasks/store.ts'
 import type { SqlTransaction, StepInfo } from '../../src/types.ts'
@@ -41,7 +41,7 @@ export async function postgresItems(db: Sql): Promise<{ insert(tx: unknown, id: 
   const table = `items_${process.pid}_${++pgTables}`
   await db`CREATE TABLE ${db(table)} (seq serial, id text PRIMARY KEY)`
   return {
-    insert: (tx, id) => (tx as TransactionSql)`INSERT INTO ${db(table)} (id) VALUES (${id})`,
+    insert: (tx, id) => (tx as Sql)`INSERT INTO ${db(table)} (id) VALUES (${id})`,
     ids: async () => (await db`SELECT id FROM ${db(table)} ORDER BY seq`).map((row) => row.id as string),
   }
 }

@@ -1,0 +1,55 @@
+/**
+ * Transactions on the store's pool. Each runs on a connection of its own,
+ * taken idle from the pool (`sql.reserve()`), with BEGIN, COMMIT and
+ * ROLLBACK sent on it; never through `sql.begin`. In the `postgres` driver
+ * (3.4.9), `sql.begin` under load can write BEGIN to a busy connection
+ * without reserving it (a pipelining race: porsager/postgres#823, #1189):
+ * the call fails with UNSAFE_TRANSACTION, and the transaction can stay open
+ * on a connection that other queries then use. A reserved connection is
+ * one nobody else writes to until it is released.
+ */
+import type { Sql } from 'postgres'
+
+/** What the app's function of `ctx.step.transaction` is given on Postgres: the driver's `sql`, on the step's connection, inside its transaction. */
+export type PostgresTransaction = Sql
+
+/** Runs `fn` in a transaction on a reserved connection: committed once it resolves, rolled back when it throws. */
+export async function inTransaction<T>(sql: Sql, fn: (tx: Sql) => Promise<T>): Promise<T> {
+  const reserved = await sql.reserve()
+  try {
+    await reserved`BEGIN`
+    let result: T
+    try {
+      result = await fn(reserved)
+    } catch (error) {
+      // A broken connection rolls back on the server: its error is not the one to report.
+      await reserved`ROLLBACK`.catch(() => {})
+      throw error
+    }
+    await reserved`COMMIT`
+    return result
+  } finally {
+    reserved.release()
+  }
+}
+
+const NOT_IN_A_STEP = new Set(['begin', 'reserve', 'release', 'end', 'close', 'listen', 'subscribe'])
+
+/**
+ * The handle the app's function gets: `tx` as it is, but for the calls that
+ * would leave the step's transaction or connection, which throw.
+ */
+export function stepTransaction(tx: Sql, key: string): PostgresTransaction {
+  return new Proxy(tx, {
+    get(target, name, receiver) {
+      if (typeof name === 'string' && NOT_IN_A_STEP.has(name)) {
+        return () => {
+          throw new Error(
+            `ctx.step.transaction("${key}"): tx.${name}() is not available inside a transactional step; its statements run in the step's transaction, which commits when the function returns`,
+          )
+        }
+      }
+      return Reflect.get(target, name, receiver)
+    },
+  })
+}
