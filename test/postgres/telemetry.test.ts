@@ -5,6 +5,7 @@
 // The second server starts only once the first is dead, and the sleep is
 // long enough that the first cannot resume the run itself on a slow
 // machine: which process runs each execution is fixed, not raced.
+import postgres from 'postgres'
 import { expect, it } from 'vitest'
 import type { RunRecord } from '../../src/types.ts'
 import { until } from '../_helpers.ts'
@@ -28,6 +29,17 @@ it("a run resumed by another process after the first is killed continues the run
   // The first execution suspended on the sleep, and its spans reached the receiver.
   await until(() => ofRun('first').some((span) => span.name === 'process jobs.report'), 15_000)
   const created = ofRun('first').find((span) => span.name === 'create jobs.report')!
+  // Killed once the attempt is over and its lease given up: a process killed
+  // before that leaves the run to others only once its lease lapses (30 s).
+  const db = postgres(storeUrl, { onnotice: () => {} })
+  try {
+    await until(
+      async () => (await db`SELECT 1 FROM svc.runs WHERE id = ${id} AND status = 'suspended' AND lease_owner IS NULL`).length === 1,
+      15_000,
+    )
+  } finally {
+    await db.end()
+  }
   first.child.kill('SIGKILL')
   const second = await tracedServer(receiver.endpoint('second'), { SVC_STORE_URL: storeUrl })
 
