@@ -34,6 +34,7 @@ export function createObjectRuntime(routes: readonly RuntimeApiRoute[], stub: ()
       throw new Error('The run store lives in the SvcTasks Durable Object; read runs with getRun() and listRuns()')
     },
     trigger: (name: string, payload?: unknown, opts?: unknown) => call<RunRecord>('trigger', name, payload, opts),
+    triggerMany: (name: string, payloads: readonly unknown[], opts?: unknown) => call('triggerMany', name, payloads, opts),
     getRun: (id) => call('getRun', id),
     listRuns: (query) => call('listRuns', query),
     waitForRun: (id) => call('waitForRun', id),

@@ -158,6 +158,23 @@ export class DurableObjectRunStore implements RunStore {
     return stored.run
   }
 
+  /** Every run in one `transactionSync`: a run past the bound is a `StoreFullError` in its place. */
+  async createRuns(runs: readonly RunRecord[]): Promise<(RunRecord | StoreFullError)[]> {
+    const stored = this.#write(() =>
+      runs.map((run) => {
+        try {
+          return this.#insertRun(run)
+        } catch (error) {
+          // Refused before it wrote anything: the others go on.
+          if (error instanceof StoreFullError) return error
+          throw error
+        }
+      }),
+    )
+    for (const item of stored) if (!(item instanceof StoreFullError) && item.created) this.#onChange(item.run)
+    return stored.map((item) => (item instanceof StoreFullError ? item : item.run))
+  }
+
   /** `createRun` inside a transaction; `created` is false when an idempotency key answered. */
   #insertRun(run: RunRecord): { run: RunRecord; created: boolean } {
     const record = rowText(run)

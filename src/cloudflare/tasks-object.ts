@@ -137,6 +137,8 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
       switch (method) {
         case 'trigger':
           return runtime.trigger(a, b, c)
+        case 'triggerMany':
+          return runtime.triggerMany(a, b, c)
         case 'getRun':
           return runtime.getRun(a)
         case 'listRuns':

@@ -294,6 +294,21 @@ export class SqliteRunStore implements RunStore {
     return this.#write(() => this.#insertRun(run))
   }
 
+  /** Every run in one write (one savepoint, one commit): a run past the bound is a `StoreFullError` in its place. */
+  async createRuns(runs: readonly RunRecord[]): Promise<(RunRecord | StoreFullError)[]> {
+    return this.#write(() =>
+      runs.map((run) => {
+        try {
+          return this.#insertRun(run)
+        } catch (error) {
+          // Refused before it wrote anything: the others go on.
+          if (error instanceof StoreFullError) return error
+          throw error
+        }
+      }),
+    )
+  }
+
   /** `createRun` inside a write. */
   #insertRun(run: RunRecord): RunRecord {
     // A child of an attempt's run: started only while the attempt holds it.

@@ -211,6 +211,38 @@ export class PostgresRunStore implements RunStore {
   }
 
   /**
+   * Every run in one transaction on one connection, its statements
+   * pipelined (one round trip's wait, one commit): each answers as
+   * `createRun`'s statement does. A finished run of the batch that races
+   * another holder of its key aborts the transaction; the runs are then
+   * created one by one, which settles that race.
+   */
+  async createRuns(runs: readonly RunRecord[]): Promise<(RunRecord | StoreFullError)[]> {
+    const full = () => new StoreFullError(WHERE, this.maxRuns)
+    try {
+      return await this.#run(
+        (sql) =>
+          inTransaction(sql, (tx) =>
+            Promise.all(
+              runs.map(async (run) => {
+                const [row] = await this.#insert(tx, run, undefined)
+                return row.held ?? row.inserted ?? full()
+              }),
+            ),
+          ),
+        true,
+      )
+    } catch (error) {
+      if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
+      return Promise.all(
+        runs.map((run) =>
+          this.createRun(run).catch((thrown: unknown) => (thrown instanceof StoreFullError ? thrown : Promise.reject(thrown))),
+        ),
+      )
+    }
+  }
+
+  /**
    * One statement: answers a held idempotency key with its run, refuses a
    * live run when live runs fill `maxRuns`, inserts, and evicts the runs
    * that finished longest ago (with their tokens, and their steps through

@@ -12,6 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { bundle } from '../../src/build/bundle.ts'
 import { callObject } from '../../src/cloudflare/rpc.ts'
 import type { RunStore } from '../../src/runtime/tasks/index.ts'
+import { StoreFullError } from '../../src/runtime/errors.ts'
+import type { RunRecord } from '../../src/types.ts'
 import { eventStoreContract } from '../tasks/event-store-contract.ts'
 import { flowStoreContract } from '../tasks/flow-store-contract.ts'
 import { makeRun, runStoreContract } from '../tasks/store-contract.ts'
@@ -37,7 +39,10 @@ export class StoreBridge {
       const args = callArgs(call)
       // A patch key set to undefined (remove the field) does not survive JSON: its name travels beside it.
       if (call.method === 'updateRun') for (const key of args.pop()) args[1][key] = undefined
-      return answer({ value: await this.store[call.method](...args) })
+      const value = await this.store[call.method](...args)
+      // A batch's StoreFullError answers do not survive JSON: each travels as its bound.
+      if (call.method === 'createRuns') return answer({ value: value.map((item) => (item instanceof Error ? { storeFull: item.maxRuns } : item)) })
+      return answer({ value })
     } catch (error) {
       return answer({ error })
     }
@@ -95,10 +100,17 @@ function bridge(options?: { maxRuns: number }): {
         const [id, patch, expect] = args as [string, Record<string, unknown>, unknown]
         args = [id, patch, expect, Object.keys(patch).filter((key) => patch[key] === undefined)]
       }
-      return callObject(stub, method, args)
+      const answered = callObject(stub, method, args)
+      if (method !== 'createRuns') return answered
+      return answered.then((items) =>
+        (items as ({ storeFull: number } | RunRecord)[]).map((item) =>
+          'storeFull' in item ? new StoreFullError('DurableObjectRunStore', item.storeFull) : item,
+        ),
+      )
     }
   const methods = [
     'createRun',
+    'createRuns',
     'getRun',
     'updateRun',
     'appendAttempt',

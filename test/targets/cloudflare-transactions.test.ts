@@ -138,5 +138,16 @@ describe('transactional steps in the tasks Durable Object', () => {
 
     const listed = await ended(await trigger('orders.list'))
     expect(listed).toMatchObject({ status: 'completed', result: ['a'] })
+
+    // A batch from the worker is one call to the object, which records its runs in one transaction.
+    const res = await mf.dispatchFetch('http://worker/__tasks/orders.record/batch', {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify([{ id: 'c' }, { id: 'd' }]),
+    })
+    expect(res.status).toBe(202)
+    const { runs } = (await res.json()) as { runs: { ok: boolean; id: string }[] }
+    expect(runs.map((run) => run.ok)).toEqual([true, true])
+    for (const run of runs) expect(await ended(run.id)).toMatchObject({ status: 'completed', result: { changes: 1 } })
   })
 })

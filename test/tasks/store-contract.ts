@@ -224,6 +224,36 @@ export function runStoreContract(name: string, createStore: (options?: { maxRuns
       expect(await store.listRuns({ cursor: 'no-such-run' })).toEqual([])
     })
 
+    it('createRuns inserts a batch, each as createRun would: a held key answers with its run, a live run past the bound is a StoreFullError in its place', async () => {
+      const store = await createStore({ maxRuns: 4 })
+      expect(store.createRuns).toBeTypeOf('function')
+      const held = await store.createRun(makeRun({ status: 'running', idempotencyKey: 'k' }))
+      const batch = [
+        makeRun({ status: 'running' }),
+        makeRun({ status: 'running', idempotencyKey: 'k' }),
+        makeRun({ status: 'queued', idempotencyKey: 'j' }),
+        makeRun({ status: 'running', idempotencyKey: 'j' }),
+        makeRun({ status: 'completed' }),
+        makeRun({ status: 'running' }),
+        makeRun({ status: 'scheduled', runAt: '2099-01-01T00:00:00.000Z' }),
+      ]
+      const stored = await store.createRuns!(batch)
+      expect(stored).toHaveLength(batch.length)
+      expect(stored[0]).toEqual(batch[0])
+      // Held before the batch, and held by an earlier item of the batch.
+      expect((stored[1] as RunRecord).id).toBe(held.id)
+      expect(stored[2]).toEqual(batch[2])
+      expect((stored[3] as RunRecord).id).toBe(batch[2].id)
+      expect(stored[4]).toEqual(batch[4])
+      // Live runs: held, 0 and 2 make three; 5 takes the last place and 6 finds the store full.
+      expect(stored[5]).toEqual(batch[5])
+      expect(stored[6]).toBeInstanceOf(StoreFullError)
+      expect(await store.getRun(batch[6].id)).toBeUndefined()
+      // The finished run went with the bound (finished runs are evicted past it), the live ones stay.
+      for (const i of [0, 2, 5]) expect(await store.getRun(batch[i].id)).toEqual(batch[i])
+      expect(await store.createRuns!([])).toEqual([])
+    })
+
     it("keeps a run's version and its migrations, and lists the runs of a version", async () => {
       const store = await createStore()
       const [v1, v2, none] = [makeRun({ version: 'v1' }), makeRun({ version: 'v2' }), makeRun()]

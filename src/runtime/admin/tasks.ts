@@ -5,6 +5,7 @@
  * |--------|-------------------------------|--------|
  * | GET    | `/__tasks`                    | 200 `{ tasks: TaskSummary[] }` |
  * | POST   | `/__tasks/<name>`             | 202 `{ id, status }`, before the handler finishes |
+ * | POST   | `/__tasks/<name>/batch`       | 202 `{ runs }`: one `{ ok, id, status }` or `{ ok: false, error, code }` per payload of the JSON array |
  * | GET    | `/__tasks/<id>`               | 200 the run record; 404 `RUN_NOT_FOUND` |
  * | POST   | `/__tasks/tokens/<token>`     | 200 `{ ok, status: 'completed' }`; 404 `TOKEN_NOT_FOUND`; 409 `TOKEN_ALREADY_COMPLETED` / `TOKEN_TIMED_OUT` / `RUN_CANCELLED` |
  * | GET    | `/__tasks/runs`               | 200 `{ runs: RunSummary[], cursor? }`, newest first (`?task=&status=&version=&limit=&cursor=`); 400 `INVALID_QUERY` |
@@ -35,6 +36,8 @@ import type { ResponseClass } from '../http/types.ts'
 import { trimTrailingSlashes } from '../http/path.ts'
 import { readJsonBody } from '../http/body.ts'
 import { enqueueOptionsFromHeaders } from '../tasks/client.ts'
+import { MAX_BATCH_ITEMS } from '../tasks/batch.ts'
+import { describe } from '../describe.ts'
 import type { EnvLike } from '../env.ts'
 import { authorize, type LoopbackExemption } from './auth.ts'
 import { unsupportedContent } from './content-type.ts'
@@ -119,6 +122,10 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
     if (segments[0] === 'runs' && (segments.length > 1 || isRead)) return runs(request, pathname, segments.slice(1), info)
     if (segments.length === 1 && segments[0] === 'events' && isRead) return streams.events()
 
+    if (segments.length === 2 && segments[1] === 'batch') {
+      if (method !== 'POST') return methodNotAllowed(R, method, pathname, 'POST')
+      return batch(request, segments[0], info)
+    }
     if (segments.length !== 1) return jsonError(R, 404, 'NOT_FOUND', `No admin endpoint matches ${method} ${pathname}`)
 
     // `<name>` on POST, `<id>` on GET (the same path position serves both).
@@ -140,6 +147,39 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
     }
     if (isRead) return runRecord(target)
     return methodNotAllowed(R, method, pathname, 'GET, HEAD, POST')
+  }
+
+  /** `POST /__tasks/<name>/batch`: a JSON array of payloads, one run each. */
+  async function batch(request: Request, name: string, info: RequestInfo | undefined): Promise<Response> {
+    let opts: EnqueueOptions
+    try {
+      opts = enqueueOptionsFromHeaders(request.headers)
+    } catch (error) {
+      return jsonError(R, 400, 'INVALID_OPTIONS', (error as Error).message)
+    }
+    const { value } = await readJsonBody(request, bodyLimit)
+    if (!Array.isArray(value)) {
+      return jsonError(
+        R,
+        400,
+        'INVALID_BATCH',
+        `POST /__tasks/${name}/batch takes a JSON array of payloads, one run each (got ${describe(value)})`,
+      )
+    }
+    if (value.length > MAX_BATCH_ITEMS) {
+      return jsonError(
+        R,
+        400,
+        'INVALID_BATCH',
+        `A batch starts at most ${MAX_BATCH_ITEMS.toLocaleString('en')} runs (got ${value.length}); send them in batches`,
+      )
+    }
+    const trace = traceOf?.(request)
+    const runs = await runtime.triggerMany(name, value, trace === undefined ? opts : { ...opts, trace })
+    if (holdRuns && info?.waitUntil) {
+      for (const run of runs) if (run.ok && run.status === 'running') info.waitUntil(runtime.waitForRun(run.id).catch(() => undefined))
+    }
+    return json(202, { runs })
   }
 
   async function runRecord(id: string): Promise<Response> {

@@ -3,7 +3,7 @@
  * runtime is active in this process: they call the task admin surface of the
  * server that runs the tasks.
  */
-import type { CancelRunResult, CompleteTokenResult, EnqueueOptions, EnqueueResult, EventInput, SentEvent } from '../types.ts'
+import type { BatchItem, CancelRunResult, CompleteTokenResult, EnqueueOptions, EnqueueResult, EventInput, SentEvent } from '../types.ts'
 import { HttpError, errorMessage } from '../errors.ts'
 import { processEnv, type EnvLike } from '../env.ts'
 import { taskSecret } from '../rules.ts'
@@ -105,6 +105,37 @@ export async function enqueueOverHttp(
   }
   const { id, status, ...rest } = body
   return { ...rest, runId: id, status } as EnqueueResult
+}
+
+/** `POST /__tasks/<name>/batch`; its 202 `{ runs }` body, one `BatchItem` per payload. */
+export async function enqueueManyOverHttp(
+  taskName: string,
+  payloads: readonly unknown[],
+  opts: EnqueueOptions | undefined,
+  env: EnvLike = processEnv(),
+): Promise<BatchItem[]> {
+  const where = `enqueueMany("${taskName}")`
+  const { delaySeconds, idempotencyKey } = checkTriggerOptions(opts, 'enqueueMany', taskName)
+  if (idempotencyKey !== undefined && !HEADER_TEXT.test(idempotencyKey)) {
+    throw new TypeError(
+      `${where}: idempotencyKey must be text an HTTP header can carry (Latin-1, no line breaks, no space or tab at either end) to be sent to the task server (got ${describe(idempotencyKey)})`,
+    )
+  }
+  const text = payloadText(where, payloads)
+  const headers: Record<string, string> = { ...authHeaders(env), 'content-type': 'application/json' }
+  if (idempotencyKey !== undefined) headers[ENQUEUE_HEADERS.idempotencyKey] = idempotencyKey
+  if (delaySeconds > 0) headers[ENQUEUE_HEADERS.delaySeconds] = String(delaySeconds)
+  const url = `${taskServerUrl(env)}/__tasks/${encodeURIComponent(taskName)}/batch`
+  const { response, body } = await send(where, url, taskRequestTimeout(env), { method: 'POST', headers, body: text })
+  if (!response.ok) throw httpError(response, body)
+  if (!isObject(body) || !Array.isArray(body.runs) || body.runs.length !== payloads.length) {
+    throw new HttpError(
+      response.status,
+      `${where}: ${url} answered ${response.status} without a { runs } JSON body of one item per payload`,
+      'BAD_RESPONSE',
+    )
+  }
+  return body.runs as BatchItem[]
 }
 
 /** `POST /__tasks/tokens/<id>`: 200 completed, 404 not found, 409 already completed or timed out. */

@@ -27,8 +27,9 @@
  * Cloudflare worker makes itself, whose stores no other process shares,
  * leave it out of its bundle.
  */
+import { batchError, batchItemKey, MAX_BATCH_ITEMS } from './batch.ts'
 import { RunVersions, type VersionPolicy } from './versions.ts'
-import type { CompleteTokenResult, Logger, RunChange, RunRecord, TriggerOptions } from '../types.ts'
+import type { BatchItem, CompleteTokenResult, Logger, RunChange, RunRecord, TriggerOptions } from '../types.ts'
 import { describe } from '../describe.ts'
 import { isoAt, isoNow } from './clock.ts'
 import { RunFinishedError, RunNotFoundError, TaskNotFoundError } from '../errors.ts'
@@ -339,11 +340,14 @@ export class TaskEngine {
   /**
    * Records a run of `def` with an input already validated; starts it unless
    * it is delayed. Not async: every run being recorded would hold its frame.
+   * With `batch`, the run is built and added to it, and recorded by the
+   * caller with the others (`triggerMany`).
    */
   #create(
     def: TaskDefinition,
     input: unknown,
     options: Omit<TriggerOptions, 'delaySeconds'> & { delaySeconds: number; replayOf?: string; event?: RunRecord['event'] },
+    batch?: RunRecord[],
   ): Promise<RunRecord> {
     const { name } = def
     const { delaySeconds, idempotencyKey, trigger = 'manual', parentRunId, replayOf, event } = options
@@ -374,9 +378,74 @@ export class TaskEngine {
     const trace = this.#telemetry?.runCreated(run, options.trace)
     if (trace !== undefined) run.trace = trace
     if (debounce) return this.#store.debounceRun(run, debounce.key).then((stored) => this.#created(run, stored, true))
+    if (batch !== undefined) {
+      batch.push(run)
+      return Promise.resolve(run)
+    }
     // A bound method rather than a closure: it takes less, and every run
     // being recorded holds it until the store answers.
     return this.#store.createRun(run).then(this.#created.bind(this, run))
+  }
+
+  /** See `TaskRuntime.triggerMany`. */
+  async triggerMany(name: string, payloads: readonly unknown[], opts?: TriggerOptions): Promise<BatchItem[]> {
+    if (this.#closed) throw new Error(`Cannot start task "${name}": the task runtime is closed`)
+    const def = this.#tasks.get(name)
+    if (!def) throw new TaskNotFoundError(String(name), [...this.#tasks.keys()])
+    const call = `triggerMany("${name}")`
+    if (!Array.isArray(payloads)) throw new TypeError(`${call}: payloads must be an array (got ${describe(payloads)})`)
+    if (payloads.length > MAX_BATCH_ITEMS) {
+      throw new RangeError(
+        `${call}: at most ${MAX_BATCH_ITEMS.toLocaleString('en')} runs go in one batch (got ${payloads.length}); send them in batches`,
+      )
+    }
+    const options = checkTriggerOptions(opts, 'triggerMany', name)
+    if (options.parentRunId !== undefined)
+      throw new TypeError(`${call}: a batch takes no parentRunId; start child runs with ctx.step.enqueue`)
+    const { idempotencyKey } = options
+    // Each payload is checked on its own; the runs of the valid ones are
+    // built, then recorded together, so a batch costs the store one write.
+    const batch: RunRecord[] = []
+    const built = await Promise.all(
+      payloads.map(async (payload, index): Promise<{ run: RunRecord; own: boolean } | BatchItem> => {
+        try {
+          const input = def.input === undefined || def.input === null ? payload : await validateTaskInput(def.input, payload)
+          const item = idempotencyKey === undefined ? options : { ...options, idempotencyKey: batchItemKey(idempotencyKey, index) }
+          // A debounced task records each run as it joins or starts one (`own`): no batch write.
+          const own = def.flow.debounce !== undefined
+          return { run: await this.#create(def, input, item, own ? undefined : batch), own }
+        } catch (error) {
+          return batchError(error)
+        }
+      }),
+    )
+    const stored = await this.#createRuns(batch)
+    const outcomes = new Map(batch.map((run, i) => [run, stored[i]]))
+    return Promise.all(
+      built.map(async (item): Promise<BatchItem> => {
+        if (!('run' in item)) return item
+        const { run, own } = item
+        if (own) return { ok: true, id: run.id, status: run.status }
+        const outcome = outcomes.get(run)!
+        if (outcome instanceof Error) return batchError(outcome)
+        try {
+          const started = await this.#created(run, outcome)
+          return { ok: true, id: started.id, status: started.status }
+        } catch (error) {
+          return batchError(error)
+        }
+      }),
+    )
+  }
+
+  /** Records a batch's runs in one write where the store can, else each as `createRun` does, at once. */
+  #createRuns(runs: RunRecord[]): Promise<(RunRecord | Error)[]> {
+    if (runs.length === 0) return Promise.resolve([])
+    const store = this.#store
+    if (store.createRuns) return store.createRuns(runs)
+    return Promise.all(
+      runs.map((run) => store.createRun(run).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))))),
+    )
   }
 
   /**

@@ -5,6 +5,7 @@
  * over HTTP. They never swallow an error.
  */
 import type {
+  BatchItem,
   CancelRunResult,
   CompleteTokenResult,
   EnqueueOptions,
@@ -14,7 +15,8 @@ import type {
   TaskPayloadArgs,
 } from '../types.ts'
 import { getActiveTaskRuntime } from './active.ts'
-import { cancelRunOverHttp, completeTokenOverHttp, enqueueOverHttp } from './client.ts'
+import { MAX_BATCH_ITEMS } from './batch.ts'
+import { cancelRunOverHttp, completeTokenOverHttp, enqueueManyOverHttp, enqueueOverHttp } from './client.ts'
 import { checkEnqueueOptions } from './options.ts'
 
 /**
@@ -49,6 +51,36 @@ export async function enqueue(taskName: string, payload?: unknown, opts?: Enqueu
   checkEnqueueOptions(opts, `enqueue("${taskName}")`)
   const run = await runtime.trigger(taskName, payload, { ...opts, trigger: 'enqueue' })
   return { runId: run.id, status: run.status }
+}
+
+/**
+ * Starts one run of `taskName` per payload (at most 10,000), recorded in
+ * one write to the run store, and resolves to one `BatchItem` per payload,
+ * in order: `{ ok: true, id, status }` or `{ ok: false, error, code,
+ * details? }` (a payload that failed validation, say); one bad payload
+ * does not stop the others. `opts` applies to every run; with an
+ * `idempotencyKey`, item `i` gets `<key>:<i>`, so the same batch sent again
+ * starts nothing more.
+ *
+ * In-process when a task runtime is active in this process; otherwise it
+ * POSTs the payloads as a JSON array to `/__tasks/<name>/batch` on the
+ * task server, as `enqueue` does.
+ */
+export async function enqueueMany(taskName: string, payloads: readonly unknown[], opts?: EnqueueOptions): Promise<BatchItem[]> {
+  if (typeof taskName !== 'string' || taskName === '') {
+    throw new TypeError(`enqueueMany(taskName): taskName must be a non-empty dot-form task name (got ${typeof taskName})`)
+  }
+  if (!Array.isArray(payloads))
+    throw new TypeError(`enqueueMany("${taskName}", payloads): payloads must be an array (got ${typeof payloads})`)
+  if (payloads.length > MAX_BATCH_ITEMS) {
+    throw new RangeError(
+      `enqueueMany("${taskName}"): at most ${MAX_BATCH_ITEMS.toLocaleString('en')} runs go in one batch (got ${payloads.length}); send them in batches`,
+    )
+  }
+  const runtime = getActiveTaskRuntime()
+  if (!runtime) return enqueueManyOverHttp(taskName, payloads, opts)
+  checkEnqueueOptions(opts, `enqueueMany("${taskName}")`)
+  return runtime.triggerMany(taskName, payloads, { ...opts, trigger: 'enqueue' })
 }
 
 /**

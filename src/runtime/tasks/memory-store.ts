@@ -117,6 +117,20 @@ export class MemoryRunStore implements RunStore {
     return this.#bytes
   }
 
+  /** Each run as `createRun` does, in one turn: a run past the bound is a `StoreFullError` in its place. */
+  async createRuns(runs: readonly RunRecord[]): Promise<(RunRecord | StoreFullError)[]> {
+    const stored: (RunRecord | StoreFullError)[] = []
+    for (const run of runs) {
+      try {
+        stored.push(await this.createRun(run))
+      } catch (error) {
+        if (!(error instanceof StoreFullError)) throw error
+        stored.push(error)
+      }
+    }
+    return stored
+  }
+
   async createRun(run: RunRecord): Promise<RunRecord> {
     if (this.#runs.has(run.id)) throw new Error(`MemoryRunStore: run "${run.id}" already exists`)
     const scoped = run.idempotencyKey === undefined ? undefined : idempotencyScope(run.taskName, run.idempotencyKey)

@@ -180,6 +180,7 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
     store,
     maxPayloadBytes,
     trigger: (name: string, payload?: unknown, opts?: TriggerOptions) => engine.trigger(name, payload, opts),
+    triggerMany: (name: string, payloads: readonly unknown[], opts?: TriggerOptions) => engine.triggerMany(name, payloads, opts),
     getRun: (id) => store.getRun(id),
     waitForRun: (id) => engine.waitForRun(id),
     completeToken: (tokenId, payload) => engine.completeToken(tokenId, payload),

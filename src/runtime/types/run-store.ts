@@ -3,6 +3,7 @@
  * timers, tokens and idempotency keys live (see `src/runtime/tasks/store.ts`
  * for what every store shares, and the contract suites in `test/tasks/`).
  */
+import type { StoreFullError } from '../errors.ts'
 import type { FlowLimits } from './flow.ts'
 import type { Attempt, RunChange, RunRecord, RunStatus, StepRecord } from './runs.ts'
 
@@ -165,6 +166,15 @@ export interface RunStore {
    * changes nothing; a held idempotency key still resolves to its run.
    */
   createRun(run: RunRecord): Promise<RunRecord>
+
+  /**
+   * Optional: inserts many runs in one transaction, each as `createRun`
+   * would, and resolves to one answer per run, in order: the run inserted,
+   * the run that already held its idempotency key, or a `StoreFullError`
+   * for a live run past the bound (the others are inserted). A store
+   * without it has each run created on its own (`triggerMany`).
+   */
+  createRuns?(runs: readonly RunRecord[]): Promise<(RunRecord | StoreFullError)[]>
 
   /** A copy of the run; changing it does not change the store. */
   getRun(id: string): Promise<RunRecord | undefined>

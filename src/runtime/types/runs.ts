@@ -3,6 +3,7 @@
  * attempts, recorded steps and waitpoints, and what starting, cancelling and
  * resuming a run answers.
  */
+import type { ValidationIssue } from './schema.ts'
 
 /**
  * Run states. `scheduled` is a delayed run that has not started yet.
@@ -235,6 +236,17 @@ export interface TriggerOptions extends EnqueueOptions {
   /** The trace context the run's trace continues; by default, the active span's (with OpenTelemetry). */
   trace?: RunTrace
 }
+
+/**
+ * One item of a batch trigger's answer (`triggerMany`, `enqueueMany`,
+ * `POST /__tasks/<name>/batch`), at the index of its payload: the run it
+ * started (or the run that already held its idempotency key), or why none
+ * started (`VALIDATION_FAILED` with the issues, `STORE_FULL`,
+ * `PAYLOAD_TOO_LARGE`, ...).
+ */
+export type BatchItem =
+  | { ok: true; id: string; status: RunStatus }
+  | { ok: false; error: string; code: string; details?: ValidationIssue[] }
 
 /** What `enqueue()` returns. Extra fields are preserved. */
 export interface EnqueueResult {

@@ -1,7 +1,7 @@
 /** `TaskRuntime`, and the summary it gives of each task. */
 import type { TaskDefinition } from './task-definition.ts'
 import type { RunQuery, RunStore } from './run-store.ts'
-import type { CompleteTokenResult, RunChange, RunRecord, RunStatus, TriggerOptions } from './runs.ts'
+import type { BatchItem, CompleteTokenResult, RunChange, RunRecord, RunStatus, TriggerOptions } from './runs.ts'
 import type { TaskNameArg, TaskPayloadArgs } from './task-registry.ts'
 import type { EventInput, EventPage, ListEventsQuery, SendEventOptions, SentEvent } from './events.ts'
 
@@ -30,6 +30,16 @@ export interface TaskRuntime {
    * live runs. Cron runs skip validation.
    */
   trigger<N extends string>(name: TaskNameArg<N>, ...args: TaskPayloadArgs<N, TriggerOptions>): Promise<RunRecord>
+  /**
+   * Starts one run of `name` per payload (at most `MAX_BATCH_ITEMS`,
+   * 10,000), recorded together: one write on every store. Each payload is
+   * validated on its own, and resolves to one `BatchItem` per payload, in
+   * order: the run it started, or why none did. `opts` applies to every
+   * run; an `idempotencyKey` becomes `<key>:<index>` for each item, so the
+   * same batch sent again starts nothing more. Throws for a bad task name,
+   * a batch too large or bad options (docs/tasks.md "Starting many runs").
+   */
+  triggerMany<N extends string>(name: TaskNameArg<N>, payloads: readonly unknown[], opts?: TriggerOptions): Promise<BatchItem[]>
   /** The run record, or `undefined` for a run the store does not hold. */
   getRun(id: string): Promise<RunRecord | undefined>
   /**

@@ -1,0 +1,30 @@
+/**
+ * Batch triggers (`triggerMany`, `enqueueMany`, `POST /__tasks/<name>/batch`):
+ * their bound, the idempotency key of each item, and how an item that did
+ * not start says why. Edge-safe: no `node:` import.
+ */
+import type { BatchItem } from '../types.ts'
+import { errorMessage, SvcError, ValidationError } from '../errors.ts'
+
+/** The most runs one batch starts. */
+export const MAX_BATCH_ITEMS = 10_000
+
+/**
+ * The idempotency key of item `index` of a batch sent with `key`: the same
+ * batch sent again (a retry after a lost answer) starts nothing more, item
+ * by item.
+ */
+export function batchItemKey(key: string, index: number): string {
+  return `${key}:${index}`
+}
+
+/** An item that did not start: the error's message, its code (`INTERNAL` for an error svc did not raise on purpose), and a validation's issues. */
+export function batchError(error: unknown): BatchItem {
+  if (error instanceof ValidationError) return { ok: false, error: error.message, code: error.code, details: error.details }
+  if (error instanceof SvcError) return { ok: false, error: error.message, code: error.code }
+  return {
+    ok: false,
+    error: errorMessage(error),
+    code: error instanceof RangeError || error instanceof TypeError ? 'INVALID_PAYLOAD' : 'INTERNAL',
+  }
+}
