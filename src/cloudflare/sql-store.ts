@@ -59,6 +59,7 @@ import {
   isFinished,
   settleTokenRecord,
   statusMatches,
+  insertEach,
   type RunPatch,
   type RunQuery,
   type RunStore,
@@ -160,17 +161,7 @@ export class DurableObjectRunStore implements RunStore {
 
   /** Every run in one `transactionSync`: a run past the bound is a `StoreFullError` in its place. */
   async createRuns(runs: readonly RunRecord[]): Promise<(RunRecord | StoreFullError)[]> {
-    const stored = this.#write(() =>
-      runs.map((run) => {
-        try {
-          return this.#insertRun(run)
-        } catch (error) {
-          // Refused before it wrote anything: the others go on.
-          if (error instanceof StoreFullError) return error
-          throw error
-        }
-      }),
-    )
+    const stored = this.#write(() => insertEach(runs, (run) => this.#insertRun(run)))
     for (const item of stored) if (!(item instanceof StoreFullError) && item.created) this.#onChange(item.run)
     return stored.map((item) => (item instanceof StoreFullError ? item : item.run))
   }

@@ -30,6 +30,7 @@ import {
   isFinished,
   settleTokenRecord,
   statusMatches,
+  insertEach,
   type RunPatch,
   type RunQuery,
   type RunStore,
@@ -296,17 +297,7 @@ export class SqliteRunStore implements RunStore {
 
   /** Every run in one write (one savepoint, one commit): a run past the bound is a `StoreFullError` in its place. */
   async createRuns(runs: readonly RunRecord[]): Promise<(RunRecord | StoreFullError)[]> {
-    return this.#write(() =>
-      runs.map((run) => {
-        try {
-          return this.#insertRun(run)
-        } catch (error) {
-          // Refused before it wrote anything: the others go on.
-          if (error instanceof StoreFullError) return error
-          throw error
-        }
-      }),
-    )
+    return this.#write(() => insertEach(runs, (run) => this.#insertRun(run)))
   }
 
   /** `createRun` inside a write. */

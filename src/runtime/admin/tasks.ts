@@ -30,7 +30,7 @@
  * when they break the enqueue rule). A run store full of live runs answers
  * 503 `STORE_FULL` with `Retry-After`.
  */
-import type { EnqueueOptions, Logger, RequestInfo, RunTrace, TaskRuntime } from '../types.ts'
+import type { Logger, RequestInfo, RunTrace, TaskRuntime, TriggerOptions } from '../types.ts'
 import { internalError, jsonError, knownErrorResponse, methodNotAllowed } from '../http/errors.ts'
 import type { ResponseClass } from '../http/types.ts'
 import { trimTrailingSlashes } from '../http/path.ts'
@@ -131,15 +131,10 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
     // `<name>` on POST, `<id>` on GET (the same path position serves both).
     const target = segments[0]
     if (method === 'POST') {
-      let opts: EnqueueOptions
-      try {
-        opts = enqueueOptionsFromHeaders(request.headers)
-      } catch (error) {
-        return jsonError(R, 400, 'INVALID_OPTIONS', (error as Error).message)
-      }
+      const opts = triggerOptions(request)
+      if (opts instanceof Response) return opts
       const { value } = await readJsonBody(request, bodyLimit)
-      const trace = traceOf?.(request)
-      const run = await runtime.trigger(target, value, trace === undefined ? opts : { ...opts, trace })
+      const run = await runtime.trigger(target, value, opts)
       // Platforms that freeze or recycle after the response (workers, function
       // platforms) keep the run alive through waitUntil until it settles.
       if (holdRuns && run.status === 'running') info?.waitUntil?.(runtime.waitForRun(run.id).catch(() => undefined))
@@ -149,14 +144,25 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
     return methodNotAllowed(R, method, pathname, 'GET, HEAD, POST')
   }
 
-  /** `POST /__tasks/<name>/batch`: a JSON array of payloads, one run each. */
-  async function batch(request: Request, name: string, info: RequestInfo | undefined): Promise<Response> {
-    let opts: EnqueueOptions
+  /**
+   * A start's options: the enqueue headers' (a 400 `INVALID_OPTIONS` answer
+   * for a bad one), and the request span's trace, which the runs continue.
+   */
+  function triggerOptions(request: Request): TriggerOptions | Response {
+    let opts: TriggerOptions
     try {
       opts = enqueueOptionsFromHeaders(request.headers)
     } catch (error) {
       return jsonError(R, 400, 'INVALID_OPTIONS', (error as Error).message)
     }
+    const trace = traceOf?.(request)
+    return trace === undefined ? opts : { ...opts, trace }
+  }
+
+  /** `POST /__tasks/<name>/batch`: a JSON array of payloads, one run each. */
+  async function batch(request: Request, name: string, info: RequestInfo | undefined): Promise<Response> {
+    const opts = triggerOptions(request)
+    if (opts instanceof Response) return opts
     const { value } = await readJsonBody(request, bodyLimit)
     if (!Array.isArray(value)) {
       return jsonError(
@@ -174,8 +180,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
         `A batch starts at most ${MAX_BATCH_ITEMS.toLocaleString('en')} runs (got ${value.length}); send them in batches`,
       )
     }
-    const trace = traceOf?.(request)
-    const runs = await runtime.triggerMany(name, value, trace === undefined ? opts : { ...opts, trace })
+    const runs = await runtime.triggerMany(name, value, opts)
     if (holdRuns && info?.waitUntil) {
       for (const run of runs) if (run.ok && run.status === 'running') info.waitUntil(runtime.waitForRun(run.id).catch(() => undefined))
     }

@@ -16,6 +16,7 @@
  */
 import type { RunPatch, TokenRecord } from '../types/run-store.ts'
 import type { Attempt, RunRecord, RunStatus } from '../types/runs.ts'
+import { StoreFullError } from '../errors.ts'
 
 export type {
   RunPatch,
@@ -46,6 +47,22 @@ export const FINISHED_STATUSES: readonly RunStatus[] = ['completed', 'failed', '
 
 /** Statuses in which a run is live: it may still run, and is never evicted. */
 export const LIVE_STATUSES: readonly RunStatus[] = ['scheduled', 'queued', 'running', 'suspended']
+
+/**
+ * `createRuns` for a store whose writes are synchronous inside one
+ * transaction: `insert` for each run, a `StoreFullError` (thrown before the
+ * run wrote anything) in the place of a run past the bound.
+ */
+export function insertEach<T>(runs: readonly RunRecord[], insert: (run: RunRecord) => T): (T | StoreFullError)[] {
+  return runs.map((run) => {
+    try {
+      return insert(run)
+    } catch (error) {
+      if (error instanceof StoreFullError) return error
+      throw error
+    }
+  })
+}
 
 /** Whether a run in this status is over. */
 export function isFinished(status: RunStatus): boolean {
