@@ -11,6 +11,7 @@ import type {
   EnqueueOptions,
   EnqueueResult,
   RunRecord,
+  TaskInput,
   TaskNameArg,
   TaskPayloadArgs,
 } from '../types.ts'
@@ -66,6 +67,11 @@ export async function enqueue(taskName: string, payload?: unknown, opts?: Enqueu
  * POSTs the payloads as a JSON array to `/__tasks/<name>/batch` on the
  * task server, as `enqueue` does.
  */
+export function enqueueMany<N extends string>(
+  taskName: TaskNameArg<N>,
+  payloads: readonly TaskInput<N>[],
+  opts?: EnqueueOptions,
+): Promise<BatchItem[]>
 export async function enqueueMany(taskName: string, payloads: readonly unknown[], opts?: EnqueueOptions): Promise<BatchItem[]> {
   if (typeof taskName !== 'string' || taskName === '') {
     throw new TypeError(`enqueueMany(taskName): taskName must be a non-empty dot-form task name (got ${typeof taskName})`)
@@ -80,7 +86,7 @@ export async function enqueueMany(taskName: string, payloads: readonly unknown[]
   const runtime = getActiveTaskRuntime()
   if (!runtime) return enqueueManyOverHttp(taskName, payloads, opts)
   checkEnqueueOptions(opts, `enqueueMany("${taskName}")`)
-  return runtime.triggerMany(taskName, payloads, { ...opts, trigger: 'enqueue' })
+  return runtime.triggerMany(taskName as string, payloads, { ...opts, trigger: 'enqueue' })
 }
 
 /**

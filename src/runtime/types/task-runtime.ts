@@ -2,7 +2,7 @@
 import type { TaskDefinition } from './task-definition.ts'
 import type { RunQuery, RunStore } from './run-store.ts'
 import type { BatchItem, CompleteTokenResult, RunChange, RunRecord, RunStatus, TriggerOptions } from './runs.ts'
-import type { TaskNameArg, TaskPayloadArgs } from './task-registry.ts'
+import type { TaskInput, TaskNameArg, TaskPayloadArgs } from './task-registry.ts'
 import type { EventInput, EventPage, ListEventsQuery, SendEventOptions, SentEvent } from './events.ts'
 
 /**
@@ -39,7 +39,7 @@ export interface TaskRuntime {
    * same batch sent again starts nothing more. Throws for a bad task name,
    * a batch too large or bad options (docs/tasks.md "Starting many runs").
    */
-  triggerMany<N extends string>(name: TaskNameArg<N>, payloads: readonly unknown[], opts?: TriggerOptions): Promise<BatchItem[]>
+  triggerMany<N extends string>(name: TaskNameArg<N>, payloads: readonly TaskInput<N>[], opts?: TriggerOptions): Promise<BatchItem[]>
   /** The run record, or `undefined` for a run the store does not hold. */
   getRun(id: string): Promise<RunRecord | undefined>
   /**
