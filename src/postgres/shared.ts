@@ -209,7 +209,7 @@ export class PostgresSharedWork implements SharedWork {
       // for a run it reached through an idempotency key, whose process
       // only resumes the run that started it. Runs this process holds are
       // its own dispatch's (see above).
-      const rows = await sql<(Row<RunRecord> & { fence: string })[]>`
+      const rows = await sql<{ id: string; fence: string }[]>`
         UPDATE ${runs}.runs SET lease_owner = ${owner}, lease_expires_at = now() + ${this.leaseMs} * interval '1 millisecond',
           lease_fence = lease_fence + 1
         WHERE id IN (
@@ -229,9 +229,18 @@ export class PostgresSharedWork implements SharedWork {
           ORDER BY r.seq LIMIT ${limit}
           FOR UPDATE OF r SKIP LOCKED
         )
-        RETURNING ${wholeRecord(sql, this.#schema)} AS record, lease_fence::text AS fence`
-      for (const row of rows) this.#fences.claimed(owner, row.record.id, row.fence)
-      return rows.map((row) => row.record)
+        RETURNING id, lease_fence::text AS fence`
+      if (rows.length === 0) return []
+      for (const row of rows) this.#fences.claimed(owner, row.id, row.fence)
+      // Read in a statement of its own, not in RETURNING: the claim's
+      // snapshot was taken when it began, and the process that held the run
+      // may have committed a step between then and the moment the claim
+      // locked the row (it held the row only until that commit). A snapshot
+      // taken now sees that step, and no later one can land: the fence moved.
+      const claimed = await sql<Row<RunRecord>[]>`
+        SELECT ${wholeRecord(sql, this.#schema)} AS record FROM ${runs}.runs
+        WHERE id = ANY(${rows.map((row) => row.id)}::text[]) ORDER BY seq`
+      return claimed.map((row) => row.record)
     })
   }
 
