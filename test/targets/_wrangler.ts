@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { Miniflare } from 'miniflare'
 
 const wranglerBin = fileURLToPath(new URL('../../node_modules/wrangler/bin/wrangler.js', import.meta.url))
 
@@ -26,4 +27,25 @@ export async function wranglerDryRun(
   child.stderr.on('data', (chunk) => (output += chunk))
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
   return { code, output, outdir, cleanup: () => rm(dir, { recursive: true, force: true }) }
+}
+
+/**
+ * A worker built with `svc build --target cloudflare` at `out`, in workerd,
+ * as its wrangler.json configures it, with `bindings` and its Durable
+ * Objects kept in `persist`: a new one on the same directory is the same
+ * storage after a restart.
+ */
+export async function startBuiltWorker(out: string, bindings: Record<string, string>, persist: string): Promise<Miniflare> {
+  const { unstable_getMiniflareWorkerOptions } = await import('wrangler')
+  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(join(out, 'wrangler.json'))
+  const started = new Miniflare({
+    ...(workerOptions as object),
+    scriptPath: main!,
+    modulesRoot: out,
+    modules: true,
+    bindings,
+    durableObjectsPersist: persist,
+  })
+  await started.ready
+  return started
 }

@@ -16,11 +16,12 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { Miniflare } from 'miniflare'
+import type { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/build/build.ts'
 import { ROOT } from '../docs/_markdown.ts'
 import { until } from '../_helpers.ts'
+import { startBuiltWorker } from './_wrangler.ts'
 
 const SECRET = 'otel-secret'
 
@@ -106,20 +107,7 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true })
 })
 
-async function start(): Promise<Miniflare> {
-  const { unstable_getMiniflareWorkerOptions } = await import('wrangler')
-  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(join(out, 'wrangler.json'))
-  const started = new Miniflare({
-    ...(workerOptions as object),
-    scriptPath: main!,
-    modulesRoot: out,
-    modules: true,
-    bindings: { SVC_TASK_SECRET: SECRET },
-    durableObjectsPersist: persist,
-  })
-  await started.ready
-  return started
-}
+const start = (): Promise<Miniflare> => startBuiltWorker(out, { SVC_TASK_SECRET: SECRET }, persist)
 
 describe('OpenTelemetry in the tasks Durable Object', () => {
   it("continues the request's trace through the run's executions in the object, across a restart that its alarm ends", async () => {

@@ -10,12 +10,13 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { Miniflare } from 'miniflare'
+import type { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/build/build.ts'
 import type { RunRecord } from '../../src/types.ts'
 import { ROOT } from '../docs/_markdown.ts'
 import { until } from '../_helpers.ts'
+import { startBuiltWorker } from './_wrangler.ts'
 
 const SECRET = 'tx-secret'
 
@@ -80,20 +81,7 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true })
 })
 
-async function start(): Promise<Miniflare> {
-  const { unstable_getMiniflareWorkerOptions } = await import('wrangler')
-  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(join(out, 'wrangler.json'))
-  const started = new Miniflare({
-    ...(workerOptions as object),
-    scriptPath: main!,
-    modulesRoot: out,
-    modules: true,
-    bindings: { SVC_TASK_SECRET: SECRET },
-    durableObjectsPersist: persist,
-  })
-  await started.ready
-  return started
-}
+const start = (): Promise<Miniflare> => startBuiltWorker(out, { SVC_TASK_SECRET: SECRET }, persist)
 
 const auth = { authorization: `Bearer ${SECRET}` }
 

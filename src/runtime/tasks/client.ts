@@ -77,6 +77,23 @@ export function authHeaders(env: EnvLike): Record<string, string> {
   return secret ? { authorization: `Bearer ${secret}` } : {}
 }
 
+/** The authorization and enqueue-option headers of a start sent to the task server; `where` names the caller in errors. */
+function enqueueHeaders(
+  where: string,
+  { delaySeconds, idempotencyKey }: { delaySeconds: number; idempotencyKey?: string },
+  env: EnvLike,
+): Record<string, string> {
+  if (idempotencyKey !== undefined && !HEADER_TEXT.test(idempotencyKey)) {
+    throw new TypeError(
+      `${where}: idempotencyKey must be text an HTTP header can carry (Latin-1, no line breaks, no space or tab at either end) to be sent to the task server (got ${describe(idempotencyKey)})`,
+    )
+  }
+  const headers: Record<string, string> = { ...authHeaders(env) }
+  if (idempotencyKey !== undefined) headers[ENQUEUE_HEADERS.idempotencyKey] = idempotencyKey
+  if (delaySeconds > 0) headers[ENQUEUE_HEADERS.delaySeconds] = String(delaySeconds)
+  return headers
+}
+
 /** `POST /__tasks/<name>`; maps the 202 `{ id, status }` body to `{ runId, status, ...rest }`. */
 export async function enqueueOverHttp(
   taskName: string,
@@ -84,19 +101,11 @@ export async function enqueueOverHttp(
   opts: EnqueueOptions | undefined,
   env: EnvLike = processEnv(),
 ): Promise<EnqueueResult> {
-  const { delaySeconds, idempotencyKey } = checkTriggerOptions(opts, 'enqueue', taskName)
   const where = `enqueue("${taskName}")`
-  if (idempotencyKey !== undefined && !HEADER_TEXT.test(idempotencyKey)) {
-    throw new TypeError(
-      `${where}: idempotencyKey must be text an HTTP header can carry (Latin-1, no line breaks, no space or tab at either end) to be sent to the task server (got ${describe(idempotencyKey)})`,
-    )
-  }
+  const headers = enqueueHeaders(where, checkTriggerOptions(opts, 'enqueue', taskName), env)
   // An empty body means `ctx.input` is undefined (the admin surface's rule).
   const text = payloadText(where, payload)
-  const headers: Record<string, string> = { ...authHeaders(env) }
   if (text !== undefined) headers['content-type'] = 'application/json'
-  if (idempotencyKey !== undefined) headers[ENQUEUE_HEADERS.idempotencyKey] = idempotencyKey
-  if (delaySeconds > 0) headers[ENQUEUE_HEADERS.delaySeconds] = String(delaySeconds)
   const url = `${taskServerUrl(env)}/__tasks/${encodeURIComponent(taskName)}`
   const { response, body } = await send(where, url, taskRequestTimeout(env), { method: 'POST', headers, body: text })
   if (!response.ok) throw httpError(response, body)
@@ -115,16 +124,9 @@ export async function enqueueManyOverHttp(
   env: EnvLike = processEnv(),
 ): Promise<BatchItem[]> {
   const where = `enqueueMany("${taskName}")`
-  const { delaySeconds, idempotencyKey } = checkTriggerOptions(opts, 'enqueueMany', taskName)
-  if (idempotencyKey !== undefined && !HEADER_TEXT.test(idempotencyKey)) {
-    throw new TypeError(
-      `${where}: idempotencyKey must be text an HTTP header can carry (Latin-1, no line breaks, no space or tab at either end) to be sent to the task server (got ${describe(idempotencyKey)})`,
-    )
-  }
+  const headers = enqueueHeaders(where, checkTriggerOptions(opts, 'enqueueMany', taskName), env)
   const text = payloadText(where, payloads)
-  const headers: Record<string, string> = { ...authHeaders(env), 'content-type': 'application/json' }
-  if (idempotencyKey !== undefined) headers[ENQUEUE_HEADERS.idempotencyKey] = idempotencyKey
-  if (delaySeconds > 0) headers[ENQUEUE_HEADERS.delaySeconds] = String(delaySeconds)
+  headers['content-type'] = 'application/json'
   const url = `${taskServerUrl(env)}/__tasks/${encodeURIComponent(taskName)}/batch`
   const { response, body } = await send(where, url, taskRequestTimeout(env), { method: 'POST', headers, body: text })
   if (!response.ok) throw httpError(response, body)

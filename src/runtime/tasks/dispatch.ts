@@ -210,7 +210,14 @@ export class Dispatcher {
           (checked) => {
             if (checked.kind === 'run') this.#invoke(entry, def, checked.run)
             else if (checked.kind === 'hand-over') this.#handOver(entry)
-            else this.#endWritten(entry, checked.run, checked.error)
+            else if (checked.kind === 'done') this.#endWritten(entry, undefined)
+            else {
+              const attempt = { index: run.attempts.length + 1, startedAt: new Date().toISOString(), durationMs: 0, error: checked.error }
+              this.#outcomes.finishRun(run.id, { status: 'failed', ok: false, attempt }).then(
+                (done) => this.#endWritten(entry, done, checked.error),
+                (error: unknown) => this.#dispatchFailed(entry, error),
+              )
+            }
           },
           (error: unknown) => this.#dispatchFailed(entry, error),
         )

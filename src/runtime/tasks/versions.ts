@@ -55,8 +55,10 @@ export type VersionCheck =
   | { kind: 'run'; run: RunRecord }
   /** Another live process serves the run's version: leave the run to it. */
   | { kind: 'hand-over' }
-  /** The run was failed (`versionPolicy: 'fail'`), or is no longer running: nothing to do. */
-  | { kind: 'done'; run: RunRecord | undefined; error?: string }
+  /** `versionPolicy: 'fail'`: the run is to fail with `error`, as an attempt that failed for good. */
+  | { kind: 'fail'; error: string }
+  /** The run is no longer running: nothing to do. */
+  | { kind: 'done' }
 
 export interface RunVersionsOptions {
   store: RunStore
@@ -130,22 +132,7 @@ export class RunVersions {
     const live = this.registers ? await this.#shared!.liveVersions!() : []
     const others = live.filter((entry) => entry.owner !== this.#owner)
     if (others.some((entry) => entry.versions.includes(versionKey(run.taskName, from)))) return { kind: 'hand-over' }
-    if (this.#policy === 'fail') {
-      const error = new RunVersionError(run.id, run.taskName, from).message
-      const failed = await this.#store.updateRun(
-        run.id,
-        {
-          status: 'failed',
-          ok: false,
-          finishedAt: new Date().toISOString(),
-          suspended: undefined,
-          attemptStarted: undefined,
-          attempt: { index: run.attempts.length + 1, startedAt: new Date().toISOString(), durationMs: 0, error },
-        },
-        { status: 'running' },
-      )
-      return { kind: 'done', run: failed, error }
-    }
+    if (this.#policy === 'fail') return { kind: 'fail', error: new RunVersionError(run.id, run.taskName, from).message }
     const to = newestVersion(live, run.taskName) ?? mine
     const migration: RunMigration = { from, to, at: new Date().toISOString() }
     const moved = await this.#store.updateRun(
@@ -153,7 +140,7 @@ export class RunVersions {
       { version: to, migrations: [...(run.migrations ?? []), migration] },
       { status: 'running' },
     )
-    if (!moved) return { kind: 'done', run: undefined }
+    if (!moved) return { kind: 'done' }
     this.#logger.warn(
       `[svc] task "${run.taskName}": run ${run.id} started on version ${from}, which no live process serves any more; it moved to version ${to}`,
     )
