@@ -47,7 +47,7 @@ export function runtime(
 export async function finished(wait: Promise<RunRecord>): Promise<RunRecord> {
   let timer: ReturnType<typeof setTimeout> | undefined
   const timeout = new Promise<never>((_, reject) => {
-    timer = wallClock.setTimeout(() => reject(new Error('the run did not finish within 5 s')), 5000)
+    timer = wallClock.setTimeout(() => reject(new Error('the run did not finish within 15 s')), 15_000)
   })
   return Promise.race([wait, timeout]).finally(() => wallClock.clearTimeout(timer))
 }

@@ -111,8 +111,8 @@ describe('a task changed under a sleeping run', () => {
       const run = await patchedRt.getRun(runId)
       return run?.status === 'suspended' && run.steps['patch:notify-by-task'] !== undefined ? run : undefined
     }
-    expect((await until(() => asleep(id), 5000)).steps['patch:notify-by-task'].output).toBe(false)
-    expect((await until(() => asleep(newWay), 5000)).steps['patch:notify-by-task'].output).toBe(true)
+    expect((await until(() => asleep(id), 15_000)).steps['patch:notify-by-task'].output).toBe(false)
+    expect((await until(() => asleep(newWay), 15_000)).steps['patch:notify-by-task'].output).toBe(true)
     await patchedRt.close()
 
     const rt = await deployed(path, { ...v3, module: { ...v3.module, route: { kind: 'task', retries: 3 } } })
@@ -123,7 +123,7 @@ describe('a task changed under a sleeping run', () => {
     const done = await finished(rt.waitForRun(newWay))
     expect(done.status).toBe('completed')
     expect(done.result).toEqual({ notified: 'sent by task', done: true })
-  })
+  }, 40_000)
 
   it('a deprecated patch fails a run that passed its point before the patch existed', async () => {
     const { path, id } = await sleepingRun()
