@@ -43,6 +43,7 @@ function summary(run: RunRecord, now: number): string[] {
     ['Trigger', trigger(run)],
   ]
   if (run.version !== undefined) rows.push(['Version', run.version])
+  if (run.priority !== undefined) rows.push(['Priority', String(run.priority)])
   for (const { from, to, at } of run.migrations ?? []) rows.push(['', `moved from ${from} to ${to} at ${formatInstant(at)}`])
   rows.push(['Created', formatInstant(run.createdAt)])
   if (run.runAt !== undefined) rows.push(['Due', formatInstant(run.runAt)])

@@ -25,8 +25,12 @@ import {
   LAST_FINISHED_SEQ,
   LIST_TIMERS,
   listRunsQuery,
+  PRUNE_RUNS,
+  PRUNE_STEPS,
+  PRUNE_TOKENS,
   RUN_EXISTS,
   RUNS_BY_EVENT_WAIT,
+  RUNS_BY_TASK_FINISH,
   type RunRow,
   SELECT_RUN,
   SELECT_RUN_BY_KEY,
@@ -104,7 +108,7 @@ export interface DurableObjectRunStoreOptions {
 const WHERE = 'DurableObjectRunStore'
 
 // The tables of `SqliteRunStore`, plus each timer's due time, which the alarm is set from.
-const SCHEMA = createTables({ timerDueAt: true }) + EVENTS_TABLE + EVENTS_BY_NAME_SEQ + RUNS_BY_EVENT_WAIT
+const SCHEMA = createTables({ timerDueAt: true }) + EVENTS_TABLE + EVENTS_BY_NAME_SEQ + RUNS_BY_EVENT_WAIT + RUNS_BY_TASK_FINISH
 
 export class DurableObjectRunStore implements RunStore {
   /** Records live in the object's storage and survive eviction and restarts. */
@@ -391,6 +395,16 @@ export class DurableObjectRunStore implements RunStore {
     if (!isFinished(status)) return null
     if (current !== null) return current
     return ++this.#counts().lastFinished
+  }
+
+  async pruneFinished(taskName: string, before: string, limit: number): Promise<number> {
+    return this.#write(() => {
+      this.#storage.sql.exec(PRUNE_TOKENS, taskName, limit, before)
+      this.#storage.sql.exec(PRUNE_STEPS, taskName, limit, before)
+      const gone = this.#all(PRUNE_RUNS, taskName, limit, before).length
+      this.#counts().total -= gone
+      return gone
+    })
   }
 
   /** Drops the runs that finished longest ago, and their tokens, until the bound holds again. */

@@ -16,12 +16,14 @@ import {
   DEFAULT_TIMEOUT_MS,
   normalizeCron,
   rateLimitProblem,
+  retentionProblem,
   retriesProblem,
   scheduleProblem,
   timeoutProblem,
   timezoneProblem,
 } from '../runtime/rules.ts'
 import { type TaskFlow, taskFlow } from '../runtime/tasks/flow.ts'
+import { priorityProblem } from '../runtime/tasks/options.ts'
 import { normalizeCompute } from './compute.ts'
 import { type StaticValue, readExportLiteral, snippet } from './literal.ts'
 import type { ExportEntry, ModuleExports } from './module-exports.ts'
@@ -40,6 +42,8 @@ const ROUTE_FIELDS = [
   'concurrency',
   'rateLimit',
   'debounce',
+  'priority',
+  'retention',
 ]
 
 /** The flow-control fields of a task route, each with its rule (docs/flow-control.md). */
@@ -105,6 +109,9 @@ export function readRouteConfig(exports: ModuleExports, source: string, report: 
   const isTask = kind === 'task'
   const retries = readTaskNumber(fields.get('retries')?.value, 'retries', isTask, report, retriesProblem)
   const timeout = readTaskNumber(fields.get('timeout')?.value, 'timeout', isTask, report, timeoutProblem)
+  // Checked here so a mistake shows at its line; the runtime reads them from `route`.
+  readTaskNumber(fields.get('priority')?.value, 'priority', isTask, report, priorityProblem)
+  readTaskNumber(fields.get('retention')?.value, 'retention', isTask, report, retentionProblem)
 
   const schedule = readSchedule(fields.get('schedule')?.value, exports.names.get('schedule'), isTask, source, report)
   const timezone = readTimezone(fields.get('timezone')?.value, isTask, report)
@@ -158,7 +165,7 @@ function readKind(value: StaticValue | undefined, label: string, report: Reporte
 
 function readTaskNumber(
   value: StaticValue | undefined,
-  name: 'retries' | 'timeout',
+  name: 'retries' | 'timeout' | 'priority' | 'retention',
   isTask: boolean,
   report: Reporter,
   check: (n: number) => string | null,

@@ -8,7 +8,7 @@
  */
 import type { DatabaseSync } from 'node:sqlite'
 import { EVENTS_BY_NAME_SEQ, EVENTS_TABLE } from '../runtime/tasks/sql/events.ts'
-import { RUNS_BY_EVENT_WAIT } from '../runtime/tasks/sql/queries.ts'
+import { RUNS_BY_EVENT_WAIT, RUNS_BY_TASK_FINISH } from '../runtime/tasks/sql/queries.ts'
 import { createTables, MOVE_STEPS, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
 import { CHANGES_TABLE } from './sqlite-changes.ts'
 import { commitOpenBatch } from './sqlite-group-commit.ts'
@@ -19,7 +19,7 @@ import { OWNER_FENCE_COLUMN, OWNERS_TABLE } from './sqlite-owners.ts'
 const WAL_CHECKPOINT_PAGES = 10_000
 
 /** The schema this release writes. Bump it, and add a step to `MIGRATIONS`, when the schema changes. */
-export const SCHEMA_VERSION = 10
+export const SCHEMA_VERSION = 11
 
 // Each entry moves a database from version `index` to `index + 1`. What an
 // entry runs must keep its meaning once released: files it migrated exist.
@@ -43,6 +43,8 @@ const MIGRATIONS: readonly string[] = [
   RUNS_BY_EVENT_WAIT,
   // 10: the processes that share the file, and the versions of the tasks each serves (sqlite-leases.ts).
   PROCESSES_TABLE,
+  // 11: each task's finished runs in the order they finished, for retention (sql/queries.ts).
+  RUNS_BY_TASK_FINISH,
 ]
 
 /**

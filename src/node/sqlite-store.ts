@@ -49,6 +49,9 @@ import {
   INSERT_TOKEN,
   LAST_FINISHED_SEQ,
   LIST_TIMERS,
+  PRUNE_RUNS,
+  PRUNE_STEPS,
+  PRUNE_TOKENS,
   countRunsByTaskQuery,
   listRunsQuery,
   RUN_EXISTS,
@@ -758,20 +761,32 @@ export class SqliteRunStore implements RunStore {
     return ++counts.lastFinished
   }
 
+  async pruneFinished(taskName: string, before: string, limit: number): Promise<number> {
+    return this.#write(() => {
+      this.#sql(PRUNE_TOKENS).run(taskName, limit, before)
+      this.#sql(PRUNE_STEPS).run(taskName, limit, before)
+      return this.#forget(this.#sql(PRUNE_RUNS).all(taskName, limit, before) as unknown as { id: string }[])
+    })
+  }
+
   /** Drops the runs that finished longest ago, and their tokens, until the bound holds again. */
   #evict(): void {
-    const counts = this.#countsNow()
-    const excess = counts.total - this.maxRuns
+    const excess = this.#countsNow().total - this.maxRuns
     if (excess <= 0) return
     this.#sql(EVICT_TOKENS).run(excess)
     this.#sql(EVICT_STEPS).run(excess)
     // RETURNING names the evicted runs, to drop them from the cache.
-    const gone = this.#sql(`${EVICT_RUNS} RETURNING id`).all(excess) as unknown as { id: string }[]
+    this.#forget(this.#sql(`${EVICT_RUNS} RETURNING id`).all(excess) as unknown as { id: string }[])
+  }
+
+  /** What this store holds of runs just deleted goes too; resolves to how many they were. */
+  #forget(gone: readonly { id: string }[]): number {
     for (const { id } of gone) {
       this.#rows.delete(id)
       // Finished by another process after this one lost it: nothing more to fence.
       this.#fences.delete(id)
     }
-    counts.total -= gone.length
+    this.#countsNow().total -= gone.length
+    return gone.length
   }
 }

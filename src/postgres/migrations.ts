@@ -223,6 +223,11 @@ const MIGRATIONS: readonly string[] = [
     beat_at timestamptz NOT NULL DEFAULT now()
   );
   `,
+  `
+  -- Each task's finished runs in the order they finished: retention
+  -- (retention.ts) deletes the ones that finished before a moment.
+  CREATE INDEX runs_by_task_finish ON $schema.runs (task_name, finished_seq) WHERE finished_seq IS NOT NULL;
+  `,
 ]
 
 /** The schema version this release writes. */

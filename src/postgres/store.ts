@@ -49,6 +49,7 @@ import { timerId } from '../runtime/tasks/ids.ts'
 import { type Fence, Fences } from './fences.ts'
 import { EVENT_WAIT_NAME, migrate } from './migrations.ts'
 import { wholeRecord } from './records.ts'
+import { pruneFinished } from './retention.ts'
 import { inTransaction, stepTransaction } from './transaction.ts'
 import { resolvePostgresOptions, type PostgresRunStoreOptions } from './options.ts'
 import { redactUrl } from '../runtime/redact.ts'
@@ -500,6 +501,10 @@ export class PostgresRunStore implements RunStore {
         LIMIT ${limit === Infinity ? null : Math.ceil(limit)}::bigint`
       return rows.map((row) => row.record)
     })
+  }
+
+  pruneFinished(taskName: string, before: string, limit: number): Promise<number> {
+    return this.#run((sql) => pruneFinished(sql, this.schema, taskName, before, limit))
   }
 
   async countRunsByTask(status: RunStatus | readonly RunStatus[]): Promise<{ taskName: string; count: number }[]> {

@@ -19,6 +19,23 @@ export const DEFAULT_TIMEOUT_MS = 30_000
  */
 export const MAX_TIMEOUT_MS = 2 ** 31 - 1
 
+/** Finished runs are kept 7 days on durable stores unless a task sets `route.retention` (seconds). */
+export const DEFAULT_RETENTION_SECONDS = 7 * 24 * 60 * 60
+
+/** The longest `route.retention`: 100 years, past which a date is more likely a unit mistake. */
+export const MAX_RETENTION_SECONDS = 100 * 365 * 24 * 60 * 60
+
+/** `route.retention`, or the runtime's `retention` under `label`; `shown` is what the caller sent, when it was not this value (a variable's text). */
+export function retentionProblem(value: unknown, label = 'route.retention', shown: unknown = value): string | null {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    return `${label} must be a positive number of seconds that finished runs are kept, such as ${DEFAULT_RETENTION_SECONDS} (7 days) (got ${describe(shown)})`
+  }
+  if (value > MAX_RETENTION_SECONDS) {
+    return `${label} must be at most ${MAX_RETENTION_SECONDS} seconds (100 years) (got ${describe(shown)})`
+  }
+  return null
+}
+
 export function retriesProblem(value: unknown): string | null {
   return typeof value === 'number' && Number.isInteger(value) && value >= 0
     ? null

@@ -213,7 +213,7 @@ describe('task admin surface', () => {
   })
 })
 
-describe('enqueue options in the Idempotency-Key and Svc-Delay-Seconds headers', () => {
+describe('enqueue options in the Idempotency-Key, Svc-Delay-Seconds and Svc-Priority headers', () => {
   const refusals: [string, Record<string, string>, RegExp][] = [
     ['an empty key', { 'idempotency-key': '' }, /^Header Idempotency-Key: idempotencyKey must be a non-empty string \(got ""\)$/],
     // Fetch strips the whitespace around a header value, so this arrives empty too.
@@ -239,6 +239,14 @@ describe('enqueue options in the Idempotency-Key and Svc-Delay-Seconds headers',
     ['an empty delay', { 'svc-delay-seconds': '' }, /^Header Svc-Delay-Seconds: .*\(got ""\)$/],
     ['Infinity', { 'svc-delay-seconds': 'Infinity' }, /^Header Svc-Delay-Seconds: .*\(got "Infinity"\)$/],
     ['a hexadecimal delay', { 'svc-delay-seconds': '0x10' }, /^Header Svc-Delay-Seconds: .*\(got "0x10"\)$/],
+    [
+      'a priority past 1000',
+      { 'svc-priority': '1001' },
+      /^Header Svc-Priority: priority must be a whole number from -1000 to 1000; higher starts first \(got "1001"\)$/,
+    ],
+    ['a fractional priority', { 'svc-priority': '1.5' }, /^Header Svc-Priority: .*\(got "1.5"\)$/],
+    ['a priority in words', { 'svc-priority': 'high' }, /^Header Svc-Priority: .*\(got "high"\)$/],
+    ['an empty priority', { 'svc-priority': '' }, /^Header Svc-Priority: .*\(got ""\)$/],
   ]
 
   it.each(refusals)('answers %s with 400 INVALID_OPTIONS naming the header, and starts no run', async (_, headers, message) => {
@@ -269,6 +277,13 @@ describe('enqueue options in the Idempotency-Key and Svc-Delay-Seconds headers',
       headers: { 'idempotency-key': 'k'.repeat(255), 'svc-delay-seconds': '60' },
     })
     expect(keyed.status).toBe(202)
+    for (const priority of [1000, -1000, 0]) {
+      const res = await svc.fetch(`/__tasks/report`, { method: 'POST', headers: { 'svc-priority': String(priority) } })
+      expect(res.status).toBe(202)
+      const { id } = await res.json()
+      const run = await (await svc.fetch(`/__tasks/runs/${id}`)).json()
+      expect(run.priority).toBe(priority === 0 ? undefined : priority)
+    }
   })
 })
 

@@ -168,6 +168,7 @@ const headerPairs: fc.Arbitrary<[string, string]>[] = [
   fc.tuple(fc.constant('expect'), fc.constantFrom('100-continue', 'nothing')),
   fc.tuple(fc.constant('idempotency-key'), fc.string({ maxLength: 40 })),
   fc.tuple(fc.constant('svc-delay-seconds'), fc.constantFrom('0', '1', '-1', '1e9', 'NaN', '0.5', 'x')),
+  fc.tuple(fc.constant('svc-priority'), fc.constantFrom('0', '1000', '-1000', '1001', '-0', '1.5', 'high', '99999999999')),
   fc.tuple(fc.constant('if-none-match'), fc.constantFrom('*', '"x"', 'W/"y"')),
   fc.tuple(fc.constant('range'), fc.constantFrom('bytes=0-1', 'bytes=5-2', 'bytes=-1', 'lines=1-2')),
   fc.tuple(fc.constant('cookie'), fc.string({ maxLength: 50 })),

@@ -121,10 +121,32 @@ describe('task retries and timeout', () => {
     ['timeout: 0', 'route.timeout must be a positive number of milliseconds (got 0)', '0 }'],
     ['timeout: -5', 'route.timeout must be a positive number of milliseconds (got -5)', '-5'],
     ['timeout: true', 'route.timeout must be a number (got true)', 'true'],
+    ['priority: 1001', 'route.priority must be a whole number from -1000 to 1000; higher starts first (got 1001)', '1001'],
+    ['priority: 0.5', 'route.priority must be a whole number from -1000 to 1000; higher starts first (got 0.5)', '0.5'],
+    [`priority: 'high'`, 'route.priority must be a number (got "high")', `'high'`],
+    [
+      'retention: 0',
+      'route.retention must be a positive number of seconds that finished runs are kept, such as 604800 (7 days) (got 0)',
+      '0 }',
+    ],
+    ['retention: 1e12', 'route.retention must be at most 3153600000 seconds (100 years) (got 1000000000000)', '1e12'],
   ])('%s is rejected', async (field, message, needle) => {
     const source = `export const route = { kind: 'task', ${field} }\nexport async function POST() {}\n`
     const { errors } = await scanRoute(source)
     expect(errors).toEqual([`src/api/route.ts:${at(source, needle, field)}: ${message}`])
+  })
+
+  test('priority and retention are route fields, and a task starts with them', async () => {
+    const source = `export const route = { kind: 'task', priority: -3, retention: 3600 }\nexport async function POST() {}\n`
+    const { route, errors } = await scanRoute(source)
+    expect(errors).toEqual([])
+    expect(route.warnings).toEqual([])
+    const rt = createTaskRuntime({
+      routes: [{ ...route, module: { route: { kind: 'task', priority: -3, retention: 3600 }, POST: () => 1 } }],
+      env: {},
+    })
+    expect(rt.tasks.get('route')).toMatchObject({ priority: -3, retentionMs: 3_600_000 })
+    await rt.close()
   })
 
   test('retries on a route that is not a task is a warning and is ignored', async () => {

@@ -46,6 +46,7 @@ export function sqliteFiles(prefix: string) {
  * release wrote back into what an earlier one wrote, to test its migration.
  */
 const UNDO: Record<number, string> = {
+  11: 'DROP INDEX runs_by_task_finish;',
   10: 'DROP TABLE processes;',
   9: 'DROP INDEX runs_by_event_wait;',
   8: 'DROP TABLE changes; DROP TABLE change_listeners;',

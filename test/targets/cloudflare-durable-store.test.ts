@@ -116,6 +116,7 @@ function bridge(options?: { maxRuns: number }): {
     'appendAttempt',
     'saveStep',
     'listRuns',
+    'pruneFinished',
     'countRunsByTask',
     'saveTimer',
     'takeTimer',

@@ -133,13 +133,14 @@ describe('enqueue over HTTP (no active runtime)', () => {
   it('POSTs the payload to SVC_TASK_URL and maps 202 { id, status } to { runId, status, ...rest }', async () => {
     const { url, seen } = await serve(() => ({ status: 202, body: JSON.stringify({ id: 'run-1', status: 'running', queue: 'q1' }) }))
     process.env.SVC_TASK_URL = `${url}/`
-    const result = await enqueue('jobs.notify', { to: 'ada' }, { idempotencyKey: 'k-1', delaySeconds: 5 })
+    const result = await enqueue('jobs.notify', { to: 'ada' }, { idempotencyKey: 'k-1', delaySeconds: 5, priority: -20 })
     expect(result).toEqual({ runId: 'run-1', status: 'running', queue: 'q1' })
     expect(seen[0]).toMatchObject({ method: 'POST', url: '/__tasks/jobs.notify', body: '{"to":"ada"}' })
     expect(seen[0].headers['content-type']).toBe('application/json')
     expect(seen[0].headers.authorization).toBeUndefined()
     const opts = enqueueOptionsFromHeaders(new Headers(seen[0].headers as Record<string, string>))
-    expect(opts).toEqual({ idempotencyKey: 'k-1', delaySeconds: 5 })
+    expect(seen[0].headers['svc-priority']).toBe('-20')
+    expect(opts).toEqual({ idempotencyKey: 'k-1', delaySeconds: 5, priority: -20 })
   })
 
   it('uses http://127.0.0.1:$PORT by default and sends no body for no payload', async () => {

@@ -29,6 +29,41 @@ export function flowStoreContract(name: string, createStore: () => RunStore | Pr
       expect(second.started.map((run) => run.id)).toEqual([queued[1].id])
     })
 
+    it('startQueued starts higher priorities first, in creation order within one priority, and keeps the priority', async () => {
+      const store = await createStore()
+      const runs = [
+        makeRun({ status: 'queued' }),
+        makeRun({ status: 'queued', priority: -5 }),
+        makeRun({ status: 'queued', priority: 10 }),
+        makeRun({ status: 'queued' }),
+        makeRun({ status: 'queued', priority: 10 }),
+      ]
+      for (const run of runs) await store.createRun(run)
+      const order: string[] = []
+      for (let i = 0; i < runs.length; i++) {
+        const { started } = await store.startQueued('report', { concurrency: { limit: 1 } }, now)
+        expect(started).toHaveLength(1)
+        order.push(started[0].id)
+        await store.updateRun(started[0].id, { status: 'completed' })
+      }
+      expect(order).toEqual([runs[2].id, runs[4].id, runs[0].id, runs[3].id, runs[1].id])
+      expect((await store.getRun(runs[2].id))?.priority).toBe(10)
+      expect((await store.getRun(runs[1].id))?.priority).toBe(-5)
+    })
+
+    it('a higher priority in one bucket does not hold back another bucket', async () => {
+      const store = await createStore()
+      await store.createRun(makeRun({ status: 'running', startedAt: now, input: { user: 'a' } }))
+      const runs = [
+        makeRun({ status: 'queued', input: { user: 'a' }, priority: 100 }),
+        makeRun({ status: 'queued', input: { user: 'b' } }),
+        makeRun({ status: 'queued', input: { user: 'b' }, priority: 1 }),
+      ]
+      for (const run of runs) await store.createRun(run)
+      const { started } = await store.startQueued('report', { concurrency: { limit: 1, key: 'input.user' } }, now)
+      expect(started.map((run) => run.id)).toEqual([runs[2].id])
+    })
+
     it('startQueued keeps one bucket per key value, and one shared bucket for runs without a value', async () => {
       const store = await createStore()
       const runs = [

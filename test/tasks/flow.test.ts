@@ -70,6 +70,53 @@ describe.each([
     expect(entered).toEqual(runs.map((run) => run.id))
   })
 
+  it('queued runs start by priority: enqueue priority, then route.priority, then creation order', async () => {
+    const store = createStore()
+    const hold = gate()
+    const entered: string[] = []
+    const rt = runtime(
+      [
+        task(
+          'ranked',
+          async (ctx: TaskContext<{ name: string }>) => {
+            entered.push(ctx.input.name)
+            if (ctx.input.name === 'first') await hold.promise
+          },
+          { route: { concurrency: 1, priority: 5 } },
+        ),
+      ],
+      { store },
+    )
+    const first = await rt.trigger('ranked', { name: 'first' })
+    await until(() => entered.length === 1)
+    const low = await rt.trigger('ranked', { name: 'low' }, { priority: -1 })
+    const plain = await rt.trigger('ranked', { name: 'plain' })
+    const urgent = await rt.trigger('ranked', { name: 'urgent' }, { priority: 1000 })
+    const zero = await rt.trigger('ranked', { name: 'zero' }, { priority: 0 })
+    expect([low, plain, urgent, zero].map((run) => run.status)).toEqual(['queued', 'queued', 'queued', 'queued'])
+    // The route's priority is recorded on a run started without its own; 0 is not recorded.
+    expect([first.priority, low.priority, plain.priority, urgent.priority, zero.priority]).toEqual([5, -1, 5, 1000, undefined])
+    hold.open()
+    for (const run of [first, low, plain, urgent, zero]) await finished(rt.waitForRun(run.id))
+    expect(entered).toEqual(['first', 'urgent', 'plain', 'zero', 'low'])
+    // A replay keeps the priority of the run it repeats.
+    expect((await rt.replay(urgent.id)).priority).toBe(1000)
+  })
+
+  it('a priority outside -1000..1000, or not a whole number, is refused before anything is recorded', async () => {
+    const store = createStore()
+    const rt = runtime([task('ranked', () => {}, { route: { concurrency: 1 } })], { store })
+    await expect(rt.trigger('ranked', {}, { priority: 1001 })).rejects.toThrow(
+      'trigger("ranked"): priority must be a whole number from -1000 to 1000; higher starts first (got 1001)',
+    )
+    await expect(rt.trigger('ranked', {}, { priority: 1.5 })).rejects.toThrow(RangeError)
+    await expect(rt.trigger('ranked', {}, { priority: '3' as never })).rejects.toThrow(TypeError)
+    expect(await store.listRuns()).toEqual([])
+    expect(() => runtime([task('bad', () => {}, { route: { priority: 2000 } })], { store })).toThrow(
+      'route.priority must be a whole number from -1000 to 1000',
+    )
+  })
+
   it('keyed concurrency runs one attempt per key value at once, and different keys side by side', async () => {
     const store = createStore()
     const gates = new Map<string, ReturnType<typeof gate>>()

@@ -315,6 +315,38 @@ export function runStoreContract(name: string, createStore: (options?: { maxRuns
       expect((await store.listRuns()).map((r) => r.id).sort()).toEqual([other.id, admitted.id].sort())
     })
 
+    it('pruneFinished deletes, of the first runs of a task to finish, those that finished before a moment, and nothing live', async () => {
+      const store = await createStore()
+      if (!store.pruneFinished) throw new Error('every store prunes finished runs')
+      const at = (minute: number) => new Date(Date.UTC(2025, 0, 1, 0, minute)).toISOString()
+      // Finished in this order: minutes 1, 2, 3 of "report", one of "other" at minute 1.
+      const old = [makeRun({ idempotencyKey: 'k-old' }), makeRun({ steps: { a: { status: 'completed', output: 1 } } }), makeRun()]
+      const other = makeRun({ taskName: 'other' })
+      const live = makeRun({ status: 'suspended' })
+      for (const run of [...old, other, live]) await store.createRun(run)
+      await store.putToken({ id: `tok-${old[0].id}`, runId: old[0].id, stepKey: 'a', status: 'waiting', createdAt: at(0) })
+      await store.updateRun(old[0].id, { status: 'completed', finishedAt: at(1) })
+      await store.updateRun(other.id, { status: 'completed', finishedAt: at(1) })
+      await store.updateRun(old[1].id, { status: 'failed', ok: false, finishedAt: at(2) })
+      await store.updateRun(old[2].id, { status: 'cancelled', ok: false, finishedAt: at(3) })
+
+      expect(await store.pruneFinished('report', at(1), 10)).toBe(0)
+      // Of the first run to finish (the limit), the one before minute 3.
+      expect(await store.pruneFinished('report', at(3), 1)).toBe(1)
+      expect(await store.getRun(old[0].id)).toBeUndefined()
+      expect(await store.getToken(`tok-${old[0].id}`)).toBeUndefined()
+      expect(await store.getRun(old[1].id)).toBeDefined()
+      // The key went with its run: a new run may take it.
+      const again = makeRun({ idempotencyKey: 'k-old' })
+      expect((await store.createRun(again)).id).toBe(again.id)
+      expect(await store.pruneFinished('report', at(60), 10)).toBe(2)
+      expect(await store.getRun(old[1].id)).toBeUndefined()
+      // Other tasks and live runs stay.
+      expect((await store.listRuns()).map((run) => run.id).sort()).toEqual([other.id, live.id, again.id].sort())
+      expect(await store.pruneFinished('report', at(60), 10)).toBe(0)
+      expect((await store.countRunsByTask(['completed', 'failed', 'cancelled'])).map((count) => count.taskName)).toEqual(['other'])
+    })
+
     it('countRunsByTask counts the runs of each task in a status, and follows their changes', async () => {
       const store = await createStore()
       const byName = (counts: { taskName: string; count: number }[]) => [...counts].sort((x, y) => (x.taskName < y.taskName ? -1 : 1))

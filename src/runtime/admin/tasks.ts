@@ -25,8 +25,8 @@
  * stream, which also takes a run token and answers pages of other origins
  * (`run-access.ts`, `cors.ts`), and so authorizes itself. POST bodies are JSON,
  * sent as such (415 `UNSUPPORTED_MEDIA_TYPE` otherwise, see
- * `content-type.ts`), at most `bodyLimit` bytes; the optional `Idempotency-Key` and
- * `Svc-Delay-Seconds` headers carry `EnqueueOptions` (400 `INVALID_OPTIONS`
+ * `content-type.ts`), at most `bodyLimit` bytes; the optional `Idempotency-Key`,
+ * `Svc-Delay-Seconds` and `Svc-Priority` headers carry `EnqueueOptions` (400 `INVALID_OPTIONS`
  * when they break the enqueue rule). A run store full of live runs answers
  * 503 `STORE_FULL` with `Retry-After`.
  */

@@ -8,7 +8,7 @@ import { HttpError, errorMessage } from '../errors.ts'
 import { processEnv, type EnvLike } from '../env.ts'
 import { taskSecret } from '../rules.ts'
 import { jsonProblem } from './json.ts'
-import { checkDelaySeconds, checkIdempotencyKey, checkTriggerOptions } from './options.ts'
+import { checkDelaySeconds, checkIdempotencyKey, checkPriority, checkTriggerOptions } from './options.ts'
 import { describe } from '../describe.ts'
 
 /**
@@ -19,6 +19,7 @@ import { describe } from '../describe.ts'
 export const ENQUEUE_HEADERS = {
   idempotencyKey: 'idempotency-key',
   delaySeconds: 'svc-delay-seconds',
+  priority: 'svc-priority',
 } as const
 
 // A header value holds bytes (Fetch standard): characters up to U+00FF, and
@@ -29,6 +30,9 @@ const HEADER_TEXT = /^(?![ \t])[^\0\r\n\u0100-\uffff]*(?<![ \t])$/
 // What enqueue() sends, String(seconds), with a fraction or an exponent
 // (0.5, 1e-7); a sign, hexadecimal or Infinity is refused.
 const DECIMAL = /^\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/
+
+// What enqueue() sends for a priority, String(n): digits with an optional minus sign.
+const INTEGER = /^-?\d{1,4}$/
 
 /**
  * Reads `EnqueueOptions` from request headers, under the same rule as
@@ -47,6 +51,12 @@ export function enqueueOptionsFromHeaders(headers: Headers): EnqueueOptions {
     const seconds = DECIMAL.test(delay) ? Number(delay) : Number.NaN
     checkDelaySeconds(seconds, () => 'Header Svc-Delay-Seconds', delay)
     opts.delaySeconds = seconds
+  }
+  const priority = headers.get(ENQUEUE_HEADERS.priority)
+  if (priority !== null) {
+    const value = INTEGER.test(priority) ? Number(priority) : Number.NaN
+    checkPriority(value, () => 'Header Svc-Priority', priority)
+    opts.priority = value
   }
   return opts
 }
@@ -80,7 +90,7 @@ export function authHeaders(env: EnvLike): Record<string, string> {
 /** The authorization and enqueue-option headers of a start sent to the task server; `where` names the caller in errors. */
 function enqueueHeaders(
   where: string,
-  { delaySeconds, idempotencyKey }: { delaySeconds: number; idempotencyKey?: string },
+  { delaySeconds, idempotencyKey, priority }: { delaySeconds: number; idempotencyKey?: string; priority?: number },
   env: EnvLike,
 ): Record<string, string> {
   if (idempotencyKey !== undefined && !HEADER_TEXT.test(idempotencyKey)) {
@@ -91,6 +101,7 @@ function enqueueHeaders(
   const headers: Record<string, string> = { ...authHeaders(env) }
   if (idempotencyKey !== undefined) headers[ENQUEUE_HEADERS.idempotencyKey] = idempotencyKey
   if (delaySeconds > 0) headers[ENQUEUE_HEADERS.delaySeconds] = String(delaySeconds)
+  if (priority !== undefined) headers[ENQUEUE_HEADERS.priority] = String(priority)
   return headers
 }
 

@@ -12,6 +12,7 @@ import {
   debounceProblem,
   normalizeCron,
   rateLimitProblem,
+  retentionProblem,
   retriesProblem,
   scheduleProblem,
   timeoutProblem,
@@ -25,6 +26,7 @@ import type { TaskDefinition } from '../types/task-definition.ts'
 import type { CronClock } from './cron-clock.ts'
 import { eventListProblem, eventNames } from '../events/rules.ts'
 import { versionProblem } from './versions.ts'
+import { priorityProblem } from './options.ts'
 
 export type { TaskDefinition } from '../types/task-definition.ts'
 
@@ -54,6 +56,8 @@ export function defineTasks(routes: readonly RuntimeApiRoute[], clock?: CronCloc
       (config.concurrency === undefined ? null : concurrencyProblem(config.concurrency)) ??
       (config.rateLimit === undefined ? null : rateLimitProblem(config.rateLimit)) ??
       (config.debounce === undefined ? null : debounceProblem(config.debounce)) ??
+      (config.priority === undefined ? null : priorityProblem(config.priority)) ??
+      (config.retention === undefined ? null : retentionProblem(config.retention)) ??
       (resolved.on === null ? null : eventListProblem(resolved.on)) ??
       (route.version === undefined ? null : versionProblem(route.version))
     if (problem) throw new TypeError(`${where}: ${problem}`)
@@ -74,6 +78,8 @@ export function defineTasks(routes: readonly RuntimeApiRoute[], clock?: CronCloc
       timezone,
       on: resolved.on === null ? [] : eventNames(resolved.on as string | string[]),
       flow: route.flow ?? taskFlow(config),
+      priority: config.priority ?? 0,
+      ...(config.retention === undefined ? {} : { retentionMs: config.retention * 1000 }),
       ...((appVersion ?? route.version) === undefined ? {} : { version: appVersion ?? route.version }),
     })
   }

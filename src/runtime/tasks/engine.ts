@@ -42,6 +42,7 @@ import { newRunId, timerId } from './ids.ts'
 import { checkTriggerOptions } from './options.ts'
 import { assertPayload, DEFAULT_MAX_PAYLOAD_BYTES } from './payload-limit.ts'
 import { Recovery } from './recovery.ts'
+import { Retention } from './retention.ts'
 import { cronInput, isCronInput, ScheduledRuns } from './scheduled-runs.ts'
 import type { SharedWorkClaims, SharedWorkClaimsOptions } from './shared-work.ts'
 import { createStepHost } from './step-host.ts'
@@ -67,6 +68,7 @@ export class TaskEngine {
   readonly #flow: FlowPromotion
   readonly #dispatch: Dispatcher
   readonly #recovery: Recovery
+  readonly #retention: Retention
   readonly #scheduled: ScheduledRuns
   /** On a store several processes share: how they split the work, and this engine's claims there. */
   readonly #shared: SharedWork | undefined
@@ -89,6 +91,8 @@ export class TaskEngine {
     printRunLogs?: boolean
     /** What happens to a run whose version no live process serves (versions.ts). @default 'migrate' */
     versionPolicy?: VersionPolicy
+    /** How long finished runs of a task without `route.retention` are kept, in ms (retention.ts); `undefined` keeps them within `maxRuns`. */
+    retentionMs?: number
     /** The claims of the work on a store several processes share; required with such a store. */
     sharedWork?: new (
       options: SharedWorkClaimsOptions,
@@ -165,6 +169,7 @@ export class TaskEngine {
     this.#dispatch = dispatch
     this.#sharedWork = sharedWork
     this.#recovery = new Recovery({ store, logger, waitpoints, dispatch, flow, sharedWork })
+    this.#retention = new Retention({ store, tasks, logger, unref: unrefTimers, defaultMs: options.retentionMs })
     this.#scheduled = new ScheduledRuns({ store, logger, shared, trigger: (name) => this.trigger(name, undefined, { trigger: 'cron' }) })
     this.#events = new EventStarts({
       tasks,
@@ -235,7 +240,7 @@ export class TaskEngine {
     const def = this.#tasks.get(source.taskName)
     if (!def) throw new TaskNotFoundError(source.taskName, [...this.#tasks.keys()])
     const input = isCronInput(source.input) ? cronInput() : await validateTaskInput(def.input, source.input)
-    return this.#create(def, input, { delaySeconds: 0, trigger: 'replay', replayOf: id })
+    return this.#create(def, input, { delaySeconds: 0, trigger: 'replay', replayOf: id, priority: source.priority })
   }
 
   async cancel(id: string): Promise<RunRecord> {
@@ -283,6 +288,7 @@ export class TaskEngine {
   }
 
   recover(): Promise<void> {
+    this.#retention.start()
     return this.#recovery.recover()
   }
 
@@ -315,6 +321,7 @@ export class TaskEngine {
     }
     const sharedWork = this.#sharedWork
     if (claim && sharedWork?.takingWork) await sharedWork.claimDueWork()
+    await this.#retention.due()
     const renewEvery = this.#shared ? Math.max(1, Math.floor(this.#shared.leaseMs / 3)) : Infinity
     while (this.#dispatch.size > 0 && Date.now() < untilMs) {
       await this.#dispatch.allOver(Math.min(untilMs - Date.now(), renewEvery))
@@ -328,6 +335,7 @@ export class TaskEngine {
     this.#closed = true
     this.#flow.close()
     this.#recovery.close()
+    this.#retention.close()
     this.#changes.end()
     this.#waitpoints.close()
     this.#dispatch.close()
@@ -350,7 +358,7 @@ export class TaskEngine {
     batch?: RunRecord[],
   ): Promise<RunRecord> {
     const { name } = def
-    const { delaySeconds, idempotencyKey, trigger = 'manual', parentRunId, replayOf, event } = options
+    const { delaySeconds, idempotencyKey, trigger = 'manual', parentRunId, replayOf, event, priority = def.priority } = options
     assertPayload(
       input,
       this.#maxPayloadBytes,
@@ -371,6 +379,7 @@ export class TaskEngine {
     if (delayed) run.runAt = isoAt(now + delay * 1000)
     else if (status === 'running') run.startedAt = iso
     if (idempotencyKey !== undefined) run.idempotencyKey = idempotencyKey
+    if (priority !== 0) run.priority = priority
     if (parentRunId !== undefined) run.parentRunId = parentRunId
     if (replayOf !== undefined) run.replayOf = replayOf
     if (event !== undefined) run.event = event

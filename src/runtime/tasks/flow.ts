@@ -92,10 +92,10 @@ function sortedKeys(_key: string, value: unknown): unknown {
 }
 
 /** What `planStarts` weighs of a run; a store may pass its own records. */
-export type FlowRun = Pick<RunRecord, 'id' | 'input' | 'startedAt'>
+export type FlowRun = Pick<RunRecord, 'id' | 'input' | 'startedAt' | 'priority'>
 
 export interface StartPlan<R extends FlowRun = RunRecord> {
-  /** The queued runs to start now, in creation order. */
+  /** The queued runs to start now, higher priorities first, then in creation order. */
   start: R[]
   /**
    * When the rate limit blocks a run: the first moment a start leaves its
@@ -107,8 +107,9 @@ export interface StartPlan<R extends FlowRun = RunRecord> {
 /**
  * Which queued runs may start at `now` (epoch ms). `queued` is in creation
  * order; `running` are the task's running runs; `started` its runs that
- * first started within the rate window (any status). A run blocked by its
- * bucket does not block a later run in another bucket.
+ * first started within the rate window (any status). Runs are weighed by
+ * priority, higher first, and in creation order within one priority. A
+ * run blocked by its bucket does not block a later run in another bucket.
  */
 export function planStarts<R extends FlowRun>(
   limits: FlowLimits,
@@ -138,7 +139,7 @@ export function planStarts<R extends FlowRun>(
     }
   }
   const plan: StartPlan<R> = { start: [] }
-  for (const run of queued) {
+  for (const run of byPriority(queued)) {
     const slotKey = concurrency ? flowKey(run.input, concurrency.key) : ''
     if (concurrency && (busy.get(slotKey) ?? 0) >= concurrency.limit) {
       // One bucket and no rate limit: a full bucket blocks every later run.
@@ -165,6 +166,12 @@ export function planStarts<R extends FlowRun>(
     plan.start.push(run)
   }
   return plan
+}
+
+/** `runs` by priority, higher first; a stable sort, so creation order holds within one priority. */
+function byPriority<R extends FlowRun>(runs: readonly R[]): readonly R[] {
+  if (!runs.some((run) => run.priority !== undefined && run.priority !== 0)) return runs
+  return runs.toSorted((a, b) => (b.priority ?? 0) - (a.priority ?? 0))
 }
 
 /** The patch that starts a queued run: `running`, and its first start time unless it has one. */

@@ -17,23 +17,30 @@ export interface TimerSet {
   readonly size: number
 }
 
+/** `setTimeout`, unreferenced with `unref` where the platform can (so it never keeps a Node process alive). */
+export function setTimer(fn: () => void, ms: number, unref: boolean): ReturnType<typeof setTimeout> {
+  const handle = setTimeout(fn, ms)
+  // `unref` exists in Node and Deno, not in workers; check before use.
+  if (unref && typeof (handle as { unref?: unknown }).unref === 'function') {
+    ;(handle as unknown as { unref(): void }).unref()
+  }
+  return handle
+}
+
 export function createTimerSet(options: { unref: boolean }): TimerSet {
   const handles = new Map<string, ReturnType<typeof setTimeout>>()
 
   function arm(id: string, dueAt: number, fn: () => void): void {
     const delay = Math.max(0, dueAt - Date.now())
-    const handle = setTimeout(
+    const handle = setTimer(
       () => {
         if (delay > MAX_DELAY_MS) return arm(id, dueAt, fn)
         handles.delete(id)
         fn()
       },
       Math.min(delay, MAX_DELAY_MS),
+      options.unref,
     )
-    // `unref` exists in Node and Deno, not in workers; check before use.
-    if (options.unref && typeof (handle as { unref?: unknown }).unref === 'function') {
-      ;(handle as unknown as { unref(): void }).unref()
-    }
     handles.set(id, handle)
   }
 

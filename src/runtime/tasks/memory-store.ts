@@ -373,25 +373,44 @@ export class MemoryRunStore implements RunStore {
     return run
   }
 
+  async pruneFinished(taskName: string, before: string, limit: number): Promise<number> {
+    const expired: string[] = []
+    let seen = 0
+    // `#finished` holds its runs in the order they finished.
+    for (const id of this.#finished) {
+      const run = this.#runs.get(id)
+      if (run?.taskName !== taskName) continue
+      if (++seen > limit) break
+      if (run.finishedAt !== undefined && run.finishedAt < before) expired.push(id)
+    }
+    for (const id of expired) this.#drop(id)
+    return expired.length
+  }
+
   /** Drops the runs that finished longest ago until both bounds hold again (or no finished run is left). */
   #evict(): void {
     if (this.#runs.size <= this.maxRuns && this.#bytes <= this.maxBytes) return
     for (const id of this.#finished) {
       if (this.#runs.size <= this.maxRuns && this.#bytes <= this.maxBytes) break
-      this.#finished.delete(id)
-      const run = this.#runs.get(id)
-      this.#runs.delete(id)
-      this.#bytes -= this.#sizes.get(id) ?? 0
-      this.#sizes.delete(id)
-      if (run?.idempotencyKey !== undefined) {
-        const scoped = idempotencyScope(run.taskName, run.idempotencyKey)
-        if (this.#idempotency.get(scoped) === id) this.#idempotency.delete(scoped)
-      }
-      const tokens = this.#tokensByRun.get(id)
-      if (tokens) {
-        for (const tokenId of tokens) this.#tokens.delete(tokenId)
-        this.#tokensByRun.delete(id)
-      }
+      this.#drop(id)
+    }
+  }
+
+  /** Deletes a finished run, with its idempotency key and tokens. */
+  #drop(id: string): void {
+    this.#finished.delete(id)
+    const run = this.#runs.get(id)
+    this.#runs.delete(id)
+    this.#bytes -= this.#sizes.get(id) ?? 0
+    this.#sizes.delete(id)
+    if (run?.idempotencyKey !== undefined) {
+      const scoped = idempotencyScope(run.taskName, run.idempotencyKey)
+      if (this.#idempotency.get(scoped) === id) this.#idempotency.delete(scoped)
+    }
+    const tokens = this.#tokensByRun.get(id)
+    if (tokens) {
+      for (const tokenId of tokens) this.#tokens.delete(tokenId)
+      this.#tokensByRun.delete(id)
     }
   }
 }

@@ -28,6 +28,16 @@ export const MAX_DELAY_SECONDS = 365 * 24 * 60 * 60
  */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255
 
+/** Run priorities are whole numbers from -`MAX_PRIORITY` to `MAX_PRIORITY`; 0 is the default. */
+export const MAX_PRIORITY = 1000
+
+/** `priority` (of `route`, or of `enqueue`'s options under `label`); `shown` is what the caller sent, as for `checkDelaySeconds`. */
+export function priorityProblem(value: unknown, label = 'route.priority', shown: unknown = value): string | null {
+  return typeof value === 'number' && Number.isInteger(value) && Math.abs(value) <= MAX_PRIORITY
+    ? null
+    : `${label} must be a whole number from -${MAX_PRIORITY} to ${MAX_PRIORITY}; higher starts first (got ${describe(shown)})`
+}
+
 const TRIGGERS: readonly RunTrigger[] = ['manual', 'cron', 'enqueue', 'child']
 
 export interface CheckedTriggerOptions {
@@ -36,11 +46,14 @@ export interface CheckedTriggerOptions {
   trigger: RunTrigger
   parentRunId: string | undefined
   trace: RunTrace | undefined
+  /** Absent: the task's `route.priority`. */
+  priority: number | undefined
 }
 
 const DEFAULTS: CheckedTriggerOptions = Object.freeze({
   delaySeconds: 0,
   idempotencyKey: undefined,
+  priority: undefined,
   trigger: 'manual',
   parentRunId: undefined,
   trace: undefined,
@@ -55,8 +68,9 @@ export function checkTriggerOptions(opts: TriggerOptions | undefined, call: stri
   // Built only when needed: this runs on every dispatch.
   const where = () => `${call}("${taskName}")`
   if (typeof opts !== 'object') throw new TypeError(`${where()}: options must be an object (got ${describe(opts)})`)
-  const { delaySeconds = 0, idempotencyKey, trigger = 'manual', parentRunId, trace } = opts
+  const { delaySeconds = 0, idempotencyKey, trigger = 'manual', parentRunId, trace, priority } = opts
   checkDelaySeconds(delaySeconds, where)
+  checkPriority(priority, where)
   // The key derived for a child run (`step:<parent>:<step key>`) grows with
   // the step key; the length limit is for keys that callers choose.
   const derived =
@@ -71,7 +85,7 @@ export function checkTriggerOptions(opts: TriggerOptions | undefined, call: stri
   if (trace !== undefined && (trace === null || typeof trace !== 'object' || typeof trace.traceparent !== 'string')) {
     throw new TypeError(`${where()}: trace must be { traceparent, tracestate? } (got ${describe(trace)})`)
   }
-  return { delaySeconds, idempotencyKey, trigger, parentRunId, trace }
+  return { delaySeconds, idempotencyKey, trigger, parentRunId, trace, priority }
 }
 
 /** Validates the `EnqueueOptions` a caller passed to `where` (such as `ctx.step.enqueue("key")`). */
@@ -80,6 +94,15 @@ export function checkEnqueueOptions(opts: EnqueueOptions | undefined, where: str
   if (typeof opts !== 'object') throw new TypeError(`${where}: options must be an object (got ${describe(opts)})`)
   checkDelaySeconds(opts.delaySeconds ?? 0, () => where)
   checkIdempotencyKey(opts.idempotencyKey, () => where)
+  checkPriority(opts.priority, () => where)
+}
+
+/** `priority`: absent, or a whole number from -`MAX_PRIORITY` to `MAX_PRIORITY`. `shown` as for `checkDelaySeconds`. */
+export function checkPriority(value: unknown, where: () => string, shown: unknown = value): void {
+  if (value === undefined) return
+  const problem = priorityProblem(value, 'priority', shown)
+  if (problem === null) return
+  throw typeof value === 'number' ? new RangeError(`${where()}: ${problem}`) : new TypeError(`${where()}: ${problem}`)
 }
 
 /**

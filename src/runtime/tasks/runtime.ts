@@ -12,6 +12,7 @@ import { defineTasks } from './definitions.ts'
 import { TaskEngine } from './engine.ts'
 import { checkEventSchemas, type EventSchemas } from '../events/schemas.ts'
 import { SharedWorkClaims } from './shared-work.ts'
+import { resolveRetention } from './retention.ts'
 import { limitsStarts } from './flow.ts'
 import { processEnv } from '../env.ts'
 import { MemoryRunStore } from './memory-store.ts'
@@ -115,6 +116,13 @@ export interface TaskRuntimeOptions {
    * @default env.SVC_VERSION_POLICY, else 'migrate'
    */
   versionPolicy?: VersionPolicy
+  /**
+   * How long finished runs are kept, in seconds from when they finished,
+   * for the tasks that set no `route.retention`; `false` keeps them
+   * within the store's `maxRuns` only (docs/stores.md "Retention").
+   * @default env.SVC_RETENTION (seconds, or `off`), else 604800 (7 days) on a durable store and false on the memory store
+   */
+  retention?: number | false
 }
 
 /**
@@ -160,6 +168,7 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
   if (typeof printRunLogs !== 'boolean') {
     throw new TypeError(`createTaskRuntime(): printRunLogs must be a boolean (got ${describe(printRunLogs)})`)
   }
+  const retentionMs = resolveRetention(options.retention, env, (store as RunStore).durable === true)
   const engine = new TaskEngine({
     store,
     tasks,
@@ -171,6 +180,7 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
     telemetry,
     printRunLogs,
     versionPolicy,
+    retentionMs,
   })
   const unobserve = telemetry?.observeRuns((status) => store.countRunsByTask(status))
   const scheduler = new TaskScheduler({ tasks, logger, clock, unref, fire: (name, tick) => engine.fireScheduled(name, tick) })

@@ -10,6 +10,7 @@
 import type { Logger } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import type { SharedWork } from './store.ts'
+import { setTimer } from './in-process-timers.ts'
 
 export interface SweeperOptions {
   shared: SharedWork
@@ -143,11 +144,6 @@ export class Sweeper {
   }
 
   #timeout(ms: number, fn: () => void): Handle {
-    const handle = setTimeout(fn, ms)
-    // `unref` exists in Node and Deno, not in workers; check before use.
-    if (this.#options.unref && typeof (handle as { unref?: unknown }).unref === 'function') {
-      ;(handle as unknown as { unref(): void }).unref()
-    }
-    return handle
+    return setTimer(fn, ms, this.#options.unref)
   }
 }

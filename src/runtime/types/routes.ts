@@ -66,6 +66,20 @@ export interface RouteConfig {
    * after the last trigger.
    */
   debounce?: { seconds: number; key?: string }
+  /**
+   * Task only: the priority of its runs, a whole number from -1000 to 1000;
+   * `enqueue`'s `priority` option overrides it per run. Among the runs
+   * queued behind the task's `concurrency` or `rateLimit`, higher
+   * priorities start first (docs/flow-control.md "Priorities"). @default 0
+   */
+  priority?: number
+  /**
+   * Task only: how long its finished runs are kept, in seconds from when
+   * they finished, within the store's `maxRuns`; older ones are deleted
+   * in the background (docs/stores.md "Retention").
+   * @default 604800 (7 days) on durable stores; unlimited in memory
+   */
+  retention?: number
 }
 
 /** Page render modes. Only `server` and `hybrid` render at request time. */

@@ -209,6 +209,17 @@ export interface RunStore {
   listRuns(query?: RunQuery): Promise<RunRecord[]>
 
   /**
+   * Retention (docs/stores.md "Retention"): of the `limit` runs of
+   * `taskName` that finished first (completed, failed or cancelled, in the
+   * order they finished), deletes those whose `finishedAt` is before
+   * `before` (ISO), with their steps and tokens, and resolves to how many
+   * went. Live runs are never deleted. The engine calls it in the
+   * background, in bounded batches, never on a run's own path; processes
+   * sharing a store may call it at once, and each run goes once.
+   */
+  pruneFinished?(taskName: string, before: string, limit: number): Promise<number>
+
+  /**
    * How many runs each task has in `status` (or one of these), in no
    * particular order; a task with none is left out. A count, not a listing:
    * `GET /__tasks` shows each task's queue length with it, without reading

@@ -108,6 +108,8 @@ export interface RunRecord extends RunEnvelope {
   /** Delayed runs: when the run is due. */
   runAt?: string
   idempotencyKey?: string
+  /** Set when not 0: its place among the task's queued runs (`EnqueueOptions.priority`). */
+  priority?: number
   parentRunId?: string
   /** Runs started by `replay()`: the run whose task and input this one repeats. */
   replayOf?: string
@@ -225,6 +227,12 @@ export interface EnqueueOptions {
   delaySeconds?: number
   /** Enqueues with a key already seen return the existing run. */
   idempotencyKey?: string
+  /**
+   * A whole number from -1000 to 1000: among the runs queued behind the
+   * task's `concurrency` or `rateLimit`, higher priorities start first.
+   * @default the task's `route.priority`, else 0
+   */
+  priority?: number
 }
 
 /** Options of `TaskRuntime.trigger`. */

@@ -22,6 +22,10 @@ export interface TaskDefinition {
   on: string[]
   /** `route.concurrency`, `route.rateLimit` and `route.debounce`, each absent when unset. */
   flow: TaskFlow
+  /** `route.priority`: the priority of a run started without its own. */
+  priority: number
+  /** `route.retention`, in milliseconds, when the route sets it. */
+  retentionMs?: number
   /** The version of its code that runs record (`RunRecord.version`), when the app sets one. */
   version?: string
 }

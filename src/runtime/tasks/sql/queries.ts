@@ -45,6 +45,14 @@ const EVENT_WAIT_NAME = "json_extract(record, '$.suspended.waitpoint.name')"
 export const RUNS_BY_EVENT_WAIT = `
 CREATE INDEX IF NOT EXISTS runs_by_event_wait ON runs (${EVENT_WAIT_NAME}, seq) WHERE status = 'suspended';
 `
+/**
+ * Each task's finished runs in the order they finished, for retention
+ * (`RunStore.pruneFinished`): SQLite schema version 11, and what a Durable
+ * Object creates on every wake.
+ */
+export const RUNS_BY_TASK_FINISH = `
+CREATE INDEX IF NOT EXISTS runs_by_task_finish ON runs (task_name, finished_seq) WHERE finished_seq IS NOT NULL;
+`
 export const SELECT_RUN_BY_KEY = `SELECT record FROM ${RUN_RECORDS} WHERE task_name = ? AND idempotency_key = ?`
 export const SELECT_RUN_SEQ = 'SELECT seq FROM runs WHERE id = ?'
 
@@ -83,6 +91,16 @@ export const EVICT_TOKENS = `DELETE FROM tokens WHERE run_id IN (${OLDEST_FINISH
 export const EVICT_STEPS = `DELETE FROM steps WHERE run_seq IN (${oldestFinished('seq')})`
 // Idempotency keys live on the run's row, so they go with it.
 export const EVICT_RUNS = `DELETE FROM runs WHERE id IN (${OLDEST_FINISHED})`
+
+// Retention takes, of a task's `limit` runs that finished first, the ones
+// that finished before a moment (ISO text compares in time order); the
+// parameters are the task, the limit and the moment. The three statements
+// run in one write, so they see the same runs.
+const expiredRuns = (column: 'id' | 'seq') =>
+  `SELECT ${column} FROM (SELECT ${column}, record FROM runs WHERE task_name = ? AND finished_seq IS NOT NULL ORDER BY finished_seq LIMIT ?) WHERE json_extract(record, '$.finishedAt') < ?`
+export const PRUNE_TOKENS = `DELETE FROM tokens WHERE run_id IN (${expiredRuns('id')})`
+export const PRUNE_STEPS = `DELETE FROM steps WHERE run_seq IN (${expiredRuns('seq')})`
+export const PRUNE_RUNS = `DELETE FROM runs WHERE seq IN (${expiredRuns('seq')}) RETURNING id`
 
 // An upsert keeps the timer's place in listTimers, as Map#set does.
 export const UPSERT_TIMER =

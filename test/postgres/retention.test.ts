@@ -1,0 +1,34 @@
+import postgres from 'postgres'
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { PostgresRunStore } from '../../src/postgres.ts'
+import { retentionSoak } from '../tasks/_retention-soak.ts'
+import { createDatabase } from './_pg.ts'
+
+let url: string
+beforeAll(async () => {
+  url = await createDatabase('retention')
+})
+
+const stores: PostgresRunStore[] = []
+afterAll(() => Promise.all(stores.map((store) => store.close())))
+
+it('soak: a Postgres store stays bounded under continuous runs with a 1 s retention, its steps too', async () => {
+  const store = new PostgresRunStore({ url, schema: 'soak' })
+  stores.push(store)
+  const figures = await retentionSoak(store)
+  // Held: what was triggered within the retention, one round (1 s) and a margin; the soak triggers six seconds' worth.
+  expect(figures.most).toBeLessThanOrEqual(figures.perSecond * 3.5)
+  expect(figures.last).toBeLessThan(figures.triggered / 2)
+  // The rows of the tables agree with the store's counts: nothing is left behind.
+  const sql = postgres(url, { onnotice: () => {} })
+  try {
+    const [{ runs }] = await sql<{ runs: number }[]>`SELECT count(*)::int AS runs FROM soak.runs`
+    const [{ counted }] = await sql<{ counted: number }[]>`SELECT total::int AS counted FROM soak.run_counts`
+    const [{ steps }] = await sql<{ steps: number }[]>`SELECT count(*)::int AS steps FROM soak.steps`
+    expect(counted).toBe(runs)
+    expect(runs).toBeLessThan(figures.triggered / 2)
+    expect(steps).toBeLessThanOrEqual(runs)
+  } finally {
+    await sql.end()
+  }
+}, 30_000)
