@@ -145,8 +145,11 @@ export function processesContract(name: string, setup: () => Promise<ProcessesCl
       expect(resent.resumed).toEqual([first])
 
       // Killed once the wait's token is settled: its run is still suspended, met.
+      // Sent once the wait took both its looks at recorded events, so it is c's send that meets it.
+      const looked = await b.call<number>('looks')
       const second = await b.call<string>('trigger', { task: 'paid.await', payload: { order: 'o-2' } })
       await suspended(second)
+      await until(async () => (await b.call<number>('looks')) >= looked + 2, 15_000)
       c.call('send', { name: 'crash.paid', data: { order: 'o-2', crash: 'after-settle' }, eventId: 'evt-2' }).catch(() => {})
       await gone(c.pid)
       expect((await store.getRun(second))?.status).toBe('suspended')
