@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 
@@ -19,9 +19,32 @@ describe('pending timers and shutdown', () => {
     expect(result.status).toBe(0)
   })
 
-  it('without either, the sleeping run keeps the process alive (so a CLI can wait for it)', () => {
-    const result = spawnSync(process.execPath, [SCRIPT, 'keep'], { encoding: 'utf8', timeout: 1500 })
+  it('retention rounds never keep the process alive', () => {
+    const retained = fileURLToPath(new URL('../fixtures/tasks/retained.ts', import.meta.url))
+    const result = spawnSync(process.execPath, [retained], { encoding: 'utf8', timeout: 10_000 })
+    expect(result.stderr).toBe('')
     expect(result.stdout.trim()).toBe('ready')
-    expect(result.signal).toBe('SIGTERM')
+    expect(result.status).toBe(0)
   })
+
+  it('without either, the sleeping run keeps the process alive (so a CLI can wait for it)', async () => {
+    const child = spawn(process.execPath, [SCRIPT, 'keep'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve))
+    try {
+      // However long the start takes on a loaded machine, it is alive a second after it is ready.
+      let stdout = ''
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (chunk) => {
+          stdout += chunk
+          if (stdout.includes('ready')) resolve()
+        })
+        exited.then(() => reject(new Error(`it exited before it was ready: ${stdout}`)))
+      })
+      const outcome = await Promise.race([exited.then(() => 'exited'), new Promise((resolve) => setTimeout(() => resolve('alive'), 1000))])
+      expect(outcome).toBe('alive')
+    } finally {
+      child.kill('SIGKILL')
+      await exited
+    }
+  }, 20_000)
 })

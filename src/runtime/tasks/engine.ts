@@ -169,7 +169,7 @@ export class TaskEngine {
     this.#dispatch = dispatch
     this.#sharedWork = sharedWork
     this.#recovery = new Recovery({ store, logger, waitpoints, dispatch, flow, sharedWork })
-    this.#retention = new Retention({ store, tasks, logger, unref: unrefTimers, defaultMs: options.retentionMs })
+    this.#retention = new Retention({ store, tasks, logger, defaultMs: options.retentionMs })
     this.#scheduled = new ScheduledRuns({ store, logger, shared, trigger: (name) => this.trigger(name, undefined, { trigger: 'cron' }) })
     this.#events = new EventStarts({
       tasks,

@@ -44,7 +44,6 @@ export interface RetentionOptions {
   store: RunStore
   tasks: ReadonlyMap<string, TaskDefinition>
   logger: Logger
-  unref: boolean
   /** For the tasks without `route.retention`, and the runs of tasks the app no longer has; `undefined` keeps them (within `maxRuns`). */
   defaultMs: number | undefined
 }
@@ -132,7 +131,8 @@ export class Retention {
         })
       },
       ms,
-      this.#options.unref,
+      // Housekeeping never keeps a process alive, whatever `unrefTimers` says.
+      true,
     )
   }
 }
