@@ -8,7 +8,9 @@
  *   next to a bare node:http server started and probed the same way;
  * - the Durable Object store at its bound of 10,000 and 100,000 retained
  *   runs: the object's time per run for a run's writes, and its growth
- *   (goal ≤ 1.5).
+ *   (goal ≤ 1.5);
+ * - Durable Object runs/s with runs spread over 4 tasks objects against 1
+ *   (`_do-shards.ts`), as a ratio, with the CPU workerd used.
  *
  * Run: npm run bench:targets
  */
@@ -22,6 +24,7 @@ import { gzipSync } from 'node:zlib'
 import { buildApp } from '../src/build/build.ts'
 import { bundle } from '../src/build/bundle.ts'
 import { durableStoreAtBound } from './_durable-store.ts'
+import { reportDurableObjectShards } from './_do-shards.ts'
 
 const ROUNDS = 9
 
@@ -144,3 +147,5 @@ const growth = perRun.at(-1)! / perRun[0]
 console.log(
   `  cost per run ${RETAINED_SIZES.at(-1)!.toLocaleString('en')} / ${RETAINED_SIZES[0].toLocaleString('en')}: ${growth.toFixed(2)} x (goal ≤ ${GROWTH_GOAL}) ${growth <= GROWTH_GOAL ? 'ok' : 'MISSED'}`,
 )
+
+await reportDurableObjectShards()

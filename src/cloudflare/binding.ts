@@ -1,14 +1,18 @@
 /**
- * How a worker finds the tasks Durable Object: the binding it is declared
- * under in wrangler.json, and the one named instance every isolate reaches.
+ * How a worker finds the tasks Durable Objects: the binding they are
+ * declared under in wrangler.json, and the named instances every isolate
+ * reaches.
  *
- * One instance holds every run. Idempotency keys, each task's `lastRun`, the
- * token of a `waitForToken` and the runs a parent waits for are then read
- * and written in one place, in order, with no router between shards. The
- * cost is one object's throughput: every admin call, enqueue and attempt of
- * the app shares one isolate's CPU (Cloudflare's limits for one Durable
- * Object apply), which suits background work far below that.
+ * By default one instance holds every run. Idempotency keys, each task's
+ * `lastRun`, the token of a `waitForToken` and the runs a parent waits for
+ * are then read and written in one place, in order. The cost is one
+ * object's throughput: every admin call, enqueue and attempt of the app
+ * shares one isolate's CPU (Cloudflare's limits for one Durable Object
+ * apply). With `shards` above 1, runs spread over that many instances
+ * (`sharded-runtime.ts`); shard 0 keeps the one instance's name, so the
+ * runs it held before stay where the worker looks.
  */
+import { describe } from '../runtime/describe.ts'
 import type { StubLike } from './rpc.ts'
 
 /** The binding name of the tasks object in wrangler.json's `durable_objects.bindings`. */
@@ -17,8 +21,11 @@ export const TASKS_BINDING = 'SVC_TASKS'
 /** The class the generated worker exports; `new_sqlite_classes` names it in a migration. */
 export const TASKS_CLASS = 'SvcTasks'
 
-/** The name of the one instance. */
+/** The name of the one instance, and of shard 0 when runs are spread over several. */
 export const TASKS_OBJECT_NAME = 'svc-tasks'
+
+/** The most tasks objects an app's runs may spread over: a listing asks each of them. */
+export const MAX_SHARDS = 64
 
 /** The parts of a `DurableObjectNamespace` the worker uses. */
 export interface DurableObjectNamespaceLike {
@@ -32,9 +39,35 @@ export function tasksNamespace(env: unknown): DurableObjectNamespaceLike | undef
   return typeof ns?.idFromName === 'function' && typeof ns.get === 'function' ? ns : undefined
 }
 
-/** A stub of the one instance; call it per request, as a stub belongs to the request that made it. */
-export function tasksStub(ns: DurableObjectNamespaceLike): StubLike {
-  return ns.get(ns.idFromName(TASKS_OBJECT_NAME))
+/** A stub of the one instance, or of shard `shard`; call it per request, as a stub belongs to the request that made it. */
+export function tasksStub(ns: DurableObjectNamespaceLike, shard = 0): StubLike {
+  return ns.get(ns.idFromName(shardObjectName(shard)))
+}
+
+/** The instance name of shard `shard`: `svc-tasks` for shard 0, `svc-tasks-<n>` for the others. */
+export function shardObjectName(shard: number): string {
+  return shard === 0 ? TASKS_OBJECT_NAME : `${TASKS_OBJECT_NAME}-${shard}`
+}
+
+/**
+ * The shard of the instance named `name` (`shardObjectName` read back), for
+ * an object among `shards`. Its runs' ids carry it, so it must be right:
+ * a name that is none of the shards' is an error, not shard 0.
+ */
+export function shardIndexOf(name: string | undefined, shards: number): number {
+  for (let shard = 0; shard < Math.max(shards, MAX_SHARDS); shard++) if (shardObjectName(shard) === name) return shard
+  throw new TypeError(
+    `${TASKS_CLASS}: with shards, each tasks object is reached by its name (${shardObjectName(0)}, ${shardObjectName(1)}, …) and reads it from ctx.id.name; this one has ${name === undefined ? 'no name (a runtime from before March 2026, or an id not made by idFromName)' : `the name ${describe(name)}`}`,
+  )
+}
+
+/** `shards` checked: a whole number from 1 to `MAX_SHARDS`; `where` names the option in the error. */
+export function checkShards(shards: unknown, where: string): number {
+  if (shards === undefined) return 1
+  if (typeof shards !== 'number' || !Number.isInteger(shards) || shards < 1 || shards > MAX_SHARDS) {
+    throw new RangeError(`${where} must be a whole number from 1 to ${MAX_SHARDS} (got ${describe(shards)})`)
+  }
+  return shards
 }
 
 /** What a hand-written entry must add when the binding is missing, for the one warning the worker logs. */

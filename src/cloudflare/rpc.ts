@@ -18,6 +18,12 @@ export interface ObjectCall {
   args: unknown[]
   /** Positions of `undefined` arguments, which JSON would turn into `null` (a payload left out stays left out). */
   missing?: number[]
+  /**
+   * Over how many tasks objects the caller spreads runs (its `shards`). An
+   * object refuses a count below the highest it has seen: the runs of the
+   * objects left out would be out of reach.
+   */
+  shards?: number
 }
 
 interface WireError {
@@ -40,9 +46,9 @@ export interface StubLike {
 const OBJECT_URL = 'https://svc-tasks.internal/'
 
 /** Calls `method` on the object behind `stub` and resolves to its value, or rejects with the rebuilt error. */
-export async function callObject(stub: StubLike, method: string, args: unknown[]): Promise<unknown> {
+export async function callObject(stub: StubLike, method: string, args: unknown[], shards = 1): Promise<unknown> {
   const missing = args.flatMap((arg, i) => (arg === undefined ? [i] : []))
-  const body = JSON.stringify({ method, args, missing } satisfies ObjectCall)
+  const body = JSON.stringify({ method, args, missing, shards } satisfies ObjectCall)
   const response = await stub.fetch(new Request(OBJECT_URL, { method: 'POST', headers: { 'content-type': 'application/json' }, body }))
   const answer = (await response.json()) as { value?: unknown; error?: WireError }
   if (answer.error) throw decodeError(answer.error)

@@ -72,7 +72,7 @@ import {
   type TimerRecord,
   type TokenRecord,
 } from '../runtime/tasks/store.ts'
-import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
+import type { Attempt, EventRun, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import type { EventEffects, EventListQuery } from '../runtime/types/run-store.ts'
 import { describe } from '../runtime/describe.ts'
 
@@ -103,6 +103,14 @@ export interface DurableObjectRunStoreOptions {
    * updated), with the run when one changed.
    */
   onChange?: (run?: RunRecord) => void
+}
+
+/** What one event did in one tasks object (`eventEffects`). */
+export interface EventEffectsHere {
+  id: string
+  /** The runs it started here that the store still holds. */
+  runs: EventRun[]
+  resumed: string[]
 }
 
 const WHERE = 'DurableObjectRunStore'
@@ -259,6 +267,36 @@ export class DurableObjectRunStore implements RunStore {
     const list = listRunsQuery(query)
     if (!list) return []
     return this.#all(list.text, ...list.params).map((row) => JSON.parse(row.record as string) as RunRecord)
+  }
+
+  /**
+   * `listRuns`, ordered by id and with the cursor read as an id, held here
+   * or not: the order the tasks objects of a worker with `shards` share,
+   * so the worker merges their pages with the last id of one as the cursor
+   * of the next (`shard-merge.ts`).
+   */
+  async listRunsById(query: RunQuery = {}): Promise<RunRecord[]> {
+    const list = listRunsQuery(query, 'id')
+    if (!list) return []
+    return this.#all(list.text, ...list.params).map((row) => JSON.parse(row.record as string) as RunRecord)
+  }
+
+  /**
+   * What the events of `ids` held here did here, for a worker with
+   * `shards`: the runs each started here that the store still holds, and
+   * the waits it met here. An event not held here is left out.
+   */
+  async eventEffects(ids: readonly string[]): Promise<EventEffectsHere[]> {
+    if (ids.length === 0) return []
+    const rows = this.#all(`SELECT record FROM events WHERE id IN (${ids.map(() => '?').join(', ')})`, ...ids)
+    return Promise.all(
+      rows.map(async (row) => {
+        const event = JSON.parse(row.record as string) as EventRecord
+        const found = await Promise.all((event.runs ?? []).map((id) => this.getRun(id)))
+        const runs = found.flatMap((run) => (run ? [{ id: run.id, taskName: run.taskName, status: run.status }] : []))
+        return { id: event.id, runs, resumed: event.resumed ?? [] }
+      }),
+    )
   }
 
   async countRunsByTask(status: RunStatus | readonly RunStatus[]): Promise<TaskRunCount[]> {

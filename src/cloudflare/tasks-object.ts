@@ -8,6 +8,12 @@
  * engine's `recover()`.
  *
  * Workers reach it through `createObjectRuntime` (`object-runtime.ts`).
+ * With `shards`, several instances of the class each hold some of the runs
+ * (`sharded-runtime.ts`): each knows its shard from its name, stamps it
+ * into the ids of the runs it makes, starts the event runs and fires the
+ * schedules its placement names (`shard-routing.ts`), and answers the two
+ * extra calls a worker needs to see them as one (`listRunsById`,
+ * `eventEffects`).
  * Edge-safe, and a plain class: no `cloudflare:workers` import.
  */
 import type { Logger, RunRecord, RuntimeApiRoute, TaskRuntime } from '../types.ts'
@@ -18,13 +24,18 @@ import { setActiveTaskRuntime } from '../runtime/tasks/active.ts'
 import { createCoreRuntime } from '../runtime/tasks/runtime.ts'
 import type { Telemetry } from '../runtime/telemetry/types.ts'
 import { AlarmClock, type AlarmStorageLike } from './alarm.ts'
-import { tasksNamespace, tasksStub } from './binding.ts'
+import { checkShards, shardIndexOf, tasksNamespace, tasksStub } from './binding.ts'
 import { createObjectRuntime } from './object-runtime.ts'
 import { answer, callArgs, type ObjectCall } from './rpc.ts'
+import { ShardCount } from './shard-count.ts'
 import { DurableObjectRunStore, type SqlDurableStorageLike } from './sql-store.ts'
+import { cronShard, runShard } from './shard-routing.ts'
+import type { RuntimeShard } from '../runtime/types/shard.ts'
 
 /** The parts of a Durable Object's `ctx` (`DurableObjectState`) the object uses. */
 export interface DurableObjectStateLike {
+  /** The object's id; `name` is the name the worker reached it by (`svc-tasks`, `svc-tasks-<n>`). */
+  readonly id?: { readonly name?: string }
   readonly storage: SqlDurableStorageLike & AlarmStorageLike
   blockConcurrencyWhile<T>(fn: () => Promise<T>): Promise<T>
 }
@@ -47,6 +58,15 @@ export interface TasksObjectOptions {
   maxRuns?: number
   /** @default console */
   logger?: Logger
+  /**
+   * Over how many instances of the class runs spread: the same number the
+   * worker is given (`createWorker(app, { shards })`), which the build
+   * writes into both from `svc.cloudflare.shards` in package.json. It may
+   * grow from one deploy to the next, never shrink (docs/deploying.md
+   * "More than one tasks object").
+   * @default 1
+   */
+  shards?: number
 }
 
 /** What `createTasksObject` returns: a Durable Object class to export from the worker's module. */
@@ -78,8 +98,11 @@ const DONE_FOR_NOW = new Set(['completed', 'failed', 'cancelled', 'suspended'])
  */
 export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptions = {}): TasksObjectClass {
   const logger = options.logger ?? console
+  const shards = checkShards(options.shards, 'createTasksObject(app, { shards })')
   return class SvcTasks {
     readonly #runtime: TaskRuntime
+    readonly #store: DurableObjectRunStore
+    readonly #shards: ShardCount
     readonly #clock: AlarmClock
     readonly #ready: Promise<void>
     /** Runs whose current attempts a cron firing waits for, by id. */
@@ -93,6 +116,8 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
           if (run && DONE_FOR_NOW.has(run.status)) this.#settle(run)
         },
       })
+      this.#store = store
+      this.#shards = new ShardCount(state.storage.sql)
       this.#clock = new AlarmClock(state.storage, store, logger)
       // The object alone holds its store: no claims of shared work.
       this.#runtime = createCoreRuntime({
@@ -102,12 +127,13 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
         logger,
         env: stringBindings(env),
         telemetry: app.telemetry,
+        shard: shards > 1 ? objectShard(shardIndexOf(state.id?.name, shards), shards) : undefined,
       })
       // enqueue() and completeToken() in task code go through the object's
       // stub, as they do in the worker: an isolate may host both, and each
       // must reach the object the same way.
       const ns = tasksNamespace(env)
-      if (ns) setActiveTaskRuntime(createObjectRuntime(app.routes, () => tasksStub(ns)))
+      if (ns) setActiveTaskRuntime(createObjectRuntime(app.routes, (shard) => tasksStub(ns, shard), shards))
       // Nothing reaches the object before what it stored is picked up again.
       this.#ready = state.blockConcurrencyWhile(async () => {
         await this.#runtime.recover()
@@ -120,6 +146,7 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
         // A failed recovery is every caller's error, answered as data like any other.
         await this.#ready
         const call = (await request.json()) as ObjectCall
+        this.#shards.check(call.shards)
         return answer({ value: await this.#call(call.method, callArgs(call)) })
       } catch (error) {
         return answer({ error })
@@ -166,6 +193,11 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
           // wait that long. It waits for the run's attempts to end for now,
           // so a failed first run still fails the event.
           return fireCron({ ...runtime, waitForRun: (id) => this.#attemptsEnded(id) }, a)
+        // The calls of a worker whose runs spread over several objects (sharded-runtime.ts).
+        case 'listRunsById':
+          return this.#store.listRunsById(a)
+        case 'eventEffects':
+          return this.#store.eventEffects(a)
         default:
           throw new TypeError(`SvcTasks: unknown call "${method}"`)
       }
@@ -190,5 +222,18 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
       this.#watchers.delete(run.id)
       for (const resolve of list) resolve(run)
     }
+  }
+}
+
+/**
+ * Shard `index` of `shards`: the event runs it starts and the schedules it
+ * fires are those whose placement names it, the same rule by which the
+ * worker places the runs it starts (`shard-routing.ts`).
+ */
+function objectShard(index: number, shards: number): RuntimeShard {
+  return {
+    index,
+    ownsEventRun: (def, input, idempotencyKey) => runShard(def, input, idempotencyKey, shards) === index,
+    firesSchedule: (def) => cronShard(def, shards) === index,
   }
 }

@@ -10,6 +10,7 @@
  * work between processes) claims on.
  */
 import { inTransaction } from './transaction.ts'
+import { fnv1a } from '../runtime/hash.ts'
 import type { Sql } from 'postgres'
 
 /**
@@ -33,10 +34,7 @@ const MAX_CHANNEL_BYTES = 63
 export function schemaChannel(schema: string, topic: string): string {
   const channel = `${schema}_${topic}`
   if (channel.length <= MAX_CHANNEL_BYTES) return channel
-  // FNV-1a, 32 bits: short and stable across processes and releases.
-  let hash = 0x811c9dc5
-  for (let i = 0; i < schema.length; i++) hash = Math.imul(hash ^ schema.charCodeAt(i), 0x01000193)
-  return `${schema.slice(0, MAX_CHANNEL_BYTES - topic.length - 10)}_${(hash >>> 0).toString(16).padStart(8, '0')}_${topic}`
+  return `${schema.slice(0, MAX_CHANNEL_BYTES - topic.length - 10)}_${fnv1a(schema).toString(16).padStart(8, '0')}_${topic}`
 }
 
 /**

@@ -1,6 +1,7 @@
 import { join } from 'node:path'
+import { readAppPackage } from '#svc/build/app-package.ts'
 import type { TargetDescriptor } from '#svc/build/target.ts'
-import { TASKS_BINDING, TASKS_CLASS } from '#svc/cloudflare/binding.ts'
+import { checkShards, TASKS_BINDING, TASKS_CLASS } from '#svc/cloudflare/binding.ts'
 
 /**
  * Compatibility date written to wrangler.json: the workerd release the worker
@@ -10,6 +11,17 @@ export const COMPATIBILITY_DATE = '2025-09-01'
 
 /** Paths the worker answers whatever public/ holds: API routes, the task admin surface, health, revalidate and cron. */
 const WORKER_PATHS = ['/api', '/api/*', '/__tasks', '/__tasks/*', '/__health', '/__svc/*']
+
+/**
+ * The options of this target, from the app's package.json:
+ * `{ "svc": { "cloudflare": { "shards": 4 } } }`. `shards` is how many
+ * `SvcTasks` objects task runs spread over (docs/deploying.md "More than
+ * one tasks object"), written into the entry for the worker and the object.
+ */
+export async function cloudflareOptions(root: string): Promise<{ shards: number }> {
+  const svc = ((await readAppPackage(root)) as { svc?: { cloudflare?: { shards?: unknown } } }).svc
+  return { shards: checkShards(svc?.cloudflare?.shards, 'package.json: svc.cloudflare.shards') }
+}
 
 /**
  * `.output/cloudflare/index.mjs` (a module worker), `wrangler.json` with every
@@ -27,11 +39,14 @@ export const cloudflareTarget: TargetDescriptor = {
     // Task runs live in a SQLite-backed Durable Object; an app without
     // tasks has nothing to keep and gets no object.
     const tasks = ctx.routes.some((route) => route.kind === 'task')
+    const { shards } = await cloudflareOptions(ctx.root)
+    // Every instance of the one class is a shard: the binding and migration stay as they are.
+    const options = shards > 1 ? `, { shards: ${shards} }` : ''
     const entry = tasks
       ? `${ctx.appSource}
 import { createTasksObject, createWorker } from 'svc/cloudflare'
-export default createWorker(app)
-export const ${TASKS_CLASS} = createTasksObject(app)
+export default createWorker(app${options})
+export const ${TASKS_CLASS} = createTasksObject(app${options})
 `
       : `${ctx.appSource}
 import { createWorker } from 'svc/cloudflare'

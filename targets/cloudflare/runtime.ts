@@ -2,9 +2,10 @@
  * `svc/cloudflare`: runs an app as a module worker. `fetch` serves the core
  * handler; `scheduled` fires the cron tasks of `controller.cron`. Task runs
  * live in the `SvcTasks` Durable Object (`createTasksObject`) when the worker
- * binds it as `SVC_TASKS`, and in the isolate's memory otherwise.
+ * binds it as `SVC_TASKS`, and in the isolate's memory otherwise; with
+ * `shards`, in that many instances of it.
  */
-import { MISSING_BINDING_WARNING, tasksNamespace, tasksStub } from '#svc/cloudflare/binding.ts'
+import { checkShards, MISSING_BINDING_WARNING, tasksNamespace, tasksStub } from '#svc/cloudflare/binding.ts'
 import { createObjectRuntime, type ObjectTaskRuntime } from '#svc/cloudflare/object-runtime.ts'
 import { fireCron } from '#svc/runtime/cron.ts'
 import { stringBindings } from '#svc/runtime/env.ts'
@@ -15,7 +16,7 @@ export { createTasksObject } from '#svc/cloudflare/tasks-object.ts'
 export type { TasksObjectApp, TasksObjectClass, TasksObjectOptions, DurableObjectStateLike } from '#svc/cloudflare/tasks-object.ts'
 export { DurableObjectRunStore } from '#svc/cloudflare/sql-store.ts'
 export type { DurableObjectRunStoreOptions } from '#svc/cloudflare/sql-store.ts'
-export { TASKS_BINDING, TASKS_CLASS } from '#svc/cloudflare/binding.ts'
+export { MAX_SHARDS, TASKS_BINDING, TASKS_CLASS } from '#svc/cloudflare/binding.ts'
 
 /** The parts of the Workers `ExecutionContext` the shim uses. */
 export interface ExecutionContextLike {
@@ -30,6 +31,18 @@ export interface ScheduledControllerLike {
 
 export type WorkerApp = Omit<SvcHandlerOptions, 'env'>
 
+export interface WorkerOptions {
+  /**
+   * Over how many `SvcTasks` objects task runs spread (docs/deploying.md
+   * "More than one tasks object"). Give the tasks object the same number
+   * (`createTasksObject(app, { shards })`). It may grow from one deploy to
+   * the next, never shrink: an object called with fewer than it has seen
+   * answers `SHARDS_REDUCED`.
+   * @default 1
+   */
+  shards?: number
+}
+
 export interface SvcWorker {
   fetch(request: Request, env: unknown, ctx: ExecutionContextLike): Promise<Response>
   scheduled(controller: ScheduledControllerLike, env: unknown, ctx: ExecutionContextLike): Promise<void>
@@ -42,7 +55,8 @@ export interface SvcWorker {
  * live in the isolate's memory, `waitUntil` keeps a run started by a request
  * alive until it ends, and one warning says what to add.
  */
-export function createWorker(app: WorkerApp): SvcWorker {
+export function createWorker(app: WorkerApp, options: WorkerOptions = {}): SvcWorker {
+  const shards = checkShards(options.shards, 'createWorker(app, { shards })')
   let handler: SvcHandler | undefined
   let objectRuntime: ObjectTaskRuntime | undefined
   const get = (env: unknown): SvcHandler => {
@@ -50,7 +64,7 @@ export function createWorker(app: WorkerApp): SvcWorker {
     const bindings = stringBindings(env)
     const ns = tasksNamespace(env)
     if (ns) {
-      objectRuntime = createObjectRuntime(app.routes, () => tasksStub(ns))
+      objectRuntime = createObjectRuntime(app.routes, (shard) => tasksStub(ns, shard), shards)
       // The run lives in the object, not under this request's waitUntil.
       handler = createCoreHandler({ ...app, env: bindings, runtime: objectRuntime, holdRuns: false })
     } else {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { newRunId } from '../../src/runtime/tasks/ids.ts'
+import { newRunId, runIdShard, tokenIdFor } from '../../src/runtime/tasks/ids.ts'
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
@@ -22,6 +22,20 @@ describe('run ids', () => {
     const id = newRunId()
     expect(timeOf(id)).toBeGreaterThanOrEqual(before)
     expect(timeOf(id)).toBeLessThanOrEqual(Date.now())
+  })
+
+  it('made for a shard, are version 8 UUIDs naming it, still in time order; other ids name none', () => {
+    for (const shard of [0, 1, 63, 4095]) {
+      const id = newRunId(1_700_000_000_000, shard)
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+      expect(runIdShard(id)).toBe(shard)
+      expect(runIdShard(tokenIdFor(id, 'approve'))).toBe(shard)
+      expect(timeOf(id)).toBe(1_700_000_000_000)
+    }
+    expect([newRunId(1, 3), newRunId(2, 0), newRunId(3, 3)].map(timeOf)).toEqual([1, 2, 3])
+    expect(runIdShard(newRunId())).toBeUndefined()
+    expect(runIdShard('run-1')).toBeUndefined()
+    expect(runIdShard('')).toBeUndefined()
   })
 
   it('sort in creation order across milliseconds, so stores append to their id index', () => {

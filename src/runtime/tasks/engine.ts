@@ -43,6 +43,7 @@ import { checkTriggerOptions } from './options.ts'
 import { assertPayload, DEFAULT_MAX_PAYLOAD_BYTES } from './payload-limit.ts'
 import { Recovery } from './recovery.ts'
 import { Retention } from './retention.ts'
+import type { RuntimeShard } from '../types/shard.ts'
 import { cronInput, isCronInput, ScheduledRuns } from './scheduled-runs.ts'
 import type { SharedWorkClaims, SharedWorkClaimsOptions } from './shared-work.ts'
 import { createStepHost } from './step-host.ts'
@@ -74,6 +75,8 @@ export class TaskEngine {
   readonly #shared: SharedWork | undefined
   readonly #sharedWork: SharedWorkClaims | undefined
   readonly #events: EventStarts
+  /** The shard that the ids of runs made here name (`RuntimeShard.index`). */
+  readonly #shard: number | undefined
   #closed = false
 
   constructor(options: {
@@ -93,6 +96,8 @@ export class TaskEngine {
     versionPolicy?: VersionPolicy
     /** How long finished runs of a task without `route.retention` are kept, in ms (retention.ts); `undefined` keeps them within `maxRuns`. */
     retentionMs?: number
+    /** One runtime of several that split an app's runs (`TaskRuntimeOptions.shard`). */
+    shard?: RuntimeShard
     /** The claims of the work on a store several processes share; required with such a store. */
     sharedWork?: new (
       options: SharedWorkClaimsOptions,
@@ -102,6 +107,7 @@ export class TaskEngine {
     const store = telemetry === undefined ? options.store : telemetry.store(options.store)
     const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES
     const shared = store.shared
+    this.#shard = options.shard?.index
     const Claims = options.sharedWork
     if (shared && !Claims) {
       throw new TypeError('This task runtime cannot run on a store several processes share; create it with createTaskRuntime() from svc')
@@ -181,6 +187,7 @@ export class TaskEngine {
       record: async (event) => (store.putEvent ? (await store.putEvent(event)).event : event),
       deliver: (event) => waitpoints.deliverEvent(event),
       note: store.noteEventEffects && ((id, effects) => store.noteEventEffects!(id, effects)),
+      owns: options.shard && ((def, input, key) => options.shard!.ownsEventRun(def, input, key)),
     })
   }
 
@@ -194,7 +201,7 @@ export class TaskEngine {
   async #reject(def: TaskDefinition, data: unknown, trigger: EventTrigger, message: string): Promise<RunRecord> {
     const iso = isoNow()
     const run: RunRecord = {
-      id: newRunId(),
+      id: newRunId(undefined, this.#shard),
       taskName: def.name,
       status: 'failed',
       trigger: 'event',
@@ -375,7 +382,7 @@ export class TaskEngine {
     // `startedAt` goes on after the literal, not in it: the memory store's
     // copy of the record then takes the fields a run's end adds with less
     // room (about 8 bytes less per retained run, measured with bench:tasks).
-    const run: RunRecord = { id: newRunId(), taskName: name, status, trigger, input, ok: true, attempts: [], steps: {}, createdAt: iso }
+    const run: RunRecord = { id: newRunId(now, this.#shard), taskName: name, status, trigger, input, ok: true, attempts: [], steps: {}, createdAt: iso }
     if (delayed) run.runAt = isoAt(now + delay * 1000)
     else if (status === 'running') run.startedAt = iso
     if (idempotencyKey !== undefined) run.idempotencyKey = idempotencyKey

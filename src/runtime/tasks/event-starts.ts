@@ -48,6 +48,12 @@ export interface EventStartsOptions {
   record(event: EventRecord): Promise<EventRecord>
   /** Resumes the runs waiting for the event (`ctx.step.waitForEvent`): resolves to their ids. */
   deliver(event: EventRecord): Promise<string[]>
+  /**
+   * Where the runs of an app spread over several runtimes (`RuntimeShard`):
+   * whether this one starts the run of `def` the event starts. The others
+   * record the event and meet their waits, and start nothing for `def`.
+   */
+  owns?(def: TaskDefinition, input: unknown, idempotencyKey: string): boolean
   /** Notes on the recorded event the runs it started and the waits it met (`RunStore.noteEventEffects`), for listings. */
   note?(id: string, effects: EventEffects): Promise<void>
 }
@@ -134,7 +140,8 @@ export class EventStarts {
     const event = await this.#options.record(sent)
     const trigger: EventTrigger = { idempotencyKey: eventRunKey(event.id), event: { id: event.id, name: event.name } }
     const defs = this.#listeners.get(event.name) ?? []
-    const runs = await Promise.all(defs.map((def) => this.#startOne(def, event, trigger)))
+    const started = await Promise.all(defs.map((def) => this.#startOne(def, event, trigger)))
+    const runs = started.filter((run) => run !== undefined)
     const resumed = await this.#options.deliver(event)
     // Last, so a listing shows what the send did once it is done. A send cut
     // off before it leaves the event listed without some of that: sending
@@ -149,14 +156,19 @@ export class EventStarts {
     }
   }
 
-  async #startOne(def: TaskDefinition, event: EventRecord, trigger: EventTrigger): Promise<RunRecord> {
+  /** The run of `def` the event starts, or `undefined` when another runtime starts it (`owns`). */
+  async #startOne(def: TaskDefinition, event: EventRecord, trigger: EventTrigger): Promise<RunRecord | undefined> {
+    const { owns } = this.#options
     let input: unknown
     try {
       input = await validateTaskInput(def.input, event.data)
     } catch (error) {
+      // No input to place it by: the run that records the failure is placed as one without.
+      if (owns && !owns(def, undefined, trigger.idempotencyKey)) return undefined
       const message = `event "${event.name}" (id ${event.id}) does not fit the input of task "${def.name}": ${errorMessage(error)}`
       return this.#options.reject(def, event.data, trigger, message)
     }
+    if (owns && !owns(def, input, trigger.idempotencyKey)) return undefined
     return this.#options.start(def, input, trigger)
   }
 }

@@ -1,7 +1,8 @@
 /**
  * Identifiers. Run ids are time-ordered UUIDs (version 7: the creation time
  * in milliseconds, then 74 random bits from Web Crypto, available in Node,
- * workers and function platforms). Everything derived from a run id plus a
+ * workers and function platforms; or version 8, where 12 of those bits
+ * name a shard and 62 stay random, `runIdShard`). Everything derived from a run id plus a
  * step key is deterministic, so replaying a handler finds the same token,
  * the same child run and the same timer again.
  */
@@ -29,7 +30,7 @@ const codes: number[] = Array.from('xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx', (char
  * dispatch: in Node it assembles the id from some twenty string
  * concatenations, half a kilobyte of garbage per id.
  */
-export function newRunId(now: number = Date.now()): string {
+export function newRunId(now: number = Date.now(), shard?: number): string {
   if (drawn === pool.length) {
     crypto.getRandomValues(pool)
     drawn = 0
@@ -46,7 +47,13 @@ export function newRunId(now: number = Date.now()): string {
   pool[at + 3] = (low >>> 16) & 0xff
   pool[at + 4] = (low >>> 8) & 0xff
   pool[at + 5] = low & 0xff
-  pool[at + 6] = (pool[at + 6] & 0x0f) | 0x70
+  if (shard === undefined) {
+    pool[at + 6] = (pool[at + 6] & 0x0f) | 0x70
+  } else {
+    // Version 8 (RFC 9562, section 5.8): the 12 bits after the version hold the shard.
+    pool[at + 6] = 0x80 | ((shard >>> 8) & 0x0f)
+    pool[at + 7] = shard & 0xff
+  }
   pool[at + 8] = (pool[at + 8] & 0x3f) | 0x80
   let c = 0
   for (let i = at; i < at + 16; i++) {
@@ -56,6 +63,20 @@ export function newRunId(now: number = Date.now()): string {
     codes[c++] = HEX_DIGITS[byte & 0x0f]
   }
   return String.fromCharCode.apply(null, codes)
+}
+
+/**
+ * The shard a run id names: `newRunId(now, shard)` makes a version 8 UUID
+ * with the shard in the 12 bits after the version, where the runs of an
+ * app spread over several runtimes (the tasks Durable Objects of a worker
+ * with `shards`). Any other id names none: a version 7 id was made where
+ * the runs were not spread. A token id, which starts with its run's id,
+ * names its run's shard.
+ */
+export function runIdShard(id: string): number | undefined {
+  if (id.length < 18 || id.charCodeAt(14) !== 0x38 || id.charCodeAt(13) !== 0x2d) return undefined
+  const shard = Number.parseInt(id.slice(15, 18), 16)
+  return Number.isNaN(shard) ? undefined : shard
 }
 
 /**

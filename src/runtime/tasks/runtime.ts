@@ -9,6 +9,7 @@
 import type { Logger, RuntimeApiRoute, TaskRuntime, TaskSummary, TriggerOptions } from '../types.ts'
 import { getActiveTaskRuntime, setActiveTaskRuntime } from './active.ts'
 import { defineTasks } from './definitions.ts'
+import type { RuntimeShard } from '../types/shard.ts'
 import { TaskEngine } from './engine.ts'
 import { checkEventSchemas, type EventSchemas } from '../events/schemas.ts'
 import { SharedWorkClaims } from './shared-work.ts'
@@ -123,6 +124,12 @@ export interface TaskRuntimeOptions {
    * @default env.SVC_RETENTION (seconds, or `off`), else 604800 (7 days) on a durable store and false on the memory store
    */
   retention?: number | false
+  /**
+   * For one of several runtimes that split an app's runs between them (the
+   * tasks Durable Objects of a worker with `shards`, docs/deploying.md).
+   * @default none: this runtime holds every run
+   */
+  shard?: RuntimeShard
 }
 
 /**
@@ -181,9 +188,17 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
     printRunLogs,
     versionPolicy,
     retentionMs,
+    shard: options.shard,
   })
   const unobserve = telemetry?.observeRuns((status) => store.countRunsByTask(status))
-  const scheduler = new TaskScheduler({ tasks, logger, clock, unref, fire: (name, tick) => engine.fireScheduled(name, tick) })
+  const scheduler = new TaskScheduler({
+    tasks,
+    logger,
+    clock,
+    unref,
+    fire: (name, tick) => engine.fireScheduled(name, tick),
+    fires: options.shard && ((def) => options.shard!.firesSchedule(def)),
+  })
 
   const runtime: TaskRuntime = {
     tasks,

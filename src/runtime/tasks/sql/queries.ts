@@ -137,9 +137,11 @@ export function countRunsByTaskQuery(status: RunStatus | readonly RunStatus[]): 
 /**
  * The `SELECT record` statement and its parameters that answer `query`, or
  * `undefined` when no run can match (an empty status list, a limit of 0 or
- * less).
+ * less). By `seq`, newest first and after the cursor's run; by `id` (the
+ * order every tasks object of a sharded worker shares), newest first and
+ * below the cursor's id.
  */
-export function listRunsQuery(query: RunQuery): { text: string; params: (string | number)[] } | undefined {
+export function listRunsQuery(query: RunQuery, order: 'seq' | 'id' = 'seq'): { text: string; params: (string | number)[] } | undefined {
   const where: string[] = []
   const params: (string | number)[] = []
   if (query.taskName !== undefined) {
@@ -166,7 +168,8 @@ export function listRunsQuery(query: RunQuery): { text: string; params: (string 
   }
   if (query.cursor !== undefined) {
     // A cursor the table does not hold makes the comparison NULL: no row, as in the memory store.
-    where.push('seq < (SELECT seq FROM runs WHERE id = ?)')
+    // By id, any id is a place in the order, held here or not.
+    where.push(order === 'id' ? 'id < ?' : 'seq < (SELECT seq FROM runs WHERE id = ?)')
     params.push(query.cursor)
   }
   // The memory store stops once it holds `limit` runs, so a fractional
@@ -176,5 +179,5 @@ export function listRunsQuery(query: RunQuery): { text: string; params: (string 
   params.push(limit === Infinity ? -1 : Math.ceil(limit))
   const filter = where.length === 0 ? '' : `WHERE ${where.join(' AND ')} `
   // seq is the insertion order, as the memory store's Map: newest first, no ties.
-  return { text: `SELECT record FROM ${RUN_RECORDS} ${filter}ORDER BY seq DESC LIMIT ?`, params }
+  return { text: `SELECT record FROM ${RUN_RECORDS} ${filter}ORDER BY ${order} DESC LIMIT ?`, params }
 }

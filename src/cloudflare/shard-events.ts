@@ -1,0 +1,21 @@
+/**
+ * Events over several tasks objects. Every shard records each event and
+ * meets the `waitForEvent` waits it holds, whether they wait already or
+ * start waiting later within their lookback; each task on the event starts
+ * its run in one shard, the one its placement names (`ownsEventRun` in
+ * `tasks-object.ts`). An event sent without an id gets one here, so that
+ * every shard records the same event. Edge-safe.
+ */
+import type { EventInput } from '../types.ts'
+
+/**
+ * `events` with an id each. An event that is no object is passed on as it
+ * is: every shard refuses it alike, and none sends anything.
+ */
+export function eventsWithIds(events: readonly unknown[]): EventInput[] {
+  return events.map((sent) => {
+    if (sent === null || typeof sent !== 'object' || Array.isArray(sent)) return sent as EventInput
+    const event = sent as EventInput
+    return event.id === undefined ? { ...event, id: crypto.randomUUID() } : event
+  })
+}
