@@ -41,8 +41,7 @@ describe('retention', () => {
       await defined.close()
       // A round every quarter of the shortest retention, within 1 s and 10 min.
       const every = (defaultMs: number | undefined, routes = tasks) =>
-        new Retention({ store: durable, tasks: createTaskRuntime({ routes, env: {} }).tasks, logger: console, defaultMs })
-          .everyMs
+        new Retention({ store: durable, tasks: createTaskRuntime({ routes, env: {} }).tasks, logger: console, defaultMs }).everyMs
       expect(every(7 * 24 * 3600_000)).toBe(15_000)
       expect(every(7 * 24 * 3600_000, [task('a', () => 1)])).toBe(600_000)
       expect(every(undefined, [task('a', () => 1)])).toBeUndefined()

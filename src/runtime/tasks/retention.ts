@@ -9,7 +9,6 @@
  * sweep when a round is due. Edge-safe.
  */
 import type { Logger } from '../types.ts'
-import { describe } from '../describe.ts'
 import { errorMessage } from '../errors.ts'
 import { DEFAULT_RETENTION_SECONDS, retentionProblem } from '../rules.ts'
 import type { RunStore } from './store.ts'
