@@ -131,9 +131,17 @@ export function processesContract(name: string, setup: () => Promise<ProcessesCl
           return run?.status === 'completed' && run
         }, 15_000)
 
+      // Each send goes once the wait took both its looks at recorded events,
+      // so it is the send, not the wait's own look, that finds the other.
+      const armed = async (id: string, looked: number) => {
+        await suspended(id)
+        await until(async () => (await b.call<number>('looks')) >= looked + 2, 15_000)
+      }
+
       // Killed once the event is recorded: nothing started, nothing resumed.
+      const lookedFirst = await b.call<number>('looks')
       const first = await b.call<string>('trigger', { task: 'paid.await', payload: { order: 'o-1' } })
-      await suspended(first)
+      await armed(first, lookedFirst)
       a.call('send', { name: 'crash.paid', data: { order: 'o-1', crash: 'after-record' }, eventId: 'evt-1' }).catch(() => {})
       await gone(a.pid)
       expect((await store.getRun(first))?.status).toBe('suspended')
@@ -145,11 +153,9 @@ export function processesContract(name: string, setup: () => Promise<ProcessesCl
       expect(resent.resumed).toEqual([first])
 
       // Killed once the wait's token is settled: its run is still suspended, met.
-      // Sent once the wait took both its looks at recorded events, so it is c's send that meets it.
-      const looked = await b.call<number>('looks')
+      const lookedSecond = await b.call<number>('looks')
       const second = await b.call<string>('trigger', { task: 'paid.await', payload: { order: 'o-2' } })
-      await suspended(second)
-      await until(async () => (await b.call<number>('looks')) >= looked + 2, 15_000)
+      await armed(second, lookedSecond)
       c.call('send', { name: 'crash.paid', data: { order: 'o-2', crash: 'after-settle' }, eventId: 'evt-2' }).catch(() => {})
       await gone(c.pid)
       expect((await store.getRun(second))?.status).toBe('suspended')
