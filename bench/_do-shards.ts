@@ -16,9 +16,9 @@
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Miniflare } from 'miniflare'
 import { buildApp } from '../src/build/build.ts'
 import { procCpu } from './_proc-cpu.ts'
+import { startBuiltWorker } from '../test/targets/_wrangler.ts'
 
 const RUNS = 4_000
 const BATCHES = 8
@@ -80,16 +80,7 @@ async function build(root: string, shards: number): Promise<string> {
 
 async function round(out: string): Promise<ShardRound> {
   const persist = await mkdtemp(join(tmpdir(), 'svc-bench-shards-do-'))
-  const { unstable_getMiniflareWorkerOptions } = await import('wrangler')
-  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(join(out, 'wrangler.json'))
-  const mf = new Miniflare({
-    ...(workerOptions as object),
-    scriptPath: main!,
-    modulesRoot: out,
-    modules: true,
-    bindings: { SVC_TASK_SECRET: SECRET },
-    durableObjectsPersist: persist,
-  })
+  const mf = await startBuiltWorker(out, { SVC_TASK_SECRET: SECRET }, persist)
   const call = async (path: string, body?: unknown) => {
     const res = await mf.dispatchFetch(`http://worker${path}`, {
       method: body === undefined ? 'GET' : 'POST',
@@ -101,7 +92,6 @@ async function round(out: string): Promise<ShardRound> {
     return answer
   }
   try {
-    await mf.ready
     // Every object wakes (and creates its tables) before the clock starts.
     await call('/__tasks/runs?limit=1')
     const workerd = await workerdPid()
