@@ -3,31 +3,60 @@
  * (a job queue) and DBOS Transact (durable workflows with steps).
  */
 import { DBOS } from '@dbos-inc/dbos-sdk'
-import { Logger, makeWorkerUtils, run } from 'graphile-worker'
+import { Logger, makeWorkerUtils, run, type RunnerOptions } from 'graphile-worker'
 import { deferred, startLatency, throughput } from './_store-measure.ts'
 
 /**
- * How many jobs graphile-worker runs at once, and its pool: svc runs every
- * due run of a process at once, so the worker gets as many slots as its
- * pool can serve rather than its default of one.
+ * graphile-worker as bench/store.ts runs it, two ways:
+ * - `defaults`: its defaults, but for how many jobs it runs at once. svc
+ *   runs every due run of a process at once, so the worker gets as many
+ *   slots as its pool can serve rather than its default of one.
+ * - `perfTest`: as graphile-worker's own performance test tunes it
+ *   (perfTest/graphile.config.js in its repository): 24 jobs at once on a
+ *   pool of 25, a local queue that locks and fetches up to 500 jobs at a
+ *   time, and jobs completed and failed in batches (`completeJobBatchDelay`
+ *   and `failJobBatchDelay` of 0: the calls of one turn of the event loop
+ *   go together).
  */
-export const GRAPHILE_CONCURRENCY = 16
-const GRAPHILE_POOL = GRAPHILE_CONCURRENCY + 2
+export const GRAPHILE_TUNINGS = {
+  defaults: {
+    label: 'graphile-worker, defaults (16 at once)',
+    options: { concurrency: 16, maxPoolSize: 18 },
+  },
+  perfTest: {
+    label: 'graphile-worker, its perfTest settings',
+    options: {
+      concurrency: 24,
+      maxPoolSize: 25,
+      preset: {
+        worker: {
+          localQueue: { size: 500, refetchDelay: { durationMs: 10 } },
+          completeJobBatchDelay: 0,
+          failJobBatchDelay: 0,
+        },
+      },
+    },
+  },
+} satisfies Record<string, { label: string; options: Partial<RunnerOptions> }>
+
+export type GraphileTuning = keyof typeof GRAPHILE_TUNINGS
 
 const silent = new Logger(() => () => {})
 
-export interface GraphileFigures {
-  jobsPerSecond: number
-  p50Ms: number
+export interface GraphileWorker {
+  /** No-op jobs/s of `count` jobs added together, from the first `addJob` to the last job's end. */
+  rate(count: number): Promise<number>
+  /** p50 from `addJob` to the task starting, `rounds` jobs one at a time (`startLatency`). */
+  p50(rounds: number): Promise<number>
+  stop(): Promise<void>
 }
 
-/** No-op jobs/s over `count` jobs added together, and p50 from `addJob` to the task starting. */
-export async function measureGraphile(url: string, count: number, rounds: number): Promise<GraphileFigures> {
+/** A graphile-worker runner on `url` with `tuning`, and a way to add its jobs. */
+export async function startGraphile(url: string, tuning: GraphileTuning): Promise<GraphileWorker> {
   let onStart: () => void = () => {}
   const runner = await run({
     connectionString: url,
-    concurrency: GRAPHILE_CONCURRENCY,
-    maxPoolSize: GRAPHILE_POOL,
+    ...GRAPHILE_TUNINGS[tuning].options,
     noHandleSignals: true,
     // New jobs wake the worker by LISTEN/NOTIFY, as they wake svc's store;
     // the poll is svc's default pollMs, only a fallback on both sides.
@@ -45,35 +74,34 @@ export async function measureGraphile(url: string, count: number, rounds: number
     if (++completed >= goal) reached()
   })
   const utils = await makeWorkerUtils({ connectionString: url, logger: silent })
-  try {
-    const round = async (n: number) => {
+  return {
+    async rate(count) {
       const { promise, resolve } = deferred()
-      goal = completed + n
+      goal = completed + count
       reached = resolve
       const t0 = performance.now()
-      await Promise.all(Array.from({ length: n }, () => utils.addJob('noop', {})))
+      await Promise.all(Array.from({ length: count }, () => utils.addJob('noop', {})))
       await promise
-      return (n / (performance.now() - t0)) * 1000
-    }
-    await round(Math.min(200, count)) // warm-up
-    const jobsPerSecond = await round(count)
-    const p50Ms = await startLatency(
-      rounds,
-      async () => {
-        const { promise, resolve } = deferred()
-        goal = completed + 1
-        reached = resolve
-        await utils.addJob('noop', {})
-        return () => promise
-      },
-      (started) => {
-        onStart = started
-      },
-    )
-    return { jobsPerSecond, p50Ms }
-  } finally {
-    await utils.release()
-    await runner.stop()
+      return (count / (performance.now() - t0)) * 1000
+    },
+    p50: (rounds) =>
+      startLatency(
+        rounds,
+        async () => {
+          const { promise, resolve } = deferred()
+          goal = completed + 1
+          reached = resolve
+          await utils.addJob('noop', {})
+          return () => promise
+        },
+        (started) => {
+          onStart = started
+        },
+      ),
+    async stop() {
+      await utils.release()
+      await runner.stop()
+    },
   }
 }
 

@@ -25,6 +25,8 @@ export interface Fence {
 
 export class Fences {
   readonly #held = new Map<string, Fence>()
+  /** Runs whose attempt's end gave their lease up in its own statement (run-updates.ts), by the owner that held it. */
+  readonly #givenUp = new Map<string, string>()
 
   /** The fence of the lease held here on `runId`, if any. */
   of(runId: string): Fence | undefined {
@@ -36,13 +38,44 @@ export class Fences {
     this.#held.set(runId, { owner, fence })
   }
 
-  /** `owner` gave up these runs (all of its runs when omitted), or failed to take them. */
-  released(owner: string, runIds?: readonly string[]): void {
+  /**
+   * `owner` gave up these runs (all of its runs when omitted), or failed to
+   * take them. Answers the runs whose lease is still to be given up in the
+   * database: not those whose end gave it up already (`endReleased`).
+   */
+  released(owner: string, runIds?: readonly string[]): string[] | undefined {
     if (runIds === undefined) {
       for (const [runId, held] of this.#held) if (held.owner === owner) this.#held.delete(runId)
-      return
+      for (const [runId, by] of this.#givenUp) if (by === owner) this.#givenUp.delete(runId)
+      return undefined
     }
-    for (const runId of runIds) if (this.#held.get(runId)?.owner === owner) this.#held.delete(runId)
+    const left: string[] = []
+    for (const runId of runIds) {
+      if (this.#held.get(runId)?.owner === owner) this.#held.delete(runId)
+      if (this.#givenUp.get(runId) === owner) this.#givenUp.delete(runId)
+      else left.push(runId)
+    }
+    return left
+  }
+
+  /**
+   * The end of the attempt on `runId` finished the run and gave its lease
+   * up in the same statement (run-updates.ts). From there the run is not
+   * held here, as after a release: what this process writes for it is no
+   * attempt's. (A finished run is never claimed again, so its fence could
+   * not move on anyway.) The release that follows the end has nothing left
+   * to write.
+   */
+  endReleased(runId: string): void {
+    const held = this.#held.get(runId)
+    if (held === undefined) return
+    this.#held.delete(runId)
+    this.#givenUp.set(runId, held.owner)
+  }
+
+  /** Whether the end of the attempt on `runId` gave its lease up (`endReleased`), and its release has not come yet. */
+  endedHere(runId: string): boolean {
+    return this.#givenUp.has(runId)
   }
 
   /** The runs `owner` holds here. */

@@ -164,6 +164,11 @@ export class PostgresSharedWork implements SharedWork {
     })
   }
 
+  /**
+   * Renews the leases still held. A run whose attempt's end gave its lease
+   * up while the renewal waited for the end's commit (run-updates.ts) is
+   * answered as held: its attempt is over, and nothing of it is to stop.
+   */
   renewLeases(owner: string, runIds: readonly string[]): Promise<string[]> {
     if (runIds.length === 0) return Promise.resolve([])
     return this.#run(async (sql) => {
@@ -171,20 +176,24 @@ export class PostgresSharedWork implements SharedWork {
         UPDATE ${sql(this.#schema)}.runs SET lease_expires_at = now() + ${this.leaseMs} * interval '1 millisecond'
         WHERE id = ANY(${runIds as string[]}::text[]) AND lease_owner = ${owner} AND status <> 'cancelled'
         RETURNING id`
-      return rows.map((row) => row.id)
+      const renewed = new Set(rows.map((row) => row.id))
+      return runIds.filter((id) => renewed.has(id) || this.#fences.endedHere(id))
     })
   }
 
   releaseLeases(owner: string, runIds?: readonly string[]): Promise<void> {
     // Forgotten first: once the attempt is over, what this process writes
-    // for the run is not the attempt's, even should the release fail.
-    this.#fences.released(owner, runIds)
+    // for the run is not the attempt's, even should the release fail. A
+    // run whose end gave its lease up already (run-updates.ts) needs no
+    // statement.
+    const left = this.#fences.released(owner, runIds)
+    if (left?.length === 0) return Promise.resolve()
     return this.#run(async (sql) => {
       const schema = sql(this.#schema)
-      if (runIds !== undefined) {
+      if (left !== undefined) {
         await sql`
           UPDATE ${schema}.runs SET lease_owner = NULL, lease_expires_at = NULL
-          WHERE lease_owner = ${owner} AND id = ANY(${runIds as string[]}::text[])`
+          WHERE lease_owner = ${owner} AND id = ANY(${left}::text[])`
         return
       }
       // Letting go of everything (the process shuts down): timers it claimed

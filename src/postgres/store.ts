@@ -16,6 +16,16 @@
  * changed and written back. A step is a row of its own (records.ts), and
  * every read of a record puts its run's steps back.
  *
+ * The calls every run makes go in batches (group-commit.ts): creating it
+ * (run-inserts.ts), saving its steps (step-saves.ts), ending it
+ * (run-updates.ts), reading it, and taking its lease (shared.ts). The
+ * first call goes at once; the calls made while it is in flight go
+ * together in one statement, each row of it doing what the call would do
+ * alone, and each call is answered once that statement committed. Under
+ * load that is one commit for many runs, where a commit a run would queue
+ * behind the others: every run created or finished updates the one row of
+ * `run_counts` (migrations.ts), which its transaction holds to its commit.
+ *
  * The writes an attempt makes are fenced (fences.ts) while this process
  * holds the run's lease: its steps, its end (`updateRun` expecting the
  * run `running` and nothing else, `appendAttempt`), the children it starts
@@ -30,27 +40,20 @@
  */
 import postgres, { type Fragment, type Sql, type TransactionSql } from 'postgres'
 import { LeaseLostError, StoreFullError } from '../runtime/errors.ts'
-import {
-  type EventRecord,
-  FINISHED_STATUSES,
-  hasSteps,
-  isFinished,
-  type RunPatch,
-  type RunQuery,
-  type RunStore,
-  type TimerKind,
-  type TimerRecord,
-  type TokenRecord,
-  withoutSteps,
-} from '../runtime/tasks/store.ts'
+import type { EventRecord, RunPatch, RunQuery, RunStore, TimerKind, TimerRecord, TokenRecord } from '../runtime/tasks/store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import type { EventEffects, EventListQuery } from '../runtime/types/run-store.ts'
-import { timerId } from '../runtime/tasks/ids.ts'
 import { type Fence, Fences } from './fences.ts'
 import { EVENT_WAIT_NAME, migrate } from './migrations.ts'
 import { wholeRecord } from './records.ts'
 import { pruneFinished } from './retention.ts'
 import { inTransaction, stepTransaction } from './transaction.ts'
+import { inPipelinedTransaction } from './pipelined.ts'
+import { GroupCommit, type ItemFailure, togetherOrAlone } from './group-commit.ts'
+import { type RunUpdate, updateRunsPg } from './run-updates.ts'
+import { type InsertAnswer, insertKey, insertRunsPg, type RunInsert } from './run-inserts.ts'
+import { type StepSave, saveStepsPg, stepKey } from './step-saves.ts'
+import { saveTimersPg, type TimerSave } from './timer-saves.ts'
 import { resolvePostgresOptions, type PostgresRunStoreOptions } from './options.ts'
 import { redactUrl } from '../runtime/redact.ts'
 import { PostgresSharedWork } from './shared.ts'
@@ -74,7 +77,17 @@ const DEADLOCK_DETECTED = '40P01'
 const DEADLOCK_RETRIES = 5
 
 type Row<T> = { record: T }
-type InsertRow = { held: RunRecord | null; inserted: RunRecord | null; leased: boolean }
+/**
+ * The most runs one statement inserts, and the most `updateRun` calls one
+ * statement makes. Each run a statement inserts or finishes updates the
+ * row of counts once more (its trigger), and every update of that row
+ * walks the versions the transaction left of it before: a statement costs
+ * the square of its runs, which this keeps small beside the commit.
+ */
+const INSERT_BATCH = 500
+const UPDATE_BATCH = 500
+/** The most runs one read of `getRun` calls returns, each with its steps. */
+const READ_BATCH = 500
 
 /** The timers an attempt sets for itself, fenced as its other writes: its retry's backoff, its sleeps' and token waits' deadlines. */
 const ATTEMPT_TIMERS: readonly TimerKind[] = ['retry', 'sleep', 'token-timeout']
@@ -136,6 +149,25 @@ export class PostgresRunStore implements RunStore {
   #ready: Promise<void>
   /** The fences of the leases this process holds, which its attempts' writes check. */
   readonly #fences = new Fences()
+  /** Every trigger creates a run: under load, many go together. */
+  readonly #creates = new GroupCommit<RunInsert, InsertAnswer>((inserts) => this.#insertBatch(inserts), {
+    key: insertKey,
+    max: INSERT_BATCH,
+  })
+  /** Reads of one run each: under load (callers waiting for their runs), many go together. */
+  readonly #reads = new GroupCommit<string, RunRecord | undefined>((ids) => this.#getRuns(ids), { max: READ_BATCH })
+  /** Every step of every attempt is saved: under load, many go together. */
+  readonly #saves = new GroupCommit<StepSave, boolean>((saves) => this.#saveBatch(saves), { key: stepKey, max: UPDATE_BATCH })
+  /** Timers of delayed runs, sleeps and retries: under load, many go together. */
+  readonly #timers = new GroupCommit<TimerSave, boolean>((saves) => this.#saveTimers(saves), {
+    key: (save) => save.timer.id,
+    max: UPDATE_BATCH,
+  })
+  /** Every attempt ends: under load, many ends go together. */
+  readonly #updates = new GroupCommit<RunUpdate, RunRecord | undefined>((updates) => this.#updateBatch(updates), {
+    key: (update) => update.id,
+    max: UPDATE_BATCH,
+  })
 
   constructor(options: PostgresRunStoreOptions) {
     const { url, schema, maxRuns, leaseMs, pollMs } = resolvePostgresOptions(options, WHERE)
@@ -188,51 +220,70 @@ export class PostgresRunStore implements RunStore {
     await sql.end({ timeout: 5 })
   }
 
+  /**
+   * A row of the statement of run-inserts.ts; the calls made while one is
+   * in flight go together (`#insertBatch`), and each is answered once they
+   * committed.
+   */
   async createRun(run: RunRecord): Promise<RunRecord> {
     const fence = this.#parentFence(run)
-    return this.#run(async (sql) => {
-      try {
-        const [row] = await this.#insert(sql, run, fence)
-        if (!row.leased) throw new LeaseLostError(run.parentRunId!)
-        if (row.held) return row.held
-        if (row.inserted) return row.inserted
-        throw new StoreFullError(WHERE, this.maxRuns)
-      } catch (error) {
-        if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
-        if ((error as { constraint_name?: string }).constraint_name === 'runs_by_key') {
-          // A finished run (inserted without the lock) raced another holder of its key.
-          const [held] = await sql<Row<RunRecord>[]>`
+    try {
+      return this.#answer(run, await this.#creates.add({ run, fence }))
+    } catch (error) {
+      if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
+      if ((error as { constraint_name?: string }).constraint_name === 'runs_by_key') {
+        // A finished run (inserted without the lock) raced another holder of its key.
+        const [held] = await this.#run(
+          (sql) => sql<Row<RunRecord>[]>`
             SELECT ${wholeRecord(sql, this.schema)} AS record FROM ${sql(this.schema)}.runs
-            WHERE task_name = ${run.taskName} AND idempotency_key = ${run.idempotencyKey!}`
-          if (held) return held.record
-        }
-        throw new Error(`${WHERE}: run "${run.id}" already exists`, { cause: error })
+            WHERE task_name = ${run.taskName} AND idempotency_key = ${run.idempotencyKey!}`,
+        )
+        if (held) return held.record
       }
-    })
+      throw new Error(`${WHERE}: run "${run.id}" already exists`, { cause: error })
+    }
+  }
+
+  /** What `createRun` answers for an inserted row: the run, the run that holds its key, or why neither. */
+  #answer(run: RunRecord, row: InsertAnswer): RunRecord {
+    if (!row.leased) throw new LeaseLostError(run.parentRunId!)
+    if (row.held) return row.held
+    if (row.inserted) return row.inserted
+    throw new StoreFullError(WHERE, this.maxRuns)
   }
 
   /**
-   * Every run in one transaction on one connection, its statements
-   * pipelined (one round trip's wait, one commit): each answers as
-   * `createRun`'s statement does. A finished run of the batch that races
-   * another holder of its key aborts the transaction; the runs are then
-   * created one by one, which settles that race.
+   * The `createRun` calls of a batch, in one statement: the row of counts
+   * is locked once for all of them, and they wait for one commit. A held
+   * key, a full store and a lost lease are answers, not errors. A
+   * statement that fails wrote nothing: when it held more than one run,
+   * each goes again alone and answers for itself (a key another process
+   * raced for, a string Postgres cannot store).
+   */
+  #insertBatch(inserts: RunInsert[]): Promise<(InsertAnswer | ItemFailure)[]> {
+    return togetherOrAlone(inserts, (batch) => this.#run((sql) => insertRunsPg(sql, this.schema, this.maxRuns, this.leaseMs, batch)))
+  }
+
+  /**
+   * Every run in one transaction: statements of run-inserts.ts of up to
+   * `INSERT_BATCH` runs each, sent whole (pipelined.ts), so the batch waits
+   * for one round trip and one commit. Each run answers as `createRun`
+   * does. A run that shares its key with another of the batch, or races
+   * another holder of its key, aborts the transaction; the runs are then
+   * created one by one, which settles that.
    */
   async createRuns(runs: readonly RunRecord[]): Promise<(RunRecord | StoreFullError)[]> {
     const full = () => new StoreFullError(WHERE, this.maxRuns)
+    const chunks: RunInsert[][] = []
+    for (let i = 0; i < runs.length; i += INSERT_BATCH)
+      chunks.push(runs.slice(i, i + INSERT_BATCH).map((run) => ({ run, fence: undefined })))
     try {
-      return await this.#run(
+      const answers = await this.#run(
         (sql) =>
-          inTransaction(sql, (tx) =>
-            Promise.all(
-              runs.map(async (run) => {
-                const [row] = await this.#insert(tx, run, undefined)
-                return row.held ?? row.inserted ?? full()
-              }),
-            ),
-          ),
+          inPipelinedTransaction(sql, (tx) => chunks.map((chunk) => insertRunsPg(tx, this.schema, this.maxRuns, this.leaseMs, chunk))),
         true,
       )
+      return answers.flat().map((row) => row.held ?? row.inserted ?? full())
     } catch (error) {
       if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
       return Promise.all(
@@ -241,73 +292,6 @@ export class PostgresRunStore implements RunStore {
         ),
       )
     }
-  }
-
-  /**
-   * One statement: answers a held idempotency key with its run, refuses a
-   * live run when live runs fill `maxRuns`, inserts, and evicts the runs
-   * that finished longest ago (with their tokens, and their steps through
-   * the foreign key) past the bound; a delayed run gets its delay timer,
-   * and a run given with steps their rows, in the same statement. A child
-   * that an attempt starts under `fence` is inserted only while the fence
-   * holds (`leased`). The
-   * counts come from `run_counts`, locked first: of processes inserting at
-   * once, each compares with the count the one before it left. The
-   * eviction deletes finished runs of the statement's snapshot; one that
-   * another process evicted meanwhile is skipped, and a later insert
-   * catches up.
-   */
-  #insert(sql: Sql | TransactionSql, run: RunRecord, fence: Fence | undefined) {
-    const runs = sql(this.schema)
-    const finished = isFinished(run.status)
-    // A delayed run and its timer are one write: a process that dies right
-    // after the insert leaves a run that any process starts when it is due.
-    const delay: TimerRecord | undefined =
-      run.status === 'scheduled' && run.runAt !== undefined
-        ? { id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt }
-        : undefined
-    // A run given with steps (the engine creates runs with none) has their
-    // rows inserted in the same statement, and is handed back with them.
-    const steps = hasSteps(run) ? sql.json(run.steps as never) : undefined
-    const returned = steps ? sql`record || jsonb_build_object('steps', ${steps}::jsonb)` : sql`record`
-    const stepRows = steps
-      ? sql`inserted_steps AS (
-          INSERT INTO ${runs}.steps (run_id, key, record)
-          SELECT ${run.id}, step.key, step.value FROM inserted, jsonb_each(${steps}::jsonb) AS step
-        ),`
-      : sql``
-    return sql<InsertRow[]>`
-      WITH held AS (
-        SELECT ${wholeRecord(sql, this.schema)} AS record FROM ${runs}.runs
-        WHERE task_name = ${run.taskName} AND idempotency_key = ${run.idempotencyKey ?? null}
-      ), lease AS (
-        ${this.#leaseRow(sql, run.parentRunId, fence)}
-      ), counts AS (
-        SELECT live, total FROM ${runs}.run_counts FOR UPDATE
-      ), inserted AS (
-        INSERT INTO ${runs}.runs (id, task_name, status, idempotency_key, finished_seq, lease_expires_at, record)
-        SELECT ${run.id}, ${run.taskName}, ${run.status}, ${run.idempotencyKey ?? null},
-          CASE WHEN ${finished} THEN nextval(${`${this.schema}.runs_finished_seq`}::regclass) END,
-          CASE WHEN ${run.status} = 'running' THEN now() + ${this.leaseMs} * interval '1 millisecond' END,
-          ${sql.json(withoutSteps(run) as never)}::jsonb
-        WHERE NOT EXISTS (SELECT 1 FROM held) AND EXISTS (SELECT 1 FROM lease)
-          AND (${finished} OR (SELECT live FROM counts) < ${this.maxRuns})
-        RETURNING ${returned} AS record
-      ), ${stepRows} delay AS (
-        INSERT INTO ${runs}.timers (id, run_id, kind, due_at, record)
-        SELECT ${delay?.id ?? null}, ${run.id}, 'delay', ${delay?.dueAt ?? null}::timestamptz, ${sql.json((delay ?? null) as never)}::jsonb
-        FROM inserted WHERE ${delay !== undefined}
-        ON CONFLICT (id) DO NOTHING
-      ), evicted AS (
-        DELETE FROM ${runs}.runs WHERE id IN (
-          SELECT id FROM ${runs}.runs WHERE finished_seq IS NOT NULL ORDER BY finished_seq
-          LIMIT greatest((SELECT total FROM counts) + (SELECT count(*) FROM inserted) - ${this.maxRuns}, 0)
-        )
-        RETURNING id
-      ), evicted_tokens AS (
-        DELETE FROM ${runs}.tokens WHERE run_id IN (SELECT id FROM evicted)
-      )
-      SELECT (SELECT record FROM held) AS held, (SELECT record FROM inserted) AS inserted, EXISTS (SELECT 1 FROM lease) AS leased`
   }
 
   /** The fence of the lease held here on the run whose attempt starts `run` as its child, if any. */
@@ -335,57 +319,52 @@ export class PostgresRunStore implements RunStore {
       FOR KEY SHARE`
   }
 
-  async getRun(id: string): Promise<RunRecord | undefined> {
+  /**
+   * The reads made while one is in flight go together, in one statement;
+   * each is sent after the calls made before it were answered, so it sees
+   * what they wrote.
+   */
+  getRun(id: string): Promise<RunRecord | undefined> {
+    return this.#reads.add(id)
+  }
+
+  async #getRuns(ids: string[]): Promise<(RunRecord | undefined)[]> {
     return this.#run(async (sql) => {
-      const [row] = await sql<Row<RunRecord>[]>`
-        SELECT ${wholeRecord(sql, this.schema)} AS record FROM ${sql(this.schema)}.runs WHERE id = ${id}`
-      return row?.record
+      const rows = await sql<(Row<RunRecord> & { id: string })[]>`
+        SELECT id, ${wholeRecord(sql, this.schema)} AS record FROM ${sql(this.schema)}.runs WHERE id = ANY(${ids}::text[])`
+      const byId = new Map(rows.map((row) => [row.id, row.record]))
+      return ids.map((id) => byId.get(id))
     })
   }
 
+  /**
+   * One row of the statement of run-updates.ts; the calls made while one
+   * is in flight go together (`#updateBatch`), and each is answered once
+   * they committed.
+   */
   async updateRun(id: string, patch: RunPatch, expect?: { status: RunStatus | readonly RunStatus[] }): Promise<RunRecord | undefined> {
     const fence = expectsRunning(expect) ? this.#fences.of(id) : undefined
-    return this.#run(async (sql) => {
-      const removed: string[] = []
-      const set: Record<string, unknown> = {}
-      for (const key in patch) {
-        const value = (patch as Record<string, unknown>)[key]
-        if (key === 'attempt') continue
-        if (value === undefined) removed.push(key)
-        else set[key] = value
-      }
-      // Appended to `attempts` in the same statement (an empty array when there is none).
-      const attempts = patch.attempt === undefined ? [] : [patch.attempt]
-      const status = typeof patch.status === 'string' ? patch.status : null
-      const expected = expect === undefined ? null : typeof expect.status === 'string' ? [expect.status] : [...expect.status]
-      // The status check and the write are one statement: the compare-and-set.
-      // A run that finishes takes the next eviction position; one that stays
-      // finished keeps its own; a live one has none. A run made running (its
-      // provisional lease) or cancelled moves its fence on: the attempt of
-      // whoever held it before writes nothing more.
-      const [row] = await sql<Row<RunRecord>[]>`
-        UPDATE ${sql(this.schema)}.runs SET
-          record = jsonb_set(
-            (record - ${removed}::text[]) || ${sql.json(set as never)}::jsonb,
-            '{attempts}', coalesce(record->'attempts', '[]') || ${sql.json(attempts as never)}::jsonb),
-          status = coalesce(${status}::text, status),
-          finished_seq = CASE WHEN coalesce(${status}::text, status) = ANY(${FINISHED_STATUSES as string[]}::text[])
-            THEN coalesce(finished_seq, nextval(${`${this.schema}.runs_finished_seq`}::regclass)) END,
-          lease_expires_at = CASE WHEN ${status}::text = 'running' AND status <> 'running'
-            THEN now() + ${this.leaseMs} * interval '1 millisecond' ELSE lease_expires_at END,
-          lease_fence = CASE WHEN ${status}::text IN ('running', 'cancelled') AND status <> ${status}::text
-            THEN lease_fence + 1 ELSE lease_fence END
-        WHERE id = ${id} AND (${expected}::text[] IS NULL OR status = ANY(${expected}::text[]))
-          ${fence ? sql`AND lease_owner = ${fence.owner} AND lease_fence = ${fence.fence}::bigint` : sql``}
-        RETURNING ${wholeRecord(sql, this.schema)} AS record`
-      // Under the lease the run is running: only a cancel, which moves the
-      // fence, changes the status of a running run from outside its attempt.
-      if (!row && fence) throw new LeaseLostError(id)
-      // The process running a cancelled run's attempt learns of it when it
-      // renews its lease (which then fails); waking the processes has them
-      // renew now rather than within leaseMs / 3.
-      if (row && status === 'cancelled') await this.shared.wake()
-      return row?.record
+    const row = await this.#updates.add({ id, patch, expect, fence })
+    // Under the lease the run is running: only a cancel, which moves the
+    // fence, changes the status of a running run from outside its attempt.
+    if (!row && fence) throw new LeaseLostError(id)
+    // The process running a cancelled run's attempt learns of it when it
+    // renews its lease (which then fails); waking the processes has them
+    // renew now rather than within leaseMs / 3.
+    if (row && patch.status === 'cancelled') await this.shared.wake()
+    return row
+  }
+
+  /**
+   * The `updateRun` calls of a batch, in one statement. A statement that
+   * fails changed nothing: when it held more than one call, each goes
+   * again alone and answers for itself (a string Postgres cannot store).
+   */
+  #updateBatch(updates: RunUpdate[]): Promise<(RunRecord | undefined | ItemFailure)[]> {
+    return togetherOrAlone(updates, async (batch) => {
+      const { runs, released } = await this.#run((sql) => updateRunsPg(sql, this.schema, this.leaseMs, batch))
+      for (const runId of released) this.#fences.endReleased(runId)
+      return runs
     })
   }
 
@@ -403,40 +382,32 @@ export class PostgresRunStore implements RunStore {
   }
 
   /**
-   * One row of the steps table, inserted or overwritten; the foreign key
-   * refuses a run the store does not hold. Under a lease held here, only
-   * while its fence holds, but for the step a suspended run waits on:
-   * whoever met the wait records it (`Waitpoints`), lease or not.
+   * A row of the statement of step-saves.ts; the calls made while one is
+   * in flight go together (`#saveBatch`), and each is answered once they
+   * committed. Under a lease held here, a save that finds its fence moved
+   * on rejects with `LeaseLostError`.
    */
   async saveStep(runId: string, key: string, step: StepRecord): Promise<void> {
     const fence = this.#fences.of(runId)
-    return this.#run(async (sql) => {
-      try {
-        const steps = sql(this.schema)
-        if (fence === undefined) {
-          await sql`
-            INSERT INTO ${steps}.steps (run_id, key, record) VALUES (${runId}, ${key}, ${sql.json(step as never)}::jsonb)
-            ON CONFLICT (run_id, key) DO UPDATE SET record = excluded.record`
-          return
-        }
-        // The lease row of #leaseRow, written out: every step of every
-        // attempt comes through here, and a statement built of fragments
-        // costs more to assemble.
-        const rows = await sql`
-          WITH lease AS (
-            SELECT 1 FROM ${steps}.runs
-            WHERE id = ${runId} AND ((lease_owner = ${fence.owner} AND lease_fence = ${fence.fence}::bigint)
-              OR (status = 'suspended' AND record #>> '{suspended,stepKey}' = ${key}))
-            FOR KEY SHARE
-          )
-          INSERT INTO ${steps}.steps (run_id, key, record) SELECT ${runId}, ${key}, ${sql.json(step as never)}::jsonb FROM lease
-          ON CONFLICT (run_id, key) DO UPDATE SET record = excluded.record
-          RETURNING 1`
-        if (rows.length === 0) throw new LeaseLostError(runId)
-      } catch (error) {
-        if ((error as { code?: string }).code !== FOREIGN_KEY_VIOLATION) throw error
-        throw new Error(`${WHERE}: unknown run "${runId}"`, { cause: error })
-      }
+    try {
+      const saved = await this.#saves.add({ runId, key, step, fence })
+      if (!saved) throw new LeaseLostError(runId)
+    } catch (error) {
+      if ((error as { code?: string }).code !== FOREIGN_KEY_VIOLATION) throw error
+      throw new Error(`${WHERE}: unknown run "${runId}"`, { cause: error })
+    }
+  }
+
+  /**
+   * The `saveStep` calls of a batch, in one statement. A statement that
+   * fails wrote nothing: when it held more than one save, each goes again
+   * alone and answers for itself (a run the store does not hold).
+   */
+  #saveBatch(saves: StepSave[]): Promise<(boolean | ItemFailure)[]> {
+    return togetherOrAlone(saves, async (batch) => {
+      const rows = await this.#run((sql) => saveStepsPg(sql, this.schema, batch))
+      const saved = new Set(rows.map((row) => row.i))
+      return batch.map((_, i) => saved.has(i))
     })
   }
 
@@ -518,18 +489,22 @@ export class PostgresRunStore implements RunStore {
     })
   }
 
+  /**
+   * A row of the statement of timer-saves.ts; the calls made while one is
+   * in flight go together, and each is answered once they committed. A
+   * timer of an attempt under a lease held here whose fence moved on
+   * rejects with `LeaseLostError`.
+   */
   async saveTimer(timer: TimerRecord): Promise<void> {
     const fence = ATTEMPT_TIMERS.includes(timer.kind) ? this.#fences.of(timer.runId) : undefined
-    return this.#run(async (sql) => {
-      // An upsert keeps the timer's place in listTimers, as Map#set does.
-      const rows = await sql`
-        WITH lease AS (${this.#leaseRow(sql, timer.runId, fence)})
-        INSERT INTO ${sql(this.schema)}.timers (id, run_id, kind, due_at, record)
-        SELECT ${timer.id}, ${timer.runId}, ${timer.kind}, ${timer.dueAt}::timestamptz, ${sql.json(timer as never)}::jsonb FROM lease
-        ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, kind = excluded.kind, due_at = excluded.due_at,
-          claimed_by = NULL, claim_expires_at = NULL, record = excluded.record
-        RETURNING 1`
-      if (rows.length === 0) throw new LeaseLostError(timer.runId)
+    if (!(await this.#timers.add({ timer, fence }))) throw new LeaseLostError(timer.runId)
+  }
+
+  #saveTimers(saves: TimerSave[]): Promise<(boolean | ItemFailure)[]> {
+    return togetherOrAlone(saves, async (batch) => {
+      const rows = await this.#run((sql) => saveTimersPg(sql, this.schema, batch))
+      const saved = new Set(rows.map((row) => row.i))
+      return batch.map((_, i) => saved.has(i))
     })
   }
 
@@ -608,11 +583,8 @@ export class PostgresRunStore implements RunStore {
     const fence = this.#parentFence(run)
     return this.#run((sql) =>
       debounceRunPg(sql, this.schema, run, keyPath, async (tx) => {
-        const [row] = await this.#insert(tx, run, fence)
-        if (!row.leased) throw new LeaseLostError(run.parentRunId!)
-        if (row.held) return row.held
-        if (row.inserted) return row.inserted
-        throw new StoreFullError(WHERE, this.maxRuns)
+        const [row] = await insertRunsPg(tx, this.schema, this.maxRuns, this.leaseMs, [{ run, fence }])
+        return this.#answer(run, row)
       }),
     )
   }

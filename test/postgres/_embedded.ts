@@ -17,10 +17,29 @@ export interface RunningPostgres {
   stop(): Promise<void>
 }
 
+export interface EmbeddedPostgresOptions {
+  /**
+   * Postgres's durable defaults: `fsync` and `synchronous_commit` on, so a
+   * commit waits for its WAL to reach the disk, as on a production
+   * database. Benchmarks ask for it; tests throw their data away and run
+   * with `fsync` off.
+   * @default false
+   */
+  durable?: boolean
+  /** More server settings, each passed as `-c name=value`. */
+  settings?: Record<string, string>
+}
+
 const USER = 'svc'
 const PASSWORD = 'svc-test'
 
-export async function startEmbeddedPostgres(): Promise<RunningPostgres> {
+export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {}): Promise<RunningPostgres> {
+  const settings = Object.entries({
+    listen_addresses: '127.0.0.1',
+    max_connections: '200',
+    ...(options.durable ? { fsync: 'on', synchronous_commit: 'on' } : { fsync: 'off' }),
+    ...options.settings,
+  }).flatMap(([name, value]) => ['-c', `${name}=${value}`])
   const EmbeddedPostgres = await loadEmbeddedPostgres()
   hydrateLibrarySymlinks()
   const port = await freePort()
@@ -36,9 +55,10 @@ export async function startEmbeddedPostgres(): Promise<RunningPostgres> {
     // `postgres` system user, created when missing.
     createPostgresUser: process.getuid?.() === 0,
     // The socket goes in the data directory rather than /tmp, so runs on one
-    // machine never share a socket path; fsync off because the data is thrown away.
+    // machine never share a socket path. initdb skips its own final sync
+    // either way: it makes a cluster nobody has written to yet.
     initdbFlags: ['--no-sync'],
-    postgresFlags: ['-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'max_connections=200'],
+    postgresFlags: ['-k', dir, ...settings],
     onLog: (message) => logs.push(String(message)),
     onError: (message) => logs.push(String(message)),
   })

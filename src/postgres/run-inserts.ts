@@ -1,0 +1,156 @@
+/**
+ * `createRun` on Postgres, many runs in one statement: the calls made while
+ * one is in flight go together (group-commit.ts), `createRuns` sends its
+ * batch in chunks of them, and a debounced trigger sends one. Each run of
+ * the batch, in its order, is inserted as the statement would insert it
+ * alone:
+ *
+ * - a run whose idempotency key its task holds already is answered with
+ *   the run that holds it (`held`), and not inserted;
+ * - a child that an attempt starts under a lease held here (`fence`) is
+ *   inserted only while the fence holds (`leased`); the parent's row is
+ *   locked `FOR KEY SHARE` to the end of the transaction, as #leaseRow in
+ *   store.ts explains;
+ * - a live run is refused once live runs fill `maxRuns`. The counts come
+ *   from `run_counts`, locked first: of processes inserting at once, each
+ *   compares with the counts the one before it left, and within a batch
+ *   each live run counts the live runs inserted before it;
+ * - a delayed run gets its delay timer, and a run given with steps their
+ *   rows, in the same statement (a process that dies right after the
+ *   insert leaves a run that any process starts when it is due);
+ * - the runs that finished longest ago are evicted past the bound (with
+ *   their tokens, and their steps through the foreign key). The eviction
+ *   deletes finished runs of the statement's snapshot: not those the batch
+ *   itself inserted finished, nor one another process evicted meanwhile;
+ *   a later insert catches up.
+ *
+ * Two runs of one batch must not share an id or an idempotency key
+ * (`insertKey`): the second would break a unique index, and the whole
+ * statement with it.
+ */
+import type { PendingQuery, Sql } from 'postgres'
+import { hasSteps, isFinished, type TimerRecord, withoutSteps } from '../runtime/tasks/store.ts'
+import { timerId } from '../runtime/tasks/ids.ts'
+import type { RunRecord } from '../types.ts'
+import type { Fence } from './fences.ts'
+import { wholeRecord } from './records.ts'
+
+export interface RunInsert {
+  run: RunRecord
+  /** The fence of the lease held here on the run whose attempt starts `run` as its child. */
+  fence: Fence | undefined
+}
+
+export interface InsertAnswer {
+  /** The run that holds `run`'s idempotency key already. */
+  held: RunRecord | null
+  /** `run` as inserted; null when it was not (a held key, a lost lease, a full store). */
+  inserted: RunRecord | null
+  /** Whether the fence of `run`'s parent held; true without one. */
+  leased: boolean
+}
+
+/** What no two runs of one batch may share: the row a run takes, and its task's idempotency key. */
+export function insertKey(insert: RunInsert): string {
+  const { run } = insert
+  return run.idempotencyKey === undefined ? `id\n${run.id}` : `key\n${run.taskName}\n${run.idempotencyKey}`
+}
+
+/** A run of the batch, as the statement reads it (`jsonb_to_recordset`). */
+interface BatchRow {
+  i: number
+  id: string
+  task_name: string
+  status: string
+  key: string | null
+  finished: boolean
+  record: RunRecord
+  steps: RunRecord['steps'] | null
+  delay: TimerRecord | null
+  parent: string | null
+  held_by: string | null
+  held_fence: string | null
+}
+
+function batchRow({ run, fence }: RunInsert, i: number): BatchRow {
+  return {
+    i,
+    id: run.id,
+    task_name: run.taskName,
+    status: run.status,
+    key: run.idempotencyKey ?? null,
+    finished: isFinished(run.status),
+    record: withoutSteps(run),
+    // The engine creates runs with none; a run given with steps has their rows inserted, and is answered with them.
+    steps: hasSteps(run) ? run.steps : null,
+    delay:
+      run.status === 'scheduled' && run.runAt !== undefined
+        ? { id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt }
+        : null,
+    parent: run.parentRunId ?? null,
+    held_by: fence?.owner ?? null,
+    held_fence: fence?.fence ?? null,
+  }
+}
+
+/** The statement that inserts `inserts`, in their order; it answers each, in the same order. */
+export function insertRunsPg(
+  sql: Sql,
+  schema: string,
+  maxRuns: number,
+  leaseMs: number,
+  inserts: readonly RunInsert[],
+): PendingQuery<InsertAnswer[]> {
+  const runs = sql(schema)
+  return sql<InsertAnswer[]>`
+    WITH b AS MATERIALIZED (
+      SELECT * FROM jsonb_to_recordset(${sql.json(inserts.map(batchRow) as never)}::jsonb) AS b(
+        i int, id text, task_name text, status text, key text, finished boolean, record jsonb, steps jsonb,
+        delay jsonb, parent text, held_by text, held_fence bigint)
+    ), held AS (
+      SELECT b.i, ${wholeRecord(sql, schema)} AS record
+      FROM b JOIN ${runs}.runs ON runs.task_name = b.task_name AND runs.idempotency_key = b.key
+    ), parents AS (
+      SELECT b.i FROM b JOIN ${runs}.runs p ON p.id = b.parent AND p.lease_owner = b.held_by AND p.lease_fence = b.held_fence
+      FOR KEY SHARE OF p
+    ), leased AS (
+      SELECT b.i FROM b WHERE b.held_by IS NULL OR b.i IN (SELECT i FROM parents)
+    ), counts AS (
+      SELECT live, total FROM ${runs}.run_counts FOR UPDATE
+    ), eligible AS (
+      SELECT b.*, count(*) FILTER (WHERE NOT b.finished) OVER (ORDER BY b.i) AS live_rank
+      FROM b WHERE b.i NOT IN (SELECT i FROM held) AND b.i IN (SELECT i FROM leased)
+    ), inserted AS (
+      INSERT INTO ${runs}.runs (id, task_name, status, idempotency_key, finished_seq, lease_expires_at, record)
+      SELECT e.id, e.task_name, e.status, e.key,
+        CASE WHEN e.finished THEN nextval(${`${schema}.runs_finished_seq`}::regclass) END,
+        CASE WHEN e.status = 'running' THEN now() + ${leaseMs} * interval '1 millisecond' END,
+        e.record
+      FROM eligible e
+      WHERE e.finished OR (SELECT live FROM counts) + e.live_rank <= ${maxRuns}
+      ORDER BY e.i
+      RETURNING id, record
+    ), inserted_steps AS (
+      INSERT INTO ${runs}.steps (run_id, key, record)
+      SELECT b.id, step.key, step.value FROM inserted JOIN b ON b.id = inserted.id, jsonb_each(b.steps) AS step
+    ), delays AS (
+      INSERT INTO ${runs}.timers (id, run_id, kind, due_at, record)
+      SELECT b.delay->>'id', b.id, 'delay', (b.delay->>'dueAt')::timestamptz, b.delay
+      FROM inserted JOIN b ON b.id = inserted.id WHERE b.delay IS NOT NULL
+      ORDER BY b.i
+      ON CONFLICT (id) DO NOTHING
+    ), evicted AS (
+      DELETE FROM ${runs}.runs WHERE id IN (
+        SELECT id FROM ${runs}.runs WHERE finished_seq IS NOT NULL ORDER BY finished_seq
+        LIMIT greatest((SELECT total FROM counts) + (SELECT count(*) FROM inserted) - ${maxRuns}, 0)
+      )
+      RETURNING id
+    ), evicted_tokens AS (
+      DELETE FROM ${runs}.tokens WHERE run_id IN (SELECT id FROM evicted)
+    )
+    SELECT held.record AS held,
+      CASE WHEN b.steps IS NULL THEN inserted.record ELSE inserted.record || jsonb_build_object('steps', b.steps) END AS inserted,
+      b.i IN (SELECT i FROM leased) AS leased
+    FROM b LEFT JOIN held ON held.i = b.i LEFT JOIN inserted ON inserted.id = b.id
+    ORDER BY b.i`
+}
