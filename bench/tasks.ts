@@ -47,6 +47,7 @@ import { parseArgs } from 'node:util'
 import { SqliteRunStore } from '../src/node/sqlite-store.ts'
 import { bareDispatch } from './_bare-dispatch.ts'
 import { sqliteFloor } from './_sqlite-floor.ts'
+import { BATCH_RUNS, measureTriggerBatch } from './_trigger-batch.ts'
 import { recordSteps } from './_steps-growth.ts'
 import { newRunId } from '../src/runtime/tasks/ids.ts'
 import { MemoryRunStore, createTaskRuntime } from '../src/runtime/tasks/index.ts'
@@ -708,59 +709,20 @@ if (section('transaction')) {
   }
 }
 
-// Batch triggers on a SQLite file with its durable settings: 10,000 runs
-// started by one triggerMany, against the same runs started by trigger()
-// one at a time, each awaited (each its own commit), from the first call to
-// the last run recorded. The runs are delayed an hour, so the figure is
-// recording them, not running them.
+// Batch triggers on a SQLite file with its durable settings
+// (bench/_trigger-batch.ts, as bench:store measures them on Postgres).
 if (section('batch')) {
-  const BATCH_RUNS = 10_000
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-batch-'))
-  async function batchRound(kind: 'one by one' | 'triggerMany'): Promise<number> {
-    const store = new SqliteRunStore({ path: join(dir, `runs-${++files}.db`), maxRuns: BATCH_RUNS })
-    const rt = createTaskRuntime({ routes: [route('noop', () => undefined)], store, logger: quiet, env: {} })
-    const payloads = Array.from({ length: BATCH_RUNS }, (_, n) => ({ n }))
-    const options = { delaySeconds: 3600 }
-    try {
-      const start = performance.now()
-      if (kind === 'triggerMany') {
-        const items = await rt.triggerMany('noop', payloads, options)
-        if (items.some((item) => !item.ok)) throw new Error('bench:tasks batch: a run of the batch did not start')
-      } else {
-        for (const payload of payloads) await rt.trigger('noop', payload, options)
-      }
-      return performance.now() - start
-    } finally {
-      await rt.close()
-      store.close()
-    }
-  }
   try {
-    await batchRound('triggerMany')
-    await batchRound('one by one')
-    const ratios: number[] = []
-    const many: number[] = []
-    const single: number[] = []
-    for (let i = 0; i < 3; i++) {
-      // In alternating order, so neither always runs on the heap the other left.
-      let batched: number
-      let alone: number
-      if (i % 2 === 0) {
-        batched = await batchRound('triggerMany')
-        alone = await batchRound('one by one')
-      } else {
-        alone = await batchRound('one by one')
-        batched = await batchRound('triggerMany')
-      }
-      many.push(batched)
-      single.push(alone)
-      ratios.push(alone / batched)
-    }
-    const rate = (ms: number) => `${Math.round((BATCH_RUNS / ms) * 1000).toLocaleString('en')} runs/s`
+    const batch = await measureTriggerBatch(async () => {
+      const store = new SqliteRunStore({ path: join(dir, `runs-${++files}.db`), maxRuns: BATCH_RUNS })
+      return { store, close: async () => store.close() }
+    })
+    const rate = (perSecond: number) => `${Math.round(perSecond).toLocaleString('en')} runs/s`
     console.log(`\n${BATCH_RUNS.toLocaleString('en')} runs recorded on a SQLite file, medians of 3 rounds`)
-    console.log(`  ${'trigger(), one at a time'.padEnd(40)} ${rate(median(single)).padStart(16)}`)
-    console.log(`  ${'triggerMany(), one batch'.padEnd(40)} ${rate(median(many)).padStart(16)}`)
-    report('triggerMany against one at a time', `${median(ratios).toFixed(1)} x`, '>= 5 x', median(ratios) >= 5)
+    console.log(`  ${'trigger(), one at a time'.padEnd(40)} ${rate(batch.oneByOne).padStart(16)}`)
+    console.log(`  ${'triggerMany(), one batch'.padEnd(40)} ${rate(batch.batched).padStart(16)}`)
+    report('triggerMany against one at a time', `${batch.ratio.toFixed(1)} x`, '>= 5 x', batch.ratio >= 5)
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
