@@ -175,6 +175,7 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
   if (typeof printRunLogs !== 'boolean') {
     throw new TypeError(`createTaskRuntime(): printRunLogs must be a boolean (got ${describe(printRunLogs)})`)
   }
+  const shard = options.shard
   const retentionMs = resolveRetention(options.retention, env, (store as RunStore).durable === true)
   const engine = new TaskEngine({
     store,
@@ -188,7 +189,7 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
     printRunLogs,
     versionPolicy,
     retentionMs,
-    shard: options.shard,
+    shard,
   })
   const unobserve = telemetry?.observeRuns((status) => store.countRunsByTask(status))
   const scheduler = new TaskScheduler({
@@ -196,8 +197,8 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
     logger,
     clock,
     unref,
-    fire: (name, tick) => engine.fireScheduled(name, tick),
-    fires: options.shard && ((def) => options.shard!.firesSchedule(def)),
+    // A shard among several fires only the schedules it owns, however it is asked to.
+    fire: (name, tick) => (shard && !shard.firesSchedule(tasks.get(name)!) ? Promise.resolve(undefined) : engine.fireScheduled(name, tick)),
   })
 
   const runtime: TaskRuntime = {

@@ -33,8 +33,6 @@ export interface TaskSchedulerOptions {
    * was skipped or could not start; never rejects.
    */
   fire(name: string, tick: Date): Promise<RunRecord | undefined>
-  /** Where several runtimes split an app's runs (`RuntimeShard.firesSchedule`): whether this one fires `def`'s ticks. @default every task's */
-  fires?(def: TaskDefinition): boolean
 }
 
 export class TaskScheduler {
@@ -43,7 +41,6 @@ export class TaskScheduler {
   readonly #clock: CronClock | undefined
   readonly #unref: boolean
   readonly #fire: (name: string, tick: Date) => Promise<RunRecord | undefined>
-  readonly #fires: (def: TaskDefinition) => boolean
   readonly #jobs = new Map<string, CronJob>()
   #started = false
 
@@ -53,7 +50,6 @@ export class TaskScheduler {
     this.#clock = options.clock
     this.#unref = options.unref
     this.#fire = options.fire
-    this.#fires = options.fires ?? (() => true)
   }
 
   get running(): boolean {
@@ -143,7 +139,7 @@ export class TaskScheduler {
       return []
     }
     const tick = new Date()
-    const runs = await Promise.all(due.filter(this.#fires).map((def) => this.#fire(def.name, tick)))
+    const runs = await Promise.all(due.map((def) => this.#fire(def.name, tick)))
     return runs.filter((run): run is RunRecord => run !== undefined)
   }
 }
