@@ -57,7 +57,7 @@ export function shardObjectName(shard: number): string {
 export function shardIndexOf(name: string | undefined, shards: number): number {
   for (let shard = 0; shard < Math.max(shards, MAX_SHARDS); shard++) if (shardObjectName(shard) === name) return shard
   throw new TypeError(
-    `${TASKS_CLASS}: with shards, each tasks object is reached by its name (${shardObjectName(0)}, ${shardObjectName(1)}, …) and reads it from ctx.id.name; this one has ${name === undefined ? 'no name (a runtime from before March 2026, or an id not made by idFromName)' : `the name ${describe(name)}`}`,
+    `${TASKS_CLASS}: with shards, each tasks object is reached by its name (${shardObjectName(0)}, ${shardObjectName(1)}, …) and reads it from ctx.id.name; this one has ${name === undefined ? 'no name (an id not made by idFromName)' : `the name ${describe(name)}`}`,
   )
 }
 

@@ -9,9 +9,11 @@
  * Edge-safe.
  */
 import { SvcError } from '../runtime/errors.ts'
+import { shardIndexOf } from './binding.ts'
 import type { SqlStorageLike } from './sql-store.ts'
 
 const TABLE = 'CREATE TABLE IF NOT EXISTS svc_shards (id INTEGER PRIMARY KEY CHECK (id = 1), shards INTEGER NOT NULL)'
+const INDEX_TABLE = 'CREATE TABLE IF NOT EXISTS svc_shard (id INTEGER PRIMARY KEY CHECK (id = 1), shard INTEGER NOT NULL)'
 
 /** A worker built with fewer shards than an object has been called with. HTTP 500 `SHARDS_REDUCED`. */
 export class ShardsReducedError extends SvcError {
@@ -44,4 +46,21 @@ export class ShardCount {
     this.#sql.exec('INSERT INTO svc_shards (id, shards) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET shards = excluded.shards', shards)
     this.#highest = shards
   }
+}
+
+/**
+ * This object's shard: read from the name the worker reached it by
+ * (`ctx.id.name`), and kept in its storage for a wake that comes without
+ * one (the alarm of an object woken again after a restart, where the
+ * runtime does not give it its name).
+ */
+export function objectShardIndex(name: string | undefined, sql: SqlStorageLike, shards: number): number {
+  sql.exec(INDEX_TABLE)
+  if (name === undefined) {
+    const [row] = sql.exec('SELECT shard FROM svc_shard WHERE id = 1').toArray()
+    if (row) return Number(row.shard)
+  }
+  const shard = shardIndexOf(name, shards)
+  sql.exec('INSERT INTO svc_shard (id, shard) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET shard = excluded.shard', shard)
+  return shard
 }

@@ -24,10 +24,10 @@ import { setActiveTaskRuntime } from '../runtime/tasks/active.ts'
 import { createCoreRuntime } from '../runtime/tasks/runtime.ts'
 import type { Telemetry } from '../runtime/telemetry/types.ts'
 import { AlarmClock, type AlarmStorageLike } from './alarm.ts'
-import { checkShards, shardIndexOf, tasksNamespace, tasksStub } from './binding.ts'
+import { checkShards, tasksNamespace, tasksStub } from './binding.ts'
 import { createObjectRuntime } from './object-runtime.ts'
 import { answer, callArgs, type ObjectCall } from './rpc.ts'
-import { ShardCount } from './shard-count.ts'
+import { objectShardIndex, ShardCount } from './shard-count.ts'
 import { DurableObjectRunStore, type SqlDurableStorageLike } from './sql-store.ts'
 import { cronShard, runShard } from './shard-routing.ts'
 import type { RuntimeShard } from '../runtime/types/shard.ts'
@@ -127,7 +127,7 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
         logger,
         env: stringBindings(env),
         telemetry: app.telemetry,
-        shard: shards > 1 ? objectShard(shardIndexOf(state.id?.name, shards), shards) : undefined,
+        shard: shards > 1 ? objectShard(objectShardIndex(state.id?.name, state.storage.sql, shards), shards) : undefined,
       })
       // enqueue() and completeToken() in task code go through the object's
       // stub, as they do in the worker: an isolate may host both, and each

@@ -76,9 +76,13 @@ export async function POST(ctx: { input: { orderId: string }; step: any }) {
   return event.data
 }
 `,
-  'src/api/jobs/sleepy.ts': `export const kind = 'task'
-export async function POST(ctx: { input: { seconds: number }; step: any }) {
+  'src/api/jobs/sleepy.ts': `import { notify } from '../_notify.ts'
+export const kind = 'task'
+export async function POST(ctx: { input: { seconds: number; notify?: string }; runId: string; step: any }) {
+  // A recorded step before the sleep: a replay after a restart must not run it again.
+  await ctx.step.run('before', () => (ctx.input.notify ? notify(ctx.input.notify, 'sleepy-before', { runId: ctx.runId }) : null))
   await ctx.step.sleep('nap', ctx.input.seconds)
+  await ctx.step.run('after', () => (ctx.input.notify ? notify(ctx.input.notify, 'sleepy-after', { runId: ctx.runId }) : null))
   return 'rested'
 }
 `,

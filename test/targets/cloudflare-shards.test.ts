@@ -183,8 +183,10 @@ describe('cloudflare with 4 shards: runs spread over four tasks objects', () => 
     expect([...held.resumed].sort()).toEqual([...waiting, late].sort())
   })
 
-  it('loses nothing across a restart: sleeping runs in every object complete, and every run is still listed', async () => {
-    const started = await worker.admin('/__tasks/jobs.sleepy/batch', { body: Array.from({ length: 8 }, () => ({ seconds: 1 })) })
+  it('loses nothing across a restart: sleeping runs in every object complete, each recorded step ran once, and every run is still listed', async () => {
+    const started = await worker.admin('/__tasks/jobs.sleepy/batch', {
+      body: Array.from({ length: 8 }, () => ({ seconds: 1, notify: notify.url })),
+    })
     const ids = started.body.runs.map((item: { id: string }) => item.id)
     for (const id of ids) await worker.until(id, (run) => run.status === 'suspended')
     const holders = await Promise.all(ids.map((id: string) => worker.shardsHolding(id, SHARDS)))
@@ -192,9 +194,17 @@ describe('cloudflare with 4 shards: runs spread over four tasks objects', () => 
     const before = (await worker.admin('/__tasks/runs?limit=500')).body.runs.map((run: { id: string }) => run.id)
     await worker.mf.dispose()
     worker = await shardWorker(out, persist)
+    // Nothing calls the objects: their alarms wake them, without the name a call gives.
+    const woke = () => notify.hits.filter((hit) => hit.what === 'sleepy-after' && ids.includes(hit.body.runId)).length
+    const deadline = Date.now() + 20_000
+    while (woke() < ids.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(woke()).toBe(ids.length)
     for (const id of ids) expect((await worker.until(id, (run) => run.status === 'completed')).result).toBe('rested')
     const after = (await worker.admin('/__tasks/runs?limit=500')).body.runs.map((run: { id: string }) => run.id)
     expect(after).toEqual(before)
+    // Recorded before the restart, replayed after it: each ran once.
+    const ran = notify.hits.filter((hit) => hit.what === 'sleepy-before').map((hit) => hit.body.runId)
+    expect([...ran].sort()).toEqual([...ids].sort())
   })
 })
 
