@@ -7,6 +7,11 @@
  * first write shares one transaction, every run's second write the next,
  * and so on, as group commit batches them. What svc spends above this is
  * the engine and the store's own work.
+ *
+ * With `perCommit`, runs go through in groups of that many, each group
+ * created, stepped and ended before the next begins, every write of a group
+ * in one transaction: a commit per `perCommit` runs, as an app that writes
+ * its own jobs in batches of that size would.
  */
 import { join } from 'node:path'
 import { openDatabase } from '../src/node/sqlite-database.ts'
@@ -15,7 +20,7 @@ import { INSERT_RUN_OWNED } from '../src/node/sqlite-owners.ts'
 import { newRunId } from '../src/runtime/tasks/ids.ts'
 
 /** Milliseconds for `count` runs of `steps` recorded steps each: created running, each step saved, ended. */
-export function sqliteFloor(dir: string, name: string, count: number, steps: number): number {
+export function sqliteFloor(dir: string, name: string, count: number, steps: number, perCommit = count): number {
   const db = openDatabase(join(dir, `${name}.db`), 5000, 'bench')
   try {
     // The statements the store runs, with the owner it records
@@ -24,10 +29,14 @@ export function sqliteFloor(dir: string, name: string, count: number, steps: num
     const insert = db.prepare(INSERT_RUN_OWNED)
     const update = db.prepare(UPDATE_RUN_FENCED)
     const saveStep = db.prepare(UPSERT_STEP_FENCED)
+    // Every run's write of one kind, in one transaction, or in the group's when there are groups.
+    let from = 0
+    let to = count
+    let grouped = false
     const batch = (write: (i: number) => void) => {
-      db.exec('BEGIN IMMEDIATE')
-      for (let i = 0; i < count; i++) write(i)
-      db.exec('COMMIT')
+      if (!grouped) db.exec('BEGIN IMMEDIATE')
+      for (let i = from; i < to; i++) write(i)
+      if (!grouped) db.exec('COMMIT')
     }
     const start = performance.now()
     const now = new Date().toISOString()
@@ -43,22 +52,34 @@ export function sqliteFloor(dir: string, name: string, count: number, steps: num
       startedAt: now,
     }))
     const seqs: number[] = []
-    batch((i) => {
-      seqs.push(Number(insert.run(runs[i].id, 'noop', 'running', null, null, JSON.stringify(runs[i]), owner, 1).lastInsertRowid))
-    })
-    for (let step = 0; step < steps; step++) {
-      // A step is a row of its own; the run's row keeps `"steps":{}`.
+    const all = () => {
       batch((i) => {
-        const key = `s${step}`
-        saveStep.run(key, JSON.stringify({ status: 'completed', output: step }), seqs[i], owner, 1, key)
+        seqs[i] = Number(insert.run(runs[i].id, 'noop', 'running', null, null, JSON.stringify(runs[i]), owner, 1).lastInsertRowid)
+      })
+      for (let step = 0; step < steps; step++) {
+        // A step is a row of its own; the run's row keeps `"steps":{}`.
+        batch((i) => {
+          const key = `s${step}`
+          saveStep.run(key, JSON.stringify({ status: 'completed', output: step }), seqs[i], owner, 1, key)
+        })
+      }
+      batch((i) => {
+        const run = runs[i]
+        Object.assign(run, { status: 'completed', finishedAt: now })
+        run.attempts.push({ index: 1, startedAt: now, durationMs: 0 })
+        update.run('completed', i + 1, JSON.stringify(run), seqs[i], owner, 1)
       })
     }
-    batch((i) => {
-      const run = runs[i]
-      Object.assign(run, { status: 'completed', finishedAt: now })
-      run.attempts.push({ index: 1, startedAt: now, durationMs: 0 })
-      update.run('completed', i + 1, JSON.stringify(run), seqs[i], owner, 1)
-    })
+    if (perCommit >= count) all()
+    else {
+      grouped = true
+      for (from = 0; from < count; from = to) {
+        to = Math.min(count, from + perCommit)
+        db.exec('BEGIN IMMEDIATE')
+        all()
+        db.exec('COMMIT')
+      }
+    }
     return performance.now() - start
   } finally {
     db.close()

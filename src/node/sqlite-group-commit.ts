@@ -14,6 +14,10 @@
  * (https://www.sqlite.org/lang_savepoint.html): a write that throws is
  * rolled back to where it began, whatever number of statements it had run,
  * and rejects at once, while the batch goes on with the others' writes.
+ * A write that changes the database by one statement at most, and throws
+ * only before it or by it, needs none: SQLite undoes a failed statement
+ * itself (https://www.sqlite.org/lang_conflict.html, ABORT), so it skips
+ * the two statements a savepoint costs (`oneChange`).
  *
  * Reads outside the writes (`read`) never see a batch before it has
  * committed: while one is open, the connection would answer with its
@@ -107,9 +111,12 @@ export class GroupCommit {
   /**
    * Runs `fn` in the open batch (opening one if needed), as one savepoint;
    * resolves to its result once the batch has committed. When `fn` throws,
-   * what it wrote is undone and the promise rejects at once.
+   * what it wrote is undone and the promise rejects at once. With
+   * `oneChange`, `fn` promises to change the database by one statement at
+   * most and to throw only before it or by it, and runs without a
+   * savepoint.
    */
-  write<T>(fn: () => T): Promise<T> {
+  write<T>(fn: () => T, oneChange = false): Promise<T> {
     const s = this.#statements
     try {
       // Nothing outside a write runs a statement while a batch is open, so
@@ -118,16 +125,18 @@ export class GroupCommit {
       if (this.#open && this.#lost())
         this.#abandon(new Error('SQLite ended the transaction of a batch before its commit: none of its writes was kept'))
       if (!this.#open) this.#begin()
-      s.savepoint.run()
+      if (!oneChange) s.savepoint.run()
     } catch (error) {
       return Promise.reject(this.#hooks.error(error))
     }
     let value: T
     try {
       value = fn()
-      s.release.run()
+      if (!oneChange) s.release.run()
     } catch (error) {
-      this.#undo(error)
+      if (!oneChange) this.#undo(error)
+      // Nothing of it is left to undo, unless SQLite ended the whole transaction.
+      else if (this.#lost(error)) this.#abandon(error)
       return Promise.reject(this.#hooks.error(error))
     }
     return new Promise<T>((resolve, reject) => {

@@ -27,6 +27,7 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import {
   applyRunPatch,
   type EventRecord,
+  hasSteps,
   isFinished,
   settleTokenRecord,
   statusMatches,
@@ -294,8 +295,11 @@ export class SqliteRunStore implements RunStore {
     db.close()
   }
 
-  async createRun(run: RunRecord): Promise<RunRecord> {
-    return this.#write(() => this.#insertRun(run))
+  // Not async, nor updateRun: every run calls both, and neither throws before its write's promise.
+  createRun(run: RunRecord): Promise<RunRecord> {
+    // One INSERT, unless it also writes steps or a lease.
+    const oneChange = !hasSteps(run) && (this.#leaseMs === undefined || run.status !== 'running')
+    return this.#write(() => this.#insertRun(run), oneChange)
   }
 
   /** Every run in one write (one savepoint, one commit): a run past the bound is a `StoreFullError` in its place. */
@@ -403,16 +407,21 @@ export class SqliteRunStore implements RunStore {
     })
   }
 
-  async updateRun(id: string, patch: RunPatch, expect?: { status: RunStatus | readonly RunStatus[] }): Promise<RunRecord | undefined> {
-    const updated = await this.#updateRun(id, patch, expect)
+  updateRun(id: string, patch: RunPatch, expect?: { status: RunStatus | readonly RunStatus[] }): Promise<RunRecord | undefined> {
+    const updated = this.#updateRun(id, patch, expect)
+    const shared = this.shared
+    if (!shared || patch.status !== 'cancelled') return updated
     // The process running a cancelled run's attempt learns of it when it
     // renews its lease (which then fails); waking the processes has them
     // renew now rather than within leaseMs / 3.
-    if (this.shared && patch.status === 'cancelled' && updated?.status === 'cancelled') await this.shared.wake()
-    return updated
+    return updated.then(async (run) => {
+      if (run?.status === 'cancelled') await shared.wake()
+      return run
+    })
   }
 
   #updateRun(id: string, patch: RunPatch, expect?: { status: RunStatus | readonly RunStatus[] }): Promise<RunRecord | undefined> {
+    // One UPDATE (#writeRun), and a lease when shared.
     return this.#write(() => {
       // An attempt's end is fenced; a cancel or a resume is not.
       const fence = expectsRunning(expect) ? this.#fences.get(id) : undefined
@@ -442,7 +451,7 @@ export class SqliteRunStore implements RunStore {
       if (finishSeq !== null && row.finished_seq === null && this.#countsNow().total > this.maxRuns) this.#evictAtCommit = true
       // A finished run is cached as its text: the record is nobody else's.
       return finishSeq === null ? jsonCopy(run) : run
-    })
+    }, this.#leaseMs === undefined)
   }
 
   /** Appends an attempt to the run's record; fenced while the store holds the run (an attempt's own). */
@@ -458,7 +467,7 @@ export class SqliteRunStore implements RunStore {
       else if (this.#sql(UPDATE_RUN_RECORD_FENCED).run(record, row.seq, this.#owner, fence).changes === 0) throw new LeaseLostError(runId)
       const live = row.finished_seq === null
       this.#cache(runId, row.seq, row.finished_seq, live ? run : undefined, live ? record : wholeText(run, record))
-    })
+    }, true)
   }
 
   /**
@@ -468,7 +477,7 @@ export class SqliteRunStore implements RunStore {
    */
   async saveStep(runId: string, key: string, step: StepRecord): Promise<void> {
     const text = JSON.stringify(step)
-    return this.#write(() => this.#putStep(runId, key, text, true))
+    return this.#write(() => this.#putStep(runId, key, text, true), true)
   }
 
   /**
@@ -536,7 +545,7 @@ export class SqliteRunStore implements RunStore {
     return this.#write(() => {
       if (ATTEMPT_TIMERS.has(timer.kind)) this.#checkHeld(timer.runId)
       this.#sql(UPSERT_TIMER_DUE).run(timer.id, timer.runId, timer.dueAt, record)
-    })
+    }, true)
   }
 
   async takeTimer(id: string): Promise<TimerRecord | undefined> {
@@ -656,9 +665,11 @@ export class SqliteRunStore implements RunStore {
    * read inside `fn` cannot be overtaken by another process's write before
    * `fn` writes back; resolves once the batch has committed. `fn` is one
    * savepoint: when it throws, every statement it ran is undone, and so are
-   * the counts it touched.
+   * the counts it touched. `oneChange`: `fn` changes the file by one
+   * statement at most and throws only before it or by it
+   * (`GroupCommit.write`).
    */
-  #write<T>(fn: () => T): Promise<T> {
+  #write<T>(fn: () => T, oneChange = false): Promise<T> {
     if (!this.#db) return Promise.reject(new Error(`${WHERE}: the store for ${this.path} is closed`))
     return this.#batch.write(() => {
       // The counts as they were, field by field: a copy of the object would cost every write an allocation.
@@ -674,7 +685,7 @@ export class SqliteRunStore implements RunStore {
         this.#rows.clear()
         throw error
       }
-    })
+    }, oneChange)
   }
 
   /** What a call rejects with for `error`: `StoreUnavailableError` for a file that cannot be used now. */

@@ -432,6 +432,30 @@ describe('SqliteRunStore group commit', () => {
     expect(new Set(order)).toEqual(new Set(['resolved with 50 committed']))
   })
 
+  it('a write of one statement that fails without a savepoint leaves the rest of its batch, and nothing of its own', async () => {
+    const path = dbFile()
+    const s = store({ path })
+    const first = makeRun({ status: 'running' })
+    const other = makeRun({ status: 'running' })
+    // One turn, one batch: the second insert of an id fails on its UNIQUE
+    // constraint, and a step of a run that does not exist fails before it writes.
+    const writes = [
+      s.createRun(first),
+      s.createRun({ ...first, input: 'again' }),
+      s.saveStep('nobody', 'a', { status: 'completed' }),
+      s.createRun(other),
+      s.saveStep(first.id, 'a', { status: 'completed', output: 1 }),
+    ]
+    const settled = await Promise.allSettled(writes)
+    expect(settled.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled', 'fulfilled'])
+    expect(String((settled[1] as PromiseRejectedResult).reason)).toMatch(/already exists/)
+    expect(committedRuns(path)).toBe(2)
+    const reopened = store({ path })
+    expect(await reopened.getRun(first.id)).toMatchObject({ input: first.input, steps: { a: { output: 1 } } })
+    expect(await reopened.getRun(other.id)).toMatchObject({ status: 'running' })
+    expect(reopened.size).toBe(2)
+  })
+
   it("waitForRun answers with a run's end only once that end is committed", async () => {
     const path = dbFile()
     const s = store({ path })
