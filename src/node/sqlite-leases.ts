@@ -46,6 +46,8 @@ export const UPSERT_TIMER_DUE = `INSERT INTO timers (id, run_id, due_at, record)
 
 /** A run made running (created, resumed, started by flow control): a lease nobody holds yet, until the given time. */
 export const PROVISIONAL_LEASE = 'UPDATE runs SET lease_until = ? WHERE seq = ?'
+/** A run inserted running for the engine that triggered it (`leasesOnCreate`): its lease, held by that engine, under the insert's fence. */
+export const LEASE_ON_CREATE = 'UPDATE runs SET lease_owner = ?, lease_until = ? WHERE seq = ?'
 
 // Parameters, for the claims below: the claimer, when its claim lapses, now.
 export const CLAIM_DUE_TIMERS = `UPDATE timers SET claimed_by = ?1, claim_until = ?2

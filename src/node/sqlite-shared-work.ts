@@ -69,6 +69,7 @@ export interface SqliteSharedWorkOptions {
 export class SqliteSharedWork implements SharedWork {
   readonly leaseMs: number
   readonly pollMs: number
+  readonly leasesOnCreate = true
   readonly #host: SqliteSharedHost
   readonly #subscribers = new Set<() => void>()
   #poll: ReturnType<typeof setInterval> | undefined

@@ -79,7 +79,7 @@ import { type CachedRun, RowCache } from './sqlite-row-cache.ts'
 import { jsonCopy } from '../runtime/tasks/json-copy.ts'
 import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
 import { resolveSqliteOptions, type SqliteRunStoreOptions } from './sqlite-options.ts'
-import { PROVISIONAL_LEASE, UPSERT_TIMER_DUE } from './sqlite-leases.ts'
+import { LEASE_ON_CREATE, PROVISIONAL_LEASE, UPSERT_TIMER_DUE } from './sqlite-leases.ts'
 import { SqliteSharedWork } from './sqlite-shared-work.ts'
 import { INSERT_RUN_OWNED, SET_OWNER, UPDATE_RUN_CANCELLED, UPDATE_RUN_CLAIMED, UPDATE_RUN_OWNED } from './sqlite-owners.ts'
 import { Membership } from './sqlite-membership.ts'
@@ -296,10 +296,10 @@ export class SqliteRunStore implements RunStore {
   }
 
   // Not async, nor updateRun: every run calls both, and neither throws before its write's promise.
-  createRun(run: RunRecord): Promise<RunRecord> {
+  createRun(run: RunRecord, leaseOwner?: string): Promise<RunRecord> {
     // One INSERT, unless it also writes steps or a lease.
     const oneChange = !hasSteps(run) && (this.#leaseMs === undefined || run.status !== 'running')
-    return this.#write(() => this.#insertRun(run), oneChange)
+    return this.#write(() => this.#insertRun(run, leaseOwner), oneChange)
   }
 
   /** Every run in one write (one savepoint, one commit): a run past the bound is a `StoreFullError` in its place. */
@@ -307,8 +307,8 @@ export class SqliteRunStore implements RunStore {
     return this.#write(() => insertEach(runs, (run) => this.#insertRun(run)))
   }
 
-  /** `createRun` inside a write. */
-  #insertRun(run: RunRecord): RunRecord {
+  /** `createRun` inside a write; `leaseOwner` as `createRun` takes it, on a shared file. */
+  #insertRun(run: RunRecord, leaseOwner?: string): RunRecord {
     // A child of an attempt's run: started only while the attempt holds it.
     if (run.parentRunId !== undefined) this.#checkHeld(run.parentRunId)
     const record = rowText(run)
@@ -342,7 +342,10 @@ export class SqliteRunStore implements RunStore {
     }
     const seq = Number(inserted.lastInsertRowid)
     for (const key in stored.steps) this.#sql(UPSERT_STEP).run(seq, key, JSON.stringify(stored.steps[key]))
-    if (owner !== null) this.#madeRunning(run.id, seq, 1)
+    if (owner !== null && leaseOwner !== undefined && this.#leaseMs !== undefined) {
+      this.#sql(LEASE_ON_CREATE).run(leaseOwner, Date.now() + this.#leaseMs, seq)
+      this.#fences.set(run.id, 1)
+    } else if (owner !== null) this.#madeRunning(run.id, seq, 1)
     this.#cache(run.id, seq, finishSeq, live ? stored : undefined, live ? record : wholeText(stored, record))
     counts.total++
     if (live) counts.live++

@@ -15,6 +15,10 @@
  *   from `run_counts`, locked first: of processes inserting at once, each
  *   compares with the counts the one before it left, and within a batch
  *   each live run counts the live runs inserted before it;
+ * - a run inserted `running` gets a lease that lasts `leaseMs`: with no
+ *   owner, for whichever process dispatches it to take (`acquireLease`),
+ *   or held by the engine that triggered it (`owner`), under fence 1, its
+ *   first claim, which the answer carries;
  * - a delayed run gets its delay timer, and a run given with steps their
  *   rows, in the same statement (a process that dies right after the
  *   insert leaves a run that any process starts when it is due);
@@ -39,6 +43,8 @@ export interface RunInsert {
   run: RunRecord
   /** The fence of the lease held here on the run whose attempt starts `run` as its child. */
   fence: Fence | undefined
+  /** The engine that leases `run` as it is inserted, when it is inserted `running`. */
+  owner?: string
 }
 
 export interface InsertAnswer {
@@ -48,6 +54,8 @@ export interface InsertAnswer {
   inserted: RunRecord | null
   /** Whether the fence of `run`'s parent held; true without one. */
   leased: boolean
+  /** The fence of the lease `owner` took on `run` as it was inserted (a bigint, as text). */
+  fence: string | null
 }
 
 /** What no two runs of one batch may share: the row a run takes, and its task's idempotency key. */
@@ -70,9 +78,10 @@ interface BatchRow {
   parent: string | null
   held_by: string | null
   held_fence: string | null
+  owner: string | null
 }
 
-function batchRow({ run, fence }: RunInsert, i: number): BatchRow {
+function batchRow({ run, fence, owner }: RunInsert, i: number): BatchRow {
   return {
     i,
     id: run.id,
@@ -90,6 +99,7 @@ function batchRow({ run, fence }: RunInsert, i: number): BatchRow {
     parent: run.parentRunId ?? null,
     held_by: fence?.owner ?? null,
     held_fence: fence?.fence ?? null,
+    owner: owner !== undefined && run.status === 'running' ? owner : null,
   }
 }
 
@@ -106,7 +116,7 @@ export function insertRunsPg(
     WITH b AS MATERIALIZED (
       SELECT * FROM jsonb_to_recordset(${sql.json(inserts.map(batchRow) as never)}::jsonb) AS b(
         i int, id text, task_name text, status text, key text, finished boolean, record jsonb, steps jsonb,
-        delay jsonb, parent text, held_by text, held_fence bigint)
+        delay jsonb, parent text, held_by text, held_fence bigint, owner text)
     ), held AS (
       SELECT b.i, ${wholeRecord(sql, schema)} AS record
       FROM b JOIN ${runs}.runs ON runs.task_name = b.task_name AND runs.idempotency_key = b.key
@@ -121,15 +131,16 @@ export function insertRunsPg(
       SELECT b.*, count(*) FILTER (WHERE NOT b.finished) OVER (ORDER BY b.i) AS live_rank
       FROM b WHERE b.i NOT IN (SELECT i FROM held) AND b.i IN (SELECT i FROM leased)
     ), inserted AS (
-      INSERT INTO ${runs}.runs (id, task_name, status, idempotency_key, finished_seq, lease_expires_at, record)
+      INSERT INTO ${runs}.runs (id, task_name, status, idempotency_key, finished_seq, lease_expires_at, lease_owner, lease_fence, record)
       SELECT e.id, e.task_name, e.status, e.key,
         CASE WHEN e.finished THEN nextval(${`${schema}.runs_finished_seq`}::regclass) END,
         CASE WHEN e.status = 'running' THEN now() + ${leaseMs} * interval '1 millisecond' END,
+        e.owner, CASE WHEN e.owner IS NULL THEN 0 ELSE 1 END,
         e.record
       FROM eligible e
       WHERE e.finished OR (SELECT live FROM counts) + e.live_rank <= ${maxRuns}
       ORDER BY e.i
-      RETURNING id, record
+      RETURNING id, record, CASE WHEN lease_owner IS NULL THEN NULL ELSE lease_fence::text END AS fence
     ), inserted_steps AS (
       INSERT INTO ${runs}.steps (run_id, key, record)
       SELECT b.id, step.key, step.value FROM inserted JOIN b ON b.id = inserted.id, jsonb_each(b.steps) AS step
@@ -150,7 +161,7 @@ export function insertRunsPg(
     )
     SELECT held.record AS held,
       CASE WHEN b.steps IS NULL THEN inserted.record ELSE inserted.record || jsonb_build_object('steps', b.steps) END AS inserted,
-      b.i IN (SELECT i FROM leased) AS leased
+      b.i IN (SELECT i FROM leased) AS leased, inserted.fence
     FROM b LEFT JOIN held ON held.i = b.i LEFT JOIN inserted ON inserted.id = b.id
     ORDER BY b.i`
 }

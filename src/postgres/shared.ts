@@ -9,12 +9,15 @@
  * finishes or it lapses. Lease times come from the database's clock, so
  * processes on machines whose clocks differ still agree on when one lapsed.
  *
- * A run that becomes `running` (`createRun`, `updateRun`) gets a lease with
- * no owner that lasts `leaseMs`: whichever process dispatches it takes it
+ * A run that becomes `running` (`updateRun`) gets a lease with no owner
+ * that lasts `leaseMs`: whichever process dispatches it takes it
  * (`acquireLease`), while the sweeps of the others leave it alone, so the
- * process that triggered or resumed a run is the one that runs it, unless
- * it dies first. A lease given up (`releaseLeases`) has no expiry: the
- * attempt is anyone's at once.
+ * process that resumed a run is the one that runs it, unless it dies
+ * first. A run triggered `running` is inserted with its lease held by the
+ * engine that triggered it (`leasesOnCreate`), which runs it at once: the
+ * trigger's one commit is all that stands between it and its start. A
+ * lease given up (`releaseLeases`) has no expiry: the attempt is anyone's
+ * at once.
  *
  * Leases are fenced (fences.ts): every claim moves the run's `lease_fence`
  * on and this process keeps the fence its own claims got, which the writes
@@ -69,10 +72,11 @@ function byOwner(leases: Lease[]): Map<string, string[]> {
 export class PostgresSharedWork implements SharedWork {
   readonly leaseMs: number
   readonly pollMs: number
+  readonly leasesOnCreate = true
   readonly #schema: string
   readonly #run: PostgresSharedWorkOptions['run']
   readonly #fences: Fences
-  // Every run takes its lease: under load, many go together.
+  // Every resumed run takes its lease: under load, many go together.
   readonly #acquire = new GroupCommit<Lease, boolean>((leases) => this.#acquireMany(leases))
   /** Run changes between the processes (changes.ts). */
   readonly #changes: PostgresChanges

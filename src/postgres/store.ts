@@ -223,12 +223,15 @@ export class PostgresRunStore implements RunStore {
   /**
    * A row of the statement of run-inserts.ts; the calls made while one is
    * in flight go together (`#insertBatch`), and each is answered once they
-   * committed.
+   * committed. With `leaseOwner` (`shared.leasesOnCreate`), a run inserted
+   * `running` is held here under the fence its insert set.
    */
-  async createRun(run: RunRecord): Promise<RunRecord> {
+  async createRun(run: RunRecord, leaseOwner?: string): Promise<RunRecord> {
     const fence = this.#parentFence(run)
     try {
-      return this.#answer(run, await this.#creates.add({ run, fence }))
+      const answer = await this.#creates.add({ run, fence, owner: leaseOwner })
+      if (answer.fence !== null && leaseOwner !== undefined) this.#fences.claimed(leaseOwner, run.id, answer.fence)
+      return this.#answer(run, answer)
     } catch (error) {
       if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
       if ((error as { constraint_name?: string }).constraint_name === 'runs_by_key') {

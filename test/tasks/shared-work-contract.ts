@@ -193,6 +193,31 @@ export function sharedWorkContract(name: string, database: () => OpenSharedStore
         expect((await open().shared.claimOrphanedRuns('other', 10)).map((run) => run.id)).toEqual(['met'])
       })
 
+      it('a store that leases on create holds a run it inserts running for the owner it is given, fenced, until the lease lapses', async (context) => {
+        const open = await database()
+        const [a, b] = [open({ leaseMs: 300 }), open({ leaseMs: 300 })]
+        if (!a.shared.leasesOnCreate) return context.skip()
+        await a.createRun(makeRun({ id: 'r', status: 'running' }), 'owner-a')
+        await a.createRun(makeRun({ id: 'q', status: 'queued' }), 'owner-a')
+        // Held by owner-a as a claim holds it: no one else takes it, its owner renews it, its writes land.
+        expect(await b.shared.acquireLease('owner-b', 'r')).toBe(false)
+        expect(await b.shared.claimOrphanedRuns('owner-b', 10)).toEqual([])
+        expect(await a.shared.renewLeases('owner-a', ['r'])).toEqual(['r'])
+        await a.saveStep('r', 'one', { status: 'completed' })
+        // A run inserted otherwise has no lease: whoever dispatches it once it runs takes one.
+        expect(await b.updateRun('q', { status: 'running' }, { status: 'queued' })).toMatchObject({ status: 'running' })
+        expect(await b.shared.acquireLease('owner-b', 'q')).toBe(true)
+        // owner-a stops renewing (its process died): b takes the run over, and owner-a's writes land no more.
+        const taken = await until(async () => {
+          const ids = (await b.shared.claimOrphanedRuns('owner-b', 10)).map((run) => run.id)
+          return ids.length > 0 && ids
+        }, 5000)
+        expect(taken).toEqual(['r'])
+        await expect(a.saveStep('r', 'two', { status: 'completed' })).rejects.toMatchObject(LOST)
+        await b.saveStep('r', 'two', { status: 'completed' })
+        expect(Object.keys((await b.getRun('r'))!.steps).sort()).toEqual(['one', 'two'])
+      })
+
       it('a process never takes as an orphan a run it holds itself, however late its renewal', async () => {
         const open = await database()
         const [a, b] = [open({ leaseMs: 50 }), open()]

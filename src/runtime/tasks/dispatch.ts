@@ -113,7 +113,8 @@ export class Dispatcher {
    * Starts a dispatch of a running run. If one is in flight already (a
    * waitpoint met while the run was still suspending, say), the run is
    * dispatched again as soon as that one ends. `leased`: this engine already
-   * holds the run's lease (it claimed an orphaned attempt).
+   * holds the run's lease (it claimed an orphaned attempt, or the store
+   * leased it the run as it inserted it: `SharedWork.leasesOnCreate`).
    */
   start(run: RunRecord, leased = false): void {
     if (this.#closed) return

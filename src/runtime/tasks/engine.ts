@@ -77,6 +77,8 @@ export class TaskEngine {
   readonly #events: EventStarts
   /** The shard that the ids of runs made here name (`RuntimeShard.index`). */
   readonly #shard: number | undefined
+  /** This engine, on a store that leases the runs it inserts running to the engine that triggered them (`SharedWork.leasesOnCreate`). */
+  readonly #leaseOwner: string | undefined
   #closed = false
 
   constructor(options: {
@@ -119,6 +121,7 @@ export class TaskEngine {
     this.#telemetry = telemetry
     this.#maxPayloadBytes = maxPayloadBytes
     this.#shared = shared
+    this.#leaseOwner = shared?.leasesOnCreate ? owner : undefined
     // On a shared store, the other processes' changes too (events.ts).
     const changes = (this.#changes = new RunChanges(logger, shared && { shared, owner }))
     const waiters = (this.#waiters = new RunWaiters(store))
@@ -410,7 +413,14 @@ export class TaskEngine {
     }
     // A bound method rather than a closure: it takes less, and every run
     // being recorded holds it until the store answers.
-    return this.#store.createRun(run).then(this.#created.bind(this, run))
+    const leaseOwner = this.#leaseOwner
+    if (leaseOwner === undefined) return this.#store.createRun(run).then(this.#created.bind(this, run))
+    return this.#store.createRun(run, leaseOwner).then(this.#createdLeased.bind(this, run))
+  }
+
+  /** `#created` of a run the store leased to this engine as it inserted it, if it inserted it running. */
+  #createdLeased(run: RunRecord, stored: RunRecord): RunRecord | Promise<RunRecord> {
+    return this.#created(run, stored, false, stored.id === run.id && run.status === 'running')
   }
 
   /** See `TaskRuntime.triggerMany`. */
@@ -477,9 +487,10 @@ export class TaskEngine {
   /**
    * Starts, queues or arms the run just recorded. `stored` is another run
    * when that one holds the idempotency key, or when a debounced trigger
-   * joined a scheduled run of its key.
+   * joined a scheduled run of its key. `leased`: the store leased the run
+   * to this engine as it inserted it (`#createdLeased`).
    */
-  #created(run: RunRecord, stored: RunRecord, debounced = false): RunRecord | Promise<RunRecord> {
+  #created(run: RunRecord, stored: RunRecord, debounced = false, leased = false): RunRecord | Promise<RunRecord> {
     if (stored.id !== run.id) {
       // A debounced trigger joined a scheduled run: it starts later, with this input.
       if (debounced && stored.status === 'scheduled' && stored.runAt === run.runAt) {
@@ -493,7 +504,7 @@ export class TaskEngine {
     }
     this.#changes.emit(stored)
     if (run.status === 'running') {
-      this.#dispatch.start(stored)
+      this.#dispatch.start(stored, leased)
       return run
     }
     if (run.status === 'queued') return this.#flow.startQueued(run.taskName).then(() => run)

@@ -164,8 +164,13 @@ export interface RunStore {
    * status but completed, failed and cancelled). When as many runs as its bound are
    * live, inserting another live run rejects with `StoreFullError` and
    * changes nothing; a held idempotency key still resolves to its run.
+   *
+   * `leaseOwner` comes only to a store whose `shared.leasesOnCreate` is
+   * set: a run it inserts `running` is then leased to that engine at once,
+   * under the fence the insert set, as `acquireLease` would lease it, so
+   * the dispatch that follows takes no lease of its own.
    */
-  createRun(run: RunRecord): Promise<RunRecord>
+  createRun(run: RunRecord, leaseOwner?: string): Promise<RunRecord>
 
   /**
    * Optional: inserts many runs in one transaction, each as `createRun`
@@ -399,6 +404,12 @@ export interface SharedWork {
 
   /** Takes the lease on a `running` run, unless another owner holds a live one. */
   acquireLease(owner: string, runId: string): Promise<boolean>
+  /**
+   * Whether the store's `createRun` leases a run it inserts `running` to
+   * the `leaseOwner` it is given: the engine that triggered the run runs it
+   * without a round trip for `acquireLease`.
+   */
+  readonly leasesOnCreate?: boolean
   /** Extends the owner's leases on these runs; resolves to the ids it still holds (a cancelled run is not: its attempt is to stop). */
   renewLeases(owner: string, runIds: readonly string[]): Promise<string[]>
   /**
