@@ -39,11 +39,12 @@ import { Dispatcher } from './dispatch.ts'
 import { RunChanges } from './events.ts'
 import { FlowPromotion } from './flow-promotion.ts'
 import { newRunId, timerId } from './ids.ts'
-import { checkTriggerOptions } from './options.ts'
+import { type CheckedTriggerOptions, checkTriggerOptions } from './options.ts'
 import { assertPayload, DEFAULT_MAX_PAYLOAD_BYTES } from './payload-limit.ts'
 import { Recovery } from './recovery.ts'
 import { Retention } from './retention.ts'
 import type { RuntimeShard } from '../types/shard.ts'
+import { type ShardChildren, shardChildren } from './shard-children.ts'
 import { cronInput, isCronInput, ScheduledRuns } from './scheduled-runs.ts'
 import type { SharedWorkClaims, SharedWorkClaimsOptions } from './shared-work.ts'
 import { createStepHost } from './step-host.ts'
@@ -79,6 +80,8 @@ export class TaskEngine {
   readonly #shard: number | undefined
   /** This engine, on a store that leases the runs it inserts running to the engine that triggered them (`SharedWork.leasesOnCreate`). */
   readonly #leaseOwner: string | undefined
+  /** On one shard of several: the child runs that start in other shards. */
+  readonly #children: ShardChildren | undefined
   #closed = false
 
   constructor(options: {
@@ -115,6 +118,7 @@ export class TaskEngine {
       throw new TypeError('This task runtime cannot run on a store several processes share; create it with createTaskRuntime() from svc')
     }
     const owner = newRunId()
+    const children = (this.#children = shardChildren(options.shard))
     this.#store = store
     this.#tasks = tasks
     this.#logger = logger
@@ -140,7 +144,9 @@ export class TaskEngine {
       startStatus: (taskName) => flow.startStatus(taskName),
       windowFreed: (runId) => flow.windowFreed(runId),
       owner,
+      children,
     })
+    options.shard?.connect?.({ childFinished: (child) => waitpoints.childFinishedElsewhere(child) })
     const flow: FlowPromotion = new FlowPromotion({
       store,
       tasks,
@@ -236,11 +242,18 @@ export class TaskEngine {
       // Scheduled runs skip validation and get { _cron: true }; a task
       // without a schema takes its payload as it is, without waiting a turn.
       if (options.trigger === 'cron') return this.#create(def, cronInput(), options)
-      if (def.input === undefined || def.input === null) return this.#create(def, payload, options)
-      return validateTaskInput(def.input, payload).then((input) => this.#create(def, input, options))
+      if (def.input === undefined || def.input === null) return this.#start(def, payload, payload, options)
+      return validateTaskInput(def.input, payload).then((input) => this.#start(def, payload, input, options))
     } catch (error) {
       return Promise.reject(error)
     }
+  }
+
+  /** `#create`, but for a child run whose place is another shard's: triggered there, with `payload` as given. */
+  #start(def: TaskDefinition, payload: unknown, input: unknown, options: CheckedTriggerOptions): Promise<RunRecord> {
+    const children = this.#children
+    const there = children?.elsewhere(def, input, options)
+    return there === undefined ? this.#create(def, input, options) : children!.trigger(there, def.name, payload, options)
   }
 
   async replay(id: string): Promise<RunRecord> {

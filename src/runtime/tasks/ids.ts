@@ -110,6 +110,6 @@ export function stepIdempotencyKey(runId: string, stepKey: string): string {
 }
 
 /** Timer ids: one pending timer per run and purpose. */
-export function timerId(runId: string, purpose: 'delay' | 'retry' | 'sleep' | 'token-timeout', stepKey?: string): string {
+export function timerId(runId: string, purpose: 'delay' | 'retry' | 'sleep' | 'token-timeout' | 'child', stepKey?: string): string {
   return stepKey === undefined ? `${runId}:${purpose}` : `${runId}:${purpose}:${stepKey}`
 }

@@ -31,6 +31,7 @@ import {
 import { createTimerSet, type TimerSet } from './in-process-timers.ts'
 import { matchesEvent } from '../events/match.ts'
 import { eventWaitStep, metBy, settleFromRecorded, settleWith } from './wait-for-event.ts'
+import type { ShardChildren } from './shard-children.ts'
 
 /** How many suspended runs one read of `deliverEvent` looks at. */
 const DELIVERY_PAGE = 500
@@ -57,6 +58,8 @@ export interface WaitpointsOptions {
    * (it died) goes back to the others once the claim lapses.
    */
   owner?: string
+  /** On a runtime that is one shard of several: the children that live in other shards (shard-children.ts). */
+  children?: ShardChildren
 }
 
 export class Waitpoints {
@@ -69,6 +72,7 @@ export class Waitpoints {
   readonly #shared: SharedWork | undefined
   readonly #owner: string
   readonly #maxPayloadBytes: number
+  readonly #children: ShardChildren | undefined
   #closed = false
   /** Runs waiting for a child they did not start, by child id (see `armWaitpoint`). */
   readonly #watchers = new Map<string, Set<string>>()
@@ -83,6 +87,7 @@ export class Waitpoints {
     this.#shared = options.store.shared
     this.#owner = options.owner ?? ''
     this.#maxPayloadBytes = options.maxPayloadBytes
+    this.#children = options.children
   }
 
   /** Records a timer, then arms it in-process (not after `close()`: the record stays for a durable store). */
@@ -120,6 +125,8 @@ export class Waitpoints {
       const settled = token?.status === 'waiting' ? await settleFromRecorded(this.#store, waitpoint) : token
       if (settled && settled.status !== 'waiting') await this.#eventWaitMet(run.id, stepKey, settled)
     } else {
+      const there = this.#children?.holder(waitpoint.runId)
+      if (there !== undefined) return this.#lookElsewhere(run, there)
       let child = await this.#store.getRun(waitpoint.runId)
       if (child && !isFinished(child.status) && child.parentRunId !== run.id) {
         // The caller's idempotency key led to a run that another run (or a
@@ -141,7 +148,9 @@ export class Waitpoints {
    * logged with the task.
    */
   finished(run: RunRecord): void {
-    if (run.parentRunId !== undefined) this.#resumeParent(run, run.parentRunId)
+    const parentShard = run.parentRunId === undefined ? undefined : this.#children?.holder(run.parentRunId)
+    if (parentShard !== undefined) this.#tellParent(parentShard, run)
+    else if (run.parentRunId !== undefined) this.#resumeParent(run, run.parentRunId)
     const watchers = this.#watchers.get(run.id)
     if (watchers === undefined) return
     this.#watchers.delete(run.id)
@@ -273,6 +282,40 @@ export class Waitpoints {
   }
 
   /** Resumes `parentId` if it waits for this finished child. */
+  /** `child`, a run of another shard, finished: its parent here resumes if it waits for it (`ShardHere.childFinished`). */
+  async childFinishedElsewhere(child: RunRecord): Promise<void> {
+    if (child.parentRunId !== undefined && isFinished(child.status)) await this.#resumeIfWaiting(child, child.parentRunId)
+  }
+
+  /** Tells the parent's shard that `child` finished; should the word be lost, the parent's own looks find it (`#lookElsewhere`). */
+  #tellParent(shard: number, child: RunRecord): void {
+    this.#children!.notifyParent(shard, child).catch((error) =>
+      this.#logger.warn(
+        `[svc] task "${child.taskName}": could not tell shard ${shard} that run ${child.id} finished (${errorMessage(error)}); its parent run ${child.parentRunId} finds out when it next looks`,
+      ),
+    )
+  }
+
+  /**
+   * A run suspended on a child in shard `shard` looks at it: resumed when
+   * it has finished, else to look again later (a `child` timer).
+   */
+  async #lookElsewhere(run: RunRecord, shard: number): Promise<void> {
+    const { stepKey, waitpoint, since } = run.suspended!
+    const childId = (waitpoint as { runId: string }).runId
+    let child: RunRecord | undefined
+    try {
+      child = await this.#children!.getRun(shard, childId)
+    } catch (error) {
+      this.#logger.warn(`[svc] run ${run.id}: could not look at its child run ${childId} in shard ${shard}: ${errorMessage(error)}`)
+    }
+    if (child && isFinished(child.status)) {
+      await this.#resume(run.id, stepKey, { status: 'completed', output: childResult(child) })
+      return
+    }
+    await this.arm({ id: timerId(run.id, 'child', stepKey), runId: run.id, kind: 'child', stepKey, dueAt: this.#children!.nextLook(since) })
+  }
+
   #resumeParent(child: RunRecord, parentId: string): void {
     this.#resumeIfWaiting(child, parentId).catch((error) =>
       this.#logger.error(`[svc] task "${child.taskName}": could not resume parent run ${parentId}: ${errorMessage(error)}`),
@@ -353,6 +396,12 @@ export class Waitpoints {
       case 'token-timeout': {
         const settled = await this.#store.settleToken(timer.tokenId!, 'timed_out')
         if (settled?.settled) await this.#resume(timer.runId, timer.stepKey!, { status: 'timed_out' })
+        return
+      }
+      case 'child': {
+        // Still waiting on that step: look at the child again.
+        const run = await this.#store.getRun(timer.runId)
+        if (run?.status === 'suspended' && run.suspended?.stepKey === timer.stepKey) await this.armWaitpoint(run)
       }
     }
   }

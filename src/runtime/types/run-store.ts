@@ -76,6 +76,8 @@ export type TimerKind =
   | 'queue'
   /** A `step.waitForToken` timeout: the token times out. */
   | 'token-timeout'
+  /** A run waits for a child in another shard (`RuntimeShard.peers`): it looks at the child again, should word of its end be lost. */
+  | 'child'
 
 /** A pending in-process (or broker) timer. */
 export interface TimerRecord {
@@ -84,7 +86,7 @@ export interface TimerRecord {
   kind: TimerKind
   /** ISO timestamp. */
   dueAt: string
-  /** `sleep` and `token-timeout`: the step that waits. */
+  /** `sleep`, `token-timeout` and `child`: the step that waits. */
   stepKey?: string
   /** `token-timeout`: the token that times out. */
   tokenId?: string
