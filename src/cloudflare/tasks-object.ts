@@ -11,8 +11,10 @@
  * With `shards`, several instances of the class each hold some of the runs
  * (`sharded-runtime.ts`): each knows its shard from its name, stamps it
  * into the ids of the runs it makes, starts the event runs and fires the
- * schedules its placement names (`shard-routing.ts`), and answers the two
- * extra calls a worker needs to see them as one (`listRunsById`,
+ * schedules its placement names (`shard-routing.ts`), starts a child run
+ * in the object its placement names, which tells the parent's object of
+ * its end (`childFinished`; shard-children.ts), and answers the two extra
+ * calls a worker needs to see them as one (`listRunsById`,
  * `eventEffects`).
  * Edge-safe, and a plain class: no `cloudflare:workers` import.
  */
@@ -26,11 +28,12 @@ import type { Telemetry } from '../runtime/telemetry/types.ts'
 import { AlarmClock, type AlarmStorageLike } from './alarm.ts'
 import { checkShards, tasksNamespace, tasksStub } from './binding.ts'
 import { createObjectRuntime } from './object-runtime.ts'
-import { answer, callArgs, type ObjectCall } from './rpc.ts'
+import { answer, callArgs, callObject, type ObjectCall } from './rpc.ts'
 import { objectShardIndex, ShardCount } from './shard-count.ts'
 import { DurableObjectRunStore, type SqlDurableStorageLike } from './sql-store.ts'
-import { cronShard, runShard } from './shard-routing.ts'
-import type { RuntimeShard } from '../runtime/types/shard.ts'
+import { cronShard, runShard, taskPlacement } from './shard-routing.ts'
+import type { RuntimeShard, ShardHere, ShardPeers } from '../runtime/types/shard.ts'
+import type { DurableObjectNamespaceLike } from './binding.ts'
 
 /** The parts of a Durable Object's `ctx` (`DurableObjectState`) the object uses. */
 export interface DurableObjectStateLike {
@@ -107,6 +110,8 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
     readonly #ready: Promise<void>
     /** Runs whose current attempts a cron firing waits for, by id. */
     readonly #watchers = new Map<string, Array<(run: RunRecord) => void>>()
+    /** What the other shards' calls reach in this one's engine. */
+    #here: ShardHere | undefined
 
     constructor(state: DurableObjectStateLike, env: unknown) {
       const store = new DurableObjectRunStore(state.storage, {
@@ -119,6 +124,11 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
       this.#store = store
       this.#shards = new ShardCount(state.storage.sql)
       this.#clock = new AlarmClock(state.storage, store, logger)
+      const ns = tasksNamespace(env)
+      const shard =
+        shards > 1
+          ? objectShard(objectShardIndex(state.id?.name, state.storage.sql, shards), shards, ns, (here) => (this.#here = here))
+          : undefined
       // The object alone holds its store: no claims of shared work.
       this.#runtime = createCoreRuntime({
         routes: app.routes,
@@ -127,12 +137,11 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
         logger,
         env: stringBindings(env),
         telemetry: app.telemetry,
-        shard: shards > 1 ? objectShard(objectShardIndex(state.id?.name, state.storage.sql, shards), shards) : undefined,
+        shard,
       })
       // enqueue() and completeToken() in task code go through the object's
       // stub, as they do in the worker: an isolate may host both, and each
       // must reach the object the same way.
-      const ns = tasksNamespace(env)
       if (ns) setActiveTaskRuntime(createObjectRuntime(app.routes, (shard) => tasksStub(ns, shard), shards))
       // Nothing reaches the object before what it stored is picked up again.
       this.#ready = state.blockConcurrencyWhile(async () => {
@@ -198,6 +207,10 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
           return this.#store.listRunsById(a)
         case 'eventEffects':
           return this.#store.eventEffects(a)
+        // A child run of this shard's, started from another, finished there.
+        case 'childFinished':
+          if (!this.#here) throw new TypeError('SvcTasks: childFinished reaches an object of several shards only')
+          return this.#here.childFinished(a)
         default:
           throw new TypeError(`SvcTasks: unknown call "${method}"`)
       }
@@ -228,12 +241,34 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
 /**
  * Shard `index` of `shards`: the event runs it starts and the schedules it
  * fires are those whose placement names it, the same rule by which the
- * worker places the runs it starts (`shard-routing.ts`).
+ * worker places the runs it starts (`shard-routing.ts`). A child run goes
+ * where that rule puts its task's runs, or its caller's key, and stays in
+ * the parent's shard when neither names one; the other objects are reached
+ * through `ns`, and their calls reach this one's engine through `connect`.
  */
-function objectShard(index: number, shards: number): RuntimeShard {
-  return {
+function objectShard(
+  index: number,
+  shards: number,
+  ns: DurableObjectNamespaceLike | undefined,
+  connect: (here: ShardHere) => void,
+): RuntimeShard {
+  const shard: RuntimeShard = {
     index,
     ownsEventRun: (def, input, idempotencyKey) => runShard(def, input, idempotencyKey, shards) === index,
     firesSchedule: (def) => cronShard(def, shards) === index,
+  }
+  if (!ns) return shard
+  const call = <T>(to: number, method: string, ...args: unknown[]) => callObject(tasksStub(ns, to), method, args, shards) as Promise<T>
+  const peers: ShardPeers = {
+    trigger: (to, name, payload, opts) => call(to, 'trigger', name, payload, opts),
+    getRun: (to, id) => call(to, 'getRun', id),
+    childFinished: (to, child) => call(to, 'childFinished', child),
+  }
+  return {
+    ...shard,
+    childShard: (def, input, callerKey) =>
+      taskPlacement(def.flow).by === 'any' && callerKey === undefined ? undefined : runShard(def, input, callerKey, shards),
+    peers,
+    connect,
   }
 }

@@ -1,9 +1,10 @@
 /**
  * Task runs spread over several `SvcTasks` Durable Objects (`shards` in
  * package.json), in real workerd: the worker built with 4 shards places
- * each run, keeps limits, keys and debounces whole across the objects,
- * fires each cron tick once, lists every run once page after page, meets
- * event waits in every object, and loses nothing across a restart. An app
+ * each run, keeps limits, keys and debounces whole across the objects
+ * (for child runs too, which cross objects to their task's), fires each
+ * cron tick once, lists every run once page after page, meets event waits
+ * in every object, and loses nothing across a restart. An app
  * that had one object and is rebuilt with four still reaches its old runs;
  * one rebuilt with fewer shards fails loudly.
  */
@@ -101,6 +102,34 @@ describe('cloudflare with 4 shards: runs spread over four tasks objects', () => 
     expect(mostAtOnce(hits, 'user-start', 'user-end', (hit) => hit.body.user)).toBe(1)
     const holders = await Promise.all(ids.map((id) => worker.shardsHolding(id, SHARDS)))
     expect(new Set(holders.map(([shard]) => shard)).size).toBeGreaterThan(1)
+  })
+
+  /** The runs of `task` that these parents started, read whole (a listing's summaries name no parent). */
+  async function childrenOf(parents: string[], task: string): Promise<{ id: string; parentRunId: string }[]> {
+    const { body } = await worker.admin(`/__tasks/runs?task=${task}&limit=500`)
+    const listed = body.runs.filter((run: { trigger: string }) => run.trigger === 'child')
+    const runs = await Promise.all(listed.map(async (run: { id: string }) => (await worker.admin(`/__tasks/${run.id}`)).body))
+    return runs.filter((run) => parents.includes(run.parentRunId))
+  }
+
+  it("starts the children of parents in every object in their task's object, whose concurrency of 2 holds for them all", async () => {
+    const started = await Promise.all(
+      Array.from({ length: 12 }, () => worker.admin('/__tasks/jobs.parent', { body: { notify: notify.url } })),
+    )
+    const parents = started.map((answer) => answer.body.id as string)
+    for (const id of parents)
+      expect((await worker.until(id, (run) => run.status === 'completed')).result).toEqual({ ok: true, result: 'done' })
+    const parentShards = new Set(parents.map((id) => runIdShard(id)))
+    expect(parentShards.size).toBeGreaterThan(1)
+    const children = await childrenOf(parents, 'jobs.limited')
+    expect(children).toHaveLength(12)
+    const home = shardOf('flow\njobs.limited', SHARDS)
+    for (const child of children) expect(await worker.shardsHolding(child.id, SHARDS)).toEqual([home])
+    // Some parents lived elsewhere: their children crossed objects.
+    expect([...parentShards].some((shard) => shard !== home)).toBe(true)
+    const ids = children.map((child: { id: string }) => child.id)
+    const hits = notify.hits.filter((hit) => ids.includes(hit.body.runId))
+    expect(mostAtOnce(hits, 'limited-start', 'limited-end')).toBe(2)
   })
 
   it('merges debounced triggers for one key into one run with the latest input', async () => {
@@ -205,6 +234,27 @@ describe('cloudflare with 4 shards: runs spread over four tasks objects', () => 
     // Recorded before the restart, replayed after it: each ran once.
     const ran = notify.hits.filter((hit) => hit.what === 'sleepy-before').map((hit) => hit.body.runId)
     expect([...ran].sort()).toEqual([...ids].sort())
+  })
+
+  it('loses no child across a restart: children asleep in their task’s object wake, and their parents in other objects resume once', async () => {
+    const started = await Promise.all(
+      Array.from({ length: 8 }, () => worker.admin('/__tasks/jobs.parent', { body: { notify: notify.url, sleep: 1 } })),
+    )
+    const parents = started.map((answer) => answer.body.id as string)
+    for (const id of parents) await worker.until(id, (run) => run.status === 'suspended')
+    const home = shardOf('flow\njobs.resting', SHARDS)
+    expect(parents.some((id) => runIdShard(id) !== home)).toBe(true)
+    await worker.mf.dispose()
+    worker = await shardWorker(out, persist)
+    // Nothing calls the objects: the children's alarms wake their object, which tells the parents' objects.
+    const resumed = () =>
+      notify.hits.filter((hit) => hit.what === 'parent-after' && parents.includes(hit.body.runId)).map((hit) => hit.body.runId)
+    const deadline = Date.now() + 20_000
+    while (resumed().length < parents.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+    expect([...resumed()].sort()).toEqual([...parents].sort())
+    for (const id of parents)
+      expect((await worker.until(id, (run) => run.status === 'completed')).result).toEqual({ ok: true, result: 'woke' })
+    expect(await childrenOf(parents, 'jobs.resting')).toHaveLength(8)
   })
 })
 
