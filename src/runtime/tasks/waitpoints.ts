@@ -281,7 +281,6 @@ export class Waitpoints {
     else this.#watchers.set(childId, new Set([parentId]))
   }
 
-  /** Resumes `parentId` if it waits for this finished child. */
   /** `child`, a run of another shard, finished: its parent here resumes if it waits for it (`ShardHere.childFinished`). */
   async childFinishedElsewhere(child: RunRecord): Promise<void> {
     if (child.parentRunId !== undefined && isFinished(child.status)) await this.#resumeIfWaiting(child, child.parentRunId)
@@ -316,6 +315,7 @@ export class Waitpoints {
     await this.arm({ id: timerId(run.id, 'child', stepKey), runId: run.id, kind: 'child', stepKey, dueAt: this.#children!.nextLook(since) })
   }
 
+  /** Resumes `parentId` if it waits for this finished child. */
   #resumeParent(child: RunRecord, parentId: string): void {
     this.#resumeIfWaiting(child, parentId).catch((error) =>
       this.#logger.error(`[svc] task "${child.taskName}": could not resume parent run ${parentId}: ${errorMessage(error)}`),
