@@ -89,15 +89,22 @@ export async function POST(ctx: { input: { seconds: number; notify?: string }; r
   // Placed anywhere; its child goes to the shard of the child's task (jobs.limited, or jobs.resting with a sleep).
   'src/api/jobs/parent.ts': `import { notify } from '../_notify.ts'
 export const kind = 'task'
-export async function POST(ctx: { input: { notify: string; sleep?: number }; runId: string; step: any }) {
+export async function POST(ctx: { input: { notify: string; sleep?: number; task?: string }; runId: string; step: any }) {
   const child = ctx.input.sleep
-    ? await ctx.step.waitForTask('child', 'jobs.resting', { seconds: ctx.input.sleep })
+    ? await ctx.step.waitForTask('child', ctx.input.task ?? 'jobs.resting', { seconds: ctx.input.sleep })
     : await ctx.step.waitForTask('child', 'jobs.limited', { notify: ctx.input.notify })
   await ctx.step.run('after', () => notify(ctx.input.notify, 'parent-after', { runId: ctx.runId }))
   return child
 }
 `,
   'src/api/jobs/resting.ts': `export const route = { kind: 'task', concurrency: 16 } as const
+export async function POST(ctx: { input: { seconds: number }; step: any }) {
+  await ctx.step.sleep('nap', ctx.input.seconds)
+  return 'woke'
+}
+`,
+  // jobs.resting again, in another object (its name hashes to another shard).
+  'src/api/jobs/dozing.ts': `export const route = { kind: 'task', concurrency: 16 } as const
 export async function POST(ctx: { input: { seconds: number }; step: any }) {
   await ctx.step.sleep('nap', ctx.input.seconds)
   return 'woke'

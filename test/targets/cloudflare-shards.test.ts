@@ -237,13 +237,22 @@ describe('cloudflare with 4 shards: runs spread over four tasks objects', () => 
   })
 
   it('loses no child across a restart: children asleep in their task’s object wake, and their parents in other objects resume once', async () => {
-    const started = await Promise.all(
-      Array.from({ length: 8 }, () => worker.admin('/__tasks/jobs.parent', { body: { notify: notify.url, sleep: 1 } })),
-    )
+    // Children of two tasks in two objects, each object holding parents of the other's children: on
+    // waking together, each object recovers its parents without waiting for the other.
+    const tasks = ['jobs.resting', 'jobs.dozing']
+    const homes = tasks.map((task) => shardOf(`flow\n${task}`, SHARDS))
+    expect(homes[0]).not.toBe(homes[1])
+    // In runs of four, one after another, so each task's parents go round every object.
+    const started = []
+    for (let i = 0; i < 16; i++) {
+      started.push(
+        await worker.admin('/__tasks/jobs.parent', { body: { notify: notify.url, sleep: 1, task: tasks[Math.floor(i / 4) % 2] } }),
+      )
+    }
     const parents = started.map((answer) => answer.body.id as string)
     for (const id of parents) await worker.until(id, (run) => run.status === 'suspended')
-    const home = shardOf('flow\njobs.resting', SHARDS)
-    expect(parents.some((id) => runIdShard(id) !== home)).toBe(true)
+    // Parents of each task's children in the other task's object.
+    for (const i of [0, 1]) expect(parents.some((id, n) => Math.floor(n / 4) % 2 === i && runIdShard(id) === homes[1 - i])).toBe(true)
     await worker.mf.dispose()
     worker = await shardWorker(out, persist)
     // Nothing calls the objects: the children's alarms wake their object, which tells the parents' objects.
@@ -255,6 +264,7 @@ describe('cloudflare with 4 shards: runs spread over four tasks objects', () => 
     for (const id of parents)
       expect((await worker.until(id, (run) => run.status === 'completed')).result).toEqual({ ok: true, result: 'woke' })
     expect(await childrenOf(parents, 'jobs.resting')).toHaveLength(8)
+    expect(await childrenOf(parents, 'jobs.dozing')).toHaveLength(8)
   })
 })
 

@@ -296,23 +296,25 @@ export class Waitpoints {
   }
 
   /**
-   * A run suspended on a child in shard `shard` looks at it: resumed when
-   * it has finished, else to look again later (a `child` timer).
+   * A run suspended on a child in shard `shard` looks at it, and is
+   * resumed if it has finished. The next look (a `child` timer) is
+   * recorded first, so that a look that fails, or an object that goes
+   * mid-way, only delays the resumption. The look itself is not waited
+   * for: a recovery (which arms every waitpoint before its object takes
+   * calls) must not wait for another object that may be recovering too,
+   * and looking back at this one.
    */
   async #lookElsewhere(run: RunRecord, shard: number): Promise<void> {
     const { stepKey, waitpoint, since } = run.suspended!
-    const childId = (waitpoint as { runId: string }).runId
-    let child: RunRecord | undefined
-    try {
-      child = await this.#children!.getRun(shard, childId)
-    } catch (error) {
-      this.#logger.warn(`[svc] run ${run.id}: could not look at its child run ${childId} in shard ${shard}: ${errorMessage(error)}`)
-    }
-    if (child && isFinished(child.status)) {
-      await this.#resume(run.id, stepKey, { status: 'completed', output: childResult(child) })
-      return
-    }
     await this.arm({ id: timerId(run.id, 'child', stepKey), runId: run.id, kind: 'child', stepKey, dueAt: this.#children!.nextLook(since) })
+    const childId = (waitpoint as { runId: string }).runId
+    this.#children!.getRun(shard, childId)
+      .then((child) =>
+        child && isFinished(child.status) ? this.#resume(run.id, stepKey, { status: 'completed', output: childResult(child) }) : false,
+      )
+      .catch((error) =>
+        this.#logger.warn(`[svc] run ${run.id}: could not look at its child run ${childId} in shard ${shard}: ${errorMessage(error)}`),
+      )
   }
 
   /** Resumes `parentId` if it waits for this finished child. */
