@@ -125,6 +125,8 @@ describe('child runs of a shard that start in another', () => {
     const result = done.result as { sent: string; met: { ok: boolean; result: number } }
     expect(children.map((child) => child.id)).toContain(result.sent)
     expect(result.met).toMatchObject({ ok: true, result: 20 })
+    // Resumed: its next look at the child is dropped.
+    await expect.poll(() => zero.store.listTimers()).toEqual([])
   })
 
   it("hold their task's concurrency across the parents of every shard", async () => {
@@ -185,6 +187,7 @@ describe('child runs of a shard that start in another', () => {
     // Without one, its timer looks again, 5 seconds after the suspension.
     const second = await waitingAfterTheEnd()
     expect((await finished(zero.rt.waitForRun(second.id))).result).toMatchObject({ ok: true, result: 'late' })
+    await expect.poll(() => zero.store.listTimers()).toEqual([])
   }, 20_000)
 
   it('a child the caller gave a key goes to the shard of that key, from parents of any shard, and is started once', async () => {

@@ -283,7 +283,10 @@ export class Waitpoints {
 
   /** `child`, a run of another shard, finished: its parent here resumes if it waits for it (`ShardHere.childFinished`). */
   async childFinishedElsewhere(child: RunRecord): Promise<void> {
-    if (child.parentRunId !== undefined && isFinished(child.status)) await this.#resumeIfWaiting(child, child.parentRunId)
+    const parentId = child.parentRunId
+    if (parentId === undefined || !isFinished(child.status)) return
+    const stepKey = await this.#resumeIfWaiting(child, parentId)
+    if (stepKey !== undefined) await this.#dropChildTimer(parentId, stepKey)
   }
 
   /** Tells the parent's shard that `child` finished; should the word be lost, the parent's own looks find it (`#lookElsewhere`). */
@@ -309,9 +312,11 @@ export class Waitpoints {
     await this.arm({ id: timerId(run.id, 'child', stepKey), runId: run.id, kind: 'child', stepKey, dueAt: this.#children!.nextLook(since) })
     const childId = (waitpoint as { runId: string }).runId
     this.#children!.getRun(shard, childId)
-      .then((child) =>
-        child && isFinished(child.status) ? this.#resume(run.id, stepKey, { status: 'completed', output: childResult(child) }) : false,
-      )
+      .then(async (child) => {
+        if (!child || !isFinished(child.status)) return
+        if (await this.#resume(run.id, stepKey, { status: 'completed', output: childResult(child) }))
+          await this.#dropChildTimer(run.id, stepKey)
+      })
       .catch((error) =>
         this.#logger.warn(`[svc] run ${run.id}: could not look at its child run ${childId} in shard ${shard}: ${errorMessage(error)}`),
       )
@@ -324,11 +329,12 @@ export class Waitpoints {
     )
   }
 
-  async #resumeIfWaiting(child: RunRecord, parentId: string): Promise<void> {
+  /** Resumes `parentId` if it waits for `child`, which has finished; answers the step it resumed. */
+  async #resumeIfWaiting(child: RunRecord, parentId: string): Promise<string | undefined> {
     const parent = await this.#store.getRun(parentId)
     const wait = parent?.suspended
-    if (!parent || !wait || wait.waitpoint.type !== 'task' || wait.waitpoint.runId !== child.id) return
-    await this.#resume(parent.id, wait.stepKey, { status: 'completed', output: childResult(child) })
+    if (!parent || !wait || wait.waitpoint.type !== 'task' || wait.waitpoint.runId !== child.id) return undefined
+    return (await this.#resume(parent.id, wait.stepKey, { status: 'completed', output: childResult(child) })) ? wait.stepKey : undefined
   }
 
   #schedule(timer: TimerRecord): void {
@@ -410,9 +416,17 @@ export class Waitpoints {
 
   /** Clears the timeout timer of a token that has just been settled. */
   async #dropTokenTimer(token: TokenRecord): Promise<void> {
-    const timeout = timerId(token.runId, 'token-timeout', token.stepKey)
-    this.#timers.clear(timeout)
-    await this.#store.takeTimer(timeout)
+    await this.#dropTimer(timerId(token.runId, 'token-timeout', token.stepKey))
+  }
+
+  /** Clears the next look of a run at its child in another shard, once the child resumed it (`#lookElsewhere`). */
+  async #dropChildTimer(runId: string, stepKey: string): Promise<void> {
+    await this.#dropTimer(timerId(runId, 'child', stepKey))
+  }
+
+  async #dropTimer(id: string): Promise<void> {
+    this.#timers.clear(id)
+    await this.#store.takeTimer(id)
   }
 }
 
