@@ -31,7 +31,7 @@ import { createObjectRuntime } from './object-runtime.ts'
 import { answer, callArgs, callObject, type ObjectCall } from './rpc.ts'
 import { objectShardIndex, ShardCount } from './shard-count.ts'
 import { DurableObjectRunStore, type SqlDurableStorageLike } from './sql-store.ts'
-import { cronShard, runShard, taskPlacement } from './shard-routing.ts'
+import { cronShard, runShard } from './shard-routing.ts'
 import type { RuntimeShard, ShardHere, ShardPeers } from '../runtime/types/shard.ts'
 import type { DurableObjectNamespaceLike } from './binding.ts'
 
@@ -266,8 +266,8 @@ function objectShard(
   }
   return {
     ...shard,
-    childShard: (def, input, callerKey) =>
-      taskPlacement(def.flow).by === 'any' && callerKey === undefined ? undefined : runShard(def, input, callerKey, shards),
+    // A child without a place of its own (no flow limit, no key of its caller's) stays with its parent.
+    childShard: (def, input, callerKey) => runShard(def, input, callerKey, shards),
     peers,
     connect,
   }

@@ -342,10 +342,7 @@ export class SqliteRunStore implements RunStore {
     }
     const seq = Number(inserted.lastInsertRowid)
     for (const key in stored.steps) this.#sql(UPSERT_STEP).run(seq, key, JSON.stringify(stored.steps[key]))
-    if (owner !== null && leaseOwner !== undefined && this.#leaseMs !== undefined) {
-      this.#sql(LEASE_ON_CREATE).run(leaseOwner, Date.now() + this.#leaseMs, seq)
-      this.#fences.set(run.id, 1)
-    } else if (owner !== null) this.#madeRunning(run.id, seq, 1)
+    if (owner !== null) this.#madeRunning(run.id, seq, 1, leaseOwner)
     this.#cache(run.id, seq, finishSeq, live ? stored : undefined, live ? record : wholeText(stored, record))
     counts.total++
     if (live) counts.live++
@@ -389,11 +386,17 @@ export class SqliteRunStore implements RunStore {
    * A run made running here (created, resumed, started by flow control),
    * under `fence`: this store holds it; with `shared`, it gets a lease
    * nobody holds, which a dispatch then takes (`acquireLease`), as on
-   * Postgres, and only that lease fences the attempt's writes.
+   * Postgres, and only that lease fences the attempt's writes; or, for a
+   * run triggered by engine `leaseOwner` (`leasesOnCreate`), a lease that
+   * engine holds, under `fence`.
    */
-  #madeRunning(id: string, seq: number, fence: number): void {
+  #madeRunning(id: string, seq: number, fence: number, leaseOwner?: string): void {
     if (this.#leaseMs === undefined) this.#fences.set(id, fence)
-    else this.#sql(PROVISIONAL_LEASE).run(Date.now() + this.#leaseMs, seq)
+    else if (leaseOwner === undefined) this.#sql(PROVISIONAL_LEASE).run(Date.now() + this.#leaseMs, seq)
+    else {
+      this.#sql(LEASE_ON_CREATE).run(leaseOwner, Date.now() + this.#leaseMs, seq)
+      this.#fences.set(id, fence)
+    }
   }
 
   /** Throws `LeaseLostError` unless this store still holds run `runId` under the fence it keeps; a run not held here passes. */

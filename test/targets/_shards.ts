@@ -91,21 +91,27 @@ export async function POST(ctx: { input: { seconds: number; notify?: string }; r
 export const kind = 'task'
 export async function POST(ctx: { input: { notify: string; sleep?: number; task?: string }; runId: string; step: any }) {
   const child = ctx.input.sleep
-    ? await ctx.step.waitForTask('child', ctx.input.task ?? 'jobs.resting', { seconds: ctx.input.sleep })
+    ? await ctx.step.waitForTask('child', ctx.input.task ?? 'jobs.resting', { seconds: ctx.input.sleep, notify: ctx.input.notify })
     : await ctx.step.waitForTask('child', 'jobs.limited', { notify: ctx.input.notify })
   await ctx.step.run('after', () => notify(ctx.input.notify, 'parent-after', { runId: ctx.runId }))
   return child
 }
 `,
-  'src/api/jobs/resting.ts': `export const route = { kind: 'task', concurrency: 16 } as const
-export async function POST(ctx: { input: { seconds: number }; step: any }) {
+  'src/api/jobs/resting.ts': `import { notify } from '../_notify.ts'
+export const route = { kind: 'task', concurrency: 16 } as const
+export async function POST(ctx: { input: { seconds: number; notify: string }; runId: string; step: any }) {
+  // Recorded before the sleep: a replay after a restart must not run it again.
+  await ctx.step.run('before', () => notify(ctx.input.notify, 'child-before', { runId: ctx.runId }))
   await ctx.step.sleep('nap', ctx.input.seconds)
   return 'woke'
 }
 `,
   // jobs.resting again, in another object (its name hashes to another shard).
-  'src/api/jobs/dozing.ts': `export const route = { kind: 'task', concurrency: 16 } as const
-export async function POST(ctx: { input: { seconds: number }; step: any }) {
+  'src/api/jobs/dozing.ts': `import { notify } from '../_notify.ts'
+export const route = { kind: 'task', concurrency: 16 } as const
+export async function POST(ctx: { input: { seconds: number; notify: string }; runId: string; step: any }) {
+  // Recorded before the sleep: a replay after a restart must not run it again.
+  await ctx.step.run('before', () => notify(ctx.input.notify, 'child-before', { runId: ctx.runId }))
   await ctx.step.sleep('nap', ctx.input.seconds)
   return 'woke'
 }

@@ -263,8 +263,12 @@ describe('cloudflare with 4 shards: runs spread over four tasks objects', () => 
     expect([...resumed()].sort()).toEqual([...parents].sort())
     for (const id of parents)
       expect((await worker.until(id, (run) => run.status === 'completed')).result).toEqual({ ok: true, result: 'woke' })
-    expect(await childrenOf(parents, 'jobs.resting')).toHaveLength(8)
-    expect(await childrenOf(parents, 'jobs.dozing')).toHaveLength(8)
+    const children = [...(await childrenOf(parents, 'jobs.resting')), ...(await childrenOf(parents, 'jobs.dozing'))]
+    expect(children).toHaveLength(16)
+    // Each child's step recorded before the restart ran once.
+    const ids = children.map((child) => child.id)
+    const ran = notify.hits.filter((hit) => hit.what === 'child-before' && ids.includes(hit.body.runId)).map((hit) => hit.body.runId)
+    expect([...ran].sort()).toEqual([...ids].sort())
   })
 })
 
