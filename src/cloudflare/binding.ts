@@ -50,12 +50,12 @@ export function shardObjectName(shard: number): string {
 }
 
 /**
- * The shard of the instance named `name` (`shardObjectName` read back), for
- * an object among `shards`. Its runs' ids carry it, so it must be right:
- * a name that is none of the shards' is an error, not shard 0.
+ * The shard of the instance named `name` (`shardObjectName` read back). Its
+ * runs' ids carry it, so it must be right: a name that is none of the
+ * shards' is an error, not shard 0.
  */
-export function shardIndexOf(name: string | undefined, shards: number): number {
-  for (let shard = 0; shard < Math.max(shards, MAX_SHARDS); shard++) if (shardObjectName(shard) === name) return shard
+export function shardIndexOf(name: string | undefined): number {
+  for (let shard = 0; shard < MAX_SHARDS; shard++) if (shardObjectName(shard) === name) return shard
   throw new TypeError(
     `${TASKS_CLASS}: with shards, each tasks object is reached by its name (${shardObjectName(0)}, ${shardObjectName(1)}, …) and reads it from ctx.id.name; this one has ${name === undefined ? 'no name (an id not made by idFromName)' : `the name ${describe(name)}`}`,
   )

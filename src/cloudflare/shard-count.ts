@@ -56,11 +56,13 @@ export class ShardCount {
  */
 export function objectShardIndex(name: string | undefined, sql: SqlStorageLike, shards: number): number {
   sql.exec(INDEX_TABLE)
-  if (name === undefined) {
-    const [row] = sql.exec('SELECT shard FROM svc_shard WHERE id = 1').toArray()
-    if (row) return Number(row.shard)
-  }
-  const shard = shardIndexOf(name, shards)
-  sql.exec('INSERT INTO svc_shard (id, shard) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET shard = excluded.shard', shard)
+  const [row] = sql.exec('SELECT shard FROM svc_shard WHERE id = 1').toArray()
+  const kept = row === undefined ? undefined : Number(row.shard)
+  if (name === undefined && kept !== undefined) return kept
+  // A lone object is shard 0 and keeps it too: woken by its alarm after the
+  // app grew to several shards, it knows which it is.
+  const shard = shards === 1 ? (kept ?? 0) : shardIndexOf(name)
+  if (shard !== kept)
+    sql.exec('INSERT INTO svc_shard (id, shard) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET shard = excluded.shard', shard)
   return shard
 }

@@ -24,7 +24,8 @@ export function mergeRuns(pages: readonly RunRecord[][], limit: number | undefin
 export function mergeTasks(lists: readonly TaskSummary[][]): TaskSummary[] {
   const [first = []] = lists
   return first.map((task, i) => {
-    const same = lists.map((list) => list.find((other) => other.name === task.name) ?? list[i])
+    // Most often at the same place in every list; a shard that lacks the task (another version of the app) adds nothing.
+    const same = lists.map((list) => (list[i]?.name === task.name ? list[i] : list.find((other) => other.name === task.name)))
     const newest = same.reduce<TaskSummary['lastRun']>(
       (last, other) => (other?.lastRun && (!last || other.lastRun.id > last.id) ? other.lastRun : last),
       null,

@@ -26,14 +26,13 @@ import { setActiveTaskRuntime } from '../runtime/tasks/active.ts'
 import { createCoreRuntime } from '../runtime/tasks/runtime.ts'
 import type { Telemetry } from '../runtime/telemetry/types.ts'
 import { AlarmClock, type AlarmStorageLike } from './alarm.ts'
-import { checkShards, tasksNamespace, tasksStub } from './binding.ts'
+import { checkShards, type DurableObjectNamespaceLike, tasksNamespace, tasksStub } from './binding.ts'
 import { createObjectRuntime } from './object-runtime.ts'
 import { answer, callArgs, callObject, type ObjectCall } from './rpc.ts'
 import { objectShardIndex, ShardCount } from './shard-count.ts'
 import { DurableObjectRunStore, type SqlDurableStorageLike } from './sql-store.ts'
 import { cronShard, runShard } from './shard-routing.ts'
 import type { RuntimeShard, ShardHere, ShardPeers } from '../runtime/types/shard.ts'
-import type { DurableObjectNamespaceLike } from './binding.ts'
 
 /** The parts of a Durable Object's `ctx` (`DurableObjectState`) the object uses. */
 export interface DurableObjectStateLike {
@@ -125,10 +124,8 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
       this.#shards = new ShardCount(state.storage.sql)
       this.#clock = new AlarmClock(state.storage, store, logger)
       const ns = tasksNamespace(env)
-      const shard =
-        shards > 1
-          ? objectShard(objectShardIndex(state.id?.name, state.storage.sql, shards), shards, ns, (here) => (this.#here = here))
-          : undefined
+      const index = objectShardIndex(state.id?.name, state.storage.sql, shards)
+      const shard = shards > 1 ? objectShard(index, shards, ns, (here) => (this.#here = here)) : undefined
       // The object alone holds its store: no claims of shared work.
       this.#runtime = createCoreRuntime({
         routes: app.routes,

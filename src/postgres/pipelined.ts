@@ -17,8 +17,10 @@ import type { PendingQuery, Row, Sql } from 'postgres'
 export async function inPipelinedTransaction<T extends readonly Row[]>(sql: Sql, statements: (tx: Sql) => PendingQuery<T>[]): Promise<T[]> {
   const reserved = await sql.reserve()
   try {
+    // Made before anything is sent: should making them throw, the connection goes back with no transaction open.
+    const statementsMade = statements(reserved)
     const begin = reserved`BEGIN`.execute()
-    const made = statements(reserved).map((statement) => statement.execute())
+    const made = statementsMade.map((statement) => statement.execute())
     const commit = reserved`COMMIT`.execute()
     const settled = await Promise.allSettled([begin, ...made, commit])
     for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason

@@ -328,13 +328,21 @@ describe('cloudflare shards across deploys', () => {
 
   it('an app built with one object, rebuilt with 4 on the same storage, still reaches its old runs, keys and tokens', async () => {
     worker = await shardWorker(await buildWithShards(app.root, 1), persist)
+    const asleep = (await worker.admin('/__tasks/jobs.sleepy', { body: { seconds: 2 } })).body.id
     const done = (await worker.admin('/__tasks/jobs.plain', { body: { n: 1 }, headers: { 'idempotency-key': 'before' } })).body.id
     const waiting = (await worker.admin('/__tasks/jobs.approval', { body: {} })).body.id
     const suspended = await worker.until(waiting, (run) => run.status === 'suspended')
     await worker.until(done, (run) => run.status === 'completed')
+    const wakesAt = Date.parse((await worker.until(asleep, (run) => run.status === 'suspended')).suspended.waitpoint.until)
     await worker.mf.dispose()
 
     worker = await shardWorker(await buildWithShards(app.root, SHARDS), persist)
+    // Nothing calls the objects until well after the sleep ends: the lone
+    // object, now shard 0 of 4, is woken by its alarm alone, without its name.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, wakesAt + 3000 - Date.now())))
+    const called = Date.now()
+    const rested = await worker.until(asleep, (run) => run.status === 'completed')
+    expect(Date.parse(rested.finishedAt)).toBeLessThan(called)
     expect(await worker.run(done)).toMatchObject({ id: done, status: 'completed', result: { n: 1 } })
     const listed = (await worker.admin('/__tasks/runs?limit=100')).body.runs.map((run: { id: string }) => run.id)
     expect(listed).toEqual(expect.arrayContaining([done, waiting]))
