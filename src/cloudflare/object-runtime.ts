@@ -7,7 +7,7 @@
  */
 import type { RunRecord, RuntimeApiRoute } from '../types.ts'
 import { defineTasks } from '../runtime/tasks/definitions.ts'
-import { callObject, type StubLike } from './rpc.ts'
+import { shardCall, type StubLike } from './rpc.ts'
 import { objectRuntime, type ObjectTaskRuntime } from './runtime-base.ts'
 import { createShardedRuntime } from './sharded-runtime.ts'
 
@@ -21,7 +21,8 @@ export type { ObjectTaskRuntime } from './runtime-base.ts'
 export function createObjectRuntime(routes: readonly RuntimeApiRoute[], stub: (shard: number) => StubLike, shards = 1): ObjectTaskRuntime {
   if (shards > 1) return createShardedRuntime(routes, stub, shards)
   const tasks = defineTasks(routes)
-  const call = <T>(method: string, ...args: unknown[]) => callObject(stub(0), method, args, 1) as Promise<T>
+  const toShard = shardCall(stub, 1)
+  const call = <T>(method: string, ...args: unknown[]) => toShard<T>(0, method, ...args)
   return objectRuntime(tasks, {
     trigger: (name: string, payload?: unknown, opts?: unknown) => call<RunRecord>('trigger', name, payload, opts),
     triggerMany: (name: string, payloads: readonly unknown[], opts?: unknown) => call('triggerMany', name, payloads, opts),

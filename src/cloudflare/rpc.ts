@@ -55,6 +55,14 @@ export async function callObject(stub: StubLike, method: string, args: unknown[]
   return answer.value
 }
 
+/** A call to the object of each shard: `stub(shard)` is asked for every call, as a stub belongs to the request that made it. */
+export type ShardCall = <T>(shard: number, method: string, ...args: unknown[]) => Promise<T>
+
+/** `callObject` on the object of a shard among `shards`, through `stub`. */
+export function shardCall(stub: (shard: number) => StubLike, shards: number): ShardCall {
+  return <T>(shard: number, method: string, ...args: unknown[]) => callObject(stub(shard), method, args, shards) as Promise<T>
+}
+
 /** The arguments of a call, with its `undefined` ones restored. */
 export function callArgs(call: ObjectCall): unknown[] {
   const args = Array.isArray(call.args) ? call.args : []

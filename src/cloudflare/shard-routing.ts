@@ -19,6 +19,7 @@
 import { flowKey, type TaskFlow } from '../runtime/tasks/flow.ts'
 import type { TaskDefinition } from '../runtime/tasks/definitions.ts'
 import { fnv1a } from '../runtime/hash.ts'
+import { cronInput } from '../runtime/tasks/scheduled-runs.ts'
 
 /** Where a task's runs go: anywhere, by task name, or by the value of one key of their input. */
 export type TaskPlacement = { by: 'any' } | { by: 'task' } | { by: 'key'; path: string }
@@ -50,7 +51,7 @@ export function runShard(def: TaskDefinition, input: unknown, idempotencyKey: st
  * previous tick's run and skips a tick while that run is live.
  */
 export function cronShard(def: TaskDefinition, shards: number): number {
-  return runShard(def, { _cron: true }, undefined, shards) ?? shardOf(`cron\n${def.name}`, shards)
+  return runShard(def, cronInput(), undefined, shards) ?? shardOf(`cron\n${def.name}`, shards)
 }
 
 /** FNV-1a (32 bits) of `text`, modulo `shards`. */

@@ -33,11 +33,12 @@ import type {
   TaskSummary,
   TriggerOptions,
 } from '../types.ts'
-import { callObject, type StubLike } from './rpc.ts'
+import { shardCall, type StubLike } from './rpc.ts'
 import { objectRuntime, type ObjectTaskRuntime } from './runtime-base.ts'
 import { cronShard, runShard, taskPlacement } from './shard-routing.ts'
 import { eventsWithIds } from './shard-events.ts'
 import { runIdShard } from '../runtime/tasks/ids.ts'
+import { cronInput } from '../runtime/tasks/scheduled-runs.ts'
 import { mergeCron, mergeEventPage, mergeRuns, mergeSent, mergeTasks } from './shard-merge.ts'
 import type { EventEffectsHere } from './sql-store.ts'
 
@@ -50,7 +51,7 @@ export function createShardedRuntime(
   const tasks = defineTasks(routes)
   const taskOrder = [...tasks.keys()]
   const all = Array.from({ length: shards }, (_, shard) => shard)
-  const call = <T>(shard: number, method: string, ...args: unknown[]) => callObject(stub(shard), method, args, shards) as Promise<T>
+  const call = shardCall(stub, shards)
   const every = <T>(method: string, ...args: unknown[]) => Promise.all(all.map((shard) => call<T>(shard, method, ...args)))
 
   // Runs placed nowhere in particular take the shards in turn, from a random one per isolate.
@@ -64,7 +65,7 @@ export function createShardedRuntime(
   async function placeRun(def: TaskDefinition, payload: unknown, opts: TriggerOptions | null | undefined): Promise<number> {
     const key = typeof opts?.idempotencyKey === 'string' ? opts.idempotencyKey : undefined
     let input = payload
-    if (opts?.trigger === 'cron') input = { _cron: true }
+    if (opts?.trigger === 'cron') input = cronInput()
     // A flow key is read from the input as the task's schema outputs it, as the store reads it.
     else if (taskPlacement(def.flow).by === 'key' && def.input !== undefined && def.input !== null)
       input = await validateTaskInput(def.input, payload)

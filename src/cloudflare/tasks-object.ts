@@ -28,7 +28,7 @@ import type { Telemetry } from '../runtime/telemetry/types.ts'
 import { AlarmClock, type AlarmStorageLike } from './alarm.ts'
 import { checkShards, type DurableObjectNamespaceLike, tasksNamespace, tasksStub } from './binding.ts'
 import { createObjectRuntime } from './object-runtime.ts'
-import { answer, callArgs, callObject, type ObjectCall } from './rpc.ts'
+import { answer, callArgs, type ObjectCall, shardCall } from './rpc.ts'
 import { objectShardIndex, ShardCount } from './shard-count.ts'
 import { DurableObjectRunStore, type SqlDurableStorageLike } from './sql-store.ts'
 import { cronShard, runShard } from './shard-routing.ts'
@@ -255,7 +255,7 @@ function objectShard(
     firesSchedule: (def) => cronShard(def, shards) === index,
   }
   if (!ns) return shard
-  const call = <T>(to: number, method: string, ...args: unknown[]) => callObject(tasksStub(ns, to), method, args, shards) as Promise<T>
+  const call = shardCall((to) => tasksStub(ns, to), shards)
   const peers: ShardPeers = {
     trigger: (to, name, payload, opts) => call(to, 'trigger', name, payload, opts),
     getRun: (to, id) => call(to, 'getRun', id),

@@ -80,10 +80,7 @@ export class GroupCommit<T, R> {
   #take(): Pending<T, R>[] {
     const pending = this.#pending
     const key = this.#key
-    if (key === undefined) {
-      this.#pending = pending.length > this.#max ? pending.slice(this.#max) : []
-      return pending.length > this.#max ? pending.slice(0, this.#max) : pending
-    }
+    if (key === undefined) return pending.splice(0, this.#max)
     const keys = new Set<string>()
     const batch: Pending<T, R>[] = []
     const later: Pending<T, R>[] = []

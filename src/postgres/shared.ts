@@ -138,7 +138,11 @@ export class PostgresSharedWork implements SharedWork {
     return this.#acquire.add({ owner, runId })
   }
 
-  /** One statement per owner for a batch of `acquireLease` calls; rows are locked in id order, as every batch locks them. */
+  /**
+   * One statement per owner for a batch of `acquireLease` calls, its rows
+   * locked in id order. Other batches lock theirs in the order of their
+   * calls; a deadlock between two is run again (the store's #run).
+   */
   #acquireMany(leases: Lease[]): Promise<boolean[]> {
     return this.#run(async (sql) => {
       const runs = sql(this.#schema)

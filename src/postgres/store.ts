@@ -38,7 +38,7 @@
  * itself, and a met waitpoint (`updateRun` expecting `suspended`, and the
  * waited step of a suspended run) resumes the run whoever met it.
  */
-import postgres, { type Fragment, type Sql, type TransactionSql } from 'postgres'
+import postgres, { type Fragment, type PendingQuery, type Sql, type TransactionSql } from 'postgres'
 import { LeaseLostError, StoreFullError } from '../runtime/errors.ts'
 import type { EventRecord, RunPatch, RunQuery, RunStore, TimerKind, TimerRecord, TokenRecord } from '../runtime/tasks/store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
@@ -230,7 +230,8 @@ export class PostgresRunStore implements RunStore {
     const fence = this.#parentFence(run)
     try {
       const answer = await this.#creates.add({ run, fence, owner: leaseOwner })
-      if (answer.fence !== null && leaseOwner !== undefined) this.#fences.claimed(leaseOwner, run.id, answer.fence)
+      // A fence comes back only for a run inserted under leaseOwner.
+      if (answer.fence !== null) this.#fences.claimed(leaseOwner!, run.id, answer.fence)
       return this.#answer(run, answer)
     } catch (error) {
       if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
@@ -314,11 +315,11 @@ export class PostgresRunStore implements RunStore {
    * take no such lock: what a write that races them leaves (a step of a
    * cancelled run, a deadline timer of a resumed one) changes nothing.
    */
-  #leaseRow(sql: Sql | TransactionSql, runId: string | undefined, fence: Fence | undefined): Fragment {
+  #leaseRow(sql: Sql | TransactionSql, runId: string, fence: Fence | undefined): Fragment {
     if (fence === undefined) return sql`SELECT 1`
     return sql`
       SELECT 1 FROM ${sql(this.schema)}.runs
-      WHERE id = ${runId!} AND lease_owner = ${fence.owner} AND lease_fence = ${fence.fence}::bigint
+      WHERE id = ${runId} AND lease_owner = ${fence.owner} AND lease_fence = ${fence.fence}::bigint
       FOR KEY SHARE`
   }
 
@@ -407,8 +408,17 @@ export class PostgresRunStore implements RunStore {
    * alone and answers for itself (a run the store does not hold).
    */
   #saveBatch(saves: StepSave[]): Promise<(boolean | ItemFailure)[]> {
+    return this.#savedEach(saves, (sql, batch) => saveStepsPg(sql, this.schema, batch))
+  }
+
+  /**
+   * A batch of saves sent in `statement`, which answers the index of each
+   * save it wrote (`i`): whether each landed; a failed statement, each
+   * alone (`togetherOrAlone`).
+   */
+  #savedEach<T>(saves: T[], statement: (sql: Sql, batch: T[]) => PendingQuery<{ i: number }[]>): Promise<(boolean | ItemFailure)[]> {
     return togetherOrAlone(saves, async (batch) => {
-      const rows = await this.#run((sql) => saveStepsPg(sql, this.schema, batch))
+      const rows = await this.#run((sql) => statement(sql, batch))
       const saved = new Set(rows.map((row) => row.i))
       return batch.map((_, i) => saved.has(i))
     })
@@ -504,11 +514,7 @@ export class PostgresRunStore implements RunStore {
   }
 
   #saveTimers(saves: TimerSave[]): Promise<(boolean | ItemFailure)[]> {
-    return togetherOrAlone(saves, async (batch) => {
-      const rows = await this.#run((sql) => saveTimersPg(sql, this.schema, batch))
-      const saved = new Set(rows.map((row) => row.i))
-      return batch.map((_, i) => saved.has(i))
-    })
+    return this.#savedEach(saves, (sql, batch) => saveTimersPg(sql, this.schema, batch))
   }
 
   async takeTimer(id: string): Promise<TimerRecord | undefined> {

@@ -23,8 +23,8 @@ import { childIdempotencyKey, runIdShard } from './ids.ts'
 import type { CheckedTriggerOptions } from './options.ts'
 
 /** The shortest and longest wait between two looks of a parent at a child in another shard. */
-export const CHILD_LOOK_MIN_MS = 5_000
-export const CHILD_LOOK_MAX_MS = 300_000
+const CHILD_LOOK_MIN_MS = 5_000
+const CHILD_LOOK_MAX_MS = 300_000
 
 export class ShardChildren {
   readonly #index: number
@@ -66,7 +66,8 @@ export class ShardChildren {
   }
 
   /** When a parent suspended `since` (ISO) on a child elsewhere looks at it next: after as long again as it has waited, within bounds. */
-  nextLook(since: string | undefined, now = Date.now()): string {
+  nextLook(since: string | undefined): string {
+    const now = Date.now()
     const waited = now - Date.parse(since ?? '')
     const wait = Number.isNaN(waited) ? CHILD_LOOK_MIN_MS : Math.min(CHILD_LOOK_MAX_MS, Math.max(CHILD_LOOK_MIN_MS, waited))
     return new Date(now + wait).toISOString()
