@@ -39,6 +39,7 @@ import { cronShard, runShard, taskPlacement } from './shard-routing.ts'
 import { eventsWithIds } from './shard-events.ts'
 import { runIdShard } from '../runtime/tasks/ids.ts'
 import { cronInput } from '../runtime/tasks/scheduled-runs.ts'
+import { readsIn } from '../runtime/tasks/scheduler.ts'
 import { mergeCron, mergeEventPage, mergeRuns, mergeSent, mergeTasks } from './shard-merge.ts'
 import type { EventEffectsHere } from './sql-store.ts'
 
@@ -159,9 +160,7 @@ export function createShardedRuntime(
   function firingShards(cron: unknown, timezone: unknown): number[] | undefined {
     if (typeof cron !== 'string' || (timezone !== undefined && typeof timezone !== 'string')) return undefined
     const wanted = normalizeCron(cron)
-    const due = [...tasks.values()].filter(
-      (def) => def.schedule === wanted && (timezone === undefined || (def.timezone ?? 'UTC') === timezone),
-    )
+    const due = [...tasks.values()].filter((def) => def.schedule === wanted && readsIn(def, timezone))
     return due.length === 0 ? undefined : [...new Set(due.map((def) => cronShard(def, shards)))]
   }
 

@@ -75,6 +75,7 @@ import {
 import type { Attempt, EventRun, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import type { EventEffects, EventListQuery } from '../runtime/types/run-store.ts'
 import { describe } from '../runtime/describe.ts'
+import { eventRuns } from '../runtime/tasks/event-list.ts'
 
 /** The parts of a Durable Object's `SqlStorage` the store uses. */
 /** How many rows the last statement inserted, updated or deleted. */
@@ -292,9 +293,7 @@ export class DurableObjectRunStore implements RunStore {
     return Promise.all(
       rows.map(async (row) => {
         const event = JSON.parse(row.record as string) as EventRecord
-        const found = await Promise.all((event.runs ?? []).map((id) => this.getRun(id)))
-        const runs = found.flatMap((run) => (run ? [{ id: run.id, taskName: run.taskName, status: run.status }] : []))
-        return { id: event.id, runs, resumed: event.resumed ?? [] }
+        return { id: event.id, runs: await eventRuns(this, event), resumed: event.resumed ?? [] }
       }),
     )
   }

@@ -95,8 +95,13 @@ export async function listEventPage(store: RunStore, query: ListEventsQuery = {}
 }
 
 async function listed(store: RunStore, event: EventRecord): Promise<ListedEvent> {
-  const found = await Promise.all((event.runs ?? []).map((id) => store.getRun(id)))
-  const runs: EventRun[] = found.flatMap((run) => (run ? [{ id: run.id, taskName: run.taskName, status: run.status }] : []))
+  const runs = await eventRuns(store, event)
   const data = event.data === undefined ? {} : { data: event.data }
   return { id: event.id, name: event.name, ...data, time: event.time, runs, resumed: event.resumed ?? [] }
+}
+
+/** The runs `event` started, with their task and status as they are now; a run `store` evicted since is left out. */
+export async function eventRuns(store: Pick<RunStore, 'getRun'>, event: EventRecord): Promise<EventRun[]> {
+  const found = await Promise.all((event.runs ?? []).map((id) => store.getRun(id)))
+  return found.flatMap((run) => (run ? [{ id: run.id, taskName: run.taskName, status: run.status }] : []))
 }

@@ -125,7 +125,7 @@ export class TaskScheduler {
     const wanted = normalizeCron(cron)
     const scheduled = this.#scheduled
     const matching = scheduled.filter((def) => def.schedule === wanted)
-    const due = matching.filter((def) => timezone === undefined || (def.timezone ?? 'UTC') === timezone)
+    const due = matching.filter((def) => readsIn(def, timezone))
     if (due.length === 0) {
       if (matching.length > 0) {
         const zones = matching.map((def) => `${def.name} (${def.timezone ?? 'UTC'})`).join(', ')
@@ -142,4 +142,9 @@ export class TaskScheduler {
     const runs = await Promise.all(due.map((def) => this.#fire(def.name, tick)))
     return runs.filter((run): run is RunRecord => run !== undefined)
   }
+}
+
+/** Whether `def` reads its schedule in `timezone` (its own defaults to UTC); with none asked for, any does. */
+export function readsIn(def: Pick<TaskDefinition, 'timezone'>, timezone: string | undefined): boolean {
+  return timezone === undefined || (def.timezone ?? 'UTC') === timezone
 }
