@@ -76,7 +76,8 @@ export const RENEW_LEASES = `UPDATE runs SET lease_until = ?2
 /** A lease given up has no expiry: the attempt is anyone's at once. */
 export const RELEASE_LEASES = `UPDATE runs SET lease_owner = NULL, lease_until = NULL
   WHERE lease_owner = ? AND id IN (SELECT value FROM json_each(?))`
-export const RELEASE_ALL_LEASES = 'UPDATE runs SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ?'
+export const RELEASE_ALL_LEASES = `UPDATE runs SET lease_owner = NULL, lease_until = NULL
+  WHERE lease_owner = ? AND id NOT IN (SELECT value FROM json_each(?))`
 export const RELEASE_TIMER_CLAIMS = 'UPDATE timers SET claimed_by = NULL, claim_until = NULL WHERE claimed_by = ?'
 
 /**
@@ -86,13 +87,14 @@ export const RELEASE_TIMER_CLAIMS = 'UPDATE timers SET claimed_by = NULL, claim_
  * whose lease lapsed (their process died between suspending and arming
  * the waitpoint; a lease given up has no expiry), and suspended runs nobody
  * holds whose child has finished (reached through an idempotency key, that
- * child resumes only the run that started it). Never a run `?1` holds: its
- * dispatch of it is still in flight, however late its renewal.
+ * child resumes only the run that started it). Never a running run `?1`
+ * holds: its dispatch of it is still in flight, however late its renewal;
+ * a suspended one whose lease lapsed, yes: arming its wait failed there.
  */
 export const CLAIM_ORPHANED_RUNS = `UPDATE runs SET lease_owner = ?1, lease_until = ?2, owner = ?4, owner_fence = owner_fence + 1
   WHERE seq IN (
     SELECT r.seq FROM runs r
-    WHERE (r.lease_owner IS NULL OR r.lease_owner <> ?1) AND (
+    WHERE (r.lease_owner IS NULL OR r.lease_owner <> ?1 OR r.status = 'suspended') AND (
       (r.status = 'running' AND (r.lease_until IS NULL OR r.lease_until < ?3)
         AND NOT EXISTS (SELECT 1 FROM timers t WHERE t.run_id = r.id AND json_extract(t.record, '$.kind') = 'retry'))
       OR (r.status = 'suspended' AND r.lease_owner IS NOT NULL AND r.lease_until < ?3)

@@ -133,7 +133,7 @@ export class SqliteSharedWork implements SharedWork {
     })
   }
 
-  releaseLeases(owner: string, runIds?: readonly string[]): Promise<void> {
+  releaseLeases(owner: string, runIds?: readonly string[], keep: readonly string[] = []): Promise<void> {
     const host = this.#host
     // Forgotten first: once the attempt is over, what this process writes
     // for the run is not the attempt's, even should the release fail. One
@@ -146,7 +146,7 @@ export class SqliteSharedWork implements SharedWork {
         return
       }
       // Letting go of everything (the process shuts down): the timers it claimed and did not finish go back too.
-      host.sql(RELEASE_ALL_LEASES).run(owner)
+      host.sql(RELEASE_ALL_LEASES).run(owner, JSON.stringify(keep))
       host.sql(RELEASE_TIMER_CLAIMS).run(owner)
     })
   }

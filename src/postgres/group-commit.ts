@@ -10,6 +10,9 @@
  * batch: the later one goes in the next, so that each sees the other's
  * effect as it would one after the other.
  */
+import { StoreUnavailableError } from '../runtime/errors.ts'
+import { isTransient } from './transient.ts'
+
 interface Pending<T, R> {
   item: T
   resolve(result: R): void
@@ -100,16 +103,17 @@ export class GroupCommit<T, R> {
 /**
  * Sends `items` together; when that fails and they were more than one,
  * sends each alone, so that each answers for itself (the failed statement
- * wrote nothing). A batch whose connection failed is another matter: its
- * statement may have committed, and sending its calls again would answer
- * them against their own writes, so the batch fails whole with that error.
+ * wrote nothing). A batch the database failed (its connection dropped, it
+ * cannot be reached: transient.ts) is another matter: its statement may
+ * have committed, and its calls alone would fail as it did, so the batch
+ * fails whole with that error.
  */
 export async function togetherOrAlone<T, R>(items: T[], send: (batch: T[]) => Promise<R[]>): Promise<(R | ItemFailure)[]> {
   if (items.length === 1) return send(items)
   try {
     return await send(items)
   } catch (error) {
-    if (connectionFailed(error)) throw error
+    if (error instanceof StoreUnavailableError || isTransient(error)) throw error
     return Promise.all(
       items.map((item) =>
         send([item]).then(
@@ -120,18 +124,3 @@ export async function togetherOrAlone<T, R>(items: T[], send: (batch: T[]) => Pr
     )
   }
 }
-
-/**
- * Whether `error` says the connection failed while a statement was out, so
- * that it may or may not have committed: the driver's errors of a
- * connection that closed or could not be used, a socket error, or a
- * SQLSTATE of a failed connection (class 08) or of a server shutting down
- * (57P01 to 57P05; https://www.postgresql.org/docs/current/errcodes-appendix.html).
- */
-export function connectionFailed(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code
-  if (typeof code !== 'string') return false
-  return code.startsWith('CONNECT') || CONNECTION_ERRNOS.has(code) || code.startsWith('08') || code.startsWith('57P')
-}
-
-const CONNECTION_ERRNOS = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND'])

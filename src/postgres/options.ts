@@ -2,6 +2,7 @@
 import { checkWholeNumber, DEFAULT_LEASE_MS, DEFAULT_MAX_RUNS, DEFAULT_POLL_MS } from '../runtime/tasks/store-limits.ts'
 import { describe } from '../runtime/describe.ts'
 import { redactUrl } from '../runtime/redact.ts'
+import type { Logger } from '../runtime/types.ts'
 
 export interface PostgresRunStoreOptions {
   /**
@@ -45,9 +46,27 @@ export interface PostgresRunStoreOptions {
    * @default 1000
    */
   pollMs?: number
+  /**
+   * How long a new connection may take before the attempt fails. While no
+   * connection can be made (refused, timed out, a server starting up),
+   * calls fail at once with `StoreUnavailableError` (503
+   * `STORE_UNAVAILABLE`, `Retry-After: 1`) and a probe looks every 250 ms;
+   * calls go again as soon as one gets through. Raise it for a database
+   * that wakes slowly (a serverless Postgres that scales to zero).
+   * @default 5000
+   */
+  connectTimeoutMs?: number
+  /**
+   * Where the store says that the database can no longer, or again, be
+   * reached.
+   * @default console
+   */
+  logger?: Pick<Logger, 'warn' | 'info'>
 }
 
 export type ResolvedPostgresOptions = Required<PostgresRunStoreOptions>
+
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5000
 
 export const DEFAULT_SCHEMA = 'svc'
 
@@ -60,7 +79,15 @@ export function resolvePostgresOptions(options: PostgresRunStoreOptions, where: 
   if (options === null || typeof options !== 'object') {
     throw new TypeError(`${where}: options must be an object with a url (got ${describe(options)})`)
   }
-  const { url, schema = DEFAULT_SCHEMA, maxRuns = DEFAULT_MAX_RUNS, leaseMs = DEFAULT_LEASE_MS, pollMs = DEFAULT_POLL_MS } = options
+  const {
+    url,
+    schema = DEFAULT_SCHEMA,
+    maxRuns = DEFAULT_MAX_RUNS,
+    leaseMs = DEFAULT_LEASE_MS,
+    pollMs = DEFAULT_POLL_MS,
+    connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_MS,
+    logger = console,
+  } = options
   checkUrl(where, url)
   if (typeof schema !== 'string' || !IDENTIFIER.test(schema)) {
     throw new TypeError(
@@ -70,7 +97,8 @@ export function resolvePostgresOptions(options: PostgresRunStoreOptions, where: 
   checkWholeNumber(where, 'maxRuns', maxRuns, 1)
   checkWholeNumber(where, 'leaseMs', leaseMs, 1)
   checkWholeNumber(where, 'pollMs', pollMs, 1)
-  return { url, schema, maxRuns, leaseMs, pollMs }
+  checkWholeNumber(where, 'connectTimeoutMs', connectTimeoutMs, 1)
+  return { url, schema, maxRuns, leaseMs, pollMs, connectTimeoutMs, logger }
 }
 
 function checkUrl(where: string, url: unknown): asserts url is string {

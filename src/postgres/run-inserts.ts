@@ -45,6 +45,8 @@ export interface RunInsert {
   fence: Fence | undefined
   /** The engine that leases `run` as it is inserted, when it is inserted `running`. */
   owner?: string
+  /** An earlier statement holding this insert lost its connection, and may have committed. */
+  maybeWritten?: boolean
 }
 
 export interface InsertAnswer {

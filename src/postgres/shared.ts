@@ -189,7 +189,7 @@ export class PostgresSharedWork implements SharedWork {
     })
   }
 
-  releaseLeases(owner: string, runIds?: readonly string[]): Promise<void> {
+  releaseLeases(owner: string, runIds?: readonly string[], keep: readonly string[] = []): Promise<void> {
     // Forgotten first: once the attempt is over, what this process writes
     // for the run is not the attempt's, even should the release fail. A
     // run whose end gave its lease up already (run-updates.ts) needs no
@@ -210,7 +210,8 @@ export class PostgresSharedWork implements SharedWork {
         WITH timers AS (
           UPDATE ${schema}.timers SET claimed_by = NULL, claim_expires_at = NULL WHERE claimed_by = ${owner}
         )
-        UPDATE ${schema}.runs SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = ${owner}`
+        UPDATE ${schema}.runs SET lease_owner = NULL, lease_expires_at = NULL
+        WHERE lease_owner = ${owner} AND id <> ALL(${keep as string[]}::text[])`
     })
   }
 
@@ -224,14 +225,16 @@ export class PostgresSharedWork implements SharedWork {
       // is given up after both). A suspended run that waits for a child
       // which has finished was not resumed by the child's process: it waits
       // for a run it reached through an idempotency key, whose process
-      // only resumes the run that started it. Runs this process holds are
-      // its own dispatch's (see above).
+      // only resumes the run that started it. Running runs this process
+      // holds are its own dispatch's (see above); a suspended one whose
+      // lease lapsed here is not: arming its wait failed, and is tried
+      // again (arming twice arms one wait).
       const rows = await sql<{ id: string; fence: string }[]>`
         UPDATE ${runs}.runs SET lease_owner = ${owner}, lease_expires_at = now() + ${this.leaseMs} * interval '1 millisecond',
           lease_fence = lease_fence + 1
         WHERE id IN (
           SELECT r.id FROM ${runs}.runs r
-          WHERE r.id <> ALL(${held}::text[]) AND (
+          WHERE (r.id <> ALL(${held}::text[]) OR r.status = 'suspended') AND (
             (r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at < now())
               AND NOT EXISTS (SELECT 1 FROM ${runs}.timers t WHERE t.run_id = r.id AND t.kind = 'retry'))
             OR (r.status = 'suspended' AND r.lease_owner IS NOT NULL AND r.lease_expires_at < now())

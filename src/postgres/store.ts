@@ -40,7 +40,17 @@
  */
 import postgres, { type Fragment, type PendingQuery, type Sql, type TransactionSql } from 'postgres'
 import { LeaseLostError, StoreFullError } from '../runtime/errors.ts'
-import type { EventRecord, RunPatch, RunQuery, RunStore, TimerKind, TimerRecord, TokenRecord } from '../runtime/tasks/store.ts'
+import {
+  type EventRecord,
+  isFinished,
+  type RunPatch,
+  type RunQuery,
+  type RunStore,
+  showsPatch,
+  type TimerKind,
+  type TimerRecord,
+  type TokenRecord,
+} from '../runtime/tasks/store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import type { EventEffects, EventListQuery } from '../runtime/types/run-store.ts'
 import { type Fence, Fences } from './fences.ts'
@@ -57,6 +67,8 @@ import { saveTimersPg, type TimerSave } from './timer-saves.ts'
 import { resolvePostgresOptions, type PostgresRunStoreOptions } from './options.ts'
 import { redactUrl } from '../runtime/redact.ts'
 import { PostgresSharedWork } from './shared.ts'
+import { Availability } from './availability.ts'
+import { connectionFailed, isTransient, unreachable } from './transient.ts'
 import { debounceRunPg, startQueuedPg } from './flow.ts'
 import { eventsSincePg, listEventsPg, noteEventEffectsPg, putEventPg } from './events.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
@@ -71,10 +83,14 @@ const WHERE = 'PostgresRunStore'
 const UNIQUE_VIOLATION = '23505'
 const FOREIGN_KEY_VIOLATION = '23503'
 const UNTRANSLATABLE_CHARACTER = '22P05'
-// deadlock_detected, the SQLSTATE of a deadlock's victim.
-const DEADLOCK_DETECTED = '40P01'
-/** Times a statement chosen as a deadlock's victim is run again before its error stands. */
-const DEADLOCK_RETRIES = 5
+/**
+ * The waits before each new try of a call that met a passing fault of the
+ * database (transient.ts), in milliseconds, each drawn between half and
+ * all of it: about 1.6 s in all, after which the call fails with
+ * `StoreUnavailableError`. A call stops sooner once the database cannot be
+ * reached at all (availability.ts).
+ */
+const RETRY_DELAYS_MS = [25, 50, 100, 200, 400, 800]
 
 type Row<T> = { record: T }
 /**
@@ -147,6 +163,8 @@ export class PostgresRunStore implements RunStore {
   #url: string
   #sql: Sql | undefined
   #ready: Promise<void>
+  /** Whether the database can be reached: while it cannot, calls fail at once (availability.ts). */
+  readonly #availability: Availability
   /** The fences of the leases this process holds, which its attempts' writes check. */
   readonly #fences = new Fences()
   /** Every trigger creates a run: under load, many go together. */
@@ -170,7 +188,7 @@ export class PostgresRunStore implements RunStore {
   })
 
   constructor(options: PostgresRunStoreOptions) {
-    const { url, schema, maxRuns, leaseMs, pollMs } = resolvePostgresOptions(options, WHERE)
+    const { url, schema, maxRuns, leaseMs, pollMs, connectTimeoutMs, logger } = resolvePostgresOptions(options, WHERE)
     this.schema = schema
     this.maxRuns = maxRuns
     this.leaseMs = leaseMs
@@ -181,8 +199,16 @@ export class PostgresRunStore implements RunStore {
       // they are not the application's business.
       onnotice: () => {},
       connection: { application_name: 'svc' },
+      connect_timeout: connectTimeoutMs / 1000,
+      // The driver waits this long (seconds) before it connects again after
+      // a connection failed, growing with each failure in a row; its own
+      // default reaches 20 s, which a call would wait out after the
+      // database came back. Half a second at most: the breaker
+      // (availability.ts) keeps calls from piling up meanwhile.
+      backoff: (failures: number) => Math.min(0.5, 0.02 * 2 ** failures),
     })
     this.#sql = sql
+    this.#availability = new Availability({ where: `${WHERE} (${redactUrl(url)})`, probe: () => sql`SELECT 1`, logger })
     this.#ready = migrate(sql, schema, WHERE).catch((error: unknown) => {
       throw (error as Error).message?.startsWith(WHERE)
         ? error
@@ -217,6 +243,7 @@ export class PostgresRunStore implements RunStore {
     // The last run changes go out first: the engine publishes them after the writes that made them.
     await this.shared.closeChanges()
     this.#sql = undefined
+    this.#availability.close()
     await sql.end({ timeout: 5 })
   }
 
@@ -228,13 +255,20 @@ export class PostgresRunStore implements RunStore {
    */
   async createRun(run: RunRecord, leaseOwner?: string): Promise<RunRecord> {
     const fence = this.#parentFence(run)
+    const insert: RunInsert = { run, fence, owner: leaseOwner }
     try {
-      const answer = await this.#creates.add({ run, fence, owner: leaseOwner })
+      const answer = await this.#creates.add(insert)
       // A fence comes back only for a run inserted under leaseOwner.
       if (answer.fence !== null) this.#fences.claimed(leaseOwner!, run.id, answer.fence)
       return this.#answer(run, answer)
     } catch (error) {
       if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
+      // Sent again after its connection dropped: the id may be held by this
+      // call's own insert, whose answer was lost.
+      if (insert.maybeWritten && (error as { constraint_name?: string }).constraint_name === 'runs_id_key') {
+        const own = await this.#ownInsert(run, leaseOwner)
+        if (own) return own
+      }
       if ((error as { constraint_name?: string }).constraint_name === 'runs_by_key') {
         // A finished run (inserted without the lock) raced another holder of its key.
         const [held] = await this.#run(
@@ -246,6 +280,22 @@ export class PostgresRunStore implements RunStore {
       }
       throw new Error(`${WHERE}: run "${run.id}" already exists`, { cause: error })
     }
+  }
+
+  /**
+   * `run` as the store holds it when it is this very run (same task, same
+   * creation time), its lease taken up again when it was inserted leased
+   * to `leaseOwner`; undefined for another run under its id.
+   */
+  async #ownInsert(run: RunRecord, leaseOwner: string | undefined): Promise<RunRecord | undefined> {
+    const [row] = await this.#run(
+      (sql) => sql<(Row<RunRecord> & { lease_owner: string | null; fence: string })[]>`
+        SELECT ${wholeRecord(sql, this.schema)} AS record, lease_owner, lease_fence::text AS fence FROM ${sql(this.schema)}.runs
+        WHERE id = ${run.id}`,
+    )
+    if (!row || row.record.taskName !== run.taskName || row.record.createdAt !== run.createdAt) return undefined
+    if (leaseOwner !== undefined && row.lease_owner === leaseOwner) this.#fences.claimed(leaseOwner, run.id, row.fence)
+    return row.record
   }
 
   /** What `createRun` answers for an inserted row: the run, the run that holds its key, or why neither. */
@@ -265,7 +315,12 @@ export class PostgresRunStore implements RunStore {
    * raced for, a string Postgres cannot store).
    */
   #insertBatch(inserts: RunInsert[]): Promise<(InsertAnswer | ItemFailure)[]> {
-    return togetherOrAlone(inserts, (batch) => this.#run((sql) => insertRunsPg(sql, this.schema, this.maxRuns, this.leaseMs, batch)))
+    return togetherOrAlone(inserts, (batch) =>
+      this.#run((sql, maybeWritten) => {
+        if (maybeWritten) for (const insert of batch) insert.maybeWritten = true
+        return insertRunsPg(sql, this.schema, this.maxRuns, this.leaseMs, batch)
+      }),
+    )
   }
 
   /**
@@ -366,10 +421,35 @@ export class PostgresRunStore implements RunStore {
    */
   #updateBatch(updates: RunUpdate[]): Promise<(RunRecord | undefined | ItemFailure)[]> {
     return togetherOrAlone(updates, async (batch) => {
-      const { runs, released } = await this.#run((sql) => updateRunsPg(sql, this.schema, this.leaseMs, batch))
+      let again = false
+      const { runs, released } = await this.#run((sql, maybeWritten) => {
+        again = maybeWritten
+        return updateRunsPg(sql, this.schema, this.leaseMs, batch)
+      })
       for (const runId of released) this.#fences.endReleased(runId)
-      return runs
+      return again ? this.#ownUpdates(batch, runs) : runs
     })
+  }
+
+  /**
+   * The answers of a batch sent again after its connection dropped: a call
+   * whose condition failed may have failed it against its own write, which
+   * the first statement committed. Such a run shows its patch
+   * (`showsPatch`), and is that call's answer; an end under a lease gave
+   * the lease up with it.
+   */
+  async #ownUpdates(batch: RunUpdate[], runs: (RunRecord | undefined)[]): Promise<(RunRecord | undefined)[]> {
+    const missed = batch.filter((_, i) => runs[i] === undefined)
+    if (missed.length === 0) return runs
+    const now = await this.#getRuns(missed.map((update) => update.id))
+    const answers = [...runs]
+    for (const [j, update] of missed.entries()) {
+      const run = now[j]
+      if (run === undefined || !showsPatch(run, update.patch)) continue
+      answers[batch.indexOf(update)] = run
+      if (update.fence !== undefined && isFinished(run.status)) this.#fences.endReleased(update.id)
+    }
+    return answers
   }
 
   async appendAttempt(runId: string, attempt: Attempt): Promise<void> {
@@ -377,7 +457,8 @@ export class PostgresRunStore implements RunStore {
     return this.#run(async (sql) => {
       const rows = await sql`
         UPDATE ${sql(this.schema)}.runs
-        SET record = jsonb_set(record, '{attempts}', coalesce(record->'attempts', '[]') || jsonb_build_array(${sql.json(attempt as never)}::jsonb))
+        SET record = CASE WHEN record->'attempts'->-1 = ${sql.json(attempt as never)}::jsonb THEN record
+          ELSE jsonb_set(record, '{attempts}', coalesce(record->'attempts', '[]') || jsonb_build_array(${sql.json(attempt as never)}::jsonb)) END
         WHERE id = ${runId} ${fence ? sql`AND lease_owner = ${fence.owner} AND lease_fence = ${fence.fence}::bigint` : sql``}
         RETURNING 1`
       if (rows.length > 0) return
@@ -568,9 +649,9 @@ export class PostgresRunStore implements RunStore {
     status: 'completed' | 'timed_out',
     payload?: unknown,
   ): Promise<{ settled: boolean; token: TokenRecord } | undefined> {
-    return this.#run(async (sql) => {
-      const change: Record<string, unknown> = { status, settledAt: new Date().toISOString() }
-      if (status === 'completed' && payload !== undefined) change.payload = payload
+    const change: Record<string, unknown> = { status, settledAt: new Date().toISOString() }
+    if (status === 'completed' && payload !== undefined) change.payload = payload
+    return this.#run(async (sql, maybeWritten) => {
       // Only a waiting token moves: the compare-and-set.
       const [row] = await sql<Row<TokenRecord>[]>`
         UPDATE ${sql(this.schema)}.tokens SET status = ${status}, record = record || ${sql.json(change as never)}::jsonb
@@ -578,7 +659,8 @@ export class PostgresRunStore implements RunStore {
         RETURNING record`
       if (row) return { settled: true, token: row.record }
       const token = await this.getToken(id)
-      return token && { settled: false, token }
+      // Sent again after its connection dropped: the token may be settled by this very call.
+      return token && { settled: maybeWritten && token.settledAt === change.settledAt && token.status === status, token }
     })
   }
 
@@ -590,11 +672,14 @@ export class PostgresRunStore implements RunStore {
   /** Flow control: see `RunStore.debounceRun`; the transaction is in flow.ts. */
   async debounceRun(run: RunRecord, keyPath: string | undefined): Promise<RunRecord> {
     const fence = this.#parentFence(run)
-    return this.#run((sql) =>
-      debounceRunPg(sql, this.schema, run, keyPath, async (tx) => {
-        const [row] = await insertRunsPg(tx, this.schema, this.maxRuns, this.leaseMs, [{ run, fence }])
-        return this.#answer(run, row)
-      }),
+    // Sent once: a transaction whose answer was lost cannot tell its own insert from another's.
+    return this.#run(
+      (sql) =>
+        debounceRunPg(sql, this.schema, run, keyPath, async (tx) => {
+          const [row] = await insertRunsPg(tx, this.schema, this.maxRuns, this.leaseMs, [{ run, fence }])
+          return this.#answer(run, row)
+        }),
+      true,
     )
   }
 
@@ -619,43 +704,47 @@ export class PostgresRunStore implements RunStore {
   }
 
   /**
-   * Runs `query` again when Postgres ends it as a deadlock's victim. A run's
-   * end (its row, then the `run_counts` row through the trigger) and an
-   * insert of the same idempotency key (`run_counts` first, then a wait on
-   * the row holding the key) can each wait for the other; Postgres aborts
-   * one, whose statement then had no effect, and the other goes on. Every
-   * query here is one statement or one transaction, so it is run again whole.
+   * Runs `query` once the schema is ready, with errors that say what to do.
+   * A query that meets a passing fault of the database (transient.ts: a
+   * dropped connection, a server restarting, too many clients, a deadlock's
+   * victim) goes again after a short wait, up to `RETRY_DELAYS_MS`; then,
+   * or at once while the database cannot be reached (availability.ts), the
+   * call fails with `StoreUnavailableError`, 503 `STORE_UNAVAILABLE`.
+   *
+   * Every query sent this way is safe to send again: it reads, it upserts,
+   * it claims what lapses if its answer is lost, or its caller tells its
+   * own earlier write apart (`#updateBatch`, `createRun`, `settleToken`).
+   * `once` sends it once (the app's own work is in it, or a transaction
+   * that cannot tell): a passing fault fails the call as unavailable.
+   * `query` is told whether an earlier try of the call may have committed
+   * (its connection dropped while it was out: `connectionFailed`).
    */
-  async #retryingDeadlocks<T>(query: (sql: Sql) => Promise<T>, sql: Sql): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await query(sql)
-      } catch (error) {
-        if ((error as { code?: string }).code !== DEADLOCK_DETECTED || attempt > DEADLOCK_RETRIES) throw error
-      }
-    }
-  }
-
-  /**
-   * Runs `query` once the schema is ready, with errors that say what to do;
-   * one a deadlock aborted runs again, unless `once` (the app's own work is
-   * in it).
-   */
-  async #run<T>(query: (sql: Sql) => Promise<T>, once = false): Promise<T> {
+  async #run<T>(query: (sql: Sql, maybeWritten: boolean) => Promise<T>, once = false): Promise<T> {
     await this.#ready
-    const sql = this.#sql
-    if (!sql) throw new Error(`${WHERE}: the store for ${redactUrl(this.#url)} is closed`)
-    try {
-      return await (once ? query(sql) : this.#retryingDeadlocks(query, sql))
-    } catch (error) {
-      if ((error as { code?: string }).code === UNTRANSLATABLE_CHARACTER) {
-        throw new Error(
-          `${WHERE}: cannot store a string holding the NUL character (\\u0000): Postgres jsonb has no room for it; ` +
-            "strip it from the run's input, result, step outputs and token payloads",
-          { cause: error },
-        )
+    let maybeWritten = false
+    for (let attempt = 0; ; attempt++) {
+      const sql = this.#sql
+      if (!sql) throw new Error(`${WHERE}: the store for ${redactUrl(this.#url)} is closed`)
+      this.#availability.check()
+      try {
+        return await query(sql, maybeWritten)
+      } catch (error) {
+        if ((error as { code?: string }).code === UNTRANSLATABLE_CHARACTER) {
+          throw new Error(
+            `${WHERE}: cannot store a string holding the NUL character (\\u0000): Postgres jsonb has no room for it; ` +
+              "strip it from the run's input, result, step outputs and token payloads",
+            { cause: error },
+          )
+        }
+        if (!isTransient(error)) throw error
+        if (unreachable(error)) this.#availability.lost(error)
+        maybeWritten ||= connectionFailed(error) && !unreachable(error)
+        if (once || attempt >= RETRY_DELAYS_MS.length || !this.#availability.reachable) {
+          throw this.#availability.refusal(error, maybeWritten)
+        }
+        const wait = RETRY_DELAYS_MS[attempt]
+        await new Promise((resolve) => setTimeout(resolve, wait / 2 + (Math.random() * wait) / 2))
       }
-      throw error
     }
   }
 }

@@ -238,9 +238,12 @@ export function errorMessage(error: unknown): string {
  * driver's error.
  */
 export class StoreUnavailableError extends SvcError {
-  constructor(message: string, options?: { cause?: unknown }) {
+  /** `Retry-After` of the 503 (RFC 9110 §10.2.3), when the store can tell: a database that cannot be reached is probed every few hundred milliseconds. */
+  readonly retryAfterSeconds: number | undefined
+  constructor(message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
     super(message, 'STORE_UNAVAILABLE', 503)
     if (options && 'cause' in options) this.cause = options.cause
+    this.retryAfterSeconds = options?.retryAfterSeconds
   }
 }
 

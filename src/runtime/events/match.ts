@@ -6,6 +6,7 @@
  * with equal members, in any key order. Edge-safe.
  */
 import { describe } from '../describe.ts'
+import { sameJson } from '../same-json.ts'
 
 export type EventMatch = Readonly<Record<string, unknown>>
 
@@ -43,13 +44,4 @@ function valueAt(data: unknown, path: string): unknown {
     value = (value as Record<string, unknown>)[name]
   }
   return value
-}
-
-function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true
-  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false
-  if (Array.isArray(a) !== Array.isArray(b)) return false
-  const keys = Object.keys(a)
-  if (keys.length !== Object.keys(b).length) return false
-  return keys.every((key) => Object.hasOwn(b, key) && sameJson((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]))
 }

@@ -3,7 +3,7 @@
  * (STYLE: "code plus error for HTTP"). One place maps anything thrown to a
  * status and body, so routes, pages and the admin surface answer alike.
  */
-import { StoreFullError, SvcError } from '../errors.ts'
+import { StoreFullError, StoreUnavailableError, SvcError } from '../errors.ts'
 import type { ResponseClass, SvcRequest } from './types.ts'
 
 const JSON_TYPE = 'application/json'
@@ -41,7 +41,9 @@ export function notFound(R: ResponseClass, method: string, path: string): Respon
 export function knownErrorResponse(R: ResponseClass, error: unknown): Response | undefined {
   if (error instanceof SvcError) {
     const headers: Record<string, string> = { 'content-type': JSON_TYPE }
-    if (error instanceof StoreFullError) headers['retry-after'] = String(error.retryAfterSeconds)
+    if (error instanceof StoreFullError || (error instanceof StoreUnavailableError && error.retryAfterSeconds !== undefined)) {
+      headers['retry-after'] = String(error.retryAfterSeconds)
+    }
     return new R(JSON.stringify(error.toJSON()), { status: error.status, headers })
   }
   // srvx rejects body reads over `maxRequestBodySize` with a 413-style error.

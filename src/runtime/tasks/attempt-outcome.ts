@@ -4,8 +4,10 @@
  * the attempt and arms a retry while retries remain, and fails the run
  * once none do; an unmet wait suspends the run and arms its waitpoint.
  * Each write is a compare-and-set on `running`, so a run cancelled or taken
- * over meanwhile is left as it is. Then what follows a run's end here:
- * its change, its waiters and waiting parents woken, a slot freed.
+ * over meanwhile is left as it is, and each is tried again until it lands
+ * (outcome-writes.ts): the attempt's work is done, and a store that fails
+ * a write for a while must not lose it. Then what follows a run's end
+ * here: its change, its waiters and waiting parents woken, a slot freed.
  *
  * The dispatch (`dispatch.ts`) calls these in the order an attempt ends.
  */
@@ -18,6 +20,7 @@ import type { FlowPromotion } from './flow-promotion.ts'
 import type { InvocationOutcome } from './handler-call.ts'
 import { timerId } from './ids.ts'
 import type { InFlight } from './in-flight.ts'
+import { OutcomeWrites, type WriteOwner } from './outcome-writes.ts'
 import type { RunStore } from './store.ts'
 import type { RunWaiters } from './wait-for-run.ts'
 import type { Waitpoints } from './waitpoints.ts'
@@ -36,6 +39,8 @@ export interface OutcomeRecorderOptions {
   flow: FlowPromotion
   /** Told of each run that finishes here. */
   telemetry?: Telemetry | undefined
+  /** Unreference the waits between tries of a write where the platform supports it. */
+  unrefTimers: boolean
 }
 
 export class OutcomeRecorder {
@@ -47,6 +52,8 @@ export class OutcomeRecorder {
   readonly #waitpoints: Waitpoints
   readonly #flow: FlowPromotion
   readonly #telemetry: Telemetry | undefined
+  /** Each write of an outcome, tried until it lands. */
+  readonly #writes: OutcomeWrites
   #closed = false
 
   constructor(options: OutcomeRecorderOptions) {
@@ -58,6 +65,7 @@ export class OutcomeRecorder {
     this.#waitpoints = options.waitpoints
     this.#flow = options.flow
     this.#telemetry = options.telemetry
+    this.#writes = new OutcomeWrites({ logger: options.logger, unrefTimers: options.unrefTimers })
   }
 
   /**
@@ -66,10 +74,12 @@ export class OutcomeRecorder {
    * is being written would hold its frame.
    */
   finishRun(
-    runId: string,
+    entry: WriteOwner,
     patch: { status: 'completed' | 'failed'; ok: boolean; result?: unknown; attempt?: Attempt },
   ): Promise<RunRecord | undefined> {
-    return this.#store.updateRun(runId, { ...patch, finishedAt: isoNow(), suspended: undefined, attemptStarted: undefined }, RUNNING)
+    // One patch for every try: its time tells a store its own earlier write (store.ts, `showsPatch`).
+    const end = { ...patch, finishedAt: isoNow(), suspended: undefined, attemptStarted: undefined }
+    return this.#writes.persist(entry, 'its end', () => this.#store.updateRun(entry.id, end, RUNNING))
   }
 
   /**
@@ -95,7 +105,10 @@ export class OutcomeRecorder {
   }
 
   /** Records an attempt that failed (a retry armed, or the run failed), or the suspension of a run. */
-  async recordFailedOrSuspended(entry: InFlight, outcome: Exclude<InvocationOutcome, { kind: 'completed' }>): Promise<void> {
+  async recordFailedOrSuspended(
+    entry: InFlight,
+    outcome: Exclude<InvocationOutcome, { kind: 'completed' | 'interrupted' }>,
+  ): Promise<void> {
     if (outcome.kind === 'suspended') return this.#suspend(entry, outcome)
     // An attempt cut short by close() is not the task's failure: record
     // nothing, so the run stays `running` and a durable store's recover()
@@ -107,21 +120,27 @@ export class OutcomeRecorder {
     // After close() the retry timer is still recorded (Waitpoints.arm saves
     // it and skips the in-process timer), so a durable store can pick it up.
     if (index <= retries && !outcome.final) {
-      await this.#store.appendAttempt(entry.id, attempt)
+      await this.#writes.persist(entry, `attempt ${index}`, () => this.#store.appendAttempt(entry.id, attempt))
       const delay = backoffDelay(index)
       this.#logger.warn(
         `[svc] task "${entry.taskName}": attempt ${index} of ${retries + 1} failed (run ${entry.id}): ${outcome.error}; retrying in ${delay} ms`,
       )
-      const dueAt = new Date(Date.now() + delay).toISOString()
-      await this.#waitpoints.arm({ id: timerId(entry.id, 'retry'), runId: entry.id, kind: 'retry', dueAt })
+      const retry = {
+        id: timerId(entry.id, 'retry'),
+        runId: entry.id,
+        kind: 'retry' as const,
+        dueAt: new Date(Date.now() + delay).toISOString(),
+      }
+      await this.#writes.persist(entry, 'its retry', () => this.#waitpoints.arm(retry))
       return
     }
-    this.announceEnd(entry, await this.finishRun(entry.id, { status: 'failed', ok: false, attempt }), outcome.error, index)
+    this.announceEnd(entry, await this.finishRun(entry, { status: 'failed', ok: false, attempt }), outcome.error, index)
   }
 
-  /** From now on, a failed attempt records nothing: the engine closed under it. */
+  /** From now on, a failed attempt records nothing, and a write that fails is not tried again: the engine closed under it. */
   close(): void {
     this.#closed = true
+    this.#writes.close()
   }
 
   async #suspend(entry: InFlight, outcome: Extract<InvocationOutcome, { kind: 'suspended' }>): Promise<void> {
@@ -131,15 +150,19 @@ export class OutcomeRecorder {
         `[svc] task "${entry.taskName}": the handler caught the suspension of step "${stepKey}" instead of letting it unwind; the run is suspended anyway. Rethrow it from catch blocks: if (isSuspension(error)) throw error`,
       )
     }
-    const saved = await this.#store.updateRun(
-      entry.id,
-      { status: 'suspended', suspended: { stepKey, waitpoint, since: isoNow() }, attemptStarted: outcome.attemptStarted },
-      { status: 'running' },
-    )
+    const suspension = {
+      status: 'suspended' as const,
+      suspended: { stepKey, waitpoint, since: isoNow() },
+      attemptStarted: outcome.attemptStarted,
+    }
+    const saved = await this.#writes.persist(entry, 'its suspension', () => this.#store.updateRun(entry.id, suspension, RUNNING))
     if (!saved) return
     this.#changes.emit(saved)
     // A suspended run holds no slot.
     this.#flow.startQueuedLater(saved.taskName)
-    await this.#waitpoints.armWaitpoint(saved)
+    // Until its wait is armed, nothing would wake the run: the attempt's
+    // lease stays on it meanwhile, so that should this process die, another
+    // takes the run over and arms the wait (shared-work.ts).
+    await this.#writes.persist(entry, `the wait of step "${stepKey}"`, () => this.#waitpoints.armWaitpoint(saved))
   }
 }

@@ -17,6 +17,17 @@
  * A chain, not an async method: every run in flight would hold that
  * method's frame, and the promises it awaits.
  *
+ * On a store several processes share, an attempt that had to take the
+ * lease runs from the run as read once the lease is held, not from the
+ * copy it was dispatched with: another process may have run an attempt of
+ * it in between, whose steps and failure the copy would not show.
+ *
+ * An attempt that the store could not serve (`StoreUnavailableError` from
+ * one of its steps: handler-call.ts, `interrupted`) records nothing: the
+ * run stays `running`, and it is dispatched again once the store can be
+ * read, as the same attempt (`#again`). An attempt whose outcome could not
+ * be written is tried until it is (outcome-writes.ts).
+ *
  * An attempt whose run is cancelled, or whose lease is lost, is stopped: it
  * is aborted, and records nothing of how it ends. A lease is lost when a
  * renewal (`shared-work.ts`) finds it gone, or, on a store that fences the
@@ -24,16 +35,21 @@
  * with `LeaseLostError`; either way it is logged once.
  */
 import type { Logger, RunRecord } from '../types.ts'
-import { LeaseLostError, RunCancelledError, errorMessage } from '../errors.ts'
+import { LeaseLostError, RunCancelledError, StoreUnavailableError, errorMessage } from '../errors.ts'
 import { OutcomeRecorder, type OutcomeRecorderOptions } from './attempt-outcome.ts'
 import { AttemptTimeouts } from './attempt-timeouts.ts'
 import type { TaskDefinition } from './definitions.ts'
 import { invoke, type InvocationOutcome, type Invoker } from './handler-call.ts'
 import { InFlight } from './in-flight.ts'
+import { setTimer } from './in-process-timers.ts'
 import type { StepHost } from './steps.ts'
 import { hasSteps, type RunStore, type SharedWork } from './store.ts'
 import type { ExecutionEnd, Telemetry } from '../telemetry/types.ts'
 import type { RunVersions } from './versions.ts'
+
+/** The first wait before an interrupted run is dispatched again, and the longest (ms). */
+const FIRST_AGAIN_MS = 250
+const LAST_AGAIN_MS = 5000
 
 export interface DispatcherOptions extends OutcomeRecorderOptions {
   /** What the steps of every attempt reach. */
@@ -62,6 +78,11 @@ export class Dispatcher {
   readonly #timeouts = new AttemptTimeouts()
   /** What every attempt started here shares, its timeouts among them. */
   readonly #invoker: Invoker<InFlight>
+  readonly #unref: boolean
+  /** Interrupted runs waiting to be dispatched again, with their next wait. */
+  readonly #later = new Map<string, { timer: ReturnType<typeof setTimeout>; waitMs: number }>()
+  /** At `close()`: the runs whose outcome was being written, whose leases stay to lapse. */
+  #kept: string[] = []
   #closed = false
 
   constructor(options: DispatcherOptions) {
@@ -73,6 +94,7 @@ export class Dispatcher {
     this.#owner = options.owner
     this.#telemetry = options.telemetry
     this.#versions = options.versions
+    this.#unref = options.unrefTimers
     this.#invoker = {
       host: options.host,
       timeouts: this.#timeouts,
@@ -130,14 +152,28 @@ export class Dispatcher {
       this.#callHandler(entry, run)
       return
     }
-    this.#shared.acquireLease(this.#owner, run.id).then(
-      (held) => {
+    this.#shared
+      .acquireLease(this.#owner, run.id)
+      .then((held) => {
         entry.leased = held
-        if (held) this.#callHandler(entry, run)
-        else this.#releaseDispatch(entry)
-      },
-      (error: unknown) => this.#dispatchFailed(entry, error),
-    )
+        if (!held) return this.#releaseDispatch(entry)
+        // Read under the lease: the copy this dispatch was given may be
+        // older than another process's attempt of the run.
+        return this.#store.getRun(run.id).then((latest) => {
+          if (latest?.status === 'running') this.#callHandler(entry, latest)
+          else this.#releaseDispatch(entry)
+        })
+      })
+      .catch((error: unknown) => this.#dispatchFailed(entry, error))
+  }
+
+  /**
+   * The leases to keep when this engine hands its runs over on closing:
+   * those of attempts whose outcome was still being written, which stay
+   * until they lapse, so that the run is taken over as it is then.
+   */
+  keptLeases(): string[] {
+    return this.#kept
   }
 
   /**
@@ -185,9 +221,12 @@ export class Dispatcher {
   /** Starts nothing more, aborts the attempts in flight and clears their timeouts. */
   close(): void {
     this.#closed = true
+    this.#kept = [...this.#inFlight.values()].filter((entry) => entry.writing && entry.leased).map((entry) => entry.id)
     this.#outcomes.close()
     for (const entry of this.#inFlight.values()) entry.handle?.abort('The task runtime closed during this attempt')
     this.#timeouts.clear()
+    for (const { timer } of this.#later.values()) clearTimeout(timer)
+    this.#later.clear()
   }
 
   #callHandler(entry: InFlight, run: RunRecord): void {
@@ -199,7 +238,7 @@ export class Dispatcher {
       const def = this.#tasks.get(run.taskName)
       if (!def) {
         const missing = `Task "${run.taskName}" is not registered in this runtime`
-        this.#outcomes.finishRun(run.id, { status: 'failed', ok: false }).then(
+        this.#outcomes.finishRun(entry, { status: 'failed', ok: false }).then(
           (done) => this.#endWritten(entry, done, missing),
           (error: unknown) => this.#dispatchFailed(entry, error),
         )
@@ -214,7 +253,7 @@ export class Dispatcher {
             else if (checked.kind === 'done') this.#endWritten(entry, undefined)
             else {
               const attempt = { index: run.attempts.length + 1, startedAt: new Date().toISOString(), durationMs: 0, error: checked.error }
-              this.#outcomes.finishRun(run.id, { status: 'failed', ok: false, attempt }).then(
+              this.#outcomes.finishRun(entry, { status: 'failed', ok: false, attempt }).then(
                 (done) => this.#endWritten(entry, done, checked.error),
                 (error: unknown) => this.#dispatchFailed(entry, error),
               )
@@ -264,13 +303,18 @@ export class Dispatcher {
       this.#releaseDispatch(entry)
       return
     }
+    if (outcome.kind === 'interrupted') {
+      this.#interrupted(entry, outcome.error)
+      return
+    }
     try {
+      entry.writing = true
       if (outcome.kind === 'completed') {
         const { attempt, result } = outcome
         // Bound methods rather than closures: with many runs dispatched at
         // once, every run whose end is being written holds one.
         this.#outcomes
-          .finishRun(entry.id, { status: 'completed', ok: true, result, attempt })
+          .finishRun(entry, { status: 'completed', ok: true, result, attempt })
           .then(this.#endWritten.bind(this, entry), this.#dispatchFailed.bind(this, entry))
       } else {
         this.#outcomes.recordFailedOrSuspended(entry, outcome).then(
@@ -285,6 +329,7 @@ export class Dispatcher {
 
   /** The run's end is written (or it was no longer running): what follows it, then the dispatch is over. */
   #endWritten(entry: InFlight, done: RunRecord | undefined, error?: string): void {
+    entry.writing = false
     try {
       this.#outcomes.announceEnd(entry, done, error)
     } catch (thrown) {
@@ -320,9 +365,15 @@ export class Dispatcher {
       .then(() => this.#removeEntry(entry))
   }
 
-  /** Ends a dispatch: gives its lease up, then removes its entry. */
+  /**
+   * Ends a dispatch: gives its lease up, then removes its entry. The lease
+   * of an attempt whose outcome was still being written when the engine
+   * closed stays, to lapse (`keptLeases`).
+   */
   #releaseDispatch(entry: InFlight): void {
-    if (!entry.leased) {
+    const kept = entry.writing && this.#closed
+    entry.writing = false
+    if (!entry.leased || kept) {
       this.#removeEntry(entry)
       return
     }
@@ -331,6 +382,49 @@ export class Dispatcher {
         this.#logger.error(`[svc] task "${entry.taskName}": could not release the lease on run ${entry.id}: ${errorMessage(error)}`),
       )
       .then(() => this.#removeEntry(entry))
+  }
+
+  /**
+   * The store could not serve the attempt: nothing of it is recorded, its
+   * lease goes back (should the store take that), and the run is
+   * dispatched again once it can be read (`#again`). On a shared store
+   * another process may take it over first; then this one finds it held.
+   */
+  #interrupted(entry: InFlight, error: string): void {
+    this.#logger.warn(
+      `[svc] task "${entry.taskName}": run ${entry.id}: the run store could not serve the attempt (${error}); it runs again once the store can be used, and does not count as a retry`,
+    )
+    this.#releaseDispatch(entry)
+    this.#again(entry.id, entry.taskName, FIRST_AGAIN_MS)
+  }
+
+  /**
+   * Dispatches run `runId` again in `waitMs`, if it is still running then
+   * and nothing else dispatched it; a store that still cannot be read
+   * puts it off again, twice as long, up to `LAST_AGAIN_MS`.
+   */
+  #again(runId: string, taskName: string, waitMs: number): void {
+    if (this.#closed || this.#later.has(runId)) return
+    const timer = setTimer(
+      () => {
+        this.#later.delete(runId)
+        if (this.#closed || this.#inFlight.has(runId)) return
+        this.#store.getRun(runId).then(
+          (run) => {
+            if (run?.status === 'running') this.start(run)
+          },
+          (error: unknown) => {
+            if (!(error instanceof StoreUnavailableError)) {
+              this.#logger.error(`[svc] task "${taskName}": run ${runId} could not be dispatched again: ${errorMessage(error)}`)
+            }
+            this.#again(runId, taskName, Math.min(LAST_AGAIN_MS, waitMs * 2))
+          },
+        )
+      },
+      waitMs,
+      this.#unref,
+    )
+    this.#later.set(runId, { timer, waitMs })
   }
 
   /** Removes the run's entry, and dispatches the run again if something asked for it meanwhile. */
@@ -356,6 +450,7 @@ export class Dispatcher {
 /** How an execution ended, as its span records it. */
 function executionEnd(entry: InFlight, outcome: InvocationOutcome): ExecutionEnd {
   if (entry.stopped) return { kind: 'stopped', why: 'the run was cancelled, or its lease lost' }
+  if (outcome.kind === 'interrupted') return { kind: 'stopped', why: `the run store could not serve it: ${outcome.error}` }
   if (outcome.kind === 'suspended') return { kind: 'suspended', stepKey: outcome.signal.stepKey, waitpoint: outcome.signal.waitpoint }
   return outcome.kind === 'failed' ? { kind: 'failed', error: outcome.error } : { kind: 'completed' }
 }

@@ -177,6 +177,7 @@ export class TaskEngine {
       shared,
       owner,
       telemetry,
+      unrefTimers,
     })
     const sharedWork = shared && Claims && new Claims({ shared, owner, logger, unrefTimers, dispatch, waitpoints, waiters, flow, versions })
     this.#waitpoints = waitpoints

@@ -34,6 +34,13 @@ export type InvocationOutcome =
    * letting it unwind; the run suspends anyway.
    */
   | { kind: 'suspended'; signal: SuspendSignal; swallowed: boolean; attemptStarted: { attempt: number; at: string } }
+  /**
+   * The run store could not serve one of the attempt's steps (its
+   * database unreachable, its disk full): not the task's failure. Nothing
+   * of how the attempt ended is recorded, and it runs again once the store
+   * can be used, as the same attempt.
+   */
+  | { kind: 'interrupted'; error: string }
 
 /** A call in flight can be aborted from outside (the engine closing, a cancel, a lost lease). */
 export interface InvocationHandle {
@@ -320,6 +327,7 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     const inv = this.#inv
     if (inv) {
       inv.closed = closedBy
+      if (inv.interruption) return { kind: 'interrupted', error: errorMessage(inv.interruption) }
       if (inv.suspension) {
         return {
           kind: 'suspended',

@@ -176,12 +176,14 @@ export class SharedWorkClaims {
       // sweep in progress and for UNLISTEN takes round trips the others
       // need not wait for.
       const stopped = this.#sweeper.stop()
+      // The leases of attempts whose end could not be recorded stay, to lapse (outcome-writes.ts).
+      const kept = this.#dispatch.keptLeases()
       await this.#versions.unregister()
-      await shared.releaseLeases(this.#owner)
+      await shared.releaseLeases(this.#owner, undefined, kept)
       await shared.wake()
       if (await stopped) {
         // A sweep in progress may have claimed attempts since; they go back too.
-        await shared.releaseLeases(this.#owner)
+        await shared.releaseLeases(this.#owner, undefined, kept)
         await shared.wake()
       }
     } catch (error) {
@@ -193,22 +195,22 @@ export class SharedWorkClaims {
 
   /**
    * Arms the wait of a suspended run claimed as an orphan (its process died
-   * between suspending it and arming the wait), then gives the claim up,
-   * whatever happened: a claim kept would keep this process from taking
-   * the run again.
+   * between suspending it and arming the wait, or arming failed there),
+   * then gives the claim up. Should arming fail here too, the claim is
+   * kept: it lapses, and the next sweep takes the run again; a claim given
+   * up would leave a run that nothing wakes.
    */
   async #armOrphanWait(run: RunRecord): Promise<void> {
     const shared = this.#shared
     // A met wait for a child resumes the run at once, and the attempt
     // takes its own lease: this claim goes first, or it would end that one.
+    // (Should arming fail then, the finished child brings the run back as
+    // an orphan of its own kind.)
     const met = run.suspended?.waitpoint.type === 'task'
     if (met) await shared.releaseLeases(this.#owner, [run.id])
-    try {
-      await this.#waitpoints.armWaitpoint(run)
-    } finally {
-      // Unless arming resumed the run and dispatched it here: that attempt
-      // took the lease for itself, and gives it up when it ends.
-      if (!met && !this.#dispatch.has(run.id)) await shared.releaseLeases(this.#owner, [run.id])
-    }
+    await this.#waitpoints.armWaitpoint(run)
+    // Unless arming resumed the run and dispatched it here: that attempt
+    // took the lease for itself, and gives it up when it ends.
+    if (!met && !this.#dispatch.has(run.id)) await shared.releaseLeases(this.#owner, [run.id])
   }
 }

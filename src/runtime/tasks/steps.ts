@@ -27,7 +27,13 @@ import type {
   WaitForEventOptions,
   Waitpoint,
 } from '../types.ts'
-import { DuplicateStepKeyError, PatchRemovedError, StepMismatchError, TransactionUnsupportedError } from '../errors.ts'
+import {
+  DuplicateStepKeyError,
+  PatchRemovedError,
+  StepMismatchError,
+  StoreUnavailableError,
+  TransactionUnsupportedError,
+} from '../errors.ts'
 import { beginEventWait, eventResult } from './wait-for-event.ts'
 import { childIdempotencyKey, stepIdempotencyKey, tokenIdFor } from './ids.ts'
 import { jsonCopy } from './json-copy.ts'
@@ -61,6 +67,13 @@ export interface Invocation {
   suspension: SuspendSignal | undefined
   /** The first divergence met, kept even if the handler catches it: it fails the attempt. */
   mismatch: StepMismatchError | undefined
+  /**
+   * The first call of a step that the run store could not serve (it is
+   * unreachable, its disk is full), kept even if the handler catches it:
+   * the attempt is interrupted, not failed, and runs again once the store
+   * can be used, without counting as a retry.
+   */
+  interruption: StoreUnavailableError | undefined
   /** Set once the attempt is over (returned, failed or timed out). */
   closed: string | undefined
   /** With telemetry: the execution's span, which each step's is a child of. */
@@ -102,6 +115,7 @@ export function createInvocation(
     running: undefined,
     suspension: undefined,
     mismatch: undefined,
+    interruption: undefined,
     closed: undefined,
     span,
     patches: undefined,
@@ -200,7 +214,10 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
         return output === undefined ? ended : { ...ended, output }
       }
       return runStep(inv, key, 'transaction', () =>
-        store.transactStep!(inv.runId, key, (tx) => fn(tx as Tx, step) as Awaited<T> | Promise<Awaited<T>>, toRecord),
+        stored(
+          inv,
+          store.transactStep!(inv.runId, key, (tx) => fn(tx as Tx, step) as Awaited<T> | Promise<Awaited<T>>, toRecord),
+        ),
       )
     },
 
@@ -209,7 +226,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       if (recorded) return recorded.output as { runId: string }
       checkEnqueueOptions(opts, `ctx.step.enqueue("${key}")`)
       const began = Date.now()
-      const child = await host.trigger(task, payload, childOptions(inv, key, opts, 'enqueue'))
+      const child = await stored(inv, host.trigger(task, payload, childOptions(inv, key, opts, 'enqueue')))
       const output = { runId: child.id }
       await record(inv, host, key, 'enqueue', { status: 'completed', output }, began)
       return output
@@ -224,7 +241,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       // the child it started instead of starting another.
       checkEnqueueOptions(opts, `ctx.step.waitForTask("${key}")`)
       const began = Date.now()
-      const child = await host.trigger(task, payload, childOptions(inv, key, opts, 'child'))
+      const child = await stored(inv, host.trigger(task, payload, childOptions(inv, key, opts, 'child')))
       if (child.status === 'completed' || child.status === 'failed') {
         const output = childRunResult(child)
         await record(inv, host, key, 'waitForTask', { status: 'completed', output }, began)
@@ -260,14 +277,17 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       const began = Date.now()
       const tokenId = tokenIdFor(inv.runId, key)
       const timeoutAt = timeoutSeconds === undefined ? undefined : new Date(Date.now() + timeoutSeconds * 1000).toISOString()
-      const token = await host.store.putToken({
-        id: tokenId,
-        runId: inv.runId,
-        stepKey: key,
-        status: 'waiting',
-        createdAt: new Date().toISOString(),
-        ...(timeoutAt === undefined ? {} : { timeoutAt }),
-      })
+      const token = await stored(
+        inv,
+        host.store.putToken({
+          id: tokenId,
+          runId: inv.runId,
+          stepKey: key,
+          status: 'waiting',
+          createdAt: new Date().toISOString(),
+          ...(timeoutAt === undefined ? {} : { timeoutAt }),
+        }),
+      )
       // A token settled earlier (parallel waits, or a replay) needs no wait.
       if (token.status !== 'waiting') {
         const step: StepRecord =
@@ -294,7 +314,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       const recorded = begin(inv, key, 'waitForEvent', 'waitForEvent')
       if (recorded) return eventResult<T>(recorded)
       const began = Date.now()
-      const wait = await beginEventWait(host.store, inv.runId, key, name, opts)
+      const wait = await stored(inv, beginEventWait(host.store, inv.runId, key, name, opts))
       if ('waitpoint' in wait) suspend(inv, host, key, wait.waitpoint)
       await record(inv, host, key, 'waitForEvent', wait.step, began)
       return eventResult<T>(wait.step)
@@ -387,6 +407,7 @@ function begin(inv: Invocation, key: string, call: string, kind: StepKind): Step
   // while the run is suspended: every later step unwinds it again.
   if (inv.suspension) throw inv.suspension
   if (inv.mismatch) throw inv.mismatch
+  if (inv.interruption) throw inv.interruption
   const recorded = inv.steps[key]
   // One lookup for a key never recorded; an inherited property is none.
   if (recorded === undefined || !Object.hasOwn(inv.steps, key)) return undefined
@@ -410,7 +431,18 @@ async function record(inv: Invocation, host: StepHost, key: string, kind: StepKi
       `Step "${key}" finished after attempt ${inv.attempt} of task "${inv.taskName}" ${inv.closed}; its output was not recorded`,
     )
   }
-  await host.store.saveStep(inv.runId, key, { ...step, kind, ...stepTiming(began, Date.now()) })
+  await stored(inv, host.store.saveStep(inv.runId, key, { ...step, kind, ...stepTiming(began, Date.now()) }))
+}
+
+/**
+ * `work`, a call a step makes to the store (or the trigger of a child): a
+ * store that cannot serve it interrupts the attempt (`Invocation.interruption`).
+ */
+function stored<T>(inv: Invocation, work: Promise<T>): Promise<T> {
+  return work.catch((error: unknown) => {
+    if (error instanceof StoreUnavailableError) inv.interruption ??= error
+    throw error
+  })
 }
 
 async function sleepTo(inv: Invocation, host: StepHost, key: string, until: number): Promise<void> {

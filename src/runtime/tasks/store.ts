@@ -17,6 +17,7 @@
 import type { RunPatch, TokenRecord } from '../types/run-store.ts'
 import type { Attempt, RunRecord, RunStatus } from '../types/runs.ts'
 import { StoreFullError } from '../errors.ts'
+import { sameJson } from '../same-json.ts'
 
 export type {
   RunPatch,
@@ -118,4 +119,29 @@ export function applyRunPatch(run: Omit<RunRecord, 'steps'>, patch: RunPatch): v
     } else if (value === undefined) delete target[key]
     else target[key] = value
   }
+}
+
+/**
+ * Whether `run` shows `patch` as applied: each field as the patch sets it
+ * (or gone, for a field it removes), and its attempt as the last one. A
+ * store whose connection dropped as a compare-and-set committed cannot
+ * tell from sending it again (its own write now fails the condition), so
+ * it reads the run back and asks this. The patches that end or suspend an
+ * attempt carry a time of their own (`finishedAt`, `suspended.since`, the
+ * attempt's `startedAt`), so another write does not pass for one of them.
+ */
+export function showsPatch(run: RunRecord, patch: RunPatch): boolean {
+  const fields = run as unknown as Record<string, unknown>
+  for (const key in patch) {
+    const value = (patch as Record<string, unknown>)[key]
+    if (key === 'attempt') {
+      if (value !== undefined && !sameJson(run.attempts.at(-1), asStored(value))) return false
+    } else if (value === undefined ? key in fields : !sameJson(fields[key], asStored(value))) return false
+  }
+  return true
+}
+
+/** `value` as a JSON store hands it back: fields holding `undefined` gone. */
+function asStored(value: unknown): unknown {
+  return value !== null && typeof value === 'object' ? JSON.parse(JSON.stringify(value)) : value
 }

@@ -8,7 +8,7 @@
  * (`shared-work.ts`), passed in as a callback.
  */
 import type { Logger } from '../types.ts'
-import { errorMessage } from '../errors.ts'
+import { StoreUnavailableError, errorMessage } from '../errors.ts'
 import type { SharedWork } from './store.ts'
 import { setTimer } from './in-process-timers.ts'
 
@@ -33,6 +33,8 @@ export class Sweeper {
   #again = false
   #stopped = true
   #paused = false
+  /** The last sweep failed because the store could not be used. */
+  #unavailable = false
 
   constructor(options: SweeperOptions) {
     this.#options = options
@@ -114,8 +116,13 @@ export class Sweeper {
     let next: number | undefined
     try {
       next = await this.#options.claimDueWork()
+      this.#unavailable = false
     } catch (error) {
-      this.#options.logger.error(`[svc] task runtime: looking for due work failed: ${errorMessage(error)}`)
+      // A store that cannot be reached fails every sweep until it can: said once (the store says when it is back).
+      const unavailable = error instanceof StoreUnavailableError
+      if (!unavailable || !this.#unavailable)
+        this.#options.logger.error(`[svc] task runtime: looking for due work failed: ${errorMessage(error)}`)
+      this.#unavailable = unavailable
     }
     if (this.#stopped || this.#paused || this.#again) return
     const { pollMs } = this.#options.shared

@@ -417,9 +417,12 @@ export interface SharedWork {
   /**
    * Gives up the owner's leases on these runs, so others may take the
    * attempts over at once. Without `runIds` (the process shuts down), all
-   * of its leases, and its claims on timers it did not finish.
+   * of its leases but those on the runs in `keep`, and its claims on
+   * timers it did not finish. A lease kept lapses, and the run it holds is
+   * taken over then: an attempt whose end, retry or suspension could not
+   * be recorded (outcome-writes.ts).
    */
-  releaseLeases(owner: string, runIds?: readonly string[]): Promise<void>
+  releaseLeases(owner: string, runIds?: readonly string[], keep?: readonly string[]): Promise<void>
   /**
    * Takes the lease on up to `limit` runs whose process died or shut down
    * mid-way: `running` runs that nobody holds (lapsed or released) and that
