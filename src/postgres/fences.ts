@@ -27,15 +27,39 @@ export class Fences {
   readonly #held = new Map<string, Fence>()
   /** Runs whose attempt's end gave their lease up in its own statement (run-updates.ts), by the owner that held it. */
   readonly #givenUp = new Map<string, string>()
+  /** Leases being taken (`acquiring`), by owner and run, with how many calls take each. */
+  readonly #acquiring = new Map<string, number>()
 
   /** The fence of the lease held here on `runId`, if any. */
   of(runId: string): Fence | undefined {
     return this.#held.get(runId)
   }
 
-  /** A claim by `owner` set the fence of `runId`. */
+  /**
+   * A claim by `owner` set the fence of `runId`. Claims of one run by this
+   * process can answer out of order (a sweep's and a dispatch's, on two
+   * connections); the later claim is the one with the greater fence, which
+   * an earlier answer coming last does not take back.
+   */
   claimed(owner: string, runId: string, fence: string): void {
+    const held = this.#held.get(runId)
+    if (held?.owner === owner && BigInt(held.fence) > BigInt(fence)) return
     this.#held.set(runId, { owner, fence })
+  }
+
+  /**
+   * `owner` is taking the lease on `runId` (`acquireLease`): until the
+   * claim answers, the run counts as held here (`runIds`), so that this
+   * process's own sweep does not take it as an orphan meanwhile.
+   */
+  acquiring(owner: string, runId: string): () => void {
+    const key = `${owner}\n${runId}`
+    this.#acquiring.set(key, (this.#acquiring.get(key) ?? 0) + 1)
+    return () => {
+      const left = (this.#acquiring.get(key) ?? 1) - 1
+      if (left > 0) this.#acquiring.set(key, left)
+      else this.#acquiring.delete(key)
+    }
   }
 
   /**
@@ -78,10 +102,14 @@ export class Fences {
     return this.#givenUp.has(runId)
   }
 
-  /** The runs `owner` holds here. */
+  /** The runs `owner` holds here, or is taking the lease on. */
   runIds(owner: string): string[] {
     const ids: string[] = []
     for (const [runId, held] of this.#held) if (held.owner === owner) ids.push(runId)
+    for (const key of this.#acquiring.keys()) {
+      const [by, runId] = key.split('\n')
+      if (by === owner && !this.#held.has(runId)) ids.push(runId)
+    }
     return ids
   }
 }

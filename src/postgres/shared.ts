@@ -135,7 +135,8 @@ export class PostgresSharedWork implements SharedWork {
   }
 
   acquireLease(owner: string, runId: string): Promise<boolean> {
-    return this.#acquire.add({ owner, runId })
+    const taken = this.#fences.acquiring(owner, runId)
+    return this.#acquire.add({ owner, runId }).finally(taken)
   }
 
   /**

@@ -4,6 +4,7 @@
  * stopped and removed at the end. Test files reach it through
  * `SVC_TEST_POSTGRES_URL` and each makes its own database (`_pg.ts`).
  */
+import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { createServer } from 'node:net'
@@ -15,6 +16,14 @@ export interface RunningPostgres {
   /** Superuser URL of the `postgres` database. */
   url: string
   stop(): Promise<void>
+  /**
+   * Stops the server and keeps its data: 'fast' (SIGINT) ends the sessions
+   * and checkpoints, 'immediate' (SIGQUIT) stops as a crash would, and the
+   * next start recovers from the WAL.
+   */
+  halt(mode: 'fast' | 'immediate'): Promise<void>
+  /** Starts a halted server again on the same port and data; resolves once it accepts connections. */
+  resume(): Promise<void>
 }
 
 export interface EmbeddedPostgresOptions {
@@ -50,7 +59,8 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
     port,
     user: USER,
     password: PASSWORD,
-    persistent: false,
+    // Kept across a halt; stop() removes the directory itself.
+    persistent: true,
     // Postgres refuses to run as root; as root the package runs it as a
     // `postgres` system user, created when missing.
     createPostgresUser: process.getuid?.() === 0,
@@ -69,11 +79,24 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
     rmSync(dir, { recursive: true, force: true })
     throw new Error(`embedded Postgres did not start: ${(error as Error | undefined)?.message ?? ''}\n${logs.join('')}`, { cause: error })
   }
+  // The server's process, which the package keeps to itself.
+  const server = pg as unknown as { process: ChildProcess | undefined }
   return {
     url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`,
     async stop() {
       await pg.stop()
       rmSync(dir, { recursive: true, force: true })
+    },
+    async halt(mode) {
+      const child = server.process
+      if (child === undefined) return
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      child.kill(mode === 'fast' ? 'SIGINT' : 'SIGQUIT')
+      await exited
+      server.process = undefined
+    },
+    async resume() {
+      await pg.start()
     },
   }
 }

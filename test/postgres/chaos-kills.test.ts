@@ -1,0 +1,31 @@
+// The chaos harness's backend kills and retry storm (bench/_chaos), with
+// short phases, against svc server processes on the run's embedded
+// Postgres: nothing the servers accepted is lost, no task fails for the
+// database's fault, no recorded step runs again and no attempt runs twice.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { backendKills, retryStorm } from '../../bench/_chaos/scenarios.ts'
+import { createDatabase } from './_pg.ts'
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-chaos-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+const log = (line: string) => console.error(line)
+
+describe('svc under database faults (the chaos harness, short phases)', () => {
+  it('backends terminated twice a second while runs are triggered: none lost or failed, no recorded step runs again, and triggers answer in time after', async () => {
+    const url = await createDatabase('chaos_kills')
+    const result = await backendKills({ url, dir, log }, { processes: 2, runs: 60, killForMs: 3000, everyMs: 250 })
+    expect(result.killed).toBeGreaterThan(0)
+    expect(result.accepted).toBe(80)
+    expect(result).toMatchObject({ lost: 0, failed: 0, stepsRunAgain: [], attemptsRunTwice: [], refusedAfter: 0 })
+    expect(result.slowestAfterMs).toBeLessThan(1000)
+  }, 60_000)
+
+  it('a retry storm across three processes: every run takes exactly its three attempts, none twice', async () => {
+    const url = await createDatabase('chaos_storm')
+    const result = await retryStorm({ url, dir, log }, { processes: 3, runs: 300 })
+    expect(result).toMatchObject({ accepted: 300, lost: 0, failed: 0, attemptsRunTwice: [], wrongAttempts: 0 })
+  }, 90_000)
+})
