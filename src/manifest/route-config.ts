@@ -15,6 +15,7 @@ import {
   DEFAULT_RETRIES,
   DEFAULT_TIMEOUT_MS,
   normalizeCron,
+  priorityAgingProblem,
   rateLimitProblem,
   retentionProblem,
   retriesProblem,
@@ -43,6 +44,7 @@ const ROUTE_FIELDS = [
   'rateLimit',
   'debounce',
   'priority',
+  'priorityAging',
   'retention',
 ]
 
@@ -51,6 +53,7 @@ const FLOW_FIELDS = [
   ['concurrency', concurrencyProblem],
   ['rateLimit', rateLimitProblem],
   ['debounce', debounceProblem],
+  ['priorityAging', priorityAgingProblem],
 ] as const
 
 export interface RouteConfigResult {
@@ -69,7 +72,7 @@ export interface RouteConfigResult {
   compute: ResolvedCompute
   /** Whether the file declared `route.compute` at all. */
   computeDeclared: boolean
-  /** Tasks only: `route.concurrency`, `route.rateLimit` and `route.debounce`, resolved; null otherwise. */
+  /** Tasks only: `route.concurrency`, `route.rateLimit`, `route.debounce` and `route.priorityAging`, resolved; null otherwise. */
   flow: TaskFlow | null
 }
 
@@ -136,7 +139,7 @@ export function readRouteConfig(exports: ModuleExports, source: string, report: 
   }
 }
 
-/** `route.concurrency`, `route.rateLimit` and `route.debounce`, each checked by its rule. */
+/** `route.concurrency`, `route.rateLimit`, `route.debounce` and `route.priorityAging`, each checked by its rule. */
 function readFlow(fields: Map<string, { value: StaticValue }>, isTask: boolean, report: Reporter): TaskFlow | null {
   const config: Record<string, unknown> = {}
   for (const [name, check] of FLOW_FIELDS) {

@@ -46,6 +46,8 @@ export function startQueuedPg(
   return inTransaction(sql, async (tx) => {
     await lock(tx, schema, taskName, 'start')
     const runs = tx(schema)
+    // Every queued run, not the first few by priority: an old run of a low
+    // priority may outweigh them all once it has aged (flow.ts `byPriority`).
     const live = await tx<Row[]>`
       SELECT record FROM ${runs}.runs WHERE task_name = ${taskName} AND status IN ('queued', 'running') ORDER BY seq`
     const records = live.map((row) => row.record)
@@ -76,7 +78,7 @@ export function startQueuedPg(
         record = record || jsonb_build_object('status', 'running', 'startedAt', coalesce(record->'startedAt', to_jsonb(${now}::text)))
       WHERE id = ANY(${ids}::text[]) AND status = 'queued'
       RETURNING ${wholeRecord(tx, schema)} AS record`
-    // In creation order, as planned.
+    // In the order planned.
     const byId = new Map(rows.map((row) => [row.record.id, row.record]))
     result.started = ids.flatMap((id) => byId.get(id) ?? [])
     return result

@@ -166,6 +166,29 @@ export function debounceProblem(value: unknown): string | null {
   )
 }
 
+/**
+ * Priority points a queued run gains per second it has waited, unless its
+ * task sets `route.priorityAging` (docs/flow-control.md "Aging"). At
+ * one point a second, a point of priority is worth a second of waiting: the
+ * widest gap, a run at -1000 behind a stream at 1000, closes in 2000 s
+ * (about 33 minutes), while a gap of a few points still decides the order
+ * of a burst that clears within seconds.
+ */
+export const DEFAULT_PRIORITY_AGING = 1
+
+/**
+ * The fastest `route.priorityAging`: at 1000 points a second the widest
+ * gap closes in 2 s, so anything faster is creation order in all but name;
+ * the bound also keeps a run's weight a finite number however long it waits.
+ */
+export const MAX_PRIORITY_AGING = 1000
+
+/** `route.priorityAging`: points per second above 0 and at most `MAX_PRIORITY_AGING`, or `false` for strict order. */
+export function priorityAgingProblem(value: unknown): string | null {
+  if (value === false || (typeof value === 'number' && value > 0 && value <= MAX_PRIORITY_AGING)) return null
+  return `route.priorityAging must be the priority points a queued run gains per second it waits, above 0 and at most ${MAX_PRIORITY_AGING} (default ${DEFAULT_PRIORITY_AGING}), or false for strict priority order (got ${describe(value)})`
+}
+
 function positiveInteger(value: unknown): boolean {
   return typeof value === 'number' && Number.isInteger(value) && value >= 1
 }

@@ -517,12 +517,32 @@ describe('flow control', () => {
       'route.debounce.seconds must be a number of seconds above 0 and at most 31536000 (365 days) (got 0)',
     ],
     [`debounce: { seconds: 5, key: 7 }`, '{ seconds: 5', 'route.debounce.key must be a dotted path'],
+    [
+      'priorityAging: 0',
+      '0',
+      'route.priorityAging must be the priority points a queued run gains per second it waits, above 0 and at most 1000 (default 1), or false for strict priority order (got 0)',
+    ],
+    ['priorityAging: true', 'true', 'route.priorityAging must be the priority points a queued run gains per second it waits'],
+    ['priorityAging: 5000', '5000', 'above 0 and at most 1000 (default 1), or false for strict priority order (got 5000)'],
   ])('%s is rejected at its position', async (field, needle, message) => {
     const source = `export const route = { kind: 'task', ${field} }\n`
     const { errors } = await scanRoute(`${source}export async function POST() {}\n`)
     expect(errors).toHaveLength(1)
     expect(errors[0]).toMatch(new RegExp(`^src/api/route\\.ts:${at(source, needle, field.split(':')[0])}: `))
     expect(errors[0]).toContain(message)
+  })
+
+  test('priorityAging is read as points per second, or false for strict order, and reaches the task', async () => {
+    for (const priorityAging of ['0.5', 'false']) {
+      const source = `export const route = { kind: 'task', concurrency: 2, priorityAging: ${priorityAging} }\nexport async function POST() {}\n`
+      const { route, errors } = await scanRoute(source)
+      expect(errors).toEqual([])
+      expect(route.warnings).toEqual([])
+      expect(route.flow).toEqual({ concurrency: { limit: 2 }, priorityAging: JSON.parse(priorityAging) })
+      const rt = createTaskRuntime({ routes: [{ ...route, module: { route: { kind: 'task' }, POST: () => 1 } }], env: {} })
+      expect(rt.tasks.get('route')?.flow).toEqual({ concurrency: { limit: 2 }, priorityAging: JSON.parse(priorityAging) })
+      await rt.close()
+    }
   })
 
   test('flow fields on a route that is not a task are ignored with a warning', async () => {
@@ -537,5 +557,9 @@ describe('flow control', () => {
   test('the runtime reads the same rule for routes it was handed without a scan', async () => {
     const routes = [{ path: '/api/bad', module: { route: { kind: 'task' as const, concurrency: 0 }, POST: () => 1 } }]
     expect(() => createTaskRuntime({ routes, env: {} })).toThrow('route.concurrency must be a whole number of runs, 1 or more')
+    const aging = [{ path: '/api/bad', module: { route: { kind: 'task' as const, priorityAging: -1 }, POST: () => 1 } }]
+    expect(() => createTaskRuntime({ routes: aging, env: {} })).toThrow(
+      'Task "bad" (/api/bad): route.priorityAging must be the priority points a queued run gains per second it waits',
+    )
   })
 })

@@ -51,13 +51,58 @@ export function flowStoreContract(name: string, createStore: () => RunStore | Pr
       expect((await store.getRun(runs[1].id))?.priority).toBe(-5)
     })
 
+    it('startQueued starts an old low-priority run before a newer high-priority one once its wait outweighs the gap, unless priorityAging is false', async () => {
+      const store = await createStore()
+      const ago = (seconds: number) => new Date(Date.parse(now) - seconds * 1000).toISOString()
+      const startOrder = async (taskName: string, priorityAging?: false) => {
+        // At the default point a second, priority 10 is worth 10 s of waiting.
+        const runs = [
+          makeRun({ taskName, status: 'queued', createdAt: ago(60) }),
+          makeRun({ taskName, status: 'queued', priority: 10, createdAt: ago(55) }),
+          makeRun({ taskName, status: 'queued', priority: 10, createdAt: ago(45) }),
+        ]
+        for (const run of runs) await store.createRun(run)
+        const limits = priorityAging === undefined ? { concurrency: { limit: 1 } } : { concurrency: { limit: 1 }, priorityAging }
+        const order: number[] = []
+        for (let i = 0; i < runs.length; i++) {
+          const { started } = await store.startQueued(taskName, limits, now)
+          expect(started).toHaveLength(1)
+          order.push(runs.findIndex((run) => run.id === started[0].id))
+          await store.updateRun(started[0].id, { status: 'completed' })
+        }
+        return order
+      }
+      expect(await startOrder('aged')).toEqual([1, 0, 2])
+      expect(await startOrder('strict', false)).toEqual([1, 2, 0])
+    })
+
+    it('a delayed run ages from when it was due, not from its creation', async () => {
+      const store = await createStore()
+      const ago = (seconds: number) => new Date(Date.parse(now) - seconds * 1000).toISOString()
+      // Weights at one point a second: 30, 10 + 25 and 10 + 1.
+      const runs = [
+        makeRun({ status: 'queued', createdAt: ago(3600), runAt: ago(30) }),
+        makeRun({ status: 'queued', priority: 10, createdAt: ago(25) }),
+        makeRun({ status: 'queued', priority: 10, createdAt: ago(1) }),
+      ]
+      for (const run of runs) await store.createRun(run)
+      const order: string[] = []
+      for (let i = 0; i < runs.length; i++) {
+        const { started } = await store.startQueued('report', { concurrency: { limit: 1 }, priorityAging: 1 }, now)
+        order.push(started[0].id)
+        await store.updateRun(started[0].id, { status: 'completed' })
+      }
+      expect(order).toEqual([runs[1].id, runs[0].id, runs[2].id])
+    })
+
     it('a higher priority in one bucket does not hold back another bucket', async () => {
       const store = await createStore()
       await store.createRun(makeRun({ status: 'running', startedAt: now, input: { user: 'a' } }))
+      // Created together, so that no run's wait outweighs a priority.
       const runs = [
-        makeRun({ status: 'queued', input: { user: 'a' }, priority: 100 }),
-        makeRun({ status: 'queued', input: { user: 'b' } }),
-        makeRun({ status: 'queued', input: { user: 'b' }, priority: 1 }),
+        makeRun({ status: 'queued', input: { user: 'a' }, priority: 100, createdAt: now }),
+        makeRun({ status: 'queued', input: { user: 'b' }, createdAt: now }),
+        makeRun({ status: 'queued', input: { user: 'b' }, priority: 1, createdAt: now }),
       ]
       for (const run of runs) await store.createRun(run)
       const { started } = await store.startQueued('report', { concurrency: { limit: 1, key: 'input.user' } }, now)

@@ -372,6 +372,8 @@ describe('flow control config at runtime', () => {
     [{ rateLimit: { limit: 1 } }, 'route.rateLimit.periodSeconds must be a number of seconds above 0'],
     [{ rateLimit: { limit: 1, periodSeconds: 1, per: 2 } }, 'route.rateLimit has no field "per"'],
     [{ debounce: { seconds: -1 } }, 'route.debounce.seconds must be a number of seconds above 0'],
+    [{ priorityAging: 0 }, 'route.priorityAging must be the priority points a queued run gains per second it waits, above 0'],
+    [{ priorityAging: 'strict' }, 'or false for strict priority order (got "strict")'],
   ])('defineTasks rejects %j', (route, message) => {
     expect(() => createTaskRuntime({ routes: [task('bad', () => 1, { route: route as never })], env: {} })).toThrow(message)
   })

@@ -11,6 +11,7 @@ import {
   concurrencyProblem,
   debounceProblem,
   normalizeCron,
+  priorityAgingProblem,
   rateLimitProblem,
   retentionProblem,
   retriesProblem,
@@ -57,6 +58,7 @@ export function defineTasks(routes: readonly RuntimeApiRoute[], clock?: CronCloc
       (config.rateLimit === undefined ? null : rateLimitProblem(config.rateLimit)) ??
       (config.debounce === undefined ? null : debounceProblem(config.debounce)) ??
       (config.priority === undefined ? null : priorityProblem(config.priority)) ??
+      (config.priorityAging === undefined ? null : priorityAgingProblem(config.priorityAging)) ??
       (config.retention === undefined ? null : retentionProblem(config.retention)) ??
       (resolved.on === null ? null : eventListProblem(resolved.on)) ??
       (route.version === undefined ? null : versionProblem(route.version))

@@ -1,10 +1,11 @@
 /**
  * Flow control of a task (`route.concurrency`, `route.rateLimit`,
- * `route.debounce`), written once: the limits in their resolved form, the
- * bucket a run falls in, and `planStarts`, the choice of which queued runs
- * may start now. Every store calls `planStarts` inside its own atomic block
- * (a transaction, a synchronous Durable Object call), so two callers never
- * both take the last slot. Edge-safe.
+ * `route.debounce`, `route.priorityAging`), written once: the limits in
+ * their resolved form, the bucket a run falls in, and `planStarts`, the
+ * choice of which queued runs may start now. Every store calls
+ * `planStarts` inside its own atomic block (a transaction, a synchronous
+ * Durable Object call), so two callers never both take the last slot.
+ * Edge-safe.
  *
  * - Concurrency counts `running` runs: an attempt in flight, or one waiting
  *   out a retry's backoff (the backoff holds its slot, so a failing task
@@ -18,17 +19,21 @@
  * - A key names a bucket: a dotted path into the input. A run whose input
  *   has no value there (or `null`) falls in one shared bucket. A value is
  *   one bucket whatever the order of its objects' keys (`flowKey`).
+ * - Queued runs are weighed by priority plus the points they gained while
+ *   waiting (`priorityAging`), so that newer runs of a higher priority
+ *   delay an older run for a bounded time, not for ever.
  */
 import type { RouteConfig } from '../types/routes.ts'
 import type { RunRecord } from '../types/runs.ts'
 import type { FlowLimits, TaskFlow } from '../types/flow.ts'
+import { DEFAULT_PRIORITY_AGING } from '../rules.ts'
 
 export type { ConcurrencyLimit, Debounce, FlowLimits, RateLimit, TaskFlow } from '../types/flow.ts'
 
 /** Reads the (already checked) flow fields of a route config. */
 export function taskFlow(config: RouteConfig): TaskFlow {
   const flow: TaskFlow = {}
-  const { concurrency, rateLimit, debounce } = config
+  const { concurrency, rateLimit, debounce, priorityAging } = config
   if (concurrency !== undefined) {
     flow.concurrency = typeof concurrency === 'number' ? { limit: concurrency } : withKey({ limit: concurrency.limit }, concurrency.key)
   }
@@ -36,6 +41,7 @@ export function taskFlow(config: RouteConfig): TaskFlow {
     flow.rateLimit = withKey({ limit: rateLimit.limit, periodSeconds: rateLimit.periodSeconds }, rateLimit.key)
   }
   if (debounce !== undefined) flow.debounce = withKey({ seconds: debounce.seconds }, debounce.key)
+  if (priorityAging !== undefined) flow.priorityAging = priorityAging
   return flow
 }
 
@@ -43,7 +49,10 @@ function withKey<T extends object>(limit: T, key: string | undefined): T & { key
   return key === undefined ? limit : { ...limit, key }
 }
 
-/** One line for people: `concurrency 5 per input.userId, 10 starts per 60 s, debounce 30 s`, or `-`. */
+/**
+ * One line for people: `concurrency 5 per input.userId, 10 starts per 60 s,
+ * debounce 30 s`, or `-`; a priority aging other than the default is named too.
+ */
 export function describeFlow(flow: TaskFlow | null | undefined): string {
   if (!flow) return '-'
   const per = (key: string | undefined) => (key === undefined ? '' : ` per ${key}`)
@@ -51,6 +60,8 @@ export function describeFlow(flow: TaskFlow | null | undefined): string {
   if (flow.concurrency) parts.push(`concurrency ${flow.concurrency.limit}${per(flow.concurrency.key)}`)
   if (flow.rateLimit) parts.push(`${flow.rateLimit.limit} starts per ${flow.rateLimit.periodSeconds} s${per(flow.rateLimit.key)}`)
   if (flow.debounce) parts.push(`debounce ${flow.debounce.seconds} s${per(flow.debounce.key)}`)
+  if (flow.priorityAging === false) parts.push('strict priority')
+  else if (flow.priorityAging !== undefined) parts.push(`priority aging ${flow.priorityAging}/s`)
   return parts.join(', ') || '-'
 }
 
@@ -92,10 +103,10 @@ function sortedKeys(_key: string, value: unknown): unknown {
 }
 
 /** What `planStarts` weighs of a run; a store may pass its own records. */
-export type FlowRun = Pick<RunRecord, 'id' | 'input' | 'startedAt' | 'priority'>
+export type FlowRun = Pick<RunRecord, 'id' | 'input' | 'createdAt' | 'runAt' | 'startedAt' | 'priority'>
 
 export interface StartPlan<R extends FlowRun = RunRecord> {
-  /** The queued runs to start now, higher priorities first, then in creation order. */
+  /** The queued runs to start now, in the order `planStarts` weighed them. */
   start: R[]
   /**
    * When the rate limit blocks a run: the first moment a start leaves its
@@ -108,8 +119,9 @@ export interface StartPlan<R extends FlowRun = RunRecord> {
  * Which queued runs may start at `now` (epoch ms). `queued` is in creation
  * order; `running` are the task's running runs; `started` its runs that
  * first started within the rate window (any status). Runs are weighed by
- * priority, higher first, and in creation order within one priority. A
- * run blocked by its bucket does not block a later run in another bucket.
+ * priority, higher first, aged as `byPriority` says, and in creation order
+ * at equal weight. A run blocked by its bucket does not block a later run
+ * in another bucket.
  */
 export function planStarts<R extends FlowRun>(
   limits: FlowLimits,
@@ -139,7 +151,7 @@ export function planStarts<R extends FlowRun>(
     }
   }
   const plan: StartPlan<R> = { start: [] }
-  for (const run of byPriority(queued)) {
+  for (const run of byPriority(queued, limits.priorityAging ?? DEFAULT_PRIORITY_AGING, now)) {
     const slotKey = concurrency ? flowKey(run.input, concurrency.key) : ''
     if (concurrency && (busy.get(slotKey) ?? 0) >= concurrency.limit) {
       // One bucket and no rate limit: a full bucket blocks every later run.
@@ -168,10 +180,30 @@ export function planStarts<R extends FlowRun>(
   return plan
 }
 
-/** `runs` by priority, higher first; a stable sort, so creation order holds within one priority. */
-function byPriority<R extends FlowRun>(runs: readonly R[]): readonly R[] {
-  if (!runs.some((run) => run.priority !== undefined && run.priority !== 0)) return runs
-  return runs.toSorted((a, b) => (b.priority ?? 0) - (a.priority ?? 0))
+/**
+ * `runs` by weight, heaviest first: its priority plus `aging` points for
+ * each second it has waited at `now` since it became due (its `runAt`, else
+ * its `createdAt`), or its priority alone when `aging` is `false`. A delayed
+ * run ages from its due time, so a delay earns it no place. A run queued
+ * again after a wait keeps the time it first became due, as it keeps its
+ * place in creation order. A stable sort: equal weights keep creation order.
+ */
+function byPriority<R extends FlowRun>(runs: readonly R[], aging: number | false, now: number): readonly R[] {
+  const first = runs[0]?.priority ?? 0
+  if (runs.every((run) => (run.priority ?? 0) === first)) {
+    // One priority: creation order is already the order of waiting, unless a delay moved a run's due time.
+    if (aging === false || runs.every((run) => run.runAt === undefined)) return runs
+  }
+  if (aging === false) return runs.toSorted((a, b) => (b.priority ?? 0) - (a.priority ?? 0))
+  const weighed = runs.map((run) => ({ run, weight: (run.priority ?? 0) + aging * waitedSeconds(run, now) }))
+  weighed.sort((a, b) => b.weight - a.weight)
+  return weighed.map(({ run }) => run)
+}
+
+/** Seconds `run` has waited at `now` since it became due; 0 for a due time ahead of `now` (another process's clock). */
+function waitedSeconds(run: FlowRun, now: number): number {
+  const due = Date.parse(run.runAt ?? run.createdAt)
+  return due < now ? (now - due) / 1000 : 0
 }
 
 /** The patch that starts a queued run: `running`, and its first start time unless it has one. */

@@ -20,6 +20,11 @@ export interface Debounce {
 export interface FlowLimits {
   concurrency?: ConcurrencyLimit
   rateLimit?: RateLimit
+  /**
+   * Priority points a queued run gains per second it has waited, or `false`
+   * for strict priority order. Absent: `DEFAULT_PRIORITY_AGING`.
+   */
+  priorityAging?: number | false
 }
 
 /** What a route config says about flow control, in resolved form. */

@@ -70,9 +70,18 @@ export interface RouteConfig {
    * Task only: the priority of its runs, a whole number from -1000 to 1000;
    * `enqueue`'s `priority` option overrides it per run. Among the runs
    * queued behind the task's `concurrency` or `rateLimit`, higher
-   * priorities start first (docs/flow-control.md "Priorities"). @default 0
+   * priorities start first, each raised by its wait (`priorityAging`)
+   * (docs/flow-control.md "Priorities"). @default 0
    */
   priority?: number
+  /**
+   * Task only: the priority points a queued run gains per second it waits
+   * (above 0, at most 1000), so that newer runs of a higher priority delay
+   * it for a bounded time instead of for as long as they keep coming;
+   * `false` keeps strict priority order (docs/flow-control.md "Aging").
+   * @default 1
+   */
+  priorityAging?: number | false
   /**
    * Task only: how long its finished runs are kept, in seconds from when
    * they finished, within the store's `maxRuns`; older ones are deleted

@@ -20,7 +20,7 @@ export interface TaskDefinition {
   timezone: string | null
   /** The events that start a run of the task (`on`); empty when none. */
   on: string[]
-  /** `route.concurrency`, `route.rateLimit` and `route.debounce`, each absent when unset. */
+  /** `route.concurrency`, `route.rateLimit`, `route.debounce` and `route.priorityAging`, each absent when unset. */
   flow: TaskFlow
   /** `route.priority`: the priority of a run started without its own. */
   priority: number

@@ -34,6 +34,8 @@ const NO_ROWS: SqlRows = []
  * over.
  */
 export function* startQueuedSql(taskName: string, limits: FlowLimits, now: string): SqlProcedure<QueuedStarts> {
+  // Every queued run, not the first few by priority: an old run of a low
+  // priority may outweigh them all once it has aged (flow.ts `byPriority`).
   const rows = (yield read(SELECT_QUEUED_AND_RUNNING, taskName)) as unknown as RunRow[]
   const nowMs = Date.parse(now)
   const since = limits.rateLimit && new Date(nowMs - limits.rateLimit.periodSeconds * 1000).toISOString()
