@@ -1,0 +1,139 @@
+// A SQLite file that refuses writes for a while (a trigger that raises, the
+// write lock held by another process, a full disk) costs runs nothing: a
+// sleep whose timer could not be written still wakes, and an attempt whose
+// step could not be saved is interrupted, not failed, and runs again as the
+// same attempt once the file takes writes. Real files; the faults are
+// SQLite's own (a trigger's RAISE, another connection's BEGIN IMMEDIATE,
+// `PRAGMA max_page_count`).
+import { DatabaseSync } from 'node:sqlite'
+import { describe, expect, it } from 'vitest'
+import type { SqliteRunStore } from '../../src/node.ts'
+import type { RunRecord, TaskContext } from '../../src/types.ts'
+import { deferred, runtime, task, until } from '../tasks/_helpers.ts'
+import { sqliteFiles } from './_sqlite-files.ts'
+
+const { dbFile, store, raw } = sqliteFiles('svc-sqlite-write-faults-')
+
+/** Runs `sql` on the file through a connection of its own, as another process would. */
+function onFile(path: string, sql: string): void {
+  const db = new DatabaseSync(path)
+  try {
+    db.exec(sql)
+  } finally {
+    db.close()
+  }
+}
+
+/** A store and the connection it writes with (`PRAGMA max_page_count` holds per connection). */
+function storeAndConnection(path: string): { store: SqliteRunStore; db: DatabaseSync } {
+  const exec = DatabaseSync.prototype.exec
+  let db: DatabaseSync | undefined
+  DatabaseSync.prototype.exec = function (this: DatabaseSync, sql: string) {
+    db ??= this
+    return exec.call(this, sql)
+  }
+  try {
+    const s = store(path)
+    return { store: s, db: db! }
+  } finally {
+    DatabaseSync.prototype.exec = exec
+  }
+}
+
+describe('SQLite write faults do not lose runs', () => {
+  it('a sleep whose timer write the file refuses for a while wakes once the write goes through, its recorded step not run again', async () => {
+    const path = dbFile()
+    const s = store(path)
+    onFile(
+      path,
+      `CREATE TABLE fault (on_ INTEGER NOT NULL); INSERT INTO fault VALUES (1);
+       CREATE TRIGGER refuse_timers BEFORE INSERT ON timers WHEN (SELECT on_ FROM fault) = 1
+       BEGIN SELECT RAISE(ABORT, 'timers are refused'); END;`,
+    )
+    const ran: string[] = []
+    const rt = runtime(
+      [
+        task('nap', async (ctx: TaskContext) => {
+          await ctx.step.run('a', () => void ran.push('a'))
+          await ctx.step.sleep('nap', 0.05)
+          await ctx.step.run('b', () => void ran.push('b'))
+          return 'awake'
+        }),
+      ],
+      { store: s },
+    )
+    const { id } = await rt.trigger('nap')
+    await until(() => rt.logger.text().includes('could not record the wait of step "nap"'))
+    expect((await s.getRun(id))?.status).toBe('suspended')
+    onFile(path, 'UPDATE fault SET on_ = 0')
+    await until(async () => (await s.getRun(id))?.status === 'completed', 10_000)
+    expect((await s.getRun(id))?.result).toBe('awake')
+    expect(ran).toEqual(['a', 'b'])
+  })
+
+  it('while another process holds the write lock, an attempt whose step cannot be saved is interrupted, and finishes as the same attempt once the lock is gone', async () => {
+    const path = dbFile()
+    const s = store(path, { busyTimeoutMs: 100 })
+    const gate = deferred()
+    const attempts: number[] = []
+    const rt = runtime(
+      [
+        task('work', async (ctx: TaskContext) => {
+          attempts.push(ctx.attempt)
+          const out = await ctx.step.run('a', async () => {
+            await gate.promise
+            return 'A'
+          })
+          return out
+        }),
+      ],
+      { store: s },
+    )
+    const { id } = await rt.trigger('work')
+    await until(() => attempts.length === 1)
+    const other = raw(path)
+    other.exec('BEGIN IMMEDIATE')
+    gate.resolve()
+    await until(() => rt.logger.text().includes('could not serve the attempt'))
+    // Nothing of the attempt was recorded: the run is still running, with no failed attempt.
+    expect((await s.getRun(id))?.status).toBe('running')
+    other.exec('COMMIT')
+    const done = (await until(async () => {
+      const run = await s.getRun(id)
+      return run?.status === 'completed' && run
+    }, 10_000)) as RunRecord
+    expect(done.result).toBe('A')
+    // The interrupted attempt counted as no retry: one attempt recorded, the one that completed, numbered 1.
+    expect(done.attempts.map((attempt) => attempt.index)).toEqual([1])
+    expect(attempts).toEqual([1, 1])
+  })
+
+  it('with the disk full, a run whose end cannot be written keeps its result and writes it once there is room', async () => {
+    const path = dbFile()
+    const { store: s, db } = storeAndConnection(path)
+    const gate = deferred()
+    let calls = 0
+    const rt = runtime(
+      [
+        task('big', async () => {
+          calls++
+          await gate.promise
+          return 'x'.repeat(300_000)
+        }),
+      ],
+      { store: s },
+    )
+    const { id } = await rt.trigger('big')
+    await until(() => calls === 1)
+    const { page_count } = db.prepare('PRAGMA page_count').get() as { page_count: number }
+    db.exec(`PRAGMA max_page_count = ${page_count}`)
+    gate.resolve()
+    await until(() => rt.logger.text().includes('could not record its end'))
+    expect((await s.getRun(id))?.status).toBe('running')
+    db.exec('PRAGMA max_page_count = 4294967294')
+    await until(async () => (await s.getRun(id))?.status === 'completed', 10_000)
+    expect(((await s.getRun(id))?.result as string).length).toBe(300_000)
+    // The handler ran once: its result waited in memory for the room.
+    expect(calls).toBe(1)
+  })
+})
