@@ -7,7 +7,10 @@
 // - chaos.steps: steps a, b and c, each "<run> <step> <pid> <exec>", each
 //   returning its exec id, with a short sleep between a and b;
 // - chaos.flaky: each attempt "<run> attempt <n> <pid> <exec>", failing
-//   the first two; `retries: 2`, so the third completes it.
+//   the first two; `retries: 2`, so the third completes it;
+// - chaos.noop: one step and nothing else, for throughput (no effects);
+// - chaos.ranked: 20 ms of work, two at a time (`concurrency: 2`), for runs
+//   of several priorities to queue behind each other.
 import { appendFileSync } from 'node:fs'
 import { randomUUID } from 'node:crypto'
 import { startSvcServer } from '../../src/node.ts'
@@ -55,6 +58,25 @@ const server = await startSvcServer({
           const b = await step('b')
           const c = await step('c')
           return [a, b, c]
+        },
+      },
+    },
+    {
+      path: '/api/chaos/noop',
+      module: {
+        route: { kind: 'task' },
+        async POST(ctx: TaskContext) {
+          return ctx.step.run('a', () => 1)
+        },
+      },
+    },
+    {
+      path: '/api/chaos/ranked',
+      module: {
+        route: { kind: 'task', concurrency: 2 },
+        async POST() {
+          await new Promise((resolve) => setTimeout(resolve, 20))
+          return 1
         },
       },
     },

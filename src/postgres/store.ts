@@ -23,8 +23,9 @@
  * together in one statement, each row of it doing what the call would do
  * alone, and each call is answered once that statement committed. Under
  * load that is one commit for many runs, where a commit a run would queue
- * behind the others: every run created or finished updates the one row of
- * `run_counts` (migrations.ts), which its transaction holds to its commit.
+ * behind the others: every statement that creates or finishes runs updates
+ * the one row of `run_counts` (migrations.ts), which its transaction holds
+ * to its commit.
  *
  * The writes an attempt makes are fenced (fences.ts) while this process
  * holds the run's lease: its steps, its end (`updateRun` expecting the
@@ -95,10 +96,8 @@ const RETRY_DELAYS_MS = [25, 50, 100, 200, 400, 800]
 type Row<T> = { record: T }
 /**
  * The most runs one statement inserts, and the most `updateRun` calls one
- * statement makes. Each run a statement inserts or finishes updates the
- * row of counts once more (its trigger), and every update of that row
- * walks the versions the transaction left of it before: a statement costs
- * the square of its runs, which this keeps small beside the commit.
+ * statement makes: its parameters and the rows it hands back stay small
+ * beside its commit.
  */
 const INSERT_BATCH = 500
 const UPDATE_BATCH = 500
@@ -117,6 +116,19 @@ function expectsRunning(expect: { status: RunStatus | readonly RunStatus[] } | u
   if (expect === undefined) return false
   const { status } = expect
   return typeof status === 'string' ? status === 'running' : status.length === 1 && status[0] === 'running'
+}
+
+/**
+ * Stops the driver reading the database's array types again on each new
+ * connection, once the first connection has read them (they are kept for
+ * the whole pool). The driver reads them from a promise of its own that
+ * nothing handles (`postgres` 3.4.9, connection.js `fetchArrayTypes`): a
+ * connection ended in that moment (a backend terminated, a server going
+ * down) is an unhandled rejection, which ends a Node process.
+ */
+function typesKnown(sql: Sql): void {
+  const options = sql.options as unknown as { fetch_types: boolean; shared: { typeArrayMap: Record<string, number> } }
+  if (Object.keys(options.shared.typeArrayMap).length > 0) options.fetch_types = false
 }
 
 /**
@@ -209,11 +221,14 @@ export class PostgresRunStore implements RunStore {
     })
     this.#sql = sql
     this.#availability = new Availability({ where: `${WHERE} (${redactUrl(url)})`, probe: () => sql`SELECT 1`, logger })
-    this.#ready = migrate(sql, schema, WHERE).catch((error: unknown) => {
-      throw (error as Error).message?.startsWith(WHERE)
-        ? error
-        : new Error(`${WHERE}: cannot use ${redactUrl(url)}: ${(error as Error).message}`, { cause: error })
-    })
+    this.#ready = migrate(sql, schema, WHERE).then(
+      () => typesKnown(sql),
+      (error: unknown) => {
+        throw (error as Error).message?.startsWith(WHERE)
+          ? error
+          : new Error(`${WHERE}: cannot use ${redactUrl(url)}: ${(error as Error).message}`, { cause: error })
+      },
+    )
     // Reported by ready() and by every call; not an unhandled rejection meanwhile.
     this.#ready.catch(() => {})
     this.shared = new PostgresSharedWork({ schema, leaseMs, pollMs, fences: this.#fences, run: (query) => this.#run(query) })
