@@ -13,6 +13,8 @@ import postgres from 'postgres'
 
 const SERVER = fileURLToPath(new URL('./svc-server.ts', import.meta.url))
 export const CHAOS_SECRET = 'chaos-harness-secret'
+/** How long a server may take to listen before the harness gives up on it. */
+const START_TIMEOUT_MS = 30_000
 /** How long a client waits for an answer to a trigger before it gives up on that request. */
 const ANSWER_TIMEOUT_MS = 10_000
 
@@ -61,15 +63,20 @@ export class Cluster {
     child.stdout!.on('data', (chunk) => (out += chunk))
     child.stderr!.on('data', (chunk) => (out += chunk))
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+    const began = Date.now()
     const port = await new Promise<number>((resolve, reject) => {
       const look = setInterval(() => {
         const found = /port (\d+)/.exec(out)
         if (found) {
           clearInterval(look)
           resolve(Number(found[1]))
-        } else if (child.exitCode !== null) {
+        } else if (child.exitCode !== null || child.signalCode !== null) {
           clearInterval(look)
           reject(new Error(`an svc server exited before it listened:\n${out}`))
+        } else if (Date.now() - began > START_TIMEOUT_MS) {
+          clearInterval(look)
+          child.kill('SIGKILL')
+          reject(new Error(`an svc server did not listen within ${START_TIMEOUT_MS} ms:\n${out}`))
         }
       }, 20)
     })
@@ -199,4 +206,27 @@ export function attemptsRunTwice(effects: string[][]): string[] {
     else seen.set(key, pid)
   }
   return twice
+}
+
+/** Every line of the effects log at `path`, split on spaces: the format svc-server.ts and pgboss-worker.ts write. */
+export function readEffects(path: string): string[][] {
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(' '))
+}
+
+/**
+ * Runs of chaos.steps that process `pid` had begun and that no process
+ * had taken to their last step (c) yet: what a kill of that process
+ * leaves for the others.
+ */
+export function begunIn(effects: string[][], pid: number): number {
+  const begun = new Set<string>()
+  const ended = new Set<string>()
+  for (const [runId, step, by] of effects) {
+    if (step === 'c') ended.add(runId)
+    else if (step === 'a' && by === String(pid)) begun.add(runId)
+  }
+  return [...begun].filter((runId) => !ended.has(runId)).length
 }

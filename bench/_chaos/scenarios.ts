@@ -13,7 +13,7 @@
  */
 import { join } from 'node:path'
 import postgres from 'postgres'
-import { type Answer, attemptsRunTwice, Cluster, runsOf, stepsRunAgain, type SvcProcess } from './cluster.ts'
+import { type Answer, attemptsRunTwice, begunIn, Cluster, runsOf, stepsRunAgain, type SvcProcess } from './cluster.ts'
 import { holdEverySlot, killBackends, type PostgresServer } from './faults.ts'
 
 export interface ChaosCounts {
@@ -250,4 +250,156 @@ export async function retryStorm(
   } finally {
     await cluster.close()
   }
+}
+
+export interface CrashRecoveryResult extends ChaosCounts {
+  /** Accepted runs not completed yet when the process was killed. */
+  unfinishedAtKill: number
+  /** Of those, runs the killed process had begun. */
+  begunInKilled: number
+  /** From the kill until every accepted run had finished, in ms (NaN: some never did within the wait). */
+  recoveryMs: number
+}
+
+/**
+ * crash_recovery: `runs` runs triggered at once across `processes`
+ * processes; once all are accepted and one process has begun a tenth of
+ * its share, it is killed (`kill -9`) and the others take its runs over.
+ */
+export async function crashRecovery(setup: ScenarioSetup, { processes = 3, runs = 300 } = {}): Promise<CrashRecoveryResult> {
+  const cluster = new Cluster({ url: setup.url, effects: join(setup.dir, 'crash-recovery.log') })
+  try {
+    const on = await cluster.start(processes)
+    const victim = on[0]
+    const ids = await triggerSpread(cluster, on, 'chaos.steps', runs, 0, Date.now() + 20_000, 'crash')
+    await whenBegun(() => cluster.effects(), victim.pid, Math.ceil(runs / processes / 10))
+    const before = await runsOf(setup.url, 'chaos.steps')
+    await victim.kill()
+    const killedAt = Date.now()
+    const begunInKilled = begunIn(cluster.effects(), victim.pid)
+    const counts = await settle(cluster, setup.url, 'chaos.steps', ids, 120_000)
+    const recoveryMs = counts.lost === 0 ? Date.now() - killedAt : Number.NaN
+    if (counts.lost > 0) for (const p of on) setup.log?.(p.output())
+    return {
+      ...counts,
+      unfinishedAtKill: ids.filter((id) => before.get(id)?.status !== 'completed').length,
+      begunInKilled,
+      recoveryMs,
+    }
+  } finally {
+    await cluster.close()
+  }
+}
+
+export interface RepeatedKillsResult extends ChaosCounts {
+  /** Kills of the process (`kill -9`), each followed by a new process in its place. */
+  kills: number
+  /** Runs completed per second over `windowMs` before the first kill. */
+  rateBefore: number
+  /** The same over `windowMs` from the last restart on. */
+  rateAfter: number
+}
+
+/**
+ * repeated_kills: a steady `perSecond` runs a second across `processes`
+ * processes while one of them is killed (`kill -9`) `kills` times, down
+ * for `downMs` and then replaced by a new process that runs for `upMs`.
+ * A trigger whose process does not answer goes to the next live one with
+ * the same idempotency key, as a client behind a load balancer would.
+ */
+export async function repeatedKills(
+  setup: ScenarioSetup,
+  { processes = 3, kills = 5, perSecond = 30, downMs = 1000, upMs = 5000, windowMs = 5000 } = {},
+): Promise<RepeatedKillsResult> {
+  const cluster = new Cluster({ url: setup.url, effects: join(setup.dir, 'repeated-kills.log') })
+  try {
+    const live = await cluster.start(processes)
+    const load = steadyLoad(perSecond, (i) => triggerOnAny(cluster, live, i, 'chaos.steps', `steady-${i}`, Date.now() + 20_000))
+    // Past the first runs' start-up, so the window holds the steady state.
+    await sleep(Math.min(2000, windowMs))
+    const rateBefore = await completionRate(setup.url, 'chaos.steps', windowMs)
+    for (let k = 0; k < kills; k++) {
+      // The same one each time: the one started last takes its place at the end.
+      const victim = live.pop()!
+      await victim.kill()
+      await sleep(downMs)
+      live.push(...(await cluster.start(1)))
+      if (k < kills - 1) await sleep(upMs)
+    }
+    const rateAfter = await completionRate(setup.url, 'chaos.steps', windowMs)
+    const ids = await load.stop()
+    const counts = await settle(cluster, setup.url, 'chaos.steps', ids, 60_000)
+    if (counts.lost > 0) for (const p of cluster.processes) setup.log?.(p.output())
+    return { ...counts, kills, rateBefore, rateAfter }
+  } finally {
+    await cluster.close()
+  }
+}
+
+/**
+ * Resolves once process `pid` has begun `count` runs of chaos.steps that
+ * none has finished, or after `ms`: so that a kill finds it mid-flight.
+ */
+export async function whenBegun(effects: () => string[][], pid: number, count: number, ms = 10_000): Promise<void> {
+  const until = Date.now() + ms
+  while (Date.now() < until && begunIn(effects(), pid) < count) await sleep(10)
+}
+
+/**
+ * Calls `send(i)` `perSecond` times a second, i counting from 0, until
+ * `stop()`, which resolves to the ids the calls resolved to.
+ */
+export function steadyLoad(perSecond: number, send: (i: number) => Promise<string | undefined>): { stop(): Promise<string[]> } {
+  const calls: Promise<string | undefined>[] = []
+  let stopped = false
+  const loop = (async () => {
+    const began = Date.now()
+    for (let i = 0; !stopped; i++) {
+      const due = began + (i * 1000) / perSecond
+      if (due > Date.now()) await sleep(due - Date.now())
+      if (stopped) break
+      const call = send(i)
+      // Awaited in stop(): a call that fails before then is reported there, not as unhandled.
+      call.catch(() => {})
+      calls.push(call)
+    }
+  })()
+  return {
+    async stop() {
+      stopped = true
+      await loop
+      return (await Promise.all(calls)).filter((id): id is string => id !== undefined)
+    },
+  }
+}
+
+/**
+ * Triggers `task` once on `live[first]`, then on the next live process
+ * and the next, with the same `key`, until one accepts it or `deadline`
+ * passed. `live` is read on each try, so a process killed and replaced
+ * meanwhile is skipped.
+ */
+async function triggerOnAny(
+  cluster: Cluster,
+  live: SvcProcess[],
+  first: number,
+  task: string,
+  key: string,
+  deadline: number,
+): Promise<string | undefined> {
+  for (let k = first; ; k++) {
+    const id = await cluster.trigger(live[k % live.length], task, key, 0)
+    if (id !== undefined || Date.now() >= deadline) return id
+    await sleep(100)
+  }
+}
+
+/** Runs of `task` completed per second over the next `ms`, counted in the database. */
+async function completionRate(url: string, task: string, ms: number): Promise<number> {
+  const completed = async () => [...(await runsOf(url, task)).values()].filter((run) => run.status === 'completed').length
+  const from = await completed()
+  const began = Date.now()
+  await sleep(ms)
+  const to = await completed()
+  return (to - from) / ((Date.now() - began) / 1000)
 }
