@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import postgres from 'postgres'
 import { Cluster } from './cluster.ts'
 import { holdTransaction } from './faults.ts'
+import { sleep } from './phases.ts'
 import type { ScenarioSetup } from './scenarios.ts'
 
 export interface HeldTransactionResult {
@@ -28,8 +29,6 @@ export interface HeldTransactionResult {
   /** Runs accepted and not completed once the load stopped and they had 30 s. */
   lost: number
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 export async function heldTransaction(
   setup: ScenarioSetup,

@@ -22,6 +22,7 @@ import { PgBoss, type Queue } from 'pg-boss'
 import postgres from 'postgres'
 import { type Answer, attemptsRunTwice, begunIn, readEffects } from './cluster.ts'
 import { holdEverySlot, killBackends, type PostgresServer } from './faults.ts'
+import { settle, sleep, spread } from './phases.ts'
 import {
   type BackendKillResult,
   type ChaosCounts,
@@ -50,8 +51,6 @@ const QUEUES: Record<string, Omit<Queue, 'name'>> = {
 
 /** How long a send may wait for a connection before it fails, as long as svc's client waits for an answer. */
 const SEND_TIMEOUT_MS = 10_000
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 export interface WorkerProcess {
   readonly pid: number
@@ -195,7 +194,7 @@ export function effectsRunAgain(effects: string[][]): string[] {
 }
 
 /** Sends `count` jobs to `queue`, spread over `overMs`, each until accepted or `deadline`; resolves to the ids. */
-async function sendSpread(
+function sendSpread(
   cluster: PgBossCluster,
   queue: string,
   count: number,
@@ -204,35 +203,21 @@ async function sendSpread(
   prefix: string,
   answers?: Answer[],
 ): Promise<string[]> {
-  const gap = overMs / count
-  const calls: Promise<string | undefined>[] = []
-  const began = Date.now()
-  for (let i = 0; i < count; i++) {
-    const due = began + i * gap
-    if (due > Date.now()) await sleep(due - Date.now())
-    calls.push(cluster.send(queue, `${prefix}-${i}`, deadline, answers))
-  }
-  return (await Promise.all(calls)).filter((id): id is string => id !== undefined)
+  return spread(count, overMs, (i) => cluster.send(queue, `${prefix}-${i}`, deadline, answers))
 }
 
-const FINISHED = ['completed', 'failed', 'cancelled']
-
 /** Waits until every job of `ids` has finished, or `ms` passed; resolves to the counts. */
-async function settle(cluster: PgBossCluster, url: string, queue: string, ids: string[], ms: number): Promise<ChaosCounts> {
-  const until = Date.now() + ms
-  let jobs = await jobsOf(url, queue)
-  while (Date.now() < until && ids.some((id) => !FINISHED.includes(jobs.get(id)?.state ?? ''))) {
-    await sleep(200)
-    jobs = await jobsOf(url, queue)
-  }
-  const effects = cluster.effects()
-  return {
-    accepted: ids.length,
-    lost: ids.filter((id) => jobs.get(id)?.state !== 'completed' && jobs.get(id)?.state !== 'failed').length,
-    failed: ids.filter((id) => jobs.get(id)?.state === 'failed').length,
-    stepsRunAgain: effectsRunAgain(effects),
-    attemptsRunTwice: attemptsRunTwice(effects),
-  }
+function settleJobs(cluster: PgBossCluster, url: string, queue: string, ids: string[], ms: number): Promise<ChaosCounts> {
+  return settle(
+    ids,
+    ms,
+    () => jobsOf(url, queue),
+    (job) => job.state,
+    () => {
+      const effects = cluster.effects()
+      return { stepsRunAgain: effectsRunAgain(effects), attemptsRunTwice: attemptsRunTwice(effects) }
+    },
+  )
 }
 
 const slowest = (answers: Answer[]) => Math.round(Math.max(0, ...answers.map((answer) => answer.ms)))
@@ -271,7 +256,7 @@ export function backendKills(
       await sleep(50)
     }
     ids.push(...(await Promise.all(more)).filter((id): id is string => id !== undefined))
-    const counts = await settle(cluster, setup.url, 'chaos.steps', ids, 30_000)
+    const counts = await settleJobs(cluster, setup.url, 'chaos.steps', ids, 30_000)
     return { ...counts, killed, slowestAfterMs: slowest(after), refusedAfter: refused(after) }
   })
 }
@@ -314,7 +299,7 @@ export function restart(
       }
       await sleep(50)
     }
-    const counts = await settle(cluster, setup.url, 'chaos.steps', ids, 30_000)
+    const counts = await settleJobs(cluster, setup.url, 'chaos.steps', ids, 30_000)
     const jobs = await jobsOf(setup.url, 'chaos.steps')
     return {
       ...counts,
@@ -336,7 +321,7 @@ export function poolExhaustion(setup: ScenarioSetup, { processes = 2, runs = 100
     const ids = await sendSpread(cluster, 'chaos.steps', runs, holdMs, Date.now() + holdMs + 10_000, 'pool', answers)
     const during = answers.slice()
     await slots.release()
-    const counts = await settle(cluster, setup.url, 'chaos.steps', ids, 30_000)
+    const counts = await settleJobs(cluster, setup.url, 'chaos.steps', ids, 30_000)
     return { ...counts, held: slots.held, slowestWhileHeldMs: slowest(during) }
   })
 }
@@ -346,7 +331,7 @@ export function retryStorm(setup: ScenarioSetup, { processes = 3, runs = 500 } =
   return withCluster(setup, 'retry-storm', async (cluster) => {
     await cluster.start(processes)
     const ids = await sendSpread(cluster, 'chaos.flaky', runs, 1000, Date.now() + 20_000, 'storm')
-    const counts = await settle(cluster, setup.url, 'chaos.flaky', ids, 60_000)
+    const counts = await settleJobs(cluster, setup.url, 'chaos.flaky', ids, 60_000)
     const jobs = await jobsOf(setup.url, 'chaos.flaky')
     return { ...counts, wrongAttempts: ids.filter((id) => jobs.get(id)?.retryCount !== 2).length }
   })
@@ -363,7 +348,7 @@ export function crashRecovery(setup: ScenarioSetup, { processes = 3, runs = 300 
     await victim.kill()
     const killedAt = Date.now()
     const begunInKilled = begunIn(cluster.effects(), victim.pid)
-    const counts = await settle(cluster, setup.url, 'chaos.steps', ids, 120_000)
+    const counts = await settleJobs(cluster, setup.url, 'chaos.steps', ids, 120_000)
     return {
       ...counts,
       unfinishedAtKill: ids.filter((id) => before.get(id)?.state !== 'completed').length,
@@ -392,7 +377,7 @@ export function repeatedKills(
     }
     const rateAfter = await completionRate(setup.url, 'chaos.steps', windowMs)
     const ids = await load.stop()
-    const counts = await settle(cluster, setup.url, 'chaos.steps', ids, 60_000)
+    const counts = await settleJobs(cluster, setup.url, 'chaos.steps', ids, 60_000)
     return { ...counts, kills, rateBefore, rateAfter }
   })
 }

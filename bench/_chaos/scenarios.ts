@@ -15,6 +15,7 @@ import { join } from 'node:path'
 import postgres from 'postgres'
 import { type Answer, attemptsRunTwice, begunIn, Cluster, runsOf, stepsRunAgain, type SvcProcess } from './cluster.ts'
 import { holdEverySlot, killBackends, type PostgresServer } from './faults.ts'
+import { settle, sleep, spread } from './phases.ts'
 
 export interface ChaosCounts {
   accepted: number
@@ -33,13 +34,8 @@ export interface ScenarioSetup {
   log?: (line: string) => void
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/**
- * Triggers `count` runs of `task`, spread over `overMs`, round robin over
- * `on`, each sent until accepted or `deadline`; resolves to the ids.
- */
-async function triggerSpread(
+/** Triggers `count` runs of `task` spread over `overMs`, round robin over `on`, each sent until accepted or `deadline`. */
+function triggerSpread(
   cluster: Cluster,
   on: SvcProcess[],
   task: string,
@@ -49,33 +45,21 @@ async function triggerSpread(
   prefix: string,
   answers?: Answer[],
 ): Promise<string[]> {
-  const gap = overMs / count
-  const calls: Promise<string | undefined>[] = []
-  const began = Date.now()
-  for (let i = 0; i < count; i++) {
-    const due = began + i * gap
-    if (due > Date.now()) await sleep(due - Date.now())
-    calls.push(cluster.trigger(on[i % on.length], task, `${prefix}-${i}`, deadline, answers))
-  }
-  return (await Promise.all(calls)).filter((id): id is string => id !== undefined)
+  return spread(count, overMs, (i) => cluster.trigger(on[i % on.length], task, `${prefix}-${i}`, deadline, answers))
 }
 
 /** Waits until every run of `ids` has finished, or `ms` passed; resolves to the counts. */
-async function settle(cluster: Cluster, url: string, task: string, ids: string[], ms: number): Promise<ChaosCounts> {
-  const until = Date.now() + ms
-  let runs = await runsOf(url, task)
-  while (Date.now() < until && ids.some((id) => !['completed', 'failed', 'cancelled'].includes(runs.get(id)?.status ?? ''))) {
-    await sleep(200)
-    runs = await runsOf(url, task)
-  }
-  const effects = cluster.effects()
-  return {
-    accepted: ids.length,
-    lost: ids.filter((id) => runs.get(id)?.status !== 'completed' && runs.get(id)?.status !== 'failed').length,
-    failed: ids.filter((id) => runs.get(id)?.status === 'failed').length,
-    stepsRunAgain: stepsRunAgain(effects, runs),
-    attemptsRunTwice: attemptsRunTwice(effects),
-  }
+function settleRuns(cluster: Cluster, url: string, task: string, ids: string[], ms: number): Promise<ChaosCounts> {
+  return settle(
+    ids,
+    ms,
+    () => runsOf(url, task),
+    (run) => run.status,
+    (runs) => {
+      const effects = cluster.effects()
+      return { stepsRunAgain: stepsRunAgain(effects, runs), attemptsRunTwice: attemptsRunTwice(effects) }
+    },
+  )
 }
 
 /** The slowest of `answers`, in ms. */
@@ -114,7 +98,7 @@ export async function backendKills(
       await sleep(50)
     }
     ids.push(...(await Promise.all(more)).filter((id): id is string => id !== undefined))
-    const counts = await settle(cluster, setup.url, 'chaos.steps', ids, 30_000)
+    const counts = await settleRuns(cluster, setup.url, 'chaos.steps', ids, 30_000)
     if (counts.lost > 0) for (const p of on) setup.log?.(p.output())
     return { ...counts, killed, slowestAfterMs: slowest(after), refusedAfter: after.filter((answer) => answer.status !== 202).length }
   } finally {
@@ -175,7 +159,7 @@ export async function restart(
       }
       await sleep(50)
     }
-    const counts = await settle(cluster, setup.url, 'chaos.steps', ids, 30_000)
+    const counts = await settleRuns(cluster, setup.url, 'chaos.steps', ids, 30_000)
     const createdAfterAnswer = await keysOf(setup.url, refusedKeys)
     if (counts.lost > 0) for (const p of on) setup.log?.(p.output())
     return {
@@ -222,7 +206,7 @@ export async function poolExhaustion(setup: ScenarioSetup, { processes = 2, runs
     const ids = await triggerSpread(cluster, on, 'chaos.steps', runs, holdMs, Date.now() + holdMs + 10_000, 'pool', answers)
     const during = answers.slice()
     await slots.release()
-    const counts = await settle(cluster, setup.url, 'chaos.steps', ids, 30_000)
+    const counts = await settleRuns(cluster, setup.url, 'chaos.steps', ids, 30_000)
     if (counts.lost > 0) for (const p of on) setup.log?.(p.output())
     return { ...counts, held: slots.held, slowestWhileHeldMs: slowest(during) }
   } finally {
@@ -243,7 +227,7 @@ export async function retryStorm(
   try {
     const on = await cluster.start(processes)
     const ids = await triggerSpread(cluster, on, 'chaos.flaky', runs, 1000, Date.now() + 20_000, 'storm')
-    const counts = await settle(cluster, setup.url, 'chaos.flaky', ids, 60_000)
+    const counts = await settleRuns(cluster, setup.url, 'chaos.flaky', ids, 60_000)
     const held = await runsOf(setup.url, 'chaos.flaky')
     if (counts.lost > 0) for (const p of on) setup.log?.(p.output())
     return { ...counts, wrongAttempts: ids.filter((id) => held.get(id)?.attempts !== 3).length }
@@ -277,7 +261,7 @@ export async function crashRecovery(setup: ScenarioSetup, { processes = 3, runs 
     await victim.kill()
     const killedAt = Date.now()
     const begunInKilled = begunIn(cluster.effects(), victim.pid)
-    const counts = await settle(cluster, setup.url, 'chaos.steps', ids, 120_000)
+    const counts = await settleRuns(cluster, setup.url, 'chaos.steps', ids, 120_000)
     const recoveryMs = counts.lost === 0 ? Date.now() - killedAt : Number.NaN
     if (counts.lost > 0) for (const p of on) setup.log?.(p.output())
     return {
@@ -328,7 +312,7 @@ export async function repeatedKills(
     }
     const rateAfter = await completionRate(setup.url, 'chaos.steps', windowMs)
     const ids = await load.stop()
-    const counts = await settle(cluster, setup.url, 'chaos.steps', ids, 60_000)
+    const counts = await settleRuns(cluster, setup.url, 'chaos.steps', ids, 60_000)
     if (counts.lost > 0) for (const p of cluster.processes) setup.log?.(p.output())
     return { ...counts, kills, rateBefore, rateAfter }
   } finally {

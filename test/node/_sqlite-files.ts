@@ -31,6 +31,29 @@ export function sqliteFiles(prefix: string) {
       open.push(s)
       return s
     },
+    /**
+     * A store and the connection it writes with. `PRAGMA max_page_count`
+     * holds for the connection that sets it, so a limit on the file's size
+     * has to be set on the store's: the connection its opening runs its
+     * first `exec` on.
+     */
+    storeAndConnection(path: string, options: Omit<SqliteRunStoreOptions, 'path'> = {}): { store: SqliteRunStore; db: DatabaseSync } {
+      const exec = DatabaseSync.prototype.exec
+      let db: DatabaseSync | undefined
+      DatabaseSync.prototype.exec = function (this: DatabaseSync, sql: string) {
+        db ??= this
+        return exec.call(this, sql)
+      }
+      let s: SqliteRunStore
+      try {
+        s = new SqliteRunStore({ path, ...options })
+        open.push(s)
+      } finally {
+        DatabaseSync.prototype.exec = exec
+      }
+      if (!db) throw new Error('the store opened its file without DatabaseSync#exec')
+      return { store: s, db }
+    },
     /** A plain connection to the file, as another process's would be. */
     raw(path: string): DatabaseSync {
       const db = new DatabaseSync(path)
@@ -38,6 +61,16 @@ export function sqliteFiles(prefix: string) {
       open.push(db)
       return db
     },
+  }
+}
+
+/** Runs `sql` (a trigger, say) on the file through a connection of its own, as another process would. */
+export function onFile(path: string, sql: string): void {
+  const db = new DatabaseSync(path)
+  try {
+    db.exec(sql)
+  } finally {
+    db.close()
   }
 }
 

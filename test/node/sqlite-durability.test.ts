@@ -8,36 +8,13 @@
 // write lock, triggers that refuse a statement.
 import { DatabaseSync } from 'node:sqlite'
 import { describe, expect, it } from 'vitest'
-import type { SqliteRunStore } from '../../src/node.ts'
 import { createTaskRuntime } from '../../src/runtime/tasks/index.ts'
 import type { RunRecord } from '../../src/types.ts'
 import { serve } from '../http/_helpers.ts'
 import { makeRun } from '../tasks/store-contract.ts'
-import { sqliteFiles } from './_sqlite-files.ts'
+import { onFile, sqliteFiles } from './_sqlite-files.ts'
 
-const { dbFile, store, track } = sqliteFiles('svc-sqlite-durability-')
-
-/**
- * A store and its own connection. `PRAGMA max_page_count` holds for the
- * connection that sets it, so a limit on the file's size has to be set on
- * the store's: the connection is the one its opening runs its first `exec` on.
- */
-function storeAndConnection(path: string): { store: SqliteRunStore; db: DatabaseSync } {
-  const exec = DatabaseSync.prototype.exec
-  let db: DatabaseSync | undefined
-  DatabaseSync.prototype.exec = function (this: DatabaseSync, sql: string) {
-    db ??= this
-    return exec.call(this, sql)
-  }
-  let s: SqliteRunStore
-  try {
-    s = store(path)
-  } finally {
-    DatabaseSync.prototype.exec = exec
-  }
-  if (!db) throw new Error('the store opened its file without DatabaseSync#exec')
-  return { store: s, db }
-}
+const { dbFile, store, track, storeAndConnection } = sqliteFiles('svc-sqlite-durability-')
 
 /** Lets the file grow by no page: a write that needs a new page fails with SQLITE_FULL. */
 function fill(db: DatabaseSync): void {
@@ -63,16 +40,6 @@ const committedStatus = (path: string, id: string) =>
   committed(path, (db) => (db.prepare('SELECT status FROM runs WHERE id = ?').get(id) as { status: string } | undefined)?.status)
 const committedIds = (path: string) =>
   committed(path, (db) => (db.prepare('SELECT id FROM runs ORDER BY seq').all() as { id: string }[]).map((row) => row.id))
-
-/** Runs `sql` (a trigger, say) on the file through a connection of its own, as another process would. */
-function onFile(path: string, sql: string): void {
-  const db = new DatabaseSync(path)
-  try {
-    db.exec(sql)
-  } finally {
-    db.close()
-  }
-}
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
 

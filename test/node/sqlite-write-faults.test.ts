@@ -1,44 +1,9 @@
-// A SQLite file that refuses writes for a while (a trigger that raises, the
-// write lock held by another process, a full disk) costs runs nothing: a
-// sleep whose timer could not be written still wakes, and an attempt whose
-// step could not be saved is interrupted, not failed, and runs again as the
-// same attempt once the file takes writes. Real files; the faults are
-// SQLite's own (a trigger's RAISE, another connection's BEGIN IMMEDIATE,
-// `PRAGMA max_page_count`).
-import { DatabaseSync } from 'node:sqlite'
 import { describe, expect, it } from 'vitest'
-import type { SqliteRunStore } from '../../src/node.ts'
 import type { RunRecord, TaskContext } from '../../src/types.ts'
 import { deferred, runtime, task, until } from '../tasks/_helpers.ts'
-import { sqliteFiles } from './_sqlite-files.ts'
+import { onFile, sqliteFiles } from './_sqlite-files.ts'
 
-const { dbFile, store, raw } = sqliteFiles('svc-sqlite-write-faults-')
-
-/** Runs `sql` on the file through a connection of its own, as another process would. */
-function onFile(path: string, sql: string): void {
-  const db = new DatabaseSync(path)
-  try {
-    db.exec(sql)
-  } finally {
-    db.close()
-  }
-}
-
-/** A store and the connection it writes with (`PRAGMA max_page_count` holds per connection). */
-function storeAndConnection(path: string): { store: SqliteRunStore; db: DatabaseSync } {
-  const exec = DatabaseSync.prototype.exec
-  let db: DatabaseSync | undefined
-  DatabaseSync.prototype.exec = function (this: DatabaseSync, sql: string) {
-    db ??= this
-    return exec.call(this, sql)
-  }
-  try {
-    const s = store(path)
-    return { store: s, db: db! }
-  } finally {
-    DatabaseSync.prototype.exec = exec
-  }
-}
+const { dbFile, store, raw, storeAndConnection } = sqliteFiles('svc-sqlite-write-faults-')
 
 describe('SQLite write faults do not lose runs', () => {
   it('a sleep whose timer write the file refuses for a while wakes once the write goes through, its recorded step not run again', async () => {
