@@ -9,27 +9,42 @@
  * one nobody else writes to until it is released.
  */
 import type { Sql } from 'postgres'
+import { connectionFailed } from './transient.ts'
 
 /** What the app's function of `ctx.step.transaction` is given on Postgres: the driver's `sql`, on the step's connection, inside its transaction. */
 export type PostgresTransaction = Sql
 
-/** Runs `fn` in a transaction on a reserved connection: committed once it resolves, rolled back when it throws. */
+/**
+ * Runs `fn` in a transaction on a reserved connection: committed once it
+ * resolves, rolled back when it throws.
+ *
+ * A connection that dropped meanwhile ended its transaction on the server,
+ * and is neither written to nor released: the driver (3.4.9) has already
+ * put it back among its closed connections, to connect again, and both a
+ * ROLLBACK sent on it and a release (which hands it out as open) end in an
+ * uncaught TypeError from a timer of the driver's own, writing to a socket
+ * that is gone (porsager/postgres#1208).
+ */
 export async function inTransaction<T>(sql: Sql, fn: (tx: Sql) => Promise<T>): Promise<T> {
   const reserved = await sql.reserve()
+  let dropped = false
   try {
     await reserved`BEGIN`
     let result: T
     try {
       result = await fn(reserved)
     } catch (error) {
-      // A broken connection rolls back on the server: its error is not the one to report.
-      await reserved`ROLLBACK`.catch(() => {})
+      // Otherwise a failed ROLLBACK is not the error to report.
+      if (!connectionFailed(error)) await reserved`ROLLBACK`.catch(() => {})
       throw error
     }
     await reserved`COMMIT`
     return result
+  } catch (error) {
+    dropped = connectionFailed(error)
+    throw error
   } finally {
-    reserved.release()
+    if (!dropped) reserved.release()
   }
 }
 

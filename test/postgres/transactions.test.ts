@@ -31,6 +31,32 @@ function store(): PostgresRunStore {
 transactionContract('PostgresRunStore', { open: async () => ({ store: store(), ...(await postgresItems(db)) }) })
 
 describe('a transactional step on Postgres', () => {
+  it('whose connection is terminated mid-statement is interrupted, not failed, and commits on its next run; the process and the pool carry on', async () => {
+    const s = store()
+    const runs: number[] = []
+    const nap = task('orders.nap', async (ctx) =>
+      ctx.step.transaction('book', async (tx: PostgresTransaction) => {
+        runs.push(ctx.attempt)
+        const [{ pid }] = await tx<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`
+        if (runs.length === 1) {
+          // Another session ends this one while its statement runs.
+          setTimeout(() => db`SELECT pg_terminate_backend(${pid})`.then(() => {}), 100)
+          await tx`SELECT pg_sleep(2)`
+        }
+        return 'booked'
+      }),
+    )
+    const rt = runtime([nap], { store: s })
+    const { id } = await rt.trigger('orders.nap')
+    const done = await finished(rt.waitForRun(id))
+    expect(done).toMatchObject({ status: 'completed', result: 'booked' })
+    // The same attempt twice: the first was interrupted, and used no retry.
+    expect(runs).toEqual([1, 1])
+    expect(done.attempts.map((attempt) => attempt.index)).toEqual([1])
+    // Every connection of the pool still works, the terminated one connected again.
+    await Promise.all(Array.from({ length: 12 }, () => s.size()))
+  })
+
   it("is one transaction of the store's database: it reads its own writes, which others see only once it commits", async () => {
     await db`CREATE TABLE IF NOT EXISTS ledger (id text PRIMARY KEY, amount int)`
     const seenOutside: number[] = []
