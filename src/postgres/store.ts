@@ -39,7 +39,7 @@
  * itself, and a met waitpoint (`updateRun` expecting `suspended`, and the
  * waited step of a suspended run) resumes the run whoever met it.
  */
-import postgres, { type Fragment, type PendingQuery, type Sql, type TransactionSql } from 'postgres'
+import type { Fragment, PendingQuery, Sql, TransactionSql } from 'postgres'
 import { LeaseLostError, StoreFullError } from '../runtime/errors.ts'
 import {
   type EventRecord,
@@ -69,6 +69,8 @@ import { resolvePostgresOptions, type PostgresRunStoreOptions } from './options.
 import { redactUrl } from '../runtime/redact.ts'
 import { PostgresSharedWork } from './shared.ts'
 import { Availability } from './availability.ts'
+import { createClient, typesKnown } from './client.ts'
+import { settleTokenPg, tokenSettlement } from './tokens.ts'
 import { connectionFailed, isTransient, unreachable } from './transient.ts'
 import { debounceRunPg, startQueuedPg } from './flow.ts'
 import { eventsSincePg, listEventsPg, noteEventEffectsPg, putEventPg } from './events.ts'
@@ -116,19 +118,6 @@ function expectsRunning(expect: { status: RunStatus | readonly RunStatus[] } | u
   if (expect === undefined) return false
   const { status } = expect
   return typeof status === 'string' ? status === 'running' : status.length === 1 && status[0] === 'running'
-}
-
-/**
- * Stops the driver reading the database's array types again on each new
- * connection, once the first connection has read them (they are kept for
- * the whole pool). The driver reads them from a promise of its own that
- * nothing handles (`postgres` 3.4.9, connection.js `fetchArrayTypes`): a
- * connection ended in that moment (a backend terminated, a server going
- * down) is an unhandled rejection, which ends a Node process.
- */
-function typesKnown(sql: Sql): void {
-  const options = sql.options as unknown as { fetch_types: boolean; shared: { typeArrayMap: Record<string, number> } }
-  if (Object.keys(options.shared.typeArrayMap).length > 0) options.fetch_types = false
 }
 
 /**
@@ -206,19 +195,7 @@ export class PostgresRunStore implements RunStore {
     this.leaseMs = leaseMs
     this.pollMs = pollMs
     this.#url = url
-    const sql = postgres(url, {
-      // CREATE … IF NOT EXISTS and friends report skipped work as notices;
-      // they are not the application's business.
-      onnotice: () => {},
-      connection: { application_name: 'svc' },
-      connect_timeout: connectTimeoutMs / 1000,
-      // The driver waits this long (seconds) before it connects again after
-      // a connection failed, growing with each failure in a row; its own
-      // default reaches 20 s, which a call would wait out after the
-      // database came back. Half a second at most: the breaker
-      // (availability.ts) keeps calls from piling up meanwhile.
-      backoff: (failures: number) => Math.min(0.5, 0.02 * 2 ** failures),
-    })
+    const sql = createClient(url, connectTimeoutMs)
     this.#sql = sql
     this.#availability = new Availability({ where: `${WHERE} (${redactUrl(url)})`, probe: () => sql`SELECT 1`, logger })
     this.#ready = migrate(sql, schema, WHERE).then(
@@ -664,19 +641,8 @@ export class PostgresRunStore implements RunStore {
     status: 'completed' | 'timed_out',
     payload?: unknown,
   ): Promise<{ settled: boolean; token: TokenRecord } | undefined> {
-    const change: Record<string, unknown> = { status, settledAt: new Date().toISOString() }
-    if (status === 'completed' && payload !== undefined) change.payload = payload
-    return this.#run(async (sql, maybeWritten) => {
-      // Only a waiting token moves: the compare-and-set.
-      const [row] = await sql<Row<TokenRecord>[]>`
-        UPDATE ${sql(this.schema)}.tokens SET status = ${status}, record = record || ${sql.json(change as never)}::jsonb
-        WHERE id = ${id} AND status = 'waiting'
-        RETURNING record`
-      if (row) return { settled: true, token: row.record }
-      const token = await this.getToken(id)
-      // Sent again after its connection dropped: the token may be settled by this very call.
-      return token && { settled: maybeWritten && token.settledAt === change.settledAt && token.status === status, token }
-    })
+    const change = tokenSettlement(status, payload)
+    return this.#run((sql, maybeWritten) => settleTokenPg(sql, this.schema, id, change, maybeWritten))
   }
 
   /** Flow control: see `RunStore.startQueued`; the transaction is in flow.ts. */

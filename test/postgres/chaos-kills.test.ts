@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { backendKills, retryStorm } from '../../bench/_chaos/scenarios.ts'
+import { backendKills, crashRecovery, retryStorm } from '../../bench/_chaos/scenarios.ts'
 import { createDatabase } from './_pg.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-chaos-'))
@@ -22,6 +22,13 @@ describe('svc under database faults (the chaos harness, short phases)', () => {
     expect(result).toMatchObject({ lost: 0, failed: 0, stepsRunAgain: [], attemptsRunTwice: [], refusedAfter: 0 })
     expect(result.slowestAfterMs).toBeLessThan(1000)
   }, 60_000)
+
+  it('one of three processes killed (kill -9) with runs in flight: the others finish every run, and no recorded step runs again', async () => {
+    const url = await createDatabase('chaos_crash')
+    const result = await crashRecovery({ url, dir, log }, { processes: 3, runs: 60 })
+    expect(result.begunInKilled).toBeGreaterThan(0)
+    expect(result).toMatchObject({ accepted: 60, lost: 0, failed: 0, stepsRunAgain: [], attemptsRunTwice: [] })
+  }, 90_000)
 
   it('a retry storm across three processes: every run takes exactly its three attempts, none twice', async () => {
     const url = await createDatabase('chaos_storm')

@@ -25,7 +25,7 @@
  * An attempt that the store could not serve (`StoreUnavailableError` from
  * one of its steps: handler-call.ts, `interrupted`) records nothing: the
  * run stays `running`, and it is dispatched again once the store can be
- * read, as the same attempt (`#again`). An attempt whose outcome could not
+ * read, as the same attempt (redispatch.ts). An attempt whose outcome could not
  * be written is tried until it is (outcome-writes.ts).
  *
  * An attempt whose run is cancelled, or whose lease is lost, is stopped: it
@@ -35,21 +35,17 @@
  * with `LeaseLostError`; either way it is logged once.
  */
 import type { Logger, RunRecord } from '../types.ts'
-import { LeaseLostError, RunCancelledError, StoreUnavailableError, errorMessage } from '../errors.ts'
+import { LeaseLostError, RunCancelledError, errorMessage } from '../errors.ts'
 import { OutcomeRecorder, type OutcomeRecorderOptions } from './attempt-outcome.ts'
 import { AttemptTimeouts } from './attempt-timeouts.ts'
 import type { TaskDefinition } from './definitions.ts'
 import { invoke, type InvocationOutcome, type Invoker } from './handler-call.ts'
 import { InFlight } from './in-flight.ts'
-import { setTimer } from './in-process-timers.ts'
+import { Redispatch } from './redispatch.ts'
 import type { StepHost } from './steps.ts'
 import { hasSteps, type RunStore, type SharedWork } from './store.ts'
 import type { ExecutionEnd, Telemetry } from '../telemetry/types.ts'
 import type { RunVersions } from './versions.ts'
-
-/** The first wait before an interrupted run is dispatched again, and the longest (ms). */
-const FIRST_AGAIN_MS = 250
-const LAST_AGAIN_MS = 5000
 
 export interface DispatcherOptions extends OutcomeRecorderOptions {
   /** What the steps of every attempt reach. */
@@ -78,9 +74,8 @@ export class Dispatcher {
   readonly #timeouts = new AttemptTimeouts()
   /** What every attempt started here shares, its timeouts among them. */
   readonly #invoker: Invoker<InFlight>
-  readonly #unref: boolean
-  /** Interrupted runs waiting to be dispatched again, with their next wait. */
-  readonly #later = new Map<string, { timer: ReturnType<typeof setTimeout>; waitMs: number }>()
+  /** Interrupted runs, to dispatch again once the store can read them. */
+  readonly #redispatch: Redispatch
   /** At `close()`: the runs whose outcome was being written, whose leases stay to lapse. */
   #kept: string[] = []
   #closed = false
@@ -94,7 +89,13 @@ export class Dispatcher {
     this.#owner = options.owner
     this.#telemetry = options.telemetry
     this.#versions = options.versions
-    this.#unref = options.unrefTimers
+    this.#redispatch = new Redispatch({
+      store: options.store,
+      logger: options.logger,
+      unref: options.unrefTimers,
+      busy: (runId) => this.#inFlight.has(runId),
+      start: (run) => this.start(run),
+    })
     this.#invoker = {
       host: options.host,
       timeouts: this.#timeouts,
@@ -225,8 +226,7 @@ export class Dispatcher {
     this.#outcomes.close()
     for (const entry of this.#inFlight.values()) entry.handle?.abort('The task runtime closed during this attempt')
     this.#timeouts.clear()
-    for (const { timer } of this.#later.values()) clearTimeout(timer)
-    this.#later.clear()
+    this.#redispatch.close()
   }
 
   #callHandler(entry: InFlight, run: RunRecord): void {
@@ -387,7 +387,7 @@ export class Dispatcher {
   /**
    * The store could not serve the attempt: nothing of it is recorded, its
    * lease goes back (should the store take that), and the run is
-   * dispatched again once it can be read (`#again`). On a shared store
+   * dispatched again once it can be read (redispatch.ts). On a shared store
    * another process may take it over first; then this one finds it held.
    */
   #interrupted(entry: InFlight, error: string): void {
@@ -395,36 +395,7 @@ export class Dispatcher {
       `[svc] task "${entry.taskName}": run ${entry.id}: the run store could not serve the attempt (${error}); it runs again once the store can be used, and does not count as a retry`,
     )
     this.#releaseDispatch(entry)
-    this.#again(entry.id, entry.taskName, FIRST_AGAIN_MS)
-  }
-
-  /**
-   * Dispatches run `runId` again in `waitMs`, if it is still running then
-   * and nothing else dispatched it; a store that still cannot be read
-   * puts it off again, twice as long, up to `LAST_AGAIN_MS`.
-   */
-  #again(runId: string, taskName: string, waitMs: number): void {
-    if (this.#closed || this.#later.has(runId)) return
-    const timer = setTimer(
-      () => {
-        this.#later.delete(runId)
-        if (this.#closed || this.#inFlight.has(runId)) return
-        this.#store.getRun(runId).then(
-          (run) => {
-            if (run?.status === 'running') this.start(run)
-          },
-          (error: unknown) => {
-            if (!(error instanceof StoreUnavailableError)) {
-              this.#logger.error(`[svc] task "${taskName}": run ${runId} could not be dispatched again: ${errorMessage(error)}`)
-            }
-            this.#again(runId, taskName, Math.min(LAST_AGAIN_MS, waitMs * 2))
-          },
-        )
-      },
-      waitMs,
-      this.#unref,
-    )
-    this.#later.set(runId, { timer, waitMs })
+    this.#redispatch.later(entry.id, entry.taskName)
   }
 
   /** Removes the run's entry, and dispatches the run again if something asked for it meanwhile. */
