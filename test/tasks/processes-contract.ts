@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RunStore } from '../../src/runtime/tasks/store.ts'
 import type { RunChange, RunRecord } from '../../src/types.ts'
 import { type ChildServer, startChild } from './_child-server.ts'
-import { sleep, until } from './_helpers.ts'
+import { until } from './_helpers.ts'
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/cluster/server.ts', import.meta.url))
 const LEASE_MS = 1500
@@ -256,7 +256,10 @@ export function processesContract(name: string, setup: () => Promise<ProcessesCl
       const completed = async () => (await store.listRuns({ taskName: 'ledger', status: 'completed' })).length
       let landedMidway = 0
       for (let kill = 0; kill < 4; kill++) {
-        await sleep(150 + Math.random() * 450)
+        // Spread over the work, however fast it goes: the kill comes once a
+        // random share of it (in the kill's fifth) has completed.
+        const share = (kill + Math.random()) / 5
+        await until(async () => (await completed()) >= share * count, 60_000)
         const index = 1 + Math.floor(Math.random() * 2)
         if ((await completed()) < count) landedMidway++
         await servers[index].kill()
