@@ -16,6 +16,8 @@
  * - crash: 300 runs in flight across 3 processes, one of them killed;
  * - repeated: 30 runs/s across 3 processes while one is killed and
  *   replaced 5 times;
+ * - priority: 20 runs of priority 0, then runs of priority 10 at twice
+ *   what the task's two slots start, for up to 60 s;
  * - held: a transaction held open 60 s under a closed-loop load, svc alone
  *   for now (rates before, during and after, and dead tuples).
  * svc's side is bench/_chaos/scenarios.ts, pg-boss's bench/_chaos/pgboss-side.ts.
@@ -25,8 +27,9 @@
  * Postgres is down every trigger answered 503 STORE_UNAVAILABLE with
  * Retry-After within 2 s and nothing created after it, and the first
  * success within 2 s of Postgres accepting connections again; after the
- * kills every trigger accepted within 1 s.
- * Flags: --quick for short phases, --only kills,restart,pool,storm,crash,repeated,held.
+ * kills every trigger accepted within 1 s; under the high-priority load
+ * every low-priority run completed within 60 s.
+ * Flags: --quick for short phases, --only kills,restart,pool,storm,crash,repeated,priority,held.
  */
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -36,11 +39,12 @@ import { parseArgs } from 'node:util'
 import postgres from 'postgres'
 import { startEmbeddedPostgres } from '../test/postgres/_embedded.ts'
 import { heldTransaction } from './_chaos/held-transaction.ts'
+import { pgbossPriorityStarvation, priorityStarvation, type StarvationResult } from './_chaos/priority.ts'
 import * as pgboss from './_chaos/pgboss-side.ts'
 import * as svc from './_chaos/scenarios.ts'
 import type { ChaosCounts, ScenarioSetup } from './_chaos/scenarios.ts'
 
-const SCENARIOS = ['kills', 'restart', 'pool', 'storm', 'crash', 'repeated', 'held']
+const SCENARIOS = ['kills', 'restart', 'pool', 'storm', 'crash', 'repeated', 'priority', 'held']
 const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } })
 const only = args.only?.split(',').map((name) => name.trim())
 for (const name of only ?? []) {
@@ -58,6 +62,7 @@ const PHASES = args.quick
       stormRounds: 2,
       crash: { processes: 3, runs: 60 },
       repeated: { processes: 3, kills: 2, perSecond: 30, downMs: 500, upMs: 2000, windowMs: 2000 },
+      priority: { processes: 2, lows: 20, highPerSecond: 200, loadMs: 15_000, highPriority: 2 },
       held: { processes: 2, clients: 16, baselineMs: 3000, holdMs: 6000, afterMs: 3000 },
     }
   : {
@@ -68,6 +73,7 @@ const PHASES = args.quick
       stormRounds: 5,
       crash: { processes: 3, runs: 300 },
       repeated: { processes: 3, kills: 5, perSecond: 30, downMs: 1000, upMs: 5000, windowMs: 5000 },
+      priority: { processes: 2, lows: 20, highPerSecond: 200, loadMs: 60_000, highPriority: 10 },
       held: { processes: 2, clients: 32, baselineMs: 20_000, holdMs: 60_000, afterMs: 30_000 },
     }
 
@@ -402,6 +408,39 @@ try {
       await side(async () => svc.repeatedKills(await setup('repeated_svc'), phases)),
       await side(async () => pgboss.repeatedKills(await setup('repeated_pgboss'), phases)),
     )
+  }
+
+  if (scenario('priority')) {
+    const phases = PHASES.priority
+    const sides = {
+      svc: await side(async () => priorityStarvation(await setup('priority_svc'), phases)),
+      'pg-boss': await side(async () => pgbossPriorityStarvation(await setup('priority_pgboss'), phases)),
+    }
+    console.log(
+      `\nPriority starvation: ${phases.lows} runs of priority 0, then runs of priority ${phases.highPriority} at ${phases.highPerSecond}/s for up to ${phases.loadMs / 1000} s, two at a time for 20 ms each (at most 100/s), on ${phases.processes} processes`,
+    )
+    const rows: Row<StarvationResult>[] = [
+      ['low-priority runs done under the load', (r) => `${r.lowsDone} of ${r.lows}`],
+      ['all of them done, after they were sent', (r) => (r.allLowsDoneMs === undefined ? 'never' : seconds(r.allLowsDoneMs))],
+      ['high-priority runs sent', (r) => count(r.highs)],
+      ['high-priority runs queued at the end', (r) => count(r.highsQueuedAtEnd)],
+    ]
+    console.log(`${''.padEnd(LABEL)} ${'svc'.padStart(12)} ${'pg-boss'.padStart(12)}`)
+    for (const [label, of] of rows) {
+      const figures = Object.values(sides).map((r) => String(r instanceof Error ? '-' : of(r)).padStart(12))
+      console.log(`${label.padEnd(LABEL)} ${figures.join(' ')}`)
+    }
+    for (const [name, r] of Object.entries(sides)) if (r instanceof Error) console.log(`${name} stopped: ${r.message}`)
+    const r = sides.svc
+    if (r instanceof Error) summaries.push(`❌ ${'priority'.padEnd(20)} svc stopped: ${r.message}`)
+    else {
+      // The load lasted while the low runs waited only if high runs were still queued when they were done.
+      const ok = r.allLowsDoneMs !== undefined && r.allLowsDoneMs <= phases.loadMs && r.highsQueuedAtEnd > 0
+      summaries.push(
+        `${ok ? '✅' : '❌'} ${'priority'.padEnd(20)} svc: ${r.lowsDone} of ${r.lows} low-priority runs done, ` +
+          `${r.allLowsDoneMs === undefined ? 'not all' : `all within ${seconds(r.allLowsDoneMs)}`}, ${count(r.highsQueuedAtEnd)} high-priority runs still queued`,
+      )
+    }
   }
 
   if (scenario('held')) {

@@ -105,9 +105,17 @@ export class Cluster {
    * on a 503 or a network error until `deadline` (epoch ms; one that has
    * passed already sends once). Resolves to the
    * run's id, or to undefined when the deadline passed first; `answers`
-   * collects the time each answer took and its status.
+   * collects the time each answer took and its status. `headers` go with
+   * each request (`Svc-Priority`).
    */
-  async trigger(on: SvcProcess, task: string, key: string, deadline: number, answers?: Answer[]): Promise<string | undefined> {
+  async trigger(
+    on: SvcProcess,
+    task: string,
+    key: string,
+    deadline: number,
+    answers?: Answer[],
+    headers: Record<string, string> = {},
+  ): Promise<string | undefined> {
     for (;;) {
       const began = performance.now()
       let status = 0
@@ -115,7 +123,7 @@ export class Cluster {
       try {
         const response = await fetch(`http://127.0.0.1:${on.port}/__tasks/${task}`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${CHAOS_SECRET}`, 'content-type': 'application/json', 'idempotency-key': key },
+          headers: { ...headers, authorization: `Bearer ${CHAOS_SECRET}`, 'content-type': 'application/json', 'idempotency-key': key },
           body: '{}',
           signal: AbortSignal.timeout(ANSWER_TIMEOUT_MS),
         })

@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { PgBoss, type Queue } from 'pg-boss'
+import { PgBoss, type Queue, type SendOptions } from 'pg-boss'
 import postgres from 'postgres'
 import { type Answer, attemptsRunTwice, begunIn, readEffects } from './cluster.ts'
 import { holdEverySlot, killBackends, type PostgresServer } from './faults.ts'
@@ -47,6 +47,7 @@ const WORKER = fileURLToPath(new URL('./pgboss-worker.ts', import.meta.url))
 const QUEUES: Record<string, Omit<Queue, 'name'>> = {
   'chaos.steps': { retryLimit: 4, heartbeatSeconds: 10, notify: true },
   'chaos.flaky': { retryLimit: 2, heartbeatSeconds: 10, notify: true },
+  'chaos.ranked': { heartbeatSeconds: 10, notify: true },
 }
 
 /** How long a send may wait for a connection before it fails, as long as svc's client waits for an answer. */
@@ -132,15 +133,15 @@ export class PgBossCluster {
    * until `deadline` (epoch ms; one that has passed already sends once).
    * Resolves to the job's id, or to undefined when the deadline passed
    * first; `answers` collects the time each send took, status 202 for one
-   * that resolved and 0 for one that failed.
+   * that resolved and 0 for one that failed. `options` go with each send.
    */
-  async send(queue: string, key: string, deadline: number, answers?: Answer[]): Promise<string | undefined> {
+  async send(queue: string, key: string, deadline: number, answers?: Answer[], options: SendOptions = {}): Promise<string | undefined> {
     const id = jobId(key)
     for (;;) {
       const began = performance.now()
       try {
         // null when a send before it landed: the job is there either way.
-        await this.#boss.send(queue, {}, { id })
+        await this.#boss.send(queue, {}, { ...options, id })
         answers?.push({ ms: performance.now() - began, status: 202, retryAfter: null })
         return id
       } catch (error) {

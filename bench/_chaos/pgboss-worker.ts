@@ -8,6 +8,7 @@
 //   with a 0.2 s wait between a and b;
 // - chaos.flaky: each attempt "<job> attempt <n> <pid> <exec>", failing
 //   the first two; the queue's retryLimit is 2, so the third completes it.
+// - chaos.ranked: 20 ms of work, one job at a time.
 import { randomUUID } from 'node:crypto'
 import { appendFileSync } from 'node:fs'
 import { type Job, type JobResult, PgBoss } from 'pg-boss'
@@ -90,4 +91,10 @@ const work = {
 await boss.start()
 await boss.work('chaos.steps', work, perJob(steps))
 await boss.work('chaos.flaky', work, perJob(flaky))
+// One job at a time a process: two workers hold the two slots svc's chaos.ranked has.
+await boss.work(
+  'chaos.ranked',
+  { ...work, localConcurrency: 1, batchSize: 1 },
+  perJob(() => sleep(20)),
+)
 process.stdout.write('ready\n')

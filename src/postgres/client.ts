@@ -11,6 +11,15 @@ export function createClient(url: string, connectTimeoutMs: number): Sql {
     // they are not the application's business.
     onnotice: () => {},
     connection: { application_name: 'svc' },
+    // Each statement is planned for the tables as they are when it runs.
+    // A prepared statement keeps a generic plan made while the tables were
+    // small: a batch that joins runs by id then reads the whole table (a
+    // sequential scan), which costs more and more as the table grows, and
+    // far more while a long transaction keeps vacuum from removing the
+    // versions rows leave behind (measured by `npm run bench:chaos -- --only
+    // held`). Unprepared statements also pass through poolers in
+    // transaction mode.
+    prepare: false,
     connect_timeout: connectTimeoutMs / 1000,
     // The driver waits this long (seconds) before it connects again after
     // a connection failed, growing with each failure in a row; its own

@@ -264,6 +264,59 @@ const MIGRATIONS: readonly string[] = [
   CREATE TRIGGER runs_updated_counted AFTER UPDATE ON $schema.runs
     REFERENCING OLD TABLE AS before_update NEW TABLE AS after_update FOR EACH STATEMENT EXECUTE FUNCTION $schema.count_updated();
   `,
+  `
+  -- run_counts in shards. Shard 0 counts the runs inserted, and an insert
+  -- locks it to compare with maxRuns, as before. Runs that finish or are
+  -- deleted are counted on shards 1 to 16, the one of the connection's
+  -- backend: finishing runs no longer waits for the commit of every insert
+  -- and every other finish (the row's lock is held to the commit, and a
+  -- commit waits for the disk), and no one row takes a version for every
+  -- statement that changes runs. The counts are the sums of the shards.
+  -- An insert reads shard 0 locked, so as the last insert left it, and the
+  -- others as its snapshot saw them: a run that finished since counts as
+  -- live a moment longer, and a run may be refused a moment early, never
+  -- admitted past maxRuns.
+  ALTER TABLE $schema.run_counts RENAME TO run_counts_whole;
+  CREATE TABLE $schema.run_counts (
+    shard smallint PRIMARY KEY,
+    live bigint NOT NULL,
+    total bigint NOT NULL
+  );
+  INSERT INTO $schema.run_counts (shard, live, total) SELECT 0, live, total FROM $schema.run_counts_whole;
+  INSERT INTO $schema.run_counts (shard, live, total) SELECT shard, 0, 0 FROM generate_series(1, 16) AS shard;
+  DROP TABLE $schema.run_counts_whole;
+  CREATE OR REPLACE FUNCTION $schema.count_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    UPDATE $schema.run_counts c SET total = c.total + n.runs, live = c.live + n.live_runs
+    FROM (SELECT count(*) AS runs, count(*) FILTER (WHERE finished_seq IS NULL) AS live_runs FROM inserted) n
+    WHERE c.shard = 0 AND n.runs > 0;
+    RETURN NULL;
+  END $$;
+  CREATE OR REPLACE FUNCTION $schema.count_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    UPDATE $schema.run_counts c SET total = c.total - n.runs, live = c.live - n.live_runs
+    FROM (SELECT count(*) AS runs, count(*) FILTER (WHERE finished_seq IS NULL) AS live_runs FROM deleted) n
+    WHERE c.shard = 1 + pg_backend_pid() % 16 AND n.runs > 0;
+    RETURN NULL;
+  END $$;
+  CREATE OR REPLACE FUNCTION $schema.count_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    UPDATE $schema.run_counts c SET live = c.live + n.live_runs
+    FROM (SELECT (SELECT count(*) FROM after_update WHERE finished_seq IS NULL)
+      - (SELECT count(*) FROM before_update WHERE finished_seq IS NULL) AS live_runs) n
+    WHERE c.shard = 1 + pg_backend_pid() % 16 AND n.live_runs <> 0;
+    RETURN NULL;
+  END $$;
+  `,
+  `
+  -- Queued runs by task, priority and the time each became due, for
+  -- starting the heaviest of a deep queue without reading all of it
+  -- (flow.ts, which orders by these same expressions). Only queued runs:
+  -- runs that start at once never enter it.
+  CREATE INDEX runs_queued_by_weight ON $schema.runs
+    (task_name, (coalesce((record->>'priority')::int, 0)), (coalesce(record->>'runAt', record->>'createdAt')), seq)
+    WHERE status = 'queued';
+  `,
 ]
 
 /** The schema version this release writes. */

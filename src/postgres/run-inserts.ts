@@ -12,9 +12,10 @@
  *   locked `FOR KEY SHARE` to the end of the transaction, as #leaseRow in
  *   store.ts explains;
  * - a live run is refused once live runs fill `maxRuns`. The counts come
- *   from `run_counts`, locked first: of processes inserting at once, each
- *   compares with the counts the one before it left, and within a batch
- *   each live run counts the live runs inserted before it;
+ *   from `run_counts` (migrations.ts, schema version 13), whose shard of
+ *   inserts is locked first: of processes inserting at once, each compares
+ *   with the counts the one before it left, and within a batch each live
+ *   run counts the live runs inserted before it;
  * - a run inserted `running` gets a lease that lasts `leaseMs`: with no
  *   owner, for whichever process dispatches it to take (`acquireLease`),
  *   or held by the engine that triggered it (`owner`), under fence 1, its
@@ -23,10 +24,11 @@
  *   rows, in the same statement (a process that dies right after the
  *   insert leaves a run that any process starts when it is due);
  * - the runs that finished longest ago are evicted past the bound (with
- *   their tokens, and their steps through the foreign key). The eviction
- *   deletes finished runs of the statement's snapshot: not those the batch
- *   itself inserted finished, nor one another process evicted meanwhile;
- *   a later insert catches up.
+ *   their tokens, and their steps through the foreign key), from where
+ *   the last eviction ended (eviction-floor.ts), answering where this one
+ *   ended (`evicted_to`). The eviction deletes finished runs of the
+ *   statement's snapshot: not those the batch itself inserted finished,
+ *   nor one another process evicted meanwhile; a later insert catches up.
  *
  * Two runs of one batch must not share an id or an idempotency key
  * (`insertKey`): the second would break a unique index, and the whole
@@ -58,6 +60,8 @@ export interface InsertAnswer {
   leased: boolean
   /** The fence of the lease `owner` took on `run` as it was inserted (a bigint, as text). */
   fence: string | null
+  /** The last `finished_seq` the statement evicted (a bigint, as text), on every row; null when it evicted none. */
+  evicted_to: string | null
 }
 
 /** What no two runs of one batch may share: the row a run takes, and its task's idempotency key. */
@@ -112,6 +116,7 @@ export function insertRunsPg(
   maxRuns: number,
   leaseMs: number,
   inserts: readonly RunInsert[],
+  evictFrom: string,
 ): PendingQuery<InsertAnswer[]> {
   const runs = sql(schema)
   return sql<InsertAnswer[]>`
@@ -127,8 +132,11 @@ export function insertRunsPg(
       FOR KEY SHARE OF p
     ), leased AS (
       SELECT b.i FROM b WHERE b.held_by IS NULL OR b.i IN (SELECT i FROM parents)
+    ), inserts_counted AS (
+      SELECT live, total FROM ${runs}.run_counts WHERE shard = 0 FOR UPDATE
     ), counts AS (
-      SELECT live, total FROM ${runs}.run_counts FOR UPDATE
+      SELECT i.live + coalesce(sum(c.live), 0) AS live, i.total + coalesce(sum(c.total), 0) AS total
+      FROM inserts_counted i LEFT JOIN ${runs}.run_counts c ON c.shard > 0 GROUP BY i.live, i.total
     ), eligible AS (
       SELECT b.*, count(*) FILTER (WHERE NOT b.finished) OVER (ORDER BY b.i) AS live_rank
       FROM b WHERE b.i NOT IN (SELECT i FROM held) AND b.i IN (SELECT i FROM leased)
@@ -154,16 +162,16 @@ export function insertRunsPg(
       ON CONFLICT (id) DO NOTHING
     ), evicted AS (
       DELETE FROM ${runs}.runs WHERE id IN (
-        SELECT id FROM ${runs}.runs WHERE finished_seq IS NOT NULL ORDER BY finished_seq
+        SELECT id FROM ${runs}.runs WHERE finished_seq > ${evictFrom}::bigint ORDER BY finished_seq
         LIMIT greatest((SELECT total FROM counts) + (SELECT count(*) FROM inserted) - ${maxRuns}, 0)
       )
-      RETURNING id
+      RETURNING id, finished_seq
     ), evicted_tokens AS (
       DELETE FROM ${runs}.tokens WHERE run_id IN (SELECT id FROM evicted)
     )
     SELECT held.record AS held,
       CASE WHEN b.steps IS NULL THEN inserted.record ELSE inserted.record || jsonb_build_object('steps', b.steps) END AS inserted,
-      b.i IN (SELECT i FROM leased) AS leased, inserted.fence
+      b.i IN (SELECT i FROM leased) AS leased, inserted.fence, (SELECT max(finished_seq)::text FROM evicted) AS evicted_to
     FROM b LEFT JOIN held ON held.i = b.i LEFT JOIN inserted ON inserted.id = b.id
     ORDER BY b.i`
 }

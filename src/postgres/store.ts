@@ -62,6 +62,7 @@ import { inTransaction, stepTransaction } from './transaction.ts'
 import { inPipelinedTransaction } from './pipelined.ts'
 import { GroupCommit, type ItemFailure, togetherOrAlone } from './group-commit.ts'
 import { type RunUpdate, updateRunsPg } from './run-updates.ts'
+import { EvictionFloor } from './eviction-floor.ts'
 import { type InsertAnswer, insertKey, insertRunsPg, type RunInsert } from './run-inserts.ts'
 import { type StepSave, saveStepsPg, stepKey } from './step-saves.ts'
 import { saveTimersPg, type TimerSave } from './timer-saves.ts'
@@ -168,6 +169,7 @@ export class PostgresRunStore implements RunStore {
   readonly #availability: Availability
   /** The fences of the leases this process holds, which its attempts' writes check. */
   readonly #fences = new Fences()
+  readonly #evictions = new EvictionFloor()
   /** Every trigger creates a run: under load, many go together. */
   readonly #creates = new GroupCommit<RunInsert, InsertAnswer>((inserts) => this.#insertBatch(inserts), {
     key: insertKey,
@@ -310,7 +312,10 @@ export class PostgresRunStore implements RunStore {
     return togetherOrAlone(inserts, (batch) =>
       this.#run((sql, maybeWritten) => {
         if (maybeWritten) for (const insert of batch) insert.maybeWritten = true
-        return insertRunsPg(sql, this.schema, this.maxRuns, this.leaseMs, batch)
+        return insertRunsPg(sql, this.schema, this.maxRuns, this.leaseMs, batch, this.#evictions.from).then((rows) => {
+          this.#evictions.reached(rows[0]?.evicted_to)
+          return rows
+        })
       }),
     )
   }
@@ -331,9 +336,12 @@ export class PostgresRunStore implements RunStore {
     try {
       const answers = await this.#run(
         (sql) =>
-          inPipelinedTransaction(sql, (tx) => chunks.map((chunk) => insertRunsPg(tx, this.schema, this.maxRuns, this.leaseMs, chunk))),
+          inPipelinedTransaction(sql, (tx) =>
+            chunks.map((chunk) => insertRunsPg(tx, this.schema, this.maxRuns, this.leaseMs, chunk, this.#evictions.from)),
+          ),
         true,
       )
+      for (const rows of answers) this.#evictions.reached(rows[0]?.evicted_to)
       return answers.flat().map((row) => row.held ?? row.inserted ?? full())
     } catch (error) {
       if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
@@ -657,7 +665,8 @@ export class PostgresRunStore implements RunStore {
     return this.#run(
       (sql) =>
         debounceRunPg(sql, this.schema, run, keyPath, async (tx) => {
-          const [row] = await insertRunsPg(tx, this.schema, this.maxRuns, this.leaseMs, [{ run, fence }])
+          const [row] = await insertRunsPg(tx, this.schema, this.maxRuns, this.leaseMs, [{ run, fence }], this.#evictions.from)
+          this.#evictions.reached(row.evicted_to)
           return this.#answer(run, row)
         }),
       true,

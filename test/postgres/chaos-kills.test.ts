@@ -1,11 +1,13 @@
-// The chaos harness's backend kills and retry storm (bench/_chaos), with
-// short phases, against svc server processes on the run's embedded
-// Postgres: nothing the servers accepted is lost, no task fails for the
-// database's fault, no recorded step runs again and no attempt runs twice.
+// The chaos harness's backend kills, crash, retry storm and priority
+// starvation (bench/_chaos), with short phases, against svc server
+// processes on the run's embedded Postgres: nothing the servers accepted
+// is lost, no task fails for the database's fault, no recorded step runs
+// again, no attempt runs twice, and no priority starves.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { priorityStarvation } from '../../bench/_chaos/priority.ts'
 import { backendKills, crashRecovery, retryStorm } from '../../bench/_chaos/scenarios.ts'
 import { createDatabase } from './_pg.ts'
 
@@ -35,4 +37,19 @@ describe('svc under database faults (the chaos harness, short phases)', () => {
     const result = await retryStorm({ url, dir, log }, { processes: 3, runs: 300 })
     expect(result).toMatchObject({ accepted: 300, lost: 0, failed: 0, attemptsRunTwice: [], wrongAttempts: 0 })
   }, 90_000)
+
+  it('runs of priority 0 behind a sustained load of priority 2 at twice what the task starts: aging starts them all while the load lasts', async () => {
+    const url = await createDatabase('chaos_priority')
+    // With aging at 1 point a second (the default), a run of priority 0
+    // ranks with new runs of priority 2 after 2 s; the load queued before
+    // that is about 400 runs, which two slots of 20 ms start in a few seconds.
+    const result = await priorityStarvation(
+      { url, dir, log },
+      { processes: 2, lows: 20, highPerSecond: 200, loadMs: 15_000, highPriority: 2 },
+    )
+    expect(result.lowsDone).toBe(20)
+    expect(result.allLowsDoneMs).toBeLessThan(15_000)
+    // The load outlasted them: high-priority runs still waited when the last low one was done.
+    expect(result.highsQueuedAtEnd).toBeGreaterThan(20)
+  }, 60_000)
 })

@@ -52,7 +52,7 @@ describe('svc while its Postgres is down or full (the chaos harness, short phase
     }, 90_000)
   }
 
-  it('a transaction held open: the row of counts gains a version a statement, not one a run, and no run is lost', async () => {
+  it('a transaction held open: the counts gain a version a statement, not one a run, and no run is lost', async () => {
     const result = await heldTransaction(
       { url: await database(), dir, log },
       { processes: 2, clients: 16, baselineMs: 2000, holdMs: 4000, afterMs: 1000 },

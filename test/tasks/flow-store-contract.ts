@@ -5,6 +5,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import type { RunStore } from '../../src/runtime/tasks/index.ts'
+import { planStarts } from '../../src/runtime/tasks/flow.ts'
+import type { RunRecord } from '../../src/types.ts'
 import { makeRun } from './store-contract.ts'
 
 export function flowStoreContract(name: string, createStore: () => RunStore | Promise<RunStore>): void {
@@ -74,6 +76,38 @@ export function flowStoreContract(name: string, createStore: () => RunStore | Pr
       }
       expect(await startOrder('aged')).toEqual([1, 0, 2])
       expect(await startOrder('strict', false)).toEqual([1, 2, 0])
+    })
+
+    it('startQueued starts, one at a time, the runs planStarts chooses over the whole queue, with aging and without', async () => {
+      const store = await createStore()
+      // Random priorities and ages, some delayed past their creation: the order of weights is nowhere near creation order.
+      let seed = 7
+      const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647
+      const ago = (seconds: number) => new Date(Date.parse(now) - seconds * 1000).toISOString()
+      for (const [taskName, priorityAging] of [
+        ['weighed', 0.5],
+        ['strict', false],
+      ] as const) {
+        const runs: RunRecord[] = []
+        for (let i = 0; i < 60; i++) {
+          const created = 600 - i * 5
+          const run = makeRun({ taskName, status: 'queued', createdAt: ago(created), priority: Math.floor(random() * 40) - 20 })
+          if (random() < 0.3) run.runAt = ago(created * random())
+          runs.push(await store.createRun(run))
+        }
+        const limits = { concurrency: { limit: 1 }, priorityAging }
+        const expected = [...runs]
+        for (let i = 0; i < 20; i++) {
+          const [next] = planStarts(limits, expected, [], [], Date.parse(now)).start
+          const { started } = await store.startQueued(taskName, limits, now)
+          expect(
+            started.map((run) => run.id),
+            `start ${i} of ${taskName}`,
+          ).toEqual([next.id])
+          expected.splice(expected.indexOf(next), 1)
+          await store.updateRun(next.id, { status: 'completed' })
+        }
+      }
     })
 
     it('a delayed run ages from when it was due, not from its creation', async () => {

@@ -365,6 +365,36 @@ describe('flow control: queued counts and restarts', () => {
   })
 })
 
+describe('starting queued runs', () => {
+  it('triggers while a start is under way wait for it and make one more start together, not one each; every run still starts', async () => {
+    let reads = 0
+    let reading = 0
+    let mostAtOnce = 0
+    const store = new (class extends MemoryRunStore {
+      override async startQueued(...args: Parameters<MemoryRunStore['startQueued']>) {
+        reads++
+        mostAtOnce = Math.max(mostAtOnce, ++reading)
+        // A start that takes a while, as one reading a deep queue does.
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        try {
+          return await super.startQueued(...args)
+        } finally {
+          reading--
+        }
+      }
+    })()
+    const held = gate()
+    const rt = runtime([task('one.at.a.time', () => held.promise, { route: { concurrency: 1 } })], { store })
+    const runs = await Promise.all(Array.from({ length: 50 }, (_, n) => rt.trigger('one.at.a.time', { n })))
+    await until(() => reading === 0)
+    // 50 triggers: the first start, and one more for all those made while it read.
+    expect(reads).toBeLessThanOrEqual(3)
+    expect(mostAtOnce).toBe(1)
+    held.open()
+    for (const run of runs) expect(await finished(rt.waitForRun(run.id))).toMatchObject({ status: 'completed' })
+  })
+})
+
 describe('flow control config at runtime', () => {
   it.each([
     [{ concurrency: 0 }, 'route.concurrency must be a whole number of runs, 1 or more'],

@@ -35,6 +35,8 @@ export class FlowPromotion {
   readonly #arm: (timer: TimerRecord) => Promise<void>
   /** Whether some task has `concurrency` or `rateLimit`. */
   readonly #limited: boolean
+  /** Per task, the `startQueued` call under way, and the one that follows it. */
+  readonly #calls = new Map<string, { current: Promise<void>; next?: Promise<void> }>()
   #closed = false
 
   constructor(options: FlowPromotionOptions) {
@@ -52,8 +54,38 @@ export class FlowPromotion {
     return limitsStarts(this.#tasks.get(taskName)?.flow) ? 'queued' : 'running'
   }
 
-  /** Starts the queued runs of a task that its limits let start now. */
-  async startQueued(taskName: string): Promise<void> {
+  /**
+   * Starts the queued runs of a task that its limits let start now. Calls
+   * for one task while one is under way wait for it and make one more,
+   * together: the one under way may have read the queue before what they
+   * were called for (a run queued, a slot freed), and one more read after
+   * it sees all of that. A trigger of a queued task calls this, and each
+   * call reads the task's whole queue (a run aged past the others may be
+   * anywhere in it): uncoalesced, a deep queue fed faster than it drained
+   * made every trigger read it, one after another.
+   */
+  startQueued(taskName: string): Promise<void> {
+    const calls = this.#calls.get(taskName)
+    if (!calls) return this.#call(taskName)
+    calls.next ??= calls.current.then(
+      () => this.#call(taskName),
+      () => this.#call(taskName),
+    )
+    return calls.next
+  }
+
+  #call(taskName: string): Promise<void> {
+    const current = this.#startOnce(taskName)
+    this.#calls.set(taskName, { current })
+    const settled = () => {
+      const calls = this.#calls.get(taskName)
+      if (calls?.current === current && calls.next === undefined) this.#calls.delete(taskName)
+    }
+    current.then(settled, settled)
+    return current
+  }
+
+  async #startOnce(taskName: string): Promise<void> {
     const def = this.#tasks.get(taskName)
     if (this.#closed || !def || !limitsStarts(def.flow)) return
     const { started, wake } = await this.#store.startQueued(taskName, def.flow, new Date().toISOString())

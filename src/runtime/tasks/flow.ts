@@ -71,6 +71,20 @@ export function limitsStarts(flow: FlowLimits | undefined): flow is FlowLimits {
 }
 
 /**
+ * How many queued runs, at most, `planStarts` could start under `limits`
+ * while `running` runs hold slots, when neither limit is per key; undefined
+ * when one is (a run blocked in its bucket does not block another bucket's,
+ * so any number could). A store may read only that many of its queue, the
+ * heaviest first (`byPriority`), and none at all for 0.
+ */
+export function placesFor(limits: FlowLimits, running: number): number | undefined {
+  const { concurrency, rateLimit } = limits
+  if (concurrency?.key !== undefined || rateLimit?.key !== undefined) return undefined
+  const slots = concurrency ? Math.max(0, concurrency.limit - running) : Number.POSITIVE_INFINITY
+  return Math.min(slots, rateLimit ? rateLimit.limit : Number.POSITIVE_INFINITY)
+}
+
+/**
  * The bucket of `input` under `path` (`input.userId`): the canonical JSON
  * text of the value there, or `''` (the shared bucket) when the path is
  * unset or the input has no value there. Every store computes buckets with
