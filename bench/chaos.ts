@@ -18,8 +18,8 @@
  *   replaced 5 times;
  * - priority: 20 runs of priority 0, then runs of priority 10 at twice
  *   what the task's two slots start, for up to 60 s;
- * - held: a transaction held open 60 s under a closed-loop load, svc alone
- *   for now (rates before, during and after, and dead tuples).
+ * - held: a transaction held open 60 s under a closed-loop load (rates
+ *   before, during and after, and dead tuples).
  * svc's side is bench/_chaos/scenarios.ts, pg-boss's bench/_chaos/pgboss-side.ts.
  * Goals for svc, printed as ✅ or ❌ and never failing the run: nothing
  * lost or failed, no attempt run twice, no recorded step run again, every
@@ -38,7 +38,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
 import { startEmbeddedPostgres } from '../test/postgres/_embedded.ts'
-import { heldTransaction } from './_chaos/held-transaction.ts'
+import { type HeldTransactionResult, heldTransaction, pgbossHeldTransaction } from './_chaos/held-transaction.ts'
 import { pgbossPriorityStarvation, priorityStarvation, type StarvationResult } from './_chaos/priority.ts'
 import * as pgboss from './_chaos/pgboss-side.ts'
 import * as svc from './_chaos/scenarios.ts'
@@ -209,13 +209,35 @@ function report<T extends ChaosCounts>(scenario: Scenario<T>, svcResult: T | Err
     console.log(`${label.padEnd(LABEL)} ${figure(svcResult, of)} ${figure(pgbossResult, of)}`)
   }
   if (pgbossResult instanceof Error) console.log(`pg-boss stopped: ${pgbossResult.message}`)
-  if (svcResult instanceof Error) {
-    console.log(`svc stopped: ${svcResult.message}`)
-    summaries.push(`❌ ${name.padEnd(20)} svc stopped: ${svcResult.message}`)
+  if (svcResult instanceof Error) console.log(`svc stopped: ${svcResult.message}`)
+  summarize(name, svcResult, (r) => [
+    ...countGoals(r),
+    ...goals(r),
+    ...(sent === undefined ? [] : [{ text: `${sent - r.accepted} triggers never accepted`, ok: r.accepted === sent }]),
+  ])
+}
+
+/** Prints the rows of a scenario whose figures are not the counts every scenario has, one column a side. */
+function printSides<T>(sides: Record<string, T | Error>, rows: Row<T>[]): void {
+  console.log(
+    `${''.padEnd(LABEL)} ${Object.keys(sides)
+      .map((name) => name.padStart(12))
+      .join(' ')}`,
+  )
+  for (const [label, of] of rows) {
+    const figures = Object.values(sides).map((r) => String(r instanceof Error ? '-' : of(r)).padStart(12))
+    console.log(`${label.padEnd(LABEL)} ${figures.join(' ')}`)
+  }
+  for (const [name, r] of Object.entries(sides)) if (r instanceof Error) console.log(`${name} stopped: ${r.message}`)
+}
+
+/** Keeps a scenario's summary line: svc against `goals`. */
+function summarize<T>(name: string, result: T | Error, goals: (result: T) => Goal[]): void {
+  if (result instanceof Error) {
+    summaries.push(`❌ ${name.padEnd(20)} svc stopped: ${result.message}`)
     return
   }
-  const met = [...countGoals(svcResult), ...goals(svcResult)]
-  if (sent !== undefined) met.push({ text: `${sent - svcResult.accepted} triggers never accepted`, ok: svcResult.accepted === sent })
+  const met = goals(result)
   const ok = met.every((goal) => goal.ok)
   summaries.push(
     `${ok ? '✅' : '❌'} ${name.padEnd(20)} svc: ${met.map((goal) => (goal.ok ? goal.text : `${goal.text} (missed)`)).join(', ')}`,
@@ -419,63 +441,58 @@ try {
     console.log(
       `\nPriority starvation: ${phases.lows} runs of priority 0, then runs of priority ${phases.highPriority} at ${phases.highPerSecond}/s for up to ${phases.loadMs / 1000} s, two at a time for 20 ms each (at most 100/s), on ${phases.processes} processes`,
     )
-    const rows: Row<StarvationResult>[] = [
+    printSides<StarvationResult>(sides, [
       ['low-priority runs done under the load', (r) => `${r.lowsDone} of ${r.lows}`],
       ['all of them done, after they were sent', (r) => (r.allLowsDoneMs === undefined ? 'never' : seconds(r.allLowsDoneMs))],
       ['high-priority runs sent', (r) => count(r.highs)],
       ['high-priority runs queued at the end', (r) => count(r.highsQueuedAtEnd)],
-    ]
-    console.log(`${''.padEnd(LABEL)} ${'svc'.padStart(12)} ${'pg-boss'.padStart(12)}`)
-    for (const [label, of] of rows) {
-      const figures = Object.values(sides).map((r) => String(r instanceof Error ? '-' : of(r)).padStart(12))
-      console.log(`${label.padEnd(LABEL)} ${figures.join(' ')}`)
-    }
-    for (const [name, r] of Object.entries(sides)) if (r instanceof Error) console.log(`${name} stopped: ${r.message}`)
-    const r = sides.svc
-    if (r instanceof Error) summaries.push(`❌ ${'priority'.padEnd(20)} svc stopped: ${r.message}`)
-    else {
+    ])
+    summarize('priority', sides.svc, (r) => [
+      { text: `${r.lowsDone} of ${r.lows} low-priority runs done`, ok: r.lowsDone === r.lows },
+      {
+        text: r.allLowsDoneMs === undefined ? 'not all' : `all within ${seconds(r.allLowsDoneMs)}`,
+        ok: r.allLowsDoneMs !== undefined && r.allLowsDoneMs <= phases.loadMs,
+      },
       // The load lasted while the low runs waited only if high runs were still queued when they were done.
-      const ok = r.allLowsDoneMs !== undefined && r.allLowsDoneMs <= phases.loadMs && r.highsQueuedAtEnd > 0
-      summaries.push(
-        `${ok ? '✅' : '❌'} ${'priority'.padEnd(20)} svc: ${r.lowsDone} of ${r.lows} low-priority runs done, ` +
-          `${r.allLowsDoneMs === undefined ? 'not all' : `all within ${seconds(r.allLowsDoneMs)}`}, ${count(r.highsQueuedAtEnd)} high-priority runs still queued`,
-      )
-    }
+      { text: `${count(r.highsQueuedAtEnd)} high-priority runs still queued`, ok: r.highsQueuedAtEnd > 0 },
+    ])
   }
 
   if (scenario('held')) {
-    // svc only, for now: the figures are rates of svc's own runs, with no pg-boss side to put beside them.
     const phases = PHASES.held
-    const r = await side(async () => heldTransaction(await setup('held_svc'), phases))
-    console.log(
-      `\nHeld transaction: BEGIN; SELECT txid_current() held ${phases.holdMs / 1000} s under ${phases.clients} clients triggering as fast as answered, ${phases.processes} processes`,
-    )
-    if (r instanceof Error) {
-      console.log(`svc stopped: ${r.message}`)
-      summaries.push(`❌ ${'held transaction'.padEnd(20)} svc stopped: ${r.message}`)
-    } else {
-      const ratio = (rate: number) => (r.baselinePerSecond === 0 ? Number.NaN : rate / r.baselinePerSecond)
-      const rows: [string, string][] = [
-        [`runs completed/s, baseline (${phases.baselineMs / 1000} s)`, count(r.baselinePerSecond)],
-        ['runs completed/s, during the hold', `${count(r.holdPerSecond)} (${ratio(r.holdPerSecond).toFixed(2)})`],
-        ['runs completed/s, its last third', `${count(r.holdEndPerSecond)} (${ratio(r.holdEndPerSecond).toFixed(2)})`],
-        [`runs completed/s, ${phases.afterMs / 1000} s after`, `${count(r.afterPerSecond)} (${ratio(r.afterPerSecond).toFixed(2)})`],
-        ['runs lost', count(r.lost)],
-        ...Object.entries(r.deadAtHoldEnd)
-          .filter(([, dead]) => dead > 0)
-          .map(([table, dead]): [string, string] => [`dead tuples of ${table} at the end of the hold`, count(dead)]),
-      ]
-      for (const [label, figure] of rows) console.log(`${label.padEnd(LABEL)} ${figure.padStart(12)}`)
-      const met = [
-        { text: `${r.lost} lost`, ok: r.lost === 0 },
-        { text: `hold ÷ baseline ${ratio(r.holdPerSecond).toFixed(2)}`, ok: ratio(r.holdPerSecond) >= 0.7 },
-        { text: `after ÷ baseline ${ratio(r.afterPerSecond).toFixed(2)}`, ok: ratio(r.afterPerSecond) >= 0.9 },
-      ]
-      const ok = met.every((goal) => goal.ok)
-      summaries.push(
-        `${ok ? '✅' : '❌'} ${'held transaction'.padEnd(20)} svc: ${met.map((goal) => (goal.ok ? goal.text : `${goal.text} (missed)`)).join(', ')}`,
-      )
+    const sides = {
+      svc: await side(async () => heldTransaction(await setup('held_svc'), phases)),
+      'pg-boss': await side(async () => pgbossHeldTransaction(await setup('held_pgboss'), phases)),
     }
+    console.log(
+      `\nHeld transaction: BEGIN; SELECT txid_current() held ${phases.holdMs / 1000} s under ${phases.clients} clients sending as fast as answered, ${phases.processes} processes`,
+    )
+    const ratio = (r: HeldTransactionResult, rate: number) => (r.baselinePerSecond === 0 ? Number.NaN : rate / r.baselinePerSecond)
+    const withRatio = (r: HeldTransactionResult, rate: number) => `${count(rate)} (${ratio(r, rate).toFixed(2)})`
+    // The tables with dead tuples on either side.
+    const tables = new Set(
+      Object.values(sides).flatMap((r) =>
+        r instanceof Error ? [] : Object.keys(r.deadAtHoldEnd).filter((table) => r.deadAtHoldEnd[table] > 0),
+      ),
+    )
+    printSides<HeldTransactionResult>(sides, [
+      [`runs completed/s, baseline (${phases.baselineMs / 1000} s)`, (r) => count(r.baselinePerSecond)],
+      ['runs completed/s, during the hold', (r) => withRatio(r, r.holdPerSecond)],
+      ['runs completed/s, its last third', (r) => withRatio(r, r.holdEndPerSecond)],
+      [`runs completed/s, ${phases.afterMs / 1000} s after`, (r) => withRatio(r, r.afterPerSecond)],
+      ['runs lost', (r) => count(r.lost)],
+      ...[...tables].map(
+        (table): Row<HeldTransactionResult> => [
+          `dead tuples of ${table} at the end of the hold`,
+          (r) => count(r.deadAtHoldEnd[table] ?? 0),
+        ],
+      ),
+    ])
+    summarize('held transaction', sides.svc, (r) => [
+      { text: `${r.lost} lost`, ok: r.lost === 0 },
+      { text: `hold ÷ baseline ${ratio(r, r.holdPerSecond).toFixed(2)}`, ok: ratio(r, r.holdPerSecond) >= 0.7 },
+      { text: `after ÷ baseline ${ratio(r, r.afterPerSecond).toFixed(2)}`, ok: ratio(r, r.afterPerSecond) >= 0.9 },
+    ])
   }
 
   console.log(`\nsvc against its goals\n${summaries.join('\n')}`)

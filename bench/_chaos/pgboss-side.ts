@@ -48,6 +48,7 @@ const QUEUES: Record<string, Omit<Queue, 'name'>> = {
   'chaos.steps': { retryLimit: 4, heartbeatSeconds: 10, notify: true },
   'chaos.flaky': { retryLimit: 2, heartbeatSeconds: 10, notify: true },
   'chaos.ranked': { heartbeatSeconds: 10, notify: true },
+  'chaos.noop': { heartbeatSeconds: 10, notify: true },
 }
 
 /** How long a send may wait for a connection before it fails, as long as svc's client waits for an answer. */

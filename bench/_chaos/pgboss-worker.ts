@@ -8,7 +8,8 @@
 //   with a 0.2 s wait between a and b;
 // - chaos.flaky: each attempt "<job> attempt <n> <pid> <exec>", failing
 //   the first two; the queue's retryLimit is 2, so the third completes it.
-// - chaos.ranked: 20 ms of work, one job at a time.
+// - chaos.ranked: 20 ms of work, one job at a time;
+// - chaos.noop: nothing.
 import { randomUUID } from 'node:crypto'
 import { appendFileSync } from 'node:fs'
 import { type Job, type JobResult, PgBoss } from 'pg-boss'
@@ -91,6 +92,11 @@ const work = {
 await boss.start()
 await boss.work('chaos.steps', work, perJob(steps))
 await boss.work('chaos.flaky', work, perJob(flaky))
+await boss.work(
+  'chaos.noop',
+  work,
+  perJob(async () => 1),
+)
 // One job at a time a process: two workers hold the two slots svc's chaos.ranked has.
 await boss.work(
   'chaos.ranked',

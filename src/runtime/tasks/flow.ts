@@ -84,6 +84,11 @@ export function placesFor(limits: FlowLimits, running: number): number | undefin
   return Math.min(slots, rateLimit ? rateLimit.limit : Number.POSITIVE_INFINITY)
 }
 
+/** Whether running runs can leave no queued run a place at all (one shared concurrency bucket): a store may count them before it reads its queue. */
+export function mayBeFull(limits: FlowLimits): boolean {
+  return placesFor(limits, Number.POSITIVE_INFINITY) === 0
+}
+
 /**
  * The bucket of `input` under `path` (`input.userId`): the canonical JSON
  * text of the value there, or `''` (the shared bucket) when the path is

@@ -6,10 +6,18 @@
  * and the writes cannot be split by another caller. Edge-safe.
  */
 import type { RunRecord } from '../../types.ts'
-import { type FlowLimits, flowKey, planStarts, startedRun } from '../flow.ts'
+import { type FlowLimits, flowKey, mayBeFull, placesFor, planStarts, startedRun } from '../flow.ts'
 import type { StartedRuns } from '../store.ts'
 import { read, type SqlProcedure, type SqlRows, type SqlStatement, write } from './procedure.ts'
-import { type RunRow, SELECT_QUEUED_AND_RUNNING, SELECT_SCHEDULED, SELECT_STARTED_SINCE, UPDATE_RUN, UPDATE_RUN_RECORD } from './queries.ts'
+import {
+  COUNT_RUNNING,
+  type RunRow,
+  SELECT_QUEUED_AND_RUNNING,
+  SELECT_SCHEDULED,
+  SELECT_STARTED_SINCE,
+  UPDATE_RUN,
+  UPDATE_RUN_RECORD,
+} from './queries.ts'
 import { rowText, wholeText } from './record-text.ts'
 
 /** A run row as written, with the whole record's text: for a store that caches rows. */
@@ -34,6 +42,11 @@ const NO_ROWS: SqlRows = []
  * over.
  */
 export function* startQueuedSql(taskName: string, limits: FlowLimits, now: string): SqlProcedure<QueuedStarts> {
+  if (mayBeFull(limits)) {
+    // A full shared slot is the common answer (each trigger of the task asks): counted, without reading the queue.
+    const [{ running }] = yield read(COUNT_RUNNING, taskName)
+    if (placesFor(limits, Number(running)) === 0) return { result: { started: [] }, written: [] }
+  }
   // Every queued run, not the first few by priority: an old run of a low
   // priority may outweigh them all once it has aged (flow.ts `byPriority`).
   const rows = (yield read(SELECT_QUEUED_AND_RUNNING, taskName)) as unknown as RunRow[]

@@ -79,6 +79,7 @@ export const LAST_FINISHED_SEQ = 'SELECT max(finished_seq) AS n FROM runs WHERE 
 // Flow control (flow.ts): a task's queued and running runs in creation
 // order, its runs that first started after a moment (ISO text compares in
 // time order), and its scheduled runs, which a debounced trigger may join.
+export const COUNT_RUNNING = "SELECT count(*) AS running FROM runs WHERE task_name = ? AND status = 'running'"
 export const SELECT_QUEUED_AND_RUNNING = `SELECT seq, record, finished_seq FROM ${RUN_RECORDS} WHERE task_name = ? AND status IN ('queued', 'running') ORDER BY seq`
 export const SELECT_STARTED_SINCE = "SELECT record FROM runs WHERE task_name = ? AND json_extract(record, '$.startedAt') > ?"
 export const SELECT_SCHEDULED = `SELECT seq, record, finished_seq FROM ${RUN_RECORDS} WHERE task_name = ? AND status = 'scheduled' ORDER BY seq`
