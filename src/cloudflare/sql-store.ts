@@ -76,6 +76,7 @@ import type { Attempt, EventRun, RunRecord, RunStatus, StepRecord } from '../typ
 import type { EventEffects, EventListQuery } from '../runtime/types/run-store.ts'
 import { describe } from '../runtime/describe.ts'
 import { eventRuns } from '../runtime/tasks/event-list.ts'
+import type { EventMatch } from '../runtime/events/match.ts'
 
 /** The parts of a Durable Object's `SqlStorage` the store uses. */
 /** How many rows the last statement inserted, updated or deleted. */
@@ -364,8 +365,8 @@ export class DurableObjectRunStore implements RunStore {
     return this.#write(() => runProcedure(putEventSql(event, Date.now()), this.#runner))
   }
 
-  async eventsSince(name: string, since: string, limit: number): Promise<EventRecord[]> {
-    return runProcedure(eventsSinceSql(name, since, limit), this.#runner)
+  async eventsSince(name: string, since: string, limit: number, match?: EventMatch): Promise<EventRecord[]> {
+    return runProcedure(eventsSinceSql(name, since, limit, match), this.#runner)
   }
 
   async listEvents(query: EventListQuery): Promise<{ events: EventRecord[]; cursor?: string }> {

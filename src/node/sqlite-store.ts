@@ -83,6 +83,7 @@ import { LEASE_ON_CREATE, PROVISIONAL_LEASE, UPSERT_TIMER_DUE } from './sqlite-l
 import { SqliteSharedWork } from './sqlite-shared-work.ts'
 import { INSERT_RUN_OWNED, SET_OWNER, UPDATE_RUN_CANCELLED, UPDATE_RUN_CLAIMED, UPDATE_RUN_OWNED } from './sqlite-owners.ts'
 import { Membership } from './sqlite-membership.ts'
+import type { EventMatch } from '../runtime/events/match.ts'
 
 export type { SqliteRunStoreOptions } from './sqlite-options.ts'
 
@@ -634,8 +635,8 @@ export class SqliteRunStore implements RunStore {
     return this.#write(() => runProcedure(putEventSql(event, Date.now()), this.#runner))
   }
 
-  eventsSince(name: string, since: string, limit: number): Promise<EventRecord[]> {
-    return this.#batch.read(() => runProcedure(eventsSinceSql(name, since, limit), this.#runner))
+  eventsSince(name: string, since: string, limit: number, match?: EventMatch): Promise<EventRecord[]> {
+    return this.#batch.read(() => runProcedure(eventsSinceSql(name, since, limit, match), this.#runner))
   }
 
   listEvents(query: EventListQuery): Promise<{ events: EventRecord[]; cursor?: string }> {

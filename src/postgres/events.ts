@@ -14,6 +14,7 @@ import type { Sql } from 'postgres'
 import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS, type EventRecord } from '../runtime/tasks/store.ts'
 import type { EventEffects, EventListQuery } from '../runtime/types/run-store.ts'
 import { eventCursor, listingBounds, missing } from '../runtime/tasks/event-list.ts'
+import { type EventMatch, matchesEvent, matchPaths } from '../runtime/events/match.ts'
 
 type EventRow = { id: string; name: string; time: Date; data: unknown; has_data: boolean; runs: string[]; resumed: string[] }
 type PutRow = EventRow & { created: boolean }
@@ -92,21 +93,51 @@ export async function putEventPg(
 
 /**
  * `RunStore.eventsSince`: the events named `name` whose time is `since` or
- * later, in the order they were recorded, at most `limit` (a fractional
- * limit rounds up, as the memory store's count does; 0 or less is none).
+ * later and whose data holds `match`, in the order they were recorded, at
+ * most `limit` (a fractional limit rounds up, as the memory store's count
+ * does; 0 or less is none). Each path of `match` is compared in the query
+ * (`#>` reads a path as `matchesEvent` does, an index into an array
+ * included, and `jsonb` equality is JSON's), a page at a time, and each
+ * event is checked again by `matchesEvent`: the whole window is looked at,
+ * never more than a page of it read at once.
  */
-export async function eventsSincePg(sql: Sql, schema: string, name: string, since: string, limit: number): Promise<EventRecord[]> {
+export async function eventsSincePg(
+  sql: Sql,
+  schema: string,
+  name: string,
+  since: string,
+  limit: number,
+  match?: EventMatch,
+): Promise<EventRecord[]> {
   if (!(limit > 0)) return []
   const from = instant(since)
   // A time that is no instant matches nothing, as `Date.parse` makes it in the memory store.
   if (from === undefined) return []
-  const rows = await sql<EventRow[]>`
-    SELECT id, name, time, data, data IS NOT NULL AS has_data, runs, resumed FROM ${sql(schema)}.events
-    WHERE name = ${name} AND time >= ${from}::timestamptz
-    ORDER BY seq
-    LIMIT ${limit === Infinity ? null : Math.ceil(limit)}::bigint`
-  return rows.map(toEvent)
+  const wanted = Math.ceil(limit)
+  const holds = matchPaths(match).reduce(
+    (conditions, { names, value }) => sql`${conditions} AND data #> ${names}::text[] = ${JSON.stringify(value)}::text::jsonb`,
+    sql``,
+  )
+  const found: EventRecord[] = []
+  for (let after = '0'; ; ) {
+    const rows = await sql<(EventRow & { seq: string })[]>`
+      SELECT seq, id, name, time, data, data IS NOT NULL AS has_data, runs, resumed FROM ${sql(schema)}.events
+      WHERE name = ${name} AND time >= ${from}::timestamptz AND seq > ${after} ${holds}
+      ORDER BY seq
+      LIMIT ${EVENT_PAGE}`
+    for (const row of rows) {
+      const event = toEvent(row)
+      if (!matchesEvent(match, event.data)) continue
+      found.push(event)
+      if (found.length >= wanted) return found
+    }
+    if (rows.length < EVENT_PAGE) return found
+    after = rows[rows.length - 1].seq
+  }
 }
+
+/** Events read at once by `eventsSincePg`. */
+const EVENT_PAGE = 100
 
 /**
  * `RunStore.listEvents`: a page of events, newest first, by the primary key

@@ -1,17 +1,33 @@
 // Events on SqliteRunStore: the event contract on a file and in memory,
 // stores on one file standing for processes that send one event at once,
 // and the events table a file written before it gains.
+import type { DatabaseSync } from 'node:sqlite'
 import { describe, expect, it } from 'vitest'
+import type { RunStore } from '../../src/runtime/tasks/store.ts'
 import { SCHEMA_VERSION } from '../../src/node/sqlite-database.ts'
 import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS, type EventRecord } from '../../src/runtime/tasks/store.ts'
 import { eventStoreContract } from '../tasks/event-store-contract.ts'
 import { makeRun } from '../tasks/store-contract.ts'
 import { asVersion, sqliteFiles } from './_sqlite-files.ts'
 
-const { dbFile, store, raw } = sqliteFiles('svc-sqlite-events-')
+const { dbFile, store, raw, storeAndConnection } = sqliteFiles('svc-sqlite-events-')
 
-eventStoreContract('SqliteRunStore (:memory:)', () => store(':memory:'))
-eventStoreContract('SqliteRunStore (file)', () => store(dbFile()))
+// Each store's own connection, to record tens of thousands of events in one transaction.
+const connections = new WeakMap<RunStore, DatabaseSync>()
+const withConnection = (path: string) => {
+  const { store, db } = storeAndConnection(path)
+  connections.set(store, db)
+  return store
+}
+const putEvents = async (s: RunStore, events: EventRecord[]) => {
+  const db = connections.get(s)!
+  const insert = db.prepare('INSERT INTO events (id, name, time, record) VALUES (?, ?, ?, ?)')
+  db.exec('BEGIN')
+  for (const event of events) insert.run(event.id, event.name, event.time, JSON.stringify(event))
+  db.exec('COMMIT')
+}
+eventStoreContract('SqliteRunStore (:memory:)', () => withConnection(':memory:'), { putEvents })
+eventStoreContract('SqliteRunStore (file)', () => withConnection(dbFile()), { putEvents })
 
 const at = (ms: number) => new Date(ms).toISOString()
 

@@ -70,6 +70,15 @@ describe('ctx.step.waitForEvent', () => {
     expect(settled.status).toBe('suspended')
   })
 
+  it('a wait looking back meets the event it matches however many others of the name came before it', async () => {
+    const rt = runtime([waiting()])
+    for (let n = 0; n <= 1500; n++) await rt.sendEvent('order.paid', { orderId: `o-${n}` }, { id: `evt-${n}` })
+    for (const n of [5, 1000, 1500]) {
+      const run = await rt.trigger('orders.fulfil', { orderId: `o-${n}`, opts: { lookbackSeconds: 3600 } })
+      expect((await finished(rt.waitForRun(run.id))).result, `o-${n}`).toMatchObject({ event: { id: `evt-${n}` } })
+    }
+  })
+
   it('an event sent while the run is suspending is found when its wait is armed', async () => {
     let rt!: ReturnType<typeof runtime>
     // The wait's first look finds nothing, and the event is sent right

@@ -37,6 +37,15 @@ export function matchesEvent(match: EventMatch | undefined, data: unknown): bool
   return true
 }
 
+/**
+ * The paths of `match`, each split into its member names, with its value:
+ * for a store that narrows in its query language the events it reads
+ * before `matchesEvent` decides.
+ */
+export function matchPaths(match: EventMatch | undefined): { names: string[]; value: unknown }[] {
+  return match === undefined ? [] : Object.entries(match).map(([path, value]) => ({ names: path.split('.'), value }))
+}
+
 function valueAt(data: unknown, path: string): unknown {
   let value = data
   for (const name of path.split('.')) {

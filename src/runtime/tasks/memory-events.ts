@@ -8,6 +8,7 @@ import { jsonCopy } from './json-copy.ts'
 import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS, type EventRecord } from './store.ts'
 import type { EventEffects, EventListQuery } from '../types/run-store.ts'
 import { addEffects, eventCursor, listingBounds } from './event-list.ts'
+import { type EventMatch, matchesEvent } from '../events/match.ts'
 
 /** A held event and its place in the order events were recorded (the cursor of a listing). */
 interface HeldEvent {
@@ -48,13 +49,13 @@ export class MemoryEventLog {
     return { event: jsonCopy(stored.event), created: true }
   }
 
-  since(name: string, since: string, limit: number): EventRecord[] {
+  since(name: string, since: string, limit: number, match?: EventMatch): EventRecord[] {
     const named = this.#byName.get(name) ?? []
     const from = Date.parse(since)
     const found: EventRecord[] = []
     for (const { event } of named) {
       if (found.length >= limit) break
-      if (Date.parse(event.time) >= from) found.push(jsonCopy(event))
+      if (Date.parse(event.time) >= from && matchesEvent(match, event.data)) found.push(jsonCopy(event))
     }
     return found
   }

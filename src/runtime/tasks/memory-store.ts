@@ -16,6 +16,7 @@ import { applyRunPatch, isFinished, settleTokenRecord, statusMatches, waitsForEv
 import { DEFAULT_MAX_RUNS } from './store-limits.ts'
 import { MemoryEventLog } from './memory-events.ts'
 import type { EventEffects, EventListQuery } from '../types/run-store.ts'
+import type { EventMatch } from '../events/match.ts'
 
 export interface MemoryRunStoreOptions {
   /**
@@ -95,8 +96,8 @@ export class MemoryRunStore implements RunStore {
     return this.#events.put(event)
   }
 
-  async eventsSince(name: string, since: string, limit: number): Promise<EventRecord[]> {
-    return this.#events.since(name, since, limit)
+  async eventsSince(name: string, since: string, limit: number, match?: EventMatch): Promise<EventRecord[]> {
+    return this.#events.since(name, since, limit, match)
   }
 
   async listEvents(query: EventListQuery): Promise<{ events: EventRecord[]; cursor?: string }> {

@@ -19,11 +19,8 @@
 import type { ReceivedEvent, StepRecord, WaitForEventOptions, Waitpoint } from '../types.ts'
 import { describe } from '../describe.ts'
 import { eventNameProblem } from '../events/rules.ts'
-import { type EventMatch, matchesEvent, matchProblem } from '../events/match.ts'
+import { type EventMatch, matchProblem } from '../events/match.ts'
 import { EVENT_RETENTION_MS, type EventRecord, type RunStore, type TokenRecord } from './store.ts'
-
-/** How many recorded events of its name one look of a wait reads. */
-const LOOK_LIMIT = 1000
 
 /** The token id of run `runId`'s wait for an event at step `stepKey`; distinct from a `waitForToken` token's. */
 export function eventWaitTokenId(runId: string, stepKey: string): string {
@@ -85,8 +82,8 @@ export async function settleFromRecorded(
   waitpoint: Extract<Waitpoint, { type: 'event' }>,
 ): Promise<TokenRecord | undefined> {
   if (!store.eventsSince) return undefined
-  const events = await store.eventsSince(waitpoint.name, waitpoint.since, LOOK_LIMIT)
-  const event = events.find((candidate) => matchesEvent(waitpoint.match as EventMatch | undefined, candidate.data))
+  // The first that meets it, however many others of the name came before it.
+  const [event] = await store.eventsSince(waitpoint.name, waitpoint.since, 1, waitpoint.match as EventMatch | undefined)
   if (!event) return undefined
   const token = await settleWith(store, waitpoint.tokenId, event)
   // Noted on the event, as a send notes the waits it meets, for listings.

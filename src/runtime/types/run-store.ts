@@ -298,10 +298,14 @@ export interface RunStore {
   putEvent?(event: EventRecord): Promise<{ event: EventRecord; created: boolean }>
 
   /**
-   * The held events named `name` whose `time` is `since` (ISO) or later,
-   * oldest first (in the order they were recorded), at most `limit`.
+   * The held events named `name` whose `time` is `since` (ISO) or later
+   * and whose data holds `match` (`matchesEvent`, events/match.ts; every
+   * one without it), oldest first (in the order they were recorded), at
+   * most `limit`. Every event of the window is looked at, however many
+   * before it do not match, and in bounded memory: a flood of other
+   * events of the name hides none.
    */
-  eventsSince?(name: string, since: string, limit: number): Promise<EventRecord[]>
+  eventsSince?(name: string, since: string, limit: number, match?: Readonly<Record<string, unknown>>): Promise<EventRecord[]>
 
   /**
    * The held events, newest first (in the reverse of the order they were

@@ -11,6 +11,7 @@ import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS, type EventRecord } from '../stor
 import type { EventEffects, EventListQuery } from '../../types/run-store.ts'
 import { addEffects, eventCursor, listingBounds } from '../event-list.ts'
 import { read, type SqlProcedure, write } from './procedure.ts'
+import { type EventMatch, matchesEvent, matchPaths } from '../../events/match.ts'
 
 /**
  * The events table: schema version 6 of `SqliteRunStore`'s files, and part
@@ -52,7 +53,6 @@ const SELECT_EVENT = 'SELECT record FROM events WHERE id = ?'
 // and stops at the batch, whereas with ORDER BY seq SQLite walks the whole
 // table in rowid order on every send that finds nothing expired.
 const PRUNE_EVENTS = 'DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE time < ? ORDER BY time LIMIT ?)'
-const EVENTS_SINCE = 'SELECT record FROM events WHERE name = ? AND time >= ? ORDER BY seq LIMIT ?'
 const LIST_EVENTS = 'SELECT seq, record FROM events WHERE seq < ? ORDER BY seq DESC LIMIT ?'
 const LIST_NAMED_EVENTS = 'SELECT seq, record FROM events WHERE name = ? AND seq < ? ORDER BY seq DESC LIMIT ?'
 const UPDATE_RECORD = 'UPDATE events SET record = ? WHERE id = ?'
@@ -76,17 +76,61 @@ export function* putEventSql(event: EventRecord, now: number): SqlProcedure<{ ev
 
 /**
  * `RunStore.eventsSince`: the events named `name` whose time is `since` or
- * later, in the order they were recorded, at most `limit` (a fractional
- * limit rounds up, as the memory store's count does; 0 or less is none).
+ * later and whose data holds `match`, in the order they were recorded, at
+ * most `limit` (a fractional limit rounds up, as the memory store's count
+ * does; 0 or less is none). Read a page at a time, narrowed by
+ * `matchFilter`, and each event checked by `matchesEvent`: the whole
+ * window is looked at, never more than a page of it parsed at once.
  */
-export function* eventsSinceSql(name: string, since: string, limit: number): SqlProcedure<EventRecord[]> {
+export function* eventsSinceSql(name: string, since: string, limit: number, match?: EventMatch): SqlProcedure<EventRecord[]> {
   if (!(limit > 0)) return []
   const from = sortableTime(since)
   // A time that is no instant matches nothing, as `Date.parse` makes it in the memory store.
   if (from === undefined) return []
-  // -1 is SQLite's "no limit".
-  const rows = yield read(EVENTS_SINCE, name, from, limit === Infinity ? -1 : Math.ceil(limit))
-  return rows.map((row) => JSON.parse(row.record as string) as EventRecord)
+  const wanted = Math.ceil(limit)
+  const filter = matchFilter(match)
+  const page = `SELECT seq, record FROM events WHERE name = ? AND time >= ? AND seq > ?${filter.sql} ORDER BY seq LIMIT ${EVENT_PAGE}`
+  const found: EventRecord[] = []
+  for (let after = 0; ; ) {
+    const rows = yield read(page, name, from, after, ...filter.params)
+    for (const row of rows) {
+      const event = JSON.parse(row.record as string) as EventRecord
+      if (!matchesEvent(match, event.data)) continue
+      found.push(event)
+      if (found.length >= wanted) return found
+    }
+    if (rows.length < EVENT_PAGE) return found
+    after = Number(rows[rows.length - 1].seq)
+  }
+}
+
+/** Events read at once by `eventsSinceSql`. */
+const EVENT_PAGE = 100
+
+/**
+ * Conditions on an event's `record` that every event meeting `match`
+ * passes (SQLite's JSON functions), so a page holds mostly events that
+ * meet it: a string or number value is compared where its path leads, a
+ * boolean or null by the JSON type found there. An object or array value,
+ * or a path with a member name of digits only (which `matchesEvent` reads
+ * as an index into an array as well as a key), is left to `matchesEvent`.
+ */
+function matchFilter(match: EventMatch | undefined): { sql: string; params: (string | number)[] } {
+  let sql = ''
+  const params: (string | number)[] = []
+  for (const { names, value } of matchPaths(match)) {
+    if (names.some((name) => /^\d+$/.test(name))) continue
+    // Member names are letters, digits, `_`, `$` and `-` (matchProblem): quoted, each is one key.
+    const path = `$.data${names.map((name) => `."${name}"`).join('')}`
+    if (typeof value === 'string' || typeof value === 'number') {
+      sql += ' AND json_extract(record, ?) = ?'
+      params.push(path, value)
+    } else if (value === null || typeof value === 'boolean') {
+      sql += ' AND json_type(record, ?) = ?'
+      params.push(path, String(value))
+    }
+  }
+  return { sql, params }
 }
 
 /**
