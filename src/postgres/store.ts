@@ -77,6 +77,7 @@ import { debounceRunPg, startQueuedPg } from './flow.ts'
 import { eventsSincePg, listEventsPg, noteEventEffectsPg, putEventPg } from './events.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
 import type { StartedRuns } from '../runtime/tasks/store.ts'
+import type { EventMatch } from '../runtime/events/match.ts'
 
 export type { PostgresRunStoreOptions } from './options.ts'
 
@@ -513,8 +514,11 @@ export class PostgresRunStore implements RunStore {
    * writes nothing and it all rolls back; a claim that comes later waits
    * for the commit (the lock conflicts with its update), so the process
    * that claimed the run reads the step as recorded. The lock is held from
-   * the record to the commit only, not while `work` runs. A failure of any
-   * part rolls all of it back, and is not retried here: the attempt fails.
+   * the record to the commit only, not while `work` runs. The record is
+   * inserted, never overwritten: a step recorded meanwhile by another
+   * execution (one that held no fence, or raced this one) fails this one,
+   * and its work rolls back with it. A failure of any part rolls all of it
+   * back, and is not retried here: the attempt fails.
    */
   async transactStep<T>(runId: string, key: string, work: (tx: unknown) => T | Promise<T>, record: (output: T) => StepRecord): Promise<T> {
     const fence = this.#fences.of(runId)
@@ -524,12 +528,21 @@ export class PostgresRunStore implements RunStore {
           const output = await work(stepTransaction(tx, key))
           const schema = tx(this.schema)
           const held = fence === undefined ? tx`` : tx`AND lease_owner = ${fence.owner} AND lease_fence = ${fence.fence}::bigint`
-          const rows = await tx`
-            WITH lease AS (SELECT 1 FROM ${schema}.runs WHERE id = ${runId} ${held} FOR SHARE)
-            INSERT INTO ${schema}.steps (run_id, key, record) SELECT ${runId}, ${key}, ${tx.json(record(output) as never)}::jsonb FROM lease
-            ON CONFLICT (run_id, key) DO UPDATE SET record = excluded.record
-            RETURNING 1`
-          if (rows.length === 0) throw fence === undefined ? new Error(`${WHERE}: unknown run "${runId}"`) : new LeaseLostError(runId)
+          const [row] = await tx<{ leased: boolean; inserted: boolean }[]>`
+            WITH lease AS (SELECT 1 FROM ${schema}.runs WHERE id = ${runId} ${held} FOR SHARE),
+            inserted AS (
+              INSERT INTO ${schema}.steps (run_id, key, record) SELECT ${runId}, ${key}, ${tx.json(record(output) as never)}::jsonb FROM lease
+              ON CONFLICT (run_id, key) DO NOTHING
+              RETURNING 1
+            )
+            SELECT EXISTS (SELECT 1 FROM lease) AS leased, EXISTS (SELECT 1 FROM inserted) AS inserted`
+          if (!row.leased) throw fence === undefined ? new Error(`${WHERE}: unknown run "${runId}"`) : new LeaseLostError(runId)
+          if (!row.inserted) {
+            // Another execution recorded the step and committed its work: this one's is undone.
+            throw fence === undefined
+              ? new Error(`${WHERE}: step "${key}" of run "${runId}" is recorded already; this execution's transaction is rolled back`)
+              : new LeaseLostError(runId)
+          }
           return output
         }) as Promise<T>,
       true,
@@ -679,8 +692,8 @@ export class PostgresRunStore implements RunStore {
   }
 
   /** Events: see `RunStore.eventsSince`; the query is in events.ts. */
-  async eventsSince(name: string, since: string, limit: number): Promise<EventRecord[]> {
-    return this.#run((sql) => eventsSincePg(sql, this.schema, name, since, limit))
+  async eventsSince(name: string, since: string, limit: number, match?: EventMatch): Promise<EventRecord[]> {
+    return this.#run((sql) => eventsSincePg(sql, this.schema, name, since, limit, match))
   }
 
   /** Events: see `RunStore.listEvents`; the query is in events.ts. */

@@ -31,6 +31,30 @@ function store(): PostgresRunStore {
 transactionContract('PostgresRunStore', { open: async () => ({ store: store(), ...(await postgresItems(db)) }) })
 
 describe('a transactional step on Postgres', () => {
+  it('is recorded once: a second execution of a recorded step fails, and its work rolls back, with a fence or without', async () => {
+    const s = store()
+    const items = await postgresItems(db)
+    const record = (output: string) => ({ status: 'completed' as const, kind: 'transaction' as const, output })
+    const run = await s.createRun(makeRun({ status: 'running' }))
+    expect(await s.transactStep(run.id, 'book', (tx) => items.insert(tx, 'first').then(() => 'first'), record)).toBe('first')
+    // Unfenced: a store that holds no lease on the run, as a second execution racing the first would be.
+    await expect(s.transactStep(run.id, 'book', (tx) => items.insert(tx, 'second').then(() => 'second'), record)).rejects.toThrow(
+      /step "book" of run ".*" is recorded already; this execution's transaction is rolled back/,
+    )
+    // Fenced: the store holds the run's lease, and the step is recorded all the same.
+    const held = await s.createRun(makeRun({ status: 'running' }))
+    expect(await s.shared.acquireLease('me', held.id)).toBe(true)
+    await s.transactStep(held.id, 'book', (tx) => items.insert(tx, 'held-first').then(() => 'first'), record)
+    await expect(
+      s.transactStep(held.id, 'book', (tx) => items.insert(tx, 'held-second').then(() => 'second'), record),
+    ).rejects.toMatchObject({
+      code: 'LEASE_LOST',
+    })
+    expect(await items.ids()).toEqual(['first', 'held-first'])
+    expect((await s.getRun(run.id))!.steps.book).toMatchObject({ output: 'first' })
+    expect((await s.getRun(held.id))!.steps.book).toMatchObject({ output: 'first' })
+  })
+
   it('whose connection is terminated mid-statement is interrupted, not failed, and commits on its next run; the process and the pool carry on', async () => {
     const s = store()
     const runs: number[] = []
