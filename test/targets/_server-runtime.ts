@@ -19,6 +19,7 @@ import WebSocket from 'ws'
 import { buildApp } from '../../src/build/build.ts'
 import type { TargetName } from '../../src/build/target.ts'
 import type { RunRecord } from '../../src/types.ts'
+import { SSE_HEARTBEAT_MS } from '../../src/runtime/admin/events.ts'
 import { until } from '../tasks/_helpers.ts'
 import { type BuiltApp, builtOnce, pollRun, waitForOutput, writeApp, ZONED_TASKS } from './_app.ts'
 import { type RunningTarget, TASK_SECRET, targetContract } from './contract.ts'
@@ -137,6 +138,8 @@ function closed(ws: WebSocket): Promise<{ code: number; reason: string }> {
 }
 
 const AUTH = { authorization: `Bearer ${TASK_SECRET}` }
+/** How long an idle event stream must live. */
+const IDLE_STREAM_MS = 30_000
 
 /** Runs a TypeScript file of this repository with the runtime, to its end; resolves with its exit code and output. */
 function runScript(runtime: ServerRuntime, file: string): Promise<{ code: number | null; output: string }> {
@@ -303,10 +306,29 @@ export function serverRuntimeSuites(runtime: ServerRuntime): void {
     const ws = (path: string, origin?: string) => openSocket(`${server.base.replace('http', 'ws')}${path}`, origin)
     const closes = async () => ((await (await fetch(`${server.base}/api/closes`)).json()) as { closes: Array<[number, string]> }).closes
 
+    // An event stream opened as the server starts and left idle (no run
+    // changes), read in the background: the test before the last checks it
+    // lived IDLE_STREAM_MS.
+    const idle = { openedAt: 0, lastByteAt: 0, bytes: 0, error: undefined as unknown }
+    const idleStream = new AbortController()
     beforeAll(async () => {
       server = await start()
+      const res = await fetch(`${server.base}/__tasks/events`, { headers: AUTH, signal: idleStream.signal })
+      expect(res.status).toBe(200)
+      idle.openedAt = idle.lastByteAt = Date.now()
+      const reader = res.body!.getReader()
+      void (async () => {
+        for (let read = await reader.read(); !read.done; read = await reader.read()) {
+          idle.bytes += read.value.byteLength
+          idle.lastByteAt = Date.now()
+        }
+        throw new Error('the server ended the stream')
+      })().catch((error: unknown) => {
+        if (!idleStream.signal.aborted) idle.error = error
+      })
     })
     afterAll(async () => {
+      idleStream.abort()
       for (const each of servers) await stop(each)
     })
 
@@ -392,6 +414,18 @@ export function serverRuntimeSuites(runtime: ServerRuntime): void {
         expect(res.headers.get('content-type')).toMatch(/^text\/html/)
       }
     })
+
+    it(
+      `keeps an idle event stream open ${IDLE_STREAM_MS / 1000} s, past the runtime's idle timeout (Bun's is 10 s), with heartbeats`,
+      async () => {
+        const left = idle.openedAt + IDLE_STREAM_MS - Date.now()
+        if (left > 0) await new Promise((resolve) => setTimeout(resolve, left))
+        expect(idle.error).toBeUndefined()
+        expect(idle.bytes).toBeGreaterThan(0)
+        expect(Date.now() - idle.lastByteAt).toBeLessThan(SSE_HEARTBEAT_MS + 2000)
+      },
+      IDLE_STREAM_MS + 10_000,
+    )
 
     // Last: it ends the server.
     it('drains on SIGTERM: a request in flight is answered, sockets get 1001, then the process ends with that signal', async () => {

@@ -8,22 +8,41 @@
  * runtime drains or closes, so an open stream never holds a server's
  * graceful shutdown.
  *
- * Two bounds keep the streams from holding memory without end (`runEvents`):
- * at most `maxStreams` are open on one runtime, whichever kind they are, and
- * the next request gets 503 `TOO_MANY_EVENT_STREAMS` with `Retry-After`; and
- * a stream whose client does not read, so that more than `maxQueuedBytes` of
- * events wait in its queue (past what the host's socket buffers took), is
- * dropped and stops listening. The queue is the stream's own, measured in
- * bytes by its queuing strategy (WHATWG Streams, `desiredSize`).
+ * Bounds keep the streams from holding memory without end, and one holder
+ * from taking them all (`runEvents`):
+ * - at most `maxStreams` are open on one runtime, and the next request gets
+ *   503 `TOO_MANY_EVENT_STREAMS` with `Retry-After`. Streams opened with a
+ *   run token (a token is meant to be handed to a browser) share all but
+ *   `reservedStreams(maxStreams)` of them: those are kept for streams
+ *   opened with the task secret (`GET /__tasks/events`, the dashboard);
+ * - one run token holds at most `maxStreamsPerToken` streams, and one client
+ *   address (where the host reports it) at most `maxStreamsPerAddress` of
+ *   the run-token streams; past either, 429 `TOO_MANY_EVENT_STREAMS` with
+ *   `Retry-After`;
+ * - a stream whose client does not read, so that more than `maxQueuedBytes`
+ *   of events wait in its queue (past what the host's socket buffers took),
+ *   is dropped and stops listening. The queue is the stream's own, measured
+ *   in bytes by its queuing strategy (WHATWG Streams, `desiredSize`).
  */
 import type { Logger, RunChange, TaskRuntime } from '../types.ts'
 import { jsonError } from '../http/errors.ts'
 import type { ResponseClass } from '../http/types.ts'
 import type { RunEventsOptions } from './streams.ts'
 
-/** How often an idle event stream sends a comment. */
-export const SSE_HEARTBEAT_MS = 15_000
+/**
+ * How often an idle event stream sends a comment: well within the shortest
+ * idle timeout of the servers svc runs on (Bun's, 10 s by default), and of
+ * common proxies (60 s and more).
+ */
+export const SSE_HEARTBEAT_MS = 5_000
 export const DEFAULT_MAX_EVENT_STREAMS = 64
+export const DEFAULT_MAX_STREAMS_PER_TOKEN = 4
+export const DEFAULT_MAX_STREAMS_PER_ADDRESS = 16
+
+/** Of `maxStreams`, how many run-token streams may not take: an eighth, at least one. */
+export function reservedStreams(maxStreams: number): number {
+  return Math.max(1, Math.floor(maxStreams / 8))
+}
 export const DEFAULT_MAX_QUEUED_EVENT_BYTES = 256 * 1024
 /** `Retry-After` of the 503 past `maxStreams`: a tab that closes frees its place at once. */
 export const EVENT_STREAMS_RETRY_AFTER_SECONDS = 10
@@ -46,12 +65,25 @@ export interface CountedStream {
   instead: string
   /** Headers of every answer, the 503 included (CORS). */
   headers?: Record<string, string>
+  /** Set for a stream opened with a run token rather than the task secret: its token, and the client's address where the host knows it. */
+  holder?: { token: string; address?: string }
 }
 
-/** Streams open on each runtime: handlers rebuilt over the same runtime (a dev reload) share its count. */
-const openStreams = new WeakMap<TaskRuntime, number>()
+/** The streams open on one runtime: in all, and of each run token and client address. */
+interface OpenStreams {
+  all: number
+  byToken: Map<string, number>
+  byAddress: Map<string, number>
+}
 
-/** The stream of `stream.feed` on `runtime`, or 503 when `maxStreams` are open on it already. */
+/** Streams open on each runtime: handlers rebuilt over the same runtime (a dev reload) share its counts. */
+const openStreams = new WeakMap<TaskRuntime, OpenStreams>()
+
+/**
+ * The stream of `stream.feed` on `runtime`; or 503 when it would pass
+ * `maxStreams` (less the reserved ones, for a run token's), or 429 when it
+ * would pass its token's or its address's share.
+ */
 export function openEventStream(
   runtime: TaskRuntime,
   R: ResponseClass,
@@ -59,25 +91,68 @@ export function openEventStream(
   options: RunEventsOptions | undefined,
   stream: CountedStream,
 ): Response {
-  const maxStreams = options?.maxStreams ?? DEFAULT_MAX_EVENT_STREAMS
-  const open = openStreams.get(runtime) ?? 0
-  if (open >= maxStreams) {
-    return jsonError(
-      R,
-      503,
-      'TOO_MANY_EVENT_STREAMS',
-      `${open} event streams are open, the limit (runEvents.maxStreams); close one, or ${stream.instead}`,
-      { ...stream.headers, 'retry-after': String(EVENT_STREAMS_RETRY_AFTER_SECONDS) },
-    )
+  let open = openStreams.get(runtime)
+  if (!open) openStreams.set(runtime, (open = { all: 0, byToken: new Map(), byAddress: new Map() }))
+  const refused = refusal(open, options, stream.holder)
+  if (refused) {
+    return jsonError(R, refused.status, 'TOO_MANY_EVENT_STREAMS', `${refused.why}; close one, or ${stream.instead}`, {
+      ...stream.headers,
+      'retry-after': String(EVENT_STREAMS_RETRY_AFTER_SECONDS),
+    })
   }
-  openStreams.set(runtime, open + 1)
+  const { token, address } = stream.holder ?? {}
+  const held = open
+  held.all++
+  if (token !== undefined) add(held.byToken, token, 1)
+  if (address !== undefined) add(held.byAddress, address, 1)
   return eventStream(stream.feed, R, SSE_HEARTBEAT_MS, {
     maxQueuedBytes: options?.maxQueuedBytes,
     logger,
     label: stream.label,
     headers: stream.headers,
-    onClose: () => openStreams.set(runtime, (openStreams.get(runtime) ?? 1) - 1),
+    onClose: () => {
+      held.all--
+      if (token !== undefined) add(held.byToken, token, -1)
+      if (address !== undefined) add(held.byAddress, address, -1)
+    },
   })
+}
+
+/** Why one more stream of `holder` (none: the task secret's) may not open, with its status; undefined when it may. */
+function refusal(
+  open: OpenStreams,
+  options: RunEventsOptions | undefined,
+  holder: CountedStream['holder'],
+): { status: 429 | 503; why: string } | undefined {
+  const maxStreams = options?.maxStreams ?? DEFAULT_MAX_EVENT_STREAMS
+  if (!holder) {
+    return open.all >= maxStreams ? { status: 503, why: `${open.all} event streams are open, the limit (runEvents.maxStreams)` } : undefined
+  }
+  const perToken = options?.maxStreamsPerToken ?? DEFAULT_MAX_STREAMS_PER_TOKEN
+  const ofToken = open.byToken.get(holder.token) ?? 0
+  if (ofToken >= perToken) {
+    return { status: 429, why: `this run token has ${ofToken} event streams open, the limit (runEvents.maxStreamsPerToken)` }
+  }
+  const perAddress = options?.maxStreamsPerAddress ?? DEFAULT_MAX_STREAMS_PER_ADDRESS
+  const ofAddress = holder.address === undefined ? 0 : (open.byAddress.get(holder.address) ?? 0)
+  if (ofAddress >= perAddress) {
+    return { status: 429, why: `${ofAddress} run streams are open from this address, the limit (runEvents.maxStreamsPerAddress)` }
+  }
+  const reserved = reservedStreams(maxStreams)
+  if (open.all >= maxStreams - reserved) {
+    return {
+      status: 503,
+      why: `${open.all} event streams are open, as many as run tokens may open (runEvents.maxStreams, less ${reserved} kept for the task secret)`,
+    }
+  }
+  return undefined
+}
+
+/** Adds `by` to `key`'s count, forgetting a key whose count reaches 0. */
+function add(counts: Map<string, number>, key: string, by: number): void {
+  const count = (counts.get(key) ?? 0) + by
+  if (count > 0) counts.set(key, count)
+  else counts.delete(key)
 }
 
 /** `GET /__tasks/events`: the stream of `runtime`'s changes (`listen` is its `onRunChange`), or 503 past `maxStreams`. */

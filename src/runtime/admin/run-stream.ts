@@ -67,6 +67,8 @@ export function createRunStreamHandler(options: StreamsOptions): RunStreamHandle
       label: `GET /__tasks/runs/${runId}/stream`,
       instead: `poll GET /__tasks/runs/${runId}`,
       headers: cors,
+      // A run token is handed to a browser: its streams count against its own shares (events.ts).
+      ...(access.token === undefined ? {} : { holder: { token: access.token, address: info?.remoteAddress } }),
     })
   }
 

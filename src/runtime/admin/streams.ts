@@ -21,10 +21,27 @@ export interface RunEventsOptions {
    * Most event streams open at once on one task runtime (so in one
    * process, where the server owns the runtime), run-change streams and
    * streams of one run together. One more gets 503
-   * `TOO_MANY_EVENT_STREAMS` with `Retry-After`.
+   * `TOO_MANY_EVENT_STREAMS` with `Retry-After`. Note: streams opened with
+   * a run token may take all but an eighth of them (at least one), which
+   * are kept for streams opened with the task secret (the dashboard,
+   * `GET /__tasks/events`).
    * @default 64
    */
   maxStreams?: number
+  /**
+   * Most streams one run token may hold open at once (a browser tab holds
+   * one). One more gets 429 `TOO_MANY_EVENT_STREAMS` with `Retry-After`.
+   * @default 4
+   */
+  maxStreamsPerToken?: number
+  /**
+   * Most streams opened with run tokens that one client address may hold
+   * open at once, on hosts that know the peer's address (Node, Bun, Deno).
+   * One more gets 429 `TOO_MANY_EVENT_STREAMS` with `Retry-After`. Note:
+   * clients behind one proxy share an address.
+   * @default 16
+   */
+  maxStreamsPerAddress?: number
   /**
    * Most bytes of events that may wait for one client that is not reading.
    * Past this the stream is dropped (its connection cut) and stops listening
@@ -48,11 +65,15 @@ export interface RunEventsOptions {
 export function checkRunEvents(value: unknown, where: string): void {
   if (value === undefined) return
   if (value === null || typeof value !== 'object') {
-    throw new TypeError(`${where}: runEvents must be an object with maxStreams, maxQueuedBytes and origins (got ${describe(value)})`)
+    throw new TypeError(
+      `${where}: runEvents must be an object with maxStreams, maxStreamsPerToken, maxStreamsPerAddress, maxQueuedBytes and origins (got ${describe(value)})`,
+    )
   }
-  const { maxStreams, maxQueuedBytes, origins } = value as Record<string, unknown>
-  if (maxStreams !== undefined && !(Number.isInteger(maxStreams) && (maxStreams as number) > 0)) {
-    throw new RangeError(`${where}: runEvents.maxStreams must be a positive whole number (got ${describe(maxStreams)})`)
+  const { maxStreams, maxStreamsPerToken, maxStreamsPerAddress, maxQueuedBytes, origins } = value as Record<string, unknown>
+  for (const [field, count] of Object.entries({ maxStreams, maxStreamsPerToken, maxStreamsPerAddress })) {
+    if (count !== undefined && !(Number.isInteger(count) && (count as number) > 0)) {
+      throw new RangeError(`${where}: runEvents.${field} must be a positive whole number (got ${describe(count)})`)
+    }
   }
   if (maxQueuedBytes !== undefined && !(Number.isInteger(maxQueuedBytes) && (maxQueuedBytes as number) > 0)) {
     throw new RangeError(`${where}: runEvents.maxQueuedBytes must be a positive whole number of bytes (got ${describe(maxQueuedBytes)})`)
