@@ -22,7 +22,7 @@ import { startBuiltWorker } from '../test/targets/_wrangler.ts'
 
 const RUNS = 4_000
 const BATCHES = 8
-const SECRET = 'bench-secret'
+const SECRET = 'bench-secret-0123456789abcdef01234567'
 
 const TASK = `export const kind = 'task'
 export async function POST(ctx: { input: { n: number }; step: any }) {

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
 
 const SERVER = fileURLToPath(new URL('./svc-server.ts', import.meta.url))
-export const CHAOS_SECRET = 'chaos-harness-secret'
+export const CHAOS_SECRET = 'chaos-harness-secret-0123456789abcdef'
 /** How long a server may take to listen before the harness gives up on it. */
 const START_TIMEOUT_MS = 30_000
 /** How long a client waits for an answer to a trigger before it gives up on that request. */

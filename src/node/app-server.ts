@@ -9,6 +9,7 @@ import { loadTelemetry } from './telemetry.ts'
 import { DEFAULT_BODY_LIMIT } from '../runtime/http/body.ts'
 import type { ResponseClass } from '../runtime/http/types.ts'
 import { DASHBOARD_PAGE } from '../runtime/dashboard/page.ts'
+import { checkTaskSecretStrength } from '../runtime/admin/secret-strength.ts'
 import { createSvcHandler } from '../runtime/handler.ts'
 import type { Logger } from '../types.ts'
 import { type Background, createBackground } from './background.ts'
@@ -91,6 +92,8 @@ export async function openAppServer(options: SvcServerOptions, { where, response
   checkServerOptions(options, where)
   const env = options.env ?? process.env
   const logger = options.logger ?? console
+  // Before the store opens, so that a refused start leaves nothing open.
+  checkTaskSecretStrength(env, options.dev ?? false, where, logger)
   const shutdownTimeoutMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS
   // A trigger's body is its input: requests may be as large as a run's payloads.
   const maxPayloadBytes = options.runtime?.maxPayloadBytes ?? options.maxPayloadBytes ?? 0

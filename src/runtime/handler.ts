@@ -14,6 +14,7 @@ import { EVENT_STREAMS } from './admin/event-streams.ts'
 import { loopbackExemption } from './admin/loopback-exemption.ts'
 import { checkRunEvents, type EventStreams, type RunEventsOptions } from './admin/streams.ts'
 import { createAdminHandler, TASKS_PREFIX } from './admin/tasks.ts'
+import { checkTaskSecretStrength } from './admin/secret-strength.ts'
 import { createSendEventsHandler, isEventsPath } from './admin/send-events.ts'
 import { createListEventsHandler, isEventListing } from './admin/list-events.ts'
 import { dashboardAccess, dashboardProblem } from './dashboard/access.ts'
@@ -82,6 +83,9 @@ export interface SvcHandlerOptions {
   /**
    * Environment: `SVC_TASK_SECRET`, `NODE_ENV`. Edge
    * targets pass their bindings; the Node server passes `process.env`.
+   * Note: an `SVC_TASK_SECRET` shorter than 32 bytes throws a `RangeError`,
+   * except in development (`dev`, or NODE_ENV development or test), where
+   * it is a warning; make one with `openssl rand -hex 32`.
    * @default globalThis.process?.env, or {} where there is no `process`
    */
   env?: Record<string, string | undefined>
@@ -216,6 +220,7 @@ export function createCoreHandler(options: SvcHandlerOptions, parts: HostParts =
   const logger = options.logger ?? console
   const R = options.responseClass ?? GlobalResponse
   const dev = options.dev ?? env.NODE_ENV === 'development'
+  checkTaskSecretStrength(env, dev, where, logger)
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
   const pages = options.pages ?? []
   if (!Array.isArray(pages)) throw new TypeError(`${where}: pages must be an array of pages (got ${describe(pages)})`)

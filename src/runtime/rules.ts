@@ -122,6 +122,30 @@ export function taskSecret(env: EnvLike, warn: (message: string) => void = conso
 }
 
 /**
+ * The fewest bytes a task secret may have on a server outside development.
+ * The secret is the bearer of the admin surface, and every run token is an
+ * HMAC under a key derived from it (admin/run-token.ts), against which its
+ * holder can test guesses offline. RFC 2104 §3 advises a key no shorter than
+ * the hash's output, 32 bytes for SHA-256; 32 random bytes put guessing out
+ * of reach.
+ */
+export const MIN_TASK_SECRET_BYTES = 32
+
+/** How to make a secret that passes, for the messages. */
+const MAKE_SECRET = 'openssl rand -hex 32'
+
+/**
+ * What is wrong with `secret` as a task secret, or `null` when it is long
+ * enough. Counts UTF-8 bytes, which the key is made of, not characters.
+ * The message never repeats the secret.
+ */
+export function taskSecretProblem(secret: string): string | null {
+  const bytes = new TextEncoder().encode(secret).length
+  if (bytes >= MIN_TASK_SECRET_BYTES) return null
+  return `SVC_TASK_SECRET must be at least ${MIN_TASK_SECRET_BYTES} bytes, since anyone holding a run token can test guesses of it offline (got ${bytes} bytes). Set it to a random value: ${MAKE_SECRET}`
+}
+
+/**
  * A flow-control key: a dotted path into the task's validated input, rooted
  * at `input` (`'input.userId'`, `'input.account.id'`, or `'input'` for the
  * whole input). Runs whose input has no value there share one bucket.

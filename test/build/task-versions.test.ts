@@ -145,7 +145,7 @@ describe('svc build and task versions', () => {
   })
 })
 
-const SECRET = 'task-versions-secret'
+const SECRET = 'task-versions-secret-0123456789abcdef'
 
 /** Starts a built server.mjs in its own process, on a free port, with its runs in its own directory. */
 function startServer(file: string): Promise<{ child: ChildProcess; base: string }> {

@@ -11,7 +11,7 @@ import { svc } from './_svc.ts'
 
 const root = fileURLToPath(new URL('../fixtures/runs-cli', import.meta.url))
 const cli = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url))
-const SECRET = 'runs-cli-secret'
+const SECRET = 'runs-cli-secret-0123456789abcdef012'
 
 let apiRoutes: RuntimeApiRoute[]
 let server: SvcServer

@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net'
 import type { RunChunk, RunProgress, RuntimeApiRoute, TaskContext } from '../../src/index.ts'
 import { deferred } from '../http/_helpers.ts'
 
-export const SECRET = 'realtime-secret'
+/** A task secret of the length a production server requires (32 bytes at least). */
+export const SECRET = 'realtime-secret-0123456789abcdef0123456789'
 
 /**
  * `jobs.report`: a step, a wait for the token `approve`, then a step held

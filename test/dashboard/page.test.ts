@@ -27,6 +27,8 @@ function handler(env: Record<string, string>, dashboard?: boolean): SvcHandler {
   return created
 }
 
+/** A task secret of the length a production server requires (32 bytes at least). */
+const SECRET = 's3cret-0123456789abcdef0123456789ab'
 const LOOPBACK = { remoteAddress: '127.0.0.1' }
 const REMOTE = { remoteAddress: '203.0.113.9' }
 // Asked by its loopback name: in development the page is served to requests made on this machine only.
@@ -69,13 +71,13 @@ describe('where the page is served', () => {
   })
 
   it('in production, nowhere unless enabled', async () => {
-    const h = handler({ NODE_ENV: 'production', SVC_TASK_SECRET: 's3cret' })
+    const h = handler({ NODE_ENV: 'production', SVC_TASK_SECRET: SECRET })
     expect((await page(h, LOOPBACK)).status).toBe(404)
     expect((await page(h, REMOTE)).status).toBe(404)
   })
 
   it('with dashboard: true or SVC_DASHBOARD=1, to every peer', async () => {
-    expect((await page(handler({ NODE_ENV: 'production', SVC_TASK_SECRET: 's3cret' }, true), REMOTE)).status).toBe(200)
+    expect((await page(handler({ NODE_ENV: 'production', SVC_TASK_SECRET: SECRET }, true), REMOTE)).status).toBe(200)
     expect((await page(handler({ NODE_ENV: 'production', SVC_DASHBOARD: '1' }), REMOTE)).status).toBe(200)
   })
 
@@ -120,7 +122,7 @@ describe('where the page is served', () => {
       pages: [],
       port: 0,
       dashboard: true,
-      env: { NODE_ENV: 'production', SVC_TASK_SECRET: 's3cret' },
+      env: { NODE_ENV: 'production', SVC_TASK_SECRET: SECRET },
     })
     try {
       expect((await fetch(`${server.url}/__svc/dashboard`)).status).toBe(200)
@@ -150,16 +152,18 @@ describe('GET /__svc/dashboard/tasks', () => {
   })
 
   it('needs the task secret wherever the admin surface does', async () => {
-    const h = handler({ NODE_ENV: 'production', SVC_TASK_SECRET: 's3cret' }, true)
+    const h = handler({ NODE_ENV: 'production', SVC_TASK_SECRET: SECRET }, true)
     const denied = await tasks(h, REMOTE)
     expect(denied.status).toBe(401)
     expect(await denied.json()).toMatchObject({ code: 'UNAUTHORIZED' })
     expect((await tasks(h, REMOTE, { authorization: 'Bearer wrong' })).status).toBe(401)
-    expect((await tasks(h, REMOTE, { authorization: 'Bearer s3cret' })).status).toBe(200)
+    expect((await tasks(h, REMOTE, { authorization: `Bearer ${SECRET}` })).status).toBe(200)
   })
 
   it('is not there where the page is not served', async () => {
-    const res = await tasks(handler({ NODE_ENV: 'production', SVC_TASK_SECRET: 's3cret' }), REMOTE, { authorization: 'Bearer s3cret' })
+    const res = await tasks(handler({ NODE_ENV: 'production', SVC_TASK_SECRET: SECRET }), REMOTE, {
+      authorization: `Bearer ${SECRET}`,
+    })
     expect(res.status).toBe(404)
   })
 

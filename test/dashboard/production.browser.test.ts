@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadApiRoutes, type SvcServer, startSvcServer } from '../../src/node.ts'
 import { FIXTURE, launchChromium, trigger } from './_browser.ts'
 
-const SECRET = 'correct horse battery staple'
+const SECRET = 'correct horse battery staple, twice over'
 let browser: Browser
 let server: SvcServer
 let off: SvcServer

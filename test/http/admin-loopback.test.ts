@@ -55,6 +55,8 @@ function send(
   })
 }
 
+/** A task secret of the length a production server requires (32 bytes at least). */
+const SECRET = 's3cret-0123456789abcdef0123456789ab'
 const JSON_TYPE = { 'content-type': 'application/json' }
 
 async function runCount(server: SvcTestServer): Promise<number> {
@@ -168,9 +170,9 @@ describe('without a task secret, in development: the requests of this machine', 
   it('holds in test as in development, and leaves the secret alone: with one, the bearer is what counts', async () => {
     const test = await dev({ NODE_ENV: 'test' })
     expect((await send(test, 'GET', '/__tasks', { host: 'rebind.attacker.example' })).status).toBe(403)
-    const withSecret = await dev({ NODE_ENV: 'development', SVC_TASK_SECRET: 's3cret' })
+    const withSecret = await dev({ NODE_ENV: 'development', SVC_TASK_SECRET: SECRET })
     const bearer = {
-      authorization: 'Bearer s3cret',
+      authorization: `Bearer ${SECRET}`,
       host: 'tasks.example.com',
       origin: 'https://ops.example.com',
       'x-forwarded-for': '203.0.113.9',
@@ -273,11 +275,11 @@ describe('bodies sent to the admin surface are JSON, in every mode', () => {
   })
 
   it('with a secret too: the right bearer and a text/plain body still get 415', async () => {
-    const server = await dev({ NODE_ENV: 'production', SVC_TASK_SECRET: 's3cret' })
-    const res = await send(server, 'POST', '/__tasks/echo', { authorization: 'Bearer s3cret', 'content-type': 'text/plain' }, '{}')
+    const server = await dev({ NODE_ENV: 'production', SVC_TASK_SECRET: SECRET })
+    const res = await send(server, 'POST', '/__tasks/echo', { authorization: `Bearer ${SECRET}`, 'content-type': 'text/plain' }, '{}')
     expect(res.status).toBe(415)
     expect(await runCount(server)).toBe(0)
-    const ok = await send(server, 'POST', '/__tasks/echo', { authorization: 'Bearer s3cret', ...JSON_TYPE }, '{}')
+    const ok = await send(server, 'POST', '/__tasks/echo', { authorization: `Bearer ${SECRET}`, ...JSON_TYPE }, '{}')
     expect(ok.status).toBe(202)
   })
 })

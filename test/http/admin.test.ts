@@ -52,6 +52,9 @@ function appRoutes(gate = deferred()) {
   return { routes, seen, gate }
 }
 
+/** Task secrets of the length a production server requires (32 bytes at least). */
+const SECRET = 'tok-0123456789abcdef0123456789abcdef'
+const OTHER_SECRET = 'alt-0123456789abcdef0123456789abcdef'
 const json = { 'content-type': 'application/json' }
 
 const runtimes = new Set<TaskRuntime>()
@@ -503,7 +506,7 @@ describe('admin auth', () => {
   const routes = appRoutes().routes
 
   it('with THEN_TASK_SECRET set, answers a missing token with 401 and WWW-Authenticate: Bearer, saying what to send', async () => {
-    const svc = app({ apiRoutes: routes, env: { NODE_ENV: 'test', THEN_TASK_SECRET: 'tok' } })
+    const svc = app({ apiRoutes: routes, env: { NODE_ENV: 'test', THEN_TASK_SECRET: SECRET } })
     const res = await svc.fetch(`/__tasks`)
     expect(res.status).toBe(401)
     expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/)
@@ -515,16 +518,16 @@ describe('admin auth', () => {
   })
 
   it('rejects a wrong token and accepts the right one, even from loopback', async () => {
-    const svc = app({ apiRoutes: routes, env: { NODE_ENV: 'test', THEN_TASK_SECRET: 'tok' } })
+    const svc = app({ apiRoutes: routes, env: { NODE_ENV: 'test', THEN_TASK_SECRET: SECRET } })
     expect((await svc.fetch(`/__tasks`, { headers: { authorization: 'Bearer nope' } })).status).toBe(401)
-    expect((await svc.fetch(`/__tasks`, { headers: { authorization: 'Basic tok' } })).status).toBe(401)
-    expect((await svc.fetch(`/__tasks`, { headers: { authorization: 'Bearer tok' } })).status).toBe(200)
-    expect((await svc.fetch(`/__tasks`, { headers: { authorization: 'bearer tok' } })).status).toBe(200)
+    expect((await svc.fetch(`/__tasks`, { headers: { authorization: `Basic ${SECRET}` } })).status).toBe(401)
+    expect((await svc.fetch(`/__tasks`, { headers: { authorization: `Bearer ${SECRET}` } })).status).toBe(200)
+    expect((await svc.fetch(`/__tasks`, { headers: { authorization: `bearer ${SECRET}` } })).status).toBe(200)
   })
 
   it('accepts SVC_TASK_SECRET as the secret too', async () => {
-    const svc = app({ apiRoutes: routes, env: { NODE_ENV: 'production', SVC_TASK_SECRET: 'alt' } })
-    expect((await svc.fetch(`/__tasks`, { headers: { authorization: 'Bearer alt' } })).status).toBe(200)
+    const svc = app({ apiRoutes: routes, env: { NODE_ENV: 'production', SVC_TASK_SECRET: OTHER_SECRET } })
+    expect((await svc.fetch(`/__tasks`, { headers: { authorization: `Bearer ${OTHER_SECRET}` } })).status).toBe(200)
   })
 
   it('without a secret, allows loopback peers only in development and test', async () => {
@@ -568,7 +571,7 @@ describe('admin auth', () => {
   it('gates /__svc/revalidate like the admin surface, but not /__health', async () => {
     // A hybrid page gives the revalidate endpoint something to purge, so it is mounted.
     const pages = [{ path: '/cached', mode: 'hybrid' as const, module: { default: () => 'cached' } }]
-    const svc = app({ apiRoutes: routes, pages, env: { NODE_ENV: 'production', THEN_TASK_SECRET: 'tok' } })
+    const svc = app({ apiRoutes: routes, pages, env: { NODE_ENV: 'production', THEN_TASK_SECRET: SECRET } })
     expect((await svc.fetch(`/__health`)).status).toBe(200)
     const denied = await svc.fetch(`/__svc/revalidate`, { method: 'POST', body: '{"paths":["/"]}' })
     expect(denied.status).toBe(401)
@@ -576,7 +579,7 @@ describe('admin auth', () => {
     const ok = await svc.fetch(`/__svc/revalidate`, {
       method: 'POST',
       body: '{"paths":["/"]}',
-      headers: { authorization: 'Bearer tok', ...json },
+      headers: { authorization: `Bearer ${SECRET}`, ...json },
     })
     expect(ok.status).toBe(200)
   })
@@ -592,19 +595,19 @@ describe('admin auth', () => {
     // enqueue() and the Vercel cron check send `Bearer <secret>` verbatim, so
     // any secret the operator sets must be accepted written that way.
     it('accepts a secret that contains spaces, sent as Bearer <secret>', async () => {
-      expect((await list('correct horse battery staple', 'Bearer correct horse battery staple')).status).toBe(200)
+      expect((await list('correct horse battery staple, twice over', 'Bearer correct horse battery staple, twice over')).status).toBe(200)
     })
 
     it('still refuses a token that is only part of such a secret', async () => {
-      const res = await list('correct horse battery staple', 'Bearer correct')
+      const res = await list('correct horse battery staple, twice over', 'Bearer correct')
       expect(res.status).toBe(401)
       expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/)
     })
 
     it('ignores whitespace around the token and the case of the scheme', async () => {
-      expect((await list('s3cret', 'bearer   s3cret  ')).status).toBe(200)
-      expect((await list('s3cret', 'Bearer s3cret x')).status).toBe(401)
-      expect((await list('s3cret', 'Basic s3cret')).status).toBe(401)
+      expect((await list(SECRET, `bearer   ${SECRET}  `)).status).toBe(200)
+      expect((await list(SECRET, `Bearer ${SECRET} x`)).status).toBe(401)
+      expect((await list(SECRET, `Basic ${SECRET}`)).status).toBe(401)
     })
   })
 
@@ -615,8 +618,8 @@ describe('admin auth', () => {
       )
 
     it('an empty THEN_TASK_SECRET counts as unset, so SVC_TASK_SECRET applies', async () => {
-      expect((await withEnv({ THEN_TASK_SECRET: '', SVC_TASK_SECRET: 's3cret' }, 'Bearer s3cret')).status).toBe(200)
-      expect((await withEnv({ THEN_TASK_SECRET: '', SVC_TASK_SECRET: 's3cret' }, 'Bearer ')).status).toBe(401)
+      expect((await withEnv({ THEN_TASK_SECRET: '', SVC_TASK_SECRET: SECRET }, `Bearer ${SECRET}`)).status).toBe(200)
+      expect((await withEnv({ THEN_TASK_SECRET: '', SVC_TASK_SECRET: SECRET }, 'Bearer ')).status).toBe(401)
     })
   })
 
@@ -640,9 +643,11 @@ describe('createSvcHandler with a shared runtime', () => {
     const { routes, gate } = appRoutes()
     gate.resolve()
     const runtime = createTaskRuntime({ routes, logger: recordingLogger() })
-    const handler = createSvcHandler({ routes, runtime, env: { THEN_TASK_SECRET: 's' }, logger: recordingLogger() })
+    const handler = createSvcHandler({ routes, runtime, env: { THEN_TASK_SECRET: SECRET }, logger: recordingLogger() })
     expect(handler.runtime).toBe(runtime)
-    const res = await handler.fetch(new Request('http://svc/__tasks/report', { method: 'POST', headers: { authorization: 'Bearer s' } }))
+    const res = await handler.fetch(
+      new Request('http://svc/__tasks/report', { method: 'POST', headers: { authorization: `Bearer ${SECRET}` } }),
+    )
     const { id } = await res.json()
     expect((await runtime.waitForRun(id)).status).toBe('completed')
     await runtime.close()

@@ -11,7 +11,7 @@ import { createCoreHandler } from '../../src/runtime/handler.ts'
 import { createCoreRuntime } from '../../src/runtime/tasks/runtime.ts'
 import { recordingLogger } from './_helpers.ts'
 
-const SECRET = 'core-secret'
+const SECRET = 'core-secret-0123456789abcdef0123456789'
 const APP = 'https://app.example.com'
 const routes: RuntimeApiRoute[] = [{ path: '/api/jobs/report', module: { kind: 'task', POST: async () => 'done' } }]
 

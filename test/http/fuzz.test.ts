@@ -24,6 +24,8 @@ const RUNS = Number(process.env.SVC_FUZZ_RUNS ?? 1500)
 const SEED = Number(process.env.SVC_FUZZ_SEED ?? 20261126)
 // A request whose head has not come back by then counts as a hang.
 const ANSWER_MS = 10_000
+/** The task secret of the fixture server (../fixtures/fuzz-server/server.ts). */
+const SECRET = 't'.repeat(32)
 // How far the heap may stand above its warm level after the run: the
 // surface's caches are bounded, and what a request leaves behind is not.
 const HEAP_SLACK_BYTES = 16 * 1024 * 1024
@@ -152,7 +154,16 @@ const headerPairs: fc.Arbitrary<[string, string]>[] = [
   ),
   fc.tuple(
     fc.constant('authorization'),
-    fc.constantFrom('Bearer t', 'Bearer x', 'bearer t', 'Basic dDp0', 'Bearer', 'Bearer \t t \t', '', `Bearer ${' '.repeat(3000)}t`),
+    fc.constantFrom(
+      `Bearer ${SECRET}`,
+      'Bearer x',
+      `bearer ${SECRET}`,
+      'Basic dDp0',
+      'Bearer',
+      `Bearer \t ${SECRET} \t`,
+      '',
+      `Bearer ${' '.repeat(3000)}${SECRET}`,
+    ),
   ),
   fc.tuple(fc.constant('origin'), fc.constantFrom('http://127.0.0.1:3000', 'http://localhost:1', 'https://evil.example', 'null', '')),
   fc.tuple(fc.constant('sec-fetch-site'), fc.constantFrom('same-origin', 'same-site', 'cross-site', 'none', 'bogus')),
@@ -232,7 +243,7 @@ const plausible: fc.Arbitrary<Fuzzed> = fc.record({
     .map(([path, query]) => path + (query ?? '')),
   headers: fc
     .array(fc.oneof(...headerPairs), { maxLength: 2 })
-    .map((extra): [string, string][] => [['content-type', 'application/json'], ['authorization', 'Bearer t'], ...extra]),
+    .map((extra): [string, string][] => [['content-type', 'application/json'], ['authorization', `Bearer ${SECRET}`], ...extra]),
   body: fc.oneof(
     fc.constant(text('{}')),
     fc.record({ n: fc.integer() }).map((value) => text(JSON.stringify(value))),

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { MemoryRunStore, type RunStore, type RuntimeApiRoute, type TaskContext } from '../../src/index.ts'
 import { serve, until } from './_helpers.ts'
 
-const SECRET = 's3cret'
+const SECRET = 's3cret-0123456789abcdef0123456789ab'
 const AUTH = { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json' }
 
 const routes: RuntimeApiRoute[] = [

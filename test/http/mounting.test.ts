@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createApiApp, createSvcHandler, type RuntimeApiRoute } from '../../src/index.ts'
 import { recordingLogger } from './_helpers.ts'
 
+const SECRET = 'mounting-secret-0123456789abcdef0123'
 const routes: RuntimeApiRoute[] = [
   { path: '/api/greet', module: { GET: () => ({ hello: 'world' }) } },
   { path: '/api/users/:id', module: { GET: (req) => ({ id: req.param('id'), q: req.query('q') ?? null }) } },
@@ -72,12 +73,12 @@ describe('createApiApp mounted under a prefix', () => {
 
 describe('createSvcHandler mounted under a prefix', () => {
   it('serves routes, /__health and /__tasks below the prefix when h3 mounts it over HTTP', async () => {
-    const handler = createSvcHandler({ routes, env: { NODE_ENV: 'production', THEN_TASK_SECRET: 's' }, logger: recordingLogger() })
+    const handler = createSvcHandler({ routes, env: { NODE_ENV: 'production', THEN_TASK_SECRET: SECRET }, logger: recordingLogger() })
     closers.push(() => handler.runtime.close!())
     const base = await h3Server((app) => app.mount('/svc', handler))
     await expectRoutedUnderPrefix((path) => fetch(base + path))
     expect(await json(fetch(`${base}/svc/__health`))).toEqual({ status: 200, body: { ok: true, framework: 'svc' } })
-    const tasks = await json(fetch(`${base}/svc/__tasks`, { headers: { authorization: 'Bearer s' } }))
+    const tasks = await json(fetch(`${base}/svc/__tasks`, { headers: { authorization: `Bearer ${SECRET}` } }))
     expect(tasks.status).toBe(200)
     expect(tasks.body.tasks.map((t: { name: string }) => t.name)).toEqual(['jobs.ping'])
   })

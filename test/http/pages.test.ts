@@ -12,8 +12,9 @@ import {
 } from '../../src/index.ts'
 import { deferred, recordingLogger, serve, sleep, until } from './_helpers.ts'
 
-const auth = { authorization: 'Bearer t', 'content-type': 'application/json' }
-const env = { NODE_ENV: 'production', THEN_TASK_SECRET: 't' }
+const SECRET = 'pages-secret-0123456789abcdef0123456'
+const auth = { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json' }
+const env = { NODE_ENV: 'production', THEN_TASK_SECRET: SECRET }
 
 /** A page whose renders are counted and numbered, so a test can tell a cached body from a fresh one. */
 function counted(
@@ -448,7 +449,7 @@ describe('POST /__svc/revalidate by path, compared as URLs however they are esca
   async function revalidate(client: Client, paths: string[]): Promise<{ status: number; purged: string[] }> {
     const res = await client.fetch('/__svc/revalidate', {
       method: 'POST',
-      headers: { authorization: 'Bearer t', 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json' },
       body: JSON.stringify({ paths }),
     })
     const body = (await res.json()) as { purged: string[] }

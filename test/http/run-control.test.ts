@@ -20,6 +20,8 @@ import { runEventStream } from '../../src/runtime/admin/events.ts'
 import { cancelRunOverHttp, completeTokenOverHttp } from '../../src/runtime/tasks/client.ts'
 import { serve, until } from './_helpers.ts'
 
+/** A task secret of the length a production server requires (32 bytes at least). */
+const SECRET = 's3cret-0123456789abcdef0123456789ab'
 const JSON_HEADERS = { 'content-type': 'application/json' }
 
 function routes(): RuntimeApiRoute[] {
@@ -432,7 +434,7 @@ describe('auth of the run-control routes', () => {
   ]
 
   it('in production, answers 401 without the secret and with a wrong one, and serves the right one', async () => {
-    const server = await start({ NODE_ENV: 'production', SVC_TASK_SECRET: 's3cret' })
+    const server = await start({ NODE_ENV: 'production', SVC_TASK_SECRET: SECRET })
     for (const [method, path] of calls) {
       const none = await fetch(`${server.url}${path}`, { method })
       expect(none.status, `${method} ${path}`).toBe(401)
@@ -440,7 +442,10 @@ describe('auth of the run-control routes', () => {
       const wrong = await fetch(`${server.url}${path}`, { method, headers: { authorization: 'Bearer nope' } })
       expect(wrong.status, `${method} ${path}`).toBe(401)
       expect((await wrong.json()).error).toMatch(/does not match the task secret/)
-      const right = await fetch(`${server.url}${path}`, { method, headers: { authorization: 'Bearer s3cret' } })
+      const right = await fetch(`${server.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${SECRET}` },
+      })
       expect(right.status, `${method} ${path}`).not.toBe(401)
       await right.body?.cancel()
     }

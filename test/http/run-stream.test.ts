@@ -185,7 +185,7 @@ describe('GET /__tasks/runs/<id>/stream', () => {
 })
 
 describe('who may read a run', () => {
-  it('refuses a token for another run, an expired one and a forged one with 401 and the reason as its code', async () => {
+  it('refuses a token for another run, an expired one, a forged one and one of the retired format with 401 and the reason as its code', async () => {
     const { server } = await start()
     const id = await trigger(server, 'jobs.doomed')
     const other = await trigger(server, 'jobs.doomed')
@@ -196,7 +196,9 @@ describe('who may read a run', () => {
       [await signRunToken(id, Math.floor(Date.now() / 1000) - 1, SECRET), 'RUN_TOKEN_EXPIRED', /expired at .* ask the app for a new one/],
       [await createRunToken(id, { secret: 'another-secret' }), 'RUN_TOKEN_INVALID', /not signed with the task secret/],
       [`${prefix}.${payload}x.${signature}`, 'RUN_TOKEN_INVALID', /not signed with the task secret/],
-      ['not-a-token', 'RUN_TOKEN_INVALID', /starts with "rt1\."/],
+      ['not-a-token', 'RUN_TOKEN_INVALID', /starts with "rt2\."/],
+      // The first format, keyed with the secret itself: made again, not taken.
+      [`rt1.${payload}.${signature}`, 'RUN_TOKEN_INVALID', /retired "rt1\." format.*must be made again/],
       [`${valid}${'A'.repeat(600)}`, 'RUN_TOKEN_INVALID', /more than a run token has/],
     ]
     for (const [token, code, message] of cases) {

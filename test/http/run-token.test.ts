@@ -1,15 +1,18 @@
 /**
  * Run tokens: `createRunToken()` signs a claim to read one run, and the
  * task server's check lets through that run only, until the token
- * expires, signed with its own secret. Malformed and oversized tokens are
- * refused before any signature work.
+ * expires, signed with a key derived from its own secret. Malformed and
+ * oversized tokens are refused before any signature work.
  */
+import { createHmac, hkdfSync } from 'node:crypto'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createRunToken, createSvcHandler, setActiveTaskRuntime } from '../../src/index.ts'
 import { MAX_RUN_TOKEN_SECONDS } from '../../src/runtime/admin/create-run-token.ts'
 import { MAX_RUN_TOKEN_LENGTH, signRunToken, verifyRunToken } from '../../src/runtime/admin/run-token.ts'
 
-const SECRET = 'task-secret'
+const SECRET = '4f3c9a1e7b2d8c6f0a5e9d3b1c7f2a8e6d4b0c9f3a7e1d5b8c2f6a0e4d9b3c7f'
+const SERVER_SECRET = 'the-server-secret-of-at-least-32-bytes'
+const ENV_SECRET = 'the-secret-from-the-environment-32+'
 const RUN = '0195f3a2-7c1e-7b4a-9f00-5d8e2c1a4b6d'
 const OTHER = '0195f3a2-7c1e-7b4a-9f00-000000000000'
 
@@ -28,9 +31,9 @@ describe('a run token', () => {
     expect(Math.abs(expiresAt - (Date.now() / 1000 + 3600))).toBeLessThan(5)
   })
 
-  it('is compact and URL-safe: rt1.<payload>.<signature> in base64url', async () => {
+  it('is compact and URL-safe: rt2.<payload>.<signature> in base64url', async () => {
     const token = await createRunToken(RUN, { secret: SECRET })
-    expect(token).toMatch(/^rt1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/)
+    expect(token).toMatch(/^rt2\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/)
     expect(encodeURIComponent(token)).toBe(token)
     expect(token.length).toBeLessThan(150)
   })
@@ -70,11 +73,11 @@ describe('a run token', () => {
     ['empty', ''],
     ['the task secret itself', SECRET],
     ['without the format prefix', 'rt0.abc.def'],
-    ['without a signature', 'rt1.eyJydW4iOiJ4In0'],
-    ['with a part too many', 'rt1.a.b.c'],
-    ['not base64url', 'rt1.a+b/.c=='],
-    ['a signature of the wrong length', 'rt1.eyJydW4iOiJ4In0.AAAA'],
-    ['blanks inside', 'rt1.eyJy dW4i.AAAA'],
+    ['without a signature', 'rt2.eyJydW4iOiJ4In0'],
+    ['with a part too many', 'rt2.a.b.c'],
+    ['not base64url', 'rt2.a+b/.c=='],
+    ['a signature of the wrong length', 'rt2.eyJydW4iOiJ4In0.AAAA'],
+    ['blanks inside', 'rt2.eyJy dW4i.AAAA'],
   ])('malformed (%s) is RUN_TOKEN_INVALID', async (_, token) => {
     expect(await verifyRunToken(token, RUN, SECRET)).toMatchObject({ ok: false, code: 'RUN_TOKEN_INVALID' })
   })
@@ -96,10 +99,44 @@ describe('a run token', () => {
       code: 'RUN_TOKEN_INVALID',
       message: expect.stringMatching(/more than/),
     })
-    const huge = `rt1.${'.'.repeat(5_000_000)}`
+    const huge = `rt2.${'.'.repeat(5_000_000)}`
     const started = performance.now()
     expect(await verifyRunToken(huge, RUN, SECRET)).toMatchObject({ ok: false, code: 'RUN_TOKEN_INVALID' })
     expect(performance.now() - started).toBeLessThan(50)
+  })
+})
+
+describe('the key a run token is signed with', () => {
+  const payloadOf = (token: string) => token.slice(0, token.lastIndexOf('.'))
+  const signatureOf = (token: string) => token.slice(token.lastIndexOf('.') + 1)
+
+  it('is HKDF-SHA-256 of the task secret with the label "svc run token v2", not the secret itself', async () => {
+    const token = await createRunToken(RUN, { secret: SECRET })
+    const keyedWithSecret = createHmac('sha256', SECRET).update(payloadOf(token)).digest('base64url')
+    expect(signatureOf(token)).not.toBe(keyedWithSecret)
+    // RFC 5869 with an empty salt, which §2.2 reads as HashLen zero bytes.
+    const derived = Buffer.from(hkdfSync('sha256', SECRET, Buffer.alloc(0), 'svc run token v2', 32))
+    expect(signatureOf(token)).toBe(createHmac('sha256', derived).update(payloadOf(token)).digest('base64url'))
+  })
+
+  it('is derived again for each secret, however many a process signs with', async () => {
+    const secrets = Array.from({ length: 20 }, (_, i) => `${SECRET}-${i}`)
+    const tokens = await Promise.all(secrets.map((secret) => createRunToken(RUN, { secret })))
+    for (const [i, secret] of secrets.entries()) {
+      expect((await verifyRunToken(tokens[i], RUN, secret)).ok).toBe(true)
+      expect((await verifyRunToken(tokens[i], RUN, secrets[(i + 1) % secrets.length])).ok).toBe(false)
+    }
+  })
+
+  it('makes a token of the retired rt1 format, keyed with the secret itself, a RUN_TOKEN_INVALID that says to make it again', async () => {
+    const signed = `rt1.${Buffer.from(JSON.stringify({ run: RUN, exp: Math.floor(Date.now() / 1000) + 3600 })).toString('base64url')}`
+    const old = `${signed}.${createHmac('sha256', SECRET).update(signed).digest('base64url')}`
+    expect(await verifyRunToken(old, RUN, SECRET)).toEqual({
+      ok: false,
+      code: 'RUN_TOKEN_INVALID',
+      message:
+        'The run token is in the retired "rt1." format, which this server no longer accepts: tokens made before svc signed them with a derived key must be made again. Ask the app for a new one (createRunToken() makes "rt2." tokens)',
+    })
   })
 })
 
@@ -129,17 +166,17 @@ describe('createRunToken() arguments', () => {
 describe('the secret createRunToken() signs with', () => {
   it('is, without `secret`, the one the task server in this process checks', async () => {
     vi.stubEnv('SVC_TASK_SECRET', '')
-    const handler = createSvcHandler({ routes: [], env: { SVC_TASK_SECRET: 'the-server-secret' } })
+    const handler = createSvcHandler({ routes: [], env: { SVC_TASK_SECRET: SERVER_SECRET } })
     setActiveTaskRuntime(handler.runtime)
     const token = await createRunToken(RUN)
-    expect((await verifyRunToken(token, RUN, 'the-server-secret')).ok).toBe(true)
+    expect((await verifyRunToken(token, RUN, SERVER_SECRET)).ok).toBe(true)
     await handler.runtime.close()
   })
 
   it('is, without a server in this process, SVC_TASK_SECRET of the environment', async () => {
-    vi.stubEnv('SVC_TASK_SECRET', 'from-the-environment')
+    vi.stubEnv('SVC_TASK_SECRET', ENV_SECRET)
     const token = await createRunToken(RUN)
-    expect((await verifyRunToken(token, RUN, 'from-the-environment')).ok).toBe(true)
+    expect((await verifyRunToken(token, RUN, ENV_SECRET)).ok).toBe(true)
   })
 
   it('must exist: without one, the error says to set SVC_TASK_SECRET or pass { secret }', async () => {

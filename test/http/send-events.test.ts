@@ -8,7 +8,7 @@ import { HttpError, MemoryRunStore, type RuntimeApiRoute, type TaskContext } fro
 import { sendEventsOverHttp } from '../../src/runtime/tasks/client.ts'
 import { serve } from './_helpers.ts'
 
-const SECRET = 's3cret'
+const SECRET = 's3cret-0123456789abcdef0123456789ab'
 const AUTH = { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json' }
 
 const routes: RuntimeApiRoute[] = [

@@ -11,7 +11,7 @@ import type { RunRecord } from '../../src/types.ts'
 import { until, untimedSteps } from '../tasks/_helpers.ts'
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/sqlite-restart/server.ts', import.meta.url))
-const SECRET = 'restart-test-secret'
+const SECRET = 'restart-test-secret-0123456789abcdef'
 const AUTH = { authorization: `Bearer ${SECRET}` }
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-sqlite-restart-'))

@@ -26,7 +26,7 @@ import {
   userEnv,
 } from './_packed.ts'
 
-const TASK_SECRET = 'packed-secret'
+const TASK_SECRET = 'packed-secret-0123456789abcdef012345'
 const TSC = join(REPO, 'node_modules/typescript/bin/tsc')
 
 let packed: Packed

@@ -15,7 +15,7 @@ import { writeApp } from '../targets/_app.ts'
 import { createDatabase } from './_pg.ts'
 
 const SCRIPT = fileURLToPath(new URL('./_function-instance.mjs', import.meta.url))
-const TASK_SECRET = 'task-secret'
+const TASK_SECRET = 'task-secret-0123456789abcdef0123456789'
 const CRON_SECRET = 'cron-secret'
 
 const NIGHTLY = { lambda: '0 3 * * *', vercel: '0 4 * * *' }

@@ -14,7 +14,7 @@ import { until } from '../tasks/_helpers.ts'
 import { createDatabase } from './_pg.ts'
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/postgres-restart/server.ts', import.meta.url))
-const SECRET = 'restart-test-secret'
+const SECRET = 'restart-test-secret-0123456789abcdef'
 const AUTH = { authorization: `Bearer ${SECRET}` }
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-pg-restart-'))

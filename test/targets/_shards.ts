@@ -11,7 +11,7 @@ import { buildApp } from '../../src/build/build.ts'
 import { writeApp } from './_app.ts'
 import { startBuiltWorker } from './_wrangler.ts'
 
-export const SECRET = 'shards-secret'
+export const SECRET = 'shards-secret-0123456789abcdef0123456'
 
 const NOTIFY = `export async function notify(url: string, what: string, body: unknown): Promise<void> {
   const res = await fetch(\`\${url}/\${what}\`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })

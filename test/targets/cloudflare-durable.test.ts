@@ -21,7 +21,7 @@ import { buildApp } from '../../src/build/build.ts'
 import { copyFixtureApp, pollRun, waitForOutput } from './_app.ts'
 import { wranglerDryRun } from './_wrangler.ts'
 
-const SECRET = 'durable-secret'
+const SECRET = 'durable-secret-0123456789abcdef01234'
 
 interface Hit {
   what: string

@@ -10,7 +10,7 @@ import { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { bundle } from '../../src/build/bundle.ts'
 
-const SECRET = 'events-secret'
+const SECRET = 'events-secret-0123456789abcdef012345'
 const runtime = JSON.stringify(fileURLToPath(new URL('../../targets/cloudflare/runtime.ts', import.meta.url)))
 
 const WORKER = `

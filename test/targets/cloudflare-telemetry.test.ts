@@ -23,7 +23,7 @@ import { ROOT } from '../docs/_markdown.ts'
 import { until } from '../_helpers.ts'
 import { startBuiltWorker } from './_wrangler.ts'
 
-const SECRET = 'otel-secret'
+const SECRET = 'otel-secret-0123456789abcdef012345678'
 
 interface ReceivedSpan {
   name: string

@@ -18,7 +18,7 @@ import { ROOT } from '../docs/_markdown.ts'
 import { until } from '../_helpers.ts'
 import { startBuiltWorker } from './_wrangler.ts'
 
-const SECRET = 'tx-secret'
+const SECRET = 'tx-secret-0123456789abcdef0123456789ab'
 
 const files: Record<string, string> = {
   'package.json': JSON.stringify({ type: 'module', dependencies: { svc: '*' } }),

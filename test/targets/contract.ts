@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { pollRun } from './_app.ts'
 
 /** The task secret a driver sets in the target's environment, where the platform keeps secrets. */
-export const TASK_SECRET = 'contract-secret'
+export const TASK_SECRET = 'contract-secret-0123456789abcdef01234'
 
 /** How a cron firing ended, as the platform sees it. */
 export interface CronOutcome {

@@ -24,7 +24,7 @@ import { until } from './_helpers.ts'
 const SCRIPT = fileURLToPath(new URL('../fixtures/cluster/server.ts', import.meta.url))
 const LEASE_MS = 1500
 /** The servers' `SVC_TASK_SECRET`, for the tests that call their admin surface. */
-const SECRET = 'cluster-secret'
+const SECRET = 'cluster-secret-0123456789abcdef0123'
 
 /** One execution of a step body: a row of the `effects` table. */
 export interface Effect {

@@ -204,6 +204,7 @@ describe('run states and transitions', () => {
   })
 })
 
+const SECRET = 'runs-secret-0123456789abcdef01234567'
 const sqlite: SqliteRunStore[] = []
 afterEach(() => {
   for (const store of sqlite.splice(0)) store.close()
@@ -283,14 +284,14 @@ for (const [name, makeStore] of stores) {
 
     it('a result nested deeper than 256 levels fails the attempt, and GET /__tasks/<id> still answers the run', async () => {
       const rt = runtime([task('deep', (ctx) => nested(ctx.input as number))], { store: makeStore() })
-      const handler = createSvcHandler({ routes: [], runtime: rt, env: { SVC_TASK_SECRET: 's' }, logger: rt.logger })
+      const handler = createSvcHandler({ routes: [], runtime: rt, env: { SVC_TASK_SECRET: SECRET }, logger: rt.logger })
       for (const depth of [257, 5000]) {
         const done = await finished(rt.waitForRun((await rt.trigger('deep', depth)).id))
         expect(done.status).toBe('failed')
         expect(done.attempts[0].error).toBe(
           'Task "deep" returned a value that cannot be stored as JSON: it nests arrays and objects deeper than 256 levels',
         )
-        const res = await handler.fetch(new Request(`http://svc/__tasks/${done.id}`, { headers: { authorization: 'Bearer s' } }))
+        const res = await handler.fetch(new Request(`http://svc/__tasks/${done.id}`, { headers: { authorization: `Bearer ${SECRET}` } }))
         expect(res.status).toBe(200)
         expect(await res.json()).toMatchObject({ id: done.id, status: 'failed' })
       }

@@ -12,6 +12,8 @@ import { MemoryRunStore, ValidationError, type TaskContext } from '../../src/ind
 import { serve } from '../http/_helpers.ts'
 import { finished, runtime, task } from './_helpers.ts'
 
+const SECRET = 'typed-events-secret-0123456789abcdef'
+
 const events = {
   'order.paid': v.object({ orderId: v.string(), total: v.number() }),
   'order.refunded': z.object({ orderId: z.string(), amount: z.string().transform(Number) }),
@@ -91,10 +93,10 @@ describe('event schemas', () => {
         },
       ],
       events,
-      env: { NODE_ENV: 'production', SVC_TASK_SECRET: 's' },
+      env: { NODE_ENV: 'production', SVC_TASK_SECRET: SECRET },
       store: new MemoryRunStore(),
     })
-    const headers = { authorization: 'Bearer s', 'content-type': 'application/json' }
+    const headers = { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json' }
     const bad = await fetch(`${server.url}/__events/order.paid`, {
       method: 'POST',
       headers,

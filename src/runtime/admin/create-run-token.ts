@@ -1,8 +1,9 @@
 /**
  * `createRunToken()`: what an app's server calls to let one of its pages
- * follow one run (docs/realtime.md). The token is signed with the task
- * secret, found the way `enqueue()` finds its task server: the one this
- * process serves, else the environment.
+ * follow one run (docs/realtime.md). The token is signed with a key
+ * derived from the task secret (`run-token.ts`), the secret found the way
+ * `enqueue()` finds its task server: the one this process serves, else the
+ * environment.
  */
 import { describe } from '../describe.ts'
 import { processEnv } from '../env.ts'
@@ -25,7 +26,7 @@ export interface RunTokenOptions {
    */
   expiresIn?: number
   /**
-   * The secret to sign with: the task server's `SVC_TASK_SECRET`.
+   * The secret whose derived key signs the token: the task server's `SVC_TASK_SECRET`.
    * @default the task secret of the server this process runs, else SVC_TASK_SECRET of the environment
    */
   secret?: string

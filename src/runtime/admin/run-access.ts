@@ -20,8 +20,12 @@ import { authorize, bearerToken, type LoopbackExemption, timingSafeEqual } from 
 import { withHeaders } from './cors.ts'
 import { verifyRunToken } from './run-token.ts'
 
-/** May read, until `expiresAt` (Unix seconds) when a run token let it in; or the answer that refuses, with `headers` added. */
-export type RunAccess = { ok: true; expiresAt?: number } | { ok: false; response: Response }
+/**
+ * May read, until `expiresAt` (Unix seconds) when a run token let it in,
+ * and `token` then, which the stream quotas count by; or the answer that
+ * refuses, with `headers` added.
+ */
+export type RunAccess = { ok: true; expiresAt?: number; token?: string } | { ok: false; response: Response }
 
 export async function runAccess(
   request: Request,
@@ -59,7 +63,7 @@ export async function runAccess(
   }
   const check = await verifyRunToken(token, runId, secret)
   if (!check.ok) return refuse(R, check.code, check.message, headers, 'invalid_token')
-  return { ok: true, expiresAt: check.expiresAt }
+  return { ok: true, expiresAt: check.expiresAt, token }
 }
 
 function refuse(R: ResponseClass, code: string, message: string, headers: Record<string, string>, error?: string): RunAccess {

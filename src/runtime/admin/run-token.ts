@@ -4,13 +4,20 @@
  * `GET /__tasks/runs/<id>/stream`; an app's server makes them with
  * `createRunToken()` and hands them to its pages.
  *
- * A token is `rt1.<payload>.<signature>`, all of it URL-safe:
- * - `rt1.` names the format, and is signed with the rest, so a signature
+ * A token is `rt2.<payload>.<signature>`, all of it URL-safe:
+ * - `rt2.` names the format, and is signed with the rest, so a signature
  *   made for anything else under the same key never passes as a token;
  * - `<payload>` is the JSON `{"run":"<id>","exp":<Unix seconds>}` in
  *   base64url (RFC 4648 §5, without padding);
- * - `<signature>` is HMAC-SHA-256 (RFC 2104) of `rt1.<payload>` keyed with
- *   the task secret, in base64url.
+ * - `<signature>` is HMAC-SHA-256 (RFC 2104) of `rt2.<payload>`, in
+ *   base64url, keyed with a key derived from the task secret.
+ *
+ * The key is HKDF-SHA-256 (RFC 5869) of the task secret with the label
+ * `RUN_TOKEN_KEY_INFO`, never the secret itself: the secret is also the
+ * bearer of the whole admin surface, and each use of it gets a key of its
+ * own. HKDF does not make guessing slow, so a token still lets its holder
+ * test guesses of a weak secret offline; the strength rule
+ * (`taskSecretProblem` in rules.ts) is what makes that hopeless.
  *
  * Checking is bounded before it starts: a token longer than
  * `MAX_RUN_TOKEN_LENGTH` is refused unread, the parts are found by one scan,
@@ -20,7 +27,17 @@
  */
 
 /** The format's name, the start of every token. */
-export const RUN_TOKEN_PREFIX = 'rt1.'
+export const RUN_TOKEN_PREFIX = 'rt2.'
+
+/**
+ * The first format, whose signature was keyed with the task secret itself.
+ * Such a token is refused by name, so that whoever holds one learns to make
+ * it again rather than to look for a wrong secret.
+ */
+const RETIRED_PREFIX = 'rt1.'
+
+/** The HKDF `info` (RFC 5869 §2.3) that binds the derived key to run tokens of this format. */
+export const RUN_TOKEN_KEY_INFO = 'svc run token v2'
 
 /** Longest run id a token may name. Run ids are UUIDs, 36 characters. */
 export const MAX_RUN_ID_LENGTH = 128
@@ -36,11 +53,13 @@ export type RunTokenCheck = { ok: true; run: string; expiresAt: number } | { ok:
 const BASE64URL = /^[A-Za-z0-9_-]*$/
 /** Bytes of an HMAC-SHA-256. */
 const SIGNATURE_BYTES = 32
+/** What a token looks like, for the messages. */
+const SHAPE = `${RUN_TOKEN_PREFIX}<payload>.<signature>`
 
 /** The signed token for `runId`, valid until `expiresAt` (Unix seconds). */
 export async function signRunToken(runId: string, expiresAt: number, secret: string): Promise<string> {
   const signed = RUN_TOKEN_PREFIX + toBase64url(utf8(JSON.stringify({ run: runId, exp: expiresAt })))
-  const signature = await crypto.subtle.sign('HMAC', await hmacKey(secret), utf8(signed))
+  const signature = await crypto.subtle.sign('HMAC', await signingKey(secret), utf8(signed))
   return `${signed}.${toBase64url(new Uint8Array(signature))}`
 }
 
@@ -52,14 +71,19 @@ export async function verifyRunToken(token: string, runId: string, secret: strin
   if (token.length > MAX_RUN_TOKEN_LENGTH) {
     return invalid(`The run token is ${token.length} characters long, more than a run token has (${MAX_RUN_TOKEN_LENGTH})`)
   }
+  if (token.startsWith(RETIRED_PREFIX)) {
+    return invalid(
+      `The run token is in the retired "${RETIRED_PREFIX}" format, which this server no longer accepts: tokens made before svc signed them with a derived key must be made again. Ask the app for a new one (createRunToken() makes "${RUN_TOKEN_PREFIX}" tokens)`,
+    )
+  }
   if (!token.startsWith(RUN_TOKEN_PREFIX)) return invalid(`A run token starts with "${RUN_TOKEN_PREFIX}"; this one does not`)
   const dot = token.indexOf('.', RUN_TOKEN_PREFIX.length)
-  if (dot === -1 || token.indexOf('.', dot + 1) !== -1) return invalid('A run token is rt1.<payload>.<signature>; this one is not')
+  if (dot === -1 || token.indexOf('.', dot + 1) !== -1) return invalid(`A run token is ${SHAPE}; this one is not`)
   const signature = fromBase64url(token.slice(dot + 1))
   if (signature === undefined || signature.length !== SIGNATURE_BYTES || !BASE64URL.test(token.slice(RUN_TOKEN_PREFIX.length, dot))) {
-    return invalid('The run token is not rt1.<payload>.<signature> in base64url')
+    return invalid(`The run token is not ${SHAPE} in base64url`)
   }
-  const valid = await crypto.subtle.verify('HMAC', await hmacKey(secret), signature, utf8(token.slice(0, dot)))
+  const valid = await crypto.subtle.verify('HMAC', await signingKey(secret), signature, utf8(token.slice(0, dot)))
   if (!valid) {
     return invalid(
       'The run token was not signed with the task secret of this server (SVC_TASK_SECRET): it was altered, or signed with another secret',
@@ -99,15 +123,46 @@ function parseClaim(payload: string): { run: string; exp: number } | undefined {
   return { run, exp: exp as number }
 }
 
-/** The last key imported: a server signs and checks with one secret, and importing costs more than signing. */
-let cached: { secret: string; key: Promise<CryptoKey> } | undefined
+/**
+ * Derived keys by secret. A server signs and checks with one secret, and
+ * deriving costs more than signing, so each is derived once. Bounded, since
+ * `createRunToken({ secret })` signs with whatever secret its caller passes:
+ * past the bound the oldest key is dropped and derived again when needed.
+ */
+let keys: Map<string, Promise<CryptoKey>> | undefined
+const MAX_CACHED_KEYS = 8
 
-function hmacKey(secret: string): Promise<CryptoKey> {
-  if (cached?.secret !== secret) {
-    const key = crypto.subtle.importKey('raw', utf8(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify'])
-    cached = { secret, key }
-  }
-  return cached.key
+function signingKey(secret: string): Promise<CryptoKey> {
+  // Made on first use, not at import, as the encoders below are.
+  keys ??= new Map()
+  const known = keys.get(secret)
+  if (known !== undefined) return known
+  if (keys.size >= MAX_CACHED_KEYS) keys.delete(keys.keys().next().value as string)
+  const key = deriveSigningKey(secret)
+  keys.set(secret, key)
+  // A failed derivation is not kept, so the next call tries again.
+  key.catch(() => {
+    if (keys?.get(secret) === key) keys.delete(secret)
+  })
+  return key
+}
+
+/**
+ * HKDF-SHA-256 (RFC 5869) of the secret's UTF-8 bytes, as a 256-bit
+ * HMAC-SHA-256 key, with `RUN_TOKEN_KEY_INFO` as the info. The salt is
+ * empty, which RFC 5869 §2.2 reads as HashLen zero bytes: every server that
+ * shares the secret must derive the same key, so a salt could only be a
+ * constant, and the info already binds the key to run tokens.
+ */
+async function deriveSigningKey(secret: string): Promise<CryptoKey> {
+  const material = await crypto.subtle.importKey('raw', utf8(secret), 'HKDF', false, ['deriveKey'])
+  return crypto.subtle.deriveKey(
+    { name: 'HKDF', hash: 'SHA-256', salt: new Uint8Array(0), info: utf8(RUN_TOKEN_KEY_INFO) },
+    material,
+    { name: 'HMAC', hash: 'SHA-256', length: 256 },
+    false,
+    ['sign', 'verify'],
+  )
 }
 
 // Encoders are made per call, not at import: a bundle that carries this
