@@ -88,7 +88,7 @@ export class WebSocketLayer extends HotSockets<Socket> {
   attach(server: Server): void {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       this.handleUpgrade(req, socket, head).catch((error) => {
-        this.#logger.error(`[svc] upgrade of ${req.url} failed:`, error)
+        this.#logger.error(`[svc] upgrade of ${pathOf(req)} failed:`, error)
         socket.destroy()
       })
     })
@@ -100,7 +100,7 @@ export class WebSocketLayer extends HotSockets<Socket> {
    * before any handshake.
    */
   async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    socket.on('error', (error) => this.#logger.warn(`[svc] upgrade socket error on ${req.url}:`, error))
+    socket.on('error', (error) => this.#logger.warn(`[svc] upgrade socket error on ${pathOf(req)}:`, error))
     const request = new NodeRequest({ req }) as unknown as Request
     // An HTTP server's upgrade socket is a net.Socket (a tls.TLSSocket over HTTPS).
     const refused = await this.answer(request, { remoteAddress: req.socket.remoteAddress }, socket as Socket)
@@ -117,4 +117,11 @@ export class WebSocketLayer extends HotSockets<Socket> {
 
 export function createWebSocketLayer(options: WebSocketLayerOptions): WebSocketLayer {
   return new WebSocketLayer(options)
+}
+
+/** The path of an upgrade request, as a log line names it: without its query, which may carry a token. */
+function pathOf(req: IncomingMessage): string {
+  const url = req.url ?? ''
+  const query = url.indexOf('?')
+  return query === -1 ? url : url.slice(0, query)
 }

@@ -8,7 +8,7 @@ import * as api from '@opentelemetry/api'
 import { SpanKind } from '@opentelemetry/api'
 import type { ReadableSpan } from '@opentelemetry/sdk-trace'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { createTaskRuntime, otelTelemetry, type RunRecord, type TaskRuntime } from '../../src/index.ts'
+import { createRunToken, createTaskRuntime, otelTelemetry, type RunRecord, type TaskRuntime } from '../../src/index.ts'
 import { startSvcServer, type SvcServer } from '../../src/node.ts'
 import { sqliteFiles } from '../node/_sqlite-files.ts'
 import { recordingLogger, until } from '../_helpers.ts'
@@ -21,7 +21,8 @@ beforeAll(() => {
 })
 afterAll(() => sdk.shutdown())
 
-const SECRET = 's3cret'
+// Long enough for a production server, which refuses a task secret under 32 bytes.
+const SECRET = 'otel-test-task-secret-0123456789abcdef'
 const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
 const CALLER_SPAN = '00f067aa0ba902b7'
 
@@ -70,6 +71,12 @@ async function finishedRun(server: SvcServer, id: string): Promise<RunRecord> {
 
 const attr = (span: ReadableSpan, key: string) => span.attributes[key]
 const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId
+/** Every text a span sends: its name, its attributes' values, its events' names and attributes' values. */
+const recorded = (span: ReadableSpan): string[] => [
+  span.name,
+  ...Object.values(span.attributes).map(String),
+  ...span.events.flatMap((event) => [event.name, ...Object.values(event.attributes ?? {}).map(String)]),
+]
 
 describe('OpenTelemetry, with the SDK registered', () => {
   it("continues the caller's trace through the run, its executions, its steps and its child run", async () => {
@@ -205,6 +212,33 @@ describe('OpenTelemetry, with the SDK registered', () => {
     expect(attr(span, 'http.route')).toBe('/api/hello/:name')
     expect(attr(span, 'url.query')).toBe('x=1')
     expect(attr(span, 'http.response.status_code')).toBe(200)
+  })
+
+  it('records the query with the value of token, and of any secret-looking parameter, as REDACTED', async () => {
+    const server = await serve()
+    expect((await fetch(`${server.url}/api/hello/grace?token=abc&x=1&api_key=k3y`)).status).toBe(200)
+    const hello = await until(() => sdk.spans().find((s) => attr(s, 'url.path') === '/api/hello/grace'))
+    expect(attr(hello, 'url.query')).toBe('token=REDACTED&x=1&api_key=REDACTED')
+    const ofHello = sdk.spans().filter((s) => s.spanContext().traceId === hello.spanContext().traceId)
+    for (const secret of ['abc', 'k3y']) expect(ofHello.flatMap(recorded).filter((text) => text.includes(secret))).toEqual([])
+
+    // A run token on the stream of a run, as a browser's EventSource sends it.
+    const res = await fetch(`${server.url}/__tasks/jobs.child`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: '{"n":1}',
+    })
+    const { id } = (await res.json()) as { id: string }
+    await finishedRun(server, id)
+    const token = await createRunToken(id, { secret: SECRET })
+    const stop = new AbortController()
+    const stream = await fetch(`${server.url}/__tasks/runs/${id}/stream?token=${token}&x=1`, { signal: stop.signal })
+    expect(stream.status).toBe(200)
+    stop.abort()
+    const streamed = await until(() => sdk.spans().find((s) => attr(s, 'url.path') === `/__tasks/runs/${id}/stream`))
+    expect(attr(streamed, 'url.query')).toBe('token=REDACTED&x=1')
+    const sent = sdk.spans().flatMap(recorded)
+    expect(sent.filter((text) => text.includes(token))).toEqual([])
   })
 
   it('traces nothing with telemetry: false, or SVC_TELEMETRY=off, and the runs are the same', async () => {

@@ -6,16 +6,18 @@
  * it. With no SDK registered, the API's no-op tracer, meter and logger
  * answer every call. Edge-safe.
  *
- * Spans: a server span per request (`http.*`, `url.*`, `http.route`); a
- * producer span when a run is created, whose context the run keeps
- * (`RunRecord.trace`); a consumer span per execution of its handler, a
- * child of it, with an event per replayed step and one for a suspension;
- * a span per step that executes. Metrics and log records are below.
+ * Spans: a server span per request (`http.*`, `url.*`, `http.route`; the
+ * query with its secrets redacted, `redact-query.ts`); a producer span
+ * when a run is created, whose context the run keeps (`RunRecord.trace`);
+ * a consumer span per execution of its handler, a child of it, with an
+ * event per replayed step and one for a suspension; a span per step that
+ * executes. Metrics and log records are below.
  */
 import type * as Api from '@opentelemetry/api'
 import type { RunLogEntry, RunStatus, RunTrace } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import type { ExecutionEnd, ExecutionSpan, RequestSpan, StepSpan, Telemetry } from './types.ts'
+import { redactQuery } from './redact-query.ts'
 import { formatTraceparent, parseTraceparent } from './traceparent.ts'
 
 /** The OpenTelemetry API module, `import * as api from '@opentelemetry/api'`. */
@@ -151,7 +153,7 @@ export function otelTelemetry(api: OtelApi): Telemetry {
         'url.scheme': url.protocol.slice(0, -1),
         'server.address': url.hostname,
       }
-      if (url.search.length > 1) attributes['url.query'] = url.search.slice(1)
+      if (url.search.length > 1) attributes['url.query'] = redactQuery(url.search.slice(1))
       if (url.port) attributes['server.port'] = Number(url.port)
       const agent = request.headers.get('user-agent')
       if (agent !== null) attributes['user_agent.original'] = agent
