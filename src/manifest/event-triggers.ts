@@ -3,6 +3,8 @@
  * one event name or a list of them, written as static literals like
  * `schedule`. What a name and a list may be is the runtime's rule
  * (`eventListProblem`), so the scanner and the runtime agree on every value.
+ * On a route that is not a task they are an error (not-a-task.ts): the names
+ * would start nothing, without a word.
  */
 import { eventListProblem, eventNameProblem, eventNames } from '../runtime/events/rules.ts'
 import type { Node } from './ast.ts'
@@ -17,17 +19,9 @@ import type { Reporter } from './reporter.ts'
 export function readEventTriggers(
   inRoute: StaticValue | undefined,
   entry: ExportEntry | undefined,
-  isTask: boolean,
   source: string,
   report: Reporter,
 ): string[] | null {
-  if (!isTask) {
-    // Only tasks are started by events; on another route the names would
-    // start nothing, without a word, so they fail the scan instead.
-    if (entry) report.error(entry.init ?? entry.node, notATask('on'))
-    if (inRoute?.ok) report.error(inRoute.node, notATask('route.on'))
-    return null
-  }
   const exported = readExportLiteral(entry, 'on', source, report)
   let names: string[] | null = null
   let declared: StaticValue | null = null
@@ -48,10 +42,6 @@ export function readEventTriggers(
     declared = value
   }
   return names
-}
-
-function notATask(label: string): string {
-  return `${label} names the events that start a task, and this route is not a task; add kind: 'task' if it is one, or remove ${label}`
 }
 
 /** Where a bad `on` value goes wrong: the first bad or repeated name of a list, else the whole value. */

@@ -23,6 +23,7 @@ import {
   timeoutProblem,
   timezoneProblem,
 } from '../runtime/rules.ts'
+import { TASK_ROUTE_FIELDS } from '../runtime/task-only.ts'
 import { type TaskFlow, taskFlow } from '../runtime/tasks/flow.ts'
 import { priorityProblem } from '../runtime/tasks/options.ts'
 import { normalizeCompute } from './compute.ts'
@@ -30,23 +31,9 @@ import { type StaticValue, readExportLiteral, snippet } from './literal.ts'
 import type { ExportEntry, ModuleExports } from './module-exports.ts'
 import type { Reporter } from './reporter.ts'
 import { readEventTriggers } from './event-triggers.ts'
+import { type KindSource, type NotATask, notATask, reportTaskConfig } from './not-a-task.ts'
 
-const ROUTE_FIELDS = [
-  'kind',
-  'retries',
-  'timeout',
-  'compute',
-  'origins',
-  'schedule',
-  'timezone',
-  'on',
-  'concurrency',
-  'rateLimit',
-  'debounce',
-  'priority',
-  'priorityAging',
-  'retention',
-]
+const ROUTE_FIELDS: readonly string[] = ['kind', 'compute', 'origins', ...TASK_ROUTE_FIELDS]
 
 /** The flow-control fields of a task route, each with its rule (docs/flow-control.md). */
 const FLOW_FIELDS = [
@@ -62,6 +49,12 @@ export interface RouteConfigResult {
   kindReason: string
   /** Whether `route.kind` explicitly says `serverless`. */
   explicitServerless: boolean
+  /**
+   * For a route that is not a task, why and how to make it one, for the
+   * errors about task code in it; null for a task, and for a route whose
+   * kind could not be read (that error is reported already).
+   */
+  notATask: NotATask | null
   retries: number | null
   timeout: number | null
   schedule: string | null
@@ -92,71 +85,86 @@ export function readRouteConfig(exports: ModuleExports, source: string, report: 
   const shorthand = readKind(readExportLiteral(exports.names.get('kind'), 'kind', source, report), 'kind', report)
   let kind: RouteKind
   let kindReason: string
+  let kindSource: KindSource
   if (declaredKind) {
     kind = declaredKind
     kindReason = `route.kind is '${kind}'`
+    kindSource = 'route.kind'
     if (shorthand && shorthand !== declaredKind) {
       report.warn(`the kind export ('${shorthand}') conflicts with route.kind ('${declaredKind}'); route.kind wins, remove one of them`)
     }
   } else if (shorthand) {
     kind = shorthand
     kindReason = `the kind export is '${kind}'`
+    kindSource = 'kind'
   } else if (exports.names.has('websocket')) {
     kind = 'hot'
     kindReason = 'exports websocket and declares no kind, so the route is hot'
+    kindSource = 'websocket'
   } else {
     kind = 'serverless'
     kindReason = 'declares no kind, so the route is serverless (the default)'
+    kindSource = 'default'
   }
 
   const isTask = kind === 'task'
-  const retries = readTaskNumber(fields.get('retries')?.value, 'retries', isTask, report, retriesProblem)
-  const timeout = readTaskNumber(fields.get('timeout')?.value, 'timeout', isTask, report, timeoutProblem)
-  // Checked here so a mistake shows at its line; the runtime reads them from `route`.
-  readTaskNumber(fields.get('priority')?.value, 'priority', isTask, report, priorityProblem)
-  readTaskNumber(fields.get('retention')?.value, 'retention', isTask, report, retentionProblem)
+  // A kind that was written but could not be read (a bad value, a `route`
+  // the scanner cannot see all of) is an error already: whether the route is
+  // a task is then unknown, and its task config is checked as a task's.
+  const kindUnread =
+    !declaredKind && !shorthand && ((exports.names.has('route') && !route?.ok) || fields.has('kind') || exports.names.has('kind'))
+  const other = isTask || kindUnread ? null : notATask(kind, kindSource, exports.names.has('route'))
+  // A route that is not a task must not carry task config: the task it was
+  // meant to be would be served to anyone instead (src/runtime/task-only.ts).
+  if (other) reportTaskConfig(exports, fields, other, report)
+  const readTask = other === null
 
-  const schedule = readSchedule(fields.get('schedule')?.value, exports.names.get('schedule'), isTask, source, report)
-  const timezone = readTimezone(fields.get('timezone')?.value, isTask, report)
-  const on = readEventTriggers(fields.get('on')?.value, exports.names.get('on'), isTask, source, report)
+  const retries = readTaskNumber(fields.get('retries')?.value, 'retries', readTask, report, retriesProblem)
+  const timeout = readTaskNumber(fields.get('timeout')?.value, 'timeout', readTask, report, timeoutProblem)
+  // Checked here so a mistake shows at its line; the runtime reads them from `route`.
+  readTaskNumber(fields.get('priority')?.value, 'priority', readTask, report, priorityProblem)
+  readTaskNumber(fields.get('retention')?.value, 'retention', readTask, report, retentionProblem)
+
+  const schedule = readSchedule(fields.get('schedule')?.value, exports.names.get('schedule'), readTask, source, report)
+  const timezone = readTimezone(fields.get('timezone')?.value, readTask, report)
+  const on = readTask ? readEventTriggers(fields.get('on')?.value, exports.names.get('on'), source, report) : null
   const origins = readOrigins(fields.get('origins')?.value, kind, report)
   const compute = normalizeCompute(kind, fields.get('compute')?.value, report)
-  const flow = readFlow(fields, isTask, report)
+  const flow = readFlow(fields, readTask, report)
 
   return {
     kind,
     kindReason,
     explicitServerless: declaredKind === 'serverless',
+    notATask: other,
     retries: isTask ? (retries ?? DEFAULT_RETRIES) : null,
     timeout: isTask ? (timeout ?? DEFAULT_TIMEOUT_MS) : null,
-    schedule,
-    timezone,
-    on,
+    schedule: isTask ? schedule : null,
+    timezone: isTask ? timezone : null,
+    on: isTask ? on : null,
     origins,
     compute,
     computeDeclared: fields.has('compute'),
-    flow,
+    flow: isTask ? flow : null,
   }
 }
 
-/** `route.concurrency`, `route.rateLimit`, `route.debounce` and `route.priorityAging`, each checked by its rule. */
-function readFlow(fields: Map<string, { value: StaticValue }>, isTask: boolean, report: Reporter): TaskFlow | null {
+/**
+ * `route.concurrency`, `route.rateLimit`, `route.debounce` and
+ * `route.priorityAging`, each checked by its rule; null when not `read`, for
+ * a route known not to be a task.
+ */
+function readFlow(fields: Map<string, { value: StaticValue }>, read: boolean, report: Reporter): TaskFlow | null {
+  if (!read) return null
   const config: Record<string, unknown> = {}
   for (const [name, check] of FLOW_FIELDS) {
     const value = fields.get(name)?.value
     if (!value?.ok) continue
     const problem = check(value.value)
-    if (problem) {
-      report.error(value.node, problem)
-      continue
-    }
-    if (!isTask) {
-      report.warn(`route.${name} applies to task routes only and is ignored; add kind: 'task' if this route is a task`)
-      continue
-    }
-    config[name] = value.value
+    if (problem) report.error(value.node, problem)
+    else config[name] = value.value
   }
-  return isTask ? taskFlow(config) : null
+  return taskFlow(config)
 }
 
 function readKind(value: StaticValue | undefined, label: string, report: Reporter): RouteKind | undefined {
@@ -166,14 +174,15 @@ function readKind(value: StaticValue | undefined, label: string, report: Reporte
   return undefined
 }
 
+/** A numeric task field, checked by its rule; undefined when not `read`, for a route known not to be a task. */
 function readTaskNumber(
   value: StaticValue | undefined,
   name: 'retries' | 'timeout' | 'priority' | 'retention',
-  isTask: boolean,
+  read: boolean,
   report: Reporter,
   check: (n: number) => string | null,
 ): number | undefined {
-  if (!value?.ok) return undefined
+  if (!read || !value?.ok) return undefined
   if (typeof value.value !== 'number') {
     report.error(value.node, `route.${name} must be a number (got ${JSON.stringify(value.value)})`)
     return undefined
@@ -183,20 +192,18 @@ function readTaskNumber(
     report.error(value.node, problem)
     return undefined
   }
-  if (!isTask) {
-    report.warn(`route.${name} applies to task routes only and is ignored; add kind: 'task' if this route is a task`)
-    return undefined
-  }
   return value.value
 }
 
+/** The schedule export or `route.schedule`, checked and normalized; null when not `read`, for a route known not to be a task. */
 function readSchedule(
   inRoute: StaticValue | undefined,
   entry: ExportEntry | undefined,
-  isTask: boolean,
+  read: boolean,
   source: string,
   report: Reporter,
 ): string | null {
+  if (!read) return null
   const exported = readExportLiteral(entry, 'schedule', source, report)
   let schedule: string | null = null
   for (const [value, label] of [
@@ -224,10 +231,6 @@ function readSchedule(
     }
     schedule = normalized
   }
-  if (schedule !== null && !isTask) {
-    report.warn(`schedule applies to task routes only and is ignored; add kind: 'task' to run this route on a schedule`)
-    return null
-  }
   return schedule
 }
 
@@ -254,15 +257,11 @@ function checkSchedule(expression: string): string | null {
   return problem
 }
 
-function readTimezone(value: StaticValue | undefined, isTask: boolean, report: Reporter): string | null {
-  if (!value?.ok) return null
+function readTimezone(value: StaticValue | undefined, read: boolean, report: Reporter): string | null {
+  if (!read || !value?.ok) return null
   const problem = timezoneProblem(value.value)
   if (problem) {
     report.error(value.node, problem)
-    return null
-  }
-  if (!isTask) {
-    report.warn(`route.timezone applies to scheduled task routes only and is ignored`)
     return null
   }
   return value.value as string

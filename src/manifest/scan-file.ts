@@ -11,6 +11,7 @@ import { ConfigError, compareConfigErrors } from './errors.ts'
 import { type Locator, createLocator } from './location.ts'
 import { type ManifestEvents, readEventSchemaNames } from './events-file.ts'
 import { readExports } from './module-exports.ts'
+import { reportTaskHandlers } from './not-a-task.ts'
 import { readPageConfig } from './page.ts'
 import { SOURCE_LANG, readSource } from './parse.ts'
 import { API_DIR, PAGES_DIR, sourceExtension, urlFromFile } from './paths.ts'
@@ -71,6 +72,7 @@ function readRoute(ctx: Context, program: Node, path: string): ScannedRoute {
   const config = readRouteConfig(exports, source, ctx.report)
   const methods = HTTP_METHODS.filter((method) => exports.names.has(method))
   const websocket = exports.names.has('websocket')
+  if (config.notATask) reportTaskHandlers(program, exports, path, config.notATask, ctx.report)
 
   let name: string | null = null
   if (config.kind === 'task') {

@@ -1,6 +1,7 @@
 import type { RuntimeApiRoute } from './types/modules.ts'
 import type { RouteKind } from './types/routes.ts'
 import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_MS } from './rules.ts'
+import { taskOnlyProblem } from './task-only.ts'
 
 /**
  * Dot-form task name of a route path: `/api/report` gives `report`,
@@ -31,11 +32,18 @@ export interface ResolvedRoute {
  * win; otherwise they are read from the module's `route` and `kind` exports
  * (`route.kind` wins over the `kind` shorthand), so hand-written
  * `{ path, module }` routes work too.
+ *
+ * Throws for a route that is not a task but exports a `defineTask()` handler
+ * or task config: served, it would run the task for any caller. Every
+ * consumer of routes (the app, the task runtime) resolves them here at start,
+ * so none serves such a route.
  */
 export function resolveRoute(route: RuntimeApiRoute): ResolvedRoute {
   const mod = route.module ?? {}
   const config = mod.route ?? {}
   const kind: RouteKind = route.kind ?? config.kind ?? mod.kind ?? (mod.websocket ? 'hot' : 'serverless')
+  const problem = taskOnlyProblem(mod, kind, route.path)
+  if (problem) throw new TypeError(`Route ${route.path}: ${problem}`)
   return {
     path: route.path,
     kind,

@@ -149,11 +149,12 @@ describe('task retries and timeout', () => {
     await rt.close()
   })
 
-  test('retries on a route that is not a task is a warning and is ignored', async () => {
+  test('retries on a route that is not a task is an error at the value, naming the fix', async () => {
     const { route, errors } = await scanRoute(`export const route = { retries: 3 }\nexport function GET() {}\n`)
-    expect(errors).toEqual([])
+    expect(errors).toEqual([
+      `src/api/route.ts:1:33: route.retries applies to tasks only, but this file declares no kind, so it is a serverless route; add kind: 'task' to the route export if it is a task, or remove route.retries`,
+    ])
     expect(route.retries).toBeNull()
-    expect(route.warnings[0]).toMatch(/^route\.retries applies to task routes only/)
   })
 
   // The runtime refuses a timeout longer than the longest timer it can set
@@ -239,11 +240,12 @@ describe('schedule', () => {
     expect(errors).toEqual([`src/api/route.ts:2:25: schedule must be a cron expression string such as '0 * * * *' (got 5)`])
   })
 
-  test('a schedule on a route that is not a task is a warning and is dropped', async () => {
+  test('a schedule on a route that is not a task is an error at the value, naming the fix', async () => {
     const { route, errors } = await scanRoute(`export const schedule = '0 * * * *'\nexport function GET() {}\n`)
-    expect(errors).toEqual([])
+    expect(errors).toEqual([
+      "src/api/route.ts:1:25: schedule applies to tasks only, but this file declares no kind, so it is a serverless route; add `export const route = { kind: 'task' }` if it is a task, or remove schedule",
+    ])
     expect(route.schedule).toBeNull()
-    expect(route.warnings[0]).toMatch(/^schedule applies to task routes only/)
   })
 
   // Targets turn the manifest's schedule into platform cron triggers
@@ -377,8 +379,8 @@ describe('on', () => {
     const source = `export const on = 'order.paid'\nexport const route = { compute: { class: 'function' }, on: ['order.paid'] }\nexport function GET() {}\n`
     const { route, errors } = await scanRoute(source)
     expect(errors).toEqual([
-      `src/api/route.ts:1:19: on names the events that start a task, and this route is not a task; add kind: 'task' if it is one, or remove on`,
-      `src/api/route.ts:${at(source, `['order.paid']`)}: route.on names the events that start a task, and this route is not a task; add kind: 'task' if it is one, or remove route.on`,
+      `src/api/route.ts:1:19: on applies to tasks only, but this file declares no kind, so it is a serverless route; add kind: 'task' to the route export if it is a task, or remove on`,
+      `src/api/route.ts:${at(source, `['order.paid']`)}: route.on applies to tasks only, but this file declares no kind, so it is a serverless route; add kind: 'task' to the route export if it is a task, or remove route.on`,
     ])
     expect(route.on).toBeNull()
   })
@@ -545,13 +547,12 @@ describe('flow control', () => {
     }
   })
 
-  test('flow fields on a route that is not a task are ignored with a warning', async () => {
+  test('flow fields on a route that is not a task are an error at the value', async () => {
     const { route, errors } = await scanRoute(`export const route = { concurrency: 2 }\nexport function GET() {}\n`)
-    expect(errors).toEqual([])
+    expect(errors).toEqual([
+      `src/api/route.ts:1:37: route.concurrency applies to tasks only, but this file declares no kind, so it is a serverless route; add kind: 'task' to the route export if it is a task, or remove route.concurrency`,
+    ])
     expect(route.flow).toBeNull()
-    expect(route.warnings).toContain(
-      `route.concurrency applies to task routes only and is ignored; add kind: 'task' if this route is a task`,
-    )
   })
 
   test('the runtime reads the same rule for routes it was handed without a scan', async () => {

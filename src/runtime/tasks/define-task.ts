@@ -33,12 +33,27 @@ export function defineTask<Schema extends StandardSchemaV1 | SchemaDefinition | 
   if (input !== undefined && !isStandardSchema(input) && !isSchemaDefinition(input)) {
     throw new TypeError(`defineTask({ input }): input must be a Standard Schema or a defineSchema() object (got ${describe(input)})`)
   }
+  taskHandlers.add(handler)
   if (input !== undefined) {
     const schemas = declared.get(handler)
     if (schemas) schemas.add(input)
     else declared.set(handler, new Set([input]))
   }
   return handler
+}
+
+/**
+ * Every handler given to `defineTask`. It returns the handler itself, so the
+ * function is all a loaded module shows of it: a route that exports one
+ * without being a task would run it for any caller, and the runtime refuses
+ * such a route at start (`taskOnlyProblem`). Weak, so a handler dropped is
+ * not kept.
+ */
+const taskHandlers = new WeakSet<object>()
+
+/** Whether `value` is a handler given to `defineTask`. */
+export function isTaskHandler(value: unknown): boolean {
+  return typeof value === 'function' && taskHandlers.has(value)
 }
 
 /**
