@@ -62,7 +62,7 @@ const PHASES = args.quick
       stormRounds: 2,
       crash: { processes: 3, runs: 60 },
       repeated: { processes: 3, kills: 2, perSecond: 30, downMs: 500, upMs: 2000, windowMs: 2000 },
-      priority: { processes: 2, lows: 20, highPerSecond: 200, loadMs: 15_000, highPriority: 2 },
+      priority: { processes: 2, lows: 20, highPerSecond: 100, loadMs: 25_000, highPriority: 1 },
       held: { processes: 2, clients: 16, baselineMs: 3000, holdMs: 6000, afterMs: 3000 },
     }
   : {

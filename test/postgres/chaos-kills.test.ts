@@ -38,18 +38,16 @@ describe('svc under database faults (the chaos harness, short phases)', () => {
     expect(result).toMatchObject({ accepted: 300, lost: 0, failed: 0, attemptsRunTwice: [], wrongAttempts: 0 })
   }, 90_000)
 
-  it('runs of priority 0 behind a sustained load of priority 2 at twice what the task starts: aging starts them all while the load lasts', async () => {
+  it('runs of priority 0 behind a sustained load of priority 1, sent faster than the task starts them: aging starts them all while the load lasts', async () => {
     const url = await createDatabase('chaos_priority')
     // With aging at 1 point a second (the default), a run of priority 0
-    // ranks with new runs of priority 2 after 2 s; the load queued before
-    // that is about 400 runs, which two slots of 20 ms start in a few seconds.
-    const result = await priorityStarvation(
-      { url, dir, log },
-      { processes: 2, lows: 20, highPerSecond: 200, loadMs: 15_000, highPriority: 2 },
-    )
+    // ranks with new runs of priority 1 after 1 s: it waits behind the
+    // hundred or so sent before then, however long the load goes on.
+    const loadMs = 25_000
+    const result = await priorityStarvation({ url, dir, log }, { processes: 2, lows: 20, highPerSecond: 100, loadMs, highPriority: 1 })
     expect(result.lowsDone).toBe(20)
-    expect(result.allLowsDoneMs).toBeLessThan(15_000)
+    expect(result.allLowsDoneMs).toBeLessThan(loadMs)
     // The load outlasted them: high-priority runs still waited when the last low one was done.
-    expect(result.highsQueuedAtEnd).toBeGreaterThan(20)
+    expect(result.highsQueuedAtEnd).toBeGreaterThan(0)
   }, 60_000)
 })
