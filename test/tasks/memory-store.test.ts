@@ -125,6 +125,35 @@ describe('MemoryRunStore bound in bytes', () => {
     expect(new MemoryRunStore().maxBytes).toBe(268_435_456)
   })
 
+  it('counts events with runs: 400 events of 1 MB keep it within maxBytes, finished runs going first, then the oldest events', async () => {
+    const store = new MemoryRunStore({ maxBytes: 16 * 1024 * 1024 })
+    const finished = await store.createRun(makeRun({ status: 'completed', input: text(1_000_000) }))
+    const live = await store.createRun(makeRun({ status: 'running', input: text(1_000_000) }))
+    const now = Date.now()
+    for (let i = 0; i < 400; i++) {
+      await store.putEvent({ id: `e${i}`, name: 'big', data: text(1_000_000), time: new Date(now + i).toISOString() })
+      expect(store.bytes).toBeLessThanOrEqual(store.maxBytes)
+    }
+    expect(await store.getRun(finished.id)).toBeUndefined()
+    expect(await store.getRun(live.id)).toBeDefined()
+    const held = (await store.eventsSince('big', new Date(0).toISOString(), 1000)).map((event) => event.id)
+    expect(held.length).toBeGreaterThan(10)
+    expect(held.at(-1)).toBe('e399')
+    expect(held).not.toContain('e0')
+  })
+
+  it('refuses an event that does not fit beside the live runs with STORE_FULL, keeping nothing of it', async () => {
+    const store = new MemoryRunStore({ maxBytes: 3_000_000 })
+    await store.createRun(makeRun({ status: 'running', input: text(2_500_000) }))
+    const refused = store.putEvent({ id: 'big', name: 'n', data: text(1_000_000), time: new Date().toISOString() })
+    await expect(refused).rejects.toBeInstanceOf(StoreFullError)
+    await expect(refused).rejects.toMatchObject({ code: 'STORE_FULL', message: expect.stringMatching(/does not fit beside its live runs/) })
+    expect(await store.eventsSince('n', new Date(0).toISOString(), 10)).toEqual([])
+    expect((await store.listEvents({ limit: 10 })).events).toEqual([])
+    // A small one still fits.
+    expect((await store.putEvent({ id: 'small', name: 'n', data: 1, time: new Date().toISOString() })).created).toBe(true)
+  })
+
   it('past maxBytes, evicts the runs that finished longest ago first', async () => {
     const store = new MemoryRunStore({ maxBytes: 35_000 })
     const runs = [0, 1, 2].map(() => makeRun({ status: 'completed', input: text(10_000) }))

@@ -29,14 +29,17 @@ export interface MemoryRunStoreOptions {
    */
   maxRuns?: number
   /**
-   * How much JSON the retained runs may hold together, in bytes: each run
-   * counts its input, result, step outputs, tokens' payloads and attempt
-   * errors, measured as the length of their JSON text, plus a few hundred
-   * bytes for the rest of its record. Past it, finished runs are evicted
-   * as for `maxRuns`, longest finished first. Live runs are never evicted:
-   * once they hold `maxBytes` on their own, `createRun` rejects a new live
-   * run with `StoreFullError` (503 `STORE_FULL`) until some finish.
-   * Note: an estimate of the memory runs take, not an exact count.
+   * How much JSON the retained runs and the held events may hold together,
+   * in bytes: each run counts its input, result, step outputs, chunks,
+   * logs, tokens' payloads and attempt errors, measured as the length of
+   * their JSON text, plus a few hundred bytes for the rest of its record;
+   * each event its JSON. Past it, finished runs are evicted as for
+   * `maxRuns`, longest finished first, then the oldest events. Live runs
+   * are never evicted: once they hold `maxBytes` on their own, `createRun`
+   * rejects a new live run with `StoreFullError` (503 `STORE_FULL`) until
+   * some finish, and `putEvent` rejects an event that does not fit beside
+   * them the same way, keeping nothing of it.
+   * Note: an estimate of the memory runs and events take, not an exact count.
    * @default 268435456 (256 MiB)
    */
   maxBytes?: number
@@ -93,7 +96,19 @@ export class MemoryRunStore implements RunStore {
   }
 
   async putEvent(event: EventRecord): Promise<{ event: EventRecord; created: boolean }> {
-    return this.#events.put(event)
+    // Finished runs and older events make way; live runs do not.
+    const size = MemoryEventLog.sizeOf(event)
+    if (this.#liveBytes + size > this.maxBytes && !this.#events.holds(event.id)) {
+      throw new StoreFullError(
+        'MemoryRunStore',
+        this.maxRuns,
+        `MemoryRunStore is full: an event of ${groupDigits(size)} bytes of JSON does not fit beside its live runs' ${groupDigits(this.#liveBytes)}, ` +
+          `its maxBytes bound of ${groupDigits(this.maxBytes)}. Nothing of it was kept; retry once runs finish, or raise maxBytes`,
+      )
+    }
+    const put = this.#events.put(event)
+    if (put.created) this.#evict()
+    return put
   }
 
   async eventsSince(name: string, since: string, limit: number, match?: EventMatch): Promise<EventRecord[]> {
@@ -113,9 +128,9 @@ export class MemoryRunStore implements RunStore {
     return this.#runs.size
   }
 
-  /** The JSON the retained runs hold, in bytes, as `maxBytes` counts it. */
+  /** The JSON the retained runs and held events hold, in bytes, as `maxBytes` counts it. */
   get bytes(): number {
-    return this.#bytes
+    return this.#bytes + this.#events.bytes
   }
 
   /** Each run as `createRun` does, in one turn: a run past the bound is a `StoreFullError` in its place. */
@@ -388,13 +403,19 @@ export class MemoryRunStore implements RunStore {
     return expired.length
   }
 
-  /** Drops the runs that finished longest ago until both bounds hold again (or no finished run is left). */
+  /**
+   * Drops the runs that finished longest ago until both bounds hold again,
+   * then, while the bytes still do not, the oldest events but the newest
+   * (the one just put, if that is what made the store pass its bound).
+   */
   #evict(): void {
-    if (this.#runs.size <= this.maxRuns && this.#bytes <= this.maxBytes) return
+    const fits = () => this.#runs.size <= this.maxRuns && this.bytes <= this.maxBytes
+    if (fits()) return
     for (const id of this.#finished) {
-      if (this.#runs.size <= this.maxRuns && this.#bytes <= this.maxBytes) break
+      if (fits()) return
       this.#drop(id)
     }
+    while (this.bytes > this.maxBytes && this.#events.size > 1) this.#events.removeOldest()
   }
 
   /** Deletes a finished run, with its idempotency key and tokens. */
