@@ -2,13 +2,21 @@
  * The Events table (`GET /__events`): newest first, filtered by name, a page
  * at a time with "Load more", each event with the runs it started and the
  * runs whose wait it met; and the form that sends one (`POST /__events`).
+ * The list carries each event's size, not its data: the data is read
+ * (`GET /__events/<id>`) when the user opens it, so refreshing the list on
+ * run changes stays cheap however large the events are.
  */
 import { MAX_EVENTS_LIMIT } from '../runtime/tasks/event-list.ts'
 import { api } from './api.ts'
 import { type Child, click, dataTable, fill, h, statusBadge, time } from './dom.ts'
+import { jsonView } from './json.ts'
 import { pagedList } from './pager.ts'
 import { errorView } from './tasks.ts'
+import { throttle } from './throttle.ts'
 import type { EventRow } from './types.ts'
+
+/** The list is read again at most this often on run changes, however many arrive. */
+const CHANGE_REFRESH_MS = 1000
 
 export interface EventsView {
   /** The name filter and the table. */
@@ -16,10 +24,14 @@ export interface EventsView {
   /** The form that sends an event. */
   sendForm: HTMLElement
   refresh(): Promise<void>
+  /** Runs changed: the list is read again, at most once a second. */
+  changed(): void
 }
 
 export function eventsView(openRun: (id: string) => void): EventsView {
   const name = h('input', { id: 'filter-event', name: 'name', type: 'search', placeholder: 'order.paid', spellcheck: 'false' })
+  // An event's data never changes once sent: what the user opened stays shown across refreshes without being read again.
+  const opened = new Map<string, unknown>()
   const list = pagedList<EventRow>({
     page: 50,
     maxLimit: MAX_EVENTS_LIMIT,
@@ -31,7 +43,7 @@ export function eventsView(openRun: (id: string) => void): EventsView {
       const page = await api<{ events: EventRow[]; cursor?: string }>('GET', `/__events?${query}`)
       return { items: page.events, cursor: page.cursor }
     },
-    render: (events) => table(events, openRun),
+    render: (events) => table(events, openRun, opened),
   })
   // On Enter, on leaving the field, and when it is cleared.
   name.addEventListener('change', list.restart)
@@ -39,6 +51,7 @@ export function eventsView(openRun: (id: string) => void): EventsView {
     element: h('div', null, h('div', { class: 'filters' }, h('label', { for: 'filter-event' }, 'Event name'), name), list.element),
     sendForm: sendForm(() => void list.refresh()),
     refresh: list.refresh,
+    changed: throttle(list.refresh, CHANGE_REFRESH_MS),
   }
 }
 
@@ -90,12 +103,12 @@ function sendForm(sent: () => void): HTMLElement {
   )
 }
 
-function table(events: EventRow[], openRun: (id: string) => void): HTMLElement {
+function table(events: EventRow[], openRun: (id: string) => void, opened: Map<string, unknown>): HTMLElement {
   if (events.length === 0) return h('p', { class: 'muted' }, 'No events match.')
   const none = () => h('span', { class: 'muted' }, '—')
   const link = (id: string, text: Child) => h('a', { href: `#run/${id}`, title: id, onclick: click(() => openRun(id)) }, text)
   return dataTable(
-    ['Time', 'Name', 'Id', 'Runs started', 'Waits resumed'],
+    ['Time', 'Name', 'Id', 'Data', 'Runs started', 'Waits resumed'],
     events.map((event) =>
       h(
         'tr',
@@ -103,6 +116,7 @@ function table(events: EventRow[], openRun: (id: string) => void): HTMLElement {
         h('td', null, time(event.time)),
         h('td', null, h('code', null, event.name)),
         h('td', null, h('code', null, event.id)),
+        h('td', { class: 'data' }, dataCell(event, opened)),
         h(
           'td',
           { class: 'effects' },
@@ -113,6 +127,33 @@ function table(events: EventRow[], openRun: (id: string) => void): HTMLElement {
       ),
     ),
   )
+}
+
+/** The event's data once opened; until then its size and a button that reads it. */
+function dataCell(event: EventRow, opened: Map<string, unknown>): Child {
+  if (event.size === 0) return h('span', { class: 'muted' }, 'none')
+  if (opened.has(event.id)) return jsonView(opened.get(event.id))
+  const cell = h('div')
+  const open = async () => {
+    fill(cell, h('span', { class: 'muted' }, 'Loading…'))
+    try {
+      const { data } = await api<{ data?: unknown }>('GET', `/__events/${encodeURIComponent(event.id)}`)
+      opened.set(event.id, data)
+      fill(cell, jsonView(data))
+    } catch (error) {
+      fill(cell, h('div', { role: 'alert' }, errorView(error)), button())
+    }
+  }
+  const button = () => h('button', { type: 'button', class: 'show-data', onclick: () => void open() }, `Show data (${bytes(event.size)})`)
+  fill(cell, button())
+  return cell
+}
+
+/** A size as people read it: bytes, kB or MB (powers of 1000). */
+function bytes(size: number): string {
+  if (size < 1000) return `${size} B`
+  if (size < 1_000_000) return `${(size / 1000).toFixed(1)} kB`
+  return `${(size / 1_000_000).toFixed(1)} MB`
 }
 
 function plural(count: number, noun: string): string {

@@ -1,8 +1,8 @@
 /** The shapes the page reads from the admin surface. */
 import type { RunRecord } from '../runtime/types.ts'
 export type { DashboardTask } from '../runtime/dashboard/tasks.ts'
-/** One event of `GET /__events`. */
-export type { ListedEvent as EventRow } from '../runtime/types/events.ts'
+/** One event of `GET /__events`: its data is read when the user opens it (`GET /__events/<id>`). */
+export type { EventSummary as EventRow } from '../runtime/admin/event-summary.ts'
 
 /** One row of `GET /__tasks/runs`. */
 export interface RunRow {

@@ -1,6 +1,8 @@
 // The dashboard's Events view in a real browser, against a real server: an event sent from
 // the form starts a task that is on it and resumes a run that waits for it, and the list
-// shows both; a refused send shows why; the list filters by name and pages with Load more.
+// shows both; a refused send shows why; the list filters by name and pages with Load more;
+// an event's data is read only when the user opens it, and a burst of run changes reads
+// the list at most once a second.
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { RuntimeApiRoute, TaskContext } from '../../src/index.ts'
@@ -66,7 +68,7 @@ describe('the Events view of the dashboard', () => {
     const table = events().getByRole('table')
     await expect
       .poll(() => table.getByRole('columnheader').allTextContents())
-      .toEqual(['Time', 'Name', 'Id', 'Runs started', 'Waits resumed'])
+      .toEqual(['Time', 'Name', 'Id', 'Data', 'Runs started', 'Waits resumed'])
     const row = table.getByRole('row').filter({ hasText: 'evt-browser' })
     await expect.poll(() => row.getByRole('cell').nth(1).textContent()).toBe('order.paid')
     const started = row.getByRole('link', { name: 'orders.receipt' })
@@ -114,5 +116,55 @@ describe('the Events view of the dashboard', () => {
     await events().getByLabel('Event name').fill('nothing.sent')
     await events().getByLabel('Event name').press('Enter')
     await expect.poll(() => events().textContent()).toContain('No events match.')
+  })
+
+  it("reads an event's data only when the user opens it", async () => {
+    const sent = await fetch(`${server.url}/__events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify([
+        { name: 'data.test', data: { orderId: 'o-42', lines: [1, 2] }, id: 'with-data' },
+        { name: 'data.test', id: 'without-data' },
+      ]),
+    })
+    expect(sent.status).toBe(202)
+    const reads: string[] = []
+    page.on('request', (request) => {
+      const path = new URL(request.url()).pathname
+      if (path.startsWith('/__events/')) reads.push(path)
+    })
+    await page.reload()
+    const row = (id: string) => events().locator(`tr[data-event="${id}"]`)
+    const show = row('with-data').getByRole('button', { name: /^Show data \(\d+ B\)$/ })
+    await expect.poll(() => show.count()).toBe(1)
+    expect(await row('without-data').locator('td.data').textContent()).toBe('none')
+    expect(reads).toEqual([])
+
+    await show.click()
+    await expect.poll(() => row('with-data').locator('td.data').textContent()).toContain('"o-42"')
+    expect(reads).toEqual(['/__events/with-data'])
+    // A refresh of the list keeps it open without reading it again.
+    await trigger(server.url, 'orders.receipt', {})
+    await expect.poll(() => row('with-data').locator('td.data').textContent()).toContain('"o-42"')
+    expect(reads).toEqual(['/__events/with-data'])
+  })
+
+  it('reads the list again at most once a second under a burst of run changes', async () => {
+    await expect.poll(() => events().locator('table, p.muted').count()).toBeGreaterThan(0)
+    const listed: number[] = []
+    page.on('request', (request) => {
+      if (new URL(request.url()).pathname === '/__events' && request.method() === 'GET') listed.push(Date.now())
+    })
+    const began = Date.now()
+    // About 100 runs over 2.5 seconds, each changing several times.
+    while (Date.now() - began < 2500) {
+      await server.runtime.trigger('orders.receipt', {})
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1200))
+    expect(listed.length).toBeGreaterThanOrEqual(2)
+    expect(listed.length).toBeLessThanOrEqual(5)
+    const gaps = listed.slice(1).map((at, i) => at - listed[i])
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(900)
   })
 })

@@ -1,9 +1,10 @@
 /**
  * Listing events over HTTP (`GET /__events`) on a real server on port 0,
  * under the task admin surface's auth: newest first, each event with the
- * runs it started and the waits it met, filtered by name and paged by
- * cursor; a bad query is 400 `INVALID_QUERY`, and a store that keeps no
- * list of events is 501 `NOT_IMPLEMENTED`.
+ * runs it started and the waits it met and the size of its data but not
+ * the data, filtered by name and paged by cursor; one event with its data
+ * (`GET /__events/<id>`); a bad query is 400 `INVALID_QUERY`, and a store
+ * that keeps no list of events is 501 `NOT_IMPLEMENTED`.
  */
 import { describe, expect, it } from 'vitest'
 import { MemoryRunStore, type RunStore, type RuntimeApiRoute, type TaskContext } from '../../src/index.ts'
@@ -41,7 +42,7 @@ const list = async (url: string, query = '') => {
 }
 
 describe('GET /__events', () => {
-  it('lists events newest first, each with the runs it started and the waits it met', async () => {
+  it('lists events newest first, each with the size of its data, the runs it started and the waits it met, without the data', async () => {
     const server = await start()
     const waiting = await server.runtime.trigger('fulfil', { orderId: 'o-1' })
     await until(async () => (await server.runtime.getRun(waiting.id))?.status === 'suspended')
@@ -53,12 +54,12 @@ describe('GET /__events', () => {
     expect(status).toBe(200)
     expect(body).toEqual({
       events: [
-        { id: 'evt-2', name: 'order.shipped', time: expect.any(String), runs: [], resumed: [] },
+        { id: 'evt-2', name: 'order.shipped', time: expect.any(String), size: 0, runs: [], resumed: [] },
         {
           id: 'evt-1',
           name: 'order.paid',
-          data: { orderId: 'o-1' },
           time: expect.any(String),
+          size: JSON.stringify({ orderId: 'o-1' }).length,
           runs: [{ id: paid.runs[0].id, taskName: 'receipt', status: 'completed' }],
           resumed: [waiting.id],
         },
@@ -119,12 +120,26 @@ describe('GET /__events', () => {
     expect(body).toEqual({ code: 'INVALID_QUERY', error: expect.stringMatching(message) })
   })
 
-  it('answers 401 without the secret; POST /__events still sends and GET /__events/<name> is still 405', async () => {
+  it('a page of 50 events of 1 MB each answers in well under 1 MB: the data stays out', async () => {
+    const server = await start()
+    const data = { blob: 'x'.repeat(1_000_000) }
+    for (let i = 0; i < 50; i++) await server.runtime.sendEvent('order.shipped', data, { id: `big-${i}` })
+    const res = await fetch(`${server.url}/__events?limit=50`, { headers: AUTH })
+    const text = await res.text()
+    expect(res.status).toBe(200)
+    expect(text.length).toBeLessThan(20_000)
+    const { events } = JSON.parse(text)
+    expect(events).toHaveLength(50)
+    expect(events[0]).toEqual({ id: 'big-49', name: 'order.shipped', time: expect.any(String), size: 1_000_011, runs: [], resumed: [] })
+  })
+
+  it('answers 401 without the secret; POST /__events still sends, and /__events/<id> takes GET, HEAD and POST', async () => {
     const server = await start()
     expect((await fetch(`${server.url}/__events`)).status).toBe(401)
+    expect((await fetch(`${server.url}/__events/evt-1`)).status).toBe(401)
     expect((await fetch(`${server.url}/__events/`, { headers: AUTH })).status).toBe(200)
-    const got = await fetch(`${server.url}/__events/order.paid`, { headers: AUTH })
-    expect([got.status, got.headers.get('allow')]).toEqual([405, 'POST'])
+    const del = await fetch(`${server.url}/__events/order.paid`, { method: 'DELETE', headers: AUTH })
+    expect([del.status, del.headers.get('allow')]).toEqual([405, 'GET, HEAD, POST'])
     const head = await fetch(`${server.url}/__events`, { method: 'HEAD', headers: AUTH })
     expect([head.status, await head.text()]).toEqual([200, ''])
     // /__events itself is read and written: its Allow says both.
@@ -138,5 +153,56 @@ describe('GET /__events', () => {
     const { status, body } = await list(server.url)
     expect(status).toBe(501)
     expect(body).toEqual({ code: 'NOT_IMPLEMENTED', error: expect.stringMatching(/run store keeps no list of events/) })
+  })
+})
+
+describe('GET /__events/<id>', () => {
+  it('answers one event with its data, its size, the runs it started and the waits it met', async () => {
+    const server = await start()
+    const waiting = await server.runtime.trigger('fulfil', { orderId: 'o-1' })
+    await until(async () => (await server.runtime.getRun(waiting.id))?.status === 'suspended')
+    const [paid] = await send(server.url, [{ name: 'order.paid', data: { orderId: 'o-1', note: 'déjà' }, id: 'evt/1' }])
+    await server.runtime.waitForRun(paid.runs[0].id)
+    await server.runtime.waitForRun(waiting.id)
+    const res = await fetch(`${server.url}/__events/${encodeURIComponent('evt/1')}`, { headers: AUTH })
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({
+      id: 'evt/1',
+      name: 'order.paid',
+      data: { orderId: 'o-1', note: 'déjà' },
+      time: expect.any(String),
+      size: new TextEncoder().encode(JSON.stringify({ orderId: 'o-1', note: 'déjà' })).length,
+      runs: [{ id: paid.runs[0].id, taskName: 'receipt', status: 'completed' }],
+      resumed: [waiting.id],
+    })
+  })
+
+  it('finds an event past the first page of the list', async () => {
+    const server = await start()
+    await send(server.url, [{ name: 'order.shipped', data: 'first', id: 'oldest' }])
+    for (let i = 0; i < 3; i++) {
+      await send(
+        server.url,
+        Array.from({ length: 100 }, (_, j) => ({ name: 'ping', id: `p${i}-${j}` })),
+      )
+    }
+    const res = await fetch(`${server.url}/__events/oldest`, { headers: AUTH })
+    expect(res.status).toBe(200)
+    expect(await res.json()).toMatchObject({ id: 'oldest', data: 'first', size: 7 })
+  })
+
+  it('an id the store does not hold is 404 EVENT_NOT_FOUND, saying why', async () => {
+    const server = await start()
+    await send(server.url, [{ name: 'order.shipped', id: 'held' }])
+    for (const id of ['missing', '%00']) {
+      const res = await fetch(`${server.url}/__events/${id}`, { headers: AUTH })
+      expect(res.status).toBe(404)
+      expect(await res.json()).toEqual({
+        code: 'EVENT_NOT_FOUND',
+        error: expect.stringMatching(/^No event ".+" is held: it was never sent, or the store no longer holds it/),
+      })
+    }
+    const nested = await fetch(`${server.url}/__events/a/b`, { headers: AUTH })
+    expect([nested.status, (await nested.json()).code]).toEqual([404, 'NOT_FOUND'])
   })
 })

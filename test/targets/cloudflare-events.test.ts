@@ -79,13 +79,15 @@ describe('events on cloudflare, through the tasks Durable Object', () => {
         {
           id: 'evt-cf',
           name: 'order.paid',
-          data: { orderId: 'o-1' },
+          size: 17,
           time: expect.any(String),
           runs: [{ id: started.id, taskName: 'receipt', status: 'completed' }],
           resumed: [waiting.body.id],
         },
       ],
     })
+    // The data comes with one event, not with the listing.
+    expect(await call('/__events/evt-cf')).toMatchObject({ status: 200, body: { id: 'evt-cf', data: { orderId: 'o-1' }, size: 17 } })
     const bad = await call('/__events?limit=500')
     expect(bad).toEqual({
       status: 400,
