@@ -20,6 +20,7 @@ import { flowKey, type TaskFlow } from '../runtime/tasks/flow.ts'
 import type { TaskDefinition } from '../runtime/tasks/definitions.ts'
 import { fnv1a } from '../runtime/hash.ts'
 import { cronInput } from '../runtime/tasks/scheduled-runs.ts'
+import { runIdShard } from '../runtime/tasks/ids.ts'
 
 /** Where a task's runs go: anywhere, by task name, or by the value of one key of their input. */
 export type TaskPlacement = { by: 'any' } | { by: 'task' } | { by: 'key'; path: string }
@@ -57,4 +58,17 @@ export function cronShard(def: TaskDefinition, shards: number): number {
 /** FNV-1a (32 bits) of `text`, modulo `shards`. */
 export function shardOf(text: string, shards: number): number {
   return shards === 1 ? 0 : fnv1a(text) % shards
+}
+
+/**
+ * The shard that holds run `id` (or token `id`, which starts with its
+ * run's id): the one its id names, else shard 0, which made the ids of an
+ * app without shards. `undefined` when the id names a shard past
+ * `shards`: no object made it, so no such run exists, and asking that
+ * shard's object would create it (a Durable Object exists once reached by
+ * its name).
+ */
+export function runHolder(id: string, shards: number): number | undefined {
+  const shard = runIdShard(id) ?? 0
+  return shard < shards ? shard : undefined
 }

@@ -8,8 +8,10 @@
  *   with neither, to the next shard in turn.
  * - `getRun`, `cancel`, `replay`, `waitForRun` and `completeToken` (whose
  *   token id begins with its run's id) go to the shard the run's id names
- *   (`runIdShard`: each object stamps its shard into the ids it makes). An
- *   id that names none was made before the app had shards, by shard 0.
+ *   (`runHolder`: each object stamps its shard into the ids it makes). An
+ *   id that names none was made before the app had shards, by shard 0; one
+ *   that names a shard past `shards` is an unknown run, answered without
+ *   waking an object.
  * - Listings ask every shard and merge (`shard-merge.ts`); events go to
  *   every shard, which each start the runs they own (`shard-events.ts`); a
  *   cron tick goes to the shards that fire its tasks (`cronShard`).
@@ -35,9 +37,9 @@ import type {
 } from '../types.ts'
 import { shardCall, type StubLike } from './rpc.ts'
 import { objectRuntime, type ObjectTaskRuntime } from './runtime-base.ts'
-import { cronShard, runShard, taskPlacement } from './shard-routing.ts'
+import { cronShard, runHolder, runShard, taskPlacement } from './shard-routing.ts'
 import { eventsWithIds } from './shard-events.ts'
-import { runIdShard } from '../runtime/tasks/ids.ts'
+import { RunNotFoundError } from '../runtime/errors.ts'
 import { cronInput } from '../runtime/tasks/scheduled-runs.ts'
 import { readsIn } from '../runtime/tasks/scheduler.ts'
 import { mergeCron, mergeEventPage, mergeRuns, mergeSent, mergeTasks } from './shard-merge.ts'
@@ -59,8 +61,20 @@ export function createShardedRuntime(
   let turn = Math.floor(Math.random() * shards)
   const nextShard = () => (turn = (turn + 1) % shards)
 
-  /** The shard run `id` (or a token id, which starts with it) lives in: the one its id names, else shard 0. */
-  const shardOfRun = (id: unknown) => (typeof id === 'string' ? (runIdShard(id) ?? 0) : 0)
+  /**
+   * Calls `method` with run `id` (or a token id) on the shard that holds
+   * it; an id that names a shard past `shards` is answered `missing()`, as
+   * an unknown run, without reaching any object. An id that is no string
+   * goes to shard 0, which refuses it as a lone object would.
+   */
+  function toRun<T>(id: unknown, method: string, args: unknown[], missing: () => T): Promise<T> {
+    const shard = typeof id === 'string' ? runHolder(id, shards) : 0
+    if (shard === undefined) return Promise.resolve().then(missing)
+    return call<T>(shard, method, id, ...args)
+  }
+  const notFound = (id: unknown) => () => {
+    throw new RunNotFoundError(id as string)
+  }
 
   /** The shard of a new run of `def`. */
   async function placeRun(def: TaskDefinition, payload: unknown, opts: TriggerOptions | null | undefined): Promise<number> {
@@ -167,13 +181,13 @@ export function createShardedRuntime(
   return objectRuntime(tasks, {
     trigger: trigger as ObjectTaskRuntime['trigger'],
     triggerMany: triggerMany as ObjectTaskRuntime['triggerMany'],
-    getRun: (id) => call(shardOfRun(id), 'getRun', id),
+    getRun: (id) => toRun(id, 'getRun', [], () => undefined),
     async listRuns(query?: RunQuery) {
       if (query !== undefined && (query === null || typeof query !== 'object')) return call(0, 'listRuns', query)
       return mergeRuns(await every<RunRecord[]>('listRunsById', query ?? {}), query?.limit)
     },
-    waitForRun: (id) => call(shardOfRun(id), 'waitForRun', id),
-    completeToken: (tokenId, payload) => call<CompleteTokenResult>(shardOfRun(tokenId), 'completeToken', tokenId, payload),
+    waitForRun: (id) => toRun(id, 'waitForRun', [], notFound(id)),
+    completeToken: (tokenId, payload) => toRun<CompleteTokenResult>(tokenId, 'completeToken', [payload], () => 'not_found'),
     sendEvent: async (name, data, options) => {
       if (options !== undefined && (options === null || typeof options !== 'object')) return call(0, 'sendEvent', name, data, options)
       const [sent] = await sendEvents([{ name, data, id: options?.id }], { options })
@@ -186,8 +200,8 @@ export function createShardedRuntime(
       const elsewhere = await Promise.all(all.slice(1).map((shard) => call<EventEffectsHere[]>(shard, 'eventEffects', ids)))
       return mergeEventPage(page, elsewhere, taskOrder)
     },
-    cancel: (id) => call(shardOfRun(id), 'cancel', id),
-    replay: (id) => call(shardOfRun(id), 'replay', id),
+    cancel: (id) => toRun(id, 'cancel', [], notFound(id)),
+    replay: (id) => toRun(id, 'replay', [], notFound(id)),
     listTasks: async () => mergeTasks(await every<TaskSummary[]>('listTasks')),
     async runScheduled(cron, timezone) {
       const firing = firingShards(cron, timezone)

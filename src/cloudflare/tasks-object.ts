@@ -258,7 +258,9 @@ function objectShard(
   const call = shardCall((to) => tasksStub(ns, to), shards)
   const peers: ShardPeers = {
     trigger: (to, name, payload, opts) => call(to, 'trigger', name, payload, opts),
-    getRun: (to, id) => call(to, 'getRun', id),
+    // A run id a handler passes on (`waitForRun`) may name a shard past
+    // `shards`: no object made it, and asking would create that object.
+    getRun: (to, id) => (to < shards ? call(to, 'getRun', id) : Promise.resolve(undefined)),
     childFinished: (to, child) => call(to, 'childFinished', child),
   }
   return {
