@@ -11,10 +11,14 @@
  *   over, that is, left running with no lease, which that process's sweep
  *   claims (the others' sweeps skip it: `skipped`);
  * - no live process serves it: the run follows `versionPolicy`. `migrate`
- *   moves it to the newest live version of its task (the one of the
- *   process registered last), recorded in `RunRecord.migrations`, and runs
- *   it here when that is this process's version, else hands it over;
- *   `fail` fails it with `RunVersionError`.
+ *   moves it forward to the newest live version of its task
+ *   (version-order.ts: by release number, else by when that version's
+ *   processes first registered, not by when the latest of them started,
+ *   so an old process restarted mid-rollout pulls no run back), recorded
+ *   in `RunRecord.migrations`, and runs it here when that is this
+ *   process's version, else hands it over. With no live version ahead of
+ *   the run's, it stays as it is, for a process of its version or a newer
+ *   one to take; `fail` fails it with `RunVersionError`.
  *
  * A process registers the versions it serves (`SharedWork.register`) as it
  * starts, and again on every lease renewal; one not heard from for
@@ -25,6 +29,7 @@ import { RunVersionError } from '../errors.ts'
 import { describe } from '../describe.ts'
 import type { TaskDefinition } from '../types/task-definition.ts'
 import type { LiveVersions, RunStore, SharedWork } from './store.ts'
+import { forwardVersion } from './version-order.ts'
 
 export type VersionPolicy = 'migrate' | 'fail'
 
@@ -57,7 +62,7 @@ export type VersionCheck =
   | { kind: 'hand-over' }
   /** `versionPolicy: 'fail'`: the run is to fail with `error`, as an attempt that failed for good. */
   | { kind: 'fail'; error: string }
-  /** The run is no longer running: nothing to do. */
+  /** The run is no longer running, or waits as it is for a live version at or past its own: nothing to do here. */
   | { kind: 'done' }
 
 export interface RunVersionsOptions {
@@ -76,6 +81,8 @@ export class RunVersions {
   readonly #tasks: ReadonlyMap<string, TaskDefinition>
   readonly #policy: VersionPolicy
   readonly #logger: Logger
+  /** Runs said to wait for a newer version, so a sweep that finds them again and again warns once. */
+  readonly #waiting = new Set<string>()
   /** The `task@version` keys this process serves; empty when no task has a version. */
   readonly served: readonly string[]
 
@@ -133,7 +140,18 @@ export class RunVersions {
     const others = live.filter((entry) => entry.owner !== this.#owner)
     if (others.some((entry) => entry.versions.includes(versionKey(run.taskName, from)))) return { kind: 'hand-over' }
     if (this.#policy === 'fail') return { kind: 'fail', error: new RunVersionError(run.id, run.taskName, from).message }
-    const to = newestVersion(live, run.taskName) ?? mine
+    const past = (run.migrations ?? []).map((migration) => migration.from)
+    const to = forwardVersion(from, past, registrationOrder(live, run.taskName, mine))
+    if (to === undefined) {
+      if (!this.#waiting.has(run.id)) {
+        this.#waiting.add(run.id)
+        this.#logger.warn(
+          `[svc] task "${run.taskName}": run ${run.id} started on version ${from}, which no live process serves any more, and no live version is newer; it waits for a process of ${from} or a newer version`,
+        )
+      }
+      return { kind: 'done' }
+    }
+    this.#waiting.delete(run.id)
     const migration: RunMigration = { from, to, at: new Date().toISOString() }
     const moved = await this.#store.updateRun(
       run.id,
@@ -148,14 +166,21 @@ export class RunVersions {
   }
 }
 
-/** The version of `taskName` that the newest of the live processes serves (they come newest first). */
-function newestVersion(live: readonly LiveVersions[], taskName: string): string | undefined {
+/**
+ * The versions of `taskName` that live processes serve, by when the
+ * earliest of the processes serving each registered (`live` comes newest
+ * first), earliest first. `mine` is this process's, live as it asks.
+ */
+function registrationOrder(live: readonly LiveVersions[], taskName: string, mine: string): string[] {
   const prefix = `${taskName}@`
-  for (const entry of live) {
-    const key = entry.versions.find((candidate) => candidate.startsWith(prefix))
-    if (key !== undefined) return key.slice(prefix.length)
+  const order: string[] = []
+  for (let i = live.length - 1; i >= 0; i--) {
+    const key = live[i].versions.find((candidate) => candidate.startsWith(prefix))
+    const version = key?.slice(prefix.length)
+    if (version !== undefined && !order.includes(version)) order.push(version)
   }
-  return undefined
+  if (!order.includes(mine)) order.push(mine)
+  return order
 }
 
 /** The version policy of `createTaskRuntime`, from its option or `SVC_VERSION_POLICY`. */
