@@ -7,7 +7,7 @@ import * as v from 'valibot'
 import { afterEach, describe, expect, it } from 'vitest'
 import { SqliteRunStore, startSvcServer, type SvcServer } from '../../src/node.ts'
 import { enqueueManyOverHttp } from '../../src/runtime/tasks/client.ts'
-import { MAX_BATCH_ITEMS } from '../../src/runtime/tasks/batch.ts'
+import { batchItemKey, MAX_BATCH_ITEMS } from '../../src/runtime/tasks/batch.ts'
 import { MemoryRunStore } from '../../src/runtime/tasks/memory-store.ts'
 import type { BatchItem, RunRecord } from '../../src/types.ts'
 import { sqliteFiles } from '../node/_sqlite-files.ts'
@@ -37,7 +37,7 @@ describe('triggerMany', () => {
     })
   }
 
-  it('with an idempotency key, gives item i the key <key>:<i>: the same batch sent again starts nothing more', async () => {
+  it("with an idempotency key, gives item i a key of svc's own made from the key and i: the same batch sent again starts nothing more", async () => {
     const rt = runtime([double], { store: new SqliteRunStore({ path: dbFile() }) })
     const first = await rt.triggerMany('math.double', [{ n: 1 }, { n: 2 }], { idempotencyKey: 'import-7' })
     const again = await rt.triggerMany('math.double', [{ n: 1 }, { n: 2 }, { n: 3 }], { idempotencyKey: 'import-7' })
@@ -47,7 +47,7 @@ describe('triggerMany', () => {
         .map((item) => item.id),
     ).toEqual(started(first).map((item) => item.id))
     const runs = await rt.listRuns({ taskName: 'math.double' })
-    expect(runs.map((run) => run.idempotencyKey).sort()).toEqual(['import-7:0', 'import-7:1', 'import-7:2'])
+    expect(runs.map((run) => run.idempotencyKey).sort()).toEqual([0, 1, 2].map((i) => batchItemKey('import-7', i)))
   })
 
   it('delays every run with delaySeconds, and answers STORE_FULL for the runs past the bound while the others start', async () => {
@@ -103,8 +103,8 @@ describe('POST /__tasks/<name>/batch and enqueueMany over HTTP', () => {
     expect(items.map((item) => item.ok)).toEqual([true, false, true])
     const runs = await Promise.all(started(items).map((item) => server!.runtime.waitForRun(item.id)))
     expect(runs.map((run: RunRecord) => [run.result, run.idempotencyKey])).toEqual([
-      [2, 'b-1:0'],
-      [4, 'b-1:2'],
+      [2, batchItemKey('b-1', 0)],
+      [4, batchItemKey('b-1', 2)],
     ])
 
     const post = (body: string, name = 'math.double') =>

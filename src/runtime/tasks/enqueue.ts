@@ -33,7 +33,8 @@ import { checkEnqueueOptions } from './options.ts'
  *
  * Options are checked first: a `TypeError` or `RangeError` names the bad
  * one (`delaySeconds` from 0 to `MAX_DELAY_SECONDS`, a non-blank
- * `idempotencyKey` of at most `MAX_IDEMPOTENCY_KEY_LENGTH` characters).
+ * `idempotencyKey` of at most `MAX_IDEMPOTENCY_KEY_LENGTH` characters that
+ * does not start with a control character).
  * Rejects with `ValidationError`, `TaskNotFoundError` or `StoreFullError` in-process, and with
  * `HttpError` over HTTP: the answer's status and error text for a non-2xx
  * answer, status 0 (code `NETWORK_ERROR`, the failure in `cause`) when the
@@ -60,8 +61,8 @@ export async function enqueue(taskName: string, payload?: unknown, opts?: Enqueu
  * in order: `{ ok: true, id, status }` or `{ ok: false, error, code,
  * details? }` (a payload that failed validation, say); one bad payload
  * does not stop the others. `opts` applies to every run; with an
- * `idempotencyKey`, item `i` gets `<key>:<i>`, so the same batch sent again
- * starts nothing more.
+ * `idempotencyKey`, item `i` gets a key of svc's own made from the key and
+ * `i` (`batchItemKey`), so the same batch sent again starts nothing more.
  *
  * In-process when a task runtime is active in this process; otherwise it
  * POSTs the payloads as a JSON array to `/__tasks/<name>/batch` on the

@@ -2,7 +2,7 @@
  * Sending events: each event starts one run of every task whose `on`
  * names it (docs/events.md). Exactly once per (task, event id), whatever
  * the number of sends or processes: the run carries the idempotency key
- * `event:<id>`, which every store holds to one run per task, so sending an
+ * `eventRunKey(id)`, which every store holds to one run per task, so sending an
  * id again answers with the runs it started the first time.
  *
  * An event whose data does not fit a task's `input` still leaves a trace
@@ -19,11 +19,16 @@ import { describe } from '../describe.ts'
 import { validateTaskInput } from '../schema.ts'
 import { errorMessage } from '../errors.ts'
 import { eventIdProblem, eventNameProblem } from '../events/rules.ts'
+import { svcRunKey } from './ids.ts'
 import { type EventSchemas, eventData } from '../events/schemas.ts'
 
-/** The idempotency key of the run event `id` starts, per task. */
+/**
+ * The idempotency key of the run event `id` starts, per task: a key of
+ * svc's own (`svcRunKey`), which no trigger's key can equal, so no trigger
+ * takes the place of the event's run with an input of its own.
+ */
 export function eventRunKey(id: string): string {
-  return `event:${id}`
+  return svcRunKey('event', id)
 }
 
 /** Most events one `sendEvents` call (or one `POST /__events`) may carry. */

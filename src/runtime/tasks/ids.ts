@@ -91,12 +91,26 @@ export function tokenIdFor(runId: string, stepKey: string): string {
 }
 
 /**
+ * The first character of every idempotency key svc makes for a run (an
+ * event's, a batch item's, a child's): U+001F, a control character. A key
+ * a caller gives may not start with one (`checkIdempotencyKey`), so it can
+ * never equal a key svc makes and take the place of the run svc starts
+ * under it. Keys stored by releases before this one lack it.
+ */
+export const SVC_KEY_MARK = '\u001f'
+
+/** A key of svc's own for a run: the mark, a tag naming what made it, then the parts that make it unique. */
+export function svcRunKey(tag: 'event' | 'batch' | 'step', rest: string): string {
+  return `${SVC_KEY_MARK}${tag}:${rest}`
+}
+
+/**
  * The idempotency key of a child run started by `step.enqueue` or
  * `step.waitForTask` without an explicit one: a replay finds the child it
  * already started instead of starting another.
  */
 export function childIdempotencyKey(parentRunId: string, stepKey: string): string {
-  return `step:${parentRunId}:${stepKey}`
+  return svcRunKey('step', `${parentRunId}:${stepKey}`)
 }
 
 /**

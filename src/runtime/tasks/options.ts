@@ -10,6 +10,7 @@
  */
 import type { EnqueueOptions, RunTrace, RunTrigger, TriggerOptions } from '../types/runs.ts'
 import { describe } from '../describe.ts'
+import { batchKeyOf } from './batch.ts'
 import { childIdempotencyKey } from './ids.ts'
 
 /**
@@ -71,11 +72,7 @@ export function checkTriggerOptions(opts: TriggerOptions | undefined, call: stri
   const { delaySeconds = 0, idempotencyKey, trigger = 'manual', parentRunId, trace, priority } = opts
   checkDelaySeconds(delaySeconds, where)
   checkPriority(priority, where)
-  // The key derived for a child run (`step:<parent>:<step key>`) grows with
-  // the step key; the length limit is for keys that callers choose.
-  const derived =
-    parentRunId !== undefined && typeof idempotencyKey === 'string' && idempotencyKey.startsWith(childIdempotencyKey(parentRunId, ''))
-  checkIdempotencyKey(idempotencyKey, where, idempotencyKey, derived ? Infinity : MAX_IDEMPOTENCY_KEY_LENGTH)
+  checkTriggerKey(idempotencyKey, parentRunId, call, where)
   if (!TRIGGERS.includes(trigger)) {
     throw new TypeError(`${where()}: trigger must be one of ${TRIGGERS.join(', ')} (got ${describe(trigger)})`)
   }
@@ -86,6 +83,27 @@ export function checkTriggerOptions(opts: TriggerOptions | undefined, call: stri
     throw new TypeError(`${where()}: trace must be { traceparent, tracestate? } (got ${describe(trace)})`)
   }
   return { delaySeconds, idempotencyKey, trigger, parentRunId, trace, priority }
+}
+
+/**
+ * The key of `TriggerOptions`: a caller's, under `checkIdempotencyKey`, or
+ * one of the two keys of svc's own that reach a runtime by `trigger`. A
+ * child's (`childIdempotencyKey`, with its `parentRunId`), which comes
+ * from another shard when the child's place is there; and, on `trigger`
+ * alone, a batch item's, which a runtime that spreads a batch over shards
+ * sends item by item. Those grow with the step key or the batch key; the
+ * length limit is for keys that callers choose.
+ */
+function checkTriggerKey(key: unknown, parentRunId: unknown, call: string, where: () => string): void {
+  if (typeof key === 'string') {
+    if (typeof parentRunId === 'string' && key.startsWith(childIdempotencyKey(parentRunId, ''))) return
+    const batchKey = call === 'trigger' ? batchKeyOf(key) : undefined
+    if (batchKey !== undefined) {
+      checkIdempotencyKey(batchKey, where)
+      return
+    }
+  }
+  checkIdempotencyKey(key, where)
 }
 
 /** Validates the `EnqueueOptions` a caller passed to `where` (such as `ctx.step.enqueue("key")`). */
@@ -124,14 +142,12 @@ export function checkDelaySeconds(value: unknown, where: () => string, shown: un
 /**
  * `idempotencyKey`: absent, or a string with a character other than
  * whitespace (HTTP strips the whitespace around a header value, so a blank
- * key could not travel) of at most `MAX_IDEMPOTENCY_KEY_LENGTH` characters.
+ * key could not travel) of at most `MAX_IDEMPOTENCY_KEY_LENGTH` characters,
+ * that does not start with a control character (tab aside): the keys svc makes for
+ * runs start with one (`SVC_KEY_MARK`), and a caller's key must never
+ * equal one of them.
  */
-export function checkIdempotencyKey(
-  value: unknown,
-  where: () => string,
-  shown: unknown = value,
-  maxLength = MAX_IDEMPOTENCY_KEY_LENGTH,
-): void {
+export function checkIdempotencyKey(value: unknown, where: () => string, shown: unknown = value): void {
   if (value === undefined) return
   if (typeof value !== 'string' || value === '') {
     throw new TypeError(`${where()}: idempotencyKey must be a non-empty string (got ${describe(shown)})`)
@@ -139,7 +155,24 @@ export function checkIdempotencyKey(
   if (value.trim() === '') {
     throw new TypeError(`${where()}: idempotencyKey must contain a character other than whitespace (got ${describe(shown)})`)
   }
-  if (value.length > maxLength) {
-    throw new RangeError(`${where()}: idempotencyKey must be at most ${maxLength} characters (got ${value.length} characters)`)
+  if (startsWithControl(value)) {
+    throw new TypeError(
+      `${where()}: idempotencyKey must not start with a control character (U+0000 to U+001F but tab, or U+007F), which marks the keys svc makes itself; drop or replace it (got ${describe(shown)})`,
+    )
   }
+  if (value.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+    throw new RangeError(
+      `${where()}: idempotencyKey must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters (got ${value.length} characters)`,
+    )
+  }
+}
+
+/**
+ * A C0 control or DEL first. Tab is left to the whitespace rules: a tab
+ * around a key is whitespace HTTP strips, and `enqueue` over HTTP refuses
+ * it as such.
+ */
+function startsWithControl(key: string): boolean {
+  const code = key.charCodeAt(0)
+  return (code < 0x20 && code !== 0x09) || code === 0x7f
 }

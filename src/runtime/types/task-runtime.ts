@@ -35,8 +35,9 @@ export interface TaskRuntime {
    * 10,000), recorded together: one write on every store. Each payload is
    * validated on its own, and resolves to one `BatchItem` per payload, in
    * order: the run it started, or why none did. `opts` applies to every
-   * run; an `idempotencyKey` becomes `<key>:<index>` for each item, so the
-   * same batch sent again starts nothing more. Throws for a bad task name,
+   * run; an `idempotencyKey` gives each item a key of svc's own made from
+   * it and the item's index (`batchItemKey`), so the same batch sent again
+   * starts nothing more. Throws for a bad task name,
    * a batch too large or bad options (docs/tasks.md "Starting many runs").
    */
   triggerMany<N extends string>(name: TaskNameArg<N>, payloads: readonly TaskInput<N>[], opts?: TriggerOptions): Promise<BatchItem[]>
