@@ -111,6 +111,7 @@ export async function openAppServer(options: SvcServerOptions, { where, response
       store: options.store ?? opened?.store,
       closeStore: opened?.close,
       maxPayloadBytes: options.maxPayloadBytes,
+      maxConcurrentRuns: options.maxConcurrentRuns,
       telemetry,
       // A development server prints what runs log, with their task and run id.
       printRunLogs: options.dev ?? env.NODE_ENV === 'development',

@@ -25,6 +25,7 @@ export interface RuntimeLifecycleOptions {
     store?: TaskRuntime['store']
     closeStore?: () => Promise<void>
     maxPayloadBytes?: number
+    maxConcurrentRuns?: number
     telemetry?: Telemetry
     /** Print each entry a run logs (`ctx.log`), as a development server does. */
     printRunLogs?: boolean
@@ -63,9 +64,9 @@ export interface RuntimeLifecycle {
 export function createRuntimeLifecycle(options: RuntimeLifecycleOptions): RuntimeLifecycle {
   const { env, logger } = options
   const owned = options.runtime === undefined
-  const { maxPayloadBytes, telemetry, printRunLogs } = options.create
+  const { maxPayloadBytes, maxConcurrentRuns, telemetry, printRunLogs } = options.create
   const build = (routes: RuntimeApiRoute[], events: EventSchemas | undefined, store: TaskRuntime['store'] | undefined) =>
-    createTaskRuntime({ routes, events, store, env, logger, maxPayloadBytes, telemetry, printRunLogs })
+    createTaskRuntime({ routes, events, store, env, logger, maxPayloadBytes, maxConcurrentRuns, telemetry, printRunLogs })
   let runtime: TaskRuntime = options.runtime ?? build(options.create.routes, options.create.events, options.create.store)
   const cronDisabled = isEnabled(env[DISABLE_CRON_ENV])
 

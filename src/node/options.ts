@@ -125,6 +125,13 @@ export interface SvcServerOptions {
    */
   maxPayloadBytes?: number
   /**
+   * Most handlers the runtime the server creates runs at once; runs past
+   * it wait their turn (see `TaskRuntimeOptions.maxConcurrentRuns`).
+   * Ignored with `runtime`.
+   * @default 100
+   */
+  maxConcurrentRuns?: number
+  /**
    * Environment: SVC_TASK_SECRET, NODE_ENV, HOST,
    * SVC_DISABLE_IN_PROCESS_CRON.
    * @default process.env

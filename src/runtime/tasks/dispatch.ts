@@ -46,6 +46,7 @@ import type { StepHost } from './steps.ts'
 import { hasSteps, type RunStore, type SharedWork } from './store.ts'
 import type { ExecutionEnd, Telemetry } from '../telemetry/types.ts'
 import type { RunVersions } from './versions.ts'
+import { DEFAULT_MAX_CONCURRENT_RUNS, HandlerSlots } from './handler-slots.ts'
 
 export interface DispatcherOptions extends OutcomeRecorderOptions {
   /** What the steps of every attempt reach. */
@@ -57,6 +58,8 @@ export interface DispatcherOptions extends OutcomeRecorderOptions {
   telemetry?: Telemetry | undefined
   /** Whether a run's version is this process's to run (versions.ts). */
   versions: RunVersions
+  /** Most handlers running at once (handler-slots.ts). @default DEFAULT_MAX_CONCURRENT_RUNS */
+  maxConcurrentRuns?: number
 }
 
 export class Dispatcher {
@@ -76,6 +79,8 @@ export class Dispatcher {
   readonly #invoker: Invoker<InFlight>
   /** Interrupted runs, to dispatch again once the store can read them. */
   readonly #redispatch: Redispatch
+  /** The cap on handlers running at once, and the runs that wait for one. */
+  readonly #slots: HandlerSlots
   /** At `close()`: the runs whose outcome was being written, whose leases stay to lapse. */
   #kept: string[] = []
   #closed = false
@@ -89,6 +94,7 @@ export class Dispatcher {
     this.#owner = options.owner
     this.#telemetry = options.telemetry
     this.#versions = options.versions
+    this.#slots = new HandlerSlots(options.maxConcurrentRuns ?? DEFAULT_MAX_CONCURRENT_RUNS)
     this.#redispatch = new Redispatch({
       store: options.store,
       logger: options.logger,
@@ -225,6 +231,7 @@ export class Dispatcher {
     this.#kept = [...this.#inFlight.values()].filter((entry) => entry.writing && entry.leased).map((entry) => entry.id)
     this.#outcomes.close()
     for (const entry of this.#inFlight.values()) entry.handle?.abort('The task runtime closed during this attempt')
+    this.#slots.close()
     this.#timeouts.clear()
     this.#redispatch.close()
   }
@@ -269,9 +276,22 @@ export class Dispatcher {
     }
   }
 
-  /** Calls the handler of `def` for `run`, in an execution span with telemetry. */
+  /** Calls the handler of `def` for `run` once a slot of `maxConcurrentRuns` is free. */
   #invoke(entry: InFlight, def: TaskDefinition, run: RunRecord): void {
+    if (entry.stopped) {
+      this.#releaseDispatch(entry)
+      return
+    }
+    this.#slots.take(run.priority ?? 0, () => {
+      entry.slot = true
+      this.#invokeNow(entry, def, run)
+    })
+  }
+
+  /** Calls the handler of `def` for `run`, in an execution span with telemetry. */
+  #invokeNow(entry: InFlight, def: TaskDefinition, run: RunRecord): void {
     try {
+      // Cancelled, or taken over, while it waited for its slot.
       if (entry.stopped) {
         this.#releaseDispatch(entry)
         return
@@ -294,6 +314,7 @@ export class Dispatcher {
   #attemptEnded(entry: InFlight, outcome: InvocationOutcome): void {
     // From here, a waiter must look at the store.
     entry.handle = undefined
+    this.#freeSlot(entry)
     if (entry.span !== undefined) {
       entry.span.end(executionEnd(entry, outcome))
       entry.span = undefined
@@ -398,8 +419,16 @@ export class Dispatcher {
     this.#redispatch.later(entry.id, entry.taskName)
   }
 
+  /** The handler of `entry` is done, or never ran: its slot goes to the next run waiting for one. */
+  #freeSlot(entry: InFlight): void {
+    if (!entry.slot) return
+    entry.slot = false
+    this.#slots.free()
+  }
+
   /** Removes the run's entry, and dispatches the run again if something asked for it meanwhile. */
   #removeEntry(entry: InFlight): void {
+    this.#freeSlot(entry)
     this.#inFlight.delete(entry.id)
     if (!entry.again) {
       entry.finish()

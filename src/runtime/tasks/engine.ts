@@ -91,6 +91,8 @@ export class TaskEngine {
     unrefTimers: boolean
     /** @default DEFAULT_MAX_PAYLOAD_BYTES */
     maxPayloadBytes?: number
+    /** Most handlers running at once (handler-slots.ts). */
+    maxConcurrentRuns?: number
     /** The app's event schemas, which check the data of the events sent through this engine. */
     eventSchemas?: EventSchemas
     /** Where spans, metrics and log records go (`otelTelemetry`); none by default. */
@@ -178,6 +180,7 @@ export class TaskEngine {
       owner,
       telemetry,
       unrefTimers,
+      maxConcurrentRuns: options.maxConcurrentRuns,
     })
     const sharedWork = shared && Claims && new Claims({ shared, owner, logger, unrefTimers, dispatch, waitpoints, waiters, flow, versions })
     this.#waitpoints = waitpoints

@@ -30,6 +30,8 @@ export class InFlight {
    * attempt is aborted and nothing it ends with is recorded.
    */
   stopped = false
+  /** Its handler holds a slot of `maxConcurrentRuns` (handler-slots.ts). */
+  slot = false
   /** The attempt is over and how it ended is being written (outcome-writes.ts). */
   writing = false
   /** The run's end is written and its waiters answered: a later waiter reads the store. */

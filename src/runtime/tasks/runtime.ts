@@ -61,6 +61,16 @@ export interface TaskRuntimeOptions {
    */
   maxPayloadBytes?: number
   /**
+   * Most handlers this runtime runs at once. Runs past it (a batch of
+   * 10,000 items, an event that starts many tasks' runs) wait their turn,
+   * in the store as `running`, and start as handlers end: higher priority
+   * first, then the one that waited longest. Note: a handler that waits
+   * on another run in memory, rather than through `ctx.step.waitForTask`,
+   * still holds its slot.
+   * @default 100
+   */
+  maxConcurrentRuns?: number
+  /**
    * Reads the schedules: checks each one in full at start, says when it
    * next fires, and fires it while `startScheduler()` runs. Without one, a
    * schedule is only checked for its five fields, `scheduledJobs()` has no
@@ -157,6 +167,12 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
     throw new TypeError(`createTaskRuntime(): unrefTimers must be a boolean (got ${describe(unref)})`)
   }
   const maxPayloadBytes = checkMaxPayloadBytes(options.maxPayloadBytes, 'createTaskRuntime()')
+  const { maxConcurrentRuns } = options
+  if (maxConcurrentRuns !== undefined && !(Number.isInteger(maxConcurrentRuns) && maxConcurrentRuns > 0)) {
+    throw new RangeError(
+      `createTaskRuntime(): maxConcurrentRuns must be a positive whole number of runs (got ${describe(maxConcurrentRuns)})`,
+    )
+  }
   const store = options.store ?? new MemoryRunStore({ maxRuns: options.maxRuns })
   const clock = options.cron
   if (clock !== undefined && (clock === null || typeof clock.start !== 'function')) {
@@ -183,6 +199,7 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
     logger,
     unrefTimers: unref,
     maxPayloadBytes,
+    maxConcurrentRuns,
     sharedWork,
     eventSchemas: options.events,
     telemetry,
