@@ -68,8 +68,11 @@ describe('POST /__events', () => {
   it('answers 401 without the secret, 405 to other methods and 415 to a body that is not JSON', async () => {
     const server = await start()
     expect((await post(`${server.url}/__events/order.paid`, {}, { 'content-type': 'application/json' })).status).toBe(401)
+    // A GET there reads the event of that id (GET /__events/<id>): none was sent.
     const got = await fetch(`${server.url}/__events/order.paid`, { headers: AUTH })
-    expect([got.status, got.headers.get('allow')]).toEqual([405, 'POST'])
+    expect([got.status, ((await got.json()) as { code: string }).code]).toEqual([404, 'EVENT_NOT_FOUND'])
+    const put = await fetch(`${server.url}/__events/order.paid`, { method: 'PUT', headers: AUTH, body: '{}' })
+    expect([put.status, put.headers.get('allow')]).toEqual([405, 'GET, HEAD, POST'])
     const text = await fetch(`${server.url}/__events/order.paid`, {
       method: 'POST',
       headers: { ...AUTH, 'content-type': 'text/plain' },
