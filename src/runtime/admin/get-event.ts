@@ -18,6 +18,7 @@ import { MAX_EVENTS_LIMIT } from '../tasks/event-list.ts'
 import { eventIdProblem } from '../events/rules.ts'
 import { dataSize } from './event-summary.ts'
 import { EVENTS_PREFIX } from './send-events.ts'
+import { decodeSegment } from '../http/path.ts'
 
 /** The answer to `GET /__events/<segment>`: the event whose id `segment` encodes, or 404. */
 export async function eventResponse(runtime: TaskRuntime, R: ResponseClass, segment: string, pathname: string): Promise<Response> {
@@ -29,7 +30,7 @@ export async function eventResponse(runtime: TaskRuntime, R: ResponseClass, segm
       `No such path: ${pathname}. Read an event with GET ${EVENTS_PREFIX}/<id>, percent-encoding any '/' in the id`,
     )
   }
-  const id = decode(segment)
+  const id = decodeSegment(segment)
   const event = eventIdProblem(id) === null ? await findEvent(runtime, id) : undefined
   if (!event) {
     return jsonError(
@@ -57,12 +58,4 @@ async function findEvent(runtime: TaskRuntime, id: string): Promise<ListedEvent 
     cursor = page.cursor
   } while (cursor !== undefined)
   return undefined
-}
-
-function decode(segment: string): string {
-  try {
-    return decodeURIComponent(segment)
-  } catch {
-    return segment
-  }
 }

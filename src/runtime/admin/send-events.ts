@@ -16,7 +16,7 @@ import type { EnvLike } from '../env.ts'
 import type { Logger } from '../types/logger.ts'
 import { internalError, jsonError, knownErrorResponse, methodNotAllowed } from '../http/errors.ts'
 import type { ResponseClass } from '../http/types.ts'
-import { trimTrailingSlashes } from '../http/path.ts'
+import { decodeSegment, trimTrailingSlashes } from '../http/path.ts'
 import { readJsonBody } from '../http/body.ts'
 import { describe } from '../describe.ts'
 import { authorize, type LoopbackExemption } from './auth.ts'
@@ -72,7 +72,7 @@ export function createSendEventsHandler(options: SendEventsOptions) {
         `No such path: ${pathname}. Send an event with POST ${EVENTS_PREFIX}/<name>, percent-encoding any '/' in the name`,
       )
     }
-    const name = decode(segment)
+    const name = decodeSegment(segment)
     const id = request.headers.get('idempotency-key') ?? undefined
     return json(202, await runtime.sendEvent(name, value, { id }))
   }
@@ -90,13 +90,5 @@ export function createSendEventsHandler(options: SendEventsOptions) {
       logger.error(`[svc] ${request.method} ${pathname} failed:`, error)
       return internalError(R, error, dev)
     }
-  }
-}
-
-function decode(segment: string): string {
-  try {
-    return decodeURIComponent(segment)
-  } catch {
-    return segment
   }
 }

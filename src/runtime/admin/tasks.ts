@@ -33,7 +33,7 @@
 import type { Logger, RequestInfo, RunTrace, TaskRuntime, TriggerOptions } from '../types.ts'
 import { internalError, jsonError, knownErrorResponse, methodNotAllowed } from '../http/errors.ts'
 import type { ResponseClass } from '../http/types.ts'
-import { trimTrailingSlashes } from '../http/path.ts'
+import { decodeSegment, trimTrailingSlashes } from '../http/path.ts'
 import { readJsonBody } from '../http/body.ts'
 import { enqueueOptionsFromHeaders } from '../tasks/client.ts'
 import { MAX_BATCH_ITEMS } from '../tasks/batch.ts'
@@ -268,11 +268,3 @@ function streamedRun(pathname: string): string | undefined {
 }
 
 const SURFACE_WORDS = new Set(['runs', 'events', 'tokens'])
-
-function decodeSegment(segment: string): string {
-  try {
-    return decodeURIComponent(segment)
-  } catch {
-    return segment
-  }
-}

@@ -65,3 +65,12 @@ export function trimTrailingSlashes(path: string): string {
 export function toHonoPath(path: string): string {
   return path.replace(/:([A-Za-z_$][\w$]*)\*(?=\/|$)/g, ':$1{.+}')
 }
+
+/** A path segment percent-decoded, or as it came when it is no valid encoding (`decodeURIComponent` would throw). */
+export function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}
