@@ -48,6 +48,8 @@ const SIDEWAYS = {
   node: ['postgres'],
   // The Bun and Deno servers reuse the Node server's parts that only use what Bun and Deno implement.
   serve: ['node'],
+  // The dashboard reads the run-change stream with svc/client's reader of event streams.
+  dashboard: ['client'],
 }
 
 /**

@@ -4,6 +4,7 @@
  * `Authorization: Bearer`, so the event stream is read with fetch():
  * EventSource cannot send headers.
  */
+import { EventStreamReader } from '../client/event-stream.ts'
 
 const SECRET_KEY = 'svc.taskSecret'
 
@@ -72,23 +73,12 @@ export async function watchEvents(
       onState(true)
       delay = 500
       const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
-      let buffer = ''
+      // svc/client's reader: linear in what arrives, however the network cuts it.
+      const events = new EventStreamReader()
       for (;;) {
         const { value, done } = await reader.read()
         if (done) break
-        buffer += value.replace(/\r\n?/g, '\n')
-        let end = buffer.indexOf('\n\n')
-        while (end !== -1) {
-          const data = buffer
-            .slice(0, end)
-            .split('\n')
-            .filter((line) => line.startsWith('data:'))
-            .map((line) => line.slice(5).trimStart())
-            .join('\n')
-          buffer = buffer.slice(end + 2)
-          if (data) onEvent(JSON.parse(data) as RunEvent)
-          end = buffer.indexOf('\n\n')
-        }
+        for (const event of events.push(value)) onEvent(JSON.parse(event.data) as RunEvent)
       }
     } catch {
       // Reconnect below, unless the page stopped watching.

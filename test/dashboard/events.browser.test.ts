@@ -162,9 +162,11 @@ describe('the Events view of the dashboard', () => {
       await new Promise((resolve) => setTimeout(resolve, 25))
     }
     await new Promise((resolve) => setTimeout(resolve, 1200))
+    // Counted, not timed apart: the page's requests reach this process
+    // with jitter, but once a second over the whole burst is a bound on
+    // their number (unthrottled, each 50 ms batch of changes read it).
+    const seconds = (Date.now() - began) / 1000
     expect(listed.length).toBeGreaterThanOrEqual(2)
-    expect(listed.length).toBeLessThanOrEqual(5)
-    const gaps = listed.slice(1).map((at, i) => at - listed[i])
-    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(900)
+    expect(listed.length).toBeLessThanOrEqual(Math.floor(seconds) + 1)
   })
 })
