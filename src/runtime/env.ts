@@ -26,3 +26,8 @@ export function stringBindings(env: unknown): EnvLike {
   }
   return out
 }
+
+/** Whether `env` is a development or test environment (`NODE_ENV`), where svc relaxes what only a development machine may. */
+export function isDevelopmentEnv(env: EnvLike): boolean {
+  return env.NODE_ENV === 'development' || env.NODE_ENV === 'test'
+}

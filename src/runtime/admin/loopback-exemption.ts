@@ -6,14 +6,14 @@
  * `createSvcHandler` passes it to them; the Cloudflare worker, which
  * reports none, leaves it out of its bundle.
  */
+import { isDevelopmentEnv } from '../env.ts'
 import { jsonError } from '../http/errors.ts'
 import type { ResponseClass } from '../http/types.ts'
 import { type LoopbackExemption, NO_SECRET, SECRET_NAMES, unauthorized } from './auth.ts'
 import { foreignRequestProblem, isLoopback } from './loopback.ts'
 
 export const loopbackExemption: LoopbackExemption = (request, peer, env, R) => {
-  const nodeEnv = env.NODE_ENV
-  if ((nodeEnv === 'development' || nodeEnv === 'test') && isLoopback(peer)) {
+  if (isDevelopmentEnv(env) && isLoopback(peer)) {
     const problem = foreignRequestProblem(request)
     return problem === undefined ? undefined : forbidden(R, problem)
   }

@@ -12,7 +12,7 @@
  * secret), it is a warning, printed once per process: a dev server is
  * rebuilt on every change, and one notice is enough.
  */
-import type { EnvLike } from '../env.ts'
+import { type EnvLike, isDevelopmentEnv } from '../env.ts'
 import type { Logger } from '../types.ts'
 import { taskSecret, taskSecretProblem } from '../rules.ts'
 
@@ -28,12 +28,8 @@ export function checkTaskSecretStrength(env: EnvLike, dev: boolean, where: strin
   const secret = taskSecret(env)
   const problem = secret === undefined ? null : taskSecretProblem(secret)
   if (problem === null) return
-  if (!isDevelopment(env, dev)) throw new RangeError(`${where}: ${problem}`)
+  if (!dev && !isDevelopmentEnv(env)) throw new RangeError(`${where}: ${problem}`)
   if (warned) return
   warned = true
   logger.warn(`[svc] ${problem}. It is allowed in development only: a production server refuses to start with it`)
-}
-
-function isDevelopment(env: EnvLike, dev: boolean): boolean {
-  return dev || env.NODE_ENV === 'development' || env.NODE_ENV === 'test'
 }
