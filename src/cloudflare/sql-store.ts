@@ -54,6 +54,7 @@ import {
   noteEventEffectsSql,
   putEventSql,
 } from '../runtime/tasks/sql/events.ts'
+import { prefixTables } from '../runtime/tasks/sql/namespace.ts'
 import { runProcedure, type SqlRunner } from '../runtime/tasks/sql/procedure.ts'
 import { runSqlTransaction } from '../runtime/tasks/sql/transaction.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
@@ -118,6 +119,9 @@ export interface EventEffectsHere {
 const WHERE = 'DurableObjectRunStore'
 
 // The tables of `SqliteRunStore`, plus each timer's due time, which the alarm is set from.
+/** The tables an object of a release before the `svc_` prefix held, by their names then. */
+const PLAIN_TABLES = ['runs', 'timers', 'tokens', 'steps', 'events']
+
 const SCHEMA = createTables({ timerDueAt: true }) + EVENTS_TABLE + EVENTS_BY_NAME_SEQ + RUNS_BY_EVENT_WAIT + RUNS_BY_TASK_FINISH
 
 export class DurableObjectRunStore implements RunStore {
@@ -146,8 +150,10 @@ export class DurableObjectRunStore implements RunStore {
     this.#storage = storage
     this.#onChange = options.onChange ?? (() => {})
     try {
+      // An object of an earlier release named its tables without the prefix (sql/namespace.ts).
+      storage.transactionSync(() => runProcedure(prefixTables(PLAIN_TABLES), this.#runner))
       // An object that held runs before steps had a table of their own moves them there, once.
-      const hadSteps = this.#all(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'steps'`).length > 0
+      const hadSteps = this.#all(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'svc_steps'`).length > 0
       storage.sql.exec(SCHEMA)
       if (!hadSteps) storage.transactionSync(() => storage.sql.exec(STEPS_TABLE + MOVE_STEPS))
     } catch (error) {
@@ -158,13 +164,13 @@ export class DurableObjectRunStore implements RunStore {
 
   /** Epoch ms of the earliest pending timer, or `undefined` when none is pending. */
   nextTimerAt(): number | undefined {
-    const [row] = this.#all('SELECT min(due_at) AS at FROM timers')
+    const [row] = this.#all('SELECT min(due_at) AS at FROM svc_timers')
     return row?.at === null || row?.at === undefined ? undefined : Number(row.at)
   }
 
   /** Whether a run is `running`: an attempt is in flight, or about to start. */
   hasRunning(): boolean {
-    return this.#all(`SELECT 1 FROM runs WHERE status = 'running' LIMIT 1`).length > 0
+    return this.#all(`SELECT 1 FROM svc_runs WHERE status = 'running' LIMIT 1`).length > 0
   }
 
   async createRun(run: RunRecord): Promise<RunRecord> {
@@ -290,7 +296,7 @@ export class DurableObjectRunStore implements RunStore {
    */
   async eventEffects(ids: readonly string[]): Promise<EventEffectsHere[]> {
     if (ids.length === 0) return []
-    const rows = this.#all(`SELECT record FROM events WHERE id IN (${ids.map(() => '?').join(', ')})`, ...ids)
+    const rows = this.#all(`SELECT record FROM svc_events WHERE id IN (${ids.map(() => '?').join(', ')})`, ...ids)
     return Promise.all(
       rows.map(async (row) => {
         const event = JSON.parse(row.record as string) as EventRecord

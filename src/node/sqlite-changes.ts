@@ -54,25 +54,25 @@ const LISTENER_RENEW_MS = 10_000
  * each until its row lapses.
  */
 export const CHANGES_TABLE = `
-  CREATE TABLE changes (
+  CREATE TABLE svc_changes (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     owner TEXT NOT NULL,
     at INTEGER NOT NULL,
     payload TEXT NOT NULL
   );
-  CREATE TABLE change_listeners (owner INTEGER PRIMARY KEY, until INTEGER NOT NULL);`
+  CREATE TABLE svc_change_listeners (owner INTEGER PRIMARY KEY, until INTEGER NOT NULL);`
 
-const INSERT_CHANGES = 'INSERT INTO changes (owner, at, payload) VALUES (?, ?, ?) RETURNING seq'
+const INSERT_CHANGES = 'INSERT INTO svc_changes (owner, at, payload) VALUES (?, ?, ?) RETURNING seq'
 // Looks at the oldest PRUNE_BATCH rows only, so a prune reads no more than it may remove.
-const PRUNE_CHANGES = `DELETE FROM changes WHERE seq IN (
-  SELECT seq FROM (SELECT seq, at FROM changes ORDER BY seq LIMIT ${PRUNE_BATCH}) WHERE seq <= ?1 OR at < ?2
+const PRUNE_CHANGES = `DELETE FROM svc_changes WHERE seq IN (
+  SELECT seq FROM (SELECT seq, at FROM svc_changes ORDER BY seq LIMIT ${PRUNE_BATCH}) WHERE seq <= ?1 OR at < ?2
 )`
-const LAST_CHANGE = 'SELECT coalesce(max(seq), 0) AS seq FROM changes'
-const CHANGES_AFTER = `SELECT seq, owner, payload FROM changes WHERE seq > ? ORDER BY seq LIMIT ${READ_LIMIT}`
-const LISTEN = 'INSERT OR REPLACE INTO change_listeners (owner, until) VALUES (?, ?)'
-const PRUNE_LISTENERS = 'DELETE FROM change_listeners WHERE until < ?'
-const UNLISTEN = 'DELETE FROM change_listeners WHERE owner = ?'
-const ANY_LISTENER = 'SELECT 1 AS one FROM change_listeners WHERE owner <> ? AND until > ? LIMIT 1'
+const LAST_CHANGE = 'SELECT coalesce(max(seq), 0) AS seq FROM svc_changes'
+const CHANGES_AFTER = `SELECT seq, owner, payload FROM svc_changes WHERE seq > ? ORDER BY seq LIMIT ${READ_LIMIT}`
+const LISTEN = 'INSERT OR REPLACE INTO svc_change_listeners (owner, until) VALUES (?, ?)'
+const PRUNE_LISTENERS = 'DELETE FROM svc_change_listeners WHERE until < ?'
+const UNLISTEN = 'DELETE FROM svc_change_listeners WHERE owner = ?'
+const ANY_LISTENER = 'SELECT 1 AS one FROM svc_change_listeners WHERE owner <> ? AND until > ? LIMIT 1'
 
 /** What the change log needs of its store. */
 export interface ChangeLogHost {

@@ -7,6 +7,8 @@
  * (`src/runtime/tasks/sql/schema.ts`, `sql/events.ts`).
  */
 import type { DatabaseSync } from 'node:sqlite'
+import { prefixTables } from '../runtime/tasks/sql/namespace.ts'
+import { runProcedure } from '../runtime/tasks/sql/procedure.ts'
 import { EVENTS_BY_NAME_SEQ, EVENTS_TABLE } from '../runtime/tasks/sql/events.ts'
 import { RUNS_BY_EVENT_WAIT, RUNS_BY_TASK_FINISH } from '../runtime/tasks/sql/queries.ts'
 import { createTables, MOVE_STEPS, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
@@ -19,10 +21,13 @@ import { OWNER_FENCE_COLUMN, OWNERS_TABLE } from './sqlite-owners.ts'
 const WAL_CHECKPOINT_PAGES = 10_000
 
 /** The schema this release writes. Bump it, and add a step to `MIGRATIONS`, when the schema changes. */
-export const SCHEMA_VERSION = 11
+export const SCHEMA_VERSION = 12
 
 // Each entry moves a database from version `index` to `index + 1`. What an
 // entry runs must keep its meaning once released: files it migrated exist.
+// The entries name the tables as they are named since version 12 (`svc_…`,
+// sql/namespace.ts): a file of an earlier version has its tables renamed
+// first (`PLAIN_TABLES`), then the entries it lacks run.
 const MIGRATIONS: readonly string[] = [
   createTables({ timerDueAt: false }),
   // 2: steps move out of their run's record into a table of their own.
@@ -45,6 +50,28 @@ const MIGRATIONS: readonly string[] = [
   PROCESSES_TABLE,
   // 11: each task's finished runs in the order they finished, for retention (sql/queries.ts).
   RUNS_BY_TASK_FINISH,
+  // 12: svc's tables and indexes take the `svc_` prefix, by `prefixTables` before the entries run.
+  '',
+]
+
+/**
+ * svc's tables as releases before version 12 named them, without the
+ * prefix, each with the version that created it: a file of version `v`
+ * has those of `v` and before. A table of another name, or one the app
+ * made before svc had a table of that name, stays the app's.
+ */
+const PLAIN_TABLES: readonly (readonly [name: string, since: number])[] = [
+  ['runs', 1],
+  ['timers', 1],
+  ['tokens', 1],
+  ['steps', 2],
+  ['owners', 3],
+  ['cron_ticks', 5],
+  ['wakes', 5],
+  ['events', 6],
+  ['changes', 8],
+  ['change_listeners', 8],
+  ['processes', 10],
 ]
 
 /**
@@ -108,7 +135,14 @@ function prepare(db: DatabaseSync, path: string, busyTimeoutMs: number, where: s
         `${where}: ${path} holds schema version ${version}, newer than the ${SCHEMA_VERSION} this version of svc reads; upgrade svc or use another file`,
       )
     }
-    for (let v = version; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v])
+    if (version > 0 && version < 12) {
+      const plain = PLAIN_TABLES.filter(([, since]) => since <= version).map(([name]) => name)
+      runProcedure(prefixTables(plain), {
+        all: (query, params) => db.prepare(query).all(...params) as Record<string, unknown>[],
+        run: (query, params) => void db.prepare(query).run(...params),
+      })
+    }
+    for (let v = version; v < SCHEMA_VERSION; v++) if (MIGRATIONS[v]) db.exec(MIGRATIONS[v])
     if (version !== SCHEMA_VERSION) db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`)
     db.exec('COMMIT')
   } catch (error) {

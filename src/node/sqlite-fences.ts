@@ -51,13 +51,14 @@ export function expectsRunning(expect: { status: RunStatus | readonly RunStatus[
 }
 
 /** Whether run `id` is still held by `owner` under `owner_fence`: one row if so. */
-export const HELD = 'SELECT 1 FROM runs WHERE id = ? AND owner = ? AND owner_fence = ?'
+export const HELD = 'SELECT 1 FROM svc_runs WHERE id = ? AND owner = ? AND owner_fence = ?'
 
 /** `UPDATE_RUN_OWNED` for the attempt's end: lands only while the store still holds the run under its fence. */
-export const UPDATE_RUN_FENCED = 'UPDATE runs SET status = ?, finished_seq = ?, record = ? WHERE seq = ? AND owner = ? AND owner_fence = ?'
+export const UPDATE_RUN_FENCED =
+  'UPDATE svc_runs SET status = ?, finished_seq = ?, record = ? WHERE seq = ? AND owner = ? AND owner_fence = ?'
 
 /** `UPDATE_RUN_RECORD` (an attempt appended) under the fence. */
-export const UPDATE_RUN_RECORD_FENCED = 'UPDATE runs SET record = ? WHERE seq = ? AND owner = ? AND owner_fence = ?'
+export const UPDATE_RUN_RECORD_FENCED = 'UPDATE svc_runs SET record = ? WHERE seq = ? AND owner = ? AND owner_fence = ?'
 
 /**
  * `UPSERT_STEP` under the fence: the row is inserted only while the store
@@ -67,7 +68,7 @@ export const UPDATE_RUN_RECORD_FENCED = 'UPDATE runs SET record = ? WHERE seq = 
  * SQLite from reading ON CONFLICT as a join constraint
  * (https://www.sqlite.org/lang_upsert.html, "Parsing Ambiguity").
  */
-export const UPSERT_STEP_FENCED = `INSERT INTO steps (run_seq, key, record)
-  SELECT seq, ?, ? FROM runs
+export const UPSERT_STEP_FENCED = `INSERT INTO svc_steps (run_seq, key, record)
+  SELECT seq, ?, ? FROM svc_runs
   WHERE seq = ? AND ((owner = ? AND owner_fence = ?) OR (status = 'suspended' AND json_extract(record, '$.suspended.stepKey') = ?))
   ON CONFLICT (run_seq, key) DO UPDATE SET record = excluded.record`

@@ -23,62 +23,62 @@
  * that open it both ways at once would take each other's attempts.
  */
 export const LEASE_COLUMNS = `
-  ALTER TABLE runs ADD COLUMN lease_owner TEXT;
-  ALTER TABLE runs ADD COLUMN lease_until INTEGER;
-  ALTER TABLE timers ADD COLUMN due_at TEXT;
-  ALTER TABLE timers ADD COLUMN claimed_by TEXT;
-  ALTER TABLE timers ADD COLUMN claim_until INTEGER;
-  UPDATE timers SET due_at = json_extract(record, '$.dueAt');
-  CREATE INDEX timers_by_due_at ON timers (due_at);
-  CREATE TABLE cron_ticks (task_name TEXT NOT NULL, tick TEXT NOT NULL, PRIMARY KEY (task_name, tick)) WITHOUT ROWID;
-  CREATE TABLE wakes (id INTEGER PRIMARY KEY CHECK (id = 0), n INTEGER NOT NULL);
-  INSERT INTO wakes (id, n) VALUES (0, 0);
-  ALTER TABLE owners ADD COLUMN shared INTEGER NOT NULL DEFAULT 0;`
+  ALTER TABLE svc_runs ADD COLUMN lease_owner TEXT;
+  ALTER TABLE svc_runs ADD COLUMN lease_until INTEGER;
+  ALTER TABLE svc_timers ADD COLUMN due_at TEXT;
+  ALTER TABLE svc_timers ADD COLUMN claimed_by TEXT;
+  ALTER TABLE svc_timers ADD COLUMN claim_until INTEGER;
+  UPDATE svc_timers SET due_at = json_extract(record, '$.dueAt');
+  CREATE INDEX svc_timers_by_due_at ON svc_timers (due_at);
+  CREATE TABLE svc_cron_ticks (task_name TEXT NOT NULL, tick TEXT NOT NULL, PRIMARY KEY (task_name, tick)) WITHOUT ROWID;
+  CREATE TABLE svc_wakes (id INTEGER PRIMARY KEY CHECK (id = 0), n INTEGER NOT NULL);
+  INSERT INTO svc_wakes (id, n) VALUES (0, 0);
+  ALTER TABLE svc_owners ADD COLUMN shared INTEGER NOT NULL DEFAULT 0;`
 
 /**
  * `UPSERT_TIMER` (sql/queries.ts) with the due time, clearing any claim:
  * a timer saved again while its claimer acts on the old one (the next
  * retry of the same run) is a new timer, which `finishTimer` keeps.
  */
-export const UPSERT_TIMER_DUE = `INSERT INTO timers (id, run_id, due_at, record) VALUES (?, ?, ?, ?)
+export const UPSERT_TIMER_DUE = `INSERT INTO svc_timers (id, run_id, due_at, record) VALUES (?, ?, ?, ?)
   ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, due_at = excluded.due_at, record = excluded.record,
     claimed_by = NULL, claim_until = NULL`
 
 /** A run made running (created, resumed, started by flow control): a lease nobody holds yet, until the given time. */
-export const PROVISIONAL_LEASE = 'UPDATE runs SET lease_until = ? WHERE seq = ?'
+export const PROVISIONAL_LEASE = 'UPDATE svc_runs SET lease_until = ? WHERE seq = ?'
 /** A run inserted running for the engine that triggered it (`leasesOnCreate`): its lease, held by that engine, under the insert's fence. */
-export const LEASE_ON_CREATE = 'UPDATE runs SET lease_owner = ?, lease_until = ? WHERE seq = ?'
+export const LEASE_ON_CREATE = 'UPDATE svc_runs SET lease_owner = ?, lease_until = ? WHERE seq = ?'
 
 // Parameters, for the claims below: the claimer, when its claim lapses, now.
-export const CLAIM_DUE_TIMERS = `UPDATE timers SET claimed_by = ?1, claim_until = ?2
+export const CLAIM_DUE_TIMERS = `UPDATE svc_timers SET claimed_by = ?1, claim_until = ?2
   WHERE seq IN (
-    SELECT seq FROM timers WHERE due_at <= ?4 AND (claim_until IS NULL OR claim_until < ?3) ORDER BY due_at LIMIT ?5
+    SELECT seq FROM svc_timers WHERE due_at <= ?4 AND (claim_until IS NULL OR claim_until < ?3) ORDER BY due_at LIMIT ?5
   )
   RETURNING record, due_at`
-export const CLAIM_TIMER = `UPDATE timers SET claimed_by = ?1, claim_until = ?2
+export const CLAIM_TIMER = `UPDATE svc_timers SET claimed_by = ?1, claim_until = ?2
   WHERE id = ?4 AND (claim_until IS NULL OR claim_until < ?3)
   RETURNING record`
-export const FINISH_TIMER = 'DELETE FROM timers WHERE id = ? AND claimed_by = ?'
-export const NEXT_DUE_AT = 'SELECT due_at FROM timers WHERE claim_until IS NULL OR claim_until < ? ORDER BY due_at LIMIT 1'
+export const FINISH_TIMER = 'DELETE FROM svc_timers WHERE id = ? AND claimed_by = ?'
+export const NEXT_DUE_AT = 'SELECT due_at FROM svc_timers WHERE claim_until IS NULL OR claim_until < ? ORDER BY due_at LIMIT 1'
 
 /**
  * Takes the lease on running run `?5` for owner `?1` until `?2`, unless
  * another owner holds a live one; this store (`?4`) becomes the run's
  * `owner`, under the next fence (sqlite-fences.ts), which it returns.
  */
-export const ACQUIRE_LEASE = `UPDATE runs SET lease_owner = ?1, lease_until = ?2, owner = ?4, owner_fence = owner_fence + 1
+export const ACQUIRE_LEASE = `UPDATE svc_runs SET lease_owner = ?1, lease_until = ?2, owner = ?4, owner_fence = owner_fence + 1
   WHERE id = ?5 AND status = 'running' AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_until < ?3)
   RETURNING owner_fence`
 /** Extends owner `?1`'s leases on the runs of the JSON array `?3` until `?2`; a cancelled run is not renewed. */
-export const RENEW_LEASES = `UPDATE runs SET lease_until = ?2
+export const RENEW_LEASES = `UPDATE svc_runs SET lease_until = ?2
   WHERE id IN (SELECT value FROM json_each(?3)) AND lease_owner = ?1 AND status <> 'cancelled'
   RETURNING id`
 /** A lease given up has no expiry: the attempt is anyone's at once. */
-export const RELEASE_LEASES = `UPDATE runs SET lease_owner = NULL, lease_until = NULL
+export const RELEASE_LEASES = `UPDATE svc_runs SET lease_owner = NULL, lease_until = NULL
   WHERE lease_owner = ? AND id IN (SELECT value FROM json_each(?))`
-export const RELEASE_ALL_LEASES = `UPDATE runs SET lease_owner = NULL, lease_until = NULL
+export const RELEASE_ALL_LEASES = `UPDATE svc_runs SET lease_owner = NULL, lease_until = NULL
   WHERE lease_owner = ? AND id NOT IN (SELECT value FROM json_each(?))`
-export const RELEASE_TIMER_CLAIMS = 'UPDATE timers SET claimed_by = NULL, claim_until = NULL WHERE claimed_by = ?'
+export const RELEASE_TIMER_CLAIMS = 'UPDATE svc_timers SET claimed_by = NULL, claim_until = NULL WHERE claimed_by = ?'
 
 /**
  * Takes the lease on up to `?5` orphaned runs for owner `?1` (the rules of
@@ -91,17 +91,17 @@ export const RELEASE_TIMER_CLAIMS = 'UPDATE timers SET claimed_by = NULL, claim_
  * holds: its dispatch of it is still in flight, however late its renewal;
  * a suspended one whose lease lapsed, yes: arming its wait failed there.
  */
-export const CLAIM_ORPHANED_RUNS = `UPDATE runs SET lease_owner = ?1, lease_until = ?2, owner = ?4, owner_fence = owner_fence + 1
+export const CLAIM_ORPHANED_RUNS = `UPDATE svc_runs SET lease_owner = ?1, lease_until = ?2, owner = ?4, owner_fence = owner_fence + 1
   WHERE seq IN (
-    SELECT r.seq FROM runs r
+    SELECT r.seq FROM svc_runs r
     WHERE (r.lease_owner IS NULL OR r.lease_owner <> ?1 OR r.status = 'suspended') AND (
       (r.status = 'running' AND (r.lease_until IS NULL OR r.lease_until < ?3)
-        AND NOT EXISTS (SELECT 1 FROM timers t WHERE t.run_id = r.id AND json_extract(t.record, '$.kind') = 'retry'))
+        AND NOT EXISTS (SELECT 1 FROM svc_timers t WHERE t.run_id = r.id AND json_extract(t.record, '$.kind') = 'retry'))
       OR (r.status = 'suspended' AND r.lease_owner IS NOT NULL AND r.lease_until < ?3)
       OR (r.status = 'suspended' AND (r.lease_until IS NULL OR r.lease_until < ?3)
         AND json_extract(r.record, '$.suspended.waitpoint.type') = 'task'
         AND EXISTS (
-          SELECT 1 FROM runs c
+          SELECT 1 FROM svc_runs c
           WHERE c.id = json_extract(r.record, '$.suspended.waitpoint.runId') AND c.finished_seq IS NOT NULL
         ))
     ) AND (json_extract(r.record, '$.version') IS NULL
@@ -111,11 +111,11 @@ export const CLAIM_ORPHANED_RUNS = `UPDATE runs SET lease_owner = ?1, lease_unti
   RETURNING id, owner_fence`
 
 /** Ticks a day older than the one claimed can no longer be contested; they go as new ones come. */
-export const PRUNE_TICKS = 'DELETE FROM cron_ticks WHERE task_name = ? AND tick < ?'
-export const CLAIM_TICK = 'INSERT OR IGNORE INTO cron_ticks (task_name, tick) VALUES (?, ?)'
+export const PRUNE_TICKS = 'DELETE FROM svc_cron_ticks WHERE task_name = ? AND tick < ?'
+export const CLAIM_TICK = 'INSERT OR IGNORE INTO svc_cron_ticks (task_name, tick) VALUES (?, ?)'
 
-export const WAKE = 'UPDATE wakes SET n = n + 1'
-export const WAKES = 'SELECT n FROM wakes'
+export const WAKE = 'UPDATE svc_wakes SET n = n + 1'
+export const WAKES = 'SELECT n FROM svc_wakes'
 
 /**
  * The processes on the file that serve versions of their tasks
@@ -124,11 +124,11 @@ export const WAKES = 'SELECT n FROM wakes'
  * epoch). A process not heard from for `leaseMs` is gone.
  */
 export const PROCESSES_TABLE = `
-  CREATE TABLE processes (owner TEXT PRIMARY KEY, versions TEXT NOT NULL, started_at INTEGER NOT NULL, beat_at INTEGER NOT NULL) WITHOUT ROWID;`
+  CREATE TABLE svc_processes (owner TEXT PRIMARY KEY, versions TEXT NOT NULL, started_at INTEGER NOT NULL, beat_at INTEGER NOT NULL) WITHOUT ROWID;`
 
-export const REGISTER_PROCESS = `INSERT INTO processes (owner, versions, started_at, beat_at) VALUES (?1, ?2, ?3, ?3)
+export const REGISTER_PROCESS = `INSERT INTO svc_processes (owner, versions, started_at, beat_at) VALUES (?1, ?2, ?3, ?3)
   ON CONFLICT (owner) DO UPDATE SET versions = excluded.versions, beat_at = excluded.beat_at`
 /** Rows of processes gone for an hour go as others register. */
-export const PRUNE_PROCESSES = 'DELETE FROM processes WHERE beat_at < ?'
-export const UNREGISTER_PROCESS = 'DELETE FROM processes WHERE owner = ?'
-export const LIVE_PROCESSES = 'SELECT owner, versions FROM processes WHERE beat_at >= ? ORDER BY started_at DESC, owner'
+export const PRUNE_PROCESSES = 'DELETE FROM svc_processes WHERE beat_at < ?'
+export const UNREGISTER_PROCESS = 'DELETE FROM svc_processes WHERE owner = ?'
+export const LIVE_PROCESSES = 'SELECT owner, versions FROM svc_processes WHERE beat_at >= ? ORDER BY started_at DESC, owner'

@@ -72,29 +72,29 @@ export function isAlive(other: Owner, self: Owner, now: number): boolean {
 }
 
 export const OWNERS_TABLE = `
-  ALTER TABLE runs ADD COLUMN owner INTEGER;
-  CREATE TABLE owners (owner INTEGER PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, ns TEXT NOT NULL, beat_at INTEGER NOT NULL);`
+  ALTER TABLE svc_runs ADD COLUMN owner INTEGER;
+  CREATE TABLE svc_owners (owner INTEGER PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, ns TEXT NOT NULL, beat_at INTEGER NOT NULL);`
 /**
  * Schema version 4: the fence of each run's owner (sqlite-fences.ts). A
  * constant default adds the column without rewriting the table; a run
  * running when the file is upgraded is fenced from its next claim.
  */
-export const OWNER_FENCE_COLUMN = 'ALTER TABLE runs ADD COLUMN owner_fence INTEGER NOT NULL DEFAULT 0;'
-export const UPSERT_OWNER = 'INSERT OR REPLACE INTO owners (owner, pid, host, ns, beat_at, shared) VALUES (?, ?, ?, ?, ?, ?)'
-export const DELETE_OWNER = 'DELETE FROM owners WHERE owner = ?'
-export const SELECT_OWNERS = 'SELECT owner, pid, host, ns, beat_at, shared FROM owners'
+export const OWNER_FENCE_COLUMN = 'ALTER TABLE svc_runs ADD COLUMN owner_fence INTEGER NOT NULL DEFAULT 0;'
+export const UPSERT_OWNER = 'INSERT OR REPLACE INTO svc_owners (owner, pid, host, ns, beat_at, shared) VALUES (?, ?, ?, ?, ?, ?)'
+export const DELETE_OWNER = 'DELETE FROM svc_owners WHERE owner = ?'
+export const SELECT_OWNERS = 'SELECT owner, pid, host, ns, beat_at, shared FROM svc_owners'
 /** The other stores on the file opened the other way (`shared` or not than `?`). */
-export const SELECT_OWNERS_OF_OTHER_MODE = 'SELECT owner, pid, host, ns, beat_at, shared FROM owners WHERE shared <> ? AND owner <> ?'
-export const SELECT_RUNNING_OWNER = "SELECT seq, owner, owner_fence FROM runs WHERE id = ? AND status = 'running'"
+export const SELECT_OWNERS_OF_OTHER_MODE = 'SELECT owner, pid, host, ns, beat_at, shared FROM svc_owners WHERE shared <> ? AND owner <> ?'
+export const SELECT_RUNNING_OWNER = "SELECT seq, owner, owner_fence FROM svc_runs WHERE id = ? AND status = 'running'"
 /** Makes a store the run's owner, under the next fence, which it returns (claimRunning, flow control's starts). */
-export const SET_OWNER = 'UPDATE runs SET owner = ?, owner_fence = owner_fence + 1 WHERE seq = ? RETURNING owner_fence'
+export const SET_OWNER = 'UPDATE svc_runs SET owner = ?, owner_fence = owner_fence + 1 WHERE seq = ? RETURNING owner_fence'
 // The shared INSERT_RUN and UPDATE_RUN (sql/queries.ts) with the owner as
 // well: `owner` is this store for a run written running, else NULL, which
 // keeps the owner a run had (it only counts while the run is running). A
 // run inserted running starts at fence 1, its first claim; any other at 0.
-export const INSERT_RUN_OWNED = `INSERT INTO runs (${RUN_COLUMNS}, owner, owner_fence) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
-export const UPDATE_RUN_OWNED = `UPDATE runs SET ${RUN_UPDATE_SET}, owner = coalesce(?, owner) WHERE seq = ?`
+export const INSERT_RUN_OWNED = `INSERT INTO svc_runs (${RUN_COLUMNS}, owner, owner_fence) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+export const UPDATE_RUN_OWNED = `UPDATE svc_runs SET ${RUN_UPDATE_SET}, owner = coalesce(?, owner) WHERE seq = ?`
 /** A run made running by this store (resumed, or its delay over): its owner, under the next fence, which it returns. */
-export const UPDATE_RUN_CLAIMED = `UPDATE runs SET ${RUN_UPDATE_SET}, owner = ?, owner_fence = owner_fence + 1 WHERE seq = ? RETURNING owner_fence`
+export const UPDATE_RUN_CLAIMED = `UPDATE svc_runs SET ${RUN_UPDATE_SET}, owner = ?, owner_fence = owner_fence + 1 WHERE seq = ? RETURNING owner_fence`
 /** A run cancelled, from any process: the fence moves on, so the attempt in flight writes nothing more. */
-export const UPDATE_RUN_CANCELLED = `UPDATE runs SET ${RUN_UPDATE_SET}, owner_fence = owner_fence + 1 WHERE seq = ?`
+export const UPDATE_RUN_CANCELLED = `UPDATE svc_runs SET ${RUN_UPDATE_SET}, owner_fence = owner_fence + 1 WHERE seq = ?`

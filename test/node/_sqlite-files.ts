@@ -92,11 +92,29 @@ const UNDO: Record<number, string> = {
   3: 'ALTER TABLE runs DROP COLUMN owner; DROP TABLE owners;',
 }
 
+/** Undoes version 12: svc's tables and indexes back to the plain names of earlier releases. */
+function unprefix(db: DatabaseSync): void {
+  const plain = (name: string) => name.slice('svc_'.length)
+  const named = (type: string) =>
+    db.prepare(`SELECT name, sql FROM sqlite_master WHERE type = ? AND sql IS NOT NULL AND substr(name, 1, 4) = 'svc_'`).all(type) as {
+      name: string
+      sql: string
+    }[]
+  for (const { name } of named('table')) db.exec(`ALTER TABLE "${name}" RENAME TO "${plain(name)}"`)
+  for (const { name, sql } of named('index')) {
+    db.exec(`DROP INDEX "${name}"`)
+    db.exec(sql.replace(name, plain(name)))
+  }
+}
+
 /** Makes the closed file at `path` what schema `version` (2 or later) wrote. */
 export function asVersion(path: string, version: number): void {
   const db = new DatabaseSync(path)
   const current = Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version)
-  for (let v = current; v > version; v--) db.exec(UNDO[v])
+  for (let v = current; v > version; v--) {
+    if (v === 12) unprefix(db)
+    else db.exec(UNDO[v])
+  }
   db.exec(`PRAGMA user_version = ${version}`)
   db.close()
 }

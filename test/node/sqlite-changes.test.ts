@@ -28,7 +28,7 @@ describe('the changes table of a shared SQLite file', () => {
     const path = dbFile()
     const s = shared(path)
     const db = raw(path)
-    const rows = () => db.prepare('SELECT owner FROM changes').all()
+    const rows = () => db.prepare('SELECT owner FROM svc_changes').all()
     await s.shared.publishChanges('owner-a', [change(1)])
     const own = await s.shared.onChanges('owner-a2', () => {})
     await s.shared.publishChanges('owner-a', [change(2)])
@@ -42,7 +42,7 @@ describe('the changes table of a shared SQLite file', () => {
     await sleep(50)
     await s.shared.publishChanges('owner-a', [change(4)])
     expect(rows()).toHaveLength(1)
-    expect(db.prepare('SELECT count(*) AS n FROM change_listeners').get()).toEqual({ n: 1 })
+    expect(db.prepare('SELECT count(*) AS n FROM svc_change_listeners').get()).toEqual({ n: 1 })
     await own()
   })
 
@@ -51,7 +51,7 @@ describe('the changes table of a shared SQLite file', () => {
     const s = shared(path)
     const db = raw(path)
     await listener(path)
-    const rows = () => Number((db.prepare('SELECT count(*) AS n FROM changes').get() as { n: number }).n)
+    const rows = () => Number((db.prepare('SELECT count(*) AS n FROM svc_changes').get() as { n: number }).n)
     // 1,500 rows in one batch: its prune removes one batch of the oldest.
     const many = (KEEP_ROWS + 5 * PRUNE_BATCH) * CHANGES_PER_ROW
     await s.shared.publishChanges(
@@ -62,7 +62,7 @@ describe('the changes table of a shared SQLite file', () => {
     for (let i = 0; i < 5; i++) await s.shared.publishChanges('owner-a', [change(i)])
     expect(rows()).toBe(KEEP_ROWS)
     // Rows older than a minute go too, a batch at a time.
-    db.exec('UPDATE changes SET at = 0')
+    db.exec('UPDATE svc_changes SET at = 0')
     await s.shared.publishChanges('owner-a', [change(0)])
     expect(rows()).toBe(KEEP_ROWS + 1 - PRUNE_BATCH)
   })
@@ -93,7 +93,7 @@ describe('the changes table of a shared SQLite file', () => {
     await sleep(50)
     // One commit by another connection, the store's: the timer's and the change's together.
     expect(commits()).toBe(before + 1)
-    expect(db.prepare('SELECT owner, payload FROM changes').all()).toEqual([
+    expect(db.prepare('SELECT owner, payload FROM svc_changes').all()).toEqual([
       { owner: 'owner-a', payload: JSON.stringify([['run-1', 'report', 'running']]) },
     ])
   })

@@ -35,7 +35,7 @@ describe('chunks on a SqliteRunStore', () => {
     first.close()
 
     // Another connection reads them from the file.
-    const row = raw(path).prepare('SELECT record FROM runs WHERE id = ?').get(id) as { record: string }
+    const row = raw(path).prepare('SELECT record FROM svc_runs WHERE id = ?').get(id) as { record: string }
     expect(said(JSON.parse(row.record) as RunRecord)).toEqual(['1:text:a', '2:text:b'])
 
     const second = store(path)

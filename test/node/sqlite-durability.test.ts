@@ -37,9 +37,9 @@ function committed<T>(path: string, read: (db: DatabaseSync) => T): T {
   }
 }
 const committedStatus = (path: string, id: string) =>
-  committed(path, (db) => (db.prepare('SELECT status FROM runs WHERE id = ?').get(id) as { status: string } | undefined)?.status)
+  committed(path, (db) => (db.prepare('SELECT status FROM svc_runs WHERE id = ?').get(id) as { status: string } | undefined)?.status)
 const committedIds = (path: string) =>
-  committed(path, (db) => (db.prepare('SELECT id FROM runs ORDER BY seq').all() as { id: string }[]).map((row) => row.id))
+  committed(path, (db) => (db.prepare('SELECT id FROM svc_runs ORDER BY seq').all() as { id: string }[]).map((row) => row.id))
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
 
@@ -85,8 +85,8 @@ describe('SqliteRunStore readers see only what is committed', () => {
     await Promise.all([
       s.putToken(token),
       s.saveTimer(timer),
-      s.getToken(token.id).then((read) => seen.push(`token ${read ? 'read' : 'none'}, ${committedCount('tokens')} committed`)),
-      s.listTimers().then((read) => seen.push(`${read.length} timers read, ${committedCount('timers')} committed`)),
+      s.getToken(token.id).then((read) => seen.push(`token ${read ? 'read' : 'none'}, ${committedCount('svc_tokens')} committed`)),
+      s.listTimers().then((read) => seen.push(`${read.length} timers read, ${committedCount('svc_timers')} committed`)),
     ])
     expect(seen.sort()).toEqual(['1 timers read, 1 committed', 'token read, 1 committed'])
   })
@@ -134,7 +134,10 @@ describe('SqliteRunStore: each write of a group commit stands or falls alone', (
     const path = dbFile()
     const s = store(path)
     await s.createRun(makeRun())
-    onFile(path, `CREATE TRIGGER refuse_boom BEFORE INSERT ON steps WHEN NEW.key = 'boom' BEGIN SELECT RAISE(ABORT, 'step refused'); END`)
+    onFile(
+      path,
+      `CREATE TRIGGER refuse_boom BEFORE INSERT ON svc_steps WHEN NEW.key = 'boom' BEGIN SELECT RAISE(ABORT, 'step refused'); END`,
+    )
     const refused = makeRun({ steps: { fine: { status: 'completed', output: 1 }, boom: { status: 'completed', output: 2 } } })
     const other = makeRun()
     const before = committedIds(path)
@@ -142,7 +145,7 @@ describe('SqliteRunStore: each write of a group commit stands or falls alone', (
     expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'fulfilled'])
     expect(reason(outcomes[0])).toMatchObject({ message: expect.stringMatching(/step refused/) })
     expect(committedIds(path)).toEqual([...before, other.id])
-    expect(committed(path, (db) => db.prepare('SELECT key FROM steps').all())).toEqual([])
+    expect(committed(path, (db) => db.prepare('SELECT key FROM svc_steps').all())).toEqual([])
     expect(await s.getRun(refused.id)).toBeUndefined()
     // Nothing of it holds the id: the same run without the refused step goes in.
     const { boom: _, ...steps } = refused.steps
@@ -157,7 +160,7 @@ describe('SqliteRunStore: each write of a group commit stands or falls alone', (
     // The second start fails on its owner, after both runs were moved to running.
     onFile(
       path,
-      `CREATE TRIGGER refuse_owner BEFORE UPDATE OF owner ON runs WHEN NEW.id = '${second.id}' BEGIN SELECT RAISE(ABORT, 'owner refused'); END`,
+      `CREATE TRIGGER refuse_owner BEFORE UPDATE OF owner ON svc_runs WHEN NEW.id = '${second.id}' BEGIN SELECT RAISE(ABORT, 'owner refused'); END`,
     )
     const other = makeRun()
     const outcomes = await Promise.allSettled([
@@ -177,12 +180,12 @@ describe('SqliteRunStore: each write of a group commit stands or falls alone', (
     // Closed: its runs are anyone's to claim.
     gone.close()
     const owner = (id: string) =>
-      committed(path, (db) => (db.prepare('SELECT owner FROM runs WHERE id = ?').get(id) as { owner: number }).owner)
+      committed(path, (db) => (db.prepare('SELECT owner FROM svc_runs WHERE id = ?').get(id) as { owner: number }).owner)
     const held = owner(first.id)
     const s = store(path)
     onFile(
       path,
-      `CREATE TRIGGER refuse_owner BEFORE UPDATE OF owner ON runs WHEN NEW.id = '${second.id}' BEGIN SELECT RAISE(ABORT, 'owner refused'); END`,
+      `CREATE TRIGGER refuse_owner BEFORE UPDATE OF owner ON svc_runs WHEN NEW.id = '${second.id}' BEGIN SELECT RAISE(ABORT, 'owner refused'); END`,
     )
     const other = makeRun()
     const outcomes = await Promise.allSettled([s.claimRunning([first.id, second.id]), s.createRun(other)])
@@ -196,7 +199,7 @@ describe('SqliteRunStore: each write of a group commit stands or falls alone', (
     const path = dbFile()
     const s = store(path, { maxRuns: 1 })
     const oldest = await s.createRun(makeRun({ status: 'completed' }))
-    onFile(path, `CREATE TRIGGER refuse_delete BEFORE DELETE ON runs BEGIN SELECT RAISE(ABORT, 'delete refused'); END`)
+    onFile(path, `CREATE TRIGGER refuse_delete BEFORE DELETE ON svc_runs BEGIN SELECT RAISE(ABORT, 'delete refused'); END`)
     const next = makeRun({ status: 'completed' })
     await expect(s.createRun(next)).rejects.toThrow(/delete refused/)
     expect(committedIds(path)).toEqual([oldest.id])
@@ -230,7 +233,7 @@ describe('SqliteRunStore on a file that cannot take writes', () => {
     expect(
       committed(
         path,
-        (db) => JSON.parse((db.prepare('SELECT record FROM runs WHERE id = ?').get(b.id) as { record: string }).record).result,
+        (db) => JSON.parse((db.prepare('SELECT record FROM svc_runs WHERE id = ?').get(b.id) as { record: string }).record).result,
       ),
     ).toBe('b')
     expect(await s.getRun(a.id)).toMatchObject({ status: 'running' })
@@ -309,7 +312,7 @@ describe('SqliteRunStore on a file that cannot take writes', () => {
     track(other)
     other.exec('BEGIN IMMEDIATE')
     other
-      .prepare('UPDATE runs SET status = ?, record = ? WHERE id = ?')
+      .prepare('UPDATE svc_runs SET status = ?, record = ? WHERE id = ?')
       .run('completed', JSON.stringify({ ...run, status: 'completed' }), run.id)
     await nextTurn()
     expect((await s.getRun(run.id))?.status).toBe('running')

@@ -31,7 +31,7 @@ describe('SqliteRunStore event listing', () => {
     for (const id of ['a', 'b', 'c', 'd']) await s.putEvent({ id, name: 'n', time: at(Date.now()) })
     const first = await s.listEvents({ limit: 2 })
     expect(first.events.map((event) => event.id)).toEqual(['d', 'c'])
-    raw(path).prepare("DELETE FROM events WHERE id = 'c'").run()
+    raw(path).prepare("DELETE FROM svc_events WHERE id = 'c'").run()
     expect((await s.listEvents({ limit: 2, cursor: first.cursor })).events.map((event) => event.id)).toEqual(['b', 'a'])
   })
 
@@ -41,7 +41,7 @@ describe('SqliteRunStore event listing', () => {
     await first.putEvent({ id: 'old', name: 'order.paid', data: 1, time: at(Date.now()) })
     first.close()
     asVersion(path, 6)
-    const index = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'events_by_name_seq'"
+    const index = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'svc_events_by_name_seq'"
     expect(raw(path).prepare(index).all()).toEqual([])
     const second = store(path)
     expect(raw(path).prepare('PRAGMA user_version').get()).toEqual({ user_version: SCHEMA_VERSION })
@@ -54,7 +54,7 @@ describe('SqliteRunStore event listing', () => {
 })
 
 describe('the runs waiting for an event', () => {
-  it('are found through runs_by_event_wait, not by reading every suspended run', async () => {
+  it('are found through svc_runs_by_event_wait, not by reading every suspended run', async () => {
     const path = dbFile()
     await store(path).listRuns()
     const query = listRunsQuery({ status: 'suspended', waitingForEvent: 'order.paid', limit: 500, cursor: 'run-1' })!
@@ -62,7 +62,7 @@ describe('the runs waiting for an event', () => {
       .prepare(`EXPLAIN QUERY PLAN ${query.text}`)
       .all(...query.params)
       .map((row) => String(row.detail))
-    expect(plan).toContain('SEARCH runs USING INDEX runs_by_event_wait (<expr>=?)')
+    expect(plan).toContain('SEARCH svc_runs USING INDEX svc_runs_by_event_wait (<expr>=?)')
     // No step of it reads the table whole.
     expect(plan.filter((step) => step.startsWith('SCAN'))).toEqual([])
   })

@@ -21,7 +21,7 @@ const withConnection = (path: string) => {
 }
 const putEvents = async (s: RunStore, events: EventRecord[]) => {
   const db = connections.get(s)!
-  const insert = db.prepare('INSERT INTO events (id, name, time, record) VALUES (?, ?, ?, ?)')
+  const insert = db.prepare('INSERT INTO svc_events (id, name, time, record) VALUES (?, ?, ?, ?)')
   db.exec('BEGIN')
   for (const event of events) insert.run(event.id, event.name, event.time, JSON.stringify(event))
   db.exec('COMMIT')
@@ -73,13 +73,13 @@ describe('SqliteRunStore events', () => {
     const s = store(path)
     const old = Date.now() - EVENT_RETENTION_MS - 60_000
     const db = raw(path)
-    const insert = db.prepare('INSERT INTO events (id, name, time, record) VALUES (?, ?, ?, ?)')
+    const insert = db.prepare('INSERT INTO svc_events (id, name, time, record) VALUES (?, ?, ?, ?)')
     for (let i = 0; i < EVENT_PRUNE_BATCH + 5; i++) {
       const event = { id: `old${i}`, name: 'tick', time: at(old + i) }
       insert.run(event.id, event.name, event.time, JSON.stringify(event))
     }
     await s.putEvent({ id: 'new', name: 'tick', time: at(Date.now()) })
-    const left = db.prepare('SELECT id FROM events ORDER BY seq').all() as { id: string }[]
+    const left = db.prepare('SELECT id FROM svc_events ORDER BY seq').all() as { id: string }[]
     expect(left.map((row) => row.id)).toEqual([...Array.from({ length: 5 }, (_, i) => `old${EVENT_PRUNE_BATCH + i}`), 'new'])
   })
 

@@ -37,9 +37,9 @@ function twoProcesses() {
   const a = store(path)
   const b = store(path)
   const db = raw(path)
-  const fence = (id: string) => (db.prepare('SELECT owner_fence AS f FROM runs WHERE id = ?').get(id) as { f: number }).f
+  const fence = (id: string) => (db.prepare('SELECT owner_fence AS f FROM svc_runs WHERE id = ?').get(id) as { f: number }).f
   const takeOver = async (...ids: string[]) => {
-    db.prepare('UPDATE owners SET beat_at = ?').run(Date.now() - STALE_MS - 1_000)
+    db.prepare('UPDATE svc_owners SET beat_at = ?').run(Date.now() - STALE_MS - 1_000)
     expect((await b.claimRunning(ids)).claimed).toEqual(ids)
   }
   return { a, b, db, path, fence, takeOver }
@@ -77,8 +77,8 @@ describe('fenced runs on a shared SqliteRunStore file', () => {
     expect(await a.getRun('s')).toMatchObject({ status: 'queued' })
     // No turn passes between a's read (which cached both runs) and its
     // writes: only the batch, once it holds the write lock, can tell.
-    db.prepare("UPDATE runs SET owner = 7, owner_fence = owner_fence + 1 WHERE id = 'r'").run()
-    db.prepare(`UPDATE runs SET status = 'running', record = json_set(record, '$.status', 'running') WHERE id = 's'`).run()
+    db.prepare("UPDATE svc_runs SET owner = 7, owner_fence = owner_fence + 1 WHERE id = 'r'").run()
+    db.prepare(`UPDATE svc_runs SET status = 'running', record = json_set(record, '$.status', 'running') WHERE id = 's'`).run()
     const compared = a.updateRun('s', { status: 'cancelled' }, { status: 'queued' })
     const fenced = a.saveStep('r', 'one', { status: 'completed' })
     await expect(fenced).rejects.toMatchObject(LOST)
@@ -119,9 +119,9 @@ describe('fenced runs on a shared SqliteRunStore file', () => {
     expect(await b.getRun(run.id)).toMatchObject({ status: 'running' })
     const check = raw(path)
     expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: SCHEMA_VERSION })
-    expect(check.prepare('SELECT owner_fence FROM runs').get()).toEqual({ owner_fence: 0 })
+    expect(check.prepare('SELECT owner_fence FROM svc_runs').get()).toEqual({ owner_fence: 0 })
     expect((await b.claimRunning([run.id])).claimed).toEqual([run.id])
-    expect(check.prepare('SELECT owner_fence FROM runs').get()).toEqual({ owner_fence: 1 })
+    expect(check.prepare('SELECT owner_fence FROM svc_runs').get()).toEqual({ owner_fence: 1 })
     await b.saveStep(run.id, 'one', { status: 'completed' })
     expect(await b.updateRun(run.id, { status: 'completed', ok: true }, { status: 'running' })).toMatchObject({ status: 'completed' })
   })
@@ -132,7 +132,7 @@ describe('fenced runs in the task engine on SqliteRunStore', () => {
     const path = dbFile()
     const db = raw(path)
     await lostAttemptStopsAtOnce(store(path), (id) =>
-      db.prepare('UPDATE runs SET owner = 7, owner_fence = owner_fence + 1 WHERE id = ?').run(id),
+      db.prepare('UPDATE svc_runs SET owner = 7, owner_fence = owner_fence + 1 WHERE id = ?').run(id),
     )
   })
 })
@@ -160,7 +160,7 @@ describe('fenced runs across processes on one SQLite file', () => {
       // it as this does. B then starts on the file and takes the run over
       // (recover(), claimRunning), and finishes it.
       raw(path)
-        .prepare('UPDATE owners SET beat_at = ? WHERE pid = ?')
+        .prepare('UPDATE svc_owners SET beat_at = ? WHERE pid = ?')
         .run(Date.now() - STALE_MS - 1_000, a.pid)
       b = await startChild(SCRIPT, [path, effects])
       const done = await until(async () => {

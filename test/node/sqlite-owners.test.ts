@@ -44,10 +44,10 @@ describe('SqliteRunStore.claimRunning', () => {
     const a = store(path)
     const run = await a.createRun(makeRun({ status: 'running' }))
     const db = raw(path)
-    db.prepare('UPDATE owners SET beat_at = ?').run(Date.now() - STALE_MS - 1_000)
+    db.prepare('UPDATE svc_owners SET beat_at = ?').run(Date.now() - STALE_MS - 1_000)
     const b = store(path)
     expect((await b.claimRunning([run.id])).claimed).toEqual([run.id])
-    expect(db.prepare('SELECT count(*) AS n FROM owners').get()).toEqual({ n: 1 })
+    expect(db.prepare('SELECT count(*) AS n FROM svc_owners').get()).toEqual({ n: 1 })
   })
 
   it('takes the runs of a process that no longer exists at once, without waiting for its heartbeat to lapse', async () => {
@@ -56,7 +56,7 @@ describe('SqliteRunStore.claimRunning', () => {
     const run = await a.createRun(makeRun({ status: 'running' }))
     // A process of this host that has exited: its pid names no process now.
     const gone = spawnSync(process.execPath, ['-e', '0']).pid
-    raw(path).prepare('UPDATE owners SET pid = ?').run(gone)
+    raw(path).prepare('UPDATE svc_owners SET pid = ?').run(gone)
     expect((await store(path).claimRunning([run.id])).claimed).toEqual([run.id])
   })
 
@@ -65,9 +65,9 @@ describe('SqliteRunStore.claimRunning', () => {
     const a = store(path)
     const run = await a.createRun(makeRun({ status: 'running' }))
     const db = raw(path)
-    db.prepare("UPDATE owners SET host = 'elsewhere', pid = ?").run(spawnSync(process.execPath, ['-e', '0']).pid)
+    db.prepare("UPDATE svc_owners SET host = 'elsewhere', pid = ?").run(spawnSync(process.execPath, ['-e', '0']).pid)
     expect((await store(path).claimRunning([run.id])).claimed).toEqual([])
-    db.prepare('UPDATE owners SET beat_at = ?').run(Date.now() - STALE_MS - 1_000)
+    db.prepare('UPDATE svc_owners SET beat_at = ?').run(Date.now() - STALE_MS - 1_000)
     expect((await store(path).claimRunning([run.id])).claimed).toEqual([run.id])
   })
 
@@ -92,11 +92,11 @@ describe('runs another live process held at start', () => {
     // The holder: a process of this host in another PID namespace (its pid
     // cannot be checked from here), whose last heartbeat lapses in 1.5 s.
     const db = raw(path)
-    db.prepare("INSERT INTO owners (owner, pid, host, ns, beat_at) VALUES (7, 1, ?, 'pid:[elsewhere]', ?)").run(
+    db.prepare("INSERT INTO svc_owners (owner, pid, host, ns, beat_at) VALUES (7, 1, ?, 'pid:[elsewhere]', ?)").run(
       hostname(),
       Date.now() - STALE_MS + 1_500,
     )
-    db.prepare('UPDATE runs SET owner = 7 WHERE id = ?').run(run.id)
+    db.prepare('UPDATE svc_runs SET owner = 7 WHERE id = ?').run(run.id)
     const b = store(path)
     expect(await b.claimRunning([run.id])).toMatchObject({ claimed: [], recheckInMs: expect.any(Number) })
     let ran = 0

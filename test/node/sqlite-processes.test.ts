@@ -33,10 +33,10 @@ processesContract('SqliteRunStore (shared file)', async () => {
         const unfinished = db
           .prepare(
             `SELECT id, status, owner, lease_owner, lease_until, json_extract(record, '$.suspended') AS suspended, ? AS now
-            FROM runs WHERE status <> 'completed'`,
+            FROM svc_runs WHERE status <> 'completed'`,
           )
           .all(Date.now())
-        const timers = db.prepare('SELECT id, due_at, claimed_by, claim_until FROM timers').all()
+        const timers = db.prepare('SELECT id, due_at, claimed_by, claim_until FROM svc_timers').all()
         return `unfinished: ${JSON.stringify(unfinished)}\ntimers: ${JSON.stringify(timers)}`
       } finally {
         db.close()

@@ -51,7 +51,7 @@ fencedStoreContract('SqliteRunStore (two stores on one shared file)', () => {
       await sleep(100)
       expect((await b.shared.claimOrphanedRuns('owner-b', 10)).map((run) => run.id).sort()).toEqual([...ids].sort())
     },
-    fence: async (id) => (db.prepare('SELECT owner_fence AS f FROM runs WHERE id = ?').get(id) as { f: number }).f,
+    fence: async (id) => (db.prepare('SELECT owner_fence AS f FROM svc_runs WHERE id = ?').get(id) as { f: number }).f,
     app: sqliteItems(db),
   }
 })

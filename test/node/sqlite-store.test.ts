@@ -102,8 +102,8 @@ describe('SqliteRunStore steps', () => {
     const db = new DatabaseSync(path, { readOnly: true })
     try {
       return {
-        runs: db.prepare('SELECT id, record FROM runs ORDER BY seq').all() as { id: string; record: string }[],
-        steps: db.prepare('SELECT run_seq, key, record FROM steps ORDER BY seq').all() as { key: string; record: string }[],
+        runs: db.prepare('SELECT id, record FROM svc_runs ORDER BY seq').all() as { id: string; record: string }[],
+        steps: db.prepare('SELECT run_seq, key, record FROM svc_steps ORDER BY seq').all() as { key: string; record: string }[],
       }
     } finally {
       db.close()
@@ -163,7 +163,7 @@ describe('SqliteRunStore steps', () => {
     const live = makeRun({ status: 'suspended', steps: { z: { status: 'completed', output: 'é\u2028' }, a: { status: 'timed_out' } } })
     const done = makeRun({ status: 'completed', steps: { only: { status: 'completed', output: [1, 2] } } })
     const bare = makeRun({ status: 'completed' })
-    const insert = db.prepare('INSERT INTO runs (id, task_name, status, finished_seq, record) VALUES (?, ?, ?, ?, ?)')
+    const insert = db.prepare('INSERT INTO svc_runs (id, task_name, status, finished_seq, record) VALUES (?, ?, ?, ?, ?)')
     insert.run(live.id, live.taskName, live.status, null, JSON.stringify(live))
     insert.run(done.id, done.taskName, done.status, 1, JSON.stringify(done))
     insert.run(bare.id, bare.taskName, bare.status, 2, JSON.stringify(bare))
@@ -261,7 +261,7 @@ describe('SqliteRunStore bound', () => {
     const { DatabaseSync } = process.getBuiltinModule('node:sqlite')
     const other = new DatabaseSync(path, { readOnly: true })
     try {
-      const ids = (other.prepare('SELECT id FROM runs ORDER BY seq').all() as { id: string }[]).map((row) => row.id)
+      const ids = (other.prepare('SELECT id FROM svc_runs ORDER BY seq').all() as { id: string }[]).map((row) => row.id)
       expect(ids).toEqual([...live, ...finished.slice(-2), late].map((run) => run.id))
     } finally {
       other.close()
@@ -372,7 +372,7 @@ describe('SqliteRunStore: several stores on one file', () => {
     const { DatabaseSync } = process.getBuiltinModule('node:sqlite')
     const other = new DatabaseSync(path)
     other
-      .prepare('UPDATE runs SET status = ?, record = ? WHERE id = ?')
+      .prepare('UPDATE svc_runs SET status = ?, record = ? WHERE id = ?')
       .run('running', JSON.stringify({ ...run, status: 'running' }), run.id)
     other.close()
     await new Promise((resolve) => setImmediate(resolve))
@@ -414,7 +414,7 @@ describe('SqliteRunStore group commit', () => {
     const { DatabaseSync } = process.getBuiltinModule('node:sqlite')
     const db = new DatabaseSync(path, { readOnly: true })
     try {
-      return Number((db.prepare('SELECT count(*) AS n FROM runs').get() as { n: number }).n)
+      return Number((db.prepare('SELECT count(*) AS n FROM svc_runs').get() as { n: number }).n)
     } finally {
       db.close()
     }
@@ -463,7 +463,7 @@ describe('SqliteRunStore group commit', () => {
       const { DatabaseSync } = process.getBuiltinModule('node:sqlite')
       const db = new DatabaseSync(path, { readOnly: true })
       try {
-        return (db.prepare('SELECT status FROM runs WHERE id = ?').get(id) as { status: string } | undefined)?.status
+        return (db.prepare('SELECT status FROM svc_runs WHERE id = ?').get(id) as { status: string } | undefined)?.status
       } finally {
         db.close()
       }
@@ -652,7 +652,7 @@ describe('SqliteRunStore records in memory', () => {
     const other = new DatabaseSync(path)
     const foreign = makeRun({ status: 'scheduled' })
     other
-      .prepare('INSERT INTO runs (id, task_name, status, finished_seq, record) VALUES (?, ?, ?, NULL, ?)')
+      .prepare('INSERT INTO svc_runs (id, task_name, status, finished_seq, record) VALUES (?, ?, ?, NULL, ?)')
       .run(foreign.id, foreign.taskName, foreign.status, JSON.stringify(foreign))
     other.close()
     await expect(s.createRun(makeRun({ status: 'scheduled' }))).rejects.toMatchObject({ code: 'STORE_FULL' })

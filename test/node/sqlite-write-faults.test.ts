@@ -12,7 +12,7 @@ describe('SQLite write faults do not lose runs', () => {
     onFile(
       path,
       `CREATE TABLE fault (on_ INTEGER NOT NULL); INSERT INTO fault VALUES (1);
-       CREATE TRIGGER refuse_timers BEFORE INSERT ON timers WHEN (SELECT on_ FROM fault) = 1
+       CREATE TRIGGER refuse_timers BEFORE INSERT ON svc_timers WHEN (SELECT on_ FROM fault) = 1
        BEGIN SELECT RAISE(ABORT, 'timers are refused'); END;`,
     )
     const ran: string[] = []

@@ -17,6 +17,7 @@ import type { RunRecord } from '../../src/types.ts'
 import { eventStoreContract } from '../tasks/event-store-contract.ts'
 import { flowStoreContract } from '../tasks/flow-store-contract.ts'
 import { makeRun, runStoreContract } from '../tasks/store-contract.ts'
+import { EVENTS_TABLE } from '../../src/runtime/tasks/sql/events.ts'
 import { createTables } from '../../src/runtime/tasks/sql/schema.ts'
 
 const source = (file: string) => JSON.stringify(fileURLToPath(new URL(`../../src/cloudflare/${file}`, import.meta.url)))
@@ -152,7 +153,7 @@ eventStoreContract(
       // A statement's parameter holds at most about a megabyte here (SQLITE_TOOBIG past it).
       for (let i = 0; i < events.length; i += 2000) {
         await rawSql.get(store)!(
-          `INSERT INTO events (id, name, time, record)
+          `INSERT INTO svc_events (id, name, time, record)
             SELECT json_extract(value, '$.id'), json_extract(value, '$.name'), json_extract(value, '$.time'), value FROM json_each(?)`,
           JSON.stringify(events.slice(i, i + 2000)),
         )
@@ -172,9 +173,9 @@ describe('DurableObjectRunStore steps', () => {
     expect(Object.entries((await store.getRun(run.id))!.steps)).toEqual(Object.entries(steps))
     const ended = await store.updateRun(run.id, { status: 'completed' })
     expect(Object.entries(ended!.steps)).toEqual(Object.entries(steps))
-    const [row] = await sql('SELECT record FROM runs')
+    const [row] = await sql('SELECT record FROM svc_runs')
     expect(JSON.parse(row.record as string).steps).toEqual({})
-    expect((await sql('SELECT key FROM steps ORDER BY seq')).map((r) => r.key)).toEqual(['first', 'b', 'a'])
+    expect((await sql('SELECT key FROM svc_steps ORDER BY seq')).map((r) => r.key)).toEqual(['first', 'b', 'a'])
   })
 
   it('moves the steps of an object that held runs before steps had a table of their own', async () => {
@@ -184,13 +185,41 @@ describe('DurableObjectRunStore steps', () => {
       .split(';')
       .filter((text) => text.trim()))
       await sql(statement)
-    await sql('INSERT INTO runs (id, task_name, status, record) VALUES (?, ?, ?, ?)', run.id, run.taskName, run.status, JSON.stringify(run))
+    await sql(
+      'INSERT INTO svc_runs (id, task_name, status, record) VALUES (?, ?, ?, ?)',
+      run.id,
+      run.taskName,
+      run.status,
+      JSON.stringify(run),
+    )
     const read = (await store.getRun(run.id))!
     expect(read).toEqual(run)
     expect(Object.keys(read.steps)).toEqual(['z', 'a'])
-    const [row] = await sql('SELECT record FROM runs')
+    const [row] = await sql('SELECT record FROM svc_runs')
     expect(JSON.parse(row.record as string).steps).toEqual({})
-    expect((await sql('SELECT key FROM steps ORDER BY seq')).map((r) => r.key)).toEqual(['z', 'a'])
+    expect((await sql('SELECT key FROM svc_steps ORDER BY seq')).map((r) => r.key)).toEqual(['z', 'a'])
+  })
+})
+
+describe("DurableObjectRunStore's table names", () => {
+  it("renames an earlier release's plainly named tables in place, with their indexes, and leaves the app's own", async () => {
+    const { store, sql } = bridge()
+    const plain = (createTables({ timerDueAt: true }) + EVENTS_TABLE).replaceAll('svc_', '')
+    for (const statement of plain.split(';').filter((text) => text.trim())) await sql(statement)
+    await sql('CREATE TABLE items (id TEXT PRIMARY KEY)')
+    const run = makeRun({ status: 'suspended' })
+    await sql('INSERT INTO runs (id, task_name, status, record) VALUES (?, ?, ?, ?)', run.id, run.taskName, run.status, JSON.stringify(run))
+    const event = { id: 'e', name: 'order.paid', time: new Date().toISOString() }
+    await sql('INSERT INTO events (id, name, time, record) VALUES (?, ?, ?, ?)', event.id, event.name, event.time, JSON.stringify(event))
+    expect(await store.getRun(run.id)).toEqual(run)
+    expect((await store.listEvents!({ limit: 10 })).events.map((held) => held.id)).toEqual(['e'])
+    const names = (
+      await sql("SELECT name FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE '\\_%' ESCAPE '\\' ORDER BY name")
+    ).map((row) => row.name as string)
+    expect(names.filter((name) => !name.startsWith('svc_'))).toEqual(['items'])
+    expect(names).toEqual(
+      expect.arrayContaining(['svc_runs', 'svc_runs_by_key', 'svc_events', 'svc_events_by_name', 'svc_steps', 'svc_tokens']),
+    )
   })
 })
 
@@ -203,6 +232,6 @@ describe('DurableObjectRunStore events', () => {
       await sql(statement)
     const event = { id: 'e', name: 'order.paid', time: new Date().toISOString() }
     expect(await store.putEvent!(event)).toEqual({ event, created: true })
-    expect(await sql('SELECT id, name, time FROM events')).toEqual([event])
+    expect(await sql('SELECT id, name, time FROM svc_events')).toEqual([event])
   })
 })

@@ -196,7 +196,9 @@ describe('shared SQL procedures', () => {
     const [syncDb, asyncDb] = [database(), database()]
     const store = asyncStore(asyncDb)
     await seed(store)
-    for (const row of asyncDb.prepare('SELECT id, task_name, status, idempotency_key, finished_seq, record FROM runs ORDER BY seq').all())
+    for (const row of asyncDb
+      .prepare('SELECT id, task_name, status, idempotency_key, finished_seq, record FROM svc_runs ORDER BY seq')
+      .all())
       syncDb.prepare(INSERT_RUN).run(...(Object.values(row) as SqlValue[]))
 
     const before = store.driver.statements
@@ -211,7 +213,7 @@ describe('shared SQL procedures', () => {
     expect(viaAsync.result.wake).toEqual({ at: '2025-01-01T00:10:30.000Z', runId: 'q3' })
     // Two reads (the queued and running runs, the runs started in the window) and one write per start.
     expect(store.driver.statements - before).toBe(4)
-    const rows = (db: DatabaseSync) => db.prepare('SELECT id, status, finished_seq, record FROM runs ORDER BY seq').all()
+    const rows = (db: DatabaseSync) => db.prepare('SELECT id, status, finished_seq, record FROM svc_runs ORDER BY seq').all()
     expect(rows(asyncDb)).toEqual(rows(syncDb))
   })
 
@@ -227,8 +229,8 @@ describe('shared SQL procedures', () => {
       }
     }
     const [one, two] = [database(), database()]
-    expect(runProcedure(insertTwice(), syncDriver(one))).toMatch(/UNIQUE constraint failed: runs.id/)
-    expect(await runProcedureAsync(insertTwice(), asyncDriver(two))).toMatch(/UNIQUE constraint failed: runs.id/)
+    expect(runProcedure(insertTwice(), syncDriver(one))).toMatch(/UNIQUE constraint failed: svc_runs.id/)
+    expect(await runProcedureAsync(insertTwice(), asyncDriver(two))).toMatch(/UNIQUE constraint failed: svc_runs.id/)
     // Uncaught, it reaches the caller, whose transaction takes back what the procedure wrote.
     const store = asyncStore(database())
     const queued = [makeRun({ status: 'queued' }), makeRun({ status: 'queued' })]

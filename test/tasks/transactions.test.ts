@@ -23,6 +23,29 @@ transactionContract('SqliteRunStore (file)', { open: async () => sqlite() })
 transactionContract('SqliteRunStore (shared file)', { open: async () => sqlite({ shared: true }) })
 
 describe('the SQL handle of a transactional step on SQLite', () => {
+  it("keeps the app's own events, runs and steps tables apart from svc's, which are named svc_…", async () => {
+    const { store: s } = sqlite()
+    const order = task('orders.log', async (ctx) => {
+      await ctx.step.transaction('log', (tx: SqlTransaction) => {
+        for (const table of ['events', 'runs', 'steps']) tx.run(`CREATE TABLE IF NOT EXISTS ${table} (what TEXT NOT NULL)`)
+        tx.run('INSERT INTO events (what) VALUES (?)', 'logged')
+        tx.run('INSERT INTO runs (what) VALUES (?)', 'mine')
+      })
+      return ctx.step.transaction('clear', (tx: SqlTransaction) => {
+        const cleared = tx.run('DELETE FROM events').changes + tx.run('DELETE FROM steps').changes
+        return { cleared, runs: tx.query<{ what: string }>('SELECT what FROM runs').map((row) => row.what) }
+      })
+    })
+    const rt = runtime([order], { store: s })
+    await rt.sendEvent('order.paid', { n: 1 }, { id: 'paid-1' })
+    const run = await finished(rt.waitForRun((await rt.trigger('orders.log')).id))
+    expect(run).toMatchObject({ status: 'completed', result: { cleared: 1, runs: ['mine'] } })
+    // svc's event, run and steps are where they were.
+    expect((await rt.listEvents()).events.map((event) => event.id)).toEqual(['paid-1'])
+    expect(Object.keys((await s.getRun(run.id))!.steps)).toEqual(['log', 'clear'])
+    expect((await rt.listRuns()).map((r) => r.id)).toEqual([run.id])
+  })
+
   it("reads its own writes, and the rows it returns are the step's output", async () => {
     const { store: s, ids } = sqlite()
     const order = task('orders.total', async (ctx) =>

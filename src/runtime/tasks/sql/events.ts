@@ -23,15 +23,15 @@ import { type EventMatch, matchesEvent, matchPaths } from '../../events/match.ts
  * retention, oldest first.
  */
 export const EVENTS_TABLE = `
-CREATE TABLE IF NOT EXISTS events (
+CREATE TABLE IF NOT EXISTS svc_events (
   seq INTEGER PRIMARY KEY,
   id TEXT NOT NULL UNIQUE,
   name TEXT NOT NULL,
   time TEXT NOT NULL,
   record TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS events_by_name ON events (name, time);
-CREATE INDEX IF NOT EXISTS events_by_time ON events (time);
+CREATE INDEX IF NOT EXISTS svc_events_by_name ON svc_events (name, time);
+CREATE INDEX IF NOT EXISTS svc_events_by_time ON svc_events (time);
 `
 
 /**
@@ -42,20 +42,20 @@ CREATE INDEX IF NOT EXISTS events_by_time ON events (time);
  * walks the rowid.
  */
 export const EVENTS_BY_NAME_SEQ = `
-CREATE INDEX IF NOT EXISTS events_by_name_seq ON events (name, seq);
+CREATE INDEX IF NOT EXISTS svc_events_by_name_seq ON svc_events (name, seq);
 `
 
 // RETURNING answers with a row only when the row went in: of callers racing
 // with one id inside the write lock, the one that gets it recorded the event.
-const INSERT_EVENT = 'INSERT INTO events (id, name, time, record) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING seq'
-const SELECT_EVENT = 'SELECT record FROM events WHERE id = ?'
+const INSERT_EVENT = 'INSERT INTO svc_events (id, name, time, record) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING seq'
+const SELECT_EVENT = 'SELECT record FROM svc_events WHERE id = ?'
 // In time order, not seq order: the time index hands over the expired rows
 // and stops at the batch, whereas with ORDER BY seq SQLite walks the whole
 // table in rowid order on every send that finds nothing expired.
-const PRUNE_EVENTS = 'DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE time < ? ORDER BY time LIMIT ?)'
-const LIST_EVENTS = 'SELECT seq, record FROM events WHERE seq < ? ORDER BY seq DESC LIMIT ?'
-const LIST_NAMED_EVENTS = 'SELECT seq, record FROM events WHERE name = ? AND seq < ? ORDER BY seq DESC LIMIT ?'
-const UPDATE_RECORD = 'UPDATE events SET record = ? WHERE id = ?'
+const PRUNE_EVENTS = 'DELETE FROM svc_events WHERE seq IN (SELECT seq FROM svc_events WHERE time < ? ORDER BY time LIMIT ?)'
+const LIST_EVENTS = 'SELECT seq, record FROM svc_events WHERE seq < ? ORDER BY seq DESC LIMIT ?'
+const LIST_NAMED_EVENTS = 'SELECT seq, record FROM svc_events WHERE name = ? AND seq < ? ORDER BY seq DESC LIMIT ?'
+const UPDATE_RECORD = 'UPDATE svc_events SET record = ? WHERE id = ?'
 
 /**
  * `RunStore.putEvent`: removes up to `EVENT_PRUNE_BATCH` events past their
@@ -89,7 +89,7 @@ export function* eventsSinceSql(name: string, since: string, limit: number, matc
   if (from === undefined) return []
   const wanted = Math.ceil(limit)
   const filter = matchFilter(match)
-  const page = `SELECT seq, record FROM events WHERE name = ? AND time >= ? AND seq > ?${filter.sql} ORDER BY seq LIMIT ${EVENT_PAGE}`
+  const page = `SELECT seq, record FROM svc_events WHERE name = ? AND time >= ? AND seq > ?${filter.sql} ORDER BY seq LIMIT ${EVENT_PAGE}`
   const found: EventRecord[] = []
   for (let after = 0; ; ) {
     const rows = yield read(page, name, from, after, ...filter.params)

@@ -28,8 +28,8 @@ export interface RunRow {
 // SQLite 3.54 (Bun's) hands a subquery's JSON back as text, which json_set
 // would then store as one string.
 const RUN_RECORDS = `(SELECT seq, id, task_name, status, idempotency_key, finished_seq, json_set(record, '$.steps', json((
-  SELECT json_group_object(key, json(steps.record) ORDER BY steps.seq) FROM steps WHERE steps.run_seq = runs.seq
-))) AS record FROM runs)`
+  SELECT json_group_object(key, json(svc_steps.record) ORDER BY svc_steps.seq) FROM svc_steps WHERE svc_steps.run_seq = svc_runs.seq
+))) AS record FROM svc_runs)`
 
 export const SELECT_RUN = `SELECT seq, record, finished_seq FROM ${RUN_RECORDS} WHERE id = ?`
 
@@ -43,7 +43,7 @@ const EVENT_WAIT_NAME = "json_extract(record, '$.suspended.waitpoint.name')"
  * Object creates on every wake. Only event waitpoints have a `name`.
  */
 export const RUNS_BY_EVENT_WAIT = `
-CREATE INDEX IF NOT EXISTS runs_by_event_wait ON runs (${EVENT_WAIT_NAME}, seq) WHERE status = 'suspended';
+CREATE INDEX IF NOT EXISTS svc_runs_by_event_wait ON svc_runs (${EVENT_WAIT_NAME}, seq) WHERE status = 'suspended';
 `
 /**
  * Each task's finished runs in the order they finished, for retention
@@ -51,15 +51,15 @@ CREATE INDEX IF NOT EXISTS runs_by_event_wait ON runs (${EVENT_WAIT_NAME}, seq) 
  * Object creates on every wake.
  */
 export const RUNS_BY_TASK_FINISH = `
-CREATE INDEX IF NOT EXISTS runs_by_task_finish ON runs (task_name, finished_seq) WHERE finished_seq IS NOT NULL;
+CREATE INDEX IF NOT EXISTS svc_runs_by_task_finish ON svc_runs (task_name, finished_seq) WHERE finished_seq IS NOT NULL;
 `
 export const SELECT_RUN_BY_KEY = `SELECT record FROM ${RUN_RECORDS} WHERE task_name = ? AND idempotency_key = ?`
-export const SELECT_RUN_SEQ = 'SELECT seq FROM runs WHERE id = ?'
+export const SELECT_RUN_SEQ = 'SELECT seq FROM svc_runs WHERE id = ?'
 
-export const RUN_EXISTS = 'SELECT 1 FROM runs WHERE id = ?'
+export const RUN_EXISTS = 'SELECT 1 FROM svc_runs WHERE id = ?'
 /** The columns a run's row is inserted with, in the order of `insertRunValues`. */
 export const RUN_COLUMNS = 'id, task_name, status, idempotency_key, finished_seq, record'
-export const INSERT_RUN = `INSERT INTO runs (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`
+export const INSERT_RUN = `INSERT INTO svc_runs (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`
 /** The values of `RUN_COLUMNS` for `run`, whose row holds `record`. */
 export function insertRunValues(
   run: RunRecord,
@@ -71,57 +71,58 @@ export function insertRunValues(
 /** What `UPDATE_RUN` sets, for a store whose update sets more. */
 export const RUN_UPDATE_SET = 'status = ?, finished_seq = ?, record = ?'
 // By rowid, which the row carries: one b-tree lookup instead of two.
-export const UPDATE_RUN = `UPDATE runs SET ${RUN_UPDATE_SET} WHERE seq = ?`
-export const UPDATE_RUN_RECORD = 'UPDATE runs SET record = ? WHERE seq = ?'
-export const COUNT_RUNS = 'SELECT count(*) AS total, count(*) - count(finished_seq) AS live FROM runs'
-export const LAST_FINISHED_SEQ = 'SELECT max(finished_seq) AS n FROM runs WHERE finished_seq IS NOT NULL'
+export const UPDATE_RUN = `UPDATE svc_runs SET ${RUN_UPDATE_SET} WHERE seq = ?`
+export const UPDATE_RUN_RECORD = 'UPDATE svc_runs SET record = ? WHERE seq = ?'
+export const COUNT_RUNS = 'SELECT count(*) AS total, count(*) - count(finished_seq) AS live FROM svc_runs'
+export const LAST_FINISHED_SEQ = 'SELECT max(finished_seq) AS n FROM svc_runs WHERE finished_seq IS NOT NULL'
 
 // Flow control (flow.ts): a task's queued and running runs in creation
 // order, its runs that first started after a moment (ISO text compares in
 // time order), and its scheduled runs, which a debounced trigger may join.
-export const COUNT_RUNNING = "SELECT count(*) AS running FROM runs WHERE task_name = ? AND status = 'running'"
+export const COUNT_RUNNING = "SELECT count(*) AS running FROM svc_runs WHERE task_name = ? AND status = 'running'"
 export const SELECT_QUEUED_AND_RUNNING = `SELECT seq, record, finished_seq FROM ${RUN_RECORDS} WHERE task_name = ? AND status IN ('queued', 'running') ORDER BY seq`
-export const SELECT_STARTED_SINCE = "SELECT record FROM runs WHERE task_name = ? AND json_extract(record, '$.startedAt') > ?"
+export const SELECT_STARTED_SINCE = "SELECT record FROM svc_runs WHERE task_name = ? AND json_extract(record, '$.startedAt') > ?"
 export const SELECT_SCHEDULED = `SELECT seq, record, finished_seq FROM ${RUN_RECORDS} WHERE task_name = ? AND status = 'scheduled' ORDER BY seq`
 
 // Eviction takes the runs that finished longest ago; the one parameter is how many.
-const oldestFinished = (column: 'id' | 'seq') => `SELECT ${column} FROM runs WHERE finished_seq IS NOT NULL ORDER BY finished_seq LIMIT ?`
+const oldestFinished = (column: 'id' | 'seq') =>
+  `SELECT ${column} FROM svc_runs WHERE finished_seq IS NOT NULL ORDER BY finished_seq LIMIT ?`
 const OLDEST_FINISHED = oldestFinished('id')
-export const EVICT_TOKENS = `DELETE FROM tokens WHERE run_id IN (${OLDEST_FINISHED})`
+export const EVICT_TOKENS = `DELETE FROM svc_tokens WHERE run_id IN (${OLDEST_FINISHED})`
 // A run's steps go with it.
-export const EVICT_STEPS = `DELETE FROM steps WHERE run_seq IN (${oldestFinished('seq')})`
+export const EVICT_STEPS = `DELETE FROM svc_steps WHERE run_seq IN (${oldestFinished('seq')})`
 // Idempotency keys live on the run's row, so they go with it.
-export const EVICT_RUNS = `DELETE FROM runs WHERE id IN (${OLDEST_FINISHED})`
+export const EVICT_RUNS = `DELETE FROM svc_runs WHERE id IN (${OLDEST_FINISHED})`
 
 // Retention takes, of a task's `limit` runs that finished first, the ones
 // that finished before a moment (ISO text compares in time order); the
 // parameters are the task, the limit and the moment. The three statements
 // run in one write, so they see the same runs.
 const expiredRuns = (column: 'id' | 'seq') =>
-  `SELECT ${column} FROM (SELECT ${column}, record FROM runs WHERE task_name = ? AND finished_seq IS NOT NULL ORDER BY finished_seq LIMIT ?) WHERE json_extract(record, '$.finishedAt') < ?`
-export const PRUNE_TOKENS = `DELETE FROM tokens WHERE run_id IN (${expiredRuns('id')})`
-export const PRUNE_STEPS = `DELETE FROM steps WHERE run_seq IN (${expiredRuns('seq')})`
-export const PRUNE_RUNS = `DELETE FROM runs WHERE seq IN (${expiredRuns('seq')}) RETURNING id`
+  `SELECT ${column} FROM (SELECT ${column}, record FROM svc_runs WHERE task_name = ? AND finished_seq IS NOT NULL ORDER BY finished_seq LIMIT ?) WHERE json_extract(record, '$.finishedAt') < ?`
+export const PRUNE_TOKENS = `DELETE FROM svc_tokens WHERE run_id IN (${expiredRuns('id')})`
+export const PRUNE_STEPS = `DELETE FROM svc_steps WHERE run_seq IN (${expiredRuns('seq')})`
+export const PRUNE_RUNS = `DELETE FROM svc_runs WHERE seq IN (${expiredRuns('seq')}) RETURNING id`
 
 // An upsert keeps the timer's place in listTimers, as Map#set does.
 export const UPSERT_TIMER =
-  'INSERT INTO timers (id, run_id, record) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, record = excluded.record'
+  'INSERT INTO svc_timers (id, run_id, record) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, record = excluded.record'
 /** `UPSERT_TIMER` for tables created with `timerDueAt` (see `schema.ts`): the due time comes third. */
 export const UPSERT_TIMER_WITH_DUE_AT =
-  'INSERT INTO timers (id, run_id, due_at, record) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, due_at = excluded.due_at, record = excluded.record'
+  'INSERT INTO svc_timers (id, run_id, due_at, record) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, due_at = excluded.due_at, record = excluded.record'
 // DELETE … RETURNING is the claim: of two callers, only the one whose statement deleted the row gets it.
-export const TAKE_TIMER = 'DELETE FROM timers WHERE id = ? RETURNING record'
-export const LIST_TIMERS = 'SELECT record FROM timers ORDER BY seq'
+export const TAKE_TIMER = 'DELETE FROM svc_timers WHERE id = ? RETURNING record'
+export const LIST_TIMERS = 'SELECT record FROM svc_timers ORDER BY seq'
 
 // A step saved again keeps its row, so its place among the run's steps, as
 // an object keeps a key assigned again.
 export const UPSERT_STEP =
-  'INSERT INTO steps (run_seq, key, record) VALUES (?, ?, ?) ON CONFLICT (run_seq, key) DO UPDATE SET record = excluded.record'
+  'INSERT INTO svc_steps (run_seq, key, record) VALUES (?, ?, ?) ON CONFLICT (run_seq, key) DO UPDATE SET record = excluded.record'
 
 // DO NOTHING: a replay must not reset a token that was settled meanwhile.
-export const INSERT_TOKEN = 'INSERT INTO tokens (id, run_id, status, record) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING'
-export const SELECT_TOKEN = 'SELECT record FROM tokens WHERE id = ?'
-export const SETTLE_TOKEN = 'UPDATE tokens SET status = ?, record = ? WHERE id = ?'
+export const INSERT_TOKEN = 'INSERT INTO svc_tokens (id, run_id, status, record) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING'
+export const SELECT_TOKEN = 'SELECT record FROM svc_tokens WHERE id = ?'
+export const SETTLE_TOKEN = 'UPDATE svc_tokens SET status = ?, record = ? WHERE id = ?'
 
 /**
  * The statement and parameters that answer `countRunsByTask(status)`, with
@@ -131,7 +132,7 @@ export const SETTLE_TOKEN = 'UPDATE tokens SET status = ?, record = ? WHERE id =
 export function countRunsByTaskQuery(status: RunStatus | readonly RunStatus[]): { text: string; params: string[] } | undefined {
   const statuses: readonly RunStatus[] = typeof status === 'string' ? [status] : status
   if (statuses.length === 0) return undefined
-  const text = `SELECT task_name, count(*) AS count FROM runs WHERE status IN (${statuses.map(() => '?').join(', ')}) GROUP BY task_name`
+  const text = `SELECT task_name, count(*) AS count FROM svc_runs WHERE status IN (${statuses.map(() => '?').join(', ')}) GROUP BY task_name`
   return { text, params: [...statuses] }
 }
 
@@ -157,7 +158,7 @@ export function listRunsQuery(query: RunQuery, order: 'seq' | 'id' = 'seq'): { t
     // by primary key (a status condition beside it would have the status
     // index drive them instead, for about a tenth more per call).
     if (statuses !== undefined && !statuses.includes('suspended')) return undefined
-    where.push(`seq IN (SELECT seq FROM runs WHERE status = 'suspended' AND ${EVENT_WAIT_NAME} = ?)`)
+    where.push(`seq IN (SELECT seq FROM svc_runs WHERE status = 'suspended' AND ${EVENT_WAIT_NAME} = ?)`)
     params.push(query.waitingForEvent)
   } else if (statuses !== undefined) {
     where.push(`status IN (${statuses.map(() => '?').join(', ')})`)
@@ -170,7 +171,7 @@ export function listRunsQuery(query: RunQuery, order: 'seq' | 'id' = 'seq'): { t
   if (query.cursor !== undefined) {
     // A cursor the table does not hold makes the comparison NULL: no row, as in the memory store.
     // By id, any id is a place in the order, held here or not.
-    where.push(order === 'id' ? 'id < ?' : 'seq < (SELECT seq FROM runs WHERE id = ?)')
+    where.push(order === 'id' ? 'id < ?' : 'seq < (SELECT seq FROM svc_runs WHERE id = ?)')
     params.push(query.cursor)
   }
   // The memory store stops once it holds `limit` runs, so a fractional

@@ -29,7 +29,7 @@ export interface TablesOptions {
 // - `runs_by_key`: keys are scoped to their task and held as long as their
 //   run is retained.
 const RUNS = `
-CREATE TABLE IF NOT EXISTS runs (
+CREATE TABLE IF NOT EXISTS svc_runs (
   seq INTEGER PRIMARY KEY,
   id TEXT NOT NULL UNIQUE,
   task_name TEXT NOT NULL,
@@ -38,14 +38,14 @@ CREATE TABLE IF NOT EXISTS runs (
   finished_seq INTEGER,
   record TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS runs_by_task ON runs (task_name, seq);
-CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, seq);
-CREATE INDEX IF NOT EXISTS runs_by_finish ON runs (finished_seq) WHERE finished_seq IS NOT NULL;
-CREATE UNIQUE INDEX IF NOT EXISTS runs_by_key ON runs (task_name, idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS svc_runs_by_task ON svc_runs (task_name, seq);
+CREATE INDEX IF NOT EXISTS svc_runs_by_status ON svc_runs (status, seq);
+CREATE INDEX IF NOT EXISTS svc_runs_by_finish ON svc_runs (finished_seq) WHERE finished_seq IS NOT NULL;
+CREATE UNIQUE INDEX IF NOT EXISTS svc_runs_by_key ON svc_runs (task_name, idempotency_key) WHERE idempotency_key IS NOT NULL;
 `
 
 const TIMERS = `
-CREATE TABLE IF NOT EXISTS timers (
+CREATE TABLE IF NOT EXISTS svc_timers (
   seq INTEGER PRIMARY KEY,
   id TEXT NOT NULL UNIQUE,
   run_id TEXT NOT NULL,
@@ -54,24 +54,24 @@ CREATE TABLE IF NOT EXISTS timers (
 `
 
 const TIMERS_WITH_DUE_AT = `
-CREATE TABLE IF NOT EXISTS timers (
+CREATE TABLE IF NOT EXISTS svc_timers (
   seq INTEGER PRIMARY KEY,
   id TEXT NOT NULL UNIQUE,
   run_id TEXT NOT NULL,
   due_at INTEGER NOT NULL,
   record TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS timers_by_due ON timers (due_at);
+CREATE INDEX IF NOT EXISTS svc_timers_by_due ON svc_timers (due_at);
 `
 
 const TOKENS = `
-CREATE TABLE IF NOT EXISTS tokens (
+CREATE TABLE IF NOT EXISTS svc_tokens (
   id TEXT PRIMARY KEY,
   run_id TEXT NOT NULL,
   status TEXT NOT NULL,
   record TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS tokens_by_run ON tokens (run_id);
+CREATE INDEX IF NOT EXISTS svc_tokens_by_run ON svc_tokens (run_id);
 `
 
 /**
@@ -84,13 +84,13 @@ CREATE INDEX IF NOT EXISTS tokens_by_run ON tokens (run_id);
  * object; the run's own `record` keeps `"steps":{}` in its place.
  */
 export const STEPS_TABLE = `
-CREATE TABLE steps (
+CREATE TABLE svc_steps (
   seq INTEGER PRIMARY KEY,
   run_seq INTEGER NOT NULL,
   key TEXT NOT NULL,
   record TEXT NOT NULL
 );
-CREATE UNIQUE INDEX steps_by_run ON steps (run_seq, key);
+CREATE UNIQUE INDEX svc_steps_by_run ON svc_steps (run_seq, key);
 `
 
 /**
@@ -100,9 +100,9 @@ CREATE UNIQUE INDEX steps_by_run ON steps (run_seq, key);
  * before STEPS_TABLE existed.
  */
 export const MOVE_STEPS = `
-INSERT INTO steps (run_seq, key, record)
-  SELECT runs.seq, step.key, step.value FROM runs, json_each(runs.record, '$.steps') AS step ORDER BY runs.seq, step.id;
-UPDATE runs SET record = json_set(record, '$.steps', json('{}')) WHERE record -> '$.steps' <> '{}';
+INSERT INTO svc_steps (run_seq, key, record)
+  SELECT svc_runs.seq, step.key, step.value FROM svc_runs, json_each(svc_runs.record, '$.steps') AS step ORDER BY svc_runs.seq, step.id;
+UPDATE svc_runs SET record = json_set(record, '$.steps', json('{}')) WHERE record -> '$.steps' <> '{}';
 `
 
 /** The statements that create the runs, timers and tokens tables with their indexes. */

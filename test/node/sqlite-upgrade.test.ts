@@ -1,0 +1,120 @@
+// A SQLite file written by the release before svc's tables took the `svc_`
+// prefix (schema version 11: `runs`, `events`, …), with runs asleep and
+// waiting in it (test/fixtures/sqlite-v11/), opened by this release: its
+// tables are renamed in place, and every run in it completes without a
+// recorded step running again.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
+import { fileURLToPath } from 'node:url'
+import { afterAll, afterEach, expect, it } from 'vitest'
+import type { RunRecord } from '../../src/types.ts'
+import { until } from '../tasks/_helpers.ts'
+
+const FIXTURE = fileURLToPath(new URL('../fixtures/sqlite-v11/', import.meta.url))
+const SECRET = 'upgrade-test-secret-0123456789abcdef'
+const AUTH = { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json' }
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-sqlite-upgrade-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+const started: ChildProcess[] = []
+afterEach(() => {
+  for (const child of started.splice(0)) child.kill('SIGKILL')
+})
+
+async function startServer(db: string, effects: string): Promise<string> {
+  const child = spawn(process.execPath, [join(FIXTURE, 'server.ts'), db, effects], {
+    env: { ...process.env, SVC_TASK_SECRET: SECRET },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  started.push(child)
+  let out = ''
+  child.stdout!.on('data', (chunk) => (out += chunk))
+  child.stderr!.on('data', (chunk) => (out += chunk))
+  const port = await until(() => /port (\d+)/.exec(out)?.[1] ?? (child.exitCode !== null && fail(out)), 15_000)
+  return `http://127.0.0.1:${port}`
+}
+
+function fail(out: string): never {
+  throw new Error(`the server exited before listening:\n${out}`)
+}
+
+async function runs(base: string): Promise<RunRecord[]> {
+  const response = await fetch(`${base}/__tasks/runs?limit=50`, { headers: AUTH })
+  expect(response.status).toBe(200)
+  return ((await response.json()) as { runs: RunRecord[] }).runs
+}
+
+async function getRun(base: string, id: string): Promise<RunRecord> {
+  return (await (await fetch(`${base}/__tasks/${id}`, { headers: AUTH })).json()) as RunRecord
+}
+
+function schema(path: string): { version: number; names: string[] } {
+  const db = new DatabaseSync(path, { readOnly: true })
+  try {
+    const version = Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version)
+    const rows = db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'index') AND sql IS NOT NULL ORDER BY name").all()
+    return { version, names: rows.map((row) => String(row.name)) }
+  } finally {
+    db.close()
+  }
+}
+
+it("renames a version-11 file's tables in place, and its sleeping and waiting runs complete without a recorded step running again", async () => {
+  const db = join(dir, 'runs.db')
+  const effects = join(dir, 'effects.log')
+  copyFileSync(join(FIXTURE, 'runs.db'), db)
+  writeFileSync(effects, '')
+  const before = schema(db)
+  expect(before.version).toBe(11)
+  expect(before.names).toContain('events')
+
+  const base = await startServer(db, effects)
+  // The naps' sleeps ended long ago: each wakes on the new process and runs step b, and only step b.
+  const held = await until(async () => {
+    const listed = await runs(base)
+    return listed.filter((run) => run.taskName === 'nap' && run.status === 'completed').length === 3 ? listed : undefined
+  }, 10_000)
+  expect(held.map((run) => `${run.taskName}:${run.status}`).sort()).toEqual([
+    'approval:suspended',
+    'hello:completed',
+    'nap:completed',
+    'nap:completed',
+    'nap:completed',
+    'paid:suspended',
+  ])
+  const approval = await getRun(base, held.find((run) => run.taskName === 'approval')!.id)
+  const paid = held.find((run) => run.taskName === 'paid')!
+  const tokenId = (approval.suspended!.waitpoint as { tokenId: string }).tokenId
+  const completed = await fetch(`${base}/__tasks/tokens/${encodeURIComponent(tokenId)}`, {
+    method: 'POST',
+    headers: AUTH,
+    body: JSON.stringify({ approved: true }),
+  })
+  expect(completed.status).toBe(200)
+  // The event of order 1 the file holds does not meet the wait; order 7 does.
+  const sent = await fetch(`${base}/__events/order.paid`, { method: 'POST', headers: AUTH, body: JSON.stringify({ order: 7 }) })
+  expect(sent.status).toBe(202)
+  const [approved, met] = await Promise.all(
+    [approval.id, paid.id].map((id) =>
+      until(async () => {
+        const run = await getRun(base, id)
+        return run.status === 'completed' ? run : undefined
+      }, 10_000),
+    ),
+  )
+  expect(approved.result).toEqual({ a: 'APPROVAL-A', answer: { payload: { approved: true } } })
+  expect(met.result).toMatchObject({ a: 'PAID-A', paid: { event: { name: 'order.paid', data: { order: 7 } } } })
+  const events = (await (await fetch(`${base}/__events`, { headers: AUTH })).json()) as { events: { name: string; size: number }[] }
+  expect(events.events.map((event) => event.name)).toEqual(['order.paid', 'order.paid'])
+  expect(readFileSync(effects, 'utf8').split('\n').filter(Boolean).sort()).toEqual(['nap-b', 'nap-b', 'nap-b'])
+
+  const after = schema(db)
+  expect(after.version).toBe(12)
+  expect(after.names.filter((name) => !name.startsWith('svc_') && !name.startsWith('sqlite_'))).toEqual([])
+  expect(after.names).toEqual(
+    expect.arrayContaining(['svc_runs', 'svc_steps', 'svc_timers', 'svc_tokens', 'svc_events', 'svc_runs_by_key', 'svc_events_by_name']),
+  )
+})
