@@ -9,7 +9,8 @@ export const denoHost: WebHost = {
   name: 'Deno',
   target: 'deno',
   present: 'Deno' in globalThis,
-  // Deno.upgradeWebSocket has no limit on the size of a message.
+  // Deno.upgradeWebSocket takes no message limit: it refuses only a frame
+  // over 64 MiB, and buffers a fragmented message whole, whatever its size.
   limitsMessages: false,
   async listen(options) {
     const { hooks } = options

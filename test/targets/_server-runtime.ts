@@ -23,6 +23,7 @@ import { SSE_HEARTBEAT_MS } from '../../src/runtime/admin/events.ts'
 import { until } from '../tasks/_helpers.ts'
 import { type BuiltApp, builtOnce, pollRun, waitForOutput, writeApp, ZONED_TASKS } from './_app.ts'
 import { type RunningTarget, TASK_SECRET, targetContract } from './contract.ts'
+import { hostileClientCases } from './_hostile.ts'
 
 export type ServerRuntime = 'bun' | 'deno'
 
@@ -264,6 +265,7 @@ export function serverRuntimeSuites(runtime: ServerRuntime): void {
     afterAll(() => stop(server))
 
     builtServerCases(runtime, built, () => server)
+    hostileClientCases(runtime, () => server)
 
     // Docker cannot run here: the Dockerfile's health check command is run as it would run inside the container.
     it(`writes a Dockerfile whose HEALTHCHECK asks /__health with ${runtime}, the image having no curl`, async () => {

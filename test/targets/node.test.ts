@@ -8,6 +8,7 @@ import { buildApp } from '../../src/build/build.ts'
 import { builtOnce, copyFixtureApp } from './_app.ts'
 import { TASK_SECRET, targetContract } from './contract.ts'
 import { type BuiltServer, builtServerCases, contractTarget, stop } from './_server-runtime.ts'
+import { hostileClientCases } from './_hostile.ts'
 
 const cronPreload = new URL('./_node-cron.mjs', import.meta.url).href
 
@@ -76,6 +77,7 @@ describe('svc build --target node', () => {
   afterAll(() => stop(server))
 
   builtServerCases('node', built, () => server)
+  hostileClientCases('node', () => server)
 
   // Last: it ends the server.
   it('drains on SIGTERM, then ends with that signal', async () => {
