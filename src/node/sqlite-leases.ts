@@ -126,9 +126,17 @@ export const WAKES = 'SELECT n FROM svc_wakes'
 export const PROCESSES_TABLE = `
   CREATE TABLE svc_processes (owner TEXT PRIMARY KEY, versions TEXT NOT NULL, started_at INTEGER NOT NULL, beat_at INTEGER NOT NULL) WITHOUT ROWID;`
 
-export const REGISTER_PROCESS = `INSERT INTO svc_processes (owner, versions, started_at, beat_at) VALUES (?1, ?2, ?3, ?3)
+/**
+ * A process that serves the same versions as one registered before it,
+ * live or gone within the hour, takes that one's start: a version is as
+ * old as its first process, so an old release's process restarted during
+ * a rollout does not pass for the newest (versions.ts orders by it).
+ */
+export const REGISTER_PROCESS = `INSERT INTO svc_processes (owner, versions, started_at, beat_at)
+  VALUES (?1, ?2, coalesce((SELECT min(started_at) FROM svc_processes WHERE versions = ?2), ?3), ?3)
   ON CONFLICT (owner) DO UPDATE SET versions = excluded.versions, beat_at = excluded.beat_at`
 /** Rows of processes gone for an hour go as others register. */
 export const PRUNE_PROCESSES = 'DELETE FROM svc_processes WHERE beat_at < ?'
-export const UNREGISTER_PROCESS = 'DELETE FROM svc_processes WHERE owner = ?'
+/** A process that shuts down is gone at once (its beat put past the lease), and its row stays for the hour, with its start. */
+export const UNREGISTER_PROCESS = 'UPDATE svc_processes SET beat_at = ?2 WHERE owner = ?1'
 export const LIVE_PROCESSES = 'SELECT owner, versions FROM svc_processes WHERE beat_at >= ? ORDER BY started_at DESC, owner'

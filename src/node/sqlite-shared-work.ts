@@ -173,13 +173,14 @@ export class SqliteSharedWork implements SharedWork {
     return this.#host.write(() => {
       const at = Date.now()
       this.#host.sql(PRUNE_PROCESSES).run(at - HOUR_MS)
-      this.#host.sql(REGISTER_PROCESS).run(owner, JSON.stringify(versions), at)
+      // Sorted, so that two processes of one release write the same text (REGISTER_PROCESS compares it).
+      this.#host.sql(REGISTER_PROCESS).run(owner, JSON.stringify([...versions].sort()), at)
     })
   }
 
   unregister(owner: string): Promise<void> {
     return this.#host.write(() => {
-      this.#host.sql(UNREGISTER_PROCESS).run(owner)
+      this.#host.sql(UNREGISTER_PROCESS).run(owner, Date.now() - this.leaseMs - 1)
     })
   }
 

@@ -268,17 +268,27 @@ export class PostgresSharedWork implements SharedWork {
   register(owner: string, versions: readonly string[]): Promise<void> {
     return this.#run(async (sql) => {
       const schema = sql(this.#schema)
-      // Rows of processes gone for an hour go as others register.
+      // Sorted, so that two processes of one release hold equal arrays.
+      const served = [...versions].sort()
+      // Rows of processes gone for an hour go as others register. A process
+      // that serves the same versions as one registered before it, live or
+      // gone within the hour, takes that one's start: a version is as old
+      // as its first process, so an old release's process restarted during
+      // a rollout does not pass for the newest (versions.ts orders by it).
       await sql`
         WITH pruned AS (DELETE FROM ${schema}.processes WHERE beat_at < now() - interval '1 hour')
-        INSERT INTO ${schema}.processes (owner, versions) VALUES (${owner}, ${versions as string[]}::text[])
+        INSERT INTO ${schema}.processes (owner, versions, started_at)
+        VALUES (${owner}, ${served}::text[], coalesce((SELECT min(started_at) FROM ${schema}.processes WHERE versions = ${served}::text[]), clock_timestamp()))
         ON CONFLICT (owner) DO UPDATE SET versions = excluded.versions, beat_at = now()`
     })
   }
 
   unregister(owner: string): Promise<void> {
     return this.#run(async (sql) => {
-      await sql`DELETE FROM ${sql(this.#schema)}.processes WHERE owner = ${owner}`
+      // Gone at once (its beat put past the lease); the row stays for the hour, with its start.
+      await sql`
+        UPDATE ${sql(this.#schema)}.processes SET beat_at = now() - ${this.leaseMs + 1} * interval '1 millisecond'
+        WHERE owner = ${owner}`
     })
   }
 

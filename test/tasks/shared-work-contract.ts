@@ -285,14 +285,22 @@ export function sharedWorkContract(name: string, database: () => OpenSharedStore
         await sleep(20)
         await b.shared.register!('new', ['report@v2', 'mail@v2'])
         expect(await a.shared.liveVersions!()).toEqual([
-          { owner: 'new', versions: ['report@v2', 'mail@v2'] },
+          { owner: 'new', versions: ['mail@v2', 'report@v2'] },
           { owner: 'old', versions: ['report@v1'] },
         ])
         // Registering again keeps its place and takes the versions it now serves.
         await a.shared.register!('old', ['report@v1b'])
-        expect((await b.shared.liveVersions!()).map((live) => live.versions)).toEqual([['report@v2', 'mail@v2'], ['report@v1b']])
+        expect((await b.shared.liveVersions!()).map((live) => live.versions)).toEqual([['mail@v2', 'report@v2'], ['report@v1b']])
         await b.shared.unregister!('new')
         expect((await a.shared.liveVersions!()).map((live) => live.owner)).toEqual(['old'])
+        // A process serving what one registered before it served takes that one's place, gone or not:
+        // the old release's process that restarts last is still the older.
+        await sleep(20)
+        await a.shared.register!('old-restarted', ['report@v1b'])
+        await b.shared.register!('new-restarted', ['report@v2', 'mail@v2'])
+        expect((await a.shared.liveVersions!()).map((live) => live.owner)).toEqual(['new-restarted', 'old', 'old-restarted'])
+        await a.shared.unregister!('old-restarted')
+        await b.shared.unregister!('new-restarted')
         // Not heard from for leaseMs: gone.
         await sleep(400)
         expect(await a.shared.liveVersions!()).toEqual([])

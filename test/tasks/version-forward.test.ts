@@ -50,6 +50,29 @@ describe('a rolling deploy where an old process restarts mid-way', () => {
   })
 })
 
+describe('a rolling deploy of versions that are no release numbers (digests, commits)', () => {
+  it("moves a run to the new version though a process of the old one registered last, and after the old one's processes stopped", async () => {
+    const path = dbFile()
+    const retired = await processOf(path, 'aaaa0000')
+    const { id } = await retired.trigger('jobs.report', { sleep: 1.5 })
+    await until(async () => (await retired.getRun(id))?.status === 'suspended')
+    await retired.close()
+
+    const old = await processOf(path, 'bbbb1111')
+    const current = await processOf(path, 'cccc2222')
+    // The old pod restarts after the new one registered: its version is still the older.
+    await old.close()
+    const restarted = await processOf(path, 'bbbb1111')
+
+    const run = await finished(current.waitForRun(id))
+    expect(run).toMatchObject({ status: 'completed', version: 'cccc2222', result: { before: 'aaaa0000', after: 'cccc2222' } })
+    expect(run.migrations).toEqual([{ from: 'aaaa0000', to: 'cccc2222', at: expect.any(String) }])
+    expect(restarted.logger.text('warn')).not.toMatch('moved to version bbbb1111')
+    await restarted.close()
+    await current.close()
+  })
+})
+
 describe('which way is forward', () => {
   it('orders release numbers as numbers, with or without a v, and takes no digest for one', () => {
     expect(compareReleases(releaseParts('v10')!, releaseParts('v9')!)).toBeGreaterThan(0)

@@ -13,8 +13,9 @@
  * - no live process serves it: the run follows `versionPolicy`. `migrate`
  *   moves it forward to the newest live version of its task
  *   (version-order.ts: by release number, else by when that version's
- *   processes first registered, not by when the latest of them started,
- *   so an old process restarted mid-rollout pulls no run back), recorded
+ *   first process registered, which a later process of it inherits, not
+ *   by when the latest of them started, so an old process restarted
+ *   mid-rollout pulls no run back), recorded
  *   in `RunRecord.migrations`, and runs it here when that is this
  *   process's version, else hands it over. With no live version ahead of
  *   the run's, it stays as it is, for a process of its version or a newer

@@ -87,7 +87,10 @@ export interface SharedWork {
    * `<task>@<version>` keys; it is called again on every lease renewal, and
    * an owner not heard from for `leaseMs` is gone. `unregister` says it is
    * gone at once (it shuts down). `liveVersions` lists the live owners,
-   * the one registered first last (newest first).
+   * the one registered first last (newest first). A process that
+   * registers the same keys as one registered before it (live, or gone
+   * within the hour) takes that one's place in the order: a version is as
+   * old as its first process.
    */
   register?(owner: string, versions: readonly string[]): Promise<void>
   unregister?(owner: string): Promise<void>
