@@ -20,7 +20,7 @@ const TIERS = [
     // The dashboard's browser code: scripts/build-dashboard.ts bundles it
     // into src/runtime/dashboard/page.generated.ts, and no module imports it.
     dashboard: { path: ['^src/dashboard/'], edge: true, leaf: true },
-    // `svc/client`, browser code for an app's pages: it imports nothing of svc but types.
+    // `svcjs/client`, browser code for an app's pages: it imports nothing of svc but types.
     client: { path: ['^src/client/', '^src/client\\.ts$'], edge: true },
   },
   {
@@ -48,7 +48,7 @@ const SIDEWAYS = {
   node: ['postgres'],
   // The Bun and Deno servers reuse the Node server's parts that only use what Bun and Deno implement.
   serve: ['node'],
-  // The dashboard reads the run-change stream with svc/client's reader of event streams.
+  // The dashboard reads the run-change stream with svcjs/client's reader of event streams.
   dashboard: ['client'],
 }
 

@@ -16,7 +16,7 @@ export interface GeneratedFile {
 }
 
 function serverless(i: number, resource: string): string {
-  return `import { defineSchema } from 'svc'
+  return `import { defineSchema } from 'svcjs'
 import * as v from 'valibot'
 import { db } from '../../_lib/db.ts'
 import { requireUser } from '../../_lib/auth.ts'

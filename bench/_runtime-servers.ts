@@ -6,7 +6,7 @@
  *   deno run --allow-all --node-modules-dir=manual bench/_runtime-servers.ts <kind>
  *
  * kinds: hono (Hono on the runtime's own server, `Bun.serve` or
- * `Deno.serve`), svc (svc/bun's `startBunServer` or svc/deno's
+ * `Deno.serve`), svc (svcjs/bun's `startBunServer` or svcjs/deno's
  * `startDenoServer`). Each serves `GET /api/hello` → `{"hello":"world"}`,
  * listens on an ephemeral port on 127.0.0.1 and prints the port on stdout.
  */

@@ -48,7 +48,7 @@ if (major < MINIMUM[0] || (major === MINIMUM[0] && minor < MINIMUM[1])) {
   } else {
     process.stderr.write(
       `This copy of svc (${process.getBuiltinModule('node:url').fileURLToPath(new URL('..', import.meta.url))}) has no dist/cli.mjs: it was packed without a build.\n` +
-        'Install a published release (`npm install svc`), or pack it with `npm pack`, which builds dist/ first.\n',
+        'Install a published release (`npm install svcjs`), or pack it with `npm pack`, which builds dist/ first.\n',
     )
     process.exitCode = 1
   }

@@ -1,5 +1,5 @@
 /**
- * `svc/client`: what a browser page imports to follow a run's progress
+ * `svcjs/client`: what a browser page imports to follow a run's progress
  * from the task server (docs/realtime.md). No Node import and no
  * dependency: it runs in browsers, workers and Node alike.
  */

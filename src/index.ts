@@ -1,5 +1,5 @@
 /**
- * `svc`: the edge-safe runtime API. Nothing reachable from here imports a
+ * `svcjs`: the edge-safe runtime API. Nothing reachable from here imports a
  * `node:` builtin; a test bundles this entry for workerd to keep it so.
  */
 import './runtime/node-version.ts'

@@ -1,5 +1,5 @@
 /**
- * `svc/manifest`: the build-time half. Scans an app's routes and pages,
+ * `svcjs/manifest`: the build-time half. Scans an app's routes and pages,
  * reads their static config, normalizes it and advises on compute, without
  * importing or evaluating application code. Node-only.
  */

@@ -1,4 +1,4 @@
-/** `svc/postgres`: the Postgres run store (Node-only; loads the `postgres` driver). */
+/** `svcjs/postgres`: the Postgres run store (Node-only; loads the `postgres` driver). */
 import './runtime/node-version.ts'
 export { PostgresRunStore, type PostgresRunStoreOptions } from './postgres/store.ts'
 export type { PostgresTransaction } from './postgres/transaction.ts'

@@ -69,7 +69,7 @@ export async function bundle(options: BundleOptions): Promise<BundleResult> {
   }
   const plugins: Plugin[] = [guard]
   if (options.alias) {
-    // Exact specifiers only: `svc` must not swallow `svc/node`.
+    // Exact specifiers only: `svc` must not swallow `svcjs/node`.
     const alias = options.alias
     plugins.push({ name: 'svc:alias', resolveId: (id) => (Object.hasOwn(alias, id) ? alias[id] : null) })
   }

@@ -3,6 +3,7 @@ import { instrumentationFile } from '../manifest/instrumentation-file.ts'
 import type { ManifestPage } from '../types.ts'
 import type { ManifestEvents } from '../manifest/events-file.ts'
 import type { VersionedRoute } from './task-versions.ts'
+import { PACKAGE_NAME } from '../runtime/package-name.ts'
 
 /**
  * The source of a generated entry's first half: one static import per route
@@ -23,7 +24,7 @@ export function appSource(
   // before any module of the app or of svc asks for a tracer.
   if (telemetry.instrumentation) lines.push(`import ${JSON.stringify(join(root, telemetry.instrumentation))}`)
   if (telemetry.otel) {
-    lines.push(`import * as otelApi from '@opentelemetry/api'`, `import { otelTelemetry } from 'svc'`)
+    lines.push(`import * as otelApi from '@opentelemetry/api'`, `import { otelTelemetry } from '${PACKAGE_NAME}'`)
   }
   const routeItems = routes.map((route, i) => {
     lines.push(`import * as route${i} from ${JSON.stringify(join(root, route.file))}`)

@@ -10,7 +10,7 @@ import { appDependencies, appLockFile, readAppPackage } from './app-package.ts'
 import type { BuiltFile, TargetContext, TargetDescriptor } from './target.ts'
 
 export interface ServerOutput {
-  /** The svc entry point whose `serveApp(app)` the generated server calls: `svc/bun`. */
+  /** The svc entry point whose `serveApp(app)` the generated server calls: `svcjs/bun`. */
   runtime: string
   /** What starts the server in the output directory: the `start` script, and the image's `CMD`. */
   command: string[]

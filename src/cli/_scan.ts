@@ -1,6 +1,6 @@
 /**
  * The scan every app command starts with. It loads the scanner's entry
- * module rather than `svc/manifest`, whose other exports (the per-file
+ * module rather than `svcjs/manifest`, whose other exports (the per-file
  * scanner, the parser, the advisor) a scan answered from the scan cache
  * never needs.
  */

@@ -73,6 +73,6 @@ export function checkShards(shards: unknown, where: string): number {
 /** What a hand-written entry must add when the binding is missing, for the one warning the worker logs. */
 export const MISSING_BINDING_WARNING =
   `[svc] no ${TASKS_BINDING} Durable Object binding: task runs, timers and tokens are kept in this isolate's memory and are lost when it is evicted. ` +
-  `Export the class (export const ${TASKS_CLASS} = createTasksObject(app), from 'svc/cloudflare') and bind it in wrangler.json: ` +
+  `Export the class (export const ${TASKS_CLASS} = createTasksObject(app), from 'svcjs/cloudflare') and bind it in wrangler.json: ` +
   `"durable_objects": { "bindings": [{ "name": "${TASKS_BINDING}", "class_name": "${TASKS_CLASS}" }] }, ` +
   `"migrations": [{ "tag": "v1", "new_sqlite_classes": ["${TASKS_CLASS}"] }]`

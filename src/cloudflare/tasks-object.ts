@@ -88,7 +88,7 @@ const DONE_FOR_NOW = new Set(['completed', 'failed', 'cancelled', 'suspended'])
  * The Durable Object class of a hand-written entry, exported beside the worker:
  *
  * ```ts
- * import { createTasksObject, createWorker } from 'svc/cloudflare'
+ * import { createTasksObject, createWorker } from 'svcjs/cloudflare'
  * const app = { routes, pages }
  * export default createWorker(app)
  * export const SvcTasks = createTasksObject(app)

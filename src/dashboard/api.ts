@@ -73,7 +73,7 @@ export async function watchEvents(
       onState(true)
       delay = 500
       const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
-      // svc/client's reader: linear in what arrives, however the network cuts it.
+      // svcjs/client's reader: linear in what arrives, however the network cuts it.
       const events = new EventStreamReader()
       for (;;) {
         const { value, done } = await reader.read()

@@ -20,11 +20,12 @@ import { FUNCTION_MEMORY, type FunctionMemory } from '../runtime/types.ts'
 import { taskNameFromPath } from '../runtime/route-config.ts'
 import { dedicatedCompute, FUNCTION_TIMEOUT_LIMIT_MS, functionCompute } from './compute.ts'
 import type { Confidence, Provider, ResolvedCompute, RouteAdvice, RouteSignal, ScannedRoute, Severity } from './types.ts'
+import { PACKAGE_NAME } from '../runtime/package-name.ts'
 
 const PERSISTENT = new Set<RouteSignal['kind']>(['websocket', 'listening-socket', 'module-timer', 'background-loop'])
 const NODE_ONLY = new Set<RouteSignal['kind']>(['heavy-module', 'native-module', 'node-builtin'])
 /** Modules that add nothing Node-only: the framework itself. */
-const NEUTRAL_IMPORTS = new Set(['svc'])
+const NEUTRAL_IMPORTS = new Set([PACKAGE_NAME])
 
 /** The route fields the advisor reads. A task's name defaults to the one its path gives. */
 export type AdvisableRoute = Pick<ScannedRoute, 'path' | 'file' | 'kind' | 'compute' | 'timeout' | 'signals' | 'imports'> &

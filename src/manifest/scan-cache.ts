@@ -21,6 +21,7 @@
  */
 import { ConfigError } from './errors.ts'
 import type { FileScan } from './scan-file.ts'
+import { PACKAGE_NAME } from '../runtime/package-name.ts'
 
 // Not `import`: see the note in scan.ts.
 const { readFileSync, writeFileSync, renameSync, mkdirSync, statSync, readdirSync, rmSync } = process.getBuiltinModule('node:fs')
@@ -309,7 +310,7 @@ function packageVersion(from: string): string {
   for (const candidate of ['../../package.json', '../package.json']) {
     try {
       const pkg = JSON.parse(readFileSync(join(from, candidate), 'utf8')) as { name?: string; version?: string }
-      if (pkg.name === 'svc') return `svc ${pkg.version}`
+      if (pkg.name === PACKAGE_NAME) return `svc ${pkg.version}`
     } catch {}
   }
   return 'svc unknown'

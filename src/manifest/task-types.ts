@@ -13,6 +13,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { errorMessage } from '../runtime/errors.ts'
 import type { Logger } from '../runtime/types.ts'
+import { PACKAGE_NAME } from '../runtime/package-name.ts'
 
 /** Where the file goes, relative to the app root. */
 export const TASK_TYPES_FILE = '.svc/types.d.ts'
@@ -55,8 +56,8 @@ export function renderTaskTypes(routes: readonly TaskTypeSource[], events?: Even
     '// `svc types`, `svc dev` and `svc build` write it again, so edits here do not last. Add it\n' +
     "// to the tsconfig's include to type enqueue(), ctx.step.enqueue and ctx.step.waitForTask by\n" +
     '// task name, and sendEvent() and ctx.step.waitForEvent by event name.\n' +
-    `import type { ${imported.join(', ')} } from 'svc'\n\n` +
-    "declare module 'svc' {\n" +
+    `import type { ${imported.join(', ')} } from '${PACKAGE_NAME}'\n\n` +
+    `declare module '${PACKAGE_NAME}' {\n` +
     `  interface TaskRegistry {\n${entries.join('')}  }\n` +
     (eventEntries.length > 0 ? `  interface EventRegistry {\n${eventEntries.join('')}  }\n` : '') +
     '}\n'

@@ -1,6 +1,6 @@
 /**
- * What `svc/node` exports besides the app loaders. The loaders hand app code
- * these exports and their own as `svc/node`, the very objects this process
+ * What `svcjs/node` exports besides the app loaders. The loaders hand app code
+ * these exports and their own as `svcjs/node`, the very objects this process
  * loaded, so they take them from here rather than from the entry, which
  * re-exports the loaders.
  */

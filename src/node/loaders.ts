@@ -39,19 +39,19 @@ async function scan(root: string) {
 
 /**
  * The modules of svc that app code imports, as this process loaded them. App
- * files get these very objects for `svc`, `svc/node` and `svc/manifest`, so
+ * files get these very objects for `svcjs`, `svcjs/node` and `svcjs/manifest`, so
  * the app and the server share one runtime: one set of error classes (a
  * thrown `SvcError` keeps its status), one active task runtime. Resolving
  * those specifiers to svc's files instead would evaluate a second copy.
- * `svc/node` is put together as its entry is, from api.ts and this module's
+ * `svcjs/node` is put together as its entry is, from api.ts and this module's
  * exports: the entry re-exports this module, so importing it would be a cycle.
  */
 let selfModules: Promise<Record<string, unknown>> | undefined
 function loadSelfModules(): Promise<Record<string, unknown>> {
   selfModules ??= Promise.all([import('../index.ts'), import('./api.ts'), import('../manifest.ts')]).then(([index, api, manifest]) => ({
-    svc: index,
-    'svc/node': { ...api, loadApiRoutes, loadPages },
-    'svc/manifest': manifest,
+    svcjs: index,
+    'svcjs/node': { ...api, loadApiRoutes, loadPages },
+    'svcjs/manifest': manifest,
   }))
   return selfModules
 }

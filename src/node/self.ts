@@ -2,16 +2,17 @@
  * svc's own package: where it is installed, whether it runs from its
  * TypeScript sources or from `dist/`, and its public entry points, the
  * build targets' included. The app loader and the build both alias app
- * imports of `svc/*` through this, so it sits below both.
+ * imports of `svcjs/*` through this, so it sits below both.
  */
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { PACKAGE_NAME } from '../runtime/package-name.ts'
 
 /**
  * Every deployment target, and the one list of them. `targets/<name>/` holds
  * a target whole: `build.ts` exports its `TargetDescriptor` as `<name>Target`,
- * and `runtime.ts` is its runtime entry, published as `svc/<name>`. The
+ * and `runtime.ts` is its runtime entry, published as `svcjs/<name>`. The
  * target type, the build's loader, the CLI's `--target`, the aliases below
  * and build.config.ts derive from this list; package.json `exports` and
  * tsconfig.json `paths`, which cannot import it, are checked against it by
@@ -24,12 +25,12 @@ export type TargetName = (typeof TARGET_NAMES)[number]
 /** The subpath of svc a target's runtime entry is published at, and its file name in `dist/`. */
 export type TargetEntry<Name extends TargetName = TargetName> = Name extends 'node' ? 'node-target' : Name
 
-/** `<name>`, except `node-target` for node: `svc/node` is the Node server's API. */
+/** `<name>`, except `node-target` for node: `svcjs/node` is the Node server's API. */
 export function targetEntry<Name extends TargetName>(name: Name): TargetEntry<Name> {
   return (name === 'node' ? 'node-target' : name) as TargetEntry<Name>
 }
 
-export type SelfEntry = 'svc' | 'svc/node' | 'svc/manifest' | `svc/${TargetEntry}`
+export type SelfEntry = typeof PACKAGE_NAME | `${typeof PACKAGE_NAME}/${'node' | 'manifest' | TargetEntry}`
 
 /**
  * svc's own public entry points, as app code and generated entries import
@@ -39,15 +40,17 @@ export type SelfEntry = 'svc' | 'svc/node' | 'svc/manifest' | `svc/${TargetEntry
  * modules this process already loaded for the main ones.
  */
 export const SELF_ENTRIES: Readonly<Record<SelfEntry, readonly [source: string, dist: string]>> = {
-  svc: ['src/index.ts', 'dist/index.mjs'],
-  'svc/node': ['src/node.ts', 'dist/node.mjs'],
-  'svc/manifest': ['src/manifest.ts', 'dist/manifest.mjs'],
+  [PACKAGE_NAME]: ['src/index.ts', 'dist/index.mjs'],
+  'svcjs/node': ['src/node.ts', 'dist/node.mjs'],
+  'svcjs/manifest': ['src/manifest.ts', 'dist/manifest.mjs'],
   ...targetRuntimeEntries(),
 }
 
-function targetRuntimeEntries(): Record<`svc/${TargetEntry}`, readonly [source: string, dist: string]> {
-  const out = {} as Record<`svc/${TargetEntry}`, readonly [source: string, dist: string]>
-  for (const name of TARGET_NAMES) out[`svc/${targetEntry(name)}`] = [`targets/${name}/runtime.ts`, `dist/${targetEntry(name)}.mjs`]
+function targetRuntimeEntries(): Record<`${typeof PACKAGE_NAME}/${TargetEntry}`, readonly [source: string, dist: string]> {
+  const out = {} as Record<`${typeof PACKAGE_NAME}/${TargetEntry}`, readonly [source: string, dist: string]>
+  for (const name of TARGET_NAMES) {
+    out[`${PACKAGE_NAME}/${targetEntry(name)}`] = [`targets/${name}/runtime.ts`, `dist/${targetEntry(name)}.mjs`]
+  }
   return out
 }
 
@@ -59,7 +62,7 @@ export function packageRoot(): string {
   const start = dirname(fileURLToPath(import.meta.url))
   for (let dir = start; ; dir = dirname(dir)) {
     const manifest = join(dir, 'package.json')
-    if (existsSync(manifest) && JSON.parse(readFileSync(manifest, 'utf8')).name === 'svc') return (cachedRoot = dir)
+    if (existsSync(manifest) && JSON.parse(readFileSync(manifest, 'utf8')).name === PACKAGE_NAME) return (cachedRoot = dir)
     if (dirname(dir) === dir) throw new Error(`Cannot find the svc package root above ${start}`)
   }
 }

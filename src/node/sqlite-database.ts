@@ -81,7 +81,7 @@ const PLAIN_TABLES: readonly (readonly [name: string, since: number])[] = [
  * or migrates the schema.
  */
 export function openDatabase(path: string, busyTimeoutMs: number, where: string): DatabaseSync {
-  // Loaded here rather than imported at the top, so importing `svc/node`
+  // Loaded here rather than imported at the top, so importing `svcjs/node`
   // never loads `node:sqlite` (nor prints its ExperimentalWarning, on the
   // Node versions that do) unless a store is actually created.
   const { DatabaseSync } = process.getBuiltinModule('node:sqlite')

@@ -62,7 +62,7 @@ interface StoreScheme {
 /**
  * Every value `SVC_STORE_URL` accepts, by scheme, in the order the error
  * lists them. A new store is one entry here; a factory that needs a driver
- * imports it when it is called, so `svc/node` loads none it does not use.
+ * imports it when it is called, so `svcjs/node` loads none it does not use.
  * Schemes are case-insensitive (RFC 3986, section 3.1).
  */
 const SCHEMES: ReadonlyMap<string, StoreScheme> = new Map<string, StoreScheme>([
@@ -79,7 +79,7 @@ const ACCEPTS = `${forms.slice(0, -1).join(', ')} or ${forms.at(-1)}`
 /**
  * Opens the store `env.SVC_STORE_URL` names, or the default. A Postgres store
  * is ready (tables made, database reached) when this resolves; the driver is
- * loaded only then, so `svc/node` does not load it otherwise.
+ * loaded only then, so `svcjs/node` does not load it otherwise.
  */
 export async function storeFromEnv(env: Record<string, string | undefined>, options: StoreFromEnvOptions): Promise<StoreFromEnv> {
   const root = resolve(options.root ?? process.cwd())

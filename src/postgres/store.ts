@@ -127,7 +127,7 @@ function expectsRunning(expect: { status: RunStatus | readonly RunStatus[] } | u
  * or `createTaskRuntime({ store })`:
  *
  * ```ts
- * import { PostgresRunStore } from 'svc/postgres'
+ * import { PostgresRunStore } from 'svcjs/postgres'
  * const store = new PostgresRunStore({ url: process.env.DATABASE_URL })
  * const server = await startSvcServer({ apiRoutes, pages, store })
  * // on shutdown, after the server: await server.close(); await store.close()

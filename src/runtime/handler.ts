@@ -142,7 +142,7 @@ export interface SvcHandlerOptions {
   dashboard?: boolean
   /**
    * The dashboard page to serve. `startSvcServer` passes the one svc ships
-   * (`DASHBOARD_PAGE` from `svc/node`); it is an option so that edge and
+   * (`DASHBOARD_PAGE` from `svcjs/node`); it is an option so that edge and
    * function bundles, which do not serve the page, do not carry it.
    * @default none: the dashboard's paths answer 404 DASHBOARD_NOT_INCLUDED
    */

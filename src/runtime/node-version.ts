@@ -39,6 +39,6 @@ function compareVersions(a: string, b: string): number {
   return 0
 }
 
-// Each entry of svc imports this module first, so that `import 'svc'` on an
+// Each entry of svc imports this module first, so that `import 'svcjs'` on an
 // older Node fails here, saying what to install, rather than later and obscurely.
 assertSupportedNode()

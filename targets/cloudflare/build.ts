@@ -44,12 +44,12 @@ export const cloudflareTarget: TargetDescriptor = {
     const options = shards > 1 ? `, { shards: ${shards} }` : ''
     const entry = tasks
       ? `${ctx.appSource}
-import { createTasksObject, createWorker } from 'svc/cloudflare'
+import { createTasksObject, createWorker } from 'svcjs/cloudflare'
 export default createWorker(app${options})
 export const ${TASKS_CLASS} = createTasksObject(app${options})
 `
       : `${ctx.appSource}
-import { createWorker } from 'svc/cloudflare'
+import { createWorker } from 'svcjs/cloudflare'
 export default createWorker(app)
 `
     const hasPublic = await ctx.copyPublic(join(out, 'public'))

@@ -1,5 +1,5 @@
 /**
- * `svc/cloudflare`: runs an app as a module worker. `fetch` serves the core
+ * `svcjs/cloudflare`: runs an app as a module worker. `fetch` serves the core
  * handler; `scheduled` fires the cron tasks of `controller.cron`. Task runs
  * live in the `SvcTasks` Durable Object (`createTasksObject`) when the worker
  * binds it as `SVC_TASKS`, and in the isolate's memory otherwise; with

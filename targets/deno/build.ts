@@ -10,7 +10,7 @@ const PERMISSIONS = ['--allow-net', '--allow-env', '--allow-read', '--allow-writ
 
 /** `.output/deno/server.mjs`: the whole app on one `Deno.serve` server, plus a package.json and a Dockerfile. */
 export const denoTarget = serverTarget('deno', {
-  runtime: 'svc/deno',
+  runtime: 'svcjs/deno',
   command: ['deno', 'run', ...PERMISSIONS, 'server.mjs'],
   image: 'denoland/deno:2',
   user: 'deno',

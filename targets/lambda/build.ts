@@ -15,7 +15,7 @@ export const lambdaTarget: TargetDescriptor = {
   async write(ctx) {
     const out = join(ctx.root, this.outDir)
     const entry = `${ctx.appSource}
-import { createLambdaHandler } from 'svc/lambda'
+import { createLambdaHandler } from 'svcjs/lambda'
 export const handler = createLambdaHandler(app)
 `
     return [

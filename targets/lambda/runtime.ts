@@ -1,5 +1,5 @@
 /**
- * `svc/lambda`: runs an app as one AWS Lambda function that serves HTTP API
+ * `svcjs/lambda`: runs an app as one AWS Lambda function that serves HTTP API
  * (v2) and function URL events, fires cron tasks for schedule events and
  * sweeps due work for the tick event.
  */
@@ -67,7 +67,7 @@ export function createLambdaHandler(app: LambdaApp): LambdaHandler {
       return result
     }
     throw new TypeError(
-      'svc/lambda: unsupported event. Expected an API Gateway HTTP API (payload 2.0) or function URL event, ' +
+      'svcjs/lambda: unsupported event. Expected an API Gateway HTTP API (payload 2.0) or function URL event, ' +
         'a schedule event { "svcCron": "<expression>" } or the tick { "svcTick": true } (see schedules.json).',
     )
   }

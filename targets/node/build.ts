@@ -2,7 +2,7 @@ import { HEALTH_PROBE, serverTarget } from '#svc/build/server-output.ts'
 
 /** `.output/node/server.mjs`: the whole app on one Node server, plus a package.json and a Dockerfile. */
 export const nodeTarget = serverTarget('node', {
-  runtime: 'svc/node-target',
+  runtime: 'svcjs/node-target',
   command: ['node', 'server.mjs'],
   image: 'node:24-slim',
   user: 'node',

@@ -25,7 +25,7 @@ export const vercelTarget: TargetDescriptor = {
     const out = join(ctx.root, this.outDir)
     const fn = join(out, 'functions', '__svc.func')
     const entry = `${ctx.appSource}
-import { createVercelHandler } from 'svc/vercel'
+import { createVercelHandler } from 'svcjs/vercel'
 export default createVercelHandler(app)
 `
     const crons = ctx.crons.map((schedule) => ({ path: `/__svc/cron?cron=${encodeURIComponent(schedule)}`, schedule }))

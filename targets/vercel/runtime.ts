@@ -1,5 +1,5 @@
 /**
- * `svc/vercel`: runs an app as one Vercel Node.js function (Build Output API
+ * `svcjs/vercel`: runs an app as one Vercel Node.js function (Build Output API
  * v3, `launcherType: "Nodejs"`), plus the cron requests that `config.json`'s
  * `crons` send to `/__svc/cron`: `?cron=<expression>` fires a schedule, and
  * the bare path is the one-minute tick that sweeps due work.

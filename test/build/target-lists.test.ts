@@ -28,8 +28,8 @@ const built = new Map(
     .map((entry) => [entry.name ?? entry.input, entry.input.replace(/^\.\//, '')] as const),
 )
 
-/** `svc/x` → `./x`, `svc` → `.`, the form of an `exports` key. */
-const subpath = (specifier: string) => specifier.replace(/^svc/, '.')
+/** `svcjs/x` → `./x`, `svcjs` → `.`, the form of an `exports` key. */
+const subpath = (specifier: string) => specifier.replace(/^svcjs/, '.')
 
 describe('the one list of targets', () => {
   it('names every folder of targets/, and each name has its build step and runtime entry', () => {
@@ -64,7 +64,7 @@ describe('the one list of targets', () => {
   })
 })
 
-describe("each target's runtime entry, svc/<name>", () => {
+describe("each target's runtime entry, svcjs/<name>", () => {
   it('is exported by package.json, with its types, from the files build.config.ts builds', () => {
     const problems: string[] = []
     for (const name of TARGET_NAMES) {
@@ -95,7 +95,7 @@ describe("each target's runtime entry, svc/<name>", () => {
   it('is aliased by src/node/self.ts to its runtime.ts, or to the file package.json exports', () => {
     const problems: string[] = []
     for (const name of TARGET_NAMES) {
-      const specifier = `svc/${targetEntry(name)}` as SelfEntry
+      const specifier = `svcjs/${targetEntry(name)}` as SelfEntry
       const files = SELF_ENTRIES[specifier]
       const expected = [`targets/${name}/runtime.ts`, `dist/${targetEntry(name)}.mjs`]
       if (JSON.stringify(files) !== JSON.stringify(expected))
@@ -108,7 +108,7 @@ describe("each target's runtime entry, svc/<name>", () => {
     const options = tsconfigOptions()
     const problems: string[] = []
     for (const name of TARGET_NAMES) {
-      const specifier = `svc/${targetEntry(name)}`
+      const specifier = `svcjs/${targetEntry(name)}`
       const resolved = ts.resolveModuleName(specifier, join(REPO, 'test/build/importer.ts'), options, ts.sys).resolvedModule
       const expected = join(REPO, 'targets', name, 'runtime.ts')
       if (resolved?.resolvedFileName !== expected)

@@ -27,7 +27,7 @@ const APP: Record<string, string> = {
   'src/lib/money.ts': `export const cents = (amount: number) => Math.round(amount * 100)\n`,
   'src/lib/words.ts': `export const shout = (text: string) => text.toUpperCase()\n`,
   'src/lib/unused.ts': `export const nothing = 0\n`,
-  'src/api/jobs/charge.ts': `import { SvcError } from 'svc'
+  'src/api/jobs/charge.ts': `import { SvcError } from 'svcjs'
 import { cents } from '../../lib/money.ts'
 export const kind = 'task'
 export async function POST(ctx: any) {

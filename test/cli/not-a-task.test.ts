@@ -12,7 +12,7 @@ import { recordingLogger } from '../dev/_helpers.ts'
 import { writeApp } from '../targets/_app.ts'
 import { svc } from './_svc.ts'
 
-const FORGOT = `import { defineTask } from 'svc'\n\nexport const POST = defineTask({ handler: async () => 1 })\n`
+const FORGOT = `import { defineTask } from 'svcjs'\n\nexport const POST = defineTask({ handler: async () => 1 })\n`
 const FORGOT_ERROR =
   "src/api/jobs/forgot.ts:3:21: POST is a defineTask() handler, but this file declares no kind, so it is a serverless route: POST /api/jobs/forgot would run the task for any caller, without the task secret; add `export const route = { kind: 'task' }`"
 const SCHEDULED = `export const schedule = '0 3 * * *'\nexport async function POST() { return 1 }\n`

@@ -1,5 +1,5 @@
 // A page in Chromium on one origin follows a run whose task server is on
-// another, with `svc/client` as the page loads it: the preflight, the
+// another, with `svcjs/client` as the page loads it: the preflight, the
 // stream through a connection the relay drops once, the run's end, the
 // data chunks it shows as they come, and a refusal the page can read.
 import { createServer, type Server as HttpServer } from 'node:http'
@@ -42,7 +42,7 @@ const relays: Relay[] = []
 const open: Page[] = []
 
 beforeAll(async () => {
-  // svc/client as a page gets it: one ES module, bundled for browsers, with no Node builtin.
+  // svcjs/client as a page gets it: one ES module, bundled for browsers, with no Node builtin.
   const client = await bundle({ input: fileURLToPath(new URL('../../src/client.ts', import.meta.url)), platform: 'worker', minify: false })
   expect(client.nodeImports).toEqual([])
   pages = createServer((req, res) => {
@@ -93,7 +93,7 @@ const updates = (page: Page) => page.evaluate(() => (window as unknown as { upda
 const errors = (page: Page) => page.evaluate(() => (window as unknown as { errors: unknown[] }).errors)
 const ended = (page: Page) => page.evaluate(() => (window as unknown as { ended: RunProgress | null | undefined }).ended)
 
-describe('svc/client in Chromium, on another origin than the task server', () => {
+describe('svcjs/client in Chromium, on another origin than the task server', () => {
   it('follows a run to its end, through one dropped connection', async () => {
     const { server, front, gates, trigger, status } = await start(pageOrigin)
     const id = await trigger('jobs.report')

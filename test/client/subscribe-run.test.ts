@@ -1,5 +1,5 @@
 /**
- * `subscribeRun` from `svc/client`, in Node against a real server on port
+ * `subscribeRun` from `svcjs/client`, in Node against a real server on port
  * 0 behind a relay that can cut or refuse a stream: it hands over the run
  * as it is and then each change, and each data chunk once, connects again
  * after a drop or a 5xx, stops for good on a refusal another try would not

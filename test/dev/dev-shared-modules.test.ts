@@ -72,7 +72,7 @@ describe('svc dev and modules shared between routes', () => {
     await write(
       root,
       'src/api/taken.ts',
-      `import { SvcError } from 'svc'\nexport function GET() { throw new SvcError('That name is taken', 'NAME_TAKEN', 409) }\n`,
+      `import { SvcError } from 'svcjs'\nexport function GET() { throw new SvcError('That name is taken', 'NAME_TAKEN', 409) }\n`,
     )
     await dev!.reload(['api/taken.ts'])
     const res = await fetch(`${dev!.url}/api/taken`)

@@ -5,7 +5,7 @@
  * Each ```ts block becomes a module of its own, kept in memory under
  * `.tmp/doc-samples/` (so packages resolve from the repository's
  * node_modules) and compiled with the repository's tsconfig.json, whose
- * `paths` send `svc`, `svc/node`, `svc/postgres`, `svc/manifest` and the
+ * `paths` send `svcjs`, `svcjs/node`, `svcjs/postgres`, `svcjs/manifest` and the
  * target entries to their sources. A block whose info string is
  * `ts partial` is a fragment and is not compiled.
  */

@@ -79,7 +79,7 @@ describe('.svc/types.d.ts with events', () => {
       },
     )
     expect(text).toContain(
-      "import type { TaskModuleInput, TaskModuleResult, ReceivedEventData, EventModuleData, EventModuleReceived } from 'svc'",
+      "import type { TaskModuleInput, TaskModuleResult, ReceivedEventData, EventModuleData, EventModuleReceived } from 'svcjs'",
     )
     expect(text).toContain(
       'input: TaskModuleInput<typeof import("../src/api/orders/receipt.ts"), ReceivedEventData<"order.paid"> | ReceivedEventData<"order.retried">>',

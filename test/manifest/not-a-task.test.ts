@@ -11,7 +11,7 @@ import { loadApiRoutes } from '../../src/node.ts'
 import { writeApp } from '../targets/_app.ts'
 import { at, scanRoute } from './_helpers.ts'
 
-const FORGOT = `import { defineTask } from 'svc'\n\nexport const POST = defineTask({ handler: async () => 1 })\n`
+const FORGOT = `import { defineTask } from 'svcjs'\n\nexport const POST = defineTask({ handler: async () => 1 })\n`
 const FIX = "add `export const route = { kind: 'task' }`"
 const SERVERLESS = 'this file declares no kind, so it is a serverless route'
 
@@ -25,7 +25,7 @@ describe('the scanner', () => {
   })
 
   test('the same file with route = { kind: task } is a task, with no error and no warning', async () => {
-    const source = `import { defineTask } from 'svc'\nexport const route = { kind: 'task' }\nexport const POST = defineTask({ handler: async () => 1 })\n`
+    const source = `import { defineTask } from 'svcjs'\nexport const route = { kind: 'task' }\nexport const POST = defineTask({ handler: async () => 1 })\n`
     const { route, errors } = await scanRoute(source, 'src/api/jobs/forgot.ts')
     expect(errors).toEqual([])
     expect(route).toMatchObject({ kind: 'task', name: 'jobs.forgot', methods: ['POST'], warnings: [] })
@@ -33,9 +33,9 @@ describe('the scanner', () => {
 
   test('defineTask is found under an alias, through a namespace import and behind a local name', async () => {
     const cases = [
-      `import { defineTask as task } from 'svc'\nexport const POST = task({ handler: () => 1 })\n`,
-      `import * as svc from 'svc'\nexport const POST = svc.defineTask({ handler: () => 1 }) as unknown\n`,
-      `import { defineTask } from 'svc'\nconst run = defineTask({ handler: () => 1 })\nexport { run as POST }\n`,
+      `import { defineTask as task } from 'svcjs'\nexport const POST = task({ handler: () => 1 })\n`,
+      `import * as svc from 'svcjs'\nexport const POST = svc.defineTask({ handler: () => 1 }) as unknown\n`,
+      `import { defineTask } from 'svcjs'\nconst run = defineTask({ handler: () => 1 })\nexport { run as POST }\n`,
     ]
     for (const source of cases) {
       const { errors } = await scanRoute(source, 'src/api/jobs/forgot.ts')
@@ -112,7 +112,7 @@ describe('the scanner', () => {
   })
 
   test('a serverless route that calls defineTask elsewhere, or exports a plain POST, is not flagged', async () => {
-    const source = `import { defineTask } from 'svc'\nconst helper = defineTask({ handler: () => 1 })\nexport async function POST() { return helper }\n`
+    const source = `import { defineTask } from 'svcjs'\nconst helper = defineTask({ handler: () => 1 })\nexport async function POST() { return helper }\n`
     expect((await scanRoute(source)).errors).toEqual([])
   })
 })
@@ -153,7 +153,7 @@ describe('the runtime', () => {
 
   test('a defineTask() handler the scanner cannot see, re-exported from a helper, is refused when the app starts', async () => {
     const app = await writeApp({
-      'src/api/jobs/_forgot.ts': `import { defineTask } from 'svc'\nexport const POST = defineTask({ handler: async () => 1 })\n`,
+      'src/api/jobs/_forgot.ts': `import { defineTask } from 'svcjs'\nexport const POST = defineTask({ handler: async () => 1 })\n`,
       'src/api/jobs/forgot.ts': `export { POST } from './_forgot.ts'\n`,
     })
     try {

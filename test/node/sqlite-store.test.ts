@@ -184,7 +184,7 @@ describe('SqliteRunStore steps', () => {
 })
 
 describe('SqliteRunStore loading', () => {
-  it('importing svc/node does not load node:sqlite; creating a store does', async () => {
+  it('importing svcjs/node does not load node:sqlite; creating a store does', async () => {
     // On Node versions that print an ExperimentalWarning for node:sqlite, this
     // keeps the warning away from apps that never create a SqliteRunStore.
     const entry = new URL('../../src/node.ts', import.meta.url).href

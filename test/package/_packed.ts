@@ -147,7 +147,7 @@ export const APP_FILES: Record<string, string> = {
   return { hello: 'world' }
 }
 `,
-  'src/api/jobs/report.ts': `import { defineTask } from 'svc'
+  'src/api/jobs/report.ts': `import { defineTask } from 'svcjs'
 import * as v from 'valibot'
 
 export const route = { kind: 'task' } as const
@@ -162,7 +162,7 @@ export const POST = defineTask({
   },
 })
 `,
-  'src/client.ts': `import { enqueue, type TaskName } from 'svc'
+  'src/client.ts': `import { enqueue, type TaskName } from 'svcjs'
 
 export async function report(n: number) {
   const name: TaskName = 'jobs.report'

@@ -68,7 +68,7 @@ describe('the package', () => {
   it('names the oldest Node it runs on once: engines, bin/svc.mjs and the entries agree', () => {
     const minimum = PKG.engines.node.replace(/^>=\s*/, '')
     expect(`${minimum}.0`.split('.').slice(0, 3).join('.')).toBe(MIN_NODE_VERSION)
-    const bin = readFileSync(join(packed.app, 'node_modules/svc/bin/svc.mjs'), 'utf8')
+    const bin = readFileSync(join(packed.app, 'node_modules/svcjs/bin/svc.mjs'), 'utf8')
     expect(bin).toContain(`const MINIMUM = [${minimum.split('.').join(', ')}]`)
   })
 
@@ -92,17 +92,17 @@ describe('the package', () => {
       const target = PKG.exports[subpath] as { types: string; default: string }
       for (const kind of ['node16-esm', 'bundler']) {
         const resolution = analysis.entrypoints[subpath].resolutions[kind]
-        expect(resolution.resolution?.fileName, `${subpath} (${kind})`).toBe(`/node_modules/svc/${target.types.slice(2)}`)
-        expect(resolution.implementationResolution?.fileName, `${subpath} (${kind})`).toBe(`/node_modules/svc/${target.default.slice(2)}`)
+        expect(resolution.resolution?.fileName, `${subpath} (${kind})`).toBe(`/node_modules/svcjs/${target.types.slice(2)}`)
+        expect(resolution.implementationResolution?.fileName, `${subpath} (${kind})`).toBe(`/node_modules/svcjs/${target.default.slice(2)}`)
         expect(resolution.visibleProblems ?? [], `${subpath} (${kind})`).toEqual([])
       }
     }
   })
 
   it('imports every entry from the app on Node 24', async () => {
-    const script = `for (const s of ${JSON.stringify(SUBPATHS.map((subpath) => subpath.replace(/^\./, 'svc')))}) console.log(s, Object.keys(await import(s)).length)`
+    const script = `for (const s of ${JSON.stringify(SUBPATHS.map((subpath) => subpath.replace(/^\./, 'svcjs')))}) console.log(s, Object.keys(await import(s)).length)`
     const { stdout } = await runOk(NODE24, ['--input-type=module', '-e', script], { cwd: packed.app })
-    for (const subpath of SUBPATHS) expect(stdout).toMatch(new RegExp(`^${subpath.replace(/^\./, 'svc')} [1-9]\\d*$`, 'm'))
+    for (const subpath of SUBPATHS) expect(stdout).toMatch(new RegExp(`^${subpath.replace(/^\./, 'svcjs')} [1-9]\\d*$`, 'm'))
   })
 })
 
@@ -152,7 +152,7 @@ describe('the svc command from the package', () => {
     const files = tsc.stdout.split('\n').filter((line) => line.startsWith('/'))
     expect(tsc.stdout.split('\n').filter((line) => line.includes('error TS'))).toEqual([])
     expect(tsc.code).toBe(0)
-    expect(files).toContain(join(packed.app, 'node_modules/svc/dist/index.d.mts'))
+    expect(files).toContain(join(packed.app, 'node_modules/svcjs/dist/index.d.mts'))
     // Only TypeScript's own lib files come from the checkout.
     expect(files.filter((file) => file.startsWith(REPO) && !file.startsWith(join(REPO, 'node_modules/typescript/lib/')))).toEqual([])
   }, 90_000)
@@ -293,8 +293,8 @@ describe.skipIf(!old)(`on ${old?.version ?? 'a Node older than engines allows'}`
     expect(code).toBe(1)
   })
 
-  it("import 'svc' says which Node it needs and how to get one", async () => {
-    for (const specifier of ['svc', 'svc/node']) {
+  it("import 'svcjs' says which Node it needs and how to get one", async () => {
+    for (const specifier of ['svcjs', 'svcjs/node']) {
       const { code, stderr } = await run(old!.path, ['--input-type=module', '-e', `import ${JSON.stringify(specifier)}`], {
         cwd: packed.app,
       })

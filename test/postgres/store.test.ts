@@ -547,7 +547,7 @@ describe('PostgresRunStore options', () => {
 })
 
 describe('PostgresRunStore loading', () => {
-  it('importing svc or svc/node does not load the Postgres driver; importing svc/postgres does', async () => {
+  it('importing svc or svcjs/node does not load the Postgres driver; importing svcjs/postgres does', async () => {
     const src = (path: string) => JSON.stringify(new URL(`../../src/${path}`, import.meta.url).href)
     const script = [
       `import { registerHooks } from 'node:module'`,

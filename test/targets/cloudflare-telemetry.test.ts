@@ -39,7 +39,7 @@ interface ReceivedSpan {
  * posts each span to `url`.
  */
 const files = (url: string): Record<string, string> => ({
-  'package.json': JSON.stringify({ type: 'module', dependencies: { '@opentelemetry/api': '*', svc: '*' } }),
+  'package.json': JSON.stringify({ type: 'module', dependencies: { '@opentelemetry/api': '*', svcjs: '*' } }),
   'src/instrumentation.ts': `
 import { propagation, trace } from '@opentelemetry/api'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
@@ -62,7 +62,7 @@ propagation.setGlobalPropagator(new W3CTraceContextPropagator())
 trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] }))
 `,
   'src/api/report.ts': `
-import type { TaskContext } from 'svc'
+import type { TaskContext } from 'svcjs'
 export const route = { kind: 'task' } as const
 export async function POST(ctx: TaskContext) {
   const rows = await ctx.step.run('query', () => 42)

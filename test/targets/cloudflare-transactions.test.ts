@@ -21,9 +21,9 @@ import { startBuiltWorker } from './_wrangler.ts'
 const SECRET = 'tx-secret-0123456789abcdef0123456789ab'
 
 const files: Record<string, string> = {
-  'package.json': JSON.stringify({ type: 'module', dependencies: { svc: '*' } }),
+  'package.json': JSON.stringify({ type: 'module', dependencies: { svcjs: '*' } }),
   'src/api/orders/record.ts': `
-import type { SqlTransaction, TaskContext } from 'svc'
+import type { SqlTransaction, TaskContext } from 'svcjs'
 export const route = { kind: 'task' } as const
 export async function POST(ctx: TaskContext<{ id: string; fail?: boolean }>) {
   const saved = await ctx.step.transaction('save', (tx: SqlTransaction) => {
@@ -37,7 +37,7 @@ export async function POST(ctx: TaskContext<{ id: string; fail?: boolean }>) {
 }
 `,
   'src/api/orders/list.ts': `
-import type { SqlTransaction, TaskContext } from 'svc'
+import type { SqlTransaction, TaskContext } from 'svcjs'
 export const route = { kind: 'task' } as const
 export async function POST(ctx: TaskContext) {
   return ctx.step.transaction('read', (tx: SqlTransaction) => {
@@ -47,7 +47,7 @@ export async function POST(ctx: TaskContext) {
 }
 `,
   'src/api/orders/later.ts': `
-import type { SqlTransaction, TaskContext } from 'svc'
+import type { SqlTransaction, TaskContext } from 'svcjs'
 export const route = { kind: 'task' } as const
 export async function POST(ctx: TaskContext) {
   return ctx.step.transaction('save', async (tx: SqlTransaction) => {

@@ -163,7 +163,7 @@ describe("the Dockerfile of the node target and the app's dependencies", () => {
   const pkg = {
     name: 'locked-app',
     version: '1.0.0',
-    dependencies: { ms: '^2.1.3', svc: '^0.1.0' },
+    dependencies: { ms: '^2.1.3', svcjs: '^0.1.0' },
     devDependencies: { 'left-pad': '^1.3.0' },
   }
   const lock = {

@@ -292,7 +292,7 @@ describe('suspension', () => {
   it('the note points to the durable store that keeps waits across a restart', () => {
     expect(LOCAL_WAIT_NOTE).toBe(
       '[svc] ctx.step waits run in-process here: sleeps, child-task waits and tokens are kept in memory and timers, and do not survive a restart. ' +
-        "For durable waits, pass a durable run store, such as SqliteRunStore from 'svc/node'.",
+        "For durable waits, pass a durable run store, such as SqliteRunStore from 'svcjs/node'.",
     )
   })
 

@@ -44,7 +44,7 @@ function copyTypedApp(name: string): string {
   cpSync(typedApp, dir, { recursive: true, filter: (source) => !source.includes(`${join(typedApp, '.svc')}`) })
   symlinkSync(join(repo, 'node_modules'), join(dir, 'node_modules'), 'dir')
   const config = JSON.parse(readFileSync(join(dir, 'tsconfig.json'), 'utf8'))
-  config.compilerOptions.paths = { svc: [join(repo, 'src/index.ts')] }
+  config.compilerOptions.paths = { svcjs: [join(repo, 'src/index.ts')] }
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(config))
   return dir
 }
@@ -57,7 +57,7 @@ describe('svc types', () => {
     expect(first.code).toBe(0)
     expect(first.stdout).toMatch(/^Wrote .*\.svc\/types\.d\.ts \(6 tasks, 3 events\)\n$/)
     const text = readFileSync(join(root, '.svc/types.d.ts'), 'utf8')
-    expect(text).toContain("declare module 'svc' {")
+    expect(text).toContain("declare module 'svcjs' {")
     for (const name of ['double', 'email', 'ping', 'report', 'tag']) {
       expect(text).toContain(`"jobs.${name}": {\n      input: TaskModuleInput<typeof import("../src/api/jobs/${name}.ts")>`)
     }

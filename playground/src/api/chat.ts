@@ -1,5 +1,5 @@
 // A hot route: one chat room shared by every connection of this process.
-import type { SvcRequest } from 'svc'
+import type { SvcRequest } from 'svcjs'
 
 export const route = {
   kind: 'hot',

@@ -35,7 +35,7 @@ export interface RunTokenOptions {
 /**
  * A token that lets its holder read run `runId` (its progress over
  * `GET /__tasks/runs/<id>/stream`) and nothing else, until it expires.
- * Hand it to the page that shows the run; `subscribeRun` from `svc/client`
+ * Hand it to the page that shows the run; `subscribeRun` from `svcjs/client`
  * sends it. Throws a `TypeError` or `RangeError` for a bad argument, and a
  * `TypeError` when no task secret is found to sign with.
  */

@@ -15,7 +15,7 @@ export const DASHBOARD_PATH = '/__svc/dashboard'
 /** Answers a dashboard path, or `undefined` where the page is not served (the request then goes on to the app, which has no such route). */
 export type DashboardHandler = (request: Request, pathname: string, info?: RequestInfo) => Response | Promise<Response> | undefined
 
-/** The page svc ships (`DASHBOARD_PAGE` from `svc/node`): its HTML, the Content-Security-Policy that allows its inline script and style, and its handler. */
+/** The page svc ships (`DASHBOARD_PAGE` from `svcjs/node`): its HTML, the Content-Security-Policy that allows its inline script and style, and its handler. */
 export interface DashboardPage {
   html: string
   csp: string

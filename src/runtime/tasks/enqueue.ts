@@ -1,5 +1,5 @@
 /**
- * The module-level task functions exported from `svc`.
+ * The module-level task functions exported from `svcjs`.
  * Inside a process whose server set an active task runtime they act
  * in-process; elsewhere `enqueue` and `completeToken` call the task server
  * over HTTP. They never swallow an error.

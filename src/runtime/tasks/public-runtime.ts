@@ -1,5 +1,5 @@
 /**
- * `createTaskRuntime` as the `svc` entry exports it: the runtime of
+ * `createTaskRuntime` as the `svcjs` entry exports it: the runtime of
  * `runtime.ts`, reading its schedules with croner unless given another
  * clock. The worker runtimes, whose platforms fire the schedules, import
  * `runtime.ts` itself and so leave croner out of their bundles.

@@ -76,7 +76,7 @@ export interface TaskRuntimeOptions {
    * schedule is only checked for its five fields, `scheduledJobs()` has no
    * next tick and `startScheduler()` throws, which suits a platform that
    * fires the schedules itself and calls `runScheduled(cron)`.
-   * @default cronerClock, from the `svc` entry; none from the edge targets' runtimes
+   * @default cronerClock, from the `svcjs` entry; none from the edge targets' runtimes
    */
   cron?: CronClock
   /**

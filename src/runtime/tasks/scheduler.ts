@@ -75,7 +75,7 @@ export class TaskScheduler {
     if (!clock) {
       throw new Error(
         `startScheduler(): this task runtime has no cron clock, so it cannot fire ${scheduled.map((def) => def.name).join(', ')} in-process. ` +
-          `Where the platform fires schedules (Cron Triggers, EventBridge, Vercel cron), it calls runScheduled(cron); elsewhere, pass createTaskRuntime({ cron: cronerClock }) (both from 'svc')`,
+          `Where the platform fires schedules (Cron Triggers, EventBridge, Vercel cron), it calls runScheduled(cron); elsewhere, pass createTaskRuntime({ cron: cronerClock }) (both from 'svcjs')`,
       )
     }
     this.#started = true

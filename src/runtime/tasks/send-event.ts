@@ -1,5 +1,5 @@
 /**
- * `sendEvent` and `sendEvents`, exported from `svc`: in-process when a
+ * `sendEvent` and `sendEvents`, exported from `svcjs`: in-process when a
  * task runtime is active in this process, otherwise `POST /__events` on
  * the task server (`SVC_TASK_URL`, with `SVC_TASK_SECRET`), as `enqueue()`
  * does (docs/events.md).

@@ -20,7 +20,7 @@ import type { RunStore } from './store.ts'
  */
 export const LOCAL_WAIT_NOTE =
   '[svc] ctx.step waits run in-process here: sleeps, child-task waits and tokens are kept in memory and timers, and do not survive a restart. ' +
-  "For durable waits, pass a durable run store, such as SqliteRunStore from 'svc/node'."
+  "For durable waits, pass a durable run store, such as SqliteRunStore from 'svcjs/node'."
 
 export interface StepHostOptions {
   store: RunStore

@@ -1,7 +1,7 @@
 /**
  * `Telemetry` on the OpenTelemetry API (docs/observability.md). It is given
  * the API module rather than importing it, so the core never depends on it:
- * the Node server loads it when it is installed (`svc/node`'s
+ * the Node server loads it when it is installed (`svcjs/node`'s
  * `loadTelemetry`), and a worker's entry passes it when the app depends on
  * it. With no SDK registered, the API's no-op tracer, meter and logger
  * answer every call. Edge-safe.

@@ -278,7 +278,7 @@ export interface RunChange {
 
 /**
  * One run's progress, as `GET /__tasks/runs/<id>/stream` sends it and
- * `subscribeRun` (from `svc/client`) hands it over: what a page shows of a
+ * `subscribeRun` (from `svcjs/client`) hands it over: what a page shows of a
  * run, without its input or step outputs.
  */
 export interface RunProgress {

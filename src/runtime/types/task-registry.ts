@@ -7,7 +7,7 @@ import type { StandardSchemaV1 } from '@standard-schema/spec'
 /**
  * Task name → `{ input, result }`, filled in by the `.svc/types.d.ts` that
  * `svc types` (and `svc dev`, `svc build`) writes, through declaration
- * merging (`declare module 'svc' { interface TaskRegistry { … } }`). While it
+ * merging (`declare module 'svcjs' { interface TaskRegistry { … } }`). While it
  * is empty, task names are `string` and payloads and results `unknown`.
  */
 // biome-ignore lint/suspicious/noEmptyInterface: filled in by declaration merging

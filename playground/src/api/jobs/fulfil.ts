@@ -1,7 +1,7 @@
 // An order that waits for its payment, then ships, telling the page how far it got.
 // Started by POST /api/orders; the payment arrives as the order.paid event (POST /api/webhooks/payment).
 import * as v from 'valibot'
-import type { SqlTransaction, TaskContext } from 'svc'
+import type { SqlTransaction, TaskContext } from 'svcjs'
 
 export const route = { kind: 'task', timeout: 30_000 } as const
 

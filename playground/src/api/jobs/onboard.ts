@@ -1,7 +1,7 @@
 // A task with retries and durable steps. Trigger it with:
 //   npx svc tasks run jobs.onboard --input '{"email":"ada@example.com"}' --root playground
 import * as v from 'valibot'
-import type { TaskContext } from 'svc'
+import type { TaskContext } from 'svcjs'
 
 export const route = { kind: 'task', retries: 2, timeout: 10_000 } as const
 

@@ -1,7 +1,7 @@
 // POST /api/orders places an order: it starts jobs.fulfil and answers with the run to follow.
 // The run token lets the order page read that run's progress and nothing else; without
 // SVC_TASK_SECRET (in development) there is none, and the page reads it as the developer.
-import { createRunToken, enqueue } from 'svc'
+import { createRunToken, enqueue } from 'svcjs'
 
 export async function POST() {
   const orderId = `order-${crypto.randomUUID().slice(0, 8)}`

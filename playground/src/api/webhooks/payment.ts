@@ -2,7 +2,7 @@
 // order was paid, and the provider's delivery id (Webhook-Id) makes a retried delivery
 // the same event, so the order moves on once.
 import * as v from 'valibot'
-import { defineSchema, sendEvent, type SvcRequest } from 'svc'
+import { defineSchema, sendEvent, type SvcRequest } from 'svcjs'
 
 export const schema = defineSchema({
   body: v.object({ orderId: v.string(), amount: v.number() }),

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { afterEach, beforeEach, test } from 'node:test'
-import { createTaskRuntime, type TaskRuntime } from 'svc'
+import { createTaskRuntime, type TaskRuntime } from 'svcjs'
 import * as report from '../src/api/jobs/report.ts'
 
 // Runs are kept in memory here; svc dev and the built server keep them in .svc/runs.db.

@@ -22,10 +22,10 @@ export function usage(version) {
   const width = Math.max(...Object.keys(TEMPLATES).map((name) => name.length))
   const templates = Object.entries(TEMPLATES).map(([name, { summary }]) => `  ${name.padEnd(width)}  ${summary}`)
   return [
-    `Create an svc app (create-svc v${version})`,
+    `Create an svc app (create-svcjs v${version})`,
     '',
-    'Usage: npm create svc@latest [dir] -- [options]',
-    `       create-svc [dir] [options]      (dir defaults to ${DEFAULT_DIR})`,
+    'Usage: npm create svcjs@latest [dir] -- [options]',
+    `       create-svcjs [dir] [options]      (dir defaults to ${DEFAULT_DIR})`,
     '',
     'Options:',
     '  -t, --template <name>  the app to start from (default: basic)',

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// `npm create svc@latest my-app` runs this (npm maps `create svc` to the
-// create-svc package). It asks nothing: the flags choose, with defaults.
+// `npm create svcjs@latest my-app` runs this (npm maps `create svcjs` to the
+// create-svcjs package). It asks nothing: the flags choose, with defaults.
 import { relative } from 'node:path'
 import { parseCreateArgs, UsageError, usage } from '../src/args.mjs'
 import { CreateError, commandsOf, createApp, packageManagerOf, VERSION } from '../src/create.mjs'
@@ -31,7 +31,7 @@ try {
   }
 } catch (error) {
   if (error instanceof UsageError) {
-    process.stderr.write(`${error.message}\n\nRun create-svc --help for the options.\n`)
+    process.stderr.write(`${error.message}\n\nRun create-svcjs --help for the options.\n`)
   } else if (error instanceof CreateError) {
     process.stderr.write(`${error.message}\n`)
   } else {

@@ -1,4 +1,4 @@
-import { defineTask } from 'svc'
+import { defineTask } from 'svcjs'
 
 // A task, not an HTTP route: it runs in the background, on its schedule, on
 // POST /__tasks/jobs.report, or when code calls enqueue('jobs.report').

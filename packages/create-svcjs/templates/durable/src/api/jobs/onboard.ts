@@ -1,4 +1,4 @@
-import { defineTask } from 'svc'
+import { defineTask } from 'svcjs'
 import * as v from 'valibot'
 
 export const route = { kind: 'task', retries: 3 } as const

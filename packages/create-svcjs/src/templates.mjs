@@ -70,7 +70,7 @@ export function appPackage(template, { name, svcSpec }) {
       // types fails on them loudly instead of finding no tests and passing.
       test: 'node --test test/*.test.ts',
     },
-    dependencies: sorted({ svc: svcSpec, ...template.dependencies }),
+    dependencies: sorted({ svcjs: svcSpec, ...template.dependencies }),
     devDependencies: sorted({ '@types/node': '^24.19.2', typescript: '^5.9.3', ...template.devDependencies }),
   }
 }

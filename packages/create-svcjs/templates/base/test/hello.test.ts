@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { createApiApp } from 'svc'
+import { createApiApp } from 'svcjs'
 import * as hello from '../src/api/hello.ts'
 
 // The route served in-process: app.request() answers as the server would, without a port.

@@ -1,5 +1,5 @@
-// `npm create svc@latest my-app` as a user runs it: create-svc and svc
-// packed with `npm pack`, create-svc run from its tarball by `npm exec` (what
+// `npm create svcjs@latest my-app` as a user runs it: create-svcjs and svc
+// packed with `npm pack`, create-svcjs run from its tarball by `npm exec` (what
 // `npm create` does) in a directory outside the repository, the new app
 // installed from the tarballs, then every script the app's README names, on
 // Node 24. Packing svc builds dist/, so the file takes about a minute.
@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { eventually, pack, PKG, REPO, run, runOk, type Server, serve, userEnv } from './_packed.ts'
 
-const CREATE_SVC = join(REPO, 'packages/create-svc')
+const CREATE_SVC = join(REPO, 'packages/create-svcjs')
 const INSTALL = ['install', '--prefer-offline', '--no-audit', '--no-fund']
 
 let dir: string
@@ -19,7 +19,7 @@ let createSvc: { tarball: string; files: string[] }
 /** One app per template, created and installed side by side, as npm spends most of an install waiting. */
 let apps: { basic: string; durable: string; cloudflare: string }
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'create-svc-'))
+  dir = await mkdtemp(join(tmpdir(), 'create-svcjs-'))
   svc = inject('svcPack')
   createSvc = await pack(dir, CREATE_SVC)
   const [basic, durable, cloudflare] = await Promise.all([
@@ -35,18 +35,18 @@ afterAll(async () => {
 })
 
 /**
- * `create-svc <args>` from the packed tarball, in `cwd`, as `npm create svc`
+ * `create-svcjs <args>` from the packed tarball, in `cwd`, as `npm create svcjs`
  * runs it. npm exec keeps the package it installs under its cache's `_npx/`;
- * a cache in the temp directory goes with it (create-svc has no dependencies
+ * a cache in the temp directory goes with it (create-svcjs has no dependencies
  * to fetch).
  */
 const create = (args: string[], cwd = dir) =>
-  run('npm', ['exec', '--yes', '--cache', join(dir, 'npm-cache'), `--package=${createSvc.tarball}`, '--', 'create-svc', ...args], { cwd })
+  run('npm', ['exec', '--yes', '--cache', join(dir, 'npm-cache'), `--package=${createSvc.tarball}`, '--', 'create-svcjs', ...args], { cwd })
 
 /** Creates an app from `template` against the packed svc and installs it. */
 async function createAndInstall(name: string, template: string, installArgs: string[] = []): Promise<string> {
   const created = await create([name, '--template', template, '--svc-version', svc.tarball])
-  if (created.code !== 0) throw new Error(`create-svc exited with ${created.code}:\n${created.stdout}\n${created.stderr}`)
+  if (created.code !== 0) throw new Error(`create-svcjs exited with ${created.code}:\n${created.stdout}\n${created.stderr}`)
   const app = join(dir, name)
   await runOk('npm', [...INSTALL, ...installArgs], { cwd: app, boundMs: 300_000 })
   return app
@@ -54,7 +54,7 @@ async function createAndInstall(name: string, template: string, installArgs: str
 
 const readJson = (file: string) => JSON.parse(readFileSync(file, 'utf8'))
 
-describe('the create-svc package', () => {
+describe('the create-svcjs package', () => {
   it('holds its bin, sources and templates, at the version of svc it is released with', () => {
     const tops = new Set(createSvc.files.map((file) => file.split('/')[0]))
     expect([...tops].sort()).toEqual(['LICENSE', 'README.md', 'bin', 'package.json', 'src', 'templates'])
@@ -62,14 +62,14 @@ describe('the create-svc package', () => {
     const pkg = readJson(join(CREATE_SVC, 'package.json'))
     expect(pkg.version).toBe(PKG.version)
     expect(pkg.engines).toEqual(PKG.engines)
-    expect(pkg.bin).toEqual({ 'create-svc': './bin/create-svc.mjs' })
+    expect(pkg.bin).toEqual({ 'create-svcjs': './bin/create-svcjs.mjs' })
     expect(pkg.dependencies ?? {}).toEqual({})
   })
 
   it('--help prints the usage and every template', async () => {
     const { code, stdout } = await create(['--help'])
     expect(code).toBe(0)
-    expect(stdout).toContain(`create-svc v${PKG.version}`)
+    expect(stdout).toContain(`create-svcjs v${PKG.version}`)
     for (const template of ['basic', 'durable', 'cloudflare']) expect(stdout).toMatch(new RegExp(`^  ${template}\\s+\\S`, 'm'))
   })
 
@@ -104,7 +104,7 @@ describe('the create-svc package', () => {
     expect(code).toBe(0)
     expect(stdout).toContain('Created defaults from the basic template.')
     expect(stdout).toMatch(/cd defaults\n {2}npm install\n {2}npm run dev/)
-    expect(readJson(join(dir, 'defaults/package.json')).dependencies).toEqual({ svc: `^${PKG.version}` })
+    expect(readJson(join(dir, 'defaults/package.json')).dependencies).toEqual({ svcjs: `^${PKG.version}` })
   })
 })
 
@@ -128,7 +128,7 @@ describe('the basic template, installed from the tarballs', () => {
       '.wrangler/',
     ])
     const pkg = readJson(join(app, 'package.json'))
-    expect(pkg).toMatchObject({ name: 'my-app', private: true, type: 'module', dependencies: { svc: `file:${svc.tarball}` } })
+    expect(pkg).toMatchObject({ name: 'my-app', private: true, type: 'module', dependencies: { svcjs: `file:${svc.tarball}` } })
     expect(Object.keys(pkg.scripts)).toEqual(['dev', 'build', 'start', 'typecheck', 'test'])
     expect(Object.keys(pkg.devDependencies).sort()).toEqual(['@types/node', 'typescript'])
   })

@@ -9,7 +9,7 @@ export function appReadme(template, { name, templateName, run, install }) {
   const lines = [
     `# ${name}`,
     '',
-    `An [svc](https://www.npmjs.com/package/svc) app, from the \`${templateName}\` template.`,
+    `An [svc](https://www.npmjs.com/package/svcjs) app, from the \`${templateName}\` template.`,
     '',
     ...commands([
       [install],

@@ -1,4 +1,4 @@
-import type { SvcRequest } from 'svc'
+import type { SvcRequest } from 'svcjs'
 
 // GET /api/hello?name=Ada. Whatever a handler returns is sent as JSON.
 export function GET(req: SvcRequest) {

@@ -128,7 +128,7 @@ export function commandsOf(pm) {
 }
 
 /**
- * The package manager a user ran `create svc` with, from the user agent npm,
+ * The package manager a user ran `create svcjs` with, from the user agent npm,
  * pnpm, yarn and bun all set for the commands they start.
  * @param {string | undefined} userAgent `npm_config_user_agent`
  * @returns {'npm' | 'pnpm' | 'yarn' | 'bun'}

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { afterEach, beforeEach, test } from 'node:test'
 import { setTimeout as delay } from 'node:timers/promises'
-import { createTaskRuntime, type RunRecord, type RunStatus, type TaskRuntime, ValidationError } from 'svc'
-import { SqliteRunStore } from 'svc/node'
+import { createTaskRuntime, type RunRecord, type RunStatus, type TaskRuntime, ValidationError } from 'svcjs'
+import { SqliteRunStore } from 'svcjs/node'
 import * as onboard from '../src/api/jobs/onboard.ts'
 
 // The store svc dev and the built server use, on a database in memory.
