@@ -33,6 +33,13 @@
  *
  * Work that spans the batch's writes (the run store's eviction) runs once,
  * in the `commit` hook; when it throws, the whole batch is rolled back.
+ *
+ * A write that awaits (`writeAcross`: an app's transactional step with an
+ * async function) holds the batch open across turns of the event loop. It
+ * has the connection to itself meanwhile: the writes asked for while it
+ * runs wait, in order, and run right after it, in the same batch, which
+ * commits once it is done. So nothing of theirs is interleaved with its
+ * statements, nor rolled back with it.
  */
 import { resolve } from 'node:path'
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
@@ -90,6 +97,11 @@ export class GroupCommit {
   /** Reads waiting for the open batch to end. */
   #readers: (() => void)[] = []
   #open = false
+  /** A write that awaits is running: the others wait in `#held`. */
+  #across = false
+  #held: (() => void)[] = []
+  /** The batch was due to commit while a write that awaits ran. */
+  #flushWhenFree = false
   #file: string | undefined
   #hooks: BatchHooks
   readonly #flushLater = () => this.flush()
@@ -117,6 +129,8 @@ export class GroupCommit {
    * savepoint.
    */
   write<T>(fn: () => T, oneChange = false): Promise<T> {
+    const wait = this.#wait(() => this.write(fn, oneChange))
+    if (wait) return wait
     const s = this.#statements
     try {
       // Nothing outside a write runs a statement while a batch is open, so
@@ -142,6 +156,75 @@ export class GroupCommit {
     return new Promise<T>((resolve, reject) => {
       this.#waiters.push({ resolve: resolve as (value: unknown) => void, reject, value })
     })
+  }
+
+  /**
+   * `write` for a `fn` that awaits: it runs as one savepoint of the open
+   * batch, which stays open until it settles and commits after it. The
+   * writes asked for meanwhile (of this connection, or of another store's
+   * on the same file in this process) wait and run after it, in order.
+   * When `fn` rejects, what it wrote is undone and the promise rejects.
+   */
+  writeAcross<T>(fn: () => Promise<T>): Promise<T> {
+    const wait = this.#wait(() => this.writeAcross(fn))
+    if (wait) return wait
+    const s = this.#statements
+    try {
+      if (this.#open && this.#lost())
+        this.#abandon(new Error('SQLite ended the transaction of a batch before its commit: none of its writes was kept'))
+      if (!this.#open) this.#begin()
+      s.savepoint.run()
+    } catch (error) {
+      return Promise.reject(this.#hooks.error(error))
+    }
+    this.#across = true
+    return (async () => {
+      let value: T
+      try {
+        value = await fn()
+        s.release.run()
+      } catch (error) {
+        this.#undo(error)
+        throw this.#hooks.error(error)
+      } finally {
+        this.#free()
+      }
+      return new Promise<T>((resolve, reject) => {
+        this.#waiters.push({ resolve: resolve as (value: unknown) => void, reject, value })
+      })
+    })()
+  }
+
+  /**
+   * When a write that awaits holds this file's batch (this connection's, or
+   * another store's in this process, whose lock this one's BEGIN would wait
+   * for with the event loop blocked), the promise of `retry` run once it is
+   * done; else undefined.
+   */
+  #wait<T>(retry: () => Promise<T>): Promise<T> | undefined {
+    const holder = this.#across ? this : this.#file === undefined ? undefined : openBatches.get(this.#file)
+    if (holder === undefined || !holder.#across) return undefined
+    return new Promise<T>((resolve, reject) => holder.#held.push(() => retry().then(resolve, reject)))
+  }
+
+  /** A write that awaits is done: the writes that waited run, then the batch commits. */
+  #free(): void {
+    this.#across = false
+    const held = this.#held
+    this.#held = []
+    // Each runs at once and joins the batch, unless it is itself a write
+    // that awaits: those after it wait again, in order, behind it.
+    for (const [i, next] of held.entries()) {
+      if (this.#across) {
+        this.#held.push(...held.slice(i))
+        break
+      }
+      next()
+    }
+    if (!this.#across && this.#flushWhenFree) {
+      this.#flushWhenFree = false
+      setImmediate(this.#flushLater)
+    }
   }
 
   /**
@@ -180,6 +263,8 @@ export class GroupCommit {
   /** Commits the open batch now and settles its writes and waiting reads. Does nothing when none is open. */
   flush(): void {
     if (!this.#open) return
+    // Not in the middle of a write that awaits: the batch commits after it.
+    if (this.#across) return void (this.#flushWhenFree = true)
     this.#close()
     let ok = true
     let failure: unknown

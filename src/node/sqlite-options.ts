@@ -56,10 +56,22 @@ export interface SqliteRunStoreOptions {
    * @default 1000
    */
   pollMs?: number
+  /**
+   * How long a transactional step's async function may keep its
+   * transaction open (`ctx.step.transaction(key, async (tx) => …)`). While
+   * it is open, the store's other writes wait for it, and so do other
+   * processes on the file; past it, the step fails with an error saying
+   * so, its writes rolled back, and retries apply.
+   * @default 1000
+   */
+  transactionTimeoutMs?: number
 }
 
 /** Default of `busyTimeoutMs`. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000
+
+/** Default of `transactionTimeoutMs`. */
+export const DEFAULT_TRANSACTION_TIMEOUT_MS = 1000
 
 /** Checks `options` and fills in the defaults. */
 export function resolveSqliteOptions(options: SqliteRunStoreOptions, where: string): Required<SqliteRunStoreOptions> {
@@ -73,6 +85,7 @@ export function resolveSqliteOptions(options: SqliteRunStoreOptions, where: stri
     shared = false,
     leaseMs = DEFAULT_LEASE_MS,
     pollMs = DEFAULT_POLL_MS,
+    transactionTimeoutMs = DEFAULT_TRANSACTION_TIMEOUT_MS,
   } = options
   if (typeof path !== 'string' || path === '') {
     throw new TypeError(`${where}: path must be a database file path or ':memory:' (got ${describe(path)})`)
@@ -82,5 +95,6 @@ export function resolveSqliteOptions(options: SqliteRunStoreOptions, where: stri
   if (typeof shared !== 'boolean') throw new TypeError(`${where}: shared must be true or false (got ${describe(shared)})`)
   checkWholeNumber(where, 'leaseMs', leaseMs, 1)
   checkWholeNumber(where, 'pollMs', pollMs, 1)
-  return { path, maxRuns, busyTimeoutMs, shared, leaseMs, pollMs }
+  checkWholeNumber(where, 'transactionTimeoutMs', transactionTimeoutMs, 1)
+  return { path, maxRuns, busyTimeoutMs, shared, leaseMs, pollMs, transactionTimeoutMs }
 }

@@ -40,7 +40,7 @@ import {
   type TokenRecord,
 } from '../runtime/tasks/store.ts'
 import { LeaseLostError, StoreFullError } from '../runtime/errors.ts'
-import { runSqlTransaction, type SqlConnection } from '../runtime/tasks/sql/transaction.ts'
+import { runSqlTransactionAsync, type SqlConnection } from '../runtime/tasks/sql/transaction.ts'
 import {
   COUNT_RUNS,
   insertRunValues,
@@ -183,6 +183,7 @@ export class SqliteRunStore implements RunStore {
   /** This store's id in the file's `owners` table: the holder of the runs that enter `running` through it. */
   readonly #owner: number
   readonly #busyTimeoutMs: number
+  readonly #transactionTimeoutMs: number
   /** With `shared`: how long the lease a run gets when it is made running lasts, before anyone's dispatch takes it. */
   #leaseMs: number | undefined
   /**
@@ -197,10 +198,11 @@ export class SqliteRunStore implements RunStore {
   readonly #fences = new Map<string, number>()
 
   constructor(options: SqliteRunStoreOptions) {
-    const { path, maxRuns, busyTimeoutMs, shared, leaseMs, pollMs } = resolveSqliteOptions(options, WHERE)
+    const { path, maxRuns, busyTimeoutMs, shared, leaseMs, pollMs, transactionTimeoutMs } = resolveSqliteOptions(options, WHERE)
     this.path = path
     this.maxRuns = maxRuns
     this.#busyTimeoutMs = busyTimeoutMs
+    this.#transactionTimeoutMs = transactionTimeoutMs
     this.#db = openDatabase(path, busyTimeoutMs, WHERE)
     this.#rows = new RowCache(ROW_CACHE_WEIGHT)
     this.#batch = new GroupCommit(this.#db, path, {
@@ -493,10 +495,18 @@ export class SqliteRunStore implements RunStore {
    * checked; the app's statements go through the store's connection, so
    * they commit with the record and nothing else can write in between.
    */
+  /**
+   * `ctx.step.transaction`: `work` runs on the store's connection, in a
+   * savepoint of the open batch, and its step is recorded in the same
+   * savepoint. A `work` that awaits keeps the batch open, and the store's
+   * other writes wait for it (`GroupCommit.writeAcross`), up to
+   * `transactionTimeoutMs`.
+   */
   async transactStep<T>(runId: string, key: string, work: (tx: unknown) => T | Promise<T>, record: (output: T) => StepRecord): Promise<T> {
-    return this.#write(() => {
+    if (!this.#db) throw new Error(`${WHERE}: the store for ${this.path} is closed`)
+    return this.#batch.writeAcross(async () => {
       this.#checkHeld(runId)
-      const output = runSqlTransaction(this.#appConnection(), key, 'SQLite', work)
+      const output = await runSqlTransactionAsync(this.#appConnection(), key, work, this.#transactionTimeoutMs)
       this.#putStep(runId, key, JSON.stringify(record(output)), false)
       return output
     })

@@ -243,7 +243,7 @@ export function processesContract(name: string, setup: () => Promise<ProcessesCl
       await Promise.all([servers[1].close(), servers[2].close()])
     }, 120_000)
 
-    it('1,000 runs that each write a row in a transactional step, on processes killed (SIGKILL) at random points, leave exactly 1,000 rows and 1,000 completed runs', async () => {
+    it('1,000 runs that each write a row in a transactional step with an async function, on processes killed (SIGKILL) at random points, leave exactly 1,000 rows and 1,000 completed runs', async () => {
       const servers = await Promise.all([startServer(), startServer(), startServer()])
       const count = 1000
       const trigger = (server: ChildServer) => server.call<string>('trigger', { task: 'ledger' })

@@ -60,29 +60,93 @@ describe('the SQL handle of a transactional step on SQLite', () => {
     expect(await ids()).toEqual(['a', 'b'])
   })
 
-  it('an async function fails the attempt with a clear error, and what it wrote before its first await is rolled back', async () => {
+  it('an async function keeps its transaction open across awaits while 100 other runs write: all of them land, none inside it', async () => {
     const { store: s, ids } = sqlite()
-    let late: unknown
+    const path = s.path
+    let seenInside: string[] | undefined
     const order = task('orders.async', async (ctx) =>
       ctx.step.transaction('save', async (tx: SqlTransaction) => {
         tx.run('INSERT INTO items (id) VALUES (?)', 'before-await')
-        await Promise.resolve()
+        // Long enough for the batch to come due, and for the other runs to ask to write.
+        await new Promise((resolve) => setTimeout(resolve, 50))
+        tx.run('INSERT INTO items (id) VALUES (?)', 'after-await')
+        // Another connection sees nothing of the open transaction.
+        const other = raw(path)
+        seenInside = other
+          .prepare('SELECT id FROM items')
+          .all()
+          .map((row) => row.id as string)
+        return tx.query<{ n: number }>('SELECT count(*) AS n FROM items')[0].n
+      }),
+    )
+    const busy = task('orders.busy', async (ctx) => ctx.step.run('one', () => ctx.input.i))
+    const rt = runtime([order, busy], { store: s })
+    const { id } = await rt.trigger('orders.async')
+    const others = await Promise.all(Array.from({ length: 100 }, (_, i) => rt.trigger('orders.busy', { i })))
+    const [run, ...done] = await Promise.all([id, ...others.map((other) => other.id)].map((runId) => finished(rt.waitForRun(runId))))
+    expect(run).toMatchObject({ status: 'completed', result: 2 })
+    expect(run.steps.save).toMatchObject({ status: 'completed', kind: 'transaction', output: 2 })
+    expect(seenInside).toEqual([])
+    expect(await ids()).toEqual(['before-await', 'after-await'])
+    expect(done.map((other) => [other.status, other.result])).toEqual(Array.from({ length: 100 }, (_, i) => ['completed', i]))
+  })
+
+  it("a throw after an await rolls back its writes and its record, and the attempt is retried; other runs' writes meanwhile stay", async () => {
+    const { store: s, ids } = sqlite()
+    let calls = 0
+    const order = task(
+      'orders.async',
+      async (ctx) =>
+        ctx.step.transaction('save', async (tx: SqlTransaction) => {
+          calls++
+          tx.run('INSERT INTO items (id) VALUES (?)', `try-${calls}`)
+          await new Promise((resolve) => setTimeout(resolve, 10))
+          if (calls === 1) throw new Error('the payment service said no')
+          return calls
+        }),
+      { route: { retries: 1 } },
+    )
+    const busy = task('orders.busy', async (ctx) => ctx.step.run('one', () => ctx.input.i))
+    const rt = runtime([order, busy], { store: s })
+    const { id } = await rt.trigger('orders.async')
+    // Asked for while the first attempt's transaction is open, and held until it is rolled back.
+    const others = await Promise.all(Array.from({ length: 20 }, (_, i) => rt.trigger('orders.busy', { i })))
+    const run = await finished(rt.waitForRun(id))
+    expect(run).toMatchObject({ status: 'completed', result: 2 })
+    expect(run.attempts.map((attempt) => attempt.error)).toEqual(['the payment service said no', undefined])
+    expect(await ids()).toEqual(['try-2'])
+    await Promise.all(others.map((other) => finished(rt.waitForRun(other.id))))
+    const steps = raw(s.path).prepare("SELECT count(*) AS n FROM svc_steps WHERE key = 'one'").get() as { n: number }
+    expect(steps.n).toBe(20)
+  })
+
+  it('an async function still running past transactionTimeoutMs fails the step, rolled back, and its later statements are refused', async () => {
+    const path = dbFile()
+    const items = sqliteItems(raw(path))
+    const s = store(path, { transactionTimeoutMs: 50 })
+    let late: unknown
+    let settled!: () => void
+    const after = new Promise<void>((resolve) => (settled = resolve))
+    const order = task('orders.slow', async (ctx) =>
+      ctx.step.transaction('save', async (tx: SqlTransaction) => {
+        tx.run('INSERT INTO items (id) VALUES (?)', 'slow')
+        await new Promise((resolve) => setTimeout(resolve, 150))
         try {
-          tx.run('INSERT INTO items (id) VALUES (?)', 'after-await')
+          tx.run('INSERT INTO items (id) VALUES (?)', 'too-late')
         } catch (error) {
           late = error
         }
+        settled()
       }),
     )
     const rt = runtime([order], { store: s })
-    const run = await finished(rt.waitForRun((await rt.trigger('orders.async')).id))
+    const run = await finished(rt.waitForRun((await rt.trigger('orders.slow')).id))
     expect(run.status).toBe('failed')
-    expect(run.attempts[0].error).toMatch(
-      /ctx\.step\.transaction\("save"\): on SQLite the step's function must be synchronous \(it returned a promise\)/,
-    )
-    expect(String(late)).toMatch(/its transaction is over/)
+    expect(run.attempts[0].error).toMatch(/ctx\.step\.transaction\("save"\): its function was still running 50 ms after it began/)
     expect(run.steps).toEqual({})
-    expect(await ids()).toEqual([])
+    await after
+    expect(String(late)).toMatch(/its transaction is over/)
+    expect(await items.ids()).toEqual([])
   })
 
   it("refuses statements that would end the step's transaction, and the run's other writes stay", async () => {

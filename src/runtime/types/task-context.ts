@@ -110,8 +110,10 @@ export interface StepApi {
    * record commit together or not at all: a replay returns the recorded
    * output and runs nothing, and a failure rolls back both (docs/tasks.md
    * "Effects exactly once: transactional steps"). `tx` is the store's:
-   * - SQLite and a Durable Object: a `SqlTransaction`, and `fn` must be
-   *   synchronous (both databases run statements synchronously);
+   * - SQLite: a `SqlTransaction`; `fn` may be async, for up to the store's
+   *   `transactionTimeoutMs`, its other writes waiting meanwhile;
+   * - a Durable Object: a `SqlTransaction`, and `fn` must be synchronous
+   *   (its SQL runs inside `transactionSync`);
    * - Postgres: a `postgres` transaction (`PostgresTransaction`), and `fn`
    *   may be async.
    *

@@ -39,17 +39,8 @@ export function firstKeyword(sql: string): string {
   return word ? word[0].toLowerCase() : ''
 }
 
-/**
- * Runs `work` with a `SqlTransaction` on `connection`, which is open only
- * while `work` runs. `work` must return a value, not a promise: the
- * transaction cannot stay open across an await on these databases.
- */
-export function runSqlTransaction<T>(
-  connection: SqlConnection,
-  key: string,
-  database: string,
-  work: (tx: SqlTransaction) => T | Promise<T>,
-): T {
+/** A `SqlTransaction` on `connection`, and the switch that ends it: once closed, every statement through it throws. */
+function openHandle(connection: SqlConnection, key: string): { tx: SqlTransaction; close(): void } {
   let open = true
   const check = (sql: string): void => {
     if (!open) {
@@ -75,8 +66,23 @@ export function runSqlTransaction<T>(
       return { changes: connection.run(sql, params) }
     },
   }
+  return { tx, close: () => void (open = false) }
+}
+
+/**
+ * Runs `work` with a `SqlTransaction` on `connection`, which is open only
+ * while `work` runs. `work` must return a value, not a promise: the
+ * transaction cannot stay open across an await on these databases.
+ */
+export function runSqlTransaction<T>(
+  connection: SqlConnection,
+  key: string,
+  database: string,
+  work: (tx: SqlTransaction) => T | Promise<T>,
+): T {
+  const handle = openHandle(connection, key)
   try {
-    const output = work(tx)
+    const output = work(handle.tx)
     if (isThenable(output)) {
       // Settled by nobody else: its rejection (a statement after the await) is no one's to report.
       output.then(undefined, () => {})
@@ -88,7 +94,46 @@ export function runSqlTransaction<T>(
     }
     return output
   } finally {
-    open = false
+    handle.close()
+  }
+}
+
+/**
+ * `runSqlTransaction` for a store that can hold its transaction open
+ * across awaits (`SqliteRunStore`, which holds its other writes meanwhile):
+ * `work` may return a promise. One that has not settled `limitMs` after it
+ * began fails the step with an error saying so, and its handle closes, so
+ * nothing it runs later reaches the database; the caller rolls back.
+ */
+export async function runSqlTransactionAsync<T>(
+  connection: SqlConnection,
+  key: string,
+  work: (tx: SqlTransaction) => T | Promise<T>,
+  limitMs: number,
+): Promise<T> {
+  const handle = openHandle(connection, key)
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    const output = work(handle.tx)
+    if (!isThenable(output)) return output
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `ctx.step.transaction("${key}"): its function was still running ${limitMs} ms after it began, while its transaction held the database's other writes; it was rolled back. ` +
+                'Keep slow work (a network call) out of the transaction, in a ctx.step.run before it, or raise transactionTimeoutMs',
+            ),
+          ),
+        limitMs,
+      )
+    })
+    // A function that settles after the limit is no one's to report.
+    Promise.resolve(output).then(undefined, () => {})
+    return await Promise.race([output, late])
+  } finally {
+    clearTimeout(timer)
+    handle.close()
   }
 }
 
