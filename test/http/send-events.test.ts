@@ -39,14 +39,17 @@ describe('POST /__events', () => {
     expect(again.runs[0].id).toBe(body.runs[0].id)
   })
 
-  it("a name with '/' is sent percent-encoded as one segment; a path of two segments is 404", async () => {
+  it("a name with '/' goes in the path as written or percent-encoded; one the name rule refuses is 400 INVALID_EVENT", async () => {
     const server = await start()
-    const res = await post(`${server.url}/__events/stripe%2Finvoice.paid`, { total: 5 })
-    expect(res.status).toBe(202)
-    expect((await res.json()).name).toBe('stripe/invoice.paid')
-    const two = await post(`${server.url}/__events/stripe/invoice.paid`, {})
-    expect(two.status).toBe(404)
-    expect((await two.json()).error).toMatch(/percent-encoding any '\/' in the name/)
+    const encoded = await post(`${server.url}/__events/stripe%2Finvoice.paid`, { total: 5 })
+    expect(encoded.status).toBe(202)
+    expect((await encoded.json()).name).toBe('stripe/invoice.paid')
+    const written = await post(`${server.url}/__events/billing/invoice-paid`, {})
+    expect(written.status).toBe(202)
+    expect((await written.json()).name).toBe('billing/invoice-paid')
+    const bad = await post(`${server.url}/__events/billing/invoice%20paid`, {})
+    expect(bad.status).toBe(400)
+    expect((await bad.json()).code).toBe('INVALID_EVENT')
   })
 
   it('POST /__events takes a list; one bad event is 400 INVALID_EVENT and none is sent', async () => {

@@ -62,17 +62,10 @@ export function createSendEventsHandler(options: SendEventsOptions) {
       }
       return json(202, { events: await runtime.sendEvents(value as EventInput[]) })
     }
-    // One segment: '/' in a name arrives percent-encoded (stripe%2Finvoice.paid).
-    const segment = rest.slice(1)
-    if (segment.includes('/')) {
-      return jsonError(
-        R,
-        404,
-        'NOT_FOUND',
-        `No such path: ${pathname}. Send an event with POST ${EVENTS_PREFIX}/<name>, percent-encoding any '/' in the name`,
-      )
-    }
-    const name = decodeSegment(segment)
+    // The rest of the path is the name, as written (billing/invoice-paid)
+    // or with its '/' percent-encoded (billing%2Finvoice-paid); the name
+    // rule then judges it, empty parts included.
+    const name = rest.slice(1).split('/').map(decodeSegment).join('/')
     const id = request.headers.get('idempotency-key') ?? undefined
     return json(202, await runtime.sendEvent(name, value, { id }))
   }
