@@ -6,7 +6,7 @@ import type { DashboardTask } from './types.ts'
 export function tasksTable(tasks: DashboardTask[], openRun: (id: string) => void): Child {
   if (tasks.length === 0) return h('p', { class: 'muted' }, 'This app has no task routes.')
   return dataTable(
-    ['Task', 'Schedule', 'Next run', 'Retries', 'Timeout', 'Last run'],
+    ['Task', 'Runs on', 'Next run', 'Retries', 'Timeout', 'Last run'],
     tasks.map((task) =>
       h(
         'tr',
@@ -15,8 +15,16 @@ export function tasksTable(tasks: DashboardTask[], openRun: (id: string) => void
         h(
           'td',
           null,
-          task.schedule
-            ? [h('code', null, task.schedule), task.timezone && task.timezone !== 'UTC' ? ` (${task.timezone})` : '']
+          task.schedule || task.events.length
+            ? [
+                task.schedule
+                  ? [h('code', null, task.schedule), task.timezone && task.timezone !== 'UTC' ? ` (${task.timezone})` : '']
+                  : null,
+                task.schedule && task.events.length ? h('br') : null,
+                task.events.length
+                  ? ['event ', task.events.map((name, i) => [i ? ', ' : '', h('code', { class: 'event-name' }, name)])]
+                  : null,
+              ]
             : h('span', { class: 'muted' }, 'on demand'),
         ),
         h('td', null, task.schedule ? time(task.nextRunAt) : h('span', { class: 'muted' }, '—')),

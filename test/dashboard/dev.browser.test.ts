@@ -39,11 +39,13 @@ async function triggerFromPage(task: string, input: string): Promise<void> {
 }
 
 describe('the runs dashboard under svc dev', () => {
-  it('lists the tasks in a table with header cells, a schedule with its next fire time', async () => {
+  it('lists the tasks in a table with header cells, what starts each, and a schedule with its next fire time', async () => {
     const tasks = page.getByRole('region', { name: 'Tasks' }).getByRole('table')
     await expect
       .poll(() => tasks.getByRole('columnheader').allTextContents())
-      .toEqual(['Task', 'Schedule', 'Next run', 'Retries', 'Timeout', 'Last run'])
+      .toEqual(['Task', 'Runs on', 'Next run', 'Retries', 'Timeout', 'Last run'])
+    await expect.poll(() => tasks.getByRole('row').filter({ hasText: 'jobs.greet' }).textContent()).toContain('event greeting.requested')
+    await expect.poll(() => tasks.getByRole('row').filter({ hasText: 'jobs.flaky' }).textContent()).toContain('on demand')
     await expect
       .poll(() => tasks.getByRole('rowheader').allTextContents())
       .toEqual(['jobs.approve', 'jobs.flaky', 'jobs.greet', 'jobs.nap', 'jobs.nightly', 'jobs.parent'])

@@ -197,7 +197,7 @@ describe('svc dev', () => {
       expect(await (await fetch(`${url}/api/hello`)).json()).toEqual({ version: 1 })
       // A task is started at the task admin surface, so its row shows where to POST.
       const task = out.split('\n').find((line) => /\stask\s/.test(line))
-      expect(task).toMatch(/^\/__tasks\/jobs\.notify\s+task\s+POST$/)
+      expect(task).toMatch(/^\/__tasks\/jobs\.notify\s+task\s+POST\s+on demand$/)
       expect((await fetch(`${url}${task!.split(/\s+/)[0]}`, { method: 'POST' })).status).toBe(202)
     } finally {
       child.kill('SIGINT')

@@ -87,7 +87,7 @@ async function getRun(svc: ReturnType<typeof app>, id: string): Promise<RunRecor
 }
 
 describe('task admin surface', () => {
-  it('lists registered tasks with name, path, schedule, retries, timeout and lastRun', async () => {
+  it('lists registered tasks with name, path, schedule, events, retries, timeout and lastRun', async () => {
     const { routes, gate } = appRoutes()
     gate.resolve()
     const svc = app({ apiRoutes: routes })
@@ -98,6 +98,7 @@ describe('task admin surface', () => {
       name: 'report',
       path: '/api/report',
       schedule: '0 3 * * *',
+      events: [],
       retries: 1,
       timeout: 30000,
       concurrency: null,

@@ -5,6 +5,7 @@ import { UsageError } from '../_errors.ts'
 import { formatTable, printLines } from '../_output.ts'
 import { TASKS_PREFIX } from '../../runtime/admin/tasks.ts'
 import { taskNameFromPath } from '../../runtime/route-config.ts'
+import { taskSecret } from '../../runtime/rules.ts'
 import type { RuntimeApiRoute } from '../../types.ts'
 
 const devArgs = {
@@ -21,23 +22,33 @@ export default defineCommand({
     const root = resolveRoot(args.root)
     const port = Number(args.port)
     if (!/^\d+$/.test(args.port) || port > 65535) throw new UsageError(`--port must be a whole number from 0 to 65535 (got "${args.port}")`)
-    const [{ startDevServer }, { consola }] = await Promise.all([import('../../dev/server.ts'), import('consola')])
-    const dev = await startDevServer({ root, port, host: args.host, logger: consola })
+    const [{ startDevServer }, { consola }, { listenFailure }] = await Promise.all([
+      import('../../dev/server.ts'),
+      import('consola'),
+      import('../../node/listen.ts'),
+    ])
+    const dev = await startDevServer({ root, port, host: args.host, logger: consola }).catch((error: unknown) => {
+      throw listenFailure(error, port, args.host, 'pick another one: svc dev --port <number> (--port 0 picks a free one)')
+    })
     const { routes, pages } = dev.app
+    const admin =
+      taskSecret(process.env, () => {}) === undefined
+        ? 'open to requests from this machine: no SVC_TASK_SECRET is set'
+        : 'needs the task secret: send Authorization: Bearer $SVC_TASK_SECRET'
     printLines('stdout', [
       `svc dev: ${dev.url}`,
       '',
       formatTable(
-        ['route', 'kind', 'methods'],
+        ['route', 'kind', 'methods', 'runs'],
         [
           // Task rows show the admin URL rather than their file's, so they follow the routes instead of sitting among them.
           ...routes.filter((route) => route.kind !== 'task').map(routeRow),
           ...routes.filter((route) => route.kind === 'task').map(routeRow),
-          ...pages.map((page) => [page.path, `page (${page.mode ?? 'server'})`, 'GET']),
+          ...pages.map((page) => [page.path, `page (${page.mode ?? 'server'})`, 'GET', '']),
         ],
       ),
       '',
-      `Task admin: ${dev.url}/__tasks (open to localhost in development). Watching ${root}/src for changes.`,
+      `Task admin: ${dev.url}/__tasks (${admin}). Watching ${root}/src for changes.`,
       `Runs: ${dev.store} (SVC_STORE_URL picks another store).`,
       `Dashboard: ${dev.url}/__svc/dashboard`,
     ])
@@ -50,7 +61,17 @@ export default defineCommand({
  * admin surface, so that is the address shown.
  */
 function routeRow(route: RuntimeApiRoute): string[] {
-  if (route.kind === 'task') return [`${TASKS_PREFIX}/${encodeURIComponent(route.name ?? taskNameFromPath(route.path))}`, 'task', 'POST']
+  if (route.kind === 'task') {
+    return [`${TASKS_PREFIX}/${encodeURIComponent(route.name ?? taskNameFromPath(route.path))}`, 'task', 'POST', taskTriggers(route)]
+  }
   const methods = [...(route.methods ?? []), ...(route.websocket ? ['WS'] : [])]
-  return [route.path, route.kind ?? 'serverless', methods.join(',') || '-']
+  return [route.path, route.kind ?? 'serverless', methods.join(',') || '-', '']
+}
+
+/** What starts a task's runs besides a POST or `enqueue`: its schedule and its events, else on demand only. */
+function taskTriggers(route: RuntimeApiRoute): string {
+  const triggers: string[] = []
+  if (route.schedule) triggers.push(`cron ${route.schedule}${route.timezone && route.timezone !== 'UTC' ? ` (${route.timezone})` : ''}`)
+  if (route.on?.length) triggers.push(`on ${route.on.join(', ')}`)
+  return triggers.length ? triggers.join('; ') : 'on demand'
 }

@@ -19,6 +19,7 @@ import { taskSecret } from '../rules.ts'
 import { authorize, bearerToken, type LoopbackExemption, timingSafeEqual } from './auth.ts'
 import { withHeaders } from './cors.ts'
 import { verifyRunToken } from './run-token.ts'
+import { tokenSecret } from './token-secret.ts'
 
 /**
  * May read, until `expiresAt` (Unix seconds) when a run token let it in,
@@ -53,7 +54,9 @@ export async function runAccess(
     const denied = authorize(request, info, env, R, loopback)
     return denied === undefined ? { ok: true } : { ok: false, response: await withHeaders(R, denied, headers) }
   }
-  if (secret === undefined) {
+  // In development without a task secret, the secret this process signs its tokens with (token-secret.ts).
+  const signing = tokenSecret(env)
+  if (signing === undefined) {
     return refuse(
       R,
       'UNAUTHORIZED',
@@ -61,7 +64,7 @@ export async function runAccess(
       headers,
     )
   }
-  const check = await verifyRunToken(token, runId, secret)
+  const check = await verifyRunToken(token, runId, signing)
   if (!check.ok) return refuse(R, check.code, check.message, headers, 'invalid_token')
   return { ok: true, expiresAt: check.expiresAt, token }
 }

@@ -255,6 +255,7 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
             name: def.name,
             path: def.path,
             schedule: def.schedule,
+            events: [...def.on],
             retries: def.retries,
             timeout: def.timeout,
             concurrency: concurrency ? { limit: concurrency.limit, key: concurrency.key ?? null } : null,

@@ -167,6 +167,8 @@ export interface TaskSummary {
   name: string
   path: string
   schedule: string | null
+  /** The events that start a run of the task (`route.on`); empty when none. */
+  events: string[]
   retries: number
   timeout: number
   /** Flow control from the route config (`route.concurrency`, `rateLimit`, `debounce`); null when unset. */
