@@ -34,6 +34,8 @@ export interface LoadResult {
 export class AppModules {
   readonly root: string
   #loaded = new Map<string, Loaded>()
+  /** The manifest entry each file was last served with while it had no config error. */
+  #entries = new Map<string, ManifestRoute | ManifestPage>()
 
   constructor(root: string) {
     this.root = root
@@ -52,6 +54,8 @@ export class AppModules {
     const reloaded: string[] = []
     const failed: LoadResult['failed'] = []
     const seen = new Set<string>()
+    // Files that keep their previous module, for an error in the new one.
+    const kept = new Set<string>()
 
     // Read once per load, and only when a task is imported.
     const modules = new Set([...scanned.routes, ...scanned.pages].map((entry) => entry.file))
@@ -62,7 +66,10 @@ export class AppModules {
       seen.add(file)
       const previous = this.#loaded.get(file)
       // A file with config errors keeps serving its last good version, if it had one.
-      if (options.broken?.has(file)) return previous
+      if (options.broken?.has(file)) {
+        kept.add(file)
+        return previous
+      }
       let hash: string
       try {
         hash = contentHash(readFileSync(join(this.root, file)))
@@ -80,26 +87,38 @@ export class AppModules {
         return loaded
       } catch (error) {
         failed.push({ file, message: error instanceof Error ? error.message : String(error) })
+        kept.add(file)
         return previous
       }
     }
 
+    // A file that serves its last good module serves it with its last good
+    // config: the new config may be the mistake (a misspelled `retries`
+    // would otherwise serve the old task with none).
+    const served = <T extends ManifestRoute | ManifestPage>(entry: T): T => {
+      if (kept.has(entry.file)) return (this.#entries.get(entry.file) as T | undefined) ?? entry
+      this.#entries.set(entry.file, entry)
+      return entry
+    }
     const routes: RuntimeApiRoute[] = []
-    for (const route of scanned.routes) {
+    for (const scannedRoute of scanned.routes) {
+      const loaded = await resolveModule(scannedRoute.file, scannedRoute.kind === 'task')
+      if (!loaded) continue
+      const route = served(scannedRoute)
       const task = route.kind === 'task'
-      const loaded = await resolveModule(route.file, task)
-      if (loaded) routes.push({ ...route, module: loaded.module as RouteModule, version: task ? loaded.version : undefined })
+      routes.push({ ...route, module: loaded.module as RouteModule, version: task ? loaded.version : undefined })
     }
     const pages: RuntimePage[] = []
-    for (const page of scanned.pages) {
-      const loaded = await resolveModule(page.file)
-      if (loaded) pages.push({ ...page, module: loaded.module as PageModule })
+    for (const scannedPage of scanned.pages) {
+      const loaded = await resolveModule(scannedPage.file)
+      if (loaded) pages.push({ ...served(scannedPage), module: loaded.module as PageModule })
     }
     const events = scanned.eventsFile
       ? ((await resolveModule(scanned.eventsFile))?.module as { events?: EventSchemas } | undefined)?.events
       : undefined
     const gone = [...this.#loaded.keys()].filter((file) => !seen.has(file))
     for (const file of gone) this.#loaded.delete(file)
+    for (const file of this.#entries.keys()) if (!this.#loaded.has(file)) this.#entries.delete(file)
     forgetAppModules(this.root, gone)
     return { routes, pages, events, reloaded, failed }
   }

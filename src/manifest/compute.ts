@@ -5,7 +5,8 @@
  * as declared. Dedicated manifests also carry the legacy
  * `machine: { memoryMb, cpus }` shape for platforms that still size from it.
  */
-import { FUNCTION_MEMORY, type ComputeClass, type RouteKind } from '../runtime/types.ts'
+import { FUNCTION_MEMORY, type ComputeClass, type ComputeConfig, type RouteKind } from '../runtime/types.ts'
+import { unknownFieldProblem } from '../runtime/route-config.ts'
 import type { ResolvedCompute } from './types.ts'
 import type { StaticValue } from './literal.ts'
 import type { Reporter } from './reporter.ts'
@@ -35,7 +36,9 @@ export function parseMemorySize(value: string): number | null {
   return amount
 }
 
-const COMPUTE_FIELDS = new Set(['class', 'memory', 'cpu'])
+// Keyed by ComputeConfig, so tsc fails when a field is added to one and not the other.
+const COMPUTE_FIELD_SET: Record<keyof ComputeConfig, true> = { class: true, memory: true, cpu: true }
+const COMPUTE_FIELDS = Object.keys(COMPUTE_FIELD_SET)
 
 /** The default contract of a kind: hot routes are dedicated, everything else a 1gb function. */
 export function defaultCompute(kind: RouteKind): ResolvedCompute {
@@ -61,9 +64,8 @@ export function normalizeCompute(kind: RouteKind, compute: StaticValue | undefin
     return defaultCompute(kind)
   }
   const fields = compute.properties
-  for (const name of fields.keys()) {
-    if (!COMPUTE_FIELDS.has(name))
-      report.warn(`route.compute.${name} is not a compute field and is ignored; fields are class, memory and cpu`)
+  for (const [name, field] of fields) {
+    if (!Object.hasOwn(COMPUTE_FIELD_SET, name)) report.error(field.key, unknownFieldProblem('route.compute', name, COMPUTE_FIELDS))
   }
 
   let computeClass: ComputeClass = kind === 'hot' ? 'dedicated' : 'function'

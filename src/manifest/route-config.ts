@@ -7,7 +7,7 @@
 import { cronerClock } from '../runtime/tasks/croner-clock.ts'
 import type { RouteKind } from '../runtime/types.ts'
 import type { ResolvedCompute } from './types.ts'
-import { ROUTE_KINDS } from '../runtime/route-config.ts'
+import { ROUTE_FIELDS, ROUTE_KINDS, unknownFieldProblem } from '../runtime/route-config.ts'
 import { normalizeOrigin } from '../runtime/origins.ts'
 import {
   concurrencyProblem,
@@ -23,17 +23,14 @@ import {
   timeoutProblem,
   timezoneProblem,
 } from '../runtime/rules.ts'
-import { TASK_ROUTE_FIELDS } from '../runtime/task-only.ts'
 import { type TaskFlow, taskFlow } from '../runtime/tasks/flow.ts'
 import { priorityProblem } from '../runtime/tasks/options.ts'
 import { normalizeCompute } from './compute.ts'
-import { type StaticValue, readExportLiteral, snippet } from './literal.ts'
+import { type StaticProperty, type StaticValue, readExportLiteral, snippet } from './literal.ts'
 import type { ExportEntry, ModuleExports } from './module-exports.ts'
 import type { Reporter } from './reporter.ts'
 import { readEventTriggers } from './event-triggers.ts'
 import { type KindSource, type NotATask, notATask, reportTaskConfig } from './not-a-task.ts'
-
-const ROUTE_FIELDS: readonly string[] = ['kind', 'compute', 'origins', ...TASK_ROUTE_FIELDS]
 
 /** The flow-control fields of a task route, each with its rule (docs/flow-control.md). */
 const FLOW_FIELDS = [
@@ -75,9 +72,10 @@ export function readRouteConfig(exports: ModuleExports, source: string, report: 
     report.error(route.node, `route must be an object literal such as { kind: 'task' } (got ${snippet(source, route.node)})`)
   }
   const fields = route?.properties ?? new Map()
-  for (const name of fields.keys()) {
-    if (!ROUTE_FIELDS.includes(name))
-      report.warn(`route.${name} is not a route field and is ignored; fields are ${ROUTE_FIELDS.join(', ')}`)
+  // A misspelled field would leave its setting out without a word (a task
+  // with no retries), so each unknown one fails the scan at its key.
+  for (const [name, field] of fields) {
+    if (!(ROUTE_FIELDS as readonly string[]).includes(name)) report.error(field.key, unknownFieldProblem('route', name, ROUTE_FIELDS))
   }
 
   // Kind: route.kind wins over the `kind` shorthand; a websocket export alone makes a hot route.
@@ -128,7 +126,7 @@ export function readRouteConfig(exports: ModuleExports, source: string, report: 
   const schedule = readSchedule(fields.get('schedule')?.value, exports.names.get('schedule'), readTask, source, report)
   const timezone = readTimezone(fields.get('timezone')?.value, readTask, report)
   const on = readTask ? readEventTriggers(fields.get('on')?.value, exports.names.get('on'), source, report) : null
-  const origins = readOrigins(fields.get('origins')?.value, kind, report)
+  const origins = readOrigins(fields.get('origins'), kindUnread ? null : kind, report)
   const compute = normalizeCompute(kind, fields.get('compute')?.value, report)
   const flow = readFlow(fields, readTask, report)
 
@@ -272,8 +270,20 @@ function readTimezone(value: StaticValue | undefined, read: boolean, report: Rep
  * normalized to bare origins. A
  * computed entry could open the handshake to any site, so it fails the build.
  */
-function readOrigins(value: StaticValue | undefined, kind: RouteKind, report: Reporter): string[] | null {
-  if (value === undefined) return null
+function readOrigins(field: StaticProperty | undefined, kind: RouteKind | null, report: Reporter): string[] | null {
+  if (field === undefined) return null
+  // Only a hot route's WebSocket handshake reads it: anywhere else the
+  // allowlist would look like a protection it does not give.
+  if (kind !== 'hot') {
+    if (kind !== null) {
+      report.error(
+        field.key,
+        `route.origins applies to hot routes only (the WebSocket handshake), and this route is ${kind}; set kind: 'hot' if it serves WebSockets, or remove route.origins`,
+      )
+    }
+    return null
+  }
+  const value = field.value
   if (!value.items) {
     if (value.ok) report.error(value.node, `route.origins must be an array of origin strings such as ['https://example.com']`)
     return null
@@ -297,10 +307,6 @@ function readOrigins(value: StaticValue | undefined, kind: RouteKind, report: Re
       continue
     }
     if (!origins.includes(origin)) origins.push(origin)
-  }
-  if (kind !== 'hot') {
-    report.warn(`route.origins applies to hot routes only (the WebSocket handshake) and is ignored`)
-    return null
   }
   return origins
 }

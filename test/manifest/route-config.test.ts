@@ -51,10 +51,13 @@ describe('kind', () => {
     expect(errors).toEqual([`src/api/route.ts:1:22: route must be an object literal such as { kind: 'task' } (got 'task')`])
   })
 
-  test('unknown route fields are warnings, not errors', async () => {
-    const { route, errors } = await scanRoute(`export const route = { kind: 'task', retry: 2 }\nexport async function POST() {}\n`)
-    expect(errors).toEqual([])
-    expect(route.warnings[0]).toMatch(/^route\.retry is not a route field/)
+  test('an unknown route field is an error at its key, listing the fields when none is close', async () => {
+    const source = `export const route = { kind: 'task', retry: 2 }\nexport async function POST() {}\n`
+    const { route, errors } = await scanRoute(source)
+    expect(errors).toEqual([
+      `src/api/route.ts:${at(source, 'retry')}: route.retry is not a route field; route fields are kind, compute, origins, retries, timeout, schedule, timezone, on, concurrency, rateLimit, debounce, priority, priorityAging, retention`,
+    ])
+    expect(route.warnings).toEqual([])
   })
 })
 

@@ -26,7 +26,12 @@ export interface ComputeConfig {
   cpu?: number
 }
 
-/** The exported `route` object of a route file. Every field must be a static literal. */
+/**
+ * The exported `route` object of a route file. Every field must be a static
+ * literal, and a field not declared here is a config error; write
+ * `export const route = { … } satisfies RouteConfig` to make it a type error
+ * too.
+ */
 export interface RouteConfig {
   /** @default 'serverless' */
   kind?: RouteKind
