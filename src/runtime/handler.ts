@@ -17,6 +17,7 @@ import { createAdminHandler, TASKS_PREFIX } from './admin/tasks.ts'
 import { checkTaskSecretStrength } from './admin/secret-strength.ts'
 import { createSendEventsHandler, isEventsPath } from './admin/send-events.ts'
 import { createListEventsHandler, isEventListing } from './admin/list-events.ts'
+import { adminRoutePattern } from './admin/route-pattern.ts'
 import { dashboardAccess, dashboardProblem } from './dashboard/access.ts'
 import { type DashboardPage, dashboardNotIncluded, isDashboardPath } from './dashboard/route.ts'
 import { buildApp, checkCommonOptions, type ApiApp } from './app/create.ts'
@@ -294,6 +295,9 @@ export function createCoreHandler(options: SvcHandlerOptions, parts: HostParts =
     // The admin surface (`/__tasks`) and the dashboard (`/__svc/dashboard`)
     // both live under `/__`: other paths skip their checks.
     if (pathname.startsWith('/__')) {
+      // Admin spans are named by pattern (`POST /__tasks/{name}`), as routes' spans are.
+      const pattern = telemetry && adminRoutePattern(request.method, pathname)
+      if (pattern) requestSpans.get(request)?.route(pattern)
       const tasks =
         pathname.startsWith(TASKS_PREFIX) && (pathname.length === TASKS_PREFIX.length || pathname.charCodeAt(TASKS_PREFIX.length) === 47)
       // `/__tasks*` and `/__svc/*` speak plain HTTP. A WebSocket handshake is

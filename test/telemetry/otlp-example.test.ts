@@ -26,6 +26,6 @@ it('sends every span of a run to an OTLP/HTTP receiver, set up as the docs show'
       .sort(),
   ).toEqual(['create jobs.report', 'process jobs.report', 'process jobs.report', 'step query', 'step render'])
   expect(ofRun().every((span) => span.traceId === traceId)).toBe(true)
-  const request = receiver.spans.find((span) => span.name === 'POST' && span.traceId === traceId)
+  const request = receiver.spans.find((span) => span.name === 'POST /__tasks/{name}' && span.traceId === traceId)
   expect(request?.parentSpanId).toBe('1111222233334444')
 })

@@ -1,7 +1,8 @@
 /**
  * The HTTP side of `enqueue()`, `completeToken()`, `cancelRun()` and `sendEvents()`, used when no task
  * runtime is active in this process: they call the task admin surface of the
- * server that runs the tasks.
+ * server that runs the tasks, with the caller's trace context
+ * (`telemetry/outgoing.ts`), so the runs they start continue its trace.
  */
 import type { BatchItem, CancelRunResult, CompleteTokenResult, EnqueueOptions, EnqueueResult, EventInput, SentEvent } from '../types.ts'
 import { HttpError, errorMessage } from '../errors.ts'
@@ -10,6 +11,7 @@ import { taskSecret } from '../rules.ts'
 import { jsonProblem } from './json.ts'
 import { checkDelaySeconds, checkIdempotencyKey, checkPriority, checkTriggerOptions } from './options.ts'
 import { describe } from '../describe.ts'
+import { traceHeaders } from '../telemetry/outgoing.ts'
 
 /**
  * Request headers that carry `EnqueueOptions` on `POST /__tasks/<name>`; the
@@ -118,7 +120,7 @@ export async function enqueueOverHttp(
   const text = payloadText(where, payload)
   if (text !== undefined) headers['content-type'] = 'application/json'
   const url = `${taskServerUrl(env)}/__tasks/${encodeURIComponent(taskName)}`
-  const { response, body } = await send(where, url, taskRequestTimeout(env), { method: 'POST', headers, body: text })
+  const { response, body } = await send(where, url, env, { method: 'POST', headers, body: text })
   if (!response.ok) throw httpError(response, body)
   if (!isObject(body) || typeof body.id !== 'string' || typeof body.status !== 'string') {
     throw new HttpError(response.status, `${where}: ${url} answered ${response.status} without a { id, status } JSON body`, 'BAD_RESPONSE')
@@ -139,7 +141,7 @@ export async function enqueueManyOverHttp(
   const text = payloadText(where, payloads)
   headers['content-type'] = 'application/json'
   const url = `${taskServerUrl(env)}/__tasks/${encodeURIComponent(taskName)}/batch`
-  const { response, body } = await send(where, url, taskRequestTimeout(env), { method: 'POST', headers, body: text })
+  const { response, body } = await send(where, url, env, { method: 'POST', headers, body: text })
   if (!response.ok) throw httpError(response, body)
   if (!isObject(body) || !Array.isArray(body.runs) || body.runs.length !== payloads.length) {
     throw new HttpError(
@@ -158,7 +160,7 @@ export async function completeTokenOverHttp(tokenId: string, payload: unknown, e
   const text = payloadText(where, payload)
   const headers: Record<string, string> = { ...authHeaders(env) }
   if (text !== undefined) headers['content-type'] = 'application/json'
-  const { response, body } = await send(where, url, taskRequestTimeout(env), { method: 'POST', headers, body: text })
+  const { response, body } = await send(where, url, env, { method: 'POST', headers, body: text })
   if (response.ok) return 'completed'
   const code = isObject(body) ? body.code : undefined
   const status = isObject(body) ? body.status : undefined
@@ -177,7 +179,7 @@ export async function completeTokenOverHttp(tokenId: string, payload: unknown, e
 export async function cancelRunOverHttp(runId: string, env: EnvLike = processEnv()): Promise<CancelRunResult> {
   const where = `cancelRun("${runId}")`
   const url = `${taskServerUrl(env)}/__tasks/runs/${encodeURIComponent(runId)}/cancel`
-  const { response, body } = await send(where, url, taskRequestTimeout(env), { method: 'POST', headers: authHeaders(env) })
+  const { response, body } = await send(where, url, env, { method: 'POST', headers: authHeaders(env) })
   if (!response.ok) throw httpError(response, body)
   if (!isObject(body) || body.status !== 'cancelled') {
     throw new HttpError(
@@ -194,7 +196,7 @@ export async function sendEventsOverHttp(events: readonly EventInput[], where: s
   const url = `${taskServerUrl(env)}/__events`
   const text = payloadText(where, events)
   const headers = { ...authHeaders(env), 'content-type': 'application/json' }
-  const { response, body } = await send(where, url, taskRequestTimeout(env), { method: 'POST', headers, body: text })
+  const { response, body } = await send(where, url, env, { method: 'POST', headers, body: text })
   if (!response.ok) throw httpError(response, body)
   if (!isObject(body) || !Array.isArray(body.events)) {
     throw new HttpError(response.status, `${where}: ${url} answered ${response.status} without an { events } JSON body`, 'BAD_RESPONSE')
@@ -214,13 +216,20 @@ function payloadText(where: string, payload: unknown): string | undefined {
   return JSON.stringify(payload)
 }
 
-async function send(where: string, url: string, timeoutMs: number, init: RequestInit): Promise<{ response: Response; body: unknown }> {
+async function send(
+  where: string,
+  url: string,
+  env: EnvLike,
+  init: RequestInit & { headers: Record<string, string> },
+): Promise<{ response: Response; body: unknown }> {
+  const timeoutMs = taskRequestTimeout(env)
+  const headers = { ...init.headers, ...(await traceHeaders(env)) }
   // Built outside the try: a request that cannot be built (a bad URL or
   // header) is a configuration error, not a failure to reach the server.
   // Redirects are not followed: 301-303 would turn the POST into a GET.
   let request: Request
   try {
-    request = new Request(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) })
+    request = new Request(url, { ...init, headers, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) })
   } catch (cause) {
     throw new TypeError(`${where}: cannot build a request to ${url}: ${errorMessage(cause)}`, { cause })
   }

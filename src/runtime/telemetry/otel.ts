@@ -11,17 +11,47 @@
  * when a run is created, whose context the run keeps (`RunRecord.trace`);
  * a consumer span per execution of its handler, a child of it, with an
  * event per replayed step and one for a suspension; a span per step that
- * executes. Metrics and log records are below.
+ * executes. Metrics and log records are below; log records go through
+ * the Logs API of either SDK line (`logs.ts`).
  */
 import type * as Api from '@opentelemetry/api'
-import type { RunLogEntry, RunStatus, RunTrace } from '../types.ts'
+import type { RunStatus, RunTrace } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import type { ExecutionEnd, ExecutionSpan, RequestSpan, StepSpan, Telemetry } from './types.ts'
 import { redactQuery } from './redact-query.ts'
 import { formatTraceparent, parseTraceparent } from './traceparent.ts'
+import { logEmitter, logRecord, type LogsApiLike, type LogsModuleLike } from './logs.ts'
+import { useOtelApiForRequests } from './outgoing.ts'
 
-/** The OpenTelemetry API module, `import * as api from '@opentelemetry/api'`. */
-export type OtelApi = typeof Api
+/**
+ * The parts svc uses of the OpenTelemetry API module, `import * as api from '@opentelemetry/api'`:
+ * 1.10 or later (SDK 3.x), or 1.9 (SDK 2.x), which has no `logs`.
+ */
+export type OtelApi = Pick<
+  typeof Api,
+  | 'trace'
+  | 'context'
+  | 'propagation'
+  | 'metrics'
+  | 'SpanKind'
+  | 'SpanStatusCode'
+  | 'ROOT_CONTEXT'
+  | 'ProxyTracerProvider'
+  | 'createNoopMeter'
+  | 'createTraceState'
+  | 'isSpanContextValid'
+> & { logs?: LogsApiLike }
+
+export interface OtelTelemetryOptions {
+  /**
+   * `@opentelemetry/api-logs` (`import * as logsApi from '@opentelemetry/api-logs'`),
+   * for log records on an API without `logs` (before 1.10, the SDK 2.x line).
+   * Note: on Node, svc imports the app's copy itself when this is absent;
+   * a worker's bundle cannot, so pass it there.
+   * @default api.logs, else @opentelemetry/api-logs imported at the first log record
+   */
+  logsApi?: LogsModuleLike
+}
 
 /** The instrumentation scope svc's spans, metrics and logs carry. */
 export const SCOPE = 'svc'
@@ -93,10 +123,16 @@ function observeRuns(meter: Api.Meter, counters: readonly RunCounter[]): void {
   gauge('running', 'svc.runs.running', 'Runs running, by task')
 }
 
-export function otelTelemetry(api: OtelApi): Telemetry {
+/**
+ * svc's `Telemetry` on `api`. The requests the task client sends to a task
+ * server (`enqueue()` where no runtime runs) carry the active context
+ * through this `api` from now on (`outgoing.ts`).
+ */
+export function otelTelemetry(api: OtelApi, options: OtelTelemetryOptions = {}): Telemetry {
   const { trace, context, propagation, SpanKind, SpanStatusCode, ROOT_CONTEXT } = api
   const tracer = trace.getTracer(SCOPE)
-  const logger = api.logs?.getLogger(SCOPE)
+  const emitLog = logEmitter(SCOPE, api.logs, options.logsApi)
+  useOtelApiForRequests(api)
 
   // Without an SDK, every call of the API is a no-op that still costs:
   // svc asks first, and does nothing. Both are asked on every call, so an
@@ -291,7 +327,7 @@ export function otelTelemetry(api: OtelApi): Telemetry {
     },
 
     log(taskName, runId, entry) {
-      logger?.emit(logRecord(api, taskName, runId, entry))
+      emitLog(logRecord(taskName, runId, entry, context.active()))
     },
 
     store(store) {
@@ -344,28 +380,4 @@ const HEADERS: Api.TextMapGetter<Headers> = {
     return names
   },
   get: (headers, key) => headers.get(key) ?? undefined,
-}
-
-const SEVERITY: Record<RunLogEntry['level'], keyof typeof Api.SeverityNumber> = { info: 'INFO', warn: 'WARN', error: 'ERROR' }
-
-/** `entry` as an OpenTelemetry log record, in the trace of the run that logged it when there is one. */
-function logRecord(api: OtelApi, taskName: string, runId: string, entry: RunLogEntry): Api.LogRecord {
-  const attributes: Api.Attributes = {
-    'svc.task.name': taskName,
-    'svc.run.id': runId,
-    'svc.run.attempt': entry.attempt,
-    'svc.log.seq': entry.seq,
-  }
-  if (entry.step !== undefined) attributes['svc.step.key'] = entry.step
-  for (const [key, value] of Object.entries(entry.attributes ?? {})) {
-    attributes[key] = value !== null && typeof value === 'object' ? JSON.stringify(value) : (value as Api.AttributeValue)
-  }
-  return {
-    timestamp: Date.parse(entry.at),
-    severityNumber: api.SeverityNumber[SEVERITY[entry.level]],
-    severityText: entry.level.toUpperCase(),
-    body: entry.message,
-    attributes,
-    context: api.context.active(),
-  }
 }

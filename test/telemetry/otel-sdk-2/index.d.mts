@@ -1,0 +1,6 @@
+export * as api from '@opentelemetry/api'
+export * as apiLogs from '@opentelemetry/api-logs'
+export * as contextAsyncHooks from '@opentelemetry/context-async-hooks'
+export * as core from '@opentelemetry/core'
+export * as sdkLogs from '@opentelemetry/sdk-logs'
+export * as sdkTrace from '@opentelemetry/sdk-trace-base'
