@@ -89,11 +89,12 @@ export async function buildApp(options: BuildOptions = {}): Promise<BuildResult>
     pages,
     crons: [...new Set(routes.flatMap((route) => (route.kind === 'task' && route.schedule ? [route.schedule] : [])))],
     appSource: appSource(root, versions.routes, pages, scan.events, appTelemetry(root, dependencies)),
-    async bundle(source, outFile) {
+    async bundle(source, outFile, modules) {
       await mkdir(dirname(outFile), { recursive: true })
       await bundle({
         input: join(root, '__svc_entry.mjs'),
         entrySource: source,
+        modules,
         platform: target.platform,
         outFile,
         cwd: root,

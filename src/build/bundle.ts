@@ -9,6 +9,8 @@ export interface BundleOptions {
   input: string
   /** Source of a virtual entry module; `input` is then its (absolute) name. */
   entrySource?: string
+  /** More virtual modules the entry may import, by id: the start-up guard of a server. */
+  modules?: Record<string, string>
   platform: BundlePlatform
   /** Output file; nothing is written when unset. */
   outFile?: string
@@ -73,12 +75,13 @@ export async function bundle(options: BundleOptions): Promise<BundleResult> {
     const alias = options.alias
     plugins.push({ name: 'svc:alias', resolveId: (id) => (Object.hasOwn(alias, id) ? alias[id] : null) })
   }
-  if (options.entrySource !== undefined) {
-    const source = options.entrySource
+  const virtual: Record<string, string> = { ...options.modules }
+  if (options.entrySource !== undefined) virtual[options.input] = options.entrySource
+  if (Object.keys(virtual).length) {
     plugins.push({
-      name: 'svc:virtual-entry',
-      resolveId: (id) => (id === options.input ? id : null),
-      load: (id) => (id === options.input ? source : null),
+      name: 'svc:virtual-modules',
+      resolveId: (id) => (Object.hasOwn(virtual, id) ? id : null),
+      load: (id) => (Object.hasOwn(virtual, id) ? virtual[id] : null),
     })
   }
   plugins.push(...(options.plugins ?? []))

@@ -7,6 +7,7 @@
  */
 import { join } from 'node:path'
 import { appDependencies, appLockFile, readAppPackage } from './app-package.ts'
+import { STARTUP_GUARD_ID, startupGuardSource } from './startup-guard.ts'
 import type { BuiltFile, TargetContext, TargetDescriptor } from './target.ts'
 
 export interface ServerOutput {
@@ -48,17 +49,20 @@ async function writeServerOutput(ctx: TargetContext, out: string, output: Server
   const hasPublic = await ctx.copyPublic(join(out, 'public'))
   // fileURLToPath, not URL#pathname: the pathname keeps spaces and non-ASCII
   // letters percent-encoded, which names a directory that does not exist.
-  const entry = hasPublic
-    ? `${ctx.appSource}
-import { fileURLToPath } from 'node:url'
+  const serve = hasPublic
+    ? `import { fileURLToPath } from 'node:url'
 import { serveApp } from '${output.runtime}'
 await serveApp({ ...app, staticDirs: [fileURLToPath(new URL('./public', import.meta.url))] })
 `
-    : `${ctx.appSource}
-import { serveApp } from '${output.runtime}'
+    : `import { serveApp } from '${output.runtime}'
 await serveApp(app)
 `
-  const files = [await ctx.bundle(entry, join(out, 'server.mjs'))]
+  // The guard is imported first, so it is in place before any other module runs (./startup-guard.ts).
+  const entry = `import { started } from '${STARTUP_GUARD_ID}'
+${ctx.appSource}
+${serve}started()
+`
+  const files = [await ctx.bundle(entry, join(out, 'server.mjs'), { [STARTUP_GUARD_ID]: startupGuardSource() })]
   const dependencies = await appDependencies(ctx.root)
   const appPkg = await readAppPackage(ctx.root)
   const pkg = {

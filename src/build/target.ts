@@ -22,8 +22,8 @@ export interface TargetContext {
   crons: string[]
   /** Generated entry source minus the target's own tail (imports and the `app` object). */
   appSource: string
-  /** Bundles `source` (an entry module) for this target into `outFile`. */
-  bundle(source: string, outFile: string): Promise<BuiltFile>
+  /** Bundles `source` (an entry module) for this target into `outFile`; `modules` are virtual modules it imports, by id. */
+  bundle(source: string, outFile: string, modules?: Record<string, string>): Promise<BuiltFile>
   /** Writes a text file (JSON, Dockerfile, …) and reports it. */
   writeFile(file: string, contents: string): Promise<BuiltFile>
   /** Copies `<root>/public` into `dir`, when it exists; resolves to whether it did. */

@@ -6,6 +6,7 @@
  * under the working directory.
  */
 import type { RuntimeApiRoute, RuntimePage } from '../types.ts'
+import { listenFailure } from './listen.ts'
 import type { RunningServer, SvcServerOptions } from './options.ts'
 import { storeFromEnv } from './store-url.ts'
 
@@ -65,7 +66,7 @@ export async function serveBuiltApp<S extends RunningServer>(
     })
   } catch (error) {
     await opened.close()
-    throw error
+    throw listenFailure(error, port, process.env.HOST || ALL_INTERFACES, 'set PORT to another port (PORT=0 picks a free one)')
   }
   const close = server.close
   // The server closes only what it opened; this store is ours to close after it.

@@ -15,7 +15,7 @@ import { FastResponse, serve } from 'srvx/node'
 import type { ResponseClass } from '../runtime/http/types.ts'
 import { httpUrl, openAppServer } from './app-server.ts'
 import { refuseConnect } from './connect.ts'
-import { LISTEN_OPTIONS } from './listen.ts'
+import { LISTEN_OPTIONS, listenFailure } from './listen.ts'
 import type { SvcServer, SvcServerOptions } from './options.ts'
 import { NodeRequestInfo } from './request-info.ts'
 import { SvcServerResponse } from './response.ts'
@@ -84,7 +84,11 @@ export async function startSvcServer(options: SvcServerOptions): Promise<SvcServ
 
   // Listening waits for the upgrade and CONNECT listeners above.
   await shared.listening(async () => {
-    await server.serve()
+    try {
+      await server.serve()
+    } catch (error) {
+      throw listenFailure(error, shared.port, hostname)
+    }
   })
   const address = httpServer.address()
   const port = typeof address === 'object' && address ? address.port : shared.port

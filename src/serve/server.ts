@@ -12,6 +12,7 @@ import { limitRequestBody } from 'srvx/body-limit'
 import { isWebSocketUpgrade } from '../runtime/app/upgrade.ts'
 import type { RequestInfo } from '../types.ts'
 import { httpUrl, openAppServer } from '../node/app-server.ts'
+import { listenFailure } from '../node/listen.ts'
 import { LIVENESS_INTERVAL_MS } from '../node/liveness.ts'
 import type { RunningServer, SvcServerOptions } from '../node/options.ts'
 import { within } from '../node/shutdown.ts'
@@ -53,7 +54,7 @@ export async function startWebServer(options: WebServerOptions, host: WebHost): 
   const websockets = new WebSocketLayer({ ...shared.websocket, host })
   // Assigned as soon as the host listens, before the task runtime starts: an upgrade may arrive meanwhile.
   let listener!: Listener
-  await shared.listening(async () => {
+  const listening = shared.listening(async () => {
     listener = await host.listen({
       port: shared.port,
       hostname: shared.hostname,
@@ -76,6 +77,9 @@ export async function startWebServer(options: WebServerOptions, host: WebHost): 
         return answer instanceof Promise ? answer.catch(failed) : answer
       },
     })
+  })
+  await listening.catch((error: unknown) => {
+    throw listenFailure(error, shared.port, shared.hostname)
   })
 
   return shared.running({

@@ -153,6 +153,17 @@ export async function POST() {}
     expect(missing.stderr).toMatch(/--input needs a value/)
   })
 
+  it('tasks run prints only the error for bad --input JSON, naming the value and the fix, not the usage', async () => {
+    const { code, stdout, stderr } = await svc(['tasks', 'run', 'jobs.double', '--input', '{bad', '--root', app.root])
+    expect(code).toBe(1)
+    expect(stdout).toBe('')
+    expect(stderr).toContain('--input is not valid JSON')
+    expect(stderr).toContain('(got "{bad")')
+    expect(stderr).toContain(`--input '{"key":"value"}'`)
+    expect(stderr).not.toMatch(/USAGE|OPTIONS/)
+    expect(stderr.trim().split('\n')).toHaveLength(1)
+  })
+
   it('build prints bundle sizes, warns about hot routes and exits 0', async () => {
     const { code, stdout, stderr } = await svc(['build', '--target', 'cloudflare', '--root', app.root])
     expect(code).toBe(0)

@@ -61,7 +61,7 @@ targetContract({
     // the driver fires each schedule through runScheduledTasks instead.
     const server = await startBuilt(
       await serverFile(),
-      { NODE_ENV: 'production', THEN_TASK_SECRET: TASK_SECRET, SVC_DISABLE_IN_PROCESS_CRON: '1' },
+      { NODE_ENV: 'production', SVC_TASK_SECRET: TASK_SECRET, SVC_DISABLE_IN_PROCESS_CRON: '1' },
       { cronOnDemand: true },
     )
     return contractTarget(server)
@@ -72,7 +72,7 @@ describe('svc build --target node', () => {
   let server: BuiltServer
 
   beforeAll(async () => {
-    server = await startBuilt(await serverFile(), { NODE_ENV: 'production', THEN_TASK_SECRET: TASK_SECRET })
+    server = await startBuilt(await serverFile(), { NODE_ENV: 'production', SVC_TASK_SECRET: TASK_SECRET })
   })
   afterAll(() => stop(server))
 
@@ -178,6 +178,12 @@ describe("the Dockerfile of the node target and the app's dependencies", () => {
         resolved: 'https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz',
         integrity: 'sha512-XI5MPzVNApjAyhQzphX8BkmKsKUxD4LdyK24iZeQEgxWxhRKgRvyWHDs2KUnTVyR+v+OIOLNX8TJEXMDqiL1ZYw==',
         dev: true,
+      },
+      // As an app's lock file holds svcjs: the built output bundles it, and its install must not fetch it.
+      'node_modules/svcjs': {
+        version: '0.1.0',
+        resolved: 'https://registry.npmjs.org/svcjs/-/svcjs-0.1.0.tgz',
+        integrity: 'sha512-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==',
       },
       'node_modules/ms': {
         version: '2.1.3',

@@ -2,7 +2,7 @@
 import { defineCommand } from '../_define.ts'
 import type { ManifestRoute, RouteModule, RunRecord } from '../../types.ts'
 import { checkArgs, jsonArg, resolveRoot, rootArg } from '../_args.ts'
-import { ExitCode, UsageError } from '../_errors.ts'
+import { ExitCode } from '../_errors.ts'
 import { formatTable, printJson, printLines } from '../_output.ts'
 import { scanValidApp } from '../_scan.ts'
 
@@ -122,7 +122,13 @@ function parseInput(raw: string | undefined): unknown {
   try {
     return JSON.parse(raw)
   } catch (error) {
-    throw new UsageError(`--input is not valid JSON: ${(error as Error).message}`)
+    // The value's fault, not the command line's: the message says what to
+    // fix, and the command's usage would only bury it.
+    const shown = raw.length > 60 ? `${raw.slice(0, 57)}...` : raw
+    throw new Error(
+      `--input is not valid JSON: ${(error as Error).message} (got ${JSON.stringify(shown)}). ` +
+        `Pass one JSON value, quoted for the shell, such as --input '{"key":"value"}'`,
+    )
   }
 }
 
