@@ -7,7 +7,7 @@
 // The oldest Node svc runs on, as package.json `engines` says (a test keeps
 // the two equal). Written out rather than read from package.json: this runs
 // on every start.
-const MINIMUM = [22, 13]
+const MINIMUM = [22, 18]
 const [major, minor] = process.versions.node.split('.').map(Number)
 
 if (major < MINIMUM[0] || (major === MINIMUM[0] && minor < MINIMUM[1])) {

@@ -130,3 +130,33 @@ describe('the playground app', () => {
     expect(await second.text()).toBe(html)
   })
 })
+
+// The README's "Develop" command, as a contributor runs it on a fresh clone.
+describe('npm run playground', () => {
+  it('serves the playground under svc dev, its runs in SQLite and the dashboard open', async () => {
+    const { spawn } = await import('node:child_process')
+    const repo = fileURLToPath(new URL('..', import.meta.url))
+    const child = spawn('npm', ['run', 'playground', '--', '--port', '0', '--host', '127.0.0.1'], {
+      cwd: repo,
+      env: { ...process.env, SVC_TASK_SECRET: '', NODE_ENV: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    })
+    let out = ''
+    child.stdout!.on('data', (chunk) => (out += chunk))
+    child.stderr!.on('data', (chunk) => (out += chunk))
+    try {
+      const started = Date.now()
+      while (!out.includes('Dashboard:')) {
+        if (child.exitCode !== null || Date.now() - started > 30_000) throw new Error(`npm run playground did not start:\n${out}`)
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      expect(out).toMatch(/Runs: SQLite \S*playground\/\.svc\/runs\.db/)
+      const url = /svc dev: (http:\/\/\S+)/.exec(out)![1]
+      expect((await fetch(`${url}/__svc/dashboard`)).status).toBe(200)
+      expect((await fetch(`${url}/__tasks`)).status).toBe(200)
+    } finally {
+      process.kill(-child.pid!, 'SIGTERM')
+    }
+  }, 60_000)
+})

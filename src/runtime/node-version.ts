@@ -1,9 +1,11 @@
 /**
  * The oldest Node that svc runs on, as package.json `engines` says (a test
- * keeps the two equal): `node:sqlite` works without a flag from 22.13 on.
+ * keeps the two equal): `node:sqlite` works without a flag from 22.13 on, and
+ * Node runs TypeScript (svc's sources in a checkout, an app's tests) from
+ * 22.18 on; one version is asked of every user.
  * bin/svc.mjs, which any Node must be able to read, keeps its own copy.
  */
-export const MIN_NODE_VERSION = '22.13.0'
+export const MIN_NODE_VERSION = '22.18.0'
 
 /**
  * Throws an error naming the Node that svc needs and how to get it, when the

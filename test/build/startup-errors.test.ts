@@ -6,6 +6,7 @@ import { createServer, type Server } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/build/build.ts'
+import { MIN_NODE_VERSION } from '../../src/runtime/node-version.ts'
 import { olderNode } from '../package/_packed.ts'
 import { runtimeBinary, type ServerRuntime } from '../targets/_server-runtime.ts'
 import { writeApp } from '../targets/_app.ts'
@@ -106,7 +107,8 @@ describe('a built node server that cannot start', () => {
 
   const old = olderNode()
   it.skipIf(!old)(`prints the Node version svc needs on an older Node (${old?.version ?? 'none on this machine'})`, async () => {
-    expectShortFailure(await start('node', {}, old!.path), /svc needs Node\.js 22\.13 or later \(this is Node v\d+/)
+    const needs = MIN_NODE_VERSION.replace(/\.0$/, '').replaceAll('.', '\\.')
+    expectShortFailure(await start('node', {}, old!.path), new RegExp(`svc needs Node\\.js ${needs} or later \\(this is Node v\\d+`))
   })
 
   it('starts as before when nothing is wrong', async () => {

@@ -5,6 +5,7 @@
  * after a drop or a 5xx, stops for good on a refusal another try would not
  * change, and stops when aborted.
  */
+import { readFile } from 'node:fs/promises'
 import { afterEach, describe, expect, it } from 'vitest'
 import { RunStreamError, subscribeRun } from '../../src/client.ts'
 import { createRunToken, type RunChunk, type RunProgress, tokenIdFor } from '../../src/index.ts'
@@ -219,5 +220,25 @@ describe('subscribeRun', () => {
     expect(() => subscribeRun('http://x/s', { token: 't', onUpdate, retryDelayMs: -1 })).toThrow(
       new RangeError('subscribeRun(): retryDelayMs must be a number of milliseconds, 0 or more (got -1)'),
     )
+  })
+
+  it('requires the options docs/realtime.md marks required, and only those', async () => {
+    const doc = await readFile(new URL('../../docs/realtime.md', import.meta.url), 'utf8')
+    const rows = [...doc.matchAll(/^\| `(\w+)(?:\([^)]*\))?`(?:, `\w+`)? \| (yes|no) \|/gm)].map(([, name, required]) => ({
+      name,
+      required,
+    }))
+    const required = rows.filter((row) => row.required === 'yes').map((row) => row.name)
+    expect(required).toEqual(['token', 'onUpdate'])
+    expect(rows.length).toBeGreaterThanOrEqual(6)
+    const all = { token: 't', onUpdate: () => {} } as Record<string, unknown>
+    for (const name of required) {
+      const { [name]: _, ...without } = all
+      expect(() => subscribeRun('http://127.0.0.1:9/s', without as never), name).toThrow(TypeError)
+    }
+    const abort = new AbortController()
+    abort.abort()
+    const subscription = subscribeRun('http://127.0.0.1:9/s', { token: 't', onUpdate: () => {}, signal: abort.signal, onError: () => {} })
+    await subscription.closed
   })
 })

@@ -228,7 +228,10 @@ describe('the cloudflare template, installed without its dev dependencies', () =
     })
     expect(pkg.scripts).not.toHaveProperty('start')
     expect(pkg.devDependencies).toHaveProperty('wrangler')
-    expect(readFileSync(join(app, 'README.md'), 'utf8')).toContain('npx wrangler secret put SVC_TASK_SECRET')
+    const readme = readFileSync(join(app, 'README.md'), 'utf8')
+    expect(readme).toContain('npx wrangler secret put SVC_TASK_SECRET')
+    // How to fire a schedule under wrangler dev, with the template's own expression.
+    expect(readme).toContain('curl "http://localhost:8787/cdn-cgi/local/scheduled?cron=0+6+*+*+*"')
 
     await runOk('npm', ['run', 'build'], { cwd: app })
     const wrangler = readJson(join(app, '.output/cloudflare/wrangler.json'))

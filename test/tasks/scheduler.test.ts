@@ -173,6 +173,10 @@ describe('runScheduled and the overlap guard', () => {
     expect(runs.every((r) => r.trigger === 'cron')).toBe(true)
     expect(await rt.runScheduled('1 1 1 1 1')).toEqual([])
     expect(rt.logger.text('warn')).toContain('no task has this schedule')
+    expect(rt.logger.text('warn')).not.toContain('named no schedule')
+    // What wrangler dev's bare /cdn-cgi/local/scheduled sends: the warning says how to name one.
+    expect(await rt.runScheduled('')).toEqual([])
+    expect(rt.logger.text('warn')).toContain('/cdn-cgi/local/scheduled?cron=0+6+*+*+*')
   })
 
   it('with a time zone, fires only the tasks whose schedule is read in that zone', async () => {

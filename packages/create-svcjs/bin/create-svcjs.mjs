@@ -5,8 +5,8 @@ import { relative } from 'node:path'
 import { parseCreateArgs, UsageError, usage } from '../src/args.mjs'
 import { CreateError, commandsOf, createApp, packageManagerOf, VERSION } from '../src/create.mjs'
 
-// The app's `engines`: svc runs on 22.13, and `node --test` runs the app's
-// TypeScript tests without a flag from 22.18 on.
+// The Node svc and its apps need (svc's `engines`): `node --test` runs the
+// app's TypeScript tests without a flag from 22.18 on.
 const MINIMUM = [22, 18]
 
 try {

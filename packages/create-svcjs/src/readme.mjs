@@ -68,6 +68,10 @@ export function appReadme(template, { name, templateName, run, install }) {
       '',
       'The secret guards `/__tasks` on the deployed worker. A worker bundle cannot hold Node built-ins (`node:fs`, `node:net`, …) or WebSocket `hot` routes; the build names any it finds. Keep the `v1` migration of `wrangler.json` in later deploys: it is what makes the Durable Object store SQLite. Cron triggers fire in UTC. `svc dev` runs the app on Node while you work.',
       '',
+      '`wrangler dev` does not fire cron triggers by itself. Fire one schedule, naming its expression with `+` for spaces (the bare URL wrangler prints names none, and fires nothing):',
+      '',
+      ...commands([['curl "http://localhost:8787/cdn-cgi/local/scheduled?cron=0+6+*+*+*"', 'runs the tasks scheduled on 0 6 * * *']]),
+      '',
     )
   }
   return lines.join('\n')

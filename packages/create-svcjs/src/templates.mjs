@@ -57,7 +57,7 @@ export function appPackage(template, { name, svcSpec }) {
     version: '0.0.0',
     private: true,
     type: 'module',
-    // svc runs on 22.13; `node --test` strips the tests' types without a flag from 22.18.
+    // The Node svc asks for: `node --test` runs the tests' TypeScript without a flag from 22.18 on.
     engines: { node: '>=22.18' },
     scripts: {
       dev: 'svc dev',

@@ -135,7 +135,12 @@ export class TaskScheduler {
         return []
       }
       const known = scheduled.map((def) => `${def.name} ("${def.schedule}")`).join(', ') || 'none'
-      this.#logger.warn(`[svc] runScheduled("${cron}"): no task has this schedule. Scheduled tasks: ${known}`)
+      // An event without an expression: what `wrangler dev` sends for its bare /cdn-cgi/local/scheduled.
+      const empty =
+        wanted === ''
+          ? ' The event named no schedule: under wrangler dev, name one, as in curl "http://localhost:8787/cdn-cgi/local/scheduled?cron=0+6+*+*+*".'
+          : ''
+      this.#logger.warn(`[svc] runScheduled("${cron}"): no task has this schedule. Scheduled tasks: ${known}.${empty}`)
       return []
     }
     const tick = new Date()
