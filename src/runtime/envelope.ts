@@ -1,7 +1,7 @@
 import type { RunEnvelope, RunRecord } from './types.ts'
 
 /**
- * The run envelope of a run record, exactly as the spec defines it: `ok`,
+ * The run envelope of a run record, exactly as docs/tasks.md "The run envelope and statuses" describes it: `ok`,
  * `taskName`, `attempts`, `result` (completed runs), `suspended` (while a step
  * waits) and `steps`. Store bookkeeping (ids, timestamps, input) stays out.
  */

@@ -2,14 +2,15 @@
 // The files that cannot import that list (package.json, tsconfig.json) and
 // those that derive from it must agree with it; each check names what is
 // missing and where, as hono's build/validate-exports.ts does for its exports.
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import ts from 'typescript'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import buildConfig from '../../build.config.ts'
 import { isTargetName, loadTarget } from '../../src/build/targets.ts'
-import buildCommand from '../../src/cli/commands/build.ts'
 import { SELF_ENTRIES, type SelfEntry, TARGET_NAMES, targetEntry } from '../../src/node/self.ts'
+import { svc } from '../cli/_svc.ts'
 
 const REPO = join(import.meta.dirname, '../..')
 const LIST = 'TARGET_NAMES (src/node/self.ts)'
@@ -118,14 +119,36 @@ describe("each target's runtime entry, svcjs/<name>", () => {
     }
     expect(problems).toEqual([])
   })
+})
 
-  it('is a choice of svc build --target, named in its help', () => {
-    const description = (buildCommand.args as { target: { description: string } }).target.description
-    const problems = TARGET_NAMES.filter((name) => !description.includes(name)).map(
-      (name) => `svc build --target does not name "${name}" in its help (src/cli/commands/build.ts): ${description}`,
-    )
-    expect(problems).toEqual([])
+describe('svc build --target, run as a command', () => {
+  const app = mkdtempSync(join(tmpdir(), 'svc-target-lists-'))
+  afterAll(() => rmSync(app, { recursive: true, force: true }))
+
+  it('names every target in its help', async () => {
+    const { code, stdout } = await svc(['build', '--help'])
+    expect(code).toBe(0)
+    const line = stdout.split('\n').find((text) => text.includes('--target')) ?? ''
+    const named = new Set(line.match(/[\w-]+/g))
+    expect(TARGET_NAMES.filter((name) => !named.has(name)).map((name) => `svc build --help does not name "${name}": ${line}`)).toEqual([])
   })
+
+  it('refuses a name that is not a target, listing the targets', async () => {
+    const { code, stdout, stderr } = await svc(['build', '--target', 'nope', '--root', app])
+    expect(code).toBe(1)
+    expect(stdout).toBe('')
+    expect(stderr).toContain(`--target must be one of ${TARGET_NAMES.join(', ')} (got "nope")`)
+  })
+
+  it('builds an empty app for each target', async () => {
+    const problems: string[] = []
+    for (const name of TARGET_NAMES) {
+      const { code, stdout, stderr } = await svc(['build', '--target', name, '--root', app], { boundMs: 30_000 })
+      if (code !== 0 || !stdout.startsWith(`Built ${name} in `))
+        problems.push(`svc build --target ${name} exited with ${code}:\n${stdout}${stderr}`)
+    }
+    expect(problems).toEqual([])
+  }, 120_000)
 })
 
 describe("svc's other entry points", () => {

@@ -506,8 +506,8 @@ describe('completing tokens over POST /__tasks/tokens/<id>', () => {
 describe('admin auth', () => {
   const routes = appRoutes().routes
 
-  it('with THEN_TASK_SECRET set, answers a missing token with 401 and WWW-Authenticate: Bearer, saying what to send', async () => {
-    const svc = app({ apiRoutes: routes, env: { NODE_ENV: 'test', THEN_TASK_SECRET: SECRET } })
+  it('with SVC_TASK_SECRET set, answers a missing token with 401 and WWW-Authenticate: Bearer, saying what to send', async () => {
+    const svc = app({ apiRoutes: routes, env: { NODE_ENV: 'test', SVC_TASK_SECRET: SECRET } })
     const res = await svc.fetch(`/__tasks`)
     expect(res.status).toBe(401)
     expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/)
@@ -519,7 +519,7 @@ describe('admin auth', () => {
   })
 
   it('rejects a wrong token and accepts the right one, even from loopback', async () => {
-    const svc = app({ apiRoutes: routes, env: { NODE_ENV: 'test', THEN_TASK_SECRET: SECRET } })
+    const svc = app({ apiRoutes: routes, env: { NODE_ENV: 'test', SVC_TASK_SECRET: SECRET } })
     expect((await svc.fetch(`/__tasks`, { headers: { authorization: 'Bearer nope' } })).status).toBe(401)
     expect((await svc.fetch(`/__tasks`, { headers: { authorization: `Basic ${SECRET}` } })).status).toBe(401)
     expect((await svc.fetch(`/__tasks`, { headers: { authorization: `Bearer ${SECRET}` } })).status).toBe(200)
@@ -572,7 +572,7 @@ describe('admin auth', () => {
   it('gates /__svc/revalidate like the admin surface, but not /__health', async () => {
     // A hybrid page gives the revalidate endpoint something to purge, so it is mounted.
     const pages = [{ path: '/cached', mode: 'hybrid' as const, module: { default: () => 'cached' } }]
-    const svc = app({ apiRoutes: routes, pages, env: { NODE_ENV: 'production', THEN_TASK_SECRET: SECRET } })
+    const svc = app({ apiRoutes: routes, pages, env: { NODE_ENV: 'production', SVC_TASK_SECRET: SECRET } })
     expect((await svc.fetch(`/__health`)).status).toBe(200)
     const denied = await svc.fetch(`/__svc/revalidate`, { method: 'POST', body: '{"paths":["/"]}' })
     expect(denied.status).toBe(401)
@@ -588,7 +588,7 @@ describe('admin auth', () => {
   const noop: RuntimeApiRoute[] = [{ path: '/api/jobs/noop', kind: 'task', module: { POST: async () => 'done' } }]
 
   function list(secret: string, authorization: string | undefined): Promise<Response> {
-    const handler = createSvcHandler({ routes: noop, env: { NODE_ENV: 'production', THEN_TASK_SECRET: secret }, logger: recordingLogger() })
+    const handler = createSvcHandler({ routes: noop, env: { NODE_ENV: 'production', SVC_TASK_SECRET: secret }, logger: recordingLogger() })
     return handler.fetch(new Request('http://svc/__tasks', { headers: authorization === undefined ? {} : { authorization } }))
   }
 
@@ -644,7 +644,7 @@ describe('createSvcHandler with a shared runtime', () => {
     const { routes, gate } = appRoutes()
     gate.resolve()
     const runtime = createTaskRuntime({ routes, logger: recordingLogger() })
-    const handler = createSvcHandler({ routes, runtime, env: { THEN_TASK_SECRET: SECRET }, logger: recordingLogger() })
+    const handler = createSvcHandler({ routes, runtime, env: { SVC_TASK_SECRET: SECRET }, logger: recordingLogger() })
     expect(handler.runtime).toBe(runtime)
     const res = await handler.fetch(
       new Request('http://svc/__tasks/report', { method: 'POST', headers: { authorization: `Bearer ${SECRET}` } }),

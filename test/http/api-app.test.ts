@@ -226,7 +226,7 @@ describe('createApiApp built-ins and route kinds', () => {
     expect((await app().request('/__svc/revalidate', { method: 'POST' })).status).toBe(404)
     const seen: unknown[] = []
     const a = app({
-      env: { THEN_TASK_SECRET: 's3cret' },
+      env: { SVC_TASK_SECRET: 's3cret' },
       revalidateWebhook: async (req) => {
         seen.push(await req.json())
         return { status: 200, body: { purged: 3 } }
@@ -249,7 +249,7 @@ describe('createApiApp built-ins and route kinds', () => {
     const a = createApiApp({ routes: [], env: {}, revalidateWebhook: async () => ({ status: 204 }) })
     const req = () => new Request('http://x/__svc/revalidate', { method: 'POST', headers: { authorization: 'Bearer from-binding' } })
     expect((await a.fetch(req(), {})).status).toBe(401)
-    expect((await a.fetch(req(), { THEN_TASK_SECRET: 'from-binding' })).status).toBe(204)
+    expect((await a.fetch(req(), { SVC_TASK_SECRET: 'from-binding' })).status).toBe(204)
   })
 
   it('answers a hot route’s handshake with 426 when the host cannot hold WebSockets', async () => {

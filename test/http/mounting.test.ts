@@ -73,7 +73,7 @@ describe('createApiApp mounted under a prefix', () => {
 
 describe('createSvcHandler mounted under a prefix', () => {
   it('serves routes, /__health and /__tasks below the prefix when h3 mounts it over HTTP', async () => {
-    const handler = createSvcHandler({ routes, env: { NODE_ENV: 'production', THEN_TASK_SECRET: SECRET }, logger: recordingLogger() })
+    const handler = createSvcHandler({ routes, env: { NODE_ENV: 'production', SVC_TASK_SECRET: SECRET }, logger: recordingLogger() })
     closers.push(() => handler.runtime.close!())
     const base = await h3Server((app) => app.mount('/svc', handler))
     await expectRoutedUnderPrefix((path) => fetch(base + path))

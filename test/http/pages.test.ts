@@ -14,7 +14,7 @@ import { deferred, recordingLogger, serve, sleep, until } from './_helpers.ts'
 
 const SECRET = 'pages-secret-0123456789abcdef0123456'
 const auth = { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json' }
-const env = { NODE_ENV: 'production', THEN_TASK_SECRET: SECRET }
+const env = { NODE_ENV: 'production', SVC_TASK_SECRET: SECRET }
 
 /** A page whose renders are counted and numbered, so a test can tell a cached body from a fresh one. */
 function counted(

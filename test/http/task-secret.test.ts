@@ -28,7 +28,10 @@ describe('the task secret', () => {
   it('is THEN_TASK_SECRET when SVC_TASK_SECRET is unset or empty', async () => {
     expect((await list({ THEN_TASK_SECRET: ALIAS }, `Bearer ${ALIAS}`)).status).toBe(200)
     expect((await list({ SVC_TASK_SECRET: '', THEN_TASK_SECRET: ALIAS }, `Bearer ${ALIAS}`)).status).toBe(200)
-    expect((await list({ THEN_TASK_SECRET: ALIAS }, 'Bearer other')).status).toBe(401)
+    const wrong = await list({ THEN_TASK_SECRET: ALIAS }, 'Bearer other')
+    expect(wrong.status).toBe(401)
+    // The alias is read, not advertised: the answer names SVC_TASK_SECRET.
+    expect((await wrong.json()).error).toBe('The bearer token does not match the task secret, SVC_TASK_SECRET')
   })
 
   it('notes the alias once per process, naming the variable to set', async () => {

@@ -32,7 +32,7 @@ afterEach(() => {
 
 async function startServer(db: string, effects: string, env: Record<string, string> = {}): Promise<Server> {
   const child = spawn(process.execPath, [SCRIPT, db, effects], {
-    env: { ...process.env, THEN_TASK_SECRET: SECRET, ...env },
+    env: { ...process.env, SVC_TASK_SECRET: SECRET, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   started.push(child)

@@ -15,6 +15,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    svcPack: { tarball: string; files: string[] }
+    svcPack: { tarball: string; files: string[]; builds: number }
   }
 }

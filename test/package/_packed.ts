@@ -213,7 +213,7 @@ export interface Packed {
 }
 
 /** Runs `npm pack` on the package in `cwd` (svc by default; its prepack script builds dist/) and writes the tarball into `dir`. */
-export async function pack(dir: string, cwd = REPO): Promise<{ tarball: string; files: string[] }> {
+export async function pack(dir: string, cwd = REPO): Promise<{ tarball: string; files: string[]; builds: number }> {
   const packed = await runOk('npm', ['pack', '--pack-destination', dir, '--json'], { cwd, env: userEnv(), boundMs: 300_000 })
   // Only the JSON goes to stdout; the prepack build writes to stderr.
   const [report] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as Array<{
@@ -222,7 +222,12 @@ export async function pack(dir: string, cwd = REPO): Promise<{ tarball: string; 
   }>
   const tarball = join(dir, report.filename)
   if (!existsSync(tarball)) throw new Error(`npm pack reported ${report.filename}, which is not in ${dir}`)
-  return { tarball, files: report.files.map((file) => file.path) }
+  // How many times the prepack script built dist/: unbuild prints the total size once per build (its
+  // other lines go quiet where TEST is set, as under the test runner).
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the escape that starts a terminal color
+  const plain = `${packed.stdout}\n${packed.stderr}`.replace(/\u001b\[[0-9;]*m/g, '')
+  const builds = (plain.match(/Total dist size/g) ?? []).length
+  return { tarball, files: report.files.map((file) => file.path), builds }
 }
 
 /** Installs svc, as the project's global setup packed it, into a new app in the system temp directory. */

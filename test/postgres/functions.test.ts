@@ -92,7 +92,7 @@ interface Instance {
 /** A fresh instance of the built function of `target`, in a process of its own. */
 async function instance(target: Target, env: Record<string, string> = {}): Promise<Instance> {
   const child = spawn(process.execPath, [SCRIPT, target, join(root, BUNDLES[target])], {
-    env: { ...process.env, SVC_STORE_URL: url, THEN_TASK_SECRET: TASK_SECRET, CRON_SECRET, ...env },
+    env: { ...process.env, SVC_STORE_URL: url, SVC_TASK_SECRET: TASK_SECRET, CRON_SECRET, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   })
   started.push(child)

@@ -41,7 +41,7 @@ interface Server {
 
 async function startServer(effects: string): Promise<Server> {
   const child = spawn(process.execPath, [SCRIPT, url, effects, '1000'], {
-    env: { ...process.env, THEN_TASK_SECRET: SECRET },
+    env: { ...process.env, SVC_TASK_SECRET: SECRET },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   started.push(child)

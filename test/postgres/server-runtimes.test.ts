@@ -65,7 +65,7 @@ for (const runtime of RUNTIMES) {
       const server = await startBuilt(
         runtime,
         await serverFile(),
-        { NODE_ENV: 'production', THEN_TASK_SECRET: TASK_SECRET, SVC_STORE_URL: url, EFFECTS_LOG: effects },
+        { NODE_ENV: 'production', SVC_TASK_SECRET: TASK_SECRET, SVC_STORE_URL: url, EFFECTS_LOG: effects },
         { cwd: dir },
       )
       servers.push(server)

@@ -249,7 +249,7 @@ export function serverRuntimeSuites(runtime: ServerRuntime): void {
       const server = await startBuilt(
         runtime,
         await serverFile(),
-        { NODE_ENV: 'production', THEN_TASK_SECRET: TASK_SECRET, SVC_DISABLE_IN_PROCESS_CRON: '1' },
+        { NODE_ENV: 'production', SVC_TASK_SECRET: TASK_SECRET, SVC_DISABLE_IN_PROCESS_CRON: '1' },
         { cronOnDemand: true },
       )
       return contractTarget(server)
@@ -260,7 +260,7 @@ export function serverRuntimeSuites(runtime: ServerRuntime): void {
     let server: BuiltServer
 
     beforeAll(async () => {
-      server = await startBuilt(runtime, await serverFile(), { NODE_ENV: 'production', THEN_TASK_SECRET: TASK_SECRET })
+      server = await startBuilt(runtime, await serverFile(), { NODE_ENV: 'production', SVC_TASK_SECRET: TASK_SECRET })
     })
     afterAll(() => stop(server))
 
@@ -300,7 +300,7 @@ export function serverRuntimeSuites(runtime: ServerRuntime): void {
   describe(`the server built for ${runtime}`, () => {
     const servers: BuiltServer[] = []
     const start = async (env: Record<string, string | undefined> = {}) => {
-      const server = await startBuilt(runtime, await webServerFile(), { NODE_ENV: 'production', THEN_TASK_SECRET: TASK_SECRET, ...env })
+      const server = await startBuilt(runtime, await webServerFile(), { NODE_ENV: 'production', SVC_TASK_SECRET: TASK_SECRET, ...env })
       servers.push(server)
       return server
     }
@@ -490,7 +490,7 @@ export function serverRuntimeSuites(runtime: ServerRuntime): void {
       await writeFile(effects, '')
       const lines = async () => (await readFile(effects, 'utf8')).split('\n').filter(Boolean)
       const file = await webServerFile()
-      const env = { THEN_TASK_SECRET: TASK_SECRET, EFFECTS_LOG: effects }
+      const env = { SVC_TASK_SECRET: TASK_SECRET, EFFECTS_LOG: effects }
 
       const first = await startBuilt(runtime, file, { ...env, HOLD_STEP_B: '1' }, { cwd: dir })
       const work = [await trigger(first, 'jobs.work'), await trigger(first, 'jobs.work'), await trigger(first, 'jobs.work')]

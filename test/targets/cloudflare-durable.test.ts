@@ -93,7 +93,7 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
       scriptPath: main!,
       modulesRoot: out,
       modules: true,
-      bindings: { THEN_TASK_SECRET: SECRET },
+      bindings: { SVC_TASK_SECRET: SECRET },
       durableObjectsPersist: persist,
       handleRuntimeStdio(stdout: Readable, stderr: Readable) {
         stdout.on('data', (chunk: Buffer) => (output += chunk))
@@ -393,7 +393,7 @@ describe('durable runs on cloudflare: a worker that does not bind SvcTasks', () 
       modulesRoot: out,
       modules: true,
       compatibilityDate: JSON.parse(await readFile(join(out, 'wrangler.json'), 'utf8')).compatibility_date,
-      bindings: { THEN_TASK_SECRET: SECRET },
+      bindings: { SVC_TASK_SECRET: SECRET },
       handleRuntimeStdio(stdout: Readable, stderr: Readable) {
         stdout.on('data', (chunk: Buffer) => (output += chunk))
         stderr.on('data', (chunk: Buffer) => (output += chunk))

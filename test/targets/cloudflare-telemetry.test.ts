@@ -125,7 +125,7 @@ describe('OpenTelemetry in the tasks Durable Object', () => {
     await mf.dispose()
     mf = await start()
     await until(() => ofRun().filter((span) => span.name === 'process report').length === 2, 15_000)
-    const request = received.find((span) => span.name === 'POST' && span.traceId === traceId)!
+    const request = received.find((span) => span.name === 'POST /__tasks/{name}' && span.traceId === traceId)!
     expect(request.parent).toBe('b7ad6b7169203331')
     const created = ofRun().find((span) => span.name === 'create report')!
     expect(created.traceId).toBe(traceId)

@@ -23,7 +23,7 @@ async function startWorker(root: string, options: Partial<MiniflareOptions> = {}
     scriptPath: main!,
     modulesRoot: out,
     modules: true,
-    bindings: { THEN_TASK_SECRET: TASK_SECRET },
+    bindings: { SVC_TASK_SECRET: TASK_SECRET },
     handleRuntimeStdio(stdout: Readable, stderr: Readable) {
       stdout.on('data', (chunk: Buffer) => (output += chunk))
       stderr.on('data', (chunk: Buffer) => (output += chunk))
@@ -139,7 +139,7 @@ describe('svc build --target cloudflare, an app with public/, deployed with wran
       modules: true,
       scriptPath: main!,
       modulesRoot: out,
-      bindings: { THEN_TASK_SECRET: TASK_SECRET },
+      bindings: { SVC_TASK_SECRET: TASK_SECRET },
     })
   })
   afterAll(async () => {

@@ -29,7 +29,7 @@ export interface RunningTarget {
 
 export interface TargetDriver {
   name: string
-  /** Starts the built targets app, with `THEN_TASK_SECRET` set to `TASK_SECRET`. */
+  /** Starts the built targets app, with `SVC_TASK_SECRET` set to `TASK_SECRET`. */
   start(): Promise<RunningTarget>
 }
 

@@ -102,14 +102,14 @@ const built = builtOnce('lambda')
  * environment loads it: the query makes a module instance of its own.
  */
 async function loadHandler(instance: string): Promise<Handler> {
-  process.env.THEN_TASK_SECRET = TASK_SECRET
+  process.env.SVC_TASK_SECRET = TASK_SECRET
   const url = pathToFileURL(join((await built()).root, '.output/lambda/index.mjs'))
   url.search = instance
   return ((await import(url.href)) as { handler: Handler }).handler
 }
 
 afterAll(() => {
-  delete process.env.THEN_TASK_SECRET
+  delete process.env.SVC_TASK_SECRET
 })
 
 targetContract({

@@ -37,7 +37,7 @@ const built = builtOnce('vercel')
  */
 async function loadFunction(instance: string): Promise<FunctionHandler> {
   process.env.CRON_SECRET = CRON_SECRET
-  process.env.THEN_TASK_SECRET = TASK_SECRET
+  process.env.SVC_TASK_SECRET = TASK_SECRET
   const url = pathToFileURL(join((await built()).root, '.vercel/output/functions/__svc.func/index.mjs'))
   url.search = instance
   return ((await import(url.href)) as { default: FunctionHandler }).default
@@ -45,7 +45,7 @@ async function loadFunction(instance: string): Promise<FunctionHandler> {
 
 afterAll(() => {
   delete process.env.CRON_SECRET
-  delete process.env.THEN_TASK_SECRET
+  delete process.env.SVC_TASK_SECRET
 })
 
 const cronUrl = (base: string, expression: string) => `${base}/__svc/cron?cron=${encodeURIComponent(expression)}`

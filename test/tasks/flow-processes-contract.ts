@@ -1,7 +1,8 @@
 /**
  * Flow limits across three real server processes on one shared store
- * (README "Flow control": each store takes a slot in one atomic step, so
- * processes sharing a database never exceed a limit together). Every
+ * (docs/flow-control.md "One rule on every store": each store takes a slot
+ * in one atomic step, so processes sharing a database never exceed a limit
+ * together). Every
  * store that several processes may share runs it, with servers of
  * `test/fixtures/postgres-cluster/_flow-tasks.ts`. Each attempt logs its
  * start and end, and the log orders them as they happened, whichever

@@ -1,7 +1,8 @@
 /**
- * HTTP error bodies: `{ error, code }` plus `details` where there are some
- * (STYLE: "code plus error for HTTP"). One place maps anything thrown to a
- * status and body, so routes, pages and the admin surface answer alike.
+ * HTTP error bodies: `{ error, code }` plus `details` where there are some,
+ * a stable `code` for programs and an `error` that says what to do for
+ * people (docs/http-api.md "Error codes"). One place maps anything thrown to
+ * a status and body, so routes, pages and the admin surface answer alike.
  */
 import { StoreFullError, StoreUnavailableError, SvcError } from '../errors.ts'
 import type { ResponseClass, SvcRequest } from './types.ts'

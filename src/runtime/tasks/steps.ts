@@ -4,8 +4,9 @@
  * Every call is keyed. A key with a recorded result returns it without
  * running anything (replay); otherwise the step runs, or, for waits, the run
  * suspends with a waitpoint and the runtime re-dispatches it once the
- * waitpoint is met, after recording the step. Keys are unique per
- * invocation (rule 1) and line recorded outputs up with calls (rule 2).
+ * waitpoint is met, after recording the step. A key is used once per
+ * invocation, and it is what lines a recorded output up with the call that
+ * replays it (docs/tasks.md "Durable steps").
  *
  * Each record keeps the kind of call that wrote it, so a replay that meets a
  * key through another kind of call (the code changed under a suspended run)
@@ -55,7 +56,7 @@ export interface Invocation {
    * run may hold thousands of steps and a key is looked up at most once.
    */
   steps: Readonly<Record<string, StepRecord>>
-  /** Keys used by this invocation (rule 1); created by the first step. */
+  /** Keys used by this invocation, each at most once; created by the first step. */
   seen: Set<string> | undefined
   /** How many of the recorded steps this invocation met. */
   met: number
@@ -388,8 +389,8 @@ function recordedCount(inv: Invocation): number {
 /**
  * Common prologue of every step: checks the key, stops a handler that
  * carries on after a suspension, a divergence or the end of its attempt,
- * enforces rule 1, and returns the recorded result, if any, once its kind
- * matches the call.
+ * refuses a key already used in this invocation (`DuplicateStepKeyError`),
+ * and returns the recorded result, if any, once its kind matches the call.
  */
 function begin(inv: Invocation, key: string, call: string, kind: StepKind): StepRecord | undefined {
   if (typeof key !== 'string' || key === '') {
@@ -426,7 +427,8 @@ function begin(inv: Invocation, key: string, call: string, kind: StepKind): Step
 async function record(inv: Invocation, host: StepHost, key: string, kind: StepKind, step: StepRecord, began: number): Promise<void> {
   if (inv.closed !== undefined) {
     // The attempt ended (timed out, typically) while the step ran: its output
-    // is dropped and the step runs again on the next attempt (rule 4).
+    // is dropped and the step runs again on the next attempt: only a live
+    // attempt records, so a late write cannot race the retry's own.
     throw new Error(
       `Step "${key}" finished after attempt ${inv.attempt} of task "${inv.taskName}" ${inv.closed}; its output was not recorded`,
     )

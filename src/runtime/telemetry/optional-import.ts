@@ -5,28 +5,38 @@
  * an API before 1.10 (`logs.ts`). Edge-safe.
  */
 
-/**
- * Package names as values a bundler does not follow: on Node, the import
- * finds the app's own copy when it runs. A worker's bundle resolves no
- * module at run time, so the import fails there, and the app hands svc the
- * package instead (docs/observability.md).
- */
-export const OTEL_API: string = '@opentelemetry/api'
-export const OTEL_API_LOGS: string = '@opentelemetry/api-logs'
+/** The packages, by name. */
+export const OTEL_API = '@opentelemetry/api'
+export const OTEL_API_LOGS = '@opentelemetry/api-logs'
 
-const imported = new Map<string, Promise<unknown>>()
+type Require = (id: string) => unknown
+type ProcessLike = { getBuiltinModule?(id: string): unknown; cwd?(): string }
+
+const loaded = new Map<string, unknown>()
 
 /**
- * The module `specifier` names, imported once per process, or `undefined`
- * when it cannot be imported. Any failure counts as absent: trace headers
- * and log records are extras, and a package that cannot be loaded must not
- * fail an `enqueue()` or a run.
+ * The module `specifier` names, as the app installed it, or `undefined`
+ * when it cannot be loaded. Loaded with Node's `require` from the working
+ * directory, reached through `process.getBuiltinModule`, so the bundle holds
+ * no `import()` of a name only known when it runs: workerd, and Miniflare
+ * with it, refuse a module with a dynamic specifier. Both packages ship a
+ * CommonJS build, and keep their state on `globalThis`, so this copy and an
+ * ES import of the app's agree. Where there is no Node `process` (a
+ * worker), nothing is loaded and the app hands svc the package instead
+ * (docs/observability.md). Any failure counts as absent: trace headers and
+ * log records are extras, and a package that cannot be loaded must not fail
+ * an `enqueue()` or a run. Resolved as a promise, which callers await.
  */
-export function importOptional<T>(specifier: string): Promise<T | undefined> {
-  let module = imported.get(specifier)
-  if (module === undefined) {
-    module = import(/* @vite-ignore */ specifier).catch(() => undefined)
-    imported.set(specifier, module)
+export async function importOptional<T>(specifier: string): Promise<T | undefined> {
+  if (loaded.has(specifier)) return loaded.get(specifier) as T | undefined
+  let module: unknown
+  try {
+    const proc = (globalThis as { process?: ProcessLike }).process
+    const nodeModule = proc?.getBuiltinModule?.('node:module') as { createRequire?(from: string): Require } | undefined
+    if (nodeModule?.createRequire && proc?.cwd) module = nodeModule.createRequire(`${proc.cwd()}/`)(specifier)
+  } catch {
+    module = undefined
   }
-  return module as Promise<T | undefined>
+  loaded.set(specifier, module)
+  return module as T | undefined
 }

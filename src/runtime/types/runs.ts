@@ -80,7 +80,7 @@ export type Waitpoint =
       timeoutAt?: string
     }
 
-/** The run envelope, as the spec defines it. */
+/** The run envelope (docs/tasks.md "The run envelope and statuses"). */
 export interface RunEnvelope {
   ok: boolean
   taskName: string
