@@ -25,6 +25,8 @@ export function appSource(
   if (telemetry.instrumentation) lines.push(`import ${JSON.stringify(join(root, telemetry.instrumentation))}`)
   if (telemetry.otel) {
     lines.push(`import * as otelApi from '@opentelemetry/api'`, `import { otelTelemetry } from '${PACKAGE_NAME}'`)
+    // The logs API of the SDK 2.x line (api 1.9 has no api.logs); a worker cannot load it when it runs.
+    if (telemetry.logsApi) lines.push(`import * as otelLogsApi from '@opentelemetry/api-logs'`)
   }
   const routeItems = routes.map((route, i) => {
     lines.push(`import * as route${i} from ${JSON.stringify(join(root, route.file))}`)
@@ -43,7 +45,7 @@ export function appSource(
     `  routes: [\n${routeItems.join('\n')}\n  ],`,
     `  pages: [\n${pageItems.join('\n')}\n  ],`,
     ...(events ? ['  events: appEvents,'] : []),
-    ...(telemetry.otel ? ['  telemetry: otelTelemetry(otelApi),'] : []),
+    ...(telemetry.otel ? [`  telemetry: otelTelemetry(otelApi${telemetry.logsApi ? ', { logsApi: otelLogsApi }' : ''}),`] : []),
     `  cache: ${cache},`,
     `}`,
     '',
@@ -56,11 +58,17 @@ export interface AppTelemetry {
   instrumentation?: string
   /** The app depends on `@opentelemetry/api`: the entry hands `otelTelemetry(api)` to the runtime. */
   otel?: boolean
+  /** The app depends on `@opentelemetry/api-logs` too: the entry hands it over as `logsApi`, for log records on API 1.9. */
+  logsApi?: boolean
 }
 
 /** The instrumentation file of the app at `root`, and whether it depends on the OpenTelemetry API. */
 export function appTelemetry(root: string, dependencies: Record<string, string>): AppTelemetry {
-  return { instrumentation: instrumentationFile(root), otel: Object.hasOwn(dependencies, '@opentelemetry/api') }
+  return {
+    instrumentation: instrumentationFile(root),
+    otel: Object.hasOwn(dependencies, '@opentelemetry/api'),
+    logsApi: Object.hasOwn(dependencies, '@opentelemetry/api-logs'),
+  }
 }
 
 /**
