@@ -43,6 +43,7 @@
  */
 import { resolve } from 'node:path'
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
+import { isThenable } from '../runtime/tasks/sql/transaction.ts'
 import { mayEndTransaction } from './sqlite-errors.ts'
 
 // The open batch of each file in this process. A second connection to the
@@ -153,19 +154,18 @@ export class GroupCommit {
       else if (this.#lost(error)) this.#abandon(error)
       return Promise.reject(this.#hooks.error(error))
     }
-    return new Promise<T>((resolve, reject) => {
-      this.#waiters.push({ resolve: resolve as (value: unknown) => void, reject, value })
-    })
+    return this.#committed(value)
   }
 
   /**
-   * `write` for a `fn` that awaits: it runs as one savepoint of the open
-   * batch, which stays open until it settles and commits after it. The
-   * writes asked for meanwhile (of this connection, or of another store's
-   * on the same file in this process) wait and run after it, in order.
+   * `write` for a `fn` that may await: it runs as one savepoint of the open
+   * batch; when it returns a promise, the batch stays open until that
+   * settles and commits after it. The writes asked for meanwhile (of this
+   * connection, or of another store's on the same file in this process)
+   * wait and run after it, in order.
    * When `fn` rejects, what it wrote is undone and the promise rejects.
    */
-  writeAcross<T>(fn: () => Promise<T>): Promise<T> {
+  writeAcross<T>(fn: () => T | Promise<T>): Promise<T> {
     const wait = this.#wait(() => this.writeAcross(fn))
     if (wait) return wait
     const s = this.#statements
@@ -177,11 +177,24 @@ export class GroupCommit {
     } catch (error) {
       return Promise.reject(this.#hooks.error(error))
     }
+    let result: T | Promise<T>
+    try {
+      result = fn()
+      // A value, not a promise: a write like any other, done already.
+      if (!isThenable(result)) {
+        s.release.run()
+        return this.#committed(result)
+      }
+    } catch (error) {
+      this.#undo(error)
+      return Promise.reject(this.#hooks.error(error))
+    }
+    // Nothing else has run since `fn` began: from here on, the others wait.
     this.#across = true
     return (async () => {
       let value: T
       try {
-        value = await fn()
+        value = await result
         s.release.run()
       } catch (error) {
         this.#undo(error)
@@ -189,10 +202,15 @@ export class GroupCommit {
       } finally {
         this.#free()
       }
-      return new Promise<T>((resolve, reject) => {
-        this.#waiters.push({ resolve: resolve as (value: unknown) => void, reject, value })
-      })
+      return this.#committed(value)
     })()
+  }
+
+  /** Resolves to `value` once the open batch has committed, or rejects when it fails. */
+  #committed<T>(value: T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#waiters.push({ resolve: resolve as (value: unknown) => void, reject, value })
+    })
   }
 
   /**

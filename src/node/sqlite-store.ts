@@ -40,7 +40,7 @@ import {
   type TokenRecord,
 } from '../runtime/tasks/store.ts'
 import { LeaseLostError, StoreFullError } from '../runtime/errors.ts'
-import { runSqlTransactionAsync, type SqlConnection } from '../runtime/tasks/sql/transaction.ts'
+import { isThenable, runSqlTransactionBounded, type SqlConnection } from '../runtime/tasks/sql/transaction.ts'
 import {
   COUNT_RUNS,
   insertRunValues,
@@ -504,11 +504,14 @@ export class SqliteRunStore implements RunStore {
    */
   async transactStep<T>(runId: string, key: string, work: (tx: unknown) => T | Promise<T>, record: (output: T) => StepRecord): Promise<T> {
     if (!this.#db) throw new Error(`${WHERE}: the store for ${this.path} is closed`)
-    return this.#batch.writeAcross(async () => {
-      this.#checkHeld(runId)
-      const output = await runSqlTransactionAsync(this.#appConnection(), key, work, this.#transactionTimeoutMs)
+    const save = (output: T): T => {
       this.#putStep(runId, key, JSON.stringify(record(output)), false)
       return output
+    }
+    return this.#batch.writeAcross(() => {
+      this.#checkHeld(runId)
+      const output = runSqlTransactionBounded(this.#appConnection(), key, work, this.#transactionTimeoutMs)
+      return isThenable(output) ? (output as Promise<T>).then(save) : save(output)
     })
   }
 

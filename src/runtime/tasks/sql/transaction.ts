@@ -101,43 +101,53 @@ export function runSqlTransaction<T>(
 /**
  * `runSqlTransaction` for a store that can hold its transaction open
  * across awaits (`SqliteRunStore`, which holds its other writes meanwhile):
- * `work` may return a promise. One that has not settled `limitMs` after it
- * began fails the step with an error saying so, and its handle closes, so
- * nothing it runs later reaches the database; the caller rolls back.
+ * `work` may return a promise, and then so does this. One that has not
+ * settled `limitMs` after it began fails the step with an error saying so,
+ * and its handle closes, so nothing it runs later reaches the database; the
+ * caller rolls back. A `work` that returns a value is answered at once,
+ * with no promise, as `runSqlTransaction` does.
  */
-export async function runSqlTransactionAsync<T>(
+export function runSqlTransactionBounded<T>(
   connection: SqlConnection,
   key: string,
   work: (tx: SqlTransaction) => T | Promise<T>,
   limitMs: number,
-): Promise<T> {
+): T | Promise<T> {
   const handle = openHandle(connection, key)
-  let timer: ReturnType<typeof setTimeout> | undefined
+  let output: T | Promise<T>
   try {
-    const output = work(handle.tx)
-    if (!isThenable(output)) return output
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new Error(
-              `ctx.step.transaction("${key}"): its function was still running ${limitMs} ms after it began, while its transaction held the database's other writes; it was rolled back. ` +
-                'Keep slow work (a network call) out of the transaction, in a ctx.step.run before it, or raise transactionTimeoutMs',
-            ),
+    output = work(handle.tx)
+  } catch (error) {
+    handle.close()
+    throw error
+  }
+  if (!isThenable(output)) {
+    handle.close()
+    return output
+  }
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new Error(
+            `ctx.step.transaction("${key}"): its function was still running ${limitMs} ms after it began, while its transaction held the database's other writes; it was rolled back. ` +
+              'Keep slow work (a network call) out of the transaction, in a ctx.step.run before it, or raise transactionTimeoutMs',
           ),
-        limitMs,
-      )
-    })
-    // A function that settles after the limit is no one's to report.
-    Promise.resolve(output).then(undefined, () => {})
-    return await Promise.race([output, late])
-  } finally {
+        ),
+      limitMs,
+    )
+  })
+  // A function that settles after the limit is no one's to report.
+  Promise.resolve(output).then(undefined, () => {})
+  return Promise.race([output, late]).finally(() => {
     clearTimeout(timer)
     handle.close()
-  }
+  })
 }
 
-function isThenable(value: unknown): value is PromiseLike<unknown> {
+/** Whether `value` is a promise, or acts as one: what `await` would wait for. */
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
   return (
     value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function'
   )
