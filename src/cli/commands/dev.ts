@@ -39,7 +39,7 @@ export default defineCommand({
       `svc dev: ${dev.url}`,
       '',
       formatTable(
-        ['route', 'kind', 'methods', 'runs'],
+        ['route', 'kind', 'methods', 'started by'],
         [
           // Task rows show the admin URL rather than their file's, so they follow the routes instead of sitting among them.
           ...routes.filter((route) => route.kind !== 'task').map(routeRow),
