@@ -133,17 +133,8 @@ export class GroupCommit {
     const wait = this.#wait(() => this.write(fn, oneChange))
     if (wait) return wait
     const s = this.#statements
-    try {
-      // Nothing outside a write runs a statement while a batch is open, so
-      // this only holds after a failure nobody saw: SAVEPOINT outside a
-      // transaction would start one that RELEASE commits on its own.
-      if (this.#open && this.#lost())
-        this.#abandon(new Error('SQLite ended the transaction of a batch before its commit: none of its writes was kept'))
-      if (!this.#open) this.#begin()
-      if (!oneChange) s.savepoint.run()
-    } catch (error) {
-      return Promise.reject(this.#hooks.error(error))
-    }
+    const opened = this.#enter(!oneChange)
+    if (opened) return opened
     let value: T
     try {
       value = fn()
@@ -169,14 +160,8 @@ export class GroupCommit {
     const wait = this.#wait(() => this.writeAcross(fn))
     if (wait) return wait
     const s = this.#statements
-    try {
-      if (this.#open && this.#lost())
-        this.#abandon(new Error('SQLite ended the transaction of a batch before its commit: none of its writes was kept'))
-      if (!this.#open) this.#begin()
-      s.savepoint.run()
-    } catch (error) {
-      return Promise.reject(this.#hooks.error(error))
-    }
+    const opened = this.#enter(true)
+    if (opened) return opened
     let result: T | Promise<T>
     try {
       result = fn()
@@ -204,6 +189,25 @@ export class GroupCommit {
       }
       return this.#committed(value)
     })()
+  }
+
+  /**
+   * Opens the batch for a write, if none is open, and its savepoint when
+   * `savepoint`; a rejected promise when that fails, else undefined.
+   */
+  #enter(savepoint: boolean): Promise<never> | undefined {
+    try {
+      // Nothing outside a write runs a statement while a batch is open, so
+      // this only holds after a failure nobody saw: SAVEPOINT outside a
+      // transaction would start one that RELEASE commits on its own.
+      if (this.#open && this.#lost())
+        this.#abandon(new Error('SQLite ended the transaction of a batch before its commit: none of its writes was kept'))
+      if (!this.#open) this.#begin()
+      if (savepoint) this.#statements.savepoint.run()
+      return undefined
+    } catch (error) {
+      return Promise.reject(this.#hooks.error(error))
+    }
   }
 
   /** Resolves to `value` once the open batch has committed, or rejects when it fails. */
