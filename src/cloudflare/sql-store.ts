@@ -35,8 +35,6 @@ import {
   SELECT_RUN,
   SELECT_RUN_BY_KEY,
   SELECT_RUN_SEQ,
-  SELECT_TOKEN,
-  SETTLE_TOKEN,
   TAKE_TIMER,
   UPDATE_RUN,
   UPDATE_RUN_RECORD,
@@ -56,13 +54,13 @@ import {
 } from '../runtime/tasks/sql/events.ts'
 import { prefixTables } from '../runtime/tasks/sql/namespace.ts'
 import { runProcedure, type SqlRunner } from '../runtime/tasks/sql/procedure.ts'
+import { settleTokenSql, tokenSql } from '../runtime/tasks/sql/tokens.ts'
 import { runSqlTransaction } from '../runtime/tasks/sql/transaction.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
 import {
   applyRunPatch,
   type EventRecord,
   isFinished,
-  settleTokenRecord,
   statusMatches,
   insertEach,
   type RunPatch,
@@ -341,13 +339,7 @@ export class DurableObjectRunStore implements RunStore {
     status: 'completed' | 'timed_out',
     payload?: unknown,
   ): Promise<{ settled: boolean; token: TokenRecord } | undefined> {
-    const token = this.#token(id)
-    if (!token) return undefined
-    if (token.status !== 'waiting') return { settled: false, token }
-    settleTokenRecord(token, status, payload)
-    const record = JSON.stringify(token)
-    this.#storage.sql.exec(SETTLE_TOKEN, status, record, id)
-    return { settled: true, token: JSON.parse(record) as TokenRecord }
+    return this.#write(() => runProcedure(settleTokenSql(id, status, payload), this.#runner))
   }
 
   async startQueued(taskName: string, limits: FlowLimits, now: string): Promise<StartedRuns> {
@@ -420,8 +412,7 @@ export class DurableObjectRunStore implements RunStore {
   }
 
   #token(id: string): TokenRecord | undefined {
-    const [row] = this.#all(SELECT_TOKEN, id)
-    return row && (JSON.parse(row.record as string) as TokenRecord)
+    return runProcedure(tokenSql(id), this.#runner)
   }
 
   #change(runId: string, edit: (run: RunRecord) => void): void {

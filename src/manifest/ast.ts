@@ -13,10 +13,6 @@ export interface Node {
   [key: string]: any
 }
 
-export function isNode(value: unknown): value is Node {
-  return typeof value === 'object' && value !== null && typeof (value as Node).type === 'string'
-}
-
 const FUNCTION_TYPES = new Set(['FunctionDeclaration', 'FunctionExpression', 'ArrowFunctionExpression'])
 
 export function isFunction(node: Node): boolean {

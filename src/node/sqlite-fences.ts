@@ -33,23 +33,6 @@
  * forgets a run's fence when it writes the run out of `running`: its
  * attempt is over.
  */
-import type { RunStatus } from '../types.ts'
-import type { TimerKind } from '../runtime/tasks/store.ts'
-
-/** The timers an attempt sets for itself, fenced as its other writes: its retry's backoff, its sleeps' and token waits' deadlines. */
-export const ATTEMPT_TIMERS: ReadonlySet<TimerKind> = new Set(['retry', 'sleep', 'token-timeout'])
-
-/**
- * Whether an `updateRun` is an attempt's end: only the run's attempt
- * expects the run `running` and nothing else (completed, failed, retried,
- * suspended). A cancel expects any live status; a resume, `suspended`.
- */
-export function expectsRunning(expect: { status: RunStatus | readonly RunStatus[] } | undefined): boolean {
-  if (expect === undefined) return false
-  const { status } = expect
-  return typeof status === 'string' ? status === 'running' : status.length === 1 && status[0] === 'running'
-}
-
 /** Whether run `id` is still held by `owner` under `owner_fence`: one row if so. */
 export const HELD = 'SELECT 1 FROM svc_runs WHERE id = ? AND owner = ? AND owner_fence = ?'
 

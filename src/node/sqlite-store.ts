@@ -29,7 +29,6 @@ import {
   type EventRecord,
   hasSteps,
   isFinished,
-  settleTokenRecord,
   statusMatches,
   insertEach,
   type RunPatch,
@@ -59,8 +58,6 @@ import {
   type RunRow,
   SELECT_RUN,
   SELECT_RUN_BY_KEY,
-  SELECT_TOKEN,
-  SETTLE_TOKEN,
   TAKE_TIMER,
   UPDATE_RUN_RECORD,
   UPSERT_STEP,
@@ -71,8 +68,10 @@ import type { FlowLimits } from '../runtime/tasks/flow.ts'
 import { joinScheduledSql, startQueuedSql, type WrittenRow } from '../runtime/tasks/sql/flow.ts'
 import { eventsSinceSql, listEventsSql, noteEventEffectsSql, putEventSql } from '../runtime/tasks/sql/events.ts'
 import { runProcedure, type SqlRunner } from '../runtime/tasks/sql/procedure.ts'
+import { settleTokenSql, tokenSql } from '../runtime/tasks/sql/tokens.ts'
 import { openDatabase } from './sqlite-database.ts'
-import { ATTEMPT_TIMERS, expectsRunning, HELD, UPDATE_RUN_FENCED, UPDATE_RUN_RECORD_FENCED, UPSERT_STEP_FENCED } from './sqlite-fences.ts'
+import { HELD, UPDATE_RUN_FENCED, UPDATE_RUN_RECORD_FENCED, UPSERT_STEP_FENCED } from './sqlite-fences.ts'
+import { ATTEMPT_TIMERS, expectsRunning } from '../runtime/tasks/fenced-writes.ts'
 import { storeError } from './sqlite-errors.ts'
 import { GroupCommit } from './sqlite-group-commit.ts'
 import { type CachedRun, RowCache } from './sqlite-row-cache.ts'
@@ -601,15 +600,7 @@ export class SqliteRunStore implements RunStore {
     status: 'completed' | 'timed_out',
     payload?: unknown,
   ): Promise<{ settled: boolean; token: TokenRecord } | undefined> {
-    return this.#write(() => {
-      const token = this.#token(id)
-      if (!token) return undefined
-      if (token.status !== 'waiting') return { settled: false, token }
-      settleTokenRecord(token, status, payload)
-      const record = JSON.stringify(token)
-      this.#sql(SETTLE_TOKEN).run(status, record, id)
-      return { settled: true, token: JSON.parse(record) as TokenRecord }
-    })
+    return this.#write(() => runProcedure(settleTokenSql(id, status, payload), this.#runner))
   }
 
   async startQueued(taskName: string, limits: FlowLimits, now: string): Promise<StartedRuns> {
@@ -768,8 +759,7 @@ export class SqliteRunStore implements RunStore {
   }
 
   #token(id: string): TokenRecord | undefined {
-    const row = this.#sql(SELECT_TOKEN).get(id) as { record: string } | undefined
-    return row && (JSON.parse(row.record) as TokenRecord)
+    return runProcedure(tokenSql(id), this.#runner)
   }
 
   /** What a write of a run the file no longer holds throws: gone while held here, it was taken over, finished and evicted. */

@@ -48,7 +48,6 @@ import {
   type RunQuery,
   type RunStore,
   showsPatch,
-  type TimerKind,
   type TimerRecord,
   type TokenRecord,
 } from '../runtime/tasks/store.ts'
@@ -78,6 +77,7 @@ import { eventsSincePg, listEventsPg, noteEventEffectsPg, putEventPg } from './e
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
 import type { StartedRuns } from '../runtime/tasks/store.ts'
 import type { EventMatch } from '../runtime/events/match.ts'
+import { ATTEMPT_TIMERS, expectsRunning } from '../runtime/tasks/fenced-writes.ts'
 
 export type { PostgresRunStoreOptions } from './options.ts'
 
@@ -107,20 +107,6 @@ const INSERT_BATCH = 500
 const UPDATE_BATCH = 500
 /** The most runs one read of `getRun` calls returns, each with its steps. */
 const READ_BATCH = 500
-
-/** The timers an attempt sets for itself, fenced as its other writes: its retry's backoff, its sleeps' and token waits' deadlines. */
-const ATTEMPT_TIMERS: readonly TimerKind[] = ['retry', 'sleep', 'token-timeout']
-
-/**
- * Whether an `updateRun` is an attempt's end: only the run's attempt
- * expects the run `running` and nothing else (completed, failed, retried,
- * suspended). A cancel expects any live status; a resume, `suspended`.
- */
-function expectsRunning(expect: { status: RunStatus | readonly RunStatus[] } | undefined): boolean {
-  if (expect === undefined) return false
-  const { status } = expect
-  return typeof status === 'string' ? status === 'running' : status.length === 1 && status[0] === 'running'
-}
 
 /**
  * A durable run store in a Postgres database, for `startSvcServer({ store })`
@@ -603,7 +589,7 @@ export class PostgresRunStore implements RunStore {
    * rejects with `LeaseLostError`.
    */
   async saveTimer(timer: TimerRecord): Promise<void> {
-    const fence = ATTEMPT_TIMERS.includes(timer.kind) ? this.#fences.of(timer.runId) : undefined
+    const fence = ATTEMPT_TIMERS.has(timer.kind) ? this.#fences.of(timer.runId) : undefined
     if (!(await this.#timers.add({ timer, fence }))) throw new LeaseLostError(timer.runId)
   }
 

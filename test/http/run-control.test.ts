@@ -16,7 +16,7 @@ import {
   type RuntimeApiRoute,
   type TaskContext,
 } from '../../src/index.ts'
-import { runEventStream } from '../../src/runtime/admin/events.ts'
+import { changeFeed, eventStream } from '../../src/runtime/admin/events.ts'
 import { cancelRunOverHttp, completeTokenOverHttp } from '../../src/runtime/tasks/client.ts'
 import { serve, until } from './_helpers.ts'
 
@@ -398,7 +398,7 @@ describe('GET /__tasks/events', () => {
   it('sends a heartbeat comment while no run changes', async () => {
     const runtime = createTaskRuntime({ routes: [], env: {} })
     try {
-      const res = runEventStream(runtime.onRunChange!, Response, 10)
+      const res = eventStream(changeFeed(runtime.onRunChange!), Response, 10)
       const reader = res.body!.getReader()
       const decoder = new TextDecoder()
       let text = ''

@@ -183,18 +183,8 @@ export interface EventStreamOptions {
   headers?: Record<string, string>
 }
 
-/** The run-change stream of `listen`, the runtime's `onRunChange`, without a count. */
-export function runEventStream(
-  listen: NonNullable<TaskRuntime['onRunChange']>,
-  R: ResponseClass,
-  heartbeatMs = SSE_HEARTBEAT_MS,
-  options: EventStreamOptions = {},
-): Response {
-  return eventStream(changeFeed(listen), R, heartbeatMs, options)
-}
-
 /** Every change `listen` reports, as `{ id, taskName, status }`. */
-function changeFeed(listen: NonNullable<TaskRuntime['onRunChange']>): EventFeed {
+export function changeFeed(listen: NonNullable<TaskRuntime['onRunChange']>): EventFeed {
   return (send, end) => listen((change: RunChange) => send(JSON.stringify(change)), end)
 }
 
