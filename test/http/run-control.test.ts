@@ -16,7 +16,7 @@ import {
   type RuntimeApiRoute,
   type TaskContext,
 } from '../../src/index.ts'
-import { changeFeed, eventStream } from '../../src/runtime/admin/events.ts'
+import { changeFeed, eventStream } from '../../src/runtime/admin/run-change-stream.ts'
 import { cancelRunOverHttp, completeTokenOverHttp } from '../../src/runtime/tasks/client.ts'
 import { serve, until } from './_helpers.ts'
 

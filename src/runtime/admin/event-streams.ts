@@ -4,7 +4,7 @@
  * module, so the Cloudflare worker's bundle leaves the streams out
  * (`streams.ts`).
  */
-import { openRunEventStream } from './events.ts'
+import { openRunEventStream } from './run-change-stream.ts'
 import { createRunStreamHandler } from './run-stream.ts'
 import { type EventStreams, notStreamed, RUNS_ELSEWHERE } from './streams.ts'
 

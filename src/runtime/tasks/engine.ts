@@ -36,7 +36,7 @@ import { RunFinishedError, RunNotFoundError, TaskNotFoundError } from '../errors
 import { validateTaskInput } from '../schema.ts'
 import type { TaskDefinition } from './definitions.ts'
 import { Dispatcher } from './dispatch.ts'
-import { RunChanges } from './events.ts'
+import { RunChanges } from './run-changes.ts'
 import { FlowPromotion } from './flow-promotion.ts'
 import { newRunId, timerId } from './ids.ts'
 import { type CheckedTriggerOptions, checkTriggerOptions } from './options.ts'

@@ -11,7 +11,7 @@
 import type { Logger, RunRecord } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import type { TaskDefinition } from './definitions.ts'
-import type { RunChanges } from './events.ts'
+import type { RunChanges } from './run-changes.ts'
 import { limitsStarts } from './flow.ts'
 import type { RunStore, TimerRecord } from './store.ts'
 
