@@ -6,10 +6,10 @@
  */
 import type { TaskRuntime } from '../types.ts'
 import { cronerClock } from './croner-clock.ts'
-import { createTaskRuntime as createRuntime, type TaskRuntimeOptions } from './runtime.ts'
+import { createSharedRuntime, type TaskRuntimeOptions } from './runtime.ts'
 
 export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntime {
   // Anything but an options object is left for the runtime to reject, with its message.
-  if (options === null || typeof options !== 'object') return createRuntime(options)
-  return createRuntime({ ...options, cron: options.cron ?? cronerClock })
+  if (options === null || typeof options !== 'object') return createSharedRuntime(options)
+  return createSharedRuntime({ ...options, cron: options.cron ?? cronerClock })
 }

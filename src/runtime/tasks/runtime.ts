@@ -1,5 +1,5 @@
 /**
- * `createTaskRuntime()`: registers the task routes of an app and runs them.
+ * The task runtime: registers the task routes of an app and runs them.
  * Edge-safe: the Node server, the edge and function targets and the CLI all
  * drive this same implementation. The runtimes a handler makes for itself
  * and the Cloudflare Durable Object's are `createCoreRuntime()`: their
@@ -148,12 +148,17 @@ export interface TaskRuntimeOptions {
  */
 export type TaskRuntimeInstance = TaskRuntime
 
-export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntime {
+/**
+ * The runtime `createTaskRuntime` makes (public-runtime.ts), before it
+ * supplies the default clock: with the claims of shared work, and with the
+ * cron clock only when `options.cron` gives one.
+ */
+export function createSharedRuntime(options: TaskRuntimeOptions): TaskRuntime {
   return createCoreRuntime(options, SharedWorkClaims)
 }
 
 /**
- * `createTaskRuntime` with the claims of shared work only when given
+ * The runtime, with the claims of shared work only when given
  * `sharedWork`: without them, a store several processes share is refused.
  */
 export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: typeof SharedWorkClaims): TaskRuntime {
