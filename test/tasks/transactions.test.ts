@@ -149,6 +149,23 @@ describe('the SQL handle of a transactional step on SQLite', () => {
     expect(await items.ids()).toEqual([])
   })
 
+  it('a step awaited inside the function waits for the transaction, which fails at the time bound rather than hanging', async () => {
+    const path = dbFile()
+    const items = sqliteItems(raw(path))
+    const s = store(path, { transactionTimeoutMs: 100 })
+    const order = task('orders.nested', async (ctx) =>
+      ctx.step.transaction('save', async (tx: SqlTransaction) => {
+        tx.run('INSERT INTO items (id) VALUES (?)', 'outer')
+        return ctx.step.run('inner', () => 1)
+      }),
+    )
+    const rt = runtime([order], { store: s })
+    const run = await finished(rt.waitForRun((await rt.trigger('orders.nested')).id))
+    expect(run.status).toBe('failed')
+    expect(run.attempts[0].error).toMatch(/ctx\.step\.transaction\("save"\): its function was still running 100 ms after it began/)
+    expect(await items.ids()).toEqual([])
+  })
+
   it("refuses statements that would end the step's transaction, and the run's other writes stay", async () => {
     const { store: s, ids } = sqlite()
     const refused: string[] = []
