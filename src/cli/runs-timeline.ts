@@ -3,7 +3,8 @@
  * steps on one time axis, each with a bar scaled to the run's span so that
  * a line fits 80 columns, then the last entries the run logged.
  */
-import type { RunRecord, StepKind, StepRecord, Waitpoint } from '../types.ts'
+import type { RunRecord, StepRecord, Waitpoint } from '../types.ts'
+import { unknownWaitpointType, waitpointTypeOfStep } from '../runtime/tasks/waitpoint-kinds.ts'
 import { formatDuration, formatInstant, formatLogEntry, msBetween, oneLine } from './runs-format.ts'
 
 /** The columns a line of the timeline fits in. */
@@ -87,6 +88,8 @@ function describeWaitpoint(waitpoint: Waitpoint): string {
       const match = waitpoint.match === undefined ? '' : ` matching ${oneLine(waitpoint.match, 60)}`
       return `event ${waitpoint.name}${match}${timesOut(waitpoint.timeoutAt)}`
     }
+    default:
+      return unknownWaitpointType(waitpoint)
   }
 }
 
@@ -165,16 +168,9 @@ function timelineEntries(run: RunRecord, now: number): Entry[] {
   return [...untimed, ...timed]
 }
 
-/** What each wait kind waited on, as the waitpoint names it. */
-const WAITED_ON: Partial<Record<StepKind, string>> = {
-  sleep: 'sleep',
-  waitForTask: 'task',
-  waitForToken: 'token',
-  waitForEvent: 'event',
-}
-
 function stepEntry(key: string, step: StepRecord): Entry {
-  const on = step.kind === undefined ? undefined : WAITED_ON[step.kind]
+  // What a met wait waited on, as its waitpoint's type names it.
+  const on = waitpointTypeOfStep(step.kind)
   if (on === undefined) return { label: label(step.kind === 'enqueue' ? 'enqueue' : 'step', key, ''), wait: false, notes: [] }
   const about = [on === 'event' ? eventName(step.output) : on]
   if (step.status === 'timed_out') about.push('timed out')

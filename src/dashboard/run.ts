@@ -1,4 +1,5 @@
 /** One run: what it was given and gave back, its timeline, logs, attempts and steps, what it waits on, and the actions on it. */
+import { unknownWaitpointType } from '../runtime/tasks/waitpoint-kinds.ts'
 import { api } from './api.ts'
 import { type Child, click, dataTable, duration, fill, h, statusBadge, time } from './dom.ts'
 import { jsonView } from './json.ts'
@@ -167,18 +168,7 @@ function waitpoint(
   act: (fn: () => Promise<unknown>) => void,
 ): Child {
   const { stepKey, waitpoint: wait } = run.suspended!
-  const on =
-    wait.type === 'sleep'
-      ? ['Sleeping until ', time(wait.until)]
-      : wait.type === 'task'
-        ? ['Waiting for run ', runLink(wait.runId, openRun), ' of ', h('code', null, wait.task)]
-        : wait.type === 'event'
-          ? ['Waiting for event ', h('code', null, wait.name), wait.timeoutAt ? [' until ', time(wait.timeoutAt)] : null]
-          : [
-              'Waiting for token ',
-              h('code', { class: 'token-id' }, wait.tokenId),
-              wait.timeoutAt ? [' until ', time(wait.timeoutAt)] : null,
-            ]
+  const on = waitingOn(wait, openRun)
   const complete =
     wait.type === 'token'
       ? h(
@@ -196,6 +186,25 @@ function waitpoint(
         )
       : null
   return [h('h3', null, 'Waiting on'), h('p', null, 'Step ', h('code', null, stepKey), ': ', on), complete]
+}
+
+function waitingOn(wait: NonNullable<Run['suspended']>['waitpoint'], openRun: (id: string) => void): Child {
+  switch (wait.type) {
+    case 'sleep':
+      return ['Sleeping until ', time(wait.until)]
+    case 'task':
+      return ['Waiting for run ', runLink(wait.runId, openRun), ' of ', h('code', null, wait.task)]
+    case 'event':
+      return ['Waiting for event ', h('code', null, wait.name), wait.timeoutAt ? [' until ', time(wait.timeoutAt)] : null]
+    case 'token':
+      return [
+        'Waiting for token ',
+        h('code', { class: 'token-id' }, wait.tokenId),
+        wait.timeoutAt ? [' until ', time(wait.timeoutAt)] : null,
+      ]
+    default:
+      return ['Waiting on ', h('code', null, unknownWaitpointType(wait))]
+  }
 }
 
 function parse(text: string): unknown {

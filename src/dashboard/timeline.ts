@@ -8,6 +8,7 @@
  */
 import { duration } from './dom.ts'
 import { attrs, esc, px, svgBox, timeStep } from './svg.ts'
+import { unknownWaitpointType, WAITPOINT_KINDS, waitpointTypeOfStep } from '../runtime/tasks/waitpoint-kinds.ts'
 import type { Run } from './types.ts'
 
 const ROW = 18
@@ -17,6 +18,7 @@ const HEAD = 22
 const LOGS = 18
 
 type StepRecord = Run['steps'][string]
+type Waitpoint = NonNullable<Run['suspended']>['waitpoint']
 
 /** One row: a bar from `start` for `ms` (both from the run's creation), or a label alone when the record has no timing. */
 interface Row {
@@ -78,11 +80,9 @@ function timelineRows(run: Run, now: number): Row[] {
   return rows
 }
 
-const WAIT_KINDS = new Set(['sleep', 'waitForTask', 'waitForToken', 'waitForEvent'])
-
 function stepRow(key: string, step: StepRecord, t0: number): Row {
   const kind = step.kind ?? 'step'
-  const wait = WAIT_KINDS.has(kind)
+  const wait = waitpointTypeOfStep(step.kind) !== undefined
   const label = wait ? `${key} · ${waitedOn(step)}` : kind === 'enqueue' ? `${key} · enqueue` : key
   const timedOut = step.status === 'timed_out' ? ', timed out' : ''
   if (step.startedAt === undefined)
@@ -101,19 +101,26 @@ function stepRow(key: string, step: StepRecord, t0: number): Row {
 
 /** What a met wait waited on, as far as its output tells. */
 function waitedOn(step: StepRecord): string {
-  const output = step.output as { event?: { name?: string } } | undefined
-  if (step.kind === 'sleep') return 'sleep'
-  if (step.kind === 'waitForTask') return 'child run'
-  if (step.kind === 'waitForEvent') return output?.event?.name ? `event ${output.event.name}` : 'event'
-  return 'token'
+  const type = waitpointTypeOfStep(step.kind)
+  if (type === undefined) return step.kind ?? 'step'
+  const name = type === 'event' ? (step.output as { event?: { name?: string } } | undefined)?.event?.name : undefined
+  return name ? `${WAITPOINT_KINDS[type].label} ${name}` : WAITPOINT_KINDS[type].label
 }
 
 /** What the run waits on now. */
-function waitingOn(waitpoint: NonNullable<Run['suspended']>['waitpoint']): string {
-  if (waitpoint.type === 'sleep') return `sleep until ${new Date(waitpoint.until).toLocaleTimeString()}`
-  if (waitpoint.type === 'task') return `run of ${waitpoint.task}`
-  if (waitpoint.type === 'event') return `event ${waitpoint.name}`
-  return 'token'
+function waitingOn(waitpoint: Waitpoint): string {
+  switch (waitpoint.type) {
+    case 'sleep':
+      return `sleep until ${new Date(waitpoint.until).toLocaleTimeString()}`
+    case 'task':
+      return `run of ${waitpoint.task}`
+    case 'event':
+      return `event ${waitpoint.name}`
+    case 'token':
+      return 'token'
+    default:
+      return unknownWaitpointType(waitpoint)
+  }
 }
 
 export interface TimelineView {

@@ -43,6 +43,7 @@ import { assertPayload } from './payload-limit.ts'
 import { describe } from '../describe.ts'
 import type { RunStore } from './store.ts'
 import { SuspendSignal } from './suspend.ts'
+import { WAITPOINT_KINDS } from './waitpoint-kinds.ts'
 import type { ExecutionSpan } from '../telemetry/types.ts'
 
 /** One execution of a handler: an attempt, or the replay of one after a resume. */
@@ -129,15 +130,8 @@ export function stepTiming(began: number, ended: number): { startedAt: string; d
 }
 
 /** The step kind a waitpoint stands for: the kind its step is recorded with once the wait is met. */
-const WAITED_STEP_KINDS: Record<Waitpoint['type'], StepKind> = {
-  sleep: 'sleep',
-  task: 'waitForTask',
-  token: 'waitForToken',
-  event: 'waitForEvent',
-}
-
 export function waitedStepKind(waitpoint: Waitpoint): StepKind {
-  return WAITED_STEP_KINDS[waitpoint.type]
+  return WAITPOINT_KINDS[waitpoint.type].step
 }
 
 /**

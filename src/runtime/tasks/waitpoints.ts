@@ -32,6 +32,7 @@ import { createTimerSet, type TimerSet } from './in-process-timers.ts'
 import { matchesEvent } from '../events/match.ts'
 import { eventWaitStep, metBy, settleFromRecorded, settleWith } from './wait-for-event.ts'
 import type { ShardChildren } from './shard-children.ts'
+import { unknownWaitpoint } from './waitpoint-kinds.ts'
 
 /** How many suspended runs one read of `deliverEvent` looks at. */
 const DELIVERY_PAGE = 500
@@ -111,34 +112,45 @@ export class Waitpoints {
   async armWaitpoint(run: RunRecord): Promise<void> {
     if (run.status !== 'suspended' || !run.suspended) return
     const { stepKey, waitpoint } = run.suspended
-    if (waitpoint.type === 'sleep') {
-      const id = timerId(run.id, 'sleep', stepKey)
-      await this.arm({ id, runId: run.id, kind: 'sleep', stepKey, dueAt: waitpoint.until })
-    } else if (waitpoint.type === 'token') {
-      if (waitpoint.timeoutAt !== undefined) await this.arm(tokenTimeout(run.id, stepKey, waitpoint.tokenId, waitpoint.timeoutAt))
-      const token = await this.#store.getToken(waitpoint.tokenId)
-      if (token && token.status !== 'waiting') await this.#resume(run.id, stepKey, tokenStep(token.status, token.payload))
-    } else if (waitpoint.type === 'event') {
-      if (waitpoint.timeoutAt !== undefined) await this.arm(tokenTimeout(run.id, stepKey, waitpoint.tokenId, waitpoint.timeoutAt))
-      // The second look (wait-for-event.ts): an event sent while the run was suspending meets it now.
-      const token = await this.#store.getToken(waitpoint.tokenId)
-      const settled = token?.status === 'waiting' ? await settleFromRecorded(this.#store, waitpoint) : token
-      if (settled && settled.status !== 'waiting') await this.#eventWaitMet(run.id, stepKey, settled)
-    } else {
-      const there = this.#children?.holder(waitpoint.runId)
-      if (there !== undefined) return this.#lookElsewhere(run, there)
-      let child = await this.#store.getRun(waitpoint.runId)
-      if (child && !isFinished(child.status) && child.parentRunId !== run.id) {
-        // The caller's idempotency key led to a run that another run (or a
-        // plain enqueue) started: when it finishes it resumes its own parent
-        // only, so this run asks to be told too, then looks again in case it
-        // finished in between.
-        this.#watch(child.id, run.id)
-        child = await this.#store.getRun(waitpoint.runId)
+    switch (waitpoint.type) {
+      case 'sleep': {
+        const id = timerId(run.id, 'sleep', stepKey)
+        await this.arm({ id, runId: run.id, kind: 'sleep', stepKey, dueAt: waitpoint.until })
+        return
       }
-      if (child && isFinished(child.status)) {
-        await this.#resume(run.id, stepKey, { status: 'completed', output: childResult(child) })
+      case 'token': {
+        if (waitpoint.timeoutAt !== undefined) await this.arm(tokenTimeout(run.id, stepKey, waitpoint.tokenId, waitpoint.timeoutAt))
+        const token = await this.#store.getToken(waitpoint.tokenId)
+        if (token && token.status !== 'waiting') await this.#resume(run.id, stepKey, tokenStep(token.status, token.payload))
+        return
       }
+      case 'event': {
+        if (waitpoint.timeoutAt !== undefined) await this.arm(tokenTimeout(run.id, stepKey, waitpoint.tokenId, waitpoint.timeoutAt))
+        // The second look (wait-for-event.ts): an event sent while the run was suspending meets it now.
+        const token = await this.#store.getToken(waitpoint.tokenId)
+        const settled = token?.status === 'waiting' ? await settleFromRecorded(this.#store, waitpoint) : token
+        if (settled && settled.status !== 'waiting') await this.#eventWaitMet(run.id, stepKey, settled)
+        return
+      }
+      case 'task': {
+        const there = this.#children?.holder(waitpoint.runId)
+        if (there !== undefined) return this.#lookElsewhere(run, there)
+        let child = await this.#store.getRun(waitpoint.runId)
+        if (child && !isFinished(child.status) && child.parentRunId !== run.id) {
+          // The caller's idempotency key led to a run that another run (or a
+          // plain enqueue) started: when it finishes it resumes its own parent
+          // only, so this run asks to be told too, then looks again in case it
+          // finished in between.
+          this.#watch(child.id, run.id)
+          child = await this.#store.getRun(waitpoint.runId)
+        }
+        if (child && isFinished(child.status)) {
+          await this.#resume(run.id, stepKey, { status: 'completed', output: childResult(child) })
+        }
+        return
+      }
+      default:
+        unknownWaitpoint(waitpoint)
     }
   }
 
