@@ -25,6 +25,7 @@ const TIERS = [
   },
   {
     postgres: { path: ['^src/postgres/', '^src/postgres\\.ts$'] },
+    sqlite: { path: ['^src/sqlite/'] },
     cloudflare: { path: ['^src/cloudflare/'], edge: true },
     node: { path: ['^src/node/', '^src/node\\.ts$'] },
     // Bun and Deno servers.
@@ -44,8 +45,8 @@ const TIERS = [
 
 /** Imports between layers of one tier, each with its reason. */
 const SIDEWAYS = {
-  // The server opens the store SVC_STORE_URL names, which may be Postgres.
-  node: ['postgres'],
+  // The server opens the store SVC_STORE_URL names: a SQLite file by default, or Postgres.
+  node: ['postgres', 'sqlite'],
   // The Bun and Deno servers reuse the Node server's parts that only use what Bun and Deno implement.
   serve: ['node'],
   // The dashboard reads the run-change stream with svcjs/client's reader of event streams.

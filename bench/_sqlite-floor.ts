@@ -14,9 +14,9 @@
  * its own jobs in batches of that size would.
  */
 import { join } from 'node:path'
-import { openDatabase } from '../src/node/sqlite-database.ts'
-import { UPDATE_RUN_FENCED, UPSERT_STEP_FENCED } from '../src/node/sqlite-fences.ts'
-import { INSERT_RUN_OWNED } from '../src/node/sqlite-owners.ts'
+import { openDatabase } from '../src/sqlite/database.ts'
+import { UPDATE_RUN_FENCED, UPSERT_STEP_FENCED } from '../src/sqlite/fences.ts'
+import { INSERT_RUN_OWNED } from '../src/sqlite/owners.ts'
 import { newRunId } from '../src/runtime/tasks/ids.ts'
 
 /** Milliseconds for `count` runs of `steps` recorded steps each: created running, each step saved, ended. */
@@ -24,7 +24,7 @@ export function sqliteFloor(dir: string, name: string, count: number, steps: num
   const db = openDatabase(join(dir, `${name}.db`), 5000, 'bench')
   try {
     // The statements the store runs, with the owner it records
-    // (sqlite-owners.ts) and the fence its attempt's writes check (sqlite-fences.ts).
+    // (sqlite/owners.ts) and the fence its attempt's writes check (sqlite/fences.ts).
     const owner = 2 ** 52 + 1
     const insert = db.prepare(INSERT_RUN_OWNED)
     const update = db.prepare(UPDATE_RUN_FENCED)

@@ -9,8 +9,8 @@ import { dirname, resolve } from 'node:path'
 import { redactUrl } from '../runtime/redact.ts'
 import { MemoryRunStore } from '../runtime/tasks/memory-store.ts'
 import type { RunStore } from '../runtime/tasks/store.ts'
-import type { SqliteRunStoreOptions } from './sqlite-options.ts'
-import { SqliteRunStore } from './sqlite-store.ts'
+import type { SqliteRunStoreOptions } from '../sqlite/options.ts'
+import { SqliteRunStore } from '../sqlite/store.ts'
 
 export const STORE_URL_ENV = 'SVC_STORE_URL'
 

@@ -1,11 +1,11 @@
 // Run changes between the stores on one SQLite file opened with
-// `shared: true` (sqlite-changes.ts), beyond the SharedWork contract: no
+// `shared: true` (sqlite/changes.ts), beyond the SharedWork contract: no
 // row is written while no other store listens, the `changes` table stays
 // bounded, a store that closes still publishes what it had, and two
 // engines on one file each see the other's changes.
 import { describe, expect, it } from 'vitest'
 import type { SqliteRunStore } from '../../src/node.ts'
-import { CHANGES_PER_ROW, KEEP_ROWS, PRUNE_BATCH } from '../../src/node/sqlite-changes.ts'
+import { CHANGES_PER_ROW, KEEP_ROWS, PRUNE_BATCH } from '../../src/sqlite/changes.ts'
 import { createTaskRuntime } from '../../src/runtime/tasks/public-runtime.ts'
 import type { RunChange } from '../../src/types.ts'
 import { sleep, until } from '../tasks/_helpers.ts'

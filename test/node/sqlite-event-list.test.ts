@@ -2,7 +2,7 @@
 // processes that note what one event did at once, a cursor whose event was pruned, and
 // the index a file written by schema version 6 gains.
 import { describe, expect, it } from 'vitest'
-import { SCHEMA_VERSION } from '../../src/node/sqlite-database.ts'
+import { SCHEMA_VERSION } from '../../src/sqlite/database.ts'
 import { listRunsQuery } from '../../src/runtime/tasks/sql/queries.ts'
 import { asVersion, sqliteFiles } from './_sqlite-files.ts'
 

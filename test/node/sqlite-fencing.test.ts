@@ -12,8 +12,8 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
-import { SCHEMA_VERSION } from '../../src/node/sqlite-database.ts'
-import { STALE_MS } from '../../src/node/sqlite-owners.ts'
+import { SCHEMA_VERSION } from '../../src/sqlite/database.ts'
+import { STALE_MS } from '../../src/sqlite/owners.ts'
 import { startChild } from '../postgres/_child.ts'
 import { sleep, until } from '../tasks/_helpers.ts'
 import { fencedStoreContract } from '../tasks/fenced-store-contract.ts'
@@ -51,7 +51,7 @@ fencedStoreContract('SqliteRunStore (two stores on one file)', () => {
     a,
     b,
     app: sqliteItems(db),
-    // The write that made the run running made it the store's (sqlite-owners.ts).
+    // The write that made the run running made it the store's (sqlite/owners.ts).
     hold: async () => {},
     // Writing the run out of running let it go.
     release: async () => {},

@@ -7,7 +7,7 @@
 // killed, are in sqlite-processes.test.ts.
 import { describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
-import { SCHEMA_VERSION } from '../../src/node/sqlite-database.ts'
+import { SCHEMA_VERSION } from '../../src/sqlite/database.ts'
 import type { RunStore } from '../../src/runtime/tasks/store.ts'
 import { createTaskRuntime } from '../../src/runtime/tasks/public-runtime.ts'
 import type { TaskContext } from '../../src/types.ts'

@@ -5,10 +5,10 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
-import { SCHEMA_VERSION } from '../../src/node/sqlite-database.ts'
+import { SCHEMA_VERSION } from '../../src/sqlite/database.ts'
 import { createTables } from '../../src/runtime/tasks/sql/schema.ts'
 import { jsonCopy } from '../../src/runtime/tasks/json-copy.ts'
-import { RowCache } from '../../src/node/sqlite-row-cache.ts'
+import { RowCache } from '../../src/sqlite/row-cache.ts'
 import { createTaskRuntime } from '../../src/runtime/tasks/index.ts'
 import { until } from '../tasks/_helpers.ts'
 import { makeRun, runStoreContract } from '../tasks/store-contract.ts'
@@ -545,7 +545,7 @@ describe('SqliteRunStore group commit', () => {
 
   it('every write that resolved before a kill -9 is in the file afterwards', async () => {
     const path = dbFile()
-    const entry = new URL('../../src/node/sqlite-store.ts', import.meta.url).href
+    const entry = new URL('../../src/sqlite/store.ts', import.meta.url).href
     // Batches of concurrent writes, each id printed once its write resolved.
     const script = [
       `const { SqliteRunStore } = await import(${JSON.stringify(entry)})`,

@@ -1,6 +1,6 @@
 /**
  * The SQL of a SQLite file that processes share as a `SharedWork` store
- * (`SqliteRunStore` with `shared: true`, sqlite-shared-work.ts): leases on
+ * (`SqliteRunStore` with `shared: true`, shared-work.ts): leases on
  * running attempts, claims on due timers, cron ticks and wake-ups.
  *
  * Times are epoch milliseconds from the writing process's clock: every
@@ -64,7 +64,7 @@ export const NEXT_DUE_AT = 'SELECT due_at FROM svc_timers WHERE claim_until IS N
 /**
  * Takes the lease on running run `?5` for owner `?1` until `?2`, unless
  * another owner holds a live one; this store (`?4`) becomes the run's
- * `owner`, under the next fence (sqlite-fences.ts), which it returns.
+ * `owner`, under the next fence (fences.ts), which it returns.
  */
 export const ACQUIRE_LEASE = `UPDATE svc_runs SET lease_owner = ?1, lease_until = ?2, owner = ?4, owner_fence = owner_fence + 1
   WHERE id = ?5 AND status = 'running' AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_until < ?3)

@@ -4,7 +4,7 @@
  * waitpoints across a restart, and `runtime.recover()` (called by
  * `startSvcServer`) carries on from where the last process stopped.
  *
- * Writes are group-committed (`sqlite-group-commit.ts`): the writes of one
+ * Writes are group-committed (`group-commit.ts`): the writes of one
  * event-loop turn share one `BEGIN IMMEDIATE` transaction and one commit,
  * and each resolves once that commit is on disk. Every compare-and-set
  * point of the `RunStore` contract (`createRun` with an idempotency key,
@@ -20,7 +20,7 @@
  * after that batch ends, from what it committed, never from rows a
  * rollback could still take back. A file that cannot take a write (full,
  * locked past `busyTimeoutMs`, read-only, failing) makes the call reject
- * with `StoreUnavailableError`, 503 `STORE_UNAVAILABLE` (sqlite-errors.ts),
+ * with `StoreUnavailableError`, 503 `STORE_UNAVAILABLE` (errors.ts),
  * and the store takes writes again once it can.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
@@ -69,22 +69,22 @@ import { joinScheduledSql, startQueuedSql, type WrittenRow } from '../runtime/ta
 import { eventsSinceSql, listEventsSql, noteEventEffectsSql, putEventSql } from '../runtime/tasks/sql/events.ts'
 import { runProcedure, type SqlRunner } from '../runtime/tasks/sql/procedure.ts'
 import { settleTokenSql, tokenSql } from '../runtime/tasks/sql/tokens.ts'
-import { openDatabase } from './sqlite-database.ts'
-import { HELD, UPDATE_RUN_FENCED, UPDATE_RUN_RECORD_FENCED, UPSERT_STEP_FENCED } from './sqlite-fences.ts'
+import { openDatabase } from './database.ts'
+import { HELD, UPDATE_RUN_FENCED, UPDATE_RUN_RECORD_FENCED, UPSERT_STEP_FENCED } from './fences.ts'
 import { ATTEMPT_TIMERS, expectsRunning } from '../runtime/tasks/fenced-writes.ts'
-import { storeError } from './sqlite-errors.ts'
-import { GroupCommit } from './sqlite-group-commit.ts'
-import { type CachedRun, RowCache } from './sqlite-row-cache.ts'
+import { storeError } from './errors.ts'
+import { GroupCommit } from './group-commit.ts'
+import { type CachedRun, RowCache } from './row-cache.ts'
 import { jsonCopy } from '../runtime/tasks/json-copy.ts'
 import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
-import { resolveSqliteOptions, type SqliteRunStoreOptions } from './sqlite-options.ts'
-import { LEASE_ON_CREATE, PROVISIONAL_LEASE, UPSERT_TIMER_DUE } from './sqlite-leases.ts'
-import { SqliteSharedWork } from './sqlite-shared-work.ts'
-import { INSERT_RUN_OWNED, SET_OWNER, UPDATE_RUN_CANCELLED, UPDATE_RUN_CLAIMED, UPDATE_RUN_OWNED } from './sqlite-owners.ts'
-import { Membership } from './sqlite-membership.ts'
+import { resolveSqliteOptions, type SqliteRunStoreOptions } from './options.ts'
+import { LEASE_ON_CREATE, PROVISIONAL_LEASE, UPSERT_TIMER_DUE } from './leases.ts'
+import { SqliteSharedWork } from './shared-work.ts'
+import { INSERT_RUN_OWNED, SET_OWNER, UPDATE_RUN_CANCELLED, UPDATE_RUN_CLAIMED, UPDATE_RUN_OWNED } from './owners.ts'
+import { Membership } from './membership.ts'
 import type { EventMatch } from '../runtime/events/match.ts'
 
-export type { SqliteRunStoreOptions } from './sqlite-options.ts'
+export type { SqliteRunStoreOptions } from './options.ts'
 
 const WHERE = 'SqliteRunStore'
 // https://www.sqlite.org/rescode.html#constraint_unique
@@ -118,7 +118,7 @@ interface Counts {
  * back as JSON would (a `Date` as its ISO string).
  *
  * Memory: the store keeps the runs it wrote or read in a cache
- * (`sqlite-row-cache.ts`), so that the runner's writes and reads of a run
+ * (`row-cache.ts`), so that the runner's writes and reads of a run
  * cost no query and no parse: live runs as parsed records, finished ones as
  * their JSON text. The cache holds at most 64 Mi characters of record text
  * (a parsed record counts three times its text), about 64 MB of heap for
@@ -133,12 +133,12 @@ interface Counts {
  * Several processes may share one file. Each transition still happens
  * once, and a process that starts (`recover()`) runs again only the
  * attempts whose process is gone, not those another live process has in
- * flight (`claimRunning`, sqlite-owners.ts). By default a process only
+ * flight (`claimRunning`, owners.ts). By default a process only
  * fires the timers it armed or found when it started, and the attempts of
  * a process that dies are taken over at the next start of a process. With
  * `shared: true` the processes split the work as on Postgres (`shared`,
- * sqlite-shared-work.ts): the live ones claim due timers, cron ticks and
- * the attempts of one that died, once its lease lapses. Runs are fenced (sqlite-fences.ts): a process
+ * shared-work.ts): the live ones claim due timers, cron ticks and
+ * the attempts of one that died, once its lease lapses. Runs are fenced (fences.ts): a process
  * that froze past its heartbeat and whose attempt was taken over writes
  * nothing more for that run once it goes on. One store serves one task
  * runtime: the runs it holds are that runtime's attempts.
@@ -157,7 +157,7 @@ interface Counts {
 export class SqliteRunStore implements RunStore {
   /** Records live in a file and survive a restart (`recover()` re-arms waits). */
   readonly durable = true
-  /** The writes of an attempt check that this store still holds its run (sqlite-fences.ts). */
+  /** The writes of an attempt check that this store still holds its run (fences.ts). */
   readonly fences = true
   readonly path: string
   readonly maxRuns: number
@@ -177,7 +177,7 @@ export class SqliteRunStore implements RunStore {
    * the bound hold (they read committed state).
    */
   #evictAtCommit = false
-  /** This store among the stores on the file (sqlite-membership.ts). */
+  /** This store among the stores on the file (membership.ts). */
   readonly #membership: Membership
   /** This store's id in the file's `owners` table: the holder of the runs that enter `running` through it. */
   readonly #owner: number
@@ -187,7 +187,7 @@ export class SqliteRunStore implements RunStore {
   #leaseMs: number | undefined
   /**
    * The runs this store holds, by id, with the `owner_fence` its claim set
-   * (sqlite-fences.ts): from when a write makes the run running here to
+   * (fences.ts): from when a write makes the run running here to
    * when one writes it out of `running`; with `shared`, from when its
    * engine takes the run's lease to when it gives it up (as on Postgres,
    * the attempt's writes after suspending are fenced too). A fence another
@@ -208,7 +208,7 @@ export class SqliteRunStore implements RunStore {
       error: (error) => this.#error(error),
       begin: () => this.#checkRows(),
       commit: () => {
-        // With `shared`: the run changes published since the last batch go out with this one (sqlite-changes.ts).
+        // With `shared`: the run changes published since the last batch go out with this one (changes.ts).
         this.shared?.beforeCommit()
         if (!this.#evictAtCommit) return
         this.#evictAtCommit = false
@@ -252,14 +252,14 @@ export class SqliteRunStore implements RunStore {
     }
   }
 
-  /** The owner a write of `run` records: this store for a run written running (sqlite-owners.ts). */
+  /** The owner a write of `run` records: this store for a run written running (owners.ts). */
   #ownerOf(run: RunRecord): number | null {
     return run.status === 'running' ? this.#owner : null
   }
 
   /**
    * Of these running runs, the ones no live process holds, taken for this
-   * store: `recover()` runs their attempts again (sqlite-membership.ts).
+   * store: `recover()` runs their attempts again (membership.ts).
    */
   async claimRunning(runIds: readonly string[]): Promise<{ claimed: string[]; recheckInMs?: number }> {
     if (runIds.length === 0) return { claimed: [] }
@@ -609,7 +609,7 @@ export class SqliteRunStore implements RunStore {
       const { result, written } = runProcedure(startQueuedSql(taskName, limits, now), this.#runner)
       const fences: number[] = []
       for (const row of written) {
-        // Started here: this store holds them (sqlite-owners.ts).
+        // Started here: this store holds them (owners.ts).
         fences.push((this.#sql(SET_OWNER).get(this.#owner, row.row.seq) as { owner_fence: number }).owner_fence)
         this.#cacheWritten(row)
       }

@@ -3,7 +3,7 @@
  * `shared: true` (`SharedWork.publishChanges` and `onChanges`). SQLite has
  * no notifications, so the changes go through a table, `changes`, that
  * the processes with listeners read every `CHANGE_POLL_MS`, as they read
- * the wake-up counter (sqlite-shared-work.ts).
+ * the wake-up counter (shared-work.ts).
  *
  * Publishing writes nothing while no other store on the file listens: a
  * store with listeners holds a row of `change_listeners`, renewed while it
@@ -15,7 +15,7 @@
  *
  * When someone listens, publishing still writes nothing of its own while
  * the store writes anyway: the changes published since the last commit
- * become rows of the next batch the store commits (sqlite-group-commit.ts),
+ * become rows of the next batch the store commits (group-commit.ts),
  * right before its COMMIT, so they cost one insert per batch, not a
  * transaction and an fsync. Only when no batch comes within `FALLBACK_MS`
  * does the log open one for them.

@@ -12,10 +12,10 @@ import { runProcedure } from '../runtime/tasks/sql/procedure.ts'
 import { EVENTS_BY_NAME_SEQ, EVENTS_TABLE } from '../runtime/tasks/sql/events.ts'
 import { RUNS_BY_EVENT_WAIT, RUNS_BY_TASK_FINISH } from '../runtime/tasks/sql/queries.ts'
 import { createTables, MOVE_STEPS, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
-import { CHANGES_TABLE } from './sqlite-changes.ts'
-import { commitOpenBatch } from './sqlite-group-commit.ts'
-import { LEASE_COLUMNS, PROCESSES_TABLE } from './sqlite-leases.ts'
-import { OWNER_FENCE_COLUMN, OWNERS_TABLE } from './sqlite-owners.ts'
+import { CHANGES_TABLE } from './changes.ts'
+import { commitOpenBatch } from './group-commit.ts'
+import { LEASE_COLUMNS, PROCESSES_TABLE } from './leases.ts'
+import { OWNER_FENCE_COLUMN, OWNERS_TABLE } from './owners.ts'
 
 /** Pages of WAL that trigger a checkpoint (see `prepare`). */
 const WAL_CHECKPOINT_PAGES = 10_000
@@ -32,21 +32,21 @@ const MIGRATIONS: readonly string[] = [
   createTables({ timerDueAt: false }),
   // 2: steps move out of their run's record into a table of their own.
   STEPS_TABLE + MOVE_STEPS,
-  // 3: the process that holds each running run, and the processes on the file (sqlite-owners.ts).
+  // 3: the process that holds each running run, and the processes on the file (owners.ts).
   OWNERS_TABLE,
-  // 4: the fence of each running run's owner, which its attempt's writes check (sqlite-fences.ts).
+  // 4: the fence of each running run's owner, which its attempt's writes check (fences.ts).
   OWNER_FENCE_COLUMN,
-  // 5: leases, timer claims, cron ticks and wake-ups, for processes that share the work (sqlite-leases.ts).
+  // 5: leases, timer claims, cron ticks and wake-ups, for processes that share the work (leases.ts).
   LEASE_COLUMNS,
   // 6: events, held for their retention (sql/events.ts).
   EVENTS_TABLE,
   // 7: the events of one name, newest first, for listEvents (sql/events.ts).
   EVENTS_BY_NAME_SEQ,
-  // 8: run changes, for the processes that share the file to hear of each other's (sqlite-changes.ts).
+  // 8: run changes, for the processes that share the file to hear of each other's (changes.ts).
   CHANGES_TABLE,
   // 9: the suspended runs that wait for an event, by its name (sql/queries.ts).
   RUNS_BY_EVENT_WAIT,
-  // 10: the processes that share the file, and the versions of the tasks each serves (sqlite-leases.ts).
+  // 10: the processes that share the file, and the versions of the tasks each serves (leases.ts).
   PROCESSES_TABLE,
   // 11: each task's finished runs in the order they finished, for retention (sql/queries.ts).
   RUNS_BY_TASK_FINISH,

@@ -44,7 +44,7 @@
 import { resolve } from 'node:path'
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import { isThenable } from '../runtime/tasks/sql/transaction.ts'
-import { mayEndTransaction } from './sqlite-errors.ts'
+import { mayEndTransaction } from './errors.ts'
 
 // The open batch of each file in this process. A second connection to the
 // same file would wait in BEGIN IMMEDIATE for a lock that only this event

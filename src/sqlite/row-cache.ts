@@ -19,7 +19,7 @@
  * the store checks it before trusting the cache and empties it when it
  * moved; this connection's own writes update the cache as they happen.
  *
- * So while a batch of writes is open (sqlite-group-commit.ts), the cache
+ * So while a batch of writes is open (group-commit.ts), the cache
  * holds its writes before they are committed. Only the batch's own writes
  * read it then, which must see them (a compare-and-set reads what the
  * batch wrote before it); the store's reads wait for the batch to end. A

@@ -3,23 +3,23 @@
  * timers, running attempts and cron ticks through one `SqliteRunStore`
  * file opened with `shared: true`, as processes on one Postgres database do
  * (docs/stores.md "Several processes on one SQLite file"). The SQL is in
- * sqlite-leases.ts.
+ * leases.ts.
  *
  * A lease is fenced with the run's `owner` and `owner_fence`, the columns
  * that fence the writes of an attempt on any shared file
- * (sqlite-fences.ts): a claim of a run makes this store its owner under the
+ * (fences.ts): a claim of a run makes this store its owner under the
  * next fence, which the store keeps until the lease is given up, so the
  * writes of an attempt whose run another process took over land nowhere.
  *
  * SQLite has no LISTEN/NOTIFY: `wake()` counts up a row, and a store with
  * subscribers reads it every `WAKE_POLL_MS`, which costs one read of one
  * row of a page that stays in memory. Run changes between the processes
- * go through a table in the same way (sqlite-changes.ts).
+ * go through a table in the same way (changes.ts).
  */
 import type { StatementSync } from 'node:sqlite'
 import type { LiveVersions, SharedWork, TimerRecord } from '../runtime/tasks/store.ts'
 import type { RunChange, RunRecord } from '../types.ts'
-import { SqliteChangeLog } from './sqlite-changes.ts'
+import { SqliteChangeLog } from './changes.ts'
 import {
   ACQUIRE_LEASE,
   CLAIM_DUE_TIMERS,
@@ -39,7 +39,7 @@ import {
   UNREGISTER_PROCESS,
   WAKE,
   WAKES,
-} from './sqlite-leases.ts'
+} from './leases.ts'
 
 /** How often a store with subscribers looks for a `wake()` of any process. */
 export const WAKE_POLL_MS = 25

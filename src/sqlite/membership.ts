@@ -1,11 +1,11 @@
 /**
  * A `SqliteRunStore`'s place among the stores on its file
- * (sqlite-owners.ts): it joins the `owners` table when it opens, renews
+ * (owners.ts): it joins the `owners` table when it opens, renews
  * its heartbeat there, claims the running runs whose holder is gone
  * (`claimRunning`), and leaves when it closes.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
-import { commitOpenBatch } from './sqlite-group-commit.ts'
+import { commitOpenBatch } from './group-commit.ts'
 import {
   DELETE_OWNER,
   HEARTBEAT_MS,
@@ -19,7 +19,7 @@ import {
   SET_OWNER,
   STALE_MS,
   UPSERT_OWNER,
-} from './sqlite-owners.ts'
+} from './owners.ts'
 
 /** What membership needs of its store. */
 export interface MembershipHost {
@@ -87,7 +87,7 @@ export class Membership {
    * Of these running runs, the ones no live process holds, taken for this
    * store under their next fence, inside the caller's write: `recover()`
    * runs their attempts again. A run another live process has in flight
-   * stays with it (sqlite-owners.ts says how a process counts as gone).
+   * stays with it (owners.ts says how a process counts as gone).
    * Owners found gone are removed.
    */
   claimRunning(runIds: readonly string[]): { claimed: string[]; fences: number[]; recheckInMs?: number } {

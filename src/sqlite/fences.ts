@@ -2,7 +2,7 @@
  * Fenced writes on a SQLite file several processes share.
  *
  * A running run's `owner` is the store whose process runs its attempt
- * (sqlite-owners.ts), and `owner_fence` counts the claims of the run:
+ * (owners.ts), and `owner_fence` counts the claims of the run:
  * inserting it running, making it running (a resume, a delay over, flow
  * control's start), taking it over (`claimRunning`) and cancelling it each
  * move the fence on. A store keeps, for each run it holds, the fence its

@@ -17,7 +17,7 @@
  *
  * Every statement that makes a store a run's owner moves the run's
  * `owner_fence` on and returns it: the writes of that store's attempt check
- * both in their own statements (sqlite-fences.ts), so an owner that froze
+ * both in their own statements (fences.ts), so an owner that froze
  * past `STALE_MS` and was taken over writes nothing once it thaws.
  */
 
@@ -40,7 +40,7 @@ export interface Owner {
   ns: string
   /** Epoch milliseconds of the last heartbeat. */
   beat_at: number
-  /** 1 for a store opened with `shared: true` (sqlite-shared-work.ts), else 0. */
+  /** 1 for a store opened with `shared: true` (shared-work.ts), else 0. */
   shared: number
 }
 
@@ -75,7 +75,7 @@ export const OWNERS_TABLE = `
   ALTER TABLE svc_runs ADD COLUMN owner INTEGER;
   CREATE TABLE svc_owners (owner INTEGER PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, ns TEXT NOT NULL, beat_at INTEGER NOT NULL);`
 /**
- * Schema version 4: the fence of each run's owner (sqlite-fences.ts). A
+ * Schema version 4: the fence of each run's owner (fences.ts). A
  * constant default adds the column without rewriting the table; a run
  * running when the file is upgraded is fenced from its next claim.
  */
