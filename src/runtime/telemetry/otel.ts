@@ -22,6 +22,7 @@ import { redactQuery } from './redact-query.ts'
 import { formatTraceparent, parseTraceparent } from './traceparent.ts'
 import { logEmitter, logRecord, type LogsApiLike, type LogsModuleLike } from './logs.ts'
 import { useOtelApiForRequests } from './outgoing.ts'
+import { STORE_WRITES } from '../tasks/store-operations.ts'
 
 /**
  * The parts svc uses of the OpenTelemetry API module, `import * as api from '@opentelemetry/api'`:
@@ -55,24 +56,6 @@ export interface OtelTelemetryOptions {
 
 /** The instrumentation scope svc's spans, metrics and logs carry. */
 export const SCOPE = 'svc'
-
-/** The run store's methods whose latency `svc.store.write.duration` records. */
-const STORE_WRITES = new Set([
-  'claimRunning',
-  'createRun',
-  'updateRun',
-  'appendAttempt',
-  'saveStep',
-  'transactStep',
-  'saveTimer',
-  'takeTimer',
-  'putToken',
-  'settleToken',
-  'startQueued',
-  'debounceRun',
-  'putEvent',
-  'noteEventEffects',
-])
 
 /** The instruments of svc's metrics, made on a meter of a registered SDK. */
 interface Instruments {
