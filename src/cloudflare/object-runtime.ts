@@ -7,7 +7,7 @@
  */
 import type { RunRecord, RuntimeApiRoute } from '../types.ts'
 import { defineTasks } from '../runtime/tasks/definitions.ts'
-import { shardCall, type StubLike } from './rpc.ts'
+import { type ObjectMethod, shardCall, type StubLike } from './rpc.ts'
 import { objectRuntime, type ObjectTaskRuntime } from './runtime-base.ts'
 import { createShardedRuntime } from './sharded-runtime.ts'
 
@@ -22,7 +22,7 @@ export function createObjectRuntime(routes: readonly RuntimeApiRoute[], stub: (s
   if (shards > 1) return createShardedRuntime(routes, stub, shards)
   const tasks = defineTasks(routes)
   const toShard = shardCall(stub, 1)
-  const call = <T>(method: string, ...args: unknown[]) => toShard<T>(0, method, ...args)
+  const call = <T>(method: ObjectMethod, ...args: unknown[]) => toShard<T>(0, method, ...args)
   return objectRuntime(tasks, {
     trigger: (name: string, payload?: unknown, opts?: unknown) => call<RunRecord>('trigger', name, payload, opts),
     triggerMany: (name: string, payloads: readonly unknown[], opts?: unknown) => call('triggerMany', name, payloads, opts),

@@ -55,12 +55,46 @@ export async function callObject(stub: StubLike, method: string, args: unknown[]
   return answer.value
 }
 
+/**
+ * Every call a tasks object answers (`tasks-object.ts`): the runtime's
+ * methods a worker forwards, and the calls between the objects of several
+ * shards. A name left out here is a type error at the call that makes it;
+ * one listed here and not answered is a type error in the object's switch.
+ */
+export const OBJECT_METHODS = [
+  'trigger',
+  'triggerMany',
+  'getRun',
+  'listRuns',
+  'waitForRun',
+  'completeToken',
+  'sendEvent',
+  'sendEvents',
+  'listEvents',
+  'cancel',
+  'replay',
+  'listTasks',
+  'runScheduled',
+  'fireCron',
+  'listRunsById',
+  'eventEffects',
+  'childFinished',
+] as const
+
+/** A call a tasks object answers. */
+export type ObjectMethod = (typeof OBJECT_METHODS)[number]
+
+/** Whether `method`, as a call names it on the wire, is one a tasks object answers. */
+export function isObjectMethod(method: unknown): method is ObjectMethod {
+  return (OBJECT_METHODS as readonly unknown[]).includes(method)
+}
+
 /** A call to the object of each shard: `stub(shard)` is asked for every call, as a stub belongs to the request that made it. */
-export type ShardCall = <T>(shard: number, method: string, ...args: unknown[]) => Promise<T>
+export type ShardCall = <T>(shard: number, method: ObjectMethod, ...args: unknown[]) => Promise<T>
 
 /** `callObject` on the object of a shard among `shards`, through `stub`. */
 export function shardCall(stub: (shard: number) => StubLike, shards: number): ShardCall {
-  return <T>(shard: number, method: string, ...args: unknown[]) => callObject(stub(shard), method, args, shards) as Promise<T>
+  return <T>(shard: number, method: ObjectMethod, ...args: unknown[]) => callObject(stub(shard), method, args, shards) as Promise<T>
 }
 
 /** The arguments of a call, with its `undefined` ones restored. */

@@ -35,7 +35,7 @@ import type {
   TaskSummary,
   TriggerOptions,
 } from '../types.ts'
-import { shardCall, type StubLike } from './rpc.ts'
+import { type ObjectMethod, shardCall, type StubLike } from './rpc.ts'
 import { objectRuntime, type ObjectTaskRuntime } from './runtime-base.ts'
 import { cronShard, runHolder, runShard, taskPlacement } from './shard-routing.ts'
 import { eventsWithIds } from './shard-events.ts'
@@ -55,7 +55,7 @@ export function createShardedRuntime(
   const taskOrder = [...tasks.keys()]
   const all = Array.from({ length: shards }, (_, shard) => shard)
   const call = shardCall(stub, shards)
-  const every = <T>(method: string, ...args: unknown[]) => Promise.all(all.map((shard) => call<T>(shard, method, ...args)))
+  const every = <T>(method: ObjectMethod, ...args: unknown[]) => Promise.all(all.map((shard) => call<T>(shard, method, ...args)))
 
   // Runs placed nowhere in particular take the shards in turn, from a random one per isolate.
   let turn = Math.floor(Math.random() * shards)
@@ -67,7 +67,7 @@ export function createShardedRuntime(
    * an unknown run, without reaching any object. An id that is no string
    * goes to shard 0, which refuses it as a lone object would.
    */
-  function toRun<T>(id: unknown, method: string, args: unknown[], missing: () => T): Promise<T> {
+  function toRun<T>(id: unknown, method: ObjectMethod, args: unknown[], missing: () => T): Promise<T> {
     const shard = typeof id === 'string' ? runHolder(id, shards) : 0
     if (shard === undefined) return Promise.resolve().then(missing)
     return call<T>(shard, method, id, ...args)

@@ -28,7 +28,7 @@ import type { Telemetry } from '../runtime/telemetry/types.ts'
 import { AlarmClock, type AlarmStorageLike } from './alarm.ts'
 import { checkShards, type DurableObjectNamespaceLike, tasksNamespace, tasksStub } from './binding.ts'
 import { createObjectRuntime } from './object-runtime.ts'
-import { answer, callArgs, type ObjectCall, shardCall } from './rpc.ts'
+import { answer, callArgs, isObjectMethod, type ObjectCall, type ObjectMethod, shardCall } from './rpc.ts'
 import { objectShardIndex, ShardCount } from './shard-count.ts'
 import { DurableObjectRunStore, type SqlDurableStorageLike } from './sql-store.ts'
 import { cronShard, runShard } from './shard-routing.ts'
@@ -153,6 +153,7 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
         await this.#ready
         const call = (await request.json()) as ObjectCall
         this.#shards.check(call.shards)
+        if (!isObjectMethod(call.method)) throw new TypeError(`SvcTasks: unknown call ${JSON.stringify(call.method)}`)
         return answer({ value: await this.#call(call.method, callArgs(call)) })
       } catch (error) {
         return answer({ error })
@@ -164,7 +165,7 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
       this.#clock.fired()
     }
 
-    #call(method: string, args: unknown[]): Promise<unknown> {
+    #call(method: ObjectMethod, args: unknown[]): Promise<unknown> {
       const runtime = this.#runtime
       const [a, b, c] = args as [never, never, never]
       switch (method) {
@@ -208,8 +209,11 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
         case 'childFinished':
           if (!this.#here) throw new TypeError('SvcTasks: childFinished reaches an object of several shards only')
           return this.#here.childFinished(a)
-        default:
-          throw new TypeError(`SvcTasks: unknown call "${method}"`)
+        default: {
+          // Every call of OBJECT_METHODS has its case: a new one does not compile until it does.
+          const unanswered: never = method
+          throw new TypeError(`SvcTasks: unknown call "${unanswered}"`)
+        }
       }
     }
 

@@ -489,12 +489,6 @@ export class SqliteRunStore implements RunStore {
   }
 
   /**
-   * `ctx.step.transaction`: `work` runs inside the batch's transaction, in
-   * a savepoint of its own with the step's record, after the fence is
-   * checked; the app's statements go through the store's connection, so
-   * they commit with the record and nothing else can write in between.
-   */
-  /**
    * `ctx.step.transaction`: `work` runs on the store's connection, in a
    * savepoint of the open batch, and its step is recorded in the same
    * savepoint. A `work` that awaits keeps the batch open, and the store's

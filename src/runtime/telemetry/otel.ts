@@ -22,7 +22,7 @@ import { redactQuery } from './redact-query.ts'
 import { formatTraceparent, parseTraceparent } from './traceparent.ts'
 import { logEmitter, logRecord, type LogsApiLike, type LogsModuleLike } from './logs.ts'
 import { useOtelApiForRequests } from './outgoing.ts'
-import { STORE_WRITES } from '../tasks/store-operations.ts'
+import { STORE_WRITES } from './store-operations.ts'
 
 /**
  * The parts svc uses of the OpenTelemetry API module, `import * as api from '@opentelemetry/api'`:

@@ -3,7 +3,7 @@
 // methods a store implements.
 import { expect, it } from 'vitest'
 import { MemoryRunStore } from '../../src/runtime/tasks/memory-store.ts'
-import { STORE_OPERATIONS, STORE_WRITES } from '../../src/runtime/tasks/store-operations.ts'
+import { STORE_OPERATIONS, STORE_WRITES } from '../../src/runtime/telemetry/store-operations.ts'
 
 it('times every writing method, createRuns and pruneFinished included, and no read', () => {
   expect(STORE_WRITES).toContain('createRuns')
