@@ -36,6 +36,7 @@ import {
   SELECT_RUN_BY_KEY,
   SELECT_RUN_SEQ,
   TAKE_TIMER,
+  DROP_RUN_TIMERS,
   UPDATE_RUN,
   UPDATE_RUN_RECORD,
   UPSERT_STEP,
@@ -319,6 +320,13 @@ export class DurableObjectRunStore implements RunStore {
     if (!row) return undefined
     this.#onChange()
     return JSON.parse(row.record as string) as TimerRecord
+  }
+
+  async dropTimersOf(runId: string): Promise<string[]> {
+    const ids = this.#all(DROP_RUN_TIMERS, runId).map((row) => row.id as string)
+    // The alarm follows the earliest timer left.
+    if (ids.length > 0) this.#onChange()
+    return ids
   }
 
   async listTimers(): Promise<TimerRecord[]> {

@@ -607,6 +607,13 @@ export class PostgresRunStore implements RunStore {
     })
   }
 
+  async dropTimersOf(runId: string): Promise<string[]> {
+    return this.#run(async (sql) => {
+      const rows = await sql<{ id: string }[]>`DELETE FROM ${sql(this.schema)}.timers WHERE run_id = ${runId} RETURNING id`
+      return rows.map((row) => row.id)
+    })
+  }
+
   async listTimers(): Promise<TimerRecord[]> {
     return this.#run(async (sql) => {
       const rows = await sql<Row<TimerRecord>[]>`SELECT record FROM ${sql(this.schema)}.timers ORDER BY seq`

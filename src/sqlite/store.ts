@@ -24,6 +24,7 @@ import type { StoreFullError } from '../runtime/errors.ts'
 import { isThenable, runSqlTransactionBounded, type SqlConnection } from '../runtime/tasks/sql/transaction.ts'
 import {
   COUNT_RUNS,
+  DROP_RUN_TIMERS,
   INSERT_TOKEN,
   LIST_TIMERS,
   PRUNE_RUNS,
@@ -302,6 +303,10 @@ export class SqliteRunStore implements RunStore {
       const [row] = this.#conn.sql(TAKE_TIMER).all(id) as unknown as { record: string }[]
       return row && (JSON.parse(row.record) as TimerRecord)
     })
+  }
+
+  async dropTimersOf(runId: string): Promise<string[]> {
+    return this.#conn.write(() => (this.#conn.sql(DROP_RUN_TIMERS).all(runId) as unknown as { id: string }[]).map((row) => row.id), true)
   }
 
   listTimers(): Promise<TimerRecord[]> {

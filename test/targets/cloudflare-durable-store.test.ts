@@ -122,6 +122,7 @@ function bridge(options?: { maxRuns: number }): {
     'saveTimer',
     'takeTimer',
     'listTimers',
+    'dropTimersOf',
     'putToken',
     'getToken',
     'settleToken',

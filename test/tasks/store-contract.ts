@@ -415,6 +415,22 @@ export function runStoreContract(name: string, createStore: (options?: { maxRuns
       expect(await store.listTimers()).toEqual([])
     })
 
+    it("dropTimersOf removes every timer of one run, and only that run's, and names them", async () => {
+      const store = await createStore()
+      // Every store svc ships has it; one without it is the engine's fallback (waitpoints.ts).
+      expect(store.dropTimersOf).toBeTypeOf('function')
+      const due = '2030-01-01T00:00:00.000Z'
+      const mine = [
+        { id: 'a', runId: 'r1', kind: 'sleep' as const, dueAt: due, stepKey: 's' },
+        { id: 'b', runId: 'r1', kind: 'token-timeout' as const, dueAt: due, stepKey: 't', tokenId: 'tok' },
+      ]
+      const other = { id: 'c', runId: 'r2', kind: 'sleep' as const, dueAt: due, stepKey: 's' }
+      for (const timer of [...mine, other]) await store.saveTimer(timer)
+      expect((await store.dropTimersOf('r1')).sort()).toEqual(['a', 'b'])
+      expect(await store.listTimers()).toEqual([other])
+      expect(await store.dropTimersOf('r1')).toEqual([])
+    })
+
     it('refuses a new live run with StoreFullError once live runs reach the bound, and evicts none of them', async () => {
       const store = await createStore({ maxRuns: 3 })
       const live = [makeRun({ status: 'scheduled' }), makeRun({ status: 'running' }), makeRun({ status: 'suspended' })]

@@ -263,6 +263,13 @@ export class MemoryRunStore implements RunStore {
     this.#timers.set(timer.id, { ...timer })
   }
 
+  async dropTimersOf(runId: string): Promise<string[]> {
+    const ids: string[] = []
+    for (const timer of this.#timers.values()) if (timer.runId === runId) ids.push(timer.id)
+    for (const id of ids) this.#timers.delete(id)
+    return ids
+  }
+
   async takeTimer(id: string): Promise<TimerRecord | undefined> {
     const timer = this.#timers.get(id)
     if (timer) this.#timers.delete(id)

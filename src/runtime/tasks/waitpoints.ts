@@ -246,10 +246,15 @@ export class Waitpoints {
    * fires for it again, here or after a restart (a cancelled run).
    */
   async dropRun(runId: string): Promise<void> {
-    for (const timer of await this.#store.listTimers()) {
+    const store = this.#store
+    if (store.dropTimersOf) {
+      for (const id of await store.dropTimersOf(runId)) this.#timers.clear(id)
+      return
+    }
+    for (const timer of await store.listTimers()) {
       if (timer.runId !== runId) continue
       this.#timers.clear(timer.id)
-      await this.#store.takeTimer(timer.id)
+      await store.takeTimer(timer.id)
     }
   }
 

@@ -24,6 +24,7 @@ export const STORE_OPERATIONS = {
   saveTimer: 'write',
   takeTimer: 'write',
   listTimers: 'read',
+  dropTimersOf: 'write',
   putToken: 'write',
   getToken: 'read',
   settleToken: 'write',

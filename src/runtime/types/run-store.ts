@@ -224,6 +224,13 @@ export interface RunStore {
   listTimers(): Promise<TimerRecord[]>
 
   /**
+   * Optional: removes every timer of run `runId` (a cancelled run's), in one
+   * write, and resolves to their ids, so that nothing fires for it again.
+   * Without it, the engine reads every timer and takes the run's one by one.
+   */
+  dropTimersOf?(runId: string): Promise<string[]>
+
+  /**
    * Inserts a token unless one with the same id exists, and resolves to the
    * stored token either way (a replay must not reset a waiting token).
    */

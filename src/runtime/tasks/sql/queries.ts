@@ -112,6 +112,8 @@ export const UPSERT_TIMER_WITH_DUE_AT =
   'INSERT INTO svc_timers (id, run_id, due_at, record) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, due_at = excluded.due_at, record = excluded.record'
 // DELETE … RETURNING is the claim: of two callers, only the one whose statement deleted the row gets it.
 export const TAKE_TIMER = 'DELETE FROM svc_timers WHERE id = ? RETURNING record'
+/** Every timer of a run (a cancelled run's), their ids returned. */
+export const DROP_RUN_TIMERS = 'DELETE FROM svc_timers WHERE run_id = ? RETURNING id'
 export const LIST_TIMERS = 'SELECT record FROM svc_timers ORDER BY seq'
 
 // A step saved again keeps its row, so its place among the run's steps, as
