@@ -6,7 +6,15 @@
  * `tasks-object.ts`). An event sent without an id gets one here, so that
  * every shard records the same event. Edge-safe.
  */
-import type { EventInput } from '../types.ts'
+import type { EventInput, EventRun } from '../types.ts'
+
+/** What one event did in one tasks object (`eventEffects`). */
+export interface EventEffectsHere {
+  id: string
+  /** The runs it started here that the store still holds. */
+  runs: EventRun[]
+  resumed: string[]
+}
 
 /**
  * `events` with an id each. An event that is no object is passed on as it

@@ -6,7 +6,7 @@
  */
 import type { CronSummary } from '../runtime/cron.ts'
 import type { EventPage, EventRun, RunRecord, SentEvent, TaskSummary } from '../types.ts'
-import type { EventEffectsHere } from './sql-store.ts'
+import type { EventEffectsHere } from './shard-events.ts'
 
 /**
  * Runs of every shard, newest first: by id, which orders run ids by their

@@ -43,7 +43,7 @@ import { RunNotFoundError } from '../runtime/errors.ts'
 import { cronInput } from '../runtime/tasks/scheduled-runs.ts'
 import { readsIn } from '../runtime/tasks/scheduler.ts'
 import { mergeCron, mergeEventPage, mergeRuns, mergeSent, mergeTasks } from './shard-merge.ts'
-import type { EventEffectsHere } from './sql-store.ts'
+import type { EventEffectsHere } from './shard-events.ts'
 
 /** A runtime over `shards` tasks objects; `stub(shard)` is called for every call, as a stub belongs to the request that made it. */
 export function createShardedRuntime(

@@ -29,8 +29,6 @@ import {
   PRUNE_STEPS,
   PRUNE_TOKENS,
   RUN_EXISTS,
-  RUNS_BY_EVENT_WAIT,
-  RUNS_BY_TASK_FINISH,
   type RunRow,
   SELECT_RUN,
   SELECT_RUN_BY_KEY,
@@ -42,18 +40,11 @@ import {
   UPSERT_STEP,
   UPSERT_TIMER_WITH_DUE_AT,
 } from '../runtime/tasks/sql/queries.ts'
-import { createTables, MOVE_STEPS, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
 import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
 import { joinScheduledSql, startQueuedSql } from '../runtime/tasks/sql/flow.ts'
-import {
-  EVENTS_BY_NAME_SEQ,
-  EVENTS_TABLE,
-  eventsSinceSql,
-  listEventsSql,
-  noteEventEffectsSql,
-  putEventSql,
-} from '../runtime/tasks/sql/events.ts'
-import { prefixTables } from '../runtime/tasks/sql/namespace.ts'
+import { eventsSinceSql, listEventsSql, noteEventEffectsSql, putEventSql } from '../runtime/tasks/sql/events.ts'
+import { appConnection, type DurableObjectRunStoreOptions, prepareTables, type SqlDurableStorageLike, sqlRunner } from './sql-storage.ts'
+import type { EventEffectsHere } from './shard-events.ts'
 import { runProcedure, type SqlRunner } from '../runtime/tasks/sql/procedure.ts'
 import { settleTokenSql, tokenSql } from '../runtime/tasks/sql/tokens.ts'
 import { runSqlTransaction } from '../runtime/tasks/sql/transaction.ts'
@@ -72,62 +63,24 @@ import {
   type TimerRecord,
   type TokenRecord,
 } from '../runtime/tasks/store.ts'
-import type { Attempt, EventRun, RunRecord, RunStatus, StepRecord } from '../types.ts'
+import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import type { EventEffects, EventListQuery } from '../runtime/types/run-store.ts'
 import { describe } from '../runtime/describe.ts'
 import { eventRuns } from '../runtime/tasks/event-list.ts'
 import type { EventMatch } from '../runtime/events/match.ts'
 
-/** The parts of a Durable Object's `SqlStorage` the store uses. */
-/** How many rows the last statement inserted, updated or deleted. */
-const CHANGES = 'SELECT changes() AS n'
-
-export interface SqlStorageLike {
-  exec(query: string, ...bindings: unknown[]): { toArray(): Record<string, unknown>[] }
-}
-
-/** The parts of a Durable Object's `DurableObjectStorage` the store uses. */
-export interface SqlDurableStorageLike {
-  readonly sql: SqlStorageLike
-  transactionSync<T>(fn: () => T): T
-}
-
-export interface DurableObjectRunStoreOptions {
-  /**
-   * How many runs to retain; the runs that finished longest ago are evicted
-   * first, live runs never (see `MemoryRunStore`).
-   * @default 10000
-   */
-  maxRuns?: number
-  /**
-   * Called after every write that may move the earliest pending timer or
-   * start or end an attempt (timers saved or taken, runs created or
-   * updated), with the run when one changed.
-   */
-  onChange?: (run?: RunRecord) => void
-}
-
-/** What one event did in one tasks object (`eventEffects`). */
-export interface EventEffectsHere {
-  id: string
-  /** The runs it started here that the store still holds. */
-  runs: EventRun[]
-  resumed: string[]
-}
+export type { DurableObjectRunStoreOptions, SqlDurableStorageLike, SqlStorageLike } from './sql-storage.ts'
+export type { EventEffectsHere } from './shard-events.ts'
 
 const WHERE = 'DurableObjectRunStore'
-
-// The tables of `SqliteRunStore`, plus each timer's due time, which the alarm is set from.
-/** The tables an object of a release before the `svc_` prefix held, by their names then. */
-const PLAIN_TABLES = ['runs', 'timers', 'tokens', 'steps', 'events']
-
-const SCHEMA = createTables({ timerDueAt: true }) + EVENTS_TABLE + EVENTS_BY_NAME_SEQ + RUNS_BY_EVENT_WAIT + RUNS_BY_TASK_FINISH
 
 export class DurableObjectRunStore implements RunStore {
   /** Records live in the object's storage and survive eviction and restarts. */
   readonly durable = true
   readonly maxRuns: number
   readonly #storage: SqlDurableStorageLike
+  /** The object's SQL, for the procedures shared with `SqliteRunStore`. */
+  readonly #runner: SqlRunner
   readonly #onChange: (run?: RunRecord) => void
   // The counts of all and of live runs and the last eviction position, read
   // from the tables once and then kept by this store's own writes: the
@@ -147,14 +100,10 @@ export class DurableObjectRunStore implements RunStore {
       throw new RangeError(`${WHERE}: maxRuns must be a positive integer (got ${describe(maxRuns)})`)
     this.maxRuns = maxRuns
     this.#storage = storage
+    this.#runner = sqlRunner(storage.sql)
     this.#onChange = options.onChange ?? (() => {})
     try {
-      // An object of an earlier release named its tables without the prefix (sql/namespace.ts).
-      storage.transactionSync(() => runProcedure(prefixTables(PLAIN_TABLES), this.#runner))
-      // An object that held runs before steps had a table of their own moves them there, once.
-      const hadSteps = this.#all(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'svc_steps'`).length > 0
-      storage.sql.exec(SCHEMA)
-      if (!hadSteps) storage.transactionSync(() => storage.sql.exec(STEPS_TABLE + MOVE_STEPS))
+      prepareTables(storage)
     } catch (error) {
       // A class declared under new_classes has key-value storage only; the platform's message says how to switch.
       throw new Error(`${WHERE}: cannot create its tables: ${(error as Error).message}`, { cause: error })
@@ -253,18 +202,7 @@ export class DurableObjectRunStore implements RunStore {
     return this.#write(() => {
       const [row] = this.#all(SELECT_RUN_SEQ, runId)
       if (!row) throw new Error(`${WHERE}: unknown run "${runId}"`)
-      const output = runSqlTransaction(
-        {
-          query: (text, params) => sql.exec(text, ...params).toArray(),
-          run: (text, params) => {
-            sql.exec(text, ...params).toArray()
-            return Number(sql.exec(CHANGES).toArray()[0].n)
-          },
-        },
-        key,
-        'a Durable Object',
-        work,
-      )
+      const output = runSqlTransaction(appConnection(sql), key, 'a Durable Object', work)
       sql.exec(UPSERT_STEP, row.seq, key, JSON.stringify(record(output)))
       return output
     })
@@ -382,13 +320,6 @@ export class DurableObjectRunStore implements RunStore {
   /** One synchronous transaction: the read of the event and its write. */
   async noteEventEffects(id: string, effects: EventEffects): Promise<void> {
     this.#write(() => runProcedure(noteEventEffectsSql(id, effects), this.#runner))
-  }
-
-  readonly #runner: SqlRunner = {
-    all: (query, params) => this.#all(query, ...params),
-    run: (query, params) => {
-      this.#storage.sql.exec(query, ...params)
-    },
   }
 
   #all(query: string, ...bindings: unknown[]): Record<string, unknown>[] {
