@@ -12,47 +12,23 @@ import { jsonLength } from './json.ts'
 import { groupDigits } from './payload-limit.ts'
 import { attemptSize, runSize, stepSize, TOKEN_BASE } from './run-size.ts'
 import { StepLog } from './step-log.ts'
-import { applyRunPatch, isFinished, settleTokenRecord, statusMatches, waitsForEvent } from './store.ts'
-import { DEFAULT_MAX_RUNS } from './store-limits.ts'
+import { applyRunPatch, insertEach, isFinished, settleTokenRecord, statusMatches, waitsForEvent } from './store.ts'
 import { MemoryEventLog } from './memory-events.ts'
 import type { EventEffects, EventListQuery } from '../types/run-store.ts'
 import type { EventMatch } from '../events/match.ts'
+import { type MemoryRunStoreOptions, resolveMemoryOptions } from './memory-options.ts'
+import {
+  byCreation,
+  copyAttempt,
+  copyRun,
+  idempotencyScope,
+  isFlowing,
+  NO_ATTEMPTS,
+  type StoredRun,
+  withAttempt,
+} from './memory-records.ts'
 
-export interface MemoryRunStoreOptions {
-  /**
-   * How many runs to retain. Past it, the runs that finished (completed,
-   * failed or cancelled) longest ago are evicted first, with their tokens and
-   * idempotency keys. Scheduled, running and suspended runs are never
-   * evicted: once `maxRuns` of them are live, `createRun` rejects with
-   * `StoreFullError` (503 `STORE_FULL`) until some finish.
-   * @default 10000
-   */
-  maxRuns?: number
-  /**
-   * How much JSON the retained runs and the held events may hold together,
-   * in bytes: each run counts its input, result, step outputs, chunks,
-   * logs, tokens' payloads and attempt errors, measured as the length of
-   * their JSON text, plus a few hundred bytes for the rest of its record;
-   * each event its JSON. Past it, finished runs are evicted as for
-   * `maxRuns`, longest finished first, then the oldest events. Live runs
-   * are never evicted: once they hold `maxBytes` on their own, `createRun`
-   * rejects a new live run with `StoreFullError` (503 `STORE_FULL`) until
-   * some finish, and `putEvent` rejects an event that does not fit beside
-   * them the same way, keeping nothing of it.
-   * Note: an estimate of the memory runs and events take, not an exact count.
-   * @default 268435456 (256 MiB)
-   */
-  maxBytes?: number
-  /**
-   * How many events to hold (`sendEvent`); past it the oldest go first.
-   * Events also go once `EVENT_RETENTION_MS` (a day) old.
-   * @default 10000
-   */
-  maxEvents?: number
-}
-
-/** Default bound of the memory store in bytes of JSON: 256 MiB. */
-export const DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+export { DEFAULT_MAX_BYTES, type MemoryRunStoreOptions } from './memory-options.ts'
 
 export class MemoryRunStore implements RunStore {
   readonly maxRuns: number
@@ -78,18 +54,7 @@ export class MemoryRunStore implements RunStore {
   #liveBytes = 0
 
   constructor(options: MemoryRunStoreOptions = {}) {
-    const maxRuns = options.maxRuns ?? DEFAULT_MAX_RUNS
-    if (!Number.isInteger(maxRuns) || maxRuns < 1) {
-      throw new TypeError(`MemoryRunStore: maxRuns must be a positive integer (got ${String(maxRuns)})`)
-    }
-    const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES
-    if (!Number.isInteger(maxBytes) || maxBytes < 1) {
-      throw new TypeError(`MemoryRunStore: maxBytes must be a positive integer (got ${String(maxBytes)})`)
-    }
-    const maxEvents = options.maxEvents ?? DEFAULT_MAX_RUNS
-    if (!Number.isInteger(maxEvents) || maxEvents < 1) {
-      throw new TypeError(`MemoryRunStore: maxEvents must be a positive integer (got ${String(maxEvents)})`)
-    }
+    const { maxRuns, maxBytes, maxEvents } = resolveMemoryOptions(options)
     this.maxRuns = maxRuns
     this.maxBytes = maxBytes
     this.#events = new MemoryEventLog(maxEvents)
@@ -135,19 +100,14 @@ export class MemoryRunStore implements RunStore {
 
   /** Each run as `createRun` does, in one turn: a run past the bound is a `StoreFullError` in its place. */
   async createRuns(runs: readonly RunRecord[]): Promise<(RunRecord | StoreFullError)[]> {
-    const stored: (RunRecord | StoreFullError)[] = []
-    for (const run of runs) {
-      try {
-        stored.push(await this.createRun(run))
-      } catch (error) {
-        if (!(error instanceof StoreFullError)) throw error
-        stored.push(error)
-      }
-    }
-    return stored
+    return insertEach(runs, (run) => this.#insert(run))
   }
 
   async createRun(run: RunRecord): Promise<RunRecord> {
+    return this.#insert(run)
+  }
+
+  #insert(run: RunRecord): RunRecord {
     if (this.#runs.has(run.id)) throw new Error(`MemoryRunStore: run "${run.id}" already exists`)
     const scoped = run.idempotencyKey === undefined ? undefined : idempotencyScope(run.taskName, run.idempotencyKey)
     if (scoped !== undefined) {
@@ -442,44 +402,4 @@ export class MemoryRunStore implements RunStore {
       this.#tokensByRun.delete(id)
     }
   }
-}
-
-function isFlowing(run: StoredRun): boolean {
-  return run.status === 'queued' || run.status === 'running'
-}
-
-/** A run as the store holds it: its steps in a log of their own, when it has any. */
-type StoredRun = Omit<RunRecord, 'steps'> & { steps: StepLog | undefined }
-
-const byCreation = (a: StoredRun, b: StoredRun) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0)
-
-// Idempotency keys are scoped to their task: two tasks may use the same key.
-function idempotencyScope(taskName: string, key: string): string {
-  return `${taskName}\u0000${key}`
-}
-
-/**
- * The attempts of every stored run that has none yet, most runs in flight:
- * one array for all of them. Nothing appends in place (`withAttempt` makes
- * a new array), and every copy handed out is a new array.
- */
-const NO_ATTEMPTS: Attempt[] = Object.freeze([]) as unknown as Attempt[]
-
-function copyAttempt(attempt: Attempt): Attempt {
-  return { ...attempt }
-}
-
-/**
- * The attempts with a copy of `attempt` after them, in an array of their
- * exact size: `push` onto a run's empty array (most runs end after one
- * attempt) leaves room for 17, which every retained run would carry.
- */
-function withAttempt(attempts: Attempt[], attempt: Attempt): Attempt[] {
-  return attempts.concat(copyAttempt(attempt))
-}
-
-// Attempts and step records are never changed in place once stored, so a
-// copy of the containers is enough to keep callers from changing the store.
-function copyRun(run: StoredRun): RunRecord {
-  return { ...run, attempts: run.attempts.slice(), steps: run.steps === undefined ? {} : run.steps.take() }
 }
