@@ -6,7 +6,7 @@
  * of `ctx.log` are written by their own writer, `run-output.ts`, before the
  * outcome is handed over.)
  */
-import type { Attempt, RunLogEntry, RunLogger, RunLogLevel, RunRecord, StepApi, StepRecord, TaskContext } from '../types.ts'
+import type { Attempt, RunLogEntry, RunLogger, RunLogLevel, RunRecord, StepApi, StepRecord } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import type { TaskDefinition } from './definitions.ts'
 import { isoAt } from './clock.ts'
@@ -21,6 +21,7 @@ import { createStepApi, patched, type StepHost } from './steps.ts'
 import type { SuspendSignal } from './suspend.ts'
 import type { ExecutionSpan } from '../telemetry/types.ts'
 import { hasSteps } from './store.ts'
+import { HandlerContext } from './handler-context.ts'
 
 export type InvocationOutcome =
   | { kind: 'completed'; result: unknown; attempt: Attempt }
@@ -95,53 +96,6 @@ export function invoke<T extends RunRef>(def: TaskDefinition, run: RunRecord, in
 }
 
 /**
- * The `ctx` a handler gets. `step` and `signal` are getters on the
- * prototype, built on first use: most invocations of a small task touch
- * neither, and dispatch throughput is dominated by allocation.
- */
-class Context implements TaskContext {
-  readonly attempt: number
-  readonly input: unknown
-  readonly runId: string
-  readonly taskName: string
-  readonly version: string | undefined
-  readonly #call: Call<RunRef>
-
-  constructor(call: Call<RunRef>, run: RunRecord, attempt: number) {
-    this.attempt = attempt
-    this.input = run.input
-    this.runId = run.id
-    this.taskName = run.taskName
-    this.version = run.version
-    this.#call = call
-  }
-
-  get step(): StepApi {
-    return this.#call.step()
-  }
-
-  get signal(): AbortSignal {
-    return this.#call.signal()
-  }
-
-  stream(name: string, data: unknown): Promise<void> {
-    return this.#call.stream(name, data)
-  }
-
-  get log(): RunLogger {
-    return this.#call.logger()
-  }
-
-  patched(id: string): Promise<boolean> {
-    return this.#call.patched(id, false)
-  }
-
-  async deprecatePatch(id: string): Promise<void> {
-    await this.#call.patched(id, true)
-  }
-}
-
-/**
  * One invocation in flight; its state is fields rather than closures, for
  * the same reason, and its timeout is a place in the engine's `AttemptTimeouts`.
  * It keeps what it needs of the run, not the run's record, which its other
@@ -188,7 +142,7 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     this.#steps = run.steps
     this.#chunkLog = run.chunks
     this.#logLog = run.logs
-    const ctx = new Context(this, run, this.#attempt)
+    const ctx = new HandlerContext(this, run, this.#attempt)
     let value: unknown
     try {
       value = def.handler(ctx)

@@ -1,7 +1,8 @@
 /**
- * How `MemoryRunStore` (memory-store.ts) holds a run and hands out copies:
- * the record with its steps in a log of their own, attempts never changed
- * in place, and idempotency keys scoped to their task. Edge-safe.
+ * How `MemoryRunStore` (memory-store.ts) holds a run and hands out copies
+ * (the record with its steps in a log of their own, attempts never changed
+ * in place, idempotency keys scoped to their task), and which runs of a
+ * task are queued or running (`InFlow`). Edge-safe.
  */
 import type { Attempt, RunRecord } from '../types.ts'
 import type { StepLog } from './step-log.ts'
@@ -44,4 +45,33 @@ export function withAttempt(attempts: Attempt[], attempt: Attempt): Attempt[] {
 // copy of the containers is enough to keep callers from changing the store.
 export function copyRun(run: StoredRun): RunRecord {
   return { ...run, attempts: run.attempts.slice(), steps: run.steps === undefined ? {} : run.steps.take() }
+}
+
+/**
+ * Per task, the ids of its queued and running runs: what `startQueued`
+ * weighs under a concurrency limit, without a pass over every retained run.
+ * Kept only for tasks `startQueued` was asked about, the ones with limits:
+ * for the others it would be one more entry per run in flight, never read.
+ */
+export class InFlow {
+  readonly #byTask = new Map<string, Set<string>>()
+
+  /** The ids of a task's queued and running runs, gathered from `runs` the first time it is asked for. */
+  of(taskName: string, runs: Iterable<StoredRun>): Set<string> {
+    let ids = this.#byTask.get(taskName)
+    if (ids === undefined) {
+      ids = new Set()
+      for (const run of runs) if (run.taskName === taskName && isFlowing(run)) ids.add(run.id)
+      this.#byTask.set(taskName, ids)
+    }
+    return ids
+  }
+
+  /** Keeps the ids in step with a run's status, for the tasks it holds. */
+  track(run: StoredRun): void {
+    const ids = this.#byTask.get(run.taskName)
+    if (ids === undefined) return
+    if (isFlowing(run)) ids.add(run.id)
+    else ids.delete(run.id)
+  }
 }

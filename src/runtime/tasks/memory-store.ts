@@ -17,16 +17,7 @@ import { MemoryEventLog } from './memory-events.ts'
 import type { EventEffects, EventListQuery } from '../types/run-store.ts'
 import type { EventMatch } from '../events/match.ts'
 import { type MemoryRunStoreOptions, resolveMemoryOptions } from './memory-options.ts'
-import {
-  byCreation,
-  copyAttempt,
-  copyRun,
-  idempotencyScope,
-  isFlowing,
-  NO_ATTEMPTS,
-  type StoredRun,
-  withAttempt,
-} from './memory-records.ts'
+import { byCreation, copyAttempt, copyRun, idempotencyScope, InFlow, NO_ATTEMPTS, type StoredRun, withAttempt } from './memory-records.ts'
 
 export { DEFAULT_MAX_BYTES, type MemoryRunStoreOptions } from './memory-options.ts'
 
@@ -42,11 +33,8 @@ export class MemoryRunStore implements RunStore {
   #tokens = new Map<string, TokenRecord>()
   #tokensByRun = new Map<string, string[]>()
   readonly #events: MemoryEventLog
-  // Per task, the ids of its queued and running runs: what `startQueued`
-  // weighs under a concurrency limit, without a pass over every retained run.
-  // Kept only for tasks `startQueued` was asked about, the ones with limits:
-  // for the others it would be one more entry per run in flight, never read.
-  #inFlow = new Map<string, Set<string>>()
+  /** The queued and running runs of the tasks `startQueued` was asked about (memory-records.ts). */
+  readonly #inFlow = new InFlow()
   /** What each retained run weighs (run-size.ts), by id; kept beside the record so reads do not copy it. */
   #sizes = new Map<string, number>()
   #bytes = 0
@@ -132,7 +120,7 @@ export class MemoryRunStore implements RunStore {
     const attempts = run.attempts.length === 0 ? NO_ATTEMPTS : run.attempts.map(copyAttempt)
     const stored: StoredRun = { ...run, attempts, steps: StepLog.from(run.steps) }
     this.#runs.set(run.id, stored)
-    this.#track(stored)
+    this.#inFlow.track(stored)
     this.#sizes.set(run.id, 0)
     this.#grow(run.id, runSize(run), live)
     if (!live) this.#finished.add(run.id)
@@ -160,7 +148,7 @@ export class MemoryRunStore implements RunStore {
       run.attempts = withAttempt(run.attempts, patch.attempt)
       applyRunPatch(run, { ...patch, attempt: undefined })
     }
-    this.#track(run)
+    this.#inFlow.track(run)
     const live = !isFinished(run.status)
     if (live !== wasLive) {
       // The run's whole weight moves between the live and the finished part.
@@ -282,7 +270,7 @@ export class MemoryRunStore implements RunStore {
         if (run.startedAt !== undefined) started.push(run)
       }
     } else {
-      for (const id of this.#flowing(taskName)) {
+      for (const id of this.#inFlow.of(taskName, this.#runs.values())) {
         const run = this.#runs.get(id)!
         if (run.status === 'queued') queued.push(run)
         else running.push(run)
@@ -315,25 +303,6 @@ export class MemoryRunStore implements RunStore {
       }
     }
     return this.createRun(run)
-  }
-
-  /** The ids of a task's queued and running runs, gathered the first time it is asked for. */
-  #flowing(taskName: string): Set<string> {
-    let ids = this.#inFlow.get(taskName)
-    if (ids === undefined) {
-      ids = new Set()
-      for (const run of this.#runs.values()) if (run.taskName === taskName && isFlowing(run)) ids.add(run.id)
-      this.#inFlow.set(taskName, ids)
-    }
-    return ids
-  }
-
-  /** Keeps `#inFlow` in step with a run's status, for the tasks it holds. */
-  #track(run: StoredRun): void {
-    const ids = this.#inFlow.get(run.taskName)
-    if (ids === undefined) return
-    if (isFlowing(run)) ids.add(run.id)
-    else ids.delete(run.id)
   }
 
   /** Adds `growth` to the weight of a retained run, live or not. */

@@ -14,24 +14,17 @@
  * The engine creates one `Waitpoints`; it reaches the rest of the engine
  * only through the callbacks it is given.
  */
-import type { ChildRunResult, CompleteTokenResult, Logger, RunRecord, StepRecord } from '../types.ts'
+import type { CompleteTokenResult, Logger, RunRecord, StepRecord } from '../types.ts'
 import { errorMessage, LeaseLostError } from '../errors.ts'
 import { timerId } from './ids.ts'
 import { assertPayload } from './payload-limit.ts'
-import { childRunResult, stepTiming, waitedStepKind } from './steps.ts'
-import {
-  type EventRecord,
-  isFinished,
-  type RunStore,
-  type SharedWork,
-  type TimerRecord,
-  type TokenRecord,
-  type TokenStatus,
-} from './store.ts'
+import { stepTiming, waitedStepKind } from './steps.ts'
+import type { EventRecord, RunStore, SharedWork, TimerRecord, TokenRecord, TokenStatus } from './store.ts'
 import { createTimerSet, type TimerSet } from './in-process-timers.ts'
 import { matchesEvent } from '../events/match.ts'
 import { eventWaitStep, metBy, settleFromRecorded, settleWith } from './wait-for-event.ts'
 import type { ShardChildren } from './shard-children.ts'
+import { ChildWaits } from './child-waits.ts'
 import { unknownWaitpoint } from './waitpoint-kinds.ts'
 
 /** How many suspended runs one read of `deliverEvent` looks at. */
@@ -73,10 +66,9 @@ export class Waitpoints {
   readonly #shared: SharedWork | undefined
   readonly #owner: string
   readonly #maxPayloadBytes: number
-  readonly #children: ShardChildren | undefined
+  /** Runs waiting for a child run (child-waits.ts). */
+  readonly #childWaits: ChildWaits
   #closed = false
-  /** Runs waiting for a child they did not start, by child id (see `armWaitpoint`). */
-  readonly #watchers = new Map<string, Set<string>>()
 
   constructor(options: WaitpointsOptions) {
     this.#store = options.store
@@ -88,7 +80,14 @@ export class Waitpoints {
     this.#shared = options.store.shared
     this.#owner = options.owner ?? ''
     this.#maxPayloadBytes = options.maxPayloadBytes
-    this.#children = options.children
+    this.#childWaits = new ChildWaits({
+      store: this.#store,
+      logger: this.#logger,
+      children: options.children,
+      resume: (runId, stepKey, step) => this.#resume(runId, stepKey, step),
+      arm: (timer) => this.arm(timer),
+      dropTimer: (id) => this.#dropTimer(id),
+    })
   }
 
   /** Records a timer, then arms it in-process (not after `close()`: the record stays for a durable store). */
@@ -132,23 +131,8 @@ export class Waitpoints {
         if (settled && settled.status !== 'waiting') await this.#eventWaitMet(run.id, stepKey, settled)
         return
       }
-      case 'task': {
-        const there = this.#children?.holder(waitpoint.runId)
-        if (there !== undefined) return this.#lookElsewhere(run, there)
-        let child = await this.#store.getRun(waitpoint.runId)
-        if (child && !isFinished(child.status) && child.parentRunId !== run.id) {
-          // The caller's idempotency key led to a run that another run (or a
-          // plain enqueue) started: when it finishes it resumes its own parent
-          // only, so this run asks to be told too, then looks again in case it
-          // finished in between.
-          this.#watch(child.id, run.id)
-          child = await this.#store.getRun(waitpoint.runId)
-        }
-        if (child && isFinished(child.status)) {
-          await this.#resume(run.id, stepKey, { status: 'completed', output: childResult(child) })
-        }
-        return
-      }
+      case 'task':
+        return this.#childWaits.arm(run, stepKey, waitpoint.runId)
       default:
         unknownWaitpoint(waitpoint)
     }
@@ -160,13 +144,7 @@ export class Waitpoints {
    * logged with the task.
    */
   finished(run: RunRecord): void {
-    const parentShard = run.parentRunId === undefined ? undefined : this.#children?.holder(run.parentRunId)
-    if (parentShard !== undefined) this.#tellParent(parentShard, run)
-    else if (run.parentRunId !== undefined) this.#resumeParent(run, run.parentRunId)
-    const watchers = this.#watchers.get(run.id)
-    if (watchers === undefined) return
-    this.#watchers.delete(run.id)
-    for (const parentId of watchers) if (parentId !== run.parentRunId) this.#resumeParent(run, parentId)
+    this.#childWaits.finished(run)
   }
 
   /** Completes a `waitForToken` token and resumes its run. */
@@ -291,67 +269,9 @@ export class Waitpoints {
     return true
   }
 
-  /** Resumes `parentId` too when `childId` finishes, for children that run did not start. */
-  #watch(childId: string, parentId: string): void {
-    const parents = this.#watchers.get(childId)
-    if (parents) parents.add(parentId)
-    else this.#watchers.set(childId, new Set([parentId]))
-  }
-
   /** `child`, a run of another shard, finished: its parent here resumes if it waits for it (`ShardHere.childFinished`). */
-  async childFinishedElsewhere(child: RunRecord): Promise<void> {
-    const parentId = child.parentRunId
-    if (parentId === undefined || !isFinished(child.status)) return
-    const stepKey = await this.#resumeIfWaiting(child, parentId)
-    if (stepKey !== undefined) await this.#dropChildTimer(parentId, stepKey)
-  }
-
-  /** Tells the parent's shard that `child` finished; should the word be lost, the parent's own looks find it (`#lookElsewhere`). */
-  #tellParent(shard: number, child: RunRecord): void {
-    this.#children!.notifyParent(shard, child).catch((error) =>
-      this.#logger.warn(
-        `[svc] task "${child.taskName}": could not tell shard ${shard} that run ${child.id} finished (${errorMessage(error)}); its parent run ${child.parentRunId} finds out when it next looks`,
-      ),
-    )
-  }
-
-  /**
-   * A run suspended on a child in shard `shard` looks at it, and is
-   * resumed if it has finished. The next look (a `child` timer) is
-   * recorded first, so that a look that fails, or an object that goes
-   * mid-way, only delays the resumption. The look itself is not waited
-   * for: a recovery (which arms every waitpoint before its object takes
-   * calls) must not wait for another object that may be recovering too,
-   * and looking back at this one.
-   */
-  async #lookElsewhere(run: RunRecord, shard: number): Promise<void> {
-    const { stepKey, waitpoint, since } = run.suspended!
-    await this.arm({ id: timerId(run.id, 'child', stepKey), runId: run.id, kind: 'child', stepKey, dueAt: this.#children!.nextLook(since) })
-    const childId = (waitpoint as { runId: string }).runId
-    this.#children!.getRun(shard, childId)
-      .then(async (child) => {
-        if (!child || !isFinished(child.status)) return
-        if (await this.#resume(run.id, stepKey, { status: 'completed', output: childResult(child) }))
-          await this.#dropChildTimer(run.id, stepKey)
-      })
-      .catch((error) =>
-        this.#logger.warn(`[svc] run ${run.id}: could not look at its child run ${childId} in shard ${shard}: ${errorMessage(error)}`),
-      )
-  }
-
-  /** Resumes `parentId` if it waits for this finished child. */
-  #resumeParent(child: RunRecord, parentId: string): void {
-    this.#resumeIfWaiting(child, parentId).catch((error) =>
-      this.#logger.error(`[svc] task "${child.taskName}": could not resume parent run ${parentId}: ${errorMessage(error)}`),
-    )
-  }
-
-  /** Resumes `parentId` if it waits for `child`, which has finished; answers the step it resumed. */
-  async #resumeIfWaiting(child: RunRecord, parentId: string): Promise<string | undefined> {
-    const parent = await this.#store.getRun(parentId)
-    const wait = parent?.suspended
-    if (!parent || !wait || wait.waitpoint.type !== 'task' || wait.waitpoint.runId !== child.id) return undefined
-    return (await this.#resume(parent.id, wait.stepKey, { status: 'completed', output: childResult(child) })) ? wait.stepKey : undefined
+  childFinishedElsewhere(child: RunRecord): Promise<void> {
+    return this.#childWaits.childFinishedElsewhere(child)
   }
 
   #schedule(timer: TimerRecord): void {
@@ -436,21 +356,10 @@ export class Waitpoints {
     await this.#dropTimer(timerId(token.runId, 'token-timeout', token.stepKey))
   }
 
-  /** Clears the next look of a run at its child in another shard, once the child resumed it (`#lookElsewhere`). */
-  async #dropChildTimer(runId: string, stepKey: string): Promise<void> {
-    await this.#dropTimer(timerId(runId, 'child', stepKey))
-  }
-
   async #dropTimer(id: string): Promise<void> {
     this.#timers.clear(id)
     await this.#store.takeTimer(id)
   }
-}
-
-/** What a parent waiting on a finished child resumes with; a cancelled child is a failure that says so. */
-function childResult(child: RunRecord): ChildRunResult {
-  if (child.status !== 'cancelled') return childRunResult(child)
-  return { ok: false, cancelled: true, error: `Run ${child.id} of task "${child.taskName}" was cancelled` }
 }
 
 /** The timer that times out a token wait at `dueAt`. */
