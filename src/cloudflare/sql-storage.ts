@@ -1,13 +1,10 @@
 /**
  * A SQLite-backed Durable Object's storage as `DurableObjectRunStore`
- * (sql-store.ts) uses it, the store's options, and the tables it makes
- * there each time the object wakes. Edge-safe: no `node:` import.
+ * (sql-store.ts) uses it, the store's options, and the schema the object
+ * brings up to date each time it wakes. Edge-safe: no `node:` import.
  */
-import { EVENTS_BY_NAME_SEQ, EVENTS_TABLE } from '../runtime/tasks/sql/events.ts'
-import { prefixTables } from '../runtime/tasks/sql/namespace.ts'
-import { runProcedure, type SqlRunner } from '../runtime/tasks/sql/procedure.ts'
-import { RUNS_BY_EVENT_WAIT, RUNS_BY_TASK_FINISH } from '../runtime/tasks/sql/queries.ts'
-import { createTables, MOVE_STEPS, STEPS_TABLE } from '../runtime/tasks/sql/schema.ts'
+import { migrateSchema, type SchemaDriver } from '../runtime/tasks/sql/migrations.ts'
+import type { SqlRunner } from '../runtime/tasks/sql/procedure.ts'
 import type { SqlConnection } from '../runtime/tasks/sql/transaction.ts'
 import type { RunRecord } from '../types.ts'
 
@@ -40,12 +37,6 @@ export interface DurableObjectRunStoreOptions {
   onChange?: (run?: RunRecord) => void
 }
 
-/** The tables an object of a release before the `svc_` prefix held, by their names then. */
-const PLAIN_TABLES = ['runs', 'timers', 'tokens', 'steps', 'events']
-
-// The tables of `SqliteRunStore`, plus each timer's due time, which the alarm is set from.
-const SCHEMA = createTables({ timerDueAt: true }) + EVENTS_TABLE + EVENTS_BY_NAME_SEQ + RUNS_BY_EVENT_WAIT + RUNS_BY_TASK_FINISH
-
 /** `storage.sql` as the shared SQL procedures run on it. */
 export function sqlRunner(sql: SqlStorageLike): SqlRunner {
   return {
@@ -55,17 +46,23 @@ export function sqlRunner(sql: SqlStorageLike): SqlRunner {
 }
 
 /**
- * Makes the store's tables, as every wake does (`CREATE … IF NOT EXISTS`),
- * after renaming those an earlier release named without the prefix
- * (sql/namespace.ts); an object that held runs before steps had a table of
- * their own moves them there, once.
+ * Brings the object's tables to the schema this release writes, as every
+ * wake does: the SQLite dialect's migration chain (sql/migrations.ts),
+ * which on an object already up to date reads its version and runs
+ * nothing else. Storage an earlier release made, which recorded no
+ * version, is taken at the version its tables match.
  */
 export function prepareTables(storage: SqlDurableStorageLike): void {
-  const runner = sqlRunner(storage.sql)
-  storage.transactionSync(() => runProcedure(prefixTables(PLAIN_TABLES), runner))
-  const hadSteps = runner.all(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'svc_steps'`, []).length > 0
-  storage.sql.exec(SCHEMA)
-  if (!hadSteps) storage.transactionSync(() => storage.sql.exec(STEPS_TABLE + MOVE_STEPS))
+  migrateSchema(objectDriver(storage), 'durable-object', "the Durable Object's storage")
+}
+
+/** The storage as the migration chain runs on it, in the object's own transactions. */
+function objectDriver(storage: SqlDurableStorageLike): SchemaDriver {
+  return {
+    exec: (sql) => void storage.sql.exec(sql),
+    query: (sql, ...params) => storage.sql.exec(sql, ...params).toArray(),
+    transaction: (fn) => storage.transactionSync(fn),
+  }
 }
 
 /** The object's SQL as a transactional step's `tx` runs the app's statements on it. */

@@ -46,21 +46,8 @@ const READ_LIMIT = 500
 export const LISTENER_TTL_MS = 30_000
 const LISTENER_RENEW_MS = 10_000
 
-/**
- * Schema version 8. `at` is when the row was written, in epoch
- * milliseconds of the writing process (every process on the file reads
- * one clock); `payload` is a JSON array of `[id, taskName, status]`.
- * `change_listeners` holds the stores that listen (their `owners.owner`),
- * each until its row lapses.
- */
-export const CHANGES_TABLE = `
-  CREATE TABLE svc_changes (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    owner TEXT NOT NULL,
-    at INTEGER NOT NULL,
-    payload TEXT NOT NULL
-  );
-  CREATE TABLE svc_change_listeners (owner INTEGER PRIMARY KEY, until INTEGER NOT NULL);`
+// The two tables (schema version 8) are made by the migration chain
+// (src/runtime/tasks/sql/file-tables.ts), which says what their columns hold.
 
 const INSERT_CHANGES = 'INSERT INTO svc_changes (owner, at, payload) VALUES (?, ?, ?) RETURNING seq'
 // Looks at the oldest PRUNE_BATCH rows only, so a prune reads no more than it may remove.

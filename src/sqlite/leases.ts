@@ -13,27 +13,9 @@
  * each row, and nobody waits on a row another is claiming.
  */
 
-/**
- * Schema version 5. `runs.lease_owner` and `lease_until` are the lease on
- * a run's attempt; `timers.due_at` (the record's `dueAt`, ISO text, which
- * sorts as time does), `claimed_by` and `claim_until` the claim on a
- * timer. A file that is not shared keeps these columns empty but for
- * `due_at`, so it can be opened shared later with its timers due.
- * `owners.shared` says which stores opened the file shared: processes
- * that open it both ways at once would take each other's attempts.
- */
-export const LEASE_COLUMNS = `
-  ALTER TABLE svc_runs ADD COLUMN lease_owner TEXT;
-  ALTER TABLE svc_runs ADD COLUMN lease_until INTEGER;
-  ALTER TABLE svc_timers ADD COLUMN due_at TEXT;
-  ALTER TABLE svc_timers ADD COLUMN claimed_by TEXT;
-  ALTER TABLE svc_timers ADD COLUMN claim_until INTEGER;
-  UPDATE svc_timers SET due_at = json_extract(record, '$.dueAt');
-  CREATE INDEX svc_timers_by_due_at ON svc_timers (due_at);
-  CREATE TABLE svc_cron_ticks (task_name TEXT NOT NULL, tick TEXT NOT NULL, PRIMARY KEY (task_name, tick)) WITHOUT ROWID;
-  CREATE TABLE svc_wakes (id INTEGER PRIMARY KEY CHECK (id = 0), n INTEGER NOT NULL);
-  INSERT INTO svc_wakes (id, n) VALUES (0, 0);
-  ALTER TABLE svc_owners ADD COLUMN shared INTEGER NOT NULL DEFAULT 0;`
+// The columns and tables these statements use (schema version 5, and the
+// processes table of version 10) are made by the migration chain
+// (src/runtime/tasks/sql/file-tables.ts).
 
 /**
  * `UPSERT_TIMER` (sql/queries.ts) with the due time, clearing any claim:
@@ -116,15 +98,6 @@ export const CLAIM_TICK = 'INSERT OR IGNORE INTO svc_cron_ticks (task_name, tick
 
 export const WAKE = 'UPDATE svc_wakes SET n = n + 1'
 export const WAKES = 'SELECT n FROM svc_wakes'
-
-/**
- * The processes on the file that serve versions of their tasks
- * (docs/deploying.md "Runs across deploys"), each with the `<task>@<version>` keys it serves (a
- * JSON array), when it registered first and when last (ms since the
- * epoch). A process not heard from for `leaseMs` is gone.
- */
-export const PROCESSES_TABLE = `
-  CREATE TABLE svc_processes (owner TEXT PRIMARY KEY, versions TEXT NOT NULL, started_at INTEGER NOT NULL, beat_at INTEGER NOT NULL) WITHOUT ROWID;`
 
 /**
  * A process that serves the same versions as one registered before it,

@@ -71,15 +71,8 @@ export function isAlive(other: Owner, self: Owner, now: number): boolean {
   }
 }
 
-export const OWNERS_TABLE = `
-  ALTER TABLE svc_runs ADD COLUMN owner INTEGER;
-  CREATE TABLE svc_owners (owner INTEGER PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, ns TEXT NOT NULL, beat_at INTEGER NOT NULL);`
-/**
- * Schema version 4: the fence of each run's owner (fences.ts). A
- * constant default adds the column without rewriting the table; a run
- * running when the file is upgraded is fenced from its next claim.
- */
-export const OWNER_FENCE_COLUMN = 'ALTER TABLE svc_runs ADD COLUMN owner_fence INTEGER NOT NULL DEFAULT 0;'
+// The owners table and the owner and fence columns (schema versions 3 and
+// 4) are made by the migration chain (src/runtime/tasks/sql/file-tables.ts).
 export const UPSERT_OWNER = 'INSERT OR REPLACE INTO svc_owners (owner, pid, host, ns, beat_at, shared) VALUES (?, ?, ?, ?, ?, ?)'
 export const DELETE_OWNER = 'DELETE FROM svc_owners WHERE owner = ?'
 export const SELECT_OWNERS = 'SELECT owner, pid, host, ns, beat_at, shared FROM svc_owners'

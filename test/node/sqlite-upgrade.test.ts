@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, expect, it } from 'vitest'
+import { SCHEMA_VERSION } from '../../src/sqlite/database.ts'
 import type { RunRecord } from '../../src/types.ts'
 import { until } from '../tasks/_helpers.ts'
 
@@ -112,7 +113,7 @@ it("renames a version-11 file's tables in place, and its sleeping and waiting ru
   expect(readFileSync(effects, 'utf8').split('\n').filter(Boolean).sort()).toEqual(['nap-b', 'nap-b', 'nap-b'])
 
   const after = schema(db)
-  expect(after.version).toBe(12)
+  expect(after.version).toBe(SCHEMA_VERSION)
   expect(after.names.filter((name) => !name.startsWith('svc_') && !name.startsWith('sqlite_'))).toEqual([])
   expect(after.names).toEqual(
     expect.arrayContaining(['svc_runs', 'svc_steps', 'svc_timers', 'svc_tokens', 'svc_events', 'svc_runs_by_key', 'svc_events_by_name']),

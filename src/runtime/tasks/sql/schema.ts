@@ -4,10 +4,11 @@
  * Records are kept whole as JSON text; the columns beside them are the ones
  * the stores filter, order or compare on.
  *
- * This text is schema version 1 of `SqliteRunStore`'s files, which its
- * first migration runs: never edit what it means. A new column or index is
- * a new migration (and a new statement here), so a file an earlier release
- * wrote still opens. Edge-safe: no `node:` import.
+ * Each statement here is a step of the SQLite dialect's migration chain
+ * (migrations.ts), which both stores run: never edit what one means, since
+ * databases it made exist. A new column or index is a new step (and a new
+ * statement here), so a database an earlier release wrote still opens.
+ * Edge-safe: no `node:` import.
  */
 
 /** Options of `createTables`, the one place the two stores' schemas differ. */
@@ -20,8 +21,10 @@ export interface TablesOptions {
   timerDueAt: boolean
 }
 
-// `CREATE … IF NOT EXISTS`: a Durable Object runs this on every wake. The
-// notes on the statements stay out of the SQL text, which every worker
+// `CREATE … IF NOT EXISTS`: releases before the chain recorded a Durable
+// Object's version made these on every wake, and the chain runs them again
+// on storage it can only tell the version of by its tables (migrations.ts).
+// The notes on the statements stay out of the SQL text, which every worker
 // bundle carries:
 // - `seq` is the rowid: creation order, which listRuns walks newest first.
 // - `finished_seq` orders runs by when they finished (eviction order) and is
@@ -75,11 +78,10 @@ CREATE INDEX IF NOT EXISTS svc_tokens_by_run ON svc_tokens (run_id);
 `
 
 /**
- * A run's steps in a table of their own, one row a step (schema version 2
- * of `SqliteRunStore`'s files; created on its first start by a Durable
- * Object that held runs before it), so that saving a step writes that step alone
- * rather than the whole record again (a run's thousandth step would
- * otherwise rewrite the nine hundred and ninety-nine before it). `seq` is
+ * A run's steps in a table of their own, one row a step (schema version
+ * 2), so that saving a step writes that step alone rather than the whole
+ * record again (a run's thousandth step would otherwise rewrite the nine
+ * hundred and ninety-nine before it). `seq` is
  * the order steps were first saved, the order of the record's `steps`
  * object; the run's own `record` keeps `"steps":{}` in its place.
  */
@@ -105,7 +107,16 @@ INSERT INTO svc_steps (run_seq, key, record)
 UPDATE svc_runs SET record = json_set(record, '$.steps', json('{}')) WHERE record -> '$.steps' <> '{}';
 `
 
-/** The statements that create the runs, timers and tokens tables with their indexes. */
+/**
+ * Schema version 13: the timers of a run, which a cancel deletes in one
+ * statement (`RunStore.dropTimersOf`, `DROP_RUN_TIMERS` in queries.ts)
+ * without reading every timer.
+ */
+export const TIMERS_BY_RUN = `
+CREATE INDEX svc_timers_by_run ON svc_timers (run_id);
+`
+
+/** The statements that create the runs, timers and tokens tables with their indexes (schema version 1). */
 export function createTables(options: TablesOptions): string {
   return RUNS + (options.timerDueAt ? TIMERS_WITH_DUE_AT : TIMERS) + TOKENS
 }
