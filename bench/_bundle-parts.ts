@@ -6,7 +6,7 @@
  * without its bytes, so shares do not add up to the whole (gzip finds
  * repeats across modules) but say what leaving a module out would save.
  *
- * Run: node bench/_bundle-parts.ts [app root, default playground] [--all]
+ * Run: node bench/_bundle-parts.ts [app root, default playground; the reference apps are bench/_apps/routes and bench/_apps/tasks] [--all]
  */
 import { relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -157,12 +157,8 @@ function groupOf(module: string): string {
   return module.startsWith('@') ? module.split('/').slice(0, 2).join('/') : module.split('/')[0]
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const args = process.argv.slice(2)
-  const root = resolve(args.find((arg) => !arg.startsWith('--')) ?? fileURLToPath(new URL('../playground', import.meta.url)))
-  const { bytes, gzipBytes, parts } = await bundleParts(root)
-  const kib = (n: number) => `${(n / 1024).toFixed(1)} KiB`
-  console.log(`worker for ${relative(process.cwd(), root) || '.'}: ${kib(bytes)}, ${kib(gzipBytes)} gzipped\n`)
+/** Each group's modules, bytes and gzipped share, largest share first. */
+export function groupShares(parts: BundlePart[]): Array<[group: string, share: { bytes: number; gzipBytes: number; modules: number }]> {
   const groups = new Map<string, { bytes: number; gzipBytes: number; modules: number }>()
   for (const part of parts) {
     const group = groups.get(groupOf(part.module)) ?? { bytes: 0, gzipBytes: 0, modules: 0 }
@@ -171,8 +167,17 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     group.modules++
     groups.set(groupOf(part.module), group)
   }
+  return [...groups].sort((a, b) => b[1].gzipBytes - a[1].gzipBytes)
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const args = process.argv.slice(2)
+  const root = resolve(args.find((arg) => !arg.startsWith('--')) ?? fileURLToPath(new URL('../playground', import.meta.url)))
+  const { bytes, gzipBytes, parts } = await bundleParts(root)
+  const kib = (n: number) => `${(n / 1024).toFixed(1)} KiB`
+  console.log(`worker for ${relative(process.cwd(), root) || '.'}: ${kib(bytes)}, ${kib(gzipBytes)} gzipped\n`)
   console.log('GROUP'.padEnd(44), 'MODULES', 'MINIFIED'.padStart(11), 'GZIP SHARE'.padStart(11))
-  for (const [name, group] of [...groups].sort((a, b) => b[1].gzipBytes - a[1].gzipBytes)) {
+  for (const [name, group] of groupShares(parts)) {
     console.log(name.padEnd(44), String(group.modules).padStart(7), kib(group.bytes).padStart(11), kib(group.gzipBytes).padStart(11))
   }
   console.log(`\n${'MODULE'.padEnd(60)} ${'MINIFIED'.padStart(11)} ${'GZIP SHARE'.padStart(11)}`)

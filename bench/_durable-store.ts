@@ -27,10 +27,10 @@ export class Bench {
     const now = new Date().toISOString()
     if (new URL(request.url).pathname.endsWith('/fill')) {
       // Finished runs take eviction positions 1, 2, 3… in the order written.
-      let [{ n }] = this.state.storage.sql.exec('SELECT count(*) AS n FROM runs').toArray()
+      let [{ n }] = this.state.storage.sql.exec('SELECT count(*) AS n FROM svc_runs').toArray()
       for (const id of ids) {
         this.state.storage.sql.exec(
-          "INSERT INTO runs (id, task_name, status, idempotency_key, finished_seq, record) VALUES (?, 'noop', 'completed', NULL, ?, ?)",
+          "INSERT INTO svc_runs (id, task_name, status, idempotency_key, finished_seq, record) VALUES (?, 'noop', 'completed', NULL, ?, ?)",
           id, ++n, JSON.stringify(record(id, 'completed', now)),
         )
       }

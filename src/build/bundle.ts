@@ -94,6 +94,11 @@ export async function bundle(options: BundleOptions): Promise<BundleResult> {
     resolve: {
       conditionNames: worker ? ['workerd', 'worker', 'browser', 'import', 'default'] : ['node', 'import', 'default'],
     },
+    // Calls that only make a value, which the tree-shaker may drop when the
+    // value goes unused: svc freezes its constant tables at the top of
+    // modules, and without this every module reachable from an entry kept
+    // them (a worker of routes carried the task engine's tables).
+    treeshake: { manualPureFunctions: ['Object.freeze', 'Object.keys', 'Object.entries', 'Object.values', 'Array.from'] },
     logLevel: 'silent',
     write: Boolean(options.outFile),
     output: {

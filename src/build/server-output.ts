@@ -49,13 +49,19 @@ async function writeServerOutput(ctx: TargetContext, out: string, output: Server
   const hasPublic = await ctx.copyPublic(join(out, 'public'))
   // fileURLToPath, not URL#pathname: the pathname keeps spaces and non-ASCII
   // letters percent-encoded, which names a directory that does not exist.
+  // Only the parts of svc the app uses: a server of routes opens no run
+  // store and carries no task engine.
+  const tasks = ctx.routes.some((route) => route.kind === 'task')
+  const pages = ctx.pages.length > 0
+  const imports = ['serveApp', ...(tasks ? ['SERVER_TASKS'] : []), ...(pages ? ['PAGES'] : [])]
+  const parts = `parts: { ${[...(tasks ? ['tasks: SERVER_TASKS'] : []), ...(pages ? ['pages: PAGES'] : [])].join(', ')} }`
   const serve = hasPublic
     ? `import { fileURLToPath } from 'node:url'
-import { serveApp } from '${output.runtime}'
-await serveApp({ ...app, staticDirs: [fileURLToPath(new URL('./public', import.meta.url))] })
+import { ${imports.join(', ')} } from '${output.runtime}'
+await serveApp({ ...app, staticDirs: [fileURLToPath(new URL('./public', import.meta.url))], ${parts} })
 `
-    : `import { serveApp } from '${output.runtime}'
-await serveApp(app)
+    : `import { ${imports.join(', ')} } from '${output.runtime}'
+await serveApp({ ...app, ${parts} })
 `
   // The guard is imported first, so it is in place before any other module runs (./startup-guard.ts).
   const entry = `import { started } from '${STARTUP_GUARD_ID}'

@@ -8,14 +8,14 @@
 import { loadTelemetry } from './telemetry.ts'
 import { DEFAULT_BODY_LIMIT } from '../runtime/http/body.ts'
 import type { ResponseClass } from '../runtime/http/types.ts'
-import { DASHBOARD_PAGE } from '../runtime/dashboard/page.ts'
 import { checkTaskSecretStrength } from '../runtime/admin/secret-strength.ts'
-import { createSvcHandler } from '../runtime/handler.ts'
+import { loopbackExemption } from '../runtime/admin/loopback-exemption.ts'
+import { createCoreHandler, type SvcHandler } from '../runtime/handler.ts'
 import type { Logger } from '../types.ts'
 import { type Background, createBackground } from './background.ts'
 import { resolveHost } from './host.ts'
 import { DEFAULT_CLOSE_CODE, type HotSockets, type HotSocketsOptions } from './hot-sockets.ts'
-import { createRuntimeLifecycle } from './lifecycle.ts'
+import { noTaskLifecycle } from './no-tasks.ts'
 import {
   checkServerOptions,
   DEFAULT_MAX_BUFFERED_BYTES,
@@ -29,7 +29,7 @@ import { createReloadableHandler, type ReloadableHandler } from './reload.ts'
 import { drainOnSignals } from './signals.ts'
 import { jsonResponse } from './socket-response.ts'
 import { createStaticHandler } from './static.ts'
-import { storeFromEnv } from './store-url.ts'
+import type { ServerParts } from './server-parts.ts'
 
 /** The HTTP side of a server's shutdown, which each listener does its own way. */
 export interface HttpShutdown {
@@ -86,9 +86,11 @@ export interface AppServerOptions {
   where: string
   /** The `Response` class the core handler answers with. */
   responseClass?: ResponseClass
+  /** The parts of svc the server carries: every one (`SERVER_PARTS`), or those a built app uses. */
+  parts: ServerParts
 }
 
-export async function openAppServer(options: SvcServerOptions, { where, responseClass }: AppServerOptions): Promise<AppServer> {
+export async function openAppServer(options: SvcServerOptions, { where, responseClass, parts }: AppServerOptions): Promise<AppServer> {
   checkServerOptions(options, where)
   const env = options.env ?? process.env
   const logger = options.logger ?? console
@@ -99,11 +101,12 @@ export async function openAppServer(options: SvcServerOptions, { where, response
   const maxPayloadBytes = options.runtime?.maxPayloadBytes ?? options.maxPayloadBytes ?? 0
   const bodyLimit = options.bodyLimit ?? Math.max(DEFAULT_BODY_LIMIT, maxPayloadBytes)
 
+  const tasks = parts.tasks
   // The store option, else SVC_STORE_URL, else memory; one opened here closes with the server.
-  const opened = options.runtime || options.store ? undefined : await storeFromEnv(env, { defaultStore: 'memory' })
+  const opened = !tasks || options.runtime || options.store ? undefined : await tasks.storeFromEnv(env, { defaultStore: 'memory' })
   const telemetry = options.telemetry === undefined ? await loadTelemetry(env) : options.telemetry || undefined
   const background = createBackground(logger)
-  const lifecycle = createRuntimeLifecycle({
+  const lifecycleOptions = {
     runtime: options.runtime,
     create: {
       routes: options.apiRoutes,
@@ -120,7 +123,8 @@ export async function openAppServer(options: SvcServerOptions, { where, response
     logger,
     waitUntil: background.waitUntil,
     drainTimeoutMs: shutdownTimeoutMs,
-  })
+  }
+  const lifecycle = tasks ? tasks.lifecycle(lifecycleOptions) : noTaskLifecycle(options, where)
   const staticFiles = options.staticDirs ? createStaticHandler(options.staticDirs, logger) : undefined
   let closing: Promise<void> | undefined
   const app = createReloadableHandler(
@@ -129,25 +133,28 @@ export async function openAppServer(options: SvcServerOptions, { where, response
       lifecycle,
       closing: () => closing !== undefined,
       build: ({ apiRoutes, pages }, runtime) =>
-        createSvcHandler({
-          routes: apiRoutes,
-          pages,
-          cache: options.cache ?? {},
-          globalHooks: options.globalHooks,
-          runtime,
-          env,
-          bodyLimit,
-          dev: options.dev,
-          dashboard: options.dashboard,
-          dashboardPage: DASHBOARD_PAGE,
-          runEvents: options.runEvents,
-          logger,
-          fallback: staticFiles,
-          // The process outlives each response; close() drains task attempts itself.
-          holdRuns: false,
-          responseClass,
-          telemetry,
-        }),
+        createCoreHandler(
+          {
+            routes: apiRoutes,
+            pages,
+            cache: options.cache ?? {},
+            globalHooks: options.globalHooks,
+            runtime,
+            env,
+            bodyLimit,
+            dev: options.dev,
+            dashboard: options.dashboard,
+            dashboardPage: tasks?.dashboard,
+            runEvents: options.runEvents,
+            logger,
+            fallback: staticFiles,
+            // The process outlives each response; close() drains task attempts itself.
+            holdRuns: false,
+            responseClass,
+            telemetry,
+          },
+          { streams: tasks?.streams, loopback: loopbackExemption, tasks: tasks?.surface, pages: parts.pages },
+        ),
     },
   )
 
@@ -212,11 +219,12 @@ export async function openAppServer(options: SvcServerOptions, { where, response
       return {
         port,
         url,
+        // A server started from code always has one; only a built server of routes has none.
         get runtime() {
-          return lifecycle.runtime
+          return lifecycle.runtime!
         },
         get handler() {
-          return app.current
+          return app.current as SvcHandler
         },
         close,
         closeWebSockets: (code, reason, filter) => websockets.closeWebSockets(code, reason, filter),

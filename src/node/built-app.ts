@@ -8,7 +8,7 @@
 import type { RuntimeApiRoute, RuntimePage } from '../types.ts'
 import { listenFailure } from './listen.ts'
 import type { RunningServer, SvcServerOptions } from './options.ts'
-import { storeFromEnv } from './store-url.ts'
+import type { ServerParts } from './server-parts.ts'
 
 /** What the generated server.mjs hands to `serveApp`. */
 export interface BuiltApp {
@@ -20,6 +20,8 @@ export interface BuiltApp {
   staticDirs?: string[]
   /** `otelTelemetry(api)`, when the app depends on `@opentelemetry/api`. */
   telemetry?: SvcServerOptions['telemetry']
+  /** The parts of svc the app uses: without `tasks`, no run store is opened and no task engine loaded. */
+  parts: ServerParts
 }
 
 /**
@@ -37,7 +39,7 @@ const ALL_INTERFACES = '0.0.0.0'
  */
 export async function serveBuiltApp<S extends RunningServer>(
   app: BuiltApp,
-  start: (options: SvcServerOptions) => Promise<S>,
+  start: (options: SvcServerOptions, parts: ServerParts) => Promise<S>,
   boundUrl: (server: S) => string = (server) => server.url,
 ): Promise<S> {
   const raw = process.env.PORT
@@ -48,9 +50,12 @@ export async function serveBuiltApp<S extends RunningServer>(
   // A persistent host keeps runs across restarts by default. The working
   // directory, not the output folder: `svc build` empties that folder, and the
   // Dockerfile's WORKDIR is where the server runs.
-  const opened = await storeFromEnv(process.env, { root: process.cwd(), defaultStore: 'sqlite' })
+  // An app without tasks keeps no runs: nothing is opened, and no `.svc/` is made.
+  const tasks = app.parts.tasks
+  const opened = tasks ? await tasks.storeFromEnv(process.env, { root: process.cwd(), defaultStore: 'sqlite' }) : undefined
   // Logged before the listening line, which is what a supervisor waits for.
-  console.log(`svc runs: ${opened.description} (SVC_STORE_URL picks another store)`)
+  if (opened) console.log(`svc runs: ${opened.description} (SVC_STORE_URL picks another store)`)
+  else if (process.env.SVC_STORE_URL?.trim()) console.warn('[svc] SVC_STORE_URL is set, but this app has no tasks: it keeps no runs, and no store is opened')
   let server: S
   try {
     server = await start({
@@ -62,17 +67,17 @@ export async function serveBuiltApp<S extends RunningServer>(
       telemetry: app.telemetry,
       port,
       host: process.env.HOST || ALL_INTERFACES,
-      store: opened.store,
-    })
+      store: opened?.store,
+    }, app.parts)
   } catch (error) {
-    await opened.close()
+    await opened?.close()
     throw listenFailure(error, port, process.env.HOST || ALL_INTERFACES, 'set PORT to another port (PORT=0 picks a free one)')
   }
   const close = server.close
   // The server closes only what it opened; this store is ours to close after it.
   server.close = async () => {
     await close()
-    await opened.close()
+    await opened?.close()
   }
   console.log(`svc listening on ${boundUrl(server)}`)
   return server

@@ -13,7 +13,7 @@
 import type { Hooks, Peer } from 'crossws'
 import { acceptedUpgrade, expectUpgrade, type AcceptedUpgrade } from '../runtime/app/upgrade.ts'
 import { describe } from '../runtime/describe.ts'
-import type { SvcHandler } from '../runtime/handler.ts'
+import type { CoreHandler } from '../runtime/handler.ts'
 import type { Logger, RequestInfo } from '../types.ts'
 import { HotRoutePeer, type PeerTransport } from './hot-peer.ts'
 import { jsonResponse } from './socket-response.ts'
@@ -27,7 +27,7 @@ export const TOO_BIG = 1009
 /** What every WebSocket layer is given by its server. */
 export interface HotSocketsOptions {
   /** The current core handler (the Node server swaps it on reload). */
-  handler: () => SvcHandler
+  handler: () => CoreHandler
   logger: Logger
   /** True while the server drains: upgrades then get 503. */
   draining: () => boolean

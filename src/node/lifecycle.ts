@@ -39,8 +39,8 @@ export interface RuntimeLifecycleOptions {
 }
 
 export interface RuntimeLifecycle {
-  /** The runtime serving now. */
-  readonly runtime: TaskRuntime
+  /** The runtime serving now; none on a server built for an app without tasks (no-tasks.ts). */
+  readonly runtime: TaskRuntime | undefined
   /** Makes it the active runtime (unless the caller's runtime finds another active), recovers, starts the scheduler. */
   start(): Promise<void>
   /**
@@ -48,12 +48,12 @@ export interface RuntimeLifecycle {
    * server created the current one, else the caller's own, unchanged (its
    * tasks are theirs to change). Nothing runs until `adopt()`.
    */
-  successor(routes: RuntimeApiRoute[], events?: EventSchemas): TaskRuntime
+  successor(routes: RuntimeApiRoute[], events?: EventSchemas): TaskRuntime | undefined
   /**
    * Serves `next` from now on. Attempts in flight finish on the old runtime;
    * both share the store, so `next` then re-arms the waits the old one held.
    */
-  adopt(next: TaskRuntime): void
+  adopt(next: TaskRuntime | undefined): void
   stopScheduler(): void
   /** Waits for attempts in flight, at most `timeoutMs`. */
   drain(timeoutMs: number): Promise<void>
@@ -87,7 +87,7 @@ export function createRuntimeLifecycle(options: RuntimeLifecycleOptions): Runtim
       return owned ? build(routes, events, runtime.store) : runtime
     },
     adopt(next) {
-      if (next === runtime) return
+      if (next === undefined || next === runtime) return
       const old = runtime
       runtime = next
       old.stopScheduler()

@@ -5,7 +5,7 @@
  * on the module they opened with. The new handler is built before anything
  * is swapped, so a bad route leaves the old app serving.
  */
-import type { SvcHandler } from '../runtime/handler.ts'
+import type { CoreHandler } from '../runtime/handler.ts'
 import { checkServerOptions, type SvcServerOptions } from './options.ts'
 import type { RuntimeLifecycle } from './lifecycle.ts'
 import type { RuntimeApiRoute, RuntimePage, TaskRuntime } from '../types.ts'
@@ -19,13 +19,13 @@ export interface ReloadableApp {
 
 export interface ReloadableHandler {
   /** The handler serving now. */
-  readonly current: SvcHandler
+  readonly current: CoreHandler
   reload(app: ReloadableApp): Promise<void>
 }
 
 export interface ReloadableHandlerOptions {
   /** Builds the core handler of an app over a task runtime. */
-  build(app: ReloadableApp, runtime: TaskRuntime): SvcHandler
+  build(app: ReloadableApp, runtime: TaskRuntime | undefined): CoreHandler
   /** The server's task runtime, replaced along with the task routes when the server created it. */
   lifecycle: RuntimeLifecycle
   /** True once the server is closing: a reload then is refused. */

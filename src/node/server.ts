@@ -19,17 +19,24 @@ import { LISTEN_OPTIONS, listenFailure } from './listen.ts'
 import type { SvcServer, SvcServerOptions } from './options.ts'
 import { NodeRequestInfo } from './request-info.ts'
 import { SvcServerResponse } from './response.ts'
+import { SERVER_PARTS, type ServerParts } from './server-parts.ts'
 import { refuseOtherRuntimes } from './runtime-guard.ts'
 import { createDrain, within } from './shutdown.ts'
 import { closeIfBodyUnread } from './unread-body.ts'
 import { createWebSocketLayer } from './websocket.ts'
 
-export async function startSvcServer(options: SvcServerOptions): Promise<SvcServer> {
+export function startSvcServer(options: SvcServerOptions): Promise<SvcServer> {
+  return startServer(options, SERVER_PARTS)
+}
+
+/** `startSvcServer` with only the `parts` of svc given: what a server `svc build` wrote starts with. */
+export async function startServer(options: SvcServerOptions, parts: ServerParts): Promise<SvcServer> {
   refuseOtherRuntimes('startSvcServer()')
   const shared = await openAppServer(options, {
     where: 'startSvcServer()',
     // FastResponse is written by srvx without building a Web Response first.
     responseClass: FastResponse as unknown as ResponseClass,
+    parts,
   })
   const { app, background, failed, hostname } = shared
 

@@ -5,7 +5,7 @@
  */
 import { type BuiltApp, serveBuiltApp } from '../node/built-app.ts'
 import type { WebHost } from './host.ts'
-import { startWebServer, type WebServer } from './server.ts'
+import { startWebServerWith, type WebServer } from './server.ts'
 
 export type { BuiltApp }
 
@@ -16,5 +16,5 @@ export function serveOnHost(app: BuiltApp, host: WebHost): Promise<WebServer> {
       `This server was built for ${host.name} (svc build --target ${host.target}); run it with ${host.target}, or build for the runtime you have (svc build --target node, for Node)`,
     )
   }
-  return serveBuiltApp(app, (options) => startWebServer(options, host))
+  return serveBuiltApp(app, (options, parts) => startWebServerWith(options, host, parts))
 }

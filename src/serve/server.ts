@@ -15,6 +15,7 @@ import { httpUrl, openAppServer } from '../node/app-server.ts'
 import { listenFailure } from '../node/listen.ts'
 import { LIVENESS_INTERVAL_MS } from '../node/liveness.ts'
 import type { RunningServer, SvcServerOptions } from '../node/options.ts'
+import { SERVER_PARTS, type ServerParts } from '../node/server-parts.ts'
 import { within } from '../node/shutdown.ts'
 import { jsonResponse } from '../node/socket-response.ts'
 import type { Listener, WebHost } from './host.ts'
@@ -41,14 +42,19 @@ class WebRequestInfo implements RequestInfo {
   }
 }
 
-export async function startWebServer(options: WebServerOptions, host: WebHost): Promise<WebServer> {
+export function startWebServer(options: WebServerOptions, host: WebHost): Promise<WebServer> {
+  return startWebServerWith(options, host, SERVER_PARTS)
+}
+
+/** `startWebServer` with only the `parts` of svc given: what a server `svc build` wrote starts with. */
+export async function startWebServerWith(options: WebServerOptions, host: WebHost, parts: ServerParts): Promise<WebServer> {
   const where = `startWebServer() on ${host.name}`
   if (!host.present) {
     throw new Error(
       `${where}: this process does not run on ${host.name}; build for the runtime it runs on (svc build --target node, for Node)`,
     )
   }
-  const shared = await openAppServer(options, { where })
+  const shared = await openAppServer(options, { where, parts })
   const { app, background, bodyLimit, failed } = shared
 
   const websockets = new WebSocketLayer({ ...shared.websocket, host })

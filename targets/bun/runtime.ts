@@ -8,6 +8,7 @@ import { type BuiltApp, serveOnHost } from '#svc/serve/app.ts'
 import { bunHost } from '#svc/serve/bun.ts'
 import { startWebServer, type WebServer, type WebServerOptions } from '#svc/serve/server.ts'
 
+export { PAGES, SERVER_TASKS } from '#svc/node/server-parts.ts'
 export type { BuiltApp as BunApp, WebServer as BunServer, WebServerOptions as BunServerOptions }
 
 export function serveApp(app: BuiltApp): Promise<WebServer> {

@@ -42,16 +42,14 @@ export const cloudflareTarget: TargetDescriptor = {
     const { shards } = await cloudflareOptions(ctx.root)
     // Every instance of the one class is a shard: the binding and migration stay as they are.
     const options = shards > 1 ? `, { shards: ${shards} }` : ''
-    const entry = tasks
-      ? `${ctx.appSource}
-import { createTasksObject, createWorker } from 'svcjs/cloudflare'
-export default createWorker(app${options})
-export const ${TASKS_CLASS} = createTasksObject(app${options})
-`
-      : `${ctx.appSource}
-import { createWorker } from 'svcjs/cloudflare'
-export default createWorker(app)
-`
+    // Only the parts of svc the app uses: a worker of routes carries no task engine.
+    const pages = ctx.pages.length > 0
+    const imports = ['composeWorker', ...(tasks ? ['WORKER_TASKS', 'createTasksObject'] : []), ...(pages ? ['PAGES'] : [])]
+    const parts = [...(tasks ? ['tasks: WORKER_TASKS'] : []), ...(pages ? ['pages: PAGES'] : [])].join(', ')
+    const entry = `${ctx.appSource}
+import { ${imports.join(', ')} } from 'svcjs/cloudflare'
+export default composeWorker(app, { ${parts} }${options})
+${tasks ? `export const ${TASKS_CLASS} = createTasksObject(app${options})\n` : ''}`
     const hasPublic = await ctx.copyPublic(join(out, 'public'))
     const wrangler = {
       name: workerName(ctx.root),

@@ -9,7 +9,9 @@ import { checkShards, MISSING_BINDING_WARNING, tasksNamespace, tasksStub } from 
 import { createObjectRuntime, type ObjectTaskRuntime } from '#svc/cloudflare/object-runtime.ts'
 import { fireCron } from '#svc/runtime/cron.ts'
 import { stringBindings } from '#svc/runtime/env.ts'
-import { createCoreHandler, type SvcHandler, type SvcHandlerOptions } from '#svc/runtime/handler.ts'
+import { type CoreHandler, createCoreHandler, type SvcHandlerOptions } from '#svc/runtime/handler.ts'
+import { createTaskSurface } from '#svc/runtime/task-surface.ts'
+import { PAGES, type PagesPart } from '#svc/runtime/pages/part.ts'
 import { setActiveTaskRuntime } from '#svc/runtime/tasks/active.ts'
 
 export { createTasksObject } from '#svc/cloudflare/tasks-object.ts'
@@ -17,6 +19,8 @@ export type { TasksObjectApp, TasksObjectClass, TasksObjectOptions, DurableObjec
 export { DurableObjectRunStore } from '#svc/cloudflare/sql-store.ts'
 export type { DurableObjectRunStoreOptions } from '#svc/cloudflare/sql-store.ts'
 export { MAX_SHARDS, TASKS_BINDING, TASKS_CLASS } from '#svc/cloudflare/binding.ts'
+export { PAGES } from '#svc/runtime/pages/part.ts'
+export type { PagesPart } from '#svc/runtime/pages/part.ts'
 
 /** The parts of the Workers `ExecutionContext` the shim uses. */
 export interface ExecutionContextLike {
@@ -48,40 +52,84 @@ export interface SvcWorker {
   scheduled(controller: ScheduledControllerLike, env: unknown, ctx: ExecutionContextLike): Promise<void>
 }
 
+/** The parts of svc a worker carries; `svc build` gives only those the app uses. */
+export interface WorkerParts {
+  /** Task runs: in the tasks Durable Object when the worker binds it, else in the isolate's memory (`WORKER_TASKS`). */
+  tasks?: WorkerTasksPart
+  /** Server and hybrid pages, their ISR cache and the revalidate endpoint (`PAGES`). */
+  pages?: PagesPart
+}
+
+/** Makes a worker's handler with its task side, from the bindings of its first event. */
+export type WorkerTasksPart = (app: WorkerApp, env: unknown, shards: number, pages: PagesPart | undefined) => ServedWorker
+
+interface ServedWorker {
+  handler: CoreHandler
+  /** Fires the tasks of a schedule, for an app that has them. */
+  cron?: (expression: string) => Promise<unknown>
+}
+
 /**
- * Bindings arrive with each event, so the handler is built on the first one.
  * With the `SVC_TASKS` binding, the task admin surface, `enqueue()`,
  * `completeToken()` and cron all reach the tasks object. Without it, runs
  * live in the isolate's memory, `waitUntil` keeps a run started by a request
  * alive until it ends, and one warning says what to add.
  */
-export function createWorker(app: WorkerApp, options: WorkerOptions = {}): SvcWorker {
-  const shards = checkShards(options.shards, 'createWorker(app, { shards })')
-  let handler: SvcHandler | undefined
+export const WORKER_TASKS: WorkerTasksPart = (app, env, shards, pages) => {
+  const bindings = stringBindings(env)
+  const ns = tasksNamespace(env)
+  const parts = { tasks: createTaskSurface, pages }
   let objectRuntime: ObjectTaskRuntime | undefined
-  const get = (env: unknown): SvcHandler => {
-    if (handler) return handler
-    const bindings = stringBindings(env)
-    const ns = tasksNamespace(env)
-    if (ns) {
-      objectRuntime = createObjectRuntime(app.routes, (shard) => tasksStub(ns, shard), shards)
-      // The run lives in the object, not under this request's waitUntil.
-      handler = createCoreHandler({ ...app, env: bindings, runtime: objectRuntime, holdRuns: false })
-    } else {
-      handler = createCoreHandler({ ...app, env: bindings })
-      if (handler.runtime.tasks.size > 0) (app.logger ?? console).warn(MISSING_BINDING_WARNING)
-    }
-    setActiveTaskRuntime(handler.runtime)
-    return handler
+  let handler: CoreHandler
+  if (ns) {
+    objectRuntime = createObjectRuntime(app.routes, (shard) => tasksStub(ns, shard), shards)
+    // The run lives in the object, not under this request's waitUntil.
+    handler = createCoreHandler({ ...app, env: bindings, runtime: objectRuntime, holdRuns: false }, parts)
+  } else {
+    handler = createCoreHandler({ ...app, env: bindings }, parts)
+    if (handler.runtime!.tasks.size > 0) (app.logger ?? console).warn(MISSING_BINDING_WARNING)
+  }
+  const runtime = handler.runtime!
+  setActiveTaskRuntime(runtime)
+  const fire = objectRuntime
+  return { handler, cron: (expression) => (fire ? fire.fireCron(expression) : fireCron(runtime, expression)) }
+}
+
+/**
+ * The worker of an app, with every part of svc: task runs (in the tasks
+ * Durable Object when the worker binds it as `SVC_TASKS`) and pages. Bindings
+ * arrive with each event, so the handler is built on the first one.
+ */
+export function createWorker(app: WorkerApp, options: WorkerOptions = {}): SvcWorker {
+  return composeWorker(app, { tasks: WORKER_TASKS, pages: PAGES }, options)
+}
+
+/**
+ * `createWorker` with only the `parts` given, which is what `svc build`
+ * writes: a worker of routes carries no task engine, admin surface or Durable
+ * Object store, and answers the task paths with 404 `NO_TASKS`. Routes that
+ * are tasks without `parts.tasks`, or pages without `parts.pages`, are
+ * refused at the first event, naming the fix.
+ */
+export function composeWorker(app: WorkerApp, parts: WorkerParts, options: WorkerOptions = {}): SvcWorker {
+  const shards = checkShards(options.shards, 'createWorker(app, { shards })')
+  let served: ServedWorker | undefined
+  const get = (env: unknown): ServedWorker => {
+    served ??= parts.tasks
+      ? parts.tasks(app, env, shards, parts.pages)
+      : { handler: createCoreHandler({ ...app, env: stringBindings(env) }, { pages: parts.pages }) }
+    return served
   }
   return {
     fetch(request, env, ctx) {
-      return get(env).fetch(request, { waitUntil: (promise) => ctx.waitUntil(promise) })
+      return get(env).handler.fetch(request, { waitUntil: (promise) => ctx.waitUntil(promise) })
     },
     // Rejects when a fired run failed, so the event's outcome is `exception`.
     async scheduled(controller, env, ctx) {
-      const runtime = get(env).runtime
-      const done = objectRuntime ? objectRuntime.fireCron(controller.cron) : fireCron(runtime, controller.cron)
+      const { cron } = get(env)
+      // An app without tasks has no schedules: wrangler.json lists no cron trigger for it.
+      if (!cron) return
+      const done = cron(controller.cron)
       // The returned promise carries the failure; the copy held open by waitUntil would report it twice.
       ctx.waitUntil(done.catch(() => {}))
       await done

@@ -8,6 +8,7 @@ import { type BuiltApp, serveOnHost } from '#svc/serve/app.ts'
 import { denoHost } from '#svc/serve/deno.ts'
 import { startWebServer, type WebServer, type WebServerOptions } from '#svc/serve/server.ts'
 
+export { PAGES, SERVER_TASKS } from '#svc/node/server-parts.ts'
 export type { BuiltApp as DenoApp, WebServer as DenoServer, WebServerOptions as DenoServerOptions }
 
 export function serveApp(app: BuiltApp): Promise<WebServer> {

@@ -16,6 +16,8 @@ const APP = {
   // A route whose module fails as it loads, when asked to: an app's own start-up error.
   'src/api/fragile.ts':
     'if (process.env.FAIL_ON_LOAD) throw new Error("fragile.ts could not load its settings")\nexport function GET() { return "ok" }\n',
+  // A task, so that the server opens the run store SVC_STORE_URL names.
+  'src/api/jobs/report.ts': "export const route = { kind: 'task' }\nexport async function POST() { return 'done' }\n",
 }
 
 let root: string

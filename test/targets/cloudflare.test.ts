@@ -156,7 +156,10 @@ describe('svc build --target cloudflare, an app with public/, deployed with wran
   it('still runs API routes and the worker endpoints in the worker, whatever public/ holds', async () => {
     expect(await (await mf.dispatchFetch('http://localhost/api/hello')).json()).toEqual({ hello: 'static app' })
     expect(await (await mf.dispatchFetch('http://localhost/__health')).json()).toMatchObject({ ok: true })
-    expect((await mf.dispatchFetch('http://localhost/__tasks')).status).toBe(401)
+    // The app has no task: the worker itself answers that, not the static assets.
+    const tasks = await mf.dispatchFetch('http://localhost/__tasks')
+    expect(tasks.status).toBe(404)
+    expect(((await tasks.json()) as { code: string }).code).toBe('NO_TASKS')
     expect((await mf.dispatchFetch('http://localhost/missing.txt')).status).toBe(404)
   })
 

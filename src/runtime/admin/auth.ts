@@ -29,7 +29,7 @@ import { taskSecret } from '../rules.ts'
 
 export { isLoopback } from './loopback.ts'
 
-const encoder = new TextEncoder()
+const encoder = /* @__PURE__ */ new TextEncoder()
 
 /**
  * Compares `given` with `expected` in time that depends only on the length of

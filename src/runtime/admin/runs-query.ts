@@ -15,7 +15,7 @@ export const DEFAULT_RUNS_LIMIT = 50
 /** The largest `limit` a page may ask for. */
 export const MAX_RUNS_LIMIT = 500
 
-const STATUSES: readonly RunStatus[] = [...LIVE_STATUSES, ...FINISHED_STATUSES]
+const STATUSES: readonly RunStatus[] = /* @__PURE__ */ (LIVE_STATUSES as readonly RunStatus[]).concat(FINISHED_STATUSES)
 const PARAMETERS = new Set(['task', 'status', 'version', 'limit', 'cursor'])
 
 /** One run as `GET /__tasks/runs` lists it: `attempts` is their count, `version` the run's (absent when it has none). */

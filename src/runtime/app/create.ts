@@ -16,8 +16,8 @@ import { loopbackExemption } from '../admin/loopback-exemption.ts'
 import type { EnvLike } from '../env.ts'
 import { processEnv, stringBindings } from '../env.ts'
 import type { IsrCache } from '../pages/isr.ts'
-import { mountPages, planPages } from '../pages/render.ts'
-import { REVALIDATE_PATH, type RevalidateWebhook, revalidateHandler } from '../pages/revalidate.ts'
+import { PAGES, type PagesPart } from '../pages/part.ts'
+import { REVALIDATE_PATH, type RevalidateWebhook } from '../pages/revalidate.ts'
 import { describe } from '../describe.ts'
 import { methodNotAllowed, notFound } from '../http/errors.ts'
 import { honoRequestPath } from '../http/path.ts'
@@ -36,6 +36,11 @@ export interface BuildAppOptions {
   where: string
   routes: readonly RuntimeApiRoute[]
   pages?: readonly RuntimePage[]
+  /**
+   * What renders `pages` and serves the revalidate endpoint.
+   * @default none: `pages` and `webhook` must then be absent
+   */
+  pagesPart?: PagesPart
   globalHooks?: GlobalHooks
   R: ResponseClass
   dev: boolean
@@ -69,11 +74,15 @@ export function buildApp(o: BuildAppOptions): BuiltApp {
     const method = c.req.raw.method
     return method === 'GET' || method === 'HEAD' ? healthResponse(R) : methodNotAllowed(R, method, HEALTH_PATH, 'GET, HEAD')
   })
-  const pages = o.pages ? planPages(o.pages, o.cache !== undefined, o.logger, o.where) : []
+  const part = o.pagesPart
+  if (!part && (o.pages?.length || o.webhook)) {
+    throw new TypeError(`${o.where}: pages are given, but this host was built for an app without pages; build the app again (svc build)`)
+  }
+  const pages = part && o.pages ? part.plan(o.pages, o.cache !== undefined, o.logger, o.where) : []
   // Mounted only where there is something to purge: elsewhere the path is
   // an ordinary 404 rather than an authenticated endpoint that does nothing.
-  if ((o.cache && pages.some((page) => page.cached)) || o.webhook) {
-    const revalidate = revalidateHandler({
+  if (part && ((o.cache && pages.some((page) => page.cached)) || o.webhook)) {
+    const revalidate = part.revalidate({
       R,
       bodyLimit: o.bodyLimit,
       logger: o.logger,
@@ -90,7 +99,7 @@ export function buildApp(o: BuildAppOptions): BuiltApp {
   // handler its path matches, which keeps Hono on its single-handler path.
   if (hasHooks(hooks)) app.use('*', hooksMiddleware(hooks, fail, o.logger))
   const mounted = mountRoutes(app, o.routes, { R, fail, bodyLimit: o.bodyLimit, noteRoute: o.noteRoute }, o.where)
-  mountPages(app, pages, { R, fail, cache: o.cache })
+  part?.mount(app, pages, { R, fail, cache: o.cache })
 
   const fallback = o.fallback
   app.notFound(async (c) => {
@@ -151,6 +160,7 @@ export function createApiApp(options: ApiAppOptions): ApiApp {
     logger: options.logger ?? console,
     bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
     webhook,
+    pagesPart: webhook ? PAGES : undefined,
     // Edge bindings arrive as fetch's `env` argument; they win over the base env.
     env: (c) => {
       const bindings = stringBindings(c.env)

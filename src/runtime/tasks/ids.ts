@@ -10,7 +10,7 @@
 /** Random bytes for this many ids are drawn at once: one call into the CSPRNG per batch. */
 const IDS_PER_DRAW = 256
 const pool = new Uint8Array(16 * IDS_PER_DRAW)
-let drawn = pool.length
+let drawn = 16 * IDS_PER_DRAW
 const HEX_DIGITS = Array.from('0123456789abcdef', (digit) => digit.charCodeAt(0))
 // The character codes of the id being built; the dashes stay in place.
 const codes: number[] = Array.from('xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx', (char) => char.charCodeAt(0))

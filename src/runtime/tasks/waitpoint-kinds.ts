@@ -35,7 +35,9 @@ export type WaitStepKind = (typeof WAITPOINT_KINDS)[Waitpoint['type']]['step']
 export const PLAIN_STEP_KINDS = ['run', 'transaction', 'enqueue', 'patch'] as const satisfies readonly StepKind[]
 
 /** Every step kind, the waits' and the others: a `StepKind` in neither list fails to compile below. */
-export const STEP_KINDS: readonly StepKind[] = [...PLAIN_STEP_KINDS, ...WAITPOINT_TYPES.map((type) => WAITPOINT_KINDS[type].step)]
+export const STEP_KINDS: readonly StepKind[] = /* @__PURE__ */ (PLAIN_STEP_KINDS as readonly StepKind[]).concat(
+  WAITPOINT_TYPES.map((type) => WAITPOINT_KINDS[type].step),
+)
 
 // `StepKind` and the two lists must name the same kinds: a step kind that is
 // neither a wait's nor a plain one would be recorded with no place to read it.
@@ -57,7 +59,7 @@ export function waitpointTypeOfStep(step: StepKind | undefined): Waitpoint['type
   return step === undefined ? undefined : WAITED_BY_STEP.get(step)
 }
 
-const WAITED_BY_STEP = new Map<StepKind, Waitpoint['type']>(WAITPOINT_TYPES.map((type) => [WAITPOINT_KINDS[type].step, type]))
+const WAITED_BY_STEP = /* @__PURE__ */ new Map<StepKind, Waitpoint['type']>(WAITPOINT_TYPES.map((type) => [WAITPOINT_KINDS[type].step, type]))
 
 /**
  * The default of a `switch` over `waitpoint.type` that handles every kind:

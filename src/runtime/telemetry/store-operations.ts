@@ -37,7 +37,7 @@ export const STORE_OPERATIONS = {
 } as const satisfies Record<StoreMethod, 'write' | 'read'>
 
 /** The store methods that write. */
-export const STORE_WRITES: ReadonlySet<string> = new Set(
+export const STORE_WRITES: ReadonlySet<string> = /* @__PURE__ */ new Set(
   Object.entries(STORE_OPERATIONS)
     .filter(([, kind]) => kind === 'write')
     .map(([name]) => name),

@@ -87,10 +87,10 @@ export const SELECT_SCHEDULED = `SELECT seq, record, finished_seq FROM ${RUN_REC
 // Eviction takes the runs that finished longest ago; the one parameter is how many.
 const oldestFinished = (column: 'id' | 'seq') =>
   `SELECT ${column} FROM svc_runs WHERE finished_seq IS NOT NULL ORDER BY finished_seq LIMIT ?`
-const OLDEST_FINISHED = oldestFinished('id')
+const OLDEST_FINISHED = /* @__PURE__ */ oldestFinished('id')
 export const EVICT_TOKENS = `DELETE FROM svc_tokens WHERE run_id IN (${OLDEST_FINISHED})`
 // A run's steps go with it.
-export const EVICT_STEPS = `DELETE FROM svc_steps WHERE run_seq IN (${oldestFinished('seq')})`
+export const EVICT_STEPS = `DELETE FROM svc_steps WHERE run_seq IN (${/* @__PURE__ */ oldestFinished('seq')})`
 // Idempotency keys live on the run's row, so they go with it.
 export const EVICT_RUNS = `DELETE FROM svc_runs WHERE id IN (${OLDEST_FINISHED})`
 
@@ -100,9 +100,9 @@ export const EVICT_RUNS = `DELETE FROM svc_runs WHERE id IN (${OLDEST_FINISHED})
 // run in one write, so they see the same runs.
 const expiredRuns = (column: 'id' | 'seq') =>
   `SELECT ${column} FROM (SELECT ${column}, record FROM svc_runs WHERE task_name = ? AND finished_seq IS NOT NULL ORDER BY finished_seq LIMIT ?) WHERE json_extract(record, '$.finishedAt') < ?`
-export const PRUNE_TOKENS = `DELETE FROM svc_tokens WHERE run_id IN (${expiredRuns('id')})`
-export const PRUNE_STEPS = `DELETE FROM svc_steps WHERE run_seq IN (${expiredRuns('seq')})`
-export const PRUNE_RUNS = `DELETE FROM svc_runs WHERE seq IN (${expiredRuns('seq')}) RETURNING id`
+export const PRUNE_TOKENS = `DELETE FROM svc_tokens WHERE run_id IN (${/* @__PURE__ */ expiredRuns('id')})`
+export const PRUNE_STEPS = `DELETE FROM svc_steps WHERE run_seq IN (${/* @__PURE__ */ expiredRuns('seq')})`
+export const PRUNE_RUNS = `DELETE FROM svc_runs WHERE seq IN (${/* @__PURE__ */ expiredRuns('seq')}) RETURNING id`
 
 // An upsert keeps the timer's place in listTimers, as Map#set does.
 export const UPSERT_TIMER =

@@ -1,0 +1,4 @@
+// A JSON route: GET /api/hello
+export function GET() {
+  return { hello: 'world' }
+}

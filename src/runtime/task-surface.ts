@@ -1,0 +1,80 @@
+/**
+ * The task side of a handler: its task runtime, and the paths that drive it
+ * (`/__tasks*`, `/__events*` and the runs dashboard). A handler takes it as
+ * a part (`HostParts.tasks`), so that an app without tasks (a worker of
+ * routes, a built server of routes) carries no engine, store or admin
+ * surface, and opens nothing. Edge-safe.
+ */
+import { checkRunEvents } from './admin/streams.ts'
+import { createAdminHandler, TASKS_PREFIX } from './admin/tasks.ts'
+import { adminRoutePattern } from './admin/route-pattern.ts'
+import { createSendEventsHandler, isEventsPath } from './admin/send-events.ts'
+import { createListEventsHandler, isEventListing } from './admin/list-events.ts'
+import { dashboardAccess } from './dashboard/access.ts'
+import { dashboardNotIncluded, isDashboardPath } from './dashboard/route.ts'
+import { describe } from './describe.ts'
+import { createCoreRuntime } from './tasks/runtime.ts'
+import { checkMaxPayloadBytes } from './tasks/payload-limit.ts'
+import type { TaskSurfacePart } from './handler-options.ts'
+
+export type { TaskSurface, TaskSurfaceContext, TaskSurfacePart } from './handler-options.ts'
+
+/** The task runtime (the given one, or one in memory), its admin surface, event sends and listings, and the dashboard. */
+export const createTaskSurface: TaskSurfacePart = (options, ctx) => {
+  const { where, env, logger, R, dev, loopback } = ctx
+  checkRunEvents(options.runEvents, where)
+  // A runtime of its own keeps its runs in memory, which no other process shares.
+  const runtime =
+    options.runtime ??
+    createCoreRuntime({
+      routes: options.routes,
+      env,
+      logger,
+      cron: options.cron,
+      maxPayloadBytes: checkMaxPayloadBytes(options.maxPayloadBytes, where),
+      events: options.events,
+      telemetry: options.telemetry,
+    })
+  if (typeof runtime?.trigger !== 'function' || typeof runtime.getRun !== 'function') {
+    throw new TypeError(`${where}: runtime must be a TaskRuntime, such as createTaskRuntime() returns (got ${describe(runtime)})`)
+  }
+  // A trigger's body is its input: the admin surface reads as much as a run may hold.
+  const bodyLimit = ctx.bodyLimit ?? Math.max(ctx.routeBodyLimit, runtime.maxPayloadBytes ?? 0)
+  const spanOf = ctx.spanOf
+  const admin = createAdminHandler({
+    runtime,
+    env,
+    bodyLimit,
+    R,
+    logger,
+    dev,
+    holdRuns: options.holdRuns ?? true,
+    runEvents: options.runEvents,
+    streams: ctx.streams,
+    loopback,
+    traceOf: spanOf && ((request) => spanOf(request)?.trace()),
+  })
+  const sendEvents = createSendEventsHandler({ runtime, env, bodyLimit, R, logger, dev, loopback })
+  const listEvents = createListEventsHandler({ runtime, env, R, logger, dev, loopback })
+  const dashboard = options.dashboardPage
+    ? options.dashboardPage.createHandler({ access: dashboardAccess(options.dashboard, env), runtime, env, R })
+    : dashboardNotIncluded(R)
+  return {
+    runtime,
+    serve(request, pathname, info) {
+      // Admin spans are named by pattern (`POST /__tasks/{name}`), as routes' spans are.
+      const pattern = spanOf && adminRoutePattern(request.method, pathname)
+      if (pattern) spanOf(request)?.route(pattern)
+      if (isTasksPath(pathname)) return admin(request, pathname, info)
+      if (isEventsPath(pathname)) {
+        return isEventListing(request, pathname) ? listEvents(request, pathname, info) : sendEvents(request, pathname, info)
+      }
+      return isDashboardPath(pathname) ? dashboard(request, pathname, info) : undefined
+    },
+  }
+}
+
+/** `/__tasks` and the paths under it. */
+export function isTasksPath(pathname: string): boolean {
+  return pathname.startsWith(TASKS_PREFIX) && (pathname.length === TASKS_PREFIX.length || pathname.charCodeAt(TASKS_PREFIX.length) === 47)
+}
