@@ -247,7 +247,8 @@ async function retainedHeap(): Promise<number> {
   runs.length = 0
   gc()
   const after = process.memoryUsage().heapUsed
-  if (store.size !== RUNS) throw new Error(`expected ${RUNS} retained runs, found ${store.size}`)
+  const size = await store.size()
+  if (size !== RUNS) throw new Error(`expected ${RUNS} retained runs, found ${size}`)
   return (after - before) / 1024 / 1024
 }
 
@@ -402,7 +403,7 @@ if (section('steps')) {
         try {
           return await recordSteps(store, steps)
         } finally {
-          if (store instanceof SqliteRunStore) store.close()
+          if (store instanceof SqliteRunStore) await store.close()
         }
       }
       await measure(100) // warm-up
@@ -437,7 +438,7 @@ if (section('sqlite')) {
     try {
       return await dispatchRound(store, handler)
     } finally {
-      store.close()
+      await store.close()
     }
   }
   const threeSteps = async (ctx: TaskContext<any>) => {
@@ -560,7 +561,7 @@ if (section('stores')) {
       const read = performance.now() - start
       return { dispatch: dispatch / BATCH, read: read / BATCH }
     } finally {
-      if (store instanceof SqliteRunStore) store.close()
+      if (store instanceof SqliteRunStore) await store.close()
     }
   }
 
@@ -691,7 +692,7 @@ if (section('transaction')) {
     try {
       return await dispatchRound(store, handler, TX_RUNS)
     } finally {
-      store.close()
+      await store.close()
       app.close()
     }
   }

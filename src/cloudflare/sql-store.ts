@@ -64,7 +64,7 @@ import {
   type TokenRecord,
 } from '../runtime/tasks/store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
-import type { EventEffects, EventListQuery } from '../runtime/types/run-store.ts'
+import type { EventEffects, EventListQuery, StoreLifecycle } from '../runtime/types/run-store.ts'
 import { describe } from '../runtime/describe.ts'
 import { eventRuns } from '../runtime/tasks/event-list.ts'
 import type { EventMatch } from '../runtime/events/match.ts'
@@ -74,7 +74,7 @@ export type { EventEffectsHere } from './shard-events.ts'
 
 const WHERE = 'DurableObjectRunStore'
 
-export class DurableObjectRunStore implements RunStore {
+export class DurableObjectRunStore implements RunStore, StoreLifecycle {
   /** Records live in the object's storage and survive eviction and restarts. */
   readonly durable = true
   readonly maxRuns: number
@@ -116,6 +116,14 @@ export class DurableObjectRunStore implements RunStore {
     return row?.at === null || row?.at === undefined ? undefined : Number(row.at)
   }
 
+  /** How many runs it holds: the count its own writes keep. */
+  async size(): Promise<number> {
+    return this.#counts().total
+  }
+
+  /** The object owns its storage and closes it: nothing here to let go of. */
+  async close(): Promise<void> {}
+
   /** Whether a run is `running`: an attempt is in flight, or about to start. */
   hasRunning(): boolean {
     return this.#all(`SELECT 1 FROM svc_runs WHERE status = 'running' LIMIT 1`).length > 0
@@ -144,9 +152,7 @@ export class DurableObjectRunStore implements RunStore {
     }
     // Live runs are never evicted, so a store full of them can only refuse.
     const tally = this.#counts()
-    if (!isFinished(run.status) && tally.live >= this.maxRuns) {
-      throw new StoreFullError(WHERE, this.maxRuns)
-    }
+    if (!isFinished(run.status) && tally.live >= this.maxRuns) throw new StoreFullError(WHERE, this.maxRuns)
     const finishSeq = this.#finishSeq(run.status, null)
     const [inserted] = this.#all(`${INSERT_RUN} RETURNING seq`, ...insertRunValues(run, finishSeq, record))
     for (const key in run.steps) this.#storage.sql.exec(UPSERT_STEP, inserted.seq, key, JSON.stringify(run.steps[key]))
@@ -367,8 +373,7 @@ export class DurableObjectRunStore implements RunStore {
   /** The eviction position of a run: kept while it stays finished, the next one when it has just finished, none while live. */
   #finishSeq(status: RunStatus, current: number | null): number | null {
     if (!isFinished(status)) return null
-    if (current !== null) return current
-    return ++this.#counts().lastFinished
+    return current ?? ++this.#counts().lastFinished
   }
 
   async pruneFinished(taskName: string, before: string, limit: number): Promise<number> {

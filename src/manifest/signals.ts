@@ -1,6 +1,8 @@
 /**
  * Static signals for the advisor, read from a route's syntax tree; the code
  * is never run. Each signal names its line, so a reason can be checked.
+ * The walk, its scopes and what it reports at the end are here; the
+ * checks it makes at a call or a `new` are in signal-calls.ts.
  *
  * - a `websocket` export;
  * - listening sockets: `net`/`http`/`https`/`http2`/`tls` servers, `dgram`
@@ -16,51 +18,14 @@
  * - imports (static, dynamic, `require`) of Node built-ins, native add-ons
  *   and heavy packages.
  */
-import {
-  type Node,
-  blockNames,
-  forEachChild,
-  identifiersIn,
-  isFunction,
-  memberName,
-  nameOf,
-  patternNames,
-  requiredModule,
-  rootName,
-} from './ast.ts'
+import { type Node, blockNames, forEachChild, identifiersIn, isFunction, nameOf, patternNames, requiredModule, rootName } from './ast.ts'
 import { functionsRunAtLoad, isAlwaysTrue } from './load-code.ts'
+import { type AddSignal, bodiesCanSignal, checkCall, checkWebSocketServer, isPromisesInterval, type Walk } from './signal-calls.ts'
 import { type ImportBinding, readTopLevel } from './top-level.ts'
 import type { Locator } from './location.ts'
-import { builtinName, isNodeBuiltin, moduleProfile } from './modules.ts'
+import { isNodeBuiltin, moduleProfile } from './modules.ts'
 import type { ModuleExports } from './module-exports.ts'
 import type { RouteSignal } from './types.ts'
-
-/** Socket factories per built-in module (without `node:`). */
-const SERVER_FACTORIES: Record<string, readonly string[]> = {
-  net: ['createServer'],
-  http: ['createServer'],
-  https: ['createServer'],
-  http2: ['createServer', 'createSecureServer'],
-  tls: ['createServer'],
-  dgram: ['createSocket'],
-}
-const WS_SERVER_CLASSES = new Set(['WebSocketServer', 'Server'])
-const MUTATING_METHODS = new Set([
-  'set',
-  'add',
-  'delete',
-  'clear',
-  'push',
-  'pop',
-  'shift',
-  'unshift',
-  'splice',
-  'sort',
-  'reverse',
-  'fill',
-  'copyWithin',
-])
-const GLOBAL_OBJECTS = new Set(['globalThis', 'global', 'window', 'self'])
 
 export interface SourceSignals {
   signals: RouteSignal[]
@@ -70,7 +35,7 @@ export interface SourceSignals {
 
 export function detectSignals(program: Node, source: string, exports: ModuleExports, locate: Locator): SourceSignals {
   const signals: RouteSignal[] = []
-  const add = (kind: RouteSignal['kind'], node: Node, message: (line: number) => string, extra?: Partial<RouteSignal>) => {
+  const add: AddSignal = (kind, node, message, extra) => {
     const { line, column } = locate(node.start)
     signals.push({ kind, message: message(line), line, column, ...extra })
   }
@@ -111,6 +76,22 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
     // `if (!client) client = connect()` and `client ??= connect()` initialize lazily; that is not state.
     if (reassignment && guards.some((guard) => guard.has(name))) return
     mutated.set(name, { node, where: functionName })
+  }
+
+  // What the checks of a call read (signal-calls.ts): the walk where it stands.
+  const walk: Walk = {
+    get loadCode() {
+      return loadCode
+    },
+    get innerName() {
+      return innerName
+    },
+    imports,
+    importedModules,
+    shadowed,
+    moduleImport,
+    recordMutation,
+    add,
   }
 
   const visitFunction = (node: Node, runsAtLoad: boolean, name: string | null) => {
@@ -179,7 +160,7 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
           )
         }
         // `for await (const _ of setInterval(ms))` from timers/promises is setInterval as a loop.
-        if (loadCode && node.type === 'ForOfStatement' && node.await && isPromisesInterval(node.right)) {
+        if (loadCode && node.type === 'ForOfStatement' && node.await && isPromisesInterval(node.right, walk)) {
           add(
             'module-timer',
             node,
@@ -223,7 +204,7 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
         return
       }
       case 'CallExpression': {
-        checkCall(node)
+        checkCall(node, walk)
         // An IIFE at load runs at load.
         const callee = node.callee
         if (isFunction(callee)) {
@@ -234,7 +215,7 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
         break
       }
       case 'NewExpression':
-        checkWebSocketServer(node)
+        checkWebSocketServer(node, walk)
         break
       case 'ImportExpression':
         if (node.source.type === 'Literal' && typeof node.source.value === 'string') {
@@ -258,90 +239,6 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
         break
     }
     forEachChild(node, visit)
-  }
-
-  const checkCall = (node: Node) => {
-    const callee = node.callee
-    const required = requiredModule(node)
-    if (required && !shadowed('require')) importedModules.push({ specifier: required, node })
-
-    // Servers: createServer(), http.createServer(), require('net').createServer().
-    let factory: { module: string; name: string } | undefined
-    if (callee.type === 'Identifier') {
-      const binding = moduleImport(callee)
-      if (binding) factory = { module: binding.source, name: binding.imported }
-    } else if (callee.type === 'MemberExpression') {
-      const binding = moduleImport(callee.object)
-      const property = memberName(callee)
-      if (binding && property && (binding.imported === 'default' || binding.imported === '*'))
-        factory = { module: binding.source, name: property }
-    }
-    if (factory && SERVER_FACTORIES[builtinName(factory.module)]?.includes(factory.name)) {
-      const label = `${builtinName(factory.module)}.${factory.name}`
-      add(
-        'listening-socket',
-        node,
-        (line) =>
-          `creates a listening socket with ${label}() (line ${line}): a server must stay up between requests, which needs a persistent process`,
-        { module: factory.module },
-      )
-    }
-
-    // Timers started at load keep running after a request ends.
-    if (loadCode && isGlobalCall(callee, 'setInterval', imports, shadowed)) {
-      add(
-        'module-timer',
-        node,
-        (line) =>
-          `starts setInterval at module scope (line ${line}): the timer runs between requests, which a function freezes or discards`,
-      )
-    }
-    // A function run at load that hands itself to setTimeout again is setInterval by another name.
-    const self = innerName
-    if (loadCode && self !== null && isGlobalCall(callee, 'setTimeout', imports, shadowed) && rearms(node.arguments[0], self)) {
-      add(
-        'module-timer',
-        node,
-        (line) =>
-          `re-arms setTimeout with ${self}() from module load (line ${line}): the timer runs between requests, which a function freezes or discards`,
-      )
-    }
-
-    // Mutating calls on module state: rooms.set(), queue.push(), rooms.get(id).add().
-    if (callee.type === 'MemberExpression') {
-      const method = memberName(callee)
-      if (method && MUTATING_METHODS.has(method)) recordMutation(rootName(callee.object), node, false)
-    }
-  }
-
-  const isPromisesInterval = (node: Node): boolean => {
-    if (node.type !== 'CallExpression') return false
-    const callee = node.callee
-    const fromPromises = (binding: ImportBinding | undefined) => !!binding && /^(node:)?timers\/promises$/.test(binding.source)
-    if (callee.type === 'Identifier') {
-      const binding = moduleImport(callee)
-      return fromPromises(binding) && binding!.imported === 'setInterval'
-    }
-    if (callee.type !== 'MemberExpression' || memberName(callee) !== 'setInterval') return false
-    const binding = moduleImport(callee.object)
-    return fromPromises(binding) && (binding!.imported === 'default' || binding!.imported === '*')
-  }
-
-  const checkWebSocketServer = (node: Node) => {
-    const callee = node.callee
-    let isServer = false
-    if (callee.type === 'Identifier') {
-      const binding = moduleImport(callee)
-      isServer = binding?.source === 'ws' && binding.imported === 'WebSocketServer'
-    } else if (callee.type === 'MemberExpression') {
-      const binding = moduleImport(callee.object)
-      isServer = binding?.source === 'ws' && WS_SERVER_CLASSES.has(memberName(callee) ?? '')
-    }
-    if (isServer) {
-      add('listening-socket', node, (line) => `creates a ws WebSocket server (line ${line}): open connections need a persistent process`, {
-        module: 'ws',
-      })
-    }
   }
 
   for (const statement of program.body as Node[]) visit(statement)
@@ -381,50 +278,4 @@ export function detectSignals(program: Node, source: string, exports: ModuleExpo
 
   signals.sort((a, b) => a.line - b.line || a.column - b.column)
   return { signals, imports: [...seen] }
-}
-
-/**
- * Whether code that does not run at load can add a signal. Outside load
- * code only four things do: `require()`, `import()`, a call or `new` through
- * an import of a socket module (a server), and a change to module state.
- * A file with none of them needs only its load code walked, which for most
- * routes leaves out every handler body. Identifiers written with `\u`
- * escapes could hide a name from the text tests, so such a file is walked
- * whole.
- */
-function bodiesCanSignal(source: string, imports: Map<string, ImportBinding>, state: Map<string, unknown>): boolean {
-  if (state.size > 0 || /\brequire\b|\bimport\s*(?:\(|\/[*/])|\\u/.test(source)) return true
-  for (const { source: specifier } of imports.values()) {
-    if (specifier === 'ws' || SERVER_FACTORIES[builtinName(specifier)]) return true
-  }
-  return false
-}
-
-/** Whether a timer callback calls `name` again: `setTimeout(tick)`, `setTimeout(() => tick())`. */
-function rearms(callback: Node | undefined, name: string): boolean {
-  if (!callback) return false
-  if (callback.type === 'Identifier') return callback.name === name
-  if (!isFunction(callback)) return false
-  let found = false
-  const search = (node: Node) => {
-    if (found || isFunction(node)) return
-    if (node.type === 'CallExpression' && node.callee.type === 'Identifier' && node.callee.name === name) found = true
-    else forEachChild(node, search)
-  }
-  search(callback.body)
-  return found
-}
-
-function isGlobalCall(callee: Node, name: string, imports: Map<string, ImportBinding>, shadowed: (name: string) => boolean): boolean {
-  if (callee.type === 'Identifier') {
-    if (callee.name === name && !shadowed(name) && !imports.has(name)) return true
-    const binding = imports.get(callee.name)
-    return !!binding && !shadowed(callee.name) && /^(node:)?timers$/.test(binding.source) && binding.imported === name
-  }
-  return (
-    callee.type === 'MemberExpression' &&
-    callee.object.type === 'Identifier' &&
-    GLOBAL_OBJECTS.has(callee.object.name) &&
-    memberName(callee) === name
-  )
 }

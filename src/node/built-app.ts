@@ -55,20 +55,24 @@ export async function serveBuiltApp<S extends RunningServer>(
   const opened = tasks ? await tasks.storeFromEnv(process.env, { root: process.cwd(), defaultStore: 'sqlite' }) : undefined
   // Logged before the listening line, which is what a supervisor waits for.
   if (opened) console.log(`svc runs: ${opened.description} (SVC_STORE_URL picks another store)`)
-  else if (process.env.SVC_STORE_URL?.trim()) console.warn('[svc] SVC_STORE_URL is set, but this app has no tasks: it keeps no runs, and no store is opened')
+  else if (process.env.SVC_STORE_URL?.trim())
+    console.warn('[svc] SVC_STORE_URL is set, but this app has no tasks: it keeps no runs, and no store is opened')
   let server: S
   try {
-    server = await start({
-      apiRoutes: app.routes,
-      pages: app.pages,
-      events: app.events,
-      cache: app.cache,
-      staticDirs: app.staticDirs,
-      telemetry: app.telemetry,
-      port,
-      host: process.env.HOST || ALL_INTERFACES,
-      store: opened?.store,
-    }, app.parts)
+    server = await start(
+      {
+        apiRoutes: app.routes,
+        pages: app.pages,
+        events: app.events,
+        cache: app.cache,
+        staticDirs: app.staticDirs,
+        telemetry: app.telemetry,
+        port,
+        host: process.env.HOST || ALL_INTERFACES,
+        store: opened?.store,
+      },
+      app.parts,
+    )
   } catch (error) {
     await opened?.close()
     throw listenFailure(error, port, process.env.HOST || ALL_INTERFACES, 'set PORT to another port (PORT=0 picks a free one)')

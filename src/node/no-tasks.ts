@@ -13,7 +13,8 @@ export function noTaskLifecycle(
   options: { apiRoutes: RuntimeApiRoute[]; runtime?: unknown; store?: unknown },
   where: string,
 ): RuntimeLifecycle {
-  if (options.runtime !== undefined || options.store !== undefined) throw new TypeError(`${where}: a run store or runtime is given, but ${REBUILD}`)
+  if (options.runtime !== undefined || options.store !== undefined)
+    throw new TypeError(`${where}: a run store or runtime is given, but ${REBUILD}`)
   refuseTasks(options.apiRoutes, where)
   return {
     runtime: undefined,

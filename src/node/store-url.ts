@@ -73,8 +73,11 @@ const SCHEMES: ReadonlyMap<string, StoreScheme> = new Map<string, StoreScheme>([
   ['memory', { form: 'memory', word: true, open: memory }],
 ])
 
-const forms = [...SCHEMES.values()].map((scheme) => scheme.form)
-const ACCEPTS = `${forms.slice(0, -1).join(', ')} or ${forms.at(-1)}`
+/** Every form `SVC_STORE_URL` accepts, for its errors. A function, so that a bundle that never opens a store leaves the stores out. */
+function accepted(): string {
+  const forms = Array.from(SCHEMES.values(), (scheme) => scheme.form)
+  return `${forms.slice(0, -1).join(', ')} or ${forms.at(-1)}`
+}
 
 /**
  * Opens the store `env.SVC_STORE_URL` names, or the default. A Postgres store
@@ -90,7 +93,7 @@ export async function storeFromEnv(env: Record<string, string | undefined>, opti
     throw new TypeError(`storeFromEnv(): defaultStore must be 'memory' or 'sqlite' (got ${JSON.stringify(options.defaultStore)})`)
   }
   const named = schemeOf(value)
-  if (!named) throw new TypeError(`${STORE_URL_ENV} must be one of ${ACCEPTS} (got ${JSON.stringify(redactUrl(value))})`)
+  if (!named) throw new TypeError(`${STORE_URL_ENV} must be one of ${accepted()} (got ${JSON.stringify(redactUrl(value))})`)
   return named.store.open({ value, scheme: named.scheme, rest: named.rest, root })
 }
 
@@ -111,7 +114,7 @@ function openSqliteUrl({ value, scheme, rest, root }: SchemeInput): StoreFromEnv
   const path = sqlitePath(query < 0 ? rest : rest.slice(0, query))
   if (!path)
     throw new TypeError(
-      `${STORE_URL_ENV} must name a file after "${scheme}:" (got ${JSON.stringify(redactUrl(value))}); accepted: ${ACCEPTS}`,
+      `${STORE_URL_ENV} must name a file after "${scheme}:" (got ${JSON.stringify(redactUrl(value))}); accepted: ${accepted()}`,
     )
   return openSqlite(resolve(root, path), query < 0 ? {} : sqliteParams(rest.slice(query + 1)))
 }
@@ -153,7 +156,8 @@ function sqlitePath(rest: string): string {
 }
 
 function memory(): StoreFromEnv {
-  return { store: new MemoryRunStore(), description: 'memory', close: async () => {} }
+  const store = new MemoryRunStore()
+  return { store, description: 'memory', close: () => store.close() }
 }
 
 function openSqlite(path: string, options: Omit<SqliteRunStoreOptions, 'path'> = {}): StoreFromEnv {
@@ -161,7 +165,7 @@ function openSqlite(path: string, options: Omit<SqliteRunStoreOptions, 'path'> =
     mkdirSync(dirname(path), { recursive: true })
     const store = new SqliteRunStore({ path, ...options })
     const description = `SQLite ${path}${options.shared ? ' (shared by processes)' : ''}`
-    return { store, description, close: async () => store.close() }
+    return { store, description, close: () => store.close() }
   } catch (error) {
     throw new Error(`${STORE_URL_ENV}: cannot open the SQLite run store at ${path}: ${(error as Error).message}`, { cause: error })
   }

@@ -142,7 +142,7 @@ export class PostgresSharedWork implements SharedWork {
   /**
    * One statement per owner for a batch of `acquireLease` calls, its rows
    * locked in id order. Other batches lock theirs in the order of their
-   * calls; a deadlock between two is run again (the store's #run).
+   * calls; a deadlock between two is run again (`PostgresConnection.run`, connection.ts).
    */
   #acquireMany(leases: Lease[]): Promise<boolean[]> {
     return this.#run(async (sql) => {

@@ -36,7 +36,7 @@ import {
   TAKE_TIMER,
 } from '../runtime/tasks/sql/queries.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
-import type { EventEffects, EventListQuery } from '../runtime/types/run-store.ts'
+import type { EventEffects, EventListQuery, StoreLifecycle } from '../runtime/types/run-store.ts'
 import type { FlowLimits } from '../runtime/tasks/flow.ts'
 import { joinScheduledSql, startQueuedSql } from '../runtime/tasks/sql/flow.ts'
 import { eventsSinceSql, listEventsSql, noteEventEffectsSql, putEventSql } from '../runtime/tasks/sql/events.ts'
@@ -63,7 +63,7 @@ export type { SqliteRunStoreOptions } from './options.ts'
  * ```ts
  * const store = new SqliteRunStore({ path: './data/runs.db' })
  * const server = await startSvcServer({ apiRoutes, pages, store })
- * // on shutdown, after the server: await server.close(); store.close()
+ * // on shutdown, after the server: await server.close(); await store.close()
  * ```
  *
  * Run inputs, results and step outputs are stored as JSON, so they come
@@ -106,7 +106,7 @@ export type { SqliteRunStoreOptions } from './options.ts'
  * SQLite is an experimental feature" the first time a store is created. The
  * store leaves the process's warning handling alone.
  */
-export class SqliteRunStore implements RunStore {
+export class SqliteRunStore implements RunStore, StoreLifecycle {
   /** Records live in a file and survive a restart (`recover()` re-arms waits). */
   readonly durable = true
   /** The writes of an attempt check that this store still holds its run (fences.ts). */
@@ -171,8 +171,8 @@ export class SqliteRunStore implements RunStore {
     })
   }
 
-  /** Number of runs retained, committed: a batch still open is committed first. */
-  get size(): number {
+  /** How many runs the file holds, committed: a batch still open is committed first. */
+  async size(): Promise<number> {
     this.#conn.batch.flush()
     try {
       return Number((this.#conn.sql(COUNT_RUNS).get() as unknown as Counts).total)
@@ -183,9 +183,10 @@ export class SqliteRunStore implements RunStore {
 
   /**
    * Commits the writes still waiting for their batch, then closes the
-   * database. Later calls on the store throw. Idempotent.
+   * database, before it returns: a caller that does not wait may open the
+   * file again at once. Later calls on the store throw. Idempotent.
    */
-  close(): void {
+  async close(): Promise<void> {
     if (!this.#conn.open) return
     this.shared?.stop()
     this.#conn.batch.flush()

@@ -329,10 +329,10 @@ describe('JSON nested too deeply for a run record', () => {
       const res = await svc.fetch(`/__tasks/approvals.quick`, { method: 'POST', headers: json, body: nested(5000) })
       expect(res.status).toBe(400)
       expect(await res.json()).toEqual(tooDeep)
-      expect(store.size).toBe(0)
+      expect(await store.size()).toBe(0)
       await svc.close()
     } finally {
-      store.close()
+      await store.close()
     }
   })
 

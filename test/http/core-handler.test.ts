@@ -25,7 +25,10 @@ function remoteRuntime(): TaskRuntime {
 }
 
 function workerHandler(runtime: TaskRuntime = remoteRuntime(), env: Record<string, string> = { SVC_TASK_SECRET: SECRET }) {
-  return createCoreHandler({ routes, runtime, env: { SVC_REALTIME_ORIGINS: APP, ...env }, logger: recordingLogger() }, { tasks: createTaskSurface })
+  return createCoreHandler(
+    { routes, runtime, env: { SVC_REALTIME_ORIGINS: APP, ...env }, logger: recordingLogger() },
+    { tasks: createTaskSurface },
+  )
 }
 
 const get = (handler: ReturnType<typeof workerHandler>, path: string, headers: Record<string, string> = {}, method = 'GET') =>

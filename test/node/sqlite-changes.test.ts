@@ -73,7 +73,7 @@ describe('the changes table of a shared SQLite file', () => {
     const heard: RunChange[] = []
     const stop = await b.shared.onChanges('owner-b', (changes) => heard.push(...changes))
     const published = a.shared.publishChanges('owner-a', [change(1)])
-    a.close()
+    await a.close()
     await published
     await until(() => heard.length === 1)
     expect(heard).toEqual([change(1)])

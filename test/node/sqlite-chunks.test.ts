@@ -32,7 +32,7 @@ describe('chunks on a SqliteRunStore', () => {
     const { id } = await before.trigger('write')
     await until(async () => (await before.getRun(id))?.status === 'suspended')
     await before.close()
-    first.close()
+    await first.close()
 
     // Another connection reads them from the file.
     const row = raw(path).prepare('SELECT record FROM svc_runs WHERE id = ?').get(id) as { record: string }

@@ -178,7 +178,7 @@ describe('SqliteRunStore: each write of a group commit stands or falls alone', (
     const [first, second] = [makeRun({ status: 'running' }), makeRun({ status: 'running' })]
     for (const run of [first, second]) await gone.createRun(run)
     // Closed: its runs are anyone's to claim.
-    gone.close()
+    await gone.close()
     const owner = (id: string) =>
       committed(path, (db) => (db.prepare('SELECT owner FROM svc_runs WHERE id = ?').get(id) as { owner: number }).owner)
     const held = owner(first.id)
@@ -262,7 +262,7 @@ describe('SqliteRunStore on a file that cannot take writes', () => {
     makeRoom(db)
     await s.createRun(big)
     await s.saveStep(runs[0].id, 'a', { status: 'completed', output: 'y' })
-    s.close()
+    await s.close()
     const reopened = store(path)
     expect(new Set((await reopened.listRuns()).map((run) => run.id))).toEqual(new Set([...runs, big].map((run) => run.id)))
     expect((await reopened.getRun(runs[0].id))?.steps).toEqual({ a: { status: 'completed', output: 'y' } })

@@ -39,7 +39,7 @@ describe('SqliteRunStore event listing', () => {
     const path = dbFile()
     const first = store(path)
     await first.putEvent({ id: 'old', name: 'order.paid', data: 1, time: at(Date.now()) })
-    first.close()
+    await first.close()
     asVersion(path, 6)
     const index = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'svc_events_by_name_seq'"
     expect(raw(path).prepare(index).all()).toEqual([])

@@ -50,7 +50,7 @@ describe('SqliteRunStore events', () => {
     const event: EventRecord = { id: 'kept', name: 'order.paid', data: [1, 'two'], time: at(Date.now()) }
     const first = store(path)
     await first.putEvent(event)
-    first.close()
+    await first.close()
     const second = store(path)
     expect(await second.eventsSince('order.paid', at(0), 10)).toEqual([event])
     expect(await second.putEvent({ ...event, data: 'again' })).toEqual({ event, created: false })
@@ -87,7 +87,7 @@ describe('SqliteRunStore events', () => {
     const path = dbFile()
     const first = store(path)
     const run = await first.createRun(makeRun({ status: 'suspended' }))
-    first.close()
+    await first.close()
     asVersion(path, 5)
     expect(raw(path).prepare("SELECT 1 FROM sqlite_master WHERE name = 'events'").all()).toEqual([])
     const second = store(path)

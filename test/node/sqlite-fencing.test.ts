@@ -112,7 +112,7 @@ describe('fenced runs on a shared SqliteRunStore file', () => {
     const path = dbFile()
     const a = new SqliteRunStore({ path })
     const run = await a.createRun(makeRun({ status: 'running' }))
-    a.close()
+    await a.close()
     // Back to what version 3 wrote: no owner_fence column.
     asVersion(path, 3)
     const b = store(path)

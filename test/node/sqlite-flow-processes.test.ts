@@ -22,9 +22,10 @@ const dir = mkdtempSync(join(tmpdir(), 'svc-sqlite-flow-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 let files = 0
-const open: { close(): void }[] = []
-afterEach(() => {
-  for (const handle of open.splice(0)) handle.close()
+// A store's close() returns a promise, a raw connection's returns nothing: each is awaited.
+const open: { close(): unknown }[] = []
+afterEach(async () => {
+  for (const handle of open.splice(0)) await handle.close()
 })
 
 /** Three servers on a fresh runs file and attempt log, and a store and log connection of the test's own. */

@@ -25,7 +25,7 @@ describe('SqliteRunStore.claimRunning', () => {
     const b = store(path)
     expect((await b.claimRunning([run.id])).claimed).toEqual([])
     expect((await a.claimRunning([run.id])).claimed).toEqual([run.id])
-    a.close()
+    await a.close()
     expect((await b.claimRunning([run.id])).claimed).toEqual([run.id])
     // Now b's: a third store leaves it to b.
     expect((await store(path).claimRunning([run.id])).claimed).toEqual([])
@@ -75,7 +75,7 @@ describe('SqliteRunStore.claimRunning', () => {
     const path = dbFile()
     const a = store(path)
     const run = await a.createRun(makeRun({ status: 'running' }))
-    a.close()
+    await a.close()
     // Back to what version 2 wrote: no owner columns, no owners table.
     asVersion(path, 2)
     const b = store(path)

@@ -43,7 +43,7 @@ processesContract('SqliteRunStore (shared file)', async () => {
       }
     },
     async close() {
-      store.close()
+      await store.close()
       log.close()
     },
   }

@@ -70,7 +70,7 @@ describe('SqliteRunStore with shared: true', () => {
     const path = dbFile()
     const plain = store(path)
     await plain.saveTimer({ id: 't', runId: 'r', kind: 'delay', dueAt: new Date(Date.now() - 1000).toISOString() })
-    plain.close()
+    await plain.close()
     const s = shared(path)
     expect((await s.shared.claimDueTimers('a', new Date().toISOString(), 10)).map((timer) => timer.id)).toEqual(['t'])
   })
@@ -81,7 +81,7 @@ describe('SqliteRunStore with shared: true', () => {
     const past = new Date(Date.now() - 1000).toISOString()
     await plain.saveTimer({ id: 'due', runId: 'r', kind: 'sleep', stepKey: 'nap', dueAt: past })
     await plain.saveTimer({ id: 'later', runId: 'r', kind: 'sleep', stepKey: 'nap', dueAt: '2099-01-01T00:00:00.000Z' })
-    plain.close()
+    await plain.close()
     asVersion(path, 4)
     const s = shared(path)
     expect(raw(path).prepare('PRAGMA user_version').get()).toEqual({ user_version: SCHEMA_VERSION })
@@ -145,9 +145,9 @@ describe('a file opened both ways at once', () => {
     expect(shared(sharedFirst).shared).toBeDefined()
   })
 
-  it('once the other store has closed, the file opens the other way', () => {
+  it('once the other store has closed, the file opens the other way', async () => {
     const path = dbFile()
-    store(path).close()
+    await store(path).close()
     expect(shared(path).shared).toBeDefined()
   })
 })

@@ -23,8 +23,8 @@ function store(options: ConstructorParameters<typeof SqliteRunStore>[0]): Sqlite
   open.push(s)
   return s
 }
-afterEach(() => {
-  for (const s of open.splice(0)) s.close()
+afterEach(async () => {
+  for (const s of open.splice(0)) await s.close()
 })
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
@@ -43,7 +43,7 @@ describe('SqliteRunStore durability', () => {
     const timer = { id: 't', runId: run.id, kind: 'sleep' as const, stepKey: 's', dueAt: '2030-01-01T00:00:00.000Z' }
     await first.saveTimer(timer)
     await first.putToken({ id: `${run.id}:w`, runId: run.id, stepKey: 'w', status: 'waiting', createdAt: run.createdAt })
-    first.close()
+    await first.close()
 
     const second = store({ path })
     const read = await second.getRun(run.id)
@@ -61,7 +61,7 @@ describe('SqliteRunStore durability', () => {
 
   it('records the schema version and refuses a file written by a newer one', async () => {
     const path = dbFile()
-    store({ path }).close()
+    await store({ path }).close()
     const { DatabaseSync } = process.getBuiltinModule('node:sqlite')
     const db = new DatabaseSync(path)
     expect(db.prepare('PRAGMA user_version').get()).toEqual({ user_version: SCHEMA_VERSION })
@@ -85,13 +85,13 @@ describe('SqliteRunStore durability', () => {
     // Past 10,000 pages (about 40 MiB) the commit checkpoints: the file holds the runs.
     for (let i = 0; i < 4; i++) await batch()
     expect(fileSize()).toBeGreaterThan(40_000_000)
-    expect(s.size).toBe(500)
+    expect(await s.size()).toBe(500)
   })
 
   it('a closed store says so', async () => {
     const s = new SqliteRunStore({ path: ':memory:' })
-    s.close()
-    s.close()
+    await s.close()
+    await s.close()
     await expect(s.getRun('x')).rejects.toThrow(/store for :memory: is closed/)
   })
 })
@@ -124,7 +124,7 @@ describe('SqliteRunStore steps', () => {
     const steps = { first: { status: 'completed', output: 0 }, b: { status: 'completed', output: 2 }, a: { status: 'timed_out' } }
     expect(Object.entries((await s.getRun(run.id))!.steps)).toEqual(Object.entries(steps))
     // A fresh store reads them from the file: by id, by list, by key, through flow control.
-    s.close()
+    await s.close()
     const again = store({ path })
     expect(Object.entries((await again.getRun(run.id))!.steps)).toEqual(Object.entries(steps))
     expect(Object.entries((await again.listRuns())[0].steps)).toEqual(Object.entries(steps))
@@ -176,7 +176,7 @@ describe('SqliteRunStore steps', () => {
     }
     await s.saveStep(live.id, 'next', { status: 'completed', output: 3 })
     expect(Object.keys((await s.getRun(live.id))!.steps)).toEqual(['z', 'a', 'next'])
-    s.close()
+    await s.close()
     const file = readFile(path)
     expect(file.runs.map((row) => JSON.parse(row.record).steps)).toEqual([{}, {}, {}])
     expect(file.steps.map((step) => step.key)).toEqual(['z', 'a', 'only', 'next'])
@@ -224,7 +224,7 @@ describe('SqliteRunStore bound', () => {
     await s.createRun(makeRun())
     expect(await s.getRun(a.id)).toBeUndefined()
     expect(await s.getRun(c.id)).toBeDefined()
-    expect(s.size).toBe(3)
+    expect(await s.size()).toBe(3)
   })
 
   it('evicts finished runs to make room for a live one, never live runs', async () => {
@@ -235,9 +235,9 @@ describe('SqliteRunStore bound', () => {
     await s.createRun(next)
     expect(await s.getRun(done.id)).toBeUndefined()
     expect(await s.getRun(live.id)).toBeDefined()
-    expect(s.size).toBe(2)
+    expect(await s.size()).toBe(2)
     await expect(s.createRun(makeRun())).rejects.toMatchObject({ code: 'STORE_FULL' })
-    expect(s.size).toBe(2)
+    expect(await s.size()).toBe(2)
   })
 
   it('a run that leaves a finished state is live again and is not evicted', async () => {
@@ -266,7 +266,7 @@ describe('SqliteRunStore bound', () => {
     } finally {
       other.close()
     }
-    expect(s.size).toBe(5)
+    expect(await s.size()).toBe(5)
     expect(await s.getRun(finished[0].id)).toBeUndefined()
     expect(await s.getRun(finished[11].id)).toBeDefined()
   })
@@ -350,7 +350,7 @@ describe('SqliteRunStore: several stores on one file', () => {
     await b.createRun(makeRun({ status: 'scheduled' }))
     await expect(a.createRun(makeRun())).rejects.toMatchObject({ code: 'STORE_FULL', status: 503 })
     await expect(b.createRun(makeRun())).rejects.toMatchObject({ code: 'STORE_FULL', status: 503 })
-    expect(a.size).toBe(2)
+    expect(await a.size()).toBe(2)
   })
 
   it('reads a run the other one changed, after reading it before the change', async () => {
@@ -402,7 +402,7 @@ describe('SqliteRunStore: several stores on one file', () => {
     const written = a.createRun(makeRun({ id: 'r' }))
     const b = store({ path, busyTimeoutMs: 200 })
     const later = a.createRun(makeRun({ id: 's' }))
-    b.close()
+    await b.close()
     await Promise.all([written, later])
     expect((await store({ path }).listRuns()).map((run) => run.id).sort()).toEqual(['r', 's'])
   })
@@ -453,7 +453,7 @@ describe('SqliteRunStore group commit', () => {
     const reopened = store({ path })
     expect(await reopened.getRun(first.id)).toMatchObject({ input: first.input, steps: { a: { output: 1 } } })
     expect(await reopened.getRun(other.id)).toMatchObject({ status: 'running' })
-    expect(reopened.size).toBe(2)
+    expect(await reopened.size()).toBe(2)
   })
 
   it("waitForRun answers with a run's end only once that end is committed", async () => {
@@ -526,11 +526,11 @@ describe('SqliteRunStore group commit', () => {
     ])
     expect(outcomes[2]).toEqual({ status: 'fulfilled', value: undefined })
     expect((outcomes[4] as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_FULL' })
-    s.close()
+    await s.close()
     const reopened = store({ path })
     expect(await reopened.getRun(a.id)).toMatchObject({ status: 'running', ok: true })
     expect(await reopened.getRun(b.id)).toMatchObject({ steps: { x: { status: 'completed', output: 1 } } })
-    expect(reopened.size).toBe(2)
+    expect(await reopened.size()).toBe(2)
   })
 
   it('close() commits the writes still waiting for their batch', async () => {
@@ -538,7 +538,7 @@ describe('SqliteRunStore group commit', () => {
     const s = new SqliteRunStore({ path })
     const run = makeRun()
     const written = s.createRun(run)
-    s.close()
+    await s.close()
     await expect(written).resolves.toMatchObject({ id: run.id })
     expect(committedRuns(path)).toBe(1)
   })
@@ -595,7 +595,7 @@ describe('SqliteRunStore records in memory', () => {
     expect(await s.updateRun(run.id, { ok: false }, { status: 'running' })).toBeUndefined()
     await Promise.all(writes)
     expect(await read).toMatchObject(expected)
-    s.close()
+    await s.close()
     expect(await store({ path }).getRun(run.id)).toMatchObject(expected)
   })
 
@@ -626,7 +626,7 @@ describe('SqliteRunStore records in memory', () => {
       result: { rows: [1] },
     }
     expect(await s.getRun(run.id)).toMatchObject(expected)
-    s.close()
+    await s.close()
     expect(await store({ path }).getRun(run.id)).toMatchObject(expected)
   })
 
@@ -656,7 +656,7 @@ describe('SqliteRunStore records in memory', () => {
       .run(foreign.id, foreign.taskName, foreign.status, JSON.stringify(foreign))
     other.close()
     await expect(s.createRun(makeRun({ status: 'scheduled' }))).rejects.toMatchObject({ code: 'STORE_FULL' })
-    expect(s.size).toBe(2)
+    expect(await s.size()).toBe(2)
   })
 })
 

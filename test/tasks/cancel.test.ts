@@ -222,7 +222,7 @@ describe('cancel on SQLite, across a restart', () => {
     await status(before, id, 'suspended')
     await before.cancel(id)
     await before.close()
-    first.close()
+    await first.close()
 
     const second = new SqliteRunStore({ path })
     const after = runtime(routes, { store: second })
@@ -236,7 +236,7 @@ describe('cancel on SQLite, across a restart', () => {
       expect(calls).toBe(1)
     } finally {
       await after.close()
-      second.close()
+      await second.close()
     }
   })
 })

@@ -14,8 +14,8 @@ function sqlite(path: string): SqliteRunStore {
   open.push(store)
   return store
 }
-afterEach(() => {
-  for (const store of open.splice(0)) store.close()
+afterEach(async () => {
+  for (const store of open.splice(0)) await store.close()
 })
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 

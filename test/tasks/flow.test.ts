@@ -18,7 +18,7 @@ let counter: OverlapServer | undefined
 afterEach(async () => {
   await counter?.close()
   counter = undefined
-  for (const store of stores.splice(0)) store.close()
+  for (const store of stores.splice(0)) await store.close()
 })
 
 function sqlite(path = join(dir, `runs-${++files}.db`)): SqliteRunStore {
@@ -345,7 +345,7 @@ describe('flow control: queued counts and restarts', () => {
     await until(async () => (await status(before.store, runs[0].id)) === 'running')
     expect(await status(before.store, runs[2].id)).toBe('queued')
     await before.close()
-    stores.pop()?.close()
+    await stores.pop()?.close()
     held.open()
 
     const store = sqlite(path)

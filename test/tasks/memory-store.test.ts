@@ -84,7 +84,7 @@ describe('MemoryRunStore bound', () => {
     expect(await store.getRun(a.id)).toBeDefined()
     await store.createRun(makeRun())
     expect(await store.getRun(a.id)).toBeUndefined()
-    expect(store.size).toBe(3)
+    expect(await store.size()).toBe(3)
   })
 
   it('evicts finished runs to make room for a live one, never live runs', async () => {
@@ -95,9 +95,9 @@ describe('MemoryRunStore bound', () => {
     await store.createRun(next)
     expect(await store.getRun(done.id)).toBeUndefined()
     expect(await store.getRun(live.id)).toBeDefined()
-    expect(store.size).toBe(2)
+    expect(await store.size()).toBe(2)
     await expect(store.createRun(makeRun())).rejects.toMatchObject({ code: 'STORE_FULL' })
-    expect(store.size).toBe(2)
+    expect(await store.size()).toBe(2)
   })
 
   it('drops the idempotency key and tokens of an evicted run', async () => {
@@ -158,11 +158,11 @@ describe('MemoryRunStore bound in bytes', () => {
     const store = new MemoryRunStore({ maxBytes: 35_000 })
     const runs = [0, 1, 2].map(() => makeRun({ status: 'completed', input: text(10_000) }))
     for (const run of runs) await store.createRun(run)
-    expect(store.size).toBe(3)
+    expect(await store.size()).toBe(3)
     await store.createRun(makeRun({ status: 'completed', input: text(10_000) }))
     expect(await store.getRun(runs[0].id)).toBeUndefined()
     expect(await store.getRun(runs[1].id)).toBeDefined()
-    expect(store.size).toBe(3)
+    expect(await store.size()).toBe(3)
     expect(store.bytes).toBeLessThanOrEqual(35_000)
     expect(store.bytes).toBeGreaterThan(30_000)
   })
@@ -185,7 +185,7 @@ describe('MemoryRunStore bound in bytes', () => {
     expect(await store.getRun(waiting.id)).toBeDefined()
     await store.saveStep(waiting.id, 'more', { status: 'completed', output: text(6_000) })
     expect(await store.getRun(ending.id)).toBeUndefined()
-    expect(store.size).toBe(1)
+    expect(await store.size()).toBe(1)
   })
 
   it('refuses a new live run with StoreFullError (503) while live runs hold maxBytes, and evicts none of them', async () => {
@@ -199,7 +199,7 @@ describe('MemoryRunStore bound in bytes', () => {
       /^MemoryRunStore is full: its live runs \(scheduled, queued, running or suspended\) hold [\d,]+ bytes of JSON, its maxBytes bound of 20,000\. .*raise maxBytes$/,
     )
     for (const run of live) expect(await store.getRun(run.id)).toBeDefined()
-    expect(store.size).toBe(2)
+    expect(await store.size()).toBe(2)
     // Once one finishes there is room again, and it is the one evicted.
     await store.updateRun(live[0].id, { status: 'completed' })
     const next = await store.createRun(makeRun({ status: 'running', input: text(5_000) }))

@@ -50,7 +50,7 @@ describe('retention', () => {
         'createTaskRuntime(): retention must be a positive number of seconds that finished runs are kept, such as 604800 (7 days) (got 0)',
       )
     } finally {
-      durable.close()
+      await durable.close()
     }
   })
 
@@ -78,7 +78,7 @@ describe('retention', () => {
       await until(async () => (await store.getRun(gone.id)) === undefined, 5000)
       expect(await store.getRun(stays.id)).toBeDefined()
     } finally {
-      store.close()
+      await store.close()
     }
   })
 
@@ -98,7 +98,7 @@ describe('retention', () => {
       await pruning.recover()
       await until(async () => (await store.getRun(kept.id)) === undefined, 5000)
     } finally {
-      store.close()
+      await store.close()
     }
   })
 
@@ -138,7 +138,7 @@ describe('retention', () => {
       expect(figures.excess).toBe(0)
       expect(figures.last).toBeLessThan(figures.triggered / 2)
     } finally {
-      store.close()
+      await store.close()
     }
   }, 30_000)
 })

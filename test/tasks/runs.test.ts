@@ -206,8 +206,8 @@ describe('run states and transitions', () => {
 
 const SECRET = 'runs-secret-0123456789abcdef01234567'
 const sqlite: SqliteRunStore[] = []
-afterEach(() => {
-  for (const store of sqlite.splice(0)) store.close()
+afterEach(async () => {
+  for (const store of sqlite.splice(0)) await store.close()
 })
 
 const stores: [string, () => RunStore][] = [

@@ -154,6 +154,6 @@ describe('an event sent from two processes sharing one SQLite file', () => {
     for (const id of ids) expect((await finished(a.waitForRun(id))).status).toBe('completed')
     expect(seen.sort()).toEqual(['receipt o-7', 'ship o-7'])
     await Promise.all([a.close(), b.close()])
-    for (const store of stores) store.close()
+    for (const store of stores) await store.close()
   })
 })

@@ -660,7 +660,7 @@ describe('replay divergence', () => {
     let after: { store?: SqliteRunStore } | undefined
     if (store === 'sqlite') {
       await rt.close()
-      before.store?.close()
+      await before.store?.close()
       after = open()
       rt = runtime(routes, after)
       await rt.recover()
@@ -671,7 +671,7 @@ describe('replay divergence', () => {
       return { done, warnings: rt.logger.text('warn') }
     } finally {
       await rt.close()
-      after?.store?.close()
+      await after?.store?.close()
     }
   }
 

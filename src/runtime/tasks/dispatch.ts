@@ -5,9 +5,9 @@
  *
  * 1. `start`: the entry is made; on a store several processes share, the
  *    attempt first takes the run's lease (another process may hold it).
- * 2. `callHandler`: the handler is called (`handler-call.ts`), under the
- *    attempt's timeout.
- * 3. `attemptEnded`: the outcome is written (`attempt-outcome.ts`): a
+ * 2. `AttemptCalls.call` (attempt-calls.ts): the handler is called
+ *    (`handler-call.ts`) once a slot is free, under the attempt's timeout.
+ * 3. `attemptEnded` there: the outcome is written (`attempt-outcome.ts`): a
  *    result completes the run, a failure arms a retry or fails the run, an
  *    unmet wait suspends it and arms its waitpoint; `endWritten` then
  *    announces a run's end.
@@ -36,65 +36,44 @@
  */
 import type { Logger, RunRecord } from '../types.ts'
 import { LeaseLostError, RunCancelledError, errorMessage } from '../errors.ts'
-import { OutcomeRecorder, type OutcomeRecorderOptions } from './attempt-outcome.ts'
-import { AttemptTimeouts } from './attempt-timeouts.ts'
-import type { TaskDefinition } from './definitions.ts'
-import { invoke, type InvocationOutcome, type Invoker } from './handler-call.ts'
+import { AttemptCalls, type AttemptCallsOptions, type DispatchEnds } from './attempt-calls.ts'
 import { InFlight } from './in-flight.ts'
 import { Redispatch } from './redispatch.ts'
-import type { StepHost } from './steps.ts'
-import { hasSteps, type RunStore, type SharedWork } from './store.ts'
-import type { ExecutionEnd, Telemetry } from '../telemetry/types.ts'
-import type { RunVersions } from './versions.ts'
-import { DEFAULT_MAX_CONCURRENT_RUNS, HandlerSlots } from './handler-slots.ts'
+import type { RunStore, SharedWork } from './store.ts'
 
-export interface DispatcherOptions extends OutcomeRecorderOptions {
-  /** What the steps of every attempt reach. */
-  host: StepHost
+export interface DispatcherOptions extends AttemptCallsOptions {
   /** On a store several processes share: how they split the work, and this engine's id there. */
   shared: SharedWork | undefined
   owner: string
-  /** Where each execution's span goes. */
-  telemetry?: Telemetry | undefined
-  /** Whether a run's version is this process's to run (versions.ts). */
-  versions: RunVersions
-  /** Most handlers running at once (handler-slots.ts). @default DEFAULT_MAX_CONCURRENT_RUNS */
-  maxConcurrentRuns?: number
 }
 
 export class Dispatcher {
   readonly #store: RunStore
-  readonly #tasks: ReadonlyMap<string, TaskDefinition>
   readonly #logger: Logger
-  /** What each attempt's outcome writes. */
-  readonly #outcomes: OutcomeRecorder
   readonly #shared: SharedWork | undefined
   readonly #owner: string
-  readonly #telemetry: Telemetry | undefined
-  readonly #versions: RunVersions
   /** Runs with a dispatch in flight, by id. */
   readonly #inFlight = new Map<string, InFlight>()
-  readonly #timeouts = new AttemptTimeouts()
-  /** What every attempt started here shares, its timeouts among them. */
-  readonly #invoker: Invoker<InFlight>
+  /** From a held lease to the write of the attempt's outcome (attempt-calls.ts). */
+  readonly #attempts: AttemptCalls
   /** Interrupted runs, to dispatch again once the store can read them. */
   readonly #redispatch: Redispatch
-  /** The cap on handlers running at once, and the runs that wait for one. */
-  readonly #slots: HandlerSlots
   /** At `close()`: the runs whose outcome was being written, whose leases stay to lapse. */
   #kept: string[] = []
   #closed = false
 
   constructor(options: DispatcherOptions) {
     this.#store = options.store
-    this.#tasks = options.tasks
     this.#logger = options.logger
-    this.#outcomes = new OutcomeRecorder(options)
     this.#shared = options.shared
     this.#owner = options.owner
-    this.#telemetry = options.telemetry
-    this.#versions = options.versions
-    this.#slots = new HandlerSlots(options.maxConcurrentRuns ?? DEFAULT_MAX_CONCURRENT_RUNS)
+    const ends: DispatchEnds = {
+      release: (entry) => this.#releaseDispatch(entry),
+      failed: (entry, error) => this.#dispatchFailed(entry, error),
+      handOver: (entry) => this.#handOver(entry),
+      interrupted: (entry, error) => this.#interrupted(entry, error),
+    }
+    this.#attempts = new AttemptCalls(options, ends)
     this.#redispatch = new Redispatch({
       store: options.store,
       logger: options.logger,
@@ -102,11 +81,6 @@ export class Dispatcher {
       busy: (runId) => this.#inFlight.has(runId),
       start: (run) => this.start(run),
     })
-    this.#invoker = {
-      host: options.host,
-      timeouts: this.#timeouts,
-      ended: (entry, outcome) => this.#attemptEnded(entry, outcome),
-    }
   }
 
   /** How many runs have a dispatch in flight here. */
@@ -156,7 +130,7 @@ export class Dispatcher {
     this.#inFlight.set(run.id, entry)
     // Another live process may hold the run: then the attempt is theirs.
     if (!this.#shared || leased) {
-      this.#callHandler(entry, run)
+      this.#attempts.call(entry, run)
       return
     }
     this.#shared
@@ -167,7 +141,7 @@ export class Dispatcher {
         // Read under the lease: the copy this dispatch was given may be
         // older than another process's attempt of the run.
         return this.#store.getRun(run.id).then((latest) => {
-          if (latest?.status === 'running') this.#callHandler(entry, latest)
+          if (latest?.status === 'running') this.#attempts.call(entry, latest)
           else this.#releaseDispatch(entry)
         })
       })
@@ -229,135 +203,8 @@ export class Dispatcher {
   close(): void {
     this.#closed = true
     this.#kept = [...this.#inFlight.values()].filter((entry) => entry.writing && entry.leased).map((entry) => entry.id)
-    this.#outcomes.close()
-    for (const entry of this.#inFlight.values()) entry.handle?.abort('The task runtime closed during this attempt')
-    this.#slots.close()
-    this.#timeouts.clear()
+    this.#attempts.close(this.#inFlight.values())
     this.#redispatch.close()
-  }
-
-  #callHandler(entry: InFlight, run: RunRecord): void {
-    try {
-      if (entry.stopped) {
-        this.#releaseDispatch(entry)
-        return
-      }
-      const def = this.#tasks.get(run.taskName)
-      if (!def) {
-        const missing = `Task "${run.taskName}" is not registered in this runtime`
-        this.#outcomes.finishRun(entry, { status: 'failed', ok: false }).then(
-          (done) => this.#endWritten(entry, done, missing),
-          (error: unknown) => this.#dispatchFailed(entry, error),
-        )
-        return
-      }
-      if (!this.#versions.matches(run)) {
-        // Another version's run: handed to a process of it, moved to this one, or failed (versions.ts).
-        this.#versions.check(run).then(
-          (checked) => {
-            if (checked.kind === 'run') this.#invoke(entry, def, checked.run)
-            else if (checked.kind === 'hand-over') this.#handOver(entry)
-            else if (checked.kind === 'done') this.#endWritten(entry, undefined)
-            else {
-              const attempt = { index: run.attempts.length + 1, startedAt: new Date().toISOString(), durationMs: 0, error: checked.error }
-              this.#outcomes.finishRun(entry, { status: 'failed', ok: false, attempt }).then(
-                (done) => this.#endWritten(entry, done, checked.error),
-                (error: unknown) => this.#dispatchFailed(entry, error),
-              )
-            }
-          },
-          (error: unknown) => this.#dispatchFailed(entry, error),
-        )
-        return
-      }
-      this.#invoke(entry, def, run)
-    } catch (error) {
-      this.#dispatchFailed(entry, error)
-    }
-  }
-
-  /** Calls the handler of `def` for `run` once a slot of `maxConcurrentRuns` is free. */
-  #invoke(entry: InFlight, def: TaskDefinition, run: RunRecord): void {
-    if (entry.stopped) {
-      this.#releaseDispatch(entry)
-      return
-    }
-    this.#slots.take(run.priority ?? 0, () => {
-      entry.slot = true
-      this.#invokeNow(entry, def, run)
-    })
-  }
-
-  /** Calls the handler of `def` for `run`, in an execution span with telemetry. */
-  #invokeNow(entry: InFlight, def: TaskDefinition, run: RunRecord): void {
-    try {
-      // Cancelled, or taken over, while it waited for its slot.
-      if (entry.stopped) {
-        this.#releaseDispatch(entry)
-        return
-      }
-      // A call that ended at once has been through `#attemptEnded` already.
-      const attempts = run.attempts.length
-      const span = this.#telemetry?.execution(run, attempts + 1, attempts === 0 && !hasSteps(run))
-      if (span === undefined) {
-        entry.handle = invoke(def, run, this.#invoker, entry)
-        return
-      }
-      entry.span = span
-      entry.handle = span.run(() => invoke(def, run, this.#invoker, entry))
-    } catch (error) {
-      this.#dispatchFailed(entry, error)
-    }
-  }
-
-  /** The attempt is over: records how it ended. */
-  #attemptEnded(entry: InFlight, outcome: InvocationOutcome): void {
-    // From here, a waiter must look at the store.
-    entry.handle = undefined
-    this.#freeSlot(entry)
-    if (entry.span !== undefined) {
-      entry.span.end(executionEnd(entry, outcome))
-      entry.span = undefined
-    }
-    // Cancelled or taken over meanwhile: the run is not this attempt's to change.
-    if (entry.stopped) {
-      this.#releaseDispatch(entry)
-      return
-    }
-    if (outcome.kind === 'interrupted') {
-      this.#interrupted(entry, outcome.error)
-      return
-    }
-    try {
-      entry.writing = true
-      if (outcome.kind === 'completed') {
-        const { attempt, result } = outcome
-        // Bound methods rather than closures: with many runs dispatched at
-        // once, every run whose end is being written holds one.
-        this.#outcomes
-          .finishRun(entry, { status: 'completed', ok: true, result, attempt })
-          .then(this.#endWritten.bind(this, entry), this.#dispatchFailed.bind(this, entry))
-      } else {
-        this.#outcomes.recordFailedOrSuspended(entry, outcome).then(
-          () => this.#releaseDispatch(entry),
-          (error: unknown) => this.#dispatchFailed(entry, error),
-        )
-      }
-    } catch (error) {
-      this.#dispatchFailed(entry, error)
-    }
-  }
-
-  /** The run's end is written (or it was no longer running): what follows it, then the dispatch is over. */
-  #endWritten(entry: InFlight, done: RunRecord | undefined, error?: string): void {
-    entry.writing = false
-    try {
-      this.#outcomes.announceEnd(entry, done, error)
-    } catch (thrown) {
-      this.#dispatchFailed(entry, thrown)
-      return
-    }
-    this.#releaseDispatch(entry)
   }
 
   /** A step of the dispatch threw or rejected: logged, and the dispatch is over. */
@@ -419,16 +266,9 @@ export class Dispatcher {
     this.#redispatch.later(entry.id, entry.taskName)
   }
 
-  /** The handler of `entry` is done, or never ran: its slot goes to the next run waiting for one. */
-  #freeSlot(entry: InFlight): void {
-    if (!entry.slot) return
-    entry.slot = false
-    this.#slots.free()
-  }
-
   /** Removes the run's entry, and dispatches the run again if something asked for it meanwhile. */
   #removeEntry(entry: InFlight): void {
-    this.#freeSlot(entry)
+    this.#attempts.freeSlot(entry)
     this.#inFlight.delete(entry.id)
     if (!entry.again) {
       entry.finish()
@@ -445,12 +285,4 @@ export class Dispatcher {
       )
       .finally(() => entry.finish())
   }
-}
-
-/** How an execution ended, as its span records it. */
-function executionEnd(entry: InFlight, outcome: InvocationOutcome): ExecutionEnd {
-  if (entry.stopped) return { kind: 'stopped', why: 'the run was cancelled, or its lease lost' }
-  if (outcome.kind === 'interrupted') return { kind: 'stopped', why: `the run store could not serve it: ${outcome.error}` }
-  if (outcome.kind === 'suspended') return { kind: 'suspended', stepKey: outcome.signal.stepKey, waitpoint: outcome.signal.waitpoint }
-  return outcome.kind === 'failed' ? { kind: 'failed', error: outcome.error } : { kind: 'completed' }
 }

@@ -14,14 +14,14 @@ import { attemptSize, runSize, stepSize, TOKEN_BASE } from './run-size.ts'
 import { StepLog } from './step-log.ts'
 import { applyRunPatch, insertEach, isFinished, settleTokenRecord, statusMatches, waitsForEvent } from './store.ts'
 import { MemoryEventLog } from './memory-events.ts'
-import type { EventEffects, EventListQuery } from '../types/run-store.ts'
+import type { EventEffects, EventListQuery, StoreLifecycle } from '../types/run-store.ts'
 import type { EventMatch } from '../events/match.ts'
 import { type MemoryRunStoreOptions, resolveMemoryOptions } from './memory-options.ts'
 import { byCreation, copyAttempt, copyRun, idempotencyScope, InFlow, NO_ATTEMPTS, type StoredRun, withAttempt } from './memory-records.ts'
 
 export { DEFAULT_MAX_BYTES, type MemoryRunStoreOptions } from './memory-options.ts'
 
-export class MemoryRunStore implements RunStore {
+export class MemoryRunStore implements RunStore, StoreLifecycle {
   readonly maxRuns: number
   readonly maxBytes: number
   // Map iteration follows insertion order: `runs` is creation order and
@@ -76,10 +76,13 @@ export class MemoryRunStore implements RunStore {
     this.#events.noteEffects(id, effects)
   }
 
-  /** Number of runs retained. */
-  get size(): number {
+  /** How many runs it holds, finished ones included. */
+  async size(): Promise<number> {
     return this.#runs.size
   }
+
+  /** Holds nothing open: the runs go with the store once nothing references it. */
+  async close(): Promise<void> {}
 
   /** The JSON the retained runs and held events hold, in bytes, as `maxBytes` counts it. */
   get bytes(): number {

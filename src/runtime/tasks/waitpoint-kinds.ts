@@ -59,7 +59,9 @@ export function waitpointTypeOfStep(step: StepKind | undefined): Waitpoint['type
   return step === undefined ? undefined : WAITED_BY_STEP.get(step)
 }
 
-const WAITED_BY_STEP = /* @__PURE__ */ new Map<StepKind, Waitpoint['type']>(WAITPOINT_TYPES.map((type) => [WAITPOINT_KINDS[type].step, type]))
+const WAITED_BY_STEP = /* @__PURE__ */ new Map<StepKind, Waitpoint['type']>(
+  WAITPOINT_TYPES.map((type) => [WAITPOINT_KINDS[type].step, type]),
+)
 
 /**
  * The default of a `switch` over `waitpoint.type` that handles every kind:

@@ -312,6 +312,36 @@ export interface RunStore {
   noteEventEffects?(id: string, effects: EventEffects): Promise<void>
 }
 
+/**
+ * What every run store of svc has besides the `RunStore` calls the engine
+ * makes: one shape for a count and a shutdown whatever holds the runs. Both
+ * are promises because a database answers asynchronously; a store in memory
+ * answers them at once.
+ *
+ * ```ts
+ * const server = await startSvcServer({ apiRoutes, pages, store })
+ * // on shutdown, after the server (whose runs still write to the store):
+ * await server.close()
+ * await store.close()
+ * ```
+ */
+export interface StoreLifecycle {
+  /**
+   * How many runs the store holds, finished ones included (retention and
+   * `maxRuns` remove those). A durable store counts what is committed.
+   */
+  size(): Promise<number>
+
+  /**
+   * Lets go of what the store holds open (connections, a file, listeners),
+   * once the writes already asked for are done; calls made on it later
+   * reject. Idempotent: a second call does nothing more. A store that holds
+   * nothing open (memory, or a Durable Object's storage, which its object
+   * owns) resolves at once and goes on answering.
+   */
+  close(): Promise<void>
+}
+
 /** What `RunStore.listEvents` lists. */
 export interface EventListQuery {
   /** Only events of this name. */
