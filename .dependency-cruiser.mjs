@@ -22,6 +22,8 @@ const TIERS = [
     dashboard: { path: ['^src/dashboard/'], edge: true, leaf: true },
     // `svcjs/client`, browser code for an app's pages: it imports nothing of svc but types.
     client: { path: ['^src/client/', '^src/client\\.ts$'], edge: true },
+    // svc's own package: its deployment targets and its public entries, which the loader and the build alias.
+    self: { path: ['^src/self/'] },
   },
   {
     postgres: { path: ['^src/postgres/', '^src/postgres\\.ts$'] },
@@ -34,6 +36,8 @@ const TIERS = [
   {
     build: { path: ['^src/build/'] },
     dev: { path: ['^src/dev/'] },
+    // What the Lambda and Vercel shims share about runs: the store SVC_STORE_URL names, and the one-minute tick.
+    functions: { path: ['^src/functions/'] },
   },
   {
     cli: { path: ['^src/cli/'] },

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url'
 import type { Plugin } from 'rollup'
 import { defineBuildConfig } from 'unbuild'
-import { TARGET_NAMES, targetEntry } from './src/node/self.ts'
+import { TARGET_NAMES, targetEntry } from './src/self/targets.ts'
 
 /** svc's own import map (package.json `imports`): specifiers of it resolve into the sources, which dist/ must contain. */
 const OWN_IMPORTS = /^#svc\//

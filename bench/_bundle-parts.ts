@@ -14,7 +14,7 @@ import { gzipSync } from 'node:zlib'
 import { bundle } from '../src/build/bundle.ts'
 import { appSource } from '../src/build/entry.ts'
 import { scanApp } from '../src/manifest.ts'
-import { selfAliases } from '../src/node/self.ts'
+import { selfAliases } from '../src/self/entries.ts'
 import { cloudflareTarget } from '../targets/cloudflare/build.ts'
 
 export interface BundlePart {

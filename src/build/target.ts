@@ -1,8 +1,8 @@
-import type { TargetName } from '../node/self.ts'
+import type { TargetName } from '../self/targets.ts'
 import type { ManifestPage, ManifestRoute } from '../types.ts'
 import type { BundlePlatform } from './bundle.ts'
 
-export type { TargetName } from '../node/self.ts'
+export type { TargetName } from '../self/targets.ts'
 
 /** A file the build wrote, for the size report. */
 export interface BuiltFile {

@@ -1,4 +1,4 @@
-import { TARGET_NAMES } from '../node/self.ts'
+import { TARGET_NAMES } from '../self/targets.ts'
 import type { TargetDescriptor, TargetName } from './target.ts'
 
 export { TARGET_NAMES }

@@ -10,7 +10,8 @@ import { DEFAULT_BODY_LIMIT } from '../runtime/http/body.ts'
 import type { ResponseClass } from '../runtime/http/types.ts'
 import { checkTaskSecretStrength } from '../runtime/admin/secret-strength.ts'
 import { loopbackExemption } from '../runtime/admin/loopback-exemption.ts'
-import { createCoreHandler, type SvcHandler } from '../runtime/handler.ts'
+import { handlerOf, type HandlerConfig, type SvcHandler } from '../runtime/handler.ts'
+import { GlobalResponse } from '../runtime/app/global-response.ts'
 import type { Logger } from '../types.ts'
 import { type Background, createBackground } from './background.ts'
 import { resolveHost } from './host.ts'
@@ -94,14 +95,19 @@ export async function openAppServer(options: SvcServerOptions, { where, response
   checkServerOptions(options, where)
   const env = options.env ?? process.env
   const logger = options.logger ?? console
-  // Before the store opens, so that a refused start leaves nothing open.
-  checkTaskSecretStrength(env, options.dev ?? false, where, logger)
+  const dev = options.dev ?? env.NODE_ENV === 'development'
+  const tasks = parts.tasks
+  // The edge of the server: every option is checked here, once, before the
+  // store opens, so that a refused start leaves nothing open; what is built
+  // from them below reads them checked.
+  checkTaskSecretStrength(env, dev, where, logger)
+  // The process outlives each response; close() drains task attempts itself.
+  const taskOptions = tasks?.surface.resolve({ ...options, holdRuns: false, dashboardPage: tasks.dashboard }, where)
   const shutdownTimeoutMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS
   // A trigger's body is its input: requests may be as large as a run's payloads.
   const maxPayloadBytes = options.runtime?.maxPayloadBytes ?? options.maxPayloadBytes ?? 0
   const bodyLimit = options.bodyLimit ?? Math.max(DEFAULT_BODY_LIMIT, maxPayloadBytes)
 
-  const tasks = parts.tasks
   // The store option, else SVC_STORE_URL, else memory; one opened here closes with the server.
   const opened = !tasks || options.runtime || options.store ? undefined : await tasks.storeFromEnv(env, { defaultStore: 'memory' })
   const telemetry = options.telemetry === undefined ? await loadTelemetry(env) : options.telemetry || undefined
@@ -117,7 +123,7 @@ export async function openAppServer(options: SvcServerOptions, { where, response
       maxConcurrentRuns: options.maxConcurrentRuns,
       telemetry,
       // A development server prints what runs log, with their task and run id.
-      printRunLogs: options.dev ?? env.NODE_ENV === 'development',
+      printRunLogs: dev,
     },
     env,
     logger,
@@ -125,7 +131,23 @@ export async function openAppServer(options: SvcServerOptions, { where, response
     drainTimeoutMs: shutdownTimeoutMs,
   }
   const lifecycle = tasks ? tasks.lifecycle(lifecycleOptions) : noTaskLifecycle(options, where)
-  const staticFiles = options.staticDirs ? createStaticHandler(options.staticDirs, logger) : undefined
+  const config: HandlerConfig = {
+    where,
+    routes: options.apiRoutes,
+    pages: options.pages,
+    env,
+    logger,
+    R: responseClass ?? GlobalResponse,
+    dev,
+    bodyLimit,
+    givenBodyLimit: bodyLimit,
+    globalHooks: options.globalHooks,
+    fallback: options.staticDirs ? createStaticHandler(options.staticDirs, logger) : undefined,
+    telemetry,
+    cache: options.cache ?? {},
+    tasks: taskOptions,
+  }
+  const handlerParts = { streams: tasks?.streams, loopback: loopbackExemption, tasks: tasks?.surface, pages: parts.pages }
   let closing: Promise<void> | undefined
   const app = createReloadableHandler(
     { apiRoutes: options.apiRoutes, pages: options.pages, events: options.events },
@@ -133,28 +155,7 @@ export async function openAppServer(options: SvcServerOptions, { where, response
       lifecycle,
       closing: () => closing !== undefined,
       build: ({ apiRoutes, pages }, runtime) =>
-        createCoreHandler(
-          {
-            routes: apiRoutes,
-            pages,
-            cache: options.cache ?? {},
-            globalHooks: options.globalHooks,
-            runtime,
-            env,
-            bodyLimit,
-            dev: options.dev,
-            dashboard: options.dashboard,
-            dashboardPage: tasks?.dashboard,
-            runEvents: options.runEvents,
-            logger,
-            fallback: staticFiles,
-            // The process outlives each response; close() drains task attempts itself.
-            holdRuns: false,
-            responseClass,
-            telemetry,
-          },
-          { streams: tasks?.streams, loopback: loopbackExemption, tasks: tasks?.surface, pages: parts.pages },
-        ),
+        handlerOf({ ...config, routes: apiRoutes, pages, tasks: taskOptions && { ...taskOptions, runtime } }, handlerParts),
     },
   )
 

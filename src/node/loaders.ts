@@ -15,7 +15,7 @@ import { createJiti, type Jiti } from 'jiti'
 import { ManifestError, scanApp } from '../manifest.ts'
 import type { PageModule, RouteModule, RuntimeApiRoute, RuntimePage } from '../types.ts'
 import type { EventSchemas } from '../runtime/events/schemas.ts'
-import { selfAliases } from './self.ts'
+import { selfAliases } from '../self/entries.ts'
 
 export interface LoadOptions {
   /** The app directory: routes come from `<root>/src/api`, pages from `<root>/src/pages`. */

@@ -4,11 +4,10 @@ import type { Server as HttpServer } from 'node:http'
 import type { SvcHandler } from '../runtime/handler.ts'
 import type { SvcCacheConfig } from '../runtime/pages/isr.ts'
 import type { RunStore } from '../runtime/tasks/index.ts'
-import { checkRunEvents, type RunEventsOptions } from '../runtime/admin/streams.ts'
-import { dashboardProblem } from '../runtime/dashboard/access.ts'
+import type { RunEventsOptions } from '../runtime/admin/streams.ts'
 import { describe } from '../runtime/describe.ts'
+import { checkAppBasics } from '../runtime/app/create.ts'
 import type { EventSchemas } from '../runtime/events/schemas.ts'
-import { checkMaxPayloadBytes } from '../runtime/tasks/payload-limit.ts'
 import type { GlobalHooks, Logger, RuntimeApiRoute, RuntimePage, TaskRuntime } from '../types.ts'
 
 export const DEFAULT_PORT = 3000
@@ -247,11 +246,8 @@ export function checkServerOptions(options: SvcServerOptions, where: string): vo
       }
     }
   }
-  checkMaxPayloadBytes(o.maxPayloadBytes, where)
-  const dashboard = dashboardProblem(o.dashboard)
-  if (dashboard) throw new TypeError(`${where}: ${dashboard}`)
-  checkRunEvents(o.runEvents, where)
-  if (o.runtime !== undefined && (o.runtime === null || typeof (o.runtime as TaskRuntime).trigger !== 'function')) {
-    throw new TypeError(`${where}: runtime must be a TaskRuntime, such as createTaskRuntime() returns (got ${describe(o.runtime)})`)
-  }
+  checkAppBasics(o, where)
+  // The options of the task surface (runtime, maxPayloadBytes, runEvents,
+  // dashboard) are its own to check: the server hands them to it at its
+  // edge (app-server.ts), once.
 }

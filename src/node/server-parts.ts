@@ -11,7 +11,7 @@ import { EVENT_STREAMS } from '../runtime/admin/event-streams.ts'
 import { DASHBOARD_PAGE } from '../runtime/dashboard/page.ts'
 import type { DashboardPage } from '../runtime/dashboard/route.ts'
 import { PAGES, type PagesPart } from '../runtime/pages/part.ts'
-import { createTaskSurface, type TaskSurfacePart } from '../runtime/task-surface.ts'
+import { TASK_SURFACE, type TaskSurfacePart } from '../runtime/task-surface.ts'
 import { createRuntimeLifecycle } from './lifecycle.ts'
 import { storeFromEnv } from './store-url.ts'
 
@@ -34,7 +34,7 @@ export interface ServerTasks {
 
 export const SERVER_TASKS: ServerTasks = {
   lifecycle: createRuntimeLifecycle,
-  surface: createTaskSurface,
+  surface: TASK_SURFACE,
   streams: EVENT_STREAMS,
   dashboard: DASHBOARD_PAGE,
   storeFromEnv,

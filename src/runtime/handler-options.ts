@@ -178,7 +178,7 @@ export interface HostParts {
    */
   loopback?: LoopbackExemption
   /**
-   * The task runtime and the paths that drive it (`createTaskSurface`):
+   * The task runtime and the paths that drive it (`TASK_SURFACE`):
    * `/__tasks*`, `/__events*` and the dashboard.
    * @default none: the app has no tasks; those paths answer 404 `NO_TASKS`, and routes that are tasks are refused
    */
@@ -196,17 +196,48 @@ export interface CoreHandler extends Omit<SvcHandler, 'runtime'> {
   readonly runtime: TaskRuntime | undefined
 }
 
-/** What a handler hands the task surface, resolved once at its edge. */
-export interface TaskSurfaceContext {
+/**
+ * A handler's options checked once, at the edge of the host that makes it,
+ * with their defaults applied (`resolveHandlerOptions`; the Node, Bun and
+ * Deno servers build theirs from their own options). Nothing past the edge
+ * checks them again.
+ */
+export interface HandlerConfig {
+  /** The API named in messages: `createSvcHandler()`. */
   where: string
+  routes: readonly RuntimeApiRoute[]
+  pages: readonly RuntimePage[]
   env: EnvLike
   logger: Logger
   R: ResponseClass
   dev: boolean
-  /** `bodyLimit` as the handler's options gave it, if they did. */
-  bodyLimit: number | undefined
-  /** The handler's own limit, which the admin surface reads at least. */
-  routeBodyLimit: number
+  /** The largest body a route's schema or the revalidate endpoint reads. */
+  bodyLimit: number
+  /** `bodyLimit` as the options gave it: without it, the admin surface reads as much as a run may hold. */
+  givenBodyLimit: number | undefined
+  globalHooks?: GlobalHooks
+  fallback?: (request: Request) => Promise<Response | undefined>
+  telemetry?: Telemetry
+  cache?: SvcCacheConfig | false
+  /** The task options, when the handler has the task part. */
+  tasks?: TaskOptions
+}
+
+/** The options of the task surface, checked by the task part (`TaskSurfacePart.resolve`). */
+export interface TaskOptions {
+  /** The runtime to drive; without it, the surface makes one in memory from the routes. */
+  runtime?: TaskRuntime
+  events?: EventSchemas
+  cron?: CronClock
+  maxPayloadBytes?: number
+  holdRuns: boolean
+  runEvents?: RunEventsOptions
+  dashboard?: boolean
+  dashboardPage?: DashboardPage
+}
+
+/** What only the handler knows, which the task surface is handed as it is made. */
+export interface TaskSurfaceContext {
   streams?: EventStreams
   loopback?: LoopbackExemption
   /** The span of a request, with telemetry: the trace a run it starts continues. */
@@ -219,5 +250,10 @@ export interface TaskSurface {
   serve(request: Request, pathname: string, info: RequestInfo | undefined): Response | Promise<Response> | undefined
 }
 
-/** Builds a handler's task surface; a part, so that an app that has no tasks leaves it out of its bundle. */
-export type TaskSurfacePart = (options: SvcHandlerOptions, ctx: TaskSurfaceContext) => TaskSurface
+/** A handler's task surface; a part, so that an app that has no tasks leaves it out of its bundle. */
+export interface TaskSurfacePart {
+  /** Checks the task options of `options` and applies their defaults: a host's edge calls it once. */
+  resolve(options: Pick<SvcHandlerOptions, keyof TaskOptions>, where: string): TaskOptions
+  /** Makes the surface from a checked config. */
+  create(config: HandlerConfig & { tasks: TaskOptions }, ctx: TaskSurfaceContext): TaskSurface
+}

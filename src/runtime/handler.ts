@@ -6,29 +6,23 @@
  * parts it reaches and the app uses (`HostParts`), and its bundle leaves the
  * others out: a worker of routes carries no task engine. Edge-safe.
  */
-import { telemetryOptionProblem, type RequestSpan } from './telemetry/types.ts'
+import type { RequestSpan } from './telemetry/types.ts'
 import type { RequestInfo } from './types.ts'
-import { DEFAULT_BODY_LIMIT } from './http/body.ts'
 import { EVENT_STREAMS } from './admin/event-streams.ts'
 import { loopbackExemption } from './admin/loopback-exemption.ts'
 import { isEventsPath } from './admin/send-events.ts'
-import { dashboardProblem } from './dashboard/access.ts'
 import { isDashboardPath } from './dashboard/route.ts'
-import { buildApp, checkCommonOptions } from './app/create.ts'
+import { buildApp } from './app/create.ts'
 import { jsonError } from './http/errors.ts'
-import { GlobalResponse } from './app/global-response.ts'
 import { requestPath } from './http/path.ts'
 import type { ResponseClass } from './http/types.ts'
 import { isWebSocketUpgrade } from './app/upgrade.ts'
-import { processEnv } from './env.ts'
 import { PAGES } from './pages/part.ts'
-import { describe } from './describe.ts'
-import { resolveRoute } from './route-config.ts'
-import { checkTaskSecretStrength } from './admin/secret-strength.ts'
-import { createTaskSurface, isTasksPath } from './task-surface.ts'
-import type { CoreHandler, HostParts, SvcHandler, SvcHandlerOptions } from './handler-options.ts'
+import { isTasksPath, TASK_SURFACE } from './task-surface.ts'
+import { resolveHandlerOptions } from './handler-config.ts'
+import type { CoreHandler, HandlerConfig, HostParts, SvcHandler, SvcHandlerOptions } from './handler-options.ts'
 
-export type { CoreHandler, HostParts, SvcHandler, SvcHandlerOptions } from './handler-options.ts'
+export type { CoreHandler, HandlerConfig, HostParts, SvcHandler, SvcHandlerOptions } from './handler-options.ts'
 
 /**
  * Serves, in order: `/__tasks*` (auth-gated task admin surface),
@@ -40,7 +34,7 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
   return createCoreHandler(options, {
     streams: EVENT_STREAMS,
     loopback: loopbackExemption,
-    tasks: createTaskSurface,
+    tasks: TASK_SURFACE,
     pages: PAGES,
   }) as SvcHandler
 }
@@ -52,51 +46,24 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
  * app without tasks gives no task part, one without pages no pages part.
  */
 export function createCoreHandler(options: SvcHandlerOptions, parts: HostParts = {}): CoreHandler {
-  const where = 'createSvcHandler()'
-  checkCommonOptions(options, where)
-  const telemetryProblem = telemetryOptionProblem(options.telemetry)
-  if (telemetryProblem) throw new TypeError(`${where}: ${telemetryProblem}`)
-  const env = options.env ?? processEnv()
-  const logger = options.logger ?? console
-  const R = options.responseClass ?? GlobalResponse
-  const dev = options.dev ?? env.NODE_ENV === 'development'
-  checkTaskSecretStrength(env, dev, where, logger)
-  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
-  const pages = options.pages ?? []
-  if (!Array.isArray(pages)) throw new TypeError(`${where}: pages must be an array of pages (got ${describe(pages)})`)
-  if (options.holdRuns !== undefined && typeof options.holdRuns !== 'boolean') {
-    throw new TypeError(`${where}: holdRuns must be a boolean (got ${describe(options.holdRuns)})`)
-  }
-  if (options.fallback !== undefined && typeof options.fallback !== 'function') {
-    throw new TypeError(`${where}: fallback must be a function (got ${describe(options.fallback)})`)
-  }
-  const dashboardOption = dashboardProblem(options.dashboard)
-  if (dashboardOption) throw new TypeError(`${where}: ${dashboardOption}`)
-  const cache = parts.pages?.createCache(options.cache, where, logger)
-  const telemetry = options.telemetry
+  return handlerOf(resolveHandlerOptions(options, 'createSvcHandler()', parts), parts)
+}
+
+/** The handler of a checked config (`resolveHandlerOptions`, or a server's own edge). */
+export function handlerOf(config: HandlerConfig, parts: HostParts): CoreHandler {
+  const { where, env, logger, R, dev, bodyLimit, telemetry } = config
+  const cache = parts.pages?.createCache(config.cache, where, logger)
   const requestSpans = new WeakMap<Request, RequestSpan>()
   const spanOf = telemetry && ((request: Request) => requestSpans.get(request))
-  const surface = parts.tasks
-    ? parts.tasks(options, {
-        where,
-        env,
-        logger,
-        R,
-        dev,
-        bodyLimit: options.bodyLimit,
-        routeBodyLimit: bodyLimit,
-        streams: parts.streams,
-        loopback: parts.loopback,
-        spanOf,
-      })
-    : withoutTasks(options, where)
+  const tasks = config.tasks
+  const surface = tasks && parts.tasks?.create({ ...config, tasks }, { streams: parts.streams, loopback: parts.loopback, spanOf })
 
   const { app, direct } = buildApp({
     where,
-    routes: options.routes,
-    pages,
+    routes: config.routes,
+    pages: config.pages,
     pagesPart: parts.pages,
-    globalHooks: options.globalHooks,
+    globalHooks: config.globalHooks,
     R,
     dev,
     logger,
@@ -105,7 +72,7 @@ export function createCoreHandler(options: SvcHandlerOptions, parts: HostParts =
     env: () => env,
     info: (c) => c.env as RequestInfo | undefined,
     loopback: parts.loopback,
-    fallback: options.fallback,
+    fallback: config.fallback,
     noteRoute: spanOf && ((request, pattern) => spanOf(request)?.route(pattern)),
   })
 
@@ -153,18 +120,6 @@ export function createCoreHandler(options: SvcHandlerOptions, parts: HostParts =
       return res instanceof Promise ? res : Promise.resolve(res)
     },
   }
-}
-
-/** A handler without the task part: nothing may need one. */
-function withoutTasks(options: SvcHandlerOptions, where: string): undefined {
-  if (options.runtime !== undefined) throw new TypeError(`${where}: runtime is given, but this host was built for an app without tasks`)
-  const task = options.routes.find((route) => route && typeof route === 'object' && resolveRoute(route).kind === 'task')
-  if (task) {
-    throw new TypeError(
-      `${where}: route ${task.path} is a task, but this host was built for an app without tasks; build the app again (svc build), or serve it with createSvcHandler()`,
-    )
-  }
-  return undefined
 }
 
 /** What the task surface's paths answer in an app that has no tasks. */

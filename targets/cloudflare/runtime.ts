@@ -10,7 +10,7 @@ import { createObjectRuntime, type ObjectTaskRuntime } from '#svc/cloudflare/obj
 import { fireCron } from '#svc/runtime/cron.ts'
 import { stringBindings } from '#svc/runtime/env.ts'
 import { type CoreHandler, createCoreHandler, type SvcHandlerOptions } from '#svc/runtime/handler.ts'
-import { createTaskSurface } from '#svc/runtime/task-surface.ts'
+import { TASK_SURFACE } from '#svc/runtime/task-surface.ts'
 import { PAGES, type PagesPart } from '#svc/runtime/pages/part.ts'
 import { setActiveTaskRuntime } from '#svc/runtime/tasks/active.ts'
 
@@ -78,7 +78,7 @@ interface ServedWorker {
 export const WORKER_TASKS: WorkerTasksPart = (app, env, shards, pages) => {
   const bindings = stringBindings(env)
   const ns = tasksNamespace(env)
-  const parts = { tasks: createTaskSurface, pages }
+  const parts = { tasks: TASK_SURFACE, pages }
   let objectRuntime: ObjectTaskRuntime | undefined
   let handler: CoreHandler
   if (ns) {

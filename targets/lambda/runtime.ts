@@ -6,13 +6,13 @@
 import '#svc/runtime/node-version.ts'
 import type { CronSummary } from '#svc/runtime/cron.ts'
 import { processEnv } from '#svc/runtime/env.ts'
-import { functionHost, type FunctionApp, type TickSummary } from '#svc/node/function-host.ts'
+import { functionHost, type FunctionApp, type TickSummary } from '#svc/functions/host.ts'
 import type { AWSLambdaContext } from 'srvx'
 import { handleLambdaEvent } from 'srvx/aws-lambda'
 import { forSrvx, isHttpEventV2, isScheduleEvent, isTickEvent, toResult, type HttpResultV2, withForwardedProto } from './events.ts'
 
 export type { HttpEventV2, HttpResultV2, ScheduleEvent, TickEvent } from './events.ts'
-export type { TickSummary } from '#svc/node/function-host.ts'
+export type { TickSummary } from '#svc/functions/host.ts'
 
 export type LambdaApp = FunctionApp
 export type { FunctionApp }

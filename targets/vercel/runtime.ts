@@ -9,7 +9,7 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import { FastResponse, NodeRequest, sendNodeResponse } from 'srvx/node'
 import { CronRunFailedError } from '#svc/runtime/cron.ts'
 import { processEnv } from '#svc/runtime/env.ts'
-import { functionHost, type FunctionApp } from '#svc/node/function-host.ts'
+import { functionHost, type FunctionApp } from '#svc/functions/host.ts'
 import { timingSafeEqual } from '#svc/runtime/admin/auth.ts'
 import { taskSecret } from '#svc/runtime/rules.ts'
 

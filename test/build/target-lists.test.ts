@@ -9,11 +9,12 @@ import ts from 'typescript'
 import { afterAll, describe, expect, it } from 'vitest'
 import buildConfig from '../../build.config.ts'
 import { isTargetName, loadTarget } from '../../src/build/targets.ts'
-import { SELF_ENTRIES, type SelfEntry, TARGET_NAMES, targetEntry } from '../../src/node/self.ts'
+import { SELF_ENTRIES, type SelfEntry } from '../../src/self/entries.ts'
+import { TARGET_NAMES, targetEntry } from '../../src/self/targets.ts'
 import { svc } from '../cli/_svc.ts'
 
 const REPO = join(import.meta.dirname, '../..')
-const LIST = 'TARGET_NAMES (src/node/self.ts)'
+const LIST = 'TARGET_NAMES (src/self/targets.ts)'
 
 type Export = string | { types?: string; default?: string }
 const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as {
@@ -93,14 +94,16 @@ describe("each target's runtime entry, svcjs/<name>", () => {
     expect(problems).toEqual([])
   })
 
-  it('is aliased by src/node/self.ts to its runtime.ts, or to the file package.json exports', () => {
+  it('is aliased by src/self/entries.ts to its runtime.ts, or to the file package.json exports', () => {
     const problems: string[] = []
     for (const name of TARGET_NAMES) {
       const specifier = `svcjs/${targetEntry(name)}` as SelfEntry
       const files = SELF_ENTRIES[specifier]
       const expected = [`targets/${name}/runtime.ts`, `dist/${targetEntry(name)}.mjs`]
       if (JSON.stringify(files) !== JSON.stringify(expected))
-        problems.push(`src/node/self.ts maps "${specifier}" to ${JSON.stringify(files)}; it should map it to ${JSON.stringify(expected)}`)
+        problems.push(
+          `src/self/entries.ts maps "${specifier}" to ${JSON.stringify(files)}; it should map it to ${JSON.stringify(expected)}`,
+        )
     }
     expect(problems).toEqual([])
   })
@@ -167,18 +170,18 @@ describe("svc's other entry points", () => {
     expect(problems).toEqual([])
   })
 
-  it('each alias of src/node/self.ts is exported by package.json with its built file, and resolves in tsc to its source', () => {
+  it('each alias of src/self/entries.ts is exported by package.json with its built file, and resolves in tsc to its source', () => {
     const options = tsconfigOptions()
     const problems: string[] = []
     for (const [specifier, [source, dist]] of Object.entries(SELF_ENTRIES)) {
       const exported = pkg.exports[subpath(specifier)]
       const published = typeof exported === 'string' ? exported : exported?.default
       if (published !== `./${dist}`)
-        problems.push(`package.json exports["${subpath(specifier)}"] publishes ${published}; src/node/self.ts aliases it to ${dist}`)
+        problems.push(`package.json exports["${subpath(specifier)}"] publishes ${published}; src/self/entries.ts aliases it to ${dist}`)
       const resolved = ts.resolveModuleName(specifier, join(REPO, 'test/build/importer.ts'), options, ts.sys).resolvedModule
       if (resolved?.resolvedFileName !== join(REPO, source))
         problems.push(
-          `tsconfig.json paths resolve "${specifier}" to ${resolved?.resolvedFileName ?? 'nothing'}; src/node/self.ts aliases it to ${source}`,
+          `tsconfig.json paths resolve "${specifier}" to ${resolved?.resolvedFileName ?? 'nothing'}; src/self/entries.ts aliases it to ${source}`,
         )
     }
     expect(problems).toEqual([])

@@ -8,7 +8,7 @@
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { createTaskRuntime, type RuntimeApiRoute, type TaskRuntime } from '../../src/index.ts'
 import { createCoreHandler } from '../../src/runtime/handler.ts'
-import { createTaskSurface } from '../../src/runtime/task-surface.ts'
+import { TASK_SURFACE } from '../../src/runtime/task-surface.ts'
 import { createCoreRuntime } from '../../src/runtime/tasks/runtime.ts'
 import { recordingLogger } from './_helpers.ts'
 
@@ -27,7 +27,7 @@ function remoteRuntime(): TaskRuntime {
 function workerHandler(runtime: TaskRuntime = remoteRuntime(), env: Record<string, string> = { SVC_TASK_SECRET: SECRET }) {
   return createCoreHandler(
     { routes, runtime, env: { SVC_REALTIME_ORIGINS: APP, ...env }, logger: recordingLogger() },
-    { tasks: createTaskSurface },
+    { tasks: TASK_SURFACE },
   )
 }
 

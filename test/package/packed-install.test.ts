@@ -11,7 +11,7 @@ import { Miniflare, type MiniflareOptions } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import buildConfig from '../../build.config.ts'
 import { MIN_NODE_VERSION } from '../../src/runtime/node-version.ts'
-import { TARGET_NAMES, type TargetName } from '../../src/node/self.ts'
+import { TARGET_NAMES, type TargetName } from '../../src/self/targets.ts'
 import {
   eventually,
   NODE24,

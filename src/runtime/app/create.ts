@@ -125,6 +125,11 @@ export function checkCommonOptions(options: unknown, where: string): void {
   }
   const o = options as Record<string, unknown>
   if (!Array.isArray(o.routes)) throw new TypeError(`${where}: routes must be an array of API routes (got ${describe(o.routes)})`)
+  checkAppBasics(o, where)
+}
+
+/** Checks the options every host of an app takes, whatever it calls its routes: `bodyLimit`, `dev`, `responseClass`, `env`. */
+export function checkAppBasics(o: Record<string, unknown>, where: string): void {
   if (o.bodyLimit !== undefined && !(Number.isInteger(o.bodyLimit) && (o.bodyLimit as number) > 0)) {
     throw new RangeError(`${where}: bodyLimit must be a positive whole number of bytes (got ${describe(o.bodyLimit)})`)
   }

@@ -13,7 +13,7 @@ import { type CronSummary, fireCron } from '../runtime/cron.ts'
 import { warnInstanceStore } from '../runtime/function-store.ts'
 import { createSvcHandler, type SvcHandler, type SvcHandlerOptions } from '../runtime/handler.ts'
 import { createTaskRuntime } from '../runtime/tasks/index.ts'
-import { STORE_URL_ENV, storeFromEnv } from './store-url.ts'
+import { STORE_URL_ENV, storeFromEnv } from '../node/store-url.ts'
 
 export type FunctionApp = Omit<SvcHandlerOptions, 'env'>
 
