@@ -12,6 +12,7 @@ import { checkTaskSecretStrength } from '../runtime/admin/secret-strength.ts'
 import { loopbackExemption } from '../runtime/admin/loopback-exemption.ts'
 import { handlerOf, type HandlerConfig, type SvcHandler } from '../runtime/handler.ts'
 import { GlobalResponse } from '../runtime/app/global-response.ts'
+import { compiledRouter } from '../runtime/app/router.ts'
 import type { Logger } from '../types.ts'
 import { type Background, createBackground } from './background.ts'
 import { resolveHost } from './host.ts'
@@ -147,7 +148,14 @@ export async function openAppServer(options: SvcServerOptions, { where, response
     cache: options.cache ?? {},
     tasks: taskOptions,
   }
-  const handlerParts = { streams: tasks?.streams, loopback: loopbackExemption, tasks: tasks?.surface, pages: parts.pages }
+  const handlerParts = {
+    streams: tasks?.streams,
+    loopback: loopbackExemption,
+    tasks: tasks?.surface,
+    pages: parts.pages,
+    // A server routes many requests over the life of one app: it compiles its routes once.
+    router: compiledRouter,
+  }
   let closing: Promise<void> | undefined
   const app = createReloadableHandler(
     { apiRoutes: options.apiRoutes, pages: options.pages, events: options.events },

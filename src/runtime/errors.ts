@@ -8,6 +8,8 @@ import type { ValidationIssue } from './types/schema.ts'
 export class SvcError extends Error {
   readonly code: string
   readonly status: number
+  /** Seconds a client should wait before it tries again, answered as `Retry-After`, for an error that passes. */
+  readonly retryAfterSeconds?: number
   constructor(message: string, code: string, status = 500) {
     super(message)
     this.name = new.target.name
@@ -158,7 +160,7 @@ export class StoreFullError extends SvcError {
    * out, which is how room usually comes back; a store full of delayed or
    * suspended runs answers 503 again, which is the truth.
    */
-  readonly retryAfterSeconds = 30
+  override readonly retryAfterSeconds = 30
   /** `message` says which bound is full when it is another than `maxRuns` (the memory store's `maxBytes`). */
   constructor(store: string, maxRuns: number, message?: string) {
     super(
@@ -239,7 +241,7 @@ export function errorMessage(error: unknown): string {
  */
 export class StoreUnavailableError extends SvcError {
   /** `Retry-After` of the 503 (RFC 9110 §10.2.3), when the store can tell: a database that cannot be reached is probed every few hundred milliseconds. */
-  readonly retryAfterSeconds: number | undefined
+  override readonly retryAfterSeconds: number | undefined
   constructor(message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
     super(message, 'STORE_UNAVAILABLE', 503)
     if (options && 'cause' in options) this.cause = options.cause

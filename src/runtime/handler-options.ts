@@ -15,6 +15,7 @@ import type { EventSchemas } from './events/schemas.ts'
 import type { EnvLike } from './env.ts'
 import type { RequestSpan } from './telemetry/types.ts'
 import type { PagesPart } from './pages/part.ts'
+import type { RouterFactory } from './app/router.ts'
 
 export interface SvcHandlerOptions {
   /** API routes with loaded modules; task routes feed the task runtime. */
@@ -188,6 +189,11 @@ export interface HostParts {
    * @default none: the app has no pages; pages given are refused, and `cache` is not read
    */
   pages?: PagesPart
+  /**
+   * The router of the app's Hono instance (app/router.ts).
+   * @default Hono's PatternRouter, the smallest; createSvcHandler and the servers take its compiled default
+   */
+  router?: RouterFactory
 }
 
 /** A handler made with only some parts: without `tasks`, it has no runtime. */

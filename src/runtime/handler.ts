@@ -18,6 +18,7 @@ import { requestPath } from './http/path.ts'
 import type { ResponseClass } from './http/types.ts'
 import { isWebSocketUpgrade } from './app/upgrade.ts'
 import { PAGES } from './pages/part.ts'
+import { compiledRouter, patternRouter } from './app/router.ts'
 import { isTasksPath, TASK_SURFACE } from './task-surface.ts'
 import { resolveHandlerOptions } from './handler-config.ts'
 import type { CoreHandler, HandlerConfig, HostParts, SvcHandler, SvcHandlerOptions } from './handler-options.ts'
@@ -36,6 +37,7 @@ export function createSvcHandler(options: SvcHandlerOptions): SvcHandler {
     loopback: loopbackExemption,
     tasks: TASK_SURFACE,
     pages: PAGES,
+    router: compiledRouter,
   }) as SvcHandler
 }
 
@@ -74,6 +76,7 @@ export function handlerOf(config: HandlerConfig, parts: HostParts): CoreHandler 
     loopback: parts.loopback,
     fallback: config.fallback,
     noteRoute: spanOf && ((request, pattern) => spanOf(request)?.route(pattern)),
+    router: parts.router ?? patternRouter,
   })
 
   const serve = (request: Request, info?: RequestInfo): Response | Promise<Response> => {

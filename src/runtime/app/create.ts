@@ -8,7 +8,8 @@
  * 3. API routes, then server and hybrid pages;
  * 4. the fallback (static files on Node), then 404 `NOT_FOUND`.
  */
-import { Hono, type Context } from 'hono'
+import type { Context, Hono } from 'hono'
+import { HonoBase } from 'hono/hono-base'
 import type { GlobalHooks, Logger, RequestInfo, RuntimeApiRoute, RuntimePage } from '../types.ts'
 import { DEFAULT_BODY_LIMIT } from '../http/body.ts'
 import type { LoopbackExemption } from '../admin/auth.ts'
@@ -28,6 +29,7 @@ import { HEALTH_PATH, healthResponse } from './health.ts'
 import { createErrorResponder, hasHooks, hooksMiddleware, normalizeHooks } from './hooks.ts'
 import { mountRoutes } from './routes.ts'
 import type { ApiAppOptions } from './types.ts'
+import { compiledRouter, type RouterFactory } from './router.ts'
 
 /** The app `createApiApp` returns: a Hono app, with the standard `fetch(request, env?, ctx?)`. */
 export type ApiApp = Hono
@@ -56,6 +58,8 @@ export interface BuildAppOptions {
   fallback?: (request: Request) => Promise<Response | undefined>
   /** Told of the route pattern that answers each request (telemetry's `http.route`). */
   noteRoute?: (request: Request, pattern: string) => void
+  /** The router the app matches with (router.ts). */
+  router: RouterFactory
 }
 
 export interface BuiltApp {
@@ -65,7 +69,7 @@ export interface BuiltApp {
 }
 
 export function buildApp(o: BuildAppOptions): BuiltApp {
-  const app = new Hono({ getPath: honoRequestPath })
+  const app = new HonoBase({ getPath: honoRequestPath, router: o.router() }) as Hono
   const hooks = normalizeHooks(o.globalHooks, o.where)
   const fail = createErrorResponder(hooks, o.R, o.dev, o.logger)
   const R = o.R
@@ -173,6 +177,7 @@ export function createApiApp(options: ApiAppOptions): ApiApp {
     },
     info: (c) => ({ remoteAddress: remoteAddressOf(c) }),
     loopback: loopbackExemption,
+    router: compiledRouter,
   })
   return app
 }

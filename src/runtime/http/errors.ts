@@ -4,7 +4,7 @@
  * people (docs/http-api.md "Error codes"). One place maps anything thrown to
  * a status and body, so routes, pages and the admin surface answer alike.
  */
-import { StoreFullError, StoreUnavailableError, SvcError } from '../errors.ts'
+import { SvcError } from '../errors.ts'
 import type { ResponseClass, SvcRequest } from './types.ts'
 
 const JSON_TYPE = 'application/json'
@@ -42,7 +42,7 @@ export function notFound(R: ResponseClass, method: string, path: string): Respon
 export function knownErrorResponse(R: ResponseClass, error: unknown): Response | undefined {
   if (error instanceof SvcError) {
     const headers: Record<string, string> = { 'content-type': JSON_TYPE }
-    if (error instanceof StoreFullError || (error instanceof StoreUnavailableError && error.retryAfterSeconds !== undefined)) {
+    if (error.retryAfterSeconds !== undefined) {
       headers['retry-after'] = String(error.retryAfterSeconds)
     }
     return new R(JSON.stringify(error.toJSON()), { status: error.status, headers })
