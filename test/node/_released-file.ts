@@ -40,7 +40,8 @@ export function releasedFile(fixture: string): () => ReleasedFile {
     writeFileSync(effects, '')
     const start = async () => {
       const child = spawn(process.execPath, [join(from, 'server.ts'), db, effects], {
-        env: { ...process.env, SVC_TASK_SECRET: SECRET },
+        // The fixture's finished runs are kept, however long ago it was made (7 days is the default retention).
+        env: { ...process.env, SVC_TASK_SECRET: SECRET, SVC_RETENTION: 'off' },
         stdio: ['ignore', 'pipe', 'pipe'],
       })
       started.push(child)
