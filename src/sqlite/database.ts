@@ -75,7 +75,7 @@ function prepare(db: DatabaseSync, path: string, busyTimeoutMs: number, where: s
  * the write lock at once (IMMEDIATE): of processes opening one file at the
  * same moment, the first migrates it and the others find it migrated.
  */
-function fileDriver(db: DatabaseSync): SchemaDriver {
+export function fileDriver(db: DatabaseSync): SchemaDriver {
   return {
     exec: (sql) => db.exec(sql),
     query: (sql, ...params) => db.prepare(sql).all(...params) as Record<string, unknown>[],

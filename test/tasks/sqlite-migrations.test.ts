@@ -8,34 +8,14 @@
  */
 import { DatabaseSync } from 'node:sqlite'
 import { describe, expect, it } from 'vitest'
-import {
-  MIGRATIONS,
-  migrateSchema,
-  plainTables,
-  SCHEMA_VERSION,
-  type SchemaDriver,
-  type SqliteHost,
-} from '../../src/runtime/tasks/sql/migrations.ts'
+import { MIGRATIONS, migrateSchema, plainTables, SCHEMA_VERSION, type SqliteHost } from '../../src/runtime/tasks/sql/migrations.ts'
 import { DROP_RUN_TIMERS } from '../../src/runtime/tasks/sql/queries.ts'
+import { fileDriver } from '../../src/sqlite/database.ts'
 
 const HOSTS: SqliteHost[] = ['file', 'durable-object']
 
-function driver(db: DatabaseSync): SchemaDriver {
-  return {
-    exec: (sql) => db.exec(sql),
-    query: (sql, ...params) => db.prepare(sql).all(...params) as Record<string, unknown>[],
-    transaction(fn) {
-      db.exec('BEGIN IMMEDIATE')
-      try {
-        fn()
-        db.exec('COMMIT')
-      } catch (error) {
-        db.exec('ROLLBACK')
-        throw error
-      }
-    },
-  }
-}
+/** `node:sqlite` as the chain runs on it, for either host: the file store's driver. */
+const driver = fileDriver
 
 /** A database the chain brought to `version` on `host`. */
 function at(host: SqliteHost, version: number): DatabaseSync {
