@@ -8,7 +8,7 @@
  * flight, the growth of this loop is what the machine's caches and its
  * garbage collector add as the records outgrow them.
  */
-import { newRunId } from '../src/runtime/tasks/ids.ts'
+import { newRunId } from '../src/runtime/tasks/base/ids.ts'
 
 /** µs per run for `count` runs, at most `window` in flight at once. */
 export async function bareDispatch(count: number, window = count): Promise<number> {

@@ -9,7 +9,7 @@
 import { fileURLToPath } from 'node:url'
 import { Miniflare } from 'miniflare'
 import { bundle } from '../src/build/bundle.ts'
-import { newRunId } from '../src/runtime/tasks/ids.ts'
+import { newRunId } from '../src/runtime/tasks/base/ids.ts'
 
 const storeModule = JSON.stringify(fileURLToPath(new URL('../src/cloudflare/sql-store.ts', import.meta.url)))
 

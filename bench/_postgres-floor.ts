@@ -9,7 +9,7 @@
  * or a durable run spends above this is its own work.
  */
 import postgres from 'postgres'
-import { newRunId } from '../src/runtime/tasks/ids.ts'
+import { newRunId } from '../src/runtime/tasks/base/ids.ts'
 import { throughput } from './_store-measure.ts'
 
 /** Connections the floor's statements go over. */

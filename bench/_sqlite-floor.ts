@@ -17,7 +17,7 @@ import { join } from 'node:path'
 import { openDatabase } from '../src/sqlite/database.ts'
 import { UPDATE_RUN_FENCED, UPSERT_STEP_FENCED } from '../src/sqlite/fences.ts'
 import { INSERT_RUN_OWNED } from '../src/sqlite/owners.ts'
-import { newRunId } from '../src/runtime/tasks/ids.ts'
+import { newRunId } from '../src/runtime/tasks/base/ids.ts'
 
 /** Milliseconds for `count` runs of `steps` recorded steps each: created running, each step saved, ended. */
 export function sqliteFloor(dir: string, name: string, count: number, steps: number, perCommit = count): number {

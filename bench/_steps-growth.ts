@@ -6,7 +6,7 @@
  * is a step costing more the more steps its run already has.
  */
 import { createTaskRuntime } from '../src/runtime/tasks/index.ts'
-import type { RunStore } from '../src/runtime/tasks/store.ts'
+import type { RunStore } from '../src/runtime/tasks/store/store.ts'
 import type { Logger, TaskContext } from '../src/types.ts'
 
 const quiet: Logger = { info() {}, warn() {}, error: (...args) => console.error(...args) }

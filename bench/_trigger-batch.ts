@@ -6,7 +6,7 @@
  * figure is recording them, not running them.
  */
 import { createTaskRuntime } from '../src/runtime/tasks/index.ts'
-import type { RunStore } from '../src/runtime/tasks/store.ts'
+import type { RunStore } from '../src/runtime/tasks/store/store.ts'
 import type { Logger } from '../src/types.ts'
 import { percentile } from './_store-measure.ts'
 

@@ -18,7 +18,7 @@ import { join } from 'node:path'
 import { SqliteRunStore } from '../src/node.ts'
 import { PostgresRunStore } from '../src/postgres.ts'
 import { createTaskRuntime } from '../src/runtime/tasks/index.ts'
-import type { RunStore } from '../src/runtime/tasks/store.ts'
+import type { RunStore } from '../src/runtime/tasks/store/store.ts'
 import type { Logger, RuntimeApiRoute, TaskContext, TaskRuntime } from '../src/types.ts'
 
 const ROUNDS = 30

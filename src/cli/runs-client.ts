@@ -8,7 +8,14 @@
 import { type EnvLike, processEnv } from '../runtime/env.ts'
 import { errorMessage } from '../runtime/errors.ts'
 import { taskSecret } from '../runtime/rules.ts'
-import { authHeaders, fetchAnswer, isObject, type TaskServerAnswer, taskRequestTimeout, taskServerUrl } from '../runtime/tasks/client.ts'
+import {
+  authHeaders,
+  fetchAnswer,
+  isObject,
+  type TaskServerAnswer,
+  taskRequestTimeout,
+  taskServerUrl,
+} from '../runtime/tasks/client/client.ts'
 import { UsageError } from './_errors.ts'
 
 export interface RunsClient {

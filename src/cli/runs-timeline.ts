@@ -4,7 +4,7 @@
  * a line fits 80 columns, then the last entries the run logged.
  */
 import type { RunRecord, StepRecord, Waitpoint } from '../types.ts'
-import { unknownWaitpointType, waitpointTypeOfStep } from '../runtime/tasks/waitpoint-kinds.ts'
+import { unknownWaitpointType, waitpointTypeOfStep } from '../runtime/tasks/steps/waitpoint-kinds.ts'
 import { formatDuration, formatInstant, formatLogEntry, msBetween, oneLine } from './runs-format.ts'
 
 /** The columns a line of the timeline fits in. */

@@ -6,7 +6,7 @@
  * it, so each isolate sees the same runs, keys and tokens.
  */
 import type { RunRecord, RuntimeApiRoute } from '../types.ts'
-import { defineTasks } from '../runtime/tasks/definitions.ts'
+import { defineTasks } from '../runtime/tasks/definitions/definitions.ts'
 import { type ObjectMethod, shardCall, type StubLike } from './rpc.ts'
 import { objectRuntime, type ObjectTaskRuntime } from './runtime-base.ts'
 import { createShardedRuntime } from './sharded-runtime.ts'

@@ -5,8 +5,8 @@
  */
 import type { TaskRuntime } from '../types.ts'
 import type { CronSummary } from '../runtime/cron.ts'
-import { getActiveTaskRuntime, setActiveTaskRuntime } from '../runtime/tasks/active.ts'
-import type { TaskDefinition } from '../runtime/tasks/definitions.ts'
+import { getActiveTaskRuntime, setActiveTaskRuntime } from '../runtime/tasks/client/active.ts'
+import type { TaskDefinition } from '../runtime/tasks/definitions/definitions.ts'
 
 /** A runtime whose engine lives in the tasks object, plus the cron call `scheduled()` makes. */
 export interface ObjectTaskRuntime extends TaskRuntime {

@@ -16,11 +16,11 @@
  * every worker isolate and every object finds the same one without asking.
  * Edge-safe.
  */
-import { flowKey, type TaskFlow } from '../runtime/tasks/flow.ts'
-import type { TaskDefinition } from '../runtime/tasks/definitions.ts'
+import { flowKey, type TaskFlow } from '../runtime/tasks/flow/flow.ts'
+import type { TaskDefinition } from '../runtime/tasks/definitions/definitions.ts'
 import { fnv1a } from '../runtime/hash.ts'
-import { cronInput } from '../runtime/tasks/scheduled-runs.ts'
-import { runIdShard } from '../runtime/tasks/ids.ts'
+import { cronInput } from '../runtime/tasks/engine/scheduled-runs.ts'
+import { runIdShard } from '../runtime/tasks/base/ids.ts'
 
 /** Where a task's runs go: anywhere, by task name, or by the value of one key of their input. */
 export type TaskPlacement = { by: 'any' } | { by: 'task' } | { by: 'key'; path: string }

@@ -18,13 +18,13 @@
  *
  * Edge-safe.
  */
-import { batchError, batchItemKey, MAX_BATCH_ITEMS } from '../runtime/tasks/batch.ts'
-import { defineTasks, type TaskDefinition } from '../runtime/tasks/definitions.ts'
-import { checkTriggerOptions } from '../runtime/tasks/options.ts'
+import { batchError, batchItemKey, MAX_BATCH_ITEMS } from '../runtime/tasks/flow/batch.ts'
+import { defineTasks, type TaskDefinition } from '../runtime/tasks/definitions/definitions.ts'
+import { checkTriggerOptions } from '../runtime/tasks/definitions/options.ts'
 import { validateTaskInput } from '../runtime/schema.ts'
 import { normalizeCron } from '../runtime/rules.ts'
 import type { CronSummary } from '../runtime/cron.ts'
-import type { RunQuery } from '../runtime/tasks/store.ts'
+import type { RunQuery } from '../runtime/tasks/store/store.ts'
 import type {
   BatchItem,
   CompleteTokenResult,
@@ -40,8 +40,8 @@ import { objectRuntime, type ObjectTaskRuntime } from './runtime-base.ts'
 import { cronShard, runHolder, runShard, taskPlacement } from './shard-routing.ts'
 import { eventsWithIds } from './shard-events.ts'
 import { RunNotFoundError } from '../runtime/errors.ts'
-import { cronInput } from '../runtime/tasks/scheduled-runs.ts'
-import { readsIn } from '../runtime/tasks/scheduler.ts'
+import { cronInput } from '../runtime/tasks/engine/scheduled-runs.ts'
+import { readsIn } from '../runtime/tasks/schedule/scheduler.ts'
 import { mergeCron, mergeEventPage, mergeRuns, mergeSent, mergeTasks } from './shard-merge.ts'
 import type { EventEffectsHere } from './shard-events.ts'
 

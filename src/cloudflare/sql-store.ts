@@ -12,7 +12,7 @@
  * Edge-safe: no `node:` import.
  */
 import { StoreFullError } from '../runtime/errors.ts'
-import { DEFAULT_MAX_RUNS } from '../runtime/tasks/store-limits.ts'
+import { DEFAULT_MAX_RUNS } from '../runtime/tasks/store/store-limits.ts'
 import {
   COUNT_RUNS,
   countRunsByTaskQuery,
@@ -48,7 +48,7 @@ import type { EventEffectsHere } from './shard-events.ts'
 import { runProcedure, type SqlRunner } from '../runtime/tasks/sql/procedure.ts'
 import { settleTokenSql, tokenSql } from '../runtime/tasks/sql/tokens.ts'
 import { runSqlTransaction } from '../runtime/tasks/sql/transaction.ts'
-import type { FlowLimits } from '../runtime/tasks/flow.ts'
+import type { FlowLimits } from '../runtime/tasks/flow/flow.ts'
 import {
   applyRunPatch,
   type EventRecord,
@@ -62,11 +62,11 @@ import {
   type TaskRunCount,
   type TimerRecord,
   type TokenRecord,
-} from '../runtime/tasks/store.ts'
+} from '../runtime/tasks/store/store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import type { EventEffects, EventListQuery, StoreLifecycle } from '../runtime/types/run-store.ts'
 import { describe } from '../runtime/describe.ts'
-import { eventRuns } from '../runtime/tasks/event-list.ts'
+import { eventRuns } from '../runtime/tasks/store/event-list.ts'
 import type { EventMatch } from '../runtime/events/match.ts'
 
 export type { DurableObjectRunStoreOptions, SqlDurableStorageLike, SqlStorageLike } from './sql-storage.ts'

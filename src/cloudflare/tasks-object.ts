@@ -22,7 +22,7 @@ import type { Logger, RunRecord, RuntimeApiRoute, TaskRuntime } from '../types.t
 import { fireCron } from '../runtime/cron.ts'
 import type { EventSchemas } from '../runtime/events/schemas.ts'
 import { stringBindings } from '../runtime/env.ts'
-import { setActiveTaskRuntime } from '../runtime/tasks/active.ts'
+import { setActiveTaskRuntime } from '../runtime/tasks/client/active.ts'
 import { createCoreRuntime } from '../runtime/tasks/runtime.ts'
 import type { Telemetry } from '../runtime/telemetry/types.ts'
 import { AlarmClock, type AlarmStorageLike } from './alarm.ts'

@@ -6,7 +6,7 @@
  * (`GET /__events/<id>`) when the user opens it, so refreshing the list on
  * run changes stays cheap however large the events are.
  */
-import { MAX_EVENTS_LIMIT } from '../runtime/tasks/event-list.ts'
+import { MAX_EVENTS_LIMIT } from '../runtime/tasks/store/event-list.ts'
 import { api } from './api.ts'
 import { type Child, click, dataTable, fill, h, statusBadge, time } from './dom.ts'
 import { jsonView } from './json.ts'

@@ -1,5 +1,5 @@
 /** One run: what it was given and gave back, its timeline, logs, attempts and steps, what it waits on, and the actions on it. */
-import { unknownWaitpointType } from '../runtime/tasks/waitpoint-kinds.ts'
+import { unknownWaitpointType } from '../runtime/tasks/steps/waitpoint-kinds.ts'
 import { api } from './api.ts'
 import { type Child, click, dataTable, duration, fill, h, statusBadge, time } from './dom.ts'
 import { jsonView } from './json.ts'

@@ -8,7 +8,7 @@
  */
 import { duration } from './dom.ts'
 import { attrs, esc, px, svgBox, timeStep } from './svg.ts'
-import { unknownWaitpointType, WAITPOINT_KINDS, waitpointTypeOfStep } from '../runtime/tasks/waitpoint-kinds.ts'
+import { unknownWaitpointType, WAITPOINT_KINDS, waitpointTypeOfStep } from '../runtime/tasks/steps/waitpoint-kinds.ts'
 import type { Run } from './types.ts'
 
 const ROW = 18

@@ -4,7 +4,7 @@
  * "Route config"). Defaults are applied here; the result is what the
  * manifest reports.
  */
-import { cronerClock } from '../runtime/tasks/croner-clock.ts'
+import { cronerClock } from '../runtime/tasks/schedule/croner-clock.ts'
 import type { RouteKind } from '../runtime/types.ts'
 import type { ResolvedCompute } from './types.ts'
 import { ROUTE_FIELDS, ROUTE_KINDS, unknownFieldProblem } from '../runtime/route-config.ts'
@@ -23,8 +23,8 @@ import {
   timeoutProblem,
   timezoneProblem,
 } from '../runtime/rules.ts'
-import { type TaskFlow, taskFlow } from '../runtime/tasks/flow.ts'
-import { priorityProblem } from '../runtime/tasks/options.ts'
+import { type TaskFlow, taskFlow } from '../runtime/tasks/flow/flow.ts'
+import { priorityProblem } from '../runtime/tasks/definitions/options.ts'
 import { normalizeCompute } from './compute.ts'
 import { type StaticProperty, type StaticValue, readExportLiteral, snippet } from './literal.ts'
 import type { ExportEntry, ModuleExports } from './module-exports.ts'

@@ -9,7 +9,7 @@ import type { Telemetry } from '../runtime/telemetry/types.ts'
 import { isEnabled } from '../runtime/env.ts'
 import type { EventSchemas } from '../runtime/events/schemas.ts'
 import { createTaskRuntime, getActiveTaskRuntime, setActiveTaskRuntime } from '../runtime/tasks/index.ts'
-import { DISABLE_CRON_ENV } from '../runtime/tasks/scheduler.ts'
+import { DISABLE_CRON_ENV } from '../runtime/tasks/schedule/scheduler.ts'
 import type { Logger, RuntimeApiRoute, TaskRuntime } from '../types.ts'
 
 export interface RuntimeLifecycleOptions {

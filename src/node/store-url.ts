@@ -7,8 +7,8 @@
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { redactUrl } from '../runtime/redact.ts'
-import { MemoryRunStore } from '../runtime/tasks/memory-store.ts'
-import type { RunStore } from '../runtime/tasks/store.ts'
+import { MemoryRunStore } from '../runtime/tasks/store/memory-store.ts'
+import type { RunStore } from '../runtime/tasks/store/store.ts'
 import type { SqliteRunStoreOptions } from '../sqlite/options.ts'
 import { SqliteRunStore } from '../sqlite/store.ts'
 

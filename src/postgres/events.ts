@@ -11,9 +11,9 @@
  * event at the same moment, whatever its own clock says.
  */
 import type { Sql } from 'postgres'
-import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS, type EventRecord } from '../runtime/tasks/store.ts'
+import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS, type EventRecord } from '../runtime/tasks/store/store.ts'
 import type { EventEffects, EventListQuery } from '../runtime/types/run-store.ts'
-import { eventCursor, listingBounds, missing } from '../runtime/tasks/event-list.ts'
+import { eventCursor, listingBounds, missing } from '../runtime/tasks/store/event-list.ts'
 import { type EventMatch, matchesEvent, matchPaths } from '../runtime/events/match.ts'
 
 type EventRow = { id: string; name: string; time: Date; data: unknown; has_data: boolean; runs: string[]; resumed: string[] }

@@ -17,9 +17,9 @@
 import { inTransaction } from './transaction.ts'
 import type { Sql } from 'postgres'
 import type { RunRecord } from '../types.ts'
-import { type FlowLimits, type FlowRun, flowKey, placesFor, planStarts } from '../runtime/tasks/flow.ts'
+import { type FlowLimits, type FlowRun, flowKey, placesFor, planStarts } from '../runtime/tasks/flow/flow.ts'
 import { DEFAULT_PRIORITY_AGING } from '../runtime/rules.ts'
-import type { StartedRuns } from '../runtime/tasks/store.ts'
+import type { StartedRuns } from '../runtime/tasks/store/store.ts'
 import { wholeRecord } from './records.ts'
 
 type Row = { record: RunRecord }

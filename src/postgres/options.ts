@@ -1,5 +1,5 @@
 /** Options of `PostgresRunStore`, their defaults and their checks. */
-import { checkWholeNumber, DEFAULT_LEASE_MS, DEFAULT_MAX_RUNS, DEFAULT_POLL_MS } from '../runtime/tasks/store-limits.ts'
+import { checkWholeNumber, DEFAULT_LEASE_MS, DEFAULT_MAX_RUNS, DEFAULT_POLL_MS } from '../runtime/tasks/store/store-limits.ts'
 import { describe } from '../runtime/describe.ts'
 import { redactUrl } from '../runtime/redact.ts'
 import type { Logger } from '../runtime/types.ts'

@@ -35,8 +35,8 @@
  * statement with it.
  */
 import type { PendingQuery, Sql } from 'postgres'
-import { hasSteps, isFinished, type TimerRecord, withoutSteps } from '../runtime/tasks/store.ts'
-import { timerId } from '../runtime/tasks/ids.ts'
+import { hasSteps, isFinished, type TimerRecord, withoutSteps } from '../runtime/tasks/store/store.ts'
+import { timerId } from '../runtime/tasks/base/ids.ts'
 import type { RunRecord } from '../types.ts'
 import type { Fence } from './fences.ts'
 import { wholeRecord } from './records.ts'

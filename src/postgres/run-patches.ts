@@ -7,8 +7,8 @@
  * `appendAttempt`), the write checks the fence in its own statement.
  */
 import { LeaseLostError } from '../runtime/errors.ts'
-import { expectsRunning } from '../runtime/tasks/fenced-writes.ts'
-import { isFinished, type RunPatch, showsPatch } from '../runtime/tasks/store.ts'
+import { expectsRunning } from '../runtime/tasks/engine/fenced-writes.ts'
+import { isFinished, type RunPatch, showsPatch } from '../runtime/tasks/store/store.ts'
 import type { Attempt, RunRecord, RunStatus } from '../types.ts'
 import { type PostgresConnection, WHERE } from './connection.ts'
 import { GroupCommit, type ItemFailure, togetherOrAlone } from './group-commit.ts'

@@ -4,7 +4,7 @@
  * (`listRuns`), counts by task (`countRunsByTask`) and of all it holds
  * (`size`). Every record comes back whole, with its steps (records.ts).
  */
-import type { RunQuery } from '../runtime/tasks/store.ts'
+import type { RunQuery } from '../runtime/tasks/store/store.ts'
 import type { RunRecord, RunStatus } from '../types.ts'
 import type { PostgresConnection } from './connection.ts'
 import { GroupCommit } from './group-commit.ts'

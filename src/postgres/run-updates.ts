@@ -18,7 +18,7 @@
  * (`releaseLeases`) has nothing left to write.
  */
 import type { Sql } from 'postgres'
-import { FINISHED_STATUSES, type RunPatch } from '../runtime/tasks/store.ts'
+import { FINISHED_STATUSES, type RunPatch } from '../runtime/tasks/store/store.ts'
 import type { RunRecord, RunStatus } from '../types.ts'
 import type { Fence } from './fences.ts'
 import { wholeRecord } from './records.ts'

@@ -33,7 +33,7 @@
  * write finds out that it is not.
  */
 import type { Sql } from 'postgres'
-import type { LiveVersions, SharedWork, TimerRecord } from '../runtime/tasks/store.ts'
+import type { LiveVersions, SharedWork, TimerRecord } from '../runtime/tasks/store/store.ts'
 import type { RunChange, RunRecord } from '../types.ts'
 import { PostgresChanges } from './changes.ts'
 import type { Fences } from './fences.ts'

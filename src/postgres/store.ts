@@ -45,8 +45,8 @@
  */
 import type { StoreFullError } from '../runtime/errors.ts'
 import type { EventMatch } from '../runtime/events/match.ts'
-import type { FlowLimits } from '../runtime/tasks/flow.ts'
-import type { EventRecord, RunPatch, RunQuery, RunStore, StartedRuns, TimerRecord, TokenRecord } from '../runtime/tasks/store.ts'
+import type { FlowLimits } from '../runtime/tasks/flow/flow.ts'
+import type { EventRecord, RunPatch, RunQuery, RunStore, StartedRuns, TimerRecord, TokenRecord } from '../runtime/tasks/store/store.ts'
 import type { EventEffects, EventListQuery, StoreLifecycle } from '../runtime/types/run-store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { PostgresConnection, WHERE } from './connection.ts'

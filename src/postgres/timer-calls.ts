@@ -7,8 +7,8 @@
  * by that attempt's lease.
  */
 import { LeaseLostError } from '../runtime/errors.ts'
-import { ATTEMPT_TIMERS } from '../runtime/tasks/fenced-writes.ts'
-import type { TimerRecord } from '../runtime/tasks/store.ts'
+import { ATTEMPT_TIMERS } from '../runtime/tasks/engine/fenced-writes.ts'
+import type { TimerRecord } from '../runtime/tasks/store/store.ts'
 import type { PostgresConnection } from './connection.ts'
 import { GroupCommit } from './group-commit.ts'
 import { SAVE_BATCH, savedEach } from './step-writes.ts'

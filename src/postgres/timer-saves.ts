@@ -9,7 +9,7 @@
  * store.ts explains. Two saves of one batch must not share a timer id.
  */
 import type { PendingQuery, Sql } from 'postgres'
-import type { TimerRecord } from '../runtime/tasks/store.ts'
+import type { TimerRecord } from '../runtime/tasks/store/store.ts'
 import type { Fence } from './fences.ts'
 
 export interface TimerSave {

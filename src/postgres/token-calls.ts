@@ -5,7 +5,7 @@
  */
 import type { Fragment, Sql } from 'postgres'
 import { LeaseLostError } from '../runtime/errors.ts'
-import type { TokenRecord } from '../runtime/tasks/store.ts'
+import type { TokenRecord } from '../runtime/tasks/store/store.ts'
 import type { PostgresConnection } from './connection.ts'
 import type { Fence } from './fences.ts'
 import { settleTokenPg, tokenSettlement } from './tokens.ts'

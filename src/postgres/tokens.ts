@@ -5,7 +5,7 @@
  * by its own earlier landing, which it tells by the `settledAt` it wrote.
  */
 import type { Sql } from 'postgres'
-import type { TokenRecord } from '../runtime/tasks/store.ts'
+import type { TokenRecord } from '../runtime/tasks/store/store.ts'
 
 /** The change a settle writes into the token's record: made once per call, so that every try sends the same. */
 export function tokenSettlement(status: 'completed' | 'timed_out', payload: unknown): Record<string, unknown> {

@@ -5,9 +5,9 @@
  * throws it naming the task. Edge-safe.
  */
 import { describe } from './describe.ts'
-import type { CronClock } from './tasks/cron-clock.ts'
+import type { CronClock } from './tasks/definitions/cron-clock.ts'
 import type { EnvLike } from './env.ts'
-import { MAX_DELAY_SECONDS } from './tasks/options.ts'
+import { MAX_DELAY_SECONDS } from './tasks/definitions/options.ts'
 
 /** Task retries default to 0 extra attempts, and each attempt to 30 s (docs/routes.md "Route config"). */
 export const DEFAULT_RETRIES = 0

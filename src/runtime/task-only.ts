@@ -8,7 +8,7 @@
  * never read cannot slip through. Edge-safe.
  */
 import { HTTP_METHODS } from './http-methods.ts'
-import { isTaskHandler } from './tasks/define-task.ts'
+import { isTaskHandler } from './tasks/definitions/define-task.ts'
 import type { RouteModule } from './types/modules.ts'
 import type { RouteKind } from './types/routes.ts'
 

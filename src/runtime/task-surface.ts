@@ -14,7 +14,7 @@ import { dashboardAccess, dashboardProblem } from './dashboard/access.ts'
 import { dashboardNotIncluded, isDashboardPath } from './dashboard/route.ts'
 import { describe } from './describe.ts'
 import { createCoreRuntime } from './tasks/runtime.ts'
-import { checkMaxPayloadBytes } from './tasks/payload-limit.ts'
+import { checkMaxPayloadBytes } from './tasks/store/payload-limit.ts'
 import type { TaskSurfacePart } from './handler-options.ts'
 
 export type { TaskSurface, TaskSurfaceContext, TaskSurfacePart } from './handler-options.ts'

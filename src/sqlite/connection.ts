@@ -7,7 +7,7 @@
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import { LeaseLostError } from '../runtime/errors.ts'
-import { isFinished, type TokenRecord } from '../runtime/tasks/store.ts'
+import { isFinished, type TokenRecord } from '../runtime/tasks/store/store.ts'
 import {
   COUNT_RUNS,
   EVICT_RUNS,

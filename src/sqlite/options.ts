@@ -1,5 +1,5 @@
 /** Options of `SqliteRunStore`, their defaults and their checks. */
-import { checkWholeNumber, DEFAULT_LEASE_MS, DEFAULT_MAX_RUNS, DEFAULT_POLL_MS } from '../runtime/tasks/store-limits.ts'
+import { checkWholeNumber, DEFAULT_LEASE_MS, DEFAULT_MAX_RUNS, DEFAULT_POLL_MS } from '../runtime/tasks/store/store-limits.ts'
 import { describe } from '../runtime/describe.ts'
 
 export interface SqliteRunStoreOptions {

@@ -5,10 +5,10 @@
  * (fences.ts, owners.ts) as the run enters and leaves `running` here.
  */
 import { LeaseLostError, StoreFullError } from '../runtime/errors.ts'
-import { applyRunPatch, isFinished, type RunPatch, statusMatches } from '../runtime/tasks/store.ts'
+import { applyRunPatch, isFinished, type RunPatch, statusMatches } from '../runtime/tasks/store/store.ts'
 import { insertRunValues, RUN_EXISTS, SELECT_RUN_BY_KEY, UPDATE_RUN_RECORD, UPSERT_STEP } from '../runtime/tasks/sql/queries.ts'
-import { expectsRunning } from '../runtime/tasks/fenced-writes.ts'
-import { jsonCopy } from '../runtime/tasks/json-copy.ts'
+import { expectsRunning } from '../runtime/tasks/engine/fenced-writes.ts'
+import { jsonCopy } from '../runtime/tasks/base/json-copy.ts'
 import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import type { SqliteConnection } from './connection.ts'

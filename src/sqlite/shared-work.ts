@@ -17,7 +17,7 @@
  * go through a table in the same way (changes.ts).
  */
 import type { StatementSync } from 'node:sqlite'
-import type { LiveVersions, SharedWork, TimerRecord } from '../runtime/tasks/store.ts'
+import type { LiveVersions, SharedWork, TimerRecord } from '../runtime/tasks/store/store.ts'
 import type { RunChange, RunRecord } from '../types.ts'
 import { SqliteChangeLog } from './changes.ts'
 import {

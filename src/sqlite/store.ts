@@ -19,7 +19,7 @@ import {
   type StartedRuns,
   type TimerRecord,
   type TokenRecord,
-} from '../runtime/tasks/store.ts'
+} from '../runtime/tasks/store/store.ts'
 import type { StoreFullError } from '../runtime/errors.ts'
 import { isThenable, runSqlTransactionBounded, type SqlConnection } from '../runtime/tasks/sql/transaction.ts'
 import {
@@ -37,13 +37,13 @@ import {
 } from '../runtime/tasks/sql/queries.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import type { EventEffects, EventListQuery, StoreLifecycle } from '../runtime/types/run-store.ts'
-import type { FlowLimits } from '../runtime/tasks/flow.ts'
+import type { FlowLimits } from '../runtime/tasks/flow/flow.ts'
 import { joinScheduledSql, startQueuedSql } from '../runtime/tasks/sql/flow.ts'
 import { eventsSinceSql, listEventsSql, noteEventEffectsSql, putEventSql } from '../runtime/tasks/sql/events.ts'
 import { runProcedure } from '../runtime/tasks/sql/procedure.ts'
 import { settleTokenSql } from '../runtime/tasks/sql/tokens.ts'
-import { ATTEMPT_TIMERS } from '../runtime/tasks/fenced-writes.ts'
-import { jsonCopy } from '../runtime/tasks/json-copy.ts'
+import { ATTEMPT_TIMERS } from '../runtime/tasks/engine/fenced-writes.ts'
+import { jsonCopy } from '../runtime/tasks/base/json-copy.ts'
 import type { EventMatch } from '../runtime/events/match.ts'
 import { type Counts, SqliteConnection, WHERE } from './connection.ts'
 import { openDatabase } from './database.ts'

@@ -12,7 +12,7 @@ import { stringBindings } from '#svc/runtime/env.ts'
 import { type CoreHandler, createCoreHandler, type SvcHandlerOptions } from '#svc/runtime/handler.ts'
 import { TASK_SURFACE } from '#svc/runtime/task-surface.ts'
 import { PAGES, type PagesPart } from '#svc/runtime/pages/part.ts'
-import { setActiveTaskRuntime } from '#svc/runtime/tasks/active.ts'
+import { setActiveTaskRuntime } from '#svc/runtime/tasks/client/active.ts'
 
 export { createTasksObject } from '#svc/cloudflare/tasks-object.ts'
 export type { TasksObjectApp, TasksObjectClass, TasksObjectOptions, DurableObjectStateLike } from '#svc/cloudflare/tasks-object.ts'

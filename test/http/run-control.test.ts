@@ -17,7 +17,7 @@ import {
   type TaskContext,
 } from '../../src/index.ts'
 import { changeFeed, eventStream } from '../../src/runtime/admin/run-change-stream.ts'
-import { cancelRunOverHttp, completeTokenOverHttp } from '../../src/runtime/tasks/client.ts'
+import { cancelRunOverHttp, completeTokenOverHttp } from '../../src/runtime/tasks/client/client.ts'
 import { serve, until } from './_helpers.ts'
 
 /** A task secret of the length a production server requires (32 bytes at least). */

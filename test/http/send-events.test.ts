@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { HttpError, MemoryRunStore, type RuntimeApiRoute, type TaskContext } from '../../src/index.ts'
-import { sendEventsOverHttp } from '../../src/runtime/tasks/client.ts'
+import { sendEventsOverHttp } from '../../src/runtime/tasks/client/client.ts'
 import { serve } from './_helpers.ts'
 
 const SECRET = 's3cret-0123456789abcdef0123456789ab'

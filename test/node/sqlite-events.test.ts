@@ -3,9 +3,9 @@
 // and the events table a file written before it gains.
 import type { DatabaseSync } from 'node:sqlite'
 import { describe, expect, it } from 'vitest'
-import type { RunStore } from '../../src/runtime/tasks/store.ts'
+import type { RunStore } from '../../src/runtime/tasks/store/store.ts'
 import { SCHEMA_VERSION } from '../../src/sqlite/database.ts'
-import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS, type EventRecord } from '../../src/runtime/tasks/store.ts'
+import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS, type EventRecord } from '../../src/runtime/tasks/store/store.ts'
 import { eventStoreContract } from '../tasks/event-store-contract.ts'
 import { makeRun } from '../tasks/store-contract.ts'
 import { asVersion, sqliteFiles } from './_sqlite-files.ts'

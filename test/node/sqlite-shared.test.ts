@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
 import { SCHEMA_VERSION } from '../../src/sqlite/database.ts'
-import type { RunStore } from '../../src/runtime/tasks/store.ts'
+import type { RunStore } from '../../src/runtime/tasks/store/store.ts'
 import { createTaskRuntime } from '../../src/runtime/tasks/public-runtime.ts'
 import type { TaskContext } from '../../src/types.ts'
 import { sleep, until } from '../tasks/_helpers.ts'

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { SqliteRunStore, startSvcServer, storeFromEnv, type StoreFromEnv, type SvcServer } from '../../src/node.ts'
-import { MemoryRunStore } from '../../src/runtime/tasks/memory-store.ts'
+import { MemoryRunStore } from '../../src/runtime/tasks/store/memory-store.ts'
 import { recordingLogger, task } from '../tasks/_helpers.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-store-url-'))

@@ -9,7 +9,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runIdShard } from '../../src/runtime/tasks/ids.ts'
+import { runIdShard } from '../../src/runtime/tasks/base/ids.ts'
 import { buildWithShards, type ShardWorker, shardApp, shardWorker } from './_shards.ts'
 
 const SHARDS = 2

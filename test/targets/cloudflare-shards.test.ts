@@ -8,7 +8,7 @@
  * that had one object and is rebuilt with four still reaches its old runs;
  * one rebuilt with fewer shards fails loudly.
  */
-import { runIdShard } from '../../src/runtime/tasks/ids.ts'
+import { runIdShard } from '../../src/runtime/tasks/base/ids.ts'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'

@@ -1,7 +1,7 @@
 import { afterEach, vi } from 'vitest'
 import { createTaskRuntime, type TaskRuntimeInstance, type TaskRuntimeOptions } from '../../src/runtime/tasks/index.ts'
-import { MemoryRunStore } from '../../src/runtime/tasks/memory-store.ts'
-import type { EventRecord } from '../../src/runtime/tasks/store.ts'
+import { MemoryRunStore } from '../../src/runtime/tasks/store/memory-store.ts'
+import type { EventRecord } from '../../src/runtime/tasks/store/store.ts'
 import type { RouteConfig, RouteModule, RunRecord, RuntimeApiRoute, TaskContext } from '../../src/types.ts'
 import { type RecordingLogger, recordingLogger, wallClock } from '../_helpers.ts'
 

@@ -6,7 +6,7 @@
  */
 import { expect } from 'vitest'
 import { createTaskRuntime } from '../../src/runtime/tasks/index.ts'
-import type { RunStore } from '../../src/runtime/tasks/store.ts'
+import type { RunStore } from '../../src/runtime/tasks/store/store.ts'
 import type { TaskContext, TaskRuntime } from '../../src/types.ts'
 import { deferred, recordingLogger, until } from './_helpers.ts'
 

@@ -6,7 +6,7 @@
 // statement's answer back only on a later turn of the event loop.
 import { DatabaseSync } from 'node:sqlite'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { FlowLimits } from '../../src/runtime/tasks/flow.ts'
+import type { FlowLimits } from '../../src/runtime/tasks/flow/flow.ts'
 import { joinScheduledSql, startQueuedSql } from '../../src/runtime/tasks/sql/flow.ts'
 import {
   type AsyncSqlRunner,
@@ -39,7 +39,7 @@ import {
   type RunStore,
   type StartedRuns,
   statusMatches,
-} from '../../src/runtime/tasks/store.ts'
+} from '../../src/runtime/tasks/store/store.ts'
 import type { RunRecord, RunStatus } from '../../src/types.ts'
 import { flowStoreContract } from './flow-store-contract.ts'
 import { makeRun } from './store-contract.ts'

@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
 import { RunCancelledError, RunFinishedError, RunNotFoundError, TaskNotFoundError, ValidationError } from '../../src/runtime/errors.ts'
 import { MemoryRunStore, tokenIdFor } from '../../src/runtime/tasks/index.ts'
-import type { SharedWork } from '../../src/runtime/tasks/store.ts'
+import type { SharedWork } from '../../src/runtime/tasks/store/store.ts'
 import type { RunChange, RunRecord, TaskContext } from '../../src/types.ts'
 import { deferred, finished, runtime, sleep, task, until } from './_helpers.ts'
 

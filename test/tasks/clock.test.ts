@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { isoAt } from '../../src/runtime/tasks/clock.ts'
+import { isoAt } from '../../src/runtime/tasks/base/clock.ts'
 
 describe('record timestamps', () => {
   it('are the ISO 8601 text of their millisecond, whether or not it was stamped just before', () => {

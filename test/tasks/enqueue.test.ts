@@ -12,7 +12,7 @@ import {
   setActiveTaskRuntime,
   tokenIdFor,
 } from '../../src/runtime/tasks/index.ts'
-import { completeTokenOverHttp, enqueueOverHttp } from '../../src/runtime/tasks/client.ts'
+import { completeTokenOverHttp, enqueueOverHttp } from '../../src/runtime/tasks/client/client.ts'
 import { runtime, task, until } from './_helpers.ts'
 
 const ENV_KEYS = ['SVC_TASK_URL', 'SVC_TASK_TIMEOUT_MS', 'PORT', 'THEN_TASK_SECRET', 'SVC_TASK_SECRET'] as const

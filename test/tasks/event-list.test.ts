@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { SvcError } from '../../src/runtime/errors.ts'
-import { MemoryRunStore } from '../../src/runtime/tasks/memory-store.ts'
+import { MemoryRunStore } from '../../src/runtime/tasks/store/memory-store.ts'
 import type { TaskContext } from '../../src/types.ts'
 import { finished, runtime, storeSendingDuringFirstLook, task, until } from './_helpers.ts'
 

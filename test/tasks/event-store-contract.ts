@@ -11,7 +11,7 @@
  * ```
  */
 import { describe, expect, it } from 'vitest'
-import { EVENT_RETENTION_MS, type EventRecord, type RunStore } from '../../src/runtime/tasks/store.ts'
+import { EVENT_RETENTION_MS, type EventRecord, type RunStore } from '../../src/runtime/tasks/store/store.ts'
 
 type EventStore = RunStore & Required<Pick<RunStore, 'putEvent' | 'eventsSince' | 'listEvents' | 'noteEventEffects'>>
 

@@ -1,5 +1,5 @@
 /**
- * The rules of a fenced store (`RunStore.fences`, src/runtime/tasks/store.ts):
+ * The rules of a fenced store (`RunStore.fences`, src/runtime/tasks/store/store.ts):
  * once another process took a run over, or cancelled it, every write of the
  * attempt that held it changes nothing and rejects with `LeaseLostError`;
  * what is written for a run outside its attempt (a cancel, a met wait) is
@@ -11,7 +11,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { LeaseLostError } from '../../src/runtime/errors.ts'
-import { LIVE_STATUSES, type RunStore } from '../../src/runtime/tasks/store.ts'
+import { LIVE_STATUSES, type RunStore } from '../../src/runtime/tasks/store/store.ts'
 import { makeRun } from './store-contract.ts'
 
 /** Two stores on one fresh database, as two processes would open it, and what each store does to claim. */

@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { DEFAULT_PRIORITY_AGING } from '../../src/runtime/rules.ts'
-import { describeFlow, type FlowLimits, type FlowRun, planStarts } from '../../src/runtime/tasks/flow.ts'
+import { describeFlow, type FlowLimits, type FlowRun, planStarts } from '../../src/runtime/tasks/flow/flow.ts'
 import { MemoryRunStore } from '../../src/runtime/tasks/index.ts'
 import type { RunRecord } from '../../src/types.ts'
 import { runtime, sleep, task } from './_helpers.ts'

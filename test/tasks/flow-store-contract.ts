@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import type { RunStore } from '../../src/runtime/tasks/index.ts'
-import { planStarts } from '../../src/runtime/tasks/flow.ts'
+import { planStarts } from '../../src/runtime/tasks/flow/flow.ts'
 import type { RunRecord } from '../../src/types.ts'
 import { makeRun } from './store-contract.ts'
 

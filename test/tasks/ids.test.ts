@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { newRunId, runIdShard, tokenIdFor } from '../../src/runtime/tasks/ids.ts'
+import { newRunId, runIdShard, tokenIdFor } from '../../src/runtime/tasks/base/ids.ts'
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 

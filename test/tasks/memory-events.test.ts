@@ -1,6 +1,6 @@
 // The event contract on MemoryRunStore, and its bound on how many events it holds.
 import { describe, expect, it } from 'vitest'
-import { MemoryRunStore } from '../../src/runtime/tasks/memory-store.ts'
+import { MemoryRunStore } from '../../src/runtime/tasks/store/memory-store.ts'
 import { eventStoreContract } from './event-store-contract.ts'
 
 eventStoreContract('MemoryRunStore', () => new MemoryRunStore())

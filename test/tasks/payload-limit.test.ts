@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest'
 import { createTaskRuntime, MemoryRunStore, tokenIdFor } from '../../src/runtime/tasks/index.ts'
 import { PayloadTooLargeError } from '../../src/runtime/errors.ts'
-import { utf8Length } from '../../src/runtime/tasks/json.ts'
+import { utf8Length } from '../../src/runtime/tasks/base/json.ts'
 import type { TaskContext } from '../../src/types.ts'
 import { finished, finishedAfter, runtime, task, until, untimedSteps } from './_helpers.ts'
 

@@ -16,7 +16,7 @@
  */
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { RunStore } from '../../src/runtime/tasks/store.ts'
+import type { RunStore } from '../../src/runtime/tasks/store/store.ts'
 import type { RunChange, RunRecord } from '../../src/types.ts'
 import { type ChildServer, startChild } from './_child-server.ts'
 import { until } from './_helpers.ts'

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
 import { createTaskRuntime, MemoryRunStore } from '../../src/runtime/tasks/index.ts'
-import { Retention, resolveRetention } from '../../src/runtime/tasks/retention.ts'
+import { Retention, resolveRetention } from '../../src/runtime/tasks/store/retention.ts'
 import { finished, runtime, sleep, task, until } from './_helpers.ts'
 import { retentionSoak } from './_retention-soak.ts'
 

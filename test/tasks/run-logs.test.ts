@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
 import { runLogPage } from '../../src/runtime/admin/run-logs.ts'
-import { MAX_LOG_ATTRIBUTES_BYTES, MAX_LOG_MESSAGE_LENGTH, MAX_RUN_LOGS } from '../../src/runtime/tasks/run-logs.ts'
+import { MAX_LOG_ATTRIBUTES_BYTES, MAX_LOG_MESSAGE_LENGTH, MAX_RUN_LOGS } from '../../src/runtime/tasks/steps/run-logs.ts'
 import type { RunRecord } from '../../src/types.ts'
 import { finished, recordingLogger, runtime, task, until } from './_helpers.ts'
 

@@ -1,11 +1,11 @@
 import { Cron } from 'croner'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import type { CronClock, CronTicks } from '../../src/runtime/tasks/cron-clock.ts'
-import { cronOptions, cronerClock } from '../../src/runtime/tasks/croner-clock.ts'
+import type { CronClock, CronTicks } from '../../src/runtime/tasks/definitions/cron-clock.ts'
+import { cronOptions, cronerClock } from '../../src/runtime/tasks/schedule/croner-clock.ts'
 import { createSharedRuntime as createEdgeRuntime } from '../../src/runtime/tasks/runtime.ts'
-import { TaskEngine } from '../../src/runtime/tasks/engine.ts'
+import { TaskEngine } from '../../src/runtime/tasks/engine/engine.ts'
 import { MemoryRunStore, createTaskRuntime } from '../../src/runtime/tasks/index.ts'
-import { TaskScheduler } from '../../src/runtime/tasks/scheduler.ts'
+import { TaskScheduler } from '../../src/runtime/tasks/schedule/scheduler.ts'
 import { recordingLogger, runtime, sleep, task } from './_helpers.ts'
 
 describe('in-process scheduler', () => {

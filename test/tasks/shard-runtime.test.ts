@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { runIdShard } from '../../src/runtime/tasks/ids.ts'
+import { runIdShard } from '../../src/runtime/tasks/base/ids.ts'
 import { MemoryRunStore } from '../../src/runtime/tasks/index.ts'
 import type { RuntimeShard, ShardHere, ShardPeers } from '../../src/runtime/types/shard.ts'
 import { finished, runtime, task } from './_helpers.ts'

@@ -1,5 +1,5 @@
 /**
- * The SharedWork contract (src/runtime/tasks/store.ts): how processes that
+ * The SharedWork contract (src/runtime/tasks/store/store.ts): how processes that
  * share one store split due timers, running attempts and cron ticks, how
  * the leases on attempts fence their writes, and how run changes reach the
  * other processes. Every store with `shared` runs it:
@@ -18,9 +18,9 @@
  * shares, with or without `shared`, are in fenced-store-contract.ts.
  */
 import { describe, expect, it } from 'vitest'
-import type { RunStore, SharedWork } from '../../src/runtime/tasks/store.ts'
+import type { RunStore, SharedWork } from '../../src/runtime/tasks/store/store.ts'
 import type { RunChange } from '../../src/types.ts'
-import { LIVE_STATUSES } from '../../src/runtime/tasks/store.ts'
+import { LIVE_STATUSES } from '../../src/runtime/tasks/store/store.ts'
 import { sleep, until } from './_helpers.ts'
 import { makeRun } from './store-contract.ts'
 

@@ -1,5 +1,5 @@
 // The kinds of step and of waitpoint are closed sets, each in one table
-// (src/runtime/tasks/waitpoint-kinds.ts): the docs' step table names the
+// (src/runtime/tasks/steps/waitpoint-kinds.ts): the docs' step table names the
 // same kinds, and each wait's step kind leads back to its waitpoint kind.
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
@@ -11,7 +11,7 @@ import {
   WAITPOINT_KINDS,
   WAITPOINT_TYPES,
   waitpointTypeOfStep,
-} from '../../src/runtime/tasks/waitpoint-kinds.ts'
+} from '../../src/runtime/tasks/steps/waitpoint-kinds.ts'
 
 /** The rows of the table under docs/tasks.md "Durable steps": each step's kind, and the waitpoint it waits on. */
 function documentedSteps(): { kind: string; waitpoint?: string }[] {

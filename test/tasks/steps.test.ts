@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
 import { DuplicateStepKeyError, StepMismatchError } from '../../src/runtime/errors.ts'
 import { MemoryRunStore, enqueue, isSuspension, setActiveTaskRuntime, tokenIdFor, type RunPatch } from '../../src/runtime/tasks/index.ts'
-import { LOCAL_WAIT_NOTE } from '../../src/runtime/tasks/step-host.ts'
+import { LOCAL_WAIT_NOTE } from '../../src/runtime/tasks/steps/step-host.ts'
 import type { RunRecord, RunStatus, TaskContext } from '../../src/types.ts'
 import { finishedAfter, finished, runtime, sleep, task, until, untimed, untimedSteps } from './_helpers.ts'
 

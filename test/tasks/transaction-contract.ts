@@ -8,7 +8,7 @@
 import type { DatabaseSync } from 'node:sqlite'
 import type { Sql } from 'postgres'
 import { describe, expect, it } from 'vitest'
-import type { RunStore } from '../../src/runtime/tasks/store.ts'
+import type { RunStore } from '../../src/runtime/tasks/store/store.ts'
 import type { SqlTransaction, StepInfo } from '../../src/types.ts'
 import { finished, runtime, task } from './_helpers.ts'
 

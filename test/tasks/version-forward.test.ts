@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { SqliteRunStore } from '../../src/node.ts'
-import { compareReleases, forwardVersion, releaseParts } from '../../src/runtime/tasks/version-order.ts'
+import { compareReleases, forwardVersion, releaseParts } from '../../src/runtime/tasks/base/version-order.ts'
 import type { TaskContext } from '../../src/types.ts'
 import { sqliteFiles } from '../node/_sqlite-files.ts'
 import { finished, runtime, task, until } from './_helpers.ts'

@@ -5,7 +5,7 @@
  * while the run was suspending, is not lost.
  */
 import { describe, expect, it } from 'vitest'
-import { eventWaitTokenId } from '../../src/runtime/tasks/wait-for-event.ts'
+import { eventWaitTokenId } from '../../src/runtime/tasks/steps/wait-for-event.ts'
 import type { TaskContext, WaitForEventOptions } from '../../src/types.ts'
 import { finished, runtime, sleep, storeSendingDuringFirstLook, task, until } from './_helpers.ts'
 

@@ -2,7 +2,7 @@
 // by the interface (a method left out does not compile), and naming only
 // methods a store implements.
 import { expect, it } from 'vitest'
-import { MemoryRunStore } from '../../src/runtime/tasks/memory-store.ts'
+import { MemoryRunStore } from '../../src/runtime/tasks/store/memory-store.ts'
 import { STORE_OPERATIONS, STORE_WRITES } from '../../src/runtime/telemetry/store-operations.ts'
 
 it('times every writing method, createRuns and pruneFinished included, and no read', () => {

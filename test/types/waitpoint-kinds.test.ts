@@ -1,6 +1,6 @@
 // A waitpoint kind added to the `Waitpoint` type must not compile until every
 // place that handles kinds handles it: the table of kinds
-// (src/runtime/tasks/waitpoint-kinds.ts) and each switch over them. This
+// (src/runtime/tasks/steps/waitpoint-kinds.ts) and each switch over them. This
 // compiles svc's sources with one kind more in the type, as the next kind
 // would be added, and expects an error in each of those places and nowhere
 // else.
@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const RUNS = 'src/runtime/types/runs.ts'
-const KINDS = 'src/runtime/tasks/waitpoint-kinds.ts'
+const KINDS = 'src/runtime/tasks/steps/waitpoint-kinds.ts'
 
 /** A text replaced in one source file, as the next kind would change it. */
 type Edit = { file: string; find: string; replace: (found: string) => string }
@@ -85,7 +85,7 @@ describe('a waitpoint kind added to the type', () => {
       'src/cli/runs-timeline.ts',
       'src/dashboard/run.ts',
       'src/dashboard/timeline.ts',
-      'src/runtime/tasks/waitpoints.ts',
+      'src/runtime/tasks/steps/waitpoints.ts',
     ])
     for (const error of errors)
       expect(error).toMatch(

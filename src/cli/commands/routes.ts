@@ -23,7 +23,7 @@ const inspect = defineCommand({
       return
     }
     // Loaded for the table only: `--json` has no use for it.
-    const { describeFlow } = await import('../../runtime/tasks/flow.ts')
+    const { describeFlow } = await import('../../runtime/tasks/flow/flow.ts')
     const lines: string[] = []
     if (result.routes.length > 0) {
       lines.push(

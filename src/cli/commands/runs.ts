@@ -6,7 +6,7 @@
 import type { ArgsDef } from 'citty'
 import type { RunLogPage } from '../../runtime/admin/run-logs.ts'
 import type { RunSummary } from '../../runtime/admin/runs-query.ts'
-import { isFinished } from '../../runtime/tasks/store.ts'
+import { isFinished } from '../../runtime/tasks/store/store.ts'
 import type { CancelRunResult, RunRecord, RunStatus } from '../../types.ts'
 import { checkArgs, jsonArg } from '../_args.ts'
 import { defineCommand } from '../_define.ts'

@@ -33,7 +33,7 @@ const list = defineCommand({
     if (rows.length === 0) return printLines('stdout', ['No tasks found.'])
     // Loaded for the table only, and only when a task has limits (a task without any has `flow: {}`).
     const limited = rows.some((t) => t.flow !== null && Object.keys(t.flow).length > 0)
-    const describeFlow = limited ? (await import('../../runtime/tasks/flow.ts')).describeFlow : () => '-'
+    const describeFlow = limited ? (await import('../../runtime/tasks/flow/flow.ts')).describeFlow : () => '-'
     printLines('stdout', [
       formatTable(
         ['name', 'path', 'schedule', 'on', 'retries', 'timeout', 'flow'],

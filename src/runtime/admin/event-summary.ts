@@ -5,7 +5,7 @@
  * `get-event.ts`).
  */
 import type { ListedEvent } from '../types/events.ts'
-import { utf8Length } from '../tasks/json.ts'
+import { utf8Length } from '../tasks/base/json.ts'
 
 /** One event of `GET /__events`. */
 export interface EventSummary extends Omit<ListedEvent, 'data'> {

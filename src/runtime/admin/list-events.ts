@@ -23,7 +23,7 @@ import { internalError, knownErrorResponse, methodNotAllowed } from '../http/err
 import type { ResponseClass } from '../http/types.ts'
 import { trimTrailingSlashes } from '../http/path.ts'
 import { eventNameProblem } from '../events/rules.ts'
-import { cursorPosition, DEFAULT_EVENTS_LIMIT, MAX_EVENTS_LIMIT } from '../tasks/event-list.ts'
+import { cursorPosition, DEFAULT_EVENTS_LIMIT, MAX_EVENTS_LIMIT } from '../tasks/store/event-list.ts'
 import { authorize, type LoopbackExemption } from './auth.ts'
 import { checkParameters, InvalidQueryError, limitParameter, oneParameter } from './runs-query.ts'
 import { summarizeEvent } from './event-summary.ts'

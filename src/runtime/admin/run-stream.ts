@@ -30,12 +30,12 @@
 import type { Logger, RunRecord, TaskRuntime } from '../types.ts'
 import { errorMessage } from '../errors.ts'
 import { internalError, jsonError, knownErrorResponse } from '../http/errors.ts'
-import { isFinished } from '../tasks/store.ts'
+import { isFinished } from '../tasks/store/store.ts'
 import { allowedOrigins, corsHeaders, withHeaders } from './cors.ts'
 import { type EventFeed, openEventStream } from './run-change-stream.ts'
 import { runAccess } from './run-access.ts'
 import { runProgress } from './run-progress.ts'
-import { onChunksStored } from '../tasks/run-chunks.ts'
+import { onChunksStored } from '../tasks/steps/run-chunks.ts'
 import { DONE, notStreamed, RUNS_ELSEWHERE, type RunStreamHandler, runStreamPreamble, type StreamsOptions } from './streams.ts'
 
 /** How often an open stream reads its run again, for changes the runtime does not report. */

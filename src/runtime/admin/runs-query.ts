@@ -7,8 +7,8 @@
 import type { RunRecord, RunStatus, RunTrigger } from '../types.ts'
 import { SvcError } from '../errors.ts'
 import { describe } from '../describe.ts'
-import { FINISHED_STATUSES, LIVE_STATUSES, type RunQuery } from '../tasks/store.ts'
-import { MAX_VERSION_LENGTH, versionProblem } from '../tasks/versions.ts'
+import { FINISHED_STATUSES, LIVE_STATUSES, type RunQuery } from '../tasks/store/store.ts'
+import { MAX_VERSION_LENGTH, versionProblem } from '../tasks/definitions/versions.ts'
 
 /** Runs per page when the query sets no `limit`. */
 export const DEFAULT_RUNS_LIMIT = 50

@@ -6,7 +6,7 @@
 import type { TaskRuntime } from '../types.ts'
 import { type EnvLike, isDevelopmentEnv } from '../env.ts'
 import { taskSecret } from '../rules.ts'
-import { getActiveTaskRuntime } from '../tasks/active.ts'
+import { getActiveTaskRuntime } from '../tasks/client/active.ts'
 
 // Kept on globalThis under a registered symbol, as the active runtime is
 // (`tasks/active.ts`), so that two copies of this module in one process agree.

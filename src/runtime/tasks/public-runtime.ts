@@ -5,7 +5,7 @@
  * `runtime.ts` itself and so leave croner out of their bundles.
  */
 import type { TaskRuntime } from '../types.ts'
-import { cronerClock } from './croner-clock.ts'
+import { cronerClock } from './schedule/croner-clock.ts'
 import { createSharedRuntime, type TaskRuntimeOptions } from './runtime.ts'
 
 export function createTaskRuntime(options: TaskRuntimeOptions): TaskRuntime {

@@ -1,4 +1,4 @@
-/** Flow control as a task's route config resolves to it (see `src/runtime/tasks/flow.ts`). */
+/** Flow control as a task's route config resolves to it (see `src/runtime/tasks/flow/flow.ts`). */
 export interface ConcurrencyLimit {
   limit: number
   /** Dotted path into the input, such as `input.userId`. */

@@ -1,6 +1,6 @@
 /**
  * The run store's interface: where runs, attempts, steps, waitpoints,
- * timers, tokens and idempotency keys live (see `src/runtime/tasks/store.ts`
+ * timers, tokens and idempotency keys live (see `src/runtime/tasks/store/store.ts`
  * for what every store shares, and the contract suites in `test/tasks/`).
  */
 import type { StoreFullError } from '../errors.ts'

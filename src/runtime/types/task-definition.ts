@@ -1,4 +1,4 @@
-/** A task as the runtime registers it from its route (see `defineTasks`, `src/runtime/tasks/definitions.ts`). */
+/** A task as the runtime registers it from its route (see `defineTasks`, `src/runtime/tasks/definitions/definitions.ts`). */
 import type { TaskFlow } from './flow.ts'
 import type { TaskContext } from './task-context.ts'
 

@@ -7,9 +7,9 @@
  * `record` with the rest of it, so noting it needs no column of its own.
  * Edge-safe: no `node:` import.
  */
-import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS, type EventRecord } from '../store.ts'
+import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS, type EventRecord } from '../store/store.ts'
 import type { EventEffects, EventListQuery } from '../../types/run-store.ts'
-import { addEffects, eventCursor, listingBounds } from '../event-list.ts'
+import { addEffects, eventCursor, listingBounds } from '../store/event-list.ts'
 import { read, type SqlProcedure, write } from './procedure.ts'
 import { type EventMatch, matchesEvent, matchPaths } from '../../events/match.ts'
 

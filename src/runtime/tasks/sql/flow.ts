@@ -6,8 +6,8 @@
  * and the writes cannot be split by another caller. Edge-safe.
  */
 import type { RunRecord } from '../../types.ts'
-import { type FlowLimits, flowKey, mayBeFull, placesFor, planStarts, startedRun } from '../flow.ts'
-import type { StartedRuns } from '../store.ts'
+import { type FlowLimits, flowKey, mayBeFull, placesFor, planStarts, startedRun } from '../flow/flow.ts'
+import type { StartedRuns } from '../store/store.ts'
 import { read, type SqlProcedure, type SqlRows, type SqlStatement, write } from './procedure.ts'
 import {
   COUNT_RUNNING,

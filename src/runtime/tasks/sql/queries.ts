@@ -6,7 +6,7 @@
  * Edge-safe: no `node:` import.
  */
 import type { RunRecord, RunStatus } from '../../../types.ts'
-import type { RunQuery } from '../store.ts'
+import type { RunQuery } from '../store/store.ts'
 
 /** The run columns a read-modify-write needs: `seq` (the rowid) addresses the update. */
 export interface RunRow {

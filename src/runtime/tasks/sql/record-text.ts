@@ -5,7 +5,7 @@
  * steps it has recorded, and saving a step costs the step's. Edge-safe.
  */
 import type { RunRecord } from '../../../types.ts'
-import { hasSteps, withoutSteps } from '../store.ts'
+import { hasSteps, withoutSteps } from '../store/store.ts'
 
 /** The text of a run's row in `runs`: the record with its steps left out. */
 export function rowText(run: RunRecord): string {

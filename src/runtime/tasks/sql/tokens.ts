@@ -4,7 +4,7 @@
  * block. The record is kept whole as JSON; `status` beside it is what a
  * settle compares. Edge-safe: no `node:` import.
  */
-import { settleTokenRecord, type TokenRecord } from '../store.ts'
+import { settleTokenRecord, type TokenRecord } from '../store/store.ts'
 import { read, type SqlProcedure, write } from './procedure.ts'
 import { SELECT_TOKEN, SETTLE_TOKEN } from './queries.ts'
 

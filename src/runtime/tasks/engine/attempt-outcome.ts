@@ -1,0 +1,168 @@
+/**
+ * What an attempt's outcome writes: the transitions out of `running` (the
+ * diagram in `engine.ts`). A result completes the run; a failure appends
+ * the attempt and arms a retry while retries remain, and fails the run
+ * once none do; an unmet wait suspends the run and arms its waitpoint.
+ * Each write is a compare-and-set on `running`, so a run cancelled or taken
+ * over meanwhile is left as it is, and each is tried again until it lands
+ * (outcome-writes.ts): the attempt's work is done, and a store that fails
+ * a write for a while must not lose it. Then what follows a run's end
+ * here: its change, its waiters and waiting parents woken, a slot freed.
+ *
+ * The dispatch (`dispatch.ts`) calls these in the order an attempt ends.
+ */
+import type { Attempt, Logger, RunRecord } from '../../types.ts'
+import { isoNow } from '../base/clock.ts'
+import { backoffDelay } from '../base/backoff.ts'
+import type { TaskDefinition } from '../definitions/definitions.ts'
+import type { RunChanges } from '../store/run-changes.ts'
+import type { FlowPromotion } from './flow-promotion.ts'
+import type { InvocationOutcome } from '../steps/handler-call.ts'
+import { timerId } from '../base/ids.ts'
+import type { InFlight } from './in-flight.ts'
+import { OutcomeWrites, type WriteOwner } from './outcome-writes.ts'
+import type { RunStore } from '../store/store.ts'
+import type { RunWaiters } from '../steps/wait-for-run.ts'
+import type { Waitpoints } from '../steps/waitpoints.ts'
+import type { Telemetry } from '../../telemetry/types.ts'
+
+/** The expectation of every transition out of `running`. */
+const RUNNING = Object.freeze({ status: 'running' as const })
+
+export interface OutcomeRecorderOptions {
+  store: RunStore
+  tasks: ReadonlyMap<string, TaskDefinition>
+  logger: Logger
+  changes: RunChanges
+  waiters: RunWaiters
+  waitpoints: Waitpoints
+  flow: FlowPromotion
+  /** Told of each run that finishes here. */
+  telemetry?: Telemetry | undefined
+  /** Unreference the waits between tries of a write where the platform supports it. */
+  unrefTimers: boolean
+}
+
+export class OutcomeRecorder {
+  readonly #store: RunStore
+  readonly #tasks: ReadonlyMap<string, TaskDefinition>
+  readonly #logger: Logger
+  readonly #changes: RunChanges
+  readonly #waiters: RunWaiters
+  readonly #waitpoints: Waitpoints
+  readonly #flow: FlowPromotion
+  readonly #telemetry: Telemetry | undefined
+  /** Each write of an outcome, tried until it lands. */
+  readonly #writes: OutcomeWrites
+  #closed = false
+
+  constructor(options: OutcomeRecorderOptions) {
+    this.#store = options.store
+    this.#tasks = options.tasks
+    this.#logger = options.logger
+    this.#changes = options.changes
+    this.#waiters = options.waiters
+    this.#waitpoints = options.waitpoints
+    this.#flow = options.flow
+    this.#telemetry = options.telemetry
+    this.#writes = new OutcomeWrites({ logger: options.logger, unrefTimers: options.unrefTimers })
+  }
+
+  /**
+   * Moves a running run to `status`; resolves to the finished run, or to
+   * nothing when it was no longer running. Not async: every run whose end
+   * is being written would hold its frame.
+   */
+  finishRun(
+    entry: WriteOwner,
+    patch: { status: 'completed' | 'failed'; ok: boolean; result?: unknown; attempt?: Attempt },
+  ): Promise<RunRecord | undefined> {
+    // One patch for every try: its time tells a store its own earlier write (store.ts, `showsPatch`).
+    const end = { ...patch, finishedAt: isoNow(), suspended: undefined, attemptStarted: undefined }
+    return this.#writes.persist(entry, 'its end', () => this.#store.updateRun(entry.id, end, RUNNING))
+  }
+
+  /**
+   * What follows a run's end here, `entry` being its dispatch: its change,
+   * a failure logged, its waiters and waiting parents woken, a slot freed.
+   * Nothing when `done` is undefined (the run was no longer running).
+   */
+  announceEnd(entry: InFlight, done: RunRecord | undefined, error?: string, attempts?: number): void {
+    if (!done) return
+    entry.ended = true
+    this.#telemetry?.runFinished(done)
+    this.#changes.emit(done)
+    if (done.status === 'failed') {
+      // A background failure is never silent: it is logged with the task it came from.
+      const after = attempts === undefined ? '' : ` after ${attempts} attempt${attempts === 1 ? '' : 's'}`
+      const cron = done.trigger === 'cron' ? 'scheduled ' : ''
+      this.#logger.error(`[svc] ${cron}task "${done.taskName}" failed${after} (run ${done.id}): ${error}`)
+    }
+    // Wake its waiters and every suspended run that waits for it.
+    this.#waiters.settle(done)
+    this.#waitpoints.finished(done)
+    this.#flow.startQueuedLater(done.taskName)
+  }
+
+  /** Records an attempt that failed (a retry armed, or the run failed), or the suspension of a run. */
+  async recordFailedOrSuspended(
+    entry: InFlight,
+    outcome: Exclude<InvocationOutcome, { kind: 'completed' | 'interrupted' }>,
+  ): Promise<void> {
+    if (outcome.kind === 'suspended') return this.#suspend(entry, outcome)
+    // An attempt cut short by close() is not the task's failure: record
+    // nothing, so the run stays `running` and a durable store's recover()
+    // runs it again.
+    if (this.#closed) return
+    const { attempt } = outcome
+    const index = attempt.index
+    const retries = this.#tasks.get(entry.taskName)!.retries
+    // After close() the retry timer is still recorded (Waitpoints.arm saves
+    // it and skips the in-process timer), so a durable store can pick it up.
+    if (index <= retries && !outcome.final) {
+      await this.#writes.persist(entry, `attempt ${index}`, () => this.#store.appendAttempt(entry.id, attempt))
+      const delay = backoffDelay(index)
+      this.#logger.warn(
+        `[svc] task "${entry.taskName}": attempt ${index} of ${retries + 1} failed (run ${entry.id}): ${outcome.error}; retrying in ${delay} ms`,
+      )
+      const retry = {
+        id: timerId(entry.id, 'retry'),
+        runId: entry.id,
+        kind: 'retry' as const,
+        dueAt: new Date(Date.now() + delay).toISOString(),
+      }
+      await this.#writes.persist(entry, 'its retry', () => this.#waitpoints.arm(retry))
+      return
+    }
+    this.announceEnd(entry, await this.finishRun(entry, { status: 'failed', ok: false, attempt }), outcome.error, index)
+  }
+
+  /** From now on, a failed attempt records nothing, and a write that fails is not tried again: the engine closed under it. */
+  close(): void {
+    this.#closed = true
+    this.#writes.close()
+  }
+
+  async #suspend(entry: InFlight, outcome: Extract<InvocationOutcome, { kind: 'suspended' }>): Promise<void> {
+    const { stepKey, waitpoint } = outcome.signal
+    if (outcome.swallowed) {
+      this.#logger.warn(
+        `[svc] task "${entry.taskName}": the handler caught the suspension of step "${stepKey}" instead of letting it unwind; the run is suspended anyway. Rethrow it from catch blocks: if (isSuspension(error)) throw error`,
+      )
+    }
+    const suspension = {
+      status: 'suspended' as const,
+      suspended: { stepKey, waitpoint, since: isoNow() },
+      attemptStarted: outcome.attemptStarted,
+    }
+    const saved = await this.#writes.persist(entry, 'its suspension', () => this.#store.updateRun(entry.id, suspension, RUNNING))
+    if (!saved) return
+    this.#changes.emit(saved)
+    // A suspended run holds no slot.
+    this.#flow.startQueuedLater(saved.taskName)
+    // Until its wait is armed, nothing would wake the run: the attempt's
+    // lease stays on it meanwhile, so that should this process die, another
+    // takes the run over and arms the wait (shared-work.ts).
+    await this.#writes.persist(entry, `the wait of step "${stepKey}"`, () => this.#waitpoints.armWaitpoint(saved))
+  }
+}

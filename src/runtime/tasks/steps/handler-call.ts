@@ -1,0 +1,356 @@
+/**
+ * One call of a task handler, for one attempt of a run: builds `ctx`,
+ * enforces the attempt's timeout, and classifies how the call ended. It
+ * does not touch run state: the engine's dispatch (`dispatch.ts`) turns the
+ * outcome into a transition. (The chunks of `ctx.stream` and the entries
+ * of `ctx.log` are written by their own writer, `run-output.ts`, before the
+ * outcome is handed over.)
+ */
+import type { Attempt, RunLogEntry, RunLogger, RunLogLevel, RunRecord, StepApi, StepRecord } from '../../types.ts'
+import { errorMessage } from '../../errors.ts'
+import type { TaskDefinition } from '../definitions/definitions.ts'
+import { isoAt } from '../base/clock.ts'
+import { type AttemptTimeouts, Expiring } from './attempt-timeouts.ts'
+import { checkJson } from '../base/json.ts'
+import { payloadError } from '../store/payload-limit.ts'
+import { MAX_RUN_CHUNK_BYTES } from './run-chunks.ts'
+import { logLine } from './run-logs.ts'
+import { RunOutputWriter } from './run-output.ts'
+import { createInvocation, type Invocation, reportUnreachedSteps } from './invocation.ts'
+import { createStepApi, patched, type StepHost } from './steps.ts'
+import type { SuspendSignal } from './suspend.ts'
+import type { ExecutionSpan } from '../../telemetry/types.ts'
+import { hasSteps } from '../store/store.ts'
+import { HandlerContext } from './handler-context.ts'
+
+export type InvocationOutcome =
+  | { kind: 'completed'; result: unknown; attempt: Attempt }
+  /**
+   * `final` is true when another attempt cannot do better: the replay met a
+   * step recorded by another kind of call (`StepMismatchError`), and the same
+   * code would meet it again.
+   */
+  | { kind: 'failed'; error: string; attempt: Attempt; final?: boolean }
+  /**
+   * `swallowed` is true when the handler caught the signal instead of
+   * letting it unwind; the run suspends anyway.
+   */
+  | { kind: 'suspended'; signal: SuspendSignal; swallowed: boolean; attemptStarted: { attempt: number; at: string } }
+  /**
+   * The run store could not serve one of the attempt's steps (its
+   * database unreachable, its disk full): not the task's failure. Nothing
+   * of how the attempt ended is recorded, and it runs again once the store
+   * can be used, as the same attempt.
+   */
+  | { kind: 'interrupted'; error: string }
+
+/** A call in flight can be aborted from outside (the engine closing, a cancel, a lost lease). */
+export interface InvocationHandle {
+  /**
+   * Aborts `ctx.signal` and ends the attempt as failed at once. A string
+   * becomes an `Error` named `AbortError`; an `Error` is the signal's reason
+   * as given. `why` ends the message of a step called afterwards
+   * ("… attempt 1 of task "x" was cancelled").
+   */
+  abort(reason: string | Error, why?: string): void
+}
+
+/** What an invocation knows of its run from the token it is started with. */
+export interface RunRef {
+  readonly id: string
+  readonly taskName: string
+  /** With telemetry: the span of this execution, which its steps' spans are children of. */
+  readonly span?: ExecutionSpan | undefined
+}
+
+/**
+ * What invocations need from the engine that starts them, one for all of
+ * them: an attempt in flight holds this and its own token (the engine's
+ * entry for the run) rather than callbacks of its own.
+ */
+export interface Invoker<T extends RunRef> {
+  readonly host: StepHost
+  /** Where attempts wait for their timeout. */
+  readonly timeouts: AttemptTimeouts
+  /**
+   * How the invocation ended; called once, with the token it was started
+   * with. When the handler returned a plain value (or threw) without
+   * touching `ctx.step`, it is called before `invoke` returns.
+   */
+  ended(token: T, outcome: InvocationOutcome): void
+}
+
+/** The message of a timed-out attempt ("exceeds timeout" fails the attempt). */
+export function timeoutMessage(attempt: number, timeoutMs: number): string {
+  return `Attempt ${attempt} timed out after ${timeoutMs} ms`
+}
+
+/**
+ * Runs one invocation of the run's handler. Returns its handle while it is
+ * in flight, or `undefined` when it ended at once (`invoker.ended` has had
+ * its outcome, or has it once the chunks the handler sent are written).
+ */
+export function invoke<T extends RunRef>(def: TaskDefinition, run: RunRecord, invoker: Invoker<T>, token: T): InvocationHandle | undefined {
+  const call = new Call(def, run, invoker, token)
+  return call.done ? undefined : call
+}
+
+/**
+ * One invocation in flight; its state is fields rather than closures, for
+ * the same reason, and its timeout is a place in the engine's `AttemptTimeouts`.
+ * It keeps what it needs of the run, not the run's record, which its other
+ * holders may let go of while the attempt runs.
+ */
+class Call<T extends RunRef> extends Expiring implements InvocationHandle {
+  readonly #def: TaskDefinition
+  readonly #attempt: number
+  /** The steps recorded before this invocation; undefined once known to be none. */
+  #steps: Readonly<Record<string, StepRecord>> | undefined
+  readonly #invoker: Invoker<T>
+  /** The engine's entry for the run; the run's id and task are read from it. */
+  readonly #token: T
+  /**
+   * When the attempt started, in milliseconds since `ORIGIN`: this
+   * invocation's start, or, for the replay after a resume, the start the
+   * run kept for its attempt (`attemptStarted`), which may be older.
+   */
+  readonly #startedAt: number
+  /** The step bookkeeping, created with the step API. */
+  #inv: Invocation | undefined
+  #step: StepApi | undefined
+  #controller: AbortController | undefined
+  /** The run's chunks and log entries when the invocation began, until `ctx.stream` or `ctx.log` makes their writer. */
+  #chunkLog: RunRecord['chunks']
+  #logLog: RunRecord['logs']
+  #output: RunOutputWriter | undefined
+  #logger: RunLogger | undefined
+  /** The invocation has ended (and `ended` was told, or will be once its chunks are written). */
+  done = false
+  /** How it ended, for the message of a `ctx.stream` call made afterwards. */
+  #closedBy: string | undefined
+
+  constructor(def: TaskDefinition, run: RunRecord, invoker: Invoker<T>, token: T) {
+    super()
+    this.#def = def
+    this.#invoker = invoker
+    this.#token = token
+    // Suspensions append no attempt, so every recorded attempt of a running
+    // run is a failed one: the next is their count plus one.
+    this.#attempt = run.attempts.length + 1
+    const kept = run.attemptStarted
+    this.#startedAt = kept !== undefined && kept.attempt === this.#attempt ? Math.floor(Date.parse(kept.at) - ORIGIN) : sinceOrigin()
+    this.#steps = run.steps
+    this.#chunkLog = run.chunks
+    this.#logLog = run.logs
+    const ctx = new HandlerContext(this, run, this.#attempt)
+    let value: unknown
+    try {
+      value = def.handler(ctx)
+    } catch (error) {
+      // A handler that threw before touching ctx.step left nothing in flight.
+      if (this.#step === undefined) {
+        this.#settle(false, error)
+        return
+      }
+      value = Promise.reject(error)
+    }
+    // Whether the run has recorded steps is asked only of a handler that has
+    // not touched ctx.step, whose invocation would hold them: a replay asks
+    // for its first step at once, and telling whether a record of thousands
+    // of steps has any costs a pass over its keys (V8 keeps an object that
+    // large as a dictionary). A run without steps keeps no empty object.
+    if (this.#step === undefined && !hasSteps(run)) this.#steps = undefined
+    // A plain value returned by a handler that never touched ctx.step is the
+    // outcome at once: nothing is left to time out.
+    if (this.#step === undefined && !isThenable(value)) {
+      this.#settle(true, value)
+      return
+    }
+    invoker.timeouts.add(this, def.timeout)
+    // Bound methods rather than arrow functions: two of them take less than
+    // two closures and the scope they share.
+    ;(value instanceof Promise ? value : Promise.resolve(value)).then(this.#returned.bind(this), this.#threw.bind(this))
+  }
+
+  #returned(result: unknown): void {
+    this.#settle(true, result)
+  }
+
+  #threw(error: unknown): void {
+    this.#settle(false, error)
+  }
+
+  step(): StepApi {
+    return (this.#step ??= createStepApi(this.#invocation(), this.#invoker.host))
+  }
+
+  signal(): AbortSignal {
+    return (this.#controller ??= new AbortController()).signal
+  }
+
+  stream(name: string, data: unknown): Promise<void> {
+    if (this.#closedBy !== undefined) {
+      const token = this.#token
+      throw new Error(
+        `ctx.stream(${JSON.stringify(name)}) was called after attempt ${this.#attempt} of task "${token.taskName}" ${this.#closedBy}; the chunk was not sent`,
+      )
+    }
+    return this.#writer().stream(name, data, (this.#inv?.stepsRunning ?? 0) === 0)
+  }
+
+  patched(id: string, deprecated: boolean): Promise<boolean> {
+    return patched(this.#invocation(), this.#invoker.host, id, deprecated)
+  }
+
+  logger(): RunLogger {
+    return (this.#logger ??= {
+      info: (message, attributes) => this.#log('info', message, attributes),
+      warn: (message, attributes) => this.#log('warn', message, attributes),
+      error: (message, attributes) => this.#log('error', message, attributes),
+    })
+  }
+
+  #log(level: RunLogLevel, message: unknown, attributes: unknown): void {
+    if (this.#closedBy !== undefined) {
+      // Logging never throws: an entry after the end goes to the process's log, saying so.
+      const token = this.#token
+      this.#invoker.host.logger.warn(
+        `[svc] task "${token.taskName}": run ${token.id}: ctx.log.${level} was called after attempt ${this.#attempt} ${this.#closedBy}; not kept: ${logLine(level, message, undefined).message}`,
+      )
+      return
+    }
+    const inv = this.#inv
+    void this.#writer().log(logLine(level, message, attributes), (inv?.stepsRunning ?? 0) === 0, inv?.running)
+  }
+
+  #writer(): RunOutputWriter {
+    if (this.#output !== undefined) return this.#output
+    const host = this.#invoker.host
+    const token = this.#token
+    const runLog = host.runLog
+    return (this.#output = new RunOutputWriter({
+      runId: token.id,
+      taskName: token.taskName,
+      attempt: this.#attempt,
+      chunks: this.#chunkLog,
+      logs: this.#logLog,
+      store: host.store,
+      logger: host.logger,
+      maxChunkBytes: Math.min(MAX_RUN_CHUNK_BYTES, host.maxPayloadBytes),
+      ...(runLog === undefined ? {} : { onLog: (entry: RunLogEntry) => runLog(token.taskName, token.id, entry) }),
+    }))
+  }
+
+  abort(reason: string | Error, why = 'was stopped'): void {
+    this.#abort(typeof reason === 'string' ? namedError(reason, 'AbortError') : reason, why)
+  }
+
+  #invocation(): Invocation {
+    const token = this.#token
+    return (this.#inv ??= createInvocation(token.id, token.taskName, this.#attempt, this.#steps ?? NO_STEPS, token.span))
+  }
+
+  /** The attempt's timeout has passed. */
+  expire(): void {
+    this.#abort(namedError(timeoutMessage(this.#attempt, this.#def.timeout), 'TimeoutError'), 'timed out')
+  }
+
+  #abort(error: Error, why: string): void {
+    if (this.done) return
+    // Abort first so the handler sees `ctx.signal.aborted` by the time the
+    // attempt is recorded as failed.
+    this.#controller ??= new AbortController()
+    this.#controller.abort(error)
+    this.#settle(false, error, why)
+  }
+
+  /** Ends the invocation, once. `closedBy` ends the message of a step called afterwards. */
+  #settle(returned: boolean, value: unknown, closedBy = 'ended'): void {
+    if (this.done) return
+    this.done = true
+    this.#closedBy = closedBy
+    this.#invoker.timeouts.delete(this)
+    const outcome = this.#end(returned, value, closedBy)
+    // The chunks and entries sent before the end are written before it, so that the
+    // end's write does not race theirs; it never rejects.
+    const writing = this.#output?.writing()
+    if (writing === undefined) this.#invoker.ended(this.#token, outcome)
+    else writing.then(() => this.#invoker.ended(this.#token, outcome))
+  }
+
+  #end(returned: boolean, value: unknown, closedBy: string): InvocationOutcome {
+    const inv = this.#inv
+    if (inv) {
+      inv.closed = closedBy
+      if (inv.interruption) return { kind: 'interrupted', error: errorMessage(inv.interruption) }
+      if (inv.suspension) {
+        return {
+          kind: 'suspended',
+          signal: inv.suspension,
+          swallowed: returned || value !== inv.suspension,
+          attemptStarted: { attempt: this.#attempt, at: isoAt(ORIGIN + this.#startedAt) },
+        }
+      }
+    }
+    const startedAt = this.#startedAt
+    const attempt: Attempt = {
+      index: this.#attempt,
+      startedAt: isoAt(ORIGIN + startedAt),
+      durationMs: sinceOrigin() - startedAt,
+    }
+    // A divergence fails the attempt even when the handler caught it and went on.
+    if (inv?.mismatch) {
+      attempt.error = inv.mismatch.message
+      return { kind: 'failed', error: attempt.error, attempt, final: true }
+    }
+    if (returned) {
+      const maxBytes = this.#invoker.host.maxPayloadBytes
+      const fault = checkJson(value, maxBytes)
+      if (fault === undefined) {
+        // Steps recorded by earlier invocations and not reached by this one are reported.
+        if (inv !== undefined || this.#steps !== undefined) reportUnreachedSteps(this.#invocation(), this.#invoker.host.logger)
+        return { kind: 'completed', result: value, attempt }
+      }
+      // A result too large fails the attempt like any error: retries apply.
+      const name = this.#def.name
+      value = payloadError(fault, maxBytes, `Task "${name}" returned a value that cannot be stored as JSON`, `Task "${name}" returned`)
+    }
+    // Attempts record a message string only, never a stack.
+    const error = errorMessage(value)
+    attempt.error = error
+    return { kind: 'failed', error, attempt }
+  }
+}
+
+/**
+ * Attempt times are kept as milliseconds since this instant: a number that
+ * size is a small integer to V8, held in the field itself, where an epoch
+ * time takes a 16-byte box of its own in every attempt in flight (up to
+ * 2^30 ms, twelve days after it; past that the numbers are boxed again).
+ */
+const ORIGIN = Date.now()
+
+/**
+ * Milliseconds since `ORIGIN`. `Math.floor` changes no value (both are
+ * whole): it makes the difference a small integer rather than the boxed
+ * number a subtraction of two epoch times yields, so the fields that hold
+ * it, `durationMs` of every recorded attempt among them, stay unboxed.
+ */
+function sinceOrigin(): number {
+  return Math.floor(Date.now() - ORIGIN)
+}
+
+const NO_STEPS: Readonly<Record<string, StepRecord>> = Object.freeze({})
+
+function namedError(message: string, name: string): Error {
+  const error = new Error(message)
+  error.name = name
+  return error
+}
+
+/** Whether awaiting `value` would adopt it (a promise or another thenable). */
+function isThenable(value: unknown): boolean {
+  return (
+    value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function'
+  )
+}

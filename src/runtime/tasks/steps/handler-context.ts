@@ -1,0 +1,61 @@
+/**
+ * The `ctx` a task handler gets (`TaskContext`), for one call of it
+ * (handler-call.ts), which serves what it asks for. Edge-safe.
+ */
+import type { RunLogger, RunRecord, StepApi, TaskContext } from '../../types.ts'
+
+/** What `ctx` asks of the call it belongs to. */
+export interface ContextCall {
+  step(): StepApi
+  signal(): AbortSignal
+  stream(name: string, data: unknown): Promise<void>
+  logger(): RunLogger
+  patched(id: string, deprecated: boolean): Promise<boolean>
+}
+
+/**
+ * The `ctx` a handler gets. `step` and `signal` are getters on the
+ * prototype, built on first use: most invocations of a small task touch
+ * neither, and dispatch throughput is dominated by allocation.
+ */
+export class HandlerContext implements TaskContext {
+  readonly attempt: number
+  readonly input: unknown
+  readonly runId: string
+  readonly taskName: string
+  readonly version: string | undefined
+  readonly #call: ContextCall
+
+  constructor(call: ContextCall, run: RunRecord, attempt: number) {
+    this.attempt = attempt
+    this.input = run.input
+    this.runId = run.id
+    this.taskName = run.taskName
+    this.version = run.version
+    this.#call = call
+  }
+
+  get step(): StepApi {
+    return this.#call.step()
+  }
+
+  get signal(): AbortSignal {
+    return this.#call.signal()
+  }
+
+  stream(name: string, data: unknown): Promise<void> {
+    return this.#call.stream(name, data)
+  }
+
+  get log(): RunLogger {
+    return this.#call.logger()
+  }
+
+  patched(id: string): Promise<boolean> {
+    return this.#call.patched(id, false)
+  }
+
+  async deprecatePatch(id: string): Promise<void> {
+    await this.#call.patched(id, true)
+  }
+}

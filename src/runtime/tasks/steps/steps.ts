@@ -1,0 +1,396 @@
+/**
+ * `ctx.step`: durable steps.
+ *
+ * Every call is keyed. A key with a recorded result returns it without
+ * running anything (replay); otherwise the step runs, or, for waits, the run
+ * suspends with a waitpoint and the runtime re-dispatches it once the
+ * waitpoint is met, after recording the step. A key is used once per
+ * invocation, and it is what lines a recorded output up with the call that
+ * replays it (docs/tasks.md "Durable steps").
+ *
+ * Each record keeps the kind of call that wrote it, so a replay that meets a
+ * key through another kind of call (the code changed under a suspended run)
+ * fails with `StepMismatchError` instead of handing one step's output to
+ * another, and a replay that returns without meeting every recorded key is
+ * reported (`reportUnreachedSteps`, invocation.ts).
+ */
+import type {
+  ChildRunResult,
+  EnqueueOptions,
+  Logger,
+  RunLogEntry,
+  RunRecord,
+  StepApi,
+  StepKind,
+  StepInfo,
+  StepRecord,
+  TriggerOptions,
+  WaitForEventOptions,
+  Waitpoint,
+} from '../../types.ts'
+import {
+  DuplicateStepKeyError,
+  PatchRemovedError,
+  StepMismatchError,
+  StoreUnavailableError,
+  TransactionUnsupportedError,
+} from '../../errors.ts'
+import { beginEventWait, eventResult } from './wait-for-event.ts'
+import { childIdempotencyKey, stepIdempotencyKey, tokenIdFor } from '../base/ids.ts'
+import { jsonCopy } from '../base/json-copy.ts'
+import { checkEnqueueOptions } from '../definitions/options.ts'
+import { assertPayload } from '../store/payload-limit.ts'
+import { describe } from '../../describe.ts'
+import type { RunStore } from '../store/store.ts'
+import { SuspendSignal } from './suspend.ts'
+import { WAITPOINT_KINDS } from './waitpoint-kinds.ts'
+import type { Invocation } from './invocation.ts'
+
+/** What steps need from the runtime. */
+export interface StepHost {
+  store: RunStore
+  /** Starts a child run (validation applies, as for any payload-bearing path). */
+  trigger(name: string, payload: unknown, opts: TriggerOptions): Promise<RunRecord>
+  /** Called before every in-process durable wait; logs the one-time note. */
+  noteLocalWait(): void
+  /** The runtime's logger, for the warning about recorded steps a replay did not reach. */
+  logger: Logger
+  /** The largest input, result and step output, in bytes of UTF-8 JSON (`maxPayloadBytes`). */
+  maxPayloadBytes: number
+  /** Told of each entry a run logs with `ctx.log` (and keeps): printed by `svc dev`, exported by telemetry. */
+  runLog?: (taskName: string, runId: string, entry: RunLogEntry) => void
+}
+
+/** The timing fields of a step that began at `began` and ended at `ended` (ms since the epoch). */
+export function stepTiming(began: number, ended: number): { startedAt: string; durationMs: number } {
+  return { startedAt: new Date(began).toISOString(), durationMs: Math.max(0, ended - began) }
+}
+
+/** The step kind a waitpoint stands for: the kind its step is recorded with once the wait is met. */
+export function waitedStepKind(waitpoint: Waitpoint): StepKind {
+  return WAITPOINT_KINDS[waitpoint.type].step
+}
+
+/** The result a parent sees for a finished child. */
+export function childRunResult(child: RunRecord): ChildRunResult {
+  if (child.status === 'completed') return child.result === undefined ? { ok: true } : { ok: true, result: child.result }
+  const last = child.attempts[child.attempts.length - 1]
+  return { ok: false, error: last?.error ?? `Run ${child.id} of task "${child.taskName}" failed` }
+}
+
+export function createStepApi(inv: Invocation, host: StepHost): StepApi {
+  return {
+    async run<T>(key: string, fn: (step: StepInfo) => T | Promise<T>): Promise<T> {
+      const recorded = begin(inv, key, 'run', 'run')
+      if (recorded) return recorded.output as T
+      if (typeof fn !== 'function') {
+        throw new TypeError(`ctx.step.run("${key}", fn): fn must be a function (got ${describe(fn)})`)
+      }
+      const began = Date.now()
+      const step: StepInfo = { key, attempt: inv.attempt, idempotencyKey: stepIdempotencyKey(inv.runId, key) }
+      const output = await runStep(inv, key, 'run', () => fn(step))
+      assertPayload(
+        output,
+        host.maxPayloadBytes,
+        `ctx.step.run("${key}") returned a value that cannot be stored as JSON`,
+        `ctx.step.run("${key}") returned`,
+      )
+      await record(inv, host, key, 'run', output === undefined ? { status: 'completed' } : { status: 'completed', output }, began)
+      return output
+    },
+
+    async transaction<T, Tx>(key: string, fn: (tx: Tx, step: StepInfo) => T | Promise<T>): Promise<Awaited<T>> {
+      const recorded = begin(inv, key, 'transaction', 'transaction')
+      if (recorded) return recorded.output as Awaited<T>
+      if (typeof fn !== 'function') {
+        throw new TypeError(`ctx.step.transaction("${key}", fn): fn must be a function (got ${describe(fn)})`)
+      }
+      const store = host.store
+      if (store.transactStep === undefined) throw new TransactionUnsupportedError(key, store.constructor?.name ?? 'a store')
+      const began = Date.now()
+      const step: StepInfo = { key, attempt: inv.attempt, idempotencyKey: stepIdempotencyKey(inv.runId, key) }
+      // The record is built inside the transaction: an output that cannot be
+      // stored, or an attempt that ended meanwhile, rolls the writes back.
+      const toRecord = (output: Awaited<T>): StepRecord => {
+        if (inv.closed !== undefined) {
+          throw new Error(
+            `Step "${key}" finished after attempt ${inv.attempt} of task "${inv.taskName}" ${inv.closed}; its transaction was rolled back`,
+          )
+        }
+        assertPayload(
+          output,
+          host.maxPayloadBytes,
+          `ctx.step.transaction("${key}") returned a value that cannot be stored as JSON`,
+          `ctx.step.transaction("${key}") returned`,
+        )
+        const ended = { status: 'completed', kind: 'transaction', ...stepTiming(began, Date.now()) } as const
+        return output === undefined ? ended : { ...ended, output }
+      }
+      return runStep(inv, key, 'transaction', () =>
+        stored(
+          inv,
+          store.transactStep!(inv.runId, key, (tx) => fn(tx as Tx, step) as Awaited<T> | Promise<Awaited<T>>, toRecord),
+        ),
+      )
+    },
+
+    async enqueue(key: string, task: string, payload?: unknown, opts?: EnqueueOptions) {
+      const recorded = begin(inv, key, 'enqueue', 'enqueue')
+      if (recorded) return recorded.output as { runId: string }
+      checkEnqueueOptions(opts, `ctx.step.enqueue("${key}")`)
+      const began = Date.now()
+      const child = await stored(inv, host.trigger(task, payload, childOptions(inv, key, opts, 'enqueue')))
+      const output = { runId: child.id }
+      await record(inv, host, key, 'enqueue', { status: 'completed', output }, began)
+      return output
+    },
+
+    // The result is what the child's handler returned, kept as JSON; its
+    // type is the caller's, by task name (`ChildRunResult<never>` fits any).
+    async waitForTask(key: string, task: string, payload?: unknown, opts?: EnqueueOptions): Promise<ChildRunResult<never>> {
+      const recorded = begin(inv, key, 'waitForTask', 'waitForTask')
+      if (recorded) return recorded.output as ChildRunResult<never>
+      // The child keeps its idempotency key across replays, so a replay finds
+      // the child it started instead of starting another.
+      checkEnqueueOptions(opts, `ctx.step.waitForTask("${key}")`)
+      const began = Date.now()
+      const child = await stored(inv, host.trigger(task, payload, childOptions(inv, key, opts, 'child')))
+      if (child.status === 'completed' || child.status === 'failed') {
+        const output = childRunResult(child)
+        await record(inv, host, key, 'waitForTask', { status: 'completed', output }, began)
+        return output as ChildRunResult<never>
+      }
+      suspend(inv, host, key, { type: 'task', task, runId: child.id })
+    },
+
+    async sleep(key, seconds) {
+      const recorded = begin(inv, key, 'sleep', 'sleep')
+      if (recorded) return
+      if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0) {
+        throw new TypeError(`ctx.step.sleep("${key}", seconds): seconds must be a finite number, 0 or more (got ${describe(seconds)})`)
+      }
+      await sleepTo(inv, host, key, Date.now() + seconds * 1000)
+    },
+
+    async sleepUntil(key, date) {
+      const recorded = begin(inv, key, 'sleepUntil', 'sleep')
+      if (recorded) return
+      await sleepTo(inv, host, key, parseInstant(key, date))
+    },
+
+    async waitForToken<T = unknown>(key: string, opts?: { timeoutSeconds?: number }) {
+      const recorded = begin(inv, key, 'waitForToken', 'waitForToken')
+      if (recorded) return tokenResult<T>(recorded)
+      const timeoutSeconds = opts?.timeoutSeconds
+      if (timeoutSeconds !== undefined && (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)) {
+        throw new TypeError(
+          `ctx.step.waitForToken("${key}"): timeoutSeconds must be a positive finite number (got ${describe(timeoutSeconds)})`,
+        )
+      }
+      const began = Date.now()
+      const tokenId = tokenIdFor(inv.runId, key)
+      const timeoutAt = timeoutSeconds === undefined ? undefined : new Date(Date.now() + timeoutSeconds * 1000).toISOString()
+      const token = await stored(
+        inv,
+        host.store.putToken({
+          id: tokenId,
+          runId: inv.runId,
+          stepKey: key,
+          status: 'waiting',
+          createdAt: new Date().toISOString(),
+          ...(timeoutAt === undefined ? {} : { timeoutAt }),
+        }),
+      )
+      // A token settled earlier (parallel waits, or a replay) needs no wait.
+      if (token.status !== 'waiting') {
+        const step: StepRecord =
+          token.status === 'timed_out'
+            ? { status: 'timed_out' }
+            : token.payload === undefined
+              ? { status: 'completed' }
+              : { status: 'completed', output: token.payload }
+        await record(inv, host, key, 'waitForToken', step, began)
+        return tokenResult<T>(step)
+      }
+      // The deadline is the one the token was created with: a replay that
+      // reaches this wait again must not push it back.
+      suspend(
+        inv,
+        host,
+        key,
+        token.timeoutAt === undefined ? { type: 'token', tokenId } : { type: 'token', tokenId, timeoutAt: token.timeoutAt },
+      )
+    },
+
+    // The result is the recorded event, kept as JSON; its data's type is the caller's.
+    async waitForEvent<T = unknown>(key: string, name: string, opts?: WaitForEventOptions) {
+      const recorded = begin(inv, key, 'waitForEvent', 'waitForEvent')
+      if (recorded) return eventResult<T>(recorded)
+      const began = Date.now()
+      const wait = await stored(inv, beginEventWait(host.store, inv.runId, key, name, opts))
+      if ('waitpoint' in wait) suspend(inv, host, key, wait.waitpoint)
+      await record(inv, host, key, 'waitForEvent', wait.step, began)
+      return eventResult<T>(wait.step)
+    },
+  }
+}
+
+/**
+ * Runs a step's function (`ctx.step.run`, `ctx.step.transaction`) in its
+ * span, counted as running (`ctx.stream` and `ctx.log` tell its calls from
+ * the handler's).
+ */
+async function runStep<T>(inv: Invocation, key: string, kind: 'run' | 'transaction', fn: () => T | Promise<T>): Promise<Awaited<T>> {
+  const span = inv.span?.step(key, kind)
+  inv.stepsRunning++
+  inv.running = inv.stepsRunning === 1 ? key : undefined
+  let output: Awaited<T>
+  try {
+    output = await (span === undefined ? fn() : span.run(fn))
+  } catch (error) {
+    span?.end(error)
+    throw error
+  } finally {
+    if (--inv.stepsRunning === 0) inv.running = undefined
+  }
+  span?.end()
+  return output
+}
+
+/**
+ * `ctx.patched(id)` (`deprecated`: `ctx.deprecatePatch(id)`), docs/tasks.md
+ * "Changing a task under running runs". Whether this run takes the new
+ * branch of patch `id`, recorded as a step (`patch:<id>`) so the answer never
+ * changes within the run: a recorded answer comes back; otherwise the run
+ * is new here when the invocation has met every step its run recorded
+ * (true), and passed this point before the patch existed when recorded
+ * steps are still ahead of it (false). `deprecatePatch` fails the attempt
+ * with `PatchRemovedError` where the answer is false.
+ */
+export async function patched(inv: Invocation, host: StepHost, id: string, deprecated = false): Promise<boolean> {
+  const call = deprecated ? 'deprecatePatch' : 'patched'
+  if (typeof id !== 'string' || id === '') throw new TypeError(`ctx.${call}(id): id must be a non-empty string (got ${describe(id)})`)
+  const key = patchKey(id)
+  let answer = inv.patches?.get(id)
+  if (answer === undefined) {
+    const recorded = begin(inv, key, call, 'patch')
+    if (recorded) answer = recorded.output === true
+    else {
+      // Steps the run recorded that this invocation has not met yet lie ahead:
+      // the run went past this point on code without the patch.
+      answer = inv.met >= recordedCount(inv)
+      await record(inv, host, key, 'patch', { status: 'completed', output: answer }, Date.now())
+    }
+    ;(inv.patches ??= new Map()).set(id, answer)
+  }
+  if (deprecated && !answer) throw (inv.mismatch ??= new PatchRemovedError(id, key))
+  return answer
+}
+
+/** The step key a patch's answer is recorded under. */
+export function patchKey(id: string): string {
+  return `patch:${id}`
+}
+
+function recordedCount(inv: Invocation): number {
+  let count = 0
+  for (const key in inv.steps) if (Object.hasOwn(inv.steps, key)) count++
+  return count
+}
+
+/**
+ * Common prologue of every step: checks the key, stops a handler that
+ * carries on after a suspension, a divergence or the end of its attempt,
+ * refuses a key already used in this invocation (`DuplicateStepKeyError`),
+ * and returns the recorded result, if any, once its kind matches the call.
+ */
+function begin(inv: Invocation, key: string, call: string, kind: StepKind): StepRecord | undefined {
+  if (typeof key !== 'string' || key === '') {
+    throw new TypeError(`ctx.step.${call}(key, …): key must be a non-empty string (got ${describe(key)})`)
+  }
+  if (inv.closed !== undefined) {
+    throw new Error(
+      `ctx.step.${call}("${key}") was called after attempt ${inv.attempt} of task "${inv.taskName}" ${inv.closed}; the step did not run`,
+    )
+  }
+  const seen = (inv.seen ??= new Set())
+  const used = seen.size
+  if (seen.add(key).size === used) throw new DuplicateStepKeyError(key)
+  // A handler that caught the signal and went on must not make progress
+  // while the run is suspended: every later step unwinds it again.
+  if (inv.suspension) throw inv.suspension
+  if (inv.mismatch) throw inv.mismatch
+  if (inv.interruption) throw inv.interruption
+  const recorded = inv.steps[key]
+  // One lookup for a key never recorded; an inherited property is none.
+  if (recorded === undefined || !Object.hasOwn(inv.steps, key)) return undefined
+  inv.met++
+  inv.span?.replayed(key, recorded.kind)
+  // A record without a kind was written before kinds were kept: it matches any call.
+  if (recorded.kind !== undefined && recorded.kind !== kind) throw (inv.mismatch = new StepMismatchError(key, recorded.kind, call))
+  // The handler gets an output of its own, as on the first run: one it
+  // changes must not change the record a later replay reads (a store that
+  // keeps records in memory hands out the same output to every reader).
+  const output = recorded.output
+  return output !== null && typeof output === 'object' ? { ...recorded, output: jsonCopy(output) } : recorded
+}
+
+/** Records step `key`, which began at `began` (ms since the epoch) and ends now. */
+async function record(inv: Invocation, host: StepHost, key: string, kind: StepKind, step: StepRecord, began: number): Promise<void> {
+  if (inv.closed !== undefined) {
+    // The attempt ended (timed out, typically) while the step ran: its output
+    // is dropped and the step runs again on the next attempt: only a live
+    // attempt records, so a late write cannot race the retry's own.
+    throw new Error(
+      `Step "${key}" finished after attempt ${inv.attempt} of task "${inv.taskName}" ${inv.closed}; its output was not recorded`,
+    )
+  }
+  await stored(inv, host.store.saveStep(inv.runId, key, { ...step, kind, ...stepTiming(began, Date.now()) }))
+}
+
+/**
+ * `work`, a call a step makes to the store (or the trigger of a child): a
+ * store that cannot serve it interrupts the attempt (`Invocation.interruption`).
+ */
+function stored<T>(inv: Invocation, work: Promise<T>): Promise<T> {
+  return work.catch((error: unknown) => {
+    if (error instanceof StoreUnavailableError) inv.interruption ??= error
+    throw error
+  })
+}
+
+async function sleepTo(inv: Invocation, host: StepHost, key: string, until: number): Promise<void> {
+  // A wait that is already met does not suspend (only an unmet wait does).
+  const now = Date.now()
+  if (until <= now) return record(inv, host, key, 'sleep', { status: 'completed' }, now)
+  suspend(inv, host, key, { type: 'sleep', until: new Date(until).toISOString() })
+}
+
+function suspend(inv: Invocation, host: StepHost, key: string, waitpoint: Waitpoint): never {
+  host.noteLocalWait()
+  inv.suspension ??= new SuspendSignal(key, waitpoint)
+  throw inv.suspension
+}
+
+function childOptions(inv: Invocation, key: string, opts: EnqueueOptions | undefined, trigger: 'enqueue' | 'child'): TriggerOptions {
+  return {
+    ...opts,
+    idempotencyKey: opts?.idempotencyKey ?? childIdempotencyKey(inv.runId, key),
+    trigger,
+    parentRunId: inv.runId,
+    trace: inv.span?.trace(),
+  }
+}
+
+function tokenResult<T>(step: StepRecord): { payload?: T } | { timedOut: true } {
+  if (step.status === 'timed_out') return { timedOut: true }
+  return step.output === undefined ? {} : { payload: step.output as T }
+}
+
+function parseInstant(key: string, date: Date | string): number {
+  const ms = date instanceof Date ? date.getTime() : typeof date === 'string' ? Date.parse(date) : Number.NaN
+  if (Number.isNaN(ms)) {
+    throw new TypeError(`ctx.step.sleepUntil("${key}", date): date must be a valid Date or an ISO 8601 string (got ${describe(date)})`)
+  }
+  return ms
+}
