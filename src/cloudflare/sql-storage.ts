@@ -59,7 +59,6 @@ export function prepareTables(storage: SqlDurableStorageLike): void {
 /** The storage as the migration chain runs on it, in the object's own transactions. */
 function objectDriver(storage: SqlDurableStorageLike): SchemaDriver {
   return {
-    exec: (sql) => void storage.sql.exec(sql),
     query: (sql, ...params) => storage.sql.exec(sql, ...params).toArray(),
     transaction: (fn) => storage.transactionSync(fn),
   }

@@ -77,7 +77,6 @@ function prepare(db: DatabaseSync, path: string, busyTimeoutMs: number, where: s
  */
 export function fileDriver(db: DatabaseSync): SchemaDriver {
   return {
-    exec: (sql) => db.exec(sql),
     query: (sql, ...params) => db.prepare(sql).all(...params) as Record<string, unknown>[],
     transaction(fn) {
       db.exec('BEGIN IMMEDIATE')

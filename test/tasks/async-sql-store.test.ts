@@ -2,8 +2,9 @@
 // it does on a synchronous one (src/runtime/tasks/sql/procedure.ts). A store
 // written as a D1 or libSQL store would be (each statement awaited, each
 // operation one transaction on one connection) runs the flow-control
-// contract on real SQLite tables, through a driver that hands every
-// statement's answer back only on a later turn of the event loop.
+// contract and the migration chain on real SQLite tables, through a driver
+// that hands every statement's answer back only on a later turn of the
+// event loop.
 import { DatabaseSync } from 'node:sqlite'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { FlowLimits } from '../../src/runtime/tasks/flow/flow.ts'
@@ -29,7 +30,9 @@ import {
   UPDATE_RUN,
   UPSERT_STEP,
 } from '../../src/runtime/tasks/sql/queries.ts'
+import { migrateSchema, migrationSteps } from '../../src/runtime/tasks/sql/migrations.ts'
 import { rowText } from '../../src/runtime/tasks/sql/record-text.ts'
+import { fileDriver } from '../../src/sqlite/database.ts'
 import { createTables, STEPS_TABLE } from '../../src/runtime/tasks/sql/schema.ts'
 import {
   applyRunPatch,
@@ -244,5 +247,29 @@ describe('shared SQL procedures', () => {
     await expect(store.startQueued('report', { concurrency: { limit: 2 } }, now)).rejects.toThrow('the disk failed')
     store.driver.run = run
     expect((await store.listRuns({ status: 'queued' })).map((r) => r.id).sort()).toEqual(queued.map((r) => r.id).sort())
+  })
+})
+
+describe('the migration chain', () => {
+  const schemaOf = (db: DatabaseSync) =>
+    db.prepare("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name").all()
+
+  it("makes the same tables on an asynchronous driver, in the store's own transaction, as on a synchronous one", async () => {
+    for (const host of ['file', 'durable-object'] as const) {
+      const [syncDb, asyncDb] = [new DatabaseSync(':memory:'), new DatabaseSync(':memory:')]
+      open.push(syncDb, asyncDb)
+      migrateSchema(fileDriver(syncDb), host, 'the synchronous database')
+      const driver = asyncDriver(asyncDb)
+      asyncDb.exec('BEGIN IMMEDIATE')
+      await runProcedureAsync(migrationSteps(host, 'the asynchronous database'), driver)
+      asyncDb.exec('COMMIT')
+      expect(schemaOf(asyncDb), host).toEqual(schemaOf(syncDb))
+      expect(driver.statements, host).toBeGreaterThan(10)
+      // Run again, it finds the version recorded and changes nothing.
+      const before = driver.statements
+      await runProcedureAsync(migrationSteps(host, 'the asynchronous database'), driver)
+      expect(schemaOf(asyncDb), host).toEqual(schemaOf(syncDb))
+      expect(driver.statements - before, host).toBeLessThanOrEqual(2)
+    }
   })
 })

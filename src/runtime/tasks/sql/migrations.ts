@@ -15,7 +15,7 @@
 import { EVENTS_BY_NAME_SEQ, EVENTS_TABLE } from './events.ts'
 import { CHANGES_TABLE, LEASE_COLUMNS, OWNER_FENCE_COLUMN, OWNERS_TABLE, PROCESSES_TABLE } from './file-tables.ts'
 import { prefixTables } from './namespace.ts'
-import { runProcedure, type SqlRows, type SqlValue } from './procedure.ts'
+import { read, runProcedure, type SqlProcedure, type SqlRows, type SqlValue, write } from './procedure.ts'
 import { RUNS_BY_EVENT_WAIT, RUNS_BY_TASK_FINISH } from './queries.ts'
 import { createTables, MOVE_STEPS, STEPS_TABLE, type TablesOptions, TIMERS_BY_RUN } from './schema.ts'
 
@@ -78,11 +78,9 @@ export const MIGRATIONS: readonly Migration[] = [
 /** The schema this release writes. */
 export const SCHEMA_VERSION = MIGRATIONS.length
 
-/** What the runner needs of a database: a synchronous driver. */
+/** What `migrateSchema` needs of a database: a synchronous driver. */
 export interface SchemaDriver {
-  /** Runs `sql`, one statement or several, without parameters. */
-  exec(sql: string): void
-  /** Runs one statement and returns its rows. */
+  /** Runs one statement and returns its rows (none for a statement that writes). */
   query(sql: string, ...params: SqlValue[]): SqlRows
   /** Runs `fn` in one transaction: its writes commit together, or none do when it throws. */
   transaction(fn: () => void): void
@@ -92,8 +90,8 @@ export interface SchemaDriver {
 interface HostSchema {
   readonly tables: TablesOptions
   /** The version recorded, or `undefined` when the database has none recorded. */
-  readVersion(db: SchemaDriver): number | undefined
-  writeVersion(db: SchemaDriver, version: number): void
+  readVersion(): SqlProcedure<number | undefined>
+  writeVersion(version: number): SqlProcedure<void>
   /** The advice when the database is newer than this release. */
   readonly newer: string
 }
@@ -102,8 +100,13 @@ const HOSTS: Record<SqliteHost, HostSchema> = {
   // Files have carried `PRAGMA user_version` since their first release; a new file reads 0.
   file: {
     tables: { timerDueAt: false },
-    readVersion: (db) => Number(db.query('PRAGMA user_version')[0].user_version),
-    writeVersion: (db, version) => db.exec(`PRAGMA user_version = ${version}`),
+    *readVersion() {
+      const [row] = yield read('PRAGMA user_version')
+      return Number(row.user_version)
+    },
+    *writeVersion(version) {
+      yield write(`PRAGMA user_version = ${version}`)
+    },
     newer: 'upgrade svc or use another file',
   },
   // A Durable Object's SQL refuses `PRAGMA user_version` (SQLITE_AUTH), so
@@ -111,13 +114,14 @@ const HOSTS: Record<SqliteHost, HostSchema> = {
   // recorded nothing: their storage has no such table.
   'durable-object': {
     tables: { timerDueAt: true },
-    readVersion(db) {
-      if (!hasObject(db, 'svc_schema')) return undefined
-      return Number(db.query('SELECT version FROM svc_schema')[0]?.version ?? 0)
+    *readVersion() {
+      if (!(yield* hasObject('svc_schema'))) return undefined
+      const [row] = yield read('SELECT version FROM svc_schema')
+      return Number(row?.version ?? 0)
     },
-    writeVersion(db, version) {
-      db.exec('CREATE TABLE IF NOT EXISTS svc_schema (id INTEGER PRIMARY KEY CHECK (id = 0), version INTEGER NOT NULL)')
-      db.query('INSERT INTO svc_schema (id, version) VALUES (0, ?) ON CONFLICT (id) DO UPDATE SET version = excluded.version', version)
+    *writeVersion(version) {
+      yield write('CREATE TABLE IF NOT EXISTS svc_schema (id INTEGER PRIMARY KEY CHECK (id = 0), version INTEGER NOT NULL)')
+      yield write('INSERT INTO svc_schema (id, version) VALUES (0, ?) ON CONFLICT (id) DO UPDATE SET version = excluded.version', version)
     },
     newer: 'deploy a release of svc that reads it',
   },
@@ -125,34 +129,59 @@ const HOSTS: Record<SqliteHost, HostSchema> = {
 
 /**
  * Brings the database to `SCHEMA_VERSION` (or to `version`, an older one,
- * as a database an earlier release left) in one transaction: renames the
- * tables of a database older than version 12, then runs the steps of the
- * host it lacks, then records the version. A database newer than this
- * release is refused, naming `where` (its tables may mean what this code
- * does not know). Durable Object storage with no version recorded, made by
- * a release before versions were, is taken to be at the version its tables
- * match (`recognise`).
+ * as a database an earlier release left) in one transaction
+ * (`migrationSteps`, run on the driver's connection).
  */
 export function migrateSchema(db: SchemaDriver, host: SqliteHost, where: string, version = SCHEMA_VERSION): void {
+  db.transaction(() =>
+    runProcedure(migrationSteps(host, where, version), {
+      all: (query, params) => db.query(query, ...params),
+      run: (query, params) => void db.query(query, ...params),
+    }),
+  )
+}
+
+/**
+ * The chain as a procedure (`procedure.ts`), which a store runs in one
+ * transaction: with `runProcedure` on a synchronous driver, or with
+ * `runProcedureAsync` on one that awaits each statement. Renames the tables
+ * of a database older than version 12, runs the steps of the host it lacks,
+ * then records the version. A database newer than this release is refused,
+ * naming `where` (its tables may mean what this code does not know).
+ * Durable Object storage with no version recorded, made by a release
+ * before versions were, is taken to be at the version its tables match
+ * (`recognise`).
+ */
+export function* migrationSteps(host: SqliteHost, where: string, version = SCHEMA_VERSION): SqlProcedure<void> {
   const schema = HOSTS[host]
-  db.transaction(() => {
-    const recorded = schema.readVersion(db)
-    if (recorded !== undefined && recorded > SCHEMA_VERSION) {
-      throw new Error(
-        `${where} holds schema version ${recorded}, newer than the ${SCHEMA_VERSION} this version of svc reads; ${schema.newer}`,
-      )
-    }
-    // An object's unrecorded storage may hold the tables of any release, plain or prefixed.
-    const renameAt = recorded ?? PREFIXED - 1
-    if (renameAt > 0 && renameAt < PREFIXED) renameTables(db, plainTables(host, renameAt))
-    const from = recorded ?? recognise(db, host)
-    for (const step of MIGRATIONS) {
-      if (step.version <= from || step.version > version || !step.hosts.includes(host)) continue
-      const sql = typeof step.sql === 'string' ? step.sql : step.sql(schema.tables)
-      if (sql) db.exec(sql)
-    }
-    if (recorded !== version) schema.writeVersion(db, version)
-  })
+  const recorded = yield* schema.readVersion()
+  if (recorded !== undefined && recorded > SCHEMA_VERSION) {
+    throw new Error(
+      `${where} holds schema version ${recorded}, newer than the ${SCHEMA_VERSION} this version of svc reads; ${schema.newer}`,
+    )
+  }
+  // An object's unrecorded storage may hold the tables of any release, plain or prefixed.
+  const renameAt = recorded ?? PREFIXED - 1
+  if (renameAt > 0 && renameAt < PREFIXED) yield* prefixTables(plainTables(host, renameAt))
+  const from = recorded ?? (yield* recognise(host))
+  for (const step of MIGRATIONS) {
+    if (step.version <= from || step.version > version || !step.hosts.includes(host)) continue
+    const sql = typeof step.sql === 'string' ? step.sql : step.sql(schema.tables)
+    for (const statement of statementsOf(sql)) yield write(statement)
+  }
+  if (recorded !== version) yield* schema.writeVersion(version)
+}
+
+/**
+ * The statements of a step's text, one by one, as a driver that prepares a
+ * statement at a time takes them. The chain's statements hold no `;` of
+ * their own (no trigger, no string with one), so each ends at one.
+ */
+function statementsOf(sql: string): string[] {
+  return sql
+    .split(/;\s*(?:\n|$)/)
+    .map((statement) => statement.trim())
+    .filter((statement) => statement !== '')
 }
 
 /** svc's tables on `host` at `version`, by the names they had before version 12. */
@@ -168,19 +197,13 @@ export function plainTables(host: SqliteHost, version: number): string[] {
  * may meet tables a later release made anyway (an object holding events
  * but no steps table), which their `IF NOT EXISTS` passes over.
  */
-function recognise(db: SchemaDriver, host: SqliteHost): number {
-  const held = new Set(db.query('SELECT name FROM sqlite_master').map((row) => String(row.name)))
+function* recognise(host: SqliteHost): SqlProcedure<number> {
+  const rows = yield read('SELECT name FROM sqlite_master')
+  const held = new Set(rows.map((row) => String(row.name)))
   const missing = MIGRATIONS.find((step) => step.hosts.includes(host) && step.marks !== undefined && !held.has(step.marks))
   return missing === undefined ? SCHEMA_VERSION : missing.version - 1
 }
 
-function renameTables(db: SchemaDriver, plain: readonly string[]): void {
-  runProcedure(prefixTables(plain), {
-    all: (query, params) => db.query(query, ...params),
-    run: (query, params) => void db.query(query, ...params),
-  })
-}
-
-function hasObject(db: SchemaDriver, name: string): boolean {
-  return db.query('SELECT 1 FROM sqlite_master WHERE name = ?', name).length > 0
+function* hasObject(name: string): SqlProcedure<boolean> {
+  return (yield read('SELECT 1 FROM sqlite_master WHERE name = ?', name)).length > 0
 }
