@@ -39,6 +39,7 @@ import {
   UPDATE_RUN_RECORD,
   UPSERT_STEP,
   UPSERT_TIMER_WITH_DUE_AT,
+  finishSeqOf,
 } from '../runtime/tasks/sql/queries.ts'
 import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
 import { joinScheduledSql, startQueuedSql } from '../runtime/tasks/sql/flow.ts'
@@ -370,10 +371,8 @@ export class DurableObjectRunStore implements RunStore, StoreLifecycle {
     })
   }
 
-  /** The eviction position of a run: kept while it stays finished, the next one when it has just finished, none while live. */
   #finishSeq(status: RunStatus, current: number | null): number | null {
-    if (!isFinished(status)) return null
-    return current ?? ++this.#counts().lastFinished
+    return finishSeqOf(status, current, () => ++this.#counts().lastFinished)
   }
 
   async pruneFinished(taskName: string, before: string, limit: number): Promise<number> {

@@ -7,7 +7,7 @@
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import { LeaseLostError } from '../runtime/errors.ts'
-import { isFinished, type TokenRecord } from '../runtime/tasks/store/store.ts'
+import type { TokenRecord } from '../runtime/tasks/store/store.ts'
 import {
   COUNT_RUNS,
   EVICT_RUNS,
@@ -16,6 +16,7 @@ import {
   LAST_FINISHED_SEQ,
   type RunRow,
   SELECT_RUN,
+  finishSeqOf,
 } from '../runtime/tasks/sql/queries.ts'
 import type { WrittenRow } from '../runtime/tasks/sql/flow.ts'
 import { runProcedure, type SqlRunner } from '../runtime/tasks/sql/procedure.ts'
@@ -269,19 +270,16 @@ export class SqliteConnection {
     return fence === undefined ? new Error(`${WHERE}: unknown run "${runId}"`) : new LeaseLostError(runId)
   }
 
-  /**
-   * The eviction position of a run in `status`: kept while it stays
-   * finished, the next one when it has just finished, none while it is live.
-   */
+  /** The eviction position of a run in `status` (`finishSeqOf`), counted from the file's last one. */
   finishSeq(status: RunStatus, current: number | null): number | null {
-    if (!isFinished(status)) return null
-    if (current !== null) return current
-    const counts = this.countsNow()
-    if (counts.lastFinished === undefined) {
-      const row = this.sql(LAST_FINISHED_SEQ).get() as { n: number | null }
-      counts.lastFinished = row.n ?? 0
-    }
-    return ++counts.lastFinished
+    return finishSeqOf(status, current, () => {
+      const counts = this.countsNow()
+      if (counts.lastFinished === undefined) {
+        const row = this.sql(LAST_FINISHED_SEQ).get() as { n: number | null }
+        counts.lastFinished = row.n ?? 0
+      }
+      return ++counts.lastFinished
+    })
   }
 
   /** Drops the runs that finished longest ago, and their tokens, until the bound holds again. */

@@ -6,7 +6,7 @@
  * Edge-safe: no `node:` import.
  */
 import type { RunRecord, RunStatus } from '../../../types.ts'
-import type { RunQuery } from '../store/store.ts'
+import { isFinished, type RunQuery } from '../store/store.ts'
 
 /** The run columns a read-modify-write needs: `seq` (the rowid) addresses the update. */
 export interface RunRow {
@@ -184,4 +184,14 @@ export function listRunsQuery(query: RunQuery, order: 'seq' | 'id' = 'seq'): { t
   const filter = where.length === 0 ? '' : `WHERE ${where.join(' AND ')} `
   // seq is the insertion order, as the memory store's Map: newest first, no ties.
   return { text: `SELECT record FROM ${RUN_RECORDS} ${filter}ORDER BY ${order} DESC LIMIT ?`, params }
+}
+
+/**
+ * The eviction position (`finished_seq`) of a run in `status`: kept while it
+ * stays finished, `next()` when it has just finished, none while it is live
+ * (live runs are never evicted). Each store counts `next` its own way.
+ */
+export function finishSeqOf(status: RunStatus, current: number | null, next: () => number): number | null {
+  if (!isFinished(status)) return null
+  return current ?? next()
 }
