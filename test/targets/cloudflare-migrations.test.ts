@@ -13,10 +13,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { fileURLToPath } from 'node:url'
-import { Miniflare, type MiniflareOptions } from 'miniflare'
+import type { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { buildApp } from '../../src/build/build.ts'
 import { SCHEMA_VERSION } from '../../src/runtime/tasks/sql/migrations.ts'
+import { startBuiltWorker } from './_wrangler.ts'
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/durable-v12/', import.meta.url))
 const SECRET = 'migrations-secret-0123456789abcdef01'
@@ -35,20 +36,8 @@ afterAll(async () => {
   if (root) await rm(root, { recursive: true, force: true })
 })
 
-async function start(): Promise<Miniflare> {
-  const out = join(root, 'app/.output/cloudflare')
-  const { unstable_getMiniflareWorkerOptions } = await import('wrangler')
-  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(join(out, 'wrangler.json'))
-  const started = new Miniflare({
-    ...(workerOptions as object),
-    scriptPath: main!,
-    modulesRoot: out,
-    modules: true,
-    bindings: { SVC_TASK_SECRET: SECRET },
-    durableObjectsPersist: join(root, 'persist'),
-  } as MiniflareOptions)
-  await started.ready
-  return started
+function start(): Promise<Miniflare> {
+  return startBuiltWorker(join(root, 'app/.output/cloudflare'), { SVC_TASK_SECRET: SECRET }, join(root, 'persist'))
 }
 
 async function admin(path: string): Promise<any> {
