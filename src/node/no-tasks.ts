@@ -4,7 +4,7 @@
  * the fix: a run store or runtime given, or task routes arriving by reload.
  */
 import type { RuntimeApiRoute } from '../types.ts'
-import { resolveRoute } from '../runtime/route-config.ts'
+import { firstTaskRoute } from '../runtime/route-config.ts'
 import type { RuntimeLifecycle } from './lifecycle.ts'
 
 const REBUILD = 'this server was built for an app without tasks; build the app again (svc build)'
@@ -31,6 +31,6 @@ export function noTaskLifecycle(
 }
 
 function refuseTasks(routes: RuntimeApiRoute[], where: string): void {
-  const task = routes.find((route) => route && typeof route === 'object' && resolveRoute(route).kind === 'task')
+  const task = firstTaskRoute(routes)
   if (task) throw new TypeError(`${where}: route ${task.path} is a task, but ${REBUILD}`)
 }

@@ -11,7 +11,7 @@ import { checkCommonOptions } from './app/create.ts'
 import { GlobalResponse } from './app/global-response.ts'
 import { describe } from './describe.ts'
 import { processEnv } from './env.ts'
-import { resolveRoute } from './route-config.ts'
+import { firstTaskRoute } from './route-config.ts'
 import type { HandlerConfig, HostParts, SvcHandlerOptions } from './handler-options.ts'
 
 export function resolveHandlerOptions(options: SvcHandlerOptions, where: string, parts: HostParts): HandlerConfig {
@@ -49,7 +49,7 @@ export function resolveHandlerOptions(options: SvcHandlerOptions, where: string,
 /** A handler without the task part: nothing may need one. */
 function refuseTasks(options: SvcHandlerOptions, where: string): void {
   if (options.runtime !== undefined) throw new TypeError(`${where}: runtime is given, but this host was built for an app without tasks`)
-  const task = options.routes.find((route) => route && typeof route === 'object' && resolveRoute(route).kind === 'task')
+  const task = firstTaskRoute(options.routes)
   if (task) {
     throw new TypeError(
       `${where}: route ${task.path} is a task, but this host was built for an app without tasks; build the app again (svc build), or serve it with createSvcHandler()`,

@@ -160,3 +160,8 @@ function editDistance(a: string, b: string, limit: number): number {
   }
   return Math.min(previous[b.length], limit + 1)
 }
+
+/** The first route that is a task, for a host built without the task part to refuse (handler-config.ts, src/node/no-tasks.ts). */
+export function firstTaskRoute(routes: readonly RuntimeApiRoute[]): RuntimeApiRoute | undefined {
+  return routes.find((route) => route !== null && typeof route === 'object' && resolveRoute(route).kind === 'task')
+}

@@ -148,3 +148,18 @@ describe('a built server of routes', () => {
     }
   })
 })
+
+describe('a server started without the task part', () => {
+  it('refuses a task route, a run store or a runtime, naming the fix, and opens nothing', async () => {
+    const { startServer } = await import('../../src/node/server.ts')
+    const { MemoryRunStore } = await import('../../src/runtime/tasks/index.ts')
+    const task = { path: '/api/jobs/report', module: { route: { kind: 'task' as const }, POST: async () => 'done' } }
+    const base = { pages: [], port: 0, installSignalHandlers: false, env: { NODE_ENV: 'test' } }
+    await expect(startServer({ ...base, apiRoutes: [task] }, {})).rejects.toThrow(
+      'startSvcServer(): route /api/jobs/report is a task, but this server was built for an app without tasks; build the app again (svc build)',
+    )
+    await expect(startServer({ ...base, apiRoutes: [], store: new MemoryRunStore() }, {})).rejects.toThrow(
+      'a run store or runtime is given, but this server was built for an app without tasks',
+    )
+  })
+})

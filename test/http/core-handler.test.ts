@@ -108,3 +108,26 @@ describe('the runtime a handler makes for itself', () => {
     )
   })
 })
+
+describe('a handler built without the task part', () => {
+  it('refuses a route that is a task, or a runtime, naming the fix', () => {
+    expect(() => createCoreHandler({ routes, env: {}, logger: recordingLogger() })).toThrow(
+      'route /api/jobs/report is a task, but this host was built for an app without tasks; build the app again (svc build), or serve it with createSvcHandler()',
+    )
+    expect(() => createCoreHandler({ routes: [], runtime: remoteRuntime(), env: {}, logger: recordingLogger() })).toThrow(
+      'runtime is given, but this host was built for an app without tasks',
+    )
+  })
+
+  it('answers the task paths with 404 NO_TASKS, and serves its routes', async () => {
+    const hello: RuntimeApiRoute = { path: '/api/hello', module: { GET: () => ({ hello: 'world' }) } }
+    const handler = createCoreHandler({ routes: [hello], env: {}, logger: recordingLogger() })
+    expect(handler.runtime).toBeUndefined()
+    expect(await (await handler.fetch(new Request('http://worker/api/hello'))).json()).toEqual({ hello: 'world' })
+    for (const path of ['/__tasks', '/__tasks/runs', '/__events/signup', '/__svc/dashboard']) {
+      const res = await handler.fetch(new Request(`http://worker${path}`))
+      expect(res.status, path).toBe(404)
+      expect((await res.json()).code, path).toBe('NO_TASKS')
+    }
+  })
+})
