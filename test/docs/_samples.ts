@@ -11,6 +11,7 @@
  */
 import { join } from 'node:path'
 import ts from 'typescript'
+import { projectConfig } from '../_tsconfig.ts'
 import { codeBlocks, readDoc, ROOT } from './_markdown.ts'
 
 /** The info strings of a checked sample; `ts partial` marks a fragment. */
@@ -41,18 +42,7 @@ export function samplesOf(docs: readonly string[]): Sample[] {
 
 /** Compiles every sample in one program and returns the errors, each placed in its Markdown file. */
 export function checkSamples(samples: readonly Sample[]): SampleError[] {
-  const config = ts.getParsedCommandLineOfConfigFile(
-    join(ROOT, 'tsconfig.json'),
-    {},
-    {
-      ...ts.sys,
-      onUnRecoverableConfigFileDiagnostic: (d) => {
-        throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'))
-      },
-    },
-  )
-  if (!config) throw new Error('tsconfig.json could not be read')
-  const options: ts.CompilerOptions = { ...config.options, noEmit: true }
+  const { options } = projectConfig()
 
   const virtual = new Map<string, Sample>()
   samples.forEach((sample, i) => {

@@ -65,6 +65,14 @@ export async function runs(base: string): Promise<RunRecord[]> {
   return ((await response.json()) as { runs: RunRecord[] }).runs
 }
 
+/** The runs the server lists, once the fixture's three `nap` runs have completed. */
+export function napsCompleted(base: string): Promise<RunRecord[]> {
+  return until(async () => {
+    const listed = await runs(base)
+    return listed.filter((run) => run.taskName === 'nap' && run.status === 'completed').length === 3 ? listed : undefined
+  }, 10_000)
+}
+
 export async function getRun(base: string, id: string): Promise<RunRecord> {
   return (await (await fetch(`${base}/__tasks/${id}`, { headers: AUTH })).json()) as RunRecord
 }

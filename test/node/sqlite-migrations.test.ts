@@ -6,8 +6,7 @@
 import { readFileSync } from 'node:fs'
 import { expect, it } from 'vitest'
 import { SCHEMA_VERSION } from '../../src/sqlite/database.ts'
-import { until } from '../tasks/_helpers.ts'
-import { getRun, releasedFile, runs, schema } from './_released-file.ts'
+import { getRun, napsCompleted, releasedFile, schema } from './_released-file.ts'
 
 const file = releasedFile('sqlite-v12')
 
@@ -19,10 +18,7 @@ it('a version-12 file migrates to the current version, and its sleeping runs com
 
   const base = await start()
   // The naps' sleeps ended long ago: each wakes on the new process and runs step b, and only step b.
-  const held = await until(async () => {
-    const listed = await runs(base)
-    return listed.filter((run) => run.taskName === 'nap' && run.status === 'completed').length === 3 ? listed : undefined
-  }, 10_000)
+  const held = await napsCompleted(base)
   expect(held.map((run) => `${run.taskName}:${run.status}`).sort()).toEqual([
     'hello:completed',
     'nap:completed',

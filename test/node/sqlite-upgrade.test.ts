@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs'
 import { expect, it } from 'vitest'
 import { SCHEMA_VERSION } from '../../src/sqlite/database.ts'
 import { until } from '../tasks/_helpers.ts'
-import { AUTH, getRun, releasedFile, runs, schema } from './_released-file.ts'
+import { AUTH, getRun, napsCompleted, releasedFile, schema } from './_released-file.ts'
 
 const file = releasedFile('sqlite-v11')
 
@@ -19,10 +19,7 @@ it("renames a version-11 file's tables in place, and its sleeping and waiting ru
 
   const base = await start()
   // The naps' sleeps ended long ago: each wakes on the new process and runs step b, and only step b.
-  const held = await until(async () => {
-    const listed = await runs(base)
-    return listed.filter((run) => run.taskName === 'nap' && run.status === 'completed').length === 3 ? listed : undefined
-  }, 10_000)
+  const held = await napsCompleted(base)
   expect(held.map((run) => `${run.taskName}:${run.status}`).sort()).toEqual([
     'approval:suspended',
     'hello:completed',

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
+import { projectConfig } from '../_tsconfig.ts'
 import { describe, expect, it } from 'vitest'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -42,18 +43,7 @@ function compileWith(edits: Edit[], roots?: string[]): string[] {
     if (!text.includes(edit.find)) throw new Error(`${edit.file} no longer holds ${JSON.stringify(edit.find)}; update this test`)
     edited.set(path, text.replace(edit.find, edit.replace))
   }
-  const config = ts.getParsedCommandLineOfConfigFile(
-    join(ROOT, 'tsconfig.json'),
-    {},
-    {
-      ...ts.sys,
-      onUnRecoverableConfigFileDiagnostic: (d) => {
-        throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'))
-      },
-    },
-  )
-  if (!config) throw new Error('tsconfig.json could not be read')
-  const options: ts.CompilerOptions = { ...config.options, noEmit: true }
+  const { options, fileNames } = projectConfig()
   const host = ts.createCompilerHost(options, true)
   const { getSourceFile, readFile } = host
   host.readFile = (file) => edited.get(file) ?? readFile.call(host, file)
@@ -61,7 +51,7 @@ function compileWith(edits: Edit[], roots?: string[]): string[] {
     const text = edited.get(file)
     return text === undefined ? getSourceFile.call(host, file, language, onError, create) : ts.createSourceFile(file, text, language, true)
   }
-  const rootNames = roots?.map((file) => join(ROOT, file)) ?? config.fileNames.filter((file) => file.startsWith(join(ROOT, 'src/')))
+  const rootNames = roots?.map((file) => join(ROOT, file)) ?? fileNames.filter((file) => file.startsWith(join(ROOT, 'src/')))
   const program = ts.createProgram({ rootNames, options, host })
   return ts
     .getPreEmitDiagnostics(program)
