@@ -70,9 +70,17 @@ export function checkShards(shards: unknown, where: string): number {
   return shards
 }
 
+/** What wrangler.json declares for the tasks object, as `svc build` writes it. */
+const BINDING_CONFIG =
+  `"durable_objects": { "bindings": [{ "name": "${TASKS_BINDING}", "class_name": "${TASKS_CLASS}" }] }, ` +
+  `"migrations": [{ "tag": "v1", "new_sqlite_classes": ["${TASKS_CLASS}"] }]`
+
 /** What a hand-written entry must add when the binding is missing, for the one warning the worker logs. */
 export const MISSING_BINDING_WARNING =
   `[svc] no ${TASKS_BINDING} Durable Object binding: task runs, timers and tokens are kept in this isolate's memory and are lost when it is evicted. ` +
-  `Export the class (export const ${TASKS_CLASS} = createTasksObject(app), from 'svcjs/cloudflare') and bind it in wrangler.json: ` +
-  `"durable_objects": { "bindings": [{ "name": "${TASKS_BINDING}", "class_name": "${TASKS_CLASS}" }] }, ` +
-  `"migrations": [{ "tag": "v1", "new_sqlite_classes": ["${TASKS_CLASS}"] }]`
+  `Export the class (export const ${TASKS_CLASS} = createTasksObject(app), from 'svcjs/cloudflare') and bind it in wrangler.json: ${BINDING_CONFIG}`
+
+/** Why a built worker, whose runs live only in the tasks object, refuses its first event without the binding. */
+export const MISSING_BINDING_ERROR =
+  `[svc] no ${TASKS_BINDING} Durable Object binding: this worker keeps its task runs in the ${TASKS_CLASS} Durable Object it exports, and its wrangler configuration binds none. ` +
+  `Deploy with the wrangler.json svc build wrote beside it, or add to yours: ${BINDING_CONFIG}`

@@ -9,17 +9,24 @@ import type { RunRecord, RuntimeApiRoute } from '../types.ts'
 import { defineTasks } from '../runtime/tasks/definitions/definitions.ts'
 import { type ObjectMethod, shardCall, type StubLike } from './rpc.ts'
 import { objectRuntime, type ObjectTaskRuntime } from './runtime-base.ts'
-import { createShardedRuntime } from './sharded-runtime.ts'
 
 export type { ObjectTaskRuntime } from './runtime-base.ts'
 
 /**
- * The worker's runtime over the tasks object, or over `shards` of them
- * (`sharded-runtime.ts`). `stub(shard)` is called for every call: a stub
- * belongs to the request that made it, and the runtime outlives requests.
+ * How a worker reaches its tasks objects, a part `svc build` chooses:
+ * `ONE_OBJECT`, or `SHARDED_OBJECTS` (sharded-runtime.ts) for `shards`
+ * above 1. `stub(shard)` is called for every call: a stub belongs to the
+ * request that made it, and the runtime outlives requests.
  */
-export function createObjectRuntime(routes: readonly RuntimeApiRoute[], stub: (shard: number) => StubLike, shards = 1): ObjectTaskRuntime {
-  if (shards > 1) return createShardedRuntime(routes, stub, shards)
+export type ObjectsPart = (routes: readonly RuntimeApiRoute[], stub: (shard: number) => StubLike, shards: number) => ObjectTaskRuntime
+
+/** The worker's runtime over the one tasks object; `shards` above 1 are refused, naming `SHARDED_OBJECTS`. */
+export const ONE_OBJECT: ObjectsPart = (routes, stub, shards) => {
+  if (shards > 1) {
+    throw new TypeError(
+      `shards is ${shards}, and this worker was built to reach one tasks object (ONE_OBJECT): pass SHARDED_OBJECTS from 'svcjs/cloudflare' in its place, as svc build does when package.json sets svc.cloudflare.shards`,
+    )
+  }
   const tasks = defineTasks(routes)
   const toShard = shardCall(stub, 1)
   const call = <T>(method: ObjectMethod, ...args: unknown[]) => toShard<T>(0, method, ...args)

@@ -37,6 +37,7 @@ import type {
 } from '../types.ts'
 import { type ObjectMethod, shardCall, type StubLike } from './rpc.ts'
 import { objectRuntime, type ObjectTaskRuntime } from './runtime-base.ts'
+import { ONE_OBJECT, type ObjectsPart } from './object-runtime.ts'
 import { cronShard, runHolder, runShard, taskPlacement } from './shard-routing.ts'
 import { eventsWithIds } from './shard-events.ts'
 import { RunNotFoundError } from '../runtime/errors.ts'
@@ -44,6 +45,10 @@ import { cronInput } from '../runtime/tasks/engine/scheduled-runs.ts'
 import { readsIn } from '../runtime/tasks/schedule/scheduler.ts'
 import { mergeCron, mergeEventPage, mergeRuns, mergeSent, mergeTasks } from './shard-merge.ts'
 import type { EventEffectsHere } from './shard-events.ts'
+
+/** The worker's runtime over `shards` tasks objects, or over the one when `shards` is 1. */
+export const SHARDED_OBJECTS: ObjectsPart = (routes, stub, shards) =>
+  shards > 1 ? createShardedRuntime(routes, stub, shards) : ONE_OBJECT(routes, stub, shards)
 
 /** A runtime over `shards` tasks objects; `stub(shard)` is called for every call, as a stub belongs to the request that made it. */
 export function createShardedRuntime(

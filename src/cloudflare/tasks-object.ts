@@ -7,7 +7,7 @@
  * it after an eviction (see `alarm.ts`), and every wake starts with the
  * engine's `recover()`.
  *
- * Workers reach it through `createObjectRuntime` (`object-runtime.ts`).
+ * Workers reach it through an `ObjectsPart` (`object-runtime.ts`).
  * With `shards`, several instances of the class each hold some of the runs
  * (`sharded-runtime.ts`): each knows its shard from its name, stamps it
  * into the ids of the runs it makes, starts the event runs and fires the
@@ -27,7 +27,8 @@ import { createCoreRuntime } from '../runtime/tasks/runtime.ts'
 import type { Telemetry } from '../runtime/telemetry/types.ts'
 import { AlarmClock, type AlarmStorageLike } from './alarm.ts'
 import { checkShards, type DurableObjectNamespaceLike, tasksNamespace, tasksStub } from './binding.ts'
-import { createObjectRuntime } from './object-runtime.ts'
+import type { ObjectsPart } from './object-runtime.ts'
+import { SHARDED_OBJECTS } from './sharded-runtime.ts'
 import { answer, callArgs, isObjectMethod, type ObjectCall, type ObjectMethod, shardCall } from './rpc.ts'
 import { objectShardIndex, ShardCount } from './shard-count.ts'
 import { DurableObjectRunStore, type SqlDurableStorageLike } from './sql-store.ts'
@@ -99,6 +100,15 @@ const DONE_FOR_NOW = new Set(['completed', 'failed', 'cancelled', 'suspended'])
  * `"migrations": [{ "tag": "v1", "new_sqlite_classes": ["SvcTasks"] }]`.
  */
 export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptions = {}): TasksObjectClass {
+  return composeTasksObject(app, SHARDED_OBJECTS, options)
+}
+
+/**
+ * `createTasksObject` reaching the other tasks objects through `objects`,
+ * as `svc build` writes it: `ONE_OBJECT`, or `SHARDED_OBJECTS` when
+ * `options.shards` is above 1.
+ */
+export function composeTasksObject(app: TasksObjectApp, objects: ObjectsPart, options: TasksObjectOptions = {}): TasksObjectClass {
   const logger = options.logger ?? console
   const shards = checkShards(options.shards, 'createTasksObject(app, { shards })')
   return class SvcTasks {
@@ -139,7 +149,7 @@ export function createTasksObject(app: TasksObjectApp, options: TasksObjectOptio
       // enqueue() and completeToken() in task code go through the object's
       // stub, as they do in the worker: an isolate may host both, and each
       // must reach the object the same way.
-      if (ns) setActiveTaskRuntime(createObjectRuntime(app.routes, (shard) => tasksStub(ns, shard), shards))
+      if (ns) setActiveTaskRuntime(objects(app.routes, (shard) => tasksStub(ns, shard), shards))
       // Nothing reaches the object before what it stored is picked up again.
       this.#ready = state.blockConcurrencyWhile(async () => {
         await this.#runtime.recover()

@@ -42,14 +42,16 @@ export const cloudflareTarget: TargetDescriptor = {
     const { shards } = await cloudflareOptions(ctx.root)
     // Every instance of the one class is a shard: the binding and migration stay as they are.
     const options = shards > 1 ? `, { shards: ${shards} }` : ''
-    // Only the parts of svc the app uses: a worker of routes carries no task engine.
+    // Only the parts of svc the app uses: a worker of routes carries no task
+    // engine, a worker of tasks no store in memory, one object no shards.
     const pages = ctx.pages.length > 0
-    const imports = ['composeWorker', ...(tasks ? ['WORKER_TASKS', 'createTasksObject'] : []), ...(pages ? ['PAGES'] : [])]
-    const parts = [...(tasks ? ['tasks: WORKER_TASKS'] : []), ...(pages ? ['pages: PAGES'] : [])].join(', ')
+    const objects = shards > 1 ? 'SHARDED_OBJECTS' : 'ONE_OBJECT'
+    const imports = ['composeWorker', ...(tasks ? ['composeTasksObject', 'objectTasks', objects] : []), ...(pages ? ['PAGES'] : [])]
+    const parts = [...(tasks ? [`tasks: objectTasks(${objects})`] : []), ...(pages ? ['pages: PAGES'] : [])].join(', ')
     const entry = `${ctx.appSource}
 import { ${imports.join(', ')} } from 'svcjs/cloudflare'
 export default composeWorker(app, { ${parts} }${options})
-${tasks ? `export const ${TASKS_CLASS} = createTasksObject(app${options})\n` : ''}`
+${tasks ? `export const ${TASKS_CLASS} = composeTasksObject(app, ${objects}${options})\n` : ''}`
     const hasPublic = await ctx.copyPublic(join(out, 'public'))
     const wrangler = {
       name: workerName(ctx.root),

@@ -5,16 +5,26 @@
  * binds it as `SVC_TASKS`, and in the isolate's memory otherwise; with
  * `shards`, in that many instances of it.
  */
-import { checkShards, MISSING_BINDING_WARNING, tasksNamespace, tasksStub } from '#svc/cloudflare/binding.ts'
-import { createObjectRuntime, type ObjectTaskRuntime } from '#svc/cloudflare/object-runtime.ts'
+import {
+  checkShards,
+  type DurableObjectNamespaceLike,
+  MISSING_BINDING_ERROR,
+  MISSING_BINDING_WARNING,
+  tasksNamespace,
+  tasksStub,
+} from '#svc/cloudflare/binding.ts'
+import type { ObjectsPart } from '#svc/cloudflare/object-runtime.ts'
+import { SHARDED_OBJECTS } from '#svc/cloudflare/sharded-runtime.ts'
 import { fireCron } from '#svc/runtime/cron.ts'
 import { stringBindings } from '#svc/runtime/env.ts'
 import { type CoreHandler, createCoreHandler, type SvcHandlerOptions } from '#svc/runtime/handler.ts'
-import { TASK_SURFACE } from '#svc/runtime/task-surface.ts'
+import { TASK_SURFACE, taskSurface } from '#svc/runtime/task-surface.ts'
 import { PAGES, type PagesPart } from '#svc/runtime/pages/part.ts'
 import { setActiveTaskRuntime } from '#svc/runtime/tasks/client/active.ts'
 
-export { createTasksObject } from '#svc/cloudflare/tasks-object.ts'
+export { composeTasksObject, createTasksObject } from '#svc/cloudflare/tasks-object.ts'
+export { ONE_OBJECT, type ObjectsPart } from '#svc/cloudflare/object-runtime.ts'
+export { SHARDED_OBJECTS } from '#svc/cloudflare/sharded-runtime.ts'
 export type { TasksObjectApp, TasksObjectClass, TasksObjectOptions, DurableObjectStateLike } from '#svc/cloudflare/tasks-object.ts'
 export { DurableObjectRunStore } from '#svc/cloudflare/sql-store.ts'
 export type { DurableObjectRunStoreOptions } from '#svc/cloudflare/sql-store.ts'
@@ -54,7 +64,7 @@ export interface SvcWorker {
 
 /** The parts of svc a worker carries; `svc build` gives only those the app uses. */
 export interface WorkerParts {
-  /** Task runs: in the tasks Durable Object when the worker binds it, else in the isolate's memory (`WORKER_TASKS`). */
+  /** Task runs: in the tasks Durable Object when the worker binds it, else in the isolate's memory (`WORKER_TASKS`); only in the objects (`objectTasks(ONE_OBJECT)`, as `svc build` writes it). */
   tasks?: WorkerTasksPart
   /** Server and hybrid pages, their ISR cache and the revalidate endpoint (`PAGES`). */
   pages?: PagesPart
@@ -76,23 +86,43 @@ interface ServedWorker {
  * alive until it ends, and one warning says what to add.
  */
 export const WORKER_TASKS: WorkerTasksPart = (app, env, shards, pages) => {
-  const bindings = stringBindings(env)
   const ns = tasksNamespace(env)
-  const parts = { tasks: TASK_SURFACE, pages }
-  let objectRuntime: ObjectTaskRuntime | undefined
-  let handler: CoreHandler
-  if (ns) {
-    objectRuntime = createObjectRuntime(app.routes, (shard) => tasksStub(ns, shard), shards)
-    // The run lives in the object, not under this request's waitUntil.
-    handler = createCoreHandler({ ...app, env: bindings, runtime: objectRuntime, holdRuns: false }, parts)
-  } else {
-    handler = createCoreHandler({ ...app, env: bindings }, parts)
-    if (handler.runtime!.tasks.size > 0) (app.logger ?? console).warn(MISSING_BINDING_WARNING)
-  }
+  if (ns) return servedByObjects(app, env, ns, SHARDED_OBJECTS, shards, pages)
+  const handler = createCoreHandler({ ...app, env: stringBindings(env) }, { tasks: TASK_SURFACE, pages })
   const runtime = handler.runtime!
+  if (runtime.tasks.size > 0) (app.logger ?? console).warn(MISSING_BINDING_WARNING)
   setActiveTaskRuntime(runtime)
-  const fire = objectRuntime
-  return { handler, cron: (expression) => (fire ? fire.fireCron(expression) : fireCron(runtime, expression)) }
+  return { handler, cron: (expression) => fireCron(runtime, expression) }
+}
+
+/**
+ * The task part of a worker whose runs live only in the tasks objects,
+ * reached through `objects` (`ONE_OBJECT`, or `SHARDED_OBJECTS` for
+ * `shards`), as `svc build` writes it: it carries no engine or store of its
+ * own, and without the `SVC_TASKS` binding its first event is refused,
+ * naming the wrangler.json entry to add.
+ */
+export function objectTasks(objects: ObjectsPart): WorkerTasksPart {
+  return (app, env, shards, pages) => {
+    const ns = tasksNamespace(env)
+    if (!ns) throw new TypeError(MISSING_BINDING_ERROR)
+    return servedByObjects(app, env, ns, objects, shards, pages)
+  }
+}
+
+/** The worker's handler over its tasks objects: the run lives in the object, not under a request's waitUntil. */
+function servedByObjects(
+  app: WorkerApp,
+  env: unknown,
+  ns: DurableObjectNamespaceLike,
+  objects: ObjectsPart,
+  shards: number,
+  pages: PagesPart | undefined,
+): ServedWorker {
+  const runtime = objects(app.routes, (shard) => tasksStub(ns, shard), shards)
+  const handler = createCoreHandler({ ...app, env: stringBindings(env), runtime, holdRuns: false }, { tasks: taskSurface(), pages })
+  setActiveTaskRuntime(runtime)
+  return { handler, cron: (expression) => runtime.fireCron(expression) }
 }
 
 /**
@@ -115,9 +145,15 @@ export function composeWorker(app: WorkerApp, parts: WorkerParts, options: Worke
   const shards = checkShards(options.shards, 'createWorker(app, { shards })')
   let served: ServedWorker | undefined
   const get = (env: unknown): ServedWorker => {
-    served ??= parts.tasks
-      ? parts.tasks(app, env, shards, parts.pages)
-      : { handler: createCoreHandler({ ...app, env: stringBindings(env) }, { pages: parts.pages }) }
+    try {
+      served ??= parts.tasks
+        ? parts.tasks(app, env, shards, parts.pages)
+        : { handler: createCoreHandler({ ...app, env: stringBindings(env) }, { pages: parts.pages }) }
+    } catch (error) {
+      // The event fails as the platform fails any (error 1101); the log says why, for `wrangler tail`.
+      ;(app.logger ?? console).error(error instanceof Error ? error.message : error)
+      throw error
+    }
     return served
   }
   return {

@@ -17,7 +17,9 @@ import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { Miniflare, type MiniflareOptions } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { fileURLToPath } from 'node:url'
 import { buildApp } from '../../src/build/build.ts'
+import { bundle } from '../../src/build/bundle.ts'
 import { copyFixtureApp, pollRun, waitForOutput } from './_app.ts'
 import { wranglerDryRun } from './_wrangler.ts'
 
@@ -379,34 +381,62 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
 })
 
 describe('durable runs on cloudflare: a worker that does not bind SvcTasks', () => {
+  const headers = { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json' }
+  const workers: Miniflare[] = []
   let app: Awaited<ReturnType<typeof copyFixtureApp>>
-  let mf: Miniflare
-  let output = ''
+
+  /** A worker of `scriptPath` or of one module's `code`, with no durableObjects option, and what it prints. */
+  function startUnbound(options: { scriptPath: string; modulesRoot: string } | { code: string }) {
+    const logs = { output: '' }
+    const mf = new Miniflare({
+      ...('code' in options
+        ? { modules: [{ type: 'ESModule' as const, path: '/worker.mjs', contents: options.code }], modulesRoot: '/' }
+        : { scriptPath: options.scriptPath, modulesRoot: options.modulesRoot, modules: true }),
+      compatibilityDate: '2025-09-01',
+      bindings: { SVC_TASK_SECRET: SECRET },
+      handleRuntimeStdio(stdout: Readable, stderr: Readable) {
+        stdout.on('data', (chunk: Buffer) => (logs.output += chunk))
+        stderr.on('data', (chunk: Buffer) => (logs.output += chunk))
+      },
+    })
+    workers.push(mf)
+    return { mf, logs }
+  }
 
   beforeAll(async () => {
     app = await copyFixtureApp('durable-app')
     await buildApp({ root: app.root, target: 'cloudflare' })
-    const out = join(app.root, '.output/cloudflare')
-    // As a hand-written entry that leaves the binding out: no durableObjects option.
-    mf = new Miniflare({
-      scriptPath: join(out, 'index.mjs'),
-      modulesRoot: out,
-      modules: true,
-      compatibilityDate: JSON.parse(await readFile(join(out, 'wrangler.json'), 'utf8')).compatibility_date,
-      bindings: { SVC_TASK_SECRET: SECRET },
-      handleRuntimeStdio(stdout: Readable, stderr: Readable) {
-        stdout.on('data', (chunk: Buffer) => (output += chunk))
-        stderr.on('data', (chunk: Buffer) => (output += chunk))
-      },
-    })
   })
   afterAll(async () => {
-    await mf?.dispose()
+    await Promise.all(workers.map((mf) => mf.dispose()))
     await app?.cleanup()
   })
 
-  it('keeps runs in memory and logs one warning that says what to add', async () => {
-    const headers = { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json' }
+  it('the built worker, which keeps runs only in the object, refuses its first request and names the wrangler.json entry', async () => {
+    const out = join(app.root, '.output/cloudflare')
+    const { mf, logs } = startUnbound({ scriptPath: join(out, 'index.mjs'), modulesRoot: out })
+    const res = await mf.dispatchFetch('http://worker/__tasks/jobs.approval', { method: 'POST', headers, body: '{}' })
+    expect(res.status).toBe(500)
+    await res.arrayBuffer()
+    const [error] = await waitForOutput(() => logs.output, /^.*no SVC_TASKS Durable Object binding.*$/m)
+    expect(error).toContain('Deploy with the wrangler.json svc build wrote beside it')
+    expect(error).toContain('"durable_objects": { "bindings": [{ "name": "SVC_TASKS", "class_name": "SvcTasks" }] }')
+    // Every path is refused alike: the worker is made at its first event, and cannot be without its runs' place.
+    const other = await mf.dispatchFetch('http://worker/api/enqueue')
+    expect(other.status).toBe(500)
+    await other.arrayBuffer()
+  })
+
+  it('a hand-written createWorker keeps runs in memory and logs one warning that says what to add', async () => {
+    const entry = `
+import { createWorker } from ${JSON.stringify(fileURLToPath(new URL('../../targets/cloudflare/runtime.ts', import.meta.url)))}
+const routes = [
+  { path: '/api/jobs/approval', module: { route: { kind: 'task' }, POST: async (ctx) => ({ approved: (await ctx.step.waitForToken('approve')).payload }) } },
+]
+export default createWorker({ routes })
+`
+    const { code } = await bundle({ input: '/virtual/unbound-worker.mjs', entrySource: entry, platform: 'worker', minify: false })
+    const { mf, logs } = startUnbound({ code })
     const started = await mf.dispatchFetch('http://worker/__tasks/jobs.approval', { method: 'POST', headers, body: '{}' })
     const { id } = (await started.json()) as { id: string }
     const suspended = await pollRun(
@@ -415,9 +445,9 @@ describe('durable runs on cloudflare: a worker that does not bind SvcTasks', () 
     )
     expect(suspended.status).toBe('suspended')
     await mf.dispatchFetch('http://worker/__tasks', { headers })
-    const [warning] = await waitForOutput(() => output, /^.*no SVC_TASKS Durable Object binding.*$/m)
+    const [warning] = await waitForOutput(() => logs.output, /^.*no SVC_TASKS Durable Object binding.*$/m)
     expect(warning).toContain('"durable_objects": { "bindings": [{ "name": "SVC_TASKS", "class_name": "SvcTasks" }] }')
     expect(warning).toContain('"new_sqlite_classes": ["SvcTasks"]')
-    expect(output.split('no SVC_TASKS Durable Object binding')).toHaveLength(2)
+    expect(logs.output.split('no SVC_TASKS Durable Object binding')).toHaveLength(2)
   })
 })

@@ -154,11 +154,23 @@ export type TaskRuntimeInstance = TaskRuntime
  * cron clock only when `options.cron` gives one.
  */
 export function createSharedRuntime(options: TaskRuntimeOptions): TaskRuntime {
-  return createCoreRuntime(options, SharedWorkClaims)
+  return createCoreRuntime(withMemoryStore(options), SharedWorkClaims)
 }
 
 /**
- * The runtime, with the claims of shared work only when given
+ * `options` with the default store, in memory, when they give none. Only
+ * the hosts that make a runtime in memory call it, so that a Durable
+ * Object's bundle, whose store is always its own, leaves the memory store
+ * out.
+ */
+export function withMemoryStore(options: TaskRuntimeOptions): TaskRuntimeOptions {
+  if (options === null || typeof options !== 'object' || options.store !== undefined) return options
+  return { ...options, store: new MemoryRunStore({ maxRuns: options.maxRuns }) }
+}
+
+/**
+ * The runtime over `options.store`, which the caller gives (`withMemoryStore`
+ * gives the default), with the claims of shared work only when given
  * `sharedWork`: without them, a store several processes share is refused.
  */
 export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: typeof SharedWorkClaims): TaskRuntime {
@@ -178,7 +190,9 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
       `createTaskRuntime(): maxConcurrentRuns must be a positive whole number of runs (got ${describe(maxConcurrentRuns)})`,
     )
   }
-  const store = options.store ?? new MemoryRunStore({ maxRuns: options.maxRuns })
+  const store = options.store
+  // An internal caller's mistake: every public entry gives a store (withMemoryStore).
+  if (store === undefined) throw new TypeError('createCoreRuntime(): options.store is required; withMemoryStore(options) gives the default')
   const clock = options.cron
   if (clock !== undefined && (clock === null || typeof clock.start !== 'function')) {
     throw new TypeError(`createTaskRuntime(): cron must be a cron clock such as cronerClock (got ${describe(clock)})`)
