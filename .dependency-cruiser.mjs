@@ -38,6 +38,8 @@ const TIERS = [
     dev: { path: ['^src/dev/'] },
     // What the Lambda and Vercel shims share about runs: the store SVC_STORE_URL names, and the one-minute tick.
     functions: { path: ['^src/functions/'] },
+    // `svcjs/testing`: an app's tasks run on a virtual clock, for unit tests.
+    testing: { path: ['^src/testing/'] },
   },
   {
     cli: { path: ['^src/cli/'] },

@@ -23,6 +23,7 @@ import { TaskScheduler } from './schedule/scheduler.ts'
 import { listEventPage } from './store/event-list.ts'
 import type { RunStore } from './store/store.ts'
 import type { CronClock } from './definitions/cron-clock.ts'
+import { type Clock, systemClock } from './base/clock.ts'
 import { type Telemetry, telemetryOptionProblem } from '../telemetry/types.ts'
 import { resolveVersionPolicy, type VersionPolicy, versionProblem } from './definitions/versions.ts'
 
@@ -79,6 +80,14 @@ export interface TaskRuntimeOptions {
    * @default cronerClock, from the `svcjs` entry; none from the edge targets' runtimes
    */
   cron?: CronClock
+  /**
+   * What the runtime reads the time from and sets its timers on: the runs'
+   * stamps, sleeps, retries, delays, token and event timeouts, attempt
+   * timeouts, flow control windows and retention. `svcjs/testing` gives a
+   * virtual one.
+   * @default the system clock
+   */
+  clock?: Clock
   /**
    * Environment variables, read for `SVC_DISABLE_IN_PROCESS_CRON`. Edge
    * targets pass their bindings here.
@@ -165,7 +174,7 @@ export function createSharedRuntime(options: TaskRuntimeOptions): TaskRuntime {
  */
 export function withMemoryStore(options: TaskRuntimeOptions): TaskRuntimeOptions {
   if (options === null || typeof options !== 'object' || options.store !== undefined) return options
-  return { ...options, store: new MemoryRunStore({ maxRuns: options.maxRuns }) }
+  return { ...options, store: new MemoryRunStore({ maxRuns: options.maxRuns, clock: options.clock }) }
 }
 
 /**
@@ -193,15 +202,25 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
   const store = options.store
   // An internal caller's mistake: every public entry gives a store (withMemoryStore).
   if (store === undefined) throw new TypeError('createCoreRuntime(): options.store is required; withMemoryStore(options) gives the default')
-  const clock = options.cron
-  if (clock !== undefined && (clock === null || typeof clock.start !== 'function')) {
-    throw new TypeError(`createTaskRuntime(): cron must be a cron clock such as cronerClock (got ${describe(clock)})`)
+  const cron = options.cron
+  if (cron !== undefined && (cron === null || typeof cron.start !== 'function')) {
+    throw new TypeError(`createTaskRuntime(): cron must be a cron clock such as cronerClock (got ${describe(cron)})`)
+  }
+  const clock = options.clock ?? systemClock
+  if (
+    clock === null ||
+    typeof clock !== 'object' ||
+    typeof clock.now !== 'function' ||
+    typeof clock.setTimer !== 'function' ||
+    typeof clock.clearTimer !== 'function'
+  ) {
+    throw new TypeError(`createTaskRuntime(): clock must be a clock with now(), setTimer() and clearTimer() (got ${describe(clock)})`)
   }
   const version = options.version ?? (env.SVC_VERSION || undefined)
   const badVersion = version === undefined ? null : versionProblem(version)
   if (badVersion) throw new TypeError(`createTaskRuntime(): ${options.version === undefined ? 'SVC_VERSION' : 'version'}: ${badVersion}`)
   const versionPolicy = resolveVersionPolicy(options.versionPolicy, env)
-  const tasks = defineTasks(options.routes, clock, version)
+  const tasks = defineTasks(options.routes, cron, version)
   checkEventSchemas(options.events, 'createTaskRuntime()')
   const telemetry = options.telemetry
   const telemetryProblem = telemetryOptionProblem(telemetry)
@@ -217,6 +236,7 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
     tasks,
     logger,
     unrefTimers: unref,
+    clock,
     maxPayloadBytes,
     maxConcurrentRuns,
     sharedWork,
@@ -231,7 +251,8 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
   const scheduler = new TaskScheduler({
     tasks,
     logger,
-    clock,
+    clock: cron,
+    time: clock,
     unref,
     // A shard among several fires only the schedules it owns, however it is asked to.
     fire: (name, tick) => (shard && !shard.firesSchedule(tasks.get(name)!) ? Promise.resolve(undefined) : engine.fireScheduled(name, tick)),

@@ -2,8 +2,15 @@
  * The in-process side of the timers a store keeps (`waitpoints.ts`):
  * delayed runs, backoff, sleeps and token timeouts, one `setTimeout` per
  * timer id. Every timer is tracked so `close()` can clear them all and a
- * shut-down process is not kept alive by a sleeping run.
+ * shut-down process is not kept alive by a sleeping run. They are set on
+ * the runtime's clock (clock.ts).
  */
+import type { Clock, TimerHandle } from './clock.ts'
+
+// The platform's timer, which the system clock sets: for the timers that
+// keep to wall time whatever the runtime's clock (redispatch and write
+// backoffs, shared-store sweeps).
+export { setTimer } from './clock.ts'
 
 // setTimeout fires at once (with a warning in Node) for delays longer than
 // 2^31 − 1 ms, so longer waits are chained.
@@ -17,22 +24,14 @@ export interface TimerSet {
   readonly size: number
 }
 
-/** `setTimeout`, unreferenced with `unref` where the platform can (so it never keeps a Node process alive). */
-export function setTimer(fn: () => void, ms: number, unref: boolean): ReturnType<typeof setTimeout> {
-  const handle = setTimeout(fn, ms)
-  // `unref` exists in Node and Deno, not in workers; check before use.
-  if (unref && typeof (handle as { unref?: unknown }).unref === 'function') {
-    ;(handle as unknown as { unref(): void }).unref()
-  }
-  return handle
-}
-
-export function createTimerSet(options: { unref: boolean }): TimerSet {
-  const handles = new Map<string, ReturnType<typeof setTimeout>>()
+/** The timers of `clock` (`systemClock` in production), by id. */
+export function createTimerSet(options: { unref: boolean; clock: Clock }): TimerSet {
+  const { clock } = options
+  const handles = new Map<string, TimerHandle>()
 
   function arm(id: string, dueAt: number, fn: () => void): void {
-    const delay = Math.max(0, dueAt - Date.now())
-    const handle = setTimer(
+    const delay = Math.max(0, dueAt - clock.now())
+    const handle = clock.setTimer(
       () => {
         if (delay > MAX_DELAY_MS) return arm(id, dueAt, fn)
         handles.delete(id)
@@ -47,17 +46,17 @@ export function createTimerSet(options: { unref: boolean }): TimerSet {
   return {
     set(id, dueAt, fn) {
       const existing = handles.get(id)
-      if (existing !== undefined) clearTimeout(existing)
+      if (existing !== undefined) clock.clearTimer(existing)
       arm(id, dueAt, fn)
     },
     clear(id) {
       const handle = handles.get(id)
       if (handle === undefined) return
-      clearTimeout(handle)
+      clock.clearTimer(handle)
       handles.delete(id)
     },
     clearAll() {
-      for (const handle of handles.values()) clearTimeout(handle)
+      for (const handle of handles.values()) clock.clearTimer(handle)
       handles.clear()
     },
     get size() {

@@ -31,6 +31,7 @@ import { describe } from '../../describe.ts'
 import type { TaskDefinition } from '../../types/task-definition.ts'
 import type { LiveVersions, RunStore, SharedWork } from '../store/store.ts'
 import { forwardVersion } from '../base/version-order.ts'
+import { type Clock, isoNowOf } from '../base/clock.ts'
 
 export type VersionPolicy = 'migrate' | 'fail'
 
@@ -70,6 +71,8 @@ export interface RunVersionsOptions {
   store: RunStore
   shared: SharedWork | undefined
   owner: string
+  /** What a migration's time is read from. */
+  clock: Clock
   tasks: ReadonlyMap<string, TaskDefinition>
   policy: VersionPolicy
   logger: Logger
@@ -79,6 +82,7 @@ export class RunVersions {
   readonly #store: RunStore
   readonly #shared: SharedWork | undefined
   readonly #owner: string
+  readonly #clock: Clock
   readonly #tasks: ReadonlyMap<string, TaskDefinition>
   readonly #policy: VersionPolicy
   readonly #logger: Logger
@@ -91,6 +95,7 @@ export class RunVersions {
     this.#store = options.store
     this.#shared = options.shared
     this.#owner = options.owner
+    this.#clock = options.clock
     this.#tasks = options.tasks
     this.#policy = options.policy
     this.#logger = options.logger
@@ -153,7 +158,7 @@ export class RunVersions {
       return { kind: 'done' }
     }
     this.#waiting.delete(run.id)
-    const migration: RunMigration = { from, to, at: new Date().toISOString() }
+    const migration: RunMigration = { from, to, at: isoNowOf(this.#clock) }
     const moved = await this.#store.updateRun(
       run.id,
       { version: to, migrations: [...(run.migrations ?? []), migration] },

@@ -18,6 +18,7 @@ import type { InFlight } from './in-flight.ts'
 import type { StepHost } from '../steps/steps.ts'
 import { hasSteps } from '../store/store.ts'
 import type { RunVersions } from '../definitions/versions.ts'
+import { type Clock, isoNowOf } from '../base/clock.ts'
 
 /** How a dispatch ends, as the `Dispatcher` ends it. */
 export interface DispatchEnds {
@@ -44,12 +45,13 @@ export interface AttemptCallsOptions extends OutcomeRecorderOptions {
 
 export class AttemptCalls {
   readonly #tasks: ReadonlyMap<string, TaskDefinition>
+  readonly #clock: Clock
   readonly #versions: RunVersions
   readonly #telemetry: Telemetry | undefined
   readonly #ends: DispatchEnds
   /** What each attempt's outcome writes. */
   readonly #outcomes: OutcomeRecorder
-  readonly #timeouts = new AttemptTimeouts()
+  readonly #timeouts: AttemptTimeouts
   /** What every attempt started here shares, its timeouts among them. */
   readonly #invoker: Invoker<InFlight>
   /** The cap on handlers running at once, and the runs that wait for one. */
@@ -57,13 +59,17 @@ export class AttemptCalls {
 
   constructor(options: AttemptCallsOptions, ends: DispatchEnds) {
     this.#tasks = options.tasks
+    this.#clock = options.clock
     this.#versions = options.versions
     this.#telemetry = options.telemetry
     this.#ends = ends
     this.#outcomes = new OutcomeRecorder(options)
+    this.#timeouts = new AttemptTimeouts(options.clock)
     this.#slots = new HandlerSlots(options.maxConcurrentRuns ?? DEFAULT_MAX_CONCURRENT_RUNS)
     this.#invoker = {
       host: options.host,
+      // Attempt times are kept relative to when this engine began, on its clock.
+      origin: options.clock.now(),
       timeouts: this.#timeouts,
       ended: (entry, outcome) => this.#attemptEnded(entry, outcome),
     }
@@ -93,7 +99,7 @@ export class AttemptCalls {
             else if (checked.kind === 'hand-over') this.#ends.handOver(entry)
             else if (checked.kind === 'done') this.#endWritten(entry, undefined)
             else {
-              const attempt = { index: run.attempts.length + 1, startedAt: new Date().toISOString(), durationMs: 0, error: checked.error }
+              const attempt = { index: run.attempts.length + 1, startedAt: isoNowOf(this.#clock), durationMs: 0, error: checked.error }
               this.#outcomes.finishRun(entry, { status: 'failed', ok: false, attempt }).then(
                 (done) => this.#endWritten(entry, done, checked.error),
                 (error: unknown) => this.#ends.failed(entry, error),

@@ -12,7 +12,7 @@
  * The dispatch (`dispatch.ts`) calls these in the order an attempt ends.
  */
 import type { Attempt, Logger, RunRecord } from '../../types.ts'
-import { isoNow } from '../base/clock.ts'
+import { type Clock, isoNowOf } from '../base/clock.ts'
 import { backoffDelay } from '../base/backoff.ts'
 import type { TaskDefinition } from '../definitions/definitions.ts'
 import type { RunChanges } from '../store/run-changes.ts'
@@ -33,6 +33,8 @@ export interface OutcomeRecorderOptions {
   store: RunStore
   tasks: ReadonlyMap<string, TaskDefinition>
   logger: Logger
+  /** What runs' end stamps and retries' due times are read from. */
+  clock: Clock
   changes: RunChanges
   waiters: RunWaiters
   waitpoints: Waitpoints
@@ -47,6 +49,7 @@ export class OutcomeRecorder {
   readonly #store: RunStore
   readonly #tasks: ReadonlyMap<string, TaskDefinition>
   readonly #logger: Logger
+  readonly #clock: Clock
   readonly #changes: RunChanges
   readonly #waiters: RunWaiters
   readonly #waitpoints: Waitpoints
@@ -60,6 +63,7 @@ export class OutcomeRecorder {
     this.#store = options.store
     this.#tasks = options.tasks
     this.#logger = options.logger
+    this.#clock = options.clock
     this.#changes = options.changes
     this.#waiters = options.waiters
     this.#waitpoints = options.waitpoints
@@ -78,7 +82,7 @@ export class OutcomeRecorder {
     patch: { status: 'completed' | 'failed'; ok: boolean; result?: unknown; attempt?: Attempt },
   ): Promise<RunRecord | undefined> {
     // One patch for every try: its time tells a store its own earlier write (store.ts, `showsPatch`).
-    const end = { ...patch, finishedAt: isoNow(), suspended: undefined, attemptStarted: undefined }
+    const end = { ...patch, finishedAt: isoNowOf(this.#clock), suspended: undefined, attemptStarted: undefined }
     return this.#writes.persist(entry, 'its end', () => this.#store.updateRun(entry.id, end, RUNNING))
   }
 
@@ -129,7 +133,7 @@ export class OutcomeRecorder {
         id: timerId(entry.id, 'retry'),
         runId: entry.id,
         kind: 'retry' as const,
-        dueAt: new Date(Date.now() + delay).toISOString(),
+        dueAt: new Date(this.#clock.now() + delay).toISOString(),
       }
       await this.#writes.persist(entry, 'its retry', () => this.#waitpoints.arm(retry))
       return
@@ -152,7 +156,7 @@ export class OutcomeRecorder {
     }
     const suspension = {
       status: 'suspended' as const,
-      suspended: { stepKey, waitpoint, since: isoNow() },
+      suspended: { stepKey, waitpoint, since: isoNowOf(this.#clock) },
       attemptStarted: outcome.attemptStarted,
     }
     const saved = await this.#writes.persist(entry, 'its suspension', () => this.#store.updateRun(entry.id, suspension, RUNNING))

@@ -13,6 +13,7 @@ import type { EventSchemas } from '../../events/schemas.ts'
 import type { Telemetry } from '../../telemetry/types.ts'
 import type { RuntimeShard } from '../../types/shard.ts'
 import type { TaskDefinition } from '../definitions/definitions.ts'
+import { type Clock, systemClock } from '../base/clock.ts'
 import { Dispatcher } from './dispatch.ts'
 import { EventStarts } from './event-starts.ts'
 import { FlowPromotion } from './flow-promotion.ts'
@@ -37,6 +38,8 @@ export interface TaskEngineOptions {
   tasks: ReadonlyMap<string, TaskDefinition>
   logger: Logger
   unrefTimers: boolean
+  /** What every part reads the time from and sets its timers on (`TaskRuntimeOptions.clock`). @default systemClock */
+  clock?: Clock
   /** @default DEFAULT_MAX_PAYLOAD_BYTES */
   maxPayloadBytes?: number
   /** Most handlers running at once (handler-slots.ts). */
@@ -63,6 +66,8 @@ export interface TaskEngineOptions {
 export interface EngineParts {
   /** The store, seen through telemetry when the engine has it. */
   store: RunStore
+  /** What the parts read the time from and set their timers on. */
+  clock: Clock
   /** On a store several processes share: how they split the work. */
   shared: SharedWork | undefined
   changes: RunChanges
@@ -86,6 +91,7 @@ export function engineParts(
   trigger: (name: string, payload?: unknown, opts?: TriggerOptions) => Promise<RunRecord>,
 ): EngineParts {
   const { tasks, logger, unrefTimers, telemetry } = options
+  const clock = options.clock ?? systemClock
   const store = telemetry === undefined ? options.store : telemetry.store(options.store)
   const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES
   const shared = store.shared
@@ -93,7 +99,7 @@ export function engineParts(
   if (shared && !Claims) {
     throw new TypeError('This task runtime cannot run on a store several processes share; create it with createTaskRuntime() from svc')
   }
-  const owner = newRunId()
+  const owner = newRunId(clock.now())
   const children = shardChildren(options.shard)
   // On a shared store, the other processes' changes too (events.ts).
   const changes = new RunChanges(logger, shared && { shared, owner })
@@ -104,6 +110,7 @@ export function engineParts(
     store,
     logger,
     unrefTimers,
+    clock,
     maxPayloadBytes,
     dispatch: (run) => {
       changes.emit(run)
@@ -120,6 +127,7 @@ export function engineParts(
     store,
     tasks,
     logger,
+    clock,
     changes,
     start: (run) => dispatch.start(run),
     arm: (timer) => waitpoints.arm(timer),
@@ -127,15 +135,17 @@ export function engineParts(
   const host = createStepHost({
     store,
     logger,
+    clock,
     maxPayloadBytes,
     trigger,
     lostLease: (runId) => dispatch.abortLostLease(runId),
     runLog: runLogSink(logger, options.printRunLogs === true, telemetry),
   })
-  const versions = new RunVersions({ store, shared, owner, tasks, policy: options.versionPolicy ?? 'migrate', logger })
+  const versions = new RunVersions({ store, shared, owner, clock, tasks, policy: options.versionPolicy ?? 'migrate', logger })
   const dispatch: Dispatcher = new Dispatcher({
     versions,
     store,
+    clock,
     tasks,
     logger,
     changes,
@@ -149,13 +159,15 @@ export function engineParts(
     unrefTimers,
     maxConcurrentRuns: options.maxConcurrentRuns,
   })
-  const sharedWork = shared && Claims && new Claims({ shared, owner, logger, unrefTimers, dispatch, waitpoints, waiters, flow, versions })
+  const sharedWork =
+    shared && Claims && new Claims({ shared, owner, logger, unrefTimers, clock, dispatch, waitpoints, waiters, flow, versions })
   const recovery = new Recovery({ store, logger, waitpoints, dispatch, flow, sharedWork })
-  const retention = new Retention({ store, tasks, logger, defaultMs: options.retentionMs })
+  const retention = new Retention({ store, tasks, logger, clock, defaultMs: options.retentionMs })
   const scheduled = new ScheduledRuns({ store, logger, shared, trigger: (name) => trigger(name, undefined, { trigger: 'cron' }) })
   const creation = new RunCreation({
     store,
     logger,
+    clock,
     telemetry,
     maxPayloadBytes,
     changes,
@@ -167,6 +179,7 @@ export function engineParts(
   })
   const events = new EventStarts({
     tasks,
+    clock,
     schemas: options.eventSchemas,
     maxPayloadBytes,
     start: (def, input, { idempotencyKey, event }) =>
@@ -179,6 +192,7 @@ export function engineParts(
   })
   return {
     store,
+    clock,
     shared,
     changes,
     waiters,

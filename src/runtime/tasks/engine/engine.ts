@@ -24,7 +24,7 @@
  */
 import type { BatchItem, CompleteTokenResult, Logger, RunChange, RunRecord, TriggerOptions } from '../../types.ts'
 import { describe } from '../../describe.ts'
-import { isoNow } from '../base/clock.ts'
+import { type Clock, isoNowOf } from '../base/clock.ts'
 import { RunFinishedError, RunNotFoundError, TaskNotFoundError } from '../../errors.ts'
 import { validateTaskInput } from '../../schema.ts'
 import type { TaskDefinition } from '../definitions/definitions.ts'
@@ -50,6 +50,8 @@ export type { TaskEngineOptions } from './engine-parts.ts'
 
 export class TaskEngine {
   readonly #store: RunStore
+  /** What the cancel stamp is read from (the engine's drain and sweep budgets stay on wall time). */
+  readonly #clock: Clock
   readonly #tasks: ReadonlyMap<string, TaskDefinition>
   readonly #logger: Logger
   readonly #telemetry: Telemetry | undefined
@@ -74,6 +76,7 @@ export class TaskEngine {
   constructor(options: TaskEngineOptions) {
     const parts = engineParts(options, (name, payload, opts) => this.trigger(name, payload, opts))
     this.#store = parts.store
+    this.#clock = parts.clock
     this.#tasks = options.tasks
     this.#logger = options.logger
     this.#telemetry = options.telemetry
@@ -136,7 +139,7 @@ export class TaskEngine {
     // A compare-and-set from any live status: a run that finished meanwhile stays as it ended.
     const run = await this.#store.updateRun(
       id,
-      { status: 'cancelled', ok: false, finishedAt: isoNow(), suspended: undefined },
+      { status: 'cancelled', ok: false, finishedAt: isoNowOf(this.#clock), suspended: undefined },
       { status: LIVE_STATUSES },
     )
     if (!run) {

@@ -20,6 +20,7 @@ import { validateTaskInput } from '../../schema.ts'
 import { errorMessage } from '../../errors.ts'
 import { eventIdProblem, eventNameProblem } from '../../events/rules.ts'
 import { svcRunKey } from '../base/ids.ts'
+import { type Clock, isoNowOf } from '../base/clock.ts'
 import { type EventSchemas, eventData } from '../../events/schemas.ts'
 
 /**
@@ -42,6 +43,8 @@ export interface EventTrigger {
 
 export interface EventStartsOptions {
   tasks: ReadonlyMap<string, TaskDefinition>
+  /** What a sent event's time is read from. */
+  clock: Clock
   /** The app's event schemas (`src/events.ts`), which check the data of the names they have. */
   schemas?: EventSchemas
   maxPayloadBytes: number
@@ -140,7 +143,7 @@ export class EventStarts {
    * between recording and starting) is finished by sending the id again.
    */
   async #start(checked: CheckedEvent): Promise<SentEvent> {
-    const sent: EventRecord = { id: checked.id, name: checked.name, time: new Date().toISOString() }
+    const sent: EventRecord = { id: checked.id, name: checked.name, time: isoNowOf(this.#options.clock) }
     if (checked.data !== undefined) sent.data = checked.data
     const event = await this.#options.record(sent)
     const trigger: EventTrigger = { idempotencyKey: eventRunKey(event.id), event: { id: event.id, name: event.name } }

@@ -14,11 +14,14 @@ import type { TaskDefinition } from '../definitions/definitions.ts'
 import type { RunChanges } from '../store/run-changes.ts'
 import { limitsStarts } from '../flow/flow.ts'
 import type { RunStore, TimerRecord } from '../store/store.ts'
+import { type Clock, isoNowOf } from '../base/clock.ts'
 
 export interface FlowPromotionOptions {
   store: RunStore
   tasks: ReadonlyMap<string, TaskDefinition>
   logger: Logger
+  /** What rate windows, priority aging and start stamps are reckoned by. */
+  clock: Clock
   changes: RunChanges
   /** Starts an attempt of a run that is now `running`. */
   start(run: RunRecord): void
@@ -30,6 +33,7 @@ export class FlowPromotion {
   readonly #store: RunStore
   readonly #tasks: ReadonlyMap<string, TaskDefinition>
   readonly #logger: Logger
+  readonly #clock: Clock
   readonly #changes: RunChanges
   readonly #start: (run: RunRecord) => void
   readonly #arm: (timer: TimerRecord) => Promise<void>
@@ -43,6 +47,7 @@ export class FlowPromotion {
     this.#store = options.store
     this.#tasks = options.tasks
     this.#logger = options.logger
+    this.#clock = options.clock
     this.#changes = options.changes
     this.#start = options.start
     this.#arm = options.arm
@@ -88,7 +93,7 @@ export class FlowPromotion {
   async #startOnce(taskName: string): Promise<void> {
     const def = this.#tasks.get(taskName)
     if (this.#closed || !def || !limitsStarts(def.flow)) return
-    const { started, wake } = await this.#store.startQueued(taskName, def.flow, new Date().toISOString())
+    const { started, wake } = await this.#store.startQueued(taskName, def.flow, isoNowOf(this.#clock))
     for (const run of started) {
       this.#changes.emit(run)
       this.#start(run)

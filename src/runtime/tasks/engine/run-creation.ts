@@ -11,7 +11,7 @@ import { describe } from '../../describe.ts'
 import { validateTaskInput } from '../../schema.ts'
 import type { Telemetry } from '../../telemetry/types.ts'
 import { batchError, batchItemKey, MAX_BATCH_ITEMS } from '../flow/batch.ts'
-import { isoAt, isoNow } from '../base/clock.ts'
+import { type Clock, isoAt } from '../base/clock.ts'
 import type { TaskDefinition } from '../definitions/definitions.ts'
 import type { Dispatcher } from './dispatch.ts'
 import type { EventTrigger } from './event-starts.ts'
@@ -33,6 +33,8 @@ export type CreateOptions = Omit<TriggerOptions, 'delaySeconds'> & {
 export interface RunCreationOptions {
   store: RunStore
   logger: Logger
+  /** What runs' stamps, delays and ids' times are read from. */
+  clock: Clock
   telemetry: Telemetry | undefined
   /** The largest input, in bytes of UTF-8 JSON. */
   maxPayloadBytes: number
@@ -69,7 +71,7 @@ export class RunCreation {
       `trigger("${name}"): the payload cannot be stored as JSON`,
       `The input of task "${name}" is`,
     )
-    const now = Date.now()
+    const now = this.#options.clock.now()
     const iso = isoAt(now)
     // A cron tick, a replay or an event's run is a deliberate single run: it joins no other.
     const debounce = trigger === 'cron' || trigger === 'replay' || trigger === 'event' ? undefined : def.flow.debounce
@@ -163,9 +165,10 @@ export class RunCreation {
 
   /** A run an event could not start (its data broke the task's input): recorded failed, once per event and task. */
   async reject(def: TaskDefinition, data: unknown, trigger: EventTrigger, message: string): Promise<RunRecord> {
-    const iso = isoNow()
+    const now = this.#options.clock.now()
+    const iso = isoAt(now)
     const run: RunRecord = {
-      id: newRunId(undefined, this.#options.shard),
+      id: newRunId(now, this.#options.shard),
       taskName: def.name,
       status: 'failed',
       trigger: 'event',

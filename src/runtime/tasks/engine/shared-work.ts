@@ -21,6 +21,7 @@ import type { Dispatcher } from './dispatch.ts'
 import type { FlowPromotion } from './flow-promotion.ts'
 import type { SharedWork } from '../store/store.ts'
 import { Sweeper } from './sweeper.ts'
+import { type Clock, isoNowOf } from '../base/clock.ts'
 import type { RunVersions } from '../definitions/versions.ts'
 import type { RunWaiters } from '../steps/wait-for-run.ts'
 import type { Waitpoints } from '../steps/waitpoints.ts'
@@ -34,6 +35,8 @@ export interface SharedWorkClaimsOptions {
   owner: string
   logger: Logger
   unrefTimers: boolean
+  /** What the due time of timers is compared with (leases stay on the store's own time). */
+  clock: Clock
   dispatch: Dispatcher
   waitpoints: Waitpoints
   waiters: RunWaiters
@@ -46,6 +49,7 @@ export class SharedWorkClaims {
   readonly #shared: SharedWork
   readonly #owner: string
   readonly #logger: Logger
+  readonly #clock: Clock
   readonly #dispatch: Dispatcher
   readonly #waitpoints: Waitpoints
   readonly #waiters: RunWaiters
@@ -60,6 +64,7 @@ export class SharedWorkClaims {
     this.#shared = options.shared
     this.#owner = options.owner
     this.#logger = options.logger
+    this.#clock = options.clock
     this.#dispatch = options.dispatch
     this.#waitpoints = options.waitpoints
     this.#waiters = options.waiters
@@ -69,6 +74,7 @@ export class SharedWorkClaims {
       shared: options.shared,
       logger: options.logger,
       unref: options.unrefTimers,
+      clock: options.clock,
       claimDueWork: () => this.claimDueWork(),
       renewLeases: () => this.renewLeases(),
     })
@@ -99,7 +105,7 @@ export class SharedWorkClaims {
     const shared = this.#shared
     for (;;) {
       if (!this.takingWork) return undefined
-      const timers = await shared.claimDueTimers(this.#owner, new Date().toISOString(), SWEEP_BATCH)
+      const timers = await shared.claimDueTimers(this.#owner, isoNowOf(this.#clock), SWEEP_BATCH)
       await Promise.all(
         timers.map((timer) =>
           this.#waitpoints

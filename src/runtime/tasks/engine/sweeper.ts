@@ -11,11 +11,18 @@ import type { Logger } from '../../types.ts'
 import { StoreUnavailableError, errorMessage } from '../../errors.ts'
 import type { SharedWork } from '../store/store.ts'
 import { setTimer } from '../base/in-process-timers.ts'
+import type { Clock } from '../base/clock.ts'
 
 export interface SweeperOptions {
   shared: SharedWork
   logger: Logger
   unref: boolean
+  /**
+   * What the next timer's due time is compared with. The sweeps and lease
+   * renewals themselves keep to wall time (`setTimer`): leases lapse on the
+   * store's time, and other processes' work comes in real time.
+   */
+  clock: Clock
   /** Claims and runs what is due; resolves to when the next timer is due (epoch ms), if known. */
   claimDueWork(): Promise<number | undefined>
   /** Renews the leases of the attempts in flight. */
@@ -126,7 +133,7 @@ export class Sweeper {
     }
     if (this.#stopped || this.#paused || this.#again) return
     const { pollMs } = this.#options.shared
-    const delay = next === undefined ? pollMs : Math.min(pollMs, Math.max(0, next - Date.now()))
+    const delay = next === undefined ? pollMs : Math.min(pollMs, Math.max(0, next - this.#options.clock.now()))
     this.#poll = this.#timeout(delay, () => {
       this.#poll = undefined
       this.wake()

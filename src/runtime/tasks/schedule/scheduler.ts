@@ -13,6 +13,7 @@ import { normalizeCron } from '../../rules.ts'
 import type { CronClock, CronJob } from '../definitions/cron-clock.ts'
 import type { TaskDefinition } from '../definitions/definitions.ts'
 import { isEnabled, type EnvLike } from '../../env.ts'
+import { type Clock, systemClock } from '../base/clock.ts'
 
 /** Turns the in-process scheduler off, for external schedulers. */
 export const DISABLE_CRON_ENV = 'SVC_DISABLE_IN_PROCESS_CRON'
@@ -25,6 +26,8 @@ export interface TaskSchedulerOptions {
   logger: Logger
   /** Reads, and fires, the schedules; without one, only `runScheduled` fires them. */
   clock: CronClock | undefined
+  /** What the tick of `runScheduled` is read from (the runtime's `clock`). @default systemClock */
+  time?: Clock
   /** Unreference the cron timers where the platform supports it. */
   unref: boolean
   /**
@@ -39,6 +42,7 @@ export class TaskScheduler {
   readonly #scheduled: TaskDefinition[]
   readonly #logger: Logger
   readonly #clock: CronClock | undefined
+  readonly #time: Clock
   readonly #unref: boolean
   readonly #fire: (name: string, tick: Date) => Promise<RunRecord | undefined>
   readonly #jobs = new Map<string, CronJob>()
@@ -48,6 +52,7 @@ export class TaskScheduler {
     this.#scheduled = [...options.tasks.values()].filter((def) => def.schedule !== null)
     this.#logger = options.logger
     this.#clock = options.clock
+    this.#time = options.time ?? systemClock
     this.#unref = options.unref
     this.#fire = options.fire
   }
@@ -143,7 +148,7 @@ export class TaskScheduler {
       this.#logger.warn(`[svc] runScheduled("${cron}"): no task has this schedule. Scheduled tasks: ${known}.${empty}`)
       return []
     }
-    const tick = new Date()
+    const tick = new Date(this.#time.now())
     const runs = await Promise.all(due.map((def) => this.#fire(def.name, tick)))
     return runs.filter((run): run is RunRecord => run !== undefined)
   }

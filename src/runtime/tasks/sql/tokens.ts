@@ -5,6 +5,7 @@
  * settle compares. Edge-safe: no `node:` import.
  */
 import { settleTokenRecord, type TokenRecord } from '../store/store.ts'
+import { isoNowOf, systemClock } from '../base/clock.ts'
 import { read, type SqlProcedure, write } from './procedure.ts'
 import { SELECT_TOKEN, SETTLE_TOKEN } from './queries.ts'
 
@@ -16,17 +17,19 @@ export function* tokenSql(id: string): SqlProcedure<TokenRecord | undefined> {
 
 /**
  * Settles token `id` once: a waiting token takes `status` and `payload`
- * (`settled: true`); one already settled is answered as it is.
+ * (`settled: true`), stamped `at` (the store's own time); one already
+ * settled is answered as it is.
  */
 export function* settleTokenSql(
   id: string,
   status: 'completed' | 'timed_out',
   payload: unknown,
+  at: string = isoNowOf(systemClock),
 ): SqlProcedure<{ settled: boolean; token: TokenRecord } | undefined> {
   const token = yield* tokenSql(id)
   if (!token) return undefined
   if (token.status !== 'waiting') return { settled: false, token }
-  settleTokenRecord(token, status, payload)
+  settleTokenRecord(token, status, payload, at)
   const record = JSON.stringify(token)
   yield write(SETTLE_TOKEN, status, record, id)
   return { settled: true, token: JSON.parse(record) as TokenRecord }

@@ -12,12 +12,14 @@
  * attempt due by then expires, and the timer is armed again for the next.
  * A removed attempt leaves the timer as it is: the timer finds nothing due
  * and arms itself for the next attempt, or it is cleared once the list is
- * empty, so an idle engine holds no timer. Edge-safe.
+ * empty, so an idle engine holds no timer. Deadlines are read from, and
+ * timers set on, the runtime's clock (clock.ts). Edge-safe.
  */
+import type { Clock, TimerHandle } from '../base/clock.ts'
 
 /** Something that expires at a deadline: an attempt in flight. */
 export abstract class Expiring {
-  /** When it expires, in whole milliseconds of `performance.now()`. */
+  /** When it expires, in whole epoch milliseconds of the runtime's clock. */
   expiresAt = 0
   /** Its neighbours in its list, and the list, while it is in one. */
   prevDue: Expiring | undefined = undefined
@@ -29,11 +31,16 @@ export abstract class Expiring {
 
 export class AttemptTimeouts {
   readonly #lists = new Map<number, TimeoutList>()
+  readonly #clock: Clock
+
+  constructor(clock: Clock) {
+    this.#clock = clock
+  }
 
   /** `item` expires `ms` milliseconds from now, unless it is removed first. */
   add(item: Expiring, ms: number): void {
     let list = this.#lists.get(ms)
-    if (list === undefined) this.#lists.set(ms, (list = new TimeoutList(ms)))
+    if (list === undefined) this.#lists.set(ms, (list = new TimeoutList(ms, this.#clock)))
     list.push(item)
   }
 
@@ -51,19 +58,21 @@ export class AttemptTimeouts {
 /** The attempts of one timeout, oldest first, and the timer of the oldest. */
 class TimeoutList {
   readonly #ms: number
+  readonly #clock: Clock
   #head: Expiring | undefined
   #tail: Expiring | undefined
-  #timer: ReturnType<typeof setTimeout> | undefined
+  #timer: TimerHandle | undefined
   /** The deadline the timer is armed for. */
   #armedFor = 0
 
-  constructor(ms: number) {
+  constructor(ms: number, clock: Clock) {
     this.#ms = ms
+    this.#clock = clock
   }
 
   push(item: Expiring): void {
     // Whole milliseconds, rounded up: never earlier than `ms` from now.
-    item.expiresAt = Math.ceil(performance.now()) + this.#ms
+    item.expiresAt = Math.ceil(this.#clock.now()) + this.#ms
     item.dueIn = this
     item.prevDue = this.#tail
     this.#tail = item
@@ -93,21 +102,22 @@ class TimeoutList {
       item = next
     }
     this.#head = this.#tail = undefined
-    clearTimeout(this.#timer)
+    this.#clock.clearTimer(this.#timer)
     this.#timer = undefined
   }
 
   #arm(delay: number, deadline: number): void {
     this.#armedFor = deadline
-    this.#timer = setTimeout(() => this.#fire(), delay)
+    this.#timer = this.#clock.setTimer(() => this.#fire(), delay, false)
   }
 
   #fire(): void {
     this.#timer = undefined
     // The timer firing means its deadline has passed, whatever the clock
-    // says (a test may move timers and not `performance`); a clock past it
-    // means the timer fired late, and whatever came due meanwhile goes too.
-    const now = Math.max(performance.now(), this.#armedFor)
+    // says (a timer may fire a little before its clock reads the deadline);
+    // a clock past it means the timer fired late, and whatever came due
+    // meanwhile goes too.
+    const now = Math.max(this.#clock.now(), this.#armedFor)
     let item = this.#head
     while (item !== undefined && item.expiresAt <= now) {
       this.remove(item)

@@ -8,6 +8,7 @@
 import type { ChildRunResult, Logger, RunRecord, StepRecord } from '../../types.ts'
 import { errorMessage } from '../../errors.ts'
 import { timerId } from '../base/ids.ts'
+import type { Clock } from '../base/clock.ts'
 import type { ShardChildren } from './shard-children.ts'
 import { childRunResult } from './steps.ts'
 import { isFinished, type RunStore, type TimerRecord } from '../store/store.ts'
@@ -17,6 +18,8 @@ export interface ChildWaitsHost {
   store: RunStore
   logger: Logger
   children: ShardChildren | undefined
+  /** What the next look at a child elsewhere is timed by. */
+  clock: Clock
   /** Records the awaited step and hands the run back; false when it no longer waits there. */
   resume(runId: string, stepKey: string, step: StepRecord): Promise<boolean>
   /** Records a timer, then arms it in-process. */
@@ -100,7 +103,8 @@ export class ChildWaits {
   async #lookElsewhere(run: RunRecord, shard: number): Promise<void> {
     const { stepKey, waitpoint, since } = run.suspended!
     const children = this.#host.children!
-    await this.#host.arm({ id: timerId(run.id, 'child', stepKey), runId: run.id, kind: 'child', stepKey, dueAt: children.nextLook(since) })
+    const dueAt = children.nextLook(since, this.#host.clock.now())
+    await this.#host.arm({ id: timerId(run.id, 'child', stepKey), runId: run.id, kind: 'child', stepKey, dueAt })
     const childId = (waitpoint as { runId: string }).runId
     children
       .getRun(shard, childId)

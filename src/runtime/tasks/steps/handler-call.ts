@@ -70,6 +70,14 @@ export interface RunRef {
  */
 export interface Invoker<T extends RunRef> {
   readonly host: StepHost
+  /**
+   * The instant, on the host's clock, that attempt times are kept as
+   * milliseconds since: a number that size is a small integer to V8, held
+   * in the field itself, where an epoch time takes a 16-byte box of its own
+   * in every attempt in flight (up to 2^30 ms, twelve days after it; past
+   * that the numbers are boxed again).
+   */
+  readonly origin: number
   /** Where attempts wait for their timeout. */
   readonly timeouts: AttemptTimeouts
   /**
@@ -110,7 +118,7 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
   /** The engine's entry for the run; the run's id and task are read from it. */
   readonly #token: T
   /**
-   * When the attempt started, in milliseconds since `ORIGIN`: this
+   * When the attempt started, in milliseconds since `Invoker.origin`: this
    * invocation's start, or, for the replay after a resume, the start the
    * run kept for its attempt (`attemptStarted`), which may be older.
    */
@@ -138,7 +146,8 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     // run is a failed one: the next is their count plus one.
     this.#attempt = run.attempts.length + 1
     const kept = run.attemptStarted
-    this.#startedAt = kept !== undefined && kept.attempt === this.#attempt ? Math.floor(Date.parse(kept.at) - ORIGIN) : sinceOrigin()
+    this.#startedAt =
+      kept !== undefined && kept.attempt === this.#attempt ? Math.floor(Date.parse(kept.at) - invoker.origin) : sinceOrigin(invoker)
     this.#steps = run.steps
     this.#chunkLog = run.chunks
     this.#logLog = run.logs
@@ -236,6 +245,7 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
       logs: this.#logLog,
       store: host.store,
       logger: host.logger,
+      clock: host.clock,
       maxChunkBytes: Math.min(MAX_RUN_CHUNK_BYTES, host.maxPayloadBytes),
       ...(runLog === undefined ? {} : { onLog: (entry: RunLogEntry) => runLog(token.taskName, token.id, entry) }),
     }))
@@ -288,15 +298,15 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
           kind: 'suspended',
           signal: inv.suspension,
           swallowed: returned || value !== inv.suspension,
-          attemptStarted: { attempt: this.#attempt, at: isoAt(ORIGIN + this.#startedAt) },
+          attemptStarted: { attempt: this.#attempt, at: isoAt(this.#invoker.origin + this.#startedAt) },
         }
       }
     }
     const startedAt = this.#startedAt
     const attempt: Attempt = {
       index: this.#attempt,
-      startedAt: isoAt(ORIGIN + startedAt),
-      durationMs: sinceOrigin() - startedAt,
+      startedAt: isoAt(this.#invoker.origin + startedAt),
+      durationMs: sinceOrigin(this.#invoker) - startedAt,
     }
     // A divergence fails the attempt even when the handler caught it and went on.
     if (inv?.mismatch) {
@@ -323,21 +333,14 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
 }
 
 /**
- * Attempt times are kept as milliseconds since this instant: a number that
- * size is a small integer to V8, held in the field itself, where an epoch
- * time takes a 16-byte box of its own in every attempt in flight (up to
- * 2^30 ms, twelve days after it; past that the numbers are boxed again).
+ * Milliseconds since `invoker.origin`, on its host's clock. `Math.floor`
+ * changes no value (both are whole): it makes the difference a small
+ * integer rather than the boxed number a subtraction of two epoch times
+ * yields, so the fields that hold it, `durationMs` of every recorded
+ * attempt among them, stay unboxed.
  */
-const ORIGIN = Date.now()
-
-/**
- * Milliseconds since `ORIGIN`. `Math.floor` changes no value (both are
- * whole): it makes the difference a small integer rather than the boxed
- * number a subtraction of two epoch times yields, so the fields that hold
- * it, `durationMs` of every recorded attempt among them, stay unboxed.
- */
-function sinceOrigin(): number {
-  return Math.floor(Date.now() - ORIGIN)
+function sinceOrigin(invoker: Pick<Invoker<RunRef>, 'host' | 'origin'>): number {
+  return Math.floor(invoker.host.clock.now() - invoker.origin)
 }
 
 const NO_STEPS: Readonly<Record<string, StepRecord>> = Object.freeze({})

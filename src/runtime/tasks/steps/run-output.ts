@@ -18,7 +18,7 @@
  */
 import type { Logger, RunChunkLog, RunLogEntry, RunLogs, RunRecord } from '../../types.ts'
 import { errorMessage, LeaseLostError } from '../../errors.ts'
-import { isoNow } from '../base/clock.ts'
+import { type Clock, isoNowOf } from '../base/clock.ts'
 import { chunkData, chunksStored, withChunk } from './run-chunks.ts'
 import { type LogLine, withLogEntry } from './run-logs.ts'
 import type { RunStore } from '../store/store.ts'
@@ -34,6 +34,8 @@ export interface OutputWriterOptions {
   logs: RunLogs | undefined
   store: RunStore
   logger: Logger
+  /** What the chunks and log entries are stamped from. */
+  clock: Clock
   /** The largest chunk, in bytes of UTF-8 JSON. */
   maxChunkBytes: number
   /** Told of each log entry kept (not of one a replay skips): `svc dev` prints them, telemetry exports them. */
@@ -98,7 +100,7 @@ export class RunOutputWriter {
     const calls = counted ? kept.count() : undefined
     if (calls === false) return Promise.resolve()
     const seq = (kept.log?.kept.at(-1)?.seq ?? 0) + 1
-    kept.log = withChunk(kept.log, { seq, name, data: chunk.data, at: isoNow() }, chunk.bytes, calls)
+    kept.log = withChunk(kept.log, { seq, name, data: chunk.data, at: isoNowOf(this.#options.clock) }, chunk.bytes, calls)
     kept.changed = true
     return this.#schedule()
   }
@@ -114,7 +116,7 @@ export class RunOutputWriter {
     if (calls === false) return Promise.resolve()
     const last = kept.log?.kept.at(-1)
     const seq = (last?.seq ?? kept.log?.dropped ?? 0) + 1
-    const entry: RunLogEntry = { seq, ...line, at: isoNow(), attempt: this.#options.attempt }
+    const entry: RunLogEntry = { seq, ...line, at: isoNowOf(this.#options.clock), attempt: this.#options.attempt }
     if (step !== undefined) entry.step = step
     kept.log = withLogEntry(kept.log, entry, calls)
     kept.changed = true

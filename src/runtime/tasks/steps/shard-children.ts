@@ -65,9 +65,8 @@ export class ShardChildren {
     return this.#peers.childFinished(shard, child)
   }
 
-  /** When a parent suspended `since` (ISO) on a child elsewhere looks at it next: after as long again as it has waited, within bounds. */
-  nextLook(since: string | undefined): string {
-    const now = Date.now()
+  /** When a parent suspended `since` (ISO) on a child elsewhere looks at it next, at `now` (epoch ms): after as long again as it has waited, within bounds. */
+  nextLook(since: string | undefined, now: number): string {
     const waited = now - Date.parse(since ?? '')
     const wait = Number.isNaN(waited) ? CHILD_LOOK_MIN_MS : Math.min(CHILD_LOOK_MAX_MS, Math.max(CHILD_LOOK_MIN_MS, waited))
     return new Date(now + wait).toISOString()

@@ -13,6 +13,7 @@ import type { Logger, RunRecord, TriggerOptions } from '../../types.ts'
 import { LeaseLostError } from '../../errors.ts'
 import type { StepHost } from './steps.ts'
 import type { RunStore } from '../store/store.ts'
+import type { Clock } from '../base/clock.ts'
 
 /**
  * Logged once per runtime, the first time a wait suspends a run on a store
@@ -25,6 +26,8 @@ export const LOCAL_WAIT_NOTE =
 export interface StepHostOptions {
   store: RunStore
   logger: Logger
+  /** What steps are timed by, and sleeps and token deadlines reckoned from. */
+  clock: Clock
   maxPayloadBytes: number
   /** Starts a child run. */
   trigger(name: string, payload: unknown, opts: TriggerOptions): Promise<RunRecord>
@@ -46,6 +49,7 @@ export function createStepHost(options: StepHostOptions): StepHost {
     store: fenced ? noticingLostLeases(store, lost) : store,
     trigger: fenced ? (name, payload, opts) => trigger(name, payload, opts).catch(lost) : trigger,
     logger,
+    clock: options.clock,
     maxPayloadBytes: options.maxPayloadBytes,
     runLog: options.runLog,
     noteLocalWait: () => {

@@ -42,6 +42,7 @@ import { checkEnqueueOptions } from '../definitions/options.ts'
 import { assertPayload } from '../store/payload-limit.ts'
 import { describe } from '../../describe.ts'
 import type { RunStore } from '../store/store.ts'
+import type { Clock } from '../base/clock.ts'
 import { SuspendSignal } from './suspend.ts'
 import { WAITPOINT_KINDS } from './waitpoint-kinds.ts'
 import type { Invocation } from './invocation.ts'
@@ -49,6 +50,8 @@ import type { Invocation } from './invocation.ts'
 /** What steps need from the runtime. */
 export interface StepHost {
   store: RunStore
+  /** What steps are timed by, and sleeps and token deadlines reckoned from. */
+  clock: Clock
   /** Starts a child run (validation applies, as for any payload-bearing path). */
   trigger(name: string, payload: unknown, opts: TriggerOptions): Promise<RunRecord>
   /** Called before every in-process durable wait; logs the one-time note. */
@@ -86,7 +89,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       if (typeof fn !== 'function') {
         throw new TypeError(`ctx.step.run("${key}", fn): fn must be a function (got ${describe(fn)})`)
       }
-      const began = Date.now()
+      const began = host.clock.now()
       const step: StepInfo = { key, attempt: inv.attempt, idempotencyKey: stepIdempotencyKey(inv.runId, key) }
       const output = await runStep(inv, key, 'run', () => fn(step))
       assertPayload(
@@ -107,7 +110,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       }
       const store = host.store
       if (store.transactStep === undefined) throw new TransactionUnsupportedError(key, store.constructor?.name ?? 'a store')
-      const began = Date.now()
+      const began = host.clock.now()
       const step: StepInfo = { key, attempt: inv.attempt, idempotencyKey: stepIdempotencyKey(inv.runId, key) }
       // The record is built inside the transaction: an output that cannot be
       // stored, or an attempt that ended meanwhile, rolls the writes back.
@@ -123,7 +126,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
           `ctx.step.transaction("${key}") returned a value that cannot be stored as JSON`,
           `ctx.step.transaction("${key}") returned`,
         )
-        const ended = { status: 'completed', kind: 'transaction', ...stepTiming(began, Date.now()) } as const
+        const ended = { status: 'completed', kind: 'transaction', ...stepTiming(began, host.clock.now()) } as const
         return output === undefined ? ended : { ...ended, output }
       }
       return runStep(inv, key, 'transaction', () =>
@@ -138,7 +141,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       const recorded = begin(inv, key, 'enqueue', 'enqueue')
       if (recorded) return recorded.output as { runId: string }
       checkEnqueueOptions(opts, `ctx.step.enqueue("${key}")`)
-      const began = Date.now()
+      const began = host.clock.now()
       const child = await stored(inv, host.trigger(task, payload, childOptions(inv, key, opts, 'enqueue')))
       const output = { runId: child.id }
       await record(inv, host, key, 'enqueue', { status: 'completed', output }, began)
@@ -153,7 +156,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       // The child keeps its idempotency key across replays, so a replay finds
       // the child it started instead of starting another.
       checkEnqueueOptions(opts, `ctx.step.waitForTask("${key}")`)
-      const began = Date.now()
+      const began = host.clock.now()
       const child = await stored(inv, host.trigger(task, payload, childOptions(inv, key, opts, 'child')))
       if (child.status === 'completed' || child.status === 'failed') {
         const output = childRunResult(child)
@@ -169,7 +172,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0) {
         throw new TypeError(`ctx.step.sleep("${key}", seconds): seconds must be a finite number, 0 or more (got ${describe(seconds)})`)
       }
-      await sleepTo(inv, host, key, Date.now() + seconds * 1000)
+      await sleepTo(inv, host, key, host.clock.now() + seconds * 1000)
     },
 
     async sleepUntil(key, date) {
@@ -187,9 +190,9 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
           `ctx.step.waitForToken("${key}"): timeoutSeconds must be a positive finite number (got ${describe(timeoutSeconds)})`,
         )
       }
-      const began = Date.now()
+      const began = host.clock.now()
       const tokenId = tokenIdFor(inv.runId, key)
-      const timeoutAt = timeoutSeconds === undefined ? undefined : new Date(Date.now() + timeoutSeconds * 1000).toISOString()
+      const timeoutAt = timeoutSeconds === undefined ? undefined : new Date(began + timeoutSeconds * 1000).toISOString()
       const token = await stored(
         inv,
         host.store.putToken({
@@ -197,7 +200,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
           runId: inv.runId,
           stepKey: key,
           status: 'waiting',
-          createdAt: new Date().toISOString(),
+          createdAt: new Date(began).toISOString(),
           ...(timeoutAt === undefined ? {} : { timeoutAt }),
         }),
       )
@@ -226,8 +229,8 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
     async waitForEvent<T = unknown>(key: string, name: string, opts?: WaitForEventOptions) {
       const recorded = begin(inv, key, 'waitForEvent', 'waitForEvent')
       if (recorded) return eventResult<T>(recorded)
-      const began = Date.now()
-      const wait = await stored(inv, beginEventWait(host.store, inv.runId, key, name, opts))
+      const began = host.clock.now()
+      const wait = await stored(inv, beginEventWait(host.store, inv.runId, key, name, opts, began))
       if ('waitpoint' in wait) suspend(inv, host, key, wait.waitpoint)
       await record(inv, host, key, 'waitForEvent', wait.step, began)
       return eventResult<T>(wait.step)
@@ -279,7 +282,7 @@ export async function patched(inv: Invocation, host: StepHost, id: string, depre
       // Steps the run recorded that this invocation has not met yet lie ahead:
       // the run went past this point on code without the patch.
       answer = inv.met >= recordedCount(inv)
-      await record(inv, host, key, 'patch', { status: 'completed', output: answer }, Date.now())
+      await record(inv, host, key, 'patch', { status: 'completed', output: answer }, host.clock.now())
     }
     ;(inv.patches ??= new Map()).set(id, answer)
   }
@@ -345,7 +348,7 @@ async function record(inv: Invocation, host: StepHost, key: string, kind: StepKi
       `Step "${key}" finished after attempt ${inv.attempt} of task "${inv.taskName}" ${inv.closed}; its output was not recorded`,
     )
   }
-  await stored(inv, host.store.saveStep(inv.runId, key, { ...step, kind, ...stepTiming(began, Date.now()) }))
+  await stored(inv, host.store.saveStep(inv.runId, key, { ...step, kind, ...stepTiming(began, host.clock.now()) }))
 }
 
 /**
@@ -361,7 +364,7 @@ function stored<T>(inv: Invocation, work: Promise<T>): Promise<T> {
 
 async function sleepTo(inv: Invocation, host: StepHost, key: string, until: number): Promise<void> {
   // A wait that is already met does not suspend (only an unmet wait does).
-  const now = Date.now()
+  const now = host.clock.now()
   if (until <= now) return record(inv, host, key, 'sleep', { status: 'completed' }, now)
   suspend(inv, host, key, { type: 'sleep', until: new Date(until).toISOString() })
 }

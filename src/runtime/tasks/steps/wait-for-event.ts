@@ -41,6 +41,7 @@ export function eventResult<T>(step: StepRecord): { event: ReceivedEvent<T> } | 
  * Begins (or, on a replay, finds again) the wait of run `runId` at
  * `stepKey`: resolves to the step to record when an event already meets
  * it or its token was settled, else to the waitpoint to suspend on.
+ * `now` (epoch ms) is when it begins, on the runtime's clock.
  */
 export async function beginEventWait(
   store: RunStore,
@@ -48,11 +49,11 @@ export async function beginEventWait(
   stepKey: string,
   name: string,
   opts: WaitForEventOptions | undefined,
+  now: number,
 ): Promise<{ step: StepRecord } | { waitpoint: Extract<Waitpoint, { type: 'event' }> }> {
   const where = `ctx.step.waitForEvent("${stepKey}", ${describe(name)})`
   const problem = eventNameProblem(name) ?? optionsProblem(opts)
   if (problem) throw new TypeError(`${where}: ${problem}`)
-  const now = Date.now()
   const { match, timeoutSeconds, lookbackSeconds = 0 } = opts ?? {}
   const token = await store.putToken({
     id: eventWaitTokenId(runId, stepKey),

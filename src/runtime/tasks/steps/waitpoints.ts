@@ -17,6 +17,7 @@
 import type { CompleteTokenResult, Logger, RunRecord, StepRecord } from '../../types.ts'
 import { errorMessage, LeaseLostError } from '../../errors.ts'
 import { timerId } from '../base/ids.ts'
+import { type Clock, isoNowOf } from '../base/clock.ts'
 import { assertPayload } from '../store/payload-limit.ts'
 import { stepTiming, waitedStepKind } from './steps.ts'
 import type { EventRecord, RunStore, SharedWork, TimerRecord, TokenRecord, TokenStatus } from '../store/store.ts'
@@ -35,6 +36,8 @@ export interface WaitpointsOptions {
   logger: Logger
   /** Unreference in-process timers where the platform supports it. */
   unrefTimers: boolean
+  /** What timers are armed on and deadlines compared with. */
+  clock: Clock
   /** The largest token payload, in bytes of UTF-8 JSON (`maxPayloadBytes`). */
   maxPayloadBytes: number
   /** Starts an invocation of a run that is now `running`, or looks for a slot for one now `queued`. */
@@ -63,6 +66,7 @@ export class Waitpoints {
   readonly #startStatus: (taskName: string) => 'running' | 'queued'
   readonly #windowFreed: (runId: string) => Promise<void>
   readonly #timers: TimerSet
+  readonly #clock: Clock
   readonly #shared: SharedWork | undefined
   readonly #owner: string
   readonly #maxPayloadBytes: number
@@ -76,7 +80,8 @@ export class Waitpoints {
     this.#dispatch = options.dispatch
     this.#startStatus = options.startStatus
     this.#windowFreed = options.windowFreed
-    this.#timers = createTimerSet({ unref: options.unrefTimers })
+    this.#clock = options.clock
+    this.#timers = createTimerSet({ unref: options.unrefTimers, clock: options.clock })
     this.#shared = options.store.shared
     this.#owner = options.owner ?? ''
     this.#maxPayloadBytes = options.maxPayloadBytes
@@ -84,6 +89,7 @@ export class Waitpoints {
       store: this.#store,
       logger: this.#logger,
       children: options.children,
+      clock: options.clock,
       resume: (runId, stepKey, step) => this.#resume(runId, stepKey, step),
       arm: (timer) => this.arm(timer),
       dropTimer: (id) => this.#dropTimer(id),
@@ -167,7 +173,7 @@ export class Waitpoints {
     if (waiting?.kind === 'event') return 'not_found'
     // A cancelled run takes no more input; its token stays as it was.
     if (waiting?.status === 'waiting' && (await this.#store.getRun(waiting.runId))?.status === 'cancelled') return 'run_cancelled'
-    if (waiting?.status === 'waiting' && waiting.timeoutAt !== undefined && Date.parse(waiting.timeoutAt) <= Date.now()) {
+    if (waiting?.status === 'waiting' && waiting.timeoutAt !== undefined && Date.parse(waiting.timeoutAt) <= this.#clock.now()) {
       const expired = await this.#store.settleToken(tokenId, 'timed_out')
       if (expired?.settled) {
         await this.#dropTokenTimer(expired.token)
@@ -253,7 +259,7 @@ export class Waitpoints {
     try {
       // A wait lasts from the suspension (records written before it was kept have no time).
       const since = Date.parse(run.suspended.since ?? '')
-      const timing = Number.isNaN(since) ? {} : stepTiming(since, Date.now())
+      const timing = Number.isNaN(since) ? {} : stepTiming(since, this.#clock.now())
       await this.#store.saveStep(runId, stepKey, { ...step, kind: waitedStepKind(run.suspended.waitpoint), ...timing })
     } catch (error) {
       // This process still held the run from the attempt that suspended it,
@@ -314,7 +320,7 @@ export class Waitpoints {
         const scheduled = await this.#store.getRun(timer.runId)
         if (scheduled?.status !== 'scheduled') return
         // A debounced trigger moved the start later after this timer was taken.
-        if (scheduled.runAt !== undefined && Date.parse(scheduled.runAt) > Date.now()) {
+        if (scheduled.runAt !== undefined && Date.parse(scheduled.runAt) > this.#clock.now()) {
           await this.arm({ ...timer, dueAt: scheduled.runAt })
           return
         }
@@ -322,7 +328,7 @@ export class Waitpoints {
         const patch =
           this.#startStatus(scheduled.taskName) === 'queued'
             ? { status: 'queued' as const }
-            : { status: 'running' as const, startedAt: new Date().toISOString() }
+            : { status: 'running' as const, startedAt: isoNowOf(this.#clock) }
         const run = await this.#store.updateRun(timer.runId, patch, { status: 'scheduled' })
         if (run) this.#dispatch(run)
         return

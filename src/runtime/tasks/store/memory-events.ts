@@ -11,6 +11,7 @@ import type { EventEffects, EventListQuery } from '../../types/run-store.ts'
 import { addEffects, eventCursor, listingBounds } from './event-list.ts'
 import { type EventMatch, matchesEvent } from '../../events/match.ts'
 import { jsonLength } from '../base/json.ts'
+import type { Clock } from '../base/clock.ts'
 
 /** A held event and its place in the order events were recorded (the cursor of a listing). */
 interface HeldEvent {
@@ -22,6 +23,8 @@ interface HeldEvent {
 
 export class MemoryEventLog {
   readonly #max: number
+  /** What an event's age is reckoned from. */
+  readonly #clock: Clock
   #seq = 0
   /** Every held event, oldest first. */
   readonly #all: HeldEvent[] = []
@@ -30,8 +33,9 @@ export class MemoryEventLog {
   readonly #byName = new Map<string, HeldEvent[]>()
   #bytes = 0
 
-  constructor(maxEvents: number) {
+  constructor(maxEvents: number, clock: Clock) {
     this.#max = maxEvents
+    this.#clock = clock
   }
 
   get size(): number {
@@ -54,7 +58,7 @@ export class MemoryEventLog {
   }
 
   put(event: EventRecord): { event: EventRecord; created: boolean } {
-    this.#prune(Date.now() - EVENT_RETENTION_MS)
+    this.#prune(this.#clock.now() - EVENT_RETENTION_MS)
     const held = this.#byId.get(event.id)
     if (held) return { event: jsonCopy(held.event), created: false }
     // What the event did is noted later (`noteEffects`), not taken from the caller.

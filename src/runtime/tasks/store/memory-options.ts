@@ -1,5 +1,6 @@
 /** The options of `MemoryRunStore` (memory-store.ts), their defaults and their checks. Edge-safe. */
 import { DEFAULT_MAX_RUNS } from './store-limits.ts'
+import { type Clock, systemClock } from '../base/clock.ts'
 
 export interface MemoryRunStoreOptions {
   /**
@@ -32,6 +33,13 @@ export interface MemoryRunStoreOptions {
    * @default 10000
    */
   maxEvents?: number
+  /**
+   * What the store reads the time from: how old its events are, and when
+   * a token was settled. The runtime that makes its default store passes
+   * its own `clock`.
+   * @default the system clock
+   */
+  clock?: Clock
 }
 
 /** Default bound of the memory store in bytes of JSON: 256 MiB. */
@@ -39,14 +47,18 @@ export const DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 
 /** Checks `options` and fills in the defaults. */
 export function resolveMemoryOptions(options: MemoryRunStoreOptions): Required<MemoryRunStoreOptions> {
-  const resolved = {
+  const bounds = {
     maxRuns: options.maxRuns ?? DEFAULT_MAX_RUNS,
     maxBytes: options.maxBytes ?? DEFAULT_MAX_BYTES,
     maxEvents: options.maxEvents ?? DEFAULT_MAX_RUNS,
   }
-  for (const [name, value] of Object.entries(resolved)) {
+  for (const [name, value] of Object.entries(bounds)) {
     if (!Number.isInteger(value) || value < 1)
       throw new TypeError(`MemoryRunStore: ${name} must be a positive integer (got ${String(value)})`)
   }
-  return resolved
+  const clock = options.clock ?? systemClock
+  if (clock === null || typeof clock !== 'object' || typeof clock.now !== 'function') {
+    throw new TypeError('MemoryRunStore: clock must be a clock with now(), setTimer() and clearTimer()')
+  }
+  return { ...bounds, clock }
 }

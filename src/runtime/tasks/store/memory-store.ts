@@ -17,6 +17,7 @@ import { MemoryEventLog } from './memory-events.ts'
 import type { EventEffects, EventListQuery, StoreLifecycle } from '../../types/run-store.ts'
 import type { EventMatch } from '../../events/match.ts'
 import { type MemoryRunStoreOptions, resolveMemoryOptions } from './memory-options.ts'
+import { type Clock, isoNowOf } from '../base/clock.ts'
 import { byCreation, copyAttempt, copyRun, idempotencyScope, InFlow, NO_ATTEMPTS, type StoredRun, withAttempt } from './memory-records.ts'
 
 export { DEFAULT_MAX_BYTES, type MemoryRunStoreOptions } from './memory-options.ts'
@@ -33,6 +34,8 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
   #tokens = new Map<string, TokenRecord>()
   #tokensByRun = new Map<string, string[]>()
   readonly #events: MemoryEventLog
+  /** What settled tokens are stamped from (and the events' age reckoned from). */
+  readonly #clock: Clock
   /** The queued and running runs of the tasks `startQueued` was asked about (memory-records.ts). */
   readonly #inFlow = new InFlow()
   /** What each retained run weighs (run-size.ts), by id; kept beside the record so reads do not copy it. */
@@ -42,10 +45,11 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
   #liveBytes = 0
 
   constructor(options: MemoryRunStoreOptions = {}) {
-    const { maxRuns, maxBytes, maxEvents } = resolveMemoryOptions(options)
+    const { maxRuns, maxBytes, maxEvents, clock } = resolveMemoryOptions(options)
     this.maxRuns = maxRuns
     this.maxBytes = maxBytes
-    this.#events = new MemoryEventLog(maxEvents)
+    this.#clock = clock
+    this.#events = new MemoryEventLog(maxEvents, clock)
   }
 
   async putEvent(event: EventRecord): Promise<{ event: EventRecord; created: boolean }> {
@@ -255,7 +259,7 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
     const token = this.#tokens.get(id)
     if (!token) return undefined
     if (token.status !== 'waiting') return { settled: false, token: { ...token } }
-    settleTokenRecord(token, status, payload)
+    settleTokenRecord(token, status, payload, isoNowOf(this.#clock))
     if (this.#sizes.has(token.runId)) this.#grew(token.runId, jsonLength(token.payload))
     return { settled: true, token: { ...token } }
   }

@@ -14,7 +14,7 @@ import { DEFAULT_RETENTION_SECONDS, retentionProblem } from '../../rules.ts'
 import type { RunStore } from './store.ts'
 import type { TaskDefinition } from '../../types/task-definition.ts'
 import { FINISHED_STATUSES } from './store.ts'
-import { setTimer } from '../base/in-process-timers.ts'
+import { type Clock, systemClock, type TimerHandle } from '../base/clock.ts'
 
 /** Runs one `pruneFinished` call deletes at most. */
 export const PRUNE_BATCH = 500
@@ -43,6 +43,8 @@ export interface RetentionOptions {
   store: RunStore
   tasks: ReadonlyMap<string, TaskDefinition>
   logger: Logger
+  /** What the cutoff is reckoned from and rounds are timed on. @default systemClock */
+  clock?: Clock
   /** For the tasks without `route.retention`, and the runs of tasks the app no longer has; `undefined` keeps them (within `maxRuns`). */
   defaultMs: number | undefined
 }
@@ -51,13 +53,15 @@ export class Retention {
   /** How often a round runs; `undefined` when nothing is ever pruned (no retention, or a store without `pruneFinished`). */
   readonly everyMs: number | undefined
   readonly #options: RetentionOptions
-  #timer: ReturnType<typeof setTimeout> | undefined
+  readonly #clock: Clock
+  #timer: TimerHandle | undefined
   #round: Promise<number> | undefined
   #lastRound = Number.NEGATIVE_INFINITY
   #closed = false
 
   constructor(options: RetentionOptions) {
     this.#options = options
+    this.#clock = options.clock ?? systemClock
     const spans = [...options.tasks.values()].map((task) => task.retentionMs ?? options.defaultMs)
     spans.push(options.defaultMs)
     const shortest = Math.min(...spans.filter((ms) => ms !== undefined))
@@ -74,7 +78,7 @@ export class Retention {
   }
 
   /** A round, unless one ran within `everyMs`: a function platform's sweep, which has no timers between requests. */
-  due(now = Date.now()): Promise<number> {
+  due(now = this.#clock.now()): Promise<number> {
     if (this.everyMs === undefined || now - this.#lastRound < this.everyMs) return Promise.resolve(0)
     return this.round(now)
   }
@@ -85,7 +89,7 @@ export class Retention {
    * asked for while one runs is that round. Never rejects: a failure is
    * logged, and the next round tries again.
    */
-  round(now = Date.now()): Promise<number> {
+  round(now = this.#clock.now()): Promise<number> {
     this.#round ??= this.#prune(now).finally(() => {
       this.#round = undefined
     })
@@ -94,7 +98,7 @@ export class Retention {
 
   close(): void {
     this.#closed = true
-    clearTimeout(this.#timer)
+    this.#clock.clearTimer(this.#timer)
     this.#timer = undefined
   }
 
@@ -123,7 +127,7 @@ export class Retention {
   }
 
   #arm(ms: number): void {
-    this.#timer = setTimer(
+    this.#timer = this.#clock.setTimer(
       () => {
         this.round().finally(() => {
           if (!this.#closed) this.#arm(this.everyMs!)

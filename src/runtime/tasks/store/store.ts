@@ -98,10 +98,10 @@ export function waitsForEvent(run: Pick<RunRecord, 'status' | 'suspended'>, name
   return waitpoint?.type === 'event' && waitpoint.name === name
 }
 
-/** Settles a waiting token in place, as `settleToken` does: its status, when, and a completion's payload. */
-export function settleTokenRecord(token: TokenRecord, status: 'completed' | 'timed_out', payload?: unknown): void {
+/** Settles a waiting token in place, as `settleToken` does: its status, when (`at`, ISO 8601), and a completion's payload. */
+export function settleTokenRecord(token: TokenRecord, status: 'completed' | 'timed_out', payload: unknown, at: string): void {
   token.status = status
-  token.settledAt = new Date().toISOString()
+  token.settledAt = at
   if (status === 'completed' && payload !== undefined) token.payload = payload
 }
 
