@@ -39,7 +39,7 @@ const TIERS = [
     // What the Lambda and Vercel shims share about runs: the store SVC_STORE_URL names, and the one-minute tick.
     functions: { path: ['^src/functions/'] },
     // `svcjs/testing`: an app's tasks run on a virtual clock, for unit tests.
-    testing: { path: ['^src/testing/'] },
+    testing: { path: ['^src/testing/', '^src/testing\\.ts$'] },
   },
   {
     cli: { path: ['^src/cli/'] },

@@ -13,6 +13,7 @@ export default defineBuildConfig({
     { input: 'src/node', name: 'node' },
     { input: 'src/manifest', name: 'manifest' },
     { input: 'src/postgres', name: 'postgres' },
+    { input: 'src/testing', name: 'testing' },
     { input: 'src/client', name: 'client' },
     { input: 'src/cli/main', name: 'cli' },
     ...TARGET_NAMES.map((name) => ({ input: `targets/${name}/runtime`, name: targetEntry(name) })),

@@ -24,6 +24,7 @@ import { listEventPage } from './store/event-list.ts'
 import type { RunStore } from './store/store.ts'
 import type { CronClock } from './definitions/cron-clock.ts'
 import { type Clock, systemClock } from './base/clock.ts'
+import type { StepCalls } from './steps/step-calls.ts'
 import { type Telemetry, telemetryOptionProblem } from '../telemetry/types.ts'
 import { resolveVersionPolicy, type VersionPolicy, versionProblem } from './definitions/versions.ts'
 
@@ -151,6 +152,11 @@ export interface TaskRuntimeOptions {
   shard?: RuntimeShard
 }
 
+/** What svc's own hosts give a runtime besides its options: `svcjs/testing`'s step mocks. */
+export interface InnerOptions {
+  callStep?: StepCalls
+}
+
 /**
  * What `createTaskRuntime()` returns.
  * @deprecated Use `TaskRuntime`, which now has every member.
@@ -182,7 +188,11 @@ export function withMemoryStore(options: TaskRuntimeOptions): TaskRuntimeOptions
  * gives the default), with the claims of shared work only when given
  * `sharedWork`: without them, a store several processes share is refused.
  */
-export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: typeof SharedWorkClaims): TaskRuntime {
+export function createCoreRuntime(
+  options: TaskRuntimeOptions,
+  sharedWork?: typeof SharedWorkClaims,
+  inner: InnerOptions = {},
+): TaskRuntime {
   if (options === null || typeof options !== 'object') {
     throw new TypeError(`createTaskRuntime(options): options must be an object with routes (got ${describe(options)})`)
   }
@@ -237,6 +247,7 @@ export function createCoreRuntime(options: TaskRuntimeOptions, sharedWork?: type
     logger,
     unrefTimers: unref,
     clock,
+    callStep: inner.callStep,
     maxPayloadBytes,
     maxConcurrentRuns,
     sharedWork,

@@ -23,6 +23,14 @@ export interface TaskContext<Input = unknown> {
   /** The version of the task's code this run started on, or moved to (`RunRecord.version`; docs/deploying.md "Runs across deploys"); absent when the app sets none. */
   version: string | undefined
   /**
+   * The time of the runtime's clock: the real time in production, the
+   * virtual time under `svcjs/testing` (docs/testing.md). Read the time with
+   * it, rather than `Date.now()`, where a test must control it; like
+   * `Date.now()`, it is read again on a replay, so keep a time a later step
+   * depends on in a step's output.
+   */
+  now(): Date
+  /**
    * Sends a named chunk of data to the run's subscribers
    * (`subscribeRun`'s `onChunk`, `GET /__tasks/runs/<id>/stream`), for a
    * progress bar or generated text (docs/realtime.md "Sending data as the

@@ -28,6 +28,7 @@ import { ScheduledRuns } from './scheduled-runs.ts'
 import { type ShardChildren, shardChildren } from '../steps/shard-children.ts'
 import type { SharedWorkClaims, SharedWorkClaimsOptions } from './shared-work.ts'
 import { createStepHost } from '../steps/step-host.ts'
+import type { StepCalls } from '../steps/step-calls.ts'
 import type { RunStore, SharedWork } from '../store/store.ts'
 import { RunVersions, type VersionPolicy } from '../definitions/versions.ts'
 import { RunWaiters } from '../steps/wait-for-run.ts'
@@ -40,6 +41,8 @@ export interface TaskEngineOptions {
   unrefTimers: boolean
   /** What every part reads the time from and sets its timers on (`TaskRuntimeOptions.clock`). @default systemClock */
   clock?: Clock
+  /** Runs the function of each `ctx.step.run`: `svcjs/testing` mocks and counts them (step-calls.ts). */
+  callStep?: StepCalls
   /** @default DEFAULT_MAX_PAYLOAD_BYTES */
   maxPayloadBytes?: number
   /** Most handlers running at once (handler-slots.ts). */
@@ -140,6 +143,7 @@ export function engineParts(
     trigger,
     lostLease: (runId) => dispatch.abortLostLease(runId),
     runLog: runLogSink(logger, options.printRunLogs === true, telemetry),
+    callStep: options.callStep,
   })
   const versions = new RunVersions({ store, shared, owner, clock, tasks, policy: options.versionPolicy ?? 'migrate', logger })
   const dispatch: Dispatcher = new Dispatcher({

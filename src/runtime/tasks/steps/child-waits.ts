@@ -10,7 +10,6 @@ import { errorMessage } from '../../errors.ts'
 import { timerId } from '../base/ids.ts'
 import type { Clock } from '../base/clock.ts'
 import type { ShardChildren } from './shard-children.ts'
-import { childRunResult } from './steps.ts'
 import { isFinished, type RunStore, type TimerRecord } from '../store/store.ts'
 
 /** What child waits need from `Waitpoints`. */
@@ -145,4 +144,11 @@ export class ChildWaits {
 function childResult(child: RunRecord): ChildRunResult {
   if (child.status !== 'cancelled') return childRunResult(child)
   return { ok: false, cancelled: true, error: `Run ${child.id} of task "${child.taskName}" was cancelled` }
+}
+
+/** The result a parent sees for a finished child. */
+export function childRunResult(child: RunRecord): ChildRunResult {
+  if (child.status === 'completed') return child.result === undefined ? { ok: true } : { ok: true, result: child.result }
+  const last = child.attempts[child.attempts.length - 1]
+  return { ok: false, error: last?.error ?? `Run ${child.id} of task "${child.taskName}" failed` }
 }

@@ -18,6 +18,7 @@ import { logLine } from './run-logs.ts'
 import { RunOutputWriter } from './run-output.ts'
 import { createInvocation, type Invocation, reportUnreachedSteps } from './invocation.ts'
 import { createStepApi, patched, type StepHost } from './steps.ts'
+import { stepsCalledBy } from './step-calls.ts'
 import type { SuspendSignal } from './suspend.ts'
 import type { ExecutionSpan } from '../../telemetry/types.ts'
 import { hasSteps } from '../store/store.ts'
@@ -190,7 +191,11 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
   }
 
   step(): StepApi {
-    return (this.#step ??= createStepApi(this.#invocation(), this.#invoker.host))
+    return (this.#step ??= stepsCalledBy(createStepApi(this.#invocation(), this.#invoker.host), this.#invoker.host, this.#token))
+  }
+
+  now(): number {
+    return this.#invoker.host.clock.now()
   }
 
   signal(): AbortSignal {

@@ -11,6 +11,8 @@ export interface ContextCall {
   stream(name: string, data: unknown): Promise<void>
   logger(): RunLogger
   patched(id: string, deprecated: boolean): Promise<boolean>
+  /** The runtime's clock, in epoch milliseconds. */
+  now(): number
 }
 
 /**
@@ -49,6 +51,10 @@ export class HandlerContext implements TaskContext {
 
   get log(): RunLogger {
     return this.#call.logger()
+  }
+
+  now(): Date {
+    return new Date(this.#call.now())
   }
 
   patched(id: string): Promise<boolean> {

@@ -35,6 +35,7 @@ export interface StepHostOptions {
   lostLease(runId: string): void
   /** Where each entry a run logs goes besides its record. */
   runLog?: StepHost['runLog']
+  callStep?: StepHost['callStep']
 }
 
 export function createStepHost(options: StepHostOptions): StepHost {
@@ -52,6 +53,7 @@ export function createStepHost(options: StepHostOptions): StepHost {
     clock: options.clock,
     maxPayloadBytes: options.maxPayloadBytes,
     runLog: options.runLog,
+    callStep: options.callStep,
     noteLocalWait: () => {
       if (noted || store.durable) return
       noted = true

@@ -43,6 +43,8 @@ import { assertPayload } from '../store/payload-limit.ts'
 import { describe } from '../../describe.ts'
 import type { RunStore } from '../store/store.ts'
 import type { Clock } from '../base/clock.ts'
+import type { StepCalls } from './step-calls.ts'
+import { childRunResult } from './child-waits.ts'
 import { SuspendSignal } from './suspend.ts'
 import { WAITPOINT_KINDS } from './waitpoint-kinds.ts'
 import type { Invocation } from './invocation.ts'
@@ -62,6 +64,8 @@ export interface StepHost {
   maxPayloadBytes: number
   /** Told of each entry a run logs with `ctx.log` (and keeps): printed by `svc dev`, exported by telemetry. */
   runLog?: (taskName: string, runId: string, entry: RunLogEntry) => void
+  /** Runs the function of each `ctx.step.run` (step-calls.ts): under `svcjs/testing`, its mock, counted. */
+  callStep?: StepCalls
 }
 
 /** The timing fields of a step that began at `began` and ended at `ended` (ms since the epoch). */
@@ -72,13 +76,6 @@ export function stepTiming(began: number, ended: number): { startedAt: string; d
 /** The step kind a waitpoint stands for: the kind its step is recorded with once the wait is met. */
 export function waitedStepKind(waitpoint: Waitpoint): StepKind {
   return WAITPOINT_KINDS[waitpoint.type].step
-}
-
-/** The result a parent sees for a finished child. */
-export function childRunResult(child: RunRecord): ChildRunResult {
-  if (child.status === 'completed') return child.result === undefined ? { ok: true } : { ok: true, result: child.result }
-  const last = child.attempts[child.attempts.length - 1]
-  return { ok: false, error: last?.error ?? `Run ${child.id} of task "${child.taskName}" failed` }
 }
 
 export function createStepApi(inv: Invocation, host: StepHost): StepApi {

@@ -1,0 +1,292 @@
+/**
+ * `svcjs/testing`: tasks run by the production engine on a memory store and
+ * a virtual clock, so a month of a task's time takes milliseconds of the
+ * test's, and every wait comes due at its own instant.
+ */
+import { cp, mkdtemp, rm, symlink } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { createTestRuntime, type TestRuntime } from '../../src/testing.ts'
+import type { RuntimeApiRoute, TaskContext } from '../../src/types.ts'
+import { backoffDelay } from '../../src/runtime/tasks/base/backoff.ts'
+
+const START = Date.parse('2030-01-01T00:00:00.000Z')
+const DAY = 86_400_000
+const realNow = Date.now
+
+function task(name: string, POST: (ctx: TaskContext<any>) => unknown, route: Record<string, unknown> = {}): RuntimeApiRoute {
+  return { path: `/api/${name.split('.').join('/')}`, module: { route: { kind: 'task', ...route }, POST } } as RuntimeApiRoute
+}
+
+let t: TestRuntime | undefined
+afterEach(async () => {
+  await t?.close()
+  t = undefined
+})
+
+describe('time', () => {
+  it('finishes a 30-day sleep in far less than a second, stamped in virtual time', async () => {
+    t = await createTestRuntime({
+      routes: [
+        task('month', async (ctx) => {
+          // ctx.now() is read again on each replay: a time kept for later is a step's output.
+          const before = await ctx.step.run('before', () => ctx.now().toISOString())
+          await ctx.step.sleep('wait', 30 * 86_400)
+          return { before, after: ctx.now().toISOString() }
+        }),
+      ],
+    })
+    const began = realNow()
+    const run = await t.run('month')
+    expect(realNow() - began).toBeLessThan(1000)
+    expect(run).toMatchObject({
+      status: 'completed',
+      createdAt: '2030-01-01T00:00:00.000Z',
+      finishedAt: '2030-01-31T00:00:00.000Z',
+      result: { before: '2030-01-01T00:00:00.000Z', after: '2030-01-31T00:00:00.000Z' },
+    })
+    expect(t.now().toISOString()).toBe('2030-01-31T00:00:00.000Z')
+  })
+
+  it('advance moves to each wait at its instant, and not before', async () => {
+    t = await createTestRuntime({ routes: [task('nap', (ctx) => ctx.step.sleep('nap', 3600))] })
+    const run = await t.trigger('nap')
+    expect(await t.waitingOn(run.id)).toEqual({ kind: 'sleep', step: 'nap', until: new Date(START + 3_600_000) })
+    await t.advance('59m')
+    expect((await t.getRun(run.id))!.status).toBe('suspended')
+    await t.advance(60_000)
+    expect((await t.getRun(run.id))!.status).toBe('completed')
+    expect(await t.waitingOn(run.id)).toBeUndefined()
+  })
+
+  it('retries with backoff at the instants the backoff gives', async () => {
+    let calls = 0
+    t = await createTestRuntime({
+      routes: [
+        task(
+          'flaky',
+          () => {
+            calls++
+            if (calls < 3) throw new Error(`down ${calls}`)
+            return { calls }
+          },
+          { retries: 3 },
+        ),
+      ],
+    })
+    const run = await t.trigger('flaky')
+    expect(await t.waitingOn(run.id)).toEqual({ kind: 'retry', at: new Date(START + backoffDelay(1)) })
+    await t.advance(backoffDelay(1) - 1)
+    expect(calls).toBe(1)
+    await t.advance(1)
+    expect(calls).toBe(2)
+    expect(await t.waitingOn(run.id)).toEqual({ kind: 'retry', at: new Date(START + backoffDelay(1) + backoffDelay(2)) })
+    await t.advanceUntilIdle()
+    expect(await t.getRun(run.id)).toMatchObject({ status: 'completed', result: { calls: 3 } })
+    expect(t.now().getTime()).toBe(START + backoffDelay(1) + backoffDelay(2))
+    expect(t.logs.filter((entry) => entry.level === 'warn')).toHaveLength(2)
+  })
+
+  it('times a token wait out exactly at its instant', async () => {
+    t = await createTestRuntime({ routes: [task('approve', (ctx) => ctx.step.waitForToken('ok', { timeoutSeconds: 3600 }))] })
+    const run = await t.trigger('approve')
+    const waiting = await t.waitingOn(run.id)
+    expect(waiting).toMatchObject({ kind: 'token', step: 'ok', timeoutAt: new Date(START + 3_600_000) })
+    await t.advance(3_600_000 - 1)
+    expect((await t.getRun(run.id))!.status).toBe('suspended')
+    await t.advance(1)
+    expect(await t.getRun(run.id)).toMatchObject({ status: 'completed', result: { timedOut: true } })
+  })
+
+  it('fires a schedule once per tick over a week, in its time zone, across a change of daylight saving time', async () => {
+    t = await createTestRuntime({
+      // Berlin moves to summer time on Sunday 29 March 2026.
+      start: '2026-03-25T12:00:00Z',
+      routes: [task('report', (ctx) => ({ at: ctx.now().toISOString() }), { schedule: '0 9 * * *', timezone: 'Europe/Berlin' })],
+    })
+    await t.advance('7d')
+    const runs = await t.runs({ task: 'report' })
+    expect(runs.map((run) => (run.result as { at: string }).at).sort()).toEqual([
+      '2026-03-26T08:00:00.000Z',
+      '2026-03-27T08:00:00.000Z',
+      '2026-03-28T08:00:00.000Z',
+      '2026-03-29T07:00:00.000Z',
+      '2026-03-30T07:00:00.000Z',
+      '2026-03-31T07:00:00.000Z',
+      '2026-04-01T07:00:00.000Z',
+    ])
+    expect(runs.every((run) => run.trigger === 'cron' && run.status === 'completed')).toBe(true)
+  })
+
+  it('runs a debounced task once, after the window of the last trigger', async () => {
+    t = await createTestRuntime({ routes: [task('sync', (ctx) => ctx.input, { debounce: { seconds: 60 } })] })
+    await t.trigger('sync', { n: 1 })
+    await t.advance('30s')
+    await t.trigger('sync', { n: 2 })
+    await t.advance('59s')
+    expect(await t.runs({ status: 'completed' })).toHaveLength(0)
+    await t.advance('1s')
+    const done = await t.runs({ status: 'completed' })
+    expect(done).toHaveLength(1)
+    expect(done[0].result).toEqual({ n: 2 })
+  })
+
+  it('starts rate-limited runs as each window opens', async () => {
+    t = await createTestRuntime({
+      routes: [task('send', (ctx) => ({ at: ctx.now().getTime() - START }), { rateLimit: { limit: 2, periodSeconds: 60 } })],
+    })
+    for (let n = 0; n < 5; n++) await t.trigger('send', { n })
+    expect(await t.runs({ status: 'completed' })).toHaveLength(2)
+    await t.advanceUntilIdle()
+    const at = (await t.runs({ status: 'completed' })).map((run) => (run.result as { at: number }).at).sort((a, b) => a - b)
+    expect(at).toEqual([0, 0, 60_000, 60_000, 120_000])
+  })
+})
+
+describe('the outside world', () => {
+  it('meets a wait with lookback with an event sent before it', async () => {
+    t = await createTestRuntime({
+      routes: [
+        task('fulfil', async (ctx) => {
+          await ctx.step.sleep('first', 60)
+          return ctx.step.waitForEvent('paid', 'order.paid', {
+            match: { orderId: ctx.input.orderId },
+            lookbackSeconds: 300,
+            timeoutSeconds: 3600,
+          })
+        }),
+      ],
+    })
+    const run = await t.trigger('fulfil', { orderId: 'o-1' })
+    await t.sendEvent('order.paid', { orderId: 'o-1' }, { id: 'evt-1' })
+    await t.advance('1m')
+    expect(await t.getRun(run.id)).toMatchObject({
+      status: 'completed',
+      result: { event: { id: 'evt-1', name: 'order.paid', data: { orderId: 'o-1' }, time: '2030-01-01T00:00:00.000Z' } },
+    })
+  })
+
+  it('says what a run that cannot finish waits on, and finishes it once given that', async () => {
+    t = await createTestRuntime({ routes: [task('approve', async (ctx) => ({ approved: await ctx.step.waitForToken('ok') }))] })
+    const error = await t.run('approve').catch((caught: Error) => caught)
+    expect(error).toBeInstanceOf(Error)
+    const [run] = await t.runs({ task: 'approve' })
+    const waiting = await t.waitingOn(run.id)
+    expect(waiting).toMatchObject({ kind: 'token', step: 'ok' })
+    const tokenId = (waiting as { tokenId: string }).tokenId
+    expect((error as Error).message).toContain(
+      `step "ok" waits on token ${tokenId}; complete it with t.completeToken("${tokenId}", payload)`,
+    )
+    await t.completeToken(tokenId, { by: 'ada' })
+    expect(await t.getRun(run.id)).toMatchObject({ status: 'completed', result: { approved: { payload: { by: 'ada' } } } })
+  })
+
+  it('runs a child run to its end for a parent that waits on it', async () => {
+    t = await createTestRuntime({
+      routes: [
+        task('child', async (ctx) => {
+          await ctx.step.sleep('later', 600)
+          return { doubled: ctx.input.n * 2 }
+        }),
+        task('parent', (ctx) => ctx.step.waitForTask('child', 'child', { n: 21 })),
+      ],
+    })
+    const run = await t.run('parent')
+    expect(run).toMatchObject({
+      status: 'completed',
+      result: { ok: true, result: { doubled: 42 } },
+      finishedAt: '2030-01-01T00:10:00.000Z',
+    })
+  })
+})
+
+describe('mocks and counts', () => {
+  it("replaces a step's function, records its output as a step, and counts real calls apart from replays", async () => {
+    const sent: string[] = []
+    t = await createTestRuntime({
+      routes: [
+        task('welcome', async (ctx) => {
+          const receipt = await ctx.step.run('email', async () => {
+            sent.push(ctx.input.to)
+            return { id: 'real' }
+          })
+          await ctx.step.sleep('settle', 60)
+          return receipt
+        }),
+      ],
+    })
+    t.mockStep('welcome', 'email', ({ input }) => ({ id: `mocked for ${(input as { to: string }).to}` }))
+    const run = await t.run('welcome', { to: 'ada@example.com' })
+    expect(run.result).toEqual({ id: 'mocked for ada@example.com' })
+    expect(run.steps.email).toMatchObject({ status: 'completed', output: { id: 'mocked for ada@example.com' } })
+    expect(sent).toEqual([])
+    // The handler ran twice (before and after the sleep); the step's function once.
+    expect(t.stepCalls('welcome', 'email')).toBe(1)
+    expect(() => t!.mockStep('welcom', 'email', {})).toThrow('t.mockStep("welcom"): no task has this name; the tasks are welcome')
+  })
+
+  it('gives the same step order and results on every run of the same test', async () => {
+    const runOnce = async () => {
+      const kit = await createTestRuntime({
+        routes: [
+          task('steps', async (ctx) => {
+            const a = await ctx.step.run('a', () => 1)
+            await ctx.step.sleep('wait', 5)
+            const b = await ctx.step.run('b', () => a + 1)
+            return { a, b, at: ctx.now().toISOString() }
+          }),
+        ],
+      })
+      const run = await kit.run('steps')
+      await kit.close()
+      return { keys: Object.keys(run.steps), result: run.result, steps: Object.values(run.steps).map((step) => step.startedAt) }
+    }
+    expect(await runOnce()).toEqual(await runOnce())
+  })
+})
+
+describe('errors that help', () => {
+  it('refuses options it cannot use, naming the fix', async () => {
+    await expect(createTestRuntime({} as never)).rejects.toThrow(
+      "give root (the app's directory, whose src/api is loaded) or routes (each { path, module }), not neither",
+    )
+    await expect(createTestRuntime({ routes: [], start: 'soon' })).rejects.toThrow(
+      'start must be a Date, an ISO 8601 text or epoch milliseconds (got "soon")',
+    )
+    t = await createTestRuntime({ routes: [] })
+    await expect(t.advance('1 day' as never)).rejects.toThrow(
+      "a number and a unit, one of ms, s, m, h, d, w, as in '90s' or '1d' (got \"1 day\")",
+    )
+  })
+
+  it('times out an attempt whose step never ends, on virtual time', async () => {
+    t = await createTestRuntime({
+      routes: [task('hang', (ctx) => ctx.step.run('forever', () => new Promise(() => {})), { timeout: 10_000 })],
+    })
+    const began = realNow()
+    const run = await t.run('hang')
+    expect(run.status).toBe('failed')
+    expect(run.attempts.map((attempt) => attempt.error)).toEqual([expect.stringMatching(/timed out after 10000 ms/)])
+    expect(t.now().getTime()).toBe(START + 10_000)
+    expect(realNow() - began).toBeLessThan(1000)
+  })
+})
+
+describe('an app directory', () => {
+  it('loads the tasks of src/api as svc dev does', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'svc-testing-'))
+    try {
+      await cp(join(import.meta.dirname, '../../bench/_apps/tasks'), dir, { recursive: true })
+      // The app's own dependencies (valibot), as an app's node_modules would hold them.
+      await symlink(join(import.meta.dirname, '../../node_modules'), join(dir, 'node_modules'))
+      t = await createTestRuntime({ root: dir })
+      const run = await t.run('jobs.welcome', { email: 'ada@example.com' })
+      expect(run).toMatchObject({ status: 'completed', finishedAt: '2030-01-01T00:01:00.000Z' })
+      expect(Object.keys(run.steps)).toEqual(['create-account', 'settle', 'send-email', 'log'])
+      await expect(t.trigger('jobs.welcome', { email: 'not an email' })).rejects.toThrow(/email/i)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+})
