@@ -27,6 +27,7 @@ import type {
 } from '../types.ts'
 import type { TaskNameArg, TaskPayloadArgs, TaskResult } from '../runtime/types/task-registry.ts'
 import { durationMs, type Duration } from './duration.ts'
+import { sequentialIds } from './ids.ts'
 import { Activity } from './settle.ts'
 import { VirtualClock } from './virtual-clock.ts'
 import { type Waiting, waitingOf } from './waiting.ts'
@@ -147,7 +148,7 @@ export function testRuntime(
       store: activity.watch(new MemoryRunStore({ clock })),
     },
     undefined,
-    { callStep: (step, call) => callStep(step, call) },
+    { callStep: (step, call) => callStep(step, call), ids: sequentialIds() },
   )
   const previous = getActiveTaskRuntime()
   // enqueue() and completeToken() in the app's code reach this runtime.

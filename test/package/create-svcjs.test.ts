@@ -205,10 +205,11 @@ describe('the durable template, installed from the tarballs', () => {
     expect(readJson(join(app, 'package.json')).dependencies).toHaveProperty('valibot')
   })
 
-  it('npm run typecheck and npm test pass: the run sleeps in SQLite with its steps recorded', async () => {
+  it('npm run typecheck and npm test pass: a day-long sleep and a retry, tested with svcjs/testing in milliseconds', async () => {
     await runOk('npm', ['run', 'typecheck'], { cwd: app })
     const { stdout } = await runOk('npm', ['test'], { cwd: app })
-    expect(stdout).toContain('✔ onboarding welcomes the user, then sleeps for a day')
+    expect(stdout).toMatch(/^✔ onboarding welcomes the user, sleeps for a day, then sends tips \([\d.]+ms\)$/m)
+    expect(stdout).toMatch(/^✔ a welcome email that fails is sent again after the backoff \([\d.]+ms\)$/m)
     expect(stdout).toMatch(/^ℹ fail 0$/m)
   }, 60_000)
 })

@@ -226,7 +226,7 @@ describe('mocks and counts', () => {
     expect(() => t!.mockStep('welcom', 'email', {})).toThrow('t.mockStep("welcom"): no task has this name; the tasks are welcome')
   })
 
-  it('gives the same step order and results on every run of the same test', async () => {
+  it('gives the same record, ids included, on every run of the same test', async () => {
     const runOnce = async () => {
       const kit = await createTestRuntime({
         routes: [
@@ -239,10 +239,14 @@ describe('mocks and counts', () => {
         ],
       })
       const run = await kit.run('steps')
+      const sent = await kit.sendEvent('noted', { id: run.id })
       await kit.close()
-      return { keys: Object.keys(run.steps), result: run.result, steps: Object.values(run.steps).map((step) => step.startedAt) }
+      return { run, eventId: sent.id }
     }
-    expect(await runOnce()).toEqual(await runOnce())
+    const first = await runOnce()
+    expect(first.run.id).toBe('01b8dac5-b400-7000-8000-000000000001')
+    expect(first.eventId).toBe('00000000-0000-4000-8000-000000000001')
+    expect(await runOnce()).toEqual(first)
   })
 })
 

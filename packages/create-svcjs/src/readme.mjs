@@ -27,6 +27,7 @@ export function appReadme(template, { name, templateName, run, install }) {
     ...(durable
       ? [
           '- `src/api/jobs/onboard.ts` is a task with an input schema, steps and a sleep of a day. Start one while `svc dev` runs: `curl -X POST localhost:3000/__tasks/jobs.onboard -H \'content-type: application/json\' -d \'{"email":"ada@example.com"}\'`.',
+          "- `test/onboard.test.ts` tests it with `svcjs/testing`: the task runs on svc's engine with a clock the test moves, so its day-long sleep and a retry after a failed email take milliseconds (`t.run`, `t.advance('1d')`, `t.mockStep`).",
         ]
       : []),
     '',

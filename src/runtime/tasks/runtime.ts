@@ -25,6 +25,7 @@ import type { RunStore } from './store/store.ts'
 import type { CronClock } from './definitions/cron-clock.ts'
 import { type Clock, systemClock } from './base/clock.ts'
 import type { StepCalls } from './steps/step-calls.ts'
+import type { TaskEngineOptions } from './engine/engine-parts.ts'
 import { type Telemetry, telemetryOptionProblem } from '../telemetry/types.ts'
 import { resolveVersionPolicy, type VersionPolicy, versionProblem } from './definitions/versions.ts'
 
@@ -152,9 +153,10 @@ export interface TaskRuntimeOptions {
   shard?: RuntimeShard
 }
 
-/** What svc's own hosts give a runtime besides its options: `svcjs/testing`'s step mocks. */
+/** What svc's own hosts give a runtime besides its options: `svcjs/testing`'s step mocks and ids in sequence. */
 export interface InnerOptions {
   callStep?: StepCalls
+  ids?: TaskEngineOptions['ids']
 }
 
 /**
@@ -248,6 +250,7 @@ export function createCoreRuntime(
     unrefTimers: unref,
     clock,
     callStep: inner.callStep,
+    ids: inner.ids,
     maxPayloadBytes,
     maxConcurrentRuns,
     sharedWork,

@@ -30,6 +30,9 @@ const codes: number[] = Array.from('xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx', (char
  * dispatch: in Node it assembles the id from some twenty string
  * concatenations, half a kilobyte of garbage per id.
  */
+/** What makes a new run's id from its creation time (and shard): `newRunId`, or under `svcjs/testing` a sequence. */
+export type NewRunId = (now: number, shard?: number) => string
+
 export function newRunId(now: number = Date.now(), shard?: number): string {
   if (drawn === pool.length) {
     crypto.getRandomValues(pool)

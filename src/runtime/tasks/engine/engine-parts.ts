@@ -17,7 +17,7 @@ import { type Clock, systemClock } from '../base/clock.ts'
 import { Dispatcher } from './dispatch.ts'
 import { EventStarts } from './event-starts.ts'
 import { FlowPromotion } from './flow-promotion.ts'
-import { newRunId } from '../base/ids.ts'
+import { type NewRunId, newRunId } from '../base/ids.ts'
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../store/payload-limit.ts'
 import { Recovery } from './recovery.ts'
 import { Retention } from '../store/retention.ts'
@@ -43,6 +43,8 @@ export interface TaskEngineOptions {
   clock?: Clock
   /** Runs the function of each `ctx.step.run`: `svcjs/testing` mocks and counts them (step-calls.ts). */
   callStep?: StepCalls
+  /** Makes run ids, and event ids for events sent without one: `svcjs/testing` makes them in sequence. @default newRunId, crypto.randomUUID */
+  ids?: { run: NewRunId; event: () => string }
   /** @default DEFAULT_MAX_PAYLOAD_BYTES */
   maxPayloadBytes?: number
   /** Most handlers running at once (handler-slots.ts). */
@@ -102,7 +104,9 @@ export function engineParts(
   if (shared && !Claims) {
     throw new TypeError('This task runtime cannot run on a store several processes share; create it with createTaskRuntime() from svc')
   }
+  // The engine's own id names it to other processes: random, whatever makes the runs' ids.
   const owner = newRunId(clock.now())
+  const newId = options.ids?.run ?? newRunId
   const children = shardChildren(options.shard)
   // On a shared store, the other processes' changes too (events.ts).
   const changes = new RunChanges(logger, shared && { shared, owner })
@@ -172,6 +176,7 @@ export function engineParts(
     store,
     logger,
     clock,
+    newId,
     telemetry,
     maxPayloadBytes,
     changes,
@@ -184,6 +189,7 @@ export function engineParts(
   const events = new EventStarts({
     tasks,
     clock,
+    newId: options.ids?.event,
     schemas: options.eventSchemas,
     maxPayloadBytes,
     start: (def, input, { idempotencyKey, event }) =>

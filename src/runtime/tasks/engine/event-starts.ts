@@ -45,6 +45,8 @@ export interface EventStartsOptions {
   tasks: ReadonlyMap<string, TaskDefinition>
   /** What a sent event's time is read from. */
   clock: Clock
+  /** Makes the id of an event sent without one. @default crypto.randomUUID */
+  newId?: () => string
   /** The app's event schemas (`src/events.ts`), which check the data of the names they have. */
   schemas?: EventSchemas
   maxPayloadBytes: number
@@ -121,7 +123,7 @@ export class EventStarts {
     if (event === null || typeof event !== 'object' || Array.isArray(event)) {
       throw new TypeError(`${where}: an event is an object { name, data?, id? } (got ${describe(event)})`)
     }
-    const { name, data, id = crypto.randomUUID() } = event
+    const { name, data, id = this.#options.newId?.() ?? crypto.randomUUID() } = event
     const problem = eventNameProblem(name) ?? eventIdProblem(id)
     if (problem) throw new TypeError(`${where}: ${problem}`)
     return { id, name, data }

@@ -16,7 +16,7 @@ import type { TaskDefinition } from '../definitions/definitions.ts'
 import type { Dispatcher } from './dispatch.ts'
 import type { EventTrigger } from './event-starts.ts'
 import type { FlowPromotion } from './flow-promotion.ts'
-import { newRunId, timerId } from '../base/ids.ts'
+import { type NewRunId, timerId } from '../base/ids.ts'
 import { checkTriggerOptions } from '../definitions/options.ts'
 import { assertPayload } from '../store/payload-limit.ts'
 import type { RunChanges } from '../store/run-changes.ts'
@@ -35,6 +35,8 @@ export interface RunCreationOptions {
   logger: Logger
   /** What runs' stamps, delays and ids' times are read from. */
   clock: Clock
+  /** Makes each run's id (`newRunId`). */
+  newId: NewRunId
   telemetry: Telemetry | undefined
   /** The largest input, in bytes of UTF-8 JSON. */
   maxPayloadBytes: number
@@ -82,7 +84,7 @@ export class RunCreation {
     // copy of the record then takes the fields a run's end adds with less
     // room (about 8 bytes less per retained run, measured with bench:tasks).
     const run: RunRecord = {
-      id: newRunId(now, this.#options.shard),
+      id: this.#options.newId(now, this.#options.shard),
       taskName: name,
       status,
       trigger,
@@ -168,7 +170,7 @@ export class RunCreation {
     const now = this.#options.clock.now()
     const iso = isoAt(now)
     const run: RunRecord = {
-      id: newRunId(now, this.#options.shard),
+      id: this.#options.newId(now, this.#options.shard),
       taskName: def.name,
       status: 'failed',
       trigger: 'event',
