@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createTestRuntime, type TestRuntime } from '../../src/testing.ts'
 import type { RuntimeApiRoute, TaskContext } from '../../src/types.ts'
 import { backoffDelay } from '../../src/runtime/tasks/base/backoff.ts'
+import { BERLIN_WEEK } from './_berlin-week.ts'
 
 const START = Date.parse('2030-01-01T00:00:00.000Z')
 const DAY = 86_400_000
@@ -101,21 +102,12 @@ describe('time', () => {
 
   it('fires a schedule once per tick over a week, in its time zone, across a change of daylight saving time', async () => {
     t = await createTestRuntime({
-      // Berlin moves to summer time on Sunday 29 March 2026.
-      start: '2026-03-25T12:00:00Z',
-      routes: [task('report', (ctx) => ({ at: ctx.now().toISOString() }), { schedule: '0 9 * * *', timezone: 'Europe/Berlin' })],
+      start: BERLIN_WEEK.start,
+      routes: [task('report', (ctx) => ({ at: ctx.now().toISOString() }), { schedule: BERLIN_WEEK.cron, timezone: BERLIN_WEEK.timezone })],
     })
     await t.advance('7d')
     const runs = await t.runs({ task: 'report' })
-    expect(runs.map((run) => (run.result as { at: string }).at).sort()).toEqual([
-      '2026-03-26T08:00:00.000Z',
-      '2026-03-27T08:00:00.000Z',
-      '2026-03-28T08:00:00.000Z',
-      '2026-03-29T07:00:00.000Z',
-      '2026-03-30T07:00:00.000Z',
-      '2026-03-31T07:00:00.000Z',
-      '2026-04-01T07:00:00.000Z',
-    ])
+    expect(runs.map((run) => (run.result as { at: string }).at).sort()).toEqual(BERLIN_WEEK.ticks)
     expect(runs.every((run) => run.trigger === 'cron' && run.status === 'completed')).toBe(true)
   })
 

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { clockedCron } from '../../src/runtime/tasks/schedule/clocked-cron.ts'
 import { cronerClock } from '../../src/runtime/tasks/schedule/croner-clock.ts'
 import { VirtualClock } from '../../src/testing/virtual-clock.ts'
+import { BERLIN_WEEK } from './_berlin-week.ts'
 
 const START = Date.parse('2001-01-01T00:00:00Z')
 
@@ -57,27 +58,17 @@ describe('clockedCron', () => {
   }
 
   it('ticks at each instant a schedule names, in its time zone, across a change of daylight saving time', async () => {
-    // Berlin moves its clocks forward on Sunday 29 March 2026, at 02:00.
-    const clock = new VirtualClock(Date.parse('2026-03-25T12:00:00Z'))
+    const clock = new VirtualClock(Date.parse(BERLIN_WEEK.start))
     const cron = clockedCron(clock, cronerClock)
     const ticks: string[] = []
-    const job = cron.start('0 9 * * *', 'Europe/Berlin', {
+    const job = cron.start(BERLIN_WEEK.cron, BERLIN_WEEK.timezone, {
       unref: false,
       onTick: async (tick) => ticks.push(tick.toISOString()),
       onError: () => {},
     })
-    expect(job.next()?.toISOString()).toBe('2026-03-26T08:00:00.000Z')
+    expect(job.next()?.toISOString()).toBe(BERLIN_WEEK.ticks[0])
     await runTo(clock, Date.parse('2026-04-01T12:00:00Z'))
-    expect(ticks).toEqual([
-      '2026-03-26T08:00:00.000Z',
-      '2026-03-27T08:00:00.000Z',
-      '2026-03-28T08:00:00.000Z',
-      // 09:00 in summer time is 07:00 UTC.
-      '2026-03-29T07:00:00.000Z',
-      '2026-03-30T07:00:00.000Z',
-      '2026-03-31T07:00:00.000Z',
-      '2026-04-01T07:00:00.000Z',
-    ])
+    expect(ticks).toEqual(BERLIN_WEEK.ticks)
     expect(cron.next('0 9 * * *', 'Europe/Berlin')?.toISOString()).toBe('2026-04-02T07:00:00.000Z')
     job.stop()
     expect(job.next()).toBeNull()
