@@ -4,7 +4,7 @@
  */
 import { describe } from '../runtime/describe.ts'
 import { loadApiRoutes, loadEvents } from '../node/loaders.ts'
-import { type TestRuntime, type TestRuntimeOptions, testRuntime } from './test-runtime.ts'
+import { type LoadedApp, type TestRuntime, type TestRuntimeOptions, testRuntime } from './test-runtime.ts'
 
 /**
  * A task runtime for a unit test, on the memory store and a virtual clock
@@ -26,8 +26,13 @@ export async function createTestRuntime(options: TestRuntimeOptions): Promise<Te
   if (routes !== undefined) {
     if (!Array.isArray(routes))
       throw new TypeError(`createTestRuntime(): routes must be an array of { path, module } (got ${describe(routes)})`)
-    return testRuntime(options, routes, options.events)
+    return testRuntime(options, { routes, events: options.events }, loadApp)
   }
-  const loaded = await loadApiRoutes({ root: root! })
-  return testRuntime(options, loaded, options.events ?? (await loadEvents({ root: root! })))
+  const app = await loadApp(root!)
+  return testRuntime(options, { routes: app.routes, events: options.events ?? app.events }, loadApp)
+}
+
+/** The task routes and event schemas of the app at `root`, loaded as `svc dev` loads them. */
+async function loadApp(root: string): Promise<LoadedApp> {
+  return { routes: await loadApiRoutes({ root }), events: await loadEvents({ root }) }
 }

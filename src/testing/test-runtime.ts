@@ -75,7 +75,7 @@ export type StepMock = unknown
 export type TestRun<Result = unknown> = Omit<RunRecord, 'result'> & { result?: Result }
 
 export interface TestRuntime {
-  /** The task runtime under test: `trigger`, `getRun`, `listRuns` and the rest, as in production. */
+  /** The task runtime under test: `trigger`, `getRun`, `listRuns` and the rest, as in production. A new one after `deploy`. */
   readonly runtime: TaskRuntime
   /** What the runtime logged, when no `logger` was given. */
   readonly logs: ReadonlyArray<{ level: 'info' | 'warn' | 'error'; message: string }>
@@ -106,15 +106,35 @@ export interface TestRuntime {
   mockStep(task: string, stepKey: string, output: StepMock): void
   /** How many times the function of step `stepKey` of `task` (or its mock) was really called: a replayed step is not. */
   stepCalls(task: string, stepKey: string): number
+  /**
+   * Replaces the app's code, as a deploy does: this runtime stops, and one
+   * on the new `routes` (or the app at `root`, loaded again) starts on the
+   * same store and clock and picks up the runs where they stopped. A run
+   * asleep across it replays its recorded steps on the new code, which is
+   * how a patch (`ctx.patched`) is tested.
+   */
+  deploy(app: TestDeploy): Promise<void>
   close(): Promise<void>
 }
 
-/** The test runtime of `routes`, with `options` checked but for `root` and `routes` (create.ts reads those). */
-export function testRuntime(
-  options: TestRuntimeOptions,
-  routes: readonly RuntimeApiRoute[],
-  events: EventSchemas | undefined,
-): TestRuntime {
+/** An app's task routes and event schemas, as given or as loaded from its directory. */
+export interface LoadedApp {
+  routes: readonly RuntimeApiRoute[]
+  events: EventSchemas | undefined
+}
+
+/** What `t.deploy()` puts in place of the app's code. */
+export interface TestDeploy {
+  /** The app's directory, loaded again; or `routes`. */
+  root?: string
+  routes?: readonly RuntimeApiRoute[]
+  events?: EventSchemas
+  /** The version the new code's runs record. @default each route's own */
+  version?: string
+}
+
+/** The test runtime of `app`, with `options` checked but for `root` and `routes` (create.ts reads those, and `load` loads an app's directory). */
+export function testRuntime(options: TestRuntimeOptions, app: LoadedApp, load: (root: string) => Promise<LoadedApp>): TestRuntime {
   const start = options.start ?? DEFAULT_START
   const startMs = start instanceof Date ? start.getTime() : typeof start === 'string' ? Date.parse(start) : start
   if (typeof startMs !== 'number' || !Number.isFinite(startMs)) {
@@ -130,30 +150,36 @@ export function testRuntime(
   const calls = new Map<string, number>()
   const stepId = (task: string, key: string) => `${task}\0${key}`
 
-  // The memory store is this process's alone: no claims of shared work.
-  const runtime = createCoreRuntime(
-    {
-      routes,
-      events,
-      version: options.version,
-      maxConcurrentRuns: options.maxConcurrentRuns,
-      logger,
-      env: {},
-      clock: {
-        now: () => clock.now(),
-        setTimer: (fn, ms) => (activity.note(), clock.setTimer(fn, ms)),
-        clearTimer: (h) => clock.clearTimer(h),
-      },
-      cron: clockedCron(clock, cronerClock),
-      store: activity.watch(new MemoryRunStore({ clock })),
-    },
-    undefined,
-    { callStep: (step, call) => callStep(step, call), ids: sequentialIds() },
-  )
+  const store = activity.watch(new MemoryRunStore({ clock }))
+  const ids = sequentialIds()
   const previous = getActiveTaskRuntime()
-  // enqueue() and completeToken() in the app's code reach this runtime.
-  setActiveTaskRuntime(runtime)
-  runtime.startScheduler()
+  const launch = (app: LoadedApp, version: string | undefined): TaskRuntime => {
+    // The memory store is this process's alone: no claims of shared work.
+    const made = createCoreRuntime(
+      {
+        routes: app.routes,
+        events: app.events,
+        version,
+        maxConcurrentRuns: options.maxConcurrentRuns,
+        logger,
+        env: {},
+        clock: {
+          now: () => clock.now(),
+          setTimer: (fn, ms) => (activity.note(), clock.setTimer(fn, ms)),
+          clearTimer: (h) => clock.clearTimer(h),
+        },
+        cron: clockedCron(clock, cronerClock),
+        store,
+      },
+      undefined,
+      { callStep: (step, call) => callStep(step, call), ids },
+    )
+    // enqueue() and completeToken() in the app's code reach this runtime.
+    setActiveTaskRuntime(made)
+    made.startScheduler()
+    return made
+  }
+  let runtime = launch(app, options.version)
 
   async function callStep({ taskName, runId, key }: StepCall, call: () => unknown): Promise<unknown> {
     const id = stepId(taskName, key)
@@ -234,7 +260,9 @@ export function testRuntime(
   }
 
   const t: TestRuntime = {
-    runtime,
+    get runtime() {
+      return runtime
+    },
     logs,
     now: () => new Date(clock.now()),
     async trigger(name, ...args) {
@@ -302,6 +330,20 @@ export function testRuntime(
       mocks.set(stepId(task, stepKey), mock)
     },
     stepCalls: (task, stepKey) => calls.get(stepId(task, stepKey)) ?? 0,
+    async deploy(next) {
+      if (next === null || typeof next !== 'object' || (next.root === undefined) === (next.routes === undefined)) {
+        throw new TypeError(
+          `t.deploy(app): give root (the app's directory) or routes, not ${next?.root === undefined ? 'neither' : 'both'}`,
+        )
+      }
+      const loaded = next.routes ? { routes: next.routes, events: next.events } : await load(next.root!)
+      await settle('t.deploy()')
+      // As a deploy does: the old code's process stops, the new one picks up what the store holds.
+      await runtime.close()
+      runtime = launch({ routes: loaded.routes, events: next.events ?? loaded.events }, next.version)
+      await runtime.recover()
+      await fireUntil(clock.now(), 't.deploy()')
+    },
     async close() {
       await runtime.close()
       if (getActiveTaskRuntime() === runtime || getActiveTaskRuntime() === undefined) setActiveTaskRuntime(previous ?? null)

@@ -242,6 +242,42 @@ describe('mocks and counts', () => {
   })
 })
 
+describe('deploys', () => {
+  const notify = (how: 'v1' | 'patched' | 'deprecated') =>
+    task('notify', async (ctx) => {
+      let sent: string
+      if (how === 'v1') sent = await ctx.step.run('email', () => 'email')
+      else if (how === 'deprecated') {
+        await ctx.deprecatePatch('by-sms')
+        sent = await ctx.step.run('sms', () => 'sms')
+      } else sent = (await ctx.patched('by-sms')) ? await ctx.step.run('sms', () => 'sms') : await ctx.step.run('email', () => 'email')
+      await ctx.step.sleep('wait', 86_400)
+      return sent
+    })
+
+  it('replays a run asleep across a deploy on the new code, where a patch tells it from the runs that start there', async () => {
+    t = await createTestRuntime({ routes: [notify('v1')] })
+    const before = await t.trigger('notify')
+    await t.advance('1h')
+    await t.deploy({ routes: [notify('patched')] })
+    const after = await t.trigger('notify')
+    await t.advanceUntilIdle()
+    expect(await t.getRun(before.id)).toMatchObject({ status: 'completed', result: 'email' })
+    expect(await t.getRun(after.id)).toMatchObject({ status: 'completed', result: 'sms' })
+    expect([t.stepCalls('notify', 'email'), t.stepCalls('notify', 'sms')]).toEqual([1, 1])
+  })
+
+  it('fails a run that went the old way once the patch is deprecated, as production does', async () => {
+    t = await createTestRuntime({ routes: [notify('v1')] })
+    const before = await t.trigger('notify')
+    await t.deploy({ routes: [notify('deprecated')] })
+    await t.advanceUntilIdle()
+    const run = await t.getRun(before.id)
+    expect(run?.status).toBe('failed')
+    expect(run?.attempts.at(-1)?.error).toContain('This run passed patch "by-sms" on its old branch, which this code no longer has')
+  })
+})
+
 describe('errors that help', () => {
   it('refuses options it cannot use, naming the fix', async () => {
     await expect(createTestRuntime({} as never)).rejects.toThrow(
