@@ -165,7 +165,10 @@ export function testRuntime(options: TestRuntimeOptions, app: LoadedApp, load: (
         env: {},
         clock: {
           now: () => clock.now(),
-          setTimer: (fn, ms) => (activity.note(), clock.setTimer(fn, ms)),
+          setTimer: (fn, ms) => {
+            activity.note()
+            return clock.setTimer(fn, ms)
+          },
           clearTimer: (h) => clock.clearTimer(h),
         },
         cron: clockedCron(clock, cronerClock),

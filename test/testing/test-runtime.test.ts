@@ -13,7 +13,6 @@ import { backoffDelay } from '../../src/runtime/tasks/base/backoff.ts'
 import { BERLIN_WEEK } from './_berlin-week.ts'
 
 const START = Date.parse('2030-01-01T00:00:00.000Z')
-const DAY = 86_400_000
 const realNow = Date.now
 
 function task(name: string, POST: (ctx: TaskContext<any>) => unknown, route: Record<string, unknown> = {}): RuntimeApiRoute {
