@@ -27,6 +27,15 @@ export const jsonArg = {
   },
 } as const satisfies ArgsDef
 
+/** The server a command that talks to a running server (`svc runs`, `svc tasks fire`) asks; `runsClient` reads it. */
+export const urlArg = {
+  url: {
+    type: 'string',
+    description: 'The server address (default: SVC_TASK_URL, else http://127.0.0.1:<PORT or 3000>)',
+    valueHint: 'url',
+  },
+} as const satisfies ArgsDef
+
 const NEGATIVE_NUMBER = /^-\.?\d/
 
 /** Rejects flags and positionals the command does not define. */

@@ -26,7 +26,7 @@ export const COMMANDS: Record<string, CommandEntry> = {
     load: () => import('./commands/build.ts').then((m) => m.default as CommandDef),
   },
   tasks: {
-    description: 'List and run the app tasks',
+    description: 'List, run and fire the app tasks',
     load: () => import('./commands/tasks.ts').then((m) => m.default as CommandDef),
   },
   runs: {

@@ -1,9 +1,9 @@
 /**
- * The runs endpoints of a task server (`/__tasks/runs…`, docs/http-api.md)
- * as `svc runs` calls them. The server is found as `enqueue()` finds it
- * (`SVC_TASK_URL`, else port `PORT` on this machine) and the secret sent as
- * it sends it. Every failure is an `Error` whose message names the URL and
- * what it answered, for `main` to print.
+ * The admin endpoints of a task server (`/__tasks/…`, docs/http-api.md) as
+ * `svc runs` and `svc tasks fire` call them. The server is found as
+ * `enqueue()` finds it (`SVC_TASK_URL`, else port `PORT` on this machine)
+ * and the secret sent as it sends it. Every failure is an `Error` whose
+ * message names the URL and what it answered, for `main` to print.
  */
 import { type EnvLike, processEnv } from '../runtime/env.ts'
 import { errorMessage } from '../runtime/errors.ts'

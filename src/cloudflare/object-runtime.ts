@@ -42,6 +42,8 @@ export const ONE_OBJECT: ObjectsPart = (routes, stub, shards) => {
     listEvents: (query) => call('listEvents', query),
     cancel: (id) => call('cancel', id),
     replay: (id) => call('replay', id),
+    wake: (id) => call('wake', id),
+    fireSchedule: (name) => call('fireSchedule', name),
     listTasks: () => call('listTasks'),
     runScheduled: (cron, timezone) => call('runScheduled', cron, timezone),
     fireCron: (cron) => call('fireCron', cron),

@@ -73,6 +73,8 @@ export const OBJECT_METHODS = [
   'listEvents',
   'cancel',
   'replay',
+  'wake',
+  'fireSchedule',
   'listTasks',
   'runScheduled',
   'fireCron',

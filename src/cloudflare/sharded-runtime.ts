@@ -6,7 +6,7 @@
  * - A new run goes to the shard its placement names (`shard-routing.ts`):
  *   by flow key or task for flow control, by task and idempotency key, or,
  *   with neither, to the next shard in turn.
- * - `getRun`, `cancel`, `replay`, `waitForRun` and `completeToken` (whose
+ * - `getRun`, `cancel`, `replay`, `wake`, `waitForRun` and `completeToken` (whose
  *   token id begins with its run's id) go to the shard the run's id names
  *   (`runHolder`: each object stamps its shard into the ids it makes). An
  *   id that names none was made before the app had shards, by shard 0; one
@@ -14,7 +14,8 @@
  *   waking an object.
  * - Listings ask every shard and merge (`shard-merge.ts`); events go to
  *   every shard, which each start the runs they own (`shard-events.ts`); a
- *   cron tick goes to the shards that fire its tasks (`cronShard`).
+ *   cron tick, or a task's schedule fired now (`fireSchedule`), goes to
+ *   the shards that fire its tasks (`cronShard`).
  *
  * Edge-safe.
  */
@@ -207,6 +208,12 @@ export function createShardedRuntime(
     },
     cancel: (id) => toRun(id, 'cancel', [], notFound(id)),
     replay: (id) => toRun(id, 'replay', [], notFound(id)),
+    wake: (id) => toRun(id, 'wake', [], notFound(id)),
+    fireSchedule(name) {
+      const def = tasks.get(name)
+      // An unknown task, or one without a schedule: shard 0 refuses it, as a lone object would.
+      return call(def?.schedule ? cronShard(def, shards) : 0, 'fireSchedule', name)
+    },
     listTasks: async () => mergeTasks(await every<TaskSummary[]>('listTasks')),
     async runScheduled(cron, timezone) {
       const firing = firingShards(cron, timezone)

@@ -201,6 +201,10 @@ export function composeTasksObject(app: TasksObjectApp, objects: ObjectsPart, op
           return runtime.cancel(a)
         case 'replay':
           return runtime.replay(a)
+        case 'wake':
+          return runtime.wake(a)
+        case 'fireSchedule':
+          return runtime.fireSchedule(a)
         case 'listTasks':
           return runtime.listTasks()
         case 'runScheduled':

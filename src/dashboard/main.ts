@@ -25,6 +25,7 @@ const run = runView(
   () => refreshSoon(),
 )
 const tasksSection = h('div')
+const tasksProblems = h('div', { role: 'alert', class: 'problems' })
 const triggerSection = h('div')
 
 function openRun(id: string): void {
@@ -35,7 +36,7 @@ function openRun(id: string): void {
 
 async function loadTasks(): Promise<DashboardTask[]> {
   const { tasks } = await api<{ tasks: DashboardTask[] }>('GET', '/__svc/dashboard/tasks')
-  fill(tasksSection, tasksTable(tasks, openRun))
+  fill(tasksSection, tasksTable(tasks, openRun, tasksProblems))
   runs.setTasks(tasks.map((task) => task.name))
   charts.setTasks(tasks.map((task) => task.name))
   return tasks
@@ -66,7 +67,7 @@ async function start(): Promise<void> {
   signOut.hidden = !secret.get()
   fill(
     root,
-    h('section', { 'aria-labelledby': 'tasks-heading' }, h('h2', { id: 'tasks-heading' }, 'Tasks'), tasksSection),
+    h('section', { 'aria-labelledby': 'tasks-heading' }, h('h2', { id: 'tasks-heading' }, 'Tasks'), tasksSection, tasksProblems),
     h('section', { 'aria-labelledby': 'trigger-heading' }, h('h2', { id: 'trigger-heading' }, 'Trigger a run'), triggerSection),
     h('section', { 'aria-labelledby': 'charts-heading' }, h('h2', { id: 'charts-heading' }, 'Task charts'), charts.element),
     h('section', { 'aria-labelledby': 'runs-heading' }, h('h2', { id: 'runs-heading' }, 'Runs'), runs.element),

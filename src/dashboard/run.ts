@@ -47,6 +47,16 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
       h(
         'div',
         { class: 'actions' },
+        wakeable(run)
+          ? h(
+              'button',
+              {
+                type: 'button',
+                onclick: () => act(() => api('POST', `/__tasks/runs/${encodeURIComponent(run.id)}/wake`)),
+              },
+              'Wake now',
+            )
+          : null,
         live
           ? h(
               'button',
@@ -82,6 +92,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
         run.replayOf ? fact('Replay of', runLink(run.replayOf, openRun)) : null,
         run.parentRunId ? fact('Parent run', runLink(run.parentRunId, openRun)) : null,
         fact('Created', time(run.createdAt)),
+        run.status === 'scheduled' && run.runAt ? fact('Due', time(run.runAt)) : null,
         fact('Started', time(run.startedAt)),
         fact('Finished', time(run.finishedAt)),
       ),
@@ -140,6 +151,15 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
     },
   }
   return view
+}
+
+/**
+ * Whether the run waits on time alone: a sleep, or the delay before it
+ * starts, which waking ends now. A token, an event or a child run ends the
+ * other waits, and the server refuses to wake them.
+ */
+function wakeable(run: Run): boolean {
+  return run.status === 'scheduled' || (run.status === 'suspended' && run.suspended?.waitpoint.type === 'sleep')
 }
 
 function fact(name: string, value: Child): Child {

@@ -3,8 +3,21 @@ import { ApiError, api } from './api.ts'
 import { type Child, click, dataTable, duration, fill, h, statusBadge, time } from './dom.ts'
 import type { DashboardTask } from './types.ts'
 
-export function tasksTable(tasks: DashboardTask[], openRun: (id: string) => void): Child {
+/**
+ * The Tasks table. A scheduled task's "Fire now" starts a run as a tick of its
+ * schedule would, opens it, and shows a refusal in `problems`, which outlives
+ * the table: the table is drawn again on every event.
+ */
+export function tasksTable(tasks: DashboardTask[], openRun: (id: string) => void, problems: HTMLElement): Child {
   if (tasks.length === 0) return h('p', { class: 'muted' }, 'This app has no task routes.')
+  const fire = async (name: string) => {
+    fill(problems)
+    try {
+      openRun((await api<{ id: string }>('POST', `/__tasks/${encodeURIComponent(name)}/fire`)).id)
+    } catch (error) {
+      fill(problems, errorView(error))
+    }
+  }
   return dataTable(
     ['Task', 'Runs on', 'Next run', 'Retries', 'Timeout', 'Last run'],
     tasks.map((task) =>
@@ -27,7 +40,13 @@ export function tasksTable(tasks: DashboardTask[], openRun: (id: string) => void
               ]
             : h('span', { class: 'muted' }, 'on demand'),
         ),
-        h('td', null, task.schedule ? time(task.nextRunAt) : h('span', { class: 'muted' }, '—')),
+        h(
+          'td',
+          null,
+          task.schedule
+            ? [time(task.nextRunAt), ' ', h('button', { type: 'button', class: 'fire', onclick: () => fire(task.name) }, 'Fire now')]
+            : h('span', { class: 'muted' }, '—'),
+        ),
         h('td', null, String(task.retries)),
         h('td', null, duration(task.timeout)),
         h(

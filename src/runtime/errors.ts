@@ -183,18 +183,64 @@ export class RunNotFoundError extends SvcError {
   }
 }
 
-/** The run already finished (completed, failed or cancelled), so it cannot be cancelled. HTTP 409 `RUN_FINISHED`. */
+/**
+ * The run already finished (completed, failed or cancelled), so it cannot be
+ * cancelled (or woken: `action`). HTTP 409 `RUN_FINISHED`.
+ */
 export class RunFinishedError extends SvcError {
   readonly runId: string
   readonly runStatus: string
-  constructor(runId: string, runStatus: string) {
+  constructor(runId: string, runStatus: string, action: 'cancelled' | 'woken' = 'cancelled') {
+    const live = action === 'woken' ? 'a sleeping or delayed run' : 'a scheduled, queued, running or suspended run'
+    super(`Run "${runId}" already finished (${runStatus}); only ${live} can be ${action}`, 'RUN_FINISHED', 409)
+    this.runId = runId
+    this.runStatus = runStatus
+  }
+}
+
+/**
+ * The run cannot be woken (`TaskRuntime.wake`): it is live, but waits on
+ * something other than time, a token, an event, a child run or a slot, or
+ * it is running. `waitsOn` says what, and what resumes it instead. HTTP 409
+ * `RUN_NOT_SLEEPING`.
+ */
+export class RunNotSleepingError extends SvcError {
+  readonly runId: string
+  readonly runStatus: string
+  constructor(runId: string, runStatus: string, waitsOn: string) {
     super(
-      `Run "${runId}" already finished (${runStatus}); only a scheduled, queued, running or suspended run can be cancelled`,
-      'RUN_FINISHED',
+      `Run "${runId}" is not sleeping: ${waitsOn}. Only a run suspended on ctx.step.sleep or sleepUntil, or a delayed run, can be woken`,
+      'RUN_NOT_SLEEPING',
       409,
     )
     this.runId = runId
     this.runStatus = runStatus
+  }
+}
+
+/** `TaskRuntime.fireSchedule` on a task without a `schedule`. HTTP 400 `NOT_SCHEDULED`. */
+export class TaskNotScheduledError extends SvcError {
+  readonly taskName: string
+  constructor(taskName: string) {
+    super(
+      `Task "${taskName}" has no schedule, so there is no tick to fire; start a run of it with trigger("${taskName}") or POST /__tasks/${taskName}`,
+      'NOT_SCHEDULED',
+      400,
+    )
+    this.taskName = taskName
+  }
+}
+
+/**
+ * A tick of a task's schedule that `TaskRuntime.fireSchedule` asked for
+ * started no run, as a tick of the schedule would not have: `reason` says
+ * why. HTTP 409 `TICK_SKIPPED`.
+ */
+export class TickSkippedError extends SvcError {
+  readonly taskName: string
+  constructor(taskName: string, reason: string) {
+    super(`Task "${taskName}" was not fired: ${reason}`, 'TICK_SKIPPED', 409)
+    this.taskName = taskName
   }
 }
 

@@ -1,47 +1,23 @@
 import { spawn } from 'node:child_process'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { MemoryRunStore } from '../../src/index.ts'
-import { loadApiRoutes, type SvcServer, startSvcServer } from '../../src/node.ts'
 import { describeRunRecord } from '../../src/cli/runs-timeline.ts'
-import type { RunRecord, RuntimeApiRoute } from '../../src/types.ts'
-import { recordingLogger, until } from '../_helpers.ts'
-import { svc } from './_svc.ts'
+import type { RunRecord } from '../../src/types.ts'
+import { until } from '../_helpers.ts'
+import { fixtureServerPerTest } from './_svc.ts'
 
-const root = fileURLToPath(new URL('../fixtures/runs-cli', import.meta.url))
 const cli = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url))
 const SECRET = 'runs-cli-secret-0123456789abcdef012'
-
-let apiRoutes: RuntimeApiRoute[]
-let server: SvcServer
-
-beforeAll(async () => {
-  apiRoutes = await loadApiRoutes({ root })
-})
-
-// A server of its own for each test, so that each lists only its own runs.
-beforeEach(async () => {
-  server = await startSvcServer({
-    apiRoutes,
-    pages: [],
-    port: 0,
-    env: { SVC_TASK_SECRET: SECRET, NODE_ENV: 'test' },
-    installSignalHandlers: false,
-    logger: recordingLogger(),
-  })
-})
-
-afterEach(() => server.close())
+const fixture = fixtureServerPerTest('runs-cli', SECRET)
 
 /** `svc runs <args>` against the test's server. */
-function runs(args: string[], env: Record<string, string> = {}) {
-  return svc(['runs', ...args], { env: { SVC_TASK_URL: server.url, SVC_TASK_SECRET: SECRET, ...env } })
-}
+const runs = (args: string[], env: Record<string, string> = {}) => fixture.cli(['runs', ...args], env)
 
 /** Starts a run of `task` over HTTP and resolves with its id. */
 async function trigger(task: string, input?: unknown): Promise<string> {
-  const response = await fetch(`${server.url}/__tasks/${task}`, {
+  const response = await fetch(`${fixture.server.url}/__tasks/${task}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json' },
     body: input === undefined ? undefined : JSON.stringify(input),
@@ -51,11 +27,11 @@ async function trigger(task: string, input?: unknown): Promise<string> {
 }
 
 function finished(id: string): Promise<RunRecord> {
-  return server.runtime.waitForRun(id)
+  return fixture.server.runtime.waitForRun(id)
 }
 
 async function suspended(id: string): Promise<void> {
-  await until(async () => (await server.runtime.getRun(id))?.status === 'suspended')
+  await until(async () => (await fixture.server.runtime.getRun(id))?.status === 'suspended')
 }
 
 /** A local port nothing listens on. */
@@ -121,7 +97,7 @@ describe('svc runs list', () => {
   it("a bad filter is the server's 400 INVALID_QUERY, and exit code 1", async () => {
     const { code, stderr } = await runs(['list', '--status', 'done'])
     expect(code).toBe(1)
-    expect(stderr).toContain(`${server.url}/__tasks/runs?status=done answered 400 INVALID_QUERY: status must be one of`)
+    expect(stderr).toContain(`${fixture.server.url}/__tasks/runs?status=done answered 400 INVALID_QUERY: status must be one of`)
   })
 })
 
@@ -175,7 +151,9 @@ describe('svc runs get', () => {
     const { code, stdout, stderr } = await runs(['get', 'no-such-run'])
     expect(code).toBe(1)
     expect(stdout).toBe('')
-    expect(stderr).toContain(`svc runs get: ${server.url}/__tasks/runs/no-such-run answered 404 RUN_NOT_FOUND: No run has id "no-such-run"`)
+    expect(stderr).toContain(
+      `svc runs get: ${fixture.server.url}/__tasks/runs/no-such-run answered 404 RUN_NOT_FOUND: No run has id "no-such-run"`,
+    )
   })
 })
 
@@ -226,20 +204,11 @@ describe('versions in svc runs', () => {
 
   // Runs of pipeline are on v1, runs of flaky on a version too long for the table, the others on none.
   beforeEach(async () => {
-    await server.close()
     store = new MemoryRunStore()
-    const versioned = apiRoutes.map((route) =>
+    const versioned = fixture.apiRoutes.map((route) =>
       route.path === '/api/pipeline' ? { ...route, version: 'v1' } : route.path === '/api/flaky' ? { ...route, version: LONG } : route,
     )
-    server = await startSvcServer({
-      apiRoutes: versioned,
-      pages: [],
-      port: 0,
-      env: { SVC_TASK_SECRET: SECRET, NODE_ENV: 'test' },
-      installSignalHandlers: false,
-      logger: recordingLogger(),
-      store,
-    })
+    await fixture.restart({ apiRoutes: versioned, store })
   })
 
   /** The cells of the row of run `id`. */
@@ -326,7 +295,7 @@ describe('svc runs cancel and replay', () => {
     await finished(id)
     const { code, stderr } = await runs(['cancel', id])
     expect(code).toBe(1)
-    expect(stderr).toContain(`svc runs cancel: ${server.url}/__tasks/runs/${id}/cancel answered 409 RUN_FINISHED: `)
+    expect(stderr).toContain(`svc runs cancel: ${fixture.server.url}/__tasks/runs/${id}/cancel answered 409 RUN_FINISHED: `)
   })
 
   it('replay starts a new run of the task with the same input and prints its id', async () => {
@@ -367,7 +336,7 @@ describe('svc runs logs', () => {
   it('--follow prints entries as they are logged, and exits 0 once the run has finished', async () => {
     const id = await trigger('gated')
     const follower = spawn(process.execPath, [cli, 'runs', 'logs', id, '--follow'], {
-      env: { ...process.env, NO_COLOR: '1', SVC_TASK_URL: server.url, SVC_TASK_SECRET: SECRET },
+      env: { ...process.env, NO_COLOR: '1', SVC_TASK_URL: fixture.server.url, SVC_TASK_SECRET: SECRET },
     })
     let stdout = ''
     follower.stdout.on('data', (chunk) => (stdout += chunk))
@@ -375,7 +344,7 @@ describe('svc runs logs', () => {
     try {
       await until(() => stdout.includes('waiting for a go'), 10_000)
       expect(follower.exitCode).toBe(null)
-      const response = await fetch(`${server.url}/__tasks/tokens/${encodeURIComponent(`${id}:go`)}`, {
+      const response = await fetch(`${fixture.server.url}/__tasks/tokens/${encodeURIComponent(`${id}:go`)}`, {
         method: 'POST',
         headers: { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json' },
         body: JSON.stringify({ by: 'ada' }),
@@ -385,7 +354,7 @@ describe('svc runs logs', () => {
     } finally {
       follower.kill('SIGKILL')
     }
-    expect((await server.runtime.getRun(id))?.status).toBe('completed')
+    expect((await fixture.server.runtime.getRun(id))?.status).toBe('completed')
     expect(
       stdout
         .trim()
@@ -428,7 +397,7 @@ describe('reaching the server', () => {
   it('a wrong secret is a 401 that says to set SVC_TASK_SECRET', async () => {
     const { code, stderr } = await runs(['list'], { SVC_TASK_SECRET: 'wrong' })
     expect(code).toBe(1)
-    expect(stderr).toContain(`svc runs list: ${server.url}/__tasks/runs answered 401 UNAUTHORIZED: `)
+    expect(stderr).toContain(`svc runs list: ${fixture.server.url}/__tasks/runs answered 401 UNAUTHORIZED: `)
     expect(stderr).toContain('The task secret is wrong: set SVC_TASK_SECRET')
   })
 
@@ -452,7 +421,7 @@ describe('reaching the server', () => {
     const id = await trigger('pipeline')
     await finished(id)
     const dead = `http://127.0.0.1:${await closedPort()}`
-    const { code, stdout } = await runs(['list', '--url', server.url], { SVC_TASK_URL: dead })
+    const { code, stdout } = await runs(['list', '--url', fixture.server.url], { SVC_TASK_URL: dead })
     expect(code).toBe(0)
     expect(ids(stdout)).toEqual([id])
   })
@@ -460,16 +429,16 @@ describe('reaching the server', () => {
   it('without SVC_TASK_URL, it asks 127.0.0.1 on PORT, as enqueue() does', async () => {
     const id = await trigger('pipeline')
     await finished(id)
-    const { code, stdout } = await runs(['list'], { SVC_TASK_URL: '', PORT: String(server.port) })
+    const { code, stdout } = await runs(['list'], { SVC_TASK_URL: '', PORT: String(fixture.server.port) })
     expect(code).toBe(0)
     expect(ids(stdout)).toEqual([id])
   })
 
   it('a --url without http:// is a usage error', async () => {
-    const { code, stderr } = await runs(['list', '--url', `127.0.0.1:${server.port}`])
+    const { code, stderr } = await runs(['list', '--url', `127.0.0.1:${fixture.server.port}`])
     expect(code).toBe(1)
     expect(stderr).toContain(
-      `error: --url (got "127.0.0.1:${server.port}") must be the server's address, starting with http:// or https://`,
+      `error: --url (got "127.0.0.1:${fixture.server.port}") must be the server's address, starting with http:// or https://`,
     )
   })
 })

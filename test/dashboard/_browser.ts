@@ -1,8 +1,8 @@
 /** Helpers of the dashboard's browser suites: Debian's Chromium driven by playwright-core, and `svc dev` on the fixture app. */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { type Browser, chromium } from 'playwright-core'
-import { expect } from 'vitest'
+import { type Browser, chromium, type Page } from 'playwright-core'
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest'
 import { eventually } from '../dev/_helpers.ts'
 
 export const FIXTURE = fileURLToPath(new URL('../fixtures/dashboard-app', import.meta.url))
@@ -53,4 +53,48 @@ export async function trigger(url: string, task: string, input: unknown, headers
   })
   expect(res.status).toBe(202)
   return ((await res.json()) as { id: string }).id
+}
+
+/** What `dashboardPerTest` gives a suite: `svc dev` and Chromium for the file, a fresh dashboard page for each test. */
+export interface DashboardSession {
+  readonly dev: Dev
+  readonly page: Page
+}
+
+/**
+ * Starts `svc dev` on the fixture and Chromium once for the file, opens the
+ * dashboard in a new page before each test, and fails a test whose page
+ * threw an uncaught error. `onPage` runs once the page has loaded.
+ */
+export function dashboardPerTest(onPage?: (page: Page) => Promise<void>): DashboardSession {
+  let dev: Dev
+  let browser: Browser
+  let page: Page
+  let pageErrors: string[] = []
+  beforeAll(async () => {
+    ;[dev, browser] = await Promise.all([startDev(), launchChromium()])
+  }, 60_000)
+  afterAll(async () => {
+    await Promise.all([browser?.close(), dev?.stop()])
+  })
+  beforeEach(async () => {
+    page = await browser.newPage()
+    pageErrors = []
+    page.on('pageerror', (error) => pageErrors.push(error.message))
+    await page.goto(`${dev.url}/__svc/dashboard`)
+    await onPage?.(page)
+  })
+  afterEach(async () => {
+    await page.close()
+    // An uncaught error in the page fails the test that caused it.
+    expect(pageErrors).toEqual([])
+  })
+  return {
+    get dev() {
+      return dev
+    },
+    get page() {
+      return page
+    },
+  }
 }

@@ -1,46 +1,25 @@
 // The runs dashboard in a real browser, against `svc dev` on test/fixtures/dashboard-app.
-import type { Browser, Page } from 'playwright-core'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { type Dev, launchChromium, startDev, trigger } from './_browser.ts'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { dashboardPerTest, trigger } from './_browser.ts'
 
-let dev: Dev
-let browser: Browser
-let page: Page
-let pageErrors: string[]
-
-beforeAll(async () => {
-  ;[dev, browser] = await Promise.all([startDev(), launchChromium()])
-}, 60_000)
-afterAll(async () => {
-  await Promise.all([browser?.close(), dev?.stop()])
-})
-beforeEach(async () => {
-  page = await browser.newPage()
-  pageErrors = []
-  page.on('pageerror', (error) => pageErrors.push(error.message))
-  await page.goto(`${dev.url}/__svc/dashboard`)
+const session = dashboardPerTest(async (opened) => {
   // Marks this document: a reload would drop it.
-  await page.evaluate(() => ((window as { loadedOnce?: boolean }).loadedOnce = true))
-})
-afterEach(async () => {
-  await page.close()
-  // An uncaught error in the page fails the test that caused it.
-  expect(pageErrors).toEqual([])
+  await opened.evaluate(() => ((window as { loadedOnce?: boolean }).loadedOnce = true))
 })
 
-const runPanel = () => page.locator('#run')
+const runPanel = () => session.page.locator('#run')
 const runId = async () => (await runPanel().locator('.run-id').textContent())!
-const stillSameDocument = () => page.evaluate(() => (window as { loadedOnce?: boolean }).loadedOnce === true)
+const stillSameDocument = () => session.page.evaluate(() => (window as { loadedOnce?: boolean }).loadedOnce === true)
 
 async function triggerFromPage(task: string, input: string): Promise<void> {
-  await page.getByLabel('Task', { exact: true }).first().selectOption(task)
-  await page.getByLabel('Input (JSON)').fill(input)
-  await page.getByRole('button', { name: 'Trigger' }).click()
+  await session.page.getByLabel('Task', { exact: true }).first().selectOption(task)
+  await session.page.getByLabel('Input (JSON)').fill(input)
+  await session.page.getByRole('button', { name: 'Trigger' }).click()
 }
 
 describe('the runs dashboard under svc dev', () => {
   it('lists the tasks in a table with header cells, what starts each, and a schedule with its next fire time', async () => {
-    const tasks = page.getByRole('region', { name: 'Tasks' }).getByRole('table')
+    const tasks = session.page.getByRole('region', { name: 'Tasks' }).getByRole('table')
     await expect
       .poll(() => tasks.getByRole('columnheader').allTextContents())
       .toEqual(['Task', 'Runs on', 'Next run', 'Retries', 'Timeout', 'Last run'])
@@ -61,17 +40,17 @@ describe('the runs dashboard under svc dev', () => {
     const id = await runId()
     expect(id).toMatch(/^[0-9a-f-]{36}$/)
     await expect.poll(() => runPanel().textContent()).toContain('"Hello, Ada"')
-    const row = page.getByRole('region', { name: 'Runs' }).getByRole('row').filter({ hasText: id })
+    const row = session.page.getByRole('region', { name: 'Runs' }).getByRole('row').filter({ hasText: id })
     await expect.poll(() => row.locator('.status').textContent()).toBe('completed')
     expect(await stillSameDocument()).toBe(true)
   })
 
   it('shows runs started elsewhere as they change, from the event stream', async () => {
-    await expect.poll(() => page.locator('#live').textContent()).toBe('live')
-    const id = await trigger(dev.url, 'jobs.approve', { from: 'elsewhere' })
-    const row = page.getByRole('region', { name: 'Runs' }).getByRole('row').filter({ hasText: id })
+    await expect.poll(() => session.page.locator('#live').textContent()).toBe('live')
+    const id = await trigger(session.dev.url, 'jobs.approve', { from: 'elsewhere' })
+    const row = session.page.getByRole('region', { name: 'Runs' }).getByRole('row').filter({ hasText: id })
     await expect.poll(() => row.locator('.status').textContent()).toBe('suspended')
-    const done = await fetch(`${dev.url}/__tasks/tokens/${id}:approval`, {
+    const done = await fetch(`${session.dev.url}/__tasks/tokens/${id}:approval`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: '{"approved":false}',
@@ -83,7 +62,7 @@ describe('the runs dashboard under svc dev', () => {
 
   it('shows a validation error with its details', async () => {
     await triggerFromPage('jobs.greet', '{ "name": "" }')
-    const alert = page.getByRole('region', { name: 'Trigger a run' }).getByRole('alert')
+    const alert = session.page.getByRole('region', { name: 'Trigger a run' }).getByRole('alert')
     await expect.poll(() => alert.textContent()).toContain('VALIDATION_FAILED')
     await expect.poll(() => alert.locator('li').allTextContents()).toEqual(['input.name: Invalid length: Expected >=1 but received 0'])
     expect(await runPanel().isHidden()).toBe(true)
@@ -91,7 +70,7 @@ describe('the runs dashboard under svc dev', () => {
 
   it('says when the input is not JSON, before sending it', async () => {
     await triggerFromPage('jobs.greet', '{ name: Ada }')
-    const alert = page.getByRole('region', { name: 'Trigger a run' }).getByRole('alert')
+    const alert = session.page.getByRole('region', { name: 'Trigger a run' }).getByRole('alert')
     await expect.poll(() => alert.textContent()).toContain('The input is not JSON')
   })
 
@@ -117,7 +96,7 @@ describe('the runs dashboard under svc dev', () => {
     await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('cancelled')
     expect(await runPanel().getByRole('button', { name: 'Cancel' }).count()).toBe(0)
     expect(await runPanel().locator('details.step summary').allTextContents()).toContain('before completed')
-    const run = await (await fetch(`${dev.url}/__tasks/${await runId()}`)).json()
+    const run = await (await fetch(`${session.dev.url}/__tasks/${await runId()}`)).json()
     expect(run.status).toBe('cancelled')
   })
 
@@ -132,8 +111,8 @@ describe('the runs dashboard under svc dev', () => {
     expect(await runPanel().locator('.attempt-live').textContent()).toBe(
       'Attempt 1 is suspended until what the run waits on is met; it is listed here once it ends.',
     )
-    await page.getByLabel('Payload (JSON)').fill('{ "approved": true }')
-    await page.getByRole('button', { name: 'Complete token' }).click()
+    await session.page.getByLabel('Payload (JSON)').fill('{ "approved": true }')
+    await session.page.getByRole('button', { name: 'Complete token' }).click()
     await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('completed')
     expect(await runPanel().textContent()).toContain('approved: true')
     expect(await runPanel().locator('table.attempts tbody tr').count()).toBe(1)
@@ -165,9 +144,9 @@ describe('the runs dashboard under svc dev', () => {
   })
 
   it('filters runs by task and by status', async () => {
-    await trigger(dev.url, 'jobs.greet', { name: 'filter' })
-    await trigger(dev.url, 'jobs.nap', {})
-    const runs = page.getByRole('region', { name: 'Runs' })
+    await trigger(session.dev.url, 'jobs.greet', { name: 'filter' })
+    await trigger(session.dev.url, 'jobs.nap', {})
+    const runs = session.page.getByRole('region', { name: 'Runs' })
     await runs.getByLabel('Task').selectOption('jobs.nap')
     await expect.poll(async () => new Set(await runs.locator('tbody td:nth-child(2)').allTextContents())).toEqual(new Set(['jobs.nap']))
     await runs.getByLabel('Task').selectOption('')
@@ -176,15 +155,15 @@ describe('the runs dashboard under svc dev', () => {
   })
 
   it('filters by several statuses at once: runs of each checked status, none of the others', async () => {
-    await trigger(dev.url, 'jobs.greet', { name: 'several' })
-    await trigger(dev.url, 'jobs.nap', {})
-    const cancelled = await trigger(dev.url, 'jobs.nap', {})
-    expect((await fetch(`${dev.url}/__tasks/runs/${cancelled}/cancel`, { method: 'POST' })).status).toBe(200)
-    const runs = page.getByRole('region', { name: 'Runs' })
+    await trigger(session.dev.url, 'jobs.greet', { name: 'several' })
+    await trigger(session.dev.url, 'jobs.nap', {})
+    const cancelled = await trigger(session.dev.url, 'jobs.nap', {})
+    expect((await fetch(`${session.dev.url}/__tasks/runs/${cancelled}/cancel`, { method: 'POST' })).status).toBe(200)
+    const runs = session.page.getByRole('region', { name: 'Runs' })
     const statuses = runs.getByRole('group', { name: 'Status' })
     // Checked from the keyboard, as a checkbox is.
     await statuses.getByLabel('suspended').focus()
-    await page.keyboard.press('Space')
+    await session.page.keyboard.press('Space')
     await statuses.getByLabel('cancelled').check()
     await expect
       .poll(async () => new Set(await runs.locator('tbody .status').allTextContents()))
@@ -198,10 +177,10 @@ describe('the runs dashboard under svc dev', () => {
     // Started one after another, so that the first is the oldest run of the task.
     const started: string[] = []
     beforeAll(async () => {
-      for (let i = 0; i < 130; i++) started.push(await trigger(dev.url, 'jobs.greet', { name: `run ${i}` }))
+      for (let i = 0; i < 130; i++) started.push(await trigger(session.dev.url, 'jobs.greet', { name: `run ${i}` }))
     }, 60_000)
 
-    const runs = () => page.getByRole('region', { name: 'Runs' })
+    const runs = () => session.page.getByRole('region', { name: 'Runs' })
     const loadMore = () => runs().getByRole('button', { name: 'Load more' })
     const shownIds = () =>
       runs()
@@ -218,8 +197,8 @@ describe('the runs dashboard under svc dev', () => {
       }
       const ids = await shownIds()
       const lastPage = Math.floor((ids.length - 1) / 100) * 100
-      expect(await page.evaluate(() => document.activeElement?.closest('tr')?.getAttribute('data-run'))).toBe(ids[lastPage])
-      const all = (await (await fetch(`${dev.url}/__tasks/runs?limit=500`)).json()) as { runs: { id: string }[]; cursor?: string }
+      expect(await session.page.evaluate(() => document.activeElement?.closest('tr')?.getAttribute('data-run'))).toBe(ids[lastPage])
+      const all = (await (await fetch(`${session.dev.url}/__tasks/runs?limit=500`)).json()) as { runs: { id: string }[]; cursor?: string }
       expect(all.cursor).toBeUndefined()
       expect(ids).toEqual(all.runs.map((run) => run.id))
       expect(new Set(ids).size).toBe(ids.length)
@@ -228,12 +207,12 @@ describe('the runs dashboard under svc dev', () => {
     })
 
     it('keeps the pages loaded when the event stream refreshes the list, with new runs on top', async () => {
-      await expect.poll(() => page.locator('#live').textContent()).toBe('live')
+      await expect.poll(() => session.page.locator('#live').textContent()).toBe('live')
       await expect.poll(() => runs().locator('tbody tr').count()).toBe(100)
       await loadMore().click()
       await expect.poll(async () => (await shownIds()).length).toBeGreaterThan(100)
       const shown = (await shownIds()).length
-      const fresh = await trigger(dev.url, 'jobs.greet', { name: 'fresh' })
+      const fresh = await trigger(session.dev.url, 'jobs.greet', { name: 'fresh' })
       await expect.poll(async () => (await shownIds())[0]).toBe(fresh)
       const ids = await shownIds()
       expect(ids.length).toBe(shown)

@@ -3,7 +3,7 @@
 // then used through its bin (Node 24) for every command and build target.
 // Packing (which builds dist/) and installing happen once, shared by every
 // case; the whole file takes a minute or two.
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import buildConfig from '../../build.config.ts'
 import { MIN_NODE_VERSION } from '../../src/runtime/node-version.ts'
 import { TARGET_NAMES, type TargetName } from '../../src/self/targets.ts'
+import { runtimeBinary } from '../targets/_server-runtime.ts'
 import {
   eventually,
   NODE24,
@@ -104,6 +105,39 @@ describe('the package', () => {
     const script = `for (const s of ${JSON.stringify(SUBPATHS.map((subpath) => subpath.replace(/^\./, 'svcjs')))}) console.log(s, Object.keys(await import(s)).length)`
     const { stdout } = await runOk(NODE24, ['--input-type=module', '-e', script], { cwd: packed.app })
     for (const subpath of SUBPATHS) expect(stdout).toMatch(new RegExp(`^${subpath.replace(/^\./, 'svcjs')} [1-9]\\d*$`, 'm'))
+  })
+})
+
+describe('svcjs/testing from the package', () => {
+  /** A unit test of the app's task as a user writes it, for `runner`'s test API. */
+  const unitTest = (runner: 'node:test' | 'bun:test') => `import { ${runner === 'bun:test' ? 'expect, test' : 'test'} } from '${runner}'
+${runner === 'node:test' ? "import assert from 'node:assert/strict'\n" : ''}import { createTestRuntime } from 'svcjs/testing'
+
+test('report doubles, then squares, on the virtual clock', async () => {
+  const t = await createTestRuntime({ root: '.', start: '2031-05-01T00:00:00Z' })
+  t.mockStep('jobs.report', 'double', 10)
+  const run = await t.run('jobs.report', { n: 2 })
+  const expected = { status: 'completed', createdAt: '2031-05-01T00:00:00.000Z', result: { doubled: 10, squared: 100 } }
+  const got = { status: run.status, createdAt: run.createdAt, result: run.result }
+  ${runner === 'bun:test' ? 'expect(got).toEqual(expected)' : 'assert.deepEqual(got, expected)'}
+  await t.close()
+})
+`
+
+  it("runs the app's task in a unit test under node --test", async () => {
+    const file = join(packed.app, 'test/report.node.test.ts')
+    mkdirSync(dirname(file), { recursive: true })
+    writeFileSync(file, unitTest('node:test'))
+    const { stdout } = await runOk(NODE24, ['--test', file], { cwd: packed.app })
+    expect(stdout).toMatch(/^ℹ pass 1$/m)
+  })
+
+  it('runs it under bun test', async () => {
+    const file = join(packed.app, 'test/report.bun.test.ts')
+    mkdirSync(dirname(file), { recursive: true })
+    writeFileSync(file, unitTest('bun:test'))
+    const { stdout, stderr } = await runOk(runtimeBinary('bun'), ['test', file], { cwd: packed.app })
+    expect(`${stdout}${stderr}`).toMatch(/^ 1 pass$/m)
   })
 })
 

@@ -217,6 +217,31 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     expect(hitsOf('b', id)).toEqual([])
   })
 
+  it('wakes a sleeping run in the object, which goes on before its sleep is over, and fires a schedule now', async () => {
+    const started = await admin('/__tasks/jobs.steps', { body: { notify: notify.url } })
+    const id = started.body.id as string
+    const suspended = await waitForStatus(id, 'suspended')
+    expect(await admin(`/__tasks/runs/${id}/wake`, { method: 'POST' })).toEqual({ status: 200, body: { id, status: 'suspended' } })
+    const done = await waitForStatus(id, 'completed')
+    expect(Date.parse(done.finishedAt)).toBeLessThan(Date.parse(suspended.suspended.waitpoint.until))
+    expect(done.steps.s).toMatchObject({ status: 'completed', kind: 'sleep' })
+    expect(hitsOf('a', id)).toHaveLength(1)
+    expect(await admin(`/__tasks/runs/${id}/wake`, { method: 'POST' })).toMatchObject({ status: 409, body: { code: 'RUN_FINISHED' } })
+
+    const approval = await admin('/__tasks/jobs.approval', { body: {} })
+    await waitForStatus(approval.body.id, 'suspended')
+    expect(await admin(`/__tasks/runs/${approval.body.id}/wake`, { method: 'POST' })).toMatchObject({
+      status: 409,
+      body: { code: 'RUN_NOT_SLEEPING' },
+    })
+    await admin(`/__tasks/runs/${approval.body.id}/cancel`, { method: 'POST' })
+
+    const fired = await admin('/__tasks/jobs.nightly/fire', { method: 'POST' })
+    expect(fired.status).toBe(202)
+    expect(await waitForStatus(fired.body.id, 'completed')).toMatchObject({ trigger: 'cron', result: { input: { _cron: true } } })
+    expect(await admin('/__tasks/jobs.steps/fire', { method: 'POST' })).toMatchObject({ status: 400, body: { code: 'NOT_SCHEDULED' } })
+  })
+
   it('lists runs newest first with filters and a cursor, and replays one with the same input', async () => {
     const first = await admin('/__tasks/jobs.flaky', { body: { notify: notify.url, failures: 0 } })
     const second = await admin('/__tasks/jobs.flaky', { body: { notify: notify.url, failures: 0 } })

@@ -75,6 +75,7 @@ describe('a waitpoint kind added to the type', () => {
       'src/cli/runs-timeline.ts',
       'src/dashboard/run.ts',
       'src/dashboard/timeline.ts',
+      'src/runtime/tasks/engine/wake.ts',
       'src/runtime/tasks/steps/waitpoints.ts',
     ])
     for (const error of errors)

@@ -1,5 +1,5 @@
 /**
- * `svc runs list|get|logs|cancel|replay`: the task runs of a running svc
+ * `svc runs list|get|logs|cancel|replay|wake`: the task runs of a running svc
  * server, read and controlled over its task admin surface
  * (docs/http-api.md). Nothing here scans or imports the app.
  */
@@ -8,19 +8,11 @@ import type { RunLogPage } from '../../runtime/admin/run-logs.ts'
 import type { RunSummary } from '../../runtime/admin/runs-query.ts'
 import { isFinished } from '../../runtime/tasks/store/store.ts'
 import type { CancelRunResult, RunRecord, RunStatus } from '../../types.ts'
-import { checkArgs, jsonArg } from '../_args.ts'
+import { checkArgs, jsonArg, urlArg } from '../_args.ts'
 import { defineCommand } from '../_define.ts'
 import { formatTable, printJson, printLines } from '../_output.ts'
 import { runsClient } from '../runs-client.ts'
 import { droppedNote, formatDuration, formatInstant, formatLogEntry, msBetween, shortVersion } from '../runs-format.ts'
-
-const urlArg = {
-  url: {
-    type: 'string',
-    description: 'The server address (default: SVC_TASK_URL, else http://127.0.0.1:<PORT or 3000>)',
-    valueHint: 'url',
-  },
-} as const satisfies ArgsDef
 
 const idArg = { id: { type: 'positional', description: 'The run id', required: true } } as const satisfies ArgsDef
 
@@ -182,7 +174,20 @@ const replay = defineCommand({
   },
 })
 
+const wakeArgs = { ...idArg, ...urlArg, ...jsonArg } as const satisfies ArgsDef
+
+const wake = defineCommand({
+  meta: { name: 'wake', description: 'Resume a run sleeping on ctx.step.sleep, or start a delayed run, now' },
+  args: wakeArgs,
+  async run({ args, rawArgs }) {
+    checkArgs(rawArgs, wakeArgs)
+    const result = await runsClient('svc runs wake', args.url).post<{ id: string; status: RunStatus }>(runPath(args.id, '/wake'))
+    if (args.json) return printJson(result)
+    printLines('stdout', [`Woke run ${result.id} (${result.status}).`])
+  },
+})
+
 export default defineCommand({
   meta: { name: 'runs', description: 'Read and control the task runs of a running server' },
-  subCommands: { list, get, logs, cancel, replay },
+  subCommands: { list, get, logs, cancel, replay, wake },
 })

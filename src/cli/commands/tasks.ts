@@ -1,7 +1,12 @@
-/** `svc tasks list` and `svc tasks run <name>`: the app's tasks, from the command line. */
+/**
+ * `svc tasks list` and `svc tasks run <name>`: the app's tasks, from the
+ * command line; `svc tasks fire <name>`: a tick of a task's schedule, now,
+ * on a running server.
+ */
+import type { ArgsDef } from 'citty'
 import { defineCommand } from '../_define.ts'
-import type { ManifestRoute, RouteModule, RunRecord } from '../../types.ts'
-import { checkArgs, jsonArg, resolveRoot, rootArg } from '../_args.ts'
+import type { ManifestRoute, RouteModule, RunRecord, RunStatus } from '../../types.ts'
+import { checkArgs, jsonArg, resolveRoot, rootArg, urlArg } from '../_args.ts'
 import { ExitCode } from '../_errors.ts'
 import { formatTable, printJson, printLines } from '../_output.ts'
 import { scanValidApp } from '../_scan.ts'
@@ -144,7 +149,28 @@ function describeRun(envelope: ReturnType<typeof import('../../runtime/envelope.
   return lines
 }
 
+const fireArgs = {
+  name: { type: 'positional', description: 'Dot-form name of a task with a schedule, such as jobs.nightly', required: true },
+  ...urlArg,
+  ...jsonArg,
+} as const satisfies ArgsDef
+
+const fire = defineCommand({
+  meta: { name: 'fire', description: 'Start a run of a scheduled task on a running server now, as a tick of its schedule would' },
+  args: fireArgs,
+  async run({ args, rawArgs }) {
+    checkArgs(rawArgs, fireArgs)
+    // Loaded here only: `tasks list` and `tasks run` never talk to a server.
+    const { runsClient } = await import('../runs-client.ts')
+    const result = await runsClient('svc tasks fire', args.url).post<{ id: string; status: RunStatus }>(
+      `/__tasks/${encodeURIComponent(args.name)}/fire`,
+    )
+    if (args.json) return printJson(result)
+    printLines('stdout', [`Fired ${args.name} as run ${result.id} (${result.status}).`])
+  },
+})
+
 export default defineCommand({
-  meta: { name: 'tasks', description: 'List and run the app tasks' },
-  subCommands: { list, run },
+  meta: { name: 'tasks', description: 'List, run and fire the app tasks' },
+  subCommands: { list, run, fire },
 })

@@ -10,7 +10,7 @@ import { trimTrailingSlashes } from '../http/path.ts'
 import { EVENTS_PREFIX } from './send-events.ts'
 import { TASKS_PREFIX } from './tasks.ts'
 
-const RUN_ACTIONS = new Set(['cancel', 'replay', 'logs', 'stream'])
+const RUN_ACTIONS = new Set(['cancel', 'replay', 'wake', 'logs', 'stream'])
 
 /**
  * The pattern of `pathname` as the admin surface routes it for `method`
@@ -45,7 +45,7 @@ function tasksPattern(method: string, segments: string[]): string | undefined {
       if (first === 'tokens') return `${TASKS_PREFIX}/tokens/{id}`
       if (first === 'runs') return `${TASKS_PREFIX}/runs/{id}`
       if (second === 'stream' && first !== 'events') return `${TASKS_PREFIX}/{id}/stream`
-      if (second === 'batch') return `${TASKS_PREFIX}/{name}/batch`
+      if (second === 'batch' || second === 'fire') return `${TASKS_PREFIX}/{name}/${second}`
       return undefined
     case 3:
       return first === 'runs' && RUN_ACTIONS.has(third) ? `${TASKS_PREFIX}/runs/{id}/${third}` : undefined

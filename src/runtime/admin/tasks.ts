@@ -6,12 +6,14 @@
  * | GET    | `/__tasks`                    | 200 `{ tasks: TaskSummary[] }` |
  * | POST   | `/__tasks/<name>`             | 202 `{ id, status }`, before the handler finishes |
  * | POST   | `/__tasks/<name>/batch`       | 202 `{ runs }`: one `{ ok, id, status }` or `{ ok: false, error, code }` per payload of the JSON array |
+ * | POST   | `/__tasks/<name>/fire`        | 202 `{ id, status }` of the run one tick of its schedule starts now; 404 `TASK_NOT_FOUND`; 400 `NOT_SCHEDULED`; 409 `TICK_SKIPPED` |
  * | GET    | `/__tasks/<id>`               | 200 the run record; 404 `RUN_NOT_FOUND` |
  * | POST   | `/__tasks/tokens/<token>`     | 200 `{ ok, status: 'completed' }`; 404 `TOKEN_NOT_FOUND`; 409 `TOKEN_ALREADY_COMPLETED` / `TOKEN_TIMED_OUT` / `RUN_CANCELLED` |
  * | GET    | `/__tasks/runs`               | 200 `{ runs: RunSummary[], cursor? }`, newest first (`?task=&status=&version=&limit=&cursor=`); 400 `INVALID_QUERY` |
  * | GET    | `/__tasks/runs/<id>`          | as `GET /__tasks/<id>` |
  * | POST   | `/__tasks/runs/<id>/cancel`   | 200 `{ id, status: 'cancelled' }`; 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED` |
  * | POST   | `/__tasks/runs/<id>/replay`   | 202 `{ id, status }` of the new run; 404 `RUN_NOT_FOUND` / `TASK_NOT_FOUND` |
+ * | POST   | `/__tasks/runs/<id>/wake`     | 200 `{ id, status }`: a sleeping or delayed run goes on now; 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED` / `RUN_NOT_SLEEPING` |
  * | GET    | `/__tasks/runs/<id>/logs`     | 200 a page of the run's `ctx.log` entries (`?after=&limit=`, `run-logs.ts`); 404 `RUN_NOT_FOUND`; 400 `INVALID_QUERY` |
  * | GET    | `/__tasks/events`             | 200 `text/event-stream` of `{ id, taskName, status }`; 501 `NOT_IMPLEMENTED` where the engine runs elsewhere, or the host serves no streams (`streams.ts`) |
  * | GET    | `/__tasks/runs/<id>/stream`   | 200 `text/event-stream` of the run's `RunProgress` until it finishes (`run-stream.ts`); 404 `RUN_NOT_FOUND`; 501 as above |
@@ -30,7 +32,7 @@
  * when they break the enqueue rule). A run store full of live runs answers
  * 503 `STORE_FULL` with `Retry-After`.
  */
-import type { Logger, RequestInfo, RunTrace, TaskRuntime, TriggerOptions } from '../types.ts'
+import type { Logger, RequestInfo, RunRecord, RunTrace, TaskRuntime, TriggerOptions } from '../types.ts'
 import { internalError, jsonError, knownErrorResponse, methodNotAllowed } from '../http/errors.ts'
 import type { ResponseClass } from '../http/types.ts'
 import { decodeSegment, trimTrailingSlashes } from '../http/path.ts'
@@ -126,6 +128,10 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
       if (method !== 'POST') return methodNotAllowed(R, method, pathname, 'POST')
       return batch(request, segments[0], info)
     }
+    if (segments.length === 2 && segments[1] === 'fire') {
+      if (method !== 'POST') return methodNotAllowed(R, method, pathname, 'POST')
+      return held(await runtime.fireSchedule(segments[0]), info)
+    }
     if (segments.length !== 1) return jsonError(R, 404, 'NOT_FOUND', `No admin endpoint matches ${method} ${pathname}`)
 
     // `<name>` on POST, `<id>` on GET (the same path position serves both).
@@ -134,14 +140,18 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
       const opts = triggerOptions(request)
       if (opts instanceof Response) return opts
       const { value } = await readJsonBody(request, bodyLimit)
-      const run = await runtime.trigger(target, value, opts)
-      // Platforms that freeze or recycle after the response (workers, function
-      // platforms) keep the run alive through waitUntil until it settles.
-      if (holdRuns && run.status === 'running') info?.waitUntil?.(runtime.waitForRun(run.id).catch(() => undefined))
-      return json(202, { id: run.id, status: run.status })
+      return held(await runtime.trigger(target, value, opts), info)
     }
     if (isRead) return runRecord(target)
     return methodNotAllowed(R, method, pathname, 'GET, HEAD, POST')
+  }
+
+  /** 202 `{ id, status }` of a run just started. */
+  function held(run: RunRecord, info: RequestInfo | undefined): Response {
+    // Platforms that freeze or recycle after the response (workers, function
+    // platforms) keep the run alive through waitUntil until it settles.
+    if (holdRuns && run.status === 'running') info?.waitUntil?.(runtime.waitForRun(run.id).catch(() => undefined))
+    return json(202, { id: run.id, status: run.status })
   }
 
   /**
@@ -200,8 +210,13 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
     if (rest.length === 0) return isRead ? listRuns(new URL(request.url).searchParams) : methodNotAllowed(R, method, pathname, 'GET, HEAD')
     if (rest.length === 1) return isRead ? runRecord(rest[0]) : methodNotAllowed(R, method, pathname, 'GET, HEAD')
     const [id, action] = rest
-    if (rest.length !== 2 || (action !== 'cancel' && action !== 'replay' && action !== 'logs')) {
-      return jsonError(R, 404, 'NOT_FOUND', `No admin endpoint matches ${method} ${pathname}; a run's actions are cancel, replay and logs`)
+    if (rest.length !== 2 || !RUN_ACTIONS.has(action)) {
+      return jsonError(
+        R,
+        404,
+        'NOT_FOUND',
+        `No admin endpoint matches ${method} ${pathname}; a run's actions are cancel, replay, wake and logs`,
+      )
     }
     if (action === 'logs') {
       if (!isRead) return methodNotAllowed(R, method, pathname, 'GET, HEAD')
@@ -210,13 +225,11 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
       return json(200, runLogPage(run, new URL(request.url).searchParams))
     }
     if (method !== 'POST') return methodNotAllowed(R, method, pathname, 'POST')
-    if (action === 'cancel') {
-      const run = await runtime.cancel(id)
+    if (action === 'cancel' || action === 'wake') {
+      const run = await (action === 'cancel' ? runtime.cancel(id) : runtime.wake(id))
       return json(200, { id: run.id, status: run.status })
     }
-    const run = await runtime.replay(id)
-    if (holdRuns && run.status === 'running') info?.waitUntil?.(runtime.waitForRun(run.id).catch(() => undefined))
-    return json(202, { id: run.id, status: run.status })
+    return held(await runtime.replay(id), info)
   }
 
   async function listRuns(params: URLSearchParams): Promise<Response> {
@@ -268,3 +281,6 @@ function streamedRun(pathname: string): string | undefined {
 }
 
 const SURFACE_WORDS = new Set(['runs', 'events', 'tokens'])
+
+/** What `/__tasks/runs/<id>/<action>` may name. */
+const RUN_ACTIONS = new Set(['cancel', 'replay', 'wake', 'logs'])

@@ -294,6 +294,9 @@ export function createCoreRuntime(
     listRuns: (query) => store.listRuns(query),
     cancel: (id) => engine.cancel(id),
     replay: (id) => engine.replay(id),
+    wake: (id) => engine.wake(id),
+    // Asked for by name, not by a tick: fired here even on a shard that does not fire the schedule (the worker picks the shard).
+    fireSchedule: (name) => engine.fireSchedule(name),
     onRunChange: (listener, onEnd) => engine.onRunChange(listener, onEnd),
 
     async listTasks(): Promise<TaskSummary[]> {

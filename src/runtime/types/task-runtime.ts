@@ -97,6 +97,33 @@ export interface TaskRuntime {
    */
   replay(id: string): Promise<RunRecord>
   /**
+   * Ends a run's wait on time now, as if its time had come: a run
+   * suspended on `ctx.step.sleep` or `sleepUntil` has its sleep recorded
+   * as met now, then replays and goes on; a delayed run (`scheduled`, from
+   * `delaySeconds` or a debounce) starts now. It sets the timer that ends
+   * the wait due now, so on every store, shared ones too, the run goes on
+   * as it would at its time, a moment after this resolves: it resolves to
+   * the run as recorded then, which may still be `suspended` or
+   * `scheduled`. Rejects with `RunNotFoundError` (404 `RUN_NOT_FOUND`),
+   * `RunFinishedError` (409 `RUN_FINISHED`) for a finished run, and
+   * `RunNotSleepingError` (409 `RUN_NOT_SLEEPING`) for a run that waits on
+   * a token, an event, a child run or a slot, or is running, naming what
+   * resumes it instead (docs/run-control.md "Waking a run and firing a
+   * schedule now").
+   */
+  wake(id: string): Promise<RunRecord>
+  /**
+   * Starts one run of a scheduled task now, as a tick of its schedule
+   * does: `trigger: 'cron'`, input `{ _cron: true }`, and skipped while
+   * the task's previous scheduled run is live. Rejects with
+   * `TaskNotFoundError`, `TaskNotScheduledError` (400 `NOT_SCHEDULED`) for
+   * a task without a `schedule`, and `TickSkippedError` (409
+   * `TICK_SKIPPED`) naming why the tick started no run (the previous
+   * scheduled run is live; on a shared store, this minute's tick already
+   * started one).
+   */
+  fireSchedule(name: string): Promise<RunRecord>
+  /**
    * Calls `listener` with `{ id, taskName, status }` each time this
    * runtime's engine changes a run (created, started, suspended, resumed,
    * retried, finished, cancelled), and `onEnd` once when the runtime drains

@@ -16,6 +16,7 @@
  *   running ──unmet wait──▶ suspended                                      attempt-outcome.ts
  *   suspended ──waitpoint met──▶ running | queued (replay)                 waitpoints.ts
  *   scheduled | queued | running | suspended ──cancel──▶ cancelled         engine.ts
+ *   scheduled | suspended on a sleep ──wake──▶ its timer due now            wake.ts
  *
  * The parts are wired in engine-parts.ts. `SharedWorkClaims` comes as an
  * option: `createTaskRuntime` passes it, while the runtimes the Cloudflare
@@ -25,7 +26,7 @@
 import type { BatchItem, CompleteTokenResult, Logger, RunChange, RunRecord, TriggerOptions } from '../../types.ts'
 import { describe } from '../../describe.ts'
 import { type Clock, isoNowOf } from '../base/clock.ts'
-import { RunFinishedError, RunNotFoundError, TaskNotFoundError } from '../../errors.ts'
+import { RunFinishedError, RunNotFoundError, TaskNotFoundError, TaskNotScheduledError } from '../../errors.ts'
 import { validateTaskInput } from '../../schema.ts'
 import type { TaskDefinition } from '../definitions/definitions.ts'
 import type { Dispatcher } from './dispatch.ts'
@@ -43,6 +44,7 @@ import { LIVE_STATUSES, type RunStore, type SharedWork } from '../store/store.ts
 import type { RunWaiters } from '../steps/wait-for-run.ts'
 import type { Waitpoints } from '../steps/waitpoints.ts'
 import type { EventStarts } from './event-starts.ts'
+import { wakeRun } from './wake.ts'
 import type { EventInput, SentEvent } from '../../types/events.ts'
 import type { Telemetry } from '../../telemetry/types.ts'
 
@@ -159,6 +161,22 @@ export class TaskEngine {
     // A slot it held is free; a rate-limit timer it carried is gone, so look again.
     this.#flow.startQueuedLater(run.taskName)
     return run
+  }
+
+  /** See `TaskRuntime.wake`: the run's sleep or delay timer, due now (wake.ts). */
+  wake(id: string): Promise<RunRecord> {
+    if (this.#closed) return Promise.reject(new Error(`Cannot wake run "${id}": the task runtime is closed`))
+    const waitpoints = this.#waitpoints
+    return wakeRun({ store: this.#store, clock: this.#clock, arm: (timer) => waitpoints.arm(timer) }, id)
+  }
+
+  /** See `TaskRuntime.fireSchedule`: one tick of the task's schedule, now, whichever shard owns it. */
+  async fireSchedule(name: string): Promise<RunRecord> {
+    if (this.#closed) throw new Error(`Cannot fire task "${name}": the task runtime is closed`)
+    const def = this.#tasks.get(name)
+    if (!def) throw new TaskNotFoundError(String(name), [...this.#tasks.keys()])
+    if (!def.schedule) throw new TaskNotScheduledError(name)
+    return this.#scheduled.fireNow(name, new Date(this.#clock.now()))
   }
 
   /** See `TaskRuntime.onRunChange`. */

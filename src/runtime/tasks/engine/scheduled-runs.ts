@@ -9,7 +9,7 @@
  * process's runs.
  */
 import type { Logger, RunRecord } from '../../types.ts'
-import { errorMessage } from '../../errors.ts'
+import { errorMessage, TickSkippedError } from '../../errors.ts'
 import { isFinished, LIVE_STATUSES, type RunStore, type SharedWork } from '../store/store.ts'
 
 /** The input of a scheduled run, which skips validation (a new object each time: a handler may change its input). */
@@ -52,27 +52,52 @@ export class ScheduledRuns {
    * is logged with the task name.
    */
   async fire(name: string, tick: Date): Promise<RunRecord | undefined> {
-    if (this.#firing.has(name)) {
-      this.#logger.warn(`[svc] scheduled task "${name}": skipped a tick; the previous tick is still starting`)
+    try {
+      const started = await this.#tick(name, tick)
+      if (!('skipped' in started)) return started
+      // Of the processes on a shared store that fire a tick, one starts its run: the others say nothing.
+      if (!started.claimedElsewhere) this.#logger.warn(`[svc] scheduled task "${name}": skipped a tick; ${started.skipped}`)
+      return undefined
+    } catch (error) {
+      this.#logger.error(`[svc] scheduled task "${name}" could not start: ${errorMessage(error)}`)
       return undefined
     }
+  }
+
+  /**
+   * As `fire`, for a tick an operator asks for (`TaskRuntime.fireSchedule`):
+   * rejects with `TickSkippedError` naming why the tick started no run, and
+   * with the error of a run that could not start.
+   */
+  async fireNow(name: string, tick: Date): Promise<RunRecord> {
+    const started = await this.#tick(name, tick)
+    if ('skipped' in started) throw new TickSkippedError(name, started.skipped)
+    return started
+  }
+
+  /** The run a tick started, or why it started none. */
+  async #tick(name: string, tick: Date): Promise<RunRecord | { skipped: string; claimedElsewhere?: true }> {
+    if (this.#firing.has(name)) return { skipped: 'the previous tick is still starting' }
     this.#firing.add(name)
     try {
       if (this.#shared) {
         const minute = new Date(Math.floor(tick.getTime() / 60_000) * 60_000).toISOString()
-        if (!(await this.#shared.claimTick(name, minute))) return undefined
+        if (!(await this.#shared.claimTick(name, minute))) {
+          return {
+            skipped: `the tick of minute ${minute} already started a run; on a store several processes share, a schedule fires once a minute, so fire it again in the next minute`,
+            claimedElsewhere: true,
+          }
+        }
       }
       const last = await this.#lastScheduledRun(name)
       if (last && !isFinished(last.status)) {
-        this.#logger.warn(`[svc] scheduled task "${name}": skipped a tick; the previous scheduled run ${last.id} is still ${last.status}`)
-        return undefined
+        return {
+          skipped: `the previous scheduled run ${last.id} is still ${last.status}; a schedule starts one run at a time, so cancel that run or wait for it to finish`,
+        }
       }
       const run = await this.#trigger(name)
       this.#lastScheduled.set(name, run.id)
       return run
-    } catch (error) {
-      this.#logger.error(`[svc] scheduled task "${name}" could not start: ${errorMessage(error)}`)
-      return undefined
     } finally {
       this.#firing.delete(name)
     }
