@@ -1,10 +1,11 @@
 /**
  * When a test runtime has done all it can without its clock moving: every
  * call to its store and every timer set counts as activity, and the engine
- * is settled once a few real turns of the event loop pass with none. The
- * memory store answers on promises, so an engine that can go on does so
- * within a turn; a handler that awaits real time or I/O does not, which is
- * why `t.mockStep` exists.
+ * is settled once a few real turns of the event loop pass with none and no
+ * store call pending. An engine that can go on does so within a turn of its
+ * store's answer (the memory store's is a promise; SQLite's and Postgres's
+ * come from their I/O); a handler that awaits real time or I/O of its own
+ * does not, which is why `t.mockStep` exists.
  */
 import type { RunStore } from '../runtime/tasks/store/store.ts'
 
@@ -18,29 +19,52 @@ const QUIET_TURNS = 3
 
 export class Activity {
   #count = 0
+  /** Calls the store has not answered yet. */
+  #inflight = 0
 
   /** Something happened. */
   note(): void {
     this.#count++
   }
 
-  /** `store`, with each call it answers noted. */
+  /**
+   * `store`, with each call it answers noted and its pending answers
+   * counted; on a store several processes share, the calls of its shared
+   * work (claims, leases) too.
+   */
   watch<S extends RunStore>(store: S): S {
-    return new Proxy(store, {
+    const shared = store.shared && this.#watchCalls(store.shared)
+    return this.#watchCalls(store, (prop) => (prop === 'shared' ? shared : undefined))
+  }
+
+  #watchCalls<T extends object>(target: T, replace?: (prop: string | symbol) => unknown): T {
+    const done = () => {
+      this.#inflight--
+      this.note()
+    }
+    return new Proxy(target, {
       get: (target, prop) => {
+        const replaced = replace?.(prop)
+        if (replaced !== undefined) return replaced
         const value = Reflect.get(target, prop, target)
         if (typeof value !== 'function') return value
         return (...args: unknown[]) => {
           this.note()
-          return Reflect.apply(value, target, args)
+          const result = Reflect.apply(value, target, args)
+          if (result instanceof Promise) {
+            this.#inflight++
+            result.then(done, done)
+          }
+          return result
         }
       },
     })
   }
 
   /**
-   * Waits until `QUIET_TURNS` turns pass with no activity, or `limitMs` of
-   * wall time, and says which: `false` when activity went on past it.
+   * Waits until `QUIET_TURNS` turns pass with no activity and no store call
+   * pending, or `limitMs` of wall time, and says which: `false` when
+   * activity went on past it.
    */
   async settle(limitMs: number): Promise<boolean> {
     const deadline = realNow() + limitMs
@@ -48,7 +72,7 @@ export class Activity {
     let quiet = 0
     while (quiet < QUIET_TURNS) {
       await new Promise<void>((resolve) => realTurn(resolve))
-      if (this.#count === seen) quiet++
+      if (this.#count === seen && this.#inflight === 0) quiet++
       else {
         seen = this.#count
         quiet = 0

@@ -13,6 +13,8 @@ import { createCoreRuntime } from '../runtime/tasks/runtime.ts'
 import { clockedCron } from '../runtime/tasks/schedule/clocked-cron.ts'
 import { cronerClock } from '../runtime/tasks/schedule/croner-clock.ts'
 import { MemoryRunStore } from '../runtime/tasks/store/memory-store.ts'
+import type { RunStore } from '../runtime/tasks/store/store.ts'
+import { SharedWorkClaims } from '../runtime/tasks/engine/shared-work.ts'
 import type { StepCall } from '../runtime/tasks/steps/step-calls.ts'
 import type {
   CompleteTokenResult,
@@ -45,6 +47,14 @@ export interface TestRuntimeOptions {
   routes?: readonly RuntimeApiRoute[]
   /** The app's event schemas (the `events` export of `src/events.ts`), which `sendEvent` checks data against. @default the app's, with `root` */
   events?: EventSchemas
+  /**
+   * Where runs are kept: a `SqliteRunStore` on a temporary file or a
+   * `PostgresRunStore`, to test against the store production uses. The
+   * clock stays virtual. Run ids are then random, as in production, and the
+   * store is yours to close after `t.close()`.
+   * @default a memory store, with run ids in sequence
+   */
+  store?: RunStore
   /** When the virtual clock starts. @default DEFAULT_START, 2030-01-01T00:00:00Z */
   start?: Date | string | number
   /** The version every run records (`RunRecord.version`). @default each route's own */
@@ -53,6 +63,13 @@ export interface TestRuntimeOptions {
   logger?: Logger
   /** Most handlers running at once. @default 100 */
   maxConcurrentRuns?: number
+  /**
+   * How long finished runs are kept, in seconds, as `createTaskRuntime`
+   * takes it; on a durable store, its timer comes due every ten minutes of
+   * the clock.
+   * @default false: every run is kept for the test to read
+   */
+  retention?: number | false
   /**
    * How long, in real milliseconds, a handler may go on without the clock
    * moving before `advance` and `run` give up on it (a step that awaits
@@ -150,17 +167,23 @@ export function testRuntime(options: TestRuntimeOptions, app: LoadedApp, load: (
   const calls = new Map<string, number>()
   const stepId = (task: string, key: string) => `${task}\0${key}`
 
-  const store = activity.watch(new MemoryRunStore({ clock }))
-  const ids = sequentialIds()
+  const given = options.store
+  if (given !== undefined && (given === null || typeof given !== 'object' || typeof given.getRun !== 'function')) {
+    throw new TypeError(`createTestRuntime(): store must be a run store, such as new SqliteRunStore({ path }) (got ${describe(given)})`)
+  }
+  const store: RunStore = activity.watch(given ?? new MemoryRunStore({ clock }))
+  // In sequence only on a store of the test's own: a store kept across tests would meet the same ids again.
+  const ids = given ? undefined : sequentialIds()
   const previous = getActiveTaskRuntime()
   const launch = (app: LoadedApp, version: string | undefined): TaskRuntime => {
-    // The memory store is this process's alone: no claims of shared work.
+    // With the claims of shared work, for a store several processes share (Postgres).
     const made = createCoreRuntime(
       {
         routes: app.routes,
         events: app.events,
         version,
         maxConcurrentRuns: options.maxConcurrentRuns,
+        retention: options.retention ?? false,
         logger,
         env: {},
         clock: {
@@ -174,7 +197,7 @@ export function testRuntime(options: TestRuntimeOptions, app: LoadedApp, load: (
         cron: clockedCron(clock, cronerClock),
         store,
       },
-      undefined,
+      SharedWorkClaims,
       { callStep: (step, call) => callStep(step, call), ids },
     )
     // enqueue() and completeToken() in the app's code reach this runtime.
@@ -202,14 +225,39 @@ export function testRuntime(options: TestRuntimeOptions, app: LoadedApp, load: (
     )
   }
 
+  /**
+   * When the next thing is due: a timer on the clock, or, on a store several
+   * processes share, a timer kept there that no engine holds in-process
+   * (one a restart or `deploy` left to the store's sweeps).
+   */
+  async function nextDue(): Promise<number | undefined> {
+    const local = clock.nextDue()
+    const kept = await store.shared?.nextDueAt()
+    const stored = kept === undefined ? undefined : Date.parse(kept)
+    return local === undefined ? stored : stored === undefined ? local : Math.min(local, stored)
+  }
+
+  /** Fires what is due next if it is due by `until`, and lets what it starts run; false when nothing is. */
+  async function fireNext(until: number, where: string): Promise<boolean> {
+    const at = await nextDue()
+    if (at === undefined || at > until) return false
+    if (clock.nextDue() === at) clock.fireNext(until)
+    else {
+      // A timer only the store holds: claimed by a sweep, as a process that polls the store would.
+      clock.moveTo(at)
+      await runtime.sweep?.({ untilMs: Date.now() })
+    }
+    await settle(where)
+    return true
+  }
+
   async function fireUntil(until: number, where: string, maxTimers = Number.POSITIVE_INFINITY): Promise<void> {
     await settle(where)
-    for (let fired = 0; clock.fireNext(until); fired++) {
+    for (let fired = 0; await fireNext(until, where); fired++) {
       if (fired >= maxTimers)
         throw new Error(
           `${where}: ${maxTimers} timers fired and runs still had more due; a task that starts itself again without end does this`,
         )
-      await settle(where)
     }
   }
 
@@ -233,13 +281,13 @@ export function testRuntime(options: TestRuntimeOptions, app: LoadedApp, load: (
     for (let fired = 0; ; fired++) {
       const moving = await movingRuns()
       if (moving.length === 0) return
-      if (clock.nextDue() === undefined) {
+      if ((await nextDue()) === undefined) {
         // Only runs that wait on one another, or a handler on real time: give it that time.
         const running = moving.filter((run) => run.status === 'running')
         if (running.length === 0) return
         await activity.wait(Math.min(settleMs, 50))
         await settle(where)
-        if (clock.nextDue() === undefined && (await movingRuns()).some((run) => run.status === 'running')) {
+        if ((await nextDue()) === undefined && (await movingRuns()).some((run) => run.status === 'running')) {
           throw new Error(
             `${where}: ${running.map((run) => `run ${run.id} of "${run.taskName}"`).join(', ')} is running, and nothing the clock moves is due: a step awaits real time or I/O; mock it with t.mockStep(task, stepKey, output)`,
           )
@@ -251,8 +299,7 @@ export function testRuntime(options: TestRuntimeOptions, app: LoadedApp, load: (
           `${where}: ${maxTimers} timers fired and ${moving.length} run(s) still had more due; a task that starts itself again without end does this`,
         )
       }
-      clock.fireNext(Number.POSITIVE_INFINITY)
-      await settle(where)
+      await fireNext(Number.POSITIVE_INFINITY, where)
     }
   }
 

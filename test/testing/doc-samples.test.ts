@@ -19,6 +19,7 @@ for (const sample of samples.slice(1)) {
   const file = join(dir, `sample-${sample.line}.test.ts`)
   const code = sample.code
     .replaceAll("from 'svcjs/testing'", `from ${JSON.stringify(join(ROOT, 'src/testing.ts'))}`)
+    .replaceAll("from 'svcjs/node'", `from ${JSON.stringify(join(ROOT, 'src/node.ts'))}`)
     .replaceAll("from 'svcjs'", `from ${JSON.stringify(join(ROOT, 'src/types.ts'))}`)
   await writeFile(file, code)
   await import(/* @vite-ignore */ file)

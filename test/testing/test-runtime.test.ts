@@ -1,23 +1,21 @@
 /**
  * `svcjs/testing`: tasks run by the production engine on a memory store and
  * a virtual clock, so a month of a task's time takes milliseconds of the
- * test's, and every wait comes due at its own instant.
+ * test's, and every wait comes due at its own instant. The cases every store
+ * runs are in kit-contract.ts; these are the memory store's own and the
+ * kit's errors.
  */
 import { cp, mkdtemp, rm, symlink } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createTestRuntime, type TestRuntime } from '../../src/testing.ts'
-import type { RuntimeApiRoute, TaskContext } from '../../src/types.ts'
-import { backoffDelay } from '../../src/runtime/tasks/base/backoff.ts'
-import { BERLIN_WEEK } from './_berlin-week.ts'
+import { START, task } from './_kit.ts'
+import { kitContract } from './kit-contract.ts'
 
-const START = Date.parse('2030-01-01T00:00:00.000Z')
 const realNow = Date.now
 
-function task(name: string, POST: (ctx: TaskContext<any>) => unknown, route: Record<string, unknown> = {}): RuntimeApiRoute {
-  return { path: `/api/${name.split('.').join('/')}`, module: { route: { kind: 'task', ...route }, POST } } as RuntimeApiRoute
-}
+kitContract('the memory store')
 
 let t: TestRuntime | undefined
 afterEach(async () => {
@@ -26,29 +24,6 @@ afterEach(async () => {
 })
 
 describe('time', () => {
-  it('finishes a 30-day sleep in far less than a second, stamped in virtual time', async () => {
-    t = await createTestRuntime({
-      routes: [
-        task('month', async (ctx) => {
-          // ctx.now() is read again on each replay: a time kept for later is a step's output.
-          const before = await ctx.step.run('before', () => ctx.now().toISOString())
-          await ctx.step.sleep('wait', 30 * 86_400)
-          return { before, after: ctx.now().toISOString() }
-        }),
-      ],
-    })
-    const began = realNow()
-    const run = await t.run('month')
-    expect(realNow() - began).toBeLessThan(1000)
-    expect(run).toMatchObject({
-      status: 'completed',
-      createdAt: '2030-01-01T00:00:00.000Z',
-      finishedAt: '2030-01-31T00:00:00.000Z',
-      result: { before: '2030-01-01T00:00:00.000Z', after: '2030-01-31T00:00:00.000Z' },
-    })
-    expect(t.now().toISOString()).toBe('2030-01-31T00:00:00.000Z')
-  })
-
   it('advance moves to each wait at its instant, and not before', async () => {
     t = await createTestRuntime({ routes: [task('nap', (ctx) => ctx.step.sleep('nap', 3600))] })
     const run = await t.trigger('nap')
@@ -58,56 +33,6 @@ describe('time', () => {
     await t.advance(60_000)
     expect((await t.getRun(run.id))!.status).toBe('completed')
     expect(await t.waitingOn(run.id)).toBeUndefined()
-  })
-
-  it('retries with backoff at the instants the backoff gives', async () => {
-    let calls = 0
-    t = await createTestRuntime({
-      routes: [
-        task(
-          'flaky',
-          () => {
-            calls++
-            if (calls < 3) throw new Error(`down ${calls}`)
-            return { calls }
-          },
-          { retries: 3 },
-        ),
-      ],
-    })
-    const run = await t.trigger('flaky')
-    expect(await t.waitingOn(run.id)).toEqual({ kind: 'retry', at: new Date(START + backoffDelay(1)) })
-    await t.advance(backoffDelay(1) - 1)
-    expect(calls).toBe(1)
-    await t.advance(1)
-    expect(calls).toBe(2)
-    expect(await t.waitingOn(run.id)).toEqual({ kind: 'retry', at: new Date(START + backoffDelay(1) + backoffDelay(2)) })
-    await t.advanceUntilIdle()
-    expect(await t.getRun(run.id)).toMatchObject({ status: 'completed', result: { calls: 3 } })
-    expect(t.now().getTime()).toBe(START + backoffDelay(1) + backoffDelay(2))
-    expect(t.logs.filter((entry) => entry.level === 'warn')).toHaveLength(2)
-  })
-
-  it('times a token wait out exactly at its instant', async () => {
-    t = await createTestRuntime({ routes: [task('approve', (ctx) => ctx.step.waitForToken('ok', { timeoutSeconds: 3600 }))] })
-    const run = await t.trigger('approve')
-    const waiting = await t.waitingOn(run.id)
-    expect(waiting).toMatchObject({ kind: 'token', step: 'ok', timeoutAt: new Date(START + 3_600_000) })
-    await t.advance(3_600_000 - 1)
-    expect((await t.getRun(run.id))!.status).toBe('suspended')
-    await t.advance(1)
-    expect(await t.getRun(run.id)).toMatchObject({ status: 'completed', result: { timedOut: true } })
-  })
-
-  it('fires a schedule once per tick over a week, in its time zone, across a change of daylight saving time', async () => {
-    t = await createTestRuntime({
-      start: BERLIN_WEEK.start,
-      routes: [task('report', (ctx) => ({ at: ctx.now().toISOString() }), { schedule: BERLIN_WEEK.cron, timezone: BERLIN_WEEK.timezone })],
-    })
-    await t.advance('7d')
-    const runs = await t.runs({ task: 'report' })
-    expect(runs.map((run) => (run.result as { at: string }).at).sort()).toEqual(BERLIN_WEEK.ticks)
-    expect(runs.every((run) => run.trigger === 'cron' && run.status === 'completed')).toBe(true)
   })
 
   it('runs a debounced task once, after the window of the last trigger', async () => {
@@ -136,28 +61,6 @@ describe('time', () => {
 })
 
 describe('the outside world', () => {
-  it('meets a wait with lookback with an event sent before it', async () => {
-    t = await createTestRuntime({
-      routes: [
-        task('fulfil', async (ctx) => {
-          await ctx.step.sleep('first', 60)
-          return ctx.step.waitForEvent('paid', 'order.paid', {
-            match: { orderId: ctx.input.orderId },
-            lookbackSeconds: 300,
-            timeoutSeconds: 3600,
-          })
-        }),
-      ],
-    })
-    const run = await t.trigger('fulfil', { orderId: 'o-1' })
-    await t.sendEvent('order.paid', { orderId: 'o-1' }, { id: 'evt-1' })
-    await t.advance('1m')
-    expect(await t.getRun(run.id)).toMatchObject({
-      status: 'completed',
-      result: { event: { id: 'evt-1', name: 'order.paid', data: { orderId: 'o-1' }, time: '2030-01-01T00:00:00.000Z' } },
-    })
-  })
-
   it('says what a run that cannot finish waits on, and finishes it once given that', async () => {
     t = await createTestRuntime({ routes: [task('approve', async (ctx) => ({ approved: await ctx.step.waitForToken('ok') }))] })
     const error = await t.run('approve').catch((caught: Error) => caught)
@@ -193,30 +96,6 @@ describe('the outside world', () => {
 })
 
 describe('mocks and counts', () => {
-  it("replaces a step's function, records its output as a step, and counts real calls apart from replays", async () => {
-    const sent: string[] = []
-    t = await createTestRuntime({
-      routes: [
-        task('welcome', async (ctx) => {
-          const receipt = await ctx.step.run('email', async () => {
-            sent.push(ctx.input.to)
-            return { id: 'real' }
-          })
-          await ctx.step.sleep('settle', 60)
-          return receipt
-        }),
-      ],
-    })
-    t.mockStep('welcome', 'email', ({ input }) => ({ id: `mocked for ${(input as { to: string }).to}` }))
-    const run = await t.run('welcome', { to: 'ada@example.com' })
-    expect(run.result).toEqual({ id: 'mocked for ada@example.com' })
-    expect(run.steps.email).toMatchObject({ status: 'completed', output: { id: 'mocked for ada@example.com' } })
-    expect(sent).toEqual([])
-    // The handler ran twice (before and after the sleep); the step's function once.
-    expect(t.stepCalls('welcome', 'email')).toBe(1)
-    expect(() => t!.mockStep('welcom', 'email', {})).toThrow('t.mockStep("welcom"): no task has this name; the tasks are welcome')
-  })
-
   it('gives the same record, ids included, on every run of the same test', async () => {
     const runOnce = async () => {
       const kit = await createTestRuntime({
@@ -238,42 +117,6 @@ describe('mocks and counts', () => {
     expect(first.run.id).toBe('01b8dac5-b400-7000-8000-000000000001')
     expect(first.eventId).toBe('00000000-0000-4000-8000-000000000001')
     expect(await runOnce()).toEqual(first)
-  })
-})
-
-describe('deploys', () => {
-  const notify = (how: 'v1' | 'patched' | 'deprecated') =>
-    task('notify', async (ctx) => {
-      let sent: string
-      if (how === 'v1') sent = await ctx.step.run('email', () => 'email')
-      else if (how === 'deprecated') {
-        await ctx.deprecatePatch('by-sms')
-        sent = await ctx.step.run('sms', () => 'sms')
-      } else sent = (await ctx.patched('by-sms')) ? await ctx.step.run('sms', () => 'sms') : await ctx.step.run('email', () => 'email')
-      await ctx.step.sleep('wait', 86_400)
-      return sent
-    })
-
-  it('replays a run asleep across a deploy on the new code, where a patch tells it from the runs that start there', async () => {
-    t = await createTestRuntime({ routes: [notify('v1')] })
-    const before = await t.trigger('notify')
-    await t.advance('1h')
-    await t.deploy({ routes: [notify('patched')] })
-    const after = await t.trigger('notify')
-    await t.advanceUntilIdle()
-    expect(await t.getRun(before.id)).toMatchObject({ status: 'completed', result: 'email' })
-    expect(await t.getRun(after.id)).toMatchObject({ status: 'completed', result: 'sms' })
-    expect([t.stepCalls('notify', 'email'), t.stepCalls('notify', 'sms')]).toEqual([1, 1])
-  })
-
-  it('fails a run that went the old way once the patch is deprecated, as production does', async () => {
-    t = await createTestRuntime({ routes: [notify('v1')] })
-    const before = await t.trigger('notify')
-    await t.deploy({ routes: [notify('deprecated')] })
-    await t.advanceUntilIdle()
-    const run = await t.getRun(before.id)
-    expect(run?.status).toBe('failed')
-    expect(run?.attempts.at(-1)?.error).toContain('This run passed patch "by-sms" on its old branch, which this code no longer has')
   })
 })
 
