@@ -5,6 +5,7 @@ export {
   DEFAULT_START,
   type StepMock,
   type StepMockCall,
+  type StillWaiting,
   type TestDeploy,
   type TestRun,
   type TestRuntime,

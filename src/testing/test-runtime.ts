@@ -88,6 +88,15 @@ export interface StepMockCall {
 /** A mocked step's output: the value itself, or a function of the run that returns it (or a promise of it). */
 export type StepMock = unknown
 
+/** A live run that `advanceUntilIdle` left, and what only the test can give it. */
+export interface StillWaiting {
+  runId: string
+  task: string
+  /** What it waits on (`t.waitingOn`), with the sentence that says how to give it. */
+  waiting: Waiting | undefined
+  message: string
+}
+
 /** A run's record as `t.run` returns it, its `result` typed from the task's registry entry. */
 export type TestRun<Result = unknown> = Omit<RunRecord, 'result'> & { result?: Result }
 
@@ -106,8 +115,13 @@ export interface TestRuntime {
   advance(duration: Duration): Promise<void>
   /** Runs what is due now, without moving the clock. */
   runUntilIdle(): Promise<void>
-  /** Moves the clock from due time to due time until every run has finished or waits on what only the test can give (a token, an event). */
-  advanceUntilIdle(options?: { maxTimers?: number }): Promise<void>
+  /**
+   * Moves the clock from due time to due time until every run has finished
+   * or waits on what only the test can give (a token, an event), and
+   * resolves to those that wait, each with what it waits on and how to give
+   * it (`[]` when every run finished).
+   */
+  advanceUntilIdle(options?: { maxTimers?: number }): Promise<StillWaiting[]>
   sendEvent(name: string, data?: unknown, options?: SendEventOptions): Promise<SentEvent>
   completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult>
   cancel(runId: string): Promise<RunRecord>
@@ -339,7 +353,15 @@ export function testRuntime(options: TestRuntimeOptions, app: LoadedApp, load: (
       await fireUntil(target, 't.advance()')
     },
     runUntilIdle: () => fireUntil(clock.now(), 't.runUntilIdle()'),
-    advanceUntilIdle: (opts) => advanceUntilIdle('t.advanceUntilIdle()', opts?.maxTimers),
+    async advanceUntilIdle(opts) {
+      await advanceUntilIdle('t.advanceUntilIdle()', opts?.maxTimers)
+      const live = await runtime.listRuns({ status: ['scheduled', 'queued', 'running', 'suspended'] })
+      const timers = await runtime.store.listTimers()
+      return live.map((run) => {
+        const waiting = waitingOf(run, timers)
+        return { runId: run.id, task: run.taskName, waiting, message: waiting ? describeWaiting(waiting) : `it is ${run.status}` }
+      })
+    },
     async sendEvent(name, data, opts) {
       const sent = await runtime.sendEvent(name, data, opts)
       await fireUntil(clock.now(), 't.sendEvent()')

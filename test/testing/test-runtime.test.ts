@@ -72,8 +72,17 @@ describe('the outside world', () => {
     expect((error as Error).message).toContain(
       `step "ok" waits on token ${tokenId}; complete it with t.completeToken("${tokenId}", payload)`,
     )
+    expect(await t.advanceUntilIdle()).toEqual([
+      {
+        runId: run.id,
+        task: 'approve',
+        waiting,
+        message: `step "ok" waits on token ${tokenId}; complete it with t.completeToken("${tokenId}", payload)`,
+      },
+    ])
     await t.completeToken(tokenId, { by: 'ada' })
     expect(await t.getRun(run.id)).toMatchObject({ status: 'completed', result: { approved: { payload: { by: 'ada' } } } })
+    expect(await t.advanceUntilIdle()).toEqual([])
   })
 
   it('runs a child run to its end for a parent that waits on it', async () => {
