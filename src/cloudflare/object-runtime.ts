@@ -40,7 +40,7 @@ export const ONE_OBJECT: ObjectsPart = (routes, stub, shards) => {
     sendEvent: (name, data, options) => call('sendEvent', name, data, options),
     sendEvents: (events) => call('sendEvents', events),
     listEvents: (query) => call('listEvents', query),
-    cancel: (id) => call('cancel', id),
+    cancel: (id, options) => call('cancel', id, options),
     replay: (id) => call('replay', id),
     wake: (id) => call('wake', id),
     fireSchedule: (name) => call('fireSchedule', name),

@@ -206,7 +206,7 @@ export function createShardedRuntime(
       const elsewhere = await Promise.all(all.slice(1).map((shard) => call<EventEffectsHere[]>(shard, 'eventEffects', ids)))
       return mergeEventPage(page, elsewhere, taskOrder)
     },
-    cancel: (id) => toRun(id, 'cancel', [], notFound(id)),
+    cancel: (id, options) => toRun(id, 'cancel', [options], notFound(id)),
     replay: (id) => toRun(id, 'replay', [], notFound(id)),
     wake: (id) => toRun(id, 'wake', [], notFound(id)),
     fireSchedule(name) {

@@ -198,7 +198,7 @@ export function composeTasksObject(app: TasksObjectApp, objects: ObjectsPart, op
         case 'listEvents':
           return runtime.listEvents(a)
         case 'cancel':
-          return runtime.cancel(a)
+          return runtime.cancel(a, b)
         case 'replay':
           return runtime.replay(a)
         case 'wake':
@@ -280,6 +280,7 @@ function objectShard(
     // `shards`: no object made it, and asking would create that object.
     getRun: (to, id) => (to < shards ? call(to, 'getRun', id) : Promise.resolve(undefined)),
     childFinished: (to, child) => call(to, 'childFinished', child),
+    cancel: (to, id) => call(to, 'cancel', id, { children: 'waited' }),
   }
   return {
     ...shard,

@@ -19,6 +19,8 @@ export interface RunView {
 export function runView(openRun: (id: string) => void, changed: () => void): RunView {
   const element = h('section', { id: 'run', 'aria-labelledby': 'run-heading', hidden: true })
   const problems = h('div', { role: 'alert', class: 'problems' })
+  // What the last cancel took with it; cleared when another run is shown.
+  const cancelled = h('p', { role: 'status', class: 'muted cancelled-with' })
   // The token payload survives refreshes of the run, which happen on every event.
   const payload = h('textarea', { id: 'token-payload', rows: 3, spellcheck: 'false', value: '{}' })
   let current: string | null = null
@@ -29,6 +31,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
 
   const act = async (fn: () => Promise<unknown>) => {
     fill(problems)
+    fill(cancelled)
     try {
       await fn()
       changed()
@@ -63,7 +66,18 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
               {
                 type: 'button',
                 class: 'danger',
-                onclick: () => act(() => api('POST', `/__tasks/runs/${encodeURIComponent(run.id)}/cancel`)),
+                onclick: () =>
+                  act(async () => {
+                    const answer = await api<{ cancelledWith?: string[] }>('POST', `/__tasks/runs/${encodeURIComponent(run.id)}/cancel`)
+                    const children = answer.cancelledWith ?? []
+                    if (children.length > 0) {
+                      fill(
+                        cancelled,
+                        'Cancelled with it: ',
+                        children.map((id, i) => [i > 0 ? ', ' : '', runLink(id, openRun)]),
+                      )
+                    }
+                  }),
               },
               'Cancel',
             )
@@ -81,6 +95,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
           : null,
       ),
       problems,
+      cancelled,
       h(
         'dl',
         { class: 'facts' },
@@ -128,6 +143,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
         opened.clear()
         allSteps = false
       }
+      if (id !== current) fill(cancelled)
       current = id
       element.hidden = id === null
       if (id === null) return

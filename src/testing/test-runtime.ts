@@ -17,6 +17,8 @@ import type { RunStore } from '../runtime/tasks/store/store.ts'
 import { SharedWorkClaims } from '../runtime/tasks/engine/shared-work.ts'
 import type { StepCall } from '../runtime/tasks/steps/step-calls.ts'
 import type {
+  CancelledRun,
+  CancelOptions,
   CompleteTokenResult,
   Logger,
   RunRecord,
@@ -124,7 +126,8 @@ export interface TestRuntime {
   advanceUntilIdle(options?: { maxTimers?: number }): Promise<StillWaiting[]>
   sendEvent(name: string, data?: unknown, options?: SendEventOptions): Promise<SentEvent>
   completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult>
-  cancel(runId: string): Promise<RunRecord>
+  /** Cancels a run, and the child runs it waits on unless `options.children` is `'none'` (`TaskRuntime.cancel`). */
+  cancel(runId: string, options?: CancelOptions): Promise<CancelledRun>
   replay(runId: string): Promise<RunRecord>
   getRun(runId: string): Promise<RunRecord | undefined>
   /** The runs of a task or status, newest first. */
@@ -372,8 +375,8 @@ export function testRuntime(options: TestRuntimeOptions, app: LoadedApp, load: (
       await fireUntil(clock.now(), 't.completeToken()')
       return done
     },
-    async cancel(runId) {
-      const run = await runtime.cancel(runId)
+    async cancel(runId, opts) {
+      const run = await runtime.cancel(runId, opts)
       await fireUntil(clock.now(), 't.cancel()')
       return run
     },

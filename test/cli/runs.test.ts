@@ -311,7 +311,7 @@ describe('svc runs cancel and replay', () => {
   it('--json prints the answer of each', async () => {
     const live = await trigger('approval')
     await suspended(live)
-    expect(JSON.parse((await runs(['cancel', live, '--json'])).stdout)).toEqual({ id: live, status: 'cancelled' })
+    expect(JSON.parse((await runs(['cancel', live, '--json'])).stdout)).toEqual({ id: live, status: 'cancelled', cancelledWith: [] })
     const replayed = JSON.parse((await runs(['replay', live, '--json'])).stdout)
     expect(replayed).toEqual({ id: expect.any(String), status: expect.any(String) })
     expect(replayed.id).not.toBe(live)

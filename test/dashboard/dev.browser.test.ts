@@ -89,6 +89,24 @@ describe('the runs dashboard under svc dev', () => {
     expect(await step.locator('.j-string').textContent()).toBe('"Hello, Grace"')
   })
 
+  it('cancels a parent with the child run it waits on, and links the child', async () => {
+    await triggerFromPage('jobs.parent', '{}')
+    await expect.poll(() => runPanel().textContent()).toContain('Waiting for run')
+    const parent = await runId()
+    const child = (await runPanel().locator('a[href^="#run/"]').first().textContent())!
+    await runPanel().getByRole('button', { name: 'Cancel' }).click()
+    await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('cancelled')
+    const note = runPanel().locator('.cancelled-with')
+    await expect.poll(() => note.textContent()).toBe(`Cancelled with it: ${child}`)
+    const childRecord = await (await fetch(`${session.dev.url}/__tasks/${child}`)).json()
+    expect(childRecord.status).toBe('cancelled')
+    await note.getByRole('link').click()
+    await expect.poll(runId).toBe(child)
+    // Another run shown: the note was the parent's.
+    expect(await note.textContent()).toBe('')
+    expect(parent).not.toBe(child)
+  })
+
   it('cancels a sleeping run; its recorded steps stay readable', async () => {
     await triggerFromPage('jobs.nap', '{}')
     await expect.poll(() => runPanel().textContent()).toContain('Sleeping until')

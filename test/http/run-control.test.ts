@@ -48,6 +48,7 @@ function routes(): RuntimeApiRoute[] {
         },
       },
     },
+    { path: '/api/jobs/parent', module: { kind: 'task', POST: async (ctx: TaskContext) => ctx.step.waitForTask('nap', 'jobs.nap') } },
     { path: '/api/runs', module: { kind: 'task', POST: async () => 'a task named runs' } },
     { path: '/api/events', module: { kind: 'task', POST: async () => 'a task named events' } },
   ]
@@ -218,7 +219,7 @@ describe('POST /__tasks/runs/<id>/cancel', () => {
     await reached(server, id, 'suspended')
     const res = await post(server, `/__tasks/runs/${id}/cancel`)
     expect(res.status).toBe(200)
-    expect(await res.json()).toEqual({ id, status: 'cancelled' })
+    expect(await res.json()).toEqual({ id, status: 'cancelled', cancelledWith: [] })
     const run = await runOf(server, id)
     expect(run).toMatchObject({ status: 'cancelled', ok: false, steps: { before: { status: 'completed', output: 'slept on it' } } })
     expect(run.finishedAt).toBeTypeOf('string')
@@ -228,6 +229,33 @@ describe('POST /__tasks/runs/<id>/cancel', () => {
     const body = await again.json()
     expect(body.code).toBe('RUN_FINISHED')
     expect(body.error).toMatch(/already finished \(cancelled\)/)
+  })
+
+  it('cancels the child run it waits on and says so; ?children=none leaves it; another value is 400 INVALID_QUERY', async () => {
+    const server = await start()
+    const napOf = async (parent: string) => {
+      const run = await reached(server, parent, 'suspended')
+      return (run.suspended!.waitpoint as { runId: string }).runId
+    }
+    const parent = await trigger(server, 'jobs.parent')
+    const child = await napOf(parent)
+    await reached(server, child, 'suspended')
+    const bad = await post(server, `/__tasks/runs/${parent}/cancel?children=all`)
+    expect(bad.status).toBe(400)
+    expect(await bad.json()).toMatchObject({ code: 'INVALID_QUERY', error: expect.stringContaining('children must be waited') })
+    const res = await post(server, `/__tasks/runs/${parent}/cancel`)
+    expect(await res.json()).toEqual({ id: parent, status: 'cancelled', cancelledWith: [child] })
+    expect((await runOf(server, child)).status).toBe('cancelled')
+
+    const alone = await trigger(server, 'jobs.parent')
+    const kept = await napOf(alone)
+    await reached(server, kept, 'suspended')
+    expect(await (await post(server, `/__tasks/runs/${alone}/cancel?children=none`)).json()).toEqual({
+      id: alone,
+      status: 'cancelled',
+      cancelledWith: [],
+    })
+    expect((await runOf(server, kept)).status).toBe('suspended')
   })
 
   it('answers 409 RUN_FINISHED for a completed run and 404 RUN_NOT_FOUND for an unknown id', async () => {
@@ -271,7 +299,7 @@ describe('cancelRun()', () => {
     const server = await start()
     const id = await trigger(server, 'jobs.nap')
     await reached(server, id, 'suspended')
-    expect(await cancelRun(id)).toEqual({ id, status: 'cancelled' })
+    expect(await cancelRun(id)).toEqual({ id, status: 'cancelled', cancelledWith: [] })
     await expect(cancelRun(id)).rejects.toBeInstanceOf(RunFinishedError)
   })
 
@@ -280,7 +308,7 @@ describe('cancelRun()', () => {
     const env = { SVC_TASK_URL: server.url }
     const id = await trigger(server, 'jobs.approve')
     await reached(server, id, 'suspended')
-    expect(await cancelRunOverHttp(id, env)).toEqual({ id, status: 'cancelled' })
+    expect(await cancelRunOverHttp(id, env)).toEqual({ id, status: 'cancelled', cancelledWith: [] })
     const finished = await cancelRunOverHttp(id, env).catch((e: unknown) => e)
     expect(finished).toBeInstanceOf(HttpError)
     expect(finished).toMatchObject({ status: 409, code: 'RUN_FINISHED' })

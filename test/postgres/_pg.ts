@@ -1,7 +1,8 @@
 // Test files reach the run's embedded Postgres (see _global-setup.ts) here;
 // each file works in a database of its own.
 import postgres from 'postgres'
-import { inject } from 'vitest'
+import { beforeAll, inject } from 'vitest'
+import { PostgresRunStore } from '../../src/postgres.ts'
 
 let databases = 0
 
@@ -17,4 +18,21 @@ export async function createDatabase(prefix: string): Promise<string> {
   }
   admin.pathname = `/${name}`
   return admin.href
+}
+
+/**
+ * A factory of `PostgresRunStore`s for suites that want a store per case:
+ * one database for the file (made before its cases), a schema per store.
+ */
+export function storePerCase(prefix: string): () => Promise<PostgresRunStore> {
+  let url: string
+  let schemas = 0
+  beforeAll(async () => {
+    url = await createDatabase(prefix)
+  })
+  return async () => {
+    const store = new PostgresRunStore({ url, schema: `${prefix}${++schemas}` })
+    await store.ready()
+    return store
+  }
 }

@@ -204,7 +204,10 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     const started = await admin('/__tasks/jobs.steps', { body: { notify: notify.url } })
     const id = started.body.id as string
     const suspended = await waitForStatus(id, 'suspended')
-    expect(await admin(`/__tasks/runs/${id}/cancel`, { method: 'POST' })).toEqual({ status: 200, body: { id, status: 'cancelled' } })
+    expect(await admin(`/__tasks/runs/${id}/cancel`, { method: 'POST' })).toEqual({
+      status: 200,
+      body: { id, status: 'cancelled', cancelledWith: [] },
+    })
     expect(await admin(`/__tasks/runs/${id}/cancel`, { method: 'POST' })).toMatchObject({ status: 409, body: { code: 'RUN_FINISHED' } })
     expect(await admin('/__tasks/runs/no-such-run/cancel', { method: 'POST' })).toMatchObject({
       status: 404,
@@ -215,6 +218,18 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     const after = await run(id)
     expect(after).toMatchObject({ status: 'cancelled', ok: false, steps: { a: { status: 'completed' } } })
     expect(hitsOf('b', id)).toEqual([])
+  })
+
+  it('cancels a parent with the child run it waits on, in the object', async () => {
+    const started = await admin('/__tasks/jobs.supervise', { body: {} })
+    const parent = await waitForStatus(started.body.id as string, 'suspended')
+    const child = parent.suspended.waitpoint.runId as string
+    await waitForStatus(child, 'suspended')
+    expect(await admin(`/__tasks/runs/${parent.id}/cancel`, { method: 'POST' })).toEqual({
+      status: 200,
+      body: { id: parent.id, status: 'cancelled', cancelledWith: [child] },
+    })
+    expect(await run(child)).toMatchObject({ status: 'cancelled' })
   })
 
   it('wakes a sleeping run in the object, which goes on before its sleep is over, and fires a schedule now', async () => {

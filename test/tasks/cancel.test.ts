@@ -124,7 +124,7 @@ describe('cancel', () => {
     expect(done.result).toEqual({ ok: false, cancelled: true, error: `Run ${childId} of task "child" was cancelled` })
   })
 
-  it('a parent that is cancelled leaves its running child alone', async () => {
+  it("a parent cancelled with children: 'none' leaves the child it waits on alone", async () => {
     const rt = runtime([
       task('parent', async (ctx: TaskContext) => ctx.step.waitForTask('child', 'child')),
       task('child', async (ctx: TaskContext) => ctx.step.waitForToken('go')),
@@ -133,7 +133,7 @@ describe('cancel', () => {
     const suspended = await status(rt, parent.id, 'suspended')
     const childId = (suspended.suspended!.waitpoint as { runId: string }).runId
     await status(rt, childId, 'suspended')
-    await rt.cancel(parent.id)
+    expect(await rt.cancel(parent.id, { children: 'none' })).toMatchObject({ status: 'cancelled', cancelledWith: [] })
     expect(await rt.completeToken(tokenIdFor(childId, 'go'), 1)).toBe('completed')
     expect(await finished(rt.waitForRun(childId))).toMatchObject({ status: 'completed', result: { payload: 1 } })
     expect((await rt.getRun(parent.id))?.status).toBe('cancelled')

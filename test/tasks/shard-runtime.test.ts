@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { runIdShard } from '../../src/runtime/tasks/base/ids.ts'
 import { MemoryRunStore } from '../../src/runtime/tasks/index.ts'
 import type { RuntimeShard, ShardHere, ShardPeers } from '../../src/runtime/types/shard.ts'
-import { finished, runtime, task } from './_helpers.ts'
+import { finished, runtime, task, until } from './_helpers.ts'
 
 /** Two runtimes of two shards on stores of their own, as the tasks objects of a worker. */
 function pair(routes: ReturnType<typeof task>[], owner: (name: string) => number) {
@@ -74,6 +74,7 @@ function peeredPair(routes: ReturnType<typeof task>[], place: (name: string) => 
   const peers: ShardPeers = {
     trigger: (shard, name, payload, opts) => runtimes[shard].trigger(name, payload, opts),
     getRun: (shard, id) => runtimes[shard].getRun(id),
+    cancel: (shard, id) => runtimes[shard].cancel(id),
     childFinished: async (shard, child) => {
       if (word.lost) throw new Error('the call did not arrive')
       await heres[shard].childFinished(child)
@@ -127,6 +128,24 @@ describe('child runs of a shard that start in another', () => {
     expect(result.met).toMatchObject({ ok: true, result: 20 })
     // Resumed: its next look at the child is dropped.
     await expect.poll(() => zero.store.listTimers()).toEqual([])
+  })
+
+  it('are cancelled with their parent in the shard that holds them', async () => {
+    const { shards } = peeredPair(
+      [task('parent', (ctx) => ctx.step.waitForTask('kid', 'sleeper', {})), task('sleeper', (ctx) => ctx.step.sleep('long', 86_400))],
+      (name) => (name === 'sleeper' ? 1 : undefined),
+    )
+    const [zero, one] = shards
+    const parent = await zero.rt.trigger('parent', {})
+    const child = await until(async () => {
+      const [run] = await one.store.listRuns({ taskName: 'sleeper', status: 'suspended' })
+      return run
+    })
+    await until(async () => (await zero.rt.getRun(parent.id))?.status === 'suspended')
+    const cancelled = await zero.rt.cancel(parent.id)
+    expect(cancelled.cancelledWith).toEqual([child.id])
+    expect((await one.rt.getRun(child.id))?.status).toBe('cancelled')
+    for (const { rt } of shards) await rt.close()
   })
 
   it("hold their task's concurrency across the parents of every shard", async () => {

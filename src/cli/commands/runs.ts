@@ -148,16 +148,32 @@ const logs = defineCommand({
   },
 })
 
-const cancelArgs = { ...idArg, ...urlArg, ...jsonArg } as const satisfies ArgsDef
+const cancelArgs = {
+  ...idArg,
+  children: {
+    type: 'string',
+    description: 'The child runs it waits on: waited cancels them too, and theirs (the default); none leaves them running',
+    valueHint: 'waited|none',
+  },
+  ...urlArg,
+  ...jsonArg,
+} as const satisfies ArgsDef
 
 const cancel = defineCommand({
-  meta: { name: 'cancel', description: 'Cancel a run that has not finished' },
+  meta: { name: 'cancel', description: 'Cancel a run that has not finished, and the child runs it waits on' },
   args: cancelArgs,
   async run({ args, rawArgs }) {
     checkArgs(rawArgs, cancelArgs)
-    const result = await runsClient('svc runs cancel', args.url).post<CancelRunResult>(runPath(args.id, '/cancel'))
+    const query = args.children === undefined ? '' : `?children=${encodeURIComponent(args.children)}`
+    const result = await runsClient('svc runs cancel', args.url).post<CancelRunResult>(runPath(args.id, `/cancel${query}`))
     if (args.json) return printJson(result)
-    printLines('stdout', [`Cancelled run ${result.id}.`])
+    // A server of an earlier release answers without the children.
+    const children = result.cancelledWith ?? []
+    printLines('stdout', [
+      children.length === 0
+        ? `Cancelled run ${result.id}.`
+        : `Cancelled run ${result.id}, and the child run${children.length === 1 ? '' : 's'} it waited on: ${children.join(', ')}.`,
+    ])
   },
 })
 

@@ -11,7 +11,7 @@
  * | POST   | `/__tasks/tokens/<token>`     | 200 `{ ok, status: 'completed' }`; 404 `TOKEN_NOT_FOUND`; 409 `TOKEN_ALREADY_COMPLETED` / `TOKEN_TIMED_OUT` / `RUN_CANCELLED` |
  * | GET    | `/__tasks/runs`               | 200 `{ runs: RunSummary[], cursor? }`, newest first (`?task=&status=&version=&limit=&cursor=`); 400 `INVALID_QUERY` |
  * | GET    | `/__tasks/runs/<id>`          | as `GET /__tasks/<id>` |
- * | POST   | `/__tasks/runs/<id>/cancel`   | 200 `{ id, status: 'cancelled' }`; 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED` |
+ * | POST   | `/__tasks/runs/<id>/cancel`   | 200 `{ id, status: 'cancelled', cancelledWith }` (`?children=none` leaves the child runs it waits on running); 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED`; 400 `INVALID_QUERY` |
  * | POST   | `/__tasks/runs/<id>/replay`   | 202 `{ id, status }` of the new run; 404 `RUN_NOT_FOUND` / `TASK_NOT_FOUND` |
  * | POST   | `/__tasks/runs/<id>/wake`     | 200 `{ id, status }`: a sleeping or delayed run goes on now; 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED` / `RUN_NOT_SLEEPING` |
  * | GET    | `/__tasks/runs/<id>/logs`     | 200 a page of the run's `ctx.log` entries (`?after=&limit=`, `run-logs.ts`); 404 `RUN_NOT_FOUND`; 400 `INVALID_QUERY` |
@@ -225,8 +225,12 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
       return json(200, runLogPage(run, new URL(request.url).searchParams))
     }
     if (method !== 'POST') return methodNotAllowed(R, method, pathname, 'POST')
-    if (action === 'cancel' || action === 'wake') {
-      const run = await (action === 'cancel' ? runtime.cancel(id) : runtime.wake(id))
+    if (action === 'cancel') {
+      const run = await runtime.cancel(id, { children: cancelChildrenParam(new URL(request.url).searchParams) })
+      return json(200, { id: run.id, status: run.status, cancelledWith: run.cancelledWith })
+    }
+    if (action === 'wake') {
+      const run = await runtime.wake(id)
       return json(200, { id: run.id, status: run.status })
     }
     return held(await runtime.replay(id), info)
@@ -284,3 +288,14 @@ const SURFACE_WORDS = new Set(['runs', 'events', 'tokens'])
 
 /** What `/__tasks/runs/<id>/<action>` may name. */
 const RUN_ACTIONS = new Set(['cancel', 'replay', 'wake', 'logs'])
+
+/** `?children=` of a cancel: `waited` (the default) or `none`. */
+function cancelChildrenParam(params: URLSearchParams): 'waited' | 'none' {
+  const children = params.get('children') ?? 'waited'
+  if (children !== 'waited' && children !== 'none') {
+    throw new InvalidQueryError(
+      `children must be waited (the child runs it waits on, and theirs) or none (got ${JSON.stringify(children)})`,
+    )
+  }
+  return children
+}

@@ -292,7 +292,7 @@ export function createCoreRuntime(
     sendEvents: (events) => engine.sendEvents(events, 'sendEvents()'),
     listEvents: (query) => listEventPage(store, query),
     listRuns: (query) => store.listRuns(query),
-    cancel: (id) => engine.cancel(id),
+    cancel: (id, options) => engine.cancel(id, options),
     replay: (id) => engine.replay(id),
     wake: (id) => engine.wake(id),
     // Asked for by name, not by a tick: fired here even on a shard that does not fire the schedule (the worker picks the shard).

@@ -267,6 +267,8 @@ export interface EnqueueResult {
 export interface CancelRunResult {
   id: string
   status: 'cancelled'
+  /** The child runs cancelled with it (the ones it waited on, and theirs), nearest first. */
+  cancelledWith: string[]
 }
 
 /** One change of a run, as `onRunChange` listeners and `GET /__tasks/events` see it. */

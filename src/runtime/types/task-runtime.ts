@@ -86,8 +86,14 @@ export interface TaskRuntime {
    * Rejects with `RunNotFoundError` (404 `RUN_NOT_FOUND`) for a run the
    * store does not hold and `RunFinishedError` (409 `RUN_FINISHED`) for a
    * run that already finished.
+   *
+   * The child runs it waits on (`ctx.step.waitForTask`) are cancelled with
+   * it, and theirs, down the chain (`options.children`, default `'waited'`;
+   * `'none'` leaves them running). The resolved run lists their ids in
+   * `cancelledWith`. A child that finished meanwhile, or that another
+   * shard holds out of reach, is left as it is.
    */
-  cancel(id: string): Promise<RunRecord>
+  cancel(id: string, options?: CancelOptions): Promise<CancelledRun>
   /**
    * Starts a new run of the run's task with its input (validated again
    * against the task's current schema; a scheduled run's input stays
@@ -223,4 +229,20 @@ export interface ScheduledJob {
    * platform fires the schedules.
    */
   inProcess: boolean
+}
+
+/** How far `cancel` reaches. */
+export interface CancelOptions {
+  /**
+   * `'waited'`: the child run this run waits on (`ctx.step.waitForTask`),
+   * and the one that child waits on, down the chain. `'none'`: only this run.
+   * @default 'waited'
+   */
+  children?: 'waited' | 'none'
+}
+
+/** What `cancel` resolves to: the run, now cancelled, and the runs cancelled with it. */
+export interface CancelledRun extends RunRecord {
+  /** The ids of the child runs cancelled with it, nearest first; empty when none were. */
+  cancelledWith: string[]
 }

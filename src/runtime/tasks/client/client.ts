@@ -175,10 +175,14 @@ export async function completeTokenOverHttp(tokenId: string, payload: unknown, e
   throw httpError(response, body)
 }
 
-/** `POST /__tasks/runs/<id>/cancel`: 200 `{ id, status: 'cancelled' }`; any other answer is an `HttpError` with its code. */
-export async function cancelRunOverHttp(runId: string, env: EnvLike = processEnv()): Promise<CancelRunResult> {
+/** `POST /__tasks/runs/<id>/cancel`: 200 `{ id, status: 'cancelled', cancelledWith }`; any other answer is an `HttpError` with its code. */
+export async function cancelRunOverHttp(
+  runId: string,
+  env: EnvLike = processEnv(),
+  children: 'waited' | 'none' = 'waited',
+): Promise<CancelRunResult> {
   const where = `cancelRun("${runId}")`
-  const url = `${taskServerUrl(env)}/__tasks/runs/${encodeURIComponent(runId)}/cancel`
+  const url = `${taskServerUrl(env)}/__tasks/runs/${encodeURIComponent(runId)}/cancel${children === 'none' ? '?children=none' : ''}`
   const { response, body } = await send(where, url, env, { method: 'POST', headers: authHeaders(env) })
   if (!response.ok) throw httpError(response, body)
   if (!isObject(body) || body.status !== 'cancelled') {
@@ -188,7 +192,9 @@ export async function cancelRunOverHttp(runId: string, env: EnvLike = processEnv
       'BAD_RESPONSE',
     )
   }
-  return { id: runId, status: 'cancelled' }
+  // A server of an earlier release answers without the children it cancelled.
+  const cancelledWith = Array.isArray(body.cancelledWith) ? body.cancelledWith.filter((id): id is string => typeof id === 'string') : []
+  return { id: runId, status: 'cancelled', cancelledWith }
 }
 
 /** `POST /__events`: 202 `{ events }`; any other answer is an `HttpError` with its code. */

@@ -6,6 +6,7 @@
  */
 import type {
   BatchItem,
+  CancelOptions,
   CancelRunResult,
   CompleteTokenResult,
   EnqueueOptions,
@@ -15,6 +16,7 @@ import type {
   TaskNameArg,
   TaskPayloadArgs,
 } from '../../types.ts'
+import { cancelChildren } from '../engine/cancel-children.ts'
 import { getActiveTaskRuntime } from './active.ts'
 import { MAX_BATCH_ITEMS } from '../flow/batch.ts'
 import { cancelRunOverHttp, completeTokenOverHttp, enqueueManyOverHttp, enqueueOverHttp } from './client.ts'
@@ -105,20 +107,22 @@ export async function completeToken(tokenId: string, payload?: unknown): Promise
 /**
  * Cancels a scheduled, queued, running or suspended run: its attempt's `ctx.signal`
  * is aborted with a `RunCancelledError`, its timers are removed and its
- * tokens answer `run_cancelled`; its recorded steps stay readable. Resolves
- * to `{ id, status: 'cancelled' }`. Rejects with `RunNotFoundError` or
+ * tokens answer `run_cancelled`; its recorded steps stay readable. The
+ * child runs it waits on are cancelled with it, down the chain, unless
+ * `options.children` is `'none'`. Resolves to
+ * `{ id, status: 'cancelled', cancelledWith }`. Rejects with `RunNotFoundError` or
  * `RunFinishedError` in-process; over HTTP (`POST /__tasks/runs/<id>/cancel`
  * on the task server, when no task runtime is active here) with an
  * `HttpError` whose code is `RUN_NOT_FOUND` (404) or `RUN_FINISHED` (409).
  */
-export async function cancelRun(runId: string): Promise<CancelRunResult> {
+export async function cancelRun(runId: string, options?: CancelOptions): Promise<CancelRunResult> {
   if (typeof runId !== 'string' || runId === '') {
     throw new TypeError(`cancelRun(runId): runId must be a non-empty run id string (got ${typeof runId})`)
   }
   const runtime = getActiveTaskRuntime()
-  if (!runtime) return cancelRunOverHttp(runId)
-  await runtime.cancel(runId)
-  return { id: runId, status: 'cancelled' }
+  if (!runtime) return cancelRunOverHttp(runId, undefined, cancelChildren(options))
+  const { cancelledWith } = await runtime.cancel(runId, options)
+  return { id: runId, status: 'cancelled', cancelledWith }
 }
 
 /**

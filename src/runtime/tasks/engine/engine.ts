@@ -23,7 +23,16 @@
  * worker makes itself, whose stores no other process shares, leave it out
  * of its bundle.
  */
-import type { BatchItem, CompleteTokenResult, Logger, RunChange, RunRecord, TriggerOptions } from '../../types.ts'
+import type {
+  BatchItem,
+  CancelledRun,
+  CancelOptions,
+  CompleteTokenResult,
+  Logger,
+  RunChange,
+  RunRecord,
+  TriggerOptions,
+} from '../../types.ts'
 import { describe } from '../../describe.ts'
 import { type Clock, isoNowOf } from '../base/clock.ts'
 import { RunFinishedError, RunNotFoundError, TaskNotFoundError, TaskNotScheduledError } from '../../errors.ts'
@@ -45,6 +54,7 @@ import type { RunWaiters } from '../steps/wait-for-run.ts'
 import type { Waitpoints } from '../steps/waitpoints.ts'
 import type { EventStarts } from './event-starts.ts'
 import { wakeRun } from './wake.ts'
+import { cancelChildren, cancelWaitedChild } from './cancel-children.ts'
 import type { EventInput, SentEvent } from '../../types/events.ts'
 import type { Telemetry } from '../../telemetry/types.ts'
 
@@ -137,7 +147,10 @@ export class TaskEngine {
     return this.#creation.create(def, input, { delaySeconds: 0, trigger: 'replay', replayOf: id, priority: source.priority })
   }
 
-  async cancel(id: string): Promise<RunRecord> {
+  async cancel(id: string, options?: CancelOptions): Promise<CancelledRun> {
+    const children = cancelChildren(options)
+    // What it waits on, read before the cancel clears it.
+    const waited = children === 'waited' ? await this.#store.getRun(id) : undefined
     // A compare-and-set from any live status: a run that finished meanwhile stays as it ended.
     const run = await this.#store.updateRun(
       id,
@@ -160,7 +173,15 @@ export class TaskEngine {
     this.#waitpoints.finished(run)
     // A slot it held is free; a rate-limit timer it carried is gone, so look again.
     this.#flow.startQueuedLater(run.taskName)
-    return run
+    // The parent first: cancelled, it is not resumed by its child's end.
+    return { ...run, cancelledWith: await cancelWaitedChild(waited, (childId) => this.#cancelChild(childId), this.#logger) }
+  }
+
+  /** Cancels child run `childId` and the chain below it, here or in the shard that holds it; `undefined` when it is out of reach. */
+  async #cancelChild(childId: string): Promise<CancelledRun | undefined> {
+    if (await this.#store.getRun(childId)) return this.cancel(childId, { children: 'waited' })
+    const shard = this.#children?.holder(childId)
+    return shard === undefined ? undefined : this.#children!.cancel(shard, childId)
   }
 
   /** See `TaskRuntime.wake`: the run's sleep or delay timer, due now (wake.ts). */
