@@ -56,7 +56,7 @@ export async function trigger(url: string, task: string, input: unknown, headers
 }
 
 /** What `dashboardPerTest` gives a suite: `svc dev` and Chromium for the file, a fresh dashboard page for each test. */
-export interface DashboardSession {
+export interface DashboardUnderTest {
   readonly dev: Dev
   readonly page: Page
 }
@@ -66,7 +66,7 @@ export interface DashboardSession {
  * dashboard in a new page before each test, and fails a test whose page
  * threw an uncaught error. `onPage` runs once the page has loaded.
  */
-export function dashboardPerTest(onPage?: (page: Page) => Promise<void>): DashboardSession {
+export function dashboardPerTest(onPage?: (page: Page) => Promise<void>): DashboardUnderTest {
   let dev: Dev
   let browser: Browser
   let page: Page

@@ -2,24 +2,24 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { dashboardPerTest, trigger } from './_browser.ts'
 
-const session = dashboardPerTest(async (opened) => {
+const ui = dashboardPerTest(async (opened) => {
   // Marks this document: a reload would drop it.
   await opened.evaluate(() => ((window as { loadedOnce?: boolean }).loadedOnce = true))
 })
 
-const runPanel = () => session.page.locator('#run')
+const runPanel = () => ui.page.locator('#run')
 const runId = async () => (await runPanel().locator('.run-id').textContent())!
-const stillSameDocument = () => session.page.evaluate(() => (window as { loadedOnce?: boolean }).loadedOnce === true)
+const stillSameDocument = () => ui.page.evaluate(() => (window as { loadedOnce?: boolean }).loadedOnce === true)
 
 async function triggerFromPage(task: string, input: string): Promise<void> {
-  await session.page.getByLabel('Task', { exact: true }).first().selectOption(task)
-  await session.page.getByLabel('Input (JSON)').fill(input)
-  await session.page.getByRole('button', { name: 'Trigger' }).click()
+  await ui.page.getByLabel('Task', { exact: true }).first().selectOption(task)
+  await ui.page.getByLabel('Input (JSON)').fill(input)
+  await ui.page.getByRole('button', { name: 'Trigger' }).click()
 }
 
 describe('the runs dashboard under svc dev', () => {
   it('lists the tasks in a table with header cells, what starts each, and a schedule with its next fire time', async () => {
-    const tasks = session.page.getByRole('region', { name: 'Tasks' }).getByRole('table')
+    const tasks = ui.page.getByRole('region', { name: 'Tasks' }).getByRole('table')
     await expect
       .poll(() => tasks.getByRole('columnheader').allTextContents())
       .toEqual(['Task', 'Runs on', 'Next run', 'Retries', 'Timeout', 'Last run'])
@@ -40,17 +40,17 @@ describe('the runs dashboard under svc dev', () => {
     const id = await runId()
     expect(id).toMatch(/^[0-9a-f-]{36}$/)
     await expect.poll(() => runPanel().textContent()).toContain('"Hello, Ada"')
-    const row = session.page.getByRole('region', { name: 'Runs' }).getByRole('row').filter({ hasText: id })
+    const row = ui.page.getByRole('region', { name: 'Runs' }).getByRole('row').filter({ hasText: id })
     await expect.poll(() => row.locator('.status').textContent()).toBe('completed')
     expect(await stillSameDocument()).toBe(true)
   })
 
   it('shows runs started elsewhere as they change, from the event stream', async () => {
-    await expect.poll(() => session.page.locator('#live').textContent()).toBe('live')
-    const id = await trigger(session.dev.url, 'jobs.approve', { from: 'elsewhere' })
-    const row = session.page.getByRole('region', { name: 'Runs' }).getByRole('row').filter({ hasText: id })
+    await expect.poll(() => ui.page.locator('#live').textContent()).toBe('live')
+    const id = await trigger(ui.dev.url, 'jobs.approve', { from: 'elsewhere' })
+    const row = ui.page.getByRole('region', { name: 'Runs' }).getByRole('row').filter({ hasText: id })
     await expect.poll(() => row.locator('.status').textContent()).toBe('suspended')
-    const done = await fetch(`${session.dev.url}/__tasks/tokens/${id}:approval`, {
+    const done = await fetch(`${ui.dev.url}/__tasks/tokens/${id}:approval`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: '{"approved":false}',
@@ -62,7 +62,7 @@ describe('the runs dashboard under svc dev', () => {
 
   it('shows a validation error with its details', async () => {
     await triggerFromPage('jobs.greet', '{ "name": "" }')
-    const alert = session.page.getByRole('region', { name: 'Trigger a run' }).getByRole('alert')
+    const alert = ui.page.getByRole('region', { name: 'Trigger a run' }).getByRole('alert')
     await expect.poll(() => alert.textContent()).toContain('VALIDATION_FAILED')
     await expect.poll(() => alert.locator('li').allTextContents()).toEqual(['input.name: Invalid length: Expected >=1 but received 0'])
     expect(await runPanel().isHidden()).toBe(true)
@@ -70,7 +70,7 @@ describe('the runs dashboard under svc dev', () => {
 
   it('says when the input is not JSON, before sending it', async () => {
     await triggerFromPage('jobs.greet', '{ name: Ada }')
-    const alert = session.page.getByRole('region', { name: 'Trigger a run' }).getByRole('alert')
+    const alert = ui.page.getByRole('region', { name: 'Trigger a run' }).getByRole('alert')
     await expect.poll(() => alert.textContent()).toContain('The input is not JSON')
   })
 
@@ -98,7 +98,7 @@ describe('the runs dashboard under svc dev', () => {
     await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('cancelled')
     const note = runPanel().locator('.cancelled-with')
     await expect.poll(() => note.textContent()).toBe(`Cancelled with it: ${child}`)
-    const childRecord = await (await fetch(`${session.dev.url}/__tasks/${child}`)).json()
+    const childRecord = await (await fetch(`${ui.dev.url}/__tasks/${child}`)).json()
     expect(childRecord.status).toBe('cancelled')
     await note.getByRole('link').click()
     await expect.poll(runId).toBe(child)
@@ -114,7 +114,7 @@ describe('the runs dashboard under svc dev', () => {
     await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('cancelled')
     expect(await runPanel().getByRole('button', { name: 'Cancel' }).count()).toBe(0)
     expect(await runPanel().locator('details.step summary').allTextContents()).toContain('before completed')
-    const run = await (await fetch(`${session.dev.url}/__tasks/${await runId()}`)).json()
+    const run = await (await fetch(`${ui.dev.url}/__tasks/${await runId()}`)).json()
     expect(run.status).toBe('cancelled')
   })
 
@@ -129,8 +129,8 @@ describe('the runs dashboard under svc dev', () => {
     expect(await runPanel().locator('.attempt-live').textContent()).toBe(
       'Attempt 1 is suspended until what the run waits on is met; it is listed here once it ends.',
     )
-    await session.page.getByLabel('Payload (JSON)').fill('{ "approved": true }')
-    await session.page.getByRole('button', { name: 'Complete token' }).click()
+    await ui.page.getByLabel('Payload (JSON)').fill('{ "approved": true }')
+    await ui.page.getByRole('button', { name: 'Complete token' }).click()
     await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('completed')
     expect(await runPanel().textContent()).toContain('approved: true')
     expect(await runPanel().locator('table.attempts tbody tr').count()).toBe(1)
@@ -162,9 +162,9 @@ describe('the runs dashboard under svc dev', () => {
   })
 
   it('filters runs by task and by status', async () => {
-    await trigger(session.dev.url, 'jobs.greet', { name: 'filter' })
-    await trigger(session.dev.url, 'jobs.nap', {})
-    const runs = session.page.getByRole('region', { name: 'Runs' })
+    await trigger(ui.dev.url, 'jobs.greet', { name: 'filter' })
+    await trigger(ui.dev.url, 'jobs.nap', {})
+    const runs = ui.page.getByRole('region', { name: 'Runs' })
     await runs.getByLabel('Task').selectOption('jobs.nap')
     await expect.poll(async () => new Set(await runs.locator('tbody td:nth-child(2)').allTextContents())).toEqual(new Set(['jobs.nap']))
     await runs.getByLabel('Task').selectOption('')
@@ -173,15 +173,15 @@ describe('the runs dashboard under svc dev', () => {
   })
 
   it('filters by several statuses at once: runs of each checked status, none of the others', async () => {
-    await trigger(session.dev.url, 'jobs.greet', { name: 'several' })
-    await trigger(session.dev.url, 'jobs.nap', {})
-    const cancelled = await trigger(session.dev.url, 'jobs.nap', {})
-    expect((await fetch(`${session.dev.url}/__tasks/runs/${cancelled}/cancel`, { method: 'POST' })).status).toBe(200)
-    const runs = session.page.getByRole('region', { name: 'Runs' })
+    await trigger(ui.dev.url, 'jobs.greet', { name: 'several' })
+    await trigger(ui.dev.url, 'jobs.nap', {})
+    const cancelled = await trigger(ui.dev.url, 'jobs.nap', {})
+    expect((await fetch(`${ui.dev.url}/__tasks/runs/${cancelled}/cancel`, { method: 'POST' })).status).toBe(200)
+    const runs = ui.page.getByRole('region', { name: 'Runs' })
     const statuses = runs.getByRole('group', { name: 'Status' })
     // Checked from the keyboard, as a checkbox is.
     await statuses.getByLabel('suspended').focus()
-    await session.page.keyboard.press('Space')
+    await ui.page.keyboard.press('Space')
     await statuses.getByLabel('cancelled').check()
     await expect
       .poll(async () => new Set(await runs.locator('tbody .status').allTextContents()))
@@ -195,10 +195,10 @@ describe('the runs dashboard under svc dev', () => {
     // Started one after another, so that the first is the oldest run of the task.
     const started: string[] = []
     beforeAll(async () => {
-      for (let i = 0; i < 130; i++) started.push(await trigger(session.dev.url, 'jobs.greet', { name: `run ${i}` }))
+      for (let i = 0; i < 130; i++) started.push(await trigger(ui.dev.url, 'jobs.greet', { name: `run ${i}` }))
     }, 60_000)
 
-    const runs = () => session.page.getByRole('region', { name: 'Runs' })
+    const runs = () => ui.page.getByRole('region', { name: 'Runs' })
     const loadMore = () => runs().getByRole('button', { name: 'Load more' })
     const shownIds = () =>
       runs()
@@ -215,8 +215,8 @@ describe('the runs dashboard under svc dev', () => {
       }
       const ids = await shownIds()
       const lastPage = Math.floor((ids.length - 1) / 100) * 100
-      expect(await session.page.evaluate(() => document.activeElement?.closest('tr')?.getAttribute('data-run'))).toBe(ids[lastPage])
-      const all = (await (await fetch(`${session.dev.url}/__tasks/runs?limit=500`)).json()) as { runs: { id: string }[]; cursor?: string }
+      expect(await ui.page.evaluate(() => document.activeElement?.closest('tr')?.getAttribute('data-run'))).toBe(ids[lastPage])
+      const all = (await (await fetch(`${ui.dev.url}/__tasks/runs?limit=500`)).json()) as { runs: { id: string }[]; cursor?: string }
       expect(all.cursor).toBeUndefined()
       expect(ids).toEqual(all.runs.map((run) => run.id))
       expect(new Set(ids).size).toBe(ids.length)
@@ -225,12 +225,12 @@ describe('the runs dashboard under svc dev', () => {
     })
 
     it('keeps the pages loaded when the event stream refreshes the list, with new runs on top', async () => {
-      await expect.poll(() => session.page.locator('#live').textContent()).toBe('live')
+      await expect.poll(() => ui.page.locator('#live').textContent()).toBe('live')
       await expect.poll(() => runs().locator('tbody tr').count()).toBe(100)
       await loadMore().click()
       await expect.poll(async () => (await shownIds()).length).toBeGreaterThan(100)
       const shown = (await shownIds()).length
-      const fresh = await trigger(session.dev.url, 'jobs.greet', { name: 'fresh' })
+      const fresh = await trigger(ui.dev.url, 'jobs.greet', { name: 'fresh' })
       await expect.poll(async () => (await shownIds())[0]).toBe(fresh)
       const ids = await shownIds()
       expect(ids.length).toBe(shown)

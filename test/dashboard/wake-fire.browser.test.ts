@@ -2,27 +2,27 @@
 import { describe, expect, it } from 'vitest'
 import { dashboardPerTest, trigger } from './_browser.ts'
 
-const session = dashboardPerTest()
+const ui = dashboardPerTest()
 
-const runPanel = () => session.page.locator('#run')
+const runPanel = () => ui.page.locator('#run')
 const runId = async () => (await runPanel().locator('.run-id').textContent())!
 const runStatus = () => runPanel().locator('.status').first().textContent()
 const wakeButton = () => runPanel().getByRole('button', { name: 'Wake now' })
-const tasksRow = (name: string) => session.page.getByRole('region', { name: 'Tasks' }).getByRole('row').filter({ hasText: name })
+const tasksRow = (name: string) => ui.page.getByRole('region', { name: 'Tasks' }).getByRole('row').filter({ hasText: name })
 
 /** Opens run `id` in the run panel, as a link to it does. */
 async function openRun(id: string): Promise<void> {
-  await session.page.evaluate((hash) => (location.hash = hash), `#run/${id}`)
+  await ui.page.evaluate((hash) => (location.hash = hash), `#run/${id}`)
   await expect.poll(runId).toBe(id)
 }
 
 async function record(id: string): Promise<{ status: string; trigger: string; result?: unknown }> {
-  return (await fetch(`${session.dev.url}/__tasks/${id}`)).json()
+  return (await fetch(`${ui.dev.url}/__tasks/${id}`)).json()
 }
 
 describe('Wake now', () => {
   it('shows on a run sleeping on ctx.step.sleep; clicking it resumes the run, which completes', async () => {
-    const id = await trigger(session.dev.url, 'jobs.nap', {})
+    const id = await trigger(ui.dev.url, 'jobs.nap', {})
     await openRun(id)
     await expect.poll(() => runPanel().textContent()).toContain('Sleeping until')
     await wakeButton().click()
@@ -33,7 +33,7 @@ describe('Wake now', () => {
   })
 
   it('shows on a delayed run, with when it is due; clicking it starts the run now', async () => {
-    const id = await trigger(session.dev.url, 'jobs.greet', { name: 'Later' }, { 'svc-delay-seconds': '3600' })
+    const id = await trigger(ui.dev.url, 'jobs.greet', { name: 'Later' }, { 'svc-delay-seconds': '3600' })
     await openRun(id)
     await expect.poll(runStatus).toBe('scheduled')
     expect(await runPanel().locator('dt').allTextContents()).toContain('Due')
@@ -43,11 +43,11 @@ describe('Wake now', () => {
   })
 
   it('does not show on a run waiting on a token, nor on a finished run', async () => {
-    const waiting = await trigger(session.dev.url, 'jobs.approve', {})
+    const waiting = await trigger(ui.dev.url, 'jobs.approve', {})
     await openRun(waiting)
     await expect.poll(() => runPanel().locator('.token-id').count()).toBe(1)
     expect(await wakeButton().count()).toBe(0)
-    const done = await trigger(session.dev.url, 'jobs.greet', { name: 'Done' })
+    const done = await trigger(ui.dev.url, 'jobs.greet', { name: 'Done' })
     await openRun(done)
     await expect.poll(runStatus).toBe('completed')
     expect(await wakeButton().count()).toBe(0)
@@ -65,6 +65,6 @@ describe('Fire now', () => {
     const id = await runId()
     expect(await runPanel().locator('dd code').first().textContent()).toBe('jobs.nightly')
     expect(await record(id)).toMatchObject({ status: 'completed', trigger: 'cron', result: { swept: true } })
-    expect(await session.page.getByRole('region', { name: 'Tasks' }).getByRole('alert').textContent()).toBe('')
+    expect(await ui.page.getByRole('region', { name: 'Tasks' }).getByRole('alert').textContent()).toBe('')
   })
 })
