@@ -40,5 +40,8 @@ export async function retentionSoak(
     excess = Math.max(excess, count - recent)
     await sleep(tickMs)
   }
+  // Stopped before the caller reads the store, so no pruning round runs between its reads.
+  await rt.drain(5000)
+  await rt.close()
   return { triggered: triggers.length, excess, last: await held() }
 }
