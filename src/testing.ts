@@ -12,4 +12,4 @@ export {
   type TestRuntimeOptions,
   type Duration,
   type Waiting,
-} from './testing/test-runtime.ts'
+} from './testing/types.ts'

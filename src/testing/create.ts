@@ -4,7 +4,8 @@
  */
 import { describe } from '../runtime/describe.ts'
 import { loadApiRoutes, loadEvents } from '../node/loaders.ts'
-import { type LoadedApp, type TestRuntime, type TestRuntimeOptions, testRuntime } from './test-runtime.ts'
+import { testRuntime } from './test-runtime.ts'
+import type { LoadedApp, TestRuntime, TestRuntimeOptions } from './types.ts'
 
 /**
  * A task runtime for a unit test, on the memory store and a virtual clock

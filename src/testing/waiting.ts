@@ -43,3 +43,17 @@ export function waitingOf(run: RunRecord, timers: readonly TimerRecord[]): Waiti
       return { kind: 'run', step, runId: waitpoint.runId, task: waitpoint.task }
   }
 }
+
+/** What a run waits on, in a sentence of an error message. */
+export function describeWaiting(waiting: Waiting): string {
+  switch (waiting.kind) {
+    case 'token':
+      return `step "${waiting.step}" waits on token ${waiting.tokenId}; complete it with t.completeToken(${JSON.stringify(waiting.tokenId)}, payload)`
+    case 'event':
+      return `step "${waiting.step}" waits on an event "${waiting.name}"${waiting.match ? ` matching ${JSON.stringify(waiting.match)}` : ''}; send it with t.sendEvent(${JSON.stringify(waiting.name)}, data)`
+    case 'run':
+      return `step "${waiting.step}" waits on run ${waiting.runId} of "${waiting.task}", which cannot finish either`
+    default:
+      return `it waits on ${waiting.kind}`
+  }
+}
