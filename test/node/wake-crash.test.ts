@@ -1,0 +1,60 @@
+// Wake and cancel survive a kill: a process wakes a run sleeping a day and
+// cancels a parent with the child it waits on, then dies by SIGKILL before
+// the woken run goes on. A new process on the same SQLite file finishes the
+// woken run at once, without running its recorded step again, and finds the
+// parent and its child cancelled, the child's later step never run.
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, expect, it } from 'vitest'
+import type { RunRecord } from '../../src/types.ts'
+
+const SCRIPT = fileURLToPath(new URL('../fixtures/wake-crash/child.ts', import.meta.url))
+const dir = mkdtempSync(join(tmpdir(), 'svc-wake-crash-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+/** Runs the child script in `mode` to its end, and resolves with its exit code, signal and output. */
+function child(mode: 'wake' | 'resume'): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string }> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [SCRIPT, join(dir, 'runs.db'), join(dir, 'effects.log'), join(dir, 'ids.json'), mode], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    proc.stdout.on('data', (chunk) => (out += chunk))
+    proc.stderr.on('data', (chunk) => (out += chunk))
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 20_000)
+    proc.once('error', reject)
+    proc.once('exit', (code, signal) => {
+      clearTimeout(timer)
+      resolve({ code, signal, out })
+    })
+  })
+}
+
+it('keeps a wake and a cancel made just before a SIGKILL, and runs no recorded step again', async () => {
+  const first = await child('wake')
+  expect(first.signal, first.out).toBe('SIGKILL')
+  const began = Date.now()
+  const second = await child('resume')
+  expect(second.code, second.out).toBe(0)
+  // Woken: done at once on restart, not a day later.
+  expect(Date.now() - began).toBeLessThan(15_000)
+
+  const {
+    child: childId,
+    cancelledWith,
+    records,
+  } = JSON.parse(readFileSync(join(dir, 'ids.json'), 'utf8')) as {
+    child: string
+    cancelledWith: string[]
+    records: { napper: RunRecord; parent: RunRecord; child: RunRecord }
+  }
+  expect(cancelledWith).toEqual([childId])
+  expect(records.napper).toMatchObject({ status: 'completed', result: { a: 'napper-a', b: 'napper-b' } })
+  expect(records.parent.status).toBe('cancelled')
+  expect(records.child.status).toBe('cancelled')
+  // Each step body ran once across both processes; the cancelled child's never did.
+  expect(readFileSync(join(dir, 'effects.log'), 'utf8').split('\n').filter(Boolean).sort()).toEqual(['napper-a', 'napper-b'])
+}, 60_000)
