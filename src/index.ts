@@ -20,6 +20,7 @@ export {
   RunNotFoundError,
   RunFinishedError,
   RunNotSleepingError,
+  StepNotRecordedError,
   TaskNotScheduledError,
   TickSkippedError,
   RunCancelledError,

@@ -41,7 +41,7 @@ export const ONE_OBJECT: ObjectsPart = (routes, stub, shards) => {
     sendEvents: (events) => call('sendEvents', events),
     listEvents: (query) => call('listEvents', query),
     cancel: (id, options) => call('cancel', id, options),
-    replay: (id) => call('replay', id),
+    replay: (id, options) => call('replay', id, options),
     wake: (id) => call('wake', id),
     fireSchedule: (name) => call('fireSchedule', name),
     listTasks: () => call('listTasks'),

@@ -207,7 +207,7 @@ export function createShardedRuntime(
       return mergeEventPage(page, elsewhere, taskOrder)
     },
     cancel: (id, options) => toRun(id, 'cancel', [options], notFound(id)),
-    replay: (id) => toRun(id, 'replay', [], notFound(id)),
+    replay: (id, options) => toRun(id, 'replay', [options], notFound(id)),
     wake: (id) => toRun(id, 'wake', [], notFound(id)),
     fireSchedule(name) {
       const def = tasks.get(name)

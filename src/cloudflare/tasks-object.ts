@@ -200,7 +200,7 @@ export function composeTasksObject(app: TasksObjectApp, objects: ObjectsPart, op
         case 'cancel':
           return runtime.cancel(a, b)
         case 'replay':
-          return runtime.replay(a)
+          return runtime.replay(a, b)
         case 'wake':
           return runtime.wake(a)
         case 'fireSchedule':

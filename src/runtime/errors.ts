@@ -218,6 +218,24 @@ export class RunNotSleepingError extends SvcError {
   }
 }
 
+/**
+ * `TaskRuntime.replay(id, { fromStep })` with a key the run neither recorded
+ * nor failed at. HTTP 400 `STEP_NOT_RECORDED`.
+ */
+export class StepNotRecordedError extends SvcError {
+  readonly runId: string
+  readonly stepKey: string
+  constructor(runId: string, stepKey: string, keys: readonly string[]) {
+    super(
+      `Run "${runId}" has no step "${stepKey}" to replay from: ${keys.length === 0 ? 'it recorded none' : `it can be replayed from ${keys.map((key) => `"${key}"`).join(', ')}`}`,
+      'STEP_NOT_RECORDED',
+      400,
+    )
+    this.runId = runId
+    this.stepKey = stepKey
+  }
+}
+
 /** `TaskRuntime.fireSchedule` on a task without a `schedule`. HTTP 400 `NOT_SCHEDULED`. */
 export class TaskNotScheduledError extends SvcError {
   readonly taskName: string

@@ -165,8 +165,8 @@ export function testRuntime(options: TestRuntimeOptions, app: LoadedApp, load: (
       await fireUntil(clock.now(), 't.cancel()')
       return run
     },
-    async replay(runId) {
-      const run = await runtime.replay(runId)
+    async replay(runId, opts) {
+      const run = await runtime.replay(runId, opts)
       await fireUntil(clock.now(), 't.replay()')
       return record(run.id)
     },

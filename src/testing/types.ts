@@ -4,6 +4,7 @@ import type { RunStore } from '../runtime/tasks/store/store.ts'
 import type {
   CancelledRun,
   CancelOptions,
+  ReplayOptions,
   CompleteTokenResult,
   Logger,
   RunRecord,
@@ -110,7 +111,8 @@ export interface TestRuntime {
   completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult>
   /** Cancels a run, and the child runs it waits on unless `options.children` is `'none'` (`TaskRuntime.cancel`). */
   cancel(runId: string, options?: CancelOptions): Promise<CancelledRun>
-  replay(runId: string): Promise<RunRecord>
+  /** Starts a new run of the run's task (`TaskRuntime.replay`), from a step with `{ fromStep }`, and lets it go as far as it can without the clock moving. */
+  replay(runId: string, options?: ReplayOptions): Promise<RunRecord>
   getRun(runId: string): Promise<RunRecord | undefined>
   /** The runs of a task or status, newest first. */
   runs(query?: { task?: string; status?: RunStatus | readonly RunStatus[] }): Promise<RunRecord[]>

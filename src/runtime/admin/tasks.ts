@@ -12,7 +12,7 @@
  * | GET    | `/__tasks/runs`               | 200 `{ runs: RunSummary[], cursor? }`, newest first (`?task=&status=&version=&limit=&cursor=`); 400 `INVALID_QUERY` |
  * | GET    | `/__tasks/runs/<id>`          | as `GET /__tasks/<id>` |
  * | POST   | `/__tasks/runs/<id>/cancel`   | 200 `{ id, status: 'cancelled', cancelledWith }` (`?children=none` leaves the child runs it waits on running); 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED`; 400 `INVALID_QUERY` |
- * | POST   | `/__tasks/runs/<id>/replay`   | 202 `{ id, status }` of the new run; 404 `RUN_NOT_FOUND` / `TASK_NOT_FOUND` |
+ * | POST   | `/__tasks/runs/<id>/replay`   | 202 `{ id, status }` of the new run; the body, if any, is `{ fromStep?, input? }` (`ReplayOptions`); 404 `RUN_NOT_FOUND` / `TASK_NOT_FOUND`; 400 `STEP_NOT_RECORDED` / `INVALID_OPTIONS` |
  * | POST   | `/__tasks/runs/<id>/wake`     | 200 `{ id, status }`: a sleeping or delayed run goes on now; 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED` / `RUN_NOT_SLEEPING` |
  * | GET    | `/__tasks/runs/<id>/logs`     | 200 a page of the run's `ctx.log` entries (`?after=&limit=`, `run-logs.ts`); 404 `RUN_NOT_FOUND`; 400 `INVALID_QUERY` |
  * | GET    | `/__tasks/events`             | 200 `text/event-stream` of `{ id, taskName, status }`; 501 `NOT_IMPLEMENTED` where the engine runs elsewhere, or the host serves no streams (`streams.ts`) |
@@ -32,7 +32,7 @@
  * when they break the enqueue rule). A run store full of live runs answers
  * 503 `STORE_FULL` with `Retry-After`.
  */
-import type { Logger, RequestInfo, RunRecord, RunTrace, TaskRuntime, TriggerOptions } from '../types.ts'
+import type { Logger, ReplayOptions, RequestInfo, RunRecord, RunTrace, TaskRuntime, TriggerOptions } from '../types.ts'
 import { internalError, jsonError, knownErrorResponse, methodNotAllowed } from '../http/errors.ts'
 import type { ResponseClass } from '../http/types.ts'
 import { decodeSegment, trimTrailingSlashes } from '../http/path.ts'
@@ -233,7 +233,10 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
       const run = await runtime.wake(id)
       return json(200, { id: run.id, status: run.status })
     }
-    return held(await runtime.replay(id), info)
+    const { value } = await readJsonBody(request, bodyLimit)
+    const options = replayOptions(value)
+    if (typeof options === 'string') return jsonError(R, 400, 'INVALID_OPTIONS', options)
+    return held(await runtime.replay(id, options), info)
   }
 
   async function listRuns(params: URLSearchParams): Promise<Response> {
@@ -298,4 +301,20 @@ function cancelChildrenParam(params: URLSearchParams): 'waited' | 'none' {
     )
   }
   return children
+}
+
+/** The body of a replay, `{ fromStep?, input? }`, or why it is not one. */
+function replayOptions(value: unknown): ReplayOptions | string {
+  if (value === undefined) return {}
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return `A replay's body is { fromStep?, input? }, or none (got ${describe(value)})`
+  }
+  const unknown = Object.keys(value).filter((key) => key !== 'fromStep' && key !== 'input')
+  if (unknown.length > 0)
+    return `A replay's body takes fromStep and input only (got ${unknown.map((key) => JSON.stringify(key)).join(', ')})`
+  const { fromStep } = value as ReplayOptions
+  if (fromStep !== undefined && (typeof fromStep !== 'string' || fromStep === '')) {
+    return `fromStep must be the key of a step the run recorded (got ${describe(fromStep)})`
+  }
+  return value as ReplayOptions
 }

@@ -293,7 +293,7 @@ export function createCoreRuntime(
     listEvents: (query) => listEventPage(store, query),
     listRuns: (query) => store.listRuns(query),
     cancel: (id, options) => engine.cancel(id, options),
-    replay: (id) => engine.replay(id),
+    replay: (id, options) => engine.replay(id, options),
     wake: (id) => engine.wake(id),
     // Asked for by name, not by a tick: fired here even on a shard that does not fire the schedule (the worker picks the shard).
     fireSchedule: (name) => engine.fireSchedule(name),

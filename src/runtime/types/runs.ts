@@ -25,6 +25,8 @@ export interface Attempt {
   durationMs: number
   /** Present when the attempt failed. Message only, never a stack trace. */
   error?: string
+  /** When it failed with the error a `ctx.step.run` function threw: that step's key, which `replay(id, { fromStep })` takes. */
+  step?: string
 }
 
 /**

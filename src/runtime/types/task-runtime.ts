@@ -100,8 +100,15 @@ export interface TaskRuntime {
    * `{ _cron: true }`), with `trigger: 'replay'` and `replayOf: id`.
    * Rejects with `RunNotFoundError`, `TaskNotFoundError` when the task is no
    * longer registered, `ValidationError` or `StoreFullError`.
+   *
+   * With `fromStep`, the new run starts with the steps the run recorded
+   * before that one, copied as recorded: they return their outputs and do
+   * not run again, and everything from `fromStep` on runs anew on the
+   * current code. A key the run did not record rejects with
+   * `StepNotRecordedError` (400 `STEP_NOT_RECORDED`), naming the keys it
+   * did. `input` replaces the run's input (validated as a trigger's is).
    */
-  replay(id: string): Promise<RunRecord>
+  replay(id: string, options?: ReplayOptions): Promise<RunRecord>
   /**
    * Ends a run's wait on time now, as if its time had come: a run
    * suspended on `ctx.step.sleep` or `sleepUntil` has its sleep recorded
@@ -245,4 +252,12 @@ export interface CancelOptions {
 export interface CancelledRun extends RunRecord {
   /** The ids of the child runs cancelled with it, nearest first; empty when none were. */
   cancelledWith: string[]
+}
+
+/** How `replay` starts the new run. */
+export interface ReplayOptions {
+  /** The key of the first step to run anew; the steps recorded before it are kept. @default none: every step runs anew */
+  fromStep?: string
+  /** The new run's input, in place of the run's. @default the run's input */
+  input?: unknown
 }

@@ -27,6 +27,7 @@ import type {
   BatchItem,
   CancelledRun,
   CancelOptions,
+  ReplayOptions,
   CompleteTokenResult,
   Logger,
   RunChange,
@@ -55,6 +56,7 @@ import type { Waitpoints } from '../steps/waitpoints.ts'
 import type { EventStarts } from './event-starts.ts'
 import { wakeRun } from './wake.ts'
 import { cancelChildren, cancelWaitedChild } from './cancel-children.ts'
+import { checkReplayOptions, stepsBefore } from './replay-steps.ts'
 import type { EventInput, SentEvent } from '../../types/events.ts'
 import type { Telemetry } from '../../telemetry/types.ts'
 
@@ -137,14 +139,18 @@ export class TaskEngine {
     return there === undefined ? this.#creation.create(def, input, options) : children!.trigger(there, def.name, payload, options)
   }
 
-  async replay(id: string): Promise<RunRecord> {
+  async replay(id: string, options?: ReplayOptions): Promise<RunRecord> {
     if (this.#closed) throw new Error(`Cannot replay run "${id}": the task runtime is closed`)
+    const { fromStep, ...given } = checkReplayOptions(options)
     const source = await this.#store.getRun(id)
     if (!source) throw new RunNotFoundError(id)
     const def = this.#tasks.get(source.taskName)
     if (!def) throw new TaskNotFoundError(source.taskName, [...this.#tasks.keys()])
-    const input = isCronInput(source.input) ? cronInput() : await validateTaskInput(def.input, source.input)
-    return this.#creation.create(def, input, { delaySeconds: 0, trigger: 'replay', replayOf: id, priority: source.priority })
+    const raw = 'input' in given ? given.input : source.input
+    const input = isCronInput(raw) ? cronInput() : await validateTaskInput(def.input, raw)
+    // Kept steps go in with the run's row, so no attempt starts before they are recorded.
+    const steps = fromStep === undefined ? undefined : stepsBefore(source, fromStep)
+    return this.#creation.create(def, input, { delaySeconds: 0, trigger: 'replay', replayOf: id, priority: source.priority, steps })
   }
 
   async cancel(id: string, options?: CancelOptions): Promise<CancelledRun> {

@@ -28,6 +28,8 @@ export type CreateOptions = Omit<TriggerOptions, 'delaySeconds'> & {
   delaySeconds: number
   replayOf?: string
   event?: RunRecord['event']
+  /** Steps the run starts with, recorded as they are (a replay from a step, `replay.ts`). */
+  steps?: RunRecord['steps']
 }
 
 export interface RunCreationOptions {
@@ -66,7 +68,7 @@ export class RunCreation {
   create(def: TaskDefinition, input: unknown, options: CreateOptions, batch?: RunRecord[]): Promise<RunRecord> {
     const { store, telemetry } = this.#options
     const { name } = def
-    const { delaySeconds, idempotencyKey, trigger = 'manual', parentRunId, replayOf, event, priority = def.priority } = options
+    const { delaySeconds, idempotencyKey, trigger = 'manual', parentRunId, replayOf, event, priority = def.priority, steps = {} } = options
     assertPayload(
       input,
       this.#options.maxPayloadBytes,
@@ -91,7 +93,7 @@ export class RunCreation {
       input,
       ok: true,
       attempts: [],
-      steps: {},
+      steps,
       createdAt: iso,
     }
     if (delayed) run.runAt = isoAt(now + delay * 1000)

@@ -333,6 +333,7 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     // Attempts record a message string only, never a stack.
     const error = errorMessage(value)
     attempt.error = error
+    if (inv?.thrown !== undefined && inv.thrown.error === value) attempt.step = inv.thrown.key
     return { kind: 'failed', error, attempt }
   }
 }

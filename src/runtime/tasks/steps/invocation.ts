@@ -29,6 +29,8 @@ export interface Invocation {
   stepsRunning: number
   /** The key of the `step.run` whose function runs, while exactly one does (`ctx.log` entries name it). */
   running: string | undefined
+  /** The last error a `step.run` function threw, and its step's key: the attempt's failed step when the handler rethrows it. */
+  thrown: { key: string; error: unknown } | undefined
   /** The first suspension raised, kept even if the handler swallows it. */
   suspension: SuspendSignal | undefined
   /** The first divergence met, kept even if the handler catches it: it fails the attempt. */
@@ -63,6 +65,7 @@ export function createInvocation(
     seen: undefined,
     met: 0,
     stepsRunning: 0,
+    thrown: undefined,
     running: undefined,
     suspension: undefined,
     mismatch: undefined,

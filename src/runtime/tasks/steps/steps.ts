@@ -249,6 +249,7 @@ async function runStep<T>(inv: Invocation, key: string, kind: 'run' | 'transacti
     output = await (span === undefined ? fn() : span.run(fn))
   } catch (error) {
     span?.end(error)
+    inv.thrown = { key, error }
     throw error
   } finally {
     if (--inv.stepsRunning === 0) inv.running = undefined
