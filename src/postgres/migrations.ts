@@ -153,8 +153,8 @@ const MIGRATIONS: readonly string[] = [
   -- A run's steps, one row a step, out of the run's record (which keeps
   -- "steps": {}): saving a step writes that step, not every step its run
   -- recorded before it again. The foreign key makes a step of an unknown
-  -- run an error and deletes a run's steps with it (eviction). No column
-  -- orders them: a jsonb object orders its keys its own way.
+  -- run an error and deletes a run's steps with it (eviction). Version 14
+  -- orders them.
   CREATE TABLE $schema.steps (
     run_id text NOT NULL REFERENCES $schema.runs (id) ON DELETE CASCADE,
     key text NOT NULL,
@@ -316,6 +316,16 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX runs_queued_by_weight ON $schema.runs
     (task_name, (coalesce((record->>'priority')::int, 0)), (coalesce(record->>'runAt', record->>'createdAt')), seq)
     WHERE status = 'queued';
+  `,
+  `
+  -- The order a run recorded its steps in (records.ts reads them in it,
+  -- as every other store keeps them; a replay from a step keeps the steps
+  -- recorded before it). Steps saved before this version have none, and
+  -- read first. A sequence as the default, not an identity column: adding
+  -- the column then rewrites no row of the table.
+  CREATE SEQUENCE $schema.steps_seq;
+  ALTER TABLE $schema.steps ADD COLUMN seq bigint;
+  ALTER TABLE $schema.steps ALTER COLUMN seq SET DEFAULT nextval('$schema.steps_seq');
   `,
 ]
 

@@ -37,9 +37,9 @@
 import type { PendingQuery, Sql } from 'postgres'
 import { hasSteps, isFinished, type TimerRecord, withoutSteps } from '../runtime/tasks/store/store.ts'
 import { timerId } from '../runtime/tasks/base/ids.ts'
-import type { RunRecord } from '../types.ts'
+import type { RunRecord, StepRecord } from '../types.ts'
 import type { Fence } from './fences.ts'
-import { wholeRecord } from './records.ts'
+import { wholeRecord, withSteps } from './records.ts'
 
 export interface RunInsert {
   run: RunRecord
@@ -79,7 +79,8 @@ interface BatchRow {
   key: string | null
   finished: boolean
   record: RunRecord
-  steps: RunRecord['steps'] | null
+  /** The run's steps as `[key, record]` pairs, in the order it recorded them (a `jsonb` object would sort the keys). */
+  steps: [string, StepRecord][] | null
   delay: TimerRecord | null
   parent: string | null
   held_by: string | null
@@ -97,7 +98,7 @@ function batchRow({ run, fence, owner }: RunInsert, i: number): BatchRow {
     finished: isFinished(run.status),
     record: withoutSteps(run),
     // The engine creates runs with none; a run given with steps has their rows inserted, and is answered with them.
-    steps: hasSteps(run) ? run.steps : null,
+    steps: hasSteps(run) ? Object.entries(run.steps) : null,
     delay:
       run.status === 'scheduled' && run.runAt !== undefined
         ? { id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt }
@@ -153,7 +154,10 @@ export function insertRunsPg(
       RETURNING id, record, CASE WHEN lease_owner IS NULL THEN NULL ELSE lease_fence::text END AS fence
     ), inserted_steps AS (
       INSERT INTO ${runs}.steps (run_id, key, record)
-      SELECT b.id, step.key, step.value FROM inserted JOIN b ON b.id = inserted.id, jsonb_each(b.steps) AS step
+      SELECT b.id, step.value->>0, step.value->1
+      FROM inserted JOIN b ON b.id = inserted.id, jsonb_array_elements(b.steps) WITH ORDINALITY AS step(value, n)
+      ORDER BY b.i, step.n
+      RETURNING run_id, key, record, seq
     ), delays AS (
       INSERT INTO ${runs}.timers (id, run_id, kind, due_at, record)
       SELECT b.delay->>'id', b.id, 'delay', (b.delay->>'dueAt')::timestamptz, b.delay
@@ -170,7 +174,11 @@ export function insertRunsPg(
       DELETE FROM ${runs}.tokens WHERE run_id IN (SELECT id FROM evicted)
     )
     SELECT held.record AS held,
-      CASE WHEN b.steps IS NULL THEN inserted.record ELSE inserted.record || jsonb_build_object('steps', b.steps) END AS inserted,
+      CASE WHEN b.steps IS NULL THEN inserted.record::json ELSE ${withSteps(
+        sql,
+        sql`inserted.record`,
+        sql`SELECT json_object_agg(s.key, s.record ORDER BY s.seq) FROM inserted_steps s WHERE s.run_id = inserted.id`,
+      )} END AS inserted,
       b.i IN (SELECT i FROM leased) AS leased, inserted.fence, (SELECT max(finished_seq)::text FROM evicted) AS evicted_to
     FROM b LEFT JOIN held ON held.i = b.i LEFT JOIN inserted ON inserted.id = b.id
     ORDER BY b.i`

@@ -123,6 +123,21 @@ export function runStoreContract(name: string, createStore: (options?: { maxRuns
       expect(read.steps).toEqual({ a: { status: 'completed', output: { x: 1 } }, b: { status: 'timed_out' } })
     })
 
+    it('hands back steps in the order they were recorded, whether saved one by one or given with the run', async () => {
+      const store = await createStore()
+      // Neither sorted nor by length: a store that reorders keys shows here.
+      const keys = ['send-welcome', 'a', 'zz-last-but-one', 'b2', 'charge']
+      const saved = makeRun()
+      await store.createRun(saved)
+      for (const key of keys) await store.saveStep(saved.id, key, { status: 'completed', output: key })
+      expect(Object.keys((await store.getRun(saved.id))!.steps)).toEqual(keys)
+      const given = makeRun({ steps: Object.fromEntries(keys.map((key) => [key, { status: 'completed', output: key }])) })
+      expect(Object.keys((await store.createRun(given)).steps)).toEqual(keys)
+      await store.saveStep(given.id, 'after', { status: 'completed' })
+      expect(Object.keys((await store.getRun(given.id))!.steps)).toEqual([...keys, 'after'])
+      expect(Object.keys((await store.listRuns({ limit: 1 }))[0].steps)).toEqual([...keys, 'after'])
+    })
+
     it("keeps a step's timing and kind, the run's logs and trace, and when its suspension began", async () => {
       const store = await createStore()
       const run = makeRun()
