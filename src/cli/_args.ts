@@ -95,3 +95,19 @@ export function resolveRoot(root: string | undefined): string {
 function kebab(name: string): string {
   return name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)
 }
+
+/** The value of a `--input` flag, parsed; undefined without one. */
+export function parseInputArg(raw: string | undefined): unknown {
+  if (raw === undefined) return undefined
+  try {
+    return JSON.parse(raw)
+  } catch (error) {
+    // The value's fault, not the command line's: the message says what to
+    // fix, and the command's usage would only bury it.
+    const shown = raw.length > 60 ? `${raw.slice(0, 57)}...` : raw
+    throw new Error(
+      `--input is not valid JSON: ${(error as Error).message} (got ${JSON.stringify(shown)}). ` +
+        `Pass one JSON value, quoted for the shell, such as --input '{"key":"value"}'`,
+    )
+  }
+}

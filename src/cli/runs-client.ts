@@ -23,8 +23,8 @@ export interface RunsClient {
   readonly base: string
   /** `GET <base><path>`, resolving with the JSON body of a 2xx answer. */
   get<T>(path: string, query?: URLSearchParams): Promise<T>
-  /** `POST <base><path>` without a body, resolving with the JSON body of a 2xx answer. */
-  post<T>(path: string): Promise<T>
+  /** `POST <base><path>`, with `body` as JSON if given, resolving with the JSON body of a 2xx answer. */
+  post<T>(path: string, body?: unknown): Promise<T>
 }
 
 /**
@@ -43,13 +43,17 @@ export function runsClient(where: string, url: string | undefined, env: EnvLike 
   const timeoutMs = taskRequestTimeout(env)
   const headers = authHeaders(env)
 
-  async function call<T>(method: 'GET' | 'POST', path: string, query?: URLSearchParams): Promise<T> {
+  async function call<T>(method: 'GET' | 'POST', path: string, query?: URLSearchParams, payload?: unknown): Promise<T> {
     const search = query?.size ? `?${query}` : ''
     const target = `${base}${path}${search}`
+    const sentBody = payload === undefined ? undefined : JSON.stringify(payload)
+    const sent = sentBody === undefined ? headers : { ...headers, 'content-type': 'application/json' }
     let answer: TaskServerAnswer
     try {
       // Redirects are not followed: 301-303 would turn a POST into a GET.
-      answer = await fetchAnswer(new Request(target, { method, headers, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) }))
+      answer = await fetchAnswer(
+        new Request(target, { method, headers: sent, body: sentBody, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) }),
+      )
     } catch (cause) {
       if ((cause as Error)?.name === 'TimeoutError') {
         throw new Error(`${where}: ${target} did not answer within ${timeoutMs} ms (SVC_TASK_TIMEOUT_MS)`, { cause })
@@ -74,7 +78,7 @@ export function runsClient(where: string, url: string | undefined, env: EnvLike 
   return {
     base,
     get: (path, query) => call('GET', path, query),
-    post: (path) => call('POST', path),
+    post: (path, body) => call('POST', path, undefined, body),
   }
 }
 

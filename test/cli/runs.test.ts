@@ -308,6 +308,33 @@ describe('svc runs cancel and replay', () => {
     expect(await finished(newId)).toMatchObject({ trigger: 'replay', replayOf: id, input: { size: 5 }, result: { saved: 5 } })
   })
 
+  it('replay --from keeps the steps recorded before that one, and --input replaces the input', async () => {
+    const id = await trigger('pipeline', { size: 5 })
+    const source = await finished(id)
+    const { code, stdout } = await runs(['replay', id, '--from', 'save', '--input', '{"size":7}'])
+    expect(code).toBe(0)
+    const [, newId] = stdout.match(new RegExp(`^Replayed run ${id} from step "save" as run (\\S+) \\((running|queued)\\)\\.\\n$`)) ?? []
+    const replayed = await finished(newId)
+    // fetch was kept as recorded: it returned 5, whatever the new input says.
+    expect(replayed).toMatchObject({ input: { size: 7 }, result: { saved: 5 }, replayOf: id })
+    expect(Object.keys(replayed.steps)).toEqual(['fetch', 'parse', 'nap', 'save'])
+    for (const key of ['fetch', 'parse', 'nap']) expect(replayed.steps[key]).toEqual(source.steps[key])
+    expect(replayed.steps.save.startedAt).not.toBe(source.steps.save.startedAt)
+  })
+
+  it('replay --from a step the run did not record exits 1 naming those it did, and starts nothing', async () => {
+    const id = await trigger('pipeline', { size: 1 })
+    await finished(id)
+    const { code, stderr } = await runs(['replay', id, '--from', 'sav'])
+    expect(code).toBe(1)
+    expect(stderr).toContain(
+      `answered 400 STEP_NOT_RECORDED: Run "${id}" has no step "sav" to replay from: it can be replayed from "fetch", "parse", "nap", "save"`,
+    )
+    expect(await fixture.server.runtime.listRuns({ task: 'pipeline' })).toHaveLength(1)
+    const bad = await runs(['replay', id, '--input', '{size:1}'])
+    expect(bad).toMatchObject({ code: 1, stderr: expect.stringContaining('--input is not valid JSON') })
+  })
+
   it('--json prints the answer of each', async () => {
     const live = await trigger('approval')
     await suspended(live)

@@ -334,6 +334,26 @@ describe('POST /__tasks/runs/<id>/replay', () => {
     expect(listed.runs[0]).toMatchObject({ id, trigger: 'replay' })
   })
 
+  it('a body that is not { fromStep?, input? } is 400 INVALID_OPTIONS naming what is wrong, and starts nothing', async () => {
+    const server = await start()
+    const failed = await trigger(server, 'jobs.flaky', { n: -1 })
+    await reached(server, failed, 'failed')
+    const cases: [unknown, string][] = [
+      [[1], "A replay's body is { fromStep?, input? }, or none (got an array)"],
+      [{ from: 'a' }, 'A replay\'s body takes fromStep and input only (got "from")'],
+      [{ fromStep: 3 }, 'fromStep must be the key of a step the run recorded (got 3)'],
+      [{ fromStep: '' }, 'fromStep must be the key of a step the run recorded (got "")'],
+    ]
+    for (const [body, error] of cases) {
+      const res = await post(server, `/__tasks/runs/${failed}/replay`, body)
+      expect(res.status).toBe(400)
+      expect(await res.json()).toEqual({ code: 'INVALID_OPTIONS', error })
+    }
+    const input = await post(server, `/__tasks/runs/${failed}/replay`, { input: { n: 'x' } })
+    expect([input.status, (await input.json()).code]).toEqual([400, 'VALIDATION_FAILED'])
+    expect((await (await get(server, '/__tasks/runs?task=jobs.flaky')).json()).runs).toHaveLength(1)
+  })
+
   it('answers 404 RUN_NOT_FOUND for an unknown run', async () => {
     const server = await start()
     const res = await post(server, '/__tasks/runs/no-such-run/replay')

@@ -8,7 +8,8 @@ import type { RunLogPage } from '../../runtime/admin/run-logs.ts'
 import type { RunSummary } from '../../runtime/admin/runs-query.ts'
 import { isFinished } from '../../runtime/tasks/store/store.ts'
 import type { CancelRunResult, RunRecord, RunStatus } from '../../types.ts'
-import { checkArgs, jsonArg, urlArg } from '../_args.ts'
+import { checkArgs, jsonArg, parseInputArg, urlArg } from '../_args.ts'
+import { UsageError } from '../_errors.ts'
 import { defineCommand } from '../_define.ts'
 import { formatTable, printJson, printLines } from '../_output.ts'
 import { runsClient } from '../runs-client.ts'
@@ -177,16 +178,30 @@ const cancel = defineCommand({
   },
 })
 
-const replayArgs = { ...idArg, ...urlArg, ...jsonArg } as const satisfies ArgsDef
+const replayArgs = {
+  ...idArg,
+  from: {
+    type: 'string',
+    description: 'Keep the steps recorded before this one, and run it and those after it anew',
+    valueHint: 'step',
+  },
+  input: { type: 'string', description: "JSON input in place of the run's, validated against the task input schema", valueHint: 'json' },
+  ...urlArg,
+  ...jsonArg,
+} as const satisfies ArgsDef
 
 const replay = defineCommand({
-  meta: { name: 'replay', description: 'Start a new run of the same task with the same input' },
+  meta: { name: 'replay', description: 'Start a new run of the same task with the same input, from the top or from a step' },
   args: replayArgs,
   async run({ args, rawArgs }) {
     checkArgs(rawArgs, replayArgs)
-    const result = await runsClient('svc runs replay', args.url).post<{ id: string; status: RunStatus }>(runPath(args.id, '/replay'))
+    if (args.from === '') throw new UsageError('--from needs the key of a step the run recorded, such as --from send-email')
+    const input = parseInputArg(args.input)
+    const body = args.from === undefined && input === undefined ? undefined : { fromStep: args.from, input }
+    const result = await runsClient('svc runs replay', args.url).post<{ id: string; status: RunStatus }>(runPath(args.id, '/replay'), body)
     if (args.json) return printJson(result)
-    printLines('stdout', [`Replayed run ${args.id} as run ${result.id} (${result.status}).`])
+    const from = args.from === undefined ? '' : ` from step "${args.from}"`
+    printLines('stdout', [`Replayed run ${args.id}${from} as run ${result.id} (${result.status}).`])
   },
 })
 

@@ -6,7 +6,7 @@
 import type { ArgsDef } from 'citty'
 import { defineCommand } from '../_define.ts'
 import type { ManifestRoute, RouteModule, RunRecord, RunStatus } from '../../types.ts'
-import { checkArgs, jsonArg, resolveRoot, rootArg, urlArg } from '../_args.ts'
+import { checkArgs, jsonArg, parseInputArg, resolveRoot, rootArg, urlArg } from '../_args.ts'
 import { ExitCode } from '../_errors.ts'
 import { formatTable, printJson, printLines } from '../_output.ts'
 import { scanValidApp } from '../_scan.ts'
@@ -69,7 +69,7 @@ const run = defineCommand({
   async run({ args, rawArgs }) {
     checkArgs(rawArgs, runArgs)
     const root = resolveRoot(args.root)
-    const payload = parseInput(args.input)
+    const payload = parseInputArg(args.input)
     // With --json, stdout carries the envelope and nothing else: what the
     // app's modules and handlers log through console goes to stderr.
     // node:console is loaded here only: it brings a dozen built-in modules that `tasks list` has no use for.
@@ -121,21 +121,6 @@ const run = defineCommand({
     if (!envelope.ok) throw new ExitCode(1)
   },
 })
-
-function parseInput(raw: string | undefined): unknown {
-  if (raw === undefined) return undefined
-  try {
-    return JSON.parse(raw)
-  } catch (error) {
-    // The value's fault, not the command line's: the message says what to
-    // fix, and the command's usage would only bury it.
-    const shown = raw.length > 60 ? `${raw.slice(0, 57)}...` : raw
-    throw new Error(
-      `--input is not valid JSON: ${(error as Error).message} (got ${JSON.stringify(shown)}). ` +
-        `Pass one JSON value, quoted for the shell, such as --input '{"key":"value"}'`,
-    )
-  }
-}
 
 function describeRun(envelope: ReturnType<typeof import('../../runtime/envelope.ts').toEnvelope>): string[] {
   const lines = [`${envelope.taskName}: ${envelope.ok ? 'completed' : 'failed'} after ${envelope.attempts.length} attempt(s)`]
