@@ -43,6 +43,20 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
   const render = (run: Run) => {
     const live = !FINISHED.has(run.status)
     const last = run.attempts.at(-1)
+    // A new run of the task; from a step, with the steps recorded before it kept.
+    const replay = (fromStep?: string) =>
+      act(async () =>
+        openRun(
+          (
+            await api<{ id: string }>(
+              'POST',
+              `/__tasks/runs/${encodeURIComponent(run.id)}/replay`,
+              fromStep === undefined ? undefined : { fromStep },
+            )
+          ).id,
+        ),
+      )
+    const replayFrom = live ? null : (key: string) => replayButton(key, () => replay(key))
     timeline.show(run)
     fill(
       element,
@@ -87,8 +101,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
               'button',
               {
                 type: 'button',
-                onclick: () =>
-                  act(async () => openRun((await api<{ id: string }>('POST', `/__tasks/runs/${encodeURIComponent(run.id)}/replay`)).id)),
+                onclick: () => replay(),
               },
               'Replay',
             )
@@ -117,7 +130,13 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
       run.status === 'completed'
         ? [h('h3', null, 'Result'), jsonView(run.result)]
         : last?.error && !live
-          ? [h('h3', null, 'Error'), h('pre', { class: 'error' }, last.error)]
+          ? [
+              h('h3', null, 'Error'),
+              h('pre', { class: 'error' }, last.error),
+              last.step && replayFrom
+                ? h('p', { class: 'failed-step' }, 'Thrown by step ', h('code', null, last.step), ' ', replayFrom(last.step))
+                : null,
+            ]
           : null,
       h('h3', null, 'Timeline'),
       timeline.element,
@@ -126,7 +145,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
       h('h3', null, 'Attempts'),
       attempts(run),
       h('h3', null, 'Steps'),
-      steps(run, opened, allSteps, () => {
+      steps(run, opened, allSteps, replayFrom, () => {
         allSteps = true
         render(run)
       }),
@@ -297,7 +316,7 @@ function attemptTable(run: Run): Child {
 const STEPS_SHOWN = 100
 
 /** Steps fold; the ones the user opened stay open when the run is drawn again. */
-function steps(run: Run, opened: Set<string>, all: boolean, showAll: () => void): Child {
+function steps(run: Run, opened: Set<string>, all: boolean, replayFrom: ((key: string) => HTMLElement) | null, showAll: () => void): Child {
   const entries = Object.entries(run.steps)
   if (entries.length === 0) return h('p', { class: 'muted' }, 'No step recorded.')
   const shown = all ? entries : entries.slice(0, STEPS_SHOWN)
@@ -312,11 +331,20 @@ function steps(run: Run, opened: Set<string>, all: boolean, showAll: () => void)
         jsonView(step.output),
       )
       details.addEventListener('toggle', () => (details.open ? opened.add(key) : opened.delete(key)))
-      return h('li', null, details)
+      return h('li', null, details, replayFrom?.(key))
     }),
   )
   if (shown.length === entries.length) return list
   return [list, h('button', { type: 'button', class: 'more', onclick: showAll }, `Show all ${entries.length} steps`)]
+}
+
+/** Starts a new run that keeps the steps recorded before step `key` and runs it and the rest anew. */
+function replayButton(key: string, onclick: () => void): HTMLElement {
+  return h(
+    'button',
+    { type: 'button', class: 'replay-from', title: `Replay, keeping the steps recorded before "${key}"`, onclick },
+    'Replay from here',
+  )
 }
 
 /** Positioned through the CSSOM: the page's CSP allows no style attributes. */

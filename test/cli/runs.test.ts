@@ -330,7 +330,7 @@ describe('svc runs cancel and replay', () => {
     expect(stderr).toContain(
       `answered 400 STEP_NOT_RECORDED: Run "${id}" has no step "sav" to replay from: it can be replayed from "fetch", "parse", "nap", "save"`,
     )
-    expect(await fixture.server.runtime.listRuns({ task: 'pipeline' })).toHaveLength(1)
+    expect(await fixture.server.runtime.listRuns({ taskName: 'pipeline' })).toHaveLength(1)
     const bad = await runs(['replay', id, '--input', '{size:1}'])
     expect(bad).toMatchObject({ code: 1, stderr: expect.stringContaining('--input is not valid JSON') })
   })

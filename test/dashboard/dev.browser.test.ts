@@ -27,7 +27,7 @@ describe('the runs dashboard under svc dev', () => {
     await expect.poll(() => tasks.getByRole('row').filter({ hasText: 'jobs.flaky' }).textContent()).toContain('on demand')
     await expect
       .poll(() => tasks.getByRole('rowheader').allTextContents())
-      .toEqual(['jobs.approve', 'jobs.flaky', 'jobs.greet', 'jobs.nap', 'jobs.nightly', 'jobs.parent'])
+      .toEqual(['jobs.approve', 'jobs.flaky', 'jobs.greet', 'jobs.nap', 'jobs.nightly', 'jobs.parent', 'jobs.ship'])
     const nightly = tasks.getByRole('row').filter({ hasText: 'jobs.nightly' })
     await expect.poll(() => nightly.textContent()).toContain('30 3 * * *')
     const next = new Date((await nightly.locator('time').getAttribute('datetime'))!)
@@ -153,12 +153,37 @@ describe('the runs dashboard under svc dev', () => {
     await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('failed')
     const failed = await runId()
     expect(await runPanel().locator('pre.error').textContent()).toBe('order 7 could not be charged')
-    await runPanel().getByRole('button', { name: 'Replay' }).click()
+    await runPanel().getByRole('button', { name: 'Replay', exact: true }).click()
     await expect.poll(runId).not.toBe(failed)
     await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('completed')
     expect(await runPanel().getByRole('link', { name: failed }).count()).toBe(1)
     expect(await runPanel().textContent()).toContain('replay')
     expect(await runPanel().textContent()).toContain('charged: 7')
+  })
+
+  it('replays a failed run from the step that threw, or from a recorded step, keeping the steps before it', async () => {
+    await triggerFromPage('jobs.ship', '{ "order": 3 }')
+    await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('failed')
+    const failed = await runId()
+    const thrown = runPanel().locator('p.failed-step')
+    expect(await thrown.textContent()).toContain('Thrown by step label')
+    const packed = (await (await fetch(`${ui.dev.url}/__tasks/${failed}`)).json()).steps.pack
+    await thrown.getByRole('button', { name: 'Replay from here' }).click()
+    await expect.poll(runId).not.toBe(failed)
+    await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('completed')
+    const replayed = await (await fetch(`${ui.dev.url}/__tasks/${await runId()}`)).json()
+    // pack was kept as recorded, not run again.
+    expect(replayed).toMatchObject({ replayOf: failed, result: { label: 'label for box-3' } })
+    expect(replayed.steps.pack).toEqual(packed)
+    // Each recorded step offers it too: from pack, both steps run anew.
+    const steps = runPanel().locator('ul.steps > li')
+    expect(await steps.count()).toBe(2)
+    await steps.filter({ hasText: 'pack' }).getByRole('button', { name: 'Replay from here' }).click()
+    await expect.poll(async () => (await runId()) !== replayed.id).toBe(true)
+    await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('completed')
+    const again = await (await fetch(`${ui.dev.url}/__tasks/${await runId()}`)).json()
+    expect(again.replayOf).toBe(replayed.id)
+    expect(again.steps.pack.startedAt).not.toBe(packed.startedAt)
   })
 
   it('filters runs by task and by status', async () => {

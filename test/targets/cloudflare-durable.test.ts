@@ -169,7 +169,7 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     }
   })
 
-  it('a run sleeping across a restart is woken by the alarm and completes, and its first step ran once', async () => {
+  it('a run sleeping across a restart is woken by the alarm and completes, and its first step ran once; a replay from its last step keeps the others', async () => {
     const started = await admin('/__tasks/jobs.steps', { body: { notify: notify.url } })
     expect(started.status).toBe(202)
     const id = started.body.id as string
@@ -184,6 +184,16 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     expect(done.steps).toMatchObject({ a: { status: 'completed' }, s: { status: 'completed' }, b: { status: 'completed' } })
     expect(hitsOf('a', id)).toHaveLength(1)
     expect(hitsOf('b', id)).toEqual([expect.objectContaining({ restarts: notify.state.restarts })])
+
+    // Replayed from b: step a and the sleep come from the record, b runs anew.
+    const replay = await admin(`/__tasks/runs/${id}/replay`, { body: { fromStep: 'b' } })
+    expect(replay.status).toBe(202)
+    const replayed = await waitForStatus(replay.body.id, 'completed')
+    expect(Object.keys(replayed.steps)).toEqual(['a', 's', 'b'])
+    expect([replayed.steps.a, replayed.steps.s]).toEqual([done.steps.a, done.steps.s])
+    expect([hitsOf('a', replay.body.id), hitsOf('b', replay.body.id)]).toEqual([[], [expect.anything()]])
+    const typo = await admin(`/__tasks/runs/${id}/replay`, { body: { fromStep: 'c' } })
+    expect(typo).toMatchObject({ status: 400, body: { code: 'STEP_NOT_RECORDED' } })
   })
 
   it('a token completed over HTTP after a restart resumes its run with the payload', async () => {
