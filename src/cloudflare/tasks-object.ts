@@ -280,7 +280,7 @@ function objectShard(
     // `shards`: no object made it, and asking would create that object.
     getRun: (to, id) => (to < shards ? call(to, 'getRun', id) : Promise.resolve(undefined)),
     childFinished: (to, child) => call(to, 'childFinished', child),
-    cancel: (to, id) => call(to, 'cancel', id, { children: 'waited' }),
+    cancel: (to, id, children) => call(to, 'cancel', id, { children }),
   }
   return {
     ...shard,

@@ -49,6 +49,16 @@ function routes(): RuntimeApiRoute[] {
       },
     },
     { path: '/api/jobs/parent', module: { kind: 'task', POST: async (ctx: TaskContext) => ctx.step.waitForTask('nap', 'jobs.nap') } },
+    {
+      path: '/api/jobs/spawner',
+      module: {
+        kind: 'task',
+        POST: async (ctx: TaskContext) => {
+          await ctx.step.enqueue('nap', 'jobs.nap')
+          await ctx.step.waitForToken('ok')
+        },
+      },
+    },
     { path: '/api/runs', module: { kind: 'task', POST: async () => 'a task named runs' } },
     { path: '/api/events', module: { kind: 'task', POST: async () => 'a task named events' } },
   ]
@@ -231,7 +241,7 @@ describe('POST /__tasks/runs/<id>/cancel', () => {
     expect(body.error).toMatch(/already finished \(cancelled\)/)
   })
 
-  it('cancels the child run it waits on and says so; ?children=none leaves it; another value is 400 INVALID_QUERY', async () => {
+  it('cancels the child run it waits on and says so; ?children=none leaves it, ?children=all adds the runs it enqueued; another value is 400 INVALID_QUERY', async () => {
     const server = await start()
     const napOf = async (parent: string) => {
       const run = await reached(server, parent, 'suspended')
@@ -240,7 +250,7 @@ describe('POST /__tasks/runs/<id>/cancel', () => {
     const parent = await trigger(server, 'jobs.parent')
     const child = await napOf(parent)
     await reached(server, child, 'suspended')
-    const bad = await post(server, `/__tasks/runs/${parent}/cancel?children=all`)
+    const bad = await post(server, `/__tasks/runs/${parent}/cancel?children=every`)
     expect(bad.status).toBe(400)
     expect(await bad.json()).toMatchObject({ code: 'INVALID_QUERY', error: expect.stringContaining('children must be waited') })
     const res = await post(server, `/__tasks/runs/${parent}/cancel`)
@@ -256,6 +266,17 @@ describe('POST /__tasks/runs/<id>/cancel', () => {
       cancelledWith: [],
     })
     expect((await runOf(server, kept)).status).toBe('suspended')
+
+    // ?children=all: a run it enqueued goes too.
+    const spawner = await trigger(server, 'jobs.spawner')
+    const spawned = (await reached(server, spawner, 'suspended')).steps.nap.output as { runId: string }
+    await reached(server, spawned.runId, 'suspended')
+    expect(await (await post(server, `/__tasks/runs/${spawner}/cancel?children=all`)).json()).toEqual({
+      id: spawner,
+      status: 'cancelled',
+      cancelledWith: [spawned.runId],
+    })
+    expect((await runOf(server, spawned.runId)).status).toBe('cancelled')
   })
 
   it('answers 409 RUN_FINISHED for a completed run and 404 RUN_NOT_FOUND for an unknown id', async () => {

@@ -1,7 +1,8 @@
 /**
  * Cancellation that reaches children (`TaskRuntime.cancel`): a run
  * cancelled while it waits on a child run takes the child with it, and the
- * child's own, down the chain; `children: 'none'` leaves them; a child
+ * child's own, down the chain; `children: 'all'` takes the runs it
+ * enqueued too; `children: 'none'` leaves them; a child
  * cancelled from outside resumes its parent with the cancellation, which
  * the parent handles. Driven by svcjs/testing, so the sleeps take no time;
  * cancel-children.test.ts runs these on memory and SQLite,
@@ -20,7 +21,11 @@ const ROUTES = [
   }),
   task('child', (ctx) => ctx.step.waitForTask('grandchild', 'grandchild', {})),
   task('grandchild', (ctx) => ctx.step.sleep('a-day', 86_400)),
-  task('side', (ctx) => ctx.step.sleep('a-day', 86_400)),
+  task('side', async (ctx) => {
+    await ctx.step.enqueue('leaf', 'leaf', {})
+    await ctx.step.sleep('a-day', 86_400)
+  }),
+  task('leaf', (ctx) => ctx.step.sleep('a-day', 86_400)),
   // Handles the cancellation of the child it waits on.
   task('tolerant', async (ctx) => {
     const result = await ctx.step.waitForTask('child', 'grandchild', {})
@@ -85,11 +90,35 @@ export function cancelChildrenCases(
       expect(done).toMatchObject({ status: 'completed', result: { handled: { ok: false, cancelled: true } } })
     })
 
-    it('refuses a children option it does not know, naming the two it takes', async () => {
+    it("children: 'all' cancels the runs it enqueued too, and theirs, at every level, in the order they were started", async () => {
       await start()
       const parent = await t.trigger('parent')
-      await expect(t.cancel(parent.id, { children: 'all' as never })).rejects.toThrow(
-        `cancel(id, { children }): children must be 'waited' (the child runs it waits on, and theirs) or 'none' (got "all")`,
+      const [child, grandchild, side, leaf] = await Promise.all(
+        ['child', 'grandchild', 'side', 'leaf'].map(async (task) => (await t.runs({ task }))[0]),
+      )
+      expect(await t.cancel(parent.id, { children: 'all' })).toMatchObject({
+        status: 'cancelled',
+        cancelledWith: [child.id, grandchild.id, side.id, leaf.id],
+      })
+      for (const task of ['child', 'grandchild', 'side', 'leaf']) expect(await statuses(task)).toEqual(['cancelled'])
+      await t.advanceUntilIdle()
+      expect(await statuses('leaf')).toEqual(['cancelled'])
+    })
+
+    it("children: 'all' leaves a child that finished as it ended", async () => {
+      await start()
+      const side = await t.trigger('side')
+      const [leaf] = await t.runs({ task: 'leaf' })
+      await t.cancel(leaf.id)
+      expect(await t.cancel(side.id, { children: 'all' })).toMatchObject({ status: 'cancelled', cancelledWith: [] })
+      expect(t.logs.filter((entry) => entry.level === 'error')).toEqual([])
+    })
+
+    it('refuses a children option it does not know, naming the three it takes', async () => {
+      await start()
+      const parent = await t.trigger('parent')
+      await expect(t.cancel(parent.id, { children: 'every' as never })).rejects.toThrow(
+        `cancel(id, { children }): children must be 'waited' (the child runs it waits on, and theirs), 'all' (those and the runs its ctx.step.enqueue started) or 'none' (got "every")`,
       )
       expect((await t.getRun(parent.id))?.status).toBe('suspended')
     })

@@ -74,7 +74,7 @@ function peeredPair(routes: ReturnType<typeof task>[], place: (name: string) => 
   const peers: ShardPeers = {
     trigger: (shard, name, payload, opts) => runtimes[shard].trigger(name, payload, opts),
     getRun: (shard, id) => runtimes[shard].getRun(id),
-    cancel: (shard, id) => runtimes[shard].cancel(id),
+    cancel: (shard, id, children) => runtimes[shard].cancel(id, { children }),
     childFinished: async (shard, child) => {
       if (word.lost) throw new Error('the call did not arrive')
       await heres[shard].childFinished(child)
@@ -145,6 +145,34 @@ describe('child runs of a shard that start in another', () => {
     const cancelled = await zero.rt.cancel(parent.id)
     expect(cancelled.cancelledWith).toEqual([child.id])
     expect((await one.rt.getRun(child.id))?.status).toBe('cancelled')
+    for (const { rt } of shards) await rt.close()
+  })
+
+  it("with children: 'all', the runs a parent enqueued into another shard are cancelled there, with those they enqueued", async () => {
+    const { shards } = peeredPair(
+      [
+        task('parent', async (ctx) => {
+          await ctx.step.enqueue('kid', 'spawner', {})
+          await ctx.step.sleep('long', 86_400)
+        }),
+        task('spawner', async (ctx) => {
+          await ctx.step.enqueue('grandkid', 'sleeper', {})
+          await ctx.step.sleep('long', 86_400)
+        }),
+        task('sleeper', (ctx) => ctx.step.sleep('long', 86_400)),
+      ],
+      (name) => (name === 'parent' ? undefined : 1),
+    )
+    const [zero, one] = shards
+    const parent = await zero.rt.trigger('parent', {})
+    const [kid, grandkid] = await until(async () => {
+      const [k] = await one.store.listRuns({ taskName: 'spawner', status: 'suspended' })
+      const [g] = await one.store.listRuns({ taskName: 'sleeper', status: 'suspended' })
+      return k && g ? [k, g] : undefined
+    })
+    await until(async () => (await zero.rt.getRun(parent.id))?.status === 'suspended')
+    expect((await zero.rt.cancel(parent.id, { children: 'all' })).cancelledWith).toEqual([kid.id, grandkid.id])
+    expect([(await one.rt.getRun(kid.id))?.status, (await one.rt.getRun(grandkid.id))?.status]).toEqual(['cancelled', 'cancelled'])
     for (const { rt } of shards) await rt.close()
   })
 

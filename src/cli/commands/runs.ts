@@ -153,8 +153,9 @@ const cancelArgs = {
   ...idArg,
   children: {
     type: 'string',
-    description: 'The child runs it waits on: waited cancels them too, and theirs (the default); none leaves them running',
-    valueHint: 'waited|none',
+    description:
+      'Which child runs go with it: waited, the ones it waits on and theirs (the default); all, those and the runs it enqueued; none',
+    valueHint: 'waited|all|none',
   },
   ...urlArg,
   ...jsonArg,
@@ -173,7 +174,7 @@ const cancel = defineCommand({
     printLines('stdout', [
       children.length === 0
         ? `Cancelled run ${result.id}.`
-        : `Cancelled run ${result.id}, and the child run${children.length === 1 ? '' : 's'} it waited on: ${children.join(', ')}.`,
+        : `Cancelled run ${result.id}, and the child run${children.length === 1 ? '' : 's'} ${args.children === 'all' ? 'it started' : 'it waited on'}: ${children.join(', ')}.`,
     ])
   },
 })

@@ -11,7 +11,7 @@
  * | POST   | `/__tasks/tokens/<token>`     | 200 `{ ok, status: 'completed' }`; 404 `TOKEN_NOT_FOUND`; 409 `TOKEN_ALREADY_COMPLETED` / `TOKEN_TIMED_OUT` / `RUN_CANCELLED` |
  * | GET    | `/__tasks/runs`               | 200 `{ runs: RunSummary[], cursor? }`, newest first (`?task=&status=&version=&limit=&cursor=`); 400 `INVALID_QUERY` |
  * | GET    | `/__tasks/runs/<id>`          | as `GET /__tasks/<id>` |
- * | POST   | `/__tasks/runs/<id>/cancel`   | 200 `{ id, status: 'cancelled', cancelledWith }` (`?children=none` leaves the child runs it waits on running); 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED`; 400 `INVALID_QUERY` |
+ * | POST   | `/__tasks/runs/<id>/cancel`   | 200 `{ id, status: 'cancelled', cancelledWith }` (`?children=all` also cancels the runs it enqueued, `?children=none` leaves the child runs it waits on running); 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED`; 400 `INVALID_QUERY` |
  * | POST   | `/__tasks/runs/<id>/replay`   | 202 `{ id, status }` of the new run; the body, if any, is `{ fromStep?, input? }` (`ReplayOptions`); 404 `RUN_NOT_FOUND` / `TASK_NOT_FOUND`; 400 `STEP_NOT_RECORDED` / `INVALID_OPTIONS` |
  * | POST   | `/__tasks/runs/<id>/wake`     | 200 `{ id, status }`: a sleeping or delayed run goes on now; 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED` / `RUN_NOT_SLEEPING` |
  * | GET    | `/__tasks/runs/<id>/logs`     | 200 a page of the run's `ctx.log` entries (`?after=&limit=`, `run-logs.ts`); 404 `RUN_NOT_FOUND`; 400 `INVALID_QUERY` |
@@ -39,6 +39,7 @@ import { decodeSegment, trimTrailingSlashes } from '../http/path.ts'
 import { readJsonBody } from '../http/body.ts'
 import { enqueueOptionsFromHeaders } from '../tasks/client/client.ts'
 import { MAX_BATCH_ITEMS } from '../tasks/flow/batch.ts'
+import { type CancelReach, cancelReachParam, isCancelReach } from '../tasks/engine/cancel-children.ts'
 import { describe } from '../describe.ts'
 import type { EnvLike } from '../env.ts'
 import { authorize, type LoopbackExemption } from './auth.ts'
@@ -292,14 +293,10 @@ const SURFACE_WORDS = new Set(['runs', 'events', 'tokens'])
 /** What `/__tasks/runs/<id>/<action>` may name. */
 const RUN_ACTIONS = new Set(['cancel', 'replay', 'wake', 'logs'])
 
-/** `?children=` of a cancel: `waited` (the default) or `none`. */
-function cancelChildrenParam(params: URLSearchParams): 'waited' | 'none' {
-  const children = params.get('children') ?? 'waited'
-  if (children !== 'waited' && children !== 'none') {
-    throw new InvalidQueryError(
-      `children must be waited (the child runs it waits on, and theirs) or none (got ${JSON.stringify(children)})`,
-    )
-  }
+/** `?children=` of a cancel: `waited` (the default), `all` or `none`. */
+function cancelChildrenParam(params: URLSearchParams): CancelReach {
+  const children = cancelReachParam(params.get('children'))
+  if (!isCancelReach(children)) throw new InvalidQueryError(children)
   return children
 }
 

@@ -1,6 +1,6 @@
 /** Where an app's runs split over several runtimes (the tasks Durable Objects of a worker with `shards`). */
 import type { RunRecord, TriggerOptions } from './runs.ts'
-import type { CancelledRun } from './task-runtime.ts'
+import type { CancelledRun, CancelOptions } from './task-runtime.ts'
 import type { TaskDefinition } from './task-definition.ts'
 
 /** One runtime of several that split an app's runs (`TaskRuntimeOptions.shard`). */
@@ -39,8 +39,8 @@ export interface ShardPeers {
   getRun(shard: number, id: string): Promise<RunRecord | undefined>
   /** Tells shard `shard`, the parent's, that `child` finished: a parent waiting for it resumes. */
   childFinished(shard: number, child: RunRecord): Promise<void>
-  /** Cancels run `id`, a child of a run cancelled here, in shard `shard`, with the chain below it. */
-  cancel(shard: number, id: string): Promise<CancelledRun>
+  /** Cancels run `id`, a child of a run cancelled here, in shard `shard`, with the children below it that `children` reaches. */
+  cancel(shard: number, id: string, children: NonNullable<CancelOptions['children']>): Promise<CancelledRun>
 }
 
 /** What a runtime that is one shard of several answers to the others. */

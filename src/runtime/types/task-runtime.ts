@@ -242,10 +242,12 @@ export interface ScheduledJob {
 export interface CancelOptions {
   /**
    * `'waited'`: the child run this run waits on (`ctx.step.waitForTask`),
-   * and the one that child waits on, down the chain. `'none'`: only this run.
+   * and the one that child waits on, down the chain. `'all'`: those, and
+   * the runs its `ctx.step.enqueue` calls started, and theirs, at every
+   * level. `'none'`: only this run.
    * @default 'waited'
    */
-  children?: 'waited' | 'none'
+  children?: 'waited' | 'all' | 'none'
 }
 
 /** What `cancel` resolves to: the run, now cancelled, and the runs cancelled with it. */

@@ -4,7 +4,16 @@
  * server that runs the tasks, with the caller's trace context
  * (`telemetry/outgoing.ts`), so the runs they start continue its trace.
  */
-import type { BatchItem, CancelRunResult, CompleteTokenResult, EnqueueOptions, EnqueueResult, EventInput, SentEvent } from '../../types.ts'
+import type {
+  BatchItem,
+  CancelOptions,
+  CancelRunResult,
+  CompleteTokenResult,
+  EnqueueOptions,
+  EnqueueResult,
+  EventInput,
+  SentEvent,
+} from '../../types.ts'
 import { HttpError, errorMessage } from '../../errors.ts'
 import { processEnv, type EnvLike } from '../../env.ts'
 import { taskSecret } from '../../rules.ts'
@@ -179,10 +188,10 @@ export async function completeTokenOverHttp(tokenId: string, payload: unknown, e
 export async function cancelRunOverHttp(
   runId: string,
   env: EnvLike = processEnv(),
-  children: 'waited' | 'none' = 'waited',
+  children: NonNullable<CancelOptions['children']> = 'waited',
 ): Promise<CancelRunResult> {
   const where = `cancelRun("${runId}")`
-  const url = `${taskServerUrl(env)}/__tasks/runs/${encodeURIComponent(runId)}/cancel${children === 'none' ? '?children=none' : ''}`
+  const url = `${taskServerUrl(env)}/__tasks/runs/${encodeURIComponent(runId)}/cancel${children === 'waited' ? '' : `?children=${children}`}`
   const { response, body } = await send(where, url, env, { method: 'POST', headers: authHeaders(env) })
   if (!response.ok) throw httpError(response, body)
   if (!isObject(body) || body.status !== 'cancelled') {

@@ -109,7 +109,8 @@ export async function completeToken(tokenId: string, payload?: unknown): Promise
  * is aborted with a `RunCancelledError`, its timers are removed and its
  * tokens answer `run_cancelled`; its recorded steps stay readable. The
  * child runs it waits on are cancelled with it, down the chain, unless
- * `options.children` is `'none'`. Resolves to
+ * `options.children` is `'none'`; with `'all'`, the runs it enqueued too.
+ * Resolves to
  * `{ id, status: 'cancelled', cancelledWith }`. Rejects with `RunNotFoundError` or
  * `RunFinishedError` in-process; over HTTP (`POST /__tasks/runs/<id>/cancel`
  * on the task server, when no task runtime is active here) with an

@@ -55,7 +55,7 @@ import type { RunWaiters } from '../steps/wait-for-run.ts'
 import type { Waitpoints } from '../steps/waitpoints.ts'
 import type { EventStarts } from './event-starts.ts'
 import { wakeRun } from './wake.ts'
-import { cancelChildren, cancelWaitedChild } from './cancel-children.ts'
+import { type CancelReach, cancelChildren, cancelChildRuns, childrenReached } from './cancel-children.ts'
 import { checkReplayOptions, stepsBefore } from './replay-steps.ts'
 import type { EventInput, SentEvent } from '../../types/events.ts'
 import type { Telemetry } from '../../telemetry/types.ts'
@@ -156,7 +156,7 @@ export class TaskEngine {
   async cancel(id: string, options?: CancelOptions): Promise<CancelledRun> {
     const children = cancelChildren(options)
     // What it waits on, read before the cancel clears it.
-    const waited = children === 'waited' ? await this.#store.getRun(id) : undefined
+    const waited = children === 'none' ? undefined : await this.#store.getRun(id)
     // A compare-and-set from any live status: a run that finished meanwhile stays as it ended.
     const run = await this.#store.updateRun(
       id,
@@ -180,14 +180,17 @@ export class TaskEngine {
     // A slot it held is free; a rate-limit timer it carried is gone, so look again.
     this.#flow.startQueuedLater(run.taskName)
     // The parent first: cancelled, it is not resumed by its child's end.
-    return { ...run, cancelledWith: await cancelWaitedChild(waited, (childId) => this.#cancelChild(childId), this.#logger) }
+    // The children it enqueued are read from the cancelled record: it has every step recorded before the cancel.
+    const reached = childrenReached(waited, run, children)
+    const cancelledWith = await cancelChildRuns(id, reached, (childId) => this.#cancelChild(childId, children), this.#logger)
+    return { ...run, cancelledWith }
   }
 
-  /** Cancels child run `childId` and the chain below it, here or in the shard that holds it; `undefined` when it is out of reach. */
-  async #cancelChild(childId: string): Promise<CancelledRun | undefined> {
-    if (await this.#store.getRun(childId)) return this.cancel(childId, { children: 'waited' })
+  /** Cancels child run `childId` and those below it that `children` reaches, here or in the shard that holds it; `undefined` when it is out of reach. */
+  async #cancelChild(childId: string, children: CancelReach): Promise<CancelledRun | undefined> {
+    if (await this.#store.getRun(childId)) return this.cancel(childId, { children })
     const shard = this.#children?.holder(childId)
-    return shard === undefined ? undefined : this.#children!.cancel(shard, childId)
+    return shard === undefined ? undefined : this.#children!.cancel(shard, childId, children)
   }
 
   /** See `TaskRuntime.wake`: the run's sleep or delay timer, due now (wake.ts). */

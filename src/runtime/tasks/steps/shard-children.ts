@@ -16,7 +16,7 @@
  * Either path resumes the parent through the one compare-and-set every
  * waitpoint uses, so the child's output is recorded once. Edge-safe.
  */
-import type { CancelledRun, RunRecord } from '../../types.ts'
+import type { CancelledRun, CancelOptions, RunRecord } from '../../types.ts'
 import type { RuntimeShard, ShardPeers } from '../../types/shard.ts'
 import type { TaskDefinition } from '../../types/task-definition.ts'
 import { childIdempotencyKey, runIdShard } from '../base/ids.ts'
@@ -60,9 +60,9 @@ export class ShardChildren {
     return this.#peers.getRun(shard, id)
   }
 
-  /** Cancels child run `id` in shard `shard`, which holds it, with the chain below it. */
-  cancel(shard: number, id: string): Promise<CancelledRun> {
-    return this.#peers.cancel(shard, id)
+  /** Cancels child run `id` in shard `shard`, which holds it, with the children below it that `children` reaches. */
+  cancel(shard: number, id: string, children: NonNullable<CancelOptions['children']>): Promise<CancelledRun> {
+    return this.#peers.cancel(shard, id, children)
   }
 
   /** Tells the shard of `child`'s parent that it finished. */
