@@ -305,6 +305,18 @@ export function runStoreContract(name: string, createStore: (options?: { maxRuns
       // Resumed, it waits no more.
       await store.updateRun(paid[1].id, { status: 'running', suspended: undefined }, { status: 'suspended' })
       expect(ids(await store.listRuns({ waitingForEvent: 'order.paid' }))).toEqual([paid[2].id, paid[0].id])
+      // A cursor that waits no more still marks the place.
+      expect(ids(await store.listRuns({ waitingForEvent: 'order.paid', cursor: paid[1].id }))).toEqual([paid[0].id])
+      // Suspended again on another event, it is listed under that one only.
+      const shipped = {
+        stepKey: 'shipped',
+        waitpoint: { type: 'event' as const, name: 'order.shipped', since: '2025-01-01T00:00:00.000Z', tokenId: 't-x' },
+      }
+      await store.updateRun(paid[1].id, { status: 'suspended', suspended: shipped }, { status: 'running' })
+      expect(ids(await store.listRuns({ waitingForEvent: 'order.shipped' }))).toEqual([paid[1].id])
+      expect(ids(await store.listRuns({ waitingForEvent: 'order.paid' }))).toEqual([paid[2].id, paid[0].id])
+      await store.updateRun(paid[1].id, { status: 'cancelled', suspended: undefined })
+      expect(await store.listRuns({ waitingForEvent: 'order.shipped' })).toEqual([])
     })
 
     it('cancelled is a finished status: it frees room for live runs, is evicted like other finished runs, and keeps its steps', async () => {

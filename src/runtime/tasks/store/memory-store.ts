@@ -18,6 +18,7 @@ import type { EventEffects, EventListQuery, StoreLifecycle } from '../../types/r
 import type { EventMatch } from '../../events/match.ts'
 import { type MemoryRunStoreOptions, resolveMemoryOptions } from './memory-options.ts'
 import { type Clock, isoNowOf } from '../base/clock.ts'
+import { EventWaits } from './memory-event-waits.ts'
 import { byCreation, copyAttempt, copyRun, idempotencyScope, InFlow, NO_ATTEMPTS, type StoredRun, withAttempt } from './memory-records.ts'
 
 export { DEFAULT_MAX_BYTES, type MemoryRunStoreOptions } from './memory-options.ts'
@@ -38,6 +39,11 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
   readonly #clock: Clock
   /** The queued and running runs of the tasks `startQueued` was asked about (memory-records.ts). */
   readonly #inFlow = new InFlow()
+  /** The suspended runs that wait for an event, by its name (memory-event-waits.ts). */
+  readonly #eventWaits = new EventWaits()
+  /** Each retained run's place in creation order, which `#runs` keeps but cannot index: how runs from an index are listed newest first. */
+  readonly #created = new Map<string, number>()
+  #creations = 0
   /** What each retained run weighs (run-size.ts), by id; kept beside the record so reads do not copy it. */
   #sizes = new Map<string, number>()
   #bytes = 0
@@ -127,7 +133,9 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
     const attempts = run.attempts.length === 0 ? NO_ATTEMPTS : run.attempts.map(copyAttempt)
     const stored: StoredRun = { ...run, attempts, steps: StepLog.from(run.steps) }
     this.#runs.set(run.id, stored)
+    this.#created.set(run.id, this.#creations++)
     this.#inFlow.track(stored)
+    this.#eventWaits.track(stored)
     this.#sizes.set(run.id, 0)
     this.#grow(run.id, runSize(run), live)
     if (!live) this.#finished.add(run.id)
@@ -156,6 +164,7 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
       applyRunPatch(run, { ...patch, attempt: undefined })
     }
     this.#inFlow.track(run)
+    this.#eventWaits.track(run)
     const live = !isFinished(run.status)
     if (live !== wasLive) {
       // The run's whole weight moves between the live and the finished part.
@@ -189,11 +198,13 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
     const limit = query.limit ?? Infinity
     const statuses = query.status
     const out: RunRecord[] = []
-    const all = [...this.#runs.values()]
+    if (query.cursor !== undefined && !this.#runs.has(query.cursor)) return out
+    const all = query.waitingForEvent === undefined ? [...this.#runs.values()] : this.#waitingFor(query.waitingForEvent)
     let start = all.length - 1
     if (query.cursor !== undefined) {
-      if (!this.#runs.has(query.cursor)) return out
-      start = all.findLastIndex((run) => run.id === query.cursor) - 1
+      const at = this.#created.get(query.cursor)!
+      // The runs created before the cursor's, which need not be in `all`: it may no longer wait.
+      while (start >= 0 && this.#created.get(all[start].id)! >= at) start--
     }
     for (let i = start; i >= 0 && out.length < limit; i--) {
       const run = all[i]
@@ -204,6 +215,12 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
       out.push(copyRun(run))
     }
     return out
+  }
+
+  /** The runs waiting for event `name`, in creation order. */
+  #waitingFor(name: string): StoredRun[] {
+    const runs = [...this.#eventWaits.of(name)].map((id) => this.#runs.get(id)!)
+    return runs.sort((a, b) => this.#created.get(a.id)! - this.#created.get(b.id)!)
   }
 
   async countRunsByTask(status: RunStatus | readonly RunStatus[]): Promise<TaskRunCount[]> {
@@ -366,6 +383,8 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
     this.#finished.delete(id)
     const run = this.#runs.get(id)
     this.#runs.delete(id)
+    this.#created.delete(id)
+    this.#eventWaits.forget(id)
     this.#bytes -= this.#sizes.get(id) ?? 0
     this.#sizes.delete(id)
     if (run?.idempotencyKey !== undefined) {
