@@ -21,6 +21,7 @@ export {
   RunFinishedError,
   RunNotSleepingError,
   StepNotRecordedError,
+  DeadlineExceededError,
   TaskNotScheduledError,
   TickSkippedError,
   RunCancelledError,

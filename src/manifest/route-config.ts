@@ -16,6 +16,7 @@ import {
   DEFAULT_TIMEOUT_MS,
   normalizeCron,
   priorityAgingProblem,
+  maxDurationProblem,
   rateLimitProblem,
   retentionProblem,
   retriesProblem,
@@ -122,6 +123,7 @@ export function readRouteConfig(exports: ModuleExports, source: string, report: 
   // Checked here so a mistake shows at its line; the runtime reads them from `route`.
   readTaskNumber(fields.get('priority')?.value, 'priority', readTask, report, priorityProblem)
   readTaskNumber(fields.get('retention')?.value, 'retention', readTask, report, retentionProblem)
+  readTaskNumber(fields.get('maxDuration')?.value, 'maxDuration', readTask, report, maxDurationProblem)
 
   const schedule = readSchedule(fields.get('schedule')?.value, exports.names.get('schedule'), readTask, source, report)
   const timezone = readTimezone(fields.get('timezone')?.value, readTask, report)
@@ -175,7 +177,7 @@ function readKind(value: StaticValue | undefined, label: string, report: Reporte
 /** A numeric task field, checked by its rule; undefined when not `read`, for a route known not to be a task. */
 function readTaskNumber(
   value: StaticValue | undefined,
-  name: 'retries' | 'timeout' | 'priority' | 'retention',
+  name: 'retries' | 'timeout' | 'priority' | 'retention' | 'maxDuration',
   read: boolean,
   report: Reporter,
   check: (n: number) => string | null,

@@ -219,6 +219,21 @@ export class RunNotSleepingError extends SvcError {
 }
 
 /**
+ * A run passed its deadline (`RunRecord.deadline`, from `route.maxDuration`
+ * or a trigger's `deadline`): the reason its running attempt's `ctx.signal`
+ * is aborted with, and the code of the attempt that fails it.
+ */
+export class DeadlineExceededError extends SvcError {
+  readonly runId: string
+  readonly deadline: string
+  constructor(runId: string, taskName: string, deadline: string) {
+    super(`Run "${runId}" of task "${taskName}" passed its deadline of ${deadline}`, 'DEADLINE_EXCEEDED', 409)
+    this.runId = runId
+    this.deadline = deadline
+  }
+}
+
+/**
  * `TaskRuntime.replay(id, { fromStep })` with a key the run neither recorded
  * nor failed at. HTTP 400 `STEP_NOT_RECORDED`.
  */

@@ -76,6 +76,7 @@ const ROUTE_FIELD_SET: Record<keyof RouteConfig, true> = {
   priority: true,
   priorityAging: true,
   retention: true,
+  maxDuration: true,
 }
 
 /** Every field of `route`. Any other is an error: a misspelled field would otherwise be a setting silently left out. */

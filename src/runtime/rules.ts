@@ -36,6 +36,18 @@ export function retentionProblem(value: unknown, label = 'route.retention', show
   return null
 }
 
+/** The longest `route.maxDuration`: 365 days, as the longest delay. */
+export const MAX_DURATION_SECONDS = 365 * 24 * 60 * 60
+
+export function maxDurationProblem(value: unknown): string | null {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    return `route.maxDuration must be a positive number of seconds a whole run may last, such as 3600 (got ${describe(value)})`
+  }
+  if (value > MAX_DURATION_SECONDS)
+    return `route.maxDuration must be at most ${MAX_DURATION_SECONDS} seconds (365 days) (got ${describe(value)})`
+  return null
+}
+
 export function retriesProblem(value: unknown): string | null {
   return typeof value === 'number' && Number.isInteger(value) && value >= 0
     ? null

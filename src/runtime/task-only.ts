@@ -25,6 +25,7 @@ export const TASK_ROUTE_FIELDS = [
   'priority',
   'priorityAging',
   'retention',
+  'maxDuration',
 ] as const
 
 /** Top-level exports that only a task reads. */

@@ -210,6 +210,12 @@ describe('a runtime on a clock the test moves', () => {
  */
 const WALL_CLOCK_READS: Record<string, { lines: readonly string[]; why: string }> = {
   'base/clock.ts': { lines: ['now: () => Date.now(),'], why: 'systemClock itself, the default clock' },
+  'definitions/options.ts': {
+    lines: [
+      '`${where()}: deadline must be an instant, not a duration (got ${describe(shown)}, before 2000); for a time from now, pass new Date(Date.now() + ms), or set route.maxDuration`,',
+    ],
+    why: 'an error message that shows the caller the code to write',
+  },
   'base/ids.ts': {
     lines: ['export function newRunId(now: number = Date.now(), shard?: number): string {'],
     why: 'the default for callers outside the engine; the engine passes its clock’s time',

@@ -94,6 +94,13 @@ export interface RouteConfig {
    * @default 604800 (7 days) on durable stores; unlimited in memory
    */
   retention?: number
+  /**
+   * Task only: how long a whole run may last, in seconds from when it is
+   * due, sleeps, waits and retries included; past it the run fails with
+   * `DEADLINE_EXCEEDED` and is not retried (docs/tasks.md "Deadlines").
+   * A trigger's `deadline` may set an earlier end. @default none
+   */
+  maxDuration?: number
 }
 
 /** Page render modes. Only `server` and `hybrid` render at request time. */

@@ -27,6 +27,8 @@ export interface Attempt {
   error?: string
   /** When it failed with the error a `ctx.step.run` function threw: that step's key, which `replay(id, { fromStep })` takes. */
   step?: string
+  /** When svc failed it for a reason of its own, that reason's code: `DEADLINE_EXCEEDED` for a run past its deadline. */
+  code?: 'DEADLINE_EXCEEDED'
 }
 
 /**
@@ -113,6 +115,12 @@ export interface RunRecord extends RunEnvelope {
   /** Set when not 0: its place among the task's queued runs (`EnqueueOptions.priority`). */
   priority?: number
   parentRunId?: string
+  /**
+   * When the run must be over (ISO 8601): the earlier of its trigger's
+   * `deadline` and its task's `route.maxDuration` from when it became due,
+   * and, for a child of `ctx.step.waitForTask`, its parent's.
+   */
+  deadline?: string
   /** Runs started by `replay()`: the run whose task and input this one repeats. */
   replayOf?: string
   /** Runs started by an event (`trigger: 'event'`): which one. */
@@ -235,6 +243,15 @@ export interface EnqueueOptions {
    * @default the task's `route.priority`, else 0
    */
   priority?: number
+  /**
+   * When the whole run must be over, sleeps, waits and retries included: a
+   * `Date`, an ISO 8601 string or epoch milliseconds. Past it the run fails
+   * with `DEADLINE_EXCEEDED`, its running attempt is aborted through
+   * `ctx.signal`, and no retry follows. The task's `route.maxDuration`
+   * sets one too; the earlier of the two applies.
+   * @default none, or the task's `route.maxDuration`
+   */
+  deadline?: Date | string | number
 }
 
 /** Options of `TaskRuntime.trigger`. */

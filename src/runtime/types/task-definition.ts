@@ -26,6 +26,8 @@ export interface TaskDefinition {
   priority: number
   /** `route.retention`, in milliseconds, when the route sets it. */
   retentionMs?: number
+  /** `route.maxDuration`, in milliseconds, when the route sets it. */
+  maxDurationMs?: number
   /** The version of its code that runs record (`RunRecord.version`), when the app sets one. */
   version?: string
 }

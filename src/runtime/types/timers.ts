@@ -14,6 +14,8 @@ export type TimerKind =
   | 'token-timeout'
   /** A run waits for a child in another shard (`RuntimeShard.peers`): it looks at the child again, should word of its end be lost. */
   | 'child'
+  /** A run's `deadline` passed: a run that is not running fails with `DEADLINE_EXCEEDED` (a running one fails in its attempt). */
+  | 'deadline'
 
 /** A pending in-process (or broker) timer. */
 export interface TimerRecord {

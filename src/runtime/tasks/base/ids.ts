@@ -127,6 +127,10 @@ export function stepIdempotencyKey(runId: string, stepKey: string): string {
 }
 
 /** Timer ids: one pending timer per run and purpose. */
-export function timerId(runId: string, purpose: 'delay' | 'retry' | 'sleep' | 'token-timeout' | 'child', stepKey?: string): string {
+export function timerId(
+  runId: string,
+  purpose: 'delay' | 'retry' | 'sleep' | 'token-timeout' | 'child' | 'deadline',
+  stepKey?: string,
+): string {
   return stepKey === undefined ? `${runId}:${purpose}` : `${runId}:${purpose}:${stepKey}`
 }

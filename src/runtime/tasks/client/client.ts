@@ -18,7 +18,7 @@ import { HttpError, errorMessage } from '../../errors.ts'
 import { processEnv, type EnvLike } from '../../env.ts'
 import { taskSecret } from '../../rules.ts'
 import { jsonProblem } from '../base/json.ts'
-import { checkDelaySeconds, checkIdempotencyKey, checkPriority, checkTriggerOptions } from '../definitions/options.ts'
+import { checkDelaySeconds, checkIdempotencyKey, checkPriority, checkTriggerOptions, deadlineOption } from '../definitions/options.ts'
 import { describe } from '../../describe.ts'
 import { traceHeaders } from '../../telemetry/outgoing.ts'
 
@@ -31,6 +31,7 @@ export const ENQUEUE_HEADERS = {
   idempotencyKey: 'idempotency-key',
   delaySeconds: 'svc-delay-seconds',
   priority: 'svc-priority',
+  deadline: 'svc-deadline',
 } as const
 
 // A header value holds bytes (Fetch standard): characters up to U+00FF, and
@@ -69,6 +70,8 @@ export function enqueueOptionsFromHeaders(headers: Headers): EnqueueOptions {
     checkPriority(value, () => 'Header Svc-Priority', priority)
     opts.priority = value
   }
+  const deadline = headers.get(ENQUEUE_HEADERS.deadline)
+  if (deadline !== null) opts.deadline = deadlineOption(deadline, () => 'Header Svc-Deadline')
   return opts
 }
 
@@ -101,7 +104,12 @@ export function authHeaders(env: EnvLike): Record<string, string> {
 /** The authorization and enqueue-option headers of a start sent to the task server; `where` names the caller in errors. */
 function enqueueHeaders(
   where: string,
-  { delaySeconds, idempotencyKey, priority }: { delaySeconds: number; idempotencyKey?: string; priority?: number },
+  {
+    delaySeconds,
+    idempotencyKey,
+    priority,
+    deadline,
+  }: { delaySeconds: number; idempotencyKey?: string; priority?: number; deadline?: string },
   env: EnvLike,
 ): Record<string, string> {
   if (idempotencyKey !== undefined && !HEADER_TEXT.test(idempotencyKey)) {
@@ -113,6 +121,7 @@ function enqueueHeaders(
   if (idempotencyKey !== undefined) headers[ENQUEUE_HEADERS.idempotencyKey] = idempotencyKey
   if (delaySeconds > 0) headers[ENQUEUE_HEADERS.delaySeconds] = String(delaySeconds)
   if (priority !== undefined) headers[ENQUEUE_HEADERS.priority] = String(priority)
+  if (deadline !== undefined) headers[ENQUEUE_HEADERS.deadline] = deadline
   return headers
 }
 

@@ -9,6 +9,7 @@ import type { TaskContext } from '../../types/task-context.ts'
 import { resolveRoute } from '../../route-config.ts'
 import {
   concurrencyProblem,
+  maxDurationProblem,
   debounceProblem,
   normalizeCron,
   priorityAgingProblem,
@@ -60,6 +61,7 @@ export function defineTasks(routes: readonly RuntimeApiRoute[], clock?: CronCloc
       (config.priority === undefined ? null : priorityProblem(config.priority)) ??
       (config.priorityAging === undefined ? null : priorityAgingProblem(config.priorityAging)) ??
       (config.retention === undefined ? null : retentionProblem(config.retention)) ??
+      (config.maxDuration === undefined ? null : maxDurationProblem(config.maxDuration)) ??
       (resolved.on === null ? null : eventListProblem(resolved.on)) ??
       (route.version === undefined ? null : versionProblem(route.version))
     if (problem) throw new TypeError(`${where}: ${problem}`)
@@ -82,6 +84,7 @@ export function defineTasks(routes: readonly RuntimeApiRoute[], clock?: CronCloc
       flow: route.flow ?? taskFlow(config),
       priority: config.priority ?? 0,
       ...(config.retention === undefined ? {} : { retentionMs: config.retention * 1000 }),
+      ...(config.maxDuration === undefined ? {} : { maxDurationMs: config.maxDuration * 1000 }),
       ...((appVersion ?? route.version) === undefined ? {} : { version: appVersion ?? route.version }),
     })
   }

@@ -49,6 +49,8 @@ export interface CheckedTriggerOptions {
   trace: RunTrace | undefined
   /** Absent: the task's `route.priority`. */
   priority: number | undefined
+  /** ISO 8601; absent: the task's `route.maxDuration`, if any. */
+  deadline: string | undefined
 }
 
 const DEFAULTS: CheckedTriggerOptions = Object.freeze({
@@ -58,6 +60,7 @@ const DEFAULTS: CheckedTriggerOptions = Object.freeze({
   trigger: 'manual',
   parentRunId: undefined,
   trace: undefined,
+  deadline: undefined,
 })
 
 /**
@@ -72,6 +75,7 @@ export function checkTriggerOptions(opts: TriggerOptions | undefined, call: stri
   const { delaySeconds = 0, idempotencyKey, trigger = 'manual', parentRunId, trace, priority } = opts
   checkDelaySeconds(delaySeconds, where)
   checkPriority(priority, where)
+  const deadline = deadlineOption(opts.deadline, where)
   checkTriggerKey(idempotencyKey, parentRunId, call, where)
   if (!TRIGGERS.includes(trigger)) {
     throw new TypeError(`${where()}: trigger must be one of ${TRIGGERS.join(', ')} (got ${describe(trigger)})`)
@@ -82,7 +86,7 @@ export function checkTriggerOptions(opts: TriggerOptions | undefined, call: stri
   if (trace !== undefined && (trace === null || typeof trace !== 'object' || typeof trace.traceparent !== 'string')) {
     throw new TypeError(`${where()}: trace must be { traceparent, tracestate? } (got ${describe(trace)})`)
   }
-  return { delaySeconds, idempotencyKey, trigger, parentRunId, trace, priority }
+  return { delaySeconds, idempotencyKey, trigger, parentRunId, trace, priority, deadline }
 }
 
 /**
@@ -113,6 +117,33 @@ export function checkEnqueueOptions(opts: EnqueueOptions | undefined, where: str
   checkDelaySeconds(opts.delaySeconds ?? 0, () => where)
   checkIdempotencyKey(opts.idempotencyKey, () => where)
   checkPriority(opts.priority, () => where)
+  deadlineOption(opts.deadline, () => where)
+}
+
+/** Before it, a number is more likely a duration in seconds or milliseconds than an instant: 2000-01-01. */
+const EARLIEST_DEADLINE = Date.UTC(2000, 0, 1)
+
+/**
+ * `deadline`: absent, or an instant (a `Date`, an ISO 8601 string or epoch
+ * milliseconds), as ISO 8601. A past one is taken (the run then fails at
+ * once); one before 2000 is refused as the duration it likely is.
+ * `shown` as for `checkDelaySeconds`.
+ */
+export function deadlineOption(value: unknown, where: () => string, shown: unknown = value): string | undefined {
+  if (value === undefined) return undefined
+  const ms =
+    value instanceof Date ? value.getTime() : typeof value === 'string' ? Date.parse(value) : typeof value === 'number' ? value : Number.NaN
+  if (!Number.isFinite(ms)) {
+    throw new TypeError(
+      `${where()}: deadline must be an instant: a Date, an ISO 8601 string or epoch milliseconds (got ${describe(shown)})`,
+    )
+  }
+  if (ms < EARLIEST_DEADLINE) {
+    throw new RangeError(
+      `${where()}: deadline must be an instant, not a duration (got ${describe(shown)}, before 2000); for a time from now, pass new Date(Date.now() + ms), or set route.maxDuration`,
+    )
+  }
+  return new Date(ms).toISOString()
 }
 
 /** `priority`: absent, or a whole number from -`MAX_PRIORITY` to `MAX_PRIORITY`. `shown` as for `checkDelaySeconds`. */

@@ -11,6 +11,7 @@ import type { RunRecord } from '../../types.ts'
 import type { ExecutionEnd, Telemetry } from '../../telemetry/types.ts'
 import { OutcomeRecorder, type OutcomeRecorderOptions } from './attempt-outcome.ts'
 import { AttemptTimeouts } from '../steps/attempt-timeouts.ts'
+import { deadlineAttempt, pastDeadline } from '../steps/deadlines.ts'
 import type { TaskDefinition } from '../definitions/definitions.ts'
 import { invoke, type InvocationOutcome, type Invoker } from '../steps/handler-call.ts'
 import { DEFAULT_MAX_CONCURRENT_RUNS, HandlerSlots } from '../steps/handler-slots.ts'
@@ -87,6 +88,15 @@ export class AttemptCalls {
         const missing = `Task "${run.taskName}" is not registered in this runtime`
         this.#outcomes.finishRun(entry, { status: 'failed', ok: false }).then(
           (done) => this.#endWritten(entry, done, missing),
+          (error: unknown) => this.#ends.failed(entry, error),
+        )
+        return
+      }
+      if (pastDeadline(run, this.#clock.now())) {
+        // Not started: its deadline passed while it waited (a retry's backoff, a restart).
+        const attempt = deadlineAttempt(run, this.#clock.now())
+        this.#outcomes.finishRun(entry, { status: 'failed', ok: false, attempt }).then(
+          (done) => this.#endWritten(entry, done, attempt.error),
           (error: unknown) => this.#ends.failed(entry, error),
         )
         return

@@ -129,12 +129,9 @@ export class OutcomeRecorder {
       this.#logger.warn(
         `[svc] task "${entry.taskName}": attempt ${index} of ${retries + 1} failed (run ${entry.id}): ${outcome.error}; retrying in ${delay} ms`,
       )
-      const retry = {
-        id: timerId(entry.id, 'retry'),
-        runId: entry.id,
-        kind: 'retry' as const,
-        dueAt: new Date(this.#clock.now() + delay).toISOString(),
-      }
+      // No later than the run's deadline, where its dispatch fails it (attempt-calls.ts).
+      const due = Math.min(this.#clock.now() + delay, entry.deadline === undefined ? Infinity : Date.parse(entry.deadline))
+      const retry = { id: timerId(entry.id, 'retry'), runId: entry.id, kind: 'retry' as const, dueAt: new Date(due).toISOString() }
       await this.#writes.persist(entry, 'its retry', () => this.#waitpoints.arm(retry))
       return
     }

@@ -126,6 +126,15 @@ export function engineParts(
     },
     startStatus: (taskName) => flow.startStatus(taskName),
     windowFreed: (runId) => flow.windowFreed(runId),
+    expired: (run) => {
+      telemetry?.runFinished(run)
+      changes.emit(run)
+      // A background failure is never silent (attempt-outcome.ts logs the others).
+      logger.error(`[svc] task "${run.taskName}" failed (run ${run.id}): ${run.attempts.at(-1)?.error}`)
+      waiters.settle(run)
+      waitpoints.finished(run)
+      flow.startQueuedLater(run.taskName)
+    },
     owner,
     children,
   })

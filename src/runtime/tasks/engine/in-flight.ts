@@ -17,6 +17,8 @@ export class InFlight {
    */
   readonly id: string
   readonly taskName: string
+  /** The run's deadline (ISO), if any: its retries are armed no later (attempt-outcome.ts). */
+  readonly deadline: string | undefined
   /** The attempt, while it runs. */
   handle: InvocationHandle | undefined = undefined
   /** With telemetry: the span of the execution under way. */
@@ -43,6 +45,7 @@ export class InFlight {
   constructor(run: RunRecord, leased: boolean) {
     this.id = run.id
     this.taskName = run.taskName
+    this.deadline = run.deadline
     this.leased = leased
   }
 

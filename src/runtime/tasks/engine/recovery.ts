@@ -4,8 +4,9 @@
  * are re-armed, scheduled runs that lost their delay get it back, running
  * runs with no retry pending are dispatched again (at-least-once: an
  * attempt that was in flight runs again), the waitpoints of suspended runs
- * are re-armed, resuming those already met, and queued runs start if
- * their limits allow.
+ * are re-armed, resuming those already met, queued runs start if
+ * their limits allow, and live runs with a deadline get back a deadline
+ * timer they lack.
  *
  * On a store several processes share, the sweeps (`shared-work.ts`) find
  * due timers and orphaned attempts, so recovering is starting the sweeps,
@@ -16,6 +17,8 @@ import { errorMessage } from '../../errors.ts'
 import type { Dispatcher } from './dispatch.ts'
 import type { FlowPromotion } from './flow-promotion.ts'
 import { timerId } from '../base/ids.ts'
+import { missingDeadlines } from '../steps/deadlines.ts'
+import type { TimerRecord } from '../store/store.ts'
 import type { SharedWorkClaims } from './shared-work.ts'
 import type { RunStore } from '../store/store.ts'
 import type { Waitpoints } from '../steps/waitpoints.ts'
@@ -54,21 +57,38 @@ export class Recovery {
     if (this.#sharedWork) return this.#recoverShared(this.#sharedWork)
     const retrying = new Set<string>()
     const delayed = new Set<string>()
-    for (const timer of await this.#waitpoints.rearm()) {
+    const timers = await this.#waitpoints.rearm()
+    for (const timer of timers) {
       if (timer.kind === 'retry') retrying.add(timer.runId)
       if (timer.kind === 'delay') delayed.add(timer.runId)
     }
     // A process that took a delay timer and died before the run went
     // `running` leaves a scheduled run with no timer; nothing else starts it.
-    for (const run of await this.#store.listRuns({ status: 'scheduled' })) {
+    const scheduled = await this.#store.listRuns({ status: 'scheduled' })
+    for (const run of scheduled) {
       if (delayed.has(run.id)) continue
       await this.#waitpoints.arm({ id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt ?? run.createdAt })
     }
-    const running = (await this.#store.listRuns({ status: 'running' })).filter((run) => !retrying.has(run.id))
-    if (this.#store.claimRunning) await this.#claimRunning(running)
-    else for (const run of running) this.#dispatch.start(run)
-    for (const run of await this.#store.listRuns({ status: 'suspended' })) await this.#waitpoints.armWaitpoint(run)
+    const [running, suspended] = await Promise.all([
+      this.#store.listRuns({ status: 'running' }),
+      this.#store.listRuns({ status: 'suspended' }),
+    ])
+    await this.#armDeadlines([...scheduled, ...running, ...suspended], timers)
+    const orphans = running.filter((run) => !retrying.has(run.id))
+    if (this.#store.claimRunning) await this.#claimRunning(orphans)
+    else for (const run of orphans) this.#dispatch.start(run)
+    for (const run of suspended) await this.#waitpoints.armWaitpoint(run)
     await this.#flow.startAllQueued()
+  }
+
+  /**
+   * Arms the deadline timers that `live` (the runs recovery read, queued
+   * ones read here) lack among `timers`: a process that died between
+   * recording a run and its deadline timer left none (deadlines.ts).
+   */
+  async #armDeadlines(live: RunRecord[], timers: readonly TimerRecord[]): Promise<void> {
+    const queued = await this.#store.listRuns({ status: 'queued' })
+    for (const timer of missingDeadlines([...live, ...queued], timers)) await this.#waitpoints.arm(timer)
   }
 
   /** Looks again at nothing more. */
@@ -117,12 +137,19 @@ export class Recovery {
   async #recoverShared(sharedWork: SharedWorkClaims): Promise<void> {
     if (this.#closed || sharedWork.started) return
     const delayed = new Set<string>()
-    for (const timer of await this.#store.listTimers()) if (timer.kind === 'delay') delayed.add(timer.runId)
-    for (const run of await this.#store.listRuns({ status: 'scheduled' })) {
+    const timers = await this.#store.listTimers()
+    for (const timer of timers) if (timer.kind === 'delay') delayed.add(timer.runId)
+    const scheduled = await this.#store.listRuns({ status: 'scheduled' })
+    for (const run of scheduled) {
       if (delayed.has(run.id)) continue
       await this.#waitpoints.arm({ id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt ?? run.createdAt })
     }
-    for (const run of await this.#store.listRuns({ status: 'suspended' })) {
+    const [running, suspended] = await Promise.all([
+      this.#store.listRuns({ status: 'running' }),
+      this.#store.listRuns({ status: 'suspended' }),
+    ])
+    await this.#armDeadlines([...scheduled, ...running, ...suspended], timers)
+    for (const run of suspended) {
       if (run.suspended?.waitpoint.type !== 'sleep') await this.#waitpoints.armWaitpoint(run)
     }
     await this.#flow.startAllQueued()

@@ -22,10 +22,13 @@ import { assertPayload } from '../store/payload-limit.ts'
 import type { RunChanges } from '../store/run-changes.ts'
 import type { RunStore } from '../store/store.ts'
 import type { Waitpoints } from '../steps/waitpoints.ts'
+import { deadlineTimer, runDeadline } from '../steps/deadlines.ts'
 
 /** The options `create` takes: those of a trigger, checked, and what only the engine sets. */
-export type CreateOptions = Omit<TriggerOptions, 'delaySeconds'> & {
+export type CreateOptions = Omit<TriggerOptions, 'delaySeconds' | 'deadline'> & {
   delaySeconds: number
+  /** ISO 8601, as `checkTriggerOptions` leaves it. */
+  deadline?: string
   replayOf?: string
   event?: RunRecord['event']
   /** Steps the run starts with, recorded as they are (a replay from a step, `replay.ts`). */
@@ -69,6 +72,7 @@ export class RunCreation {
     const { store, telemetry } = this.#options
     const { name } = def
     const { delaySeconds, idempotencyKey, trigger = 'manual', parentRunId, replayOf, event, priority = def.priority, steps = {} } = options
+    const deadlineGiven = options.deadline
     assertPayload(
       input,
       this.#options.maxPayloadBytes,
@@ -101,6 +105,8 @@ export class RunCreation {
     if (idempotencyKey !== undefined) run.idempotencyKey = idempotencyKey
     if (priority !== 0) run.priority = priority
     if (parentRunId !== undefined) run.parentRunId = parentRunId
+    const deadline = runDeadline(def, deadlineGiven, delayed ? now + delay * 1000 : now)
+    if (deadline !== undefined) run.deadline = deadline
     if (replayOf !== undefined) run.replayOf = replayOf
     if (event !== undefined) run.event = event
     if (def.version !== undefined) run.version = def.version
@@ -227,11 +233,18 @@ export class RunCreation {
       return stored
     }
     changes.emit(stored)
+    // Armed before the run can wait, so that whatever it waits on, the deadline ends the wait.
+    if (stored.deadline !== undefined) return waitpoints.arm(deadlineTimer(stored)).then(() => this.#go(run, stored, leased))
+    return this.#go(run, stored, leased)
+  }
+
+  /** Starts, queues or delays a run just recorded, by its status. */
+  #go(run: RunRecord, stored: RunRecord, leased: boolean): RunRecord | Promise<RunRecord> {
     if (run.status === 'running') {
       this.#options.dispatch.start(stored, leased)
       return run
     }
     if (run.status === 'queued') return this.#options.flow.startQueued(run.taskName).then(() => run)
-    return waitpoints.arm({ id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt! }).then(() => run)
+    return this.#options.waitpoints.arm({ id: timerId(run.id, 'delay'), runId: run.id, kind: 'delay', dueAt: run.runAt! }).then(() => run)
   }
 }

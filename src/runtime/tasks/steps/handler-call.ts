@@ -7,9 +7,9 @@
  * outcome is handed over.)
  */
 import type { Attempt, RunLogEntry, RunLogger, RunLogLevel, RunRecord, StepApi, StepRecord } from '../../types.ts'
-import { errorMessage } from '../../errors.ts'
+import { DeadlineExceededError, errorMessage } from '../../errors.ts'
 import type { TaskDefinition } from '../definitions/definitions.ts'
-import { isoAt } from '../base/clock.ts'
+import { isoAt, type TimerHandle } from '../base/clock.ts'
 import { type AttemptTimeouts, Expiring } from './attempt-timeouts.ts'
 import { checkJson } from '../base/json.ts'
 import { payloadError } from '../store/payload-limit.ts'
@@ -23,6 +23,7 @@ import type { SuspendSignal } from './suspend.ts'
 import type { ExecutionSpan } from '../../telemetry/types.ts'
 import { hasSteps } from '../store/store.ts'
 import { HandlerContext } from './handler-context.ts'
+import { deadlineError, untilDeadline } from './deadlines.ts'
 
 export type InvocationOutcome =
   | { kind: 'completed'; result: unknown; attempt: Attempt }
@@ -137,6 +138,9 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
   done = false
   /** How it ended, for the message of a `ctx.stream` call made afterwards. */
   #closedBy: string | undefined
+  /** The run's deadline (ISO), if any, and the timer that aborts the attempt at it when it comes before the timeout. */
+  readonly #deadline: string | undefined
+  #deadlineTimer: TimerHandle | undefined
 
   constructor(def: TaskDefinition, run: RunRecord, invoker: Invoker<T>, token: T) {
     super()
@@ -150,6 +154,7 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     this.#startedAt =
       kept !== undefined && kept.attempt === this.#attempt ? Math.floor(Date.parse(kept.at) - invoker.origin) : sinceOrigin(invoker)
     this.#steps = run.steps
+    this.#deadline = run.deadline
     this.#chunkLog = run.chunks
     this.#logLog = run.logs
     const ctx = new HandlerContext(this, run, this.#attempt)
@@ -177,8 +182,12 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
       return
     }
     invoker.timeouts.add(this, def.timeout)
-    // Bound methods rather than arrow functions: two of them take less than
-    // two closures and the scope they share.
+    const clock = invoker.host.clock
+    const left = untilDeadline(run, clock.now())
+    if (left !== undefined && left < def.timeout)
+      this.#deadlineTimer = clock.setTimer(this.#pastDeadline.bind(this), left, true)
+      // Bound methods rather than arrow functions: two of them take less than
+      // two closures and the scope they share.
     ;(value instanceof Promise ? value : Promise.resolve(value)).then(this.#returned.bind(this), this.#threw.bind(this))
   }
 
@@ -262,7 +271,13 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
 
   #invocation(): Invocation {
     const token = this.#token
-    return (this.#inv ??= createInvocation(token.id, token.taskName, this.#attempt, this.#steps ?? NO_STEPS, token.span))
+    return (this.#inv ??= createInvocation(token.id, token.taskName, this.#attempt, this.#steps ?? NO_STEPS, token.span, this.#deadline))
+  }
+
+  /** The run's deadline has passed: the attempt fails, for good. */
+  #pastDeadline(): void {
+    const token = this.#token
+    this.#abort(deadlineError({ id: token.id, taskName: token.taskName, deadline: this.#deadline }), 'passed its deadline')
   }
 
   /** The attempt's timeout has passed. */
@@ -285,6 +300,7 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     this.done = true
     this.#closedBy = closedBy
     this.#invoker.timeouts.delete(this)
+    if (this.#deadlineTimer !== undefined) this.#invoker.host.clock.clearTimer(this.#deadlineTimer)
     const outcome = this.#end(returned, value, closedBy)
     // The chunks and entries sent before the end are written before it, so that the
     // end's write does not race theirs; it never rejects.
@@ -316,6 +332,12 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     // A divergence fails the attempt even when the handler caught it and went on.
     if (inv?.mismatch) {
       attempt.error = inv.mismatch.message
+      return { kind: 'failed', error: attempt.error, attempt, final: true }
+    }
+    // Past the run's deadline, no retry has time left.
+    if (value instanceof DeadlineExceededError) {
+      attempt.error = value.message
+      attempt.code = 'DEADLINE_EXCEEDED'
       return { kind: 'failed', error: attempt.error, attempt, final: true }
     }
     if (returned) {

@@ -48,6 +48,8 @@ export interface Invocation {
   span: ExecutionSpan | undefined
   /** The answers of `ctx.patched` in this invocation, by patch id. */
   patches: Map<string, boolean> | undefined
+  /** The run's deadline (ISO), which the children it waits on take unless theirs is earlier (deadlines.ts). */
+  deadline: string | undefined
 }
 
 export function createInvocation(
@@ -56,6 +58,7 @@ export function createInvocation(
   attempt: number,
   steps: Readonly<Record<string, StepRecord>>,
   span?: ExecutionSpan,
+  deadline?: string,
 ): Invocation {
   return {
     runId,
@@ -73,6 +76,7 @@ export function createInvocation(
     closed: undefined,
     span,
     patches: undefined,
+    deadline,
   }
 }
 

@@ -48,6 +48,7 @@ import { childRunResult } from './child-waits.ts'
 import { SuspendSignal } from './suspend.ts'
 import { WAITPOINT_KINDS } from './waitpoint-kinds.ts'
 import type { Invocation } from './invocation.ts'
+import { earlierDeadline } from './deadlines.ts'
 
 /** What steps need from the runtime. */
 export interface StepHost {
@@ -374,8 +375,11 @@ function suspend(inv: Invocation, host: StepHost, key: string, waitpoint: Waitpo
 }
 
 function childOptions(inv: Invocation, key: string, opts: EnqueueOptions | undefined, trigger: 'enqueue' | 'child'): TriggerOptions {
+  // A child the run waits on ends by the run's deadline, or by its own if that is earlier (the trigger takes the earlier).
+  const inherited = trigger === 'child' && inv.deadline !== undefined ? earlierDeadline(opts?.deadline, inv.deadline) : opts?.deadline
   return {
     ...opts,
+    ...(inherited === undefined ? {} : { deadline: inherited }),
     idempotencyKey: opts?.idempotencyKey ?? childIdempotencyKey(inv.runId, key),
     trigger,
     parentRunId: inv.runId,

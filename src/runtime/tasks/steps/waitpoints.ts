@@ -27,6 +27,7 @@ import { eventWaitStep, metBy, settleFromRecorded, settleWith } from './wait-for
 import type { ShardChildren } from './shard-children.ts'
 import { ChildWaits } from './child-waits.ts'
 import { unknownWaitpoint } from './waitpoint-kinds.ts'
+import { expireRun } from './deadlines.ts'
 
 /** How many suspended runs one read of `deliverEvent` looks at. */
 const DELIVERY_PAGE = 500
@@ -49,6 +50,8 @@ export interface WaitpointsOptions {
   startStatus(taskName: string): 'running' | 'queued'
   /** A rate limit's window of this run's task freed a place (a `queue` timer). */
   windowFreed(runId: string): Promise<void>
+  /** A run that waited failed at its deadline (a `deadline` timer; its timers are dropped already): what follows its end. */
+  expired(run: RunRecord): void
   /**
    * On a shared store, the engine's id: a timer is claimed under it, acted
    * on, then removed, so one that a process claimed and never finished
@@ -65,6 +68,7 @@ export class Waitpoints {
   readonly #dispatch: (run: RunRecord) => void
   readonly #startStatus: (taskName: string) => 'running' | 'queued'
   readonly #windowFreed: (runId: string) => Promise<void>
+  readonly #expired: (run: RunRecord) => void
   readonly #timers: TimerSet
   readonly #clock: Clock
   readonly #shared: SharedWork | undefined
@@ -80,6 +84,7 @@ export class Waitpoints {
     this.#dispatch = options.dispatch
     this.#startStatus = options.startStatus
     this.#windowFreed = options.windowFreed
+    this.#expired = options.expired
     this.#clock = options.clock
     this.#timers = createTimerSet({ unref: options.unrefTimers, clock: options.clock })
     this.#shared = options.store.shared
@@ -151,6 +156,12 @@ export class Waitpoints {
    */
   finished(run: RunRecord): void {
     this.#childWaits.finished(run)
+    // Its deadline no longer matters: the timer would find it finished.
+    if (run.deadline !== undefined) {
+      this.#dropTimer(timerId(run.id, 'deadline')).catch((error: unknown) =>
+        this.#logger.warn(`[svc] task runtime: the deadline timer of finished run ${run.id} stays until it is due: ${errorMessage(error)}`),
+      )
+    }
   }
 
   /** Completes a `waitForToken` token and resumes its run. */
@@ -353,6 +364,13 @@ export class Waitpoints {
         // Still waiting on that step: look at the child again.
         const run = await this.#store.getRun(timer.runId)
         if (run?.status === 'suspended' && run.suspended?.stepKey === timer.stepKey) await this.armWaitpoint(run)
+        return
+      }
+      case 'deadline': {
+        const failed = await expireRun(this.#store, this.#clock, timer.runId, (next) => this.arm(next))
+        if (!failed) return
+        await this.dropRun(failed.id)
+        this.#expired(failed)
       }
     }
   }
