@@ -55,7 +55,7 @@ describe('kind', () => {
     const source = `export const route = { kind: 'task', retry: 2 }\nexport async function POST() {}\n`
     const { route, errors } = await scanRoute(source)
     expect(errors).toEqual([
-      `src/api/route.ts:${at(source, 'retry')}: route.retry is not a route field; route fields are kind, compute, origins, retries, timeout, schedule, timezone, on, concurrency, rateLimit, debounce, priority, priorityAging, retention`,
+      `src/api/route.ts:${at(source, 'retry')}: route.retry is not a route field; route fields are kind, compute, origins, retries, timeout, schedule, timezone, on, concurrency, rateLimit, debounce, priority, priorityAging, retention, maxDuration`,
     ])
     expect(route.warnings).toEqual([])
   })
@@ -133,22 +133,29 @@ describe('task retries and timeout', () => {
       '0 }',
     ],
     ['retention: 1e12', 'route.retention must be at most 3153600000 seconds (100 years) (got 1000000000000)', '1e12'],
+    [
+      'maxDuration: 0',
+      'route.maxDuration must be a positive number of seconds a whole run may last, such as 3600 (got 0)',
+      '0 }',
+    ],
+    ['maxDuration: 1e9', 'route.maxDuration must be at most 31536000 seconds (365 days) (got 1000000000)', '1e9'],
+    [`maxDuration: '1h'`, 'route.maxDuration must be a number (got "1h")', `'1h'`],
   ])('%s is rejected', async (field, message, needle) => {
     const source = `export const route = { kind: 'task', ${field} }\nexport async function POST() {}\n`
     const { errors } = await scanRoute(source)
     expect(errors).toEqual([`src/api/route.ts:${at(source, needle, field)}: ${message}`])
   })
 
-  test('priority and retention are route fields, and a task starts with them', async () => {
-    const source = `export const route = { kind: 'task', priority: -3, retention: 3600 }\nexport async function POST() {}\n`
+  test('priority, retention and maxDuration are route fields, and a task starts with them', async () => {
+    const source = `export const route = { kind: 'task', priority: -3, retention: 3600, maxDuration: 90 }\nexport async function POST() {}\n`
     const { route, errors } = await scanRoute(source)
     expect(errors).toEqual([])
     expect(route.warnings).toEqual([])
     const rt = createTaskRuntime({
-      routes: [{ ...route, module: { route: { kind: 'task', priority: -3, retention: 3600 }, POST: () => 1 } }],
+      routes: [{ ...route, module: { route: { kind: 'task', priority: -3, retention: 3600, maxDuration: 90 }, POST: () => 1 } }],
       env: {},
     })
-    expect(rt.tasks.get('route')).toMatchObject({ priority: -3, retentionMs: 3_600_000 })
+    expect(rt.tasks.get('route')).toMatchObject({ priority: -3, retentionMs: 3_600_000, maxDurationMs: 90_000 })
     await rt.close()
   })
 

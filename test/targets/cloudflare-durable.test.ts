@@ -196,6 +196,23 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     expect(typo).toMatchObject({ status: 400, body: { code: 'STEP_NOT_RECORDED' } })
   })
 
+  it('fails runs whose deadline passed while the worker was down with DEADLINE_EXCEEDED, maxDuration and Svc-Deadline alike', async () => {
+    const bounded = await admin('/__tasks/jobs.bounded', { body: {} })
+    // A deadline from the Svc-Deadline header, on a task without maxDuration.
+    const deadline = new Date(Date.now() + 1000).toISOString()
+    const headed = await admin('/__tasks/jobs.approval', { body: {}, headers: { 'svc-deadline': deadline } })
+    expect([bounded.status, headed.status]).toEqual([202, 202])
+    await waitForStatus(bounded.body.id, 'suspended')
+    expect((await waitForStatus(headed.body.id, 'suspended')).deadline).toBe(deadline)
+    await restart(1500)
+    for (const id of [bounded.body.id, headed.body.id]) {
+      const failed = await waitForStatus(id, 'failed')
+      expect(failed.attempts.at(-1)).toMatchObject({ code: 'DEADLINE_EXCEEDED' })
+    }
+    const bad = await admin('/__tasks/jobs.approval', { body: {}, headers: { 'svc-deadline': 'soon' } })
+    expect(bad).toMatchObject({ status: 400, body: { code: 'INVALID_OPTIONS' } })
+  })
+
   it('a token completed over HTTP after a restart resumes its run with the payload', async () => {
     const { body } = await admin('/__tasks/jobs.approval', { body: {} })
     const id = body.id as string
