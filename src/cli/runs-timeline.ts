@@ -48,6 +48,7 @@ function summary(run: RunRecord, now: number): string[] {
   for (const { from, to, at } of run.migrations ?? []) rows.push(['', `moved from ${from} to ${to} at ${formatInstant(at)}`])
   rows.push(['Created', formatInstant(run.createdAt)])
   if (run.runAt !== undefined) rows.push(['Due', formatInstant(run.runAt)])
+  if (run.deadline !== undefined) rows.push(['Deadline', formatInstant(run.deadline)])
   if (run.startedAt !== undefined) rows.push(['Started', formatInstant(run.startedAt)])
   if (run.finishedAt !== undefined) {
     const took = msBetween(run.startedAt ?? run.createdAt, run.finishedAt)

@@ -121,6 +121,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
         run.parentRunId ? fact('Parent run', runLink(run.parentRunId, openRun)) : null,
         fact('Created', time(run.createdAt)),
         run.status === 'scheduled' && run.runAt ? fact('Due', time(run.runAt)) : null,
+        run.deadline ? fact('Deadline', time(run.deadline)) : null,
         fact('Started', time(run.startedAt)),
         fact('Finished', time(run.finishedAt)),
       ),

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { MemoryRunStore } from '../../src/index.ts'
 import { describeRunRecord } from '../../src/cli/runs-timeline.ts'
+import { formatInstant } from '../../src/cli/runs-format.ts'
 import type { RunRecord } from '../../src/types.ts'
 import { until } from '../_helpers.ts'
 import { fixtureServerPerTest } from './_svc.ts'
@@ -183,6 +184,27 @@ describe('the timeline of svc runs get', () => {
   }
   const lines = describeRunRecord(record, Date.parse('2025-01-01T00:00:05.000Z'))
   const timeline = lines.slice(lines.indexOf('') + 2)
+
+  it("shows a run's deadline, and the DEADLINE_EXCEEDED error of a run that passed it", () => {
+    const failed: RunRecord = {
+      ...record,
+      status: 'failed',
+      ok: false,
+      deadline: '2025-01-01T00:00:02.000Z',
+      attempts: [
+        {
+          index: 1,
+          startedAt: '2025-01-01T00:00:00.000Z',
+          durationMs: 2000,
+          error: 'Run "r1" of task "jobs.import" passed its deadline of 2025-01-01T00:00:02.000Z',
+          code: 'DEADLINE_EXCEEDED',
+        },
+      ],
+    }
+    const summary = describeRunRecord(failed, Date.parse('2025-01-01T00:00:05.000Z'))
+    expect(summary).toContain(`Deadline   ${formatInstant('2025-01-01T00:00:02.000Z')}`)
+    expect(summary).toContain('Error      Run "r1" of task "jobs.import" passed its deadline of 2025-01-01T00:00:02.000Z')
+  })
 
   it('lists the steps a record keeps no timings for first, without a bar', () => {
     expect(timeline[0]).toMatch(/^ {2}- +step legacy +-$/)

@@ -165,6 +165,8 @@ describe('the runs dashboard under svc dev', () => {
     await triggerFromPage('jobs.ship', '{ "order": 3 }')
     await expect.poll(() => runPanel().locator('.status').first().textContent()).toBe('failed')
     const failed = await runId()
+    // maxDuration gives each run a deadline, shown with the run's facts.
+    await expect.poll(() => runPanel().locator('dl.facts').textContent()).toContain('Deadline')
     const thrown = runPanel().locator('p.failed-step')
     expect(await thrown.textContent()).toContain('Thrown by step label')
     const packed = (await (await fetch(`${ui.dev.url}/__tasks/${failed}`)).json()).steps.pack
