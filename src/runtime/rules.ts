@@ -172,13 +172,26 @@ const MAX_FLOW_SECONDS = MAX_DELAY_SECONDS
 
 /** `route.concurrency`: a positive whole number, or `{ limit, key? }`. */
 export function concurrencyProblem(value: unknown): string | null {
-  const shape = `route.concurrency must be a whole number of runs, 1 or more, or { limit, key? } such as { limit: 1, key: 'input.userId' }`
+  const shape = `route.concurrency must be a whole number of runs, 1 or more, or { limit, key?, perKey? } such as { limit: 1, key: 'input.userId' }`
   if (typeof value === 'number') return positiveInteger(value) ? null : `${shape} (got ${describe(value)})`
   return (
-    objectProblem('concurrency', value, ['limit', 'key'], shape) ??
+    objectProblem('concurrency', value, ['limit', 'key', 'perKey'], shape) ??
     limitProblem('concurrency', (value as { limit?: unknown }).limit) ??
-    optionalKeyProblem('concurrency', value)
+    optionalKeyProblem('concurrency', value) ??
+    perKeyProblem(value as { limit: number; key?: unknown; perKey?: unknown })
   )
+}
+
+/** `route.concurrency.perKey`: with a `key`, a whole number of runs from 1 to `limit`, which then caps every key together. */
+function perKeyProblem({ limit, key, perKey }: { limit: number; key?: unknown; perKey?: unknown }): string | null {
+  if (perKey === undefined) return null
+  if (key === undefined) {
+    return `route.concurrency.perKey needs a key, the input field whose values take turns, such as { limit: 10, key: 'input.tenantId', perKey: 2 }`
+  }
+  if (!positiveInteger(perKey) || (perKey as number) > limit) {
+    return `route.concurrency.perKey must be a whole number of runs from 1 to limit (${limit}), the most one key runs at once (got ${describe(perKey)})`
+  }
+  return null
 }
 
 /** `route.rateLimit`: `{ limit, periodSeconds, key? }`. */

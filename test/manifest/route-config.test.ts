@@ -133,11 +133,7 @@ describe('task retries and timeout', () => {
       '0 }',
     ],
     ['retention: 1e12', 'route.retention must be at most 3153600000 seconds (100 years) (got 1000000000000)', '1e12'],
-    [
-      'maxDuration: 0',
-      'route.maxDuration must be a positive number of seconds a whole run may last, such as 3600 (got 0)',
-      '0 }',
-    ],
+    ['maxDuration: 0', 'route.maxDuration must be a positive number of seconds a whole run may last, such as 3600 (got 0)', '0 }'],
     ['maxDuration: 1e9', 'route.maxDuration must be at most 31536000 seconds (365 days) (got 1000000000)', '1e9'],
     [`maxDuration: '1h'`, 'route.maxDuration must be a number (got "1h")', `'1h'`],
   ])('%s is rejected', async (field, message, needle) => {
@@ -508,7 +504,17 @@ describe('flow control', () => {
   })
 
   test.each([
-    ['concurrency: 0', '0', 'route.concurrency must be a whole number of runs, 1 or more, or { limit, key? }'],
+    ['concurrency: 0', '0', 'route.concurrency must be a whole number of runs, 1 or more, or { limit, key?, perKey? }'],
+    [
+      'concurrency: { limit: 2, perKey: 1 }',
+      '{ limit: 2',
+      "route.concurrency.perKey needs a key, the input field whose values take turns, such as { limit: 10, key: 'input.tenantId', perKey: 2 }",
+    ],
+    [
+      `concurrency: { limit: 2, key: 'input.t', perKey: 3 }`,
+      '{ limit: 2',
+      'route.concurrency.perKey must be a whole number of runs from 1 to limit (2), the most one key runs at once (got 3)',
+    ],
     ['concurrency: 2.5', '2.5', 'route.concurrency must be a whole number of runs'],
     [
       `concurrency: { limit: 2, key: 'userId' }`,

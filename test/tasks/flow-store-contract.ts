@@ -143,6 +143,36 @@ export function flowStoreContract(name: string, createStore: () => RunStore | Pr
       expect(started.map((run) => run.id)).toEqual([runs[2].id])
     })
 
+    it('with perKey, keys take turns under the cap on all: a key with 200 queued holds back one with 10 by no more than its share', async () => {
+      const store = await createStore()
+      const queued = [
+        ...Array.from({ length: 200 }, () => makeRun({ status: 'queued', input: { tenant: 'big' } })),
+        ...Array.from({ length: 10 }, () => makeRun({ status: 'queued', input: { tenant: 'small' } })),
+      ]
+      if (store.createRuns) await store.createRuns(queued)
+      else for (const run of queued) await store.createRun(run)
+      const limits = { concurrency: { limit: 4, key: 'input.tenant', perKey: 3 } }
+      const order: string[] = []
+      const running: RunRecord[] = []
+      for (;;) {
+        const { started } = await store.startQueued('report', limits, now)
+        // Never more than 4 at once, nor 3 of one tenant.
+        running.push(...started)
+        expect(running.length).toBeLessThanOrEqual(4)
+        for (const tenant of ['big', 'small']) {
+          expect(running.filter((run) => (run.input as { tenant: string }).tenant === tenant).length).toBeLessThanOrEqual(3)
+        }
+        order.push(...started.map((run) => (run.input as { tenant: string }).tenant))
+        const done = running.shift()
+        if (!done) break
+        await store.updateRun(done.id, { status: 'completed' })
+      }
+      expect(order).toHaveLength(210)
+      // The two take turns from the first start; every small run starts within the first 10% of the big one's.
+      expect(order.slice(0, 4)).toEqual(['big', 'small', 'big', 'small'])
+      expect(order.slice(0, order.lastIndexOf('small')).filter((tenant) => tenant === 'big').length).toBeLessThanOrEqual(20)
+    })
+
     it('startQueued keeps one bucket per key value, and one shared bucket for runs without a value', async () => {
       const store = await createStore()
       const runs = [

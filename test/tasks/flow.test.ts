@@ -70,6 +70,40 @@ describe.each([
     expect(entered).toEqual(runs.map((run) => run.id))
   })
 
+  it('fair shares: with 2,000 runs of one tenant queued before 20 of another, concurrency 4 shared in turns, the 20 all start within the first 10% of the 2,000', async () => {
+    const store = createStore()
+    const entered: string[] = []
+    const rt = runtime(
+      [
+        task(
+          'tenant-job',
+          async (ctx: TaskContext<{ tenant: string }>) => {
+            entered.push(ctx.input.tenant)
+            await new Promise((resolve) => setTimeout(resolve, 1))
+          },
+          { route: { concurrency: { limit: 4, key: 'input.tenant', perKey: 4 } } },
+        ),
+      ],
+      { store },
+    )
+    const big = await rt.triggerMany(
+      'tenant-job',
+      Array.from({ length: 2000 }, () => ({ tenant: 'big' })),
+    )
+    const small = await rt.triggerMany(
+      'tenant-job',
+      Array.from({ length: 20 }, () => ({ tenant: 'small' })),
+    )
+    for (const item of [...big, ...small]) {
+      if (!item.ok) throw new Error(item.error)
+      expect(await finished(rt.waitForRun(item.id))).toMatchObject({ status: 'completed' })
+    }
+    expect(entered).toHaveLength(2020)
+    const bigBeforeLastSmall = entered.slice(0, entered.lastIndexOf('small')).filter((tenant) => tenant === 'big').length
+    expect(bigBeforeLastSmall).toBeLessThanOrEqual(200)
+    expect((await rt.listTasks())[0].concurrency).toEqual({ limit: 4, key: 'input.tenant', perKey: 4 })
+  }, 60_000)
+
   it('queued runs start by priority: enqueue priority, then route.priority, then creation order', async () => {
     const store = createStore()
     const hold = gate()
@@ -399,6 +433,10 @@ describe('flow control config at runtime', () => {
   it.each([
     [{ concurrency: 0 }, 'route.concurrency must be a whole number of runs, 1 or more'],
     [{ concurrency: { limit: 2, key: 'user' } }, "route.concurrency.key must be a dotted path into the task's input"],
+    [
+      { concurrency: { limit: 2, key: 'input.user', perKey: 0 } },
+      'route.concurrency.perKey must be a whole number of runs from 1 to limit (2)',
+    ],
     [{ rateLimit: { limit: 1 } }, 'route.rateLimit.periodSeconds must be a number of seconds above 0'],
     [{ rateLimit: { limit: 1, periodSeconds: 1, per: 2 } }, 'route.rateLimit has no field "per"'],
     [{ debounce: { seconds: -1 } }, 'route.debounce.seconds must be a number of seconds above 0'],

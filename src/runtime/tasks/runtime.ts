@@ -315,7 +315,13 @@ export function createCoreRuntime(
             events: [...def.on],
             retries: def.retries,
             timeout: def.timeout,
-            concurrency: concurrency ? { limit: concurrency.limit, key: concurrency.key ?? null } : null,
+            concurrency: concurrency
+              ? {
+                  limit: concurrency.limit,
+                  key: concurrency.key ?? null,
+                  ...(concurrency.perKey === undefined ? {} : { perKey: concurrency.perKey }),
+                }
+              : null,
             rateLimit: rateLimit ? { limit: rateLimit.limit, periodSeconds: rateLimit.periodSeconds, key: rateLimit.key ?? null } : null,
             debounce: debounce ? { seconds: debounce.seconds, key: debounce.key ?? null } : null,
             queued: limitsStarts(def.flow) ? (queuedBy.get(def.name) ?? 0) : 0,

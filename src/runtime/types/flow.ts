@@ -1,8 +1,11 @@
 /** Flow control as a task's route config resolves to it (see `src/runtime/tasks/flow/flow.ts`). */
 export interface ConcurrencyLimit {
+  /** The most runs at once: per value of `key`, or, with `perKey`, of every key together. */
   limit: number
   /** Dotted path into the input, such as `input.userId`. */
   key?: string
+  /** With `key`: the most runs of one key at once, under `limit` for all; free slots go to the keys in turn (fair shares). */
+  perKey?: number
 }
 
 export interface RateLimit {

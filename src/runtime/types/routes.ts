@@ -57,9 +57,13 @@ export interface RouteConfig {
    * Task only: at most this many attempts of the task run at once (per value
    * of `key`, a dotted path into the input such as `'input.userId'`); runs
    * beyond it wait as `queued` and start in order of creation. A run with no
-   * value at `key` shares one bucket with every other such run.
+   * value at `key` shares one bucket with every other such run. With
+   * `perKey`, `limit` caps every key together and `perKey` each one, and
+   * free slots go to the keys in turn, the key running fewest first, so a
+   * key with thousands queued does not hold back one with a few
+   * (docs/flow-control.md "Fair shares").
    */
-  concurrency?: number | { limit: number; key?: string }
+  concurrency?: number | { limit: number; key?: string; perKey?: number }
   /**
    * Task only: at most `limit` run starts per `periodSeconds` (a sliding
    * window), per value of `key`; runs beyond it wait as `queued`.

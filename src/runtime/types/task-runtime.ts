@@ -212,7 +212,8 @@ export interface TaskSummary {
   retries: number
   timeout: number
   /** Flow control from the route config (`route.concurrency`, `rateLimit`, `debounce`); null when unset. */
-  concurrency: { limit: number; key: string | null } | null
+  /** `perKey` is present for fair shares only. */
+  concurrency: { limit: number; key: string | null; perKey?: number } | null
   rateLimit: { limit: number; periodSeconds: number; key: string | null } | null
   debounce: { seconds: number; key: string | null } | null
   /** Runs of the task waiting for a slot. */

@@ -28,6 +28,8 @@ import type { RunRecord } from '../../types/runs.ts'
 import type { FlowLimits, TaskFlow } from '../../types/flow.ts'
 import { DEFAULT_PRIORITY_AGING } from '../../rules.ts'
 
+import type { ConcurrencyLimit } from '../../types/flow.ts'
+
 export type { ConcurrencyLimit, Debounce, FlowLimits, RateLimit, TaskFlow } from '../../types/flow.ts'
 
 /** Reads the (already checked) flow fields of a route config. */
@@ -36,6 +38,7 @@ export function taskFlow(config: RouteConfig): TaskFlow {
   const { concurrency, rateLimit, debounce, priorityAging } = config
   if (concurrency !== undefined) {
     flow.concurrency = typeof concurrency === 'number' ? { limit: concurrency } : withKey({ limit: concurrency.limit }, concurrency.key)
+    if (typeof concurrency === 'object' && concurrency.perKey !== undefined) flow.concurrency.perKey = concurrency.perKey
   }
   if (rateLimit !== undefined) {
     flow.rateLimit = withKey({ limit: rateLimit.limit, periodSeconds: rateLimit.periodSeconds }, rateLimit.key)
@@ -57,7 +60,10 @@ export function describeFlow(flow: TaskFlow | null | undefined): string {
   if (!flow) return '-'
   const per = (key: string | undefined) => (key === undefined ? '' : ` per ${key}`)
   const parts: string[] = []
-  if (flow.concurrency) parts.push(`concurrency ${flow.concurrency.limit}${per(flow.concurrency.key)}`)
+  const { concurrency } = flow
+  if (concurrency?.perKey !== undefined)
+    parts.push(`concurrency ${concurrency.limit}, ${concurrency.perKey}${per(concurrency.key)} in turn`)
+  else if (concurrency) parts.push(`concurrency ${concurrency.limit}${per(concurrency.key)}`)
   if (flow.rateLimit) parts.push(`${flow.rateLimit.limit} starts per ${flow.rateLimit.periodSeconds} s${per(flow.rateLimit.key)}`)
   if (flow.debounce) parts.push(`debounce ${flow.debounce.seconds} s${per(flow.debounce.key)}`)
   if (flow.priorityAging === false) parts.push('strict priority')
@@ -79,6 +85,8 @@ export function limitsStarts(flow: FlowLimits | undefined): flow is FlowLimits {
  */
 export function placesFor(limits: FlowLimits, running: number): number | undefined {
   const { concurrency, rateLimit } = limits
+  // Fair shares: a cap over every key, which running runs may fill; any key's runs could take what is left.
+  if (concurrency?.perKey !== undefined && running >= concurrency.limit) return 0
   if (concurrency?.key !== undefined || rateLimit?.key !== undefined) return undefined
   const slots = concurrency ? Math.max(0, concurrency.limit - running) : Number.POSITIVE_INFINITY
   return Math.min(slots, rateLimit ? rateLimit.limit : Number.POSITIVE_INFINITY)
@@ -170,33 +178,89 @@ export function planStarts<R extends FlowRun>(
     }
   }
   const plan: StartPlan<R> = { start: [] }
-  for (const run of byPriority(queued, limits.priorityAging ?? DEFAULT_PRIORITY_AGING, now)) {
+  /** Whether the rate limit lets `run` start now; if so, its start is counted. */
+  const rateAllows = (run: FlowRun): boolean => {
+    // A run that started before (it waited, then came back) is no new start.
+    if (!rateLimit || run.startedAt !== undefined) return true
+    const rateKey = flowKey(run.input, rateLimit.key)
+    let starts = window.get(rateKey)
+    if (!starts) window.set(rateKey, (starts = []))
+    if (starts.length >= rateLimit.limit) {
+      // The window frees a place when enough of its starts have left it.
+      starts.sort((a, b) => a - b)
+      const at = starts[starts.length - rateLimit.limit] + periodMs
+      if (!plan.wake || at < Date.parse(plan.wake.at)) plan.wake = { at: new Date(at).toISOString(), runId: run.id }
+      return false
+    }
+    starts.push(now)
+    return true
+  }
+  const weighed = byPriority(queued, limits.priorityAging ?? DEFAULT_PRIORITY_AGING, now)
+  if (concurrency?.perKey !== undefined) {
+    plan.start = fairStarts(weighed, { ...concurrency, perKey: concurrency.perKey }, busy, running.length, rateAllows)
+    return plan
+  }
+  for (const run of weighed) {
     const slotKey = concurrency ? flowKey(run.input, concurrency.key) : ''
     if (concurrency && (busy.get(slotKey) ?? 0) >= concurrency.limit) {
       // One bucket and no rate limit: a full bucket blocks every later run.
       if (concurrency.key === undefined && !rateLimit) break
       continue
     }
-    // A run that started before (it waited, then came back) is no new start.
-    const firstStart = run.startedAt === undefined
-    let starts: number[] | undefined
-    if (rateLimit && firstStart) {
-      const rateKey = flowKey(run.input, rateLimit.key)
-      starts = window.get(rateKey)
-      if (!starts) window.set(rateKey, (starts = []))
-      if (starts.length >= rateLimit.limit) {
-        // The window frees a place when enough of its starts have left it.
-        starts.sort((a, b) => a - b)
-        const at = starts[starts.length - rateLimit.limit] + periodMs
-        if (!plan.wake || at < Date.parse(plan.wake.at)) plan.wake = { at: new Date(at).toISOString(), runId: run.id }
-        continue
-      }
-    }
-    starts?.push(now)
+    if (!rateAllows(run)) continue
     if (concurrency) busy.set(slotKey, (busy.get(slotKey) ?? 0) + 1)
     plan.start.push(run)
   }
   return plan
+}
+
+/**
+ * Fair shares (`concurrency.perKey`): of `weighed` (queued runs, heaviest
+ * first), the runs to start while `running` runs of every key hold slots
+ * (`busy` of them per key), at most `limit` at once in all and `perKey` per
+ * key. Each free slot goes to the key that runs fewest, the one whose next
+ * run is heavier at a tie; within a key, runs start heaviest first. So a
+ * key with thousands queued takes its turn beside one with a few, and does
+ * not hold it back.
+ */
+function fairStarts<R extends FlowRun>(
+  weighed: readonly R[],
+  concurrency: ConcurrencyLimit & { perKey: number },
+  busy: Map<string, number>,
+  running: number,
+  rateAllows: (run: FlowRun) => boolean,
+): R[] {
+  const { limit, perKey, key } = concurrency
+  // Each key's queue, heaviest first; keys in the order of their heaviest run.
+  const queues = new Map<string, R[]>()
+  for (const run of weighed) {
+    const bucket = flowKey(run.input, key)
+    const queue = queues.get(bucket)
+    if (queue) queue.push(run)
+    else queues.set(bucket, [run])
+  }
+  const heads = new Map<string, number>()
+  const start: R[] = []
+  let total = running
+  while (total < limit) {
+    let next: string | undefined
+    for (const [bucket, queue] of queues) {
+      const held = busy.get(bucket) ?? 0
+      if ((heads.get(bucket) ?? 0) >= queue.length || held >= perKey) continue
+      // Map order is the order of each key's heaviest run: at a tie, the key whose best run weighed more goes first.
+      if (next === undefined || held < (busy.get(next) ?? 0)) next = bucket
+    }
+    if (next === undefined) break
+    const queue = queues.get(next)!
+    const at = heads.get(next) ?? 0
+    heads.set(next, at + 1)
+    const run = queue[at]
+    if (!rateAllows(run)) continue
+    busy.set(next, (busy.get(next) ?? 0) + 1)
+    total++
+    start.push(run)
+  }
+  return start
 }
 
 /**
