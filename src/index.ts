@@ -22,6 +22,7 @@ export {
   RunNotSleepingError,
   StepNotRecordedError,
   DeadlineExceededError,
+  ScheduleNotFoundError,
   TaskNotScheduledError,
   TickSkippedError,
   RunCancelledError,

@@ -43,7 +43,7 @@ import {
 } from '../runtime/tasks/sql/queries.ts'
 import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
 import { joinScheduledSql, startQueuedSql } from '../runtime/tasks/sql/flow.ts'
-import { eventsSinceSql, listEventsSql, noteEventEffectsSql, putEventSql } from '../runtime/tasks/sql/events.ts'
+import { type KitCalls, kitCalls } from '../runtime/tasks/sql/kit-calls.ts'
 import { appConnection, type DurableObjectRunStoreOptions, prepareTables, type SqlDurableStorageLike, sqlRunner } from './sql-storage.ts'
 import type { EventEffectsHere } from './shard-events.ts'
 import { runProcedure, type SqlRunner } from '../runtime/tasks/sql/procedure.ts'
@@ -65,16 +65,19 @@ import {
   type TokenRecord,
 } from '../runtime/tasks/store/store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
-import type { EventEffects, EventListQuery, StoreLifecycle } from '../runtime/types/run-store.ts'
+import type { StoreLifecycle } from '../runtime/types/run-store.ts'
 import { describe } from '../runtime/describe.ts'
 import { eventRuns } from '../runtime/tasks/store/event-list.ts'
-import type { EventMatch } from '../runtime/events/match.ts'
 
 export type { DurableObjectRunStoreOptions, SqlDurableStorageLike, SqlStorageLike } from './sql-storage.ts'
 export type { EventEffectsHere } from './shard-events.ts'
 
 const WHERE = 'DurableObjectRunStore'
 
+/** Events and runtime schedules: the SQL kit's calls (kit-calls.ts), set by the constructor. */
+export interface DurableObjectRunStore extends KitCalls {}
+
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the constructor sets every member the interface above declares
 export class DurableObjectRunStore implements RunStore, StoreLifecycle {
   /** Records live in the object's storage and survive eviction and restarts. */
   readonly durable = true
@@ -109,6 +112,11 @@ export class DurableObjectRunStore implements RunStore, StoreLifecycle {
       // A class declared under new_classes has key-value storage only; the platform's message says how to switch.
       throw new Error(`${WHERE}: cannot create its tables: ${(error as Error).message}`, { cause: error })
     }
+    // Writes in one synchronous transaction each.
+    Object.assign(
+      this,
+      kitCalls({ write: (p) => this.#write(() => runProcedure(p, this.#runner)), read: (p) => runProcedure(p, this.#runner) }, WHERE),
+    )
   }
 
   /** Epoch ms of the earliest pending timer, or `undefined` when none is pending. */
@@ -309,24 +317,6 @@ export class DurableObjectRunStore implements RunStore, StoreLifecycle {
     })
     if (stored.created) this.#onChange(stored.run)
     return stored.run
-  }
-
-  /** One synchronous transaction: the prune, the insert and the read of the held event commit together. */
-  async putEvent(event: EventRecord): Promise<{ event: EventRecord; created: boolean }> {
-    return this.#write(() => runProcedure(putEventSql(event, Date.now()), this.#runner))
-  }
-
-  async eventsSince(name: string, since: string, limit: number, match?: EventMatch): Promise<EventRecord[]> {
-    return runProcedure(eventsSinceSql(name, since, limit, match), this.#runner)
-  }
-
-  async listEvents(query: EventListQuery): Promise<{ events: EventRecord[]; cursor?: string }> {
-    return runProcedure(listEventsSql(query, `${WHERE}.listEvents`), this.#runner)
-  }
-
-  /** One synchronous transaction: the read of the event and its write. */
-  async noteEventEffects(id: string, effects: EventEffects): Promise<void> {
-    this.#write(() => runProcedure(noteEventEffectsSql(id, effects), this.#runner))
   }
 
   #all(query: string, ...bindings: unknown[]): Record<string, unknown>[] {

@@ -327,6 +327,18 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE $schema.steps ADD COLUMN seq bigint;
   ALTER TABLE $schema.steps ALTER COLUMN seq SET DEFAULT nextval('$schema.steps_seq');
   `,
+  `
+  -- Runtime schedules (schedules.ts): seq is the order they were made, and
+  -- a schedule's key is unique within its task.
+  CREATE TABLE $schema.schedules (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id text NOT NULL UNIQUE,
+    task text NOT NULL,
+    key text,
+    record jsonb NOT NULL
+  );
+  CREATE UNIQUE INDEX schedules_by_key ON $schema.schedules (task, key) WHERE key IS NOT NULL;
+  `,
 ]
 
 /** The schema version this release writes. */

@@ -51,6 +51,8 @@ import type { EventEffects, EventListQuery, StoreLifecycle } from '../runtime/ty
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { PostgresConnection, WHERE } from './connection.ts'
 import { eventsSincePg, listEventsPg, noteEventEffectsPg, putEventPg } from './events.ts'
+import { deleteSchedulePg, getSchedulePg, listSchedulesPg, putSchedulePg } from './schedules.ts'
+import type { ScheduleQuery, ScheduleRecord } from '../runtime/types/schedules.ts'
 import { startQueuedPg } from './flow.ts'
 import { resolvePostgresOptions, type PostgresRunStoreOptions } from './options.ts'
 import { pruneFinished } from './retention.ts'
@@ -257,5 +259,22 @@ export class PostgresRunStore implements RunStore, StoreLifecycle {
   /** Events: see `RunStore.noteEventEffects`; the statement is in events.ts. */
   noteEventEffects(id: string, effects: EventEffects): Promise<void> {
     return this.#conn.run((sql) => noteEventEffectsPg(sql, this.schema, id, effects))
+  }
+
+  /** Runtime schedules: see `ScheduleStore`; the statements are in schedules.ts. */
+  putSchedule(schedule: ScheduleRecord): Promise<ScheduleRecord> {
+    return this.#conn.run((sql) => putSchedulePg(sql, this.schema, schedule))
+  }
+
+  getSchedule(id: string): Promise<ScheduleRecord | undefined> {
+    return this.#conn.run((sql) => getSchedulePg(sql, this.schema, id))
+  }
+
+  listSchedules(query: ScheduleQuery): Promise<ScheduleRecord[]> {
+    return this.#conn.run((sql) => listSchedulesPg(sql, this.schema, query))
+  }
+
+  deleteSchedule(id: string): Promise<boolean> {
+    return this.#conn.run((sql) => deleteSchedulePg(sql, this.schema, id))
   }
 }

@@ -251,6 +251,15 @@ export class StepNotRecordedError extends SvcError {
   }
 }
 
+/** A runtime schedule id the store does not hold (`TaskRuntime.schedules`). HTTP 404 `SCHEDULE_NOT_FOUND`. */
+export class ScheduleNotFoundError extends SvcError {
+  readonly scheduleId: string
+  constructor(scheduleId: string) {
+    super(`Schedule "${scheduleId}" not found`, 'SCHEDULE_NOT_FOUND', 404)
+    this.scheduleId = scheduleId
+  }
+}
+
 /** `TaskRuntime.fireSchedule` on a task without a `schedule`. HTTP 400 `NOT_SCHEDULED`. */
 export class TaskNotScheduledError extends SvcError {
   readonly taskName: string

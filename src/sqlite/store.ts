@@ -10,7 +10,6 @@
  * run's row and steps in `run-writes.ts`.
  */
 import {
-  type EventRecord,
   hasSteps,
   insertEach,
   type RunPatch,
@@ -36,15 +35,14 @@ import {
   TAKE_TIMER,
 } from '../runtime/tasks/sql/queries.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
-import type { EventEffects, EventListQuery, StoreLifecycle } from '../runtime/types/run-store.ts'
+import type { StoreLifecycle } from '../runtime/types/run-store.ts'
 import type { FlowLimits } from '../runtime/tasks/flow/flow.ts'
 import { joinScheduledSql, startQueuedSql } from '../runtime/tasks/sql/flow.ts'
-import { eventsSinceSql, listEventsSql, noteEventEffectsSql, putEventSql } from '../runtime/tasks/sql/events.ts'
+import { type KitCalls, kitCalls } from '../runtime/tasks/sql/kit-calls.ts'
 import { runProcedure } from '../runtime/tasks/sql/procedure.ts'
 import { settleTokenSql } from '../runtime/tasks/sql/tokens.ts'
 import { ATTEMPT_TIMERS } from '../runtime/tasks/engine/fenced-writes.ts'
 import { jsonCopy } from '../runtime/tasks/base/json-copy.ts'
-import type { EventMatch } from '../runtime/events/match.ts'
 import { type Counts, SqliteConnection, WHERE } from './connection.ts'
 import { openDatabase } from './database.ts'
 import { UPSERT_TIMER_DUE } from './leases.ts'
@@ -55,6 +53,9 @@ import { appendAttemptRow, insertRun, madeRunning, putStep, updateRunRow } from 
 import { SqliteSharedWork } from './shared-work.ts'
 
 export type { SqliteRunStoreOptions } from './options.ts'
+
+/** Events and runtime schedules: the SQL kit's calls (kit-calls.ts), set by the constructor. */
+export interface SqliteRunStore extends KitCalls {}
 
 /**
  * A durable run store in one SQLite file, for `startSvcServer({ store })` or
@@ -106,6 +107,7 @@ export type { SqliteRunStoreOptions } from './options.ts'
  * SQLite is an experimental feature" the first time a store is created. The
  * store leaves the process's warning handling alone.
  */
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the constructor sets every member the interface above declares
 export class SqliteRunStore implements RunStore, StoreLifecycle {
   /** Records live in a file and survive a restart (`recover()` re-arms waits). */
   readonly durable = true
@@ -136,6 +138,14 @@ export class SqliteRunStore implements RunStore, StoreLifecycle {
       throw conn.error(error)
     }
     conn.owner = this.#membership.self.owner
+    // Inside the batch's write lock: of stores racing on the file, whatever their process, the first to take it writes.
+    Object.assign(
+      this,
+      kitCalls(
+        { write: (p) => conn.write(() => runProcedure(p, conn.runner)), read: (p) => conn.read(() => runProcedure(p, conn.runner)) },
+        WHERE,
+      ),
+    )
     if (shared) {
       conn.leaseMs = leaseMs
       this.shared = new SqliteSharedWork(
@@ -366,27 +376,6 @@ export class SqliteRunStore implements RunStore, StoreLifecycle {
       conn.cacheWritten(join.written)
       return join.joined
     })
-  }
-
-  /**
-   * Inside the batch's write lock, so of stores racing with one id on the
-   * file, whatever their process, the first to take the lock records it.
-   */
-  async putEvent(event: EventRecord): Promise<{ event: EventRecord; created: boolean }> {
-    return this.#conn.write(() => runProcedure(putEventSql(event, Date.now()), this.#conn.runner))
-  }
-
-  eventsSince(name: string, since: string, limit: number, match?: EventMatch): Promise<EventRecord[]> {
-    return this.#conn.read(() => runProcedure(eventsSinceSql(name, since, limit, match), this.#conn.runner))
-  }
-
-  listEvents(query: EventListQuery): Promise<{ events: EventRecord[]; cursor?: string }> {
-    return this.#conn.read(() => runProcedure(listEventsSql(query, `${WHERE}.listEvents`), this.#conn.runner))
-  }
-
-  /** Inside the batch's write lock: the read of the event and its write are one step for every process on the file. */
-  async noteEventEffects(id: string, effects: EventEffects): Promise<void> {
-    return this.#conn.write(() => runProcedure(noteEventEffectsSql(id, effects), this.#conn.runner))
   }
 
   async pruneFinished(taskName: string, before: string, limit: number): Promise<number> {

@@ -80,6 +80,7 @@ export function onFile(path: string, sql: string): void {
  * release wrote back into what an earlier one wrote, to test its migration.
  */
 const UNDO: Record<number, string> = {
+  14: 'DROP TABLE svc_schedules;',
   13: 'DROP INDEX svc_timers_by_run;',
   11: 'DROP INDEX runs_by_task_finish;',
   10: 'DROP TABLE processes;',

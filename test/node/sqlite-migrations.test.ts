@@ -31,5 +31,5 @@ it('a version-12 file migrates to the current version, and its sleeping runs com
 
   const after = schema(db)
   expect(after.version).toBe(SCHEMA_VERSION)
-  expect(after.names).toEqual([...before.names, 'svc_timers_by_run'].sort())
+  expect(after.names).toEqual([...before.names, 'svc_schedules', 'svc_schedules_by_key', 'svc_timers_by_run'].sort())
 })

@@ -422,6 +422,28 @@ export function runStoreContract(name: string, createStore: (options?: { maxRuns
       expect((await store.getRun(run.id))?.chunks).toEqual(more)
     })
 
+    it('keeps runtime schedules: one per task and key, the first id kept, listed oldest first by task or key, deleted once', async () => {
+      const store = await createStore()
+      if (!store.putSchedule) return
+      const base = { cron: '0 * * * *', timezone: null, enabled: true, nextAt: null, updatedAt: '2025-01-01T00:00:00.000Z' }
+      const at = (n: number) => `2025-01-01T00:00:0${n}.000Z`
+      const a = await store.putSchedule({ ...base, id: 's-a', task: 'report', key: 'acme', input: { n: 1 }, createdAt: at(1) })
+      const b = await store.putSchedule({ ...base, id: 's-b', task: 'report', createdAt: at(2) })
+      const c = await store.putSchedule({ ...base, id: 's-c', task: 'digest', key: 'acme', createdAt: at(3) })
+      // The same task and key again: the first schedule changes, its id and creation kept.
+      const again = await store.putSchedule({ ...base, id: 's-d', task: 'report', key: 'acme', cron: '5 * * * *', createdAt: at(4) })
+      expect(again).toMatchObject({ id: 's-a', createdAt: at(1), cron: '5 * * * *', key: 'acme' })
+      expect(again.input).toBeUndefined()
+      expect((await store.listSchedules!({})).map((s) => s.id)).toEqual([a.id, b.id, c.id])
+      expect((await store.listSchedules!({ task: 'report' })).map((s) => s.id)).toEqual([a.id, b.id])
+      expect((await store.listSchedules!({ key: 'acme' })).map((s) => s.id)).toEqual([a.id, c.id])
+      expect(await store.getSchedule!('s-a')).toEqual(again)
+      expect(await store.getSchedule!('s-d')).toBeUndefined()
+      expect(await store.deleteSchedule!('s-b')).toBe(true)
+      expect(await store.deleteSchedule!('s-b')).toBe(false)
+      expect((await store.listSchedules!({})).map((s) => s.id)).toEqual([a.id, c.id])
+    })
+
     it('keeps the replayOf and trigger of a replayed run', async () => {
       const store = await createStore()
       const source = makeRun({ status: 'failed' })

@@ -245,6 +245,7 @@ export function createCoreRuntime(
   const retentionMs = resolveRetention(options.retention, env, (store as RunStore).durable === true)
   const engine = new TaskEngine({
     store,
+    cron,
     tasks,
     logger,
     unrefTimers: unref,
@@ -297,6 +298,7 @@ export function createCoreRuntime(
     wake: (id) => engine.wake(id),
     // Asked for by name, not by a tick: fired here even on a shard that does not fire the schedule (the worker picks the shard).
     fireSchedule: (name) => engine.fireSchedule(name),
+    schedules: engine.schedules,
     onRunChange: (listener, onEnd) => engine.onRunChange(listener, onEnd),
 
     async listTasks(): Promise<TaskSummary[]> {

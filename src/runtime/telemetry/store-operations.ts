@@ -34,6 +34,10 @@ export const STORE_OPERATIONS = {
   eventsSince: 'read',
   listEvents: 'read',
   noteEventEffects: 'write',
+  putSchedule: 'write',
+  getSchedule: 'read',
+  listSchedules: 'read',
+  deleteSchedule: 'write',
 } as const satisfies Record<StoreMethod, 'write' | 'read'>
 
 /** The store methods that write. */

@@ -8,6 +8,7 @@ import type { FlowLimits } from './flow.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from './runs.ts'
 import type { SharedWork } from './shared-work.ts'
 import type { TimerRecord } from './timers.ts'
+import type { ScheduleStore } from './schedules.ts'
 
 export type { LiveVersions, SharedWork } from './shared-work.ts'
 export type { TimerKind, TimerRecord } from './timers.ts'
@@ -310,6 +311,16 @@ export interface RunStore {
    * several processes all land.
    */
   noteEventEffects?(id: string, effects: EventEffects): Promise<void>
+
+  /**
+   * Runtime schedules (`TaskRuntime.schedules`, types/schedules.ts): a
+   * store that keeps them has all four; each tick of one is a `schedule`
+   * timer whose `runId` is the schedule's id.
+   */
+  putSchedule?: ScheduleStore['putSchedule']
+  getSchedule?: ScheduleStore['getSchedule']
+  listSchedules?: ScheduleStore['listSchedules']
+  deleteSchedule?: ScheduleStore['deleteSchedule']
 }
 
 /**

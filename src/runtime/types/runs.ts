@@ -121,6 +121,8 @@ export interface RunRecord extends RunEnvelope {
    * and, for a child of `ctx.step.waitForTask`, its parent's.
    */
   deadline?: string
+  /** A run a runtime schedule started: the schedule's id and the tick (ISO 8601) the run stands for. */
+  schedule?: { id: string; tick: string }
   /** Runs started by `replay()`: the run whose task and input this one repeats. */
   replayOf?: string
   /** Runs started by an event (`trigger: 'event'`): which one. */

@@ -4,6 +4,7 @@ import type { RunQuery, RunStore } from './run-store.ts'
 import type { BatchItem, CompleteTokenResult, RunChange, RunRecord, RunStatus, TriggerOptions } from './runs.ts'
 import type { TaskInput, TaskNameArg, TaskPayloadArgs } from './task-registry.ts'
 import type { EventInput, EventPage, ListEventsQuery, SendEventOptions, SentEvent } from './events.ts'
+import type { SchedulesApi } from './schedules.ts'
 
 /**
  * The task runtime: registers the task routes of an app and runs them.
@@ -151,6 +152,13 @@ export interface TaskRuntime {
   onRunChange?(listener: (change: RunChange) => void, onEnd?: () => void): () => void
   /** Every task, with its last run, as `GET /__tasks` lists them. */
   listTasks(): Promise<TaskSummary[]>
+  /**
+   * Schedules made at runtime, beside the static `schedule` of route files
+   * (types/schedules.ts, docs/run-control.md "Schedules at runtime"). Absent
+   * on a runtime whose engine runs elsewhere (the worker side of the tasks
+   * Durable Object).
+   */
+  readonly schedules?: SchedulesApi
   /**
    * Fires every task whose schedule is exactly `cron` (whitespace aside),
    * for platforms that fire cron themselves. With `timezone`, only the tasks

@@ -16,6 +16,8 @@ export type TimerKind =
   | 'child'
   /** A run's `deadline` passed: a run that is not running fails with `DEADLINE_EXCEEDED` (a running one fails in its attempt). */
   | 'deadline'
+  /** A runtime schedule's tick (`runId` is the schedule's id): it starts its run, and the timer of the next tick is set. */
+  | 'schedule'
 
 /** A pending in-process (or broker) timer. */
 export interface TimerRecord {

@@ -103,7 +103,7 @@ export function tokenIdFor(runId: string, stepKey: string): string {
 export const SVC_KEY_MARK = '\u001f'
 
 /** A key of svc's own for a run: the mark, a tag naming what made it, then the parts that make it unique. */
-export function svcRunKey(tag: 'event' | 'batch' | 'step', rest: string): string {
+export function svcRunKey(tag: 'event' | 'batch' | 'step' | 'schedule', rest: string): string {
   return `${SVC_KEY_MARK}${tag}:${rest}`
 }
 
@@ -129,7 +129,7 @@ export function stepIdempotencyKey(runId: string, stepKey: string): string {
 /** Timer ids: one pending timer per run and purpose. */
 export function timerId(
   runId: string,
-  purpose: 'delay' | 'retry' | 'sleep' | 'token-timeout' | 'child' | 'deadline',
+  purpose: 'delay' | 'retry' | 'sleep' | 'token-timeout' | 'child' | 'deadline' | 'schedule',
   stepKey?: string,
 ): string {
   return stepKey === undefined ? `${runId}:${purpose}` : `${runId}:${purpose}:${stepKey}`

@@ -30,11 +30,15 @@ import type { SharedWorkClaims, SharedWorkClaimsOptions } from './shared-work.ts
 import { createStepHost } from '../steps/step-host.ts'
 import type { StepCalls } from '../steps/step-calls.ts'
 import type { RunStore, SharedWork } from '../store/store.ts'
+import type { CronClock } from '../definitions/cron-clock.ts'
+import { RuntimeSchedules } from './runtime-schedules.ts'
 import { RunVersions, type VersionPolicy } from '../definitions/versions.ts'
 import { RunWaiters } from '../steps/wait-for-run.ts'
 import { Waitpoints } from '../steps/waitpoints.ts'
 
 export interface TaskEngineOptions {
+  /** Reads the cron expressions of runtime schedules; without one, the engine holds none (runtime-schedules.ts). */
+  cron?: CronClock
   store: RunStore
   tasks: ReadonlyMap<string, TaskDefinition>
   logger: Logger
@@ -88,6 +92,8 @@ export interface EngineParts {
   creation: RunCreation
   /** On one shard of several: the child runs that start in other shards. */
   children: ShardChildren | undefined
+  /** Runtime schedules (`TaskRuntime.schedules`). */
+  schedules: RuntimeSchedules
 }
 
 /** The parts of an engine, wired; `trigger` is the engine's, which steps and schedules start runs through. */
@@ -135,6 +141,7 @@ export function engineParts(
       waitpoints.finished(run)
       flow.startQueuedLater(run.taskName)
     },
+    scheduleDue: (scheduleId, dueAt) => schedules.fire(scheduleId, dueAt),
     owner,
     children,
   })
@@ -195,6 +202,18 @@ export function engineParts(
     shard: options.shard?.index,
     leaseOwner: shared?.leasesOnCreate ? owner : undefined,
   })
+  const schedules = new RuntimeSchedules({
+    store,
+    tasks,
+    clock,
+    cron: options.cron,
+    logger,
+    newId: (now) => newRunId(now),
+    start: (def, input, schedule, idempotencyKey) =>
+      creation.create(def, input, { delaySeconds: 0, trigger: 'cron', idempotencyKey, schedule }),
+    arm: (timer) => waitpoints.arm(timer),
+    dropTimer: (id) => waitpoints.dropTimer(id),
+  })
   const events = new EventStarts({
     tasks,
     clock,
@@ -225,5 +244,6 @@ export function engineParts(
     events,
     creation,
     children,
+    schedules,
   }
 }

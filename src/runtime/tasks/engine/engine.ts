@@ -45,6 +45,7 @@ import type { RunChanges } from '../store/run-changes.ts'
 import type { FlowPromotion } from './flow-promotion.ts'
 import { type CheckedTriggerOptions, checkTriggerOptions } from '../definitions/options.ts'
 import type { Recovery } from './recovery.ts'
+import type { RuntimeSchedules } from './runtime-schedules.ts'
 import type { Retention } from '../store/retention.ts'
 import type { RunCreation } from './run-creation.ts'
 import type { ShardChildren } from '../steps/shard-children.ts'
@@ -85,6 +86,8 @@ export class TaskEngine {
   readonly #creation: RunCreation
   /** On one shard of several: the child runs that start in other shards. */
   readonly #children: ShardChildren | undefined
+  /** Runtime schedules (`TaskRuntime.schedules`). */
+  readonly schedules: RuntimeSchedules
   #closed = false
 
   constructor(options: TaskEngineOptions) {
@@ -107,6 +110,7 @@ export class TaskEngine {
     this.#events = parts.events
     this.#creation = parts.creation
     this.#children = parts.children
+    this.schedules = parts.schedules
   }
 
   /** See `TaskRuntime.sendEvents`; `call` names the caller in errors. */
@@ -227,9 +231,11 @@ export class TaskEngine {
     return this.#waitpoints.completeToken(tokenId, payload)
   }
 
-  recover(): Promise<void> {
+  async recover(): Promise<void> {
     this.#retention.start()
-    return this.#recovery.recover()
+    await this.#recovery.recover()
+    // A schedule written by a process that died before its timer was gets the timer back.
+    if (this.#store.listSchedules) await this.schedules.recover(await this.#store.listTimers())
   }
 
   async drain(timeoutMs = 30_000): Promise<void> {

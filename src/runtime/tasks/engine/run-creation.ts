@@ -33,6 +33,8 @@ export type CreateOptions = Omit<TriggerOptions, 'delaySeconds' | 'deadline'> & 
   event?: RunRecord['event']
   /** Steps the run starts with, recorded as they are (a replay from a step, `replay.ts`). */
   steps?: RunRecord['steps']
+  /** The runtime schedule and tick that start it (runtime-schedules.ts). */
+  schedule?: RunRecord['schedule']
 }
 
 export interface RunCreationOptions {
@@ -108,6 +110,7 @@ export class RunCreation {
     const deadline = runDeadline(def, deadlineGiven, delayed ? now + delay * 1000 : now)
     if (deadline !== undefined) run.deadline = deadline
     if (replayOf !== undefined) run.replayOf = replayOf
+    if (options.schedule !== undefined) run.schedule = options.schedule
     if (event !== undefined) run.event = event
     if (def.version !== undefined) run.version = def.version
     const trace = telemetry?.runCreated(run, options.trace)

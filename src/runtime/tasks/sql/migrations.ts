@@ -18,6 +18,7 @@ import { prefixTables } from './namespace.ts'
 import { read, runProcedure, type SqlProcedure, type SqlRows, type SqlValue, write } from './procedure.ts'
 import { RUNS_BY_EVENT_WAIT, RUNS_BY_TASK_FINISH } from './queries.ts'
 import { createTables, MOVE_STEPS, STEPS_TABLE, type TablesOptions, TIMERS_BY_RUN } from './schema.ts'
+import { SCHEDULES_TABLE } from './schedules.ts'
 
 /** The databases the dialect's stores keep: a `node:sqlite` file, a Durable Object's storage. */
 export type SqliteHost = 'file' | 'durable-object'
@@ -73,6 +74,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: PREFIXED, hosts: BOTH, sql: '' },
   // A run's timers, which a cancel deletes (schema.ts).
   { version: 13, hosts: BOTH, sql: TIMERS_BY_RUN, marks: 'svc_timers_by_run' },
+  // Runtime schedules (schedules.ts).
+  { version: 14, hosts: BOTH, sql: SCHEDULES_TABLE, marks: 'svc_schedules' },
 ]
 
 /** The schema this release writes. */

@@ -52,6 +52,8 @@ export interface WaitpointsOptions {
   windowFreed(runId: string): Promise<void>
   /** A run that waited failed at its deadline (a `deadline` timer; its timers are dropped already): what follows its end. */
   expired(run: RunRecord): void
+  /** A runtime schedule's tick came due (a `schedule` timer): its run starts, and the next tick is set (runtime-schedules.ts). */
+  scheduleDue(scheduleId: string, dueAt: string): Promise<void>
   /**
    * On a shared store, the engine's id: a timer is claimed under it, acted
    * on, then removed, so one that a process claimed and never finished
@@ -69,6 +71,7 @@ export class Waitpoints {
   readonly #startStatus: (taskName: string) => 'running' | 'queued'
   readonly #windowFreed: (runId: string) => Promise<void>
   readonly #expired: (run: RunRecord) => void
+  readonly #scheduleDue: (scheduleId: string, dueAt: string) => Promise<void>
   readonly #timers: TimerSet
   readonly #clock: Clock
   readonly #shared: SharedWork | undefined
@@ -85,6 +88,7 @@ export class Waitpoints {
     this.#startStatus = options.startStatus
     this.#windowFreed = options.windowFreed
     this.#expired = options.expired
+    this.#scheduleDue = options.scheduleDue
     this.#clock = options.clock
     this.#timers = createTimerSet({ unref: options.unrefTimers, clock: options.clock })
     this.#shared = options.store.shared
@@ -371,13 +375,21 @@ export class Waitpoints {
         if (!failed) return
         await this.dropRun(failed.id)
         this.#expired(failed)
+        return
       }
+      case 'schedule':
+        await this.#scheduleDue(timer.runId, timer.dueAt)
     }
   }
 
   /** Clears the timeout timer of a token that has just been settled. */
   async #dropTokenTimer(token: TokenRecord): Promise<void> {
     await this.#dropTimer(timerId(token.runId, 'token-timeout', token.stepKey))
+  }
+
+  /** Removes timer `id`, in the store and in-process. */
+  dropTimer(id: string): Promise<void> {
+    return this.#dropTimer(id)
   }
 
   async #dropTimer(id: string): Promise<void> {

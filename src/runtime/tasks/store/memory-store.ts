@@ -19,6 +19,7 @@ import type { EventMatch } from '../../events/match.ts'
 import { type MemoryRunStoreOptions, resolveMemoryOptions } from './memory-options.ts'
 import { type Clock, isoNowOf } from '../base/clock.ts'
 import { EventWaits } from './memory-event-waits.ts'
+import { MemorySchedules } from './memory-schedules.ts'
 import { byCreation, copyAttempt, copyRun, idempotencyScope, InFlow, NO_ATTEMPTS, type StoredRun, withAttempt } from './memory-records.ts'
 
 export { DEFAULT_MAX_BYTES, type MemoryRunStoreOptions } from './memory-options.ts'
@@ -41,6 +42,8 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
   readonly #inFlow = new InFlow()
   /** The suspended runs that wait for an event, by its name (memory-event-waits.ts). */
   readonly #eventWaits = new EventWaits()
+  /** Runtime schedules (memory-schedules.ts). */
+  readonly #schedules = new MemorySchedules()
   /** Each retained run's place in creation order, which `#runs` keeps but cannot index: how runs from an index are listed newest first. */
   readonly #created = new Map<string, number>()
   #creations = 0
@@ -222,6 +225,11 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
     const runs = [...this.#eventWaits.of(name)].map((id) => this.#runs.get(id)!)
     return runs.sort((a, b) => this.#created.get(a.id)! - this.#created.get(b.id)!)
   }
+
+  putSchedule = this.#schedules.putSchedule.bind(this.#schedules)
+  getSchedule = this.#schedules.getSchedule.bind(this.#schedules)
+  listSchedules = this.#schedules.listSchedules.bind(this.#schedules)
+  deleteSchedule = this.#schedules.deleteSchedule.bind(this.#schedules)
 
   async countRunsByTask(status: RunStatus | readonly RunStatus[]): Promise<TaskRunCount[]> {
     const counts = new Map<string, number>()
