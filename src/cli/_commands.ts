@@ -33,6 +33,10 @@ export const COMMANDS: Record<string, CommandEntry> = {
     description: 'Read and control the task runs of a running server',
     load: () => import('./commands/runs.ts').then((m) => m.default as CommandDef),
   },
+  schedules: {
+    description: 'Make, change and run the runtime schedules of a running server',
+    load: () => import('./commands/schedules.ts').then((m) => m.default as CommandDef),
+  },
   types: {
     description: 'Write .svc/types.d.ts: task names, inputs and results, and event names and data, as types',
     load: () => import('./commands/types.ts').then((m) => m.default as CommandDef),

@@ -1,6 +1,6 @@
 /**
  * The admin endpoints of a task server (`/__tasks/…`, docs/http-api.md) as
- * `svc runs` and `svc tasks fire` call them. The server is found as
+ * `svc runs`, `svc schedules` and `svc tasks fire` call them. The server is found as
  * `enqueue()` finds it (`SVC_TASK_URL`, else port `PORT` on this machine)
  * and the secret sent as it sends it. Every failure is an `Error` whose
  * message names the URL and what it answered, for `main` to print.
@@ -25,6 +25,10 @@ export interface RunsClient {
   get<T>(path: string, query?: URLSearchParams): Promise<T>
   /** `POST <base><path>`, with `body` as JSON if given, resolving with the JSON body of a 2xx answer. */
   post<T>(path: string, body?: unknown): Promise<T>
+  /** `PATCH <base><path>` with `body` as JSON, resolving with the JSON body of a 2xx answer. */
+  patch<T>(path: string, body: unknown): Promise<T>
+  /** `DELETE <base><path>`, resolving with the JSON body of a 2xx answer. */
+  delete<T>(path: string): Promise<T>
 }
 
 /**
@@ -43,7 +47,12 @@ export function runsClient(where: string, url: string | undefined, env: EnvLike 
   const timeoutMs = taskRequestTimeout(env)
   const headers = authHeaders(env)
 
-  async function call<T>(method: 'GET' | 'POST', path: string, query?: URLSearchParams, payload?: unknown): Promise<T> {
+  async function call<T>(
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    path: string,
+    query?: URLSearchParams,
+    payload?: unknown,
+  ): Promise<T> {
     const search = query?.size ? `?${query}` : ''
     const target = `${base}${path}${search}`
     const sentBody = payload === undefined ? undefined : JSON.stringify(payload)
@@ -79,6 +88,8 @@ export function runsClient(where: string, url: string | undefined, env: EnvLike 
     base,
     get: (path, query) => call('GET', path, query),
     post: (path, body) => call('POST', path, undefined, body),
+    patch: (path, body) => call('PATCH', path, undefined, body),
+    delete: (path) => call('DELETE', path),
   }
 }
 

@@ -18,8 +18,9 @@
  * | GET    | `/__tasks/events`             | 200 `text/event-stream` of `{ id, taskName, status }`; 501 `NOT_IMPLEMENTED` where the engine runs elsewhere, or the host serves no streams (`streams.ts`) |
  * | GET    | `/__tasks/runs/<id>/stream`   | 200 `text/event-stream` of the run's `RunProgress` until it finishes (`run-stream.ts`); 404 `RUN_NOT_FOUND`; 501 as above |
  * | GET    | `/__tasks/<id>/stream`        | as `GET /__tasks/runs/<id>/stream` |
+ * |        | `/__tasks/schedules…`, `POST /__tasks/<name>/schedules` | runtime schedules (`schedules.ts`) |
  *
- * `runs`, `events` and `tokens` are words of the surface only on GET or
+ * `runs`, `events`, `tokens` and `schedules` are words of the surface only on GET or
  * below themselves: `POST /__tasks/runs` still starts a task named `runs`
  * (task routes are one segment), and run ids are UUIDs, never these words.
  *
@@ -48,6 +49,7 @@ import { InvalidQueryError, parseRunsQuery, runSummary } from './runs-query.ts'
 import { runLogPage } from './run-logs.ts'
 import { type EventStreams, NO_STREAMS, type RunEventsOptions } from './streams.ts'
 import { registerTokenSecret } from './token-secret.ts'
+import { isScheduleRoute, scheduleRoute } from './schedules.ts'
 
 export const TASKS_PREFIX = '/__tasks'
 
@@ -87,6 +89,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
   const streams = (options.streams ?? NO_STREAMS).create({ runtime, env, R, logger, dev, runEvents: options.runEvents, loopback })
   // createRunToken() signs with the secret this surface checks, while its runtime is the active one.
   registerTokenSecret(runtime, env)
+  const scheduleRoutes = { runtime, R, bodyLimit, json }
 
   async function route(request: Request, pathname: string, info: RequestInfo | undefined): Promise<Response> {
     const method = request.method
@@ -123,6 +126,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
 
     const isRead = method === 'GET' || method === 'HEAD'
     if (segments[0] === 'runs' && (segments.length > 1 || isRead)) return runs(request, pathname, segments.slice(1), info)
+    if (isScheduleRoute(method, segments)) return scheduleRoute(scheduleRoutes, request, pathname, segments)
     if (segments.length === 1 && segments[0] === 'events' && isRead) return streams.events()
 
     if (segments.length === 2 && segments[1] === 'batch') {

@@ -21,7 +21,7 @@ import type {
   ScheduleStore,
   ScheduleTick,
 } from '../../types/schedules.ts'
-import { ScheduleNotFoundError, TaskNotFoundError } from '../../errors.ts'
+import { ScheduleNotFoundError, SvcError, TaskNotFoundError } from '../../errors.ts'
 import { describe } from '../../describe.ts'
 import { normalizeCron, scheduleProblem, timezoneProblem } from '../../rules.ts'
 import { validateTaskInput } from '../../schema.ts'
@@ -251,8 +251,10 @@ export class RuntimeSchedules implements SchedulesApi {
   #cron(where: string): CronClock {
     const cron = this.#options.cron
     if (!cron) {
-      throw new Error(
+      throw new SvcError(
         `${where}: this task runtime reads no cron expressions (it was made without a cron clock), so it holds no runtime schedules; runtime schedules run on Node, Bun, Deno and the function platforms, not yet on Cloudflare Workers`,
+        'SCHEDULES_UNSUPPORTED',
+        501,
       )
     }
     return cron
@@ -261,7 +263,11 @@ export class RuntimeSchedules implements SchedulesApi {
   #store(where: string): RunStore & Required<ScheduleStore> {
     const store = this.#options.store
     if (!store.putSchedule || !store.getSchedule || !store.listSchedules || !store.deleteSchedule) {
-      throw new Error(`${where}: this run store keeps no schedules (it lacks putSchedule, getSchedule, listSchedules and deleteSchedule)`)
+      throw new SvcError(
+        `${where}: this run store keeps no schedules (it lacks putSchedule, getSchedule, listSchedules and deleteSchedule)`,
+        'SCHEDULES_UNSUPPORTED',
+        501,
+      )
     }
     return store as RunStore & Required<ScheduleStore>
   }
