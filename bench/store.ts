@@ -39,7 +39,7 @@
  * 1,000 on event E, events/s sent with one task on the event ÷ trigger()
  * no-op runs/s on the same kind of store just before (goal ≥ 0.5), and the
  * time from one send of E to the last of its 1,000 runs resumed.
- * `-- --only pgboss,event-waits` runs only those parts (pg-boss with the
+ * `-- --only pgboss,event-waits,rates` runs only those parts (pg-boss with the
  * floor and svc's no-op rate in its rounds, and both p50s).
  * svc's side (its tasks, runtimes and figures) is in bench/_store-svc.ts.
  */
@@ -65,7 +65,7 @@ const STEP_SIZES = [100, 1_000, 5_000]
 const STEP_GROWTH_GOAL = 1.5
 
 /** `--only pgboss,event-waits`: only those parts, with what their ratios need. */
-const PARTS = ['pgboss', 'event-waits'] as const
+const PARTS = ['pgboss', 'event-waits', 'rates'] as const
 const onlyArg = process.argv.indexOf('--only')
 const only = onlyArg === -1 ? undefined : new Set((process.argv[onlyArg + 1] ?? '').split(','))
 for (const part of only ?? []) {
@@ -258,6 +258,13 @@ try {
       printPgBossLatency(pgbossMs, svcMs)
     }
     if (only.has('event-waits')) printAllEventWaits(await measureAllEventWaits())
+    if (only.has('rates')) {
+      const rates = await measurePostgresRates(pg.url, openPostgres, ['floor', 'noop', 'threeSteps'])
+      postgresHeading()
+      line(`floor: INSERT + UPDATE a job, own commits, ${FLOOR_CONNECTIONS} connections`, perSecond(rates.floor))
+      line('svc Postgres: no-op runs, ÷ floor', perSecond(rates.noop), { of: rates.noop / rates.floor })
+      line('svc Postgres: three-step runs, ÷ no-op runs', perSecond(rates.threeSteps), goal(rates.threeSteps / rates.noop, '>=', 0.5))
+    }
   } else {
     const memory = await measureSvc(async () => ({ store: new MemoryRunStore({ maxRuns: MAX_RUNS }), close: async () => {} }))
     const sqlite = await measureSvc(openSqlite)

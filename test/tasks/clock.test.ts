@@ -210,6 +210,10 @@ describe('a runtime on a clock the test moves', () => {
  */
 const WALL_CLOCK_READS: Record<string, { lines: readonly string[]; why: string }> = {
   'base/clock.ts': { lines: ['now: () => Date.now(),'], why: 'systemClock itself, the default clock' },
+  'sql/kit-calls.ts': {
+    lines: ['putEvent: async (event) => runs.write(putEventSql(event, Date.now())),'],
+    why: "the SQL stores' event retention, on the time of the database's host: they take no clock",
+  },
   'definitions/options.ts': {
     lines: [
       '`${where()}: deadline must be an instant, not a duration (got ${describe(shown)}, before 2000); for a time from now, pass new Date(Date.now() + ms), or set route.maxDuration`,',

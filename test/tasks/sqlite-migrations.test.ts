@@ -74,6 +74,7 @@ const MAKES: Record<number, (host: SqliteHost) => string[]> = {
   10: () => columns('svc_processes', 'owner', 'versions', 'started_at', 'beat_at'),
   11: () => ['svc_runs_by_task_finish'],
   13: () => ['svc_timers_by_run'],
+  14: () => [...columns('svc_schedules', 'seq', 'id', 'task', 'key', 'record'), 'svc_schedules_by_key'],
 }
 
 const RUN = {

@@ -5,9 +5,11 @@
  * tells its parent's shard when it finishes (shard-children.ts). Resuming
  * is `Waitpoints`'; this keeps who waits for whom. Edge-safe.
  */
-import type { ChildRunResult, Logger, RunRecord, StepRecord } from '../../types.ts'
+import type { ChildRunResult, EnqueueOptions, Logger, RunRecord, StepRecord, TriggerOptions } from '../../types.ts'
 import { errorMessage } from '../../errors.ts'
-import { timerId } from '../base/ids.ts'
+import { childIdempotencyKey, timerId } from '../base/ids.ts'
+import type { Invocation } from './invocation.ts'
+import { earlierDeadline } from './deadlines.ts'
 import type { Clock } from '../base/clock.ts'
 import type { ShardChildren } from './shard-children.ts'
 import { isFinished, type RunStore, type TimerRecord } from '../store/store.ts'
@@ -151,4 +153,18 @@ export function childRunResult(child: RunRecord): ChildRunResult {
   if (child.status === 'completed') return child.result === undefined ? { ok: true } : { ok: true, result: child.result }
   const last = child.attempts[child.attempts.length - 1]
   return { ok: false, error: last?.error ?? `Run ${child.id} of task "${child.taskName}" failed` }
+}
+
+/** The options of a child run that `step.enqueue` (`'enqueue'`) or `step.waitForTask` (`'child'`) starts at step `key` of `inv`'s run. */
+export function childOptions(inv: Invocation, key: string, opts: EnqueueOptions | undefined, trigger: 'enqueue' | 'child'): TriggerOptions {
+  // A child the run waits on ends by the run's deadline, or by its own if that is earlier (the trigger takes the earlier).
+  const inherited = trigger === 'child' && inv.deadline !== undefined ? earlierDeadline(opts?.deadline, inv.deadline) : opts?.deadline
+  return {
+    ...opts,
+    ...(inherited === undefined ? {} : { deadline: inherited }),
+    idempotencyKey: opts?.idempotencyKey ?? childIdempotencyKey(inv.runId, key),
+    trigger,
+    parentRunId: inv.runId,
+    trace: inv.span?.trace(),
+  }
 }

@@ -36,7 +36,7 @@ import {
   TransactionUnsupportedError,
 } from '../../errors.ts'
 import { beginEventWait, eventResult } from './wait-for-event.ts'
-import { childIdempotencyKey, stepIdempotencyKey, tokenIdFor } from '../base/ids.ts'
+import { stepIdempotencyKey, tokenIdFor } from '../base/ids.ts'
 import { jsonCopy } from '../base/json-copy.ts'
 import { checkEnqueueOptions } from '../definitions/options.ts'
 import { assertPayload } from '../store/payload-limit.ts'
@@ -44,11 +44,10 @@ import { describe } from '../../describe.ts'
 import type { RunStore } from '../store/store.ts'
 import type { Clock } from '../base/clock.ts'
 import type { StepCalls } from './step-calls.ts'
-import { childRunResult } from './child-waits.ts'
+import { childOptions, childRunResult } from './child-waits.ts'
 import { SuspendSignal } from './suspend.ts'
 import { WAITPOINT_KINDS } from './waitpoint-kinds.ts'
 import type { Invocation } from './invocation.ts'
-import { earlierDeadline } from './deadlines.ts'
 
 /** What steps need from the runtime. */
 export interface StepHost {
@@ -372,19 +371,6 @@ function suspend(inv: Invocation, host: StepHost, key: string, waitpoint: Waitpo
   host.noteLocalWait()
   inv.suspension ??= new SuspendSignal(key, waitpoint)
   throw inv.suspension
-}
-
-function childOptions(inv: Invocation, key: string, opts: EnqueueOptions | undefined, trigger: 'enqueue' | 'child'): TriggerOptions {
-  // A child the run waits on ends by the run's deadline, or by its own if that is earlier (the trigger takes the earlier).
-  const inherited = trigger === 'child' && inv.deadline !== undefined ? earlierDeadline(opts?.deadline, inv.deadline) : opts?.deadline
-  return {
-    ...opts,
-    ...(inherited === undefined ? {} : { deadline: inherited }),
-    idempotencyKey: opts?.idempotencyKey ?? childIdempotencyKey(inv.runId, key),
-    trigger,
-    parentRunId: inv.runId,
-    trace: inv.span?.trace(),
-  }
 }
 
 function tokenResult<T>(step: StepRecord): { payload?: T } | { timedOut: true } {

@@ -28,6 +28,7 @@ import type { ShardChildren } from './shard-children.ts'
 import { ChildWaits } from './child-waits.ts'
 import { unknownWaitpoint } from './waitpoint-kinds.ts'
 import { expireRun } from './deadlines.ts'
+import { tokenStep, tokenTimeout } from './token-waits.ts'
 
 /** How many suspended runs one read of `deliverEvent` looks at. */
 const DELIVERY_PAGE = 500
@@ -101,7 +102,7 @@ export class Waitpoints {
       clock: options.clock,
       resume: (runId, stepKey, step) => this.#resume(runId, stepKey, step),
       arm: (timer) => this.arm(timer),
-      dropTimer: (id) => this.#dropTimer(id),
+      dropTimer: (id) => this.dropTimer(id),
     })
   }
 
@@ -162,7 +163,7 @@ export class Waitpoints {
     this.#childWaits.finished(run)
     // Its deadline no longer matters: the timer would find it finished.
     if (run.deadline !== undefined) {
-      this.#dropTimer(timerId(run.id, 'deadline')).catch((error: unknown) =>
+      this.dropTimer(timerId(run.id, 'deadline')).catch((error: unknown) =>
         this.#logger.warn(`[svc] task runtime: the deadline timer of finished run ${run.id} stays until it is due: ${errorMessage(error)}`),
       )
     }
@@ -384,26 +385,12 @@ export class Waitpoints {
 
   /** Clears the timeout timer of a token that has just been settled. */
   async #dropTokenTimer(token: TokenRecord): Promise<void> {
-    await this.#dropTimer(timerId(token.runId, 'token-timeout', token.stepKey))
+    await this.dropTimer(timerId(token.runId, 'token-timeout', token.stepKey))
   }
 
   /** Removes timer `id`, in the store and in-process. */
-  dropTimer(id: string): Promise<void> {
-    return this.#dropTimer(id)
-  }
-
-  async #dropTimer(id: string): Promise<void> {
+  async dropTimer(id: string): Promise<void> {
     this.#timers.clear(id)
     await this.#store.takeTimer(id)
   }
-}
-
-/** The timer that times out a token wait at `dueAt`. */
-function tokenTimeout(runId: string, stepKey: string, tokenId: string, dueAt: string): TimerRecord {
-  return { id: timerId(runId, 'token-timeout', stepKey), runId, kind: 'token-timeout', stepKey, tokenId, dueAt }
-}
-
-function tokenStep(status: Exclude<TokenStatus, 'waiting'>, payload: unknown): StepRecord {
-  if (status === 'timed_out') return { status: 'timed_out' }
-  return payload === undefined ? { status: 'completed' } : { status: 'completed', output: payload }
 }

@@ -18,7 +18,7 @@ import type { EventEffects, EventListQuery, StoreLifecycle } from '../../types/r
 import type { EventMatch } from '../../events/match.ts'
 import { type MemoryRunStoreOptions, resolveMemoryOptions } from './memory-options.ts'
 import { type Clock, isoNowOf } from '../base/clock.ts'
-import { EventWaits } from './memory-event-waits.ts'
+import { RunIndexes } from './memory-indexes.ts'
 import { MemorySchedules } from './memory-schedules.ts'
 import { byCreation, copyAttempt, copyRun, idempotencyScope, InFlow, NO_ATTEMPTS, type StoredRun, withAttempt } from './memory-records.ts'
 
@@ -40,13 +40,10 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
   readonly #clock: Clock
   /** The queued and running runs of the tasks `startQueued` was asked about (memory-records.ts). */
   readonly #inFlow = new InFlow()
-  /** The suspended runs that wait for an event, by its name (memory-event-waits.ts). */
-  readonly #eventWaits = new EventWaits()
+  /** Creation order, and the runs that wait for an event by its name (memory-indexes.ts). */
+  readonly #indexes = new RunIndexes()
   /** Runtime schedules (memory-schedules.ts). */
   readonly #schedules = new MemorySchedules()
-  /** Each retained run's place in creation order, which `#runs` keeps but cannot index: how runs from an index are listed newest first. */
-  readonly #created = new Map<string, number>()
-  #creations = 0
   /** What each retained run weighs (run-size.ts), by id; kept beside the record so reads do not copy it. */
   #sizes = new Map<string, number>()
   #bytes = 0
@@ -136,9 +133,8 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
     const attempts = run.attempts.length === 0 ? NO_ATTEMPTS : run.attempts.map(copyAttempt)
     const stored: StoredRun = { ...run, attempts, steps: StepLog.from(run.steps) }
     this.#runs.set(run.id, stored)
-    this.#created.set(run.id, this.#creations++)
     this.#inFlow.track(stored)
-    this.#eventWaits.track(stored)
+    this.#indexes.added(stored)
     this.#sizes.set(run.id, 0)
     this.#grow(run.id, runSize(run), live)
     if (!live) this.#finished.add(run.id)
@@ -167,7 +163,7 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
       applyRunPatch(run, { ...patch, attempt: undefined })
     }
     this.#inFlow.track(run)
-    this.#eventWaits.track(run)
+    this.#indexes.track(run)
     const live = !isFinished(run.status)
     if (live !== wasLive) {
       // The run's whole weight moves between the live and the finished part.
@@ -202,12 +198,12 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
     const statuses = query.status
     const out: RunRecord[] = []
     if (query.cursor !== undefined && !this.#runs.has(query.cursor)) return out
-    const all = query.waitingForEvent === undefined ? [...this.#runs.values()] : this.#waitingFor(query.waitingForEvent)
+    const all = query.waitingForEvent === undefined ? [...this.#runs.values()] : this.#indexes.waitingFor(query.waitingForEvent, this.#runs)
     let start = all.length - 1
     if (query.cursor !== undefined) {
-      const at = this.#created.get(query.cursor)!
+      const at = this.#indexes.order(query.cursor)!
       // The runs created before the cursor's, which need not be in `all`: it may no longer wait.
-      while (start >= 0 && this.#created.get(all[start].id)! >= at) start--
+      while (start >= 0 && this.#indexes.order(all[start].id)! >= at) start--
     }
     for (let i = start; i >= 0 && out.length < limit; i--) {
       const run = all[i]
@@ -218,12 +214,6 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
       out.push(copyRun(run))
     }
     return out
-  }
-
-  /** The runs waiting for event `name`, in creation order. */
-  #waitingFor(name: string): StoredRun[] {
-    const runs = [...this.#eventWaits.of(name)].map((id) => this.#runs.get(id)!)
-    return runs.sort((a, b) => this.#created.get(a.id)! - this.#created.get(b.id)!)
   }
 
   putSchedule = this.#schedules.putSchedule.bind(this.#schedules)
@@ -391,8 +381,7 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
     this.#finished.delete(id)
     const run = this.#runs.get(id)
     this.#runs.delete(id)
-    this.#created.delete(id)
-    this.#eventWaits.forget(id)
+    this.#indexes.removed(id)
     this.#bytes -= this.#sizes.get(id) ?? 0
     this.#sizes.delete(id)
     if (run?.idempotencyKey !== undefined) {
