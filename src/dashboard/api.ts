@@ -34,7 +34,7 @@ function headers(extra?: Record<string, string>): Record<string, string> {
   return value ? { ...extra, authorization: `Bearer ${value}` } : { ...extra }
 }
 
-export async function api<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+export async function api<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
   const init: RequestInit = { method, headers: headers(body === undefined ? undefined : { 'content-type': 'application/json' }) }
   if (body !== undefined) init.body = JSON.stringify(body)
   const res = await fetch(base + path, init)

@@ -10,6 +10,7 @@ import { runView } from './run.ts'
 import { runsView } from './runs.ts'
 import { errorView, tasksTable, triggerForm } from './tasks.ts'
 import { eventsView } from './events.ts'
+import { schedulesView } from './schedules.ts'
 import type { DashboardTask } from './types.ts'
 
 const root = document.getElementById('app')!
@@ -20,6 +21,7 @@ let stopEvents: AbortController | undefined
 const runs = runsView((id) => openRun(id))
 const events = eventsView((id) => openRun(id))
 const charts = chartsView()
+const schedules = schedulesView((id) => openRun(id))
 const run = runView(
   (id) => openRun(id),
   () => refreshSoon(),
@@ -39,6 +41,7 @@ async function loadTasks(): Promise<DashboardTask[]> {
   fill(tasksSection, tasksTable(tasks, openRun, tasksProblems))
   runs.setTasks(tasks.map((task) => task.name))
   charts.setTasks(tasks.map((task) => task.name))
+  schedules.setTasks(tasks.map((task) => task.name))
   return tasks
 }
 
@@ -51,7 +54,7 @@ function refreshSoon(): void {
     pending = false
     // The events list is the one view whose reads grow with what it shows: it is read again at most once a second.
     events.changed()
-    void Promise.all([loadTasks().catch(() => undefined), runs.refresh(), run.refresh(), charts.refresh()])
+    void Promise.all([loadTasks().catch(() => undefined), runs.refresh(), run.refresh(), charts.refresh(), schedules.refresh()])
   }, 50)
 }
 
@@ -71,6 +74,13 @@ async function start(): Promise<void> {
     h('section', { 'aria-labelledby': 'trigger-heading' }, h('h2', { id: 'trigger-heading' }, 'Trigger a run'), triggerSection),
     h('section', { 'aria-labelledby': 'charts-heading' }, h('h2', { id: 'charts-heading' }, 'Task charts'), charts.element),
     h('section', { 'aria-labelledby': 'runs-heading' }, h('h2', { id: 'runs-heading' }, 'Runs'), runs.element),
+    h(
+      'section',
+      { 'aria-labelledby': 'schedules-heading' },
+      h('h2', { id: 'schedules-heading' }, 'Schedules'),
+      schedules.element,
+      schedules.form,
+    ),
     h('section', { 'aria-labelledby': 'events-heading' }, h('h2', { id: 'events-heading' }, 'Events'), events.element),
     h('section', { 'aria-labelledby': 'send-heading' }, h('h2', { id: 'send-heading' }, 'Send an event'), events.sendForm),
     run.element,
@@ -86,7 +96,7 @@ async function start(): Promise<void> {
     },
     stopEvents.signal,
   )
-  await Promise.all([runs.refresh(), events.refresh()])
+  await Promise.all([runs.refresh(), events.refresh(), schedules.refresh()])
   const match = /^#run\/(.+)$/.exec(location.hash)
   if (match) await run.show(decodeURIComponent(match[1]))
 }

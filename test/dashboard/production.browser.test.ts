@@ -58,7 +58,7 @@ describe('the runs dashboard in production', () => {
     await page.getByLabel('Task secret').fill(SECRET)
     await page.getByRole('button', { name: 'Sign in' }).click()
     const tasks = page.getByRole('region', { name: 'Tasks' }).getByRole('table')
-    await expect.poll(() => tasks.getByRole('rowheader').count()).toBe(6)
+    await expect.poll(() => tasks.getByRole('rowheader').count()).toBe(7)
     const row = page.getByRole('region', { name: 'Runs' }).getByRole('row').filter({ hasText: id })
     await expect.poll(() => row.locator('.status').textContent()).toBe('completed')
     // The event stream is read with the bearer header too.

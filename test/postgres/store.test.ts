@@ -217,6 +217,7 @@ describe('PostgresRunStore migrations', () => {
       'processes',
       'run_counts',
       'runs',
+      'schedules',
       'steps',
       'timers',
       'tokens',

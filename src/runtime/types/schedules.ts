@@ -40,7 +40,7 @@ export interface ScheduleRecord {
   enabled: boolean
   /** When its next tick starts a run (ISO 8601); `null` while it is paused, or when no date matches. */
   nextAt: string | null
-  /** The tick its last run stood for, and that run's id. */
+  /** The tick its last run stood for (a tick, or `trigger`'s instant), and that run's id. */
   lastTick?: string
   lastRunId?: string
   createdAt: string

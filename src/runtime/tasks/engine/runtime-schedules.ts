@@ -125,8 +125,12 @@ export class RuntimeSchedules implements SchedulesApi {
   }
 
   async trigger(id: string): Promise<ScheduleTick> {
-    const schedule = await this.#require(this.#store(`schedules.trigger("${id}")`), id)
-    return this.#start(schedule, isoAt(this.#options.clock.now()))
+    const store = this.#store(`schedules.trigger("${id}")`)
+    const started = await this.#start(await this.#require(store, id), isoAt(this.#options.clock.now()))
+    // The schedule's last run is this one; a schedule deleted meanwhile stays deleted.
+    const latest = await store.getSchedule(id)
+    if (latest) await store.putSchedule({ ...latest, lastTick: started.tick, lastRunId: started.runId })
+    return started
   }
 
   async backfill(id: string, from: Date | string, to: Date | string): Promise<ScheduleTick[]> {
