@@ -16,10 +16,10 @@
  * it on the event (`RunStore.noteEventEffects`), as the send does for the
  * waits it meets, so a listing of events shows it either way. Edge-safe.
  */
-import type { ReceivedEvent, StepRecord, WaitForEventOptions, Waitpoint } from '../../types.ts'
+import type { ReceivedEvent, RunRecord, StepRecord, WaitForEventOptions, Waitpoint } from '../../types.ts'
 import { describe } from '../../describe.ts'
 import { eventNameProblem } from '../../events/rules.ts'
-import { type EventMatch, matchProblem } from '../../events/match.ts'
+import { type EventMatch, matchesEvent, matchProblem } from '../../events/match.ts'
 import { EVENT_RETENTION_MS, type EventRecord, type RunStore, type TokenRecord } from '../store/store.ts'
 
 /** The token id of run `runId`'s wait for an event at step `stepKey`; distinct from a `waitForToken` token's. */
@@ -122,4 +122,52 @@ function optionsProblem(opts: WaitForEventOptions | undefined): string | null {
     return `lookbackSeconds must be a number of seconds from 0 to ${maxLookback}, the time events are kept (got ${describe(lookbackSeconds)})`
   }
   return null
+}
+
+/** How many suspended runs one read of `deliverEvent` looks at. */
+const DELIVERY_PAGE = 500
+/** How many of them `deliverEvent` meets at once. */
+const DELIVERY_AT_ONCE = 32
+
+/**
+ * The delivery of `event` to the runs suspended on a wait it meets (its
+ * name, sent within the wait's window, with data that holds the wait's
+ * match): each wait's token is settled once, by whichever event or look
+ * comes first, and `resume` resumes the run with it. Resolves to the runs
+ * whose wait `event` met (the wait's own second look may be the one to
+ * resume it). Reads the runs suspended on an event of its name page by
+ * page (`RunQuery.waitingForEvent`, indexed on the durable stores); a store
+ * that does not know the filter lists every suspended run, which the
+ * checks here then sort out. The waits of a page are met a few at once:
+ * each is a write or two of its own, which a store that groups its
+ * commits (Postgres, SQLite) shares between them.
+ */
+export async function deliverEvent(
+  store: RunStore,
+  event: EventRecord,
+  resume: (run: RunRecord, token: TokenRecord) => Promise<unknown>,
+): Promise<string[]> {
+  const resumed: string[] = []
+  const sent = Date.parse(event.time)
+  const meet = async (run: RunRecord): Promise<boolean> => {
+    const wait = run.suspended!.waitpoint as Extract<Waitpoint, { type: 'event' }>
+    const token = await settleWith(store, wait.tokenId, event)
+    if (!token || token.status === 'waiting') return false
+    await resume(run, token)
+    return metBy(token, event)
+  }
+  for (let cursor: string | undefined; ; ) {
+    const page = await store.listRuns({ status: 'suspended', waitingForEvent: event.name, limit: DELIVERY_PAGE, cursor })
+    const met = page.filter((run) => {
+      const wait = run.suspended?.waitpoint
+      return wait?.type === 'event' && wait.name === event.name && sent >= Date.parse(wait.since) && matchesEvent(wait.match, event.data)
+    })
+    for (let i = 0; i < met.length; i += DELIVERY_AT_ONCE) {
+      const batch = met.slice(i, i + DELIVERY_AT_ONCE)
+      const answers = await Promise.all(batch.map(meet))
+      for (const [k, run] of batch.entries()) if (answers[k]) resumed.push(run.id)
+    }
+    if (page.length < DELIVERY_PAGE) return resumed
+    cursor = page[page.length - 1].id
+  }
 }

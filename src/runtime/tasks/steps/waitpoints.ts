@@ -22,16 +22,12 @@ import { assertPayload } from '../store/payload-limit.ts'
 import { stepTiming, waitedStepKind } from './steps.ts'
 import type { EventRecord, RunStore, SharedWork, TimerRecord, TokenRecord } from '../store/store.ts'
 import { createTimerSet, type TimerSet } from '../base/in-process-timers.ts'
-import { matchesEvent } from '../../events/match.ts'
-import { eventWaitStep, metBy, settleFromRecorded, settleWith } from './wait-for-event.ts'
+import { deliverEvent, eventWaitStep, settleFromRecorded } from './wait-for-event.ts'
 import type { ShardChildren } from './shard-children.ts'
 import { ChildWaits } from './child-waits.ts'
 import { unknownWaitpoint } from './waitpoint-kinds.ts'
 import { expireRun } from './deadlines.ts'
 import { tokenStep, tokenTimeout } from './token-waits.ts'
-
-/** How many suspended runs one read of `deliverEvent` looks at. */
-const DELIVERY_PAGE = 500
 
 export interface WaitpointsOptions {
   store: RunStore
@@ -216,23 +212,8 @@ export class Waitpoints {
    * on the durable stores); a store that does not know the filter lists
    * every suspended run, which the checks here then sort out.
    */
-  async deliverEvent(event: EventRecord): Promise<string[]> {
-    const resumed: string[] = []
-    const sent = Date.parse(event.time)
-    for (let cursor: string | undefined; ; ) {
-      const page = await this.#store.listRuns({ status: 'suspended', waitingForEvent: event.name, limit: DELIVERY_PAGE, cursor })
-      for (const run of page) {
-        const wait = run.suspended
-        if (wait?.waitpoint.type !== 'event' || wait.waitpoint.name !== event.name || sent < Date.parse(wait.waitpoint.since)) continue
-        if (!matchesEvent(wait.waitpoint.match, event.data)) continue
-        const token = await settleWith(this.#store, wait.waitpoint.tokenId, event)
-        if (!token || token.status === 'waiting') continue
-        await this.#eventWaitMet(run.id, wait.stepKey, token)
-        if (metBy(token, event)) resumed.push(run.id)
-      }
-      if (page.length < DELIVERY_PAGE) return resumed
-      cursor = page[page.length - 1].id
-    }
+  deliverEvent(event: EventRecord): Promise<string[]> {
+    return deliverEvent(this.#store, event, (run, token) => this.#eventWaitMet(run.id, run.suspended!.stepKey, token))
   }
 
   /** An event wait's token is settled: its deadline goes, and the run resumes with what settled it. */
