@@ -92,5 +92,5 @@ it('storage of the release before versions were recorded migrates to the current
 
   const after = await storage()
   expect(after.version).toBe(SCHEMA_VERSION)
-  expect(after.names).toEqual([...before.names, 'svc_schema', 'svc_timers_by_run'].sort())
+  expect(after.names).toEqual([...before.names, 'svc_schedules', 'svc_schedules_by_key', 'svc_schema', 'svc_timers_by_run'].sort())
 })

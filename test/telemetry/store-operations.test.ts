@@ -10,6 +10,7 @@ it('times every writing method, createRuns and pruneFinished included, and no re
   expect(STORE_WRITES).toContain('pruneFinished')
   expect(STORE_WRITES).not.toContain('getRun')
   // The memory store implements every method the table names but those of a shared or SQL database.
-  const implemented = Object.getOwnPropertyNames(MemoryRunStore.prototype)
+  // Its schedule calls are fields it takes from its MemorySchedules, not methods of its class.
+  const implemented = [...Object.getOwnPropertyNames(MemoryRunStore.prototype), ...Object.keys(new MemoryRunStore())]
   expect(Object.keys(STORE_OPERATIONS).filter((name) => !implemented.includes(name))).toEqual(['claimRunning', 'transactStep'])
 })
