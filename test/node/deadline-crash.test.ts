@@ -4,7 +4,6 @@
 // then deleted from the file, as a crash between recording the run and its
 // timer would leave it. A new process, started after the deadline, fails
 // all three with DEADLINE_EXCEEDED at once, and runs no step again.
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -12,6 +11,7 @@ import { DatabaseSync } from 'node:sqlite'
 import { fileURLToPath } from 'node:url'
 import { afterAll, expect, it } from 'vitest'
 import type { RunRecord } from '../../src/types.ts'
+import { runScript } from './_script.ts'
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/deadline-crash/child.ts', import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), 'svc-deadline-crash-'))
@@ -20,21 +20,7 @@ const db = join(dir, 'runs.db')
 const effects = join(dir, 'effects.log')
 const idsFile = join(dir, 'ids.json')
 
-/** Runs the child script in `mode` to its end, and resolves with its exit code, signal and output. */
-function child(mode: 'start' | 'resume'): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [SCRIPT, db, effects, idsFile, mode], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let out = ''
-    proc.stdout.on('data', (chunk) => (out += chunk))
-    proc.stderr.on('data', (chunk) => (out += chunk))
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 20_000)
-    proc.once('error', reject)
-    proc.once('exit', (code, signal) => {
-      clearTimeout(timer)
-      resolve({ code, signal, out })
-    })
-  })
-}
+const child = (mode: 'start' | 'resume') => runScript(SCRIPT, [db, effects, idsFile, mode])
 
 it('applies deadlines that passed while every process was down, a lost deadline timer too, and runs no step again', async () => {
   writeFileSync(effects, '')

@@ -3,7 +3,6 @@
 // is then set due in the past, as a tick missed during the downtime would
 // be; two processes start on the shared SQLite file at once, and of the two
 // exactly one runs the tick.
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -11,6 +10,7 @@ import { DatabaseSync } from 'node:sqlite'
 import { fileURLToPath } from 'node:url'
 import { afterAll, expect, it } from 'vitest'
 import type { RunRecord } from '../../src/types.ts'
+import { runScript } from './_script.ts'
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/schedule-crash/child.ts', import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), 'svc-schedule-crash-'))
@@ -18,20 +18,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const db = join(dir, 'runs.db')
 const out = join(dir, 'out.json')
 
-function child(mode: 'make' | 'resume'): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [SCRIPT, db, out, mode], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let text = ''
-    proc.stdout.on('data', (chunk) => (text += chunk))
-    proc.stderr.on('data', (chunk) => (text += chunk))
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000)
-    proc.once('error', reject)
-    proc.once('exit', (code, signal) => {
-      clearTimeout(timer)
-      resolve({ code, signal, out: text })
-    })
-  })
-}
+const child = (mode: 'make' | 'resume') => runScript(SCRIPT, [db, out, mode], 30_000)
 
 it('runs a tick missed while every process was down once, on one of two processes that start together', async () => {
   const made = await child('make')

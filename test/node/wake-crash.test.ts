@@ -5,35 +5,19 @@
 // parent and its child cancelled, the child's later step never run. A run
 // replayed from a step just before the kill finishes after it, with the
 // steps before that one kept and not run again.
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, expect, it } from 'vitest'
 import type { RunRecord } from '../../src/types.ts'
+import { runScript } from './_script.ts'
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/wake-crash/child.ts', import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), 'svc-wake-crash-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-/** Runs the child script in `mode` to its end, and resolves with its exit code, signal and output. */
-function child(mode: 'wake' | 'resume'): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [SCRIPT, join(dir, 'runs.db'), join(dir, 'effects.log'), join(dir, 'ids.json'), mode], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let out = ''
-    proc.stdout.on('data', (chunk) => (out += chunk))
-    proc.stderr.on('data', (chunk) => (out += chunk))
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 20_000)
-    proc.once('error', reject)
-    proc.once('exit', (code, signal) => {
-      clearTimeout(timer)
-      resolve({ code, signal, out })
-    })
-  })
-}
+const child = (mode: 'wake' | 'resume') => runScript(SCRIPT, [join(dir, 'runs.db'), join(dir, 'effects.log'), join(dir, 'ids.json'), mode])
 
 it('keeps a wake, a cancel and a replay from a step made just before a SIGKILL, and runs no recorded step again', async () => {
   const first = await child('wake')
