@@ -40,6 +40,12 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
     }
   }
 
+  // The panel goes, and the address no longer names the run.
+  const close = () => {
+    history.replaceState(null, '', location.pathname + location.search)
+    void view.show(null)
+  }
+
   const render = (run: Run) => {
     const live = !FINISHED.has(run.status)
     const last = run.attempts.at(-1)
@@ -64,6 +70,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
       h(
         'div',
         { class: 'actions' },
+        h('button', { type: 'button', class: 'close', onclick: close }, 'Close'),
         wakeable(run)
           ? h(
               'button',

@@ -36,11 +36,10 @@ describe('runtime schedules in the dashboard', () => {
     // The run now shows as the schedule's last.
     await expect.poll(() => row.locator('td a').count()).toBe(1)
 
-    // The run's panel covers the page until it is closed.
-    await ui.page.evaluate(() => {
-      location.hash = ''
-    })
+    // Closed, the run's panel goes, and the address no longer names the run.
+    await run.getByRole('button', { name: 'Close' }).click()
     await expect.poll(() => run.isHidden()).toBe(true)
+    expect(new URL(ui.page.url()).hash).toBe('')
     await row.getByRole('button', { name: 'Delete' }).click()
     await expect.poll(() => section().textContent()).toContain('No schedules yet')
   })
