@@ -117,26 +117,37 @@ async function instance(target: Target, env: Record<string, string> = {}): Promi
   }
 }
 
-/** `POST /__tasks/<name>` on an instance; resolves to the 202 body. */
-async function trigger(target: Target, fn: Instance, name: string, remainingMs?: number): Promise<{ id: string }> {
+/** `POST <path>` of the task admin surface on an instance, with `body` as JSON; resolves to the status and the JSON answer. */
+async function post(
+  target: Target,
+  fn: Instance,
+  path: string,
+  body: unknown,
+  remainingMs?: number,
+): Promise<{ status: number; body: any }> {
   const headers = { authorization: `Bearer ${TASK_SECRET}`, 'content-type': 'application/json' }
   if (target === 'vercel') {
-    const res = await fetch(`${fn.base}/__tasks/${name}`, { method: 'POST', headers, body: '{}' })
-    expect(res.status).toBe(202)
-    return res.json() as Promise<{ id: string }>
+    const res = await fetch(`${fn.base}${path}`, { method: 'POST', headers, body: JSON.stringify(body) })
+    return { status: res.status, body: await res.json() }
   }
   const result = await fn.invoke(
     {
       version: '2.0',
-      rawPath: `/__tasks/${name}`,
+      rawPath: path,
       headers: { ...headers, host: 'fn.example' },
-      body: '{}',
+      body: JSON.stringify(body),
       requestContext: { domainName: 'fn.example', http: { method: 'POST', sourceIp: '203.0.113.9' } },
     },
     remainingMs,
   )
-  expect(result.statusCode).toBe(202)
-  return JSON.parse(result.body)
+  return { status: result.statusCode, body: JSON.parse(result.body) }
+}
+
+/** `POST /__tasks/<name>` on an instance; resolves to the 202 body. */
+async function trigger(target: Target, fn: Instance, name: string, remainingMs?: number): Promise<{ id: string }> {
+  const answer = await post(target, fn, `/__tasks/${name}`, {}, remainingMs)
+  expect(answer.status).toBe(202)
+  return answer.body
 }
 
 /** The tick, as the platform's one-minute schedule sends it. */
@@ -189,6 +200,27 @@ describe.each(['lambda', 'vercel'] as const)('the %s function on a Postgres stor
     const other = await instance(target)
     expect(await tick(target, other)).toEqual({ ok: true, inFlight: 0 })
     expect(await run(id)).toMatchObject({ status: 'completed', result: 'ab', steps: { nap: { status: 'completed' } } })
+  })
+
+  it('a runtime schedule made through one instance starts the run of its tick from the tick of another', async () => {
+    const first = await instance(target)
+    const made = await post(target, first, '/__tasks/jobs.quick/schedules', { cron: '* * * * *', key: target })
+    expect(made).toMatchObject({ status: 201, body: { task: 'jobs.quick', nextAt: expect.any(String) } })
+    first.kill()
+    // Its tick comes due, as it would by the next minute.
+    const due = new Date(Date.now() - 1000).toISOString()
+    const db = postgres(url, { onnotice: () => {} })
+    try {
+      const moved =
+        await db`UPDATE svc.timers SET due_at = ${due}, record = jsonb_set(record, '{dueAt}', to_jsonb(${due}::text)) WHERE id = ${`${made.body.id}:schedule`}`
+      expect(moved.count).toBe(1)
+    } finally {
+      await db.end()
+    }
+    const other = await instance(target)
+    expect(await tick(target, other)).toMatchObject({ ok: true })
+    const runs = (await store.listRuns({ taskName: 'jobs.quick' })).filter((r) => r.schedule?.id === made.body.id)
+    expect(runs).toEqual([expect.objectContaining({ status: 'completed', result: 'done', schedule: { id: made.body.id, tick: due } })])
   })
 })
 
