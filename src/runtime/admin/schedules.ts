@@ -54,9 +54,9 @@ export async function scheduleRoute(
     if (segments[1] === 'schedules') {
       if (method !== 'POST') return methodNotAllowed(R, method, pathname, 'POST')
       const body = await objectBody(routes, request, 'a schedule is { cron, timezone?, input?, key?, enabled? }')
-      const before = typeof body.key === 'string' ? await schedules.list({ task: segments[0], key: body.key }) : []
       const made = await schedules.create({ ...body, task: segments[0] } as Parameters<SchedulesApi['create']>[0])
-      return json(before.length > 0 ? 200 : 201, made)
+      // A schedule of the same task and key, updated, kept its creation time.
+      return json(made.createdAt === made.updatedAt ? 201 : 200, made)
     }
     const [, id, action] = segments
     if (id === undefined) {

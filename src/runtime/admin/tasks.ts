@@ -41,6 +41,7 @@ import { readJsonBody } from '../http/body.ts'
 import { enqueueOptionsFromHeaders } from '../tasks/client/client.ts'
 import { MAX_BATCH_ITEMS } from '../tasks/flow/batch.ts'
 import { type CancelReach, cancelReachParam, isCancelReach } from '../tasks/engine/cancel-children.ts'
+import { fromStepProblem } from '../tasks/engine/replay-steps.ts'
 import { describe } from '../describe.ts'
 import type { EnvLike } from '../env.ts'
 import { authorize, type LoopbackExemption } from './auth.ts'
@@ -313,9 +314,5 @@ function replayOptions(value: unknown): ReplayOptions | string {
   const unknown = Object.keys(value).filter((key) => key !== 'fromStep' && key !== 'input')
   if (unknown.length > 0)
     return `A replay's body takes fromStep and input only (got ${unknown.map((key) => JSON.stringify(key)).join(', ')})`
-  const { fromStep } = value as ReplayOptions
-  if (fromStep !== undefined && (typeof fromStep !== 'string' || fromStep === '')) {
-    return `fromStep must be the key of a step the run recorded (got ${describe(fromStep)})`
-  }
-  return value as ReplayOptions
+  return fromStepProblem((value as ReplayOptions).fromStep) ?? (value as ReplayOptions)
 }

@@ -57,3 +57,10 @@ export function isoAt(ms: number): string {
 export function isoNowOf(clock: Clock): string {
   return isoAt(clock.now())
 }
+
+/** Epoch milliseconds of `value`: a `Date`, an ISO 8601 string, or, with `numbers`, epoch milliseconds; NaN for anything else. */
+export function instantMs(value: unknown, numbers = false): number {
+  if (value instanceof Date) return value.getTime()
+  if (typeof value === 'string') return Date.parse(value)
+  return numbers && typeof value === 'number' ? value : Number.NaN
+}

@@ -8,6 +8,7 @@
  * `trigger` and the `Idempotency-Key`/`Svc-Delay-Seconds` headers of the
  * task admin surface (which answers 400 `INVALID_OPTIONS` with the message).
  */
+import { instantMs } from '../base/clock.ts'
 import type { EnqueueOptions, RunTrace, RunTrigger, TriggerOptions } from '../../types/runs.ts'
 import { describe } from '../../describe.ts'
 import { batchKeyOf } from '../flow/batch.ts'
@@ -131,8 +132,7 @@ const EARLIEST_DEADLINE = Date.UTC(2000, 0, 1)
  */
 export function deadlineOption(value: unknown, where: () => string, shown: unknown = value): string | undefined {
   if (value === undefined) return undefined
-  const ms =
-    value instanceof Date ? value.getTime() : typeof value === 'string' ? Date.parse(value) : typeof value === 'number' ? value : Number.NaN
+  const ms = instantMs(value, true)
   if (!Number.isFinite(ms)) {
     throw new TypeError(
       `${where()}: deadline must be an instant: a Date, an ISO 8601 string or epoch milliseconds (got ${describe(shown)})`,

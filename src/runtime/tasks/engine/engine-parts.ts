@@ -185,7 +185,7 @@ export function engineParts(
   })
   const sharedWork =
     shared && Claims && new Claims({ shared, owner, logger, unrefTimers, clock, dispatch, waitpoints, waiters, flow, versions })
-  const recovery = new Recovery({ store, logger, waitpoints, dispatch, flow, sharedWork })
+  const recovery = new Recovery({ store, logger, waitpoints, dispatch, flow, sharedWork, schedules: (timers) => schedules.recover(timers) })
   const retention = new Retention({ store, tasks, logger, clock, defaultMs: options.retentionMs })
   const scheduled = new ScheduledRuns({ store, logger, shared, trigger: (name) => trigger(name, undefined, { trigger: 'cron' }) })
   const creation = new RunCreation({

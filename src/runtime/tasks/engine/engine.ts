@@ -231,11 +231,9 @@ export class TaskEngine {
     return this.#waitpoints.completeToken(tokenId, payload)
   }
 
-  async recover(): Promise<void> {
+  recover(): Promise<void> {
     this.#retention.start()
-    await this.#recovery.recover()
-    // A schedule written by a process that died before its timer was gets the timer back.
-    if (this.#store.listSchedules) await this.schedules.recover(await this.#store.listTimers())
+    return this.#recovery.recover()
   }
 
   async drain(timeoutMs = 30_000): Promise<void> {

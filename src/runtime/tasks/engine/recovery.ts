@@ -31,6 +31,8 @@ export interface RecoveryOptions {
   flow: FlowPromotion
   /** On a store several processes share. */
   sharedWork: SharedWorkClaims | undefined
+  /** Arms the timers that runtime schedules lack among `timers`, the store's (runtime-schedules.ts). */
+  schedules(timers: readonly TimerRecord[]): Promise<void>
 }
 
 export class Recovery {
@@ -40,6 +42,7 @@ export class Recovery {
   readonly #dispatch: Dispatcher
   readonly #flow: FlowPromotion
   readonly #sharedWork: SharedWorkClaims | undefined
+  readonly #schedules: (timers: readonly TimerRecord[]) => Promise<void>
   /** The next look at running runs other processes held (`#claimRunning`). */
   #recheck: ReturnType<typeof setTimeout> | undefined
   #closed = false
@@ -51,6 +54,7 @@ export class Recovery {
     this.#dispatch = options.dispatch
     this.#flow = options.flow
     this.#sharedWork = options.sharedWork
+    this.#schedules = options.schedules
   }
 
   async recover(): Promise<void> {
@@ -73,7 +77,7 @@ export class Recovery {
       this.#store.listRuns({ status: 'running' }),
       this.#store.listRuns({ status: 'suspended' }),
     ])
-    await this.#armDeadlines([...scheduled, ...running, ...suspended], timers)
+    await this.#armMissing([...scheduled, ...running, ...suspended], timers)
     const orphans = running.filter((run) => !retrying.has(run.id))
     if (this.#store.claimRunning) await this.#claimRunning(orphans)
     else for (const run of orphans) this.#dispatch.start(run)
@@ -85,10 +89,13 @@ export class Recovery {
    * Arms the deadline timers that `live` (the runs recovery read, queued
    * ones read here) lack among `timers`: a process that died between
    * recording a run and its deadline timer left none (deadlines.ts).
+   * Runtime schedules get theirs back likewise.
    */
-  async #armDeadlines(live: RunRecord[], timers: readonly TimerRecord[]): Promise<void> {
+  async #armMissing(live: RunRecord[], timers: readonly TimerRecord[]): Promise<void> {
     const queued = await this.#store.listRuns({ status: 'queued' })
     for (const timer of missingDeadlines([...live, ...queued], timers)) await this.#waitpoints.arm(timer)
+    // So do the schedules whose maker died before writing their timer.
+    await this.#schedules(timers)
   }
 
   /** Looks again at nothing more. */
@@ -148,7 +155,7 @@ export class Recovery {
       this.#store.listRuns({ status: 'running' }),
       this.#store.listRuns({ status: 'suspended' }),
     ])
-    await this.#armDeadlines([...scheduled, ...running, ...suspended], timers)
+    await this.#armMissing([...scheduled, ...running, ...suspended], timers)
     for (const run of suspended) {
       if (run.suspended?.waitpoint.type !== 'sleep') await this.#waitpoints.armWaitpoint(run)
     }

@@ -14,11 +14,15 @@ export function checkReplayOptions(options: ReplayOptions | undefined): ReplayOp
   if (options === null || typeof options !== 'object') {
     throw new TypeError(`replay(id, options): options must be an object such as { fromStep: 'send-email' } (got ${describe(options)})`)
   }
-  const { fromStep } = options
-  if (fromStep !== undefined && (typeof fromStep !== 'string' || fromStep === '')) {
-    throw new TypeError(`replay(id, { fromStep }): fromStep must be the key of a step the run recorded (got ${describe(fromStep)})`)
-  }
+  const problem = fromStepProblem(options.fromStep)
+  if (problem) throw new TypeError(`replay(id, { fromStep }): ${problem}`)
   return options
+}
+
+/** Why `fromStep` cannot name a step to replay from (absent, or a non-empty string, can), or null. */
+export function fromStepProblem(fromStep: unknown): string | null {
+  if (fromStep === undefined || (typeof fromStep === 'string' && fromStep !== '')) return null
+  return `fromStep must be the key of a step the run recorded (got ${describe(fromStep)})`
 }
 
 /**

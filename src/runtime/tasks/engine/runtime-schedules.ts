@@ -25,7 +25,7 @@ import { ScheduleNotFoundError, SvcError, TaskNotFoundError } from '../../errors
 import { describe } from '../../describe.ts'
 import { normalizeCron, scheduleProblem, timezoneProblem } from '../../rules.ts'
 import { validateTaskInput } from '../../schema.ts'
-import { type Clock, isoAt } from '../base/clock.ts'
+import { type Clock, instantMs, isoAt } from '../base/clock.ts'
 import { svcRunKey, timerId } from '../base/ids.ts'
 import type { CronClock } from '../definitions/cron-clock.ts'
 import { checkIdempotencyKey } from '../definitions/options.ts'
@@ -289,7 +289,7 @@ function unknownFields(value: object, fields: readonly string[], where: string):
 }
 
 function instant(value: Date | string, name: string, where: string): number {
-  const ms = value instanceof Date ? value.getTime() : typeof value === 'string' ? Date.parse(value) : Number.NaN
+  const ms = instantMs(value)
   if (Number.isNaN(ms)) throw new TypeError(`${where}: ${name} must be a Date or an ISO 8601 string (got ${describe(value)})`)
   return ms
 }

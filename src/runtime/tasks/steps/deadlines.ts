@@ -19,7 +19,7 @@
  */
 import type { Attempt, RunRecord } from '../../types.ts'
 import { DeadlineExceededError } from '../../errors.ts'
-import { type Clock, isoAt } from '../base/clock.ts'
+import { type Clock, instantMs, isoAt } from '../base/clock.ts'
 import { timerId } from '../base/ids.ts'
 import type { TaskDefinition } from '../definitions/definitions.ts'
 import { isFinished, type RunStore, type TimerRecord } from '../store/store.ts'
@@ -37,7 +37,7 @@ export function runDeadline(def: TaskDefinition, given: string | undefined, dueM
 /** The earlier of `given` (a trigger's `deadline` as its caller gave it, checked already) and `inherited` (ISO). */
 export function earlierDeadline(given: Date | string | number | undefined, inherited: string): string {
   if (given === undefined) return inherited
-  const ms = given instanceof Date ? given.getTime() : typeof given === 'string' ? Date.parse(given) : given
+  const ms = instantMs(given, true)
   return ms < Date.parse(inherited) ? isoAt(ms) : inherited
 }
 

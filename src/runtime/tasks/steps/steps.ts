@@ -42,7 +42,7 @@ import { checkEnqueueOptions } from '../definitions/options.ts'
 import { assertPayload } from '../store/payload-limit.ts'
 import { describe } from '../../describe.ts'
 import type { RunStore } from '../store/store.ts'
-import type { Clock } from '../base/clock.ts'
+import { type Clock, instantMs } from '../base/clock.ts'
 import type { StepCalls } from './step-calls.ts'
 import { childOptions, childRunResult } from './child-waits.ts'
 import { SuspendSignal } from './suspend.ts'
@@ -379,7 +379,7 @@ function tokenResult<T>(step: StepRecord): { payload?: T } | { timedOut: true } 
 }
 
 function parseInstant(key: string, date: Date | string): number {
-  const ms = date instanceof Date ? date.getTime() : typeof date === 'string' ? Date.parse(date) : Number.NaN
+  const ms = instantMs(date)
   if (Number.isNaN(ms)) {
     throw new TypeError(`ctx.step.sleepUntil("${key}", date): date must be a valid Date or an ISO 8601 string (got ${describe(date)})`)
   }
