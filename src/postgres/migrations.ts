@@ -339,6 +339,15 @@ const MIGRATIONS: readonly string[] = [
   );
   CREATE UNIQUE INDEX schedules_by_key ON $schema.schedules (task, key) WHERE key IS NOT NULL;
   `,
+  `
+  -- Run search (run-search.ts): runs by tag, by metadata and by when they
+  -- were created. The first two index only the runs that hold tags or
+  -- metadata, so a run without either costs them nothing; "C" order is
+  -- the order of ISO 8601 text, and the cheapest to compare.
+  CREATE INDEX runs_by_tags ON $schema.runs USING gin ((record->'tags') jsonb_path_ops) WHERE record ? 'tags';
+  CREATE INDEX runs_by_metadata ON $schema.runs USING gin ((record->'metadata') jsonb_path_ops) WHERE record ? 'metadata';
+  CREATE INDEX runs_by_created ON $schema.runs ((record->>'createdAt') COLLATE "C");
+  `,
 ]
 
 /** The schema version this release writes. */

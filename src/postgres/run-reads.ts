@@ -10,6 +10,7 @@ import type { PostgresConnection } from './connection.ts'
 import { GroupCommit } from './group-commit.ts'
 import { EVENT_WAIT_NAME } from './migrations.ts'
 import { wholeRecord } from './records.ts'
+import { searchConditions } from './run-search.ts'
 
 /** The most runs one read of `getRun` calls returns, each with its steps. */
 const READ_BATCH = 500
@@ -70,7 +71,7 @@ export class RunReads {
         SELECT ${wholeRecord(sql, conn.schema)} AS record FROM ${runs}.runs
         WHERE (${query.taskName ?? null}::text IS NULL OR task_name = ${query.taskName ?? null}::text)
           AND (${statuses}::text[] IS NULL OR status = ANY(${statuses}::text[])) ${eventWait}
-          ${query.version === undefined ? sql`` : sql`AND record->>'version' = ${query.version}::text`}
+          ${query.version === undefined ? sql`` : sql`AND record->>'version' = ${query.version}::text`} ${searchConditions(sql, query)}
           AND (${cursor}::text IS NULL OR seq < (SELECT seq FROM ${runs}.runs WHERE id = ${cursor}::text))
         ORDER BY seq DESC
         LIMIT ${limit === Infinity ? null : Math.ceil(limit)}::bigint`

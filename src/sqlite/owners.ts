@@ -85,7 +85,7 @@ export const SET_OWNER = 'UPDATE svc_runs SET owner = ?, owner_fence = owner_fen
 // well: `owner` is this store for a run written running, else NULL, which
 // keeps the owner a run had (it only counts while the run is running). A
 // run inserted running starts at fence 1, its first claim; any other at 0.
-export const INSERT_RUN_OWNED = `INSERT INTO svc_runs (${RUN_COLUMNS}, owner, owner_fence) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+export const INSERT_RUN_OWNED = `INSERT INTO svc_runs (${RUN_COLUMNS}, owner, owner_fence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 export const UPDATE_RUN_OWNED = `UPDATE svc_runs SET ${RUN_UPDATE_SET}, owner = coalesce(?, owner) WHERE seq = ?`
 /** A run made running by this store (resumed, or its delay over): its owner, under the next fence, which it returns. */
 export const UPDATE_RUN_CLAIMED = `UPDATE svc_runs SET ${RUN_UPDATE_SET}, owner = ?, owner_fence = owner_fence + 1 WHERE seq = ? RETURNING owner_fence`

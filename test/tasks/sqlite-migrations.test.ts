@@ -75,12 +75,22 @@ const MAKES: Record<number, (host: SqliteHost) => string[]> = {
   11: () => ['svc_runs_by_task_finish'],
   13: () => ['svc_timers_by_run'],
   14: () => [...columns('svc_schedules', 'seq', 'id', 'task', 'key', 'record'), 'svc_schedules_by_key'],
+  15: () => [
+    ...columns('svc_run_tags', 'tag', 'run_seq'),
+    'svc_run_tags_by_run',
+    ...columns('svc_run_metadata', 'key', 'value', 'run_seq'),
+    'svc_run_metadata_by_run',
+    ...['svc_runs_tags_insert', 'svc_runs_metadata_insert', 'svc_runs_metadata_update', 'svc_runs_search_delete'],
+    'svc_runs.created_at',
+    'svc_runs_by_created',
+  ],
 }
 
 const RUN = {
   id: 'r1',
   taskName: 'nap',
   status: 'suspended',
+  createdAt: '2029-01-01T00:00:00.000Z',
   steps: { z: { status: 'completed', output: 'é' }, a: { status: 'completed', output: 1 } },
 }
 const TIMER = { id: 'r1:sleep:nap', runId: 'r1', dueAt: '2030-01-01T00:00:00.000Z' }
@@ -174,6 +184,8 @@ describe.each(HOSTS)('the chain on the %s host', (host) => {
     } else {
       expect(runs.map((run) => run.record)).toEqual(held.map((run) => run.record))
     }
+    // Step 15 gives the runs held their creation time from the record.
+    if (to === 15) expect(runs.map((run) => run.created_at)).toEqual([RUN.createdAt])
     const timers = rows(db, 'svc_timers')
     expect(timers.map((timer) => JSON.parse(timer.record as string))).toEqual([TIMER])
     // Step 5 gives the file's timers their due time from the record.

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { StoreFullError } from '../../src/runtime/errors.ts'
 import type { RunStore } from '../../src/runtime/tasks/index.ts'
 import type { RunRecord } from '../../src/types.ts'
+import { searchContract } from './search-contract.ts'
 
 let seq = 0
 export function makeRun(overrides: Partial<RunRecord> = {}): RunRecord {
@@ -27,6 +28,8 @@ export function makeRun(overrides: Partial<RunRecord> = {}): RunRecord {
 
 export function runStoreContract(name: string, createStore: (options?: { maxRuns: number }) => RunStore | Promise<RunStore>): void {
   describe(`RunStore contract: ${name}`, () => {
+    searchContract(createStore, makeRun)
+
     it('creates a run and reads back an equal, JSON-serializable copy', async () => {
       const store = await createStore()
       const run = makeRun()

@@ -29,7 +29,7 @@
  * (`run-access.ts`, `cors.ts`), and so authorizes itself. POST bodies are JSON,
  * sent as such (415 `UNSUPPORTED_MEDIA_TYPE` otherwise, see
  * `content-type.ts`), at most `bodyLimit` bytes; the optional `Idempotency-Key`,
- * `Svc-Delay-Seconds`, `Svc-Priority` and `Svc-Deadline` headers carry `EnqueueOptions` (400 `INVALID_OPTIONS`
+ * `Svc-Delay-Seconds`, `Svc-Priority`, `Svc-Deadline` and `Svc-Tags` headers carry `EnqueueOptions` (400 `INVALID_OPTIONS`
  * when they break the enqueue rule). A run store full of live runs answers
  * 503 `STORE_FULL` with `Retry-After`.
  */

@@ -34,6 +34,7 @@ export type RunPatch = Partial<
     | 'attemptStarted'
     | 'version'
     | 'migrations'
+    | 'metadata'
   >
 > & {
   attempt?: Attempt
@@ -53,6 +54,18 @@ export interface RunQuery {
   waitingForEvent?: string
   /** Only runs that started on (or moved to) this version of their task (`RunRecord.version`). */
   version?: string
+  /** Only runs started with every one of these tags (`EnqueueOptions.tags`). */
+  tags?: readonly string[]
+  /**
+   * Only runs whose metadata (`ctx.metadata`) holds each of these top-level
+   * keys with a string, number or boolean value whose text is the one given
+   * (`'5'` matches `5` and `"5"`, `'true'` matches `true`).
+   */
+  metadata?: Readonly<Record<string, string>>
+  /** Only runs created at this instant (ISO 8601) or later. */
+  from?: string
+  /** Only runs created before this instant (ISO 8601). */
+  to?: string
   /** At most this many runs, newest first. @default unlimited */
   limit?: number
   /**

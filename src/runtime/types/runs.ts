@@ -121,6 +121,14 @@ export interface RunRecord extends RunEnvelope {
    * and, for a child of `ctx.step.waitForTask`, its parent's.
    */
   deadline?: string
+  /** The tags it was started with (`EnqueueOptions.tags`); a replay keeps them. */
+  tags?: string[]
+  /**
+   * Small JSON the run keeps up to date while it runs (`ctx.metadata.set`),
+   * at most 4 KB: progress, a stage, an external id. Searchable by its
+   * top-level keys (`RunQuery.metadata`).
+   */
+  metadata?: Record<string, unknown>
   /** A run a runtime schedule started: the schedule's id and the tick (ISO 8601) the run stands for. */
   schedule?: { id: string; tick: string }
   /** Runs started by `replay()`: the run whose task and input this one repeats. */
@@ -254,6 +262,14 @@ export interface EnqueueOptions {
    * @default none, or the task's `route.maxDuration`
    */
   deadline?: Date | string | number
+  /**
+   * Labels the run is found by: `listRuns({ tags })`, `GET /__tasks/runs?tag=…`,
+   * the dashboard's filter and the bulk actions (docs/run-control.md "Tags,
+   * metadata and search"). At most 10, each 1 to 64 printable ASCII
+   * characters with no space or comma, such as `tenant:acme`.
+   * @default none
+   */
+  tags?: readonly string[]
 }
 
 /** Options of `TaskRuntime.trigger`. */

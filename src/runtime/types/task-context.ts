@@ -69,6 +69,16 @@ export interface TaskContext<Input = unknown> {
    */
   readonly log: RunLogger
   /**
+   * Small JSON the run keeps up to date while it runs: a stage, progress,
+   * an id in another system (docs/run-control.md "Tags, metadata and
+   * search"). It shows in the run's record and the dashboard, and runs are
+   * found by its top-level keys (`GET /__tasks/runs?metadata.stage=sent`).
+   * At most 4 KB of JSON; keys are 1 to 64 characters. `set` and `delete`
+   * throw at once for a bad key, a value JSON cannot hold or metadata that
+   * would pass the bound, and resolve once the change is stored.
+   */
+  readonly metadata: RunMetadata
+  /**
    * Whether this run takes the new branch of patch `id`, for changing a
    * task while runs of it are in flight (docs/tasks.md "Changing a task
    * under running runs"): `true` for a run that reaches this point on code
@@ -88,6 +98,17 @@ export interface TaskContext<Input = unknown> {
    * rather than go on another way; any other run goes on.
    */
   deprecatePatch(id: string): Promise<void>
+}
+
+/** `ctx.metadata`: the run's metadata, changed key by key. */
+export interface RunMetadata {
+  /** The value of `key` (a copy), or `undefined`. */
+  get(key: string): unknown
+  /** The whole metadata (a copy). */
+  current(): Record<string, unknown>
+  /** Sets `key` to a JSON value (`undefined` deletes it). */
+  set(key: string, value: unknown): Promise<void>
+  delete(key: string): Promise<void>
 }
 
 /** `ctx.log`: each method keeps an entry with the run, and returns at once. */

@@ -20,6 +20,7 @@ import { taskSecret } from '../../rules.ts'
 import { jsonProblem } from '../base/json.ts'
 import { checkDelaySeconds, checkIdempotencyKey, checkPriority, checkTriggerOptions, deadlineOption } from '../definitions/options.ts'
 import { describe } from '../../describe.ts'
+import { tagsFromHeader } from '../definitions/tags.ts'
 import { traceHeaders } from '../../telemetry/outgoing.ts'
 
 /**
@@ -32,6 +33,7 @@ export const ENQUEUE_HEADERS = {
   delaySeconds: 'svc-delay-seconds',
   priority: 'svc-priority',
   deadline: 'svc-deadline',
+  tags: 'svc-tags',
 } as const
 
 // A header value holds bytes (Fetch standard): characters up to U+00FF, and
@@ -72,6 +74,8 @@ export function enqueueOptionsFromHeaders(headers: Headers): EnqueueOptions {
   }
   const deadline = headers.get(ENQUEUE_HEADERS.deadline)
   if (deadline !== null) opts.deadline = deadlineOption(deadline, () => 'Header Svc-Deadline')
+  const tags = headers.get(ENQUEUE_HEADERS.tags)
+  if (tags !== null) opts.tags = tagsFromHeader(tags, () => 'Header Svc-Tags')
   return opts
 }
 
@@ -109,7 +113,8 @@ function enqueueHeaders(
     idempotencyKey,
     priority,
     deadline,
-  }: { delaySeconds: number; idempotencyKey?: string; priority?: number; deadline?: string },
+    tags,
+  }: { delaySeconds: number; idempotencyKey?: string; priority?: number; deadline?: string; tags?: readonly string[] },
   env: EnvLike,
 ): Record<string, string> {
   if (idempotencyKey !== undefined && !HEADER_TEXT.test(idempotencyKey)) {
@@ -122,6 +127,7 @@ function enqueueHeaders(
   if (delaySeconds > 0) headers[ENQUEUE_HEADERS.delaySeconds] = String(delaySeconds)
   if (priority !== undefined) headers[ENQUEUE_HEADERS.priority] = String(priority)
   if (deadline !== undefined) headers[ENQUEUE_HEADERS.deadline] = deadline
+  if (tags !== undefined) headers[ENQUEUE_HEADERS.tags] = tags.join(',')
   return headers
 }
 

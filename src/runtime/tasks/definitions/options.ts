@@ -13,6 +13,7 @@ import type { EnqueueOptions, RunTrace, RunTrigger, TriggerOptions } from '../..
 import { describe } from '../../describe.ts'
 import { batchKeyOf } from '../flow/batch.ts'
 import { childIdempotencyKey } from '../base/ids.ts'
+import { tagsOption } from './tags.ts'
 
 /**
  * The longest delay a run may be enqueued with: 365 days, the longest wait
@@ -52,6 +53,8 @@ export interface CheckedTriggerOptions {
   priority: number | undefined
   /** ISO 8601; absent: the task's `route.maxDuration`, if any. */
   deadline: string | undefined
+  /** Checked and without repeats; absent for none. */
+  tags: string[] | undefined
 }
 
 const DEFAULTS: CheckedTriggerOptions = Object.freeze({
@@ -62,6 +65,7 @@ const DEFAULTS: CheckedTriggerOptions = Object.freeze({
   parentRunId: undefined,
   trace: undefined,
   deadline: undefined,
+  tags: undefined,
 })
 
 /**
@@ -77,6 +81,7 @@ export function checkTriggerOptions(opts: TriggerOptions | undefined, call: stri
   checkDelaySeconds(delaySeconds, where)
   checkPriority(priority, where)
   const deadline = deadlineOption(opts.deadline, where)
+  const tags = tagsOption(opts.tags, where)
   checkTriggerKey(idempotencyKey, parentRunId, call, where)
   if (!TRIGGERS.includes(trigger)) {
     throw new TypeError(`${where()}: trigger must be one of ${TRIGGERS.join(', ')} (got ${describe(trigger)})`)
@@ -87,7 +92,7 @@ export function checkTriggerOptions(opts: TriggerOptions | undefined, call: stri
   if (trace !== undefined && (trace === null || typeof trace !== 'object' || typeof trace.traceparent !== 'string')) {
     throw new TypeError(`${where()}: trace must be { traceparent, tracestate? } (got ${describe(trace)})`)
   }
-  return { delaySeconds, idempotencyKey, trigger, parentRunId, trace, priority, deadline }
+  return { delaySeconds, idempotencyKey, trigger, parentRunId, trace, priority, deadline, tags }
 }
 
 /**
@@ -119,6 +124,7 @@ export function checkEnqueueOptions(opts: EnqueueOptions | undefined, where: str
   checkIdempotencyKey(opts.idempotencyKey, () => where)
   checkPriority(opts.priority, () => where)
   deadlineOption(opts.deadline, () => where)
+  tagsOption(opts.tags, () => where)
 }
 
 /** Before it, a number is more likely a duration in seconds or milliseconds than an instant: 2000-01-01. */

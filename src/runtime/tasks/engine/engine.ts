@@ -154,7 +154,8 @@ export class TaskEngine {
     const input = isCronInput(raw) ? cronInput() : await validateTaskInput(def.input, raw)
     // Kept steps go in with the run's row, so no attempt starts before they are recorded.
     const steps = fromStep === undefined ? undefined : stepsBefore(source, fromStep)
-    return this.#creation.create(def, input, { delaySeconds: 0, trigger: 'replay', replayOf: id, priority: source.priority, steps })
+    const again = { delaySeconds: 0, trigger: 'replay', replayOf: id, priority: source.priority, steps, tags: source.tags } as const
+    return this.#creation.create(def, input, again)
   }
 
   async cancel(id: string, options?: CancelOptions): Promise<CancelledRun> {

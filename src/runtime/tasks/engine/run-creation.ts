@@ -110,6 +110,7 @@ export class RunCreation {
     const deadline = runDeadline(def, deadlineGiven, delayed ? now + delay * 1000 : now)
     if (deadline !== undefined) run.deadline = deadline
     if (replayOf !== undefined) run.replayOf = replayOf
+    if (options.tags !== undefined && options.tags.length > 0) run.tags = [...options.tags]
     if (options.schedule !== undefined) run.schedule = options.schedule
     if (event !== undefined) run.event = event
     if (def.version !== undefined) run.version = def.version

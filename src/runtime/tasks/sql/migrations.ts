@@ -19,6 +19,7 @@ import { read, runProcedure, type SqlProcedure, type SqlRows, type SqlValue, wri
 import { RUNS_BY_EVENT_WAIT, RUNS_BY_TASK_FINISH } from './queries.ts'
 import { createTables, MOVE_STEPS, STEPS_TABLE, type TablesOptions, TIMERS_BY_RUN } from './schema.ts'
 import { SCHEDULES_TABLE } from './schedules.ts'
+import { SEARCH_TABLES } from './search.ts'
 
 /** The databases the dialect's stores keep: a `node:sqlite` file, a Durable Object's storage. */
 export type SqliteHost = 'file' | 'durable-object'
@@ -76,6 +77,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 13, hosts: BOTH, sql: TIMERS_BY_RUN, marks: 'svc_timers_by_run' },
   // Runtime schedules (schedules.ts).
   { version: 14, hosts: BOTH, sql: SCHEDULES_TABLE, marks: 'svc_schedules' },
+  // Run search: tags, metadata and creation time (search.ts).
+  { version: 15, hosts: BOTH, sql: SEARCH_TABLES, marks: 'svc_run_tags' },
 ]
 
 /** The schema this release writes. */
@@ -177,8 +180,8 @@ export function* migrationSteps(host: SqliteHost, where: string, version = SCHEM
 
 /**
  * The statements of a step's text, one by one, as a driver that prepares a
- * statement at a time takes them. The chain's statements hold no `;` of
- * their own (no trigger, no string with one), so each ends at one.
+ * statement at a time takes them. Each ends at a `;` that ends its line:
+ * the `;` inside a trigger's body (search.ts) is followed by more text.
  */
 function statementsOf(sql: string): string[] {
   return sql

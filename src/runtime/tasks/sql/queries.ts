@@ -7,6 +7,7 @@
  */
 import type { RunRecord, RunStatus } from '../../../types.ts'
 import { isFinished, type RunQuery } from '../store/store.ts'
+import { searchConditions } from './search.ts'
 
 /** The run columns a read-modify-write needs: `seq` (the rowid) addresses the update. */
 export interface RunRow {
@@ -27,7 +28,7 @@ export interface RunRow {
 // The subquery's object is wrapped in json() so json_set embeds it as JSON:
 // SQLite 3.54 (Bun's) hands a subquery's JSON back as text, which json_set
 // would then store as one string.
-const RUN_RECORDS = `(SELECT seq, id, task_name, status, idempotency_key, finished_seq, json_set(record, '$.steps', json((
+const RUN_RECORDS = `(SELECT seq, id, task_name, status, idempotency_key, finished_seq, created_at, json_set(record, '$.steps', json((
   SELECT json_group_object(key, json(svc_steps.record) ORDER BY svc_steps.seq) FROM svc_steps WHERE svc_steps.run_seq = svc_runs.seq
 ))) AS record FROM svc_runs)`
 
@@ -58,15 +59,15 @@ export const SELECT_RUN_SEQ = 'SELECT seq FROM svc_runs WHERE id = ?'
 
 export const RUN_EXISTS = 'SELECT 1 FROM svc_runs WHERE id = ?'
 /** The columns a run's row is inserted with, in the order of `insertRunValues`. */
-export const RUN_COLUMNS = 'id, task_name, status, idempotency_key, finished_seq, record'
-export const INSERT_RUN = `INSERT INTO svc_runs (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`
+export const RUN_COLUMNS = 'id, task_name, status, idempotency_key, finished_seq, record, created_at'
+export const INSERT_RUN = `INSERT INTO svc_runs (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`
 /** The values of `RUN_COLUMNS` for `run`, whose row holds `record`. */
 export function insertRunValues(
   run: RunRecord,
   finishSeq: number | null,
   record: string,
-): [string, string, string, string | null, number | null, string] {
-  return [run.id, run.taskName, run.status, run.idempotencyKey ?? null, finishSeq, record]
+): [string, string, string, string | null, number | null, string, string] {
+  return [run.id, run.taskName, run.status, run.idempotencyKey ?? null, finishSeq, record, run.createdAt]
 }
 /** What `UPDATE_RUN` sets, for a store whose update sets more. */
 export const RUN_UPDATE_SET = 'status = ?, finished_seq = ?, record = ?'
@@ -170,6 +171,7 @@ export function listRunsQuery(query: RunQuery, order: 'seq' | 'id' = 'seq'): { t
     where.push("json_extract(record, '$.version') = ?")
     params.push(query.version)
   }
+  searchConditions(query, where, params)
   if (query.cursor !== undefined) {
     // A cursor the table does not hold makes the comparison NULL: no row, as in the memory store.
     // By id, any id is a place in the order, held here or not.

@@ -2,11 +2,10 @@
  * One call of a task handler, for one attempt of a run: builds `ctx`,
  * enforces the attempt's timeout, and classifies how the call ended. It
  * does not touch run state: the engine's dispatch (`dispatch.ts`) turns the
- * outcome into a transition. (The chunks of `ctx.stream` and the entries
- * of `ctx.log` are written by their own writer, `run-output.ts`, before the
- * outcome is handed over.)
+ * outcome into a transition. (What `ctx.stream`, `ctx.log` and
+ * `ctx.metadata` keep is written by `run-output.ts` before the outcome.)
  */
-import type { Attempt, RunLogEntry, RunLogger, RunLogLevel, RunRecord, StepApi, StepRecord } from '../../types.ts'
+import type { Attempt, RunLogEntry, RunLogger, RunLogLevel, RunMetadata, RunRecord, StepApi, StepRecord } from '../../types.ts'
 import { DeadlineExceededError, errorMessage } from '../../errors.ts'
 import type { TaskDefinition } from '../definitions/definitions.ts'
 import { isoAt, type TimerHandle } from '../base/clock.ts'
@@ -16,6 +15,7 @@ import { payloadError } from '../store/payload-limit.ts'
 import { MAX_RUN_CHUNK_BYTES } from './run-chunks.ts'
 import { logLine } from './run-logs.ts'
 import { RunOutputWriter } from './run-output.ts'
+import { RunMetadataApi } from './run-metadata.ts'
 import { createInvocation, type Invocation, reportUnreachedSteps } from './invocation.ts'
 import { createStepApi, patched, type StepHost } from './steps.ts'
 import { stepsCalledBy } from './step-calls.ts'
@@ -134,6 +134,8 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
   #logLog: RunRecord['logs']
   #output: RunOutputWriter | undefined
   #logger: RunLogger | undefined
+  /** The run's metadata, then `ctx.metadata` once used. */
+  #metadata: RunMetadataApi | Record<string, unknown> | undefined
   /** The invocation has ended (and `ended` was told, or will be once its chunks are written). */
   done = false
   /** How it ended, for the message of a `ctx.stream` call made afterwards. */
@@ -157,6 +159,7 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     this.#deadline = run.deadline
     this.#chunkLog = run.chunks
     this.#logLog = run.logs
+    this.#metadata = run.metadata
     const ctx = new HandlerContext(this, run, this.#attempt)
     let value: unknown
     try {
@@ -212,13 +215,23 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
   }
 
   stream(name: string, data: unknown): Promise<void> {
-    if (this.#closedBy !== undefined) {
-      const token = this.#token
-      throw new Error(
-        `ctx.stream(${JSON.stringify(name)}) was called after attempt ${this.#attempt} of task "${token.taskName}" ${this.#closedBy}; the chunk was not sent`,
-      )
-    }
+    this.#checkOpen(`ctx.stream(${JSON.stringify(name)})`, 'the chunk was not sent')
     return this.#writer().stream(name, data, (this.#inv?.stepsRunning ?? 0) === 0)
+  }
+
+  metadata(): RunMetadata {
+    const kept = this.#metadata
+    if (kept instanceof RunMetadataApi) return kept
+    return (this.#metadata = new RunMetadataApi(kept, {
+      checkOpen: (call) => this.#checkOpen(call, 'the metadata was not changed'),
+      write: (metadata) => this.#writer().metadata(metadata),
+    }))
+  }
+
+  /** Throws for `call` made once the attempt is over, saying what is `lost`. */
+  #checkOpen(call: string, lost: string): void {
+    if (this.#closedBy === undefined) return
+    throw new Error(`${call} was called after attempt ${this.#attempt} of task "${this.#token.taskName}" ${this.#closedBy}; ${lost}`)
   }
 
   patched(id: string, deprecated: boolean): Promise<boolean> {

@@ -2,7 +2,7 @@
  * The `ctx` a task handler gets (`TaskContext`), for one call of it
  * (handler-call.ts), which serves what it asks for. Edge-safe.
  */
-import type { RunLogger, RunRecord, StepApi, TaskContext } from '../../types.ts'
+import type { RunLogger, RunMetadata, RunRecord, StepApi, TaskContext } from '../../types.ts'
 
 /** What `ctx` asks of the call it belongs to. */
 export interface ContextCall {
@@ -10,6 +10,7 @@ export interface ContextCall {
   signal(): AbortSignal
   stream(name: string, data: unknown): Promise<void>
   logger(): RunLogger
+  metadata(): RunMetadata
   patched(id: string, deprecated: boolean): Promise<boolean>
   /** The runtime's clock, in epoch milliseconds. */
   now(): number
@@ -51,6 +52,10 @@ export class HandlerContext implements TaskContext {
 
   get log(): RunLogger {
     return this.#call.logger()
+  }
+
+  get metadata(): RunMetadata {
+    return this.#call.metadata()
   }
 
   now(): Date {

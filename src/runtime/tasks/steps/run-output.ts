@@ -1,7 +1,7 @@
 /**
  * What a handler sends while it runs, kept in its run's record: the data
- * chunks of `ctx.stream` (run-chunks.ts) and the entries of `ctx.log`
- * (run-logs.ts).
+ * chunks of `ctx.stream` (run-chunks.ts), the entries of `ctx.log`
+ * (run-logs.ts) and the metadata of `ctx.metadata` (run-metadata.ts).
  *
  * Each execution of a handler has one `RunOutputWriter`. It writes the
  * changed logs with `updateRun` expecting the run `running`, the write that
@@ -12,7 +12,8 @@
  *
  * A replay runs the handler from the top: the calls made outside a running
  * `ctx.step.run` are counted, each kind on its own, and those the run has
- * recorded (`calls`) are skipped. A call made while a step's function runs
+ * recorded (`calls`) are skipped (metadata is state, not a call: setting
+ * it again sets the same). A call made while a step's function runs
  * is always kept: such a function runs again only when its step was not
  * recorded. Edge-safe: no `node:` import.
  */
@@ -80,6 +81,8 @@ export class RunOutputWriter {
   readonly #logs: Kept<RunLogs>
   /** The callers of what the next write carries. */
   #next: Callers | undefined
+  /** The run's metadata to write with the next write, when it changed. */
+  #metadata: Record<string, unknown> | undefined
   /** The writes under way, until none is left. */
   #writing: Promise<void> | undefined
 
@@ -124,6 +127,12 @@ export class RunOutputWriter {
     return this.#schedule().catch(() => {})
   }
 
+  /** Writes the run's metadata, whole, with the next write; resolves once stored. */
+  metadata(metadata: Record<string, unknown>): Promise<void> {
+    this.#metadata = metadata
+    return this.#schedule()
+  }
+
   /** Resolves once everything sent so far is written (or failed to be); `undefined` when nothing is under way. */
   writing(): Promise<void> | undefined {
     return this.#writing
@@ -159,11 +168,13 @@ export class RunOutputWriter {
 
   async #write(callers: Callers): Promise<void> {
     const { runId, taskName, store, logger } = this.#options
-    const patch: { chunks?: RunChunkLog; logs?: RunLogs } = {}
+    const patch: { chunks?: RunChunkLog; logs?: RunLogs; metadata?: Record<string, unknown> } = {}
     const chunks = this.#chunks.changed
     if (chunks) patch.chunks = this.#chunks.log
     if (this.#logs.changed) patch.logs = this.#logs.log
+    if (this.#metadata !== undefined) patch.metadata = this.#metadata
     this.#chunks.changed = this.#logs.changed = false
+    this.#metadata = undefined
     let run: RunRecord | undefined
     try {
       // A run no longer running (cancelled) takes nothing: its attempt is being stopped.
@@ -171,7 +182,11 @@ export class RunOutputWriter {
     } catch (error) {
       // A lost lease is logged once, by the dispatch that the step host tells of it (`step-host.ts`).
       if (!(error instanceof LeaseLostError)) {
-        const what = chunks ? 'ctx.stream could not store its chunks' : 'ctx.log could not store its entries'
+        const what = chunks
+          ? 'ctx.stream could not store its chunks'
+          : patch.logs !== undefined
+            ? 'ctx.log could not store its entries'
+            : 'ctx.metadata could not store the metadata'
         logger.error(`[svc] task "${taskName}": run ${runId}: ${what}: ${errorMessage(error)}`)
       }
       callers.reject(error)

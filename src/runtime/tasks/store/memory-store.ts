@@ -21,6 +21,7 @@ import { type Clock, isoNowOf } from '../base/clock.ts'
 import { RunIndexes } from './memory-indexes.ts'
 import { MemorySchedules } from './memory-schedules.ts'
 import { byCreation, copyAttempt, copyRun, idempotencyScope, InFlow, NO_ATTEMPTS, type StoredRun, withAttempt } from './memory-records.ts'
+import { matchesSearch, searches } from './run-search.ts'
 
 export { DEFAULT_MAX_BYTES, type MemoryRunStoreOptions } from './memory-options.ts'
 
@@ -196,6 +197,7 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
   async listRuns(query: RunQuery = {}): Promise<RunRecord[]> {
     const limit = query.limit ?? Infinity
     const statuses = query.status
+    const search = searches(query)
     const out: RunRecord[] = []
     if (query.cursor !== undefined && !this.#runs.has(query.cursor)) return out
     const all = query.waitingForEvent === undefined ? [...this.#runs.values()] : this.#indexes.waitingFor(query.waitingForEvent, this.#runs)
@@ -211,6 +213,7 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
       if (statuses !== undefined && !statusMatches(run.status, statuses)) continue
       if (query.waitingForEvent !== undefined && !waitsForEvent(run, query.waitingForEvent)) continue
       if (query.version !== undefined && run.version !== query.version) continue
+      if (search && !matchesSearch(run, query)) continue
       out.push(copyRun(run))
     }
     return out

@@ -1,0 +1,37 @@
+/**
+ * `PostgresRunStore`'s conditions for the search fields of `RunQuery`
+ * (`tags`, `metadata`, `from`, `to`, as store/run-search.ts defines them),
+ * each written as an index of schema version 16 reads it
+ * (migrations.ts): containment (`@>`) on the record's `tags` and
+ * `metadata` beside the partial indexes' own condition, and the creation
+ * time in "C" order.
+ */
+import type { Fragment, Sql } from 'postgres'
+import type { RunQuery } from '../runtime/tasks/store/store.ts'
+
+/** The search conditions of `query`, each starting with AND; empty when it asks for none. */
+export function searchConditions(sql: Sql, query: RunQuery): Fragment {
+  let conditions = sql``
+  if (query.tags !== undefined && query.tags.length > 0) {
+    conditions = sql`${conditions} AND record ? 'tags' AND record->'tags' @> ${sql.json([...query.tags])}::jsonb`
+  }
+  if (query.metadata !== undefined && Object.keys(query.metadata).length > 0) {
+    conditions = sql`${conditions} AND record ? 'metadata'`
+    for (const key in query.metadata) {
+      // One containment per JSON value whose text is the one asked for.
+      const alternatives = jsonValuesOf(query.metadata[key]).map((value) => sql`record->'metadata' @> ${sql.json({ [key]: value })}::jsonb`)
+      conditions = sql`${conditions} AND (${alternatives.reduce((either, next) => sql`${either} OR ${next}`)})`
+    }
+  }
+  if (query.from !== undefined) conditions = sql`${conditions} AND (record->>'createdAt') COLLATE "C" >= ${query.from}::text`
+  if (query.to !== undefined) conditions = sql`${conditions} AND (record->>'createdAt') COLLATE "C" < ${query.to}::text`
+  return conditions
+}
+
+/** The JSON values whose search text (`metadataText`) is `text`: the string, and the number or boolean it writes. */
+function jsonValuesOf(text: string): (string | number | boolean)[] {
+  const values: (string | number | boolean)[] = [text]
+  if (text === 'true' || text === 'false') values.push(text === 'true')
+  else if (text !== '' && JSON.stringify(Number(text)) === text) values.push(Number(text))
+  return values
+}

@@ -1,0 +1,62 @@
+/**
+ * Run search in the SQLite dialect (`RunQuery.tags`, `metadata`, `from`,
+ * `to`, as store/run-search.ts defines them): schema version 15, which
+ * both stores run, and the conditions `listRunsQuery` adds.
+ *
+ * - Each tag of a run is a row of `svc_run_tags`, and each top-level
+ *   metadata key holding a string, number or boolean a row of
+ *   `svc_run_metadata` with the value's text. Triggers on `svc_runs` keep
+ *   them, so every write of a run (by either store, a flow promotion, an
+ *   eviction) keeps its rows without knowing of them. A trigger does its
+ *   work only for a record that holds tags or metadata (`instr` finds the
+ *   key in the text without parsing it), so runs without either pay a scan
+ *   of their row's text and nothing more; an update rewrites a run's
+ *   metadata rows only when its metadata changed.
+ * - `created_at` is the run's `createdAt`, written with the row
+ *   (`insertRunValues`) and never updated, so the index on it costs
+ *   nothing after the insert; the step fills it for rows already held.
+ *
+ * Edge-safe: no `node:` import.
+ */
+import type { RunQuery } from '../store/store.ts'
+
+// A trigger's body holds `;` followed by more text on its line, which the
+// chain's split (migrations.ts) leaves inside the statement.
+const METADATA_ROWS = `INSERT OR IGNORE INTO svc_run_metadata (key, value, run_seq) SELECT key, CASE type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' ELSE value END, NEW.seq FROM json_each(NEW.record, '$.metadata') WHERE type IN ('text', 'integer', 'real', 'true', 'false')`
+const HAS_TAGS = (row: 'NEW' | 'OLD') => `instr(${row}.record, '"tags":[') > 0`
+const HAS_METADATA = (row: 'NEW' | 'OLD') => `instr(${row}.record, '"metadata":{') > 0`
+
+/** Schema version 15: the search tables, their triggers, and `created_at`. */
+export const SEARCH_TABLES = `
+CREATE TABLE IF NOT EXISTS svc_run_tags (tag TEXT NOT NULL, run_seq INTEGER NOT NULL, PRIMARY KEY (tag, run_seq)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS svc_run_tags_by_run ON svc_run_tags (run_seq);
+CREATE TABLE IF NOT EXISTS svc_run_metadata (key TEXT NOT NULL, value TEXT NOT NULL, run_seq INTEGER NOT NULL, PRIMARY KEY (key, value, run_seq)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS svc_run_metadata_by_run ON svc_run_metadata (run_seq);
+CREATE TRIGGER IF NOT EXISTS svc_runs_tags_insert AFTER INSERT ON svc_runs WHEN ${HAS_TAGS('NEW')} BEGIN INSERT OR IGNORE INTO svc_run_tags (tag, run_seq) SELECT value, NEW.seq FROM json_each(NEW.record, '$.tags') WHERE type = 'text'; END;
+CREATE TRIGGER IF NOT EXISTS svc_runs_metadata_insert AFTER INSERT ON svc_runs WHEN ${HAS_METADATA('NEW')} BEGIN ${METADATA_ROWS}; END;
+CREATE TRIGGER IF NOT EXISTS svc_runs_metadata_update AFTER UPDATE OF record ON svc_runs WHEN (${HAS_METADATA('NEW')} OR ${HAS_METADATA('OLD')}) AND json_extract(NEW.record, '$.metadata') IS NOT json_extract(OLD.record, '$.metadata') BEGIN DELETE FROM svc_run_metadata WHERE run_seq = NEW.seq; ${METADATA_ROWS}; END;
+CREATE TRIGGER IF NOT EXISTS svc_runs_search_delete AFTER DELETE ON svc_runs WHEN ${HAS_TAGS('OLD')} OR ${HAS_METADATA('OLD')} BEGIN DELETE FROM svc_run_tags WHERE run_seq = OLD.seq; DELETE FROM svc_run_metadata WHERE run_seq = OLD.seq; END;
+ALTER TABLE svc_runs ADD COLUMN created_at TEXT;
+UPDATE svc_runs SET created_at = json_extract(record, '$.createdAt');
+CREATE INDEX IF NOT EXISTS svc_runs_by_created ON svc_runs (created_at);
+`
+
+/** Adds the conditions of `query`'s search fields to `where`, with their parameters. */
+export function searchConditions(query: RunQuery, where: string[], params: (string | number)[]): void {
+  for (const tag of query.tags ?? []) {
+    where.push('seq IN (SELECT run_seq FROM svc_run_tags WHERE tag = ?)')
+    params.push(tag)
+  }
+  for (const key in query.metadata) {
+    where.push('seq IN (SELECT run_seq FROM svc_run_metadata WHERE key = ? AND value = ?)')
+    params.push(key, query.metadata[key])
+  }
+  if (query.from !== undefined) {
+    where.push('created_at >= ?')
+    params.push(query.from)
+  }
+  if (query.to !== undefined) {
+    where.push('created_at < ?')
+    params.push(query.to)
+  }
+}
