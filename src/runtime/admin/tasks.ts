@@ -47,6 +47,7 @@ import type { EnvLike } from '../env.ts'
 import { authorize, type LoopbackExemption } from './auth.ts'
 import { unsupportedContent } from './content-type.ts'
 import { InvalidQueryError, parseRunsQuery, runSummary } from './runs-query.ts'
+import { type BulkAction, bulkRuns, parseBulkRequest } from './bulk-runs.ts'
 import { runLogPage } from './run-logs.ts'
 import { type EventStreams, NO_STREAMS, type RunEventsOptions } from './streams.ts'
 import { registerTokenSecret } from './token-secret.ts'
@@ -214,6 +215,10 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
     const method = request.method
     const isRead = method === 'GET' || method === 'HEAD'
     if (rest.length === 0) return isRead ? listRuns(new URL(request.url).searchParams) : methodNotAllowed(R, method, pathname, 'GET, HEAD')
+    if (rest.length === 1 && method === 'POST' && isBulkAction(rest[0])) {
+      const { value } = await readJsonBody(request, bodyLimit)
+      return json(200, await bulkRuns(runtime, rest[0], parseBulkRequest(rest[0], value)))
+    }
     if (rest.length === 1) return isRead ? runRecord(rest[0]) : methodNotAllowed(R, method, pathname, 'GET, HEAD')
     const [id, action] = rest
     if (rest.length !== 2 || !RUN_ACTIONS.has(action)) {
@@ -297,6 +302,11 @@ const SURFACE_WORDS = new Set(['runs', 'events', 'tokens'])
 
 /** What `/__tasks/runs/<id>/<action>` may name. */
 const RUN_ACTIONS = new Set(['cancel', 'replay', 'wake', 'logs'])
+
+/** `/__tasks/runs/cancel` and `/__tasks/runs/replay` act on the runs a filter finds (bulk-runs.ts). */
+function isBulkAction(word: string): word is BulkAction {
+  return word === 'cancel' || word === 'replay'
+}
 
 /** `?children=` of a cancel: `waited` (the default), `all` or `none`. */
 function cancelChildrenParam(params: URLSearchParams): CancelReach {
