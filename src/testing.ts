@@ -10,6 +10,7 @@ export {
   type TestRun,
   type TestRuntime,
   type TestRuntimeOptions,
+  type TestRunsQuery,
   type Duration,
   type Waiting,
 } from './testing/types.ts'

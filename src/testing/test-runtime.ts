@@ -171,7 +171,7 @@ export function testRuntime(options: TestRuntimeOptions, app: LoadedApp, load: (
       return record(run.id)
     },
     getRun: (runId) => runtime.getRun(runId),
-    runs: (query = {}) => runtime.listRuns({ taskName: query.task, status: query.status }),
+    runs: ({ task, ...query } = {}) => runtime.listRuns({ ...query, taskName: task }),
     async waitingOn(runId) {
       const run = await runtime.getRun(runId)
       if (!run) throw new Error(`t.waitingOn(${describe(runId)}): no run has this id`)

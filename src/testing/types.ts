@@ -1,6 +1,6 @@
 /** The options and the API of a test runtime (`createTestRuntime`, docs/testing.md). */
 import type { EventSchemas } from '../runtime/events/schemas.ts'
-import type { RunStore } from '../runtime/tasks/store/store.ts'
+import type { RunQuery, RunStore } from '../runtime/tasks/store/store.ts'
 import type {
   CancelledRun,
   CancelOptions,
@@ -114,8 +114,8 @@ export interface TestRuntime {
   /** Starts a new run of the run's task (`TaskRuntime.replay`), from a step with `{ fromStep }`, and lets it go as far as it can without the clock moving. */
   replay(runId: string, options?: ReplayOptions): Promise<RunRecord>
   getRun(runId: string): Promise<RunRecord | undefined>
-  /** The runs of a task or status, newest first. */
-  runs(query?: { task?: string; status?: RunStatus | readonly RunStatus[] }): Promise<RunRecord[]>
+  /** The runs of a task or status, or with tags, metadata or a creation time (`RunQuery`), newest first. */
+  runs(query?: TestRunsQuery): Promise<RunRecord[]>
   /** What a run waits on, or `undefined` when it waits on nothing (it runs, or it has finished). */
   waitingOn(runId: string): Promise<Waiting | undefined>
   /** Replaces the function of `ctx.step.run(stepKey, fn)` in `task` with `mock`: the step is recorded with what it returns, as any other. */
@@ -149,4 +149,10 @@ export interface TestDeploy {
   events?: EventSchemas
   /** The version the new code's runs record. @default each route's own */
   version?: string
+}
+
+/** What `t.runs(query)` filters on: a task and status, and the search fields of `RunQuery`. */
+export interface TestRunsQuery extends Pick<RunQuery, 'tags' | 'metadata' | 'from' | 'to'> {
+  task?: string
+  status?: RunStatus | readonly RunStatus[]
 }

@@ -52,6 +52,9 @@ export class RunMetadataApi implements RunMetadata {
     checkKey(key, call)
     if (value === undefined) return this.delete(key)
     this.#host.checkOpen(call)
+    if (typeof value === 'function' || typeof value === 'symbol') {
+      throw new TypeError(`${call}: the value must be a JSON value: a string, number, boolean, null, array or object (got ${describe(value)})`)
+    }
     const next = { ...this.#metadata, [key]: value }
     const fault = checkJson(next, MAX_METADATA_BYTES)
     if (fault?.problem !== undefined) throw new TypeError(`${call}: the value cannot be kept as JSON: ${fault.problem}`)
