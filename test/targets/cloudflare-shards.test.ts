@@ -181,6 +181,25 @@ describe('cloudflare with 4 shards: runs spread over four tasks objects', () => 
     expect(new Set(holders.map(([shard]) => shard)).size).toBe(SHARDS)
   })
 
+  it('finds the runs of a tag in every object, and cancels them all with one bulk call, leaving the others', async () => {
+    const sleep = (tags: string) => worker.admin('/__tasks/jobs.sleepy', { body: { seconds: 3600 }, headers: { 'svc-tags': tags } })
+    const tagged: string[] = []
+    for (let n = 0; n < 8; n++) tagged.push((await sleep('tenant:spread')).body.id)
+    const other = (await sleep('tenant:else')).body.id
+    for (const id of [...tagged, other]) await worker.until(id, (run) => run.status === 'suspended')
+    const holders = await Promise.all(tagged.map((id) => worker.shardsHolding(id, SHARDS)))
+    expect(new Set(holders.map(([shard]) => shard)).size).toBeGreaterThan(1)
+    const { body: found } = await worker.admin('/__tasks/runs?tag=tenant:spread')
+    expect(found.runs.map((run: { id: string }) => run.id)).toEqual([...tagged].sort().reverse())
+    const dry = await worker.admin('/__tasks/runs/cancel', { body: { filter: { tag: 'tenant:spread' }, dryRun: true } })
+    expect(dry.body).toMatchObject({ dryRun: true, matched: 8 })
+    const done = await worker.admin('/__tasks/runs/cancel', { body: { filter: { tag: 'tenant:spread' } } })
+    expect(done.body.runs.map((item: { outcome: string }) => item.outcome)).toEqual(Array(8).fill('cancelled'))
+    for (const id of tagged) expect((await worker.run(id)).status).toBe('cancelled')
+    expect((await worker.run(other)).status).toBe('suspended')
+    await worker.admin(`/__tasks/runs/${other}/cancel`, { method: 'POST' })
+  })
+
   it('meets the event waits of every object with one event, and starts the event’s run once', async () => {
     const waiting: string[] = []
     for (let n = 0; n < 8; n++) waiting.push((await worker.admin('/__tasks/jobs.fulfil', { body: { orderId: 'o-9' } })).body.id)
