@@ -9,6 +9,7 @@ import type { RunRecord, RuntimeApiRoute } from '../types.ts'
 import { defineTasks } from '../runtime/tasks/definitions/definitions.ts'
 import { type ObjectMethod, shardCall, type StubLike } from './rpc.ts'
 import { objectRuntime, type ObjectTaskRuntime } from './runtime-base.ts'
+import { objectSchedules } from './object-schedules.ts'
 
 export type { ObjectTaskRuntime } from './runtime-base.ts'
 
@@ -44,6 +45,7 @@ export const ONE_OBJECT: ObjectsPart = (routes, stub, shards) => {
     replay: (id, options) => call('replay', id, options),
     wake: (id) => call('wake', id),
     fireSchedule: (name) => call('fireSchedule', name),
+    schedules: objectSchedules(tasks, 1, (_, operation, ...args) => call('schedules', operation, ...args)),
     listTasks: () => call('listTasks'),
     runScheduled: (cron, timezone) => call('runScheduled', cron, timezone),
     fireCron: (cron) => call('fireCron', cron),

@@ -75,6 +75,7 @@ export const OBJECT_METHODS = [
   'replay',
   'wake',
   'fireSchedule',
+  'schedules',
   'listTasks',
   'runScheduled',
   'fireCron',

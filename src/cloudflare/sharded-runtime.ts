@@ -39,6 +39,7 @@ import type {
 import { type ObjectMethod, shardCall, type StubLike } from './rpc.ts'
 import { objectRuntime, type ObjectTaskRuntime } from './runtime-base.ts'
 import { ONE_OBJECT, type ObjectsPart } from './object-runtime.ts'
+import { objectSchedules } from './object-schedules.ts'
 import { cronShard, runHolder, runShard, taskPlacement } from './shard-routing.ts'
 import { eventsWithIds } from './shard-events.ts'
 import { RunNotFoundError } from '../runtime/errors.ts'
@@ -214,6 +215,7 @@ export function createShardedRuntime(
       // An unknown task, or one without a schedule: shard 0 refuses it, as a lone object would.
       return call(def?.schedule ? cronShard(def, shards) : 0, 'fireSchedule', name)
     },
+    schedules: objectSchedules(tasks, shards, (shard, operation, ...args) => call(shard, 'schedules', operation, ...args)),
     listTasks: async () => mergeTasks(await every<TaskSummary[]>('listTasks')),
     async runScheduled(cron, timezone) {
       const firing = firingShards(cron, timezone)

@@ -33,6 +33,8 @@ import { answer, callArgs, isObjectMethod, type ObjectCall, type ObjectMethod, s
 import { objectShardIndex, ShardCount } from './shard-count.ts'
 import { DurableObjectRunStore, type SqlDurableStorageLike } from './sql-store.ts'
 import { cronShard, runShard } from './shard-routing.ts'
+import { answerSchedules } from './object-schedules.ts'
+import { cronerClock } from '../runtime/tasks/schedule/croner-clock.ts'
 import type { RuntimeShard, ShardHere, ShardPeers } from '../runtime/types/shard.ts'
 
 /** The parts of a Durable Object's `ctx` (`DurableObjectState`) the object uses. */
@@ -145,6 +147,8 @@ export function composeTasksObject(app: TasksObjectApp, objects: ObjectsPart, op
         env: stringBindings(env),
         telemetry: app.telemetry,
         shard,
+        // Runtime schedules tick from the object's alarm; croner reads their cron.
+        cron: cronerClock,
       })
       // enqueue() and completeToken() in task code go through the object's
       // stub, as they do in the worker: an isolate may host both, and each
@@ -205,6 +209,8 @@ export function composeTasksObject(app: TasksObjectApp, objects: ObjectsPart, op
           return runtime.wake(a)
         case 'fireSchedule':
           return runtime.fireSchedule(a)
+        case 'schedules':
+          return answerSchedules(runtime, a, args.slice(1))
         case 'listTasks':
           return runtime.listTasks()
         case 'runScheduled':

@@ -206,7 +206,8 @@ export async function shardWorker(out: string, persist: string) {
     }
   }
   /** Which tasks objects hold run `id`, asked of each one directly, past the worker. */
-  const shardsHolding = async (id: string, shards: number) => {
+  /** The shards whose object holds run `id` (or, with `schedule`, runtime schedule `id`). */
+  const shardsHolding = async (id: string, shards: number, what: 'run' | 'schedule' = 'run') => {
     const ns = (await mf.getDurableObjectNamespace('SVC_TASKS')) as unknown as {
       idFromName(name: string): unknown
       get(id: unknown): { fetch(url: string, init: RequestInit): Promise<Response> }
@@ -217,7 +218,7 @@ export async function shardWorker(out: string, persist: string) {
       const res = await stub.fetch('https://svc-tasks.internal/', {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ method: 'getRun', args: [id], shards }),
+        body: JSON.stringify(what === 'run' ? { method: 'getRun', args: [id], shards } : { method: 'schedules', args: ['get', id], shards }),
       })
       const answer = (await res.json()) as { value?: unknown }
       if (answer.value) held.push(shard)

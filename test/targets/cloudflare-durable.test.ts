@@ -11,7 +11,8 @@
  * any request to the worker.
  */
 import { createServer, type Server } from 'node:http'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
+import { DatabaseSync } from 'node:sqlite'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
@@ -282,6 +283,44 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     expect(fired.status).toBe(202)
     expect(await waitForStatus(fired.body.id, 'completed')).toMatchObject({ trigger: 'cron', result: { input: { _cron: true } } })
     expect(await admin('/__tasks/jobs.steps/fire', { method: 'POST' })).toMatchObject({ status: 400, body: { code: 'NOT_SCHEDULED' } })
+  })
+
+  it('keeps runtime schedules in the object: run now and backfilled, and a tick that came due while the worker was down fires once at restart', async () => {
+    const made = await admin('/__tasks/jobs.nightly/schedules', { body: { cron: '* * * * *', input: { tenant: 'acme' }, key: 'acme' } })
+    expect(made).toMatchObject({ status: 201, body: { task: 'jobs.nightly', enabled: true, nextAt: expect.any(String) } })
+    const id = made.body.id as string
+    expect((await admin('/__tasks/schedules?key=acme')).body.schedules).toEqual([expect.objectContaining({ id })])
+    const now = await admin(`/__tasks/schedules/${id}/trigger`, { method: 'POST' })
+    expect(now.status).toBe(202)
+    expect(await waitForStatus(now.body.runId, 'completed')).toMatchObject({ trigger: 'cron', schedule: { id }, result: { input: { tenant: 'acme' } } })
+    const filled = await admin(`/__tasks/schedules/${id}/backfill`, { body: { from: '2026-11-28T10:00:00Z', to: '2026-11-28T10:03:00Z' } })
+    expect(filled.body.runs).toHaveLength(3)
+
+    // Down past a tick: the tick's timer is moved ten seconds into the past, as a tick missed while down would be.
+    await mf.dispose()
+    const dir = join(persist, '-SvcTasks')
+    const [file] = (await readdir(dir)).filter((name) => name.endsWith('.sqlite') && name !== 'metadata.sqlite')
+    const db = new DatabaseSync(join(dir, file))
+    const tick = new Date(Math.floor(Date.now() / 1000) * 1000 - 10_000)
+    const moved = db
+      .prepare("UPDATE svc_timers SET due_at = ?, record = json_set(record, '$.dueAt', ?) WHERE id = ?")
+      .run(tick.getTime(), tick.toISOString(), `${id}:schedule`)
+    db.close()
+    expect(moved.changes).toBe(1)
+    await start()
+    const ofTick = async () =>
+      ((await admin('/__tasks/runs?task=jobs.nightly&limit=500')).body.runs as { id: string }[]).filter(
+        (run) => run.id !== now.body.runId && !filled.body.runs.some((item: { runId: string }) => item.runId === run.id),
+      )
+    for (let i = 0; (await ofTick()).length === 0; i++) {
+      if (i > 200) throw new Error('the missed tick started no run')
+      await sleep(25)
+    }
+    const [missed] = await ofTick()
+    expect(await waitForStatus(missed.id, 'completed')).toMatchObject({ schedule: { id, tick: tick.toISOString() } })
+    await sleep(200)
+    expect(await ofTick()).toHaveLength(1)
+    expect((await admin(`/__tasks/schedules/${id}`, { method: 'DELETE' })).body).toEqual({ id, deleted: true })
   })
 
   it('lists runs newest first with filters and a cursor, and replays one with the same input', async () => {

@@ -200,6 +200,28 @@ describe('cloudflare with 4 shards: runs spread over four tasks objects', () => 
     await worker.admin(`/__tasks/runs/${other}/cancel`, { method: 'POST' })
   })
 
+  it('keeps each runtime schedule in the object of its task, lists them all, and reaches each by its id', async () => {
+    const made: { id: string; task: string }[] = []
+    for (const task of ['jobs.plain', 'jobs.nightly', 'jobs.hourly', 'jobs.limited']) {
+      const res = await worker.admin(`/__tasks/${task}/schedules`, { body: { cron: '0 5 * * *', input: { n: 7, notify: notify.url }, key: 'k' } })
+      expect(res.status).toBe(201)
+      made.push({ id: res.body.id, task })
+    }
+    const holders = await Promise.all(made.map(({ id }) => worker.shardsHolding(id, SHARDS, 'schedule')))
+    expect(holders).toEqual(made.map(({ id }) => [runIdShard(id)]))
+    expect(new Set(holders.map(([shard]) => shard)).size).toBeGreaterThan(1)
+    const { body } = await worker.admin('/__tasks/schedules?key=k')
+    expect(body.schedules.map((schedule: { id: string }) => schedule.id)).toEqual(made.map(({ id }) => id))
+    for (const { id, task } of made) {
+      expect((await worker.admin(`/__tasks/schedules/${id}/pause`, { method: 'POST' })).body).toMatchObject({ id, task, enabled: false })
+      const tick = await worker.admin(`/__tasks/schedules/${id}/trigger`, { method: 'POST' })
+      expect(tick.status).toBe(202)
+      expect(await worker.until(tick.body.runId, (run) => run.status === 'completed')).toMatchObject({ taskName: task, schedule: { id } })
+      expect((await worker.admin(`/__tasks/schedules/${id}`, { method: 'DELETE' })).body).toEqual({ id, deleted: true })
+    }
+    expect((await worker.admin(`/__tasks/schedules/${made[0].id}`)).status).toBe(404)
+  })
+
   it('meets the event waits of every object with one event, and starts the event’s run once', async () => {
     const waiting: string[] = []
     for (let n = 0; n < 8; n++) waiting.push((await worker.admin('/__tasks/jobs.fulfil', { body: { orderId: 'o-9' } })).body.id)

@@ -2,9 +2,10 @@
  * What reads a schedule's cron expression: checks it, says when it next
  * fires, and fires it in-process. The task runtime takes one as the `cron`
  * option. svc's hosts that tick schedules themselves (the Node server, the
- * CLI, the function platforms' check at start) pass croner's
- * (`croner-clock.ts`); a worker, whose platform fires the schedules, runs
- * without one and stays smaller by croner's size.
+ * CLI, the function platforms' check at start, the tasks Durable Object,
+ * whose runtime schedules tick from its alarm) pass croner's
+ * (`croner-clock.ts`); a worker's isolate, whose platform fires the static
+ * schedules, runs without one.
  */
 export interface CronClock {
   /**

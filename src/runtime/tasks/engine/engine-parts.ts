@@ -208,7 +208,8 @@ export function engineParts(
     clock,
     cron: options.cron,
     logger,
-    newId: (now) => newRunId(now),
+    // Placed as a run id is: with shards, a call about one schedule reaches the object holding it.
+    newId: (now) => newRunId(now, options.shard?.index),
     start: (def, input, schedule, idempotencyKey) =>
       creation.create(def, input, { delaySeconds: 0, trigger: 'cron', idempotencyKey, schedule }),
     arm: (timer) => waitpoints.arm(timer),

@@ -256,7 +256,7 @@ export class RuntimeSchedules implements SchedulesApi {
     const cron = this.#options.cron
     if (!cron) {
       throw new SvcError(
-        `${where}: this task runtime reads no cron expressions (it was made without a cron clock), so it holds no runtime schedules; runtime schedules run on Node, Bun, Deno and the function platforms, not yet on Cloudflare Workers`,
+        `${where}: this task runtime reads no cron expressions (it was made without a cron clock), so it holds no runtime schedules; pass cron: cronerClock (from 'svcjs') to createTaskRuntime`,
         'SCHEDULES_UNSUPPORTED',
         501,
       )
