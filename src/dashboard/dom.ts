@@ -67,6 +67,17 @@ export function statusBadge(status: string): HTMLElement {
   return h('span', { class: `status s-${status}` }, status)
 }
 
+/** A run's tags as small chips, or nothing when it has none. */
+export function tagChips(tags: readonly string[] | undefined): Child {
+  return tags?.length
+    ? h(
+        'span',
+        { class: 'tags' },
+        tags.map((tag) => h('span', { class: 'tag' }, tag)),
+      )
+    : null
+}
+
 /** A link handler that runs `fn` instead of following the link. */
 export function click(fn: () => void): (event: Event) => void {
   return (event) => {

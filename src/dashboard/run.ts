@@ -1,7 +1,7 @@
 /** One run: what it was given and gave back, its timeline, logs, attempts and steps, what it waits on, and the actions on it. */
 import { unknownWaitpointType } from '../runtime/tasks/steps/waitpoint-kinds.ts'
 import { api } from './api.ts'
-import { type Child, click, dataTable, duration, fill, h, statusBadge, time } from './dom.ts'
+import { type Child, click, dataTable, duration, fill, h, statusBadge, tagChips, time } from './dom.ts'
 import { jsonView } from './json.ts'
 import { logsTable } from './logs.ts'
 import { errorView } from './tasks.ts'
@@ -123,6 +123,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
         fact('Status', statusBadge(run.status)),
         fact('Trigger', run.trigger),
         run.version ? fact('Version', h('code', null, run.version)) : null,
+        run.tags?.length ? fact('Tags', tagChips(run.tags)) : null,
         run.migrations?.length ? fact('Moved', moves(run)) : null,
         run.replayOf ? fact('Replay of', runLink(run.replayOf, openRun)) : null,
         run.parentRunId ? fact('Parent run', runLink(run.parentRunId, openRun)) : null,
@@ -135,6 +136,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
       run.suspended ? waitpoint(run, openRun, payload, act) : null,
       h('h3', null, 'Input'),
       jsonView(run.input),
+      run.metadata ? [h('h3', null, 'Metadata'), h('div', { class: 'metadata' }, jsonView(run.metadata))] : null,
       run.status === 'completed'
         ? [h('h3', null, 'Result'), jsonView(run.result)]
         : last?.error && !live

@@ -1,13 +1,17 @@
 /**
- * The Runs table: filtered by task, by version and by any number of
- * statuses, newest first, a page at a time with "Load more", and refreshed when the event
- * stream says a run changed.
+ * The Runs table: filtered by task, version, statuses, tags, a metadata key
+ * and when runs were created (filters.ts), newest first, a page at a time
+ * with "Load more", and refreshed when the event stream says a run changed.
+ * Above it, while a filter is set, the bar that cancels or replays every
+ * run the filters find (bulk.ts).
  */
 import { MAX_RUNS_LIMIT } from '../runtime/admin/runs-query.ts'
 import { api } from './api.ts'
-import { type Child, click, dataTable, fill, h, statusBadge, time } from './dom.ts'
+import { bulkBar } from './bulk.ts'
+import { type Child, click, dataTable, fill, h, statusBadge, tagChips, time } from './dom.ts'
+import { filterQuery, runFilters } from './filters.ts'
 import { pagedList } from './pager.ts'
-import { type RunRow, STATUSES } from './types.ts'
+import type { RunRow } from './types.ts'
 
 export interface RunsView {
   element: HTMLElement
@@ -17,49 +21,28 @@ export interface RunsView {
 }
 
 export function runsView(openRun: (id: string) => void): RunsView {
-  const task = h('select', { id: 'filter-task', name: 'task' }, h('option', { value: '' }, 'All tasks'))
-  const version = h('input', { id: 'filter-version', name: 'version', type: 'search', placeholder: 'v1', spellcheck: 'false' })
-  const statuses = STATUSES.map((value) => h('input', { type: 'checkbox', name: 'status', value }))
+  const filters = runFilters(() => {
+    bulk.update()
+    list.restart()
+  })
   const list = pagedList<RunRow>({
     page: 100,
     maxLimit: MAX_RUNS_LIMIT,
     attribute: 'data-run',
     async fetch(limit, cursor) {
-      const query = new URLSearchParams({ limit: String(limit) })
-      if (task.value) query.set('task', task.value)
-      if (version.value.trim()) query.set('version', version.value.trim())
-      for (const box of statuses) if (box.checked) query.append('status', box.value)
+      const query = filterQuery(filters.read())
+      query.set('limit', String(limit))
       if (cursor) query.set('cursor', cursor)
       const page = await api<{ runs: RunRow[]; cursor?: string }>('GET', `/__tasks/runs?${query}`)
       return { items: page.runs, cursor: page.cursor }
     },
     render: (runs) => table(runs, openRun),
   })
-  task.addEventListener('change', list.restart)
-  // On Enter, on leaving the field, and when it is cleared.
-  version.addEventListener('change', list.restart)
-  for (const box of statuses) box.addEventListener('change', list.restart)
+  const bulk = bulkBar(filters, () => void list.refresh())
+  const { task } = filters
 
   return {
-    element: h(
-      'div',
-      null,
-      h(
-        'div',
-        { class: 'filters' },
-        h('label', { for: 'filter-task' }, 'Task'),
-        task,
-        h('label', { for: 'filter-version' }, 'Version'),
-        version,
-        h(
-          'fieldset',
-          null,
-          h('legend', null, 'Status'),
-          statuses.map((box) => h('label', null, box, box.value)),
-        ),
-      ),
-      list.element,
-    ),
+    element: h('div', null, filters.element, bulk.element, list.element),
     setTasks(names) {
       const chosen = task.value
       fill(
@@ -68,6 +51,7 @@ export function runsView(openRun: (id: string) => void): RunsView {
         names.map((name) => h('option', { value: name }, name)),
       )
       task.value = names.includes(chosen) ? chosen : ''
+      bulk.update()
     },
     refresh: list.refresh,
   }
@@ -82,7 +66,7 @@ function table(runs: RunRow[], openRun: (id: string) => void): HTMLElement {
         'tr',
         { 'data-run': run.id },
         h('td', null, h('a', { href: `#run/${run.id}`, onclick: click(() => openRun(run.id)) }, run.id)),
-        h('td', null, h('code', null, run.taskName)),
+        h('td', null, h('code', null, run.taskName), tagChips(run.tags)),
         h('td', null, versionCell(run.version)),
         h('td', null, statusBadge(run.status)),
         h('td', null, run.trigger),

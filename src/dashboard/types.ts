@@ -16,6 +16,7 @@ export interface RunRow {
   attempts: number
   ok: boolean
   version?: string
+  tags?: string[]
 }
 
 export type Run = Omit<RunRecord, 'status' | 'trigger'> & { status: string; trigger: string; replayOf?: string }
