@@ -55,6 +55,7 @@ import { PGBOSS_TUNINGS, startPgBoss } from './_pgboss.ts'
 import { FLOOR_CONNECTIONS, postgresFloor } from './_postgres-floor.ts'
 import { GRAPHILE_TUNINGS, type GraphileTuning, measureDbos, startGraphile } from './_store-anchors.ts'
 import { percentile } from './_store-measure.ts'
+import { measureSearchPostgres, measureSearchSqlite, printSearch } from './_search.ts'
 import { CROWD, MAX_RUNS, measureSvc, type OpenStore, ROUNDS, RUNS, svcLatency, svcRate } from './_store-svc.ts'
 import { recordSteps } from './_steps-growth.ts'
 import { BATCH_RUNS, measureTriggerBatch } from './_trigger-batch.ts'
@@ -65,7 +66,7 @@ const STEP_SIZES = [100, 1_000, 5_000]
 const STEP_GROWTH_GOAL = 1.5
 
 /** `--only pgboss,event-waits`: only those parts, with what their ratios need. */
-const PARTS = ['pgboss', 'event-waits', 'rates'] as const
+const PARTS = ['pgboss', 'event-waits', 'rates', 'search'] as const
 const onlyArg = process.argv.indexOf('--only')
 const only = onlyArg === -1 ? undefined : new Set((process.argv[onlyArg + 1] ?? '').split(','))
 for (const part of only ?? []) {
@@ -265,6 +266,7 @@ try {
       line('svc Postgres: no-op runs, ÷ floor', perSecond(rates.noop), { of: rates.noop / rates.floor })
       line('svc Postgres: three-step runs, ÷ no-op runs', perSecond(rates.threeSteps), goal(rates.threeSteps / rates.noop, '>=', 0.5))
     }
+    if (only.has('search')) printSearch(await measureSearchSqlite(dir), await measureSearchPostgres(pg.url))
   } else {
     const memory = await measureSvc(async () => ({ store: new MemoryRunStore({ maxRuns: MAX_RUNS }), close: async () => {} }))
     const sqlite = await measureSvc(openSqlite)

@@ -10,7 +10,7 @@ import type { PostgresConnection } from './connection.ts'
 import { GroupCommit } from './group-commit.ts'
 import { EVENT_WAIT_NAME } from './migrations.ts'
 import { wholeRecord } from './records.ts'
-import { searchConditions } from './run-search.ts'
+import { pageOrder, searchConditions } from './run-search.ts'
 
 /** The most runs one read of `getRun` calls returns, each with its steps. */
 const READ_BATCH = 500
@@ -59,7 +59,7 @@ export class RunReads {
       // no ties, so a page starts right below the seq of the cursor's run
       // (none when the store does not hold it: the comparison is NULL).
       const runs = sql(conn.schema)
-      const cursor = query.cursor ?? null
+      const { after, orderBy } = pageOrder(sql, conn.schema, query)
       // Written as `runs_by_event_wait` indexes it (migrations.ts), and only
       // when asked: a condition that a null parameter turns off would keep
       // a generic plan from the index.
@@ -72,8 +72,8 @@ export class RunReads {
         WHERE (${query.taskName ?? null}::text IS NULL OR task_name = ${query.taskName ?? null}::text)
           AND (${statuses}::text[] IS NULL OR status = ANY(${statuses}::text[])) ${eventWait}
           ${query.version === undefined ? sql`` : sql`AND record->>'version' = ${query.version}::text`} ${searchConditions(sql, query)}
-          AND (${cursor}::text IS NULL OR seq < (SELECT seq FROM ${runs}.runs WHERE id = ${cursor}::text))
-        ORDER BY seq DESC
+          ${after}
+        ORDER BY ${orderBy}
         LIMIT ${limit === Infinity ? null : Math.ceil(limit)}::bigint`
       return rows.map((row) => row.record)
     })

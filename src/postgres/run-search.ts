@@ -23,9 +23,38 @@ export function searchConditions(sql: Sql, query: RunQuery): Fragment {
       conditions = sql`${conditions} AND (${alternatives.reduce((either, next) => sql`${either} OR ${next}`)})`
     }
   }
-  if (query.from !== undefined) conditions = sql`${conditions} AND (record->>'createdAt') COLLATE "C" >= ${query.from}::text`
-  if (query.to !== undefined) conditions = sql`${conditions} AND (record->>'createdAt') COLLATE "C" < ${query.to}::text`
+  if (query.from !== undefined) conditions = sql`${conditions} AND ${sql.unsafe(CREATED)} >= ${query.from}::text`
+  if (query.to !== undefined) conditions = sql`${conditions} AND ${sql.unsafe(CREATED)} < ${query.to}::text`
   return conditions
+}
+
+/** A run's creation time as `runs_by_created` indexes it. */
+const CREATED = `((record->>'createdAt') COLLATE "C")`
+
+/**
+ * How a page of `query` is ordered and where it starts after `cursor`:
+ * newest first by `seq`, or, for a window of creation times, by creation
+ * time then `seq`, which `runs_by_created` serves wherever the window lies
+ * (the order of `seq` alone would walk every newer run first). The two
+ * differ only for runs made by processes whose clocks disagree.
+ */
+export function pageOrder(sql: Sql, schema: string, query: RunQuery): { after: Fragment; orderBy: Fragment } {
+  const runs = sql`${sql(schema)}.runs`
+  const cursor = query.cursor ?? null
+  if (query.from === undefined && query.to === undefined) {
+    return {
+      after: sql`AND (${cursor}::text IS NULL OR seq < (SELECT seq FROM ${runs} WHERE id = ${cursor}::text))`,
+      orderBy: sql`seq DESC`,
+    }
+  }
+  const created = sql.unsafe(CREATED)
+  return {
+    after:
+      cursor === null
+        ? sql``
+        : sql`AND (${created}, seq) < (SELECT ${created}, seq FROM ${runs} WHERE id = ${cursor}::text)`,
+    orderBy: sql`${created} DESC, seq DESC`,
+  }
 }
 
 /** The JSON values whose search text (`metadataText`) is `text`: the string, and the number or boolean it writes. */

@@ -58,6 +58,12 @@ export function searchContract(
     expect(ids(await store.listRuns({ from: at(1), to: at(3) }))).toEqual([runs[2].id, runs[1].id])
     expect(ids(await store.listRuns({ from: at(3) })).slice(0, 1)).toEqual([runs[3].id])
     expect(ids(await store.listRuns({ from: at(0), to: at(1) }))).toEqual([runs[0].id])
+    // Page by page, each run once, with the other filters.
+    const window = { from: at(0), to: at(4), taskName: 'report' }
+    const first = await store.listRuns({ ...window, limit: 3 })
+    expect(ids(first)).toEqual([runs[3].id, runs[2].id, runs[1].id])
+    expect(ids(await store.listRuns({ ...window, limit: 3, cursor: runs[1].id }))).toEqual([runs[0].id])
+    expect(await store.listRuns({ ...window, cursor: runs[0].id })).toEqual([])
   })
 
   it('forgets the tags and metadata of a run it evicts', async () => {

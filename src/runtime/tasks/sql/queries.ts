@@ -8,6 +8,7 @@
 import type { RunRecord, RunStatus } from '../../../types.ts'
 import { isFinished, type RunQuery } from '../store/store.ts'
 import { searchConditions } from './search.ts'
+import { searches } from '../store/run-search.ts'
 
 /** The run columns a read-modify-write needs: `seq` (the rowid) addresses the update. */
 export interface RunRow {
@@ -172,10 +173,18 @@ export function listRunsQuery(query: RunQuery, order: 'seq' | 'id' = 'seq'): { t
     params.push(query.version)
   }
   searchConditions(query, where, params)
+  // A window of creation times pages in creation order (search.ts), which its index serves.
+  const byCreation = order === 'seq' && (query.from !== undefined || query.to !== undefined)
   if (query.cursor !== undefined) {
     // A cursor the table does not hold makes the comparison NULL: no row, as in the memory store.
     // By id, any id is a place in the order, held here or not.
-    where.push(order === 'id' ? 'id < ?' : 'seq < (SELECT seq FROM svc_runs WHERE id = ?)')
+    where.push(
+      order === 'id'
+        ? 'id < ?'
+        : byCreation
+          ? '(created_at, seq) < (SELECT created_at, seq FROM svc_runs WHERE id = ?)'
+          : 'seq < (SELECT seq FROM svc_runs WHERE id = ?)',
+    )
     params.push(query.cursor)
   }
   // The memory store stops once it holds `limit` runs, so a fractional
@@ -185,7 +194,13 @@ export function listRunsQuery(query: RunQuery, order: 'seq' | 'id' = 'seq'): { t
   params.push(limit === Infinity ? -1 : Math.ceil(limit))
   const filter = where.length === 0 ? '' : `WHERE ${where.join(' AND ')} `
   // seq is the insertion order, as the memory store's Map: newest first, no ties.
-  return { text: `SELECT record FROM ${RUN_RECORDS} ${filter}ORDER BY ${order} DESC LIMIT ?`, params }
+  const orderBy = byCreation ? 'created_at DESC, seq DESC' : `${order} DESC`
+  if (!searches(query)) return { text: `SELECT record FROM ${RUN_RECORDS} ${filter}ORDER BY ${orderBy} LIMIT ?`, params }
+  // A search picks its page on the runs table alone, then builds the
+  // records of that page only: building one (its steps gathered) costs far
+  // more than the test of a row that may not match.
+  const page = `SELECT seq FROM svc_runs ${filter}ORDER BY ${orderBy} LIMIT ?`
+  return { text: `SELECT record FROM ${RUN_RECORDS} WHERE seq IN (${page}) ORDER BY ${orderBy}`, params }
 }
 
 /**

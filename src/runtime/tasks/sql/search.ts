@@ -14,7 +14,13 @@
  *   metadata rows only when its metadata changed.
  * - `created_at` is the run's `createdAt`, written with the row
  *   (`insertRunValues`) and never updated, so the index on it costs
- *   nothing after the insert; the step fills it for rows already held.
+ *   nothing after the insert; the step fills it for rows already held. A
+ *   query with `from` or `to` lists runs newest first by `created_at`, then
+ *   `seq` (which the index holds as the rowid), and pages by the two: the
+ *   index then serves a window anywhere in the table in the time of a
+ *   page, where the order of `seq` alone would walk every newer run first.
+ *   The two orders differ only for runs created by processes whose clocks
+ *   disagree.
  *
  * Edge-safe: no `node:` import.
  */
