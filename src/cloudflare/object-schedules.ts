@@ -23,7 +23,8 @@ type Operation = (typeof OPERATIONS)[number]
 /** In the object: the `schedules` call, on its runtime's schedules. */
 export function answerSchedules(runtime: TaskRuntime, operation: unknown, args: unknown[]): Promise<unknown> {
   const schedules = runtime.schedules
-  if (!(OPERATIONS as readonly unknown[]).includes(operation)) throw new TypeError(`SvcTasks: unknown schedules call ${JSON.stringify(operation)}`)
+  if (!(OPERATIONS as readonly unknown[]).includes(operation))
+    throw new TypeError(`SvcTasks: unknown schedules call ${JSON.stringify(operation)}`)
   if (!schedules) throw new TypeError('SvcTasks: this object keeps no runtime schedules')
   const method = schedules[operation as Operation] as (...args: unknown[]) => Promise<unknown>
   return method.apply(schedules, args)

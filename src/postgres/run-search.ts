@@ -49,10 +49,7 @@ export function pageOrder(sql: Sql, schema: string, query: RunQuery): { after: F
   }
   const created = sql.unsafe(CREATED)
   return {
-    after:
-      cursor === null
-        ? sql``
-        : sql`AND (${created}, seq) < (SELECT ${created}, seq FROM ${runs} WHERE id = ${cursor}::text)`,
+    after: cursor === null ? sql`` : sql`AND (${created}, seq) < (SELECT ${created}, seq FROM ${runs} WHERE id = ${cursor}::text)`,
     orderBy: sql`${created} DESC, seq DESC`,
   }
 }

@@ -123,7 +123,10 @@ describe('bulk actions by filter over HTTP', () => {
     expect(await listed(server, 'tag=tenant:acme&status=cancelled')).toEqual([...acme].reverse())
     expect(await listed(server, 'status=suspended')).toEqual(other)
     // Nothing live is left under the tag: a second call finds none.
-    expect((await call(server, 'POST', '/__tasks/runs/cancel', { filter: { tag: 'tenant:acme' } })).body).toMatchObject({ matched: 0, runs: [] })
+    expect((await call(server, 'POST', '/__tasks/runs/cancel', { filter: { tag: 'tenant:acme' } })).body).toMatchObject({
+      matched: 0,
+      runs: [],
+    })
   })
 
   it('replays the failed runs a filter finds and reports each new run', async () => {
@@ -152,7 +155,10 @@ describe('bulk actions by filter over HTTP', () => {
       [{ filter: { status: 'completed' } }, /a cancel acts on live runs/],
     ]
     for (const [body, message] of cases) {
-      expect(await call(server, 'POST', '/__tasks/runs/cancel', body)).toMatchObject({ status: 400, body: { error: expect.stringMatching(message) } })
+      expect(await call(server, 'POST', '/__tasks/runs/cancel', body)).toMatchObject({
+        status: 400,
+        body: { error: expect.stringMatching(message) },
+      })
     }
     expect(await call(server, 'POST', '/__tasks/runs/replay', { filter: { tag: 'a' }, children: 'all' })).toMatchObject({
       status: 400,

@@ -218,7 +218,9 @@ export async function shardWorker(out: string, persist: string) {
       const res = await stub.fetch('https://svc-tasks.internal/', {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(what === 'run' ? { method: 'getRun', args: [id], shards } : { method: 'schedules', args: ['get', id], shards }),
+        body: JSON.stringify(
+          what === 'run' ? { method: 'getRun', args: [id], shards } : { method: 'schedules', args: ['get', id], shards },
+        ),
       })
       const answer = (await res.json()) as { value?: unknown }
       if (answer.value) held.push(shard)

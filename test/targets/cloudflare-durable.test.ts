@@ -292,7 +292,11 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     expect((await admin('/__tasks/schedules?key=acme')).body.schedules).toEqual([expect.objectContaining({ id })])
     const now = await admin(`/__tasks/schedules/${id}/trigger`, { method: 'POST' })
     expect(now.status).toBe(202)
-    expect(await waitForStatus(now.body.runId, 'completed')).toMatchObject({ trigger: 'cron', schedule: { id }, result: { input: { tenant: 'acme' } } })
+    expect(await waitForStatus(now.body.runId, 'completed')).toMatchObject({
+      trigger: 'cron',
+      schedule: { id },
+      result: { input: { tenant: 'acme' } },
+    })
     const filled = await admin(`/__tasks/schedules/${id}/backfill`, { body: { from: '2026-11-28T10:00:00Z', to: '2026-11-28T10:03:00Z' } })
     expect(filled.body.runs).toHaveLength(3)
 

@@ -203,7 +203,9 @@ describe('cloudflare with 4 shards: runs spread over four tasks objects', () => 
   it('keeps each runtime schedule in the object of its task, lists them all, and reaches each by its id', async () => {
     const made: { id: string; task: string }[] = []
     for (const task of ['jobs.plain', 'jobs.nightly', 'jobs.hourly', 'jobs.limited']) {
-      const res = await worker.admin(`/__tasks/${task}/schedules`, { body: { cron: '0 5 * * *', input: { n: 7, notify: notify.url }, key: 'k' } })
+      const res = await worker.admin(`/__tasks/${task}/schedules`, {
+        body: { cron: '0 5 * * *', input: { n: 7, notify: notify.url }, key: 'k' },
+      })
       expect(res.status).toBe(201)
       made.push({ id: res.body.id, task })
     }

@@ -53,11 +53,17 @@ export function searchCases(name: string, makeStore?: () => (RunStore & StoreLif
       expect((await t.getRun(acme.id))?.tags).toEqual(['tenant:acme', 'plan:pro'])
       // Asleep: its metadata is stored and found.
       expect((await t.runs({ metadata: { stage: 'packing' } })).map((run) => run.id)).toEqual([other.id, acme.id])
-      expect((await t.runs({ tags: ['tenant:acme'], metadata: { stage: 'packing' }, status: 'suspended' })).map((run) => run.id)).toEqual([acme.id])
+      expect((await t.runs({ tags: ['tenant:acme'], metadata: { stage: 'packing' }, status: 'suspended' })).map((run) => run.id)).toEqual([
+        acme.id,
+      ])
       await t.advance('1h')
       await t.advanceUntilIdle()
       const done = await t.getRun(acme.id)
-      expect(done).toMatchObject({ status: 'completed', metadata: { stage: 'shipped', parcels: 2 }, result: { stage: 'shipped', parcels: 2 } })
+      expect(done).toMatchObject({
+        status: 'completed',
+        metadata: { stage: 'shipped', parcels: 2 },
+        result: { stage: 'shipped', parcels: 2 },
+      })
       expect((await t.runs({ metadata: { stage: 'shipped', parcels: '2' } })).map((run) => run.id)).toEqual([other.id, acme.id])
       expect(await t.runs({ metadata: { stage: 'packing' } })).toEqual([])
       const notices = await t.runs({ task: 'orders.notify', tags: ['kind:notice'] })
@@ -71,9 +77,13 @@ export function searchCases(name: string, makeStore?: () => (RunStore & StoreLif
 
     it('refuses bad tags before any run starts, and fails the attempt that sets bad metadata, naming the fix', async () => {
       await start()
-      await expect(t.trigger('orders.notify', {}, { tags: ['has space'] })).rejects.toThrow(/tags: a tag must be 1 to 64 printable ASCII characters with no space or comma/)
+      await expect(t.trigger('orders.notify', {}, { tags: ['has space'] })).rejects.toThrow(
+        /tags: a tag must be 1 to 64 printable ASCII characters with no space or comma/,
+      )
       await expect(t.trigger('orders.notify', {}, { tags: 'tenant:acme' as never })).rejects.toThrow(/tags must be an array of strings/)
-      await expect(t.trigger('orders.notify', {}, { tags: Array.from({ length: 11 }, (_, i) => `t${i}`) })).rejects.toThrow(/at most 10 tags/)
+      await expect(t.trigger('orders.notify', {}, { tags: Array.from({ length: 11 }, (_, i) => `t${i}`) })).rejects.toThrow(
+        /at most 10 tags/,
+      )
       expect(await t.runs()).toEqual([])
       const big = await t.run('orders.bad', { what: 'big' }, { tags: ['ok'] })
       expect(big.attempts.at(-1)?.error).toMatch(/metadata would be 5,\d{3} bytes of JSON, over the 4,096-byte limit/)

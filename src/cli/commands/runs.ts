@@ -1,7 +1,8 @@
 /**
  * `svc runs list|get|logs|cancel|replay|wake`: the task runs of a running svc
  * server, read and controlled over its task admin surface
- * (docs/http-api.md). Nothing here scans or imports the app.
+ * (docs/http-api.md). Nothing here scans or imports the app. The filter
+ * flags and the bulk form of cancel and replay are in runs-bulk.ts.
  */
 import type { ArgsDef } from 'citty'
 import type { RunLogPage } from '../../runtime/admin/run-logs.ts'
@@ -14,6 +15,7 @@ import { defineCommand } from '../_define.ts'
 import { formatTable, printJson, printLines } from '../_output.ts'
 import { runsClient } from '../runs-client.ts'
 import { droppedNote, formatDuration, formatInstant, formatLogEntry, msBetween, shortVersion } from '../runs-format.ts'
+import { bulkArgs, bulkFilter, filterArgs, filterQuery, runBulk, runFilter } from './runs-bulk.ts'
 
 const idArg = { id: { type: 'positional', description: 'The run id', required: true } } as const satisfies ArgsDef
 
@@ -23,13 +25,7 @@ function runPath(id: string, action = ''): string {
 }
 
 const listArgs = {
-  task: { type: 'string', description: 'Only the runs of this task (dot form, such as jobs.notify)', valueHint: 'name' },
-  status: {
-    type: 'string',
-    description: 'Only the runs in this status; repeat the flag or separate statuses with commas',
-    valueHint: 'status',
-  },
-  version: { type: 'string', description: "Only the runs on this version of their task's code", valueHint: 'version' },
+  ...filterArgs,
   limit: { type: 'string', description: 'Runs to list, from 1 to 500 (default 50)', valueHint: 'n' },
   cursor: { type: 'string', description: 'Where the page starts: the cursor the previous page printed', valueHint: 'cursor' },
   ...urlArg,
@@ -42,22 +38,19 @@ const list = defineCommand({
   async run({ args, rawArgs }) {
     checkArgs(rawArgs, listArgs)
     const client = runsClient('svc runs list', args.url)
-    const query = new URLSearchParams()
-    if (args.task !== undefined) query.set('task', args.task)
-    for (const status of flagValues(rawArgs, 'status').flatMap((value) => value.split(','))) {
-      if (status.trim() !== '') query.append('status', status.trim())
-    }
-    if (args.version !== undefined) query.set('version', args.version)
+    const query = filterQuery(runFilter(rawArgs, args))
     if (args.limit !== undefined) query.set('limit', args.limit)
     if (args.cursor !== undefined) query.set('cursor', args.cursor)
     const page = await client.get<{ runs: RunSummary[]; cursor?: string }>('/__tasks/runs', query)
     if (args.json) return printJson(page)
     if (page.runs.length === 0) return printLines('stdout', [query.size > 0 ? 'No runs match.' : 'No runs.'])
+    // The tags column only when a listed run has tags, so that a table without them stays as narrow as before.
+    const tagged = page.runs.some((run) => run.tags !== undefined && run.tags.length > 0)
     const table = formatTable(
-      ['id', 'task', 'version', 'status', 'trigger', 'created', 'duration', 'attempts'],
+      ['id', 'task', 'version', 'status', 'trigger', 'created', 'duration', 'attempts', ...(tagged ? ['tags'] : [])],
       page.runs.map((run) => {
         const took = run.finishedAt === undefined ? undefined : msBetween(run.startedAt, run.finishedAt)
-        return [
+        const row = [
           run.id,
           run.taskName,
           shortVersion(run.version),
@@ -67,6 +60,8 @@ const list = defineCommand({
           took === undefined ? '-' : formatDuration(took),
           String(run.attempts),
         ]
+        if (tagged) row.push(run.tags?.length ? run.tags.join(',') : '-')
+        return row
       }),
     )
     const lines = [table]
@@ -74,18 +69,6 @@ const list = defineCommand({
     printLines('stdout', lines)
   },
 })
-
-/** Every value given to `--<name>`, in order: citty keeps only the last of a repeated flag. */
-function flagValues(rawArgs: readonly string[], name: string): string[] {
-  const values: string[] = []
-  for (let i = 0; i < rawArgs.length; i++) {
-    const arg = rawArgs[i]
-    if (arg === '--') break
-    if (arg === `--${name}`) values.push(rawArgs[++i])
-    else if (arg.startsWith(`--${name}=`)) values.push(arg.slice(name.length + 3))
-  }
-  return values
-}
 
 const getArgs = { ...idArg, ...urlArg, ...jsonArg } as const satisfies ArgsDef
 
@@ -149,25 +132,39 @@ const logs = defineCommand({
   },
 })
 
+/** The run id of `cancel` and `replay`, which act on the runs the filter flags find without one. */
+const optionalIdArg = {
+  id: { type: 'positional', description: 'The run id; leave it out to act on the runs the filter flags find', required: false },
+} as const satisfies ArgsDef
+
 const cancelArgs = {
-  ...idArg,
+  ...optionalIdArg,
   children: {
     type: 'string',
     description:
       'Which child runs go with it: waited, the ones it waits on and theirs (the default); all, those and the runs it enqueued; none',
     valueHint: 'waited|all|none',
   },
+  ...filterArgs,
+  ...bulkArgs,
   ...urlArg,
   ...jsonArg,
 } as const satisfies ArgsDef
 
 const cancel = defineCommand({
-  meta: { name: 'cancel', description: 'Cancel a run that has not finished, and the child runs it waits on' },
+  meta: {
+    name: 'cancel',
+    description: 'Cancel a run that has not finished, and the child runs it waits on; or, without an id, the live runs a filter finds',
+  },
   args: cancelArgs,
   async run({ args, rawArgs }) {
     checkArgs(rawArgs, cancelArgs)
+    const filter = bulkFilter('cancel', args.id, rawArgs, args)
+    if (filter !== undefined) return runBulk('cancel', filter, args)
+    // bulkFilter answers undefined only when an id is given.
+    const id = args.id as string
     const query = args.children === undefined ? '' : `?children=${encodeURIComponent(args.children)}`
-    const result = await runsClient('svc runs cancel', args.url).post<CancelRunResult>(runPath(args.id, `/cancel${query}`))
+    const result = await runsClient('svc runs cancel', args.url).post<CancelRunResult>(runPath(id, `/cancel${query}`))
     if (args.json) return printJson(result)
     // A server of an earlier release answers without the children.
     const children = result.cancelledWith ?? []
@@ -180,29 +177,50 @@ const cancel = defineCommand({
 })
 
 const replayArgs = {
-  ...idArg,
+  ...optionalIdArg,
   from: {
     type: 'string',
-    description: 'Keep the steps recorded before this one, and run it and those after it anew',
+    description: 'Keep the steps recorded before this one, and run it and those after it anew (a single run only)',
     valueHint: 'step',
   },
-  input: { type: 'string', description: "JSON input in place of the run's, validated against the task input schema", valueHint: 'json' },
+  input: {
+    type: 'string',
+    description: "JSON input in place of the run's, validated against the task input schema (a single run only)",
+    valueHint: 'json',
+  },
+  ...filterArgs,
+  ...bulkArgs,
   ...urlArg,
   ...jsonArg,
 } as const satisfies ArgsDef
 
 const replay = defineCommand({
-  meta: { name: 'replay', description: 'Start a new run of the same task with the same input, from the top or from a step' },
+  meta: {
+    name: 'replay',
+    description:
+      'Start a new run of the same task with the same input, from the top or from a step; or, without an id, replay the finished runs a filter finds',
+  },
   args: replayArgs,
   async run({ args, rawArgs }) {
     checkArgs(rawArgs, replayArgs)
+    const filter = bulkFilter('replay', args.id, rawArgs, args)
+    if (filter !== undefined) {
+      if (args.from !== undefined || args.input !== undefined) {
+        throw new UsageError(
+          '--from and --input replay a single run: give its id, as in svc runs replay <id> --from <step>. A bulk replay starts each run from the top with its own input (--since and --until filter by creation time)',
+        )
+      }
+      return runBulk('replay', filter, args)
+    }
+    // bulkFilter answers undefined only when an id is given.
+    const id = args.id as string
     if (args.from === '') throw new UsageError('--from needs the key of a step the run recorded, such as --from send-email')
     const input = parseInputArg(args.input)
     const body = args.from === undefined && input === undefined ? undefined : { fromStep: args.from, input }
-    const result = await runsClient('svc runs replay', args.url).post<{ id: string; status: RunStatus }>(runPath(args.id, '/replay'), body)
+    const result = await runsClient('svc runs replay', args.url).post<{ id: string; status: RunStatus }>(runPath(id, '/replay'), body)
     if (args.json) return printJson(result)
     const from = args.from === undefined ? '' : ` from step "${args.from}"`
-    printLines('stdout', [`Replayed run ${args.id}${from} as run ${result.id} (${result.status}).`])
+    printLines('stdout', [`Replayed run ${id}${from} as run ${result.id} (${result.status}).`])
   },
 })
 

@@ -79,7 +79,8 @@ export function parseBulkRequest(action: BulkAction, body: unknown): BulkRequest
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new InvalidQueryError(`${usage} (got ${describe(body)})`)
   const fields = body as Record<string, unknown>
   for (const key of Object.keys(fields)) {
-    if (!BODY_KEYS.has(key) || (key === 'children' && action !== 'cancel')) throw new InvalidQueryError(`${usage}; "${key}" is not one of them`)
+    if (!BODY_KEYS.has(key) || (key === 'children' && action !== 'cancel'))
+      throw new InvalidQueryError(`${usage}; "${key}" is not one of them`)
   }
   const query = filterQuery(fields.filter)
   query.status = actedStatuses(action, query.status)
@@ -89,7 +90,8 @@ export function parseBulkRequest(action: BulkAction, body: unknown): BulkRequest
     throw new InvalidQueryError(`limit must be a whole number from 1 to ${MAX_BULK_LIMIT} (got ${describe(limit)})`)
   }
   if (cursor !== undefined) {
-    if (typeof cursor !== 'string' || cursor === '') throw new InvalidQueryError(`cursor must be the cursor of the previous answer (got ${describe(cursor)})`)
+    if (typeof cursor !== 'string' || cursor === '')
+      throw new InvalidQueryError(`cursor must be the cursor of the previous answer (got ${describe(cursor)})`)
     query.cursor = cursor
   }
   const reach = cancelReachParam(typeof children === 'string' ? children : describe(children))
@@ -101,14 +103,18 @@ export function parseBulkRequest(action: BulkAction, body: unknown): BulkRequest
 function filterQuery(filter: unknown): RunQuery {
   const names = FILTER_KEYS.join(', ')
   if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) {
-    throw new InvalidQueryError(`filter must be an object with at least one of ${names}, such as { "tag": "tenant:acme" } (got ${describe(filter)})`)
+    throw new InvalidQueryError(
+      `filter must be an object with at least one of ${names}, such as { "tag": "tenant:acme" } (got ${describe(filter)})`,
+    )
   }
   const params = new URLSearchParams()
   for (const [key, value] of Object.entries(filter)) {
     if (!(FILTER_KEYS as readonly string[]).includes(key)) throw new InvalidQueryError(`filter takes ${names} (got "${key}")`)
     if (key === 'metadata') {
       if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-        throw new InvalidQueryError(`filter.metadata must be an object of keys and the text of their values, such as { "stage": "sent" } (got ${describe(value)})`)
+        throw new InvalidQueryError(
+          `filter.metadata must be an object of keys and the text of their values, such as { "stage": "sent" } (got ${describe(value)})`,
+        )
       }
       for (const [name, text] of Object.entries(value)) params.append(`metadata.${name}`, filterText(`filter.metadata.${name}`, text, true))
       continue

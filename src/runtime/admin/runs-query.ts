@@ -122,7 +122,9 @@ function instantParameter(params: URLSearchParams, name: 'from' | 'to'): string 
   if (value === undefined) return undefined
   const ms = instantMs(/^\d+$/.test(value) ? Number(value) : value, true)
   if (!Number.isFinite(ms)) {
-    throw new InvalidQueryError(`${name} must be an instant: ISO 8601, such as 2026-11-29T00:00:00Z, or epoch milliseconds (got ${JSON.stringify(value)})`)
+    throw new InvalidQueryError(
+      `${name} must be an instant: ISO 8601, such as 2026-11-29T00:00:00Z, or epoch milliseconds (got ${JSON.stringify(value)})`,
+    )
   }
   return new Date(ms).toISOString()
 }

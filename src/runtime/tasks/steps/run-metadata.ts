@@ -53,7 +53,9 @@ export class RunMetadataApi implements RunMetadata {
     if (value === undefined) return this.delete(key)
     this.#host.checkOpen(call)
     if (typeof value === 'function' || typeof value === 'symbol') {
-      throw new TypeError(`${call}: the value must be a JSON value: a string, number, boolean, null, array or object (got ${describe(value)})`)
+      throw new TypeError(
+        `${call}: the value must be a JSON value: a string, number, boolean, null, array or object (got ${describe(value)})`,
+      )
     }
     const next = { ...this.#metadata, [key]: value }
     const fault = checkJson(next, MAX_METADATA_BYTES)
