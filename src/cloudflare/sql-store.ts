@@ -42,6 +42,7 @@ import {
   finishSeqOf,
 } from '../runtime/tasks/sql/queries.ts'
 import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
+import { METADATA_WRITES, metadataChange } from '../runtime/tasks/sql/search.ts'
 import { joinScheduledSql, startQueuedSql } from '../runtime/tasks/sql/flow.ts'
 import { type KitCalls, kitCalls } from '../runtime/tasks/sql/kit-calls.ts'
 import { appConnection, type DurableObjectRunStoreOptions, prepareTables, type SqlDurableStorageLike, sqlRunner } from './sql-storage.ts'
@@ -186,6 +187,11 @@ export class DurableObjectRunStore implements RunStore, StoreLifecycle {
       const record = rowText(run)
       const finishSeq = this.#finishSeq(run.status, row.finished_seq)
       this.#storage.sql.exec(UPDATE_RUN, run.status, finishSeq, record, row.seq)
+      const metadata = metadataChange(patch)
+      if (metadata) {
+        this.#storage.sql.exec(METADATA_WRITES[0], row.seq)
+        this.#storage.sql.exec(METADATA_WRITES[1], row.seq, metadata.json)
+      }
       if ((finishSeq === null) !== (row.finished_seq === null)) this.#counts().live += finishSeq === null ? 1 : -1
       if (finishSeq !== null && row.finished_seq === null) this.#evict()
       return JSON.parse(wholeText(run, record)) as RunRecord

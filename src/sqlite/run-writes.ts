@@ -13,6 +13,7 @@ import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import type { SqliteConnection } from './connection.ts'
 import { WHERE } from './connection.ts'
+import { METADATA_WRITES, metadataChange } from '../runtime/tasks/sql/search.ts'
 import { UPDATE_RUN_FENCED, UPDATE_RUN_RECORD_FENCED, UPSERT_STEP_FENCED } from './fences.ts'
 import { LEASE_ON_CREATE, PROVISIONAL_LEASE } from './leases.ts'
 import { INSERT_RUN_OWNED, UPDATE_RUN_CANCELLED, UPDATE_RUN_CLAIMED, UPDATE_RUN_OWNED } from './owners.ts'
@@ -112,6 +113,11 @@ export function updateRunRow(
   const record = rowText(run)
   const finishSeq = conn.finishSeq(run.status, row.finished_seq)
   writeRun(conn, id, row.seq, was, run.status, finishSeq, record, fence, shared)
+  const metadata = metadataChange(patch)
+  if (metadata) {
+    conn.sql(METADATA_WRITES[0]).run(row.seq)
+    conn.sql(METADATA_WRITES[1]).run(row.seq, metadata.json)
+  }
   conn.cache(id, row.seq, finishSeq, finishSeq === null ? run : undefined, finishSeq === null ? record : wholeText(run, record))
   const counts = conn.counts
   if ((finishSeq === null) !== (row.finished_seq === null) && counts) counts.live += finishSeq === null ? 1 : -1

@@ -80,7 +80,7 @@ export function onFile(path: string, sql: string): void {
  * release wrote back into what an earlier one wrote, to test its migration.
  */
 const UNDO: Record<number, string> = {
-  15: 'DROP TRIGGER svc_runs_tags_insert; DROP TRIGGER svc_runs_metadata_insert; DROP TRIGGER svc_runs_metadata_update; DROP TRIGGER svc_runs_search_delete; DROP TABLE svc_run_tags; DROP TABLE svc_run_metadata; DROP INDEX svc_runs_by_created; ALTER TABLE svc_runs DROP COLUMN created_at;',
+  15: 'DROP TRIGGER svc_runs_tags_insert; DROP TRIGGER svc_runs_metadata_insert; DROP TRIGGER svc_runs_search_delete; DROP TABLE svc_run_tags; DROP TABLE svc_run_metadata; DROP INDEX svc_runs_by_created; ALTER TABLE svc_runs DROP COLUMN created_at;',
   14: 'DROP TABLE svc_schedules;',
   13: 'DROP INDEX svc_timers_by_run;',
   11: 'DROP INDEX runs_by_task_finish;',

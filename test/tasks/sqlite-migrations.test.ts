@@ -80,7 +80,7 @@ const MAKES: Record<number, (host: SqliteHost) => string[]> = {
     'svc_run_tags_by_run',
     ...columns('svc_run_metadata', 'key', 'value', 'run_seq'),
     'svc_run_metadata_by_run',
-    ...['svc_runs_tags_insert', 'svc_runs_metadata_insert', 'svc_runs_metadata_update', 'svc_runs_search_delete'],
+    ...['svc_runs_tags_insert', 'svc_runs_metadata_insert', 'svc_runs_search_delete'],
     'svc_runs.created_at',
     'svc_runs_by_created',
   ],
