@@ -7,6 +7,7 @@
 import type { RunQuery } from '../runtime/tasks/store/store.ts'
 import type { RunRecord, RunStatus } from '../types.ts'
 import type { PostgresConnection } from './connection.ts'
+import { EventWaitReads, eventWaitPage } from './event-wait-reads.ts'
 import { GroupCommit } from './group-commit.ts'
 import { EVENT_WAIT_NAME } from './migrations.ts'
 import { wholeRecord } from './records.ts'
@@ -21,9 +22,11 @@ export class RunReads {
   readonly #conn: PostgresConnection
   /** Reads of one run each: under load (callers waiting for their runs), many go together. */
   readonly #reads = new GroupCommit<string, RunRecord | undefined>((ids) => this.getRuns(ids), { max: READ_BATCH })
+  readonly #eventWaits: EventWaitReads
 
   constructor(conn: PostgresConnection) {
     this.#conn = conn
+    this.#eventWaits = new EventWaitReads(conn)
   }
 
   /**
@@ -46,7 +49,10 @@ export class RunReads {
     })
   }
 
+  /** A page of runs; a page of the runs waiting on one event name is read together with the others asked for meanwhile (event-wait-reads.ts). */
   listRuns(query: RunQuery): Promise<RunRecord[]> {
+    const page = eventWaitPage(query)
+    if (page) return this.#eventWaits.read(page)
     const conn = this.#conn
     return conn.run(async (sql) => {
       const statuses = query.status === undefined ? null : typeof query.status === 'string' ? [query.status] : [...query.status]

@@ -18,10 +18,13 @@
  *
  * The calls every run makes go in batches (group-commit.ts): creating it
  * (run-inserts.ts), saving its steps (step-saves.ts), ending it
- * (run-updates.ts), reading it, and taking its lease (shared.ts). The
- * first call goes at once; the calls made while it is in flight go
- * together in one statement, each row of it doing what the call would do
- * alone, and each call is answered once that statement committed. Under
+ * (run-updates.ts), reading it, and taking its lease (shared.ts); and the
+ * calls every sent event makes: recording it and noting what its send did
+ * (event-writes.ts), and reading the runs waiting on it
+ * (event-wait-reads.ts). The first call goes at once; the calls made
+ * while it is in flight go together in one statement, each row of it
+ * doing what the call would do alone, and each call is answered once that
+ * statement committed. Under
  * load that is one commit for many runs, where a commit a run would queue
  * behind the others: every statement that creates or finishes runs updates
  * the one row of `run_counts` (migrations.ts), which its transaction holds
@@ -41,7 +44,7 @@
  * The class is the front of parts that each do one job, and share the
  * client and the fences through connection.ts: run-creates.ts,
  * run-reads.ts, run-patches.ts (updates and attempts), step-writes.ts,
- * timer-calls.ts and token-calls.ts.
+ * timer-calls.ts, token-calls.ts and event-writes.ts.
  */
 import type { StoreFullError } from '../runtime/errors.ts'
 import type { EventMatch } from '../runtime/events/match.ts'
@@ -50,7 +53,8 @@ import type { EventRecord, RunPatch, RunQuery, RunStore, StartedRuns, TimerRecor
 import type { EventEffects, EventListQuery, StoreLifecycle } from '../runtime/types/run-store.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import { PostgresConnection, WHERE } from './connection.ts'
-import { eventsSincePg, listEventsPg, noteEventEffectsPg, putEventPg } from './events.ts'
+import { EventWrites } from './event-writes.ts'
+import { eventsSincePg, listEventsPg } from './events.ts'
 import { deleteSchedulePg, getSchedulePg, listSchedulesPg, putSchedulePg } from './schedules.ts'
 import type { ScheduleQuery, ScheduleRecord } from '../runtime/types/schedules.ts'
 import { startQueuedPg } from './flow.ts'
@@ -114,6 +118,7 @@ export class PostgresRunStore implements RunStore, StoreLifecycle {
   readonly #patches: RunPatches
   readonly #steps: StepWrites
   readonly #timers: TimerCalls
+  readonly #events: EventWrites
 
   constructor(options: PostgresRunStoreOptions) {
     const { url, schema, maxRuns, leaseMs, pollMs, connectTimeoutMs, logger } = resolvePostgresOptions(options, WHERE)
@@ -129,6 +134,7 @@ export class PostgresRunStore implements RunStore, StoreLifecycle {
     this.#patches = new RunPatches(conn, { getRuns: (ids) => this.#reads.getRuns(ids), wake: () => this.shared.wake() })
     this.#steps = new StepWrites(conn)
     this.#timers = new TimerCalls(conn)
+    this.#events = new EventWrites(conn, WHERE)
   }
 
   /**
@@ -241,9 +247,9 @@ export class PostgresRunStore implements RunStore, StoreLifecycle {
     return this.#creates.debounceRun(run, keyPath)
   }
 
-  /** Events: see `RunStore.putEvent`; the statement is in events.ts. */
+  /** Events: see `RunStore.putEvent`; group-committed with the other puts in flight (event-writes.ts). */
   putEvent(event: EventRecord): Promise<{ event: EventRecord; created: boolean }> {
-    return this.#conn.run((sql) => putEventPg(sql, this.schema, WHERE, event))
+    return this.#events.putEvent(event)
   }
 
   /** Events: see `RunStore.eventsSince`; the query is in events.ts. */
@@ -256,9 +262,9 @@ export class PostgresRunStore implements RunStore, StoreLifecycle {
     return this.#conn.run((sql) => listEventsPg(sql, this.schema, `${WHERE}.listEvents`, query))
   }
 
-  /** Events: see `RunStore.noteEventEffects`; the statement is in events.ts. */
+  /** Events: see `RunStore.noteEventEffects`; group-committed with the other notes in flight (event-writes.ts). */
   noteEventEffects(id: string, effects: EventEffects): Promise<void> {
-    return this.#conn.run((sql) => noteEventEffectsPg(sql, this.schema, id, effects))
+    return this.#events.noteEventEffects(id, effects)
   }
 
   /** Runtime schedules: see `ScheduleStore`; the statements are in schedules.ts. */
