@@ -214,13 +214,14 @@ describe('SqliteRunStore on a file that cannot take writes', () => {
   it('a write SQLite takes its whole transaction back for takes its batch with it; later writes get a batch of their own', async () => {
     const path = dbFile()
     const { store: s, db } = storeAndConnection(path)
-    const [a, b] = [await s.createRun(makeRun()), await s.createRun(makeRun())]
+    const [a, b, c] = [await s.createRun(makeRun()), await s.createRun(makeRun()), await s.createRun(makeRun())]
     fill(db)
     // One turn: a change that fits in the file's pages, one that needs more
-    // (SQLite rolls the whole transaction back), then another that fits.
+    // (SQLite rolls the whole transaction back: a one-row write with no
+    // trigger keeps no statement journal to roll back to), then another that fits.
     const first = s.updateRun(a.id, { status: 'completed', result: 'a' }, { status: 'running' })
     const read = s.getRun(a.id)
-    const big = s.createRun(makeRun({ input: 'x'.repeat(200_000) }))
+    const big = s.updateRun(c.id, { result: 'x'.repeat(200_000) })
     const after = s.updateRun(b.id, { result: 'b' })
     const outcomes = await Promise.allSettled([first, big, after])
     // The first write went with the transaction: its caller hears of it, and no reader saw it.
@@ -237,7 +238,7 @@ describe('SqliteRunStore on a file that cannot take writes', () => {
       ),
     ).toBe('b')
     expect(await s.getRun(a.id)).toMatchObject({ status: 'running' })
-    expect(committedIds(path)).toEqual([a.id, b.id])
+    expect(committedIds(path)).toEqual([a.id, b.id, c.id])
   })
 
   it('a full file answers STORE_UNAVAILABLE, keeps every run it committed, and takes writes again once there is room', async () => {

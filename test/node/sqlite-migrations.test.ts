@@ -31,5 +31,6 @@ it('a version-12 file migrates to the current version, and its sleeping runs com
 
   const after = schema(db)
   expect(after.version).toBe(SCHEMA_VERSION)
-  expect(after.names).toEqual([...before.names, 'svc_schedules', 'svc_schedules_by_key', 'svc_timers_by_run'].sort())
+  const search = ['svc_run_metadata', 'svc_run_metadata_by_run', 'svc_run_tags', 'svc_run_tags_by_run', 'svc_runs_by_created']
+  expect(after.names).toEqual([...before.names, 'svc_schedules', 'svc_schedules_by_key', 'svc_timers_by_run', ...search].sort())
 })

@@ -92,5 +92,11 @@ it('storage of the release before versions were recorded migrates to the current
 
   const after = await storage()
   expect(after.version).toBe(SCHEMA_VERSION)
-  expect(after.names).toEqual([...before.names, 'svc_schedules', 'svc_schedules_by_key', 'svc_schema', 'svc_timers_by_run'].sort())
+  const search = [
+    ...['svc_run_metadata', 'svc_run_metadata_by_run', 'svc_run_tags', 'svc_run_tags_by_run', 'svc_runs_by_created'],
+    ...['svc_runs_metadata_insert', 'svc_runs_search_delete', 'svc_runs_tags_insert'],
+  ]
+  expect(after.names).toEqual(
+    [...before.names, 'svc_schedules', 'svc_schedules_by_key', 'svc_schema', 'svc_timers_by_run', ...search].sort(),
+  )
 })

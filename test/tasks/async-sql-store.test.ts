@@ -31,6 +31,7 @@ import {
   UPSERT_STEP,
 } from '../../src/runtime/tasks/sql/queries.ts'
 import { migrateSchema, migrationSteps } from '../../src/runtime/tasks/sql/migrations.ts'
+import { SEARCH_TABLES } from '../../src/runtime/tasks/sql/search.ts'
 import { rowText } from '../../src/runtime/tasks/sql/record-text.ts'
 import { fileDriver } from '../../src/sqlite/database.ts'
 import { createTables, STEPS_TABLE } from '../../src/runtime/tasks/sql/schema.ts'
@@ -55,7 +56,7 @@ afterEach(() => {
 /** A fresh database with the tables of the SQLite stores. */
 function database(): DatabaseSync {
   const db = new DatabaseSync(':memory:')
-  db.exec(createTables({ timerDueAt: false }) + STEPS_TABLE)
+  db.exec(createTables({ timerDueAt: false }) + STEPS_TABLE + SEARCH_TABLES)
   open.push(db)
   return db
 }
