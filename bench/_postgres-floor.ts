@@ -7,6 +7,12 @@
  * to reach the disk; commits made at the same moment on different
  * connections share one flush, as Postgres groups them. What a job queue
  * or a durable run spends above this is its own work.
+ *
+ * The batched floor (`postgresBatchedFloor`) is the same writes for an
+ * engine that groups them: `BATCH` jobs a statement, each statement its
+ * own commit (one multi-row INSERT, then one UPDATE of those rows), the
+ * batches in flight together over the same connections. It is the
+ * ceiling for an engine that batches, as svc's Postgres store does.
  */
 import postgres from 'postgres'
 import { newRunId } from '../src/runtime/tasks/base/ids.ts'
@@ -30,6 +36,32 @@ export async function postgresFloor(url: string, count: number): Promise<number>
     await sql`DROP TABLE IF EXISTS ${table}`
     await sql.end()
   }
+}
+
+/** Jobs a statement of the batched floor. */
+export const BATCH = 100
+
+/** Jobs/s of `count` jobs started together in batches of `BATCH`, on a fresh table: each batch inserted queued, then updated completed. */
+export async function postgresBatchedFloor(url: string, count: number): Promise<number> {
+  const sql = postgres(url, { max: FLOOR_CONNECTIONS, onnotice: () => {} })
+  const table = sql(`floor_batched_${++tables}`)
+  const batches = Math.ceil(count / BATCH)
+  const batchOf = (prefix: string) => Array.from({ length: BATCH }, (_, i) => `${prefix}-${i}`)
+  try {
+    await sql`CREATE TABLE ${table} (id text PRIMARY KEY, status text NOT NULL, record jsonb NOT NULL)`
+    await throughput(FLOOR_CONNECTIONS, (i) => batch(sql, table, batchOf(`warm-${i}`)))
+    const perSecond = await throughput(batches, () => batch(sql, table, batchOf(newRunId())))
+    return perSecond * BATCH
+  } finally {
+    await sql`DROP TABLE IF EXISTS ${table}`
+    await sql.end()
+  }
+}
+
+async function batch(sql: postgres.Sql, table: postgres.Helper<string>, ids: string[]): Promise<() => Promise<unknown>> {
+  const rows = ids.map((id) => ({ id, status: 'queued', record: sql.json({ id, input: {} }) }))
+  await sql`INSERT INTO ${table} ${sql(rows as never)}`
+  return () => sql`UPDATE ${table} SET status = 'completed', record = record || ${sql.json({ ok: true })} WHERE id = ANY(${ids})`
 }
 
 async function job(sql: postgres.Sql, table: postgres.Helper<string>, id: string): Promise<() => Promise<unknown>> {

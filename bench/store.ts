@@ -52,13 +52,15 @@ import { PostgresRunStore } from '../src/postgres.ts'
 import { MemoryRunStore } from '../src/runtime/tasks/index.ts'
 import { EVENT_WAITS_GOAL, type EventWaitFigures, measureEventWaits, WAITING_E, WAITING_OTHERS } from './_event-waits.ts'
 import { PGBOSS_TUNINGS, startPgBoss } from './_pgboss.ts'
-import { FLOOR_CONNECTIONS, postgresFloor } from './_postgres-floor.ts'
+import { BATCH, FLOOR_CONNECTIONS, postgresBatchedFloor, postgresFloor } from './_postgres-floor.ts'
 import { GRAPHILE_TUNINGS, type GraphileTuning, measureDbos, startGraphile } from './_store-anchors.ts'
 import { percentile } from './_store-measure.ts'
 import { measureSearchPostgres, measureSearchSqlite, printSearch } from './_search.ts'
 import { CROWD, MAX_RUNS, measureSvc, type OpenStore, ROUNDS, RUNS, svcLatency, svcRate } from './_store-svc.ts'
 import { recordSteps } from './_steps-growth.ts'
 import { BATCH_RUNS, measureTriggerBatch } from './_trigger-batch.ts'
+
+const BATCHED_FLOOR = `batched floor: the same, ${BATCH} jobs a statement, own commits`
 
 /** Rounds of the Postgres rates, each contender once a round; the medians are printed. */
 const RATE_ROUNDS = 3
@@ -76,6 +78,7 @@ for (const part of only ?? []) {
 }
 interface PostgresRates {
   floor: number
+  batchedFloor: number
   noop: number
   threeSteps: number
   graphile: Record<GraphileTuning, number>
@@ -111,6 +114,7 @@ async function measurePostgresRates(url: string, open: OpenStore, names: readonl
   }
   const all: [Contender, (round: number) => Promise<number>][] = [
     ['floor', () => postgresFloor(url, RUNS)],
+    ['batchedFloor', () => postgresBatchedFloor(url, RUNS)],
     ['noop', (round) => svcRate(open, `noop_${round}`, 'noop')],
     ['threeSteps', (round) => svcRate(open, `steps_${round}`, 'steps')],
     ['defaults', () => graphileRate('defaults')],
@@ -128,6 +132,7 @@ async function measurePostgresRates(url: string, open: OpenStore, names: readonl
   const median = (name: Contender) => (samples.has(name) ? percentile(samples.get(name)!, 0.5) : Number.NaN)
   return {
     floor: median('floor'),
+    batchedFloor: median('batchedFloor'),
     noop: median('noop'),
     threeSteps: median('threeSteps'),
     graphile: { defaults: median('defaults'), perfTest: median('perfTest') },
@@ -260,17 +265,27 @@ try {
     }
     if (only.has('event-waits')) printAllEventWaits(await measureAllEventWaits())
     if (only.has('rates')) {
-      const rates = await measurePostgresRates(pg.url, openPostgres, ['floor', 'noop', 'threeSteps'])
+      const rates = await measurePostgresRates(pg.url, openPostgres, ['floor', 'batchedFloor', 'noop', 'threeSteps'])
       postgresHeading()
       line(`floor: INSERT + UPDATE a job, own commits, ${FLOOR_CONNECTIONS} connections`, perSecond(rates.floor))
+      line(BATCHED_FLOOR, perSecond(rates.batchedFloor))
       line('svc Postgres: no-op runs, ÷ floor', perSecond(rates.noop), { of: rates.noop / rates.floor })
-      line('svc Postgres: three-step runs, ÷ no-op runs', perSecond(rates.threeSteps), goal(rates.threeSteps / rates.noop, '>=', 0.5))
+      line('svc Postgres: no-op runs, ÷ batched floor', perSecond(rates.noop), goal(rates.noop / rates.batchedFloor, '>=', 0.5))
+      line('svc Postgres: three-step runs, ÷ no-op runs', perSecond(rates.threeSteps), goal(rates.threeSteps / rates.noop, '>=', 0.7))
     }
     if (only.has('search')) printSearch(await measureSearchSqlite(dir), await measureSearchPostgres(pg.url))
   } else {
     const memory = await measureSvc(async () => ({ store: new MemoryRunStore({ maxRuns: MAX_RUNS }), close: async () => {} }))
     const sqlite = await measureSvc(openSqlite)
-    const rates = await measurePostgresRates(pg.url, openPostgres, ['floor', 'noop', 'threeSteps', 'defaults', 'perfTest', 'pgboss'])
+    const rates = await measurePostgresRates(pg.url, openPostgres, [
+      'floor',
+      'batchedFloor',
+      'noop',
+      'threeSteps',
+      'defaults',
+      'perfTest',
+      'pgboss',
+    ])
     const postgres = await measureSvc(openPostgres, rates)
     const graphileP50 = await measureGraphileLatency(pg.url)
     const pgbossP50 = await measurePgBossLatency(pg.url)
@@ -308,10 +323,12 @@ try {
 
     postgresHeading()
     line(`floor: INSERT + UPDATE a job, own commits, ${FLOOR_CONNECTIONS} connections`, perSecond(rates.floor))
+    line(BATCHED_FLOOR, perSecond(rates.batchedFloor))
     for (const tuning of ['defaults', 'perfTest'] as const) {
       line(`${GRAPHILE_TUNINGS[tuning].label}: no-op jobs`, perSecond(rates.graphile[tuning]), { of: rates.graphile[tuning] / rates.floor })
     }
     line('svc Postgres: no-op runs, ÷ the floor', perSecond(postgres.noop), goal(postgres.noop / rates.floor, '>=', 0.5))
+    line('svc Postgres: no-op runs, ÷ the batched floor', perSecond(postgres.noop), goal(postgres.noop / rates.batchedFloor, '>=', 0.5))
     line(
       'svc Postgres: no-op runs, ÷ graphile-worker perfTest',
       perSecond(postgres.noop),
@@ -321,7 +338,7 @@ try {
     line(
       'svc Postgres: three-step runs, ÷ no-op runs',
       perSecond(postgres.threeSteps),
-      goal(postgres.threeSteps / postgres.noop, '>=', 0.5),
+      goal(postgres.threeSteps / postgres.noop, '>=', 0.7),
     )
     if (typeof dbos === 'number') {
       line('svc Postgres: three-step runs, ÷ DBOS workflows', perSecond(postgres.threeSteps), goal(postgres.threeSteps / dbos, '>=', 1))
