@@ -3,19 +3,11 @@
  * metadata key and the creation window. Read as one `RunFilter`, which the
  * runs list sends as its query and the bulk bar as its `filter`.
  */
+import type { RunFilter } from '../runtime/admin/bulk-runs.ts'
 import { h } from './dom.ts'
 import { STATUSES } from './types.ts'
 
-/** The runs filter, as `POST /__tasks/runs/cancel` and `/replay` take it. */
-export interface RunFilter {
-  task?: string
-  status?: string[]
-  version?: string
-  tag?: string[]
-  metadata?: Record<string, string>
-  from?: string
-  to?: string
-}
+export type { RunFilter }
 
 export interface RunFilters {
   element: HTMLElement

@@ -9,7 +9,7 @@
  * `--from` already names the step a single replay starts from.
  */
 import type { ArgsDef } from 'citty'
-import type { BulkAction, BulkItem, BulkResult } from '../../runtime/admin/bulk-runs.ts'
+import type { BulkAction, BulkItem, BulkResult, RunFilter } from '../../runtime/admin/bulk-runs.ts'
 import { ExitCode, UsageError } from '../_errors.ts'
 import { formatTable, printJson, printLines } from '../_output.ts'
 import { runsClient } from '../runs-client.ts'
@@ -52,17 +52,6 @@ export const bulkArgs = {
 } as const satisfies ArgsDef
 
 const FILTER_FLAGS = Object.keys(filterArgs) as (keyof typeof filterArgs)[]
-
-/** The filter of a bulk body: `from`/`to` are `--since`/`--until` as ISO instants. */
-export interface RunFilter {
-  task?: string
-  status?: string[]
-  version?: string
-  tag?: string[]
-  metadata?: Record<string, string>
-  from?: string
-  to?: string
-}
 
 /** Every value given to `--<name>`, in order: citty keeps only the last of a repeated flag. */
 export function flagValues(rawArgs: readonly string[], name: string): string[] {

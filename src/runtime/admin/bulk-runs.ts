@@ -62,6 +62,21 @@ export interface BulkResult {
   cursor?: string
 }
 
+/**
+ * The filter of a bulk call as JSON, the runs list's filters under the
+ * same names (`from` and `to` ISO instants): what the CLI and the
+ * dashboard send.
+ */
+export interface RunFilter {
+  task?: string
+  status?: string[]
+  version?: string
+  tag?: string[]
+  metadata?: Record<string, string>
+  from?: string
+  to?: string
+}
+
 const FILTER_KEYS = ['task', 'status', 'version', 'tag', 'metadata', 'from', 'to'] as const
 const BODY_KEYS = new Set(['filter', 'dryRun', 'limit', 'cursor', 'children'])
 const FILTER_PARAMETERS = new Set<string>(['task', 'status', 'version', 'tag', 'from', 'to'])
