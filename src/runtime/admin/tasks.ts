@@ -48,6 +48,7 @@ import { authorize, type LoopbackExemption } from './auth.ts'
 import { unsupportedContent } from './content-type.ts'
 import { InvalidQueryError, parseRunsQuery, runSummary } from './runs-query.ts'
 import { type BulkAction, bulkRuns, parseBulkRequest } from './bulk-runs.ts'
+import { callbackEndpoint, isCallbackPath } from './callbacks.ts'
 import { runLogPage } from './run-logs.ts'
 import { type EventStreams, NO_STREAMS, type RunEventsOptions } from './streams.ts'
 import { registerTokenSecret } from './token-secret.ts'
@@ -267,10 +268,14 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
     return json(200, body)
   }
 
+  // A callback's signed token is its credential: no secret, and any body type.
+  const callback = callbackEndpoint({ runtime, env, R, bodyLimit, now: () => Date.now() })
+
   return async (request, pathname, info) => {
     const streamOf = streamedRun(pathname)
     if (streamOf !== undefined) return streams.run(request, streamOf, info)
     try {
+      if (isCallbackPath(pathname)) return await callback(request, pathname)
       const denied = authorize(request, info, env, R, loopback) ?? unsupportedContent(request, R)
       if (denied) return denied
       return await route(request, pathname, info)
@@ -298,7 +303,7 @@ function streamedRun(pathname: string): string | undefined {
   return undefined
 }
 
-const SURFACE_WORDS = new Set(['runs', 'events', 'tokens'])
+const SURFACE_WORDS = new Set(['runs', 'events', 'tokens', 'callbacks'])
 
 /** What `/__tasks/runs/<id>/<action>` may name. */
 const RUN_ACTIONS = new Set(['cancel', 'replay', 'wake', 'logs'])

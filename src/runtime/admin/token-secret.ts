@@ -4,8 +4,8 @@
  * that serves no run stream records the secret without carrying the tokens.
  */
 import type { TaskRuntime } from '../types.ts'
-import { type EnvLike, isDevelopmentEnv } from '../env.ts'
-import { taskSecret } from '../rules.ts'
+import type { EnvLike } from '../env.ts'
+import { tokenSecret } from '../signing-secret.ts'
 import { getActiveTaskRuntime } from '../tasks/client/active.ts'
 
 // Kept on globalThis under a registered symbol, as the active runtime is
@@ -24,29 +24,11 @@ export function registerTokenSecret(runtime: TaskRuntime, env: EnvLike): void {
   ;(holder[KEY] ??= new WeakMap()).set(runtime, env)
 }
 
+export { tokenSecret }
+
 /** The secret run tokens are signed with under the admin surface over the active runtime, when this process serves one. */
 export function activeSecret(): string | undefined {
   const runtime = getActiveTaskRuntime()
   const env = runtime && (globalThis as Holder)[KEY]?.get(runtime)
   return env ? tokenSecret(env) : undefined
-}
-
-const DEV_KEY: unique symbol = Symbol.for('svc.runToken.devSecret')
-
-/**
- * The secret run tokens are signed and checked with under `env`: the task
- * secret, or, in development without one, a random secret made once for
- * this process, so that `createRunToken()` and `subscribeRun` work in
- * `svc dev` with no setup. Tokens signed with it hold only in this
- * process, and production has none: there, no secret means no tokens.
- */
-export function tokenSecret(env: EnvLike): string | undefined {
-  const secret = taskSecret(env)
-  if (secret !== undefined || !isDevelopmentEnv(env)) return secret
-  const holder = globalThis as { [DEV_KEY]?: string }
-  if (holder[DEV_KEY] === undefined) {
-    const bytes = crypto.getRandomValues(new Uint8Array(32))
-    holder[DEV_KEY] = Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('')
-  }
-  return holder[DEV_KEY]
 }

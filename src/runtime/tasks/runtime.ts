@@ -16,6 +16,7 @@ import { SharedWorkClaims } from './engine/shared-work.ts'
 import { resolveRetention } from './store/retention.ts'
 import { limitsStarts } from './flow/flow.ts'
 import { processEnv } from '../env.ts'
+import { callbackSigner } from './steps/callbacks.ts'
 import { MemoryRunStore } from './store/memory-store.ts'
 import { checkMaxPayloadBytes } from './store/payload-limit.ts'
 import { describe } from '../describe.ts'
@@ -251,6 +252,7 @@ export function createCoreRuntime(
     unrefTimers: unref,
     clock,
     callStep: inner.callStep,
+    callbacks: callbackSigner(env),
     ids: inner.ids,
     maxPayloadBytes,
     maxConcurrentRuns,

@@ -100,6 +100,17 @@ export interface TaskContext<Input = unknown> {
   deprecatePatch(id: string): Promise<void>
 }
 
+/** The request a callback URL received (`ctx.step.createCallback`). */
+export interface CallbackRequest {
+  method: 'POST' | 'GET'
+  /** A JSON body parsed, a form's fields (or a GET's query) as an object, any other body as text; `null` for none. */
+  body: unknown
+  /** The request's headers, but for credentials (`authorization`, `cookie`, `proxy-authorization`). */
+  headers: Record<string, string>
+  /** When it was received (ISO 8601). */
+  receivedAt: string
+}
+
 /** `ctx.metadata`: the run's metadata, changed key by key. */
 export interface RunMetadata {
   /** The value of `key` (a copy), or `undefined`. */
@@ -164,6 +175,20 @@ export interface StepApi {
   sleep(key: string, seconds: number): Promise<void>
   sleepUntil(key: string, date: Date | string): Promise<void>
   waitForToken<T = unknown>(key: string, opts?: { timeoutSeconds?: number }): Promise<{ payload?: T } | { timedOut: true }>
+  /**
+   * A URL that wakes this run, safe to hand to a third party (docs/tasks.md
+   * "Callback URLs"): the first request to it (`POST` by default, or `GET`)
+   * is kept, whenever it comes, and `wait()` resolves to it, or to
+   * `{ timedOut: true }` once `timeoutSeconds` (default a week) have
+   * passed. The URL carries a signed, single-use claim that expires with
+   * the callback; it needs no other credential. Every replay returns the
+   * same URL. Needs `SVC_PUBLIC_URL` (the app's public address) outside
+   * development, and the task secret.
+   */
+  createCallback(
+    key: string,
+    opts?: { timeoutSeconds?: number; method?: 'POST' | 'GET' },
+  ): Promise<{ id: string; url: string; expiresAt: string; wait(): Promise<CallbackRequest | { timedOut: true }> }>
   /**
    * Waits for an event named `name` whose data holds every value of
    * `match` at its path, and resolves to `{ event }` (its id, name, data and

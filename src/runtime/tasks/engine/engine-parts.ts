@@ -32,6 +32,7 @@ import type { StepCalls } from '../steps/step-calls.ts'
 import type { RunStore, SharedWork } from '../store/store.ts'
 import type { CronClock } from '../definitions/cron-clock.ts'
 import { RuntimeSchedules } from './runtime-schedules.ts'
+import type { CallbackSigner } from '../steps/callbacks.ts'
 import { RunVersions, type VersionPolicy } from '../definitions/versions.ts'
 import { RunWaiters } from '../steps/wait-for-run.ts'
 import { Waitpoints } from '../steps/waitpoints.ts'
@@ -47,6 +48,8 @@ export interface TaskEngineOptions {
   clock?: Clock
   /** Runs the function of each `ctx.step.run`: `svcjs/testing` mocks and counts them (step-calls.ts). */
   callStep?: StepCalls
+  /** Makes the URLs of `ctx.step.createCallback` (callbacks.ts). */
+  callbacks?: CallbackSigner
   /** Makes run ids, and event ids for events sent without one: `svcjs/testing` makes them in sequence. @default newRunId, crypto.randomUUID */
   ids?: { run: NewRunId; event: () => string }
   /** @default DEFAULT_MAX_PAYLOAD_BYTES */
@@ -164,6 +167,7 @@ export function engineParts(
     lostLease: (runId) => dispatch.abortLostLease(runId),
     runLog: runLogSink(logger, options.printRunLogs === true, telemetry),
     callStep: options.callStep,
+    callbacks: options.callbacks,
   })
   const versions = new RunVersions({ store, shared, owner, clock, tasks, policy: options.versionPolicy ?? 'migrate', logger })
   const dispatch: Dispatcher = new Dispatcher({

@@ -36,6 +36,7 @@ export interface StepHostOptions {
   /** Where each entry a run logs goes besides its record. */
   runLog?: StepHost['runLog']
   callStep?: StepHost['callStep']
+  callbacks?: StepHost['callbacks']
 }
 
 export function createStepHost(options: StepHostOptions): StepHost {
@@ -54,6 +55,7 @@ export function createStepHost(options: StepHostOptions): StepHost {
     maxPayloadBytes: options.maxPayloadBytes,
     runLog: options.runLog,
     callStep: options.callStep,
+    callbacks: options.callbacks,
     noteLocalWait: () => {
       if (noted || store.durable) return
       noted = true

@@ -41,7 +41,8 @@ import { jsonCopy } from '../base/json-copy.ts'
 import { checkEnqueueOptions } from '../definitions/options.ts'
 import { assertPayload } from '../store/payload-limit.ts'
 import { describe } from '../../describe.ts'
-import type { RunStore } from '../store/store.ts'
+import type { RunStore, TokenRecord } from '../store/store.ts'
+import { type CallbackSigner, createCallback } from './callbacks.ts'
 import { type Clock, instantMs } from '../base/clock.ts'
 import type { StepCalls } from './step-calls.ts'
 import { childOptions, childRunResult } from './child-waits.ts'
@@ -66,6 +67,8 @@ export interface StepHost {
   runLog?: (taskName: string, runId: string, entry: RunLogEntry) => void
   /** Runs the function of each `ctx.step.run` (step-calls.ts): under `svcjs/testing`, its mock, counted. */
   callStep?: StepCalls
+  /** Makes callback URLs (callbacks.ts); without it, `createCallback` throws. */
+  callbacks?: CallbackSigner
 }
 
 /** The timing fields of a step that began at `began` and ended at `ended` (ms since the epoch). */
@@ -79,7 +82,7 @@ export function waitedStepKind(waitpoint: Waitpoint): StepKind {
 }
 
 export function createStepApi(inv: Invocation, host: StepHost): StepApi {
-  return {
+  const api: StepApi = {
     async run<T>(key: string, fn: (step: StepInfo) => T | Promise<T>): Promise<T> {
       const recorded = begin(inv, key, 'run', 'run')
       if (recorded) return recorded.output as T
@@ -222,6 +225,12 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       )
     },
 
+    createCallback(key, opts) {
+      const putToken = (token: TokenRecord) => stored(inv, host.store.putToken(token))
+      const call = { runId: inv.runId, now: host.clock.now(), putToken, signer: host.callbacks, waitForToken: api.waitForToken }
+      return createCallback(call, key, opts)
+    },
+
     // The result is the recorded event, kept as JSON; its data's type is the caller's.
     async waitForEvent<T = unknown>(key: string, name: string, opts?: WaitForEventOptions) {
       const recorded = begin(inv, key, 'waitForEvent', 'waitForEvent')
@@ -233,6 +242,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       return eventResult<T>(wait.step)
     },
   }
+  return api
 }
 
 /**
