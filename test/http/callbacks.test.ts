@@ -19,9 +19,11 @@ const ROUTES: RuntimeApiRoute[] = [
     path: '/api/pay',
     module: {
       kind: 'task',
-      POST: async (ctx: TaskContext<{ timeout?: number; method?: 'GET' | 'POST' }>) => {
+      POST: async (ctx: TaskContext<{ timeout?: number; method?: 'GET' | 'POST'; slow?: boolean }>) => {
         const callback = await ctx.step.createCallback('paid', { timeoutSeconds: ctx.input.timeout ?? 60, method: ctx.input.method })
         await ctx.step.run('hand-out', () => void urls.set(ctx.runId, callback.url))
+        // A while before it waits: a quick sender's request comes first.
+        if (ctx.input.slow) await ctx.step.sleep('busy', 1)
         return callback.wait()
       },
     },
@@ -76,6 +78,20 @@ describe('callback URLs', () => {
     })
     expect(done.result.headers.authorization).toBeUndefined()
     expect(await call(url, { body: '{}' })).toMatchObject({ status: 409, body: { code: 'CALLBACK_USED' } })
+  })
+
+  it('keeps a request that comes before the run waits, and refuses a body that is not the JSON it says, waking nothing', async () => {
+    const server = await start()
+    const { id, url } = await run(server, { slow: true })
+    expect((await record(server, id)).suspended.waitpoint.type).toBe('sleep')
+    const bad = await call(url, { headers: { 'content-type': 'application/json' }, body: '{nope' })
+    expect(bad).toMatchObject({ status: 400, body: { code: 'INVALID_JSON' } })
+    expect(await call(url, { headers: { 'content-type': 'application/json' }, body: '{"early":true}' })).toMatchObject({ status: 202 })
+    const done = await until(async () => {
+      const current = await record(server, id)
+      return current.status === 'completed' && current
+    }, 5000)
+    expect(done.result.body).toEqual({ early: true })
   })
 
   it('keeps a form as its fields and other bodies as text, and a GET callback its query', async () => {
