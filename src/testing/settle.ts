@@ -37,6 +37,11 @@ export class Activity {
     return this.#watchCalls(store, (prop) => (prop === 'shared' ? shared : undefined))
   }
 
+  /** `target`, whose calls that answer with a promise (real I/O, such as signing a callback URL) are activity until they settle. */
+  watchCalls<T extends object>(target: T): T {
+    return this.#watchCalls(target)
+  }
+
   #watchCalls<T extends object>(target: T, replace?: (prop: string | symbol) => unknown): T {
     const done = () => {
       this.#inflight--

@@ -23,6 +23,7 @@ import { Activity } from './settle.ts'
 import { VirtualClock } from './virtual-clock.ts'
 import { describeWaiting, waitingOf } from './waiting.ts'
 import { ClockDriver } from './drive.ts'
+import { callbackSigner } from '../runtime/tasks/steps/callbacks.ts'
 import {
   DEFAULT_START,
   type LoadedApp,
@@ -32,6 +33,12 @@ import {
   type TestRuntime,
   type TestRuntimeOptions,
 } from './types.ts'
+
+/**
+ * A test's environment: callback URLs name `http://localhost:3000` and are
+ * signed, as run tokens are, with a secret of this process's.
+ */
+const TEST_ENV = { NODE_ENV: 'test' }
 
 /** The test runtime of `app`, with `options` checked but for `root` and `routes` (create.ts reads those, and `load` loads an app's directory). */
 export function testRuntime(options: TestRuntimeOptions, app: LoadedApp, load: (root: string) => Promise<LoadedApp>): TestRuntime {
@@ -68,7 +75,7 @@ export function testRuntime(options: TestRuntimeOptions, app: LoadedApp, load: (
         maxConcurrentRuns: options.maxConcurrentRuns,
         retention: options.retention ?? false,
         logger,
-        env: {},
+        env: TEST_ENV,
         clock: {
           now: () => clock.now(),
           setTimer: (fn, ms) => {
@@ -81,7 +88,7 @@ export function testRuntime(options: TestRuntimeOptions, app: LoadedApp, load: (
         store,
       },
       SharedWorkClaims,
-      { callStep: (step, call) => callStep(step, call), ids },
+      { callStep: (step, call) => callStep(step, call), ids, callbacks: activity.watchCalls(callbackSigner(TEST_ENV)) },
     )
     // enqueue() and completeToken() in the app's code reach this runtime.
     setActiveTaskRuntime(made)

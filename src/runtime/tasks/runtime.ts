@@ -16,7 +16,7 @@ import { SharedWorkClaims } from './engine/shared-work.ts'
 import { resolveRetention } from './store/retention.ts'
 import { limitsStarts } from './flow/flow.ts'
 import { processEnv } from '../env.ts'
-import { callbackSigner } from './steps/callbacks.ts'
+import { type CallbackSigner, callbackSigner } from './steps/callbacks.ts'
 import { MemoryRunStore } from './store/memory-store.ts'
 import { checkMaxPayloadBytes } from './store/payload-limit.ts'
 import { describe } from '../describe.ts'
@@ -158,6 +158,8 @@ export interface TaskRuntimeOptions {
 export interface InnerOptions {
   callStep?: StepCalls
   ids?: TaskEngineOptions['ids']
+  /** Makes callback URLs: `svcjs/testing` counts its signing as the engine's activity. @default callbackSigner(env) */
+  callbacks?: CallbackSigner
 }
 
 /**
@@ -252,7 +254,7 @@ export function createCoreRuntime(
     unrefTimers: unref,
     clock,
     callStep: inner.callStep,
-    callbacks: callbackSigner(env),
+    callbacks: inner.callbacks ?? callbackSigner(env),
     ids: inner.ids,
     maxPayloadBytes,
     maxConcurrentRuns,

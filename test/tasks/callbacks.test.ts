@@ -1,0 +1,5 @@
+/** Callback URLs (callback-cases.ts) on the memory store and on SQLite files, one process's and a shared one's. */
+import { onLocalStores } from './_local-stores.ts'
+import { callbackCases } from './callback-cases.ts'
+
+onLocalStores('callbacks', callbackCases)
