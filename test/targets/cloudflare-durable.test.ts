@@ -96,7 +96,8 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
       scriptPath: main!,
       modulesRoot: out,
       modules: true,
-      bindings: { SVC_TASK_SECRET: SECRET },
+      // Callback URLs name the address the test reaches the worker at.
+      bindings: { SVC_TASK_SECRET: SECRET, SVC_PUBLIC_URL: 'http://worker' },
       durableObjectsPersist: persist,
       handleRuntimeStdio(stdout: Readable, stderr: Readable) {
         stdout.on('data', (chunk: Buffer) => (output += chunk))
@@ -328,6 +329,24 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     await sleep(200)
     expect(await ofTick()).toHaveLength(1)
     expect((await admin(`/__tasks/schedules/${id}`, { method: 'DELETE' })).body).toEqual({ id, deleted: true })
+  })
+
+  it('a callback URL made in the object wakes its run across a restart, once, for a client holding no secret', async () => {
+    const started = await admin('/__tasks/jobs.refund', { body: { notify: notify.url } })
+    const id = started.body.id as string
+    const handed = await until('the callback URL handed out', () =>
+      notify.hits.find((hit) => hit.what === 'callback-url' && hit.body.runId === id),
+    )
+    const url = handed.body.url as string
+    expect(url).toMatch(/^http:\/\/worker\/__tasks\/callbacks\/cb1\./)
+    await waitForStatus(id, 'suspended')
+    await restart()
+    const post = (body: string) => mf.dispatchFetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+    const altered = await mf.dispatchFetch(`${url.slice(0, -2)}xx`, { method: 'POST', body: '{}' })
+    expect(altered.status).toBe(401)
+    expect((await post('{"amount":12}')).status).toBe(202)
+    expect(await waitForStatus(id, 'completed')).toMatchObject({ result: { refunded: { amount: 12 } } })
+    expect((await post('{}')).status).toBe(409)
   })
 
   it('lists runs newest first with filters and a cursor, and replays one with the same input', async () => {
