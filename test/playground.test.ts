@@ -103,6 +103,27 @@ describe('the playground app', () => {
     ])
   })
 
+  it('runs an approval that the first visit to its link approves, with no secret', async () => {
+    const res = await fetch(`${base}/__tasks/approvals.request`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ what: 'deploy' }),
+    })
+    expect(res.status).toBe(202)
+    const { id } = (await res.json()) as { id: string }
+    await expect.poll(async () => (await server.runtime.getRun(id))?.status).toBe('suspended')
+    const approveUrl = (await server.runtime.getRun(id))?.metadata?.approveUrl as string
+    // Made under the development default (http://localhost:<PORT or 3000>): sent to this server instead.
+    const link = new URL(approveUrl)
+    expect(link.pathname).toMatch(/^\/__tasks\/callbacks\//)
+    const visit = () => fetch(`${base}${link.pathname}?by=ada`)
+    expect((await visit()).status).toBe(202)
+    expect(await server.runtime.waitForRun(id)).toMatchObject({ status: 'completed', result: { approved: true, by: 'ada' } })
+    const again = await visit()
+    expect(again.status).toBe(409)
+    expect(await again.json()).toMatchObject({ code: 'CALLBACK_USED' })
+  })
+
   it('shows the order page in Chromium: its progress streams live and ends once the payment is sent', async () => {
     let browser: Browser | undefined
     try {

@@ -13,6 +13,7 @@ export default function render() {
       <li><a href="/api/greet?name=Ada">GET /api/greet?name=Ada</a></li>
       <li><a href="/chat.html">Chat room (hot route)</a></li>
       <li><a href="/order.html">An order that waits for its payment event, with its progress streamed live</a></li>
+      <li>An approval that waits for a link to be visited: <code>POST /__tasks/approvals.request {"what":"deploy"}</code>, the link in the run's metadata</li>
       <li><a href="/__tasks">Task admin</a></li>
     </ul>
   </body>
