@@ -30,6 +30,8 @@ export const CALLBACK_KEY_INFO = 'svc callback v1'
 export const CALLBACKS_PATH = '/__tasks/callbacks/'
 /** Longest callback token checked; a token for the longest run id and step key fits. */
 export const MAX_CALLBACK_TOKEN_LENGTH = 2048
+/** The longest key of a callback: its URL carries the key, and stays well under `MAX_CALLBACK_TOKEN_LENGTH`. */
+export const MAX_CALLBACK_KEY_LENGTH = 256
 /** How long a callback waits when the call sets no `timeoutSeconds`: a week. */
 export const DEFAULT_CALLBACK_SECONDS = 7 * 24 * 60 * 60
 /** The longest a callback waits: a year, as a delay. */
@@ -126,7 +128,9 @@ export async function createCallback(
   opts: { timeoutSeconds?: number; method?: CallbackMethod } | undefined,
 ): Promise<{ id: string; url: string; expiresAt: string; wait(): Promise<CallbackRequest | { timedOut: true }> }> {
   const where = `ctx.step.createCallback(${describe(key)})`
-  if (typeof key !== 'string' || key === '') throw new TypeError(`${where}: key must be a non-empty string`)
+  if (typeof key !== 'string' || key === '' || key.length > MAX_CALLBACK_KEY_LENGTH) {
+    throw new TypeError(`${where}: key must be a string of 1 to ${MAX_CALLBACK_KEY_LENGTH} characters, which the URL carries`)
+  }
   const { timeoutSeconds = DEFAULT_CALLBACK_SECONDS, method = 'POST' } = opts ?? {}
   if (typeof timeoutSeconds !== 'number' || !(timeoutSeconds > 0) || timeoutSeconds > MAX_CALLBACK_SECONDS) {
     throw new TypeError(
