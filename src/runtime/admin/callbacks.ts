@@ -90,6 +90,9 @@ function queryBody(request: Request): Record<string, string> | null {
 
 function keptHeaders(headers: Headers): Record<string, string> {
   const kept: Record<string, string> = {}
-  for (const [name, value] of headers) if (!DROPPED_HEADERS.has(name)) kept[name] = value
+  // forEach rather than for…of: an app's tsconfig may leave out the DOM's iterable types.
+  headers.forEach((value, name) => {
+    if (!DROPPED_HEADERS.has(name)) kept[name] = value
+  })
   return kept
 }
