@@ -17,8 +17,15 @@ const PRODUCTION = { NODE_ENV: 'production', SVC_TASK_SECRET: SECRET }
 
 type Server = Awaited<ReturnType<typeof serve>>
 const held: AbortController[] = []
+/**
+ * The answers of the streams opened, held until the test ends: a response
+ * nothing references may be collected, and the fetch client then closes
+ * its stream, which would free its place early.
+ */
+const answers: Response[] = []
 afterEach(() => {
   for (const stream of held.splice(0)) stream.abort()
+  answers.length = 0
 })
 
 async function start(options: TestServerOptions = {}): Promise<Server> {
@@ -36,7 +43,9 @@ async function liveRun(server: Server): Promise<string> {
 async function open(server: Server, path: string, headers: Record<string, string>): Promise<Response> {
   const stream = new AbortController()
   held.push(stream)
-  return fetch(`${server.url}${path}`, { headers, signal: stream.signal })
+  const answer = await fetch(`${server.url}${path}`, { headers, signal: stream.signal })
+  answers.push(answer)
+  return answer
 }
 
 const runStream = async (server: Server, id: string, token?: string) =>
