@@ -84,7 +84,7 @@ function describeWaitpoint(waitpoint: Waitpoint): string {
     case 'task':
       return `task ${waitpoint.task}, run ${waitpoint.runId}`
     case 'token':
-      return `token ${waitpoint.tokenId}${timesOut(waitpoint.timeoutAt)}`
+      return `${waitpoint.callback ? 'a request to its callback URL, token' : 'token'} ${waitpoint.tokenId}${timesOut(waitpoint.timeoutAt)}`
     case 'event': {
       const match = waitpoint.match === undefined ? '' : ` matching ${oneLine(waitpoint.match, 60)}`
       return `event ${waitpoint.name}${match}${timesOut(waitpoint.timeoutAt)}`

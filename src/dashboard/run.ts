@@ -263,7 +263,7 @@ function waitingOn(wait: NonNullable<Run['suspended']>['waitpoint'], openRun: (i
       return ['Waiting for event ', h('code', null, wait.name), wait.timeoutAt ? [' until ', time(wait.timeoutAt)] : null]
     case 'token':
       return [
-        'Waiting for token ',
+        wait.callback ? 'Waiting for a request to its callback URL, token ' : 'Waiting for token ',
         h('code', { class: 'token-id' }, wait.tokenId),
         wait.timeoutAt ? [' until ', time(wait.timeoutAt)] : null,
       ]

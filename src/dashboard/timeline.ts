@@ -117,7 +117,7 @@ function waitingOn(waitpoint: Waitpoint): string {
     case 'event':
       return `event ${waitpoint.name}`
     case 'token':
-      return 'token'
+      return waitpoint.callback ? 'callback' : 'token'
     default:
       return unknownWaitpointType(waitpoint)
   }

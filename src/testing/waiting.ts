@@ -8,8 +8,8 @@ import type { TimerRecord } from '../runtime/types/timers.ts'
 export type Waiting =
   /** `ctx.step.sleep` or `sleepUntil`, until `until`. */
   | { kind: 'sleep'; step: string; until: Date }
-  /** `ctx.step.waitForToken`: complete it with `t.completeToken(tokenId, payload)`. */
-  | { kind: 'token'; step: string; tokenId: string; timeoutAt?: Date }
+  /** `ctx.step.waitForToken`, or a callback's wait (`callback`): complete it with `t.completeToken(tokenId, payload)`. */
+  | { kind: 'token'; step: string; tokenId: string; timeoutAt?: Date; callback?: true }
   /** `ctx.step.waitForEvent`: send it with `t.sendEvent(name, data)`. */
   | { kind: 'event'; step: string; name: string; match?: Record<string, unknown>; timeoutAt?: Date }
   /** `ctx.step.waitForTask`: the child run `runId` of `task`. */
@@ -36,7 +36,7 @@ export function waitingOf(run: RunRecord, timers: readonly TimerRecord[]): Waiti
     case 'sleep':
       return { kind: 'sleep', step, until: new Date(waitpoint.until) }
     case 'token':
-      return { kind: 'token', step, tokenId: waitpoint.tokenId, ...timeoutAt }
+      return { kind: 'token', step, tokenId: waitpoint.tokenId, ...timeoutAt, ...(waitpoint.callback ? { callback: true as const } : {}) }
     case 'event':
       return { kind: 'event', step, name: waitpoint.name, ...(waitpoint.match ? { match: waitpoint.match } : {}), ...timeoutAt }
     case 'task':
@@ -48,7 +48,7 @@ export function waitingOf(run: RunRecord, timers: readonly TimerRecord[]): Waiti
 export function describeWaiting(waiting: Waiting): string {
   switch (waiting.kind) {
     case 'token':
-      return `step "${waiting.step}" waits on token ${waiting.tokenId}; complete it with t.completeToken(${JSON.stringify(waiting.tokenId)}, payload)`
+      return `step "${waiting.step}" waits on ${waiting.callback ? 'a request to its callback URL, token' : 'token'} ${waiting.tokenId}; complete it with t.completeToken(${JSON.stringify(waiting.tokenId)}, payload)`
     case 'event':
       return `step "${waiting.step}" waits on an event "${waiting.name}"${waiting.match ? ` matching ${JSON.stringify(waiting.match)}` : ''}; send it with t.sendEvent(${JSON.stringify(waiting.name)}, data)`
     case 'run':

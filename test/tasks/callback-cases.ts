@@ -56,6 +56,11 @@ export function callbackCases(name: string, makeStore?: () => (RunStore & StoreL
     it('answers wait() with { timedOut: true } once its time is over', async () => {
       await start()
       const run = await t.trigger('refunds.wait', {})
+      await t.advance('1m')
+      await t.runUntilIdle()
+      // The wait says it is a callback's, to the kit as to the dashboard and the CLI.
+      expect(await t.waitingOn(run.id)).toMatchObject({ kind: 'token', step: 'refunded', callback: true })
+      expect((await t.getRun(run.id))?.suspended?.waitpoint).toMatchObject({ type: 'token', callback: true })
       await t.advance('2h')
       await t.advanceUntilIdle()
       expect(await t.getRun(run.id)).toMatchObject({ status: 'completed', result: { timedOut: true } })

@@ -69,7 +69,14 @@ export interface StepRecord {
 export type Waitpoint =
   | { type: 'sleep' /** ISO timestamp */; until: string }
   | { type: 'task'; task: string; runId: string }
-  | { type: 'token'; tokenId: string /** ISO timestamp */; timeoutAt?: string }
+  | {
+      type: 'token'
+      tokenId: string
+      /** ISO timestamp. */
+      timeoutAt?: string
+      /** The wait of a callback URL (`ctx.step.createCallback`), which a request to the URL meets. */
+      callback?: true
+    }
   | {
       type: 'event'
       /** The event's name. */

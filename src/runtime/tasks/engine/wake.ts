@@ -67,7 +67,9 @@ function waitsOn(run: RunRecord): string {
     case 'sleep':
       return `it sleeps at step "${stepKey}"`
     case 'token':
-      return `it waits at step "${stepKey}" on token "${waitpoint.tokenId}"; complete the token (completeToken(), or POST /__tasks/tokens/<token>) to resume it`
+      return waitpoint.callback
+        ? `it waits at step "${stepKey}" for a request to its callback URL (token "${waitpoint.tokenId}"); send it, or complete the token (completeToken()), to resume it`
+        : `it waits at step "${stepKey}" on token "${waitpoint.tokenId}"; complete the token (completeToken(), or POST /__tasks/tokens/<token>) to resume it`
     case 'event':
       return `it waits at step "${stepKey}" for event "${waitpoint.name}"; send the event (sendEvent(), or POST /__events/${waitpoint.name}) to resume it`
     case 'task':

@@ -43,6 +43,7 @@ import { assertPayload } from '../store/payload-limit.ts'
 import { describe } from '../../describe.ts'
 import type { RunStore, TokenRecord } from '../store/store.ts'
 import { type CallbackSigner, createCallback } from './callbacks.ts'
+import { tokenStep } from './token-waits.ts'
 import { type Clock, instantMs } from '../base/clock.ts'
 import type { StepCalls } from './step-calls.ts'
 import { childOptions, childRunResult } from './child-waits.ts'
@@ -181,53 +182,14 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       await sleepTo(inv, host, key, parseInstant(key, date))
     },
 
-    async waitForToken<T = unknown>(key: string, opts?: { timeoutSeconds?: number }) {
-      const recorded = begin(inv, key, 'waitForToken', 'waitForToken')
-      if (recorded) return tokenResult<T>(recorded)
-      const timeoutSeconds = opts?.timeoutSeconds
-      if (timeoutSeconds !== undefined && (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)) {
-        throw new TypeError(
-          `ctx.step.waitForToken("${key}"): timeoutSeconds must be a positive finite number (got ${describe(timeoutSeconds)})`,
-        )
-      }
-      const began = host.clock.now()
-      const tokenId = tokenIdFor(inv.runId, key)
-      const timeoutAt = timeoutSeconds === undefined ? undefined : new Date(began + timeoutSeconds * 1000).toISOString()
-      const token = await stored(
-        inv,
-        host.store.putToken({
-          id: tokenId,
-          runId: inv.runId,
-          stepKey: key,
-          status: 'waiting',
-          createdAt: new Date(began).toISOString(),
-          ...(timeoutAt === undefined ? {} : { timeoutAt }),
-        }),
-      )
-      // A token settled earlier (parallel waits, or a replay) needs no wait.
-      if (token.status !== 'waiting') {
-        const step: StepRecord =
-          token.status === 'timed_out'
-            ? { status: 'timed_out' }
-            : token.payload === undefined
-              ? { status: 'completed' }
-              : { status: 'completed', output: token.payload }
-        await record(inv, host, key, 'waitForToken', step, began)
-        return tokenResult<T>(step)
-      }
-      // The deadline is the one the token was created with: a replay that
-      // reaches this wait again must not push it back.
-      suspend(
-        inv,
-        host,
-        key,
-        token.timeoutAt === undefined ? { type: 'token', tokenId } : { type: 'token', tokenId, timeoutAt: token.timeoutAt },
-      )
+    waitForToken<T = unknown>(key: string, opts?: { timeoutSeconds?: number }) {
+      return waitToken<T>(inv, host, key, opts, false)
     },
 
     createCallback(key, opts) {
       const putToken = (token: TokenRecord) => stored(inv, host.store.putToken(token))
-      const call = { runId: inv.runId, now: host.clock.now(), putToken, signer: host.callbacks, waitForToken: api.waitForToken }
+      const waitForToken = <T>(key: string) => waitToken<T>(inv, host, key, undefined, true)
+      const call = { runId: inv.runId, now: host.clock.now(), putToken, signer: host.callbacks, waitForToken }
       return createCallback(call, key, opts)
     },
 
@@ -381,6 +343,41 @@ function suspend(inv: Invocation, host: StepHost, key: string, waitpoint: Waitpo
   host.noteLocalWait()
   inv.suspension ??= new SuspendSignal(key, waitpoint)
   throw inv.suspension
+}
+
+/** `ctx.step.waitForToken`, and the wait of a callback (`callback`: its waitpoint says so, for those who show it). */
+async function waitToken<T>(
+  inv: Invocation,
+  host: StepHost,
+  key: string,
+  opts: { timeoutSeconds?: number } | undefined,
+  callback: boolean,
+): Promise<{ payload?: T } | { timedOut: true }> {
+  const recorded = begin(inv, key, 'waitForToken', 'waitForToken')
+  if (recorded) return tokenResult<T>(recorded)
+  const timeoutSeconds = opts?.timeoutSeconds
+  if (timeoutSeconds !== undefined && (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)) {
+    throw new TypeError(
+      `ctx.step.waitForToken("${key}"): timeoutSeconds must be a positive finite number (got ${describe(timeoutSeconds)})`,
+    )
+  }
+  const began = host.clock.now()
+  const tokenId = tokenIdFor(inv.runId, key)
+  const timeoutAt = timeoutSeconds === undefined ? undefined : new Date(began + timeoutSeconds * 1000).toISOString()
+  const waiting = { id: tokenId, runId: inv.runId, stepKey: key, status: 'waiting', createdAt: new Date(began).toISOString() } as const
+  const token = await stored(inv, host.store.putToken(timeoutAt === undefined ? waiting : { ...waiting, timeoutAt }))
+  // A token settled earlier (parallel waits, a request before the wait, or a replay) needs no wait.
+  if (token.status !== 'waiting') {
+    const step = tokenStep(token.status, token.payload)
+    await record(inv, host, key, 'waitForToken', step, began)
+    return tokenResult<T>(step)
+  }
+  // The deadline is the one the token was created with: a replay that
+  // reaches this wait again must not push it back.
+  const waitpoint: Waitpoint = { type: 'token', tokenId }
+  if (token.timeoutAt !== undefined) waitpoint.timeoutAt = token.timeoutAt
+  if (callback) waitpoint.callback = true
+  suspend(inv, host, key, waitpoint)
 }
 
 function tokenResult<T>(step: StepRecord): { payload?: T } | { timedOut: true } {
