@@ -56,6 +56,7 @@ import { BATCH, FLOOR_CONNECTIONS, postgresBatchedFloor, postgresFloor } from '.
 import { GRAPHILE_TUNINGS, type GraphileTuning, measureDbos, startGraphile } from './_store-anchors.ts'
 import { percentile } from './_store-measure.ts'
 import { measureSearchPostgres, measureSearchSqlite, printSearch } from './_search.ts'
+import { measureTagCost, printTagCost } from './_tag-cost.ts'
 import { CROWD, MAX_RUNS, measureSvc, type OpenStore, ROUNDS, RUNS, svcLatency, svcRate } from './_store-svc.ts'
 import { recordSteps } from './_steps-growth.ts'
 import { BATCH_RUNS, measureTriggerBatch } from './_trigger-batch.ts'
@@ -273,7 +274,11 @@ try {
       line('svc Postgres: no-op runs, ÷ batched floor', perSecond(rates.noop), goal(rates.noop / rates.batchedFloor, '>=', 0.5))
       line('svc Postgres: three-step runs, ÷ no-op runs', perSecond(rates.threeSteps), goal(rates.threeSteps / rates.noop, '>=', 0.7))
     }
-    if (only.has('search')) printSearch(await measureSearchSqlite(dir), await measureSearchPostgres(pg.url))
+    if (only.has('search')) {
+      printSearch(await measureSearchSqlite(dir), await measureSearchPostgres(pg.url))
+      printTagCost('SQLite', await measureTagCost(openSqlite, 'tags'))
+      printTagCost('Postgres', await measureTagCost(openPostgres, 'tags'))
+    }
   } else {
     const memory = await measureSvc(async () => ({ store: new MemoryRunStore({ maxRuns: MAX_RUNS }), close: async () => {} }))
     const sqlite = await measureSvc(openSqlite)
