@@ -15,8 +15,7 @@
  */
 import type { CallbackRequest, StepApi } from '../../types.ts'
 import { describe } from '../../describe.ts'
-import type { EnvLike } from '../../env.ts'
-import { isDevelopmentEnv } from '../../env.ts'
+import { type EnvLike, isDevelopmentEnv } from '../../env.ts'
 import { tokenSecret } from '../../signing-secret.ts'
 import { signClaim, verifyClaim } from '../base/signing.ts'
 import { tokenIdFor } from '../base/ids.ts'
@@ -71,16 +70,19 @@ function publicUrl(env: EnvLike): string {
       'ctx.step.createCallback: set SVC_PUBLIC_URL to the address callers reach this app at, such as https://app.example.com (with its path, if the app is served under one)',
     )
   }
-  let url: URL
-  try {
-    url = new URL(given)
-  } catch {
-    url = new URL('invalid:')
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+  const url = parsedUrl(given)
+  if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
     throw new Error(`SVC_PUBLIC_URL must be an http or https URL, such as https://app.example.com (got ${JSON.stringify(given)})`)
   }
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`
+}
+
+function parsedUrl(text: string): URL | undefined {
+  try {
+    return new URL(text)
+  } catch {
+    return undefined
+  }
 }
 
 /** What a checked callback token names, or why it names nothing. */
