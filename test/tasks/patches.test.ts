@@ -58,10 +58,25 @@ const v3 = task('jobs.order', async (ctx: TaskContext) => {
   return { notified: child.result, done: await ctx.step.run('finish', () => true) }
 })
 
+/**
+ * A runtime of `routes` on the SQLite file at `path`, whose store closes with
+ * it, as when its process exits: a run it left running is the next one's.
+ */
+function onFile(path: string, routes: RuntimeApiRoute[]) {
+  const store = new SqliteRunStore({ path })
+  const rt = runtime(routes, { store })
+  const close = rt.close.bind(rt)
+  rt.close = async () => {
+    await close()
+    await store.close()
+  }
+  return rt
+}
+
 /** A run of v1 suspended on its sleep, on a SQLite file; the file's path. */
 async function sleepingRun(): Promise<{ path: string; id: string }> {
   const path = join(dir, `runs-${++files}.db`)
-  const rt = runtime([v1, email], { store: new SqliteRunStore({ path }) })
+  const rt = onFile(path, [v1, email])
   const { id } = await rt.trigger('jobs.order')
   await until(async () => (await rt.getRun(id))?.status === 'suspended')
   await rt.close()
@@ -70,7 +85,7 @@ async function sleepingRun(): Promise<{ path: string; id: string }> {
 
 /** The runtime of `code` on the file at `path`, after a restart. */
 async function deployed(path: string, code: RuntimeApiRoute) {
-  const rt = runtime([code, email], { store: new SqliteRunStore({ path }) })
+  const rt = onFile(path, [code, email])
   await rt.recover()
   return rt
 }
