@@ -10,8 +10,9 @@
  *   0.1% of runs) and a plan (`plan:pro` on a fifth of them, else
  *   `plan:free`); about half with metadata `{ stage, n }`, `stage` one of
  *   5 values;
- * - on Postgres, `ANALYZE` once they are in, as autovacuum would do after
- *   such a load, so the planner knows the table's size;
+ * - on Postgres, `ANALYZE` of the runs and their tag rows once they are
+ *   in, as autovacuum would do after such a load, so the planner knows the
+ *   tables' sizes and how common each tag is;
  * - each query (SEARCH_QUERIES) is a dashboard page, `limit: 50`, timed
  *   as the median of SEARCH_CALLS calls after SEARCH_WARMUP warm-up
  *   calls, from the call to its answer.
@@ -196,7 +197,7 @@ export async function measureSearchPostgres(url: string): Promise<SearchFigures>
   try {
     await store.ready()
     const fillMs = await fill(store)
-    await sql`ANALYZE ${sql(schema)}.runs`
+    await sql`ANALYZE ${sql(schema)}.runs, ${sql(schema)}.run_tags`
     // The statement run-reads.ts's listRuns sends, for its plan.
     const explain = async (query: RunQuery) => {
       const statuses = query.status === undefined ? null : typeof query.status === 'string' ? [query.status] : [...query.status]
@@ -204,7 +205,7 @@ export async function measureSearchPostgres(url: string): Promise<SearchFigures>
       const rows = await sql<{ 'QUERY PLAN': string }[]>`
         EXPLAIN (ANALYZE, BUFFERS) SELECT ${wholeRecord(sql, schema)} AS record FROM ${sql(schema)}.runs
         WHERE (${query.taskName ?? null}::text IS NULL OR task_name = ${query.taskName ?? null}::text)
-          AND (${statuses}::text[] IS NULL OR status = ANY(${statuses}::text[])) ${searchConditions(sql, query)}
+          AND (${statuses}::text[] IS NULL OR status = ANY(${statuses}::text[])) ${searchConditions(sql, schema, query)}
           AND (${cursor}::text IS NULL OR seq < (SELECT seq FROM ${sql(schema)}.runs WHERE id = ${cursor}::text))
         ORDER BY seq DESC
         LIMIT ${query.limit ?? null}::bigint`

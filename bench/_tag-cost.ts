@@ -2,9 +2,9 @@
  * What tags cost a trigger, for bench/store.ts (`--only search`): no-op
  * runs/s of runs triggered with three tags ÷ the same runs without, on a
  * fresh store each, in rounds that alternate the two, medians printed. The
- * tags are written with the run (SQLite: a row each, by the insert trigger;
- * Postgres: the record, read by a partial index). Goal: the untagged rate
- * at most TAG_COST_GOAL × the tagged one.
+ * tags are written with the run, a row each (SQLite: by the store, in the
+ * run's write; Postgres: by the statement that inserts the run). Goal: the
+ * untagged rate at most TAG_COST_GOAL × the tagged one.
  */
 import { throughput } from './_store-measure.ts'
 import { type OpenStore, RUNS, withRuntime } from './_store-svc.ts'

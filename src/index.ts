@@ -20,6 +20,7 @@ export {
   RunNotFoundError,
   RunFinishedError,
   RunNotSleepingError,
+  TooManySignalsError,
   StepNotRecordedError,
   DeadlineExceededError,
   ScheduleNotFoundError,
@@ -33,6 +34,8 @@ export { CronRunFailedError, type CronSummary } from './runtime/cron.ts'
 export { defineSchema } from './runtime/schema.ts'
 export { defineTask } from './runtime/tasks/definitions/define-task.ts'
 export { sendEvent, sendEvents } from './runtime/tasks/client/send-event.ts'
+export { sendSignal } from './runtime/tasks/client/send-signal.ts'
+export { MAX_WAITING_SIGNALS } from './runtime/tasks/store/signal-records.ts'
 export { eventNameProblem, MAX_EVENT_NAME_LENGTH, MAX_EVENT_ID_LENGTH } from './runtime/events/rules.ts'
 export { MAX_EVENTS_PER_SEND } from './runtime/tasks/engine/event-starts.ts'
 export * from './runtime/tasks/index.ts'

@@ -23,8 +23,8 @@ export interface RunsClient {
   readonly base: string
   /** `GET <base><path>`, resolving with the JSON body of a 2xx answer. */
   get<T>(path: string, query?: URLSearchParams): Promise<T>
-  /** `POST <base><path>`, with `body` as JSON if given, resolving with the JSON body of a 2xx answer. */
-  post<T>(path: string, body?: unknown): Promise<T>
+  /** `POST <base><path>`, with `body` as JSON if given (and `extra` headers), resolving with the JSON body of a 2xx answer. */
+  post<T>(path: string, body?: unknown, extra?: Record<string, string>): Promise<T>
   /** `PATCH <base><path>` with `body` as JSON, resolving with the JSON body of a 2xx answer. */
   patch<T>(path: string, body: unknown): Promise<T>
   /** `DELETE <base><path>`, resolving with the JSON body of a 2xx answer. */
@@ -52,11 +52,12 @@ export function runsClient(where: string, url: string | undefined, env: EnvLike 
     path: string,
     query?: URLSearchParams,
     payload?: unknown,
+    extra: Record<string, string> = {},
   ): Promise<T> {
     const search = query?.size ? `?${query}` : ''
     const target = `${base}${path}${search}`
     const sentBody = payload === undefined ? undefined : JSON.stringify(payload)
-    const sent = sentBody === undefined ? headers : { ...headers, 'content-type': 'application/json' }
+    const sent = sentBody === undefined ? { ...headers, ...extra } : { ...headers, ...extra, 'content-type': 'application/json' }
     let answer: TaskServerAnswer
     try {
       // Redirects are not followed: 301-303 would turn a POST into a GET.
@@ -87,7 +88,7 @@ export function runsClient(where: string, url: string | undefined, env: EnvLike 
   return {
     base,
     get: (path, query) => call('GET', path, query),
-    post: (path, body) => call('POST', path, undefined, body),
+    post: (path, body, extra) => call('POST', path, undefined, body, extra),
     patch: (path, body) => call('PATCH', path, undefined, body),
     delete: (path) => call('DELETE', path),
   }

@@ -89,6 +89,8 @@ function describeWaitpoint(waitpoint: Waitpoint): string {
       const match = waitpoint.match === undefined ? '' : ` matching ${oneLine(waitpoint.match, 60)}`
       return `event ${waitpoint.name}${match}${timesOut(waitpoint.timeoutAt)}`
     }
+    case 'signal':
+      return `signal ${waitpoint.signal}${timesOut(waitpoint.timeoutAt)}`
     default:
       return unknownWaitpointType(waitpoint)
   }

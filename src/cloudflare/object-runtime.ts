@@ -38,6 +38,8 @@ export const ONE_OBJECT: ObjectsPart = (routes, stub, shards) => {
     listRuns: (query) => call('listRuns', query),
     waitForRun: (id) => call('waitForRun', id),
     completeToken: (tokenId, payload) => call('completeToken', tokenId, payload),
+    sendSignal: (runId, name, data, options) => call('sendSignal', runId, name, data, options),
+    listSignals: (runId) => call('listSignals', runId),
     sendEvent: (name, data, options) => call('sendEvent', name, data, options),
     sendEvents: (events) => call('sendEvents', events),
     listEvents: (query) => call('listEvents', query),

@@ -68,6 +68,8 @@ export const OBJECT_METHODS = [
   'listRuns',
   'waitForRun',
   'completeToken',
+  'sendSignal',
+  'listSignals',
   'sendEvent',
   'sendEvents',
   'listEvents',

@@ -18,6 +18,7 @@ import {
   countRunsByTaskQuery,
   EVICT_RUNS,
   EVICT_STEPS,
+  EVICT_SIGNALS,
   EVICT_TOKENS,
   INSERT_RUN,
   insertRunValues,
@@ -27,6 +28,7 @@ import {
   listRunsQuery,
   PRUNE_RUNS,
   PRUNE_STEPS,
+  PRUNE_SIGNALS,
   PRUNE_TOKENS,
   RUN_EXISTS,
   type RunRow,
@@ -42,7 +44,7 @@ import {
   finishSeqOf,
 } from '../runtime/tasks/sql/queries.ts'
 import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
-import { METADATA_WRITES, metadataChange } from '../runtime/tasks/sql/search.ts'
+import { METADATA_WRITES, metadataChange, tagRows } from '../runtime/tasks/sql/search.ts'
 import { joinScheduledSql, startQueuedSql } from '../runtime/tasks/sql/flow.ts'
 import { type KitCalls, kitCalls } from '../runtime/tasks/sql/kit-calls.ts'
 import { appConnection, type DurableObjectRunStoreOptions, prepareTables, type SqlDurableStorageLike, sqlRunner } from './sql-storage.ts'
@@ -75,7 +77,7 @@ export type { EventEffectsHere } from './shard-events.ts'
 
 const WHERE = 'DurableObjectRunStore'
 
-/** Events and runtime schedules: the SQL kit's calls (kit-calls.ts), set by the constructor. */
+/** Events, runtime schedules and signals: the SQL kit's calls (kit-calls.ts), set by the constructor. */
 export interface DurableObjectRunStore extends KitCalls {}
 
 // biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the constructor sets every member the interface above declares
@@ -165,6 +167,7 @@ export class DurableObjectRunStore implements RunStore, StoreLifecycle {
     if (!isFinished(run.status) && tally.live >= this.maxRuns) throw new StoreFullError(WHERE, this.maxRuns)
     const finishSeq = this.#finishSeq(run.status, null)
     const [inserted] = this.#all(`${INSERT_RUN} RETURNING seq`, ...insertRunValues(run, finishSeq, record))
+    for (const rows of tagRows(run.tags, Number(inserted.seq))) this.#storage.sql.exec(rows.text, ...rows.params)
     for (const key in run.steps) this.#storage.sql.exec(UPSERT_STEP, inserted.seq, key, JSON.stringify(run.steps[key]))
     tally.total++
     if (finishSeq === null) tally.live++
@@ -374,6 +377,7 @@ export class DurableObjectRunStore implements RunStore, StoreLifecycle {
   async pruneFinished(taskName: string, before: string, limit: number): Promise<number> {
     return this.#write(() => {
       this.#storage.sql.exec(PRUNE_TOKENS, taskName, limit, before)
+      this.#storage.sql.exec(PRUNE_SIGNALS, taskName, limit, before)
       this.#storage.sql.exec(PRUNE_STEPS, taskName, limit, before)
       const gone = this.#all(PRUNE_RUNS, taskName, limit, before).length
       this.#counts().total -= gone
@@ -387,6 +391,7 @@ export class DurableObjectRunStore implements RunStore, StoreLifecycle {
     const excess = tally.total - this.maxRuns
     if (excess <= 0) return
     this.#storage.sql.exec(EVICT_TOKENS, excess)
+    this.#storage.sql.exec(EVICT_SIGNALS, excess)
     this.#storage.sql.exec(EVICT_STEPS, excess)
     this.#storage.sql.exec(EVICT_RUNS, excess)
     // The oldest finished runs go, as many as there are up to the excess; live runs stay.

@@ -195,6 +195,10 @@ export function composeTasksObject(app: TasksObjectApp, objects: ObjectsPart, op
           return runtime.waitForRun(a)
         case 'completeToken':
           return runtime.completeToken(a, b)
+        case 'sendSignal':
+          return runtime.sendSignal(a, b, c, args[3] as never)
+        case 'listSignals':
+          return runtime.listSignals(a)
         case 'sendEvent':
           return runtime.sendEvent(a, b, c)
         case 'sendEvents':

@@ -261,6 +261,8 @@ function waitingOn(wait: NonNullable<Run['suspended']>['waitpoint'], openRun: (i
       return ['Waiting for run ', runLink(wait.runId, openRun), ' of ', h('code', null, wait.task)]
     case 'event':
       return ['Waiting for event ', h('code', null, wait.name), wait.timeoutAt ? [' until ', time(wait.timeoutAt)] : null]
+    case 'signal':
+      return ['Waiting for signal ', h('code', null, wait.signal), wait.timeoutAt ? [' until ', time(wait.timeoutAt)] : null]
     case 'token':
       return [
         wait.callback ? 'Waiting for a request to its callback URL, token ' : 'Waiting for token ',

@@ -103,7 +103,12 @@ function stepRow(key: string, step: StepRecord, t0: number): Row {
 function waitedOn(step: StepRecord): string {
   const type = waitpointTypeOfStep(step.kind)
   if (type === undefined) return step.kind ?? 'step'
-  const name = type === 'event' ? (step.output as { event?: { name?: string } } | undefined)?.event?.name : undefined
+  const name =
+    type === 'event'
+      ? (step.output as { event?: { name?: string } } | undefined)?.event?.name
+      : type === 'signal'
+        ? (step.output as { name?: string } | undefined)?.name
+        : undefined
   return name ? `${WAITPOINT_KINDS[type].label} ${name}` : WAITPOINT_KINDS[type].label
 }
 
@@ -118,6 +123,8 @@ function waitingOn(waitpoint: Waitpoint): string {
       return `event ${waitpoint.name}`
     case 'token':
       return waitpoint.callback ? 'callback' : 'token'
+    case 'signal':
+      return `signal ${waitpoint.signal}`
     default:
       return unknownWaitpointType(waitpoint)
   }

@@ -11,6 +11,8 @@
  */
 import { inTransaction } from './transaction.ts'
 import { fnv1a } from '../runtime/hash.ts'
+import { RUN_TAGS_TABLE } from './run-tags.ts'
+import { SIGNALS_TABLE } from './signal-table.ts'
 import type { Sql } from 'postgres'
 
 /**
@@ -358,6 +360,9 @@ const MIGRATIONS: readonly string[] = [
     END IF;
   END $do$;
   `,
+  // Run tags as rows of their own, written once with the run (run-tags.ts).
+  RUN_TAGS_TABLE,
+  SIGNALS_TABLE,
 ]
 
 /** The schema version this release writes. */

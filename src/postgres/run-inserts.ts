@@ -23,10 +23,11 @@
  * - a delayed run gets its delay timer, and a run given with steps their
  *   rows, in the same statement (a process that dies right after the
  *   insert leaves a run that any process starts when it is due);
+ * - a run's tags are rows of `run_tags`, inserted with it (run-tags.ts);
  * - the runs that finished longest ago are evicted past the bound (with
- *   their tokens, and their steps through the foreign key), from where
- *   the last eviction ended (eviction-floor.ts), answering where this one
- *   ended (`evicted_to`). The eviction deletes finished runs of the
+ *   their tokens and tag rows, and their steps through the foreign key),
+ *   from where the last eviction ended (eviction-floor.ts), answering where
+ *   this one ended (`evicted_to`). The eviction deletes finished runs of the
  *   statement's snapshot: not those the batch itself inserted finished,
  *   nor one another process evicted meanwhile; a later insert catches up.
  *
@@ -40,6 +41,7 @@ import { timerId } from '../runtime/tasks/base/ids.ts'
 import type { RunRecord, StepRecord } from '../types.ts'
 import type { Fence } from './fences.ts'
 import { wholeRecord, withSteps } from './records.ts'
+import { deleteTagRows, insertTagRows } from './run-tags.ts'
 
 export interface RunInsert {
   run: RunRecord
@@ -151,7 +153,8 @@ export function insertRunsPg(
       FROM eligible e
       WHERE e.finished OR (SELECT live FROM counts) + e.live_rank <= ${maxRuns}
       ORDER BY e.i
-      RETURNING id, record, CASE WHEN lease_owner IS NULL THEN NULL ELSE lease_fence::text END AS fence
+      RETURNING id, seq, record, CASE WHEN lease_owner IS NULL THEN NULL ELSE lease_fence::text END AS fence
+    ), inserted_tags AS (${insertTagRows(sql, schema, sql`inserted`)}
     ), inserted_steps AS (
       INSERT INTO ${runs}.steps (run_id, key, record)
       SELECT b.id, step.value->>0, step.value->1
@@ -169,7 +172,8 @@ export function insertRunsPg(
         SELECT id FROM ${runs}.runs WHERE finished_seq > ${evictFrom}::bigint ORDER BY finished_seq
         LIMIT greatest((SELECT total FROM counts) + (SELECT count(*) FROM inserted) - ${maxRuns}, 0)
       )
-      RETURNING id, finished_seq
+      RETURNING id, seq, finished_seq, record->'tags' AS tags
+    ), evicted_tags AS (${deleteTagRows(sql, schema, sql`evicted`)}
     ), evicted_tokens AS (
       DELETE FROM ${runs}.tokens WHERE run_id IN (SELECT id FROM evicted)
     )

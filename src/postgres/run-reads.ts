@@ -77,7 +77,7 @@ export class RunReads {
         SELECT ${wholeRecord(sql, conn.schema)} AS record FROM ${runs}.runs
         WHERE (${query.taskName ?? null}::text IS NULL OR task_name = ${query.taskName ?? null}::text)
           AND (${statuses}::text[] IS NULL OR status = ANY(${statuses}::text[])) ${eventWait}
-          ${query.version === undefined ? sql`` : sql`AND record->>'version' = ${query.version}::text`} ${searchConditions(sql, query)}
+          ${query.version === undefined ? sql`` : sql`AND record->>'version' = ${query.version}::text`} ${searchConditions(sql, conn.schema, query)}
           ${after}
         ORDER BY ${orderBy}
         LIMIT ${limit === Infinity ? null : Math.ceil(limit)}::bigint`

@@ -67,6 +67,8 @@ import { PostgresSharedWork } from './shared.ts'
 import { StepWrites } from './step-writes.ts'
 import { TimerCalls } from './timer-calls.ts'
 import { getTokenPg, putTokenPg, settleTokenCall } from './token-calls.ts'
+import { listSignalsPg, putSignalPg, takeSignalPg } from './signals.ts'
+import type { SignalRecord } from '../runtime/types/signals.ts'
 
 export type { PostgresRunStoreOptions } from './options.ts'
 
@@ -282,5 +284,18 @@ export class PostgresRunStore implements RunStore, StoreLifecycle {
 
   deleteSchedule(id: string): Promise<boolean> {
     return this.#conn.run((sql) => deleteSchedulePg(sql, this.schema, id))
+  }
+
+  /** Signals: see `SignalStore`; the statements are in signals.ts. */
+  putSignal(signal: SignalRecord, maxWaiting: number): Promise<{ signal: SignalRecord; kept: boolean } | 'full'> {
+    return putSignalPg(this.#conn, signal, maxWaiting)
+  }
+
+  takeSignal(tokenId: string, name: string): Promise<TokenRecord | undefined> {
+    return takeSignalPg(this.#conn, tokenId, name)
+  }
+
+  listSignals(runId: string): Promise<SignalRecord[]> {
+    return listSignalsPg(this.#conn, runId)
   }
 }

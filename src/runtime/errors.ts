@@ -185,16 +185,34 @@ export class RunNotFoundError extends SvcError {
 
 /**
  * The run already finished (completed, failed or cancelled), so it cannot be
- * cancelled (or woken: `action`). HTTP 409 `RUN_FINISHED`.
+ * cancelled (or woken, or sent a signal: `action`). HTTP 409 `RUN_FINISHED`.
  */
 export class RunFinishedError extends SvcError {
   readonly runId: string
   readonly runStatus: string
-  constructor(runId: string, runStatus: string, action: 'cancelled' | 'woken' = 'cancelled') {
+  constructor(runId: string, runStatus: string, action: 'cancelled' | 'woken' | 'signalled' = 'cancelled') {
     const live = action === 'woken' ? 'a sleeping or delayed run' : 'a scheduled, queued, running or suspended run'
     super(`Run "${runId}" already finished (${runStatus}); only ${live} can be ${action}`, 'RUN_FINISHED', 409)
     this.runId = runId
     this.runStatus = runStatus
+  }
+}
+
+/**
+ * The run holds as many signals that no wait took as it may
+ * (`MAX_WAITING_SIGNALS`): the send kept nothing. HTTP 429
+ * `TOO_MANY_SIGNALS` with `Retry-After`, to be sent again once the run has read some.
+ */
+export class TooManySignalsError extends SvcError {
+  readonly runId: string
+  override readonly retryAfterSeconds = 5
+  constructor(runId: string, max: number) {
+    super(
+      `Run "${runId}" holds ${max} signals that no ctx.step.waitForSignal has taken yet, the most it keeps; nothing was kept. Send again once the run has read some`,
+      'TOO_MANY_SIGNALS',
+      429,
+    )
+    this.runId = runId
   }
 }
 

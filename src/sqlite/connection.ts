@@ -12,6 +12,7 @@ import {
   COUNT_RUNS,
   EVICT_RUNS,
   EVICT_STEPS,
+  EVICT_SIGNALS,
   EVICT_TOKENS,
   LAST_FINISHED_SEQ,
   type RunRow,
@@ -287,6 +288,7 @@ export class SqliteConnection {
     const excess = this.countsNow().total - this.maxRuns
     if (excess <= 0) return
     this.sql(EVICT_TOKENS).run(excess)
+    this.sql(EVICT_SIGNALS).run(excess)
     this.sql(EVICT_STEPS).run(excess)
     // RETURNING names the evicted runs, to drop them from the cache.
     this.forget(this.sql(`${EVICT_RUNS} RETURNING id`).all(excess) as unknown as { id: string }[])

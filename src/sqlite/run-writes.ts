@@ -13,7 +13,7 @@ import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import type { SqliteConnection } from './connection.ts'
 import { WHERE } from './connection.ts'
-import { METADATA_WRITES, metadataChange } from '../runtime/tasks/sql/search.ts'
+import { METADATA_WRITES, metadataChange, tagRows } from '../runtime/tasks/sql/search.ts'
 import { UPDATE_RUN_FENCED, UPDATE_RUN_RECORD_FENCED, UPSERT_STEP_FENCED } from './fences.ts'
 import { LEASE_ON_CREATE, PROVISIONAL_LEASE } from './leases.ts'
 import { INSERT_RUN_OWNED, UPDATE_RUN_CANCELLED, UPDATE_RUN_CLAIMED, UPDATE_RUN_OWNED } from './owners.ts'
@@ -29,19 +29,25 @@ export function insertRun(conn: SqliteConnection, run: RunRecord, leaseOwner?: s
   // The record as the file holds it: the store's own, and the copy returned.
   const stored = jsonCopy(run)
   const exists = () => new Error(`${WHERE}: run "${run.id}" already exists`)
-  if (run.idempotencyKey !== undefined) {
+  // The run holding its idempotency key, if another does; looked up only
+  // when the insert cannot go in, as most keys are new.
+  const keyHolder = (): RunRecord | undefined => {
+    if (run.idempotencyKey === undefined) return undefined
     const holder = conn.sql(SELECT_RUN_BY_KEY).get(run.taskName, run.idempotencyKey) as { record: string } | undefined
-    if (holder) {
-      const held = JSON.parse(holder.record) as RunRecord
-      if (held.id === run.id) throw exists()
-      return held
-    }
+    if (!holder) return undefined
+    const held = JSON.parse(holder.record) as RunRecord
+    if (held.id === run.id) throw exists()
+    return held
   }
   // Counted inside the write lock, so processes sharing the file cannot
   // both take the last place. Live runs are never evicted.
   const counts = conn.countsNow()
   const live = !isFinished(run.status)
-  if (live && counts.live >= conn.maxRuns) throw new StoreFullError(WHERE, conn.maxRuns)
+  if (live && counts.live >= conn.maxRuns) {
+    const held = keyHolder()
+    if (held) return held
+    throw new StoreFullError(WHERE, conn.maxRuns)
+  }
   const finishSeq = conn.finishSeq(run.status, null)
   // The owner the row records: this store for a run written running (owners.ts).
   const owner = run.status === 'running' ? conn.owner : null
@@ -49,13 +55,21 @@ export function insertRun(conn: SqliteConnection, run: RunRecord, leaseOwner?: s
   try {
     inserted = conn.sql(INSERT_RUN_OWNED).run(...insertRunValues(run, finishSeq, record), owner, owner === null ? 0 : 1)
   } catch (error) {
-    // The id's UNIQUE constraint is the existence check: one statement, not a lookup before it.
-    if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE && conn.sql(RUN_EXISTS).get(run.id)) {
-      throw exists()
+    // The UNIQUE constraints of the key and the id are the checks: one statement, not lookups before it.
+    if ((error as { errcode?: number }).errcode === SQLITE_CONSTRAINT_UNIQUE) {
+      const held = keyHolder()
+      if (held) {
+        // The place in the order of finishing it took goes back, as no row took it.
+        if (finishSeq !== null) counts.lastFinished = finishSeq - 1
+        return held
+      }
+      if (conn.sql(RUN_EXISTS).get(run.id)) throw exists()
     }
     throw error
   }
   const seq = Number(inserted.lastInsertRowid)
+  // Its tag rows (search.ts): a second statement, so a tagged run's write has a savepoint (store.ts).
+  for (const rows of tagRows(run.tags, seq)) conn.sql(rows.text).run(...rows.params)
   for (const key in stored.steps) conn.sql(UPSERT_STEP).run(seq, key, JSON.stringify(stored.steps[key]))
   if (owner !== null) madeRunning(conn, run.id, seq, 1, leaseOwner)
   conn.cache(run.id, seq, finishSeq, live ? stored : undefined, live ? record : wholeText(stored, record))

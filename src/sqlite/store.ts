@@ -22,12 +22,14 @@ import {
 import type { StoreFullError } from '../runtime/errors.ts'
 import { isThenable, runSqlTransactionBounded, type SqlConnection } from '../runtime/tasks/sql/transaction.ts'
 import {
+  ANY_EVENT_WAIT,
   COUNT_RUNS,
   DROP_RUN_TIMERS,
   INSERT_TOKEN,
   LIST_TIMERS,
   PRUNE_RUNS,
   PRUNE_STEPS,
+  PRUNE_SIGNALS,
   PRUNE_TOKENS,
   countRunsByTaskQuery,
   listRunsQuery,
@@ -54,7 +56,7 @@ import { SqliteSharedWork } from './shared-work.ts'
 
 export type { SqliteRunStoreOptions } from './options.ts'
 
-/** Events and runtime schedules: the SQL kit's calls (kit-calls.ts), set by the constructor. */
+/** Events, runtime schedules and signals: the SQL kit's calls (kit-calls.ts), set by the constructor. */
 export interface SqliteRunStore extends KitCalls {}
 
 /**
@@ -142,7 +144,10 @@ export class SqliteRunStore implements RunStore, StoreLifecycle {
     Object.assign(
       this,
       kitCalls(
-        { write: (p) => conn.write(() => runProcedure(p, conn.runner)), read: (p) => conn.read(() => runProcedure(p, conn.runner)) },
+        {
+          write: (p, oneChange) => conn.write(() => runProcedure(p, conn.runner), oneChange),
+          read: (p) => conn.read(() => runProcedure(p, conn.runner)),
+        },
         WHERE,
       ),
     )
@@ -206,8 +211,8 @@ export class SqliteRunStore implements RunStore, StoreLifecycle {
 
   // Not async, nor updateRun: every run calls both, and neither throws before its write's promise.
   createRun(run: RunRecord, leaseOwner?: string): Promise<RunRecord> {
-    // One INSERT, unless it also writes steps or a lease.
-    const oneChange = !hasSteps(run) && (this.#conn.leaseMs === undefined || run.status !== 'running')
+    // One INSERT, unless it also writes steps, tag rows or a lease.
+    const oneChange = !hasSteps(run) && run.tags === undefined && (this.#conn.leaseMs === undefined || run.status !== 'running')
     return this.#conn.write(() => insertRun(this.#conn, run, leaseOwner), oneChange)
   }
 
@@ -284,6 +289,9 @@ export class SqliteRunStore implements RunStore, StoreLifecycle {
 
   listRuns(query: RunQuery = {}): Promise<RunRecord[]> {
     return this.#conn.read(() => {
+      // A send reads the waits on its name: mostly none, which a probe tells.
+      const name = query.waitingForEvent
+      if (typeof name === 'string' && !this.#conn.sql(ANY_EVENT_WAIT).get(name)) return []
       const list = listRunsQuery(query)
       if (!list) return []
       const rows = this.#conn.sql(list.text).all(...list.params) as unknown as { record: string }[]
@@ -382,6 +390,7 @@ export class SqliteRunStore implements RunStore, StoreLifecycle {
     const conn = this.#conn
     return conn.write(() => {
       conn.sql(PRUNE_TOKENS).run(taskName, limit, before)
+      conn.sql(PRUNE_SIGNALS).run(taskName, limit, before)
       conn.sql(PRUNE_STEPS).run(taskName, limit, before)
       return conn.forget(conn.sql(PRUNE_RUNS).all(taskName, limit, before) as unknown as { id: string }[])
     })

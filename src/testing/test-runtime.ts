@@ -167,6 +167,11 @@ export function testRuntime(options: TestRuntimeOptions, app: LoadedApp, load: (
       await fireUntil(clock.now(), 't.completeToken()')
       return done
     },
+    async sendSignal(runId, name, data, opts) {
+      const sent = await runtime.sendSignal(runId, name, data, opts)
+      await fireUntil(clock.now(), 't.sendSignal()')
+      return sent
+    },
     async cancel(runId, opts) {
       const run = await runtime.cancel(runId, opts)
       await fireUntil(clock.now(), 't.cancel()')

@@ -16,6 +16,7 @@ import type {
   TriggerOptions,
 } from '../types.ts'
 import type { TaskNameArg, TaskPayloadArgs, TaskResult } from '../runtime/types/task-registry.ts'
+import type { SendSignalOptions, SentSignal } from '../runtime/types/signals.ts'
 import type { Duration } from './duration.ts'
 import type { Waiting } from './waiting.ts'
 
@@ -109,6 +110,8 @@ export interface TestRuntime {
   advanceUntilIdle(options?: { maxTimers?: number }): Promise<StillWaiting[]>
   sendEvent(name: string, data?: unknown, options?: SendEventOptions): Promise<SentEvent>
   completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult>
+  /** Sends a signal to a run (`TaskRuntime.sendSignal`), and lets what it resumes go as far as it can without the clock moving. */
+  sendSignal(runId: string, name: string, data?: unknown, options?: SendSignalOptions): Promise<SentSignal>
   /** Cancels a run, and the child runs it waits on unless `options.children` is `'none'` (`TaskRuntime.cancel`). */
   cancel(runId: string, options?: CancelOptions): Promise<CancelledRun>
   /** Starts a new run of the run's task (`TaskRuntime.replay`), from a step with `{ fromStep }`, and lets it go as far as it can without the clock moving. */

@@ -4,6 +4,7 @@
  */
 import type { RunRecord } from '../types.ts'
 import type { TimerRecord } from '../runtime/types/timers.ts'
+import { unknownWaitpoint } from '../runtime/tasks/steps/waitpoint-kinds.ts'
 
 export type Waiting =
   /** `ctx.step.sleep` or `sleepUntil`, until `until`. */
@@ -12,6 +13,8 @@ export type Waiting =
   | { kind: 'token'; step: string; tokenId: string; timeoutAt?: Date; callback?: true }
   /** `ctx.step.waitForEvent`: send it with `t.sendEvent(name, data)`. */
   | { kind: 'event'; step: string; name: string; match?: Record<string, unknown>; timeoutAt?: Date }
+  /** `ctx.step.waitForSignal` (or `ctx.signals`): send it with `t.sendSignal(runId, name, data)`. */
+  | { kind: 'signal'; step: string; name: string; timeoutAt?: Date }
   /** `ctx.step.waitForTask`: the child run `runId` of `task`. */
   | { kind: 'run'; step: string; runId: string; task: string }
   /** A delayed or debounced run, due to start at `at`. */
@@ -39,8 +42,12 @@ export function waitingOf(run: RunRecord, timers: readonly TimerRecord[]): Waiti
       return { kind: 'token', step, tokenId: waitpoint.tokenId, ...timeoutAt, ...(waitpoint.callback ? { callback: true as const } : {}) }
     case 'event':
       return { kind: 'event', step, name: waitpoint.name, ...(waitpoint.match ? { match: waitpoint.match } : {}), ...timeoutAt }
+    case 'signal':
+      return { kind: 'signal', step, name: waitpoint.signal, ...timeoutAt }
     case 'task':
       return { kind: 'run', step, runId: waitpoint.runId, task: waitpoint.task }
+    default:
+      return unknownWaitpoint(waitpoint)
   }
 }
 
@@ -51,6 +58,8 @@ export function describeWaiting(waiting: Waiting): string {
       return `step "${waiting.step}" waits on ${waiting.callback ? 'a request to its callback URL, token' : 'token'} ${waiting.tokenId}; complete it with t.completeToken(${JSON.stringify(waiting.tokenId)}, payload)`
     case 'event':
       return `step "${waiting.step}" waits on an event "${waiting.name}"${waiting.match ? ` matching ${JSON.stringify(waiting.match)}` : ''}; send it with t.sendEvent(${JSON.stringify(waiting.name)}, data)`
+    case 'signal':
+      return `step "${waiting.step}" waits on a signal "${waiting.name}"; send it with t.sendSignal(runId, ${JSON.stringify(waiting.name)}, data)`
     case 'run':
       return `step "${waiting.step}" waits on run ${waiting.runId} of "${waiting.task}", which cannot finish either`
     default:

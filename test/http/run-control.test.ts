@@ -310,7 +310,7 @@ describe('POST /__tasks/runs/<id>/cancel', () => {
     expect(wrong.headers.get('allow')).toBe('POST')
     const unknown = await post(server, `/__tasks/runs/${id}/pause`)
     expect(unknown.status).toBe(404)
-    expect((await unknown.json()).error).toMatch(/a run's actions are cancel, replay, wake and logs/)
+    expect((await unknown.json()).error).toMatch(/a run's actions are cancel, replay, wake, logs and signals/)
     expect((await fetch(`${server.url}/__tasks/runs`, { method: 'DELETE' })).status).toBe(405)
   })
 })

@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { afterAll, afterEach } from 'vitest'
 import { SqliteRunStore, type SqliteRunStoreOptions } from '../../src/node.ts'
+import { SEARCH_TABLES } from '../../src/runtime/tasks/sql/search.ts'
 
 export function sqliteFiles(prefix: string) {
   const dir = mkdtempSync(join(tmpdir(), prefix))
@@ -80,6 +81,12 @@ export function onFile(path: string, sql: string): void {
  * release wrote back into what an earlier one wrote, to test its migration.
  */
 const UNDO: Record<number, string> = {
+  17: 'DROP TABLE svc_signals;',
+  // Version 16 dropped what these lines of version 15 made: they make it again.
+  16: `DROP TRIGGER svc_runs_tags_delete; DROP TRIGGER svc_runs_metadata_delete;
+    ${SEARCH_TABLES.split('\n')
+      .filter((line) => /svc_run_tags_by_run |svc_runs_tags_insert |svc_runs_search_delete /.test(line))
+      .join('\n')}`,
   15: 'DROP TRIGGER svc_runs_tags_insert; DROP TRIGGER svc_runs_metadata_insert; DROP TRIGGER svc_runs_search_delete; DROP TABLE svc_run_tags; DROP TABLE svc_run_metadata; DROP INDEX svc_runs_by_created; ALTER TABLE svc_runs DROP COLUMN created_at;',
   14: 'DROP TABLE svc_schedules;',
   13: 'DROP INDEX svc_timers_by_run;',

@@ -31,6 +31,7 @@ it('a version-12 file migrates to the current version, and its sleeping runs com
 
   const after = schema(db)
   expect(after.version).toBe(SCHEMA_VERSION)
-  const search = ['svc_run_metadata', 'svc_run_metadata_by_run', 'svc_run_tags', 'svc_run_tags_by_run', 'svc_runs_by_created']
-  expect(after.names).toEqual([...before.names, 'svc_schedules', 'svc_schedules_by_key', 'svc_timers_by_run', ...search].sort())
+  const search = ['svc_run_metadata', 'svc_run_metadata_by_run', 'svc_run_tags', 'svc_runs_by_created']
+  const signals = ['svc_signals', 'svc_signals_by_id', 'svc_signals_untaken']
+  expect(after.names).toEqual([...before.names, 'svc_schedules', 'svc_schedules_by_key', 'svc_timers_by_run', ...search, ...signals].sort())
 })

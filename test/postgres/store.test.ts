@@ -122,6 +122,36 @@ async function tables(schema: string) {
   return { steps: steps.map((row) => ({ ...row })), runs: runs.map((row) => ({ ...row })) }
 }
 
+/** The rows of a schema's run_tags table, as `tag id`, by run then tag. */
+async function tagRows(schema: string): Promise<string[]> {
+  const rows = await admin.unsafe<{ tag: string; id: string | null }[]>(
+    `SELECT t.tag, r.id FROM ${schema}.run_tags t LEFT JOIN ${schema}.runs r ON r.seq = t.run_seq ORDER BY t.run_seq, t.tag`,
+  )
+  return rows.map((row) => `${row.tag} ${row.id}`)
+}
+
+describe("PostgresRunStore: a run's tags as rows of their own", () => {
+  it('writes a row per tag with the run, and none for a run without tags', async () => {
+    const s = store()
+    const tagged = await s.createRun(makeRun({ tags: ['tenant:a', 'plan:pro', 'tenant:a'] }))
+    await s.createRuns([makeRun(), makeRun({ tags: ['tenant:b'] })])
+    const [batched] = await s.listRuns({ limit: 1 })
+    expect(await tagRows(s.schema)).toEqual([`plan:pro ${tagged.id}`, `tenant:a ${tagged.id}`, `tenant:b ${batched.id}`])
+  })
+
+  it('the tag rows of a run go with it, evicted or pruned', async () => {
+    const s = store({ maxRuns: 2 })
+    const finished = { status: 'completed' as const, finishedAt: '2025-01-01T00:00:00.000Z' }
+    const first = await s.createRun(makeRun({ ...finished, tags: ['tenant:a'] }))
+    const second = await s.createRun(makeRun({ ...finished, tags: ['tenant:a', 'plan:pro'] }))
+    const third = await s.createRun(makeRun({ ...finished, tags: ['tenant:b'] }))
+    expect(await s.getRun(first.id)).toBeUndefined()
+    expect(await s.pruneFinished(second.taskName, '2026-01-01T00:00:00.000Z', 1)).toBe(1)
+    expect((await s.listRuns({ tags: ['tenant:b'] })).map((run) => run.id)).toEqual([third.id])
+    expect(await tagRows(s.schema)).toEqual([`tenant:b ${third.id}`])
+  })
+})
+
 describe("PostgresRunStore: a run's steps as rows of their own", () => {
   it("keeps each step in a row of the steps table, and none in the run's record", async () => {
     const s = store()
@@ -216,8 +246,10 @@ describe('PostgresRunStore migrations', () => {
       'migrations',
       'processes',
       'run_counts',
+      'run_tags',
       'runs',
       'schedules',
+      'signals',
       'steps',
       'timers',
       'tokens',
@@ -283,6 +315,35 @@ describe('PostgresRunStore migrations', () => {
     })
     await s.saveStep(held.id, 'c', STEP_A)
     expect((await s.getRun(held.id))?.steps).toEqual({ ...held.steps, c: STEP_A })
+  })
+
+  it('a version 17 schema with tagged runs migrates to tag rows, and finds its runs and new ones by tag', async () => {
+    const schema = freshSchema()
+    const ids = (runs: { id: string }[]) => runs.map((run) => run.id)
+    const old = [makeRun({ tags: ['tenant:a', 'plan:pro'] }), makeRun({ tags: ['tenant:b'], status: 'completed' }), makeRun()]
+    const sql = postgres(url, { onnotice: () => {} })
+    try {
+      await migrate(sql, schema, 'test', 17)
+      // Rows as the earlier release wrote them: the tags in the record only, which its index reads.
+      for (const [i, run] of old.entries()) {
+        await sql`
+          INSERT INTO ${sql(schema)}.runs (id, task_name, status, finished_seq, record)
+          VALUES (${run.id}, ${run.taskName}, ${run.status}, ${run.status === 'completed' ? i + 1 : null}, ${sql.json(run as never)})`
+      }
+    } finally {
+      await sql.end()
+    }
+    const s = store({ schema, maxRuns: 3 })
+    expect(ids(await s.listRuns({ tags: ['tenant:a'] }))).toEqual([old[0].id])
+    expect(ids(await s.listRuns({ tags: ['tenant:b'] }))).toEqual([old[1].id])
+    const later = await s.createRun(makeRun({ tags: ['tenant:a'] }))
+    expect(ids(await s.listRuns({ tags: ['tenant:a'] }))).toEqual([later.id, old[0].id])
+    expect(ids(await s.listRuns({ tags: ['tenant:a', 'plan:pro'] }))).toEqual([old[0].id])
+    const indexes = await admin`SELECT indexname FROM pg_indexes WHERE schemaname = ${schema} AND tablename = 'runs'`
+    expect(indexes.map((row) => row.indexname)).not.toContain('runs_by_tags')
+    // The fourth run evicted the finished one, with its tag row.
+    expect(await s.getRun(old[1].id)).toBeUndefined()
+    expect(await tagRows(schema)).toEqual([`plan:pro ${old[0].id}`, `tenant:a ${old[0].id}`, `tenant:a ${later.id}`])
   })
 
   it('refuses a schema that a newer release migrated, telling to upgrade svc', async () => {

@@ -132,6 +132,13 @@ function bridge(options?: { maxRuns: number }): {
     'eventsSince',
     'listEvents',
     'noteEventEffects',
+    'putSchedule',
+    'getSchedule',
+    'listSchedules',
+    'deleteSchedule',
+    'putSignal',
+    'takeSignal',
+    'listSignals',
   ]
   return { store: Object.fromEntries([['durable', true], ...methods.map((method) => [method, call(method)])]) as RunStore, sql }
 }

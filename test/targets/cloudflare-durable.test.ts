@@ -349,6 +349,22 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     expect((await post('{}')).status).toBe(409)
   })
 
+  it('signals sent to a run in the object resume it in order, each once, across a restart', async () => {
+    const started = await admin('/__tasks/jobs.chat', { body: {} })
+    const id = started.body.id as string
+    await waitForStatus(id, 'suspended')
+    const send = (data: unknown, key: string) =>
+      admin(`/__tasks/runs/${id}/signals/answer`, { body: data, headers: { 'idempotency-key': key } })
+    expect((await send('yes', 's-1')).status).toBe(202)
+    await restart()
+    // Sent again after the restart: kept once, and not taken again by the second wait.
+    expect((await send('yes', 's-1')).body).toMatchObject({ id: 's-1', duplicate: true })
+    expect((await send('and yes', 's-2')).body).toMatchObject({ id: 's-2', runId: id, duplicate: false })
+    expect(await waitForStatus(id, 'completed')).toMatchObject({ result: { answers: ['yes', 'and yes'] } })
+    expect((await send('late', 's-3')).status).toBe(409)
+    expect((await admin(`/__tasks/runs/${id}/signals`, { method: 'GET' })).body.signals).toHaveLength(2)
+  })
+
   it('lists runs newest first with filters and a cursor, and replays one with the same input', async () => {
     const first = await admin('/__tasks/jobs.flaky', { body: { notify: notify.url, failures: 0 } })
     const second = await admin('/__tasks/jobs.flaky', { body: { notify: notify.url, failures: 0 } })

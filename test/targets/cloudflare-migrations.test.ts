@@ -93,8 +93,9 @@ it('storage of the release before versions were recorded migrates to the current
   const after = await storage()
   expect(after.version).toBe(SCHEMA_VERSION)
   const search = [
-    ...['svc_run_metadata', 'svc_run_metadata_by_run', 'svc_run_tags', 'svc_run_tags_by_run', 'svc_runs_by_created'],
-    ...['svc_runs_metadata_insert', 'svc_runs_search_delete', 'svc_runs_tags_insert'],
+    ...['svc_run_metadata', 'svc_run_metadata_by_run', 'svc_run_tags', 'svc_runs_by_created'],
+    ...['svc_runs_metadata_insert', 'svc_runs_metadata_delete', 'svc_runs_tags_delete'],
+    ...['svc_signals', 'svc_signals_by_id', 'svc_signals_untaken'],
   ]
   expect(after.names).toEqual(
     [...before.names, 'svc_schedules', 'svc_schedules_by_key', 'svc_schema', 'svc_timers_by_run', ...search].sort(),

@@ -84,6 +84,13 @@ const MAKES: Record<number, (host: SqliteHost) => string[]> = {
     'svc_runs.created_at',
     'svc_runs_by_created',
   ],
+  16: () => ['svc_runs_tags_delete', 'svc_runs_metadata_delete'],
+  17: () => [...columns('svc_signals', 'seq', 'run_id', 'id', 'name', 'taken_by', 'record'), 'svc_signals_by_id', 'svc_signals_untaken'],
+}
+
+/** What a step drops, where it drops anything. */
+const DROPS: Record<number, string[]> = {
+  16: ['svc_run_tags_by_run', 'svc_runs_tags_insert', 'svc_runs_search_delete'],
 }
 
 const RUN = {
@@ -170,6 +177,7 @@ describe.each(HOSTS)('the chain on the %s host', (host) => {
       )
     } else {
       expect(made(before, after)).toEqual(MAKES[to](host).sort())
+      expect(made(after, before)).toEqual((DROPS[to] ?? []).sort())
     }
     if (to === 1) return
     const runs = rows(db, 'svc_runs')
@@ -192,6 +200,39 @@ describe.each(HOSTS)('the chain on the %s host', (host) => {
     if (host === 'file' && to === 5) expect(timers[0].due_at).toBe(TIMER.dueAt)
     expect(rows(db, 'svc_tokens').map((token) => JSON.parse(token.record as string))).toEqual([TOKEN])
     if (to > 6) expect(rows(db, 'svc_events').map((event) => JSON.parse(event.record as string))).toEqual([EVENT])
+  })
+
+  it('step 16 keeps the tag rows of the runs held; the rows then go with their run, by primary key', () => {
+    const db = at(host, 15)
+    const insert = db.prepare('INSERT INTO svc_runs (id, task_name, status, record) VALUES (?, ?, ?, ?)')
+    for (const [id, tags] of [
+      ['tagged', ['tenant:a', 'plan:pro']],
+      ['other', ['tenant:b']],
+      ['bare', undefined],
+    ] as const) {
+      insert.run(id, RUN.taskName, 'completed', JSON.stringify({ ...RUN, id, status: 'completed', steps: {}, tags }))
+    }
+    const tagRows = () => rows(db, 'svc_run_tags').map(({ tag, run_seq }) => `${tag} ${run_seq}`)
+    const held = tagRows()
+    expect(held).toHaveLength(3)
+    migrateSchema(driver(db), host, 'test', 16)
+    expect(tagRows()).toEqual(held)
+    // A run inserted now writes no tag rows by itself: the store writes them (tagRows).
+    insert.run('later', RUN.taskName, 'completed', JSON.stringify({ ...RUN, id: 'later', steps: {}, tags: ['tenant:a'] }))
+    expect(tagRows()).toEqual(held)
+    // The delete trigger's statement, on a record and a seq of its own, finds the rows by primary key.
+    const trigger = db.prepare("SELECT sql FROM sqlite_master WHERE name = 'svc_runs_tags_delete'").get()!.sql as string
+    const statement = trigger
+      .match(/BEGIN (DELETE .*); END/)![1]
+      .replaceAll('OLD.record', '?')
+      .replaceAll('OLD.seq', '?')
+    const plan = db
+      .prepare(`EXPLAIN QUERY PLAN ${statement}`)
+      .all('{"tags":["x"]}', 1)
+      .map((row) => String(row.detail))
+    expect(plan).toContainEqual(expect.stringMatching(/^SEARCH svc_run_tags USING PRIMARY KEY \(tag=\? AND run_seq=\?\)$/))
+    db.prepare('DELETE FROM svc_runs WHERE id IN (?, ?)').run('tagged', 'bare')
+    expect(tagRows()).toEqual(['tenant:b 2'])
   })
 
   it('step 13 serves dropTimersOf by the run index, not a scan of the timers', () => {

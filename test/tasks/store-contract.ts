@@ -8,6 +8,7 @@ import { StoreFullError } from '../../src/runtime/errors.ts'
 import type { RunStore } from '../../src/runtime/tasks/index.ts'
 import type { RunRecord } from '../../src/types.ts'
 import { searchContract } from './search-contract.ts'
+import { signalContract } from './signal-contract.ts'
 
 let seq = 0
 export function makeRun(overrides: Partial<RunRecord> = {}): RunRecord {
@@ -29,6 +30,7 @@ export function makeRun(overrides: Partial<RunRecord> = {}): RunRecord {
 export function runStoreContract(name: string, createStore: (options?: { maxRuns: number }) => RunStore | Promise<RunStore>): void {
   describe(`RunStore contract: ${name}`, () => {
     searchContract(createStore, makeRun)
+    signalContract(createStore, makeRun)
 
     it('creates a run and reads back an equal, JSON-serializable copy', async () => {
       const store = await createStore()

@@ -18,16 +18,16 @@ const KINDS = 'src/runtime/tasks/steps/waitpoint-kinds.ts'
 /** A text replaced in one source file, as the next kind would change it. */
 type Edit = { file: string; find: string; replace: (found: string) => string }
 
-/** A kind `signal`, waited for by a step kind of its own. */
-const SIGNAL: Edit[] = [
-  { file: RUNS, find: 'export type Waitpoint =\n', replace: (found) => `${found}  | { type: 'signal'; channel: string }\n` },
-  { file: RUNS, find: "export type StepKind = 'run'", replace: (found) => `${found} | 'waitForSignal'` },
+/** A kind `update`, waited for by a step kind of its own. */
+const UPDATE: Edit[] = [
+  { file: RUNS, find: 'export type Waitpoint =\n', replace: (found) => `${found}  | { type: 'update'; channel: string }\n` },
+  { file: RUNS, find: 'export type StepKind =\n', replace: (found) => `${found}  | 'waitForUpdate'\n` },
 ]
 /** Its row in the table of kinds. */
-const SIGNAL_ROW: Edit = {
+const UPDATE_ROW: Edit = {
   file: KINDS,
   find: "  event: { step: 'waitForEvent', label: 'event' },\n",
-  replace: (found) => `${found}  signal: { step: 'waitForSignal', label: 'signal' },\n`,
+  replace: (found) => `${found}  update: { step: 'waitForUpdate', label: 'update' },\n`,
 }
 
 /**
@@ -65,33 +65,34 @@ const filesOf = (errors: string[]) => [...new Set(errors.map((error) => error.sl
 
 describe('a waitpoint kind added to the type', () => {
   it('fails to compile until the table of kinds has its row', { timeout: 60_000 }, () => {
-    const errors = compileWith(SIGNAL, [KINDS])
-    expect(errors.join('\n')).toMatch(/does not satisfy the expected type .*Property 'signal' is missing/)
+    const errors = compileWith(UPDATE, [KINDS])
+    expect(errors.join('\n')).toMatch(/does not satisfy the expected type .*Property 'update' is missing/)
   })
 
   it('with its row, still fails to compile in each switch over the kinds, and nowhere else', { timeout: 60_000 }, () => {
-    const errors = compileWith([...SIGNAL, SIGNAL_ROW])
+    const errors = compileWith([...UPDATE, UPDATE_ROW])
     expect(filesOf(errors), errors.join('\n')).toEqual([
       'src/cli/runs-timeline.ts',
       'src/dashboard/run.ts',
       'src/dashboard/timeline.ts',
       'src/runtime/tasks/engine/wake.ts',
       'src/runtime/tasks/steps/waitpoints.ts',
+      'src/testing/waiting.ts',
     ])
     for (const error of errors)
       expect(error).toMatch(
-        /TS2345 Argument of type '\{ type: "signal"; channel: string; \}' is not assignable to parameter of type 'never'/,
+        /TS2345 Argument of type '\{ type: "update"; channel: string; \}' is not assignable to parameter of type 'never'/,
       )
   })
 
   it('with a name field, fails where the event-wait index would read its name as an event', { timeout: 60_000 }, () => {
-    const named = { ...SIGNAL[0], replace: (found: string) => `${found}  | { type: 'signal'; name: string }\n` }
-    const errors = compileWith([named, SIGNAL[1], SIGNAL_ROW], [KINDS])
-    expect(errors.join('\n')).toMatch(/is not assignable to type '\{ namedKinds: "event" \| "signal"; \}'/)
+    const named = { ...UPDATE[0], replace: (found: string) => `${found}  | { type: 'update'; name: string }\n` }
+    const errors = compileWith([named, UPDATE[1], UPDATE_ROW], [KINDS])
+    expect(errors.join('\n')).toMatch(/is not assignable to type '\{ namedKinds: "event" \| "update"; \}'/)
   })
 
   it('a step kind in neither list fails to compile', { timeout: 60_000 }, () => {
-    const errors = compileWith([SIGNAL[1]], [KINDS])
-    expect(errors.join('\n')).toMatch(/is not assignable to type '\{ unlisted: "waitForSignal"; \}'/)
+    const errors = compileWith([UPDATE[1]], [KINDS])
+    expect(errors.join('\n')).toMatch(/is not assignable to type '\{ unlisted: "waitForUpdate"; \}'/)
   })
 })

@@ -1,8 +1,9 @@
 /**
- * `svc runs list|get|logs|cancel|replay|wake`: the task runs of a running svc
+ * `svc runs list|get|logs|cancel|replay|wake|signal|signals`: the task runs of a running svc
  * server, read and controlled over its task admin surface
  * (docs/http-api.md). Nothing here scans or imports the app. The filter
- * flags and the bulk form of cancel and replay are in runs-bulk.ts.
+ * flags and the bulk form of cancel and replay are in runs-bulk.ts; signals
+ * in runs-signal.ts.
  */
 import type { ArgsDef } from 'citty'
 import type { RunLogPage } from '../../runtime/admin/run-logs.ts'
@@ -15,6 +16,7 @@ import { defineCommand } from '../_define.ts'
 import { formatTable, printJson, printLines } from '../_output.ts'
 import { runsClient } from '../runs-client.ts'
 import { droppedNote, formatDuration, formatInstant, formatLogEntry, msBetween, shortVersion } from '../runs-format.ts'
+import { signal, signals } from './runs-signal.ts'
 import { bulkArgs, bulkFilter, filterArgs, filterQuery, runBulk, runFilter } from './runs-bulk.ts'
 
 const idArg = { id: { type: 'positional', description: 'The run id', required: true } } as const satisfies ArgsDef
@@ -239,5 +241,5 @@ const wake = defineCommand({
 
 export default defineCommand({
   meta: { name: 'runs', description: 'Read and control the task runs of a running server' },
-  subCommands: { list, get, logs, cancel, replay, wake },
+  subCommands: { list, get, logs, cancel, replay, wake, signal, signals },
 })

@@ -14,6 +14,7 @@
  * | POST   | `/__tasks/runs/<id>/cancel`   | 200 `{ id, status: 'cancelled', cancelledWith }` (`?children=all` also cancels the runs it enqueued, `?children=none` leaves the child runs it waits on running); 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED`; 400 `INVALID_QUERY` |
  * | POST   | `/__tasks/runs/<id>/replay`   | 202 `{ id, status }` of the new run; the body, if any, is `{ fromStep?, input? }` (`ReplayOptions`); 404 `RUN_NOT_FOUND` / `TASK_NOT_FOUND`; 400 `STEP_NOT_RECORDED` / `INVALID_OPTIONS` |
  * | POST   | `/__tasks/runs/<id>/wake`     | 200 `{ id, status }`: a sleeping or delayed run goes on now; 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED` / `RUN_NOT_SLEEPING` |
+ * |        | `/__tasks/runs/<id>/signals…` | signals into the run (`signals.ts`) |
  * | GET    | `/__tasks/runs/<id>/logs`     | 200 a page of the run's `ctx.log` entries (`?after=&limit=`, `run-logs.ts`); 404 `RUN_NOT_FOUND`; 400 `INVALID_QUERY` |
  * | GET    | `/__tasks/events`             | 200 `text/event-stream` of `{ id, taskName, status }`; 501 `NOT_IMPLEMENTED` where the engine runs elsewhere, or the host serves no streams (`streams.ts`) |
  * | GET    | `/__tasks/runs/<id>/stream`   | 200 `text/event-stream` of the run's `RunProgress` until it finishes (`run-stream.ts`); 404 `RUN_NOT_FOUND`; 501 as above |
@@ -53,6 +54,7 @@ import { runLogPage } from './run-logs.ts'
 import { type EventStreams, NO_STREAMS, type RunEventsOptions } from './streams.ts'
 import { registerTokenSecret } from './token-secret.ts'
 import { isScheduleRoute, scheduleRoute } from './schedules.ts'
+import { listSignalsRoute, sendSignalRoute } from './signals.ts'
 
 export const TASKS_PREFIX = '/__tasks'
 
@@ -92,7 +94,8 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
   const streams = (options.streams ?? NO_STREAMS).create({ runtime, env, R, logger, dev, runEvents: options.runEvents, loopback })
   // createRunToken() signs with the secret this surface checks, while its runtime is the active one.
   registerTokenSecret(runtime, env)
-  const scheduleRoutes = { runtime, R, bodyLimit, json }
+  // What the schedules' and signals' endpoints (schedules.ts, signals.ts) work with.
+  const routes = { runtime, R, bodyLimit, json }
 
   async function route(request: Request, pathname: string, info: RequestInfo | undefined): Promise<Response> {
     const method = request.method
@@ -129,7 +132,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
 
     const isRead = method === 'GET' || method === 'HEAD'
     if (segments[0] === 'runs' && (segments.length > 1 || isRead)) return runs(request, pathname, segments.slice(1), info)
-    if (isScheduleRoute(method, segments)) return scheduleRoute(scheduleRoutes, request, pathname, segments)
+    if (isScheduleRoute(method, segments)) return scheduleRoute(routes, request, pathname, segments)
     if (segments.length === 1 && segments[0] === 'events' && isRead) return streams.events()
 
     if (segments.length === 2 && segments[1] === 'batch') {
@@ -222,12 +225,13 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
     }
     if (rest.length === 1) return isRead ? runRecord(rest[0]) : methodNotAllowed(R, method, pathname, 'GET, HEAD')
     const [id, action] = rest
+    if (rest.length === 3 && action === 'signals') return sendSignalRoute(routes, request, pathname, id, rest[2])
     if (rest.length !== 2 || !RUN_ACTIONS.has(action)) {
       return jsonError(
         R,
         404,
         'NOT_FOUND',
-        `No admin endpoint matches ${method} ${pathname}; a run's actions are cancel, replay, wake and logs`,
+        `No admin endpoint matches ${method} ${pathname}; a run's actions are cancel, replay, wake, logs and signals`,
       )
     }
     if (action === 'logs') {
@@ -236,6 +240,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
       if (!run) return jsonError(R, 404, 'RUN_NOT_FOUND', `No run has id "${id}"`)
       return json(200, runLogPage(run, new URL(request.url).searchParams))
     }
+    if (action === 'signals') return isRead ? listSignalsRoute(routes, id) : methodNotAllowed(R, method, pathname, 'GET, HEAD')
     if (method !== 'POST') return methodNotAllowed(R, method, pathname, 'POST')
     if (action === 'cancel') {
       const run = await runtime.cancel(id, { children: cancelChildrenParam(new URL(request.url).searchParams) })
@@ -306,7 +311,7 @@ function streamedRun(pathname: string): string | undefined {
 const SURFACE_WORDS = new Set(['runs', 'events', 'tokens', 'callbacks'])
 
 /** What `/__tasks/runs/<id>/<action>` may name. */
-const RUN_ACTIONS = new Set(['cancel', 'replay', 'wake', 'logs'])
+const RUN_ACTIONS = new Set(['cancel', 'replay', 'wake', 'logs', 'signals'])
 
 /** `/__tasks/runs/cancel` and `/__tasks/runs/replay` act on the runs a filter finds (bulk-runs.ts). */
 function isBulkAction(word: string): word is BulkAction {

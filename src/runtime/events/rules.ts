@@ -1,7 +1,8 @@
 /**
  * What an event's name and id may be, written once for the scanner (a
  * task's `on` export), the runtime (`sendEvent`) and the HTTP surface
- * (`POST /__events/<name>`). Edge-safe: no `node:` import.
+ * (`POST /__events/<name>`); a signal's name and id follow the same rules.
+ * Edge-safe: no `node:` import.
  */
 import { describe } from '../describe.ts'
 
@@ -17,9 +18,17 @@ const EVENT_NAME = /^[A-Za-z0-9._/-]+$/
 
 /** Why `value` is no event name, or `null` when it is one. */
 export function eventNameProblem(value: unknown): string | null {
-  const rule = `an event name is 1 to ${MAX_EVENT_NAME_LENGTH} letters, digits, '.', '-', '_' or '/', such as 'order.paid'`
+  return nameProblem(value, 'an event name', 'order.paid')
+}
+
+/** Why `value` is no signal name (`sendSignal`, `ctx.step.waitForSignal`), or `null`: the rule of event names. */
+export function signalNameProblem(value: unknown): string | null {
+  return nameProblem(value, 'a signal name', 'approval')
+}
+
+function nameProblem(value: unknown, what: string, example: string): string | null {
   if (typeof value !== 'string' || value.length === 0 || value.length > MAX_EVENT_NAME_LENGTH || !EVENT_NAME.test(value)) {
-    return `${rule} (got ${describe(value)})`
+    return `${what} is 1 to ${MAX_EVENT_NAME_LENGTH} letters, digits, '.', '-', '_' or '/', such as '${example}' (got ${describe(value)})`
   }
   return null
 }
@@ -30,11 +39,20 @@ export function eventNameProblem(value: unknown): string | null {
  * that it prints on one line and travels in a header or a query.
  */
 export function eventIdProblem(value: unknown): string | null {
+  return idProblem(value, 'an event id')
+}
+
+/** Why `value` is no signal id, or `null`: the rule of event ids. */
+export function signalIdProblem(value: unknown): string | null {
+  return idProblem(value, 'a signal id')
+}
+
+function idProblem(value: unknown, what: string): string | null {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what the rule keeps out.
   if (typeof value === 'string' && value.length > 0 && value.length <= MAX_EVENT_ID_LENGTH && !/[\u0000-\u001f\u007f]/.test(value)) {
     return null
   }
-  return `an event id is 1 to ${MAX_EVENT_ID_LENGTH} characters with no control characters (got ${describe(value)})`
+  return `${what} is 1 to ${MAX_EVENT_ID_LENGTH} characters with no control characters (got ${describe(value)})`
 }
 
 /**

@@ -19,6 +19,7 @@ import { processEnv } from '../env.ts'
 import { type CallbackSigner, callbackSigner } from './steps/callbacks.ts'
 import { MemoryRunStore } from './store/memory-store.ts'
 import { checkMaxPayloadBytes } from './store/payload-limit.ts'
+import { signalStore } from './steps/signal-waits.ts'
 import { describe } from '../describe.ts'
 import { TaskScheduler } from './schedule/scheduler.ts'
 import { listEventPage } from './store/event-list.ts'
@@ -286,6 +287,8 @@ export function createCoreRuntime(
     getRun: (id) => store.getRun(id),
     waitForRun: (id) => engine.waitForRun(id),
     completeToken: (tokenId, payload) => engine.completeToken(tokenId, payload),
+    sendSignal: (runId, name, data, options) => engine.sendSignal(runId, name, data, options),
+    listSignals: (runId) => signalStore(store, `listSignals(${describe(runId)})`).listSignals(runId),
     sendEvent: async (name, data, options) => {
       const call = `sendEvent(${describe(name)})`
       if (options !== undefined && (options === null || typeof options !== 'object')) {

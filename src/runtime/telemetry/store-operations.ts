@@ -38,6 +38,9 @@ export const STORE_OPERATIONS = {
   getSchedule: 'read',
   listSchedules: 'read',
   deleteSchedule: 'write',
+  putSignal: 'write',
+  takeSignal: 'write',
+  listSignals: 'read',
 } as const satisfies Record<StoreMethod, 'write' | 'read'>
 
 /** The store methods that write. */

@@ -9,6 +9,7 @@ import type { Attempt, RunRecord, RunStatus, StepRecord } from './runs.ts'
 import type { SharedWork } from './shared-work.ts'
 import type { TimerRecord } from './timers.ts'
 import type { ScheduleStore } from './schedules.ts'
+import type { SignalRecord } from './signals.ts'
 
 export type { LiveVersions, SharedWork } from './shared-work.ts'
 export type { RunQuery } from './run-query.ts'
@@ -62,8 +63,12 @@ export interface TokenRecord {
   settledAt?: string
   /** The payload it was completed with. */
   payload?: unknown
-  /** `'event'` for the token of a `waitForEvent`, which only a matching event settles (never `completeToken`). */
-  kind?: 'event'
+  /**
+   * `'event'` for the token of a `waitForEvent`, which only a matching event
+   * settles, and `'signal'` for a `waitForSignal`'s, which only a signal
+   * settles (`takeSignal`); never `completeToken`.
+   */
+  kind?: 'event' | 'signal'
 }
 
 export interface RunStore {
@@ -299,6 +304,11 @@ export interface RunStore {
   getSchedule?: ScheduleStore['getSchedule']
   listSchedules?: ScheduleStore['listSchedules']
   deleteSchedule?: ScheduleStore['deleteSchedule']
+
+  /** Signals (types/signals.ts): a store that keeps them has all three. */
+  putSignal?: SignalStore['putSignal']
+  takeSignal?: SignalStore['takeSignal']
+  listSignals?: SignalStore['listSignals']
 }
 
 /**
@@ -369,4 +379,27 @@ export interface StartedRuns {
   started: RunRecord[]
   /** When the rate limit frees a place for a run it blocked (ISO), and that run. */
   wake?: { at: string; runId: string }
+}
+
+/** What a run store keeps of signals; a store without these cannot carry them. */
+export interface SignalStore {
+  /**
+   * Keeps `signal` unless its run holds a signal with its id, and resolves
+   * to the signal held and whether this call kept it; resolves to `'full'`,
+   * keeping nothing, when the run holds `maxWaiting` signals no wait took.
+   * Atomic, like `createRun`: of processes racing with one id, one keeps it.
+   */
+  putSignal(signal: SignalRecord, maxWaiting: number): Promise<{ signal: SignalRecord; kept: boolean } | 'full'>
+  /**
+   * When token `tokenId` (a `waitForSignal`'s, of kind `'signal'`) is
+   * waiting and its run holds a signal named `name` that no wait took,
+   * settles the token with the oldest such signal (`completed`, its
+   * payload the `ReceivedSignal`) and marks the signal taken by it, in one
+   * atomic step; resolves to the token as it ends up, or `undefined` for
+   * an unknown token. So a signal is taken by one wait at most, and a wait
+   * that timed out takes none.
+   */
+  takeSignal(tokenId: string, name: string): Promise<TokenRecord | undefined>
+  /** The signals run `runId` holds, oldest first. */
+  listSignals(runId: string): Promise<SignalRecord[]>
 }

@@ -35,7 +35,16 @@ export interface Attempt {
  * The kind of call that recorded a step. `sleep` and `sleepUntil` are one
  * kind: both wait for an instant and replay the same way.
  */
-export type StepKind = 'run' | 'transaction' | 'enqueue' | 'waitForTask' | 'sleep' | 'waitForToken' | 'waitForEvent' | 'patch'
+export type StepKind =
+  | 'run'
+  | 'transaction'
+  | 'enqueue'
+  | 'waitForTask'
+  | 'sleep'
+  | 'waitForToken'
+  | 'waitForEvent'
+  | 'waitForSignal'
+  | 'patch'
 
 export interface StepRecord {
   status: 'completed' | 'timed_out'
@@ -65,6 +74,8 @@ export interface StepRecord {
  * - `token`: `step.waitForToken`; resumes when token `tokenId` is completed
  *   (`completeToken`, `POST /__tasks/tokens/<tokenId>`) or at `timeoutAt`.
  *   Token ids are `<runId>:<stepKey>` (see `tokenIdFor`).
+ * - `event`: `step.waitForEvent`; resumes when an event that meets it is sent, or at `timeoutAt`.
+ * - `signal`: `step.waitForSignal`; resumes when a signal named `signal` is sent to the run, or at `timeoutAt`.
  */
 export type Waitpoint =
   | { type: 'sleep' /** ISO timestamp */; until: string }
@@ -86,6 +97,15 @@ export type Waitpoint =
       /** Events sent at this time (ISO) or later satisfy the wait: its start, less its lookback. */
       since: string
       /** The wait's token, which the event that meets it settles (once). */
+      tokenId: string
+      /** ISO timestamp. */
+      timeoutAt?: string
+    }
+  | {
+      type: 'signal'
+      /** The signal's name (not `name`: that field is an awaited event's, which the SQL stores index). */
+      signal: string
+      /** The wait's token, which the signal that meets it settles (once). */
       tokenId: string
       /** ISO timestamp. */
       timeoutAt?: string

@@ -2,6 +2,7 @@
 import type { EnqueueOptions } from './runs.ts'
 import type { TaskNameArg, TaskPayloadArgs, TaskResult } from './task-registry.ts'
 import type { EventNameArg, ReceivedEventData } from './event-registry.ts'
+import type { ReceivedSignal } from './signals.ts'
 
 /** The argument of a task's `POST(ctx)` handler. */
 export interface TaskContext<Input = unknown> {
@@ -98,6 +99,20 @@ export interface TaskContext<Input = unknown> {
    * rather than go on another way; any other run goes on.
    */
   deprecatePatch(id: string): Promise<void>
+  /**
+   * The signals named `name` sent to this run (`sendSignal`), in the order
+   * they were sent, each read once: every step of the loop is a
+   * `ctx.step.waitForSignal` of its own, keyed `signals:<name>:<n>`, so a
+   * replay reads the same signals again without waiting. The loop ends
+   * only where the handler breaks out of it (docs/tasks.md "Signals").
+   *
+   * ```ts
+   * for await (const message of ctx.signals<{ text: string }>('message')) {
+   *   if (message.data?.text === 'bye') break
+   * }
+   * ```
+   */
+  signals<T = unknown>(name: string): AsyncIterable<ReceivedSignal<T>>
 }
 
 /** The request a callback URL received (`ctx.step.createCallback`). */
@@ -199,6 +214,14 @@ export interface StepApi {
    * data of a declared name has its schema's output type; `T` says
    * otherwise.
    */
+  /**
+   * Waits for a signal named `name` sent to this run (`sendSignal`,
+   * `POST /__tasks/runs/<id>/signals/<name>`), and resolves to it (its id,
+   * name, data and when it was sent), or to `{ timedOut: true }` after
+   * `timeoutSeconds`. A signal sent before the wait began is kept for it:
+   * each signal is taken by one wait, oldest first (docs/tasks.md "Signals").
+   */
+  waitForSignal<T = unknown>(key: string, name: string, opts?: { timeoutSeconds?: number }): Promise<ReceivedSignal<T> | { timedOut: true }>
   waitForEvent<T = never, N extends string = string>(
     key: string,
     name: EventNameArg<N>,

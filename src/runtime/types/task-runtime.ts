@@ -5,6 +5,7 @@ import type { BatchItem, CompleteTokenResult, RunChange, RunRecord, RunStatus, T
 import type { TaskInput, TaskNameArg, TaskPayloadArgs } from './task-registry.ts'
 import type { EventInput, EventPage, ListEventsQuery, SendEventOptions, SentEvent } from './events.ts'
 import type { SchedulesApi } from './schedules.ts'
+import type { SendSignalOptions, SentSignal, SignalRecord } from './signals.ts'
 
 /**
  * The task runtime: registers the task routes of an app and runs them.
@@ -56,6 +57,19 @@ export interface TaskRuntime {
   waitForRun(id: string): Promise<RunRecord>
   /** Completes a `waitForToken` token and resumes its run. */
   completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult>
+  /**
+   * Sends a signal named `name` with `data` to live run `runId`: the run's
+   * `ctx.step.waitForSignal` (or `ctx.signals`) for that name takes it,
+   * now if it waits, or when it next waits; signals of a name are taken
+   * in the order they were sent, each once. Sending an `id` again keeps
+   * nothing more (`duplicate: true`). Rejects with `RunNotFoundError`,
+   * `RunFinishedError` (409), `TooManySignalsError` (429: the run holds
+   * `MAX_WAITING_SIGNALS` signals no wait took) or `PayloadTooLargeError`;
+   * throws a `TypeError` for a bad name or id (docs/tasks.md "Signals").
+   */
+  sendSignal(runId: string, name: string, data?: unknown, options?: SendSignalOptions): Promise<SentSignal>
+  /** The signals run `runId` holds, oldest first: each with the wait that took it (`takenBy`, its token), if one did. */
+  listSignals(runId: string): Promise<SignalRecord[]>
   /**
    * Sends an event: starts one run of every task whose `on` names it, with
    * `data` as its input, and resolves to the event's id and those runs.

@@ -22,6 +22,7 @@ import { checkDelaySeconds, checkIdempotencyKey, checkPriority, checkTriggerOpti
 import { describe } from '../../describe.ts'
 import { tagsFromHeader } from '../definitions/tags.ts'
 import { traceHeaders } from '../../telemetry/outgoing.ts'
+import type { SendSignalOptions, SentSignal } from '../../types/signals.ts'
 
 /**
  * Request headers that carry `EnqueueOptions` on `POST /__tasks/<name>`; the
@@ -197,6 +198,32 @@ export async function completeTokenOverHttp(tokenId: string, payload: unknown, e
     if (code === 'TOKEN_ALREADY_COMPLETED' || status === 'already_completed') return 'already_completed'
   }
   throw httpError(response, body)
+}
+
+/** `POST /__tasks/runs/<id>/signals/<name>`: 202 `{ id, runId, name, duplicate }`; any other answer is an `HttpError` with its code. */
+export async function sendSignalOverHttp(
+  runId: string,
+  name: string,
+  data: unknown,
+  options: SendSignalOptions | undefined,
+  env: EnvLike = processEnv(),
+): Promise<SentSignal> {
+  const where = `sendSignal(${JSON.stringify(runId)}, ${JSON.stringify(name)})`
+  const url = `${taskServerUrl(env)}/__tasks/runs/${encodeURIComponent(runId)}/signals/${encodeURIComponent(name)}`
+  const text = payloadText(where, data)
+  const headers: Record<string, string> = { ...authHeaders(env) }
+  if (text !== undefined) headers['content-type'] = 'application/json'
+  if (options?.id !== undefined) headers['idempotency-key'] = options.id
+  const { response, body } = await send(where, url, env, { method: 'POST', headers, body: text })
+  if (!response.ok) throw httpError(response, body)
+  if (!isObject(body) || typeof body.id !== 'string') {
+    throw new HttpError(
+      response.status,
+      `${where}: ${url} answered ${response.status} without a { id, runId, name, duplicate } JSON body`,
+      'BAD_RESPONSE',
+    )
+  }
+  return body as unknown as SentSignal
 }
 
 /** `POST /__tasks/runs/<id>/cancel`: 200 `{ id, status: 'cancelled', cancelledWith }`; any other answer is an `HttpError` with its code. */

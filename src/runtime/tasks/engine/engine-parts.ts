@@ -32,6 +32,7 @@ import type { StepCalls } from '../steps/step-calls.ts'
 import type { RunStore, SharedWork } from '../store/store.ts'
 import type { CronClock } from '../definitions/cron-clock.ts'
 import { RuntimeSchedules } from './runtime-schedules.ts'
+import type { SignalSendParts } from './signal-sends.ts'
 import type { CallbackSigner } from '../steps/callbacks.ts'
 import { RunVersions, type VersionPolicy } from '../definitions/versions.ts'
 import { RunWaiters } from '../steps/wait-for-run.ts'
@@ -97,6 +98,8 @@ export interface EngineParts {
   children: ShardChildren | undefined
   /** Runtime schedules (`TaskRuntime.schedules`). */
   schedules: RuntimeSchedules
+  /** What `sendSignal` works with (signal-sends.ts). */
+  signals: SignalSendParts
 }
 
 /** The parts of an engine, wired; `trigger` is the engine's, which steps and schedules start runs through. */
@@ -250,5 +253,6 @@ export function engineParts(
     creation,
     children,
     schedules,
+    signals: { store, clock, waitpoints, maxPayloadBytes },
   }
 }

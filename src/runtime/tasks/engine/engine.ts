@@ -56,6 +56,8 @@ import type { RunWaiters } from '../steps/wait-for-run.ts'
 import type { Waitpoints } from '../steps/waitpoints.ts'
 import type { EventStarts } from './event-starts.ts'
 import { wakeRun } from './wake.ts'
+import { type SignalSendParts, sendSignal } from './signal-sends.ts'
+import type { SendSignalOptions, SentSignal } from '../../types/signals.ts'
 import { type CancelReach, cancelChildren, cancelChildRuns, childrenReached } from './cancel-children.ts'
 import { checkReplayOptions, stepsBefore } from './replay-steps.ts'
 import type { EventInput, SentEvent } from '../../types/events.ts'
@@ -88,6 +90,7 @@ export class TaskEngine {
   readonly #children: ShardChildren | undefined
   /** Runtime schedules (`TaskRuntime.schedules`). */
   readonly schedules: RuntimeSchedules
+  readonly #signals: SignalSendParts
   #closed = false
 
   constructor(options: TaskEngineOptions) {
@@ -111,6 +114,7 @@ export class TaskEngine {
     this.#creation = parts.creation
     this.#children = parts.children
     this.schedules = parts.schedules
+    this.#signals = parts.signals
   }
 
   /** See `TaskRuntime.sendEvents`; `call` names the caller in errors. */
@@ -230,6 +234,12 @@ export class TaskEngine {
 
   completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult> {
     return this.#waitpoints.completeToken(tokenId, payload)
+  }
+
+  /** See `TaskRuntime.sendSignal` (signal-sends.ts). */
+  async sendSignal(runId: string, name: string, data?: unknown, options?: SendSignalOptions): Promise<SentSignal> {
+    if (this.#closed) throw new Error(`Cannot send signal "${name}" to run "${runId}": the task runtime is closed`)
+    return sendSignal(this.#signals, runId, name, data, options)
   }
 
   recover(): Promise<void> {

@@ -72,6 +72,8 @@ function waitsOn(run: RunRecord): string {
         : `it waits at step "${stepKey}" on token "${waitpoint.tokenId}"; complete the token (completeToken(), or POST /__tasks/tokens/<token>) to resume it`
     case 'event':
       return `it waits at step "${stepKey}" for event "${waitpoint.name}"; send the event (sendEvent(), or POST /__events/${waitpoint.name}) to resume it`
+    case 'signal':
+      return `it waits at step "${stepKey}" for signal "${waitpoint.signal}"; send it (sendSignal(), or POST /__tasks/runs/${run.id}/signals/${waitpoint.signal}) to resume it`
     case 'task':
       return `it waits at step "${stepKey}" for child run ${waitpoint.runId} of task "${waitpoint.task}", and resumes when that run finishes; wake or finish that run`
     default:

@@ -9,7 +9,7 @@
  */
 import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS, type EventRecord } from '../store/store.ts'
 import type { EventEffects, EventListQuery } from '../../types/run-store.ts'
-import { addEffects, eventCursor, listingBounds } from '../store/event-list.ts'
+import { addEffects, eventCursor, listingBounds, missing } from '../store/event-list.ts'
 import { read, type SqlProcedure, write } from './procedure.ts'
 import { type EventMatch, matchesEvent, matchPaths } from '../../events/match.ts'
 
@@ -53,9 +53,20 @@ const SELECT_EVENT = 'SELECT record FROM svc_events WHERE id = ?'
 // and stops at the batch, whereas with ORDER BY seq SQLite walks the whole
 // table in rowid order on every send that finds nothing expired.
 const PRUNE_EVENTS = 'DELETE FROM svc_events WHERE seq IN (SELECT seq FROM svc_events WHERE time < ? ORDER BY time LIMIT ?)'
+// Probed first: on most sends nothing has expired, and the probe costs a
+// small part of what the DELETE costs when it finds nothing.
+const ANY_EXPIRED = 'SELECT 1 FROM svc_events WHERE time < ? LIMIT 1'
 const LIST_EVENTS = 'SELECT seq, record FROM svc_events WHERE seq < ? ORDER BY seq DESC LIMIT ?'
 const LIST_NAMED_EVENTS = 'SELECT seq, record FROM svc_events WHERE name = ? AND seq < ? ORDER BY seq DESC LIMIT ?'
 const UPDATE_RECORD = 'UPDATE svc_events SET record = ? WHERE id = ?'
+// The first note of an event, the one each send makes: the lists go on
+// the end of the record in one statement, read and written in place.
+const NOTE_FIRST = {
+  runs: "UPDATE svc_events SET record = json_insert(record, '$.runs', json(?)) WHERE id = ? AND json_type(record, '$.runs') IS NULL AND json_type(record, '$.resumed') IS NULL RETURNING 1",
+  resumed:
+    "UPDATE svc_events SET record = json_insert(record, '$.resumed', json(?)) WHERE id = ? AND json_type(record, '$.runs') IS NULL AND json_type(record, '$.resumed') IS NULL RETURNING 1",
+  both: "UPDATE svc_events SET record = json_insert(record, '$.runs', json(?), '$.resumed', json(?)) WHERE id = ? AND json_type(record, '$.runs') IS NULL AND json_type(record, '$.resumed') IS NULL RETURNING 1",
+}
 
 /**
  * `RunStore.putEvent`: removes up to `EVENT_PRUNE_BATCH` events past their
@@ -63,7 +74,9 @@ const UPDATE_RECORD = 'UPDATE svc_events SET record = ? WHERE id = ?'
  * held, and resolves to the event held and whether this call recorded it.
  */
 export function* putEventSql(event: EventRecord, now: number): SqlProcedure<{ event: EventRecord; created: boolean }> {
-  yield write(PRUNE_EVENTS, new Date(now - EVENT_RETENTION_MS).toISOString(), EVENT_PRUNE_BATCH)
+  const cutoff = new Date(now - EVENT_RETENTION_MS).toISOString()
+  const expired = yield read(ANY_EXPIRED, cutoff)
+  if (expired.length > 0) yield write(PRUNE_EVENTS, cutoff, EVENT_PRUNE_BATCH)
   // JSON leaves out `data` when it is undefined: an event sent without data has no data field.
   const record = JSON.stringify({ id: event.id, name: event.name, data: event.data, time: event.time })
   // An event's own time that is no instant is kept as given.
@@ -148,9 +161,21 @@ export function* listEventsSql(query: EventListQuery, where: string): SqlProcedu
 /**
  * `RunStore.noteEventEffects`: reads the held event and writes it back with
  * the ids it lacked, inside the store's write lock, so notes racing from
- * several stores on one file all land.
+ * several stores on one file all land. An event noted for the first time
+ * (as each send notes its own) gets its lists in one statement. Changes
+ * the file by one statement at most.
  */
 export function* noteEventEffectsSql(id: string, effects: EventEffects): SqlProcedure<void> {
+  const runs = missing(undefined, effects.runs)
+  const resumed = missing(undefined, effects.resumed)
+  if (runs.length === 0 && resumed.length === 0) return
+  const first =
+    resumed.length === 0
+      ? read(NOTE_FIRST.runs, JSON.stringify(runs), id)
+      : runs.length === 0
+        ? read(NOTE_FIRST.resumed, JSON.stringify(resumed), id)
+        : read(NOTE_FIRST.both, JSON.stringify(runs), JSON.stringify(resumed), id)
+  if ((yield first).length > 0) return
   const [held] = yield read(SELECT_EVENT, id)
   if (!held) return
   const event = JSON.parse(held.record as string) as EventRecord

@@ -19,7 +19,8 @@ import { read, runProcedure, type SqlProcedure, type SqlRows, type SqlValue, wri
 import { RUNS_BY_EVENT_WAIT, RUNS_BY_TASK_FINISH } from './queries.ts'
 import { createTables, MOVE_STEPS, STEPS_TABLE, type TablesOptions, TIMERS_BY_RUN } from './schema.ts'
 import { SCHEDULES_TABLE } from './schedules.ts'
-import { SEARCH_TABLES } from './search.ts'
+import { SIGNALS_TABLE } from './signals.ts'
+import { SEARCH_TABLES, TAG_ROWS_BY_STORE } from './search.ts'
 
 /** The databases the dialect's stores keep: a `node:sqlite` file, a Durable Object's storage. */
 export type SqliteHost = 'file' | 'durable-object'
@@ -79,6 +80,10 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 14, hosts: BOTH, sql: SCHEDULES_TABLE, marks: 'svc_schedules' },
   // Run search: tags, metadata and creation time (search.ts).
   { version: 15, hosts: BOTH, sql: SEARCH_TABLES, marks: 'svc_run_tags' },
+  // A run's tag rows written by the store that inserts it, not by a trigger (search.ts).
+  { version: 16, hosts: BOTH, sql: TAG_ROWS_BY_STORE, marks: 'svc_runs_tags_delete' },
+  // Signals sent to runs (signals.ts).
+  { version: 17, hosts: BOTH, sql: SIGNALS_TABLE, marks: 'svc_signals' },
 ]
 
 /** The schema this release writes. */

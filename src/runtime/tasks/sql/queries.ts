@@ -48,6 +48,13 @@ export const RUNS_BY_EVENT_WAIT = `
 CREATE INDEX IF NOT EXISTS svc_runs_by_event_wait ON svc_runs (${EVENT_WAIT_NAME}, seq) WHERE status = 'suspended';
 `
 /**
+ * Whether any run waits for an event of a name: one probe of
+ * `runs_by_event_wait`. Most sends meet no wait, and this costs a small
+ * part of what the list of `listRunsQuery` costs when it finds no row.
+ */
+export const ANY_EVENT_WAIT = `SELECT 1 FROM svc_runs WHERE status = 'suspended' AND ${EVENT_WAIT_NAME} = ? LIMIT 1`
+
+/**
  * Each task's finished runs in the order they finished, for retention
  * (`RunStore.pruneFinished`): SQLite schema version 11, and what a Durable
  * Object creates on every wake.
@@ -91,6 +98,7 @@ const oldestFinished = (column: 'id' | 'seq') =>
   `SELECT ${column} FROM svc_runs WHERE finished_seq IS NOT NULL ORDER BY finished_seq LIMIT ?`
 const OLDEST_FINISHED = /* @__PURE__ */ oldestFinished('id')
 export const EVICT_TOKENS = `DELETE FROM svc_tokens WHERE run_id IN (${OLDEST_FINISHED})`
+export const EVICT_SIGNALS = `DELETE FROM svc_signals WHERE run_id IN (${OLDEST_FINISHED})`
 // A run's steps go with it.
 export const EVICT_STEPS = `DELETE FROM svc_steps WHERE run_seq IN (${/* @__PURE__ */ oldestFinished('seq')})`
 // Idempotency keys live on the run's row, so they go with it.
@@ -98,11 +106,12 @@ export const EVICT_RUNS = `DELETE FROM svc_runs WHERE id IN (${OLDEST_FINISHED})
 
 // Retention takes, of a task's `limit` runs that finished first, the ones
 // that finished before a moment (ISO text compares in time order); the
-// parameters are the task, the limit and the moment. The three statements
+// parameters are the task, the limit and the moment. The statements
 // run in one write, so they see the same runs.
 const expiredRuns = (column: 'id' | 'seq') =>
   `SELECT ${column} FROM (SELECT ${column}, record FROM svc_runs WHERE task_name = ? AND finished_seq IS NOT NULL ORDER BY finished_seq LIMIT ?) WHERE json_extract(record, '$.finishedAt') < ?`
 export const PRUNE_TOKENS = `DELETE FROM svc_tokens WHERE run_id IN (${/* @__PURE__ */ expiredRuns('id')})`
+export const PRUNE_SIGNALS = `DELETE FROM svc_signals WHERE run_id IN (${/* @__PURE__ */ expiredRuns('id')})`
 export const PRUNE_STEPS = `DELETE FROM svc_steps WHERE run_seq IN (${/* @__PURE__ */ expiredRuns('seq')})`
 export const PRUNE_RUNS = `DELETE FROM svc_runs WHERE seq IN (${/* @__PURE__ */ expiredRuns('seq')}) RETURNING id`
 

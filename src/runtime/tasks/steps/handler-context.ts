@@ -2,7 +2,7 @@
  * The `ctx` a task handler gets (`TaskContext`), for one call of it
  * (handler-call.ts), which serves what it asks for. Edge-safe.
  */
-import type { RunLogger, RunMetadata, RunRecord, StepApi, TaskContext } from '../../types.ts'
+import type { ReceivedSignal, RunLogger, RunMetadata, RunRecord, StepApi, TaskContext } from '../../types.ts'
 
 /** What `ctx` asks of the call it belongs to. */
 export interface ContextCall {
@@ -28,6 +28,8 @@ export class HandlerContext implements TaskContext {
   readonly taskName: string
   readonly version: string | undefined
   readonly #call: ContextCall
+  /** How many signals of each name `signals()` has read in this call: the next one's key follows. */
+  #signalsRead: Map<string, number> | undefined
 
   constructor(call: ContextCall, run: RunRecord, attempt: number) {
     this.attempt = attempt
@@ -68,5 +70,17 @@ export class HandlerContext implements TaskContext {
 
   async deprecatePatch(id: string): Promise<void> {
     await this.#call.patched(id, true)
+  }
+
+  signals<T = unknown>(name: string): AsyncIterable<ReceivedSignal<T>> {
+    const read = (this.#signalsRead ??= new Map())
+    const next = async (): Promise<IteratorResult<ReceivedSignal<T>>> => {
+      const n = (read.get(name) ?? 0) + 1
+      read.set(name, n)
+      // No timeout: the wait can only end with a signal.
+      const signal = (await this.step.waitForSignal<T>(`signals:${name}:${n}`, name)) as ReceivedSignal<T>
+      return { value: signal, done: false }
+    }
+    return { [Symbol.asyncIterator]: () => ({ next }) }
   }
 }

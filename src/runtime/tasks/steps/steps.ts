@@ -36,14 +36,15 @@ import {
   TransactionUnsupportedError,
 } from '../../errors.ts'
 import { beginEventWait, eventResult } from './wait-for-event.ts'
-import { stepIdempotencyKey, tokenIdFor } from '../base/ids.ts'
+import { beginSignalWait, signalResult } from './signal-waits.ts'
+import { stepIdempotencyKey } from '../base/ids.ts'
 import { jsonCopy } from '../base/json-copy.ts'
 import { checkEnqueueOptions } from '../definitions/options.ts'
 import { assertPayload } from '../store/payload-limit.ts'
 import { describe } from '../../describe.ts'
 import type { RunStore, TokenRecord } from '../store/store.ts'
 import { type CallbackSigner, createCallback } from './callbacks.ts'
-import { tokenStep } from './token-waits.ts'
+import { beginTokenWait, tokenResult } from './token-waits.ts'
 import { type Clock, instantMs } from '../base/clock.ts'
 import type { StepCalls } from './step-calls.ts'
 import { childOptions, childRunResult } from './child-waits.ts'
@@ -196,12 +197,14 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
     // The result is the recorded event, kept as JSON; its data's type is the caller's.
     async waitForEvent<T = unknown>(key: string, name: string, opts?: WaitForEventOptions) {
       const recorded = begin(inv, key, 'waitForEvent', 'waitForEvent')
-      if (recorded) return eventResult<T>(recorded)
-      const began = host.clock.now()
-      const wait = await stored(inv, beginEventWait(host.store, inv.runId, key, name, opts, began))
-      if ('waitpoint' in wait) suspend(inv, host, key, wait.waitpoint)
-      await record(inv, host, key, 'waitForEvent', wait.step, began)
-      return eventResult<T>(wait.step)
+      const meet = (now: number) => beginEventWait(host.store, inv.runId, key, name, opts, now)
+      return eventResult<T>(recorded ?? (await settledWait(inv, host, key, 'waitForEvent', meet)))
+    },
+
+    async waitForSignal<T = unknown>(key: string, name: string, opts?: { timeoutSeconds?: number }) {
+      const recorded = begin(inv, key, 'waitForSignal', 'waitForSignal')
+      const meet = (now: number) => beginSignalWait(host.store, inv.runId, key, name, opts, now)
+      return signalResult<T>(recorded ?? (await settledWait(inv, host, key, 'waitForSignal', meet)))
     },
   }
   return api
@@ -339,6 +342,21 @@ async function sleepTo(inv: Invocation, host: StepHost, key: string, until: numb
   suspend(inv, host, key, { type: 'sleep', until: new Date(until).toISOString() })
 }
 
+/** A wait on a token (a token's, an event's, a signal's): its step, recorded once met, or the run suspended on it. */
+async function settledWait(
+  inv: Invocation,
+  host: StepHost,
+  key: string,
+  kind: 'waitForToken' | 'waitForEvent' | 'waitForSignal',
+  meet: (now: number) => Promise<{ step: StepRecord } | { waitpoint: Waitpoint }>,
+): Promise<StepRecord> {
+  const began = host.clock.now()
+  const wait = await stored(inv, meet(began))
+  if ('waitpoint' in wait) suspend(inv, host, key, wait.waitpoint)
+  await record(inv, host, key, kind, wait.step, began)
+  return wait.step
+}
+
 function suspend(inv: Invocation, host: StepHost, key: string, waitpoint: Waitpoint): never {
   host.noteLocalWait()
   inv.suspension ??= new SuspendSignal(key, waitpoint)
@@ -354,35 +372,8 @@ async function waitToken<T>(
   callback: boolean,
 ): Promise<{ payload?: T } | { timedOut: true }> {
   const recorded = begin(inv, key, 'waitForToken', 'waitForToken')
-  if (recorded) return tokenResult<T>(recorded)
-  const timeoutSeconds = opts?.timeoutSeconds
-  if (timeoutSeconds !== undefined && (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)) {
-    throw new TypeError(
-      `ctx.step.waitForToken("${key}"): timeoutSeconds must be a positive finite number (got ${describe(timeoutSeconds)})`,
-    )
-  }
-  const began = host.clock.now()
-  const tokenId = tokenIdFor(inv.runId, key)
-  const timeoutAt = timeoutSeconds === undefined ? undefined : new Date(began + timeoutSeconds * 1000).toISOString()
-  const waiting = { id: tokenId, runId: inv.runId, stepKey: key, status: 'waiting', createdAt: new Date(began).toISOString() } as const
-  const token = await stored(inv, host.store.putToken(timeoutAt === undefined ? waiting : { ...waiting, timeoutAt }))
-  // A token settled earlier (parallel waits, a request before the wait, or a replay) needs no wait.
-  if (token.status !== 'waiting') {
-    const step = tokenStep(token.status, token.payload)
-    await record(inv, host, key, 'waitForToken', step, began)
-    return tokenResult<T>(step)
-  }
-  // The deadline is the one the token was created with: a replay that
-  // reaches this wait again must not push it back.
-  const waitpoint: Waitpoint = { type: 'token', tokenId }
-  if (token.timeoutAt !== undefined) waitpoint.timeoutAt = token.timeoutAt
-  if (callback) waitpoint.callback = true
-  suspend(inv, host, key, waitpoint)
-}
-
-function tokenResult<T>(step: StepRecord): { payload?: T } | { timedOut: true } {
-  if (step.status === 'timed_out') return { timedOut: true }
-  return step.output === undefined ? {} : { payload: step.output as T }
+  const meet = (now: number) => beginTokenWait(host.store, inv.runId, key, opts, now, callback)
+  return tokenResult<T>(recorded ?? (await settledWait(inv, host, key, 'waitForToken', meet)))
 }
 
 function parseInstant(key: string, date: Date | string): number {

@@ -20,16 +20,12 @@ import type { ReceivedEvent, RunRecord, StepRecord, WaitForEventOptions, Waitpoi
 import { describe } from '../../describe.ts'
 import { eventNameProblem } from '../../events/rules.ts'
 import { type EventMatch, matchesEvent, matchProblem } from '../../events/match.ts'
+import { settledStep } from './token-waits.ts'
 import { EVENT_RETENTION_MS, type EventRecord, type RunStore, type TokenRecord } from '../store/store.ts'
 
 /** The token id of run `runId`'s wait for an event at step `stepKey`; distinct from a `waitForToken` token's. */
 export function eventWaitTokenId(runId: string, stepKey: string): string {
   return `${runId}:${stepKey}:event`
-}
-
-/** The step a met or timed-out wait records, from its settled token. */
-export function eventWaitStep(token: TokenRecord): StepRecord {
-  return token.status === 'timed_out' ? { status: 'timed_out' } : { status: 'completed', output: token.payload }
 }
 
 /** What the step resolves to, from its record. */
@@ -70,7 +66,7 @@ export async function beginEventWait(
   if (match !== undefined) waitpoint.match = { ...match }
   if (token.timeoutAt !== undefined) waitpoint.timeoutAt = token.timeoutAt
   const settled = token.status === 'waiting' ? await settleFromRecorded(store, waitpoint) : token
-  return settled ? { step: eventWaitStep(settled) } : { waitpoint }
+  return settled ? { step: settledStep(settled) } : { waitpoint }
 }
 
 /**

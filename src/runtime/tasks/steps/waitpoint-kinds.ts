@@ -23,6 +23,7 @@ export const WAITPOINT_KINDS = {
   task: { step: 'waitForTask', label: 'child run' },
   token: { step: 'waitForToken', label: 'token' },
   event: { step: 'waitForEvent', label: 'event' },
+  signal: { step: 'waitForSignal', label: 'signal' },
 } as const satisfies Record<Waitpoint['type'], WaitpointKind>
 
 /** The kinds of waitpoint, in the order of `WAITPOINT_KINDS`. */

@@ -22,12 +22,13 @@ import { assertPayload } from '../store/payload-limit.ts'
 import { stepTiming, waitedStepKind } from './steps.ts'
 import type { EventRecord, RunStore, SharedWork, TimerRecord, TokenRecord } from '../store/store.ts'
 import { createTimerSet, type TimerSet } from '../base/in-process-timers.ts'
-import { deliverEvent, eventWaitStep, settleFromRecorded } from './wait-for-event.ts'
+import { deliverEvent, settleFromRecorded } from './wait-for-event.ts'
+import { deliverSignal } from './signal-waits.ts'
 import type { ShardChildren } from './shard-children.ts'
 import { ChildWaits } from './child-waits.ts'
 import { unknownWaitpoint } from './waitpoint-kinds.ts'
 import { expireRun } from './deadlines.ts'
-import { tokenStep, tokenTimeout } from './token-waits.ts'
+import { settledStep, tokenStep, tokenTimeout } from './token-waits.ts'
 
 export interface WaitpointsOptions {
   store: RunStore
@@ -140,7 +141,14 @@ export class Waitpoints {
         // The second look (wait-for-event.ts): an event sent while the run was suspending meets it now.
         const token = await this.#store.getToken(waitpoint.tokenId)
         const settled = token?.status === 'waiting' ? await settleFromRecorded(this.#store, waitpoint) : token
-        if (settled && settled.status !== 'waiting') await this.#eventWaitMet(run.id, stepKey, settled)
+        if (settled && settled.status !== 'waiting') await this.#tokenWaitMet(run.id, stepKey, settled)
+        return
+      }
+      case 'signal': {
+        if (waitpoint.timeoutAt !== undefined) await this.arm(tokenTimeout(run.id, stepKey, waitpoint.tokenId, waitpoint.timeoutAt))
+        // The second look (signal-waits.ts): a signal sent while the run was suspending meets it now.
+        const token = await this.#store.takeSignal!(waitpoint.tokenId, waitpoint.signal)
+        if (token && token.status !== 'waiting') await this.#tokenWaitMet(run.id, stepKey, token)
         return
       }
       case 'task':
@@ -213,13 +221,22 @@ export class Waitpoints {
    * every suspended run, which the checks here then sort out.
    */
   deliverEvent(event: EventRecord): Promise<string[]> {
-    return deliverEvent(this.#store, event, (run, token) => this.#eventWaitMet(run.id, run.suspended!.stepKey, token))
+    return deliverEvent(this.#store, event, (run, token) => this.#tokenWaitMet(run.id, run.suspended!.stepKey, token))
   }
 
-  /** An event wait's token is settled: its deadline goes, and the run resumes with what settled it. */
-  async #eventWaitMet(runId: string, stepKey: string, token: TokenRecord): Promise<boolean> {
+  /**
+   * A signal named `name` was kept for `run`: resumes the run if it is
+   * suspended on a wait the signal meets (signal-waits.ts); resolves to
+   * whether it did.
+   */
+  deliverSignal(run: RunRecord, name: string): Promise<boolean> {
+    return deliverSignal(this.#store, run, name, (stepKey, token) => this.#tokenWaitMet(run.id, stepKey, token))
+  }
+
+  /** The token of an event's or a signal's wait is settled: its deadline goes, and the run resumes with what settled it. */
+  async #tokenWaitMet(runId: string, stepKey: string, token: TokenRecord): Promise<boolean> {
     await this.#dropTokenTimer(token)
-    return this.#resume(runId, stepKey, eventWaitStep(token))
+    return this.#resume(runId, stepKey, settledStep(token))
   }
 
   /**

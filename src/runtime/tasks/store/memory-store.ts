@@ -10,16 +10,17 @@ import type { EventRecord, RunPatch, RunQuery, RunStore, StartedRuns, TaskRunCou
 import { type FlowLimits, flowKey, planStarts, startedRun } from '../flow/flow.ts'
 import { jsonLength } from '../base/json.ts'
 import { groupDigits } from './payload-limit.ts'
-import { attemptSize, runSize, stepSize, TOKEN_BASE } from './run-size.ts'
+import { attemptSize, runSize, stepSize } from './run-size.ts'
 import { StepLog } from './step-log.ts'
-import { applyRunPatch, insertEach, isFinished, settleTokenRecord, statusMatches, waitsForEvent } from './store.ts'
+import { applyRunPatch, insertEach, isFinished, statusMatches, waitsForEvent } from './store.ts'
 import { MemoryEventLog } from './memory-events.ts'
 import type { EventEffects, EventListQuery, StoreLifecycle } from '../../types/run-store.ts'
 import type { EventMatch } from '../../events/match.ts'
 import { type MemoryRunStoreOptions, resolveMemoryOptions } from './memory-options.ts'
-import { type Clock, isoNowOf } from '../base/clock.ts'
 import { RunIndexes } from './memory-indexes.ts'
 import { MemorySchedules } from './memory-schedules.ts'
+import { MemoryTokens } from './memory-tokens.ts'
+import type { SignalRecord } from '../../types/signals.ts'
 import { byCreation, copyAttempt, copyRun, idempotencyScope, InFlow, NO_ATTEMPTS, type StoredRun, withAttempt } from './memory-records.ts'
 import { matchesSearch, searches } from './run-search.ts'
 
@@ -34,17 +35,15 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
   #finished = new Set<string>()
   #idempotency = new Map<string, string>()
   #timers = new Map<string, TimerRecord>()
-  #tokens = new Map<string, TokenRecord>()
-  #tokensByRun = new Map<string, string[]>()
   readonly #events: MemoryEventLog
-  /** What settled tokens are stamped from (and the events' age reckoned from). */
-  readonly #clock: Clock
   /** The queued and running runs of the tasks `startQueued` was asked about (memory-records.ts). */
   readonly #inFlow = new InFlow()
   /** Creation order, and the runs that wait for an event by its name (memory-indexes.ts). */
   readonly #indexes = new RunIndexes()
   /** Runtime schedules (memory-schedules.ts). */
   readonly #schedules = new MemorySchedules()
+  /** Tokens and signals (memory-tokens.ts). */
+  readonly #tokens: MemoryTokens
   /** What each retained run weighs (run-size.ts), by id; kept beside the record so reads do not copy it. */
   #sizes = new Map<string, number>()
   #bytes = 0
@@ -55,8 +54,10 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
     const { maxRuns, maxBytes, maxEvents, clock } = resolveMemoryOptions(options)
     this.maxRuns = maxRuns
     this.maxBytes = maxBytes
-    this.#clock = clock
     this.#events = new MemoryEventLog(maxEvents, clock)
+    this.#tokens = new MemoryTokens(clock, (runId, bytes) => {
+      if (this.#sizes.has(runId)) this.#grew(runId, bytes)
+    })
   }
 
   async putEvent(event: EventRecord): Promise<{ event: EventRecord; created: boolean }> {
@@ -253,33 +254,28 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
     return [...this.#timers.values()].map((timer) => ({ ...timer }))
   }
 
-  async putToken(token: TokenRecord): Promise<TokenRecord> {
-    const existing = this.#tokens.get(token.id)
-    if (existing) return { ...existing }
-    this.#tokens.set(token.id, { ...token })
-    const ids = this.#tokensByRun.get(token.runId)
-    if (ids) ids.push(token.id)
-    else this.#tokensByRun.set(token.runId, [token.id])
-    if (this.#sizes.has(token.runId)) this.#grew(token.runId, TOKEN_BASE + jsonLength(token.payload))
-    return { ...token }
+  // Tokens and signals: memory-tokens.ts.
+  putToken(token: TokenRecord): Promise<TokenRecord> {
+    return this.#tokens.putToken(token)
   }
-
-  async getToken(id: string): Promise<TokenRecord | undefined> {
-    const token = this.#tokens.get(id)
-    return token && { ...token }
+  getToken(id: string): Promise<TokenRecord | undefined> {
+    return this.#tokens.getToken(id)
   }
-
-  async settleToken(
+  settleToken(
     id: string,
     status: 'completed' | 'timed_out',
     payload?: unknown,
   ): Promise<{ settled: boolean; token: TokenRecord } | undefined> {
-    const token = this.#tokens.get(id)
-    if (!token) return undefined
-    if (token.status !== 'waiting') return { settled: false, token: { ...token } }
-    settleTokenRecord(token, status, payload, isoNowOf(this.#clock))
-    if (this.#sizes.has(token.runId)) this.#grew(token.runId, jsonLength(token.payload))
-    return { settled: true, token: { ...token } }
+    return this.#tokens.settleToken(id, status, payload)
+  }
+  putSignal(signal: SignalRecord, maxWaiting: number): Promise<{ signal: SignalRecord; kept: boolean } | 'full'> {
+    return this.#tokens.putSignal(signal, maxWaiting)
+  }
+  takeSignal(tokenId: string, name: string): Promise<TokenRecord | undefined> {
+    return this.#tokens.takeSignal(tokenId, name)
+  }
+  listSignals(runId: string): Promise<SignalRecord[]> {
+    return this.#tokens.listSignals(runId)
   }
 
   async startQueued(taskName: string, limits: FlowLimits, now: string): Promise<StartedRuns> {
@@ -391,10 +387,6 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
       const scoped = idempotencyScope(run.taskName, run.idempotencyKey)
       if (this.#idempotency.get(scoped) === id) this.#idempotency.delete(scoped)
     }
-    const tokens = this.#tokensByRun.get(id)
-    if (tokens) {
-      for (const tokenId of tokens) this.#tokens.delete(tokenId)
-      this.#tokensByRun.delete(id)
-    }
+    this.#tokens.dropRun(id)
   }
 }

@@ -1,0 +1,50 @@
+/**
+ * Signals over HTTP, under the task admin surface's auth and body rules
+ * (docs/tasks.md "Signals"):
+ *
+ * | Method | Path | Body | Answer |
+ * |--------|------|------|--------|
+ * | POST | `/__tasks/runs/<id>/signals/<name>` | the signal's data (empty: none) | 202 `{ id, runId, name, duplicate }`; the `Idempotency-Key` header is the signal's id |
+ * | GET  | `/__tasks/runs/<id>/signals` | | 200 `{ signals }`, oldest first |
+ *
+ * A bad name or id is 400 `INVALID_SIGNAL`; an unknown run 404
+ * `RUN_NOT_FOUND`; a finished one 409 `RUN_FINISHED`; a run holding as many
+ * signals as no wait took as it may 429 `TOO_MANY_SIGNALS`, with
+ * `Retry-After`. Nothing is kept on any of them.
+ */
+import type { TaskRuntime } from '../types.ts'
+import { jsonError, methodNotAllowed } from '../http/errors.ts'
+import type { ResponseClass } from '../http/types.ts'
+import { readJsonBody } from '../http/body.ts'
+import { signalIdProblem, signalNameProblem } from '../events/rules.ts'
+
+export interface SignalRoutes {
+  runtime: TaskRuntime
+  R: ResponseClass
+  bodyLimit: number
+  json(status: number, body: unknown): Response
+}
+
+/** `POST /__tasks/runs/<id>/signals/<name>`. */
+export async function sendSignalRoute(
+  routes: SignalRoutes,
+  request: Request,
+  pathname: string,
+  runId: string,
+  name: string,
+): Promise<Response> {
+  const { runtime, R, bodyLimit, json } = routes
+  if (request.method !== 'POST') return methodNotAllowed(R, request.method, pathname, 'POST')
+  const id = request.headers.get('idempotency-key') ?? undefined
+  const problem = signalNameProblem(name) ?? (id === undefined ? null : signalIdProblem(id))
+  if (problem) return jsonError(R, 400, 'INVALID_SIGNAL', `${problem}${id === undefined ? '' : ' (the Idempotency-Key header is the id)'}`)
+  const { value } = await readJsonBody(request, bodyLimit)
+  return json(202, await runtime.sendSignal(runId, name, value, id === undefined ? undefined : { id }))
+}
+
+/** `GET /__tasks/runs/<id>/signals`. */
+export async function listSignalsRoute(routes: SignalRoutes, runId: string): Promise<Response> {
+  const { runtime, R, json } = routes
+  if (!(await runtime.getRun(runId))) return jsonError(R, 404, 'RUN_NOT_FOUND', `No run has id "${runId}"`)
+  return json(200, { signals: await runtime.listSignals(runId) })
+}

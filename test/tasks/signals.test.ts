@@ -1,0 +1,5 @@
+/** Signals (signal-cases.ts) on the memory store and on SQLite files, one process's and a shared one's. */
+import { onLocalStores } from './_local-stores.ts'
+import { signalCases } from './signal-cases.ts'
+
+onLocalStores('signals', signalCases)
