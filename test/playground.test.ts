@@ -124,6 +124,30 @@ describe('the playground app', () => {
     expect(await again.json()).toMatchObject({ code: 'CALLBACK_USED' })
   })
 
+  it('books a trip, and undoes the flight and the hotel, last first, when no car is left', async () => {
+    const book = async (body: unknown) => {
+      const res = await fetch(`${base}/__tasks/trips.book`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      })
+      expect(res.status).toBe(202)
+      return server.runtime.waitForRun(((await res.json()) as { id: string }).id)
+    }
+    expect(await book({ trip: 'porto' })).toMatchObject({ status: 'completed', result: { car: expect.stringMatching(/^car-porto-/) } })
+    const failed = await book({ trip: 'lisbon', car: false })
+    expect(failed).toMatchObject({
+      status: 'failed',
+      compensation: { status: 'completed', error: 'No car is left for lisbon' },
+      steps: { 'compensate:hotel': { kind: 'compensation' }, 'compensate:flight': { kind: 'compensation' } },
+    })
+    const undone = failed.logs?.kept.map((entry) => entry.message).filter((message) => message.startsWith('Cancelled'))
+    expect(undone).toEqual([
+      `Cancelled hotel ${(failed.steps.hotel.output as { ref: string }).ref}`,
+      `Cancelled flight ${(failed.steps.flight.output as { ref: string }).ref}`,
+    ])
+  })
+
   it('shows the order page in Chromium: its progress streams live and ends once the payment is sent', async () => {
     let browser: Browser | undefined
     try {

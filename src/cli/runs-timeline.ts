@@ -57,8 +57,9 @@ function summary(run: RunRecord, now: number): string[] {
   rows.push(['Attempts', String(run.attempts.length)])
   if (run.input !== undefined) rows.push(['Input', oneLine(run.input, WIDTH - SUMMARY_NAME_WIDTH - 1)])
   if ('result' in run) rows.push(['Result', oneLine(run.result, WIDTH - SUMMARY_NAME_WIDTH - 1)])
-  const lastError = run.attempts[run.attempts.length - 1]?.error
-  if (run.status === 'failed' && lastError !== undefined) rows.push(['Error', lastError])
+  const lastError = run.compensation?.error ?? run.attempts[run.attempts.length - 1]?.error
+  if ((run.status === 'failed' || run.status === 'compensation_failed') && lastError !== undefined) rows.push(['Error', lastError])
+  if (run.compensation) rows.push(['Compensation', compensationLine(run.compensation)])
   if (run.suspended) {
     const { stepKey, waitpoint, since } = run.suspended
     const waited = since === undefined ? undefined : msBetween(since, new Date(now).toISOString())
@@ -94,6 +95,14 @@ function describeWaitpoint(waitpoint: Waitpoint): string {
     default:
       return unknownWaitpointType(waitpoint)
   }
+}
+
+function compensationLine(compensation: NonNullable<RunRecord['compensation']>): string {
+  const why = compensation.reason === 'cancelled' ? 'after its cancel' : 'after it failed'
+  if (compensation.status === 'running') return `running ${why}`
+  if (compensation.status === 'completed') return `every completed step undone ${why}`
+  const failed = compensation.failed
+  return failed === undefined ? `failed ${why}` : `the compensation of step "${failed.step}" kept failing: ${failed.error}`
 }
 
 function timesOut(at: string | undefined): string {

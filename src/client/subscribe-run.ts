@@ -81,7 +81,7 @@ export class RunStreamError extends Error {
   }
 }
 
-const FINISHED = new Set(['completed', 'failed', 'cancelled'])
+const FINISHED = new Set(['completed', 'failed', 'cancelled', 'compensation_failed'])
 
 /**
  * Follows one run: `url` is its stream on the task server,

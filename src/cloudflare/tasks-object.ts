@@ -85,7 +85,7 @@ export interface TasksObjectClass {
   }
 }
 
-const DONE_FOR_NOW = new Set(['completed', 'failed', 'cancelled', 'suspended'])
+const DONE_FOR_NOW = new Set(['completed', 'failed', 'cancelled', 'compensation_failed', 'suspended'])
 
 /**
  * The Durable Object class of a hand-written entry, exported beside the worker:

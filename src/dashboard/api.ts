@@ -34,8 +34,14 @@ function headers(extra?: Record<string, string>): Record<string, string> {
   return value ? { ...extra, authorization: `Bearer ${value}` } : { ...extra }
 }
 
-export async function api<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
-  const init: RequestInit = { method, headers: headers(body === undefined ? undefined : { 'content-type': 'application/json' }) }
+/** `extra` headers go with the secret, such as the `Idempotency-Key` that names a signal. */
+export async function api<T>(
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  path: string,
+  body?: unknown,
+  extra?: Record<string, string>,
+): Promise<T> {
+  const init: RequestInit = { method, headers: headers(body === undefined ? extra : { ...extra, 'content-type': 'application/json' }) }
   if (body !== undefined) init.body = JSON.stringify(body)
   const res = await fetch(base + path, init)
   const text = await res.text()

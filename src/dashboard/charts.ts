@@ -10,7 +10,7 @@ import { MAX_CHART_RUNS, percentile, type TaskStats, taskStats, windowRuns } fro
 import { errorView } from './tasks.ts'
 
 /** Finished statuses at the bottom of a stack, the live ones on top. */
-const STACK = ['completed', 'failed', 'cancelled', 'running', 'suspended', 'queued', 'scheduled']
+const STACK = ['completed', 'failed', 'compensation_failed', 'cancelled', 'running', 'suspended', 'queued', 'scheduled']
 
 const WINDOWS: Record<string, { label: string; size: number; count: number }> = {
   hour: { label: 'Last hour', size: 60_000, count: 60 },

@@ -1,9 +1,11 @@
-/** One run: what it was given and gave back, its timeline, logs, attempts and steps, what it waits on, and the actions on it. */
+/** One run: what it was given and gave back, its timeline, logs, attempts and steps, what it waits on, its signals, and the actions on it. */
+import { compensationView } from './compensation.ts'
 import { unknownWaitpointType } from '../runtime/tasks/steps/waitpoint-kinds.ts'
 import { api } from './api.ts'
 import { type Child, click, dataTable, duration, fill, h, statusBadge, tagChips, time } from './dom.ts'
 import { jsonView } from './json.ts'
 import { logsTable } from './logs.ts'
+import { signalsView } from './signals.ts'
 import { errorView } from './tasks.ts'
 import { timelineView } from './timeline.ts'
 import { FINISHED, type Run } from './types.ts'
@@ -28,6 +30,8 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
   let allSteps = false
   // Drawn at its own width, and kept across refreshes with its scroll position.
   const timeline = timelineView()
+  // The signal form keeps what the user typed across refreshes, as the token payload does.
+  const signals = signalsView(changed)
 
   const act = async (fn: () => Promise<unknown>) => {
     fill(problems)
@@ -134,6 +138,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
         fact('Finished', time(run.finishedAt)),
       ),
       run.suspended ? waitpoint(run, openRun, payload, act) : null,
+      signals.render(run),
       h('h3', null, 'Input'),
       jsonView(run.input),
       run.metadata ? [h('h3', null, 'Metadata'), h('div', { class: 'metadata' }, jsonView(run.metadata))] : null,
@@ -142,12 +147,13 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
         : last?.error && !live
           ? [
               h('h3', null, 'Error'),
-              h('pre', { class: 'error' }, last.error),
+              h('pre', { class: 'error' }, run.compensation?.error ?? last.error),
               last.step && replayFrom
                 ? h('p', { class: 'failed-step' }, 'Thrown by step ', h('code', null, last.step), ' ', replayFrom(last.step))
                 : null,
             ]
           : null,
+      run.compensation ? compensationView(run.compensation) : null,
       h('h3', null, 'Timeline'),
       timeline.element,
       h('h3', null, 'Logs'),
@@ -183,7 +189,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
       const id = current
       if (id === null) return
       try {
-        const run = await api<Run>('GET', `/__tasks/${encodeURIComponent(id)}`)
+        const [run] = await Promise.all([api<Run>('GET', `/__tasks/${encodeURIComponent(id)}`), signals.load(id)])
         if (id === current) render(run)
       } catch (error) {
         if (id === current)

@@ -49,7 +49,7 @@ export interface TaskStats {
   counts: Record<string, number>
   total: number
   failed: number
-  /** Runs in a finished status (completed, failed, cancelled). */
+  /** Runs in a finished status (completed, failed, cancelled, compensation_failed). */
   finished: number
   /** Durations (finishedAt − startedAt, ms) of the finished runs that started, shortest first. */
   durations: number[]
@@ -68,7 +68,7 @@ export function taskStats(runs: RunRow[], start: number, size: number, count: nu
     stats.total++
     if (!FINISHED.has(run.status)) continue
     stats.finished++
-    if (run.status === 'failed') stats.failed++
+    if (run.status === 'failed' || run.status === 'compensation_failed') stats.failed++
     if (run.startedAt && run.finishedAt) stats.durations.push(Date.parse(run.finishedAt) - Date.parse(run.startedAt))
   }
   stats.durations.sort((a, b) => a - b)

@@ -22,6 +22,6 @@ export interface RunRow {
 export type Run = Omit<RunRecord, 'status' | 'trigger'> & { status: string; trigger: string; replayOf?: string }
 
 /** Statuses after which a run changes no more. */
-export const FINISHED = new Set(['completed', 'failed', 'cancelled'])
+export const FINISHED = new Set(['completed', 'failed', 'cancelled', 'compensation_failed'])
 
-export const STATUSES = ['scheduled', 'queued', 'running', 'suspended', 'completed', 'failed', 'cancelled']
+export const STATUSES = ['scheduled', 'queued', 'running', 'suspended', 'completed', 'failed', 'cancelled', 'compensation_failed']

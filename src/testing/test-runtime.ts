@@ -14,6 +14,7 @@ import { clockedCron } from '../runtime/tasks/schedule/clocked-cron.ts'
 import { cronerClock } from '../runtime/tasks/schedule/croner-clock.ts'
 import { MemoryRunStore } from '../runtime/tasks/store/memory-store.ts'
 import type { RunStore } from '../runtime/tasks/store/store.ts'
+import { isFinished } from '../runtime/tasks/store/store.ts'
 import { SharedWorkClaims } from '../runtime/tasks/engine/shared-work.ts'
 import type { StepCall } from '../runtime/tasks/steps/step-calls.ts'
 import type { Logger, TaskRuntime, TriggerOptions } from '../types.ts'
@@ -134,7 +135,7 @@ export function testRuntime(options: TestRuntimeOptions, app: LoadedApp, load: (
       const started = await startRun(name, args)
       await advanceUntilIdle(where)
       const run = (await runtime.getRun(started.id))!
-      if (run.status === 'completed' || run.status === 'failed' || run.status === 'cancelled') return run as TestRun<never>
+      if (isFinished(run.status)) return run as TestRun<never>
       const waiting = await t.waitingOn(run.id)
       throw new Error(
         `${where}: run ${run.id} is ${run.status} and cannot finish without the test: ${waiting ? describeWaiting(waiting) : 'it waits on other runs'}. Start it with t.trigger() and give it what it waits for`,

@@ -14,7 +14,8 @@ export const SECRET = 'realtime-secret-0123456789abcdef0123456789'
  * changing status in between. `jobs.write` sends the chunks 'Hello' and
  * ', ', then 'world' after `gates.world`, and ends after `gates.finish`.
  * `jobs.chatty` sends 150 chunks without waiting, then waits for the token
- * `quiet`.
+ * `quiet`. `jobs.chat` waits for a `message` signal, streams its data back
+ * as a chunk, and returns it.
  */
 export function reportApp() {
   const gates = { render: deferred(), second: deferred(), third: deferred(), world: deferred(), finish: deferred() }
@@ -79,6 +80,18 @@ export function reportApp() {
         POST: async (ctx: TaskContext) => {
           for (let n = 1; n <= 150; n++) void ctx.stream('n', n)
           await ctx.step.waitForToken('quiet')
+        },
+      },
+    },
+    {
+      path: '/api/jobs/chat',
+      module: {
+        kind: 'task',
+        POST: async (ctx: TaskContext) => {
+          const message = await ctx.step.waitForSignal('message', 'message')
+          const data = 'timedOut' in message ? null : message.data
+          await ctx.stream('reply', data)
+          return data
         },
       },
     },

@@ -1,7 +1,8 @@
 // A page in Chromium on one origin follows a run whose task server is on
 // another, with `svcjs/client` as the page loads it: the preflight, the
 // stream through a connection the relay drops once, the run's end, the
-// data chunks it shows as they come, and a refusal the page can read.
+// data chunks it shows as they come, and a refusal the page can read; and
+// sends the run a signal with `sendRunSignal`, which the run takes.
 import { createServer, type Server as HttpServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
@@ -35,6 +36,17 @@ subscribeRun(params.get('stream'), {
 }).closed.then((last) => (window.ended = last ?? null))
 </script>`
 
+/** The page that sends the run its query names a `message` signal, and keeps the answer where the test can read it. */
+const SEND_PAGE = `<!doctype html><title>send</title><script type="module">
+import { sendRunSignal } from '/svc-client.mjs'
+const params = new URLSearchParams(location.search)
+window.sent = undefined
+sendRunSignal(params.get('server'), params.get('run'), 'message', { text: 'hello from the page' }, { token: params.get('token') }).then(
+  (sent) => (window.sent = sent),
+  (error) => (window.sent = { name: error.name, status: error.status, code: error.code, message: error.message }),
+)
+</script>`
+
 let browser: Browser
 let pages: HttpServer
 let pageOrigin: string
@@ -48,6 +60,7 @@ beforeAll(async () => {
   pages = createServer((req, res) => {
     if (req.url === '/svc-client.mjs') return void res.writeHead(200, { 'content-type': 'text/javascript' }).end(client.code)
     if (req.url?.startsWith('/?')) return void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE)
+    if (req.url?.startsWith('/send?')) return void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(SEND_PAGE)
     res.writeHead(404).end()
   })
   await new Promise<void>((resolve) => pages.listen(0, '127.0.0.1', resolve))
@@ -174,4 +187,58 @@ describe('svcjs/client in Chromium, on another origin than the task server', () 
     expect(front.streams).toBe(0)
     expect(await updates(page)).toEqual([])
   })
+
+  it('sends the run a signal with a token that allows it, through the preflight, and the run takes it', async () => {
+    const { server, front, trigger, status } = await start(pageOrigin)
+    const id = await trigger('jobs.chat')
+    await until(async () => (await status(id)) === 'suspended')
+    const page = await send(front, id, await createRunToken(id, { secret: SECRET, signals: ['message'] }))
+    await expect
+      .poll(() => sent(page), { timeout: 10_000 })
+      .toEqual({ id: expect.any(String), runId: id, name: 'message', duplicate: false })
+    // The token and the JSON body travel only once the browser has leave.
+    expect(front.requests).toEqual(
+      expect.arrayContaining([`OPTIONS /__tasks/runs/${id}/signals/message`, `POST /__tasks/runs/${id}/signals/message`]),
+    )
+    await until(async () => (await status(id)) === 'completed')
+    const run = (await (await fetch(`${server.url}/__tasks/${id}`, { headers: ADMIN })).json()) as { result: unknown }
+    expect(run.result).toEqual({ text: 'hello from the page' })
+  })
+
+  it('reads the refusal of a token that only reads the run', async () => {
+    const { front, trigger, status } = await start(pageOrigin)
+    const id = await trigger('jobs.chat')
+    await until(async () => (await status(id)) === 'suspended')
+    const page = await send(front, id, await createRunToken(id, { secret: SECRET }))
+    await expect
+      .poll(() => sent(page), { timeout: 10_000 })
+      .toEqual({
+        name: 'RunSignalError',
+        status: 403,
+        code: 'RUN_TOKEN_NOT_ALLOWED',
+        message: expect.stringMatching(/createRunToken\(runId, \{ signals: \['message'\] \}\)/),
+      })
+    expect(await status(id)).toBe('suspended')
+  })
+
+  it('sends nothing to a task server that does not list its origin: the browser stops at the preflight', async () => {
+    const { front, trigger, status } = await start('https://app.example.com')
+    const id = await trigger('jobs.chat')
+    await until(async () => (await status(id)) === 'suspended')
+    const page = await send(front, id, await createRunToken(id, { secret: SECRET, signals: true }))
+    await expect.poll(() => sent(page), { timeout: 10_000 }).toMatchObject({ name: 'RunSignalError', status: 0, code: 'NETWORK_ERROR' })
+    expect(front.requests).toContain(`OPTIONS /__tasks/runs/${id}/signals/message`)
+    expect(front.requests).not.toContain(`POST /__tasks/runs/${id}/signals/message`)
+    expect(await status(id)).toBe('suspended')
+  })
 })
+
+/** Opens the page that sends run `id` a signal through `front`. */
+async function send(front: Relay, id: string, token: string): Promise<Page> {
+  const page = await browser.newPage()
+  open.push(page)
+  await page.goto(`${pageOrigin}/send?${new URLSearchParams({ server: front.url, run: id, token })}`)
+  return page
+}
+
+const sent = (page: Page) => page.evaluate(() => (window as unknown as { sent: unknown }).sent)

@@ -272,7 +272,7 @@ describe('the runs dashboard under svc dev', () => {
       await expect.poll(async () => (await shownIds()).length).toBe(100)
       expect(new Set(await runs().locator('tbody td:nth-child(2)').allTextContents())).toEqual(new Set(['jobs.greet']))
       expect(await loadMore().count()).toBe(1)
-      await runs().getByRole('group', { name: 'Status' }).getByLabel('failed').check()
+      await runs().getByRole('group', { name: 'Status' }).getByLabel('failed', { exact: true }).check()
       await expect.poll(() => runs().textContent()).toContain('No runs match.')
       expect(await loadMore().count()).toBe(0)
     })

@@ -201,7 +201,10 @@ describe('GET /__tasks/runs', () => {
       ['version=v%201', /version must be 1 to 128 printable ASCII characters without spaces \(got "v 1"\)/],
       ['version=caf%C3%A9', /version must be 1 to 128 printable ASCII characters without spaces \(got "café"\)/],
       [`version=${'v'.repeat(129)}`, /version must be 1 to 128 printable ASCII characters/],
-      ['status=sleeping', /status must be one of scheduled, queued, running, suspended, completed, failed, cancelled \(got "sleeping"\)/],
+      [
+        'status=sleeping',
+        /status must be one of scheduled, queued, running, suspended, completed, failed, cancelled, compensation_failed \(got "sleeping"\)/,
+      ],
       ['limit=0', /limit must be a whole number from 1 to 500 \(got "0"\)/],
       ['limit=501', /limit must be a whole number from 1 to 500/],
       ['limit=1.5', /limit must be a whole number/],

@@ -8,7 +8,14 @@ import { createHmac, hkdfSync } from 'node:crypto'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createRunToken, createSvcHandler, setActiveTaskRuntime } from '../../src/index.ts'
 import { MAX_RUN_TOKEN_SECONDS } from '../../src/runtime/admin/create-run-token.ts'
-import { MAX_RUN_TOKEN_LENGTH, signRunToken, verifyRunToken } from '../../src/runtime/admin/run-token.ts'
+import {
+  MAX_RUN_TOKEN_LENGTH,
+  RUN_TOKEN_KEY_INFO,
+  RUN_TOKEN_PREFIX,
+  signRunToken,
+  verifyRunToken,
+} from '../../src/runtime/admin/run-token.ts'
+import { signClaim } from '../../src/runtime/tasks/base/signing.ts'
 
 const SECRET = '4f3c9a1e7b2d8c6f0a5e9d3b1c7f2a8e6d4b0c9f3a7e1d5b8c2f6a0e4d9b3c7f'
 const SERVER_SECRET = 'the-server-secret-of-at-least-32-bytes'
@@ -137,6 +144,51 @@ describe('the key a run token is signed with', () => {
       message:
         'The run token is in the retired "rt1." format, which this server no longer accepts: tokens made before svc signed them with a derived key must be made again. Ask the app for a new one (createRunToken() makes "rt2." tokens)',
     })
+  })
+})
+
+describe('a run token that allows signals', () => {
+  const claimOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())
+
+  it('says so in its signed claim: sig 1 for any signal, the names for some, nothing for a read-only token', async () => {
+    expect(claimOf(await createRunToken(RUN, { secret: SECRET }))).toEqual({ run: RUN, exp: expect.any(Number) })
+    expect(claimOf(await createRunToken(RUN, { secret: SECRET, signals: false }))).toEqual({ run: RUN, exp: expect.any(Number) })
+    expect(claimOf(await createRunToken(RUN, { secret: SECRET, signals: true }))).toEqual({ run: RUN, exp: expect.any(Number), sig: 1 })
+    const some = await createRunToken(RUN, { secret: SECRET, signals: ['message', 'chat/typing', 'message'] })
+    expect(claimOf(some)).toEqual({ run: RUN, exp: expect.any(Number), sig: ['message', 'chat/typing'] })
+    expect(await verifyRunToken(some, RUN, SECRET)).toMatchObject({ ok: true, signals: ['message', 'chat/typing'] })
+    expect(await verifyRunToken(await createRunToken(RUN, { secret: SECRET }), RUN, SECRET)).toMatchObject({ ok: true, signals: undefined })
+  })
+
+  it('is RUN_TOKEN_INVALID when its signed sig is neither 1 nor a list of signal names', async () => {
+    for (const sig of [true, 2, null, [], ['no spaces'], 'message', [1]]) {
+      const claim = { run: RUN, exp: Math.floor(Date.now() / 1000) + 60, sig }
+      const token = await signClaim(RUN_TOKEN_PREFIX, claim, SECRET, RUN_TOKEN_KEY_INFO)
+      expect(await verifyRunToken(token, RUN, SECRET), JSON.stringify(sig)).toMatchObject({
+        ok: false,
+        code: 'RUN_TOKEN_INVALID',
+        message: 'The run token is signed, but its payload is not { run, exp, sig? }',
+      })
+    }
+  })
+
+  it('checks signals, naming the fix', async () => {
+    await expect(createRunToken(RUN, { secret: SECRET, signals: 'message' as never })).rejects.toThrow(
+      new TypeError(`createRunToken(): signals must be true (any signal) or a list of signal names such as ['message'] (got "message")`),
+    )
+    await expect(createRunToken(RUN, { secret: SECRET, signals: [] })).rejects.toThrow(
+      /signals lists no name; list the signals the token may send, such as \['message'\], or leave signals out for a token that only reads/,
+    )
+    const error = await createRunToken(RUN, { secret: SECRET, signals: ['ok', 'no spaces'] }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(TypeError)
+    expect((error as Error).message).toMatch(
+      /^createRunToken\(\): each entry of signals must be a signal name: a signal name is 1 to 128 letters.* \(got "no spaces"\)$/,
+    )
+    // More names than a token holds.
+    const long = Array.from({ length: 8 }, (_, i) => `signal-${i}-${'x'.repeat(40)}`)
+    await expect(createRunToken(RUN, { secret: SECRET, signals: long })).rejects.toThrow(
+      /the token would be \d+ characters, more than the 512 a run token may have: list fewer or shorter signal names, or pass signals: true/,
+    )
   })
 })
 

@@ -102,7 +102,7 @@ describe('signals over HTTP', () => {
     expect(bad.status).toBe(400)
     const get = await fetch(`${server.url}/__tasks/runs/${id}/signals/decision`, { headers: AUTH })
     expect(get.status).toBe(405)
-    expect(get.headers.get('allow')).toBe('POST')
+    expect(get.headers.get('allow')).toBe('POST, OPTIONS')
     // Signals of a name the run does not wait for stay until the bound.
     for (let i = 0; i < MAX_WAITING_SIGNALS; i++) expect((await signal(server, id, 'note', i)).status).toBe(202)
     const full = await signal(server, id, 'note', 'one more')

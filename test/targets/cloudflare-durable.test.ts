@@ -20,6 +20,7 @@ import { Miniflare, type MiniflareOptions } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fileURLToPath } from 'node:url'
 import { buildApp } from '../../src/build/build.ts'
+import { createRunToken } from '../../src/index.ts'
 import { bundle } from '../../src/build/bundle.ts'
 import { copyFixtureApp, pollRun, waitForOutput } from './_app.ts'
 import { wranglerDryRun } from './_wrangler.ts'
@@ -359,7 +360,16 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     await restart()
     // Sent again after the restart: kept once, and not taken again by the second wait.
     expect((await send('yes', 's-1')).body).toMatchObject({ id: 's-1', duplicate: true })
-    expect((await send('and yes', 's-2')).body).toMatchObject({ id: 's-2', runId: id, duplicate: false })
+    // Through the worker, a page's run token that allows the signal sends it; one that only reads does not.
+    const withToken = async (data: unknown, key: string, signals?: string[]) => {
+      const token = await createRunToken(id, { secret: SECRET, signals })
+      return admin(`/__tasks/runs/${id}/signals/answer`, {
+        body: data,
+        headers: { authorization: `Bearer ${token}`, 'idempotency-key': key },
+      })
+    }
+    expect(await withToken('no', 's-x')).toMatchObject({ status: 403, body: { code: 'RUN_TOKEN_NOT_ALLOWED' } })
+    expect((await withToken('and yes', 's-2', ['answer'])).body).toMatchObject({ id: 's-2', runId: id, duplicate: false })
     expect(await waitForStatus(id, 'completed')).toMatchObject({ result: { answers: ['yes', 'and yes'] } })
     expect((await send('late', 's-3')).status).toBe(409)
     expect((await admin(`/__tasks/runs/${id}/signals`, { method: 'GET' })).body.signals).toHaveLength(2)

@@ -87,14 +87,16 @@ describe('svc build --target cloudflare', () => {
   })
 
   // The runs change in the tasks object and the worker reports no peer
-  // address: what serves the streams, checks run tokens, exempts loopback
-  // peers or claims a shared store's work is dead weight there.
-  it('leaves out the event streams, run tokens, the loopback exemption and the claims of shared work', async () => {
+  // address: what serves the streams, exempts loopback peers or claims a
+  // shared store's work is dead weight there. Run tokens stay: a page sends
+  // a run signals with one.
+  it('leaves out the event streams, the loopback exemption and the claims of shared work', async () => {
     const worker = await readFile(join((await built()).root, '.output/cloudflare/index.mjs'), 'utf8')
-    for (const part of ['TOO_MANY_EVENT_STREAMS', 'RUN_TOKEN_INVALID', 'is not a loopback name', 'SharedWorkClaims']) {
+    for (const part of ['TOO_MANY_EVENT_STREAMS', 'is not a loopback name', 'SharedWorkClaims']) {
       expect(worker, part).not.toContain(part)
     }
     expect(worker).toContain('NOT_IMPLEMENTED')
+    expect(worker).toContain('RUN_TOKEN_NOT_ALLOWED')
   })
 
   it('writes wrangler.json with main, compatibility date and every schedule once as a cron trigger', async () => {

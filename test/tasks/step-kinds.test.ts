@@ -28,12 +28,12 @@ function documentedSteps(): { kind: string; waitpoint?: string }[] {
 }
 
 describe('step kinds', () => {
-  it("the docs' step table names every step kind but patch, which the line after it names, and no other", () => {
+  it("the docs' step table names every step kind but patch and compensation, which the lines after it name, and no other", () => {
     const documented = new Set(documentedSteps().map((row) => row.kind))
-    expect([...documented, 'patch'].sort()).toEqual([...STEP_KINDS].sort())
-    expect(readFileSync(new URL('../../docs/tasks.md', import.meta.url), 'utf8')).toContain(
-      'record their answer as a step too, of kind `patch`',
-    )
+    expect([...documented, 'patch', 'compensation'].sort()).toEqual([...STEP_KINDS].sort())
+    const doc = readFileSync(new URL('../../docs/tasks.md', import.meta.url), 'utf8')
+    expect(doc).toContain('record their answer as a step too, of kind `patch`')
+    expect(doc).toContain('is recorded as a step of kind `compensation`')
   })
 
   it("the docs' step table names every waitpoint kind, each with the step kind the table of kinds records", () => {
@@ -50,10 +50,10 @@ describe('step kinds', () => {
   })
 
   it('a waitpoint of a kind this release does not know fails the engine, naming it, and is shown by its type', () => {
-    const later = { type: 'signal', channel: 'c' } as never
+    const later = { type: 'update', channel: 'c' } as never
     expect(() => unknownWaitpoint(later)).toThrow(
-      new TypeError('Unknown waitpoint kind (got "signal"); is this record from a later release of svc?'),
+      new TypeError('Unknown waitpoint kind (got "update"); is this record from a later release of svc?'),
     )
-    expect(unknownWaitpointType(later)).toBe('signal')
+    expect(unknownWaitpointType(later)).toBe('update')
   })
 })

@@ -1,10 +1,12 @@
 /**
- * Cross-origin reads of a run's stream (Fetch standard, "CORS protocol").
- * An app's pages often live on another origin than its task server; the
+ * Cross-origin requests to one run (Fetch standard, "CORS protocol"). An
+ * app's pages often live on another origin than its task server; the
  * origins it lists (`runEvents.origins`, else `SVC_REALTIME_ORIGINS`) may
- * read `GET /__tasks/runs/<id>/stream`, with a run token they send
+ * read `GET /__tasks/runs/<id>/stream` and send
+ * `POST /__tasks/runs/<id>/signals/<name>`, with a run token they send
  * themselves. No other answer of the admin surface carries CORS headers,
- * so no other page can read it (see `content-type.ts`).
+ * so no other page can read it, and no other write is preflighted with
+ * leave (see `content-type.ts`).
  *
  * `Access-Control-Allow-Credentials` is never sent: the credential is a
  * bearer token the page holds, never a cookie the browser adds, so letting
@@ -18,8 +20,29 @@ import { normalizeOrigin } from '../origins.ts'
 /** The variable that lists the origins when `runEvents.origins` is not set. */
 export const REALTIME_ORIGINS_ENV = 'SVC_REALTIME_ORIGINS'
 
-/** Request headers a page may send to the stream: a run token, and what `EventSource` adds on its own. */
-const ALLOWED_HEADERS = 'authorization, cache-control, last-event-id'
+/** What the pages of a listed origin may do at one endpoint, as its preflight answers. */
+export interface CorsEndpoint {
+  /** `Access-Control-Allow-Methods`. */
+  methods: string
+  /** `Access-Control-Allow-Headers`. */
+  headers: string
+  /** What the pages of another origin may not do, for the 403. */
+  refused: string
+}
+
+/** A run's stream: a run token, and the headers `EventSource` adds on its own. */
+export const RUN_STREAM_CORS: CorsEndpoint = {
+  methods: 'GET, HEAD',
+  headers: 'authorization, cache-control, last-event-id',
+  refused: 'read this run stream',
+}
+
+/** A signal to a run: a run token, the JSON data, and its id. */
+export const RUN_SIGNAL_CORS: CorsEndpoint = {
+  methods: 'POST',
+  headers: 'authorization, content-type, idempotency-key',
+  refused: 'send signals to this run',
+}
 
 /** How long a browser may keep a preflight's answer, in seconds. */
 const PREFLIGHT_MAX_AGE = '600'
@@ -78,16 +101,16 @@ export function corsHeaders(request: Request, allowed: AllowedOrigins): Record<s
  * `ORIGIN_NOT_ALLOWED` naming where to list it; a plain `OPTIONS` gets 204
  * with `Allow`.
  */
-export function preflight(request: Request, allowed: AllowedOrigins, R: ResponseClass, methods: string): Response {
+export function preflight(request: Request, allowed: AllowedOrigins, R: ResponseClass, endpoint: CorsEndpoint): Response {
   const origin = request.headers.get('origin')
   const asked = request.headers.get('access-control-request-method')
-  if (origin === null || asked === null) return new R(null, { status: 204, headers: { allow: `${methods}, OPTIONS` } })
+  if (origin === null || asked === null) return new R(null, { status: 204, headers: { allow: `${endpoint.methods}, OPTIONS` } })
   if (!mayRead(origin, allowed)) {
     return jsonError(
       R,
       403,
       'ORIGIN_NOT_ALLOWED',
-      `Pages of ${origin} may not read this run stream: add the origin to runEvents.origins or ${REALTIME_ORIGINS_ENV} on the task server`,
+      `Pages of ${origin} may not ${endpoint.refused}: add the origin to runEvents.origins or ${REALTIME_ORIGINS_ENV} on the task server`,
       { vary: 'origin' },
     )
   }
@@ -95,8 +118,8 @@ export function preflight(request: Request, allowed: AllowedOrigins, R: Response
     status: 204,
     headers: {
       ...corsHeaders(request, allowed),
-      'access-control-allow-methods': methods,
-      'access-control-allow-headers': ALLOWED_HEADERS,
+      'access-control-allow-methods': endpoint.methods,
+      'access-control-allow-headers': endpoint.headers,
       'access-control-max-age': PREFLIGHT_MAX_AGE,
     },
   })

@@ -26,8 +26,8 @@ export function runProgress(run: RunRecord): RunProgress {
   if (run.finishedAt !== undefined) progress.finishedAt = run.finishedAt
   if (run.runAt !== undefined) progress.runAt = run.runAt
   if (run.status === 'completed') progress.result = run.result
-  if (run.status === 'failed') {
-    const error = run.attempts.at(-1)?.error
+  if (run.status === 'failed' || run.status === 'compensation_failed') {
+    const error = run.compensation?.error ?? run.attempts.at(-1)?.error
     if (error !== undefined) progress.error = error
   }
   return progress

@@ -49,7 +49,7 @@ export function createRunStreamHandler(options: StreamsOptions): RunStreamHandle
     const cors = corsHeaders(request, allowed)
     const early = runStreamPreamble(request, allowed, R, cors)
     if (early) return early
-    const access = await runAccess(request, runId, info, env, R, cors, loopback)
+    const access = await runAccess(request, runId, { info, env, R, headers: cors, loopback })
     if (!access.ok) return access.response
     const listen = runtime.onRunChange?.bind(runtime)
     if (!listen) return notStreamed(R, RUNS_ELSEWHERE, runId, cors)

@@ -1,14 +1,19 @@
 /**
- * Run tokens: a signed claim that lets its holder read one run, until it
- * expires (docs/realtime.md). The task server checks them on
- * `GET /__tasks/runs/<id>/stream`; an app's server makes them with
- * `createRunToken()` and hands them to its pages.
+ * Run tokens: a signed claim that lets its holder read one run, and send
+ * it signals when the claim says so, until it expires (docs/realtime.md).
+ * The task server checks them on `GET /__tasks/runs/<id>/stream` and
+ * `POST /__tasks/runs/<id>/signals/<name>`; an app's server makes them
+ * with `createRunToken()` and hands them to its pages.
  *
  * A token is `rt2.<payload>.<signature>`, all of it URL-safe:
  * - `rt2.` names the format, and is signed with the rest, so a signature
  *   made for anything else under the same key never passes as a token;
  * - `<payload>` is the JSON `{"run":"<id>","exp":<Unix seconds>}` in
- *   base64url (RFC 4648 §5, without padding);
+ *   base64url (RFC 4648 §5, without padding), with `"sig":1` when the
+ *   holder may send the run any signal, or `"sig":["<name>",…]` when only
+ *   those. Without `sig` the token reads and sends nothing, as every token
+ *   made before signals did; a server that predates `sig` ignores it, so
+ *   such a token only reads there;
  * - `<signature>` is HMAC-SHA-256 (RFC 2104) of `rt2.<payload>`, in
  *   base64url, keyed with a key derived from the task secret.
  *
@@ -27,6 +32,7 @@
  * (base/signing.ts signs and checks).
  */
 import { signClaim, verifyClaim } from '../tasks/base/signing.ts'
+import { signalNameProblem } from '../events/rules.ts'
 
 /** The format's name, the start of every token. */
 export const RUN_TOKEN_PREFIX = 'rt2.'
@@ -50,14 +56,32 @@ export const MAX_RUN_TOKEN_LENGTH = 512
 /** Why a token does not let its holder read a run; each is a 401 `code`. */
 export type RunTokenProblem = 'RUN_TOKEN_INVALID' | 'RUN_TOKEN_EXPIRED' | 'RUN_TOKEN_WRONG_RUN'
 
-export type RunTokenCheck = { ok: true; run: string; expiresAt: number } | { ok: false; code: RunTokenProblem; message: string }
+/** The signals a token lets its holder send: any (`true`), those named, or none (`undefined`). */
+export type RunTokenSignals = true | readonly string[] | undefined
+
+export type RunTokenCheck =
+  | { ok: true; run: string; expiresAt: number; signals: RunTokenSignals }
+  | { ok: false; code: RunTokenProblem; message: string }
 
 /** What a token looks like, for the messages. */
 const SHAPE = `${RUN_TOKEN_PREFIX}<payload>.<signature>`
 
-/** The signed token for `runId`, valid until `expiresAt` (Unix seconds). */
-export function signRunToken(runId: string, expiresAt: number, secret: string): Promise<string> {
-  return signClaim(RUN_TOKEN_PREFIX, { run: runId, exp: expiresAt }, secret, RUN_TOKEN_KEY_INFO)
+/** What a signed payload must be, for the messages. */
+const PAYLOAD = '{ run, exp, sig? }'
+
+/**
+ * The signed token for `runId`, valid until `expiresAt` (Unix seconds),
+ * that lets its holder send `signals` too. The names are not checked here:
+ * `createRunToken()` checks what it is given.
+ */
+export function signRunToken(runId: string, expiresAt: number, secret: string, signals?: RunTokenSignals): Promise<string> {
+  const claim = signals === undefined ? { run: runId, exp: expiresAt } : { run: runId, exp: expiresAt, sig: signals === true ? 1 : signals }
+  return signClaim(RUN_TOKEN_PREFIX, claim, secret, RUN_TOKEN_KEY_INFO)
+}
+
+/** Whether a token whose claim holds `signals` lets its holder send the signal `name`. */
+export function allowsSignal(signals: RunTokenSignals, name: string): boolean {
+  return signals === true || signals?.includes(name) === true
 }
 
 /**
@@ -82,10 +106,13 @@ export async function verifyRunToken(token: string, runId: string, secret: strin
         'The run token was not signed with the task secret of this server (SVC_TASK_SECRET): it was altered, or signed with another secret',
       )
     }
-    return invalid('The run token is signed, but its payload is not { run, exp }')
+    return invalid(`The run token is signed, but its payload is not ${PAYLOAD}`)
   }
-  const { run, exp } = checked.claim
-  if (typeof run !== 'string' || !Number.isSafeInteger(exp)) return invalid('The run token is signed, but its payload is not { run, exp }')
+  const { run, exp, sig } = checked.claim
+  const signals = claimedSignals(sig)
+  if (typeof run !== 'string' || !Number.isSafeInteger(exp) || signals === null) {
+    return invalid(`The run token is signed, but its payload is not ${PAYLOAD}`)
+  }
   if (run !== runId) {
     return { ok: false, code: 'RUN_TOKEN_WRONG_RUN', message: `The run token is for another run, not "${runId}"; make one for this run` }
   }
@@ -97,7 +124,15 @@ export async function verifyRunToken(token: string, runId: string, secret: strin
       message: `The run token expired at ${new Date(expiresAt * 1000).toISOString()}; ask the app for a new one`,
     }
   }
-  return { ok: true, run, expiresAt }
+  return { ok: true, run, expiresAt, signals }
+}
+
+/** The signals of a claim's `sig`: absent, `1`, or a list of signal names; `null` for anything else. */
+function claimedSignals(sig: unknown): RunTokenSignals | null {
+  if (sig === undefined) return undefined
+  if (sig === 1) return true
+  if (Array.isArray(sig) && sig.length > 0 && sig.every((name) => signalNameProblem(name) === null)) return sig as string[]
+  return null
 }
 
 function invalid(message: string): RunTokenCheck {

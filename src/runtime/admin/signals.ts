@@ -1,6 +1,7 @@
 /**
- * Signals over HTTP, under the task admin surface's auth and body rules
- * (docs/tasks.md "Signals"):
+ * Signals over HTTP (docs/tasks.md "Signals"), once the request is let in:
+ * a signal is sent with the task secret or a run token that allows it
+ * (`signal-endpoint.ts`), the list read with the secret only:
  *
  * | Method | Path | Body | Answer |
  * |--------|------|------|--------|
@@ -34,7 +35,7 @@ export async function sendSignalRoute(
   name: string,
 ): Promise<Response> {
   const { runtime, R, bodyLimit, json } = routes
-  if (request.method !== 'POST') return methodNotAllowed(R, request.method, pathname, 'POST')
+  if (request.method !== 'POST') return methodNotAllowed(R, request.method, pathname, 'POST, OPTIONS')
   const id = request.headers.get('idempotency-key') ?? undefined
   const problem = signalNameProblem(name) ?? (id === undefined ? null : signalIdProblem(id))
   if (problem) return jsonError(R, 400, 'INVALID_SIGNAL', `${problem}${id === undefined ? '' : ' (the Idempotency-Key header is the id)'}`)

@@ -13,7 +13,7 @@ import { describe } from '../describe.ts'
 import { jsonError } from '../http/errors.ts'
 import type { ResponseClass } from '../http/types.ts'
 import type { LoopbackExemption } from './auth.ts'
-import { type AllowedOrigins, allowedOrigins, corsHeaders, isOriginEntry, preflight } from './cors.ts'
+import { type AllowedOrigins, allowedOrigins, corsHeaders, isOriginEntry, preflight, RUN_STREAM_CORS } from './cors.ts'
 
 /** Limits of the event streams: `GET /__tasks/events` and `GET /__tasks/runs/<id>/stream`. */
 export interface RunEventsOptions {
@@ -52,10 +52,11 @@ export interface RunEventsOptions {
   maxQueuedBytes?: number
   /**
    * Origins whose pages may read a run's stream
-   * (`GET /__tasks/runs/<id>/stream`) from another origin, such as
+   * (`GET /__tasks/runs/<id>/stream`) and send it signals
+   * (`POST /__tasks/runs/<id>/signals/<name>`) from another origin, such as
    * `['https://app.example.com']`; `['*']` allows every origin. Note: they
    * still need a run token (`createRunToken`) or the task secret; this only
-   * lets the browser hand them the answer (CORS).
+   * lets the browser send the request and hand them the answer (CORS).
    * @default the origins of SVC_REALTIME_ORIGINS, separated by commas; none without it
    */
   origins?: readonly string[]
@@ -131,7 +132,7 @@ export function notStreamed(R: ResponseClass, why: string, runId?: string, heade
   return jsonError(R, 501, 'NOT_IMPLEMENTED', `${why}; poll GET /__tasks/runs${runId === undefined ? '' : `/${runId}`} instead`, headers)
 }
 
-const METHODS = 'GET, HEAD'
+const METHODS = RUN_STREAM_CORS.methods
 
 /** The SSE id of the last event of a run's stream, the one of a finished run. */
 export const DONE = 'done'
@@ -150,7 +151,7 @@ export function runStreamPreamble(
   cors: Record<string, string>,
 ): Response | undefined {
   const method = request.method
-  if (method === 'OPTIONS') return preflight(request, allowed, R, METHODS)
+  if (method === 'OPTIONS') return preflight(request, allowed, R, RUN_STREAM_CORS)
   if (method !== 'GET' && method !== 'HEAD') {
     return jsonError(R, 405, 'METHOD_NOT_ALLOWED', `${method} is not allowed on a run's stream; allowed: ${METHODS}, OPTIONS`, {
       ...cors,

@@ -14,7 +14,7 @@
  * | POST   | `/__tasks/runs/<id>/cancel`   | 200 `{ id, status: 'cancelled', cancelledWith }` (`?children=all` also cancels the runs it enqueued, `?children=none` leaves the child runs it waits on running); 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED`; 400 `INVALID_QUERY` |
  * | POST   | `/__tasks/runs/<id>/replay`   | 202 `{ id, status }` of the new run; the body, if any, is `{ fromStep?, input? }` (`ReplayOptions`); 404 `RUN_NOT_FOUND` / `TASK_NOT_FOUND`; 400 `STEP_NOT_RECORDED` / `INVALID_OPTIONS` |
  * | POST   | `/__tasks/runs/<id>/wake`     | 200 `{ id, status }`: a sleeping or delayed run goes on now; 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED` / `RUN_NOT_SLEEPING` |
- * |        | `/__tasks/runs/<id>/signals…` | signals into the run (`signals.ts`) |
+ * |        | `/__tasks/runs/<id>/signals…` | signals into the run (`signals.ts`; `signal-endpoint.ts` for a run token and CORS) |
  * | GET    | `/__tasks/runs/<id>/logs`     | 200 a page of the run's `ctx.log` entries (`?after=&limit=`, `run-logs.ts`); 404 `RUN_NOT_FOUND`; 400 `INVALID_QUERY` |
  * | GET    | `/__tasks/events`             | 200 `text/event-stream` of `{ id, taskName, status }`; 501 `NOT_IMPLEMENTED` where the engine runs elsewhere, or the host serves no streams (`streams.ts`) |
  * | GET    | `/__tasks/runs/<id>/stream`   | 200 `text/event-stream` of the run's `RunProgress` until it finishes (`run-stream.ts`); 404 `RUN_NOT_FOUND`; 501 as above |
@@ -26,8 +26,9 @@
  * (task routes are one segment), and run ids are UUIDs, never these words.
  *
  * Every request is authorized first (see `auth.ts`), but for a run's
- * stream, which also takes a run token and answers pages of other origins
- * (`run-access.ts`, `cors.ts`), and so authorizes itself. POST bodies are JSON,
+ * stream and a signal sent to a run, which also take a run token and answer
+ * pages of other origins (`run-access.ts`, `cors.ts`), and so authorize
+ * themselves. POST bodies are JSON,
  * sent as such (415 `UNSUPPORTED_MEDIA_TYPE` otherwise, see
  * `content-type.ts`), at most `bodyLimit` bytes; the optional `Idempotency-Key`,
  * `Svc-Delay-Seconds`, `Svc-Priority`, `Svc-Deadline` and `Svc-Tags` headers carry `EnqueueOptions` (400 `INVALID_OPTIONS`
@@ -54,7 +55,8 @@ import { runLogPage } from './run-logs.ts'
 import { type EventStreams, NO_STREAMS, type RunEventsOptions } from './streams.ts'
 import { registerTokenSecret } from './token-secret.ts'
 import { isScheduleRoute, scheduleRoute } from './schedules.ts'
-import { listSignalsRoute, sendSignalRoute } from './signals.ts'
+import { listSignalsRoute } from './signals.ts'
+import { createSignalEndpoint } from './signal-endpoint.ts'
 
 export const TASKS_PREFIX = '/__tasks'
 
@@ -96,6 +98,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
   registerTokenSecret(runtime, env)
   // What the schedules' and signals' endpoints (schedules.ts, signals.ts) work with.
   const routes = { runtime, R, bodyLimit, json }
+  const signal = createSignalEndpoint({ routes, env, logger, dev, origins: options.runEvents?.origins, loopback })
 
   async function route(request: Request, pathname: string, info: RequestInfo | undefined): Promise<Response> {
     const method = request.method
@@ -225,7 +228,6 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
     }
     if (rest.length === 1) return isRead ? runRecord(rest[0]) : methodNotAllowed(R, method, pathname, 'GET, HEAD')
     const [id, action] = rest
-    if (rest.length === 3 && action === 'signals') return sendSignalRoute(routes, request, pathname, id, rest[2])
     if (rest.length !== 2 || !RUN_ACTIONS.has(action)) {
       return jsonError(
         R,
@@ -279,6 +281,8 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
   return async (request, pathname, info) => {
     const streamOf = streamedRun(pathname)
     if (streamOf !== undefined) return streams.run(request, streamOf, info)
+    const signalOf = signalTarget(pathname)
+    if (signalOf !== undefined) return signal(request, pathname, signalOf.runId, signalOf.name, info)
     try {
       if (isCallbackPath(pathname)) return await callback(request, pathname)
       const denied = authorize(request, info, env, R, loopback) ?? unsupportedContent(request, R)
@@ -306,6 +310,13 @@ function streamedRun(pathname: string): string | undefined {
   if (segments.length === 3 && segments[0] === 'runs') return decodeSegment(segments[1])
   if (segments.length === 2 && !SURFACE_WORDS.has(segments[0])) return decodeSegment(segments[0])
   return undefined
+}
+
+/** The run id and signal name of `/__tasks/runs/<id>/signals/<name>`, else `undefined`. */
+function signalTarget(pathname: string): { runId: string; name: string } | undefined {
+  const segments = trimTrailingSlashes(pathname.slice(TASKS_PREFIX.length)).slice(1).split('/')
+  if (segments.length !== 4 || segments[0] !== 'runs' || segments[2] !== 'signals') return undefined
+  return { runId: decodeSegment(segments[1]), name: decodeSegment(segments[3]) }
 }
 
 const SURFACE_WORDS = new Set(['runs', 'events', 'tokens', 'callbacks'])

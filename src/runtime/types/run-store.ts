@@ -38,6 +38,7 @@ export type RunPatch = Partial<
     | 'version'
     | 'migrations'
     | 'metadata'
+    | 'compensation'
   >
 > & {
   attempt?: Attempt

@@ -8,11 +8,13 @@ import type { ValidationIssue } from './schema.ts'
 /**
  * Run states. `scheduled` is a delayed run that has not started yet.
  * `queued` waits for a slot of its task's `concurrency` or `rateLimit`.
- * `completed`, `failed` and `cancelled` are finished: a finished run never
- * changes status again. `cancelled` comes from `cancel()` (`cancelRun`,
- * `POST /__tasks/runs/<id>/cancel`).
+ * `completed`, `failed`, `cancelled` and `compensation_failed` are
+ * finished: a finished run never changes status again. `cancelled` comes
+ * from `cancel()` (`cancelRun`, `POST /__tasks/runs/<id>/cancel`);
+ * `compensation_failed` is a failed run one of whose compensations kept
+ * failing (`RunRecord.compensation`).
  */
-export type RunStatus = 'scheduled' | 'queued' | 'running' | 'suspended' | 'completed' | 'failed' | 'cancelled'
+export type RunStatus = 'scheduled' | 'queued' | 'running' | 'suspended' | 'completed' | 'failed' | 'cancelled' | 'compensation_failed'
 
 /** How a run started. `replay`: `replay()` started it with the input of run `replayOf`. */
 export type RunTrigger = 'manual' | 'cron' | 'enqueue' | 'child' | 'replay' | 'event'
@@ -45,6 +47,7 @@ export type StepKind =
   | 'waitForEvent'
   | 'waitForSignal'
   | 'patch'
+  | 'compensation'
 
 export interface StepRecord {
   status: 'completed' | 'timed_out'
@@ -64,6 +67,8 @@ export interface StepRecord {
   startedAt?: string
   /** How long the step took, in milliseconds: its function's run, or how long the wait lasted. Present with `startedAt`. */
   durationMs?: number
+  /** A `run` step given a `compensate` function: should the run fail for good, the function undoes it (`RunRecord.compensation`). */
+  compensable?: true
 }
 
 /**
@@ -158,6 +163,14 @@ export interface RunRecord extends RunEnvelope {
   metadata?: Record<string, unknown>
   /** A run a runtime schedule started: the schedule's id and the tick (ISO 8601) the run stands for. */
   schedule?: { id: string; tick: string }
+  /**
+   * Present once the run failed for good (or was cancelled with
+   * `{ compensate: true }`) with steps to undo: the compensations of its
+   * completed `ctx.step.run` steps run in reverse order, each recorded as
+   * a step `compensate:<key>` of kind `compensation` (docs/tasks.md
+   * "Compensation").
+   */
+  compensation?: RunCompensation
   /** Runs started by `replay()`: the run whose task and input this one repeats. */
   replayOf?: string
   /** Runs started by an event (`trigger: 'event'`): which one. */
@@ -183,6 +196,20 @@ export interface RunRecord extends RunEnvelope {
   version?: string
   /** Each time the run moved to another version because no live process served its own (`versionPolicy: 'migrate'`). */
   migrations?: RunMigration[]
+}
+
+/** The undoing of a run's completed steps (`RunRecord.compensation`). */
+export interface RunCompensation {
+  /** Why: its attempts failed (retries spent, or its deadline passed), or it was cancelled. */
+  reason: 'failed' | 'cancelled'
+  /** `running` until every compensation ran (`completed`), or one kept failing (`failed`: the run ends `compensation_failed`). */
+  status: 'running' | 'completed' | 'failed'
+  /** The error the run failed with, or the cancel's. */
+  error: string
+  /** How many attempts of the compensations have failed. */
+  failures: number
+  /** Once one kept failing: the step whose compensation it was, and its last error. */
+  failed?: { step: string; error: string }
 }
 
 /** A run's move from one version of its task to another (`RunRecord.migrations`). */

@@ -158,7 +158,7 @@ export interface StepApi {
    * without running it. `fn` is given the step's `StepInfo`, whose
    * `idempotencyKey` is for the effects it asks other services for.
    */
-  run<T>(key: string, fn: (step: StepInfo) => T | Promise<T>): Promise<T>
+  run<T>(key: string, fn: (step: StepInfo) => T | Promise<T>, opts?: StepRunOptions<T>): Promise<T>
   /**
    * Runs `fn` in a transaction on the run store's own database and records
    * the step in that same transaction, so the app's writes and the step's
@@ -244,6 +244,19 @@ export interface SqlTransaction {
   query<Row extends Record<string, unknown> = Record<string, unknown>>(sql: string, ...params: SqlParam[]): Row[]
   /** Runs one statement that writes; `changes` is how many rows it inserted, updated or deleted. */
   run(sql: string, ...params: SqlParam[]): { changes: number }
+}
+
+/** Options of `ctx.step.run`. */
+export interface StepRunOptions<T> {
+  /**
+   * Undoes the step once it completed, should the run fail for good (its
+   * retries spent, or its deadline passed): the undos of the completed
+   * steps run in reverse order, each recorded as a step of its own
+   * (`compensate:<key>`), and the run then ends `failed`, or
+   * `compensation_failed` if one kept failing (docs/tasks.md
+   * "Compensation"). It is given the step's output.
+   */
+  compensate?: (output: Awaited<T>) => unknown
 }
 
 /** What a `ctx.step.run` function is given. */

@@ -92,8 +92,8 @@ export class AttemptCalls {
         )
         return
       }
-      if (pastDeadline(run, this.#clock.now())) {
-        // Not started: its deadline passed while it waited (a retry's backoff, a restart).
+      if (pastDeadline(run, this.#clock.now()) && run.compensation === undefined) {
+        // Not started: its deadline passed while it waited (a retry's backoff, a restart); undos run past it.
         const attempt = deadlineAttempt(run, this.#clock.now())
         this.#outcomes.finishRun(entry, { status: 'failed', ok: false, attempt }).then(
           (done) => this.#endWritten(entry, done, attempt.error),

@@ -11,7 +11,8 @@
  *
  * The dispatch (`dispatch.ts`) calls these in the order an attempt ends.
  */
-import type { Attempt, Logger, RunRecord } from '../../types.ts'
+import type { Attempt, Logger, RunCompensation, RunRecord } from '../../types.ts'
+import { MIN_COMPENSATION_ATTEMPTS } from '../steps/compensations.ts'
 import { type Clock, isoNowOf } from '../base/clock.ts'
 import { backoffDelay } from '../base/backoff.ts'
 import type { TaskDefinition } from '../definitions/definitions.ts'
@@ -79,7 +80,13 @@ export class OutcomeRecorder {
    */
   finishRun(
     entry: WriteOwner,
-    patch: { status: 'completed' | 'failed'; ok: boolean; result?: unknown; attempt?: Attempt },
+    patch: {
+      status: 'completed' | 'failed' | 'cancelled' | 'compensation_failed'
+      ok: boolean
+      result?: unknown
+      attempt?: Attempt
+      compensation?: RunCompensation
+    },
   ): Promise<RunRecord | undefined> {
     // One patch for every try: its time tells a store its own earlier write (store.ts, `showsPatch`).
     const end = { ...patch, finishedAt: isoNowOf(this.#clock), suspended: undefined, attemptStarted: undefined }
@@ -96,7 +103,7 @@ export class OutcomeRecorder {
     entry.ended = true
     this.#telemetry?.runFinished(done)
     this.#changes.emit(done)
-    if (done.status === 'failed') {
+    if (done.status === 'failed' || done.status === 'compensation_failed') {
       // A background failure is never silent: it is logged with the task it came from.
       const after = attempts === undefined ? '' : ` after ${attempts} attempt${attempts === 1 ? '' : 's'}`
       const cron = done.trigger === 'cron' ? 'scheduled ' : ''
@@ -118,6 +125,7 @@ export class OutcomeRecorder {
     // nothing, so the run stays `running` and a durable store's recover()
     // runs it again.
     if (this.#closed) return
+    if (outcome.kind === 'compensated' || outcome.compensating) return this.#compensationEnded(entry, outcome)
     const { attempt } = outcome
     const index = attempt.index
     const retries = this.#tasks.get(entry.taskName)!.retries
@@ -130,12 +138,55 @@ export class OutcomeRecorder {
         `[svc] task "${entry.taskName}": attempt ${index} of ${retries + 1} failed (run ${entry.id}): ${outcome.error}; retrying in ${delay} ms`,
       )
       // No later than the run's deadline, where its dispatch fails it (attempt-calls.ts).
-      const due = Math.min(this.#clock.now() + delay, entry.deadline === undefined ? Infinity : Date.parse(entry.deadline))
-      const retry = { id: timerId(entry.id, 'retry'), runId: entry.id, kind: 'retry' as const, dueAt: new Date(due).toISOString() }
-      await this.#writes.persist(entry, 'its retry', () => this.#waitpoints.arm(retry))
-      return
+      return this.#retryAt(entry, Math.min(this.#clock.now() + delay, entry.deadline === undefined ? Infinity : Date.parse(entry.deadline)))
+    }
+    if (outcome.compensable) {
+      // Failed for good with steps to undo: the run goes on, compensating (compensations.ts).
+      const compensation = { reason: 'failed' as const, status: 'running' as const, error: outcome.error, failures: 0 }
+      await this.#writes.persist(entry, `attempt ${index}`, () => this.#store.updateRun(entry.id, { attempt, compensation }, RUNNING))
+      this.#logger.warn(`[svc] task "${entry.taskName}" failed (run ${entry.id}): ${outcome.error}; undoing its completed steps`)
+      return this.#retryAt(entry, this.#clock.now())
     }
     this.announceEnd(entry, await this.finishRun(entry, { status: 'failed', ok: false, attempt }), outcome.error, index)
+  }
+
+  /**
+   * The end of an attempt that compensated the run: every undo ran, and the
+   * run ends as it was to (`failed`, or `cancelled`); or one threw, and it
+   * is tried again with the task's backoff until its attempts are spent,
+   * when the run ends `compensation_failed`.
+   */
+  async #compensationEnded(entry: InFlight, outcome: Extract<InvocationOutcome, { kind: 'failed' | 'compensated' }>): Promise<void> {
+    const run = await this.#store.getRun(entry.id)
+    const started = run?.compensation
+    if (run?.status !== 'running' || started === undefined) return
+    const status = started.reason === 'cancelled' ? ('cancelled' as const) : ('failed' as const)
+    if (outcome.kind === 'compensated') {
+      const compensation = { ...started, status: 'completed' as const }
+      this.announceEnd(entry, await this.finishRun(entry, { status, ok: false, compensation }), started.error)
+      return
+    }
+    const { attempt, error } = outcome
+    const failures = started.failures + 1
+    const attempts = Math.max(this.#tasks.get(entry.taskName)!.retries + 1, MIN_COMPENSATION_ATTEMPTS)
+    if (failures < attempts) {
+      const compensation = { ...started, failures }
+      await this.#writes.persist(entry, `attempt ${attempt.index}`, () =>
+        this.#store.updateRun(entry.id, { attempt, compensation }, RUNNING),
+      )
+      this.#logger.warn(`[svc] task "${entry.taskName}": a compensation of run ${entry.id} failed (${failures} of ${attempts}): ${error}`)
+      return this.#retryAt(entry, this.#clock.now() + backoffDelay(failures))
+    }
+    const failed = { step: attempt.step?.slice('compensate:'.length) ?? '', error }
+    const compensation = { ...started, failures, status: 'failed' as const, failed }
+    const done = await this.finishRun(entry, { status: 'compensation_failed', ok: false, attempt, compensation })
+    this.announceEnd(entry, done, `${started.error}; then its compensation failed ${failures} times: ${error}`, attempt.index)
+  }
+
+  /** Arms the run's next attempt at `dueMs`. */
+  async #retryAt(entry: InFlight, dueMs: number): Promise<void> {
+    const retry = { id: timerId(entry.id, 'retry'), runId: entry.id, kind: 'retry' as const, dueAt: new Date(dueMs).toISOString() }
+    await this.#writes.persist(entry, 'its retry', () => this.#waitpoints.arm(retry))
   }
 
   /** From now on, a failed attempt records nothing, and a write that fails is not tried again: the engine closed under it. */

@@ -151,8 +151,9 @@ function childResult(child: RunRecord): ChildRunResult {
 /** The result a parent sees for a finished child. */
 export function childRunResult(child: RunRecord): ChildRunResult {
   if (child.status === 'completed') return child.result === undefined ? { ok: true } : { ok: true, result: child.result }
-  const last = child.attempts[child.attempts.length - 1]
-  return { ok: false, error: last?.error ?? `Run ${child.id} of task "${child.taskName}" failed` }
+  // A run that compensated failed with the error it was undoing.
+  const error = child.compensation?.error ?? child.attempts[child.attempts.length - 1]?.error
+  return { ok: false, error: error ?? `Run ${child.id} of task "${child.taskName}" failed` }
 }
 
 /** The options of a child run that `step.enqueue` (`'enqueue'`) or `step.waitForTask` (`'child'`) starts at step `key` of `inv`'s run. */

@@ -80,7 +80,9 @@ export function deadlineTimer(run: Pick<RunRecord, 'id' | 'deadline'>, dueAt = r
 /**
  * What a `deadline` timer does to run `runId`: a run that waits (scheduled,
  * queued or suspended) past its deadline is failed, a compare-and-set on
- * the status it was read in; the failed run is the answer. A running run is
+ * the status it was read in; the failed run is the answer, or, for a run
+ * with steps to undo, the run moved to `running` to compensate, which the
+ * caller dispatches (compensations.ts). A running run is
  * its attempt's to fail: the timer is armed again a moment later (`again`),
  * in case the attempt suspended meanwhile. A finished run, or one whose
  * deadline has not come (a timer from another process's clock), is left.
@@ -92,19 +94,19 @@ export async function expireRun(
   again: (timer: TimerRecord) => Promise<void>,
 ): Promise<RunRecord | undefined> {
   const run = await store.getRun(runId)
-  if (run?.deadline === undefined || isFinished(run.status)) return undefined
+  // A run that compensates ends once its undos ran, past its deadline.
+  if (run?.deadline === undefined || isFinished(run.status) || run.compensation !== undefined) return undefined
   const now = clock.now()
   if (!pastDeadline(run, now)) return void (await again(deadlineTimer(run)))
   if (run.status === 'running') return void (await again(deadlineTimer(run, isoAt(now + RUNNING_RECHECK_MS))))
-  const end = {
-    status: 'failed' as const,
-    ok: false,
-    finishedAt: isoAt(now),
-    suspended: undefined,
-    attemptStarted: undefined,
-    attempt: deadlineAttempt(run, now),
+  const attempt = deadlineAttempt(run, now)
+  const left = { suspended: undefined, attemptStarted: undefined, attempt }
+  // With steps to undo, it goes on compensating rather than fail (compensations.ts).
+  if (Object.values(run.steps).some((step) => step.compensable)) {
+    const compensation = { reason: 'failed' as const, status: 'running' as const, error: attempt.error!, failures: 0 }
+    return store.updateRun(runId, { ...left, status: 'running', compensation }, { status: run.status })
   }
-  return store.updateRun(runId, end, { status: run.status })
+  return store.updateRun(runId, { ...left, status: 'failed', ok: false, finishedAt: isoAt(now) }, { status: run.status })
 }
 
 /**

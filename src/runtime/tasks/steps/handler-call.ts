@@ -9,7 +9,8 @@ import type { Attempt, RunLogEntry, RunLogger, RunLogLevel, RunMetadata, RunReco
 import { DeadlineExceededError, errorMessage } from '../../errors.ts'
 import type { TaskDefinition } from '../definitions/definitions.ts'
 import { isoAt, type TimerHandle } from '../base/clock.ts'
-import { type AttemptTimeouts, Expiring } from './attempt-timeouts.ts'
+import { Expiring } from './attempt-timeouts.ts'
+import type { InvocationHandle, InvocationOutcome, Invoker, RunRef } from './invocation-outcome.ts'
 import { checkJson } from '../base/json.ts'
 import { payloadError } from '../store/payload-limit.ts'
 import { MAX_RUN_CHUNK_BYTES } from './run-chunks.ts'
@@ -17,78 +18,14 @@ import { logLine } from './run-logs.ts'
 import { RunOutputWriter } from './run-output.ts'
 import { RunMetadataApi } from './run-metadata.ts'
 import { createInvocation, type Invocation, reportUnreachedSteps } from './invocation.ts'
-import { createStepApi, patched, type StepHost } from './steps.ts'
+import { createStepApi, patched } from './steps.ts'
 import { stepsCalledBy } from './step-calls.ts'
-import type { SuspendSignal } from './suspend.ts'
-import type { ExecutionSpan } from '../../telemetry/types.ts'
 import { hasSteps } from '../store/store.ts'
 import { HandlerContext } from './handler-context.ts'
+import { COMPENSATED, compensate } from './compensations.ts'
 import { deadlineError, untilDeadline } from './deadlines.ts'
 
-export type InvocationOutcome =
-  | { kind: 'completed'; result: unknown; attempt: Attempt }
-  /**
-   * `final` is true when another attempt cannot do better: the replay met a
-   * step recorded by another kind of call (`StepMismatchError`), and the same
-   * code would meet it again.
-   */
-  | { kind: 'failed'; error: string; attempt: Attempt; final?: boolean }
-  /**
-   * `swallowed` is true when the handler caught the signal instead of
-   * letting it unwind; the run suspends anyway.
-   */
-  | { kind: 'suspended'; signal: SuspendSignal; swallowed: boolean; attemptStarted: { attempt: number; at: string } }
-  /**
-   * The run store could not serve one of the attempt's steps (its
-   * database unreachable, its disk full): not the task's failure. Nothing
-   * of how the attempt ended is recorded, and it runs again once the store
-   * can be used, as the same attempt.
-   */
-  | { kind: 'interrupted'; error: string }
-
-/** A call in flight can be aborted from outside (the engine closing, a cancel, a lost lease). */
-export interface InvocationHandle {
-  /**
-   * Aborts `ctx.signal` and ends the attempt as failed at once. A string
-   * becomes an `Error` named `AbortError`; an `Error` is the signal's reason
-   * as given. `why` ends the message of a step called afterwards
-   * ("… attempt 1 of task "x" was cancelled").
-   */
-  abort(reason: string | Error, why?: string): void
-}
-
-/** What an invocation knows of its run from the token it is started with. */
-export interface RunRef {
-  readonly id: string
-  readonly taskName: string
-  /** With telemetry: the span of this execution, which its steps' spans are children of. */
-  readonly span?: ExecutionSpan | undefined
-}
-
-/**
- * What invocations need from the engine that starts them, one for all of
- * them: an attempt in flight holds this and its own token (the engine's
- * entry for the run) rather than callbacks of its own.
- */
-export interface Invoker<T extends RunRef> {
-  readonly host: StepHost
-  /**
-   * The instant, on the host's clock, that attempt times are kept as
-   * milliseconds since: a number that size is a small integer to V8, held
-   * in the field itself, where an epoch time takes a 16-byte box of its own
-   * in every attempt in flight (up to 2^30 ms, twelve days after it; past
-   * that the numbers are boxed again).
-   */
-  readonly origin: number
-  /** Where attempts wait for their timeout. */
-  readonly timeouts: AttemptTimeouts
-  /**
-   * How the invocation ended; called once, with the token it was started
-   * with. When the handler returned a plain value (or threw) without
-   * touching `ctx.step`, it is called before `invoke` returns.
-   */
-  ended(token: T, outcome: InvocationOutcome): void
-}
+export type { InvocationHandle, InvocationOutcome, Invoker, RunRef } from './invocation-outcome.ts'
 
 /** The message of a timed-out attempt ("exceeds timeout" fails the attempt). */
 export function timeoutMessage(attempt: number, timeoutMs: number): string {
@@ -161,9 +98,11 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     this.#logLog = run.logs
     this.#metadata = run.metadata
     const ctx = new HandlerContext(this, run, this.#attempt)
+    // A run that compensates replays its recorded steps, then runs their undos (compensations.ts).
+    const compensating = run.compensation?.status === 'running'
     let value: unknown
     try {
-      value = def.handler(ctx)
+      value = compensating ? compensate(() => def.handler(ctx), this.#invocation(), invoker.host) : def.handler(ctx)
     } catch (error) {
       // A handler that threw before touching ctx.step left nothing in flight.
       if (this.#step === undefined) {
@@ -186,7 +125,8 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     }
     invoker.timeouts.add(this, def.timeout)
     const clock = invoker.host.clock
-    const left = untilDeadline(run, clock.now())
+    // Undos run past the deadline: they are what a run past it needs.
+    const left = compensating ? undefined : untilDeadline(run, clock.now())
     if (left !== undefined && left < def.timeout)
       this.#deadlineTimer = clock.setTimer(this.#pastDeadline.bind(this), left, true)
       // Bound methods rather than arrow functions: two of them take less than
@@ -343,16 +283,13 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
       durationMs: sinceOrigin(this.#invoker) - startedAt,
     }
     // A divergence fails the attempt even when the handler caught it and went on.
-    if (inv?.mismatch) {
-      attempt.error = inv.mismatch.message
-      return { kind: 'failed', error: attempt.error, attempt, final: true }
-    }
+    if (inv?.mismatch) return failed(inv, attempt, inv.mismatch.message, true)
     // Past the run's deadline, no retry has time left.
     if (value instanceof DeadlineExceededError) {
-      attempt.error = value.message
       attempt.code = 'DEADLINE_EXCEEDED'
-      return { kind: 'failed', error: attempt.error, attempt, final: true }
+      return failed(inv, attempt, value.message, true)
     }
+    if (returned && value === COMPENSATED) return { kind: 'compensated', attempt }
     if (returned) {
       const maxBytes = this.#invoker.host.maxPayloadBytes
       const fault = checkJson(value, maxBytes)
@@ -365,12 +302,20 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
       const name = this.#def.name
       value = payloadError(fault, maxBytes, `Task "${name}" returned a value that cannot be stored as JSON`, `Task "${name}" returned`)
     }
-    // Attempts record a message string only, never a stack.
-    const error = errorMessage(value)
-    attempt.error = error
     if (inv?.thrown !== undefined && inv.thrown.error === value) attempt.step = inv.thrown.key
-    return { kind: 'failed', error, attempt }
+    // Attempts record a message string only, never a stack.
+    return failed(inv, attempt, errorMessage(value))
   }
+}
+
+/** The outcome of a failed attempt, saying whether its undos are to run or were running (compensations.ts). */
+function failed(inv: Invocation | undefined, attempt: Attempt, error: string, final?: true): InvocationOutcome {
+  attempt.error = error
+  const outcome: InvocationOutcome = { kind: 'failed', error, attempt }
+  if (final) outcome.final = true
+  if (inv?.compensating !== undefined) outcome.compensating = true
+  else if (inv?.compensations !== undefined) outcome.compensable = true
+  return outcome
 }
 
 /**

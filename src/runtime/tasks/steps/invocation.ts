@@ -7,8 +7,15 @@
  */
 import type { Logger, StepRecord } from '../../types.ts'
 import type { StepMismatchError, StoreUnavailableError } from '../../errors.ts'
-import type { SuspendSignal } from './suspend.ts'
+import type { ReplayEnd, SuspendSignal } from './suspend.ts'
 import type { ExecutionSpan } from '../../telemetry/types.ts'
+
+/** The undo of a completed `ctx.step.run` (its `compensate` option), with the step's output (compensations.ts). */
+export interface Compensation {
+  key: string
+  output: unknown
+  undo: (output: unknown) => unknown
+}
 
 /** One execution of a handler: an attempt, or the replay of one after a resume. */
 export interface Invocation {
@@ -50,6 +57,16 @@ export interface Invocation {
   patches: Map<string, boolean> | undefined
   /** The run's deadline (ISO), which the children it waits on take unless theirs is earlier (deadlines.ts). */
   deadline: string | undefined
+  /** The undos of the completed steps this invocation met that have one, in the order it met them (compensations.ts). */
+  compensations: Compensation[] | undefined
+  /**
+   * In an invocation that compensates a run: `replaying` while the handler
+   * replays its recorded steps (the first it did not record ends the
+   * replay), then `undoing` while the compensations run.
+   */
+  compensating: 'replaying' | 'undoing' | undefined
+  /** The end of a compensating replay, kept even if the handler catches it. */
+  replayEnd: ReplayEnd | undefined
 }
 
 export function createInvocation(
@@ -77,6 +94,9 @@ export function createInvocation(
     span,
     patches: undefined,
     deadline,
+    compensations: undefined,
+    compensating: undefined,
+    replayEnd: undefined,
   }
 }
 

@@ -19,13 +19,14 @@ export type StepCalls = (step: StepCall, call: () => unknown) => unknown
 export function stepsCalledBy(api: StepApi, host: { callStep?: StepCalls }, run: { taskName: string; id: string }): StepApi {
   const calls = host.callStep
   if (calls === undefined) return api
-  const stepRun: StepApi['run'] = (key, fn) =>
+  const stepRun: StepApi['run'] = (key, fn, opts) =>
     // A function that is none is refused by `run` itself, with its message.
     api.run(
       key,
       typeof fn === 'function'
         ? (info) => calls({ taskName: run.taskName, runId: run.id, key }, () => fn(info)) as ReturnType<typeof fn>
         : fn,
+      opts,
     )
   return { ...api, run: stepRun }
 }

@@ -17,66 +17,33 @@
 import type {
   ChildRunResult,
   EnqueueOptions,
-  Logger,
-  RunLogEntry,
-  RunRecord,
   StepApi,
   StepKind,
   StepInfo,
+  StepRunOptions,
   StepRecord,
-  TriggerOptions,
   WaitForEventOptions,
   Waitpoint,
 } from '../../types.ts'
-import {
-  DuplicateStepKeyError,
-  PatchRemovedError,
-  StepMismatchError,
-  StoreUnavailableError,
-  TransactionUnsupportedError,
-} from '../../errors.ts'
+import { PatchRemovedError, TransactionUnsupportedError } from '../../errors.ts'
 import { beginEventWait, eventResult } from './wait-for-event.ts'
 import { beginSignalWait, signalResult } from './signal-waits.ts'
 import { stepIdempotencyKey } from '../base/ids.ts'
-import { jsonCopy } from '../base/json-copy.ts'
 import { checkEnqueueOptions } from '../definitions/options.ts'
 import { assertPayload } from '../store/payload-limit.ts'
 import { describe } from '../../describe.ts'
-import type { RunStore, TokenRecord } from '../store/store.ts'
-import { type CallbackSigner, createCallback } from './callbacks.ts'
+import type { TokenRecord } from '../store/store.ts'
+import { createCallback } from './callbacks.ts'
 import { beginTokenWait, tokenResult } from './token-waits.ts'
-import { type Clock, instantMs } from '../base/clock.ts'
-import type { StepCalls } from './step-calls.ts'
+import { instantMs } from '../base/clock.ts'
 import { childOptions, childRunResult } from './child-waits.ts'
 import { SuspendSignal } from './suspend.ts'
 import { WAITPOINT_KINDS } from './waitpoint-kinds.ts'
-import type { Invocation } from './invocation.ts'
+import type { Compensation, Invocation } from './invocation.ts'
+import { noteCompensation, undoOf } from './compensations.ts'
+import { begin, record, recordedCount, runStep, type StepHost, stepTiming, stored } from './step-records.ts'
 
-/** What steps need from the runtime. */
-export interface StepHost {
-  store: RunStore
-  /** What steps are timed by, and sleeps and token deadlines reckoned from. */
-  clock: Clock
-  /** Starts a child run (validation applies, as for any payload-bearing path). */
-  trigger(name: string, payload: unknown, opts: TriggerOptions): Promise<RunRecord>
-  /** Called before every in-process durable wait; logs the one-time note. */
-  noteLocalWait(): void
-  /** The runtime's logger, for the warning about recorded steps a replay did not reach. */
-  logger: Logger
-  /** The largest input, result and step output, in bytes of UTF-8 JSON (`maxPayloadBytes`). */
-  maxPayloadBytes: number
-  /** Told of each entry a run logs with `ctx.log` (and keeps): printed by `svc dev`, exported by telemetry. */
-  runLog?: (taskName: string, runId: string, entry: RunLogEntry) => void
-  /** Runs the function of each `ctx.step.run` (step-calls.ts): under `svcjs/testing`, its mock, counted. */
-  callStep?: StepCalls
-  /** Makes callback URLs (callbacks.ts); without it, `createCallback` throws. */
-  callbacks?: CallbackSigner
-}
-
-/** The timing fields of a step that began at `began` and ended at `ended` (ms since the epoch). */
-export function stepTiming(began: number, ended: number): { startedAt: string; durationMs: number } {
-  return { startedAt: new Date(began).toISOString(), durationMs: Math.max(0, ended - began) }
-}
+export { type StepHost, stepTiming } from './step-records.ts'
 
 /** The step kind a waitpoint stands for: the kind its step is recorded with once the wait is met. */
 export function waitedStepKind(waitpoint: Waitpoint): StepKind {
@@ -85,22 +52,28 @@ export function waitedStepKind(waitpoint: Waitpoint): StepKind {
 
 export function createStepApi(inv: Invocation, host: StepHost): StepApi {
   const api: StepApi = {
-    async run<T>(key: string, fn: (step: StepInfo) => T | Promise<T>): Promise<T> {
+    async run<T>(key: string, fn: (step: StepInfo) => T | Promise<T>, opts?: StepRunOptions<T>): Promise<T> {
       const recorded = begin(inv, key, 'run', 'run')
-      if (recorded) return recorded.output as T
+      const undo = undoOf(key, opts)
+      if (recorded) {
+        if (undo) noteCompensation(inv, key, recorded.output, undo as Compensation['undo'])
+        return recorded.output as T
+      }
       if (typeof fn !== 'function') {
         throw new TypeError(`ctx.step.run("${key}", fn): fn must be a function (got ${describe(fn)})`)
       }
       const began = host.clock.now()
-      const step: StepInfo = { key, attempt: inv.attempt, idempotencyKey: stepIdempotencyKey(inv.runId, key) }
-      const output = await runStep(inv, key, 'run', () => fn(step))
+      const info: StepInfo = { key, attempt: inv.attempt, idempotencyKey: stepIdempotencyKey(inv.runId, key) }
+      const output = await runStep(inv, key, 'run', () => fn(info))
       assertPayload(
         output,
         host.maxPayloadBytes,
         `ctx.step.run("${key}") returned a value that cannot be stored as JSON`,
         `ctx.step.run("${key}") returned`,
       )
-      await record(inv, host, key, 'run', output === undefined ? { status: 'completed' } : { status: 'completed', output }, began)
+      const step = output === undefined ? { status: 'completed' as const } : { status: 'completed' as const, output }
+      await record(inv, host, key, 'run', undo ? { ...step, compensable: true } : step, began)
+      if (undo) noteCompensation(inv, key, output, undo as Compensation['undo'])
       return output
     },
 
@@ -160,7 +133,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       checkEnqueueOptions(opts, `ctx.step.waitForTask("${key}")`)
       const began = host.clock.now()
       const child = await stored(inv, host.trigger(task, payload, childOptions(inv, key, opts, 'child')))
-      if (child.status === 'completed' || child.status === 'failed') {
+      if (child.status === 'completed' || child.status === 'failed' || child.status === 'compensation_failed') {
         const output = childRunResult(child)
         await record(inv, host, key, 'waitForTask', { status: 'completed', output }, began)
         return output as ChildRunResult<never>
@@ -211,29 +184,6 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
 }
 
 /**
- * Runs a step's function (`ctx.step.run`, `ctx.step.transaction`) in its
- * span, counted as running (`ctx.stream` and `ctx.log` tell its calls from
- * the handler's).
- */
-async function runStep<T>(inv: Invocation, key: string, kind: 'run' | 'transaction', fn: () => T | Promise<T>): Promise<Awaited<T>> {
-  const span = inv.span?.step(key, kind)
-  inv.stepsRunning++
-  inv.running = inv.stepsRunning === 1 ? key : undefined
-  let output: Awaited<T>
-  try {
-    output = await (span === undefined ? fn() : span.run(fn))
-  } catch (error) {
-    span?.end(error)
-    inv.thrown = { key, error }
-    throw error
-  } finally {
-    if (--inv.stepsRunning === 0) inv.running = undefined
-  }
-  span?.end()
-  return output
-}
-
-/**
  * `ctx.patched(id)` (`deprecated`: `ctx.deprecatePatch(id)`), docs/tasks.md
  * "Changing a task under running runs". Whether this run takes the new
  * branch of patch `id`, recorded as a step (`patch:<id>`) so the answer never
@@ -266,73 +216,6 @@ export async function patched(inv: Invocation, host: StepHost, id: string, depre
 /** The step key a patch's answer is recorded under. */
 export function patchKey(id: string): string {
   return `patch:${id}`
-}
-
-function recordedCount(inv: Invocation): number {
-  let count = 0
-  for (const key in inv.steps) if (Object.hasOwn(inv.steps, key)) count++
-  return count
-}
-
-/**
- * Common prologue of every step: checks the key, stops a handler that
- * carries on after a suspension, a divergence or the end of its attempt,
- * refuses a key already used in this invocation (`DuplicateStepKeyError`),
- * and returns the recorded result, if any, once its kind matches the call.
- */
-function begin(inv: Invocation, key: string, call: string, kind: StepKind): StepRecord | undefined {
-  if (typeof key !== 'string' || key === '') {
-    throw new TypeError(`ctx.step.${call}(key, …): key must be a non-empty string (got ${describe(key)})`)
-  }
-  if (inv.closed !== undefined) {
-    throw new Error(
-      `ctx.step.${call}("${key}") was called after attempt ${inv.attempt} of task "${inv.taskName}" ${inv.closed}; the step did not run`,
-    )
-  }
-  const seen = (inv.seen ??= new Set())
-  const used = seen.size
-  if (seen.add(key).size === used) throw new DuplicateStepKeyError(key)
-  // A handler that caught the signal and went on must not make progress
-  // while the run is suspended: every later step unwinds it again.
-  if (inv.suspension) throw inv.suspension
-  if (inv.mismatch) throw inv.mismatch
-  if (inv.interruption) throw inv.interruption
-  const recorded = inv.steps[key]
-  // One lookup for a key never recorded; an inherited property is none.
-  if (recorded === undefined || !Object.hasOwn(inv.steps, key)) return undefined
-  inv.met++
-  inv.span?.replayed(key, recorded.kind)
-  // A record without a kind was written before kinds were kept: it matches any call.
-  if (recorded.kind !== undefined && recorded.kind !== kind) throw (inv.mismatch = new StepMismatchError(key, recorded.kind, call))
-  // The handler gets an output of its own, as on the first run: one it
-  // changes must not change the record a later replay reads (a store that
-  // keeps records in memory hands out the same output to every reader).
-  const output = recorded.output
-  return output !== null && typeof output === 'object' ? { ...recorded, output: jsonCopy(output) } : recorded
-}
-
-/** Records step `key`, which began at `began` (ms since the epoch) and ends now. */
-async function record(inv: Invocation, host: StepHost, key: string, kind: StepKind, step: StepRecord, began: number): Promise<void> {
-  if (inv.closed !== undefined) {
-    // The attempt ended (timed out, typically) while the step ran: its output
-    // is dropped and the step runs again on the next attempt: only a live
-    // attempt records, so a late write cannot race the retry's own.
-    throw new Error(
-      `Step "${key}" finished after attempt ${inv.attempt} of task "${inv.taskName}" ${inv.closed}; its output was not recorded`,
-    )
-  }
-  await stored(inv, host.store.saveStep(inv.runId, key, { ...step, kind, ...stepTiming(began, host.clock.now()) }))
-}
-
-/**
- * `work`, a call a step makes to the store (or the trigger of a child): a
- * store that cannot serve it interrupts the attempt (`Invocation.interruption`).
- */
-function stored<T>(inv: Invocation, work: Promise<T>): Promise<T> {
-  return work.catch((error: unknown) => {
-    if (error instanceof StoreUnavailableError) inv.interruption ??= error
-    throw error
-  })
 }
 
 async function sleepTo(inv: Invocation, host: StepHost, key: string, until: number): Promise<void> {

@@ -35,3 +35,22 @@ export class SuspendSignal {
 export function isSuspension(value: unknown): value is SuspendSignal {
   return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true
 }
+
+const REPLAY_END: unique symbol = Symbol.for('svc.task.replayEnd')
+
+/**
+ * What ends the replay of a run that compensates (compensations.ts): the
+ * first step it did not record unwinds the handler with it. Not an
+ * `Error`, like the suspend signal, and recognized the same way.
+ */
+export class ReplayEnd {
+  readonly stepKey: string
+  readonly [REPLAY_END] = true
+  constructor(stepKey: string) {
+    this.stepKey = stepKey
+  }
+
+  toString(): string {
+    return `ReplayEnd: the run compensates, and its replay ended at step "${this.stepKey}", which it did not record; rethrow it, do not catch it`
+  }
+}

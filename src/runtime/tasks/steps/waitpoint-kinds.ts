@@ -33,7 +33,7 @@ export const WAITPOINT_TYPES = Object.keys(WAITPOINT_KINDS) as Waitpoint['type']
 export type WaitStepKind = (typeof WAITPOINT_KINDS)[Waitpoint['type']]['step']
 
 /** The step kinds that record no wait: the calls that never suspend a run. */
-export const PLAIN_STEP_KINDS = ['run', 'transaction', 'enqueue', 'patch'] as const satisfies readonly StepKind[]
+export const PLAIN_STEP_KINDS = ['run', 'transaction', 'enqueue', 'patch', 'compensation'] as const satisfies readonly StepKind[]
 
 /** Every step kind, the waits' and the others: a `StepKind` in neither list fails to compile below. */
 export const STEP_KINDS: readonly StepKind[] = /* @__PURE__ */ (PLAIN_STEP_KINDS as readonly StepKind[]).concat(

@@ -373,7 +373,9 @@ export class Waitpoints {
         const failed = await expireRun(this.#store, this.#clock, timer.runId, (next) => this.arm(next))
         if (!failed) return
         await this.dropRun(failed.id)
-        this.#expired(failed)
+        // Past its deadline with steps to undo: it runs its compensations.
+        if (failed.status === 'running') this.#dispatch(failed)
+        else this.#expired(failed)
         return
       }
       case 'schedule':

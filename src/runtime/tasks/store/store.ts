@@ -44,7 +44,7 @@ export const EVENT_RETENTION_MS = 24 * 60 * 60 * 1000
 export const EVENT_PRUNE_BATCH = 100
 
 /** Statuses in which a run is over; it never changes status again. */
-export const FINISHED_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled']
+export const FINISHED_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'compensation_failed']
 
 /** Statuses in which a run is live: it may still run, and is never evicted. */
 export const LIVE_STATUSES: readonly RunStatus[] = ['scheduled', 'queued', 'running', 'suspended']
