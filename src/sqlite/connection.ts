@@ -25,6 +25,7 @@ import { tokenSql } from '../runtime/tasks/sql/tokens.ts'
 import type { RunRecord, RunStatus } from '../types.ts'
 import { HELD } from './fences.ts'
 import { storeError } from './errors.ts'
+import { PendingTags } from './pending-tags.ts'
 import { GroupCommit } from './group-commit.ts'
 import { type CachedRun, RowCache } from './row-cache.ts'
 
@@ -77,6 +78,8 @@ export class SqliteConnection {
    * the bound hold (they read committed state).
    */
   evictAtCommit = false
+  /** The tag rows of the runs the open batch inserted, written right before its COMMIT (pending-tags.ts). */
+  readonly tags = new PendingTags()
   readonly #busyTimeoutMs: number
   #db: DatabaseSync | undefined
   readonly #statements = new Map<string, StatementSync>()
@@ -93,8 +96,12 @@ export class SqliteConnection {
     this.batch = new GroupCommit(db, path, {
       error: (error) => this.error(error),
       begin: () => this.checkRows(),
+      savepoint: () => this.tags.savepoint(),
+      undone: () => this.tags.undo(),
       commit: () => {
         this.listener?.beforeCommit()
+        // Before eviction, whose delete trigger takes the rows of the runs it removes.
+        this.tags.write((text) => this.sql(text))
         if (!this.evictAtCommit) return
         this.evictAtCommit = false
         this.#evict()
@@ -104,6 +111,7 @@ export class SqliteConnection {
         if (ok) return
         // Rolled back: the cached rows and the counts may hold its writes.
         this.evictAtCommit = false
+        this.tags.clear()
         this.#counts = undefined
         this.#rows.clear()
       },

@@ -87,6 +87,10 @@ export interface BatchHooks {
   end(ok: boolean): void
   /** The error a write or a read rejects with, for `error` it threw. */
   error(error: unknown): unknown
+  /** Runs once a write took its savepoint. */
+  savepoint?(): void
+  /** Runs once a write was undone to its savepoint. */
+  undone?(): void
 }
 
 type Statement = 'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'undo'
@@ -203,7 +207,10 @@ export class GroupCommit {
       if (this.#open && this.#lost())
         this.#abandon(new Error('SQLite ended the transaction of a batch before its commit: none of its writes was kept'))
       if (!this.#open) this.#begin()
-      if (savepoint) this.#statements.savepoint.run()
+      if (savepoint) {
+        this.#statements.savepoint.run()
+        this.#hooks.savepoint?.()
+      }
       return undefined
     } catch (error) {
       return Promise.reject(this.#hooks.error(error))
@@ -322,6 +329,7 @@ export class GroupCommit {
       try {
         this.#statements.undo.run()
         this.#statements.release.run()
+        this.#hooks.undone?.()
         return
       } catch {
         // The savepoint went with the transaction: the batch is lost, below.

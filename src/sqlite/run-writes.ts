@@ -13,7 +13,7 @@ import { rowText, wholeText } from '../runtime/tasks/sql/record-text.ts'
 import type { Attempt, RunRecord, RunStatus, StepRecord } from '../types.ts'
 import type { SqliteConnection } from './connection.ts'
 import { WHERE } from './connection.ts'
-import { METADATA_WRITES, metadataChange, tagRows } from '../runtime/tasks/sql/search.ts'
+import { METADATA_WRITES, metadataChange } from '../runtime/tasks/sql/search.ts'
 import { UPDATE_RUN_FENCED, UPDATE_RUN_RECORD_FENCED, UPSERT_STEP_FENCED } from './fences.ts'
 import { LEASE_ON_CREATE, PROVISIONAL_LEASE } from './leases.ts'
 import { INSERT_RUN_OWNED, UPDATE_RUN_CANCELLED, UPDATE_RUN_CLAIMED, UPDATE_RUN_OWNED } from './owners.ts'
@@ -68,8 +68,8 @@ export function insertRun(conn: SqliteConnection, run: RunRecord, leaseOwner?: s
     throw error
   }
   const seq = Number(inserted.lastInsertRowid)
-  // Its tag rows (search.ts): a second statement, so a tagged run's write has a savepoint (store.ts).
-  for (const rows of tagRows(run.tags, seq)) conn.sql(rows.text).run(...rows.params)
+  // Its tag rows (search.ts), written with the batch's others right before its COMMIT (pending-tags.ts).
+  conn.tags.add(run.tags, seq)
   for (const key in stored.steps) conn.sql(UPSERT_STEP).run(seq, key, JSON.stringify(stored.steps[key]))
   if (owner !== null) madeRunning(conn, run.id, seq, 1, leaseOwner)
   conn.cache(run.id, seq, finishSeq, live ? stored : undefined, live ? record : wholeText(stored, record))

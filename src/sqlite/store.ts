@@ -211,8 +211,8 @@ export class SqliteRunStore implements RunStore, StoreLifecycle {
 
   // Not async, nor updateRun: every run calls both, and neither throws before its write's promise.
   createRun(run: RunRecord, leaseOwner?: string): Promise<RunRecord> {
-    // One INSERT, unless it also writes steps, tag rows or a lease.
-    const oneChange = !hasSteps(run) && run.tags === undefined && (this.#conn.leaseMs === undefined || run.status !== 'running')
+    // One INSERT, unless it also writes steps or a lease (tag rows come at the batch's commit).
+    const oneChange = !hasSteps(run) && (this.#conn.leaseMs === undefined || run.status !== 'running')
     return this.#conn.write(() => insertRun(this.#conn, run, leaseOwner), oneChange)
   }
 

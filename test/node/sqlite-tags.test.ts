@@ -5,7 +5,9 @@
 import { DatabaseSync } from 'node:sqlite'
 import { describe, expect, it } from 'vitest'
 import { migrateSchema } from '../../src/runtime/tasks/sql/migrations.ts'
-import { fileDriver } from '../../src/sqlite/database.ts'
+import { fileDriver, openDatabase } from '../../src/sqlite/database.ts'
+import { GroupCommit } from '../../src/sqlite/group-commit.ts'
+import { PendingTags } from '../../src/sqlite/pending-tags.ts'
 import { makeRun } from '../tasks/store-contract.ts'
 import { sqliteFiles } from './_sqlite-files.ts'
 
@@ -47,6 +49,48 @@ describe('SqliteRunStore tags', () => {
     expect(ids(await s.listRuns({ tags: ['tenant:b'] }))).toEqual([third.id])
     await s.close()
     expect(tagRows(path)).toEqual([`tenant:b ${third.id}`])
+  })
+
+  it('writes the tag rows of a batch at its commit, and none of a write undone to its savepoint or a batch rolled back', async () => {
+    const path = dbFile()
+    const db = openDatabase(path, 1000, 'test')
+    const tags = new PendingTags()
+    let failCommit = false
+    const batch = new GroupCommit(db, path, {
+      begin() {},
+      commit() {
+        tags.write((text) => db.prepare(text))
+        if (failCommit) throw new Error('the commit failed')
+      },
+      end: (ok) => {
+        if (!ok) tags.clear()
+      },
+      error: (error) => error,
+      savepoint: () => tags.savepoint(),
+      undone: () => tags.undo(),
+    })
+    const insert = db.prepare('INSERT INTO svc_runs (id, task_name, status, record, created_at) VALUES (?, ?, ?, ?, ?) RETURNING seq')
+    const tagged = (id: string, names: string[]) => {
+      const { seq } = insert.get(id, 'report', 'running', JSON.stringify({ id, tags: names }), '2025-01-01') as { seq: number }
+      tags.add(names, seq)
+    }
+    const kept = batch.write(() => tagged('a', ['tenant:a', 'plan:pro']))
+    // Inserted, then undone: its row and its tags go back, the first write's stay.
+    const undone = batch.write(() => {
+      tagged('b', ['tenant:b'])
+      throw new Error('undo this write')
+    })
+    const also = batch.write(() => tagged('c', ['tenant:a']), true)
+    await expect(undone).rejects.toThrow('undo this write')
+    await Promise.all([kept, also])
+    expect(tagRows(path)).toEqual(['plan:pro a', 'tenant:a a', 'tenant:a c'])
+    // A batch whose commit fails keeps none of its tag rows, nor lets them into the next batch.
+    failCommit = true
+    await expect(batch.write(() => tagged('d', ['tenant:d']))).rejects.toThrow('the commit failed')
+    failCommit = false
+    await batch.write(() => tagged('e', ['tenant:e']))
+    db.close()
+    expect(tagRows(path)).toEqual(['plan:pro a', 'tenant:a a', 'tenant:a c', 'tenant:e e'])
   })
 
   it('a file of schema version 15 with tagged runs migrates, and finds its runs and new ones by tag', async () => {

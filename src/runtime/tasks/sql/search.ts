@@ -7,10 +7,11 @@
  *   metadata key holding a string, number or boolean a row of
  *   `svc_run_metadata` with the value's text. A run's tags never change,
  *   so its tag rows are written once, by the store that inserts the run,
- *   in the same write (`tagRows`): since version 16, as an insert trigger
- *   on `svc_runs` and an index of the rows by run cost a tagged run twice
- *   the time of its insert, where the store's own insert of the same rows
- *   costs a third of that. Metadata rows come in by a trigger on insert,
+ *   in the same transaction: the Durable Object's store in the run's own
+ *   write (`tagRows`), a SQLite file's store for the whole batch right
+ *   before its COMMIT (`tagRowStatements`, src/sqlite/pending-tags.ts).
+ *   Since version 16: an insert trigger on `svc_runs` and an index of the
+ *   rows by run cost a tagged run twice the time of its insert. Metadata rows come in by a trigger on insert,
  *   and a run's metadata changes only through `updateRun` with `metadata`
  *   in its patch, which rewrites the run's metadata rows itself
  *   (`METADATA_WRITES`): a trigger on every update of a run cost SQLite a
@@ -85,23 +86,39 @@ CREATE TRIGGER IF NOT EXISTS svc_runs_tags_delete AFTER DELETE ON svc_runs WHEN 
 CREATE TRIGGER IF NOT EXISTS svc_runs_metadata_delete AFTER DELETE ON svc_runs WHEN ${HAS_METADATA('OLD')} BEGIN DELETE FROM svc_run_metadata WHERE run_seq = OLD.seq; END;
 `
 
-// One statement a run, whatever its number of tags: a statement for each
-// count, made once.
+// A statement for each count of rows up to TAG_ROWS_A_STATEMENT, made once.
 const insertTags: string[] = []
 const insertTagsText = (count: number) =>
   (insertTags[count] ??= `INSERT OR IGNORE INTO svc_run_tags (tag, run_seq) VALUES ${Array(count).fill('(?, ?)').join(', ')}`)
 
-/**
- * The statements that write the tag rows of the run inserted as `seq`,
- * with their parameters, for the store to run in the write that inserts
- * it: none for a run without tags, else one. Only strings are tags, and a
- * tag given twice is one row.
- */
-export function tagRows(tags: readonly unknown[] | undefined, seq: number): { text: string; params: (string | number)[] }[] {
-  if (tags === undefined || tags.length === 0) return []
-  const params: (string | number)[] = []
+/** The most tag rows one statement writes. */
+const TAG_ROWS_A_STATEMENT = 64
+
+/** Adds the tag rows of the run inserted as `seq` to `params`, as pairs: only strings are tags. */
+export function pushTagRows(tags: readonly unknown[] | undefined, seq: number, params: (string | number)[]): void {
+  if (tags === undefined) return
   for (const tag of tags) if (typeof tag === 'string') params.push(tag, seq)
-  return params.length === 0 ? [] : [{ text: insertTagsText(params.length / 2), params }]
+}
+
+/**
+ * The statements that write the tag rows `params` holds (pairs of
+ * `pushTagRows`), with their parameters: none for none, one for each
+ * `TAG_ROWS_A_STATEMENT` rows. A tag given twice is one row.
+ */
+export function tagRowStatements(params: readonly (string | number)[]): { text: string; params: (string | number)[] }[] {
+  const statements: { text: string; params: (string | number)[] }[] = []
+  for (let at = 0; at < params.length; at += TAG_ROWS_A_STATEMENT * 2) {
+    const part = params.slice(at, at + TAG_ROWS_A_STATEMENT * 2)
+    statements.push({ text: insertTagsText(part.length / 2), params: part })
+  }
+  return statements
+}
+
+/** The statements that write the tag rows of the run inserted as `seq`, for a store that writes them with the run. */
+export function tagRows(tags: readonly unknown[] | undefined, seq: number): { text: string; params: (string | number)[] }[] {
+  const params: (string | number)[] = []
+  pushTagRows(tags, seq, params)
+  return tagRowStatements(params)
 }
 
 /** Adds the conditions of `query`'s search fields to `where`, with their parameters. */
