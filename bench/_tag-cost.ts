@@ -1,7 +1,8 @@
 /**
  * What tags cost a trigger, for bench/store.ts (`--only search`): no-op
  * runs/s of runs triggered with three tags ÷ the same runs without, on a
- * fresh store each, in rounds that alternate the two, medians printed. The
+ * fresh store each, in seven rounds that alternate the two (a shared
+ * machine's noise moved three rounds' ratio by a fifth), medians printed. The
  * tags are written with the run, a row each (SQLite: by the store, in the
  * run's write; Postgres: by the statement that inserts the run). Goal: the
  * untagged rate at most TAG_COST_GOAL × the tagged one.
@@ -12,7 +13,7 @@ import { type OpenStore, RUNS, withRuntime } from './_store-svc.ts'
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 
 export const TAG_COST_GOAL = 1.1
-const ROUNDS = 3
+const ROUNDS = 7
 const TAGS = ['tenant:7', 'plan:pro', 'region:eu']
 
 export interface TagCost {
