@@ -197,7 +197,7 @@ export async function measureSearchPostgres(url: string): Promise<SearchFigures>
   try {
     await store.ready()
     const fillMs = await fill(store)
-    await sql`ANALYZE ${sql(schema)}.runs, ${sql(schema)}.run_tags`
+    await sql`ANALYZE ${sql(schema)}.runs, ${sql(schema)}.run_tag_sets`
     // The statement run-reads.ts's listRuns sends, for its plan.
     const explain = async (query: RunQuery) => {
       const statuses = query.status === undefined ? null : typeof query.status === 'string' ? [query.status] : [...query.status]

@@ -3,8 +3,9 @@
  * runs/s of runs triggered with three tags ÷ the same runs without, on a
  * fresh store each, in seven rounds that alternate the two (a shared
  * machine's noise moved three rounds' ratio by a fifth), medians printed. The
- * tags are written with the run, a row each (SQLite: by the store, in the
- * run's write; Postgres: by the statement that inserts the run). Goal: the
+ * tags are written with the run, a row each (SQLite: by the store, with
+ * its batch's other runs' right before the batch commits; Postgres: by the
+ * statement that inserts the run). Goal: the
  * untagged rate at most TAG_COST_GOAL × the tagged one.
  */
 import { throughput } from './_store-measure.ts'

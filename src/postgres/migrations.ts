@@ -11,7 +11,7 @@
  */
 import { inTransaction } from './transaction.ts'
 import { fnv1a } from '../runtime/hash.ts'
-import { RUN_TAGS_TABLE } from './run-tags.ts'
+import { RUN_TAG_SETS_TABLE, RUN_TAGS_TABLE } from './run-tags.ts'
 import { SIGNALS_TABLE } from './signal-table.ts'
 import type { Sql } from 'postgres'
 
@@ -360,9 +360,8 @@ const MIGRATIONS: readonly string[] = [
     END IF;
   END $do$;
   `,
-  // Run tags as rows of their own, written once with the run (run-tags.ts).
-  RUN_TAGS_TABLE,
-  SIGNALS_TABLE,
+  // Run tags as rows of their own (18); signals (19); a run's tags as one row (20).
+  ...[RUN_TAGS_TABLE, SIGNALS_TABLE, RUN_TAG_SETS_TABLE],
 ]
 
 /** The schema version this release writes. */

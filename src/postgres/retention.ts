@@ -19,7 +19,7 @@ export async function pruneFinished(sql: Sql, schema: string, taskName: string, 
       ) first_finished
       WHERE (record ->> 'finishedAt')::timestamptz < ${before}::timestamptz
     ), deleted AS (
-      DELETE FROM ${runs}.runs WHERE id IN (SELECT id FROM expired) AND finished_seq IS NOT NULL RETURNING id, seq, record->'tags' AS tags
+      DELETE FROM ${runs}.runs WHERE id IN (SELECT id FROM expired) AND finished_seq IS NOT NULL RETURNING id, seq
     ), tags AS (${deleteTagRows(sql, schema, sql`deleted`)}
     ), tokens AS (
       DELETE FROM ${runs}.tokens WHERE run_id IN (SELECT id FROM deleted)

@@ -23,7 +23,7 @@
  * - a delayed run gets its delay timer, and a run given with steps their
  *   rows, in the same statement (a process that dies right after the
  *   insert leaves a run that any process starts when it is due);
- * - a run's tags are rows of `run_tags`, inserted with it (run-tags.ts);
+ * - a run's tags are a row of `run_tag_sets`, inserted with it (run-tags.ts);
  * - the runs that finished longest ago are evicted past the bound (with
  *   their tokens and tag rows, and their steps through the foreign key),
  *   from where the last eviction ended (eviction-floor.ts), answering where
@@ -172,7 +172,7 @@ export function insertRunsPg(
         SELECT id FROM ${runs}.runs WHERE finished_seq > ${evictFrom}::bigint ORDER BY finished_seq
         LIMIT greatest((SELECT total FROM counts) + (SELECT count(*) FROM inserted) - ${maxRuns}, 0)
       )
-      RETURNING id, seq, finished_seq, record->'tags' AS tags
+      RETURNING id, seq, finished_seq
     ), evicted_tags AS (${deleteTagRows(sql, schema, sql`evicted`)}
     ), evicted_tokens AS (
       DELETE FROM ${runs}.tokens WHERE run_id IN (SELECT id FROM evicted)

@@ -1,19 +1,19 @@
 /**
  * `PostgresRunStore`'s conditions for the search fields of `RunQuery`
  * (`tags`, `metadata`, `from`, `to`, as store/run-search.ts defines them),
- * each written as an index reads it (migrations.ts): a tag by the rows of
- * `run_tags` (schema version 18, run-tags.ts), containment (`@>`) on the
+ * each written as an index reads it (migrations.ts): the tags by
+ * containment in `run_tag_sets` (schema version 20, run-tags.ts), containment (`@>`) on the
  * record's `metadata` beside the partial index's own condition (version
  * 17), and the creation time in "C" order.
  */
 import type { Fragment, Sql } from 'postgres'
 import type { RunQuery } from '../runtime/tasks/store/store.ts'
-import { hasTag } from './run-tags.ts'
+import { hasTags } from './run-tags.ts'
 
 /** The search conditions of `query` on the runs of `schema`, each starting with AND; empty when it asks for none. */
 export function searchConditions(sql: Sql, schema: string, query: RunQuery): Fragment {
   let conditions = sql``
-  for (const tag of query.tags ?? []) conditions = sql`${conditions} ${hasTag(sql, schema, tag)}`
+  if (query.tags !== undefined && query.tags.length > 0) conditions = sql`${conditions} ${hasTags(sql, schema, query.tags)}`
   if (query.metadata !== undefined && Object.keys(query.metadata).length > 0) {
     conditions = sql`${conditions} AND record ? 'metadata'`
     for (const key in query.metadata) {

@@ -122,15 +122,16 @@ async function tables(schema: string) {
   return { steps: steps.map((row) => ({ ...row })), runs: runs.map((row) => ({ ...row })) }
 }
 
-/** The rows of a schema's run_tags table, as `tag id`, by run then tag. */
+/** The tags a schema's run_tag_sets table holds, as `tag id`, by run then tag. */
 async function tagRows(schema: string): Promise<string[]> {
   const rows = await admin.unsafe<{ tag: string; id: string | null }[]>(
-    `SELECT t.tag, r.id FROM ${schema}.run_tags t LEFT JOIN ${schema}.runs r ON r.seq = t.run_seq ORDER BY t.run_seq, t.tag`,
+    `SELECT held.tag, r.id FROM ${schema}.run_tag_sets t CROSS JOIN unnest(t.tags) AS held(tag)
+     LEFT JOIN ${schema}.runs r ON r.seq = t.run_seq ORDER BY t.run_seq, held.tag`,
   )
   return rows.map((row) => `${row.tag} ${row.id}`)
 }
 
-describe("PostgresRunStore: a run's tags as rows of their own", () => {
+describe("PostgresRunStore: a run's tags as a row of their own", () => {
   it('writes a row per tag with the run, and none for a run without tags', async () => {
     const s = store()
     const tagged = await s.createRun(makeRun({ tags: ['tenant:a', 'plan:pro', 'tenant:a'] }))
@@ -246,7 +247,7 @@ describe('PostgresRunStore migrations', () => {
       'migrations',
       'processes',
       'run_counts',
-      'run_tags',
+      'run_tag_sets',
       'runs',
       'schedules',
       'signals',
