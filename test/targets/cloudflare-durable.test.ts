@@ -375,6 +375,14 @@ describe('durable runs on cloudflare: the SvcTasks Durable Object', () => {
     expect((await admin(`/__tasks/runs/${id}/signals`, { method: 'GET' })).body.signals).toHaveLength(2)
   })
 
+  it('undoes the completed steps of a run in the object that failed for good', async () => {
+    const started = await admin('/__tasks/jobs.trip', { body: {} })
+    expect(await waitForStatus(started.body.id, 'failed')).toMatchObject({
+      compensation: { reason: 'failed', status: 'completed', error: 'no cars left' },
+      steps: { 'compensate:flight': { kind: 'compensation', output: 'cancelled F1' } },
+    })
+  })
+
   it('lists runs newest first with filters and a cursor, and replays one with the same input', async () => {
     const first = await admin('/__tasks/jobs.flaky', { body: { notify: notify.url, failures: 0 } })
     const second = await admin('/__tasks/jobs.flaky', { body: { notify: notify.url, failures: 0 } })
