@@ -286,7 +286,7 @@ export class PostgresRunStore implements RunStore, StoreLifecycle {
     return this.#conn.run((sql) => deleteSchedulePg(sql, this.schema, id))
   }
 
-  /** Signals: see `SignalStore`; the statements are in signals.ts. */
+  /** Signals: see `RunStore.putSignal`; the statements are in signals.ts. */
   putSignal(signal: SignalRecord, maxWaiting: number): Promise<{ signal: SignalRecord; kept: boolean } | 'full'> {
     return putSignalPg(this.#conn, signal, maxWaiting)
   }

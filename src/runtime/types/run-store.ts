@@ -306,10 +306,25 @@ export interface RunStore {
   listSchedules?: ScheduleStore['listSchedules']
   deleteSchedule?: ScheduleStore['deleteSchedule']
 
-  /** Signals (types/signals.ts): a store that keeps them has all three. */
-  putSignal?: SignalStore['putSignal']
-  takeSignal?: SignalStore['takeSignal']
-  listSignals?: SignalStore['listSignals']
+  /**
+   * Signals (types/signals.ts), which a store that keeps them has all three
+   * of. `putSignal` keeps `signal` unless its run holds one with its id, and
+   * resolves to the signal held and whether this call kept it, or to
+   * `'full'`, keeping nothing, when the run holds `maxWaiting` signals no
+   * wait took; atomic, like `createRun`.
+   */
+  putSignal?(signal: SignalRecord, maxWaiting: number): Promise<{ signal: SignalRecord; kept: boolean } | 'full'>
+  /**
+   * When token `tokenId` (a `waitForSignal`'s, of kind `'signal'`) is
+   * waiting and its run holds a signal named `name` that no wait took,
+   * settles the token with the oldest such signal (`completed`, its payload
+   * the `ReceivedSignal`) and marks the signal taken by it, in one atomic
+   * step; resolves to the token as it ends up (`undefined`: no such token).
+   * So a signal is taken by one wait at most, and a timed-out wait takes none.
+   */
+  takeSignal?(tokenId: string, name: string): Promise<TokenRecord | undefined>
+  /** The signals run `runId` holds, oldest first. */
+  listSignals?(runId: string): Promise<SignalRecord[]>
 }
 
 /**
@@ -380,27 +395,4 @@ export interface StartedRuns {
   started: RunRecord[]
   /** When the rate limit frees a place for a run it blocked (ISO), and that run. */
   wake?: { at: string; runId: string }
-}
-
-/** What a run store keeps of signals; a store without these cannot carry them. */
-export interface SignalStore {
-  /**
-   * Keeps `signal` unless its run holds a signal with its id, and resolves
-   * to the signal held and whether this call kept it; resolves to `'full'`,
-   * keeping nothing, when the run holds `maxWaiting` signals no wait took.
-   * Atomic, like `createRun`: of processes racing with one id, one keeps it.
-   */
-  putSignal(signal: SignalRecord, maxWaiting: number): Promise<{ signal: SignalRecord; kept: boolean } | 'full'>
-  /**
-   * When token `tokenId` (a `waitForSignal`'s, of kind `'signal'`) is
-   * waiting and its run holds a signal named `name` that no wait took,
-   * settles the token with the oldest such signal (`completed`, its
-   * payload the `ReceivedSignal`) and marks the signal taken by it, in one
-   * atomic step; resolves to the token as it ends up, or `undefined` for
-   * an unknown token. So a signal is taken by one wait at most, and a wait
-   * that timed out takes none.
-   */
-  takeSignal(tokenId: string, name: string): Promise<TokenRecord | undefined>
-  /** The signals run `runId` holds, oldest first. */
-  listSignals(runId: string): Promise<SignalRecord[]>
 }

@@ -164,11 +164,10 @@ export interface RunRecord extends RunEnvelope {
   /** A run a runtime schedule started: the schedule's id and the tick (ISO 8601) the run stands for. */
   schedule?: { id: string; tick: string }
   /**
-   * Present once the run failed for good (or was cancelled with
-   * `{ compensate: true }`) with steps to undo: the compensations of its
-   * completed `ctx.step.run` steps run in reverse order, each recorded as
-   * a step `compensate:<key>` of kind `compensation` (docs/tasks.md
-   * "Compensation").
+   * Present once the run failed for good with steps to undo: the
+   * compensations of its completed `ctx.step.run` steps run in reverse
+   * order, each recorded as a step `compensate:<key>` of kind
+   * `compensation` (docs/tasks.md "Compensation").
    */
   compensation?: RunCompensation
   /** Runs started by `replay()`: the run whose task and input this one repeats. */
@@ -198,13 +197,13 @@ export interface RunRecord extends RunEnvelope {
   migrations?: RunMigration[]
 }
 
-/** The undoing of a run's completed steps (`RunRecord.compensation`). */
+/** The undoing of a run's completed steps (`RunRecord.compensation`, docs/tasks.md "Compensation"). */
 export interface RunCompensation {
-  /** Why: its attempts failed (retries spent, or its deadline passed), or it was cancelled. */
-  reason: 'failed' | 'cancelled'
+  /** Why: its attempts failed for good (retries spent, or its deadline passed). */
+  reason: 'failed'
   /** `running` until every compensation ran (`completed`), or one kept failing (`failed`: the run ends `compensation_failed`). */
   status: 'running' | 'completed' | 'failed'
-  /** The error the run failed with, or the cancel's. */
+  /** The error the run failed with. */
   error: string
   /** How many attempts of the compensations have failed. */
   failures: number

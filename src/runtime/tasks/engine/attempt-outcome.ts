@@ -81,7 +81,7 @@ export class OutcomeRecorder {
   finishRun(
     entry: WriteOwner,
     patch: {
-      status: 'completed' | 'failed' | 'cancelled' | 'compensation_failed'
+      status: 'completed' | 'failed' | 'compensation_failed'
       ok: boolean
       result?: unknown
       attempt?: Attempt
@@ -152,7 +152,7 @@ export class OutcomeRecorder {
 
   /**
    * The end of an attempt that compensated the run: every undo ran, and the
-   * run ends as it was to (`failed`, or `cancelled`); or one threw, and it
+   * run ends `failed`; or one threw, and it
    * is tried again with the task's backoff until its attempts are spent,
    * when the run ends `compensation_failed`.
    */
@@ -160,10 +160,9 @@ export class OutcomeRecorder {
     const run = await this.#store.getRun(entry.id)
     const started = run?.compensation
     if (run?.status !== 'running' || started === undefined) return
-    const status = started.reason === 'cancelled' ? ('cancelled' as const) : ('failed' as const)
     if (outcome.kind === 'compensated') {
       const compensation = { ...started, status: 'completed' as const }
-      this.announceEnd(entry, await this.finishRun(entry, { status, ok: false, compensation }), started.error)
+      this.announceEnd(entry, await this.finishRun(entry, { status: 'failed', ok: false, compensation }), started.error)
       return
     }
     const { attempt, error } = outcome

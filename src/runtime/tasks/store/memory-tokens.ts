@@ -6,7 +6,7 @@
  * its wait's token in the same turn, so nothing comes between them.
  * Edge-safe.
  */
-import type { SignalStore, TokenRecord } from '../../types/run-store.ts'
+import type { RunStore, TokenRecord } from '../../types/run-store.ts'
 import type { SignalRecord } from '../../types/signals.ts'
 import { type Clock, isoNowOf } from '../base/clock.ts'
 import { jsonCopy } from '../base/json-copy.ts'
@@ -14,6 +14,9 @@ import { jsonLength } from '../base/json.ts'
 import { TOKEN_BASE } from './run-size.ts'
 import { receivedSignal } from './signal-records.ts'
 import { settleTokenRecord } from './store.ts'
+
+/** The signal calls of a run store. */
+type SignalStore = Required<Pick<RunStore, 'putSignal' | 'takeSignal' | 'listSignals'>>
 
 export class MemoryTokens implements SignalStore {
   readonly #tokens = new Map<string, TokenRecord>()
