@@ -2,12 +2,11 @@
 // 202, the run still running past its wait) resumes its run once after a
 // restart: the request is kept, the run completes with it, and the step
 // that handed the URL out does not run again.
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { firstLineOf } from './_script.ts'
 import { afterAll, expect, it } from 'vitest'
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/callback-crash/server.ts', import.meta.url))
@@ -16,22 +15,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const [db, effects] = ['runs.db', 'effects.txt'].map((name) => join(dir, name))
 
 /** The child for `mode`, and its first line on stdout, parsed. */
-async function child(mode: 'start' | 'resume') {
-  const proc = spawn(process.execPath, [SCRIPT, db, effects, mode], { stdio: ['ignore', 'pipe', 'inherit'] })
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    proc.once('exit', (code, signal) => resolve({ code, signal })),
-  )
-  const [line] = await Promise.race([
-    createInterface({ input: proc.stdout })
-      [Symbol.asyncIterator]()
-      .next()
-      .then((next) => [next.value as string]),
-    exited.then((end) => {
-      throw new Error(`the ${mode} server ended first: ${JSON.stringify(end)}`)
-    }),
-  ])
-  return { proc, exited, first: JSON.parse(line) }
-}
+const child = (mode: 'start' | 'resume') => firstLineOf(SCRIPT, [db, effects, mode])
 
 it('resumes once, after a restart, the run whose callback was answered 202 just before a SIGKILL', async () => {
   const started = await child('start')

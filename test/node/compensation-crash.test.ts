@@ -1,12 +1,11 @@
 // A run killed (SIGKILL) while it undoes its steps finishes undoing them
 // after a restart: the undo that was cut off runs again, the one that had
 // ended does not, and no step of the run runs again.
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { firstLineOf } from './_script.ts'
 import { afterAll, expect, it } from 'vitest'
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/compensation-crash/server.ts', import.meta.url))
@@ -15,22 +14,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const files = ['runs.db', 'effects.txt'].map((name) => join(dir, name))
 
 /** The child for `mode`, and its first line on stdout, parsed. */
-async function child(mode: 'start' | 'resume') {
-  const proc = spawn(process.execPath, [SCRIPT, ...files, mode], { stdio: ['ignore', 'pipe', 'inherit'] })
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    proc.once('exit', (code, signal) => resolve({ code, signal })),
-  )
-  const [line] = await Promise.race([
-    createInterface({ input: proc.stdout })
-      [Symbol.asyncIterator]()
-      .next()
-      .then((next) => [next.value as string]),
-    exited.then((end) => {
-      throw new Error(`the ${mode} process ended first: ${JSON.stringify(end)}`)
-    }),
-  ])
-  return { proc, exited, first: JSON.parse(line) }
-}
+const child = (mode: 'start' | 'resume') => firstLineOf(SCRIPT, [...files, mode])
 
 it('finishes undoing a run after a SIGKILL cut its compensation midway, each undo done once', async () => {
   const started = await child('start')

@@ -3,12 +3,11 @@
 // waiting for it (and had resumed, still running past its wait), or to the
 // run that was busy before its wait and takes it when it gets there. The
 // step before the wait does not run again, and the signal is taken once.
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { firstLineOf } from './_script.ts'
 import { afterAll, describe, expect, it } from 'vitest'
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/signal-crash/server.ts', import.meta.url))
@@ -17,22 +16,7 @@ const dir = mkdtempSync(join(tmpdir(), 'svc-signal-crash-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 /** The child for `mode`, and its first line on stdout, parsed. */
-async function child(files: string[], mode: 'start' | 'resume', where: 'waiting' | 'busy') {
-  const proc = spawn(process.execPath, [SCRIPT, ...files, mode, where], { stdio: ['ignore', 'pipe', 'inherit'] })
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    proc.once('exit', (code, signal) => resolve({ code, signal })),
-  )
-  const [line] = await Promise.race([
-    createInterface({ input: proc.stdout })
-      [Symbol.asyncIterator]()
-      .next()
-      .then((next) => [next.value as string]),
-    exited.then((end) => {
-      throw new Error(`the ${mode} server ended first: ${JSON.stringify(end)}`)
-    }),
-  ])
-  return { proc, exited, first: JSON.parse(line) }
-}
+const child = (files: string[], mode: 'start' | 'resume', where: 'waiting' | 'busy') => firstLineOf(SCRIPT, [...files, mode, where])
 
 describe('a signal answered just before a SIGKILL', () => {
   for (const where of ['waiting', 'busy'] as const) {
