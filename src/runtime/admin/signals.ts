@@ -17,7 +17,7 @@ import type { TaskRuntime } from '../types.ts'
 import { jsonError, methodNotAllowed } from '../http/errors.ts'
 import type { ResponseClass } from '../http/types.ts'
 import { readJsonBody } from '../http/body.ts'
-import { signalIdProblem, signalNameProblem } from '../events/rules.ts'
+import { signalProblem } from '../events/rules.ts'
 
 export interface SignalRoutes {
   runtime: TaskRuntime
@@ -37,7 +37,7 @@ export async function sendSignalRoute(
   const { runtime, R, bodyLimit, json } = routes
   if (request.method !== 'POST') return methodNotAllowed(R, request.method, pathname, 'POST, OPTIONS')
   const id = request.headers.get('idempotency-key') ?? undefined
-  const problem = signalNameProblem(name) ?? (id === undefined ? null : signalIdProblem(id))
+  const problem = signalProblem(name, id)
   if (problem) return jsonError(R, 400, 'INVALID_SIGNAL', `${problem}${id === undefined ? '' : ' (the Idempotency-Key header is the id)'}`)
   const { value } = await readJsonBody(request, bodyLimit)
   return json(202, await runtime.sendSignal(runId, name, value, id === undefined ? undefined : { id }))

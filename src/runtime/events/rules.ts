@@ -47,6 +47,11 @@ export function signalIdProblem(value: unknown): string | null {
   return idProblem(value, 'a signal id')
 }
 
+/** Why a signal sent as `name`, with `id` when given, cannot be: the name's problem, else the id's; `null` when neither has one. */
+export function signalProblem(name: unknown, id: unknown): string | null {
+  return signalNameProblem(name) ?? (id === undefined ? null : signalIdProblem(id))
+}
+
 function idProblem(value: unknown, what: string): string | null {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what the rule keeps out.
   if (typeof value === 'string' && value.length > 0 && value.length <= MAX_EVENT_ID_LENGTH && !/[\u0000-\u001f\u007f]/.test(value)) {

@@ -5,7 +5,7 @@
  * `enqueue()` does (docs/tasks.md "Signals").
  */
 import { describe } from '../../describe.ts'
-import { signalIdProblem, signalNameProblem } from '../../events/rules.ts'
+import { signalProblem } from '../../events/rules.ts'
 import type { SendSignalOptions, SentSignal } from '../../types/signals.ts'
 import { getActiveTaskRuntime } from './active.ts'
 import { sendSignalOverHttp } from './client.ts'
@@ -23,7 +23,7 @@ export async function sendSignal(runId: string, name: string, data?: unknown, op
     throw new TypeError(`${call}: options must be an object such as { id } (got ${describe(options)})`)
   }
   // Checked here too, so a bad name fails before a request leaves.
-  const problem = signalNameProblem(name) ?? (options?.id === undefined ? null : signalIdProblem(options.id))
+  const problem = signalProblem(name, options?.id)
   if (problem) throw new TypeError(`${call}: ${problem}`)
   if (typeof runId !== 'string' || runId === '') throw new TypeError(`${call}: runId must be a run's id (got ${describe(runId)})`)
   return sendSignalOverHttp(runId, name, data, options)

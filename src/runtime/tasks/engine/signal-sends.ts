@@ -9,7 +9,7 @@
 import type { SendSignalOptions, SentSignal, SignalRecord } from '../../types/signals.ts'
 import { RunFinishedError, RunNotFoundError, TooManySignalsError } from '../../errors.ts'
 import { describe } from '../../describe.ts'
-import { signalIdProblem, signalNameProblem } from '../../events/rules.ts'
+import { signalProblem } from '../../events/rules.ts'
 import { type Clock, isoNowOf } from '../base/clock.ts'
 import { assertPayload } from '../store/payload-limit.ts'
 import { MAX_WAITING_SIGNALS } from '../store/signal-records.ts'
@@ -34,7 +34,7 @@ export async function sendSignal(
 ): Promise<SentSignal> {
   const call = `sendSignal(${describe(runId)}, ${describe(name)})`
   if (typeof runId !== 'string' || runId === '') throw new TypeError(`${call}: runId must be a run's id (got ${describe(runId)})`)
-  const problem = signalNameProblem(name) ?? (options?.id === undefined ? null : signalIdProblem(options.id))
+  const problem = signalProblem(name, options?.id)
   if (problem) throw new TypeError(`${call}: ${problem}`)
   // The data becomes the output of the step that takes it.
   assertPayload(data, parts.maxPayloadBytes, `${call}: the data cannot be stored as JSON`, `The data of signal "${name}" is`)

@@ -39,7 +39,7 @@ import { instantMs } from '../base/clock.ts'
 import { childOptions, childRunResult } from './child-waits.ts'
 import { SuspendSignal } from './suspend.ts'
 import { WAITPOINT_KINDS } from './waitpoint-kinds.ts'
-import type { Compensation, Invocation } from './invocation.ts'
+import type { Invocation } from './invocation.ts'
 import { noteCompensation, undoOf } from './compensations.ts'
 import { begin, record, recordedCount, runStep, type StepHost, stepTiming, stored } from './step-records.ts'
 
@@ -56,7 +56,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       const recorded = begin(inv, key, 'run', 'run')
       const undo = undoOf(key, opts)
       if (recorded) {
-        if (undo) noteCompensation(inv, key, recorded.output, undo as Compensation['undo'])
+        if (undo) noteCompensation(inv, key, recorded.output, undo)
         return recorded.output as T
       }
       if (typeof fn !== 'function') {
@@ -73,7 +73,7 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       )
       const step = output === undefined ? { status: 'completed' as const } : { status: 'completed' as const, output }
       await record(inv, host, key, 'run', undo ? { ...step, compensable: true } : step, began)
-      if (undo) noteCompensation(inv, key, output, undo as Compensation['undo'])
+      if (undo) noteCompensation(inv, key, output, undo)
       return output
     },
 
