@@ -40,6 +40,8 @@ export const ONE_OBJECT: ObjectsPart = (routes, stub, shards) => {
     completeToken: (tokenId, payload) => call('completeToken', tokenId, payload),
     sendSignal: (runId, name, data, options) => call('sendSignal', runId, name, data, options),
     listSignals: (runId) => call('listSignals', runId),
+    updateRun: (runId, name, data, options) => call('updateRun', runId, name, data, options) as Promise<never>,
+    listUpdates: (runId) => call('listUpdates', runId),
     sendEvent: (name, data, options) => call('sendEvent', name, data, options),
     sendEvents: (events) => call('sendEvents', events),
     listEvents: (query) => call('listEvents', query),

@@ -70,6 +70,8 @@ export const OBJECT_METHODS = [
   'completeToken',
   'sendSignal',
   'listSignals',
+  'updateRun',
+  'listUpdates',
   'sendEvent',
   'sendEvents',
   'listEvents',

@@ -7,7 +7,7 @@
  *   by flow key or task for flow control, by task and idempotency key, or,
  *   with neither, to the next shard in turn.
  * - `getRun`, `cancel`, `replay`, `wake`, `waitForRun`, `sendSignal`,
- *   `listSignals` and `completeToken` (whose token id begins with its
+ *   `listSignals`, `updateRun`, `listUpdates` and `completeToken` (whose token id begins with its
  *   run's id) go to the shard the run's id names
  *   (`runHolder`: each object stamps its shard into the ids it makes). An
  *   id that names none was made before the app had shards, by shard 0; one
@@ -198,6 +198,8 @@ export function createShardedRuntime(
     completeToken: (tokenId, payload) => toRun<CompleteTokenResult>(tokenId, 'completeToken', [payload], () => 'not_found'),
     sendSignal: (runId, name, data, options) => toRun(runId, 'sendSignal', [name, data, options], notFound(runId)),
     listSignals: (runId) => toRun(runId, 'listSignals', [], notFound(runId)),
+    updateRun: (runId, name, data, options) => toRun(runId, 'updateRun', [name, data, options], notFound(runId)) as Promise<never>,
+    listUpdates: (runId) => toRun(runId, 'listUpdates', [], notFound(runId)),
     sendEvent: async (name, data, options) => {
       if (options !== undefined && (options === null || typeof options !== 'object')) return call(0, 'sendEvent', name, data, options)
       const [sent] = await sendEvents([{ name, data, id: options?.id }], { options })

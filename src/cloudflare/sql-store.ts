@@ -17,9 +17,7 @@ import {
   COUNT_RUNS,
   countRunsByTaskQuery,
   EVICT_RUNS,
-  EVICT_STEPS,
-  EVICT_SIGNALS,
-  EVICT_TOKENS,
+  EVICT_WITH_RUNS,
   INSERT_RUN,
   insertRunValues,
   INSERT_TOKEN,
@@ -27,9 +25,7 @@ import {
   LIST_TIMERS,
   listRunsQuery,
   PRUNE_RUNS,
-  PRUNE_STEPS,
-  PRUNE_SIGNALS,
-  PRUNE_TOKENS,
+  PRUNE_WITH_RUNS,
   RUN_EXISTS,
   type RunRow,
   SELECT_RUN,
@@ -376,23 +372,19 @@ export class DurableObjectRunStore implements RunStore, StoreLifecycle {
 
   async pruneFinished(taskName: string, before: string, limit: number): Promise<number> {
     return this.#write(() => {
-      this.#storage.sql.exec(PRUNE_TOKENS, taskName, limit, before)
-      this.#storage.sql.exec(PRUNE_SIGNALS, taskName, limit, before)
-      this.#storage.sql.exec(PRUNE_STEPS, taskName, limit, before)
+      for (const text of PRUNE_WITH_RUNS) this.#storage.sql.exec(text, taskName, limit, before)
       const gone = this.#all(PRUNE_RUNS, taskName, limit, before).length
       this.#counts().total -= gone
       return gone
     })
   }
 
-  /** Drops the runs that finished longest ago, and their tokens, until the bound holds again. */
+  /** Drops the runs that finished longest ago, and what goes with them, until the bound holds again. */
   #evict(): void {
     const tally = this.#counts()
     const excess = tally.total - this.maxRuns
     if (excess <= 0) return
-    this.#storage.sql.exec(EVICT_TOKENS, excess)
-    this.#storage.sql.exec(EVICT_SIGNALS, excess)
-    this.#storage.sql.exec(EVICT_STEPS, excess)
+    for (const text of EVICT_WITH_RUNS) this.#storage.sql.exec(text, excess)
     this.#storage.sql.exec(EVICT_RUNS, excess)
     // The oldest finished runs go, as many as there are up to the excess; live runs stay.
     tally.total -= Math.min(excess, tally.total - tally.live)

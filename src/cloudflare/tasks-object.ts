@@ -199,6 +199,10 @@ export function composeTasksObject(app: TasksObjectApp, objects: ObjectsPart, op
           return runtime.sendSignal(a, b, c, args[3] as never)
         case 'listSignals':
           return runtime.listSignals(a)
+        case 'updateRun':
+          return runtime.updateRun(a, b, c, args[3] as never)
+        case 'listUpdates':
+          return runtime.listUpdates(a)
         case 'sendEvent':
           return runtime.sendEvent(a, b, c)
         case 'sendEvents':

@@ -13,6 +13,7 @@ import { inTransaction } from './transaction.ts'
 import { fnv1a } from '../runtime/hash.ts'
 import { RUN_TAG_SETS_TABLE, RUN_TAGS_TABLE } from './run-tags.ts'
 import { SIGNALS_TABLE } from './signal-table.ts'
+import { UPDATES_TABLE } from './update-table.ts'
 import type { Sql } from 'postgres'
 
 /**
@@ -360,8 +361,7 @@ const MIGRATIONS: readonly string[] = [
     END IF;
   END $do$;
   `,
-  // Run tags as rows of their own (18); signals (19); a run's tags as one row (20).
-  ...[RUN_TAGS_TABLE, SIGNALS_TABLE, RUN_TAG_SETS_TABLE],
+  ...[RUN_TAGS_TABLE, SIGNALS_TABLE, RUN_TAG_SETS_TABLE, UPDATES_TABLE], // tag rows (18), signals (19), tag sets (20), updates (21)
 ]
 
 /** The schema version this release writes. */

@@ -69,6 +69,8 @@ import { TimerCalls } from './timer-calls.ts'
 import { getTokenPg, putTokenPg, settleTokenCall } from './token-calls.ts'
 import { listSignalsPg, putSignalPg, takeSignalPg } from './signals.ts'
 import type { SignalRecord } from '../runtime/types/signals.ts'
+import { answerUpdatePg, getUpdatePg, listUpdatesPg, putUpdatePg } from './updates.ts'
+import type { UpdateAnswer, UpdateRecord } from '../runtime/types/updates.ts'
 
 export type { PostgresRunStoreOptions } from './options.ts'
 
@@ -297,5 +299,22 @@ export class PostgresRunStore implements RunStore, StoreLifecycle {
 
   listSignals(runId: string): Promise<SignalRecord[]> {
     return listSignalsPg(this.#conn, runId)
+  }
+
+  /** Updates: see `RunStore.putUpdate`; the statements are in updates.ts. */
+  putUpdate(update: UpdateRecord, maxPending: number): Promise<{ update: UpdateRecord; kept: boolean } | 'full'> {
+    return putUpdatePg(this.#conn, update, maxPending)
+  }
+
+  answerUpdate(runId: string, id: string, answer: UpdateAnswer): Promise<UpdateRecord | undefined> {
+    return answerUpdatePg(this.#conn, runId, id, answer)
+  }
+
+  getUpdate(runId: string, id: string): Promise<UpdateRecord | undefined> {
+    return getUpdatePg(this.#conn, runId, id)
+  }
+
+  listUpdates(runId: string, options?: { pending?: boolean }): Promise<UpdateRecord[]> {
+    return listUpdatesPg(this.#conn, runId, options)
   }
 }

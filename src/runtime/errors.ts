@@ -190,7 +190,7 @@ export class RunNotFoundError extends SvcError {
 export class RunFinishedError extends SvcError {
   readonly runId: string
   readonly runStatus: string
-  constructor(runId: string, runStatus: string, action: 'cancelled' | 'woken' | 'signalled' = 'cancelled') {
+  constructor(runId: string, runStatus: string, action: 'cancelled' | 'woken' | 'signalled' | 'updated' = 'cancelled') {
     const live = action === 'woken' ? 'a sleeping or delayed run' : 'a scheduled, queued, running or suspended run'
     super(`Run "${runId}" already finished (${runStatus}); only ${live} can be ${action}`, 'RUN_FINISHED', 409)
     this.runId = runId

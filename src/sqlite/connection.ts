@@ -11,9 +11,7 @@ import type { TokenRecord } from '../runtime/tasks/store/store.ts'
 import {
   COUNT_RUNS,
   EVICT_RUNS,
-  EVICT_STEPS,
-  EVICT_SIGNALS,
-  EVICT_TOKENS,
+  EVICT_WITH_RUNS,
   LAST_FINISHED_SEQ,
   type RunRow,
   SELECT_RUN,
@@ -291,13 +289,11 @@ export class SqliteConnection {
     })
   }
 
-  /** Drops the runs that finished longest ago, and their tokens, until the bound holds again. */
+  /** Drops the runs that finished longest ago, and what goes with them, until the bound holds again. */
   #evict(): void {
     const excess = this.countsNow().total - this.maxRuns
     if (excess <= 0) return
-    this.sql(EVICT_TOKENS).run(excess)
-    this.sql(EVICT_SIGNALS).run(excess)
-    this.sql(EVICT_STEPS).run(excess)
+    for (const text of EVICT_WITH_RUNS) this.sql(text).run(excess)
     // RETURNING names the evicted runs, to drop them from the cache.
     this.forget(this.sql(`${EVICT_RUNS} RETURNING id`).all(excess) as unknown as { id: string }[])
   }

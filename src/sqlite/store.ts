@@ -28,9 +28,7 @@ import {
   INSERT_TOKEN,
   LIST_TIMERS,
   PRUNE_RUNS,
-  PRUNE_STEPS,
-  PRUNE_SIGNALS,
-  PRUNE_TOKENS,
+  PRUNE_WITH_RUNS,
   countRunsByTaskQuery,
   listRunsQuery,
   SELECT_RUN_BY_KEY,
@@ -389,9 +387,7 @@ export class SqliteRunStore implements RunStore, StoreLifecycle {
   async pruneFinished(taskName: string, before: string, limit: number): Promise<number> {
     const conn = this.#conn
     return conn.write(() => {
-      conn.sql(PRUNE_TOKENS).run(taskName, limit, before)
-      conn.sql(PRUNE_SIGNALS).run(taskName, limit, before)
-      conn.sql(PRUNE_STEPS).run(taskName, limit, before)
+      for (const text of PRUNE_WITH_RUNS) conn.sql(text).run(taskName, limit, before)
       return conn.forget(conn.sql(PRUNE_RUNS).all(taskName, limit, before) as unknown as { id: string }[])
     })
   }

@@ -17,7 +17,7 @@ import type { RunStore } from '../runtime/tasks/store/store.ts'
 import { isFinished } from '../runtime/tasks/store/store.ts'
 import { SharedWorkClaims } from '../runtime/tasks/engine/shared-work.ts'
 import type { StepCall } from '../runtime/tasks/steps/step-calls.ts'
-import type { Logger, TaskRuntime, TriggerOptions } from '../types.ts'
+import type { Logger, TaskRuntime, TriggerOptions, UpdateRunOptions } from '../types.ts'
 import { durationMs } from './duration.ts'
 import { sequentialIds } from './ids.ts'
 import { Activity } from './settle.ts'
@@ -172,6 +172,24 @@ export function testRuntime(options: TestRuntimeOptions, app: LoadedApp, load: (
       const sent = await runtime.sendSignal(runId, name, data, opts)
       await fireUntil(clock.now(), 't.sendSignal()')
       return sent
+    },
+    async updateRun<Result>(runId: string, name: string, data?: unknown, opts?: UpdateRunOptions) {
+      const where = `t.updateRun(${describe(runId)}, ${describe(name)})`
+      let answered = false
+      const answer = runtime.updateRun<Result>(runId, name, data, opts).finally(() => {
+        answered = true
+      })
+      answer.catch(() => {})
+      await fireUntil(clock.now(), where)
+      // The answer is written as the run goes on; what is left is its caller reading it, in real time.
+      for (const until = Date.now() + settleMs; !answered && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 1))
+      if (!answered) {
+        const waiting = await t.waitingOn(runId)
+        const run = await runtime.getRun(runId)
+        const what = waiting ? describeWaiting(waiting) : `it is ${run?.status ?? 'gone'}`
+        throw new Error(`${where}: run ${runId} did not answer without the clock moving (${what}); move the clock with t.advance() first`)
+      }
+      return answer
     },
     async cancel(runId, opts) {
       const run = await runtime.cancel(runId, opts)

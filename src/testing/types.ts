@@ -17,6 +17,7 @@ import type {
 } from '../types.ts'
 import type { TaskNameArg, TaskPayloadArgs, TaskResult } from '../runtime/types/task-registry.ts'
 import type { SendSignalOptions, SentSignal } from '../runtime/types/signals.ts'
+import type { UpdateRunOptions } from '../runtime/types/updates.ts'
 import type { Duration } from './duration.ts'
 import type { Waiting } from './waiting.ts'
 
@@ -112,6 +113,13 @@ export interface TestRuntime {
   completeToken(tokenId: string, payload?: unknown): Promise<CompleteTokenResult>
   /** Sends a signal to a run (`TaskRuntime.sendSignal`), and lets what it resumes go as far as it can without the clock moving. */
   sendSignal(runId: string, name: string, data?: unknown, options?: SendSignalOptions): Promise<SentSignal>
+  /**
+   * Sends an update to a run (`TaskRuntime.updateRun`) and resolves to its
+   * answer, once the run gives it without the clock moving; rejects as
+   * `updateRun` does, or, when the run cannot answer without the clock
+   * moving (it is delayed, say), naming what it waits on.
+   */
+  updateRun<Result = unknown>(runId: string, name: string, data?: unknown, options?: UpdateRunOptions): Promise<Result>
   /** Cancels a run, and the child runs it waits on unless `options.children` is `'none'` (`TaskRuntime.cancel`). */
   cancel(runId: string, options?: CancelOptions): Promise<CancelledRun>
   /** Starts a new run of the run's task (`TaskRuntime.replay`), from a step with `{ fromStep }`, and lets it go as far as it can without the clock moving. */

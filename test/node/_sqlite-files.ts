@@ -81,6 +81,7 @@ export function onFile(path: string, sql: string): void {
  * release wrote back into what an earlier one wrote, to test its migration.
  */
 const UNDO: Record<number, string> = {
+  18: 'DROP TABLE svc_updates;',
   17: 'DROP TABLE svc_signals;',
   // Version 16 dropped what these lines of version 15 made: they make it again.
   16: `DROP TRIGGER svc_runs_tags_delete; DROP TRIGGER svc_runs_metadata_delete;

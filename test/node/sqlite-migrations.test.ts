@@ -33,5 +33,8 @@ it('a version-12 file migrates to the current version, and its sleeping runs com
   expect(after.version).toBe(SCHEMA_VERSION)
   const search = ['svc_run_metadata', 'svc_run_metadata_by_run', 'svc_run_tags', 'svc_runs_by_created']
   const signals = ['svc_signals', 'svc_signals_by_id', 'svc_signals_untaken']
-  expect(after.names).toEqual([...before.names, 'svc_schedules', 'svc_schedules_by_key', 'svc_timers_by_run', ...search, ...signals].sort())
+  const updates = ['svc_updates', 'svc_updates_by_run', 'svc_updates_pending']
+  expect(after.names).toEqual(
+    [...before.names, 'svc_schedules', 'svc_schedules_by_key', 'svc_timers_by_run', ...search, ...signals, ...updates].sort(),
+  )
 })

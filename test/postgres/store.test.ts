@@ -254,6 +254,7 @@ describe('PostgresRunStore migrations', () => {
       'steps',
       'timers',
       'tokens',
+      'updates',
     ])
     const versions = await admin.unsafe(`SELECT version FROM ${s.schema}.migrations ORDER BY version`)
     expect(versions.map((v) => v.version)).toEqual(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1))

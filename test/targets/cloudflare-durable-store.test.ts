@@ -139,6 +139,10 @@ function bridge(options?: { maxRuns: number }): {
     'putSignal',
     'takeSignal',
     'listSignals',
+    'putUpdate',
+    'answerUpdate',
+    'getUpdate',
+    'listUpdates',
   ]
   return { store: Object.fromEntries([['durable', true], ...methods.map((method) => [method, call(method)])]) as RunStore, sql }
 }

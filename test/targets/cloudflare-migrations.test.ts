@@ -96,6 +96,7 @@ it('storage of the release before versions were recorded migrates to the current
     ...['svc_run_metadata', 'svc_run_metadata_by_run', 'svc_run_tags', 'svc_runs_by_created'],
     ...['svc_runs_metadata_insert', 'svc_runs_metadata_delete', 'svc_runs_tags_delete'],
     ...['svc_signals', 'svc_signals_by_id', 'svc_signals_untaken'],
+    ...['svc_updates', 'svc_updates_by_run', 'svc_updates_pending'],
   ]
   expect(after.names).toEqual(
     [...before.names, 'svc_schedules', 'svc_schedules_by_key', 'svc_schema', 'svc_timers_by_run', ...search].sort(),

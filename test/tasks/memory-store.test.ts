@@ -225,3 +225,25 @@ describe('MemoryRunStore bound in bytes', () => {
     expect(() => new MemoryRunStore({ maxBytes: Number.NaN })).toThrow(TypeError)
   })
 })
+
+describe('MemoryRunStore updates', () => {
+  it('counts an update and its answer in bytes, and frees them with their run', async () => {
+    const store = new MemoryRunStore()
+    const run = await store.createRun(makeRun({ status: 'running' }))
+    const before = store.bytes
+    const sentAt = new Date().toISOString()
+    await store.putUpdate({ id: 'u', runId: run.id, name: 'n', sentAt, status: 'pending', data: 'x'.repeat(1_000) }, 10)
+    const put = store.bytes
+    expect(put - before).toBeGreaterThan(1_000)
+    await store.answerUpdate(run.id, 'u', { status: 'completed', result: 'y'.repeat(2_000), answeredAt: sentAt })
+    expect(store.bytes - put).toBeGreaterThan(2_000)
+    // Answered again: nothing changes, nothing more is counted.
+    const answered = store.bytes
+    await store.answerUpdate(run.id, 'u', { status: 'completed', result: 'z'.repeat(5_000), answeredAt: sentAt })
+    expect(store.bytes).toBe(answered)
+    await store.updateRun(run.id, { status: 'completed', finishedAt: sentAt })
+    expect(await store.pruneFinished(run.taskName, new Date(Date.now() + 60_000).toISOString(), 10)).toBe(1)
+    expect(store.bytes).toBe(0)
+    expect(await store.listUpdates(run.id)).toEqual([])
+  })
+})

@@ -86,6 +86,10 @@ const MAKES: Record<number, (host: SqliteHost) => string[]> = {
   ],
   16: () => ['svc_runs_tags_delete', 'svc_runs_metadata_delete'],
   17: () => [...columns('svc_signals', 'seq', 'run_id', 'id', 'name', 'taken_by', 'record'), 'svc_signals_by_id', 'svc_signals_untaken'],
+  18: () => [
+    ...columns('svc_updates', 'run_id', 'id', 'seq', 'name', 'data', 'sent_at', 'status', 'answer'),
+    ...['svc_updates_by_run', 'svc_updates_pending'],
+  ],
 }
 
 /** What a step drops, where it drops anything. */

@@ -9,6 +9,7 @@ import type { RunStore } from '../../src/runtime/tasks/index.ts'
 import type { RunRecord } from '../../src/types.ts'
 import { searchContract } from './search-contract.ts'
 import { signalContract } from './signal-contract.ts'
+import { updateContract } from './update-contract.ts'
 
 let seq = 0
 export function makeRun(overrides: Partial<RunRecord> = {}): RunRecord {
@@ -31,6 +32,7 @@ export function runStoreContract(name: string, createStore: (options?: { maxRuns
   describe(`RunStore contract: ${name}`, () => {
     searchContract(createStore, makeRun)
     signalContract(createStore, makeRun)
+    updateContract(createStore, makeRun)
 
     it('creates a run and reads back an equal, JSON-serializable copy', async () => {
       const store = await createStore()

@@ -15,6 +15,7 @@
  * | POST   | `/__tasks/runs/<id>/replay`   | 202 `{ id, status }` of the new run; the body, if any, is `{ fromStep?, input? }` (`ReplayOptions`); 404 `RUN_NOT_FOUND` / `TASK_NOT_FOUND`; 400 `STEP_NOT_RECORDED` / `INVALID_OPTIONS` |
  * | POST   | `/__tasks/runs/<id>/wake`     | 200 `{ id, status }`: a sleeping or delayed run goes on now; 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED` / `RUN_NOT_SLEEPING` |
  * |        | `/__tasks/runs/<id>/signals…` | signals into the run (`signals.ts`; `signal-endpoint.ts` for a run token and CORS) |
+ * |        | `/__tasks/runs/<id>/updates…` | updates a run answers (`updates.ts`) |
  * | GET    | `/__tasks/runs/<id>/logs`     | 200 a page of the run's `ctx.log` entries (`?after=&limit=`, `run-logs.ts`); 404 `RUN_NOT_FOUND`; 400 `INVALID_QUERY` |
  * | GET    | `/__tasks/events`             | 200 `text/event-stream` of `{ id, taskName, status }`; 501 `NOT_IMPLEMENTED` where the engine runs elsewhere, or the host serves no streams (`streams.ts`) |
  * | GET    | `/__tasks/runs/<id>/stream`   | 200 `text/event-stream` of the run's `RunProgress` until it finishes (`run-stream.ts`); 404 `RUN_NOT_FOUND`; 501 as above |
@@ -56,6 +57,7 @@ import { type EventStreams, NO_STREAMS, type RunEventsOptions } from './streams.
 import { registerTokenSecret } from './token-secret.ts'
 import { isScheduleRoute, scheduleRoute } from './schedules.ts'
 import { listSignalsRoute } from './signals.ts'
+import { listUpdatesRoute, updateRunRoute } from './updates.ts'
 import { createSignalEndpoint } from './signal-endpoint.ts'
 
 export const TASKS_PREFIX = '/__tasks'
@@ -228,12 +230,13 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
     }
     if (rest.length === 1) return isRead ? runRecord(rest[0]) : methodNotAllowed(R, method, pathname, 'GET, HEAD')
     const [id, action] = rest
+    if (rest.length === 3 && action === 'updates') return updateRunRoute(routes, request, pathname, id, rest[2])
     if (rest.length !== 2 || !RUN_ACTIONS.has(action)) {
       return jsonError(
         R,
         404,
         'NOT_FOUND',
-        `No admin endpoint matches ${method} ${pathname}; a run's actions are cancel, replay, wake, logs and signals`,
+        `No admin endpoint matches ${method} ${pathname}; a run's actions are cancel, replay, wake, logs, signals and updates`,
       )
     }
     if (action === 'logs') {
@@ -243,6 +246,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
       return json(200, runLogPage(run, new URL(request.url).searchParams))
     }
     if (action === 'signals') return isRead ? listSignalsRoute(routes, id) : methodNotAllowed(R, method, pathname, 'GET, HEAD')
+    if (action === 'updates') return isRead ? listUpdatesRoute(routes, id) : methodNotAllowed(R, method, pathname, 'GET, HEAD')
     if (method !== 'POST') return methodNotAllowed(R, method, pathname, 'POST')
     if (action === 'cancel') {
       const run = await runtime.cancel(id, { children: cancelChildrenParam(new URL(request.url).searchParams) })
@@ -322,7 +326,7 @@ function signalTarget(pathname: string): { runId: string; name: string } | undef
 const SURFACE_WORDS = new Set(['runs', 'events', 'tokens', 'callbacks'])
 
 /** What `/__tasks/runs/<id>/<action>` may name. */
-const RUN_ACTIONS = new Set(['cancel', 'replay', 'wake', 'logs', 'signals'])
+const RUN_ACTIONS = new Set(['cancel', 'replay', 'wake', 'logs', 'signals', 'updates'])
 
 /** `/__tasks/runs/cancel` and `/__tasks/runs/replay` act on the runs a filter finds (bulk-runs.ts). */
 function isBulkAction(word: string): word is BulkAction {

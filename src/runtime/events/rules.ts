@@ -52,6 +52,11 @@ export function signalProblem(name: unknown, id: unknown): string | null {
   return signalNameProblem(name) ?? (id === undefined ? null : signalIdProblem(id))
 }
 
+/** Why an update sent as `name`, with `id` when given, cannot be (`updateRun`, `ctx.onUpdate`): the rules of signals. */
+export function updateProblem(name: unknown, id: unknown): string | null {
+  return nameProblem(name, 'an update name', 'add-item') ?? (id === undefined ? null : idProblem(id, 'an update id'))
+}
+
 function idProblem(value: unknown, what: string): string | null {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what the rule keeps out.
   if (typeof value === 'string' && value.length > 0 && value.length <= MAX_EVENT_ID_LENGTH && !/[\u0000-\u001f\u007f]/.test(value)) {

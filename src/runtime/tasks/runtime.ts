@@ -289,6 +289,11 @@ export function createCoreRuntime(
     completeToken: (tokenId, payload) => engine.completeToken(tokenId, payload),
     sendSignal: (runId, name, data, options) => engine.sendSignal(runId, name, data, options),
     listSignals: (runId) => signalStore(store, `listSignals(${describe(runId)})`).listSignals(runId),
+    updateRun: (runId, name, data, options) => engine.updateRun(runId, name, data, options) as Promise<never>,
+    listUpdates: async (runId) => {
+      if (!store.listUpdates) throw new Error(`listUpdates(${describe(runId)}): this run store keeps no updates (it lacks listUpdates)`)
+      return store.listUpdates(runId)
+    },
     sendEvent: async (name, data, options) => {
       const call = `sendEvent(${describe(name)})`
       if (options !== undefined && (options === null || typeof options !== 'object')) {

@@ -41,6 +41,10 @@ export const STORE_OPERATIONS = {
   putSignal: 'write',
   takeSignal: 'write',
   listSignals: 'read',
+  putUpdate: 'write',
+  answerUpdate: 'write',
+  getUpdate: 'read',
+  listUpdates: 'read',
 } as const satisfies Record<StoreMethod, 'write' | 'read'>
 
 /** The store methods that write. */

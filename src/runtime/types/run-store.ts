@@ -9,12 +9,15 @@ import type { Attempt, RunRecord, RunStatus, StepRecord } from './runs.ts'
 import type { SharedWork } from './shared-work.ts'
 import type { TimerRecord } from './timers.ts'
 import type { ScheduleStore } from './schedules.ts'
-import type { SignalRecord } from './signals.ts'
+import type { SignalStore } from './signals.ts'
+import type { UpdateStore } from './updates.ts'
 
 export type { LiveVersions, SharedWork } from './shared-work.ts'
 export type { RunQuery } from './run-query.ts'
 import type { RunQuery } from './run-query.ts'
 export type { TimerKind, TimerRecord } from './timers.ts'
+export type { TokenRecord, TokenStatus } from './tokens.ts'
+import type { TokenRecord } from './tokens.ts'
 
 /**
  * Fields of a run that `updateRun` may change. A key that is present with the
@@ -39,6 +42,7 @@ export type RunPatch = Partial<
     | 'migrations'
     | 'metadata'
     | 'compensation'
+    | 'wokenForUpdates'
   >
 > & {
   attempt?: Attempt
@@ -48,28 +52,6 @@ export type RunPatch = Partial<
 export interface TaskRunCount {
   taskName: string
   count: number
-}
-
-export type TokenStatus = 'waiting' | 'completed' | 'timed_out'
-
-/** A token created by `step.waitForToken`. */
-export interface TokenRecord {
-  id: string
-  runId: string
-  stepKey: string
-  status: TokenStatus
-  /** ISO timestamps. */
-  createdAt: string
-  timeoutAt?: string
-  settledAt?: string
-  /** The payload it was completed with. */
-  payload?: unknown
-  /**
-   * `'event'` for the token of a `waitForEvent`, which only a matching event
-   * settles, and `'signal'` for a `waitForSignal`'s, which only a signal
-   * settles (`takeSignal`); never `completeToken`.
-   */
-  kind?: 'event' | 'signal'
 }
 
 export interface RunStore {
@@ -306,25 +288,16 @@ export interface RunStore {
   listSchedules?: ScheduleStore['listSchedules']
   deleteSchedule?: ScheduleStore['deleteSchedule']
 
-  /**
-   * Signals (types/signals.ts), which a store that keeps them has all three
-   * of. `putSignal` keeps `signal` unless its run holds one with its id, and
-   * resolves to the signal held and whether this call kept it, or to
-   * `'full'`, keeping nothing, when the run holds `maxWaiting` signals no
-   * wait took; atomic, like `createRun`.
-   */
-  putSignal?(signal: SignalRecord, maxWaiting: number): Promise<{ signal: SignalRecord; kept: boolean } | 'full'>
-  /**
-   * When token `tokenId` (a `waitForSignal`'s, of kind `'signal'`) is
-   * waiting and its run holds a signal named `name` that no wait took,
-   * settles the token with the oldest such signal (`completed`, its payload
-   * the `ReceivedSignal`) and marks the signal taken by it, in one atomic
-   * step; resolves to the token as it ends up (`undefined`: no such token).
-   * So a signal is taken by one wait at most, and a timed-out wait takes none.
-   */
-  takeSignal?(tokenId: string, name: string): Promise<TokenRecord | undefined>
-  /** The signals run `runId` holds, oldest first. */
-  listSignals?(runId: string): Promise<SignalRecord[]>
+  /** Signals (types/signals.ts): a store that keeps them has all three (`SignalStore`). */
+  putSignal?: SignalStore['putSignal']
+  takeSignal?: SignalStore['takeSignal']
+  listSignals?: SignalStore['listSignals']
+
+  /** Updates (types/updates.ts): a store that keeps them has all four (`UpdateStore`). */
+  putUpdate?: UpdateStore['putUpdate']
+  answerUpdate?: UpdateStore['answerUpdate']
+  getUpdate?: UpdateStore['getUpdate']
+  listUpdates?: UpdateStore['listUpdates']
 }
 
 /**

@@ -22,7 +22,6 @@ export type RunTrigger = 'manual' | 'cron' | 'enqueue' | 'child' | 'replay' | 'e
 export interface Attempt {
   /** 1-based. */
   index: number
-  /** ISO timestamp. */
   startedAt: string
   durationMs: number
   /** Present when the attempt failed. Message only, never a stack trace. */
@@ -33,10 +32,7 @@ export interface Attempt {
   code?: 'DEADLINE_EXCEEDED'
 }
 
-/**
- * The kind of call that recorded a step. `sleep` and `sleepUntil` are one
- * kind: both wait for an instant and replay the same way.
- */
+/** The kind of call that recorded a step. `sleep` and `sleepUntil` are one kind: both wait for an instant and replay the same way. */
 export type StepKind =
   | 'run'
   | 'transaction'
@@ -170,6 +166,8 @@ export interface RunRecord extends RunEnvelope {
    * `compensation` (docs/tasks.md "Compensation").
    */
   compensation?: RunCompensation
+  /** A run woken from a wait to answer updates: the wait's step, and a sleep's end, which the replay sleeps to again (docs/tasks.md "Updates"). */
+  wokenForUpdates?: { stepKey: string; until?: string }
   /** Runs started by `replay()`: the run whose task and input this one repeats. */
   replayOf?: string
   /** Runs started by an event (`trigger: 'event'`): which one. */

@@ -1,4 +1,5 @@
 /** What a task's handler is given: `ctx`, and the durable steps of `ctx.step`. */
+import type { UpdateHandler } from './updates.ts'
 import type { EnqueueOptions } from './runs.ts'
 import type { TaskNameArg, TaskPayloadArgs, TaskResult } from './task-registry.ts'
 import type { EventNameArg, ReceivedEventData } from './event-registry.ts'
@@ -113,6 +114,24 @@ export interface TaskContext<Input = unknown> {
    * ```
    */
   signals<T = unknown>(name: string): AsyncIterable<ReceivedSignal<T>>
+  /**
+   * Declares how this run answers updates named `name` (`updateRun`):
+   * `input`, a schema, checks the data first (data that fails it is
+   * refused with 400 and the run goes on untouched), then `handler`
+   * answers, and what it returns goes back to the caller. The answer is
+   * kept with the update, so the handler runs once per update id, and a
+   * request again with the id gets the kept answer. Declare every handler
+   * before the run's first wait: an update whose name the run has not
+   * declared by the time it waits or ends is refused (`UPDATE_NOT_HANDLED`).
+   * Throws a `TypeError` for a bad name or a name declared twice
+   * (docs/tasks.md "Updates").
+   *
+   * ```ts
+   * const cart: string[] = []
+   * ctx.onUpdate('add', { input: v.string(), handler: (item) => cart.push(item) })
+   * ```
+   */
+  onUpdate<Input = unknown, Result = unknown>(name: string, update: UpdateHandler<Input, Result>): void
 }
 
 /** The request a callback URL received (`ctx.step.createCallback`). */

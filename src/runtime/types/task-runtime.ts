@@ -1,4 +1,5 @@
 /** `TaskRuntime`, and the summary it gives of each task. */
+import type { UpdateRecord, UpdateRunOptions } from './updates.ts'
 import type { TaskDefinition } from './task-definition.ts'
 import type { RunQuery, RunStore } from './run-store.ts'
 import type { BatchItem, CompleteTokenResult, RunChange, RunRecord, RunStatus, TriggerOptions } from './runs.ts'
@@ -70,6 +71,20 @@ export interface TaskRuntime {
   sendSignal(runId: string, name: string, data?: unknown, options?: SendSignalOptions): Promise<SentSignal>
   /** The signals run `runId` holds, oldest first: each with the wait that took it (`takenBy`, its token), if one did. */
   listSignals(runId: string): Promise<SignalRecord[]>
+  /**
+   * Sends update `name` with `data` to live run `runId` and waits for the
+   * run's answer: what its `ctx.onUpdate(name)` handler returned. Rejects
+   * with `ValidationError` (400: the data failed the handler's schema),
+   * `UpdateFailedError` (422: the handler threw), `UpdateNotHandledError`
+   * (404: the run declares no handler of the name), `RunNotFoundError`,
+   * `RunFinishedError` (409), `TooManyUpdatesError` (429),
+   * `PayloadTooLargeError`, or `UpdateTimeoutError` when no answer came in
+   * `timeoutSeconds` (the update stays: ask again with its `id`). Throws a
+   * `TypeError` for a bad name or id (docs/tasks.md "Updates").
+   */
+  updateRun<Result = unknown>(runId: string, name: string, data?: unknown, options?: UpdateRunOptions): Promise<Result>
+  /** The updates run `runId` holds, oldest first, each with its answer once it has one. */
+  listUpdates(runId: string): Promise<UpdateRecord[]>
   /**
    * Sends an event: starts one run of every task whose `on` names it, with
    * `data` as its input, and resolves to the event's id and those runs.

@@ -33,6 +33,8 @@ import type { RunStore, SharedWork } from '../store/store.ts'
 import type { CronClock } from '../definitions/cron-clock.ts'
 import { RuntimeSchedules } from './runtime-schedules.ts'
 import type { SignalSendParts } from './signal-sends.ts'
+import type { UpdateSendParts } from './update-sends.ts'
+import { LiveUpdates } from '../steps/live-updates.ts'
 import type { CallbackSigner } from '../steps/callbacks.ts'
 import { RunVersions, type VersionPolicy } from '../definitions/versions.ts'
 import { RunWaiters } from '../steps/wait-for-run.ts'
@@ -100,6 +102,8 @@ export interface EngineParts {
   schedules: RuntimeSchedules
   /** What `sendSignal` works with (signal-sends.ts). */
   signals: SignalSendParts
+  /** What `updateRun` works with (update-sends.ts). */
+  updates: UpdateSendParts
 }
 
 /** The parts of an engine, wired; `trigger` is the engine's, which steps and schedules start runs through. */
@@ -123,6 +127,13 @@ export function engineParts(
   // On a shared store, the other processes' changes too (events.ts).
   const changes = new RunChanges(logger, shared && { shared, owner })
   const waiters = new RunWaiters(store)
+  const liveUpdates = new LiveUpdates()
+  // A run that may go on again (a waitpoint met, a wake for updates): dispatched, or left for a slot.
+  const goOn = (run: RunRecord): void => {
+    changes.emit(run)
+    if (run.status === 'queued') flow.startQueuedLater(run.taskName)
+    else dispatch.start(run)
+  }
   // The parts call each other through these callbacks, which run only
   // once every part exists.
   const waitpoints: Waitpoints = new Waitpoints({
@@ -131,11 +142,7 @@ export function engineParts(
     unrefTimers,
     clock,
     maxPayloadBytes,
-    dispatch: (run) => {
-      changes.emit(run)
-      if (run.status === 'queued') flow.startQueuedLater(run.taskName)
-      else dispatch.start(run)
-    },
+    dispatch: goOn,
     startStatus: (taskName) => flow.startStatus(taskName),
     windowFreed: (runId) => flow.windowFreed(runId),
     expired: (run) => {
@@ -171,6 +178,7 @@ export function engineParts(
     runLog: runLogSink(logger, options.printRunLogs === true, telemetry),
     callStep: options.callStep,
     callbacks: options.callbacks,
+    liveUpdates,
   })
   const versions = new RunVersions({ store, shared, owner, clock, tasks, policy: options.versionPolicy ?? 'migrate', logger })
   const dispatch: Dispatcher = new Dispatcher({
@@ -254,5 +262,6 @@ export function engineParts(
     children,
     schedules,
     signals: { store, clock, waitpoints, maxPayloadBytes },
+    updates: { store, clock, live: liveUpdates, maxPayloadBytes, startStatus: (taskName) => flow.startStatus(taskName), dispatch: goOn },
   }
 }

@@ -57,7 +57,9 @@ import type { Waitpoints } from '../steps/waitpoints.ts'
 import type { EventStarts } from './event-starts.ts'
 import { wakeRun } from './wake.ts'
 import { type SignalSendParts, sendSignal } from './signal-sends.ts'
+import { type UpdateSendParts, updateRun } from './update-sends.ts'
 import type { SendSignalOptions, SentSignal } from '../../types/signals.ts'
+import type { UpdateRunOptions } from '../../types/updates.ts'
 import { type CancelReach, cancelChildren, cancelChildRuns, childrenReached } from './cancel-children.ts'
 import { checkReplayOptions, stepsBefore } from './replay-steps.ts'
 import type { EventInput, SentEvent } from '../../types/events.ts'
@@ -91,6 +93,7 @@ export class TaskEngine {
   /** Runtime schedules (`TaskRuntime.schedules`). */
   readonly schedules: RuntimeSchedules
   readonly #signals: SignalSendParts
+  readonly #updates: UpdateSendParts
   #closed = false
 
   constructor(options: TaskEngineOptions) {
@@ -115,6 +118,7 @@ export class TaskEngine {
     this.#children = parts.children
     this.schedules = parts.schedules
     this.#signals = parts.signals
+    this.#updates = parts.updates
   }
 
   /** See `TaskRuntime.sendEvents`; `call` names the caller in errors. */
@@ -240,6 +244,12 @@ export class TaskEngine {
   async sendSignal(runId: string, name: string, data?: unknown, options?: SendSignalOptions): Promise<SentSignal> {
     if (this.#closed) throw new Error(`Cannot send signal "${name}" to run "${runId}": the task runtime is closed`)
     return sendSignal(this.#signals, runId, name, data, options)
+  }
+
+  /** See `TaskRuntime.updateRun` (update-sends.ts). */
+  async updateRun(runId: string, name: string, data?: unknown, options?: UpdateRunOptions): Promise<unknown> {
+    if (this.#closed) throw new Error(`Cannot send update "${name}" to run "${runId}": the task runtime is closed`)
+    return updateRun(this.#updates, runId, name, data, options)
   }
 
   recover(): Promise<void> {

@@ -1,7 +1,7 @@
 /**
  * The calls of a SQLite-family run store that are the kit's procedures and
- * nothing more: events (events.ts), runtime schedules (schedules.ts) and
- * signals (signals.ts).
+ * nothing more: events (events.ts), runtime schedules (schedules.ts),
+ * signals (signals.ts) and updates (updates.ts).
  * A store hands over how it runs a procedure as a write and as a read (its
  * write lock or transaction, its read path) and takes these calls as they
  * are, so each is written once for every store of the dialect. Edge-safe.
@@ -11,6 +11,7 @@ import { eventsSinceSql, listEventsSql, noteEventEffectsSql, putEventSql } from 
 import type { SqlProcedure } from './procedure.ts'
 import { deleteScheduleSql, getScheduleSql, listSchedulesSql, putScheduleSql } from './schedules.ts'
 import { listSignalsSql, putSignalSql, takeSignalSql } from './signals.ts'
+import { answerUpdateSql, getUpdateSql, listUpdatesSql, putUpdateSql } from './updates.ts'
 
 /** How a store runs a procedure: in its atomic block for writes, as it reads otherwise. */
 export interface ProcedureRuns {
@@ -34,6 +35,10 @@ export type KitCalls = Required<
     | 'putSignal'
     | 'takeSignal'
     | 'listSignals'
+    | 'putUpdate'
+    | 'answerUpdate'
+    | 'getUpdate'
+    | 'listUpdates'
   >
 >
 
@@ -58,5 +63,11 @@ export function kitCalls(runs: ProcedureRuns, where: string): KitCalls {
     // One atomic block: the token's read, the signal's take and the token's settle.
     takeSignal: async (tokenId, name) => runs.write(takeSignalSql(tokenId, name)),
     listSignals: async (runId) => runs.read(listSignalsSql(runId)),
+    // One atomic block: the look-up of the id, the count of the pending ones and the insert.
+    putUpdate: async (update, maxPending) => runs.write(putUpdateSql(update, maxPending)),
+    // One atomic block: the read of the update and its answer, one statement of change.
+    answerUpdate: async (runId, id, answer) => runs.write(answerUpdateSql(runId, id, answer), true),
+    getUpdate: async (runId, id) => runs.read(getUpdateSql(runId, id)),
+    listUpdates: async (runId, options) => runs.read(listUpdatesSql(runId, options)),
   }
 }

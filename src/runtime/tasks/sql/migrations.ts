@@ -20,6 +20,7 @@ import { RUNS_BY_EVENT_WAIT, RUNS_BY_TASK_FINISH } from './queries.ts'
 import { createTables, MOVE_STEPS, STEPS_TABLE, type TablesOptions, TIMERS_BY_RUN } from './schema.ts'
 import { SCHEDULES_TABLE } from './schedules.ts'
 import { SIGNALS_TABLE } from './signals.ts'
+import { UPDATES_TABLE } from './updates.ts'
 import { SEARCH_TABLES, TAG_ROWS_BY_STORE } from './search.ts'
 
 /** The databases the dialect's stores keep: a `node:sqlite` file, a Durable Object's storage. */
@@ -84,6 +85,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 16, hosts: BOTH, sql: TAG_ROWS_BY_STORE, marks: 'svc_runs_tags_delete' },
   // Signals sent to runs (signals.ts).
   { version: 17, hosts: BOTH, sql: SIGNALS_TABLE, marks: 'svc_signals' },
+  // Updates sent to runs, and their answers (updates.ts).
+  { version: 18, hosts: BOTH, sql: UPDATES_TABLE, marks: 'svc_updates' },
 ]
 
 /** The schema this release writes. */

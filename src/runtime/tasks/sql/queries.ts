@@ -97,10 +97,16 @@ export const SELECT_SCHEDULED = `SELECT seq, record, finished_seq FROM ${RUN_REC
 const oldestFinished = (column: 'id' | 'seq') =>
   `SELECT ${column} FROM svc_runs WHERE finished_seq IS NOT NULL ORDER BY finished_seq LIMIT ?`
 const OLDEST_FINISHED = /* @__PURE__ */ oldestFinished('id')
-export const EVICT_TOKENS = `DELETE FROM svc_tokens WHERE run_id IN (${OLDEST_FINISHED})`
-export const EVICT_SIGNALS = `DELETE FROM svc_signals WHERE run_id IN (${OLDEST_FINISHED})`
-// A run's steps go with it.
-export const EVICT_STEPS = `DELETE FROM svc_steps WHERE run_seq IN (${/* @__PURE__ */ oldestFinished('seq')})`
+/**
+ * What goes with the runs `EVICT_RUNS` deletes, run before it: their
+ * tokens, signals, updates and steps.
+ */
+export const EVICT_WITH_RUNS = [
+  `DELETE FROM svc_tokens WHERE run_id IN (${OLDEST_FINISHED})`,
+  `DELETE FROM svc_signals WHERE run_id IN (${OLDEST_FINISHED})`,
+  `DELETE FROM svc_updates WHERE run_id IN (${OLDEST_FINISHED})`,
+  `DELETE FROM svc_steps WHERE run_seq IN (${/* @__PURE__ */ oldestFinished('seq')})`,
+]
 // Idempotency keys live on the run's row, so they go with it.
 export const EVICT_RUNS = `DELETE FROM svc_runs WHERE id IN (${OLDEST_FINISHED})`
 
@@ -110,9 +116,13 @@ export const EVICT_RUNS = `DELETE FROM svc_runs WHERE id IN (${OLDEST_FINISHED})
 // run in one write, so they see the same runs.
 const expiredRuns = (column: 'id' | 'seq') =>
   `SELECT ${column} FROM (SELECT ${column}, record FROM svc_runs WHERE task_name = ? AND finished_seq IS NOT NULL ORDER BY finished_seq LIMIT ?) WHERE json_extract(record, '$.finishedAt') < ?`
-export const PRUNE_TOKENS = `DELETE FROM svc_tokens WHERE run_id IN (${/* @__PURE__ */ expiredRuns('id')})`
-export const PRUNE_SIGNALS = `DELETE FROM svc_signals WHERE run_id IN (${/* @__PURE__ */ expiredRuns('id')})`
-export const PRUNE_STEPS = `DELETE FROM svc_steps WHERE run_seq IN (${/* @__PURE__ */ expiredRuns('seq')})`
+/** What goes with the runs `PRUNE_RUNS` deletes, run before it: their tokens, signals, updates and steps. */
+export const PRUNE_WITH_RUNS = [
+  `DELETE FROM svc_tokens WHERE run_id IN (${/* @__PURE__ */ expiredRuns('id')})`,
+  `DELETE FROM svc_signals WHERE run_id IN (${/* @__PURE__ */ expiredRuns('id')})`,
+  `DELETE FROM svc_updates WHERE run_id IN (${/* @__PURE__ */ expiredRuns('id')})`,
+  `DELETE FROM svc_steps WHERE run_seq IN (${/* @__PURE__ */ expiredRuns('seq')})`,
+]
 export const PRUNE_RUNS = `DELETE FROM svc_runs WHERE seq IN (${/* @__PURE__ */ expiredRuns('seq')}) RETURNING id`
 
 // An upsert keeps the timer's place in listTimers, as Map#set does.

@@ -5,7 +5,17 @@
  * outcome into a transition. (What `ctx.stream`, `ctx.log` and
  * `ctx.metadata` keep is written by `run-output.ts` before the outcome.)
  */
-import type { Attempt, RunLogEntry, RunLogger, RunLogLevel, RunMetadata, RunRecord, StepApi, StepRecord } from '../../types.ts'
+import type {
+  Attempt,
+  RunLogEntry,
+  RunLogger,
+  RunLogLevel,
+  RunMetadata,
+  RunRecord,
+  StepApi,
+  StepRecord,
+  UpdateHandler,
+} from '../../types.ts'
 import { DeadlineExceededError, errorMessage } from '../../errors.ts'
 import type { TaskDefinition } from '../definitions/definitions.ts'
 import { isoAt, type TimerHandle } from '../base/clock.ts'
@@ -24,6 +34,7 @@ import { hasSteps } from '../store/store.ts'
 import { HandlerContext } from './handler-context.ts'
 import { COMPENSATED, compensate } from './compensations.ts'
 import { deadlineError, untilDeadline } from './deadlines.ts'
+import { RunUpdates } from './run-updates.ts'
 
 export type { InvocationHandle, InvocationOutcome, Invoker, RunRef } from './invocation-outcome.ts'
 
@@ -80,6 +91,10 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
   /** The run's deadline (ISO), if any, and the timer that aborts the attempt at it when it comes before the timeout. */
   readonly #deadline: string | undefined
   #deadlineTimer: TimerHandle | undefined
+  /** The run was woken from a wait to answer updates: the wait, for the invocation's steps. */
+  readonly #woken: RunRecord['wokenForUpdates']
+  /** The updates this invocation answers, once `ctx.onUpdate` declared a handler (run-updates.ts). */
+  #updates: RunUpdates | undefined
 
   constructor(def: TaskDefinition, run: RunRecord, invoker: Invoker<T>, token: T) {
     super()
@@ -94,6 +109,7 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
       kept !== undefined && kept.attempt === this.#attempt ? Math.floor(Date.parse(kept.at) - invoker.origin) : sinceOrigin(invoker)
     this.#steps = run.steps
     this.#deadline = run.deadline
+    this.#woken = run.wokenForUpdates
     this.#chunkLog = run.chunks
     this.#logLog = run.logs
     this.#metadata = run.metadata
@@ -135,11 +151,27 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
   }
 
   #returned(result: unknown): void {
-    this.#settle(true, result)
+    this.#finishing(true, result)
   }
 
   #threw(error: unknown): void {
-    this.#settle(false, error)
+    this.#finishing(false, error)
+  }
+
+  /**
+   * The handler returned, or threw: a run that returned or suspends answers
+   * the updates it holds first, while its steps may still be recorded
+   * (an update's handler may call them), then the invocation ends.
+   */
+  #finishing(returned: boolean, value: unknown): void {
+    const final = returned || this.#inv?.suspension !== undefined
+    if (this.done || !final || (this.#updates === undefined && this.#woken === undefined)) {
+      this.#settle(returned, value)
+      return
+    }
+    this.#runUpdates()
+      .close('final')
+      .then(() => this.#settle(returned, value))
   }
 
   step(): StepApi {
@@ -172,6 +204,22 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
   #checkOpen(call: string, lost: string): void {
     if (this.#closedBy === undefined) return
     throw new Error(`${call} was called after attempt ${this.#attempt} of task "${this.#token.taskName}" ${this.#closedBy}; ${lost}`)
+  }
+
+  onUpdate(name: string, update: UpdateHandler): void {
+    this.#checkOpen(`ctx.onUpdate(${JSON.stringify(name)})`, 'no handler was declared')
+    // The steps called next wait until the updates answered before are given to the handler again.
+    const inv = this.#invocation()
+    const replayed = this.#runUpdates().declare(name, update)
+    inv.updatesReplay = replayed
+    replayed.then(() => {
+      if (inv.updatesReplay === replayed) inv.updatesReplay = undefined
+    })
+  }
+
+  #runUpdates(): RunUpdates {
+    const token = this.#token
+    return (this.#updates ??= new RunUpdates(token.id, token.taskName, this.#invoker.host))
   }
 
   patched(id: string, deprecated: boolean): Promise<boolean> {
@@ -224,7 +272,8 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
 
   #invocation(): Invocation {
     const token = this.#token
-    return (this.#inv ??= createInvocation(token.id, token.taskName, this.#attempt, this.#steps ?? NO_STEPS, token.span, this.#deadline))
+    const steps = this.#steps ?? NO_STEPS
+    return (this.#inv ??= createInvocation(token.id, token.taskName, this.#attempt, steps, token.span, this.#deadline, this.#woken))
   }
 
   /** The run's deadline has passed: the attempt fails, for good. */
@@ -256,10 +305,25 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     if (this.#deadlineTimer !== undefined) this.#invoker.host.clock.clearTimer(this.#deadlineTimer)
     const outcome = this.#end(returned, value, closedBy)
     // The chunks and entries sent before the end are written before it, so that the
-    // end's write does not race theirs; it never rejects.
+    // end's write does not race theirs, and the updates it holds are answered
+    // before it waits again or finishes; neither rejects.
     const writing = this.#output?.writing()
-    if (writing === undefined) this.#invoker.ended(this.#token, outcome)
-    else writing.then(() => this.#invoker.ended(this.#token, outcome))
+    const answering = this.#closeUpdates(outcome)
+    const before = answering === undefined ? writing : writing === undefined ? answering : Promise.all([writing, answering])
+    if (before === undefined) this.#invoker.ended(this.#token, outcome)
+    else before.then(() => this.#invoker.ended(this.#token, outcome))
+  }
+
+  /**
+   * The updates of an invocation that declared handlers, or that was woken
+   * to answer updates: answered (or refused) before it suspends or
+   * completes; left for the next attempt after a failure.
+   */
+  #closeUpdates(outcome: InvocationOutcome): Promise<void> | undefined {
+    if (this.#updates === undefined && this.#woken === undefined) return undefined
+    const final = outcome.kind === 'suspended' || outcome.kind === 'completed'
+    if (this.#updates === undefined && !final) return undefined
+    return this.#runUpdates().close(final ? 'final' : 'dropped')
   }
 
   #end(returned: boolean, value: unknown, closedBy: string): InvocationOutcome {

@@ -2,7 +2,7 @@
  * The `ctx` a task handler gets (`TaskContext`), for one call of it
  * (handler-call.ts), which serves what it asks for. Edge-safe.
  */
-import type { ReceivedSignal, RunLogger, RunMetadata, RunRecord, StepApi, TaskContext } from '../../types.ts'
+import type { ReceivedSignal, RunLogger, RunMetadata, RunRecord, StepApi, TaskContext, UpdateHandler } from '../../types.ts'
 
 /** What `ctx` asks of the call it belongs to. */
 export interface ContextCall {
@@ -12,6 +12,7 @@ export interface ContextCall {
   logger(): RunLogger
   metadata(): RunMetadata
   patched(id: string, deprecated: boolean): Promise<boolean>
+  onUpdate(name: string, update: UpdateHandler): void
   /** The runtime's clock, in epoch milliseconds. */
   now(): number
 }
@@ -70,6 +71,10 @@ export class HandlerContext implements TaskContext {
 
   async deprecatePatch(id: string): Promise<void> {
     await this.#call.patched(id, true)
+  }
+
+  onUpdate<Input = unknown, Result = unknown>(name: string, update: UpdateHandler<Input, Result>): void {
+    this.#call.onUpdate(name, update as UpdateHandler)
   }
 
   signals<T = unknown>(name: string): AsyncIterable<ReceivedSignal<T>> {

@@ -5,7 +5,7 @@
  * a divergence, a store that cannot be reached) even if the handler catches
  * it. Edge-safe: no `node:` import.
  */
-import type { Logger, StepRecord } from '../../types.ts'
+import type { Logger, RunRecord, StepRecord } from '../../types.ts'
 import type { StepMismatchError, StoreUnavailableError } from '../../errors.ts'
 import type { ReplayEnd, SuspendSignal } from './suspend.ts'
 import type { ExecutionSpan } from '../../telemetry/types.ts'
@@ -67,6 +67,10 @@ export interface Invocation {
   compensating: 'replaying' | 'undoing' | undefined
   /** The end of a compensating replay, kept even if the handler catches it. */
   replayEnd: ReplayEnd | undefined
+  /** The wait the run was woken from to answer updates (`RunRecord.wokenForUpdates`): a sleep there ends when it would have. */
+  woken: RunRecord['wokenForUpdates']
+  /** While the updates answered before are given again to a handler just declared (run-updates.ts): the steps wait for it. */
+  updatesReplay: Promise<void> | undefined
 }
 
 export function createInvocation(
@@ -76,6 +80,7 @@ export function createInvocation(
   steps: Readonly<Record<string, StepRecord>>,
   span?: ExecutionSpan,
   deadline?: string,
+  woken?: RunRecord['wokenForUpdates'],
 ): Invocation {
   return {
     runId,
@@ -97,6 +102,8 @@ export function createInvocation(
     compensations: undefined,
     compensating: undefined,
     replayEnd: undefined,
+    woken,
+    updatesReplay: undefined,
   }
 }
 

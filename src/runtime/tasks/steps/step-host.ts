@@ -37,6 +37,7 @@ export interface StepHostOptions {
   runLog?: StepHost['runLog']
   callStep?: StepHost['callStep']
   callbacks?: StepHost['callbacks']
+  liveUpdates?: StepHost['liveUpdates']
 }
 
 export function createStepHost(options: StepHostOptions): StepHost {
@@ -56,6 +57,7 @@ export function createStepHost(options: StepHostOptions): StepHost {
     runLog: options.runLog,
     callStep: options.callStep,
     callbacks: options.callbacks,
+    liveUpdates: options.liveUpdates,
     noteLocalWait: () => {
       if (noted || store.durable) return
       noted = true

@@ -5,6 +5,7 @@
  * in its span, and the store calls that interrupt the attempt when the
  * store cannot serve them. Edge-safe.
  */
+import type { LiveUpdates } from './live-updates.ts'
 import type { Logger, RunLogEntry, RunRecord, StepKind, StepRecord, TriggerOptions } from '../../types.ts'
 import { DuplicateStepKeyError, StepMismatchError, StoreUnavailableError } from '../../errors.ts'
 import { jsonCopy } from '../base/json-copy.ts'
@@ -35,6 +36,8 @@ export interface StepHost {
   callStep?: StepCalls
   /** Makes callback URLs (callbacks.ts); without it, `createCallback` throws. */
   callbacks?: CallbackSigner
+  /** The runs answering updates in this process (live-updates.ts). */
+  liveUpdates?: LiveUpdates
 }
 
 /** The timing fields of a step that began at `began` and ended at `ended` (ms since the epoch). */

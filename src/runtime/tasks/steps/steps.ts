@@ -180,7 +180,24 @@ export function createStepApi(inv: Invocation, host: StepHost): StepApi {
       return signalResult<T>(recorded ?? (await settledWait(inv, host, key, 'waitForSignal', meet)))
     },
   }
-  return api
+  return afterUpdatesReplay(inv, api)
+}
+
+/**
+ * `api` whose calls, while a handler just declared with `ctx.onUpdate` is
+ * given the updates it answered before (run-updates.ts), go on once that
+ * is done: what the handler rebuilds in memory is there before the run's
+ * next step. A field read per call otherwise.
+ */
+function afterUpdatesReplay(inv: Invocation, api: StepApi): StepApi {
+  const waiting = {} as Record<string, unknown>
+  for (const [name, call] of Object.entries(api) as [string, (...args: unknown[]) => Promise<unknown>][]) {
+    waiting[name] = (...args: unknown[]) => {
+      const replay = inv.updatesReplay
+      return replay === undefined ? call(...args) : replay.then(() => call(...args))
+    }
+  }
+  return waiting as unknown as StepApi
 }
 
 /**
@@ -219,6 +236,9 @@ export function patchKey(id: string): string {
 }
 
 async function sleepTo(inv: Invocation, host: StepHost, key: string, until: number): Promise<void> {
+  // Woken from this sleep to answer updates: it ends when it would have.
+  const woken = inv.woken
+  if (woken?.stepKey === key && woken.until !== undefined) until = Date.parse(woken.until)
   // A wait that is already met does not suspend (only an unmet wait does).
   const now = host.clock.now()
   if (until <= now) return record(inv, host, key, 'sleep', { status: 'completed' }, now)

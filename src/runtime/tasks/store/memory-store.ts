@@ -20,7 +20,7 @@ import { type MemoryRunStoreOptions, resolveMemoryOptions } from './memory-optio
 import { RunIndexes } from './memory-indexes.ts'
 import { MemorySchedules } from './memory-schedules.ts'
 import { MemoryTokens } from './memory-tokens.ts'
-import type { SignalRecord } from '../../types/signals.ts'
+import { MemoryUpdates } from './memory-updates.ts'
 import { byCreation, copyAttempt, copyRun, idempotencyScope, InFlow, NO_ATTEMPTS, type StoredRun, withAttempt } from './memory-records.ts'
 import { matchesSearch, searches } from './run-search.ts'
 
@@ -44,6 +44,8 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
   readonly #schedules = new MemorySchedules()
   /** Tokens and signals (memory-tokens.ts). */
   readonly #tokens: MemoryTokens
+  /** Updates (memory-updates.ts). */
+  readonly #updates = new MemoryUpdates((runId, bytes) => this.#heldGrew(runId, bytes))
   /** What each retained run weighs (run-size.ts), by id; kept beside the record so reads do not copy it. */
   #sizes = new Map<string, number>()
   #bytes = 0
@@ -55,9 +57,7 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
     this.maxRuns = maxRuns
     this.maxBytes = maxBytes
     this.#events = new MemoryEventLog(maxEvents, clock)
-    this.#tokens = new MemoryTokens(clock, (runId, bytes) => {
-      if (this.#sizes.has(runId)) this.#grew(runId, bytes)
-    })
+    this.#tokens = new MemoryTokens(clock, (runId, bytes) => this.#heldGrew(runId, bytes))
   }
 
   async putEvent(event: EventRecord): Promise<{ event: EventRecord; created: boolean }> {
@@ -268,15 +268,15 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
   ): Promise<{ settled: boolean; token: TokenRecord } | undefined> {
     return this.#tokens.settleToken(id, status, payload)
   }
-  putSignal(signal: SignalRecord, maxWaiting: number): Promise<{ signal: SignalRecord; kept: boolean } | 'full'> {
-    return this.#tokens.putSignal(signal, maxWaiting)
-  }
-  takeSignal(tokenId: string, name: string): Promise<TokenRecord | undefined> {
-    return this.#tokens.takeSignal(tokenId, name)
-  }
-  listSignals(runId: string): Promise<SignalRecord[]> {
-    return this.#tokens.listSignals(runId)
-  }
+  // Called through: the tokens are made in the constructor, after these fields.
+  putSignal: MemoryTokens['putSignal'] = (signal, maxWaiting) => this.#tokens.putSignal(signal, maxWaiting)
+  takeSignal: MemoryTokens['takeSignal'] = (tokenId, name) => this.#tokens.takeSignal(tokenId, name)
+  listSignals: MemoryTokens['listSignals'] = (runId) => this.#tokens.listSignals(runId)
+  // Updates: memory-updates.ts.
+  putUpdate = this.#updates.putUpdate.bind(this.#updates)
+  answerUpdate = this.#updates.answerUpdate.bind(this.#updates)
+  getUpdate = this.#updates.getUpdate.bind(this.#updates)
+  listUpdates = this.#updates.listUpdates.bind(this.#updates)
 
   async startQueued(taskName: string, limits: FlowLimits, now: string): Promise<StartedRuns> {
     const queued: StoredRun[] = []
@@ -340,6 +340,11 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
     if (growth > 0) this.#evict()
   }
 
+  /** `#grew` for a run the store still holds: a write to a run it dropped counts nothing. */
+  #heldGrew(runId: string, growth: number): void {
+    if (this.#sizes.has(runId)) this.#grew(runId, growth)
+  }
+
   #require(runId: string): StoredRun {
     const run = this.#runs.get(runId)
     if (!run) throw new Error(`MemoryRunStore: unknown run "${runId}"`)
@@ -375,7 +380,7 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
     while (this.bytes > this.maxBytes && this.#events.size > 1) this.#events.removeOldest()
   }
 
-  /** Deletes a finished run, with its idempotency key and tokens. */
+  /** Deletes a finished run, with its idempotency key, tokens, signals and updates. */
   #drop(id: string): void {
     this.#finished.delete(id)
     const run = this.#runs.get(id)
@@ -388,5 +393,6 @@ export class MemoryRunStore implements RunStore, StoreLifecycle {
       if (this.#idempotency.get(scoped) === id) this.#idempotency.delete(scoped)
     }
     this.#tokens.dropRun(id)
+    this.#updates.dropRun(id)
   }
 }
