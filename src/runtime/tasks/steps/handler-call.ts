@@ -219,7 +219,7 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
 
   #runUpdates(): RunUpdates {
     const token = this.#token
-    return (this.#updates ??= new RunUpdates(token.id, token.taskName, this.#invoker.host))
+    return (this.#updates ??= new RunUpdates(token.id, token.taskName, this.#invoker.host, this.#invocation()))
   }
 
   patched(id: string, deprecated: boolean): Promise<boolean> {

@@ -71,6 +71,12 @@ export interface Invocation {
   woken: RunRecord['wokenForUpdates']
   /** While the updates answered before are given again to a handler just declared (run-updates.ts): the steps wait for it. */
   updatesReplay: Promise<void> | undefined
+  /**
+   * How many update handlers run now: the steps they call go on at once,
+   * neither waiting for the replay above nor unwound by a suspension (the
+   * last answers are given while the run suspends).
+   */
+  updateHandlers: number
 }
 
 export function createInvocation(
@@ -104,6 +110,7 @@ export function createInvocation(
     replayEnd: undefined,
     woken,
     updatesReplay: undefined,
+    updateHandlers: 0,
   }
 }
 

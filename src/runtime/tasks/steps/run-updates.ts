@@ -57,10 +57,24 @@ export class RunUpdates implements UpdateListener {
   /** What the first `close` resolves with: a second close is the same. */
   #closing: Promise<void> | undefined
 
-  constructor(runId: string, taskName: string, host: UpdateHost) {
+  /** The invocation, which counts the handlers running (`Invocation.updateHandlers`). */
+  readonly #inv: { updateHandlers: number }
+
+  constructor(runId: string, taskName: string, host: UpdateHost, inv: { updateHandlers: number }) {
     this.#runId = runId
     this.#taskName = taskName
     this.#host = host
+    this.#inv = inv
+  }
+
+  /** Calls `handler` with `data`, counted as an update handler running. */
+  async #call(handler: UpdateHandler['handler'], data: unknown): Promise<unknown> {
+    this.#inv.updateHandlers++
+    try {
+      return await handler(data)
+    } finally {
+      this.#inv.updateHandlers--
+    }
   }
 
   /** `ctx.onUpdate(name, update)`: resolves once the updates answered before are given to it again (and the pending ones answered). */
@@ -149,7 +163,7 @@ export class RunUpdates implements UpdateListener {
   /** Gives an update answered before to its handler again; its kept answer stands, whatever the handler does now. */
   async #replay(update: UpdateRecord, { input, handler }: UpdateHandler): Promise<void> {
     try {
-      await handler(input === undefined ? update.data : await validate(input, update.data, 'data'))
+      await this.#call(handler, input === undefined ? update.data : await validate(input, update.data, 'data'))
     } catch {
       // It threw then too, or the code changed: the answer kept is the answer.
     }
@@ -168,7 +182,7 @@ export class RunUpdates implements UpdateListener {
     }
     let result: unknown
     try {
-      result = await handler(data)
+      result = await this.#call(handler, data)
     } catch (error) {
       return this.#refusal('failed', 'UPDATE_FAILED', errorMessage(error))
     }

@@ -94,7 +94,7 @@ export function begin(inv: Invocation, key: string, call: string, kind: StepKind
   if (seen.add(key).size === used) throw new DuplicateStepKeyError(key)
   // A handler that caught the signal and went on must not make progress
   // while the run is suspended: every later step unwinds it again.
-  if (inv.suspension) throw inv.suspension
+  if (inv.suspension && inv.updateHandlers === 0) throw inv.suspension
   if (inv.mismatch) throw inv.mismatch
   if (inv.interruption) throw inv.interruption
   if (inv.replayEnd && inv.compensating === 'replaying') throw inv.replayEnd

@@ -194,7 +194,7 @@ function afterUpdatesReplay(inv: Invocation, api: StepApi): StepApi {
   for (const [name, call] of Object.entries(api) as [string, (...args: unknown[]) => Promise<unknown>][]) {
     waiting[name] = (...args: unknown[]) => {
       const replay = inv.updatesReplay
-      return replay === undefined ? call(...args) : replay.then(() => call(...args))
+      return replay === undefined || inv.updateHandlers > 0 ? call(...args) : replay.then(() => call(...args))
     }
   }
   return waiting as unknown as StepApi
