@@ -30,11 +30,18 @@ export {
   LeaseLostError,
   StoreUnavailableError,
 } from './runtime/errors.ts'
+export {
+  UpdateFailedError,
+  UpdateNotHandledError,
+  TooManyUpdatesError,
+  UpdateTimeoutError,
+} from './runtime/update-errors.ts'
 export { CronRunFailedError, type CronSummary } from './runtime/cron.ts'
 export { defineSchema } from './runtime/schema.ts'
 export { defineTask } from './runtime/tasks/definitions/define-task.ts'
 export { sendEvent, sendEvents } from './runtime/tasks/client/send-event.ts'
 export { sendSignal } from './runtime/tasks/client/send-signal.ts'
+export { updateRun } from './runtime/tasks/client/update-run.ts'
 export { MAX_WAITING_SIGNALS } from './runtime/tasks/store/signal-records.ts'
 export { eventNameProblem, MAX_EVENT_NAME_LENGTH, MAX_EVENT_ID_LENGTH } from './runtime/events/rules.ts'
 export { MAX_EVENTS_PER_SEND } from './runtime/tasks/engine/event-starts.ts'

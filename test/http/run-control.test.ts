@@ -38,6 +38,16 @@ function routes(): RuntimeApiRoute[] {
     },
     { path: '/api/jobs/approve', module: { kind: 'task', POST: async (ctx: TaskContext) => ctx.step.waitForToken('ok') } },
     {
+      path: '/api/jobs/booked',
+      module: {
+        kind: 'task',
+        POST: async (ctx: TaskContext) => {
+          await ctx.step.run('book', () => 'B1', { compensate: () => 'given back' })
+          await ctx.step.sleep('nap', 3600)
+        },
+      },
+    },
+    {
       path: '/api/jobs/flaky',
       module: {
         kind: 'task',
@@ -244,6 +254,35 @@ describe('POST /__tasks/runs/<id>/cancel', () => {
     expect(body.error).toMatch(/already finished \(cancelled\)/)
   })
 
+  it('?compensate=true undoes the completed steps first (200 running, then cancelled); cancelRun() over HTTP says so; another value is 400', async () => {
+    const server = await start()
+    const id = await trigger(server, 'jobs.booked')
+    await reached(server, id, 'suspended')
+    const bad = await post(server, `/__tasks/runs/${id}/cancel?compensate=yes`)
+    expect(bad.status).toBe(400)
+    expect(await bad.json()).toMatchObject({ code: 'INVALID_QUERY', error: expect.stringContaining('?compensate= is true or false') })
+    const res = await post(server, `/__tasks/runs/${id}/cancel?compensate=true`)
+    expect(res.status).toBe(200)
+    expect(await res.json()).toMatchObject({
+      id,
+      status: 'running',
+      cancelledWith: [],
+      compensation: { reason: 'cancelled', status: 'running' },
+    })
+    const run = await reached(server, id, 'cancelled')
+    expect(run).toMatchObject({
+      compensation: { reason: 'cancelled', status: 'completed' },
+      steps: { 'compensate:book': { output: 'given back' } },
+    })
+
+    const other = await trigger(server, 'jobs.booked')
+    await reached(server, other, 'suspended')
+    const env = { SVC_TASK_URL: server.url, SVC_TASK_SECRET: SECRET }
+    const result = await cancelRunOverHttp(other, env, 'waited', true)
+    expect(result).toMatchObject({ id: other, status: 'running', compensation: { reason: 'cancelled' } })
+    await reached(server, other, 'cancelled')
+  })
+
   it('cancels the child run it waits on and says so; ?children=none leaves it, ?children=all adds the runs it enqueued; another value is 400 INVALID_QUERY', async () => {
     const server = await start()
     const napOf = async (parent: string) => {
@@ -313,7 +352,7 @@ describe('POST /__tasks/runs/<id>/cancel', () => {
     expect(wrong.headers.get('allow')).toBe('POST')
     const unknown = await post(server, `/__tasks/runs/${id}/pause`)
     expect(unknown.status).toBe(404)
-    expect((await unknown.json()).error).toMatch(/a run's actions are cancel, replay, wake, logs and signals/)
+    expect((await unknown.json()).error).toMatch(/a run's actions are cancel, replay, wake, logs, signals and updates/)
     expect((await fetch(`${server.url}/__tasks/runs`, { method: 'DELETE' })).status).toBe(405)
   })
 })

@@ -57,6 +57,8 @@ export function compensationCases(name: string, makeStore?: () => (RunStore & St
           },
           { retries: 1, maxDuration: 600 },
         ),
+        // Nothing to undo: it only waits.
+        task('trips.bare', async (ctx) => ctx.step.sleep('wait', 3600)),
       ]
       t = await createTestRuntime({ routes, ...(store ? { store } : {}) })
     }
@@ -117,6 +119,33 @@ export function compensationCases(name: string, makeStore?: () => (RunStore & St
       await t.advanceUntilIdle()
       expect(await t.getRun(plain.id)).toMatchObject({ status: 'completed', result: { flight: 'F1', hotel: { id: 'H1' } } })
       expect((await t.getRun(plain.id))?.compensation).toBeUndefined()
+    })
+
+    it('a cancel with compensate undoes the steps of a waiting run, last first, and the run ends cancelled; one with nothing to undo is cancelled at once', async () => {
+      await start()
+      const run = await t.trigger('trips.book', { wait: true })
+      expect((await t.getRun(run.id))?.status).toBe('suspended')
+      const cancelled = await t.cancel(run.id, { compensate: true })
+      expect(cancelled.compensation).toMatchObject({ reason: 'cancelled', status: 'running' })
+      await t.runUntilIdle()
+      const done = await t.getRun(run.id)
+      expect(done).toMatchObject({
+        status: 'cancelled',
+        ok: false,
+        compensation: { reason: 'cancelled', status: 'completed', error: `Run "${run.id}" was cancelled` },
+        steps: { 'compensate:hotel': { status: 'completed' }, 'compensate:flight': { status: 'completed' } },
+      })
+      expect(done?.steps.pause).toBeUndefined()
+      expect(calls).toEqual(['book flight', 'book hotel', 'note', 'cancel hotel H1', 'cancel flight F1'])
+      // Nothing left to fire: its sleep's timer went with the cancel.
+      expect(await t.advanceUntilIdle()).toEqual([])
+      expect(calls).toHaveLength(5)
+      await expect(t.cancel(run.id, { compensate: true })).rejects.toThrow(/already finished \(cancelled\)/)
+
+      const bare = await t.trigger('trips.bare', {})
+      const plain = await t.cancel(bare.id, { compensate: true })
+      expect(plain).toMatchObject({ status: 'cancelled' })
+      expect(plain.compensation).toBeUndefined()
     })
   })
 }

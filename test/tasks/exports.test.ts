@@ -29,6 +29,11 @@ describe('public surface', () => {
       'RunNotFoundError',
       'RunFinishedError',
       'RunCancelledError',
+      'updateRun',
+      'UpdateFailedError',
+      'UpdateNotHandledError',
+      'TooManyUpdatesError',
+      'UpdateTimeoutError',
       'MAX_DELAY_SECONDS',
       'MAX_IDEMPOTENCY_KEY_LENGTH',
     ]) {

@@ -1,9 +1,9 @@
 /**
- * `svc runs list|get|logs|cancel|replay|wake|signal|signals`: the task runs of a running svc
+ * `svc runs list|get|logs|cancel|replay|wake|signal|signals|update|updates`: the task runs of a running svc
  * server, read and controlled over its task admin surface
  * (docs/http-api.md). Nothing here scans or imports the app. The filter
  * flags and the bulk form of cancel and replay are in runs-bulk.ts; signals
- * in runs-signal.ts.
+ * in runs-signal.ts; updates in runs-update.ts.
  */
 import type { ArgsDef } from 'citty'
 import type { RunLogPage } from '../../runtime/admin/run-logs.ts'
@@ -17,6 +17,7 @@ import { formatTable, printJson, printLines } from '../_output.ts'
 import { runsClient } from '../runs-client.ts'
 import { droppedNote, formatDuration, formatInstant, formatLogEntry, msBetween, shortVersion } from '../runs-format.ts'
 import { signal, signals } from './runs-signal.ts'
+import { update, updates } from './runs-update.ts'
 import { bulkArgs, bulkFilter, filterArgs, filterQuery, runBulk, runFilter } from './runs-bulk.ts'
 
 const idArg = { id: { type: 'positional', description: 'The run id', required: true } } as const satisfies ArgsDef
@@ -147,6 +148,10 @@ const cancelArgs = {
       'Which child runs go with it: waited, the ones it waits on and theirs (the default); all, those and the runs it enqueued; none',
     valueHint: 'waited|all|none',
   },
+  compensate: {
+    type: 'boolean',
+    description: "Run the undos of the run's completed steps first (their compensate functions); it ends cancelled once they ran",
+  },
   ...filterArgs,
   ...bulkArgs,
   ...urlArg,
@@ -165,15 +170,19 @@ const cancel = defineCommand({
     if (filter !== undefined) return runBulk('cancel', filter, args)
     // bulkFilter answers undefined only when an id is given.
     const id = args.id as string
-    const query = args.children === undefined ? '' : `?children=${encodeURIComponent(args.children)}`
+    const params = new URLSearchParams()
+    if (args.children !== undefined) params.set('children', args.children)
+    if (args.compensate) params.set('compensate', 'true')
+    const query = params.size === 0 ? '' : `?${params}`
     const result = await runsClient('svc runs cancel', args.url).post<CancelRunResult>(runPath(id, `/cancel${query}`))
     if (args.json) return printJson(result)
     // A server of an earlier release answers without the children.
     const children = result.cancelledWith ?? []
+    const undoing = result.status === 'running' ? ' It is undoing its completed steps, and ends cancelled once they ran.' : ''
     printLines('stdout', [
       children.length === 0
-        ? `Cancelled run ${result.id}.`
-        : `Cancelled run ${result.id}, and the child run${children.length === 1 ? '' : 's'} ${args.children === 'all' ? 'it started' : 'it waited on'}: ${children.join(', ')}.`,
+        ? `Cancelled run ${result.id}.${undoing}`
+        : `Cancelled run ${result.id}, and the child run${children.length === 1 ? '' : 's'} ${args.children === 'all' ? 'it started' : 'it waited on'}: ${children.join(', ')}.${undoing}`,
     ])
   },
 })
@@ -241,5 +250,5 @@ const wake = defineCommand({
 
 export default defineCommand({
   meta: { name: 'runs', description: 'Read and control the task runs of a running server' },
-  subCommands: { list, get, logs, cancel, replay, wake, signal, signals },
+  subCommands: { list, get, logs, cancel, replay, wake, signal, signals, update, updates },
 })

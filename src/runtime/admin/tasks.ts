@@ -11,7 +11,7 @@
  * | POST   | `/__tasks/tokens/<token>`     | 200 `{ ok, status: 'completed' }`; 404 `TOKEN_NOT_FOUND`; 409 `TOKEN_ALREADY_COMPLETED` / `TOKEN_TIMED_OUT` / `RUN_CANCELLED` |
  * | GET    | `/__tasks/runs`               | 200 `{ runs: RunSummary[], cursor? }`, newest first (`?task=&status=&version=&limit=&cursor=`); 400 `INVALID_QUERY` |
  * | GET    | `/__tasks/runs/<id>`          | as `GET /__tasks/<id>` |
- * | POST   | `/__tasks/runs/<id>/cancel`   | 200 `{ id, status: 'cancelled', cancelledWith }` (`?children=all` also cancels the runs it enqueued, `?children=none` leaves the child runs it waits on running); 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED`; 400 `INVALID_QUERY` |
+ * | POST   | `/__tasks/runs/<id>/cancel`   | 200 `{ id, status: 'cancelled', cancelledWith }` (`?children=all` also cancels the runs it enqueued, `?children=none` leaves the child runs it waits on running; `?compensate=true` undoes its completed steps first: 200 `{ …, status: 'running', compensation }`); 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED`; 400 `INVALID_QUERY` |
  * | POST   | `/__tasks/runs/<id>/replay`   | 202 `{ id, status }` of the new run; the body, if any, is `{ fromStep?, input? }` (`ReplayOptions`); 404 `RUN_NOT_FOUND` / `TASK_NOT_FOUND`; 400 `STEP_NOT_RECORDED` / `INVALID_OPTIONS` |
  * | POST   | `/__tasks/runs/<id>/wake`     | 200 `{ id, status }`: a sleeping or delayed run goes on now; 404 `RUN_NOT_FOUND`; 409 `RUN_FINISHED` / `RUN_NOT_SLEEPING` |
  * |        | `/__tasks/runs/<id>/signals…` | signals into the run (`signals.ts`; `signal-endpoint.ts` for a run token and CORS) |
@@ -249,8 +249,10 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
     if (action === 'updates') return isRead ? listUpdatesRoute(routes, id) : methodNotAllowed(R, method, pathname, 'GET, HEAD')
     if (method !== 'POST') return methodNotAllowed(R, method, pathname, 'POST')
     if (action === 'cancel') {
-      const run = await runtime.cancel(id, { children: cancelChildrenParam(new URL(request.url).searchParams) })
-      return json(200, { id: run.id, status: run.status, cancelledWith: run.cancelledWith })
+      const params = new URL(request.url).searchParams
+      const run = await runtime.cancel(id, { children: cancelChildrenParam(params), compensate: compensateParam(params) })
+      const body = { id: run.id, status: run.status, cancelledWith: run.cancelledWith }
+      return json(200, run.compensation === undefined || run.status !== 'running' ? body : { ...body, compensation: run.compensation })
     }
     if (action === 'wake') {
       const run = await runtime.wake(id)
@@ -338,6 +340,14 @@ function cancelChildrenParam(params: URLSearchParams): CancelReach {
   const children = cancelReachParam(params.get('children'))
   if (!isCancelReach(children)) throw new InvalidQueryError(children)
   return children
+}
+
+/** `?compensate=` of a cancel: `true` undoes the run's completed steps first, `false` (the default) does not. */
+function compensateParam(params: URLSearchParams): boolean {
+  const value = params.get('compensate')
+  if (value === null || value === 'false') return false
+  if (value === 'true') return true
+  throw new InvalidQueryError(`?compensate= is true or false (got ${JSON.stringify(value)})`)
 }
 
 /** The body of a replay, `{ fromStep?, input? }`, or why it is not one. */

@@ -197,11 +197,11 @@ export interface RunRecord extends RunEnvelope {
 
 /** The undoing of a run's completed steps (`RunRecord.compensation`, docs/tasks.md "Compensation"). */
 export interface RunCompensation {
-  /** Why: its attempts failed for good (retries spent, or its deadline passed). */
-  reason: 'failed'
+  /** Why: its attempts failed for good (retries spent, or its deadline passed), or `cancel(id, { compensate: true })`. */
+  reason: 'failed' | 'cancelled'
   /** `running` until every compensation ran (`completed`), or one kept failing (`failed`: the run ends `compensation_failed`). */
   status: 'running' | 'completed' | 'failed'
-  /** The error the run failed with. */
+  /** The error the run failed with (for a cancel, that it was cancelled). */
   error: string
   /** How many attempts of the compensations have failed. */
   failures: number
@@ -354,7 +354,10 @@ export interface EnqueueResult {
 /** What `cancelRun()` resolves to, and the body of `POST /__tasks/runs/<id>/cancel`. */
 export interface CancelRunResult {
   id: string
-  status: 'cancelled'
+  /** `running` for a cancel with `compensate` of a run with steps to undo: it ends `cancelled` once they ran. */
+  status: 'cancelled' | 'running'
+  /** With `compensate`: the undoing under way. */
+  compensation?: RunCompensation
   /** The child runs cancelled with it (the ones it waited on, and theirs), nearest first. */
   cancelledWith: string[]
 }

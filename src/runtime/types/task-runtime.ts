@@ -286,6 +286,14 @@ export interface CancelOptions {
    * @default 'waited'
    */
   children?: 'waited' | 'all' | 'none'
+  /**
+   * Runs the compensations of the run's completed steps first, last
+   * first, as for a run that failed for good; the run ends `cancelled`
+   * once they ran (docs/tasks.md "Compensation"). A run with none is
+   * cancelled at once.
+   * @default false
+   */
+  compensate?: boolean
 }
 
 /** What `cancel` resolves to: the run, now cancelled, and the runs cancelled with it. */

@@ -12,6 +12,7 @@ import type {
   EnqueueOptions,
   EnqueueResult,
   EventInput,
+  RunCompensation,
   SentEvent,
 } from '../../types.ts'
 import { HttpError, errorMessage } from '../../errors.ts'
@@ -231,12 +232,16 @@ export async function cancelRunOverHttp(
   runId: string,
   env: EnvLike = processEnv(),
   children: NonNullable<CancelOptions['children']> = 'waited',
+  compensate = false,
 ): Promise<CancelRunResult> {
   const where = `cancelRun("${runId}")`
-  const url = `${taskServerUrl(env)}/__tasks/runs/${encodeURIComponent(runId)}/cancel${children === 'waited' ? '' : `?children=${children}`}`
+  const query = new URLSearchParams()
+  if (children !== 'waited') query.set('children', children)
+  if (compensate) query.set('compensate', 'true')
+  const url = `${taskServerUrl(env)}/__tasks/runs/${encodeURIComponent(runId)}/cancel${query.size === 0 ? '' : `?${query}`}`
   const { response, body } = await send(where, url, env, { method: 'POST', headers: authHeaders(env) })
   if (!response.ok) throw httpError(response, body)
-  if (!isObject(body) || body.status !== 'cancelled') {
+  if (!isObject(body) || (body.status !== 'cancelled' && body.status !== 'running')) {
     throw new HttpError(
       response.status,
       `${where}: ${url} answered ${response.status} without a { id, status: 'cancelled' } JSON body`,
@@ -245,6 +250,9 @@ export async function cancelRunOverHttp(
   }
   // A server of an earlier release answers without the children it cancelled.
   const cancelledWith = Array.isArray(body.cancelledWith) ? body.cancelledWith.filter((id): id is string => typeof id === 'string') : []
+  if (body.status === 'running' && isObject(body.compensation)) {
+    return { id: runId, status: 'running', cancelledWith, compensation: body.compensation as unknown as RunCompensation }
+  }
   return { id: runId, status: 'cancelled', cancelledWith }
 }
 
@@ -266,20 +274,25 @@ export async function sendEventsOverHttp(events: readonly EventInput[], where: s
  * stores, so a value it would refuse is the caller's `TypeError` before
  * anything is sent.
  */
-function payloadText(where: string, payload: unknown): string | undefined {
+export function payloadText(where: string, payload: unknown): string | undefined {
   if (payload === undefined) return undefined
   const problem = jsonProblem(payload)
   if (problem !== undefined) throw new TypeError(`${where}: the payload cannot be stored as JSON: ${problem}`)
   return JSON.stringify(payload)
 }
 
-async function send(
+/**
+ * Sends `init` to `url` and reads the answer; gives up after `timeoutMs`
+ * (`SVC_TASK_TIMEOUT_MS` unless the caller waits longer on purpose, as
+ * `updateRun` does for its answer).
+ */
+export async function send(
   where: string,
   url: string,
   env: EnvLike,
   init: RequestInit & { headers: Record<string, string> },
+  timeoutMs: number = taskRequestTimeout(env),
 ): Promise<{ response: Response; body: unknown }> {
-  const timeoutMs = taskRequestTimeout(env)
   const headers = { ...init.headers, ...(await traceHeaders(env)) }
   // Built outside the try: a request that cannot be built (a bad URL or
   // header) is a configuration error, not a failure to reach the server.
@@ -349,7 +362,7 @@ export async function fetchAnswer(request: Request): Promise<TaskServerAnswer> {
 }
 
 /** The answer's error text (`error`, else `message`, else the raw text) and code. */
-function httpError(response: Response, body: unknown): HttpError {
+export function httpError(response: Response, body: unknown): HttpError {
   const text =
     isObject(body) && typeof body.error === 'string'
       ? body.error

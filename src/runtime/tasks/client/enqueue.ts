@@ -121,9 +121,11 @@ export async function cancelRun(runId: string, options?: CancelOptions): Promise
     throw new TypeError(`cancelRun(runId): runId must be a non-empty run id string (got ${typeof runId})`)
   }
   const runtime = getActiveTaskRuntime()
-  if (!runtime) return cancelRunOverHttp(runId, undefined, cancelChildren(options))
-  const { cancelledWith } = await runtime.cancel(runId, options)
-  return { id: runId, status: 'cancelled', cancelledWith }
+  if (!runtime) return cancelRunOverHttp(runId, undefined, cancelChildren(options), options?.compensate === true)
+  const { cancelledWith, status, compensation } = await runtime.cancel(runId, options)
+  return compensation === undefined
+    ? { id: runId, status: 'cancelled', cancelledWith }
+    : { id: runId, status: status as 'running', cancelledWith, compensation }
 }
 
 /**

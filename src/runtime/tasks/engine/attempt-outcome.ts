@@ -81,7 +81,7 @@ export class OutcomeRecorder {
   finishRun(
     entry: WriteOwner,
     patch: {
-      status: 'completed' | 'failed' | 'compensation_failed'
+      status: 'completed' | 'failed' | 'cancelled' | 'compensation_failed'
       ok: boolean
       result?: unknown
       attempt?: Attempt
@@ -162,7 +162,8 @@ export class OutcomeRecorder {
     if (run?.status !== 'running' || started === undefined) return
     if (outcome.kind === 'compensated') {
       const compensation = { ...started, status: 'completed' as const }
-      this.announceEnd(entry, await this.finishRun(entry, { status: 'failed', ok: false, compensation }), started.error)
+      const status = started.reason === 'cancelled' ? 'cancelled' : 'failed'
+      this.announceEnd(entry, await this.finishRun(entry, { status, ok: false, compensation }), started.error)
       return
     }
     const { attempt, error } = outcome
@@ -208,6 +209,14 @@ export class OutcomeRecorder {
     }
     const saved = await this.#writes.persist(entry, 'its suspension', () => this.#store.updateRun(entry.id, suspension, RUNNING))
     if (!saved) return
+    // A cancel that compensates came while the attempt ran (cancel-compensating.ts): the run undoes rather than waits.
+    if (saved.compensation?.status === 'running') {
+      const back = await this.#writes.persist(entry, 'its compensation', () =>
+        this.#store.updateRun(entry.id, { status: 'running', suspended: undefined }, { status: 'suspended' }),
+      )
+      if (back) return this.#retryAt(entry, this.#clock.now())
+      return
+    }
     this.#changes.emit(saved)
     // A suspended run holds no slot.
     this.#flow.startQueuedLater(saved.taskName)

@@ -170,6 +170,20 @@ export class Dispatcher {
   }
 
   /**
+   * Stops the attempt of run `runId` here, if one is in flight, for a
+   * cancel that compensates (cancel-compensating.ts): it records nothing,
+   * and the run is dispatched again once it ends, to run its undos.
+   */
+  stopForCompensation(runId: string): boolean {
+    const entry = this.#inFlight.get(runId)
+    if (!entry || entry.stopped) return false
+    entry.stopped = true
+    entry.again = true
+    entry.handle?.abort(`Run "${runId}" of task "${entry.taskName}" was cancelled; its completed steps are being undone`, 'was cancelled')
+    return true
+  }
+
+  /**
    * The attempt of run `runId` here lost its lease: a renewal, or one of
    * its writes (`LeaseLostError`), found that this process stalled past
    * `leaseMs` and another took the run over, or that the run was

@@ -61,6 +61,7 @@ import { type UpdateSendParts, updateRun } from './update-sends.ts'
 import type { SendSignalOptions, SentSignal } from '../../types/signals.ts'
 import type { UpdateRunOptions } from '../../types/updates.ts'
 import { type CancelReach, cancelChildren, cancelChildRuns, childrenReached } from './cancel-children.ts'
+import { cancelCompensating } from './cancel-compensating.ts'
 import { checkReplayOptions, stepsBefore } from './replay-steps.ts'
 import type { EventInput, SentEvent } from '../../types/events.ts'
 import type { Telemetry } from '../../telemetry/types.ts'
@@ -170,6 +171,15 @@ export class TaskEngine {
     const children = cancelChildren(options)
     // What it waits on, read before the cancel clears it.
     const waited = children === 'none' ? undefined : await this.#store.getRun(id)
+    const compensating = options?.compensate === true ? await this.#cancelCompensating(id) : undefined
+    if (compensating) {
+      this.#changes.emit(compensating)
+      const reached = childrenReached(waited, compensating, children)
+      return {
+        ...compensating,
+        cancelledWith: await cancelChildRuns(id, reached, (childId) => this.#cancelChild(childId, children), this.#logger),
+      }
+    }
     // A compare-and-set from any live status: a run that finished meanwhile stays as it ended.
     const run = await this.#store.updateRun(
       id,
@@ -197,6 +207,21 @@ export class TaskEngine {
     const reached = childrenReached(waited, run, children)
     const cancelledWith = await cancelChildRuns(id, reached, (childId) => this.#cancelChild(childId, children), this.#logger)
     return { ...run, cancelledWith }
+  }
+
+  /** A cancel with `{ compensate: true }` of a run with steps to undo: its compensation begins (cancel-compensating.ts). */
+  #cancelCompensating(id: string): Promise<RunRecord | undefined> {
+    const dispatch = this.#dispatch
+    const waitpoints = this.#waitpoints
+    return cancelCompensating(
+      {
+        store: this.#store,
+        dropTimers: (runId) => waitpoints.dropRun(runId),
+        stopHere: (runId) => dispatch.stopForCompensation(runId),
+        start: (run) => dispatch.start(run),
+      },
+      id,
+    )
   }
 
   /** Cancels child run `childId` and those below it that `children` reaches, here or in the shard that holds it; `undefined` when it is out of reach. */

@@ -1,0 +1,46 @@
+/**
+ * `updateRun`, exported from `svcjs`: in-process when a task runtime is
+ * active in this process, otherwise `POST /__tasks/runs/<id>/updates/<name>`
+ * on the task server (`SVC_TASK_URL`, with `SVC_TASK_SECRET`), as
+ * `sendSignal()` does (docs/tasks.md "Updates").
+ */
+import { describe } from '../../describe.ts'
+import { updateProblem } from '../../events/rules.ts'
+import type { UpdateRunOptions } from '../../types/updates.ts'
+import { MAX_UPDATE_TIMEOUT_SECONDS } from '../engine/update-sends.ts'
+import { getActiveTaskRuntime } from './active.ts'
+import { updateRunOverHttp } from './update-over-http.ts'
+
+/**
+ * Sends update `name` with `data` to live run `runId` and resolves to the
+ * run's answer: what its `ctx.onUpdate(name)` handler returned. Rejects
+ * with `UpdateFailedError` (the handler threw), `UpdateNotHandledError`,
+ * `ValidationError` (the data failed the handler's schema),
+ * `RunNotFoundError`, `RunFinishedError`, `TooManyUpdatesError`, or
+ * `UpdateTimeoutError` when no answer came within `timeoutSeconds` (the
+ * update stays: ask again with its `id`). See `TaskRuntime.updateRun`.
+ */
+export async function updateRun<Result = unknown>(
+  runId: string,
+  name: string,
+  data?: unknown,
+  options?: UpdateRunOptions,
+): Promise<Result> {
+  const runtime = getActiveTaskRuntime()
+  if (runtime) return runtime.updateRun<Result>(runId, name, data, options)
+  const call = `updateRun(${describe(runId)}, ${describe(name)})`
+  if (typeof runId !== 'string' || runId === '') throw new TypeError(`${call}: runId must be a run's id (got ${describe(runId)})`)
+  if (options !== undefined && (options === null || typeof options !== 'object')) {
+    throw new TypeError(`${call}: options must be an object such as { id, timeoutSeconds } (got ${describe(options)})`)
+  }
+  // Checked here too, so a bad name, id or timeout fails before a request leaves.
+  const problem = updateProblem(name, options?.id) ?? timeoutProblem(options?.timeoutSeconds)
+  if (problem) throw new TypeError(`${call}: ${problem}`)
+  return (await updateRunOverHttp(runId, name, data, options)) as Result
+}
+
+function timeoutProblem(seconds: unknown): string | null {
+  if (seconds === undefined) return null
+  if (typeof seconds === 'number' && Number.isFinite(seconds) && seconds > 0 && seconds <= MAX_UPDATE_TIMEOUT_SECONDS) return null
+  return `timeoutSeconds must be a number of seconds above 0 and at most ${MAX_UPDATE_TIMEOUT_SECONDS} (got ${describe(seconds)})`
+}
