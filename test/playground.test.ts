@@ -148,6 +148,35 @@ describe('the playground app', () => {
     ])
   })
 
+  it('fills a cart with updates, each answered with the cart so far, until its checkout signal', async () => {
+    const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${base}/__tasks/${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      })
+    const { id } = (await (await post('carts.open', {})).json()) as { id: string }
+    const add = async (item: unknown, key?: string) => {
+      const res = await post(`runs/${id}/updates/add-item`, item, key === undefined ? {} : { 'idempotency-key': key })
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> }
+    }
+    expect(await add({ sku: 'tea', quantity: 2 }, 'add-1')).toMatchObject({
+      status: 200,
+      body: { status: 'completed', result: { tea: 2 } },
+    })
+    expect((await add({ sku: 'scone' })).body.result).toEqual({ tea: 2, scone: 1 })
+    // The same id is the same update: answered again, not added twice.
+    expect((await add({ sku: 'tea', quantity: 2 }, 'add-1')).body.result).toEqual({ tea: 2 })
+    expect(await add({ sku: 'tea', quantity: 0 })).toMatchObject({ status: 400, body: { code: 'VALIDATION_FAILED' } })
+    expect((await add({ sku: 'tea' })).body.result).toEqual({ tea: 3, scone: 1 })
+    expect((await post(`runs/${id}/signals/checkout`, { card: 'visa' })).status).toBe(202)
+    expect(await server.runtime.waitForRun(id)).toMatchObject({
+      status: 'completed',
+      result: { status: 'checked out', items: { tea: 3, scone: 1 }, card: 'visa' },
+    })
+    expect(await add({ sku: 'jam' })).toMatchObject({ status: 409, body: { code: 'RUN_FINISHED' } })
+  })
+
   it('shows the order page in Chromium: its progress streams live and ends once the payment is sent', async () => {
     let browser: Browser | undefined
     try {

@@ -6,10 +6,12 @@
  * compatibility date accept.
  *
  * Errors cross as data and are rebuilt as the classes the engine threw, so a
- * worker answers `VALIDATION_FAILED`, `TASK_NOT_FOUND` or `STORE_FULL` (with
- * its `Retry-After`) exactly as a Node server does.
+ * worker answers `VALIDATION_FAILED`, `TASK_NOT_FOUND`, `STORE_FULL` or
+ * `TOO_MANY_UPDATES` (with its `Retry-After`) exactly as a Node server does,
+ * and an update past its wait is an `UpdateTimeoutError` (202 pending).
  */
 import { SvcError, StoreFullError, TaskNotFoundError, ValidationError } from '../runtime/errors.ts'
+import { TooManyUpdatesError, UpdateFailedError, UpdateNotHandledError, UpdateTimeoutError } from '../runtime/update-errors.ts'
 import type { ValidationIssue } from '../types.ts'
 
 /** A call to the object. */
@@ -35,6 +37,11 @@ interface WireError {
   taskName?: string
   available?: string[]
   maxRuns?: number
+  /** The `Retry-After` of an error that passes. */
+  retryAfterSeconds?: number
+  /** Of an update's errors. */
+  runId?: string
+  updateId?: string
 }
 
 /** The parts of a Durable Object stub the worker uses. */
@@ -123,7 +130,16 @@ export function encodeError(error: unknown): WireError {
   if (error instanceof SvcError) {
     wire.code = error.code
     wire.status = error.status
+    if (error.retryAfterSeconds !== undefined) wire.retryAfterSeconds = error.retryAfterSeconds
   }
+  if (error instanceof UpdateTimeoutError || error instanceof UpdateFailedError) wire.updateId = error.updateId
+  if (
+    error instanceof UpdateTimeoutError ||
+    error instanceof UpdateFailedError ||
+    error instanceof UpdateNotHandledError ||
+    error instanceof TooManyUpdatesError
+  )
+    wire.runId = error.runId
   if (error instanceof ValidationError) wire.details = error.details
   if (error instanceof TaskNotFoundError) {
     wire.taskName = error.taskName
@@ -145,6 +161,19 @@ export function decodeError(wire: WireError): Error {
     case 'STORE_FULL':
       error = new StoreFullError('', wire.maxRuns ?? 0)
       break
+    // The update's errors, by the classes callers tell them apart by (an update past its wait is answered 202).
+    case 'UPDATE_PENDING':
+      error = new UpdateTimeoutError(wire.runId ?? '', wire.updateId ?? '', '', 0)
+      break
+    case 'UPDATE_FAILED':
+      error = new UpdateFailedError(wire.runId ?? '', wire.updateId ?? '', '', wire.message)
+      break
+    case 'UPDATE_NOT_HANDLED':
+      error = new UpdateNotHandledError(wire.runId ?? '', wire.message)
+      break
+    case 'TOO_MANY_UPDATES':
+      error = new TooManyUpdatesError(wire.runId ?? '', 0)
+      break
     default:
       if (wire.code !== undefined) error = new SvcError(wire.message, wire.code, wire.status)
       else if (wire.name === 'TypeError') error = new TypeError(wire.message)
@@ -152,5 +181,8 @@ export function decodeError(wire: WireError): Error {
       else error = new Error(wire.message)
   }
   error.message = wire.message
+  // Another class's wait before a retry, which a plain SvcError would lose.
+  if (error instanceof SvcError && error.retryAfterSeconds === undefined && wire.retryAfterSeconds !== undefined)
+    Object.defineProperty(error, 'retryAfterSeconds', { value: wire.retryAfterSeconds, enumerable: true })
   return error
 }

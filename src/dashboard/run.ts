@@ -1,4 +1,4 @@
-/** One run: what it was given and gave back, its timeline, logs, attempts and steps, what it waits on, its signals, and the actions on it. */
+/** One run: what it was given and gave back, its timeline, logs, attempts and steps, what it waits on, its signals and updates, and the actions on it. */
 import { compensationView } from './compensation.ts'
 import { unknownWaitpointType } from '../runtime/tasks/steps/waitpoint-kinds.ts'
 import { api } from './api.ts'
@@ -8,6 +8,7 @@ import { logsTable } from './logs.ts'
 import { signalsView } from './signals.ts'
 import { errorView } from './tasks.ts'
 import { timelineView } from './timeline.ts'
+import { updatesView } from './updates.ts'
 import { FINISHED, type Run } from './types.ts'
 
 export interface RunView {
@@ -32,6 +33,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
   const timeline = timelineView()
   // The signal form keeps what the user typed across refreshes, as the token payload does.
   const signals = signalsView(changed)
+  const updates = updatesView(changed)
 
   const act = async (fn: () => Promise<unknown>) => {
     fill(problems)
@@ -139,6 +141,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
       ),
       run.suspended ? waitpoint(run, openRun, payload, act) : null,
       signals.render(run),
+      updates.render(run),
       h('h3', null, 'Input'),
       jsonView(run.input),
       run.metadata ? [h('h3', null, 'Metadata'), h('div', { class: 'metadata' }, jsonView(run.metadata))] : null,
@@ -189,7 +192,7 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
       const id = current
       if (id === null) return
       try {
-        const [run] = await Promise.all([api<Run>('GET', `/__tasks/${encodeURIComponent(id)}`), signals.load(id)])
+        const [run] = await Promise.all([api<Run>('GET', `/__tasks/${encodeURIComponent(id)}`), signals.load(id), updates.load(id)])
         if (id === current) render(run)
       } catch (error) {
         if (id === current)

@@ -68,7 +68,7 @@ export function updateAnswerError(update: UpdateRecord): SvcError | undefined {
     case 'VALIDATION_FAILED':
       return new ValidationError(error.details ?? [], message)
     case 'RUN_FINISHED':
-      return Object.assign(new RunFinishedError(update.runId, 'finished', 'updated'), { message })
+      return Object.assign(new RunFinishedError(update.runId, error.runStatus ?? 'finished', 'updated'), { message })
     default:
       return new UpdateNotHandledError(update.runId, message)
   }

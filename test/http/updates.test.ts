@@ -157,7 +157,7 @@ describe('updates over HTTP', () => {
       status: 400,
       body: { code: 'INVALID_UPDATE', error: expect.stringContaining('Idempotency-Key') },
     })
-    for (const timeout of ['abc', '0', '-1', '301', '']) {
+    for (const timeout of ['abc', '0', '-1', '301', '', '0x10', '1e2', '%205']) {
       expect(await update(server, id, 'add', { item: 'x' }, { query: `?timeout=${timeout}` }), timeout).toMatchObject({
         status: 400,
         body: { code: 'INVALID_UPDATE', error: expect.stringContaining('?timeout=') },

@@ -21,6 +21,7 @@ import type { ResponseClass } from '../http/types.ts'
 import { readJsonBody } from '../http/body.ts'
 import { updateProblem } from '../events/rules.ts'
 import { UpdateTimeoutError } from '../update-errors.ts'
+import { SvcError } from '../errors.ts'
 import { MAX_UPDATE_TIMEOUT_SECONDS } from '../tasks/engine/update-sends.ts'
 
 export interface UpdateRoutes {
@@ -44,8 +45,9 @@ export async function updateRunRoute(
   const problem = updateProblem(name, id)
   if (problem) return jsonError(R, 400, 'INVALID_UPDATE', `${problem}${id === undefined ? '' : ' (the Idempotency-Key header is the id)'}`)
   const timeout = new URL(request.url).searchParams.get('timeout')
-  const timeoutSeconds = timeout === null ? undefined : Number(timeout)
-  if (timeoutSeconds !== undefined && !(timeoutSeconds > 0 && timeoutSeconds <= MAX_UPDATE_TIMEOUT_SECONDS)) {
+  // Plain decimal seconds only: Number() would take '0x10', ' 5' or '1e2'.
+  const timeoutSeconds = timeout === null || !/^\d{1,3}(\.\d{1,3})?$/.test(timeout) ? undefined : Number(timeout)
+  if (timeout !== null && !(timeoutSeconds !== undefined && timeoutSeconds > 0 && timeoutSeconds <= MAX_UPDATE_TIMEOUT_SECONDS)) {
     return jsonError(
       R,
       400,
@@ -64,7 +66,9 @@ export async function updateRunRoute(
     if (result !== undefined) body.result = result
     return json(200, body)
   } catch (error) {
-    if (error instanceof UpdateTimeoutError) return json(202, { id: updateId, runId, name, status: 'pending', error: error.message })
+    // By its code as well: an error rebuilt after crossing a boundary (a Durable Object's RPC) may not be the class.
+    if (error instanceof UpdateTimeoutError || (error instanceof SvcError && error.code === 'UPDATE_PENDING'))
+      return json(202, { id: updateId, runId, name, status: 'pending', error: error.message })
     throw error
   }
 }

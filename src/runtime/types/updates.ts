@@ -38,6 +38,8 @@ export interface UpdateError {
   message: string
   /** For `VALIDATION_FAILED`: what the handler's schema found. */
   details?: ValidationIssue[]
+  /** For `RUN_FINISHED`: the status the run finished with. */
+  runStatus?: string
 }
 
 /** An update's answer, once the run gave it (`status` is not `pending`). */

@@ -113,7 +113,7 @@ async function awaitAnswer(parts: UpdateSendParts, update: UpdateRecord, seconds
       if (!run) throw new RunNotFoundError(runId)
       if (isFinished(run.status)) {
         const message = `Run "${runId}" finished (${run.status}) before it answered update "${update.name}" (${id})`
-        const error = { code: 'RUN_FINISHED', message }
+        const error = { code: 'RUN_FINISHED', message, runStatus: run.status }
         const refused = await store.answerUpdate!(runId, id, { status: 'rejected', error, answeredAt: isoNowOf(clock) })
         if (refused && refused.status !== 'pending') return refused
       }
