@@ -13,7 +13,7 @@ import { receivedSignal } from '../runtime/tasks/store/signal-records.ts'
 import type { SignalRecord } from '../runtime/types/signals.ts'
 import type { PostgresConnection } from './connection.ts'
 import { tokenSettlement } from './tokens.ts'
-import { inTransaction } from './transaction.ts'
+import { holdRunLock, inTransaction } from './transaction.ts'
 
 type Row<T> = { record: T }
 
@@ -25,6 +25,8 @@ export function putSignalPg(
   return conn.run((sql) =>
     inTransaction(sql, async (tx) => {
       const signals = tx`${tx(conn.schema)}.signals`
+      // Held to the commit: the next put on the run counts what this one kept.
+      await holdRunLock(tx, conn.schema, 'signals', signal.runId)
       const held = async () => {
         const [row] = await tx<Row<SignalRecord>[]>`SELECT record FROM ${signals} WHERE run_id = ${signal.runId} AND id = ${signal.id}`
         return row?.record
@@ -38,7 +40,7 @@ export function putSignalPg(
         INSERT INTO ${signals} (run_id, id, name, record)
         VALUES (${signal.runId}, ${signal.id}, ${signal.name}, ${tx.json(signal as never)}::jsonb)
         ON CONFLICT (run_id, id) DO NOTHING RETURNING record`
-      // Another send of the id committed after this one looked: a new statement reads it.
+      // Under the lock no other put of the id comes between; were its row there, it is the signal held.
       return row ? { signal: row.record, kept: true } : { signal: (await held())!, kept: false }
     }),
   )

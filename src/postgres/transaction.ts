@@ -68,3 +68,13 @@ export function stepTransaction(tx: Sql, key: string): PostgresTransaction {
     },
   })
 }
+
+/**
+ * Holds, to the commit of transaction `tx`, the lock of `what` of run
+ * `runId` in `schema`: the next transaction to take it waits, and then
+ * sees what this one wrote (a bound on the signals or updates a run holds,
+ * counted before an insert, stays a bound under concurrent puts).
+ */
+export async function holdRunLock(tx: Sql, schema: string, what: string, runId: string): Promise<void> {
+  await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${schema}/${what}/${runId}`}, 0))`
+}

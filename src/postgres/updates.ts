@@ -13,7 +13,7 @@ import { jsonCopy } from '../runtime/tasks/base/json-copy.ts'
 import { answerColumn, jsonColumn, pendingUpdate, updateFromColumns } from '../runtime/tasks/store/update-records.ts'
 import type { UpdateAnswer, UpdateRecord } from '../runtime/types/updates.ts'
 import type { PostgresConnection } from './connection.ts'
-import { inTransaction } from './transaction.ts'
+import { inTransaction, holdRunLock } from './transaction.ts'
 
 /**
  * The columns `updateFromColumns` reads, `data` and `answer` as their JSON
@@ -32,7 +32,7 @@ export function putUpdatePg(
     inTransaction(sql, async (tx) => {
       const updates = tx`${tx(conn.schema)}.updates`
       // Held to the commit: the next put on the run counts what this one kept.
-      await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`${conn.schema}/updates/${update.runId}`}, 0))`
+      await holdRunLock(tx, conn.schema, 'updates', update.runId)
       const held = async () => {
         const [row] = await tx`SELECT ${columns(tx)} FROM ${updates} WHERE run_id = ${update.runId} AND id = ${update.id}`
         return row && updateFromColumns(row)
