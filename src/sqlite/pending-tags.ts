@@ -1,9 +1,8 @@
 /**
  * The tag rows of the runs a `SqliteRunStore` inserts (search.ts), kept
  * until the batch that inserts them commits, and written then, right
- * before its COMMIT, in the same transaction: the batch's runs of each tag
- * as a few lists (search.ts, `tagRowStatements`) rather than a row for
- * each run and tag, and no savepoint around the insert of a
+ * before its COMMIT, in the same transaction: a statement for each 64 rows
+ * rather than one for each run, and no savepoint around the insert of a
  * tagged run, which stays one statement. A write undone to its savepoint
  * takes back the rows it added; a batch rolled back, all of them.
  */

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { afterAll, afterEach } from 'vitest'
 import { SqliteRunStore, type SqliteRunStoreOptions } from '../../src/node.ts'
-import { SEARCH_TABLES, TAG_ROWS_BY_STORE } from '../../src/runtime/tasks/sql/search.ts'
+import { SEARCH_TABLES } from '../../src/runtime/tasks/sql/search.ts'
 
 export function sqliteFiles(prefix: string) {
   const dir = mkdtempSync(join(tmpdir(), prefix))
@@ -81,12 +81,6 @@ export function onFile(path: string, sql: string): void {
  * release wrote back into what an earlier one wrote, to test its migration.
  */
 const UNDO: Record<number, string> = {
-  // Version 19 dropped the tag table and its delete trigger of versions 15 and 16: they come back empty.
-  19: `DROP TRIGGER svc_runs_tag_lists_delete; DROP TABLE svc_run_tag_lists;
-    CREATE TABLE svc_run_tags (tag TEXT NOT NULL, run_seq INTEGER NOT NULL, PRIMARY KEY (tag, run_seq)) WITHOUT ROWID;
-    ${TAG_ROWS_BY_STORE.split('\n')
-      .filter((line) => /svc_runs_tags_delete /.test(line) && line.startsWith('CREATE'))
-      .join('\n')}`,
   18: 'DROP TABLE svc_updates;',
   17: 'DROP TABLE svc_signals;',
   // Version 16 dropped what these lines of version 15 made: they make it again.

@@ -31,7 +31,7 @@ it('a version-12 file migrates to the current version, and its sleeping runs com
 
   const after = schema(db)
   expect(after.version).toBe(SCHEMA_VERSION)
-  const search = ['svc_run_metadata', 'svc_run_metadata_by_run', 'svc_run_tag_lists', 'svc_runs_by_created']
+  const search = ['svc_run_metadata', 'svc_run_metadata_by_run', 'svc_run_tags', 'svc_runs_by_created']
   const signals = ['svc_signals', 'svc_signals_by_id', 'svc_signals_untaken']
   const updates = ['svc_updates', 'svc_updates_by_run', 'svc_updates_pending']
   expect(after.names).toEqual(

@@ -1,7 +1,6 @@
 // Run tags on a SQLite file: since schema version 16 the store writes a
-// run's tags as it inserts the run (since version 19 in lists of runs by
-// tag, written at the batch's commit), and a trigger on delete takes the
-// run out of them. A file of version 15, whose tag rows an insert trigger
+// run's tag rows as it inserts the run, and triggers on delete remove them
+// by primary key. A file of version 15, whose tag rows an insert trigger
 // wrote, keeps finding its runs by tag once this release opens it.
 import { DatabaseSync } from 'node:sqlite'
 import { describe, expect, it } from 'vitest'
@@ -15,14 +14,12 @@ import { sqliteFiles } from './_sqlite-files.ts'
 const { dbFile, store } = sqliteFiles('svc-sqlite-tags-')
 const ids = (runs: { id: string }[]) => runs.map((run) => run.id)
 
-/** The runs of the file's tag lists, as `tag id`, by run then tag. */
+/** The tag rows of the file, as `tag id`, by run then tag. */
 function tagRows(path: string): string[] {
   const db = new DatabaseSync(path, { readOnly: true })
   try {
     return db
-      .prepare(
-        'SELECT t.tag, r.id FROM svc_run_tag_lists t, json_each(t.seqs) s LEFT JOIN svc_runs r ON r.seq = s.value ORDER BY s.value, t.tag',
-      )
+      .prepare('SELECT t.tag, r.id FROM svc_run_tags t LEFT JOIN svc_runs r ON r.seq = t.run_seq ORDER BY t.run_seq, t.tag')
       .all()
       .map((row) => `${row.tag} ${row.id}`)
   } finally {
@@ -106,8 +103,8 @@ describe('SqliteRunStore tags', () => {
     for (const [i, run] of old.entries()) {
       insert.run(run.id, run.taskName, run.status, run.status === 'completed' ? i + 1 : null, JSON.stringify(run), run.createdAt)
     }
-    expect(db.prepare('SELECT count(*) AS n FROM svc_run_tags').get()).toEqual({ n: 3 })
     db.close()
+    expect(tagRows(path)).toHaveLength(3)
 
     const s = store(path, { maxRuns: 3 })
     expect(ids(await s.listRuns({ tags: ['tenant:a'] }))).toEqual([old[0].id])

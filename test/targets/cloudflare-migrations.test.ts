@@ -93,8 +93,8 @@ it('storage of the release before versions were recorded migrates to the current
   const after = await storage()
   expect(after.version).toBe(SCHEMA_VERSION)
   const search = [
-    ...['svc_run_metadata', 'svc_run_metadata_by_run', 'svc_run_tag_lists', 'svc_runs_by_created'],
-    ...['svc_runs_metadata_insert', 'svc_runs_metadata_delete', 'svc_runs_tag_lists_delete'],
+    ...['svc_run_metadata', 'svc_run_metadata_by_run', 'svc_run_tags', 'svc_runs_by_created'],
+    ...['svc_runs_metadata_insert', 'svc_runs_metadata_delete', 'svc_runs_tags_delete'],
     ...['svc_signals', 'svc_signals_by_id', 'svc_signals_untaken'],
     ...['svc_updates', 'svc_updates_by_run', 'svc_updates_pending'],
   ]

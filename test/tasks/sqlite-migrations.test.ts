@@ -90,13 +90,11 @@ const MAKES: Record<number, (host: SqliteHost) => string[]> = {
     ...columns('svc_updates', 'run_id', 'id', 'seq', 'name', 'data', 'sent_at', 'status', 'answer'),
     ...['svc_updates_by_run', 'svc_updates_pending'],
   ],
-  19: () => [...columns('svc_run_tag_lists', 'tag', 'first_seq', 'seqs'), 'svc_runs_tag_lists_delete'],
 }
 
 /** What a step drops, where it drops anything. */
 const DROPS: Record<number, string[]> = {
   16: ['svc_run_tags_by_run', 'svc_runs_tags_insert', 'svc_runs_search_delete'],
-  19: [...columns('svc_run_tags', 'tag', 'run_seq'), 'svc_runs_tags_delete'],
 }
 
 const RUN = {
@@ -239,36 +237,6 @@ describe.each(HOSTS)('the chain on the %s host', (host) => {
     expect(plan).toContainEqual(expect.stringMatching(/^SEARCH svc_run_tags USING PRIMARY KEY \(tag=\? AND run_seq=\?\)$/))
     db.prepare('DELETE FROM svc_runs WHERE id IN (?, ?)').run('tagged', 'bare')
     expect(tagRows()).toEqual(['tenant:b 2'])
-  })
-
-  it('step 19 makes the tag rows held lists of one run; a run deleted leaves its lists, by primary key, and an empty list goes', () => {
-    const db = at(host, 18)
-    const insert = db.prepare('INSERT INTO svc_runs (id, task_name, status, record) VALUES (?, ?, ?, ?) RETURNING seq')
-    const tagRow = db.prepare('INSERT INTO svc_run_tags (tag, run_seq) VALUES (?, ?)')
-    for (const [id, tags] of [
-      ['tagged', ['tenant:a', 'plan:pro']],
-      ['other', ['tenant:a']],
-    ] as const) {
-      const { seq } = insert.get(id, RUN.taskName, 'completed', JSON.stringify({ ...RUN, id, status: 'completed', steps: {}, tags })) as {
-        seq: number
-      }
-      for (const tag of tags) tagRow.run(tag, seq)
-    }
-    migrateSchema(driver(db), host, 'test', 19)
-    const lists = () => rows(db, 'svc_run_tag_lists').map(({ tag, first_seq, seqs }) => `${tag} ${first_seq} ${seqs}`)
-    expect(lists()).toEqual(['plan:pro 1 [1]', 'tenant:a 1 [1]', 'tenant:a 2 [2]'])
-    // A list of several runs, as a store writes a batch's.
-    db.prepare("UPDATE svc_run_tag_lists SET seqs = '[2,3]' WHERE tag = 'tenant:a' AND first_seq = 2").run()
-    insert.get('third', RUN.taskName, 'completed', JSON.stringify({ ...RUN, id: 'third', steps: {}, tags: ['tenant:a'] }))
-    const trigger = db.prepare("SELECT sql FROM sqlite_master WHERE name = 'svc_runs_tag_lists_delete'").get()!.sql as string
-    const [update] = trigger.match(/BEGIN (UPDATE .*?); DELETE/)!.slice(1)
-    const plan = db
-      .prepare(`EXPLAIN QUERY PLAN ${update.replaceAll('OLD.record', '?').replaceAll('OLD.seq', '?')}`)
-      .all('{"tags":["x"]}', 1, 1)
-      .map((row) => String(row.detail))
-    expect(plan).toContainEqual(expect.stringMatching(/^SEARCH svc_run_tag_lists USING PRIMARY KEY \(tag=\? AND first_seq=\?\)$/))
-    db.prepare('DELETE FROM svc_runs WHERE id IN (?, ?)').run('tagged', 'other')
-    expect(lists()).toEqual(['tenant:a 2 [3]'])
   })
 
   it('step 13 serves dropTimersOf by the run index, not a scan of the timers', () => {

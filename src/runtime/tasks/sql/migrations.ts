@@ -21,7 +21,7 @@ import { createTables, MOVE_STEPS, STEPS_TABLE, type TablesOptions, TIMERS_BY_RU
 import { SCHEDULES_TABLE } from './schedules.ts'
 import { SIGNALS_TABLE } from './signals.ts'
 import { UPDATES_TABLE } from './updates.ts'
-import { SEARCH_TABLES, TAG_LISTS, TAG_ROWS_BY_STORE } from './search.ts'
+import { SEARCH_TABLES, TAG_ROWS_BY_STORE } from './search.ts'
 
 /** The databases the dialect's stores keep: a `node:sqlite` file, a Durable Object's storage. */
 export type SqliteHost = 'file' | 'durable-object'
@@ -80,16 +80,13 @@ export const MIGRATIONS: readonly Migration[] = [
   // Runtime schedules (schedules.ts).
   { version: 14, hosts: BOTH, sql: SCHEDULES_TABLE, marks: 'svc_schedules' },
   // Run search: tags, metadata and creation time (search.ts).
-  // Marked by the metadata table, which outlives the tag table (version 19 drops it).
-  { version: 15, hosts: BOTH, sql: SEARCH_TABLES, marks: 'svc_run_metadata' },
+  { version: 15, hosts: BOTH, sql: SEARCH_TABLES, marks: 'svc_run_tags' },
   // A run's tag rows written by the store that inserts it, not by a trigger (search.ts).
-  { version: 16, hosts: BOTH, sql: TAG_ROWS_BY_STORE, marks: 'svc_runs_metadata_delete' },
+  { version: 16, hosts: BOTH, sql: TAG_ROWS_BY_STORE, marks: 'svc_runs_tags_delete' },
   // Signals sent to runs (signals.ts).
   { version: 17, hosts: BOTH, sql: SIGNALS_TABLE, marks: 'svc_signals' },
   // Updates sent to runs, and their answers (updates.ts).
   { version: 18, hosts: BOTH, sql: UPDATES_TABLE, marks: 'svc_updates' },
-  // A run's tags in lists of runs by tag, a few rows for a batch's runs of a tag (search.ts).
-  { version: 19, hosts: BOTH, sql: TAG_LISTS, marks: 'svc_run_tag_lists' },
 ]
 
 /** The schema this release writes. */

@@ -86,42 +86,13 @@ CREATE TRIGGER IF NOT EXISTS svc_runs_tags_delete AFTER DELETE ON svc_runs WHEN 
 CREATE TRIGGER IF NOT EXISTS svc_runs_metadata_delete AFTER DELETE ON svc_runs WHEN ${HAS_METADATA('OLD')} BEGIN DELETE FROM svc_run_metadata WHERE run_seq = OLD.seq; END;
 `
 
-/**
- * Schema version 19: a run's tags in lists, a row of `svc_run_tag_lists`
- * for each tag and up to TAG_LIST_SEQS runs holding it (their seqs, as a
- * JSON array, ascending), keyed by the tag and the list's first seq. A
- * SQLite file's store writes a batch's runs of a tag as a few lists rather
- * than a row each: a row of version 16 per tag cost a tagged run three
- * B-tree inserts, with their searches of the tree, at the batch's commit,
- * a tenth of a no-op run's rate measured with bench:store. A later list
- * of a tag always starts after the seqs of its earlier ones (a new run's
- * seq is above every run's held), so a run's seq is in the list of its
- * tag with the greatest first seq up to it, which the delete trigger takes
- * it out of, and deletes once empty. The rows of version 16 come over as
- * lists of one.
- */
-export const TAG_LISTS = `
-CREATE TABLE IF NOT EXISTS svc_run_tag_lists (tag TEXT NOT NULL, first_seq INTEGER NOT NULL, seqs TEXT NOT NULL, PRIMARY KEY (tag, first_seq)) WITHOUT ROWID;
-INSERT OR IGNORE INTO svc_run_tag_lists (tag, first_seq, seqs) SELECT tag, run_seq, json_array(run_seq) FROM svc_run_tags;
-DROP TRIGGER IF EXISTS svc_runs_tags_delete;
-DROP TABLE IF EXISTS svc_run_tags;
-CREATE TRIGGER IF NOT EXISTS svc_runs_tag_lists_delete AFTER DELETE ON svc_runs WHEN ${HAS_TAGS('OLD')} BEGIN ${listsOf('UPDATE svc_run_tag_lists SET seqs = coalesce(json_remove(seqs, (SELECT fullkey FROM json_each(seqs) WHERE value = OLD.seq LIMIT 1)), seqs)')}; ${listsOf('DELETE FROM svc_run_tag_lists')} AND seqs = '[]'; END;
-`
+// A statement for each count of rows up to TAG_ROWS_A_STATEMENT, made once.
+const insertTags: string[] = []
+const insertTagsText = (count: number) =>
+  (insertTags[count] ??= `INSERT OR IGNORE INTO svc_run_tags (tag, run_seq) VALUES ${Array(count).fill('(?, ?)').join(', ')}`)
 
-/** `statement` on the list of each tag of the deleted run `OLD` that holds its seq. */
-function listsOf(statement: string): string {
-  return `${statement} WHERE (tag, first_seq) IN (SELECT value, (SELECT max(l.first_seq) FROM svc_run_tag_lists AS l WHERE l.tag = value AND l.first_seq <= OLD.seq) FROM json_each(OLD.record, '$.tags') WHERE type = 'text')`
-}
-
-/** The most seqs a list holds: the delete trigger rewrites a list's text to take one out. */
-const TAG_LIST_SEQS = 64
-/** The most lists one statement writes. */
-const TAG_LISTS_A_STATEMENT = 64
-
-// A statement for each count of lists up to TAG_LISTS_A_STATEMENT, made once.
-const insertLists: string[] = []
-const insertListsText = (count: number) =>
-  (insertLists[count] ??= `INSERT INTO svc_run_tag_lists (tag, first_seq, seqs) VALUES ${Array(count).fill('(?, ?, ?)').join(', ')}`)
+/** The most tag rows one statement writes. */
+const TAG_ROWS_A_STATEMENT = 64
 
 /** Adds the tag rows of the run inserted as `seq` to `params`, as pairs: only strings are tags. */
 export function pushTagRows(tags: readonly unknown[] | undefined, seq: number, params: (string | number)[]): void {
@@ -130,39 +101,20 @@ export function pushTagRows(tags: readonly unknown[] | undefined, seq: number, p
 }
 
 /**
- * The statements that write the tags `params` holds (pairs of
- * `pushTagRows`, of runs inserted in the order of their seqs), with their
- * parameters: none for none; the runs of each tag in lists of up to
- * TAG_LIST_SEQS, up to TAG_LISTS_A_STATEMENT lists a statement. A tag
- * given twice to a run holds it once.
+ * The statements that write the tag rows `params` holds (pairs of
+ * `pushTagRows`), with their parameters: none for none, one for each
+ * `TAG_ROWS_A_STATEMENT` rows. A tag given twice is one row.
  */
 export function tagRowStatements(params: readonly (string | number)[]): { text: string; params: (string | number)[] }[] {
-  const byTag = new Map<string, number[]>()
-  for (let at = 0; at < params.length; at += 2) {
-    const tag = params[at] as string
-    const seq = params[at + 1] as number
-    const seqs = byTag.get(tag)
-    if (seqs === undefined) byTag.set(tag, [seq])
-    else if (seqs[seqs.length - 1] !== seq) seqs.push(seq)
-  }
   const statements: { text: string; params: (string | number)[] }[] = []
-  let rows: (string | number)[] = []
-  const flush = () => {
-    statements.push({ text: insertListsText(rows.length / 3), params: rows })
-    rows = []
+  for (let at = 0; at < params.length; at += TAG_ROWS_A_STATEMENT * 2) {
+    const part = params.slice(at, at + TAG_ROWS_A_STATEMENT * 2)
+    statements.push({ text: insertTagsText(part.length / 2), params: part })
   }
-  for (const [tag, seqs] of byTag) {
-    for (let at = 0; at < seqs.length; at += TAG_LIST_SEQS) {
-      const list = seqs.length <= TAG_LIST_SEQS ? seqs : seqs.slice(at, at + TAG_LIST_SEQS)
-      rows.push(tag, list[0], `[${list.join(',')}]`)
-      if (rows.length === TAG_LISTS_A_STATEMENT * 3) flush()
-    }
-  }
-  if (rows.length > 0) flush()
   return statements
 }
 
-/** The statements that write the tags of the run inserted as `seq`, for a store that writes them with the run. */
+/** The statements that write the tag rows of the run inserted as `seq`, for a store that writes them with the run. */
 export function tagRows(tags: readonly unknown[] | undefined, seq: number): { text: string; params: (string | number)[] }[] {
   const params: (string | number)[] = []
   pushTagRows(tags, seq, params)
@@ -172,7 +124,7 @@ export function tagRows(tags: readonly unknown[] | undefined, seq: number): { te
 /** Adds the conditions of `query`'s search fields to `where`, with their parameters. */
 export function searchConditions(query: RunQuery, where: string[], params: (string | number)[]): void {
   for (const tag of query.tags ?? []) {
-    where.push('seq IN (SELECT j.value FROM svc_run_tag_lists AS l, json_each(l.seqs) AS j WHERE l.tag = ?)')
+    where.push('seq IN (SELECT run_seq FROM svc_run_tags WHERE tag = ?)')
     params.push(tag)
   }
   for (const key in query.metadata) {
