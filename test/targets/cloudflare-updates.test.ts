@@ -6,7 +6,8 @@
  * pending update is answered 202, and across a restart (`mf.dispose()` and a
  * new Miniflare on the same storage) an update id gets its kept answer while
  * a new update is answered by a run whose handler was given the earlier
- * updates again.
+ * updates again. And a cancel that compensates, of a run sleeping in the
+ * object.
  */
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -141,5 +142,17 @@ describe('updates to a run in the SvcTasks Durable Object', () => {
     expect((await admin(`/__tasks/runs/${id}/signals/checkout`, { body: 'card' })).status).toBe(202)
     expect(await waitForStatus(id, 'completed')).toMatchObject({ result: { items: ['A-1', 'B-2', 'C-3'], paid: 'card' } })
     expect(await update('add-item', { sku: 'D-4' }, 'u-4')).toMatchObject({ status: 409, body: { code: 'RUN_FINISHED' } })
+  })
+
+  it('a cancel that compensates undoes the steps of a run sleeping in the object, which ends cancelled', async () => {
+    const started = await admin('/__tasks/jobs.trip', { body: { wait: true } })
+    const id = started.body.id as string
+    await waitForStatus(id, 'suspended')
+    const cancelled = await admin(`/__tasks/runs/${id}/cancel?compensate=true`, { method: 'POST' })
+    expect(cancelled).toMatchObject({ status: 200, body: { id, status: 'running', compensation: { reason: 'cancelled' } } })
+    expect(await waitForStatus(id, 'cancelled')).toMatchObject({
+      compensation: { reason: 'cancelled', status: 'completed' },
+      steps: { 'compensate:flight': { kind: 'compensation', output: 'cancelled F1' } },
+    })
   })
 })

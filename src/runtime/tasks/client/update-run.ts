@@ -5,9 +5,8 @@
  * `sendSignal()` does (docs/tasks.md "Updates").
  */
 import { describe } from '../../describe.ts'
-import { updateProblem } from '../../events/rules.ts'
 import type { UpdateRunOptions } from '../../types/updates.ts'
-import { MAX_UPDATE_TIMEOUT_SECONDS } from '../engine/update-sends.ts'
+import { updateRunProblem } from '../engine/update-sends.ts'
 import { getActiveTaskRuntime } from './active.ts'
 import { updateRunOverHttp } from './update-over-http.ts'
 
@@ -34,13 +33,7 @@ export async function updateRun<Result = unknown>(
     throw new TypeError(`${call}: options must be an object such as { id, timeoutSeconds } (got ${describe(options)})`)
   }
   // Checked here too, so a bad name, id or timeout fails before a request leaves.
-  const problem = updateProblem(name, options?.id) ?? timeoutProblem(options?.timeoutSeconds)
+  const problem = updateRunProblem(name, options)
   if (problem) throw new TypeError(`${call}: ${problem}`)
   return (await updateRunOverHttp(runId, name, data, options)) as Result
-}
-
-function timeoutProblem(seconds: unknown): string | null {
-  if (seconds === undefined) return null
-  if (typeof seconds === 'number' && Number.isFinite(seconds) && seconds > 0 && seconds <= MAX_UPDATE_TIMEOUT_SECONDS) return null
-  return `timeoutSeconds must be a number of seconds above 0 and at most ${MAX_UPDATE_TIMEOUT_SECONDS} (got ${describe(seconds)})`
 }

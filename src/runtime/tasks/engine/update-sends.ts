@@ -51,7 +51,7 @@ export async function updateRun(
   if (options !== undefined && (options === null || typeof options !== 'object')) {
     throw new TypeError(`${call}: options must be an object such as { id, timeoutSeconds } (got ${describe(options)})`)
   }
-  const problem = updateProblem(name, options?.id) ?? timeoutProblem(options?.timeoutSeconds)
+  const problem = updateRunProblem(name, options)
   if (problem) throw new TypeError(`${call}: ${problem}`)
   assertPayload(data, parts.maxPayloadBytes, `${call}: the data cannot be stored as JSON`, `The data of update "${name}" is`)
   const { store } = parts
@@ -72,6 +72,11 @@ export async function updateRun(
   const error = updateAnswerError(answered)
   if (error) throw error
   return answered.result
+}
+
+/** Why an update of `name` with `options` cannot be sent: its name's or id's problem, else its timeout's; `null` when none. */
+export function updateRunProblem(name: unknown, options: UpdateRunOptions | undefined): string | null {
+  return updateProblem(name, options?.id) ?? timeoutProblem(options?.timeoutSeconds)
 }
 
 function timeoutProblem(seconds: unknown): string | null {
