@@ -98,7 +98,7 @@ function describeWaitpoint(waitpoint: Waitpoint): string {
 }
 
 function compensationLine(compensation: NonNullable<RunRecord['compensation']>): string {
-  const why = 'after it failed'
+  const why = compensation.reason === 'cancelled' ? 'after it was cancelled' : 'after it failed'
   if (compensation.status === 'running') return `running ${why}`
   if (compensation.status === 'completed') return `every completed step undone ${why}`
   const failed = compensation.failed

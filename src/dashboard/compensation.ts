@@ -3,7 +3,7 @@ import type { RunCompensation } from '../runtime/types/runs.ts'
 import { type Child, h } from './dom.ts'
 
 export function compensationView(compensation: RunCompensation): Child {
-  const after = 'after it failed'
+  const after = compensation.reason === 'cancelled' ? 'after it was cancelled' : 'after it failed'
   const tries = compensation.failures === 0 ? '' : ` (${compensation.failures} failed ${compensation.failures === 1 ? 'try' : 'tries'})`
   const failed = compensation.failed
   return [

@@ -69,6 +69,24 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
         ),
       )
     const replayFrom = live ? null : (key: string) => replayButton(key, () => replay(key))
+    // Cancels the run (with `?compensate=true`, its undos first), and says which child runs went with it.
+    const cancelButton = (label: string, query: string) =>
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'danger',
+          onclick: () =>
+            act(async () => {
+              const answer = await api<{ cancelledWith?: string[] }>('POST', `/__tasks/runs/${encodeURIComponent(run.id)}/cancel${query}`)
+              const children = answer.cancelledWith ?? []
+              if (children.length > 0) {
+                fill(cancelled, 'Cancelled with it: ', children.map((id, i) => [i > 0 ? ', ' : '', runLink(id, openRun)]))
+              }
+            }),
+        },
+        label,
+      )
     timeline.show(run)
     fill(
       element,
@@ -87,27 +105,10 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
               'Wake now',
             )
           : null,
-        live
-          ? h(
-              'button',
-              {
-                type: 'button',
-                class: 'danger',
-                onclick: () =>
-                  act(async () => {
-                    const answer = await api<{ cancelledWith?: string[] }>('POST', `/__tasks/runs/${encodeURIComponent(run.id)}/cancel`)
-                    const children = answer.cancelledWith ?? []
-                    if (children.length > 0) {
-                      fill(
-                        cancelled,
-                        'Cancelled with it: ',
-                        children.map((id, i) => [i > 0 ? ', ' : '', runLink(id, openRun)]),
-                      )
-                    }
-                  }),
-              },
-              'Cancel',
-            )
+        live ? cancelButton('Cancel', '') : null,
+        // Its completed steps' undos first (docs/tasks.md "Compensation").
+        live && run.compensation === undefined && Object.values(run.steps).some((step) => step.compensable)
+          ? cancelButton('Cancel and undo', '?compensate=true')
           : null,
         FINISHED.has(run.status)
           ? h(

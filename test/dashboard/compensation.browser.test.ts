@@ -1,6 +1,7 @@
 // A run's compensation in the dashboard, in a real browser against a real server: a run that
 // failed for good and undid its steps says so, with its error and the undo steps in its steps;
-// one whose undo kept failing is `compensation_failed` and names that step and its error.
+// one whose undo kept failing is `compensation_failed` and names that step and its error; a
+// waiting run cancelled with "Cancel and undo" undoes its steps and ends cancelled.
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest'
 import type { RunRecord, RuntimeApiRoute, TaskContext } from '../../src/index.ts'
@@ -12,12 +13,13 @@ const routes: RuntimeApiRoute[] = [
     path: '/api/trips/book',
     module: {
       route: { kind: 'task', retries: 0 },
-      async POST(ctx: TaskContext<{ stuck?: boolean }>) {
+      async POST(ctx: TaskContext<{ stuck?: boolean; wait?: boolean }>) {
         await ctx.step.run('flight', () => 'F1', {
           compensate: () => {
             if (ctx.input.stuck) throw new Error('the airline is down')
           },
         })
+        if (ctx.input.wait) await ctx.step.sleep('pause', 3600)
         await ctx.step.run('car', () => {
           throw new Error('no cars left')
         })
@@ -72,4 +74,16 @@ it('shows a run that undid its steps after it failed, and one whose undo kept fa
     .toContain('The undo of step flight kept failing')
   await expect.poll(() => panel().textContent()).toContain('the airline is down')
   await expect.poll(() => panel().locator('.status').first().textContent()).toBe('compensation_failed')
+}, 60_000)
+
+it('cancels a waiting run with its undos first from "Cancel and undo", and says it was undone after it was cancelled', async () => {
+  const waiting = await trigger(server.url, 'trips.book', { wait: true })
+  await finished(waiting, 'suspended')
+  await page.goto(`${server.url}/__svc/dashboard#run/${waiting}`)
+  const undo = panel().getByRole('button', { name: 'Cancel and undo' })
+  await undo.click()
+  await finished(waiting, 'cancelled')
+  await expect.poll(() => panel().textContent(), { timeout: 15_000 }).toContain('Every completed step was undone after it was cancelled')
+  await expect.poll(() => panel().textContent()).toContain('compensate:flight')
+  await expect.poll(() => panel().getByRole('button', { name: 'Cancel and undo' }).count()).toBe(0)
 }, 60_000)
