@@ -7,6 +7,7 @@
  * took it. The form keeps what the user typed across the refreshes each run
  * change brings, and starts empty when another run is shown.
  */
+import { jsonField } from './json-field.ts'
 import type { SentSignal, SignalRecord } from '../runtime/types.ts'
 import { api } from './api.ts'
 import { type Child, dataTable, fill, h, time } from './dom.ts'
@@ -47,13 +48,12 @@ export function signalsView(sent: () => void): SignalsView {
     fill(answer)
     const runId = shownRun
     if (runId === null) return
-    let body: unknown
-    try {
-      if (data.value.trim() !== '') body = JSON.parse(data.value)
-    } catch (error) {
-      fill(problems, h('p', null, `The data is not JSON: ${(error as Error).message}`))
+    const field = jsonField(data.value)
+    if ('problem' in field) {
+      fill(problems, h('p', null, field.problem))
       return
     }
+    const body = field.value
     const signalId = id.value.trim()
     send.disabled = true
     try {

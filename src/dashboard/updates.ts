@@ -9,6 +9,7 @@
  * the refreshes each run change brings, and starts empty when another run
  * is shown.
  */
+import { jsonField } from './json-field.ts'
 import type { UpdateRecord } from '../runtime/types.ts'
 import { api } from './api.ts'
 import { type Child, dataTable, fill, h, statusBadge, time } from './dom.ts'
@@ -56,13 +57,12 @@ export function updatesView(sent: () => void): UpdatesView {
     fill(answer)
     const runId = shownRun
     if (runId === null) return
-    let body: unknown
-    try {
-      if (data.value.trim() !== '') body = JSON.parse(data.value)
-    } catch (error) {
-      fill(problems, h('p', null, `The data is not JSON: ${(error as Error).message}`))
+    const field = jsonField(data.value)
+    if ('problem' in field) {
+      fill(problems, h('p', null, field.problem))
       return
     }
+    const body = field.value
     const updateId = id.value.trim()
     send.disabled = true
     try {

@@ -15,7 +15,7 @@
  * many unanswered updates as it may 429 `TOO_MANY_UPDATES`; a bad name,
  * id or timeout 400 `INVALID_UPDATE`.
  */
-import type { TaskRuntime } from '../types.ts'
+import type { SignalRoutes } from './signals.ts'
 import { jsonError, methodNotAllowed } from '../http/errors.ts'
 import type { ResponseClass } from '../http/types.ts'
 import { readJsonBody } from '../http/body.ts'
@@ -24,12 +24,8 @@ import { UpdateTimeoutError } from '../update-errors.ts'
 import { SvcError } from '../errors.ts'
 import { MAX_UPDATE_TIMEOUT_SECONDS } from '../tasks/engine/update-sends.ts'
 
-export interface UpdateRoutes {
-  runtime: TaskRuntime
-  R: ResponseClass
-  bodyLimit: number
-  json(status: number, body: unknown): Response
-}
+/** What the routes work with: those of signals (signals.ts). */
+export type UpdateRoutes = SignalRoutes
 
 /** `POST /__tasks/runs/<id>/updates/<name>`. */
 export async function updateRunRoute(

@@ -27,13 +27,8 @@ export async function updateRun<Result = unknown>(
 ): Promise<Result> {
   const runtime = getActiveTaskRuntime()
   if (runtime) return runtime.updateRun<Result>(runId, name, data, options)
-  const call = `updateRun(${describe(runId)}, ${describe(name)})`
-  if (typeof runId !== 'string' || runId === '') throw new TypeError(`${call}: runId must be a run's id (got ${describe(runId)})`)
-  if (options !== undefined && (options === null || typeof options !== 'object')) {
-    throw new TypeError(`${call}: options must be an object such as { id, timeoutSeconds } (got ${describe(options)})`)
-  }
-  // Checked here too, so a bad name, id or timeout fails before a request leaves.
-  const problem = updateRunProblem(name, options)
-  if (problem) throw new TypeError(`${call}: ${problem}`)
+  // Checked here too, so a bad run id, name, id or timeout fails before a request leaves.
+  const problem = updateRunProblem(runId, name, options)
+  if (problem) throw new TypeError(`updateRun(${describe(runId)}, ${describe(name)}): ${problem}`)
   return (await updateRunOverHttp(runId, name, data, options)) as Result
 }

@@ -47,11 +47,7 @@ export async function updateRun(
   options: UpdateRunOptions | undefined,
 ): Promise<unknown> {
   const call = `updateRun(${describe(runId)}, ${describe(name)})`
-  if (typeof runId !== 'string' || runId === '') throw new TypeError(`${call}: runId must be a run's id (got ${describe(runId)})`)
-  if (options !== undefined && (options === null || typeof options !== 'object')) {
-    throw new TypeError(`${call}: options must be an object such as { id, timeoutSeconds } (got ${describe(options)})`)
-  }
-  const problem = updateRunProblem(name, options)
+  const problem = updateRunProblem(runId, name, options)
   if (problem) throw new TypeError(`${call}: ${problem}`)
   assertPayload(data, parts.maxPayloadBytes, `${call}: the data cannot be stored as JSON`, `The data of update "${name}" is`)
   const { store } = parts
@@ -74,9 +70,14 @@ export async function updateRun(
   return answered.result
 }
 
-/** Why an update of `name` with `options` cannot be sent: its name's or id's problem, else its timeout's; `null` when none. */
-export function updateRunProblem(name: unknown, options: UpdateRunOptions | undefined): string | null {
-  return updateProblem(name, options?.id) ?? timeoutProblem(options?.timeoutSeconds)
+/** Why `updateRun(runId, name, data, options)` cannot send: its run id's, options', name's, id's or timeout's problem; `null` when none. */
+export function updateRunProblem(runId: unknown, name: unknown, options: unknown): string | null {
+  if (typeof runId !== 'string' || runId === '') return `runId must be a run's id (got ${describe(runId)})`
+  if (options !== undefined && (options === null || typeof options !== 'object')) {
+    return `options must be an object such as { id, timeoutSeconds } (got ${describe(options)})`
+  }
+  const opts = options as UpdateRunOptions | undefined
+  return updateProblem(name, opts?.id) ?? timeoutProblem(opts?.timeoutSeconds)
 }
 
 function timeoutProblem(seconds: unknown): string | null {
