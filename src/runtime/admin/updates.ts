@@ -17,7 +17,6 @@
  */
 import type { SignalRoutes } from './signals.ts'
 import { jsonError, methodNotAllowed } from '../http/errors.ts'
-import type { ResponseClass } from '../http/types.ts'
 import { readJsonBody } from '../http/body.ts'
 import { updateProblem } from '../events/rules.ts'
 import { UpdateTimeoutError } from '../update-errors.ts'
