@@ -351,12 +351,11 @@ export interface EnqueueResult {
   [field: string]: unknown
 }
 
-/** What `cancelRun()` resolves to, and the body of `POST /__tasks/runs/<id>/cancel`. */
+/** What `cancelRun()` resolves to: the body of `POST /__tasks/runs/<id>/cancel`. */
 export interface CancelRunResult {
   id: string
-  /** `running` for a cancel with `compensate` of a run with steps to undo: it ends `cancelled` once they ran. */
+  /** `running`, with its `compensation`, for a cancel with `compensate` of a run with steps to undo: it ends `cancelled` once they ran. */
   status: 'cancelled' | 'running'
-  /** With `compensate`: the undoing under way. */
   compensation?: RunCompensation
   /** The child runs cancelled with it (the ones it waited on, and theirs), nearest first. */
   cancelledWith: string[]

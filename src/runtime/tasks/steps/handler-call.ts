@@ -208,13 +208,7 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
 
   onUpdate(name: string, update: UpdateHandler): void {
     this.#checkOpen(`ctx.onUpdate(${JSON.stringify(name)})`, 'no handler was declared')
-    // The steps called next wait until the updates answered before are given to the handler again.
-    const inv = this.#invocation()
-    const replayed = this.#runUpdates().declare(name, update)
-    inv.updatesReplay = replayed
-    replayed.then(() => {
-      if (inv.updatesReplay === replayed) inv.updatesReplay = undefined
-    })
+    this.#runUpdates().declare(name, update)
   }
 
   #runUpdates(): RunUpdates {
@@ -314,15 +308,10 @@ class Call<T extends RunRef> extends Expiring implements InvocationHandle {
     else before.then(() => this.#invoker.ended(this.#token, outcome))
   }
 
-  /**
-   * The updates of an invocation that declared handlers, or that was woken
-   * to answer updates: answered (or refused) before it suspends or
-   * completes; left for the next attempt after a failure.
-   */
+  /** The updates of an invocation that declared handlers, or was woken for them: answered before it suspends or completes, left for the next attempt after a failure. */
   #closeUpdates(outcome: InvocationOutcome): Promise<void> | undefined {
-    if (this.#updates === undefined && this.#woken === undefined) return undefined
     const final = outcome.kind === 'suspended' || outcome.kind === 'completed'
-    if (this.#updates === undefined && !final) return undefined
+    if (this.#updates === undefined && (this.#woken === undefined || !final)) return undefined
     return this.#runUpdates().close(final ? 'final' : 'dropped')
   }
 

@@ -29,6 +29,7 @@ import { checkJson } from '../base/json.ts'
 import { payloadError } from '../store/payload-limit.ts'
 import type { RunStore } from '../store/store.ts'
 import type { LiveUpdates, UpdateListener } from './live-updates.ts'
+import type { Invocation } from './invocation.ts'
 
 /** What the updates of an invocation reach. */
 export interface UpdateHost {
@@ -57,10 +58,10 @@ export class RunUpdates implements UpdateListener {
   /** What the first `close` resolves with: a second close is the same. */
   #closing: Promise<void> | undefined
 
-  /** The invocation, which counts the handlers running (`Invocation.updateHandlers`). */
-  readonly #inv: { updateHandlers: number }
+  /** The invocation, which counts the handlers running and holds their replay (`Invocation.updateHandlers`, `updatesReplay`). */
+  readonly #inv: Pick<Invocation, 'updateHandlers' | 'updatesReplay'>
 
-  constructor(runId: string, taskName: string, host: UpdateHost, inv: { updateHandlers: number }) {
+  constructor(runId: string, taskName: string, host: UpdateHost, inv: Pick<Invocation, 'updateHandlers' | 'updatesReplay'>) {
     this.#runId = runId
     this.#taskName = taskName
     this.#host = host
@@ -77,8 +78,12 @@ export class RunUpdates implements UpdateListener {
     }
   }
 
-  /** `ctx.onUpdate(name, update)`: resolves once the updates answered before are given to it again (and the pending ones answered). */
-  declare(name: string, update: UpdateHandler): Promise<void> {
+  /**
+   * `ctx.onUpdate(name, update)`. The steps the invocation calls next wait
+   * (`Invocation.updatesReplay`) until the updates answered before are
+   * given to the handler again, and the pending ones answered.
+   */
+  declare(name: string, update: UpdateHandler): void {
     const call = `ctx.onUpdate(${describe(name)})`
     const problem = updateProblem(name, undefined)
     if (problem) throw new TypeError(`${call}: ${problem}`)
@@ -89,11 +94,16 @@ export class RunUpdates implements UpdateListener {
       throw new TypeError(`${call}: input must be a Standard Schema (valibot, zod, arktype…), got ${describe(update.input)}`)
     }
     if (this.#handlers.has(name)) throw new TypeError(`${call}: a handler of update "${name}" was declared already in this run`)
-    if (this.#closed) return Promise.resolve()
+    if (this.#closed) return
     const first = this.#handlers.size === 0
     this.#handlers.set(name, update)
     if (first) this.#host.liveUpdates?.join(this.#runId, this)
-    return this.#pass(false)
+    const inv = this.#inv
+    const replayed = this.#pass(false)
+    inv.updatesReplay = replayed
+    replayed.then(() => {
+      if (inv.updatesReplay === replayed) inv.updatesReplay = undefined
+    })
   }
 
   /** An update arrived (or a handler was declared): answer what can be answered now. */
