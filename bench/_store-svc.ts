@@ -84,6 +84,8 @@ export async function withRuntime<T>(open: OpenStore, label: string, body: (rt: 
   try {
     return await body(rt)
   } finally {
+    // What is still finishing (a lease let go after a run's end) lands before the store closes.
+    await rt.drain(5000)
     await rt.close()
     await close()
   }

@@ -81,7 +81,11 @@ export function runView(openRun: (id: string) => void, changed: () => void): Run
               const answer = await api<{ cancelledWith?: string[] }>('POST', `/__tasks/runs/${encodeURIComponent(run.id)}/cancel${query}`)
               const children = answer.cancelledWith ?? []
               if (children.length > 0) {
-                fill(cancelled, 'Cancelled with it: ', children.map((id, i) => [i > 0 ? ', ' : '', runLink(id, openRun)]))
+                fill(
+                  cancelled,
+                  'Cancelled with it: ',
+                  children.map((id, i) => [i > 0 ? ', ' : '', runLink(id, openRun)]),
+                )
               }
             }),
         },
