@@ -1,5 +1,5 @@
 /**
- * The srvx options every svc server listens with, on Node, Bun and Deno.
+ * The srvx options the Node server listens with (the Bun and Deno servers call their runtime's own `serve`).
  */
 export const LISTEN_OPTIONS = {
   // Listening waits for serve(), after the server's own listeners are in

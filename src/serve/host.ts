@@ -1,17 +1,23 @@
 /**
  * What a Bun server and a Deno server do differently, behind one small
- * interface: the listener (srvx's adapter for the runtime) and the WebSocket
- * handshake (crossws's adapter for it). `startWebServer` (./server.ts) does
- * everything else the same way on both.
+ * interface: the listener (the runtime's own `Bun.serve` or `Deno.serve`)
+ * and the WebSocket handshake (crossws's adapter for it). `startWebServer`
+ * (./server.ts) does everything else the same way on both.
  */
 import type { Hooks, Peer } from 'crossws'
-import type { ServerRequest } from 'srvx'
+import type { RequestInfo } from '../types.ts'
 
 export interface ListenOptions {
   port: number
   hostname: string
-  /** Answers every request; `undefined` once the runtime has taken the request's socket for a WebSocket (Bun). */
-  fetch(request: ServerRequest): Response | undefined | Promise<Response | undefined>
+  /** Every request's `waitUntil`. */
+  waitUntil: RequestInfo['waitUntil']
+  /**
+   * Answers every request, with the info the host made for it (the peer
+   * address, read only when asked); `undefined` once the runtime has taken
+   * the request's socket for a WebSocket (Bun).
+   */
+  fetch(request: Request, info: RequestInfo): Response | undefined | Promise<Response | undefined>
   /** The hot routes' WebSocket hooks. */
   hooks: Partial<Hooks>
   /** Largest inbound message, in bytes, for a runtime that enforces it itself (`limitsMessages`). */
@@ -25,7 +31,7 @@ export interface Listener {
   readonly address: string
   readonly port: number
   /** Completes the handshake of an upgrade request: the response to send, or `undefined` when the runtime sends it itself. */
-  upgrade(request: ServerRequest): Promise<Response | undefined>
+  upgrade(request: Request, info: RequestInfo): Promise<Response | undefined>
   /** Stops taking connections; resolves once the responses in flight are written. */
   stop(): Promise<void>
   /** Cuts the connections that are still open. */

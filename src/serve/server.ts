@@ -2,15 +2,13 @@
  * `startWebServer()`: `startSvcServer` for Bun and Deno. API routes, server
  * and hybrid pages, the task admin surface and scheduler, the dashboard,
  * WebSocket hot routes, static files and graceful shutdown on one port, on
- * `Bun.serve` or `Deno.serve` through srvx, with the WebSockets through
- * crossws. The runtime's own parts come from a `WebHost` (./bun.ts,
- * ./deno.ts); what the Node server does alike comes from
+ * `Bun.serve` or `Deno.serve`, with the WebSockets through crossws. The
+ * runtime's own parts come from a `WebHost` (./bun.ts, ./deno.ts); what the
+ * Node server does alike comes from
  * src/node/app-server.ts, whose modules use only what Bun and Deno implement.
  */
-import type { ServerRequest } from 'srvx'
 import { limitRequestBody } from 'srvx/body-limit'
 import { isWebSocketUpgrade } from '../runtime/app/upgrade.ts'
-import type { RequestInfo } from '../types.ts'
 import { httpUrl, openAppServer } from '../node/app-server.ts'
 import { listenFailure } from '../node/listen.ts'
 import { LIVENESS_INTERVAL_MS } from '../node/liveness.ts'
@@ -29,17 +27,18 @@ export type WebServer = RunningServer
 
 const DRAINING_ERROR = 'The server is shutting down; retry on another connection'
 
-/** What only the host knows about a request, read lazily: most requests never ask for the peer address. */
-class WebRequestInfo implements RequestInfo {
-  readonly #request: ServerRequest
-  readonly waitUntil: RequestInfo['waitUntil']
-  constructor(request: ServerRequest, waitUntil: RequestInfo['waitUntil']) {
-    this.#request = request
-    this.waitUntil = waitUntil
-  }
-  get remoteAddress(): string | undefined {
-    return this.#request.ip
-  }
+const RESPONSE_PROTOTYPE: object = Response.prototype
+
+/**
+ * A response as the runtime can send it. One of another class, such as
+ * srvx's Node `FastResponse` (which a bundle of srvx's Node build, its
+ * static files among it, answers with), is copied into the runtime's own
+ * `Response` through its public members; Deno refuses any other, as
+ * srvx's own Bun and Deno servers knew.
+ */
+function nativeResponse(res: Response): Response {
+  if (Object.getPrototypeOf(res) === RESPONSE_PROTOTYPE) return res
+  return new Response(res.body, { status: res.status, statusText: res.statusText, headers: res.headers })
 }
 
 export function startWebServer(options: WebServerOptions, host: WebHost): Promise<WebServer> {
@@ -58,6 +57,12 @@ export async function startWebServerWith(options: WebServerOptions, host: WebHos
   const { app, background, bodyLimit, failed } = shared
 
   const websockets = new WebSocketLayer({ ...shared.websocket, host })
+  // Only a hot route takes a WebSocket, and only over GET (RFC 6455 §4.1):
+  // an app without one answers a handshake as any request (the admin
+  // surface refuses one itself), without reading a header for it. A read
+  // costs: Deno answers a request whose headers were read a microtask later.
+  // The routes are fixed for the server's life (it has no reload).
+  const hot = options.apiRoutes.some((route) => route?.module?.websocket !== undefined)
   // Assigned as soon as the host listens, before the task runtime starts: an upgrade may arrive meanwhile.
   let listener!: Listener
   const listening = shared.listening(async () => {
@@ -67,11 +72,11 @@ export async function startWebServerWith(options: WebServerOptions, host: WebHos
       maxMessageBytes: shared.websocket.maxMessageBytes,
       idleTimeoutSeconds: LIVENESS_INTERVAL_MS / 1000,
       hooks: websockets.hooks,
-      fetch(request) {
+      waitUntil: background.waitUntil,
+      fetch(request, info) {
         // RFC 9112 §9.6: "close" makes the client open a new connection, which reaches a live instance.
         if (shared.closing) return jsonResponse(503, 'SHUTTING_DOWN', DRAINING_ERROR, { connection: 'close' })
-        const info = new WebRequestInfo(request, background.waitUntil)
-        if (isWebSocketUpgrade(request)) return websockets.upgrade(request, info, listener)
+        if (hot && request.method === 'GET' && isWebSocketUpgrade(request)) return websockets.upgrade(request, info, listener)
         let answer: Response | Promise<Response>
         try {
           // srvx's limit, as on Node: a body read past bodyLimit fails with
@@ -80,7 +85,7 @@ export async function startWebServerWith(options: WebServerOptions, host: WebHos
         } catch (error) {
           return failed(error)
         }
-        return answer instanceof Promise ? answer.catch(failed) : answer
+        return answer instanceof Promise ? answer.then(nativeResponse, failed) : nativeResponse(answer)
       },
     })
   })

@@ -7,7 +7,6 @@
  * runtime does not limit a message's size itself, the layer does.
  */
 import type { Hooks, Message } from 'crossws'
-import type { ServerRequest } from 'srvx'
 import { HotSockets, type HotSocketsOptions, TOO_BIG } from '../node/hot-sockets.ts'
 import type { RequestInfo } from '../types.ts'
 import type { Listener, WebHost } from './host.ts'
@@ -53,8 +52,8 @@ export class WebSocketLayer extends HotSockets {
   }
 
   /** Answers an upgrade request through the core handler, and completes the handshake once a hot route accepts it. */
-  async upgrade(request: ServerRequest, info: RequestInfo, listener: Listener): Promise<Response | undefined> {
-    return (await this.answer(request, info, undefined)) ?? listener.upgrade(request)
+  async upgrade(request: Request, info: RequestInfo, listener: Listener): Promise<Response | undefined> {
+    return (await this.answer(request, info, undefined)) ?? listener.upgrade(request, info)
   }
 }
 

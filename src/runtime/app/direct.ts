@@ -36,8 +36,9 @@ export function directRoutes(app: Hono, mounted: readonly MountedRoute[]): Direc
     table ??= buildTable(app, mounted)
     const route = table.get(path)
     if (route === undefined) return undefined
-    if (!DIRECT_METHODS.has(request.method)) return undefined
-    return route.serve(new HonoRequest(request, path, route.match))
+    const method = request.method
+    if (!DIRECT_METHODS.has(method)) return undefined
+    return route.serve(new HonoRequest(request, path, route.match), method)
   }
 }
 

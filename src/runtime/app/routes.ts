@@ -13,7 +13,7 @@ import { describe } from '../describe.ts'
 import { type ErrorResponder, jsonError, methodNotAllowed } from '../http/errors.ts'
 import { toHonoPath } from '../http/path.ts'
 import type { ResponseClass, SvcRequest } from '../http/types.ts'
-import { ReplyImpl } from './reply.ts'
+import { jsonInitFor, ReplyImpl } from './reply.ts'
 import type { RouteHandler, WebSocketHandler } from './types.ts'
 import { acceptUpgrade, canUpgrade, isWebSocketUpgrade } from './upgrade.ts'
 import { validateRequest } from './validation.ts'
@@ -47,8 +47,12 @@ export interface MountedRoute {
   serve: RouteServe
 }
 
-/** Answers a request to one route; `req` carries the request, its routing path and parameters. */
-export type RouteServe = (req: SvcRequest) => Response | Promise<Response>
+/**
+ * Answers a request to one route; `req` carries the request, its routing
+ * path and parameters. `method` is the request's, when the caller has read
+ * it already: on Bun each read of `request.method` is a call into the runtime.
+ */
+export type RouteServe = (req: SvcRequest, method?: string) => Response | Promise<Response>
 
 export function mountRoutes(app: Hono, routes: readonly RuntimeApiRoute[], ctx: MountContext, where: string): MountedRoute[] {
   const mounted: MountedRoute[] = []
@@ -76,9 +80,9 @@ export function mountRoutes(app: Hono, routes: readonly RuntimeApiRoute[], ctx: 
     const serve: RouteServe =
       note === undefined
         ? routed
-        : (req) => {
+        : (req, method) => {
             note(req.raw, route.path)
-            return routed(req)
+            return routed(req, method)
           }
     const handler = (c: Context) => serve(c.req)
     app.all(toHonoPath(route.path), handler)
@@ -113,9 +117,10 @@ function routeHandler(
 ): RouteServe {
   const { R, fail, bodyLimit } = ctx
   const allow = allowHeader(handlers, websocket !== undefined)
+  const jsonInit = jsonInitFor(R)
 
   const invoke = (fn: RouteHandler, req: SvcRequest): Response | Promise<Response> => {
-    const reply = new ReplyImpl(R)
+    const reply = new ReplyImpl(R, jsonInit)
     let out: unknown
     try {
       out = fn(req, reply)
@@ -137,9 +142,9 @@ function routeHandler(
       (error) => fail(error, req),
     )
 
-  return (req) => {
+  return (req, known) => {
     const request = req.raw
-    const method = request.method as HttpMethod
+    const method = (known ?? request.method) as HttpMethod
     if (websocket !== undefined && method === 'GET' && isWebSocketUpgrade(request)) {
       const refused = refuseOrigin(request, path, origins, R)
       if (refused) return refused
