@@ -18,6 +18,8 @@ import { openDatabase } from '../src/sqlite/database.ts'
 import { UPDATE_RUN_FENCED, UPSERT_STEP_FENCED } from '../src/sqlite/fences.ts'
 import { INSERT_RUN_OWNED } from '../src/sqlite/owners.ts'
 import { newRunId } from '../src/runtime/tasks/base/ids.ts'
+import { insertRunValues } from '../src/runtime/tasks/sql/queries.ts'
+import type { RunRecord } from '../src/types.ts'
 
 /** Milliseconds for `count` runs of `steps` recorded steps each: created running, each step saved, ended. */
 export function sqliteFloor(dir: string, name: string, count: number, steps: number, perCommit = count): number {
@@ -54,7 +56,9 @@ export function sqliteFloor(dir: string, name: string, count: number, steps: num
     const seqs: number[] = []
     const all = () => {
       batch((i) => {
-        seqs[i] = Number(insert.run(runs[i].id, 'noop', 'running', null, null, JSON.stringify(runs[i]), owner, 1).lastInsertRowid)
+        // The columns the store writes, from the function that lists them.
+        const values = insertRunValues(runs[i] as unknown as RunRecord, null, JSON.stringify(runs[i]))
+        seqs[i] = Number(insert.run(...values, owner, 1).lastInsertRowid)
       })
       for (let step = 0; step < steps; step++) {
         // A step is a row of its own; the run's row keeps `"steps":{}`.
