@@ -51,9 +51,9 @@ export class RunUpdates implements UpdateListener {
   readonly #handlers = new Map<string, UpdateHandler>()
   /** The updates answered before this invocation that its handlers were given again (replayed), by id. */
   readonly #replayed = new Set<string>()
-  /** The pass under way, if any; `#again` asks for one more after it. */
+  /** The last pass asked for, and the one not begun yet, if any. */
   #working: Promise<void> | undefined
-  #again = false
+  #queued: Promise<void> | undefined
   #closed = false
   /** What the first `close` resolves with: a second close is the same. */
   #closing: Promise<void> | undefined
@@ -126,22 +126,20 @@ export class RunUpdates implements UpdateListener {
     return this.#closing
   }
 
+  /**
+   * A pass over the run's updates, after the one under way: one not begun
+   * yet is shared (it will see every update and handler there is by then),
+   * so a pass that follows a declaration or an arrival always begins after it.
+   */
   #pass(final: boolean): Promise<void> {
-    if (this.#working !== undefined && !final) {
-      this.#again = true
-      return this.#working
-    }
-    const after = this.#working ?? Promise.resolve()
-    const working = after.then(() => this.#answerAll(final))
-    this.#working = working
-    working.then(() => {
-      if (this.#working === working) this.#working = undefined
-      if (this.#again && !this.#closed) {
-        this.#again = false
-        this.#pass(false)
-      }
+    if (!final && this.#queued !== undefined) return this.#queued
+    const pass: Promise<void> = (this.#working ?? Promise.resolve()).then(() => {
+      if (this.#queued === pass) this.#queued = undefined
+      return this.#answerAll(final)
     })
-    return working
+    this.#queued = pass
+    this.#working = pass
+    return pass
   }
 
   async #answerAll(final: boolean): Promise<void> {
