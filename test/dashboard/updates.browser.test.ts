@@ -133,12 +133,21 @@ describe('updates in the run panel', () => {
     await expect.poll(() => rows().count()).toBe(1)
     expect(await rows().locator('td.answer').textContent()).toMatch(/^UPDATE_FAILED .*no bombs in carts/)
 
+    // A send's answer is followed by a read of the run and its updates, which redraws the panel: each
+    // send waits until the list shows the one before, and the run waits again, so no click lands mid-redraw.
+    const settled = async (updates: number) => {
+      await expect.poll(() => rows().count()).toBe(updates)
+      await expect.poll(async () => (await getRun(id)).status).toBe('suspended')
+    }
+    await settled(1)
     await sendFromPage({ name: 'add-item', data: '{"sku":""}' })
     await expect.poll(problems).toMatch(/^VALIDATION_FAILED /)
 
+    await settled(2)
     await sendFromPage({ name: 'remove-item', data: '{"sku":"A-1"}' })
     await expect.poll(problems).toMatch(/^UPDATE_NOT_HANDLED /)
 
+    await settled(3)
     await sendFromPage({ name: 'not a name!', data: '' })
     await expect.poll(problems).toMatch(/^INVALID_UPDATE /)
     expect(sends).toHaveLength(4)
