@@ -41,10 +41,23 @@ export function dataTable(columns: string[], rows: Child[], props?: Props): HTML
   )
 }
 
-/** Replaces what `parent` holds. */
+/**
+ * Replaces what `parent` holds. A field being typed in that is put back
+ * (the forms of a run's panel are kept across its redraws) keeps its focus
+ * and its caret: taken out, it would lose them, and the keys typed next
+ * would go nowhere.
+ */
 export function fill(parent: Element, ...children: Child[]): void {
+  const active = document.activeElement
+  const typing = (active instanceof HTMLInputElement || active instanceof HTMLTextAreaElement) && parent.contains(active) ? active : null
+  const start = typing?.selectionStart ?? null
+  const end = typing?.selectionEnd ?? null
   parent.replaceChildren()
   append(parent, children)
+  if (typing === null || !typing.isConnected || document.activeElement === typing) return
+  typing.focus()
+  // Only text fields have a caret to put back.
+  if (start !== null && end !== null) typing.setSelectionRange(start, end)
 }
 
 /** A local time (with the date unless it is today), the ISO timestamp as its tooltip. */

@@ -186,4 +186,21 @@ describe('updates in the run panel', () => {
     expect(await panel().locator('table.updates b').count()).toBe(0)
     expect(await panel().getByRole('heading', { name: 'Updates' }).count()).toBe(1)
   })
+
+  it('keeps the focus and the caret of a field being typed in while the run changes and the panel is drawn again', async () => {
+    const id = await waitingRun()
+    const data = form().getByLabel('Update data (JSON, optional)')
+    await data.click()
+    await page.keyboard.type('{"sku":')
+    // An update sent from elsewhere changes the run: the panel is drawn again, with the form put back.
+    const res = await fetch(`${server.url}/__tasks/runs/${id}/updates/add-item`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"sku":"A-1"}',
+    })
+    expect(res.status).toBe(200)
+    await expect.poll(() => rows().count()).toBe(1)
+    await page.keyboard.type('"B-2"}')
+    expect(await data.inputValue()).toBe('{"sku":"B-2"}')
+  })
 })
