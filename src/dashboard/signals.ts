@@ -7,10 +7,10 @@
  * took it. The form keeps what the user typed across the refreshes each run
  * change brings, and starts empty when another run is shown.
  */
-import { jsonField } from './json-field.ts'
+import { messageForm } from './message-form.ts'
 import type { SentSignal, SignalRecord } from '../runtime/types.ts'
 import { api } from './api.ts'
-import { type Child, dataTable, fill, h, time } from './dom.ts'
+import { type Child, dataTable, h, time } from './dom.ts'
 import { errorView } from './tasks.ts'
 import { FINISHED, type Run } from './types.ts'
 
@@ -34,60 +34,28 @@ export function signalsView(sent: () => void): SignalsView {
   let shownRun: string | null = null
   // The name the run waited for when last drawn: the field follows it unless the user changed the field.
   let awaited = ''
-  const name = h('input', { id: 'signal-name', name: 'name', required: true, spellcheck: 'false', placeholder: 'approval' })
-  const data = h('textarea', { id: 'signal-data', name: 'data', rows: 3, spellcheck: 'false', placeholder: '{ "ok": true }' })
-  const id = h('input', { id: 'signal-id', name: 'id', spellcheck: 'false' })
-  const send = h('button', { type: 'submit' }, 'Send signal')
-  // Not `.problems`: the panel's own alert is the one element of that class in it.
-  const problems = h('div', { role: 'alert', class: 'signal-problems' })
-  const answer = h('p', { role: 'status', class: 'muted signal-answer' })
-
-  const submit = async (event: Event) => {
-    event.preventDefault()
-    fill(problems)
-    fill(answer)
-    const runId = shownRun
-    if (runId === null) return
-    const field = jsonField(data.value)
-    if ('problem' in field) {
-      fill(problems, h('p', null, field.problem))
-      return
-    }
-    const body = field.value
-    const signalId = id.value.trim()
-    send.disabled = true
-    try {
+  const message = messageForm({
+    kind: 'signal',
+    labels: {
+      name: 'Signal name',
+      data: 'Signal data (JSON, optional)',
+      id: 'Signal id (optional; the same id is kept once)',
+      send: 'Send signal',
+    },
+    placeholders: { name: 'approval', data: '{ "ok": true }' },
+    sent,
+    async send(runId, name, data, signalId) {
       const done = await api<SentSignal>(
         'POST',
-        `/__tasks/runs/${encodeURIComponent(runId)}/signals/${encodeURIComponent(name.value.trim())}`,
-        body,
-        signalId === '' ? undefined : { 'idempotency-key': signalId },
+        `/__tasks/runs/${encodeURIComponent(runId)}/signals/${encodeURIComponent(name)}`,
+        data,
+        signalId === undefined ? undefined : { 'idempotency-key': signalId },
       )
-      fill(
-        answer,
-        done.duplicate
-          ? ['Already sent: the run keeps it once (', h('code', null, done.id), ').']
-          : ['Sent ', h('code', null, done.name), ' as ', h('code', null, done.id), '.'],
-      )
-      sent()
-    } catch (error) {
-      fill(problems, errorView(error))
-    } finally {
-      send.disabled = false
-    }
-  }
-
-  const form = h(
-    'form',
-    { class: 'signal', onsubmit: (event: Event) => void submit(event) },
-    h('label', { for: 'signal-name' }, 'Signal name'),
-    name,
-    h('label', { for: 'signal-data' }, 'Signal data (JSON, optional)'),
-    data,
-    h('label', { for: 'signal-id' }, 'Signal id (optional; the same id is kept once)'),
-    id,
-    h('div', null, send),
-  )
+      return done.duplicate
+        ? ['Already sent: the run keeps it once (', h('code', null, done.id), ').']
+        : ['Sent ', h('code', null, done.name), ' as ', h('code', null, done.id), '.']
+    },
+  })
 
   return {
     async load(runId) {
@@ -102,12 +70,9 @@ export function signalsView(sent: () => void): SignalsView {
       if (run.id !== shownRun) {
         shownRun = run.id
         awaited = ''
-        name.value = ''
-        data.value = ''
-        id.value = ''
-        fill(problems)
-        fill(answer)
+        message.show(run.id)
       }
+      const { name } = message
       const wait = run.suspended?.waitpoint
       const waitsFor = wait?.type === 'signal' ? wait.signal : ''
       if (waitsFor !== '' && name.value === awaited) name.value = waitsFor
@@ -115,10 +80,15 @@ export function signalsView(sent: () => void): SignalsView {
       const live = !FINISHED.has(run.status)
       const list = loaded?.runId === run.id ? signalList(run.id, loaded) : null
       // The answer sits outside the form: a signal the run waited for often ends the run, and the form goes with it.
-      const said = problems.hasChildNodes() || answer.hasChildNodes()
       // A finished run that was sent nothing has no section.
-      if (!live && !said && loaded?.runId === run.id && 'signals' in loaded && loaded.signals.length === 0) return null
-      return [live ? [h('h3', null, 'Send a signal'), form] : null, problems, answer, h('h3', null, 'Signals'), list]
+      if (!live && !message.said() && loaded?.runId === run.id && 'signals' in loaded && loaded.signals.length === 0) return null
+      return [
+        live ? [h('h3', null, 'Send a signal'), message.form] : null,
+        message.problems,
+        message.answer,
+        h('h3', null, 'Signals'),
+        list,
+      ]
     },
   }
 }

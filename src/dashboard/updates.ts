@@ -9,10 +9,10 @@
  * the refreshes each run change brings, and starts empty when another run
  * is shown.
  */
-import { jsonField } from './json-field.ts'
+import { type MessageForm, messageForm } from './message-form.ts'
 import type { UpdateRecord } from '../runtime/types.ts'
 import { api } from './api.ts'
-import { type Child, dataTable, fill, h, statusBadge, time } from './dom.ts'
+import { type Child, dataTable, h, statusBadge, time } from './dom.ts'
 import { errorView } from './tasks.ts'
 import { FINISHED, type Run } from './types.ts'
 
@@ -39,75 +39,38 @@ export interface UpdatesView {
 
 type Loaded = { runId: string; updates: UpdateRecord[] } | { runId: string; error: unknown }
 
-/** `sent` is called after each send the server answered, so that the run is read again. */
+/** `sent` is called after each send the server answered, a refusal too, so that the run is read again. */
 export function updatesView(sent: () => void): UpdatesView {
   let loaded: Loaded | undefined
   let shownRun: string | null = null
-  const name = h('input', { id: 'update-name', name: 'name', required: true, spellcheck: 'false', placeholder: 'add-item' })
-  const data = h('textarea', { id: 'update-data', name: 'data', rows: 3, spellcheck: 'false', placeholder: '{ "sku": "A-1" }' })
-  const id = h('input', { id: 'update-id', name: 'id', spellcheck: 'false' })
-  const send = h('button', { type: 'submit' }, 'Send update')
-  // Not `.problems`: the panel's own alert is the one element of that class in it.
-  const problems = h('div', { role: 'alert', class: 'update-problems' })
-  const answer = h('p', { role: 'status', class: 'muted update-answer' })
-
-  const submit = async (event: Event) => {
-    event.preventDefault()
-    fill(problems)
-    fill(answer)
-    const runId = shownRun
-    if (runId === null) return
-    const field = jsonField(data.value)
-    if ('problem' in field) {
-      fill(problems, h('p', null, field.problem))
-      return
-    }
-    const body = field.value
-    const updateId = id.value.trim()
-    send.disabled = true
-    try {
+  const message: MessageForm = messageForm({
+    kind: 'update',
+    labels: {
+      name: 'Update name',
+      data: 'Update data (JSON, optional)',
+      id: 'Update id (optional; the same id gets the same answer)',
+      send: 'Send update',
+    },
+    placeholders: { name: 'add-item', data: '{ "sku": "A-1" }' },
+    // A refused update is kept with its answer too.
+    afterRefusal: true,
+    sent,
+    async send(runId, name, data, updateId) {
       const done = await api<SentUpdate>(
         'POST',
-        `/__tasks/runs/${encodeURIComponent(runId)}/updates/${encodeURIComponent(name.value.trim())}`,
-        body,
-        updateId === '' ? undefined : { 'idempotency-key': updateId },
+        `/__tasks/runs/${encodeURIComponent(runId)}/updates/${encodeURIComponent(name)}`,
+        data,
+        updateId === undefined ? undefined : { 'idempotency-key': updateId },
       )
       if (done.status === 'pending') {
         // The id the server gave is the one to ask again with.
-        if (runId === shownRun && id.value.trim() === '') id.value = done.id
-        fill(answer, h('code', null, done.name), ' (', h('code', null, done.id), ') is pending; ask again with the same id.')
-      } else {
-        fill(
-          answer,
-          'Answered ',
-          h('code', null, done.name),
-          ' (',
-          h('code', null, done.id),
-          '): ',
-          'result' in done ? resultCode(done.result) : h('span', { class: 'muted' }, 'no result'),
-        )
+        if (runId === shownRun && message.id.value.trim() === '') message.id.value = done.id
+        return [h('code', null, done.name), ' (', h('code', null, done.id), ') is pending; ask again with the same id.']
       }
-      sent()
-    } catch (error) {
-      fill(problems, errorView(error))
-      // A refused update is kept with its answer too.
-      sent()
-    } finally {
-      send.disabled = false
-    }
-  }
-
-  const form = h(
-    'form',
-    { class: 'update', onsubmit: (event: Event) => void submit(event) },
-    h('label', { for: 'update-name' }, 'Update name'),
-    name,
-    h('label', { for: 'update-data' }, 'Update data (JSON, optional)'),
-    data,
-    h('label', { for: 'update-id' }, 'Update id (optional; the same id gets the same answer)'),
-    id,
-    h('div', null, send),
-  )
+      const result = 'result' in done ? resultCode(done.result) : h('span', { class: 'muted' }, 'no result')
+      return ['Answered ', h('code', null, done.name), ' (', h('code', null, done.id), '): ', result]
+    },
+  })
 
   return {
     async load(runId) {
@@ -119,20 +82,19 @@ export function updatesView(sent: () => void): UpdatesView {
       }
     },
     render(run) {
-      if (run.id !== shownRun) {
-        shownRun = run.id
-        name.value = ''
-        data.value = ''
-        id.value = ''
-        fill(problems)
-        fill(answer)
-      }
+      shownRun = run.id
+      message.show(run.id)
       const live = !FINISHED.has(run.status)
       const list = loaded?.runId === run.id ? updateList(loaded) : null
-      const said = problems.hasChildNodes() || answer.hasChildNodes()
       // A finished run that was sent no update has no section.
-      if (!live && !said && loaded?.runId === run.id && 'updates' in loaded && loaded.updates.length === 0) return null
-      return [live ? [h('h3', null, 'Send an update'), form] : null, problems, answer, h('h3', null, 'Updates'), list]
+      if (!live && !message.said() && loaded?.runId === run.id && 'updates' in loaded && loaded.updates.length === 0) return null
+      return [
+        live ? [h('h3', null, 'Send an update'), message.form] : null,
+        message.problems,
+        message.answer,
+        h('h3', null, 'Updates'),
+        list,
+      ]
     },
   }
 }
