@@ -99,6 +99,14 @@ function kebab(name: string): string {
 /** The value of a `--input` flag, parsed; undefined without one. */
 export function parseInputArg(raw: string | undefined): unknown {
   if (raw === undefined) return undefined
+  return parseJsonArg(raw, '--input', `--input '{"key":"value"}'`)
+}
+
+/**
+ * `raw`, one JSON value given on the command line as `what` (`--input`,
+ * `The signal data`), parsed; `example` is how to give one.
+ */
+export function parseJsonArg(raw: string, what: string, example: string): unknown {
   try {
     return JSON.parse(raw)
   } catch (error) {
@@ -106,8 +114,7 @@ export function parseInputArg(raw: string | undefined): unknown {
     // fix, and the command's usage would only bury it.
     const shown = raw.length > 60 ? `${raw.slice(0, 57)}...` : raw
     throw new Error(
-      `--input is not valid JSON: ${(error as Error).message} (got ${JSON.stringify(shown)}). ` +
-        `Pass one JSON value, quoted for the shell, such as --input '{"key":"value"}'`,
+      `${what} is not valid JSON: ${(error as Error).message} (got ${JSON.stringify(shown)}). Pass one JSON value, quoted for the shell, such as ${example}`,
     )
   }
 }

@@ -6,11 +6,11 @@
  */
 import type { ArgsDef } from 'citty'
 import type { SentSignal, SignalRecord } from '../../types.ts'
-import { checkArgs, jsonArg, urlArg } from '../_args.ts'
+import { checkArgs, jsonArg, parseJsonArg, urlArg } from '../_args.ts'
 import { defineCommand } from '../_define.ts'
 import { formatTable, printJson, printLines } from '../_output.ts'
 import { runsClient } from '../runs-client.ts'
-import { formatInstant } from '../runs-format.ts'
+import { formatInstant, oneLine } from '../runs-format.ts'
 
 const signalArgs = {
   id: { type: 'positional', description: 'The run id', required: true },
@@ -30,7 +30,7 @@ export const signal = defineCommand({
   args: signalArgs,
   async run({ args, rawArgs }) {
     checkArgs(rawArgs, signalArgs)
-    const data = args.data === undefined ? undefined : parseData(args.data)
+    const data = args.data === undefined ? undefined : parseJsonArg(args.data, 'The signal data', `'{"ok":true}' or '"some text"'`)
     const path = `/__tasks/runs/${encodeURIComponent(args.id)}/signals/${encodeURIComponent(args.name)}`
     const key = args['signal-id']
     const sent = await runsClient('svc runs signal', args.url).post<SentSignal>(
@@ -60,25 +60,13 @@ export const signals = defineCommand({
     if (args.json) return printJson({ signals: held })
     if (held.length === 0) return printLines('stdout', ['No signals.'])
     const taken = (signal: SignalRecord) => (signal.takenBy === undefined ? '-' : signal.takenBy.split(':').slice(1, -1).join(':'))
-    const rows = held.map((signal) => [signal.id, signal.name, formatInstant(signal.sentAt), taken(signal), shown(signal.data)])
+    const rows = held.map((signal) => [
+      signal.id,
+      signal.name,
+      formatInstant(signal.sentAt),
+      taken(signal),
+      signal.data === undefined ? '-' : oneLine(signal.data, 60),
+    ])
     printLines('stdout', [formatTable(['id', 'name', 'sent', 'taken by step', 'data'], rows)])
   },
 })
-
-function parseData(raw: string): unknown {
-  try {
-    return JSON.parse(raw)
-  } catch (error) {
-    const shownRaw = raw.length > 60 ? `${raw.slice(0, 57)}...` : raw
-    throw new Error(
-      `The signal data is not valid JSON: ${(error as Error).message} (got ${JSON.stringify(shownRaw)}). ` +
-        `Pass one JSON value, quoted for the shell, such as '{"ok":true}' or '"some text"'`,
-    )
-  }
-}
-
-function shown(data: unknown): string {
-  if (data === undefined) return '-'
-  const text = JSON.stringify(data)
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text
-}

@@ -11,7 +11,7 @@ import { taskRequestTimeout } from '../../runtime/tasks/client/client.ts'
 import { UPDATE_REQUEST_MARGIN_MS } from '../../runtime/tasks/client/update-over-http.ts'
 import { DEFAULT_UPDATE_TIMEOUT_SECONDS, MAX_UPDATE_TIMEOUT_SECONDS } from '../../runtime/tasks/engine/update-sends.ts'
 import type { UpdateRecord } from '../../types.ts'
-import { checkArgs, jsonArg, urlArg } from '../_args.ts'
+import { checkArgs, jsonArg, parseJsonArg, urlArg } from '../_args.ts'
 import { ExitCode, UsageError } from '../_errors.ts'
 import { defineCommand } from '../_define.ts'
 import { formatTable, printJson, printLines } from '../_output.ts'
@@ -55,7 +55,7 @@ export const update = defineCommand({
   async run({ args, rawArgs }) {
     checkArgs(rawArgs, updateArgs)
     const seconds = args.timeout === undefined ? undefined : timeoutSeconds(args.timeout)
-    const data = args.data === undefined ? undefined : parseData(args.data)
+    const data = args.data === undefined ? undefined : parseJsonArg(args.data, 'The update data', `'{"ok":true}' or '"some text"'`)
     const query = seconds === undefined ? '' : `?timeout=${seconds}`
     const path = `/__tasks/runs/${encodeURIComponent(args.id)}/updates/${encodeURIComponent(args.name)}${query}`
     const key = args['update-id']
@@ -117,18 +117,6 @@ function timeoutSeconds(raw: string): number {
   throw new UsageError(
     `--timeout must be a number of seconds above 0 and at most ${MAX_UPDATE_TIMEOUT_SECONDS} (got ${JSON.stringify(raw)})`,
   )
-}
-
-function parseData(raw: string): unknown {
-  try {
-    return JSON.parse(raw)
-  } catch (error) {
-    const shownRaw = raw.length > 60 ? `${raw.slice(0, 57)}...` : raw
-    throw new Error(
-      `The update data is not valid JSON: ${(error as Error).message} (got ${JSON.stringify(shownRaw)}). ` +
-        `Pass one JSON value, quoted for the shell, such as '{"ok":true}' or '"some text"'`,
-    )
-  }
 }
 
 /** A completed update's result, or why it has none: `CODE: message`. */
