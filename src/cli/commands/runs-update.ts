@@ -9,7 +9,7 @@ import type { ArgsDef } from 'citty'
 import { type EnvLike, processEnv } from '../../runtime/env.ts'
 import { taskRequestTimeout } from '../../runtime/tasks/client/client.ts'
 import { UPDATE_REQUEST_MARGIN_MS } from '../../runtime/tasks/client/update-over-http.ts'
-import { DEFAULT_UPDATE_TIMEOUT_SECONDS, MAX_UPDATE_TIMEOUT_SECONDS } from '../../runtime/tasks/engine/update-sends.ts'
+import { DEFAULT_UPDATE_TIMEOUT_SECONDS, MAX_UPDATE_TIMEOUT_SECONDS, timeoutSecondsOf } from '../../runtime/tasks/engine/update-sends.ts'
 import type { UpdateRecord } from '../../types.ts'
 import { checkArgs, jsonArg, parseJsonArg, urlArg } from '../_args.ts'
 import { ExitCode, UsageError } from '../_errors.ts'
@@ -112,8 +112,8 @@ function waitingEnv(env: EnvLike, seconds: number): EnvLike {
 }
 
 function timeoutSeconds(raw: string): number {
-  const seconds = /^\d+(?:\.\d+)?$/.test(raw) ? Number(raw) : Number.NaN
-  if (seconds > 0 && seconds <= MAX_UPDATE_TIMEOUT_SECONDS) return seconds
+  const seconds = timeoutSecondsOf(raw)
+  if (seconds !== undefined) return seconds
   throw new UsageError(
     `--timeout must be a number of seconds above 0 and at most ${MAX_UPDATE_TIMEOUT_SECONDS} (got ${JSON.stringify(raw)})`,
   )

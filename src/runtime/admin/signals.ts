@@ -36,11 +36,28 @@ export async function sendSignalRoute(
 ): Promise<Response> {
   const { runtime, R, bodyLimit, json } = routes
   if (request.method !== 'POST') return methodNotAllowed(R, request.method, pathname, 'POST, OPTIONS')
-  const id = request.headers.get('idempotency-key') ?? undefined
-  const problem = signalProblem(name, id)
-  if (problem) return jsonError(R, 400, 'INVALID_SIGNAL', `${problem}${id === undefined ? '' : ' (the Idempotency-Key header is the id)'}`)
+  const id = messageId(request, name, signalProblem, 'INVALID_SIGNAL', R)
+  if (id instanceof Response) return id
   const { value } = await readJsonBody(request, bodyLimit)
   return json(202, await runtime.sendSignal(runId, name, value, id === undefined ? undefined : { id }))
+}
+
+/**
+ * The id of a message to a run (a signal, an update): its `Idempotency-Key`
+ * header, or `undefined`; a 400 `code` response when `problemOf` finds the
+ * name or the id wrong.
+ */
+export function messageId(
+  request: Request,
+  name: string,
+  problemOf: (name: string, id: string | undefined) => string | null,
+  code: string,
+  R: ResponseClass,
+): string | undefined | Response {
+  const id = request.headers.get('idempotency-key') ?? undefined
+  const problem = problemOf(name, id)
+  if (problem) return jsonError(R, 400, code, `${problem}${id === undefined ? '' : ' (the Idempotency-Key header is the id)'}`)
+  return id
 }
 
 /** `GET /__tasks/runs/<id>/signals`. */

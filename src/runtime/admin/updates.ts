@@ -15,13 +15,13 @@
  * many unanswered updates as it may 429 `TOO_MANY_UPDATES`; a bad name,
  * id or timeout 400 `INVALID_UPDATE`.
  */
-import type { SignalRoutes } from './signals.ts'
+import { messageId, type SignalRoutes } from './signals.ts'
 import { jsonError, methodNotAllowed } from '../http/errors.ts'
 import { readJsonBody } from '../http/body.ts'
 import { updateProblem } from '../events/rules.ts'
 import { UpdateTimeoutError } from '../update-errors.ts'
 import { SvcError } from '../errors.ts'
-import { MAX_UPDATE_TIMEOUT_SECONDS } from '../tasks/engine/update-sends.ts'
+import { MAX_UPDATE_TIMEOUT_SECONDS, timeoutSecondsOf } from '../tasks/engine/update-sends.ts'
 
 /** What the routes work with: those of signals (signals.ts). */
 export type UpdateRoutes = SignalRoutes
@@ -36,13 +36,11 @@ export async function updateRunRoute(
 ): Promise<Response> {
   const { runtime, R, bodyLimit, json } = routes
   if (request.method !== 'POST') return methodNotAllowed(R, request.method, pathname, 'POST')
-  const id = request.headers.get('idempotency-key') ?? undefined
-  const problem = updateProblem(name, id)
-  if (problem) return jsonError(R, 400, 'INVALID_UPDATE', `${problem}${id === undefined ? '' : ' (the Idempotency-Key header is the id)'}`)
+  const id = messageId(request, name, updateProblem, 'INVALID_UPDATE', R)
+  if (id instanceof Response) return id
   const timeout = new URL(request.url).searchParams.get('timeout')
-  // Plain decimal seconds only: Number() would take '0x10', ' 5' or '1e2'.
-  const timeoutSeconds = timeout === null || !/^\d{1,3}(\.\d{1,3})?$/.test(timeout) ? undefined : Number(timeout)
-  if (timeout !== null && !(timeoutSeconds !== undefined && timeoutSeconds > 0 && timeoutSeconds <= MAX_UPDATE_TIMEOUT_SECONDS)) {
+  const timeoutSeconds = timeout === null ? undefined : timeoutSecondsOf(timeout)
+  if (timeout !== null && timeoutSeconds === undefined) {
     return jsonError(
       R,
       400,

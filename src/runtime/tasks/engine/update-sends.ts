@@ -70,6 +70,16 @@ export async function updateRun(
   return answered.result
 }
 
+/**
+ * A timeout given as text (`?timeout=`, `svc runs update --timeout`): plain
+ * decimal seconds above 0 and at most `MAX_UPDATE_TIMEOUT_SECONDS`, else
+ * `undefined` (`Number()` alone would take '0x10', ' 5' or '1e2').
+ */
+export function timeoutSecondsOf(text: string): number | undefined {
+  const seconds = /^\d+(?:\.\d+)?$/.test(text) ? Number(text) : Number.NaN
+  return seconds > 0 && seconds <= MAX_UPDATE_TIMEOUT_SECONDS ? seconds : undefined
+}
+
 /** Why `updateRun(runId, name, data, options)` cannot send: its run id's, options', name's, id's or timeout's problem; `null` when none. */
 export function updateRunProblem(runId: unknown, name: unknown, options: unknown): string | null {
   if (typeof runId !== 'string' || runId === '') return `runId must be a run's id (got ${describe(runId)})`
